@@ -1,0 +1,3 @@
+module github.com/ubiksql/ubik
+
+go 1.26
