@@ -1,0 +1,218 @@
+// Package plan binds a parsed ubik SQL script to a physical plan: typed,
+// compiled expressions, a window spec, aggregate calls, the key layout, the
+// projection and the emit policy. The executor (package exec) runs a Query;
+// it never looks at the AST.
+//
+// Two row layouts matter:
+//
+//   - the source row: the declared source's columns, by ordinal. WHERE, the
+//     GROUP BY expressions and the aggregate arguments are compiled against it.
+//   - the post-aggregation row (see Query.PostAggWidth): the key cells in
+//     GROUP BY order, then one cell per aggregate call, then four metadata
+//     cells: window_start, window_end (TIMESTAMP, NULL for a continuous view),
+//     final (BOOLEAN) and revision (BIGINT). HAVING and the SELECT list are
+//     compiled against it.
+package plan
+
+import (
+	"github.com/ubiksql/ubik/types"
+)
+
+// Expr is a compiled, typed scalar expression.
+type Expr interface {
+	// Type is the static result type.
+	Type() types.Type
+	// Eval computes the expression over row. It returns an error only for a
+	// runtime failure DuckDB would also raise (a failed cast, an integer
+	// overflow); a NULL result is a value, not an error.
+	Eval(row []types.Value) (types.Value, error)
+	// String renders the expression for explain output and messages.
+	String() string
+}
+
+// Column is one column of a source.
+type Column struct {
+	Name string
+	Type types.Type
+}
+
+// Source is a declared input stream (CREATE SOURCE, or registered through the
+// API).
+type Source struct {
+	Name    string
+	Columns []Column
+	// TimeCol is the ordinal of the event-time column (TIMESTAMP), or -1 when
+	// the source declares none.
+	TimeCol int
+	// WatermarkDelay is the bounded out-of-orderness in microseconds:
+	// watermark = max event time seen - WatermarkDelay.
+	WatermarkDelay int64
+	// Options are the WITH (...) options, keys lowercased, values verbatim
+	// (format, path, connector, topic, ...).
+	Options map[string]string
+}
+
+// ColumnIndex returns the ordinal of the named column (case-insensitive), or -1.
+func (s *Source) ColumnIndex(name string) int {
+	for i, c := range s.Columns {
+		if equalFold(c.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// WindowKind is the shape of a window.
+type WindowKind uint8
+
+// Window kinds.
+const (
+	Tumble WindowKind = iota + 1
+	Hop
+	Session
+)
+
+func (k WindowKind) String() string {
+	switch k {
+	case Tumble:
+		return "TUMBLE"
+	case Hop:
+		return "HOP"
+	case Session:
+		return "SESSION"
+	}
+	return "WINDOW?"
+}
+
+// Window describes the window of a windowed query. All durations are
+// microseconds and fixed (no month intervals).
+type Window struct {
+	Kind    WindowKind
+	TimeCol int   // source ordinal of the TIMESTAMP column windows are over
+	Size    int64 // TUMBLE and HOP: window length
+	Slide   int64 // HOP: distance between window starts (Size for TUMBLE)
+	Gap     int64 // SESSION: the quiet span that closes a session
+}
+
+// KeyKind says what a key term is.
+type KeyKind uint8
+
+// Key term kinds.
+const (
+	KeyExpr        KeyKind = iota // an expression over the source row
+	KeyWindowStart                // the window start (legacy TUMBLE(...) term, or TVF window_start)
+	KeyWindowEnd                  // the window end (TVF window_end)
+)
+
+// KeyTerm is one GROUP BY term, in GROUP BY order. Its position in
+// Query.Keys is its position in the key array.
+type KeyTerm struct {
+	Kind KeyKind
+	Expr Expr   // for KeyExpr
+	Name string // display name (the GROUP BY text), for explain
+}
+
+// AggCall is one aggregate call. Identical calls in the query share one
+// AggCall.
+type AggCall struct {
+	// Func is the lowercase canonical name: "count_star", "count", "sum",
+	// "min", "max", "avg" (issue 6 adds more).
+	Func     string
+	Args     []Expr // over the source row; empty for count_star
+	Distinct bool
+	// Type is the result type, following DuckDB: count -> BIGINT;
+	// sum(INTEGER|BIGINT|HUGEINT) -> HUGEINT; sum(DOUBLE) -> DOUBLE;
+	// sum(DECIMAL(p,s)) -> DECIMAL(38,s); avg -> DOUBLE; min/max -> arg type.
+	Type types.Type
+	Name string // display text, for explain
+}
+
+// EmitMode is when a windowed query publishes.
+type EmitMode uint8
+
+// Emit modes.
+const (
+	// EmitFinal publishes each (group, window) once, when it closes.
+	EmitFinal EmitMode = iota
+	// EmitEarly publishes every EarlyEvery of processing time the whole
+	// current value of each (group, window) touched since the last emission,
+	// then the final value when it closes.
+	EmitEarly
+	// EmitChanges publishes on every change (continuous views' default).
+	EmitChanges
+)
+
+// Emit is the emission policy.
+type Emit struct {
+	Mode       EmitMode
+	EarlyEvery int64 // microseconds of processing time, EmitEarly only
+	// AllowedLateness (microseconds): a window is final when the watermark
+	// passes its end plus this.
+	AllowedLateness int64
+}
+
+// OutputColumn is one SELECT list entry.
+type OutputColumn struct {
+	Name string
+	Expr Expr // over the post-aggregation row
+}
+
+// Query is one compiled aggregating query.
+type Query struct {
+	Name   string
+	SQL    string // the query's own text, for messages
+	Source *Source
+	Filter Expr    // WHERE over the source row; nil when absent
+	Window *Window // nil for a continuous view
+	Keys   []KeyTerm
+	Aggs   []AggCall
+	Having Expr // over the post-aggregation row; nil when absent
+	Select []OutputColumn
+	Emit   Emit
+	// Output names where the changelog goes ("" = the default output). Two
+	// queries of one program with the same Output are rejected by Compile.
+	Output string
+}
+
+// Offsets into the post-aggregation row.
+func (q *Query) AggOffset() int        { return len(q.Keys) }
+func (q *Query) WindowStartSlot() int  { return len(q.Keys) + len(q.Aggs) }
+func (q *Query) WindowEndSlot() int    { return len(q.Keys) + len(q.Aggs) + 1 }
+func (q *Query) FinalSlot() int        { return len(q.Keys) + len(q.Aggs) + 2 }
+func (q *Query) RevisionSlot() int     { return len(q.Keys) + len(q.Aggs) + 3 }
+func (q *Query) PostAggWidth() int     { return len(q.Keys) + len(q.Aggs) + 4 }
+func (q *Query) Windowed() bool        { return q.Window != nil }
+func (q *Query) WindowPositions() []int {
+	var p []int
+	for i, k := range q.Keys {
+		if k.Kind != KeyExpr {
+			p = append(p, i)
+		}
+	}
+	return p
+}
+
+// Program is a compiled script: its sources and its queries.
+type Program struct {
+	Sources []*Source
+	Queries []*Query
+}
