@@ -194,13 +194,13 @@ type Query struct {
 }
 
 // Offsets into the post-aggregation row.
-func (q *Query) AggOffset() int        { return len(q.Keys) }
-func (q *Query) WindowStartSlot() int  { return len(q.Keys) + len(q.Aggs) }
-func (q *Query) WindowEndSlot() int    { return len(q.Keys) + len(q.Aggs) + 1 }
-func (q *Query) FinalSlot() int        { return len(q.Keys) + len(q.Aggs) + 2 }
-func (q *Query) RevisionSlot() int     { return len(q.Keys) + len(q.Aggs) + 3 }
-func (q *Query) PostAggWidth() int     { return len(q.Keys) + len(q.Aggs) + 4 }
-func (q *Query) Windowed() bool        { return q.Window != nil }
+func (q *Query) AggOffset() int       { return len(q.Keys) }
+func (q *Query) WindowStartSlot() int { return len(q.Keys) + len(q.Aggs) }
+func (q *Query) WindowEndSlot() int   { return len(q.Keys) + len(q.Aggs) + 1 }
+func (q *Query) FinalSlot() int       { return len(q.Keys) + len(q.Aggs) + 2 }
+func (q *Query) RevisionSlot() int    { return len(q.Keys) + len(q.Aggs) + 3 }
+func (q *Query) PostAggWidth() int    { return len(q.Keys) + len(q.Aggs) + 4 }
+func (q *Query) Windowed() bool       { return q.Window != nil }
 func (q *Query) WindowPositions() []int {
 	var p []int
 	for i, k := range q.Keys {
