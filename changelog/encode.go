@@ -17,3 +17,9 @@ func AppendKey(dst []byte, cells []types.Value) []byte {
 	}
 	return append(dst, ']')
 }
+
+// AppendValue appends the value object {"col": cell, ...}.
+// TODO(encoder helper): replaced by the real implementation.
+func AppendValue(dst []byte, cols []string, cells []types.Value) []byte {
+	panic("changelog: AppendValue not implemented yet")
+}
