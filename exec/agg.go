@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -22,6 +23,9 @@ type aggState interface {
 	result() types.Value
 	// size estimates the bytes this state holds, for the state-size metric.
 	size() int
+	// appendState and readState serialize the state for checkpoints.
+	appendState(b []byte) []byte
+	readState(r *reader) error
 }
 
 // newAggState returns a fresh state for call c.
@@ -325,4 +329,84 @@ func cmpInt(x, y int64) int {
 		return 1
 	}
 	return 0
+}
+
+func appendBool(b []byte, x bool) []byte {
+	if x {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func appendI128(b []byte, x types.Int128) []byte {
+	b = binary.AppendVarint(b, x.Hi)
+	return binary.AppendUvarint(b, x.Lo)
+}
+
+func (r *reader) i128() types.Int128 { return types.Int128{Hi: r.varint(), Lo: r.uvarint()} }
+
+func (s *fsum) appendState(b []byte) []byte {
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.special))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.infSum))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.overflow))
+	b = binary.AppendUvarint(b, uint64(len(s.partials)))
+	for _, p := range s.partials {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p))
+	}
+	return b
+}
+
+func (s *fsum) readState(r *reader) {
+	s.special, s.infSum, s.overflow = r.f64(), r.f64(), r.f64()
+	n := r.uvarint()
+	if n > uint64(len(r.b)/8) {
+		r.fail("fsum partials")
+		return
+	}
+	s.partials = make([]float64, n)
+	for i := range s.partials {
+		s.partials[i] = r.f64()
+	}
+}
+
+func (s *countState) appendState(b []byte) []byte { return binary.AppendVarint(b, s.n) }
+func (s *countState) readState(r *reader) error   { s.n = r.varint(); return r.err }
+
+func (s *sumIntState) appendState(b []byte) []byte { return appendBool(appendI128(b, s.sum), s.seen) }
+func (s *sumIntState) readState(r *reader) error {
+	s.sum = r.i128()
+	s.seen = r.byte1() == 1
+	return r.err
+}
+
+func (s *sumDoubleState) appendState(b []byte) []byte { return appendBool(s.fs.appendState(b), s.seen) }
+func (s *sumDoubleState) readState(r *reader) error {
+	s.fs.readState(r)
+	s.seen = r.byte1() == 1
+	return r.err
+}
+
+func (s *avgDoubleState) appendState(b []byte) []byte {
+	return binary.AppendVarint(s.fs.appendState(b), s.n)
+}
+func (s *avgDoubleState) readState(r *reader) error {
+	s.fs.readState(r)
+	s.n = r.varint()
+	return r.err
+}
+
+func (s *avgIntState) appendState(b []byte) []byte {
+	return binary.AppendVarint(appendI128(b, s.sum), s.n)
+}
+func (s *avgIntState) readState(r *reader) error {
+	s.sum = r.i128()
+	s.n = r.varint()
+	return r.err
+}
+
+func (s *minMaxState) appendState(b []byte) []byte { return appendValue(appendBool(b, s.seen), s.v) }
+func (s *minMaxState) readState(r *reader) error {
+	s.seen = r.byte1() == 1
+	s.v = r.value()
+	return r.err
 }

@@ -95,7 +95,10 @@ type group struct {
 	dead      bool  // finalized and dropped
 	bytes     int64 // state estimate counted into Stats.StateBytes
 	seq       uint64
-	heapIndex int // sessions: position in the close heap
+	heapIndex int    // sessions: position in the close heap
+	mapKey    string // binary group key (shared with the map)
+	stateKey  string // checkpoint entry key last written ("" = never)
+	ckptDirty bool   // changed since the last checkpoint
 }
 
 // bucket holds the groups of one aligned window (TUMBLE, HOP) or of the
@@ -124,6 +127,11 @@ type Operator struct {
 	seq       uint64
 
 	dirty []*group
+
+	ckptChanged  []*group
+	ckptDeleted  []string
+	restored     bool
+	restoredRows int64
 
 	watermark    int64
 	maxEventTime int64
@@ -201,6 +209,7 @@ func (o *Operator) Process(row []types.Value) error {
 	if o.finished {
 		return ErrFinished
 	}
+	o.restored = true
 	o.stats.Rows++
 	q := o.q
 	if q.Filter != nil {
@@ -323,7 +332,7 @@ func (o *Operator) apply(b *bucket, row []types.Value) error {
 		if err != nil {
 			return err
 		}
-		b.groups[string(o.keyBuf)] = g
+		b.groups[g.mapKey] = g
 		b.order = append(b.order, g)
 		o.addBytes(g, int64(len(o.keyBuf))+48)
 	}
@@ -334,7 +343,8 @@ func (o *Operator) apply(b *bucket, row []types.Value) error {
 }
 
 func (o *Operator) newGroup(start, end int64) (*group, error) {
-	g := &group{start: start, end: end, cells: make([]types.Value, len(o.cellsBuf)), aggs: make([]aggState, len(o.q.Aggs))}
+	g := &group{start: start, end: end, cells: make([]types.Value, len(o.cellsBuf)), aggs: make([]aggState, len(o.q.Aggs)),
+		mapKey: string(o.keyBuf), heapIndex: -1}
 	o.seq++
 	g.seq = o.seq
 	var size int64 = 96 + int64(len(g.cells))*56 + int64(len(g.aggs))*16
@@ -380,6 +390,9 @@ func (o *Operator) addBytes(g *group, n int64) {
 
 func (o *Operator) dropGroup(g *group) {
 	g.dead = true
+	if g.stateKey != "" {
+		o.ckptDeleted = append(o.ckptDeleted, g.stateKey)
+	}
 	o.stats.LiveGroups--
 	o.stats.StateBytes -= g.bytes
 }
@@ -401,6 +414,7 @@ func (o *Operator) updateAggs(g *group) error {
 
 // changed records that g's value changed and emits now if the policy says so.
 func (o *Operator) changed(g *group) error {
+	o.markCkpt(g)
 	if g.dirtyAt == 0 {
 		g.dirtyAt = o.cfg.Nanotime()
 		if g.dirtyAt == 0 {
@@ -577,6 +591,7 @@ func (o *Operator) emit(g *group, final bool) error {
 		o.outRow[i] = v
 	}
 	g.revision++
+	o.markCkpt(g)
 	o.keyOut = changelog.AppendKey(o.keyOut[:0], row[:len(q.Keys)])
 	o.valOut = changelog.AppendValue(o.valOut[:0], o.colName, o.outRow)
 	o.rec.Key = o.keyOut
