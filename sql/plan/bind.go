@@ -577,10 +577,9 @@ func (qb *queryBinder) emit(sel *parser.Select) error {
 		}
 		q.Emit.Mode = EmitFinal
 	case parser.EmitEarly:
-		if w == nil {
-			return b.errAt(e.P, "EMIT EARLY needs a window: a continuous view already publishes every change (EMIT CHANGES)")
-		}
-		if w.Kind == Session {
+		// On a continuous view EMIT EARLY coalesces: every interval, one
+		// record per group that changed, instead of one per change.
+		if w != nil && w.Kind == Session {
 			return b.errAt(e.P, "a session's start can move when sessions merge (seed 002), so a session row is published only when it closes; remove EMIT EARLY")
 		}
 		every, err := b.fixedInterval(e.Every, "EMIT EARLY EVERY", false)
