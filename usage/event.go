@@ -169,6 +169,9 @@ func ParseEventJSON(b []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: quantity is missing", ErrBadQuantity)
 	}
 	var qn json.Number
+	if ej.Quantity[0] == '"' {
+		return Event{}, fmt.Errorf("%w: quantity must be a JSON number, not a string", ErrBadQuantity)
+	}
 	if err := json.Unmarshal(ej.Quantity, &qn); err != nil {
 		return Event{}, fmt.Errorf("%w: quantity must be a JSON number: %v", ErrBadQuantity, err)
 	}
