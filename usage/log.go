@@ -2,6 +2,7 @@ package usage
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -281,4 +282,19 @@ func compareGroupValue(a, b GroupValue) int {
 		return 1
 	}
 	return a.Value.Compare(b.Value)
+}
+
+// MarshalJSON omits the value of a missing dimension.
+func (g GroupValue) MarshalJSON() ([]byte, error) {
+	if !g.Present {
+		return json.Marshal(struct {
+			Name    string `json:"name"`
+			Present bool   `json:"present"`
+		}{g.Name, false})
+	}
+	return json.Marshal(struct {
+		Name    string `json:"name"`
+		Present bool   `json:"present"`
+		Value   Value  `json:"value"`
+	}{g.Name, true, g.Value})
 }
