@@ -48,7 +48,9 @@ func TestUsageCommands(t *testing.T) {
 		`{"key":"","time":1784368800001,"meter":"calls","quantity":2}`,
 		`{"key":"a","time":"2026-07-18T11:00:00Z","meter":"calls","quantity":100}`,
 	}, "\n")
-	t.Cleanup(func() { dropCLITables(t, stores["postgres"], envOr("UBIK_CLICKHOUSE_URL", "http://127.0.0.1:8123"), table) })
+	t.Cleanup(func() {
+		dropCLITables(t, stores["postgres"], envOr("UBIK_CLICKHOUSE_URL", "http://127.0.0.1:8123"), table)
+	})
 	for name, store := range stores {
 		t.Run(name, func(t *testing.T) {
 			out, errOut, code := runCLI(t, input, "usage", "write", "--store", store, "--table", table)
