@@ -75,7 +75,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Out, "out", "", "write the result rows as contract changelog lines to this file")
 	fs.StringVar(&o.Stats, "stats-json", "", "write the summary JSON to this file instead of stdout")
 	printSQL := fs.Bool("print-sql", false, "print the query's DuckDB SQL and exit")
+	version := fs.Bool("version", false, "print DuckDB's version and exit")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *version {
+		v, err := duckVersion(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "DuckDB %s (duckdb-go v2)\n", v)
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -248,6 +257,19 @@ func writeRows(ctx context.Context, conn *sql.Conn, q Query, path string) error 
 
 func quoteIdent(s string) string {
 	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+func duckVersion(ctx context.Context) (string, error) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return "", fmt.Errorf("open duckdb: %w", err)
+	}
+	defer db.Close()
+	var v string
+	if err := db.QueryRowContext(ctx, "SELECT version()").Scan(&v); err != nil {
+		return "", fmt.Errorf("version: %w", err)
+	}
+	return v, nil
 }
 
 // cpuTime is the process's user + system CPU time so far.
