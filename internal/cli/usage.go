@@ -217,8 +217,8 @@ type writeSummary struct {
 // maxReportedErrors bounds the error list printed by write.
 const maxReportedErrors = 100
 
-// maxLineBytes bounds one input line.
-const maxLineBytes = 1 << 20
+// maxUsageLineBytes bounds one usage-event input line.
+const maxUsageLineBytes = 1 << 20
 
 func usageWrite(ctx context.Context, l usage.Log, in io.Reader, batchSize int, out *json.Encoder) error {
 	var sum writeSummary
@@ -251,7 +251,7 @@ func usageWrite(ctx context.Context, l usage.Log, in io.Reader, batchSize int, o
 		return nil
 	}
 	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLineBytes)
+	sc.Buffer(make([]byte, 0, 64<<10), maxUsageLineBytes)
 	n := 0
 	for sc.Scan() {
 		n++
