@@ -274,3 +274,24 @@ func sourceNames(m map[string]*Source) []string {
 	sort.Strings(names)
 	return names
 }
+
+// CompileExpr binds one scalar expression over the row of src (src may be
+// nil for a constant expression). Aggregates, windows and metadata
+// functions are not allowed. Errors are *parser.Error positioned in expr.
+func CompileExpr(expr string, src *Source) (x Expr, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			x, err = nil, fmt.Errorf("plan: internal error compiling expression: %v", r)
+		}
+	}()
+	e, err := parser.ParseExpr(expr)
+	if err != nil {
+		return nil, err
+	}
+	b := &binder{sql: expr}
+	qb := &queryBinder{b: b, src: src, groupCanon: map[string]int{}, aggIndex: map[string]int{}}
+	if src != nil {
+		qb.quals = []string{src.Name}
+	}
+	return b.bindExpr(e, &scope{clause: "an expression", q: qb})
+}
