@@ -359,7 +359,7 @@ func concatText(e *binExpr, a, b types.Value) (types.Value, error) {
 func negInt(e *unExpr, a types.Value) (types.Value, error) {
 	lo, _ := intRange(e.t.Kind)
 	if a.I == lo {
-		return types.Value{}, rangeErr("Overflow in negation of %s (-%s)!", physName(e.t), ValueText(a))
+		return types.Value{}, rangeErr("Overflow in negation of %s (-(%s))!", physName(e.t), ValueText(a))
 	}
 	return types.Value{Kind: e.t.Kind, I: -a.I}, nil
 }
@@ -367,7 +367,7 @@ func negInt(e *unExpr, a types.Value) (types.Value, error) {
 func negHuge(e *unExpr, a types.Value) (types.Value, error) {
 	x := i128Of(a)
 	if x.Hi == math.MinInt64 && x.Lo == 0 {
-		return types.Value{}, rangeErr("Overflow in negation of INT128 (-%s)!", ValueText(a))
+		return types.Value{}, rangeErr("Overflow in negation of %s (-(%s))!", physName(e.t), ValueText(a))
 	}
 	v := types.Value{Kind: e.t.Kind, Scale: a.Scale}
 	n := x.Neg()

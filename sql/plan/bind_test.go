@@ -59,3 +59,26 @@ func TestBindGolden(t *testing.T) {
 	runGolden(t, "testdata/bind.txt", compileOutput)
 	runGolden(t, "testdata/bind_errors.txt", compileOutput)
 }
+
+func TestRegisteredSourceValidation(t *testing.T) {
+	bad := []*Source{
+		nil,
+		{Name: "", Columns: []Column{{"a", types.Integer}}, TimeCol: -1},
+		{Name: "s", TimeCol: -1},
+		{Name: "s", Columns: []Column{{"a", types.Integer}, {"A", types.Integer}}, TimeCol: -1},
+		{Name: "s", Columns: []Column{{"a", types.Integer}}, TimeCol: 0},
+		{Name: "s", Columns: []Column{{"a", types.Integer}}, TimeCol: 3},
+		{Name: "s", Columns: []Column{{"a", types.Decimal(40, 2)}}, TimeCol: -1},
+	}
+	for i, s := range bad {
+		_, err := Compile("SELECT count(*) FROM s", CompileOptions{Sources: []*Source{s}})
+		if !errors.Is(err, ErrInvalidSource) {
+			t.Errorf("case %d: error %v, want ErrInvalidSource", i, err)
+		}
+	}
+	src := testSources()
+	_, err := Compile("SELECT count(*) FROM events", CompileOptions{Sources: append(src, src[0])})
+	if !errors.Is(err, ErrInvalidSource) {
+		t.Errorf("duplicate registered source: %v", err)
+	}
+}

@@ -153,12 +153,10 @@ func (b *binder) bindExpr(e parser.Expr, sc *scope) (Expr, error) {
 		if n.Try {
 			name = "TRY_CAST"
 		}
+		// A constant that fails to convert stays unfolded: like DuckDB, the
+		// error is raised only if the cast is evaluated (it may sit in a
+		// CASE branch that is never taken).
 		ce := &castExpr{x: x, to: t, try: n.Try, fn: fn, name: name}
-		if _, isConst := x.(*Const); isConst && !n.Try {
-			if _, err := ce.Eval(nil); err != nil {
-				return nil, b.errAt(n.P, "%s", err.Error())
-			}
-		}
 		return fold(ce, x), nil
 	case *parser.CaseExpr:
 		return b.bindCase(n, sc)
@@ -362,9 +360,8 @@ func (b *binder) unify(exprs []Expr, pos int, what string) ([]Expr, types.Type, 
 			}
 		}
 	}
-	if t.Kind == types.KindNull {
-		t = types.Boolean // all NULL: any type works; BOOLEAN is DuckDB's choice for NULL = NULL
-	}
+	// All NULL: the result keeps the NULL type, which converts to anything
+	// later (DuckDB's SQLNULL).
 	out := make([]Expr, len(exprs))
 	for i, e := range exprs {
 		c, err := coerce(e, t)

@@ -41,6 +41,41 @@ func Compile(script string, opts CompileOptions) (prog *Program, err error) {
 	return b.program(s, opts)
 }
 
+// ErrInvalidSource reports a bad source registered through
+// CompileOptions.Sources (script errors are *parser.Error instead).
+var ErrInvalidSource = errors.New("plan: invalid registered source")
+
+func validateSource(s *Source) error {
+	if s.Name == "" {
+		return fmt.Errorf("%w: a source has no name", ErrInvalidSource)
+	}
+	if len(s.Columns) == 0 {
+		return fmt.Errorf("%w: source %q has no columns", ErrInvalidSource, s.Name)
+	}
+	seen := map[string]bool{}
+	for _, c := range s.Columns {
+		k := strings.ToLower(c.Name)
+		if c.Name == "" || seen[k] {
+			return fmt.Errorf("%w: source %q has an empty or repeated column name %q", ErrInvalidSource, s.Name, c.Name)
+		}
+		seen[k] = true
+		if c.Type.Kind == types.KindNull || c.Type.Kind > types.KindInterval ||
+			c.Type.Kind == types.KindDecimal && (c.Type.Width < 1 || c.Type.Width > 38 || c.Type.Scale > c.Type.Width) {
+			return fmt.Errorf("%w: source %q column %q has invalid type %s", ErrInvalidSource, s.Name, c.Name, c.Type)
+		}
+	}
+	if s.TimeCol < -1 || s.TimeCol >= len(s.Columns) {
+		return fmt.Errorf("%w: source %q TimeCol %d is not -1 or a column ordinal", ErrInvalidSource, s.Name, s.TimeCol)
+	}
+	if s.TimeCol >= 0 && s.Columns[s.TimeCol].Type.Kind != types.KindTimestamp {
+		return fmt.Errorf("%w: source %q time column %q is %s, not TIMESTAMP", ErrInvalidSource, s.Name, s.Columns[s.TimeCol].Name, s.Columns[s.TimeCol].Type)
+	}
+	if s.WatermarkDelay < 0 {
+		return fmt.Errorf("%w: source %q has a negative WatermarkDelay", ErrInvalidSource, s.Name)
+	}
+	return nil
+}
+
 type binder struct {
 	sql   string
 	depth int
@@ -51,11 +86,14 @@ func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error
 	byName := map[string]*Source{}
 	for _, src := range opts.Sources {
 		if src == nil {
-			return nil, errors.New("plan: CompileOptions.Sources holds a nil source")
+			return nil, fmt.Errorf("%w: CompileOptions.Sources holds a nil source", ErrInvalidSource)
+		}
+		if err := validateSource(src); err != nil {
+			return nil, err
 		}
 		key := strings.ToLower(src.Name)
 		if byName[key] != nil {
-			return nil, fmt.Errorf("plan: two registered sources are named %q", src.Name)
+			return nil, fmt.Errorf("%w: two registered sources are named %q", ErrInvalidSource, src.Name)
 		}
 		byName[key] = src
 		prog.Sources = append(prog.Sources, src)
@@ -273,4 +311,25 @@ func sourceNames(m map[string]*Source) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// CompileExpr binds one scalar expression over the row of src (src may be
+// nil for a constant expression). Aggregates, windows and metadata
+// functions are not allowed. Errors are *parser.Error positioned in expr.
+func CompileExpr(expr string, src *Source) (x Expr, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			x, err = nil, fmt.Errorf("plan: internal error compiling expression: %v", r)
+		}
+	}()
+	e, err := parser.ParseExpr(expr)
+	if err != nil {
+		return nil, err
+	}
+	b := &binder{sql: expr}
+	qb := &queryBinder{b: b, src: src, groupCanon: map[string]int{}, aggIndex: map[string]int{}}
+	if src != nil {
+		qb.quals = []string{src.Name}
+	}
+	return b.bindExpr(e, &scope{clause: "an expression", q: qb})
 }

@@ -23,20 +23,21 @@ var scalarFuncs map[string]scalarFunc
 
 func init() {
 	scalarFuncs = map[string]scalarFunc{
-		"coalesce": {1, -1, bindCoalesce},
-		"ifnull":   {2, 2, bindCoalesce},
-		"nullif":   {2, 2, bindNullif},
-		"lower":    {1, 1, textFunc1(strings.ToLower)},
-		"lcase":    {1, 1, textFunc1(strings.ToLower)},
-		"upper":    {1, 1, textFunc1(strings.ToUpper)},
-		"ucase":    {1, 1, textFunc1(strings.ToUpper)},
-		"length":   {1, 1, bindLength},
-		"abs":      {1, 1, bindAbs},
-		"floor":    {1, 1, roundingFunc("floor", math.Floor)},
-		"ceil":     {1, 1, roundingFunc("ceil", math.Ceil)},
-		"ceiling":  {1, 1, roundingFunc("ceil", math.Ceil)},
-		"round":    {1, 2, bindRound},
-		"concat":   {1, -1, bindConcat},
+		"coalesce":       {1, -1, bindCoalesce},
+		"ifnull":         {2, 2, bindCoalesce},
+		"nullif":         {2, 2, bindNullif},
+		"lower":          {1, 1, textFunc1(strings.ToLower)},
+		"lcase":          {1, 1, textFunc1(strings.ToLower)},
+		"upper":          {1, 1, textFunc1(strings.ToUpper)},
+		"ucase":          {1, 1, textFunc1(strings.ToUpper)},
+		"length":         {1, 1, bindLength},
+		"abs":            {1, 1, bindAbs},
+		"floor":          {1, 1, roundingFunc("floor", math.Floor)},
+		"ceil":           {1, 1, roundingFunc("ceil", math.Ceil)},
+		"ceiling":        {1, 1, roundingFunc("ceil", math.Ceil)},
+		"round":          {1, 2, bindRound},
+		"concat":         {1, -1, bindConcat},
+		"make_timestamp": {1, 1, bindMakeTimestamp},
 	}
 }
 
@@ -152,17 +153,26 @@ func bindCoalesce(b *binder, name string, args []Expr) (Expr, string) {
 	return &coalesceExpr{args: all, t: t}, ""
 }
 
-// nullif(a, b) is CASE WHEN a = b THEN NULL ELSE a END.
+// nullif(a, b) is CASE WHEN a = b THEN NULL ELSE a END: the comparison is
+// in the common type, the result keeps a's type (DuckDB, PostgreSQL).
 func bindNullif(b *binder, name string, args []Expr) (Expr, string) {
 	all, t, err := b.unify(args, 0, name)
 	if err != nil {
 		return nil, err.(*parser.Error).Msg
 	}
+	rt := args[0].Type()
+	if isStringLit(args[0]) || rt.Kind == types.KindNull {
+		rt = t
+	}
+	a, err := coerce(args[0], rt)
+	if err != nil {
+		return nil, err.Error()
+	}
 	return &caseExpr{
 		conds:   []Expr{&cmpExpr{op: opEq, kind: cmpKindOf(t), l: all[0], r: all[1]}},
-		results: []Expr{&Const{V: types.NullOf(t), T: t, Text: "NULL"}},
-		els:     all[0],
-		t:       t,
+		results: []Expr{&Const{V: types.NullOf(rt), T: rt, Text: "NULL"}},
+		els:     a,
+		t:       rt,
 	}, ""
 }
 
@@ -370,6 +380,26 @@ func bindRound(b *binder, name string, args []Expr) (Expr, string) {
 			}}, ""
 	}
 	return nil, "round needs a numeric argument, got " + t.String()
+}
+
+// make_timestamp(micros) is the TIMESTAMP micros microseconds after the
+// epoch (DuckDB's one-argument form).
+func bindMakeTimestamp(b *binder, name string, args []Expr) (Expr, string) {
+	x := args[0]
+	if !isInt(x.Type()) && x.Type().Kind != types.KindNull {
+		return nil, name + " needs a BIGINT (microseconds since the epoch), got " + x.Type().String()
+	}
+	x, err := coerce(x, types.BigInt)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return &funcExpr{name: name, args: []Expr{x}, t: types.Timestamp, strict: true,
+		fn1: func(_ *funcExpr, a types.Value) (types.Value, error) {
+			if a.I < minDateDays*usPerDay || a.I > maxDateDays*usPerDay {
+				return types.Value{}, rangeErr("timestamp out of range: %d", a.I)
+			}
+			return types.TS(a.I), nil
+		}}, ""
 }
 
 // roundArgs keeps the digits argument for display; fn1 evaluates only the
