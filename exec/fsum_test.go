@@ -23,7 +23,7 @@ func randDouble(r *rand.Rand) float64 {
 	case 0:
 		return float64(r.IntN(100000)) / 100
 	case 1:
-		return math.Float64frombits(r.Uint64() &^ (0x7ff << 52) | uint64(r.IntN(2046)+1)<<52) // any finite normal
+		return math.Float64frombits(r.Uint64()&^(0x7ff<<52) | uint64(r.IntN(2046)+1)<<52) // any finite normal
 	case 2:
 		return (r.Float64() - 0.5) * 1e300 * 1e8
 	case 3:
