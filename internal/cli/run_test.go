@@ -120,3 +120,21 @@ func TestRunSQLErrorHasCaret(t *testing.T) {
 		t.Fatalf("stderr:\n%s", errb)
 	}
 }
+
+func TestExplain(t *testing.T) {
+	env, out, errb := testEnv("")
+	if code := Main(context.Background(), env, []string{"explain", "../../examples/merchant_totals.sql"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	for _, want := range []string{
+		"source events (", "watermark event_time - 00:00:05",
+		"window: TUMBLE(event_time, size 00:01:00)",
+		"key #0: merchant VARCHAR", "key #1: window_start TIMESTAMP",
+		"agg #3: sum(amount DOUBLE) -> DOUBLE", "emit: EARLY every 00:00:01",
+		"state per live (group, window):", "window cells at key positions [1]",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("explain lacks %q:\n%s", want, out)
+		}
+	}
+}
