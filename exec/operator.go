@@ -41,6 +41,7 @@ func (e *EvalError) Unwrap() error { return e.Err }
 // final. The row aliases the caller's row and is valid only during the call.
 type LateEvent struct {
 	Row         []types.Value
+	Windowed    bool  // WindowStart and WindowEnd are set
 	EventTime   int64 // µs
 	WindowStart int64 // µs
 	WindowEnd   int64 // µs
@@ -68,6 +69,10 @@ type Stats struct {
 	Filtered         int64 // rows rejected by WHERE
 	EvalErrors       int64 // rows rejected by a runtime evaluation error
 	Late             int64 // rows that hit at least one already-final window
+	Duplicates       int64 // rows dropped as copies of a key seen within the dedup horizon
+	DedupLate        int64 // rows beyond the dedup horizon (a retry can no longer be told from a new event)
+	DedupKeys        int64 // keys remembered for deduplication now
+	DedupBytes       int64 // estimated bytes of the dedup state
 	RecordsOut       int64 // records emitted
 	HavingSuppressed int64 // emissions skipped because HAVING was false
 	WindowsFinalized int64 // (group, window) pairs closed
@@ -118,6 +123,8 @@ type Operator struct {
 	cellsBuf []types.Value
 	argBuf   [][]types.Value // per aggregate: evaluated arguments of the current row
 	keyBuf   []byte          // binary group key of the current row
+
+	dedup *dedupState // nil unless the source declares dedup_key
 
 	cont      *bucket           // continuous view
 	buckets   map[int64]*bucket // aligned windows by start
@@ -185,6 +192,9 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 		Windowed:        q.Window != nil,
 		WindowPositions: q.WindowPositions(),
 	}
+	if q.Source.Dedup != nil {
+		o.dedup = newDedup(q.Source.Dedup)
+	}
 	switch {
 	case q.Window == nil:
 		o.cont = &bucket{groups: map[string]*group{}}
@@ -212,6 +222,22 @@ func (o *Operator) Process(row []types.Value) error {
 	o.restored = true
 	o.stats.Rows++
 	q := o.q
+	if o.dedup != nil {
+		tc := q.Source.TimeCol
+		dup, beyond := o.dedup.admit(row, row[tc].I, o.watermark)
+		switch {
+		case dup:
+			o.stats.Duplicates++
+			return o.observeTime(row)
+		case beyond:
+			o.stats.DedupLate++
+			if o.cfg.Late != nil {
+				o.cfg.Late(&LateEvent{Row: row, EventTime: row[tc].I, Watermark: o.watermark,
+					Reason: "beyond the dedup horizon: a retry can no longer be told from a new event"})
+			}
+			return nil
+		}
+	}
 	if q.Filter != nil {
 		v, err := q.Filter.Eval(row)
 		if err != nil {
@@ -304,7 +330,7 @@ func (o *Operator) processAligned(row []types.Value) error {
 				o.stats.Late++
 			}
 			if o.cfg.Late != nil {
-				o.cfg.Late(&LateEvent{Row: row, EventTime: ts, WindowStart: s, WindowEnd: end, Watermark: o.watermark,
+				o.cfg.Late(&LateEvent{Row: row, Windowed: true, EventTime: ts, WindowStart: s, WindowEnd: end, Watermark: o.watermark,
 					Reason: "window already final"})
 			}
 			continue
@@ -441,6 +467,9 @@ func (o *Operator) AdvanceWatermark(wm int64) error {
 	}
 	o.watermark = wm
 	o.stats.Watermark = wm
+	if o.dedup != nil {
+		o.dedup.evict(wm)
+	}
 	switch {
 	case o.buckets != nil:
 		for o.starts.Len() > 0 {
@@ -617,6 +646,10 @@ func (o *Operator) Stats() Stats {
 	s.LatencyMax = float64(o.hist.max)
 	s.LatencyCount = o.hist.n
 	s.MaxEventTime = o.maxEventTime
+	if o.dedup != nil {
+		s.DedupKeys = int64(len(o.dedup.seen))
+		s.DedupBytes = o.dedup.bytes
+	}
 	return s
 }
 

@@ -70,6 +70,11 @@ func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []by
 			g.stateKey = string(kb)
 		}
 	}
+	if o.dedup != nil {
+		if err := o.dedup.checkpoint(full, put); err != nil {
+			return err
+		}
+	}
 	o.ckptDeleted = o.ckptDeleted[:0]
 	clear(o.ckptChanged)
 	o.ckptChanged = o.ckptChanged[:0]
@@ -139,7 +144,7 @@ func (o *Operator) metaEntry(position []byte) []byte {
 	b = binary.AppendVarint(b, o.maxEventTime)
 	b = binary.AppendUvarint(b, o.seq)
 	s := &o.stats
-	for _, c := range []int64{s.Rows, s.Filtered, s.EvalErrors, s.Late, s.RecordsOut, s.HavingSuppressed, s.WindowsFinalized} {
+	for _, c := range []int64{s.Rows, s.Filtered, s.EvalErrors, s.Late, s.RecordsOut, s.HavingSuppressed, s.WindowsFinalized, s.Duplicates, s.DedupLate} {
 		b = binary.AppendVarint(b, c)
 	}
 	b = binary.AppendUvarint(b, uint64(len(position)))
@@ -165,7 +170,7 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 		o.maxEventTime = r.varint()
 		o.seq = r.uvarint()
 		s := &o.stats
-		for _, p := range []*int64{&s.Rows, &s.Filtered, &s.EvalErrors, &s.Late, &s.RecordsOut, &s.HavingSuppressed, &s.WindowsFinalized} {
+		for _, p := range []*int64{&s.Rows, &s.Filtered, &s.EvalErrors, &s.Late, &s.RecordsOut, &s.HavingSuppressed, &s.WindowsFinalized, &s.Duplicates, &s.DedupLate} {
 			*p = r.varint()
 		}
 		o.stats.Watermark = o.watermark
@@ -174,6 +179,22 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 		o.restoredRows = s.Rows
 		s.Rows = 0 // Restore may be called for more entries; Process checks Rows.
 		return position, r.err
+	}
+	if len(key) == 0 {
+		return nil, fmt.Errorf("%w: empty entry key", ErrBadState)
+	}
+	if key[0] == 'd' && len(key) > 1 {
+		if o.dedup == nil {
+			return nil, fmt.Errorf("%w: a dedup entry, but the source declares no dedup_key", ErrBadState)
+		}
+		ts := r.varint()
+		if r.err != nil {
+			return nil, r.err
+		}
+		if _, ok := o.dedup.seen[string(key[1:])]; !ok {
+			o.dedup.add(string(key[1:]), ts)
+		}
+		return nil, nil
 	}
 	if len(key) < 9 || key[0] != 'g' {
 		return nil, fmt.Errorf("%w: unknown entry key %q", ErrBadState, key)

@@ -555,10 +555,12 @@ func appendLate(b []byte, query string, ev *exec.LateEvent) []byte {
 	b = changelog.AppendCell(b, types.Str(ev.Reason))
 	b = append(b, `, "event_time": `...)
 	b = changelog.AppendCell(b, types.TS(ev.EventTime))
-	b = append(b, `, "window_start": `...)
-	b = changelog.AppendCell(b, types.TS(ev.WindowStart))
-	b = append(b, `, "window_end": `...)
-	b = changelog.AppendCell(b, types.TS(ev.WindowEnd))
+	if ev.Windowed {
+		b = append(b, `, "window_start": `...)
+		b = changelog.AppendCell(b, types.TS(ev.WindowStart))
+		b = append(b, `, "window_end": `...)
+		b = changelog.AppendCell(b, types.TS(ev.WindowEnd))
+	}
 	b = append(b, `, "watermark": `...)
 	b = changelog.AppendCell(b, types.TS(ev.Watermark))
 	b = append(b, `, "row": `...)
@@ -574,6 +576,9 @@ type summary struct {
 	EvalErrors         int64   `json:"eval_errors"`
 	Filtered           int64   `json:"filtered"`
 	Late               int64   `json:"late"`
+	Duplicates         int64   `json:"duplicates"`
+	DedupLate          int64   `json:"dedup_late"`
+	DedupKeys          int64   `json:"dedup_keys"`
 	RecordsEmitted     int64   `json:"records_emitted"`
 	HavingSuppressed   int64   `json:"having_suppressed"`
 	WindowsFinalized   int64   `json:"windows_finalized"`
@@ -598,6 +603,9 @@ func newSummary(name string, st ubik.Stats, elapsed time.Duration) summary {
 		EvalErrors:       st.EvalErrors,
 		Filtered:         st.Filtered,
 		Late:             st.Late,
+		Duplicates:       st.Duplicates,
+		DedupLate:        st.DedupLate,
+		DedupKeys:        st.DedupKeys,
 		RecordsEmitted:   st.RecordsOut,
 		HavingSuppressed: st.HavingSuppressed,
 		WindowsFinalized: st.WindowsFinalized,
@@ -623,6 +631,10 @@ func newSummary(name string, st ubik.Stats, elapsed time.Duration) summary {
 const minInt64 = -1 << 63
 
 func (s summary) print(w io.Writer) {
-	fmt.Fprintf(w, "ubik: %s: %d events read, %d malformed, %d late, %d records emitted, %d windows finalized, %.3fs, %.0f events/s\n",
-		s.Query, s.EventsRead, s.Malformed+s.EvalErrors, s.Late, s.RecordsEmitted, s.WindowsFinalized, s.WallSeconds, s.EventsPerSecond)
+	dups := ""
+	if s.Duplicates+s.DedupLate > 0 {
+		dups = fmt.Sprintf(", %d duplicates dropped, %d beyond the dedup horizon", s.Duplicates, s.DedupLate)
+	}
+	fmt.Fprintf(w, "ubik: %s: %d events read, %d malformed, %d late%s, %d records emitted, %d windows finalized, %.3fs, %.0f events/s\n",
+		s.Query, s.EventsRead, s.Malformed+s.EvalErrors, s.Late, dups, s.RecordsEmitted, s.WindowsFinalized, s.WallSeconds, s.EventsPerSecond)
 }
