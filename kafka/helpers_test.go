@@ -38,9 +38,9 @@ type col struct {
 	t types.Type
 }
 
-func (c col) Type() types.Type                             { return c.t }
+func (c col) Type() types.Type                            { return c.t }
 func (c col) Eval(row []types.Value) (types.Value, error) { return row[c.i], nil }
-func (c col) String() string                               { return fmt.Sprintf("$%d", c.i) }
+func (c col) String() string                              { return fmt.Sprintf("$%d", c.i) }
 
 const delayUS = 5_000_000
 

@@ -103,15 +103,15 @@ type counters struct {
 
 // Pipeline runs one query over Kafka, exactly once.
 type Pipeline struct {
-	opts    Options
-	q       *plan.Query
-	log     *slog.Logger
-	base    []kgo.Opt // connection options
+	opts                 Options
+	q                    *plan.Query
+	log                  *slog.Logger
+	base                 []kgo.Opt // connection options
 	repTopic, stateTopic string
-	direct  bool // the source is partitioned by the group key: no repartition stage
-	nParts  int  // partitions of the aggregating stage's input (and of the state topic)
-	nSource int  // partitions of the source topic
-	c       counters
+	direct               bool // the source is partitioned by the group key: no repartition stage
+	nParts               int  // partitions of the aggregating stage's input (and of the state topic)
+	nSource              int  // partitions of the source topic
+	c                    counters
 }
 
 // markerHeader marks a watermark marker on the repartition topic.
