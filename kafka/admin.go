@@ -68,10 +68,13 @@ func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 	if err == nil {
 		err = resp.Err
 	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("kafka: creating topic %s (%d partitions): %w", topic, partitions, err)
 	}
-	// Metadata propagates after the creation answer; wait for it.
+	// Another instance created it first: wait until its metadata shows.
 	for i := 0; ; i++ {
 		n, err := topicPartitions(ctx, adm, topic)
 		if err != nil {
@@ -81,7 +84,7 @@ func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 			return nil
 		}
 		if i == 100 {
-			return fmt.Errorf("kafka: topic %s was created but its metadata did not appear within 10s", topic)
+			return fmt.Errorf("kafka: topic %s exists but its metadata did not appear within 10s", topic)
 		}
 		select {
 		case <-ctx.Done():
@@ -133,9 +136,7 @@ func ensureInternalTopic(ctx context.Context, adm *kadm.Client, topic string, pa
 			return err
 		}
 		log.Info("kafka: created internal topic", "topic", topic, "partitions", partitions, "compact", compact)
-		if n, err = topicPartitions(ctx, adm, topic); err != nil {
-			return err
-		}
+		return nil
 	}
 	if n != partitions {
 		return fmt.Errorf("%w: internal topic %s has %d partitions, the query needs %d (it was created for another layout: delete it, or restore the old partition count)", ErrTopicMismatch, topic, n, partitions)

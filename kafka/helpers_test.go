@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"runtime"
 	"sort"
@@ -467,4 +468,19 @@ func runPipeline(t testing.TB, o Options) (stop func()) {
 
 func endpoint(addrs []string, topic string) Endpoint {
 	return Endpoint{Config: Config{Brokers: addrs}, Topic: topic, IdleTimeout: time.Minute}
+}
+
+// testLogger logs the pipeline's diagnostics through t.Log when -v is set.
+func testLogger(t testing.TB) *slog.Logger {
+	if !testing.Verbose() {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
 }

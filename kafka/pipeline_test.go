@@ -20,9 +20,12 @@ func TestTumbleEndToEnd(t *testing.T) {
 	evs := genEvents(1, 20000)
 	produceEvents(t, addrs, "events", 4, evs, true)
 	q := tumbleQuery("totals", 200*time.Millisecond)
-	runPipeline(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a"})
+	start := time.Now()
+	runPipeline(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a",
+		Logger: testLogger(t)})
 	f := follow(t, addrs, "out", false)
 	f.waitFinals(t, tumbleOracle(evs), 60*time.Second)
+	t.Logf("%d events to finals in %s", len(evs), time.Since(start))
 }
 
 func TestUncompactedSinkRefused(t *testing.T) {
