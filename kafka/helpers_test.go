@@ -130,8 +130,8 @@ func genEvents(seed uint64, n int) []event {
 // per partition (merchant "~flush", excluded from the oracle).
 const flushMerchant = "~flush"
 
-func flushEvent(after int64) event {
-	return event{merchant: flushMerchant, amount: 0, ts: after + 10*60_000_000}
+func flushEvent(after int64, part int) event {
+	return event{merchant: fmt.Sprintf("%s%d", flushMerchant, part), amount: 0, ts: after + 10*60_000_000}
 }
 
 type agg struct{ orders, total int64 }
@@ -141,7 +141,7 @@ type agg struct{ orders, total int64 }
 func tumbleOracle(evs []event) map[string]agg {
 	out := map[string]agg{}
 	for _, e := range evs {
-		if e.merchant == flushMerchant {
+		if strings.HasPrefix(e.merchant, flushMerchant) {
 			continue
 		}
 		ws := types.FloorDiv(e.ts, 60_000_000) * 60_000_000
@@ -226,7 +226,7 @@ func produceEvents(t testing.TB, addrs []string, topic string, parts int, evs []
 	if flush {
 		for p := 0; p < parts; p++ {
 			wg.Add(1)
-			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: int32(p), Value: flushEvent(maxTS).json()}, prom)
+			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: int32(p), Value: flushEvent(maxTS, p).json()}, prom)
 		}
 	}
 	wg.Wait()

@@ -3,11 +3,18 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	osexec "os/exec"
+
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/types"
 )
 
 // TestTumbleEndToEnd runs the repartitioning pipeline over a 4-partition
@@ -42,5 +49,126 @@ func TestUncompactedSinkRefused(t *testing.T) {
 	err = pl.Run(ctx)
 	if !errors.Is(err, ErrNotCompacted) || !strings.Contains(err.Error(), "cleanup.policy=delete") {
 		t.Fatalf("Run over a delete-policy sink: %v, want ErrNotCompacted naming the policy", err)
+	}
+}
+
+// TestSinkKeysMatchInProcess checks that the key and value bytes on the
+// sink topic, read by kcat (a client that is not ours, librdkafka), equal
+// the bytes the in-process engine emits for the same query and input, and
+// that the headers decode with the landers' codec.
+func TestSinkKeysMatchInProcess(t *testing.T) {
+	kcat, err := osexec.LookPath("kcat")
+	if err != nil {
+		t.Fatalf("kcat (Debian package kcat) is required: %v", err)
+	}
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 3, nil)
+	evs := genEvents(2, 5000)
+	produceEvents(t, addrs, "events", 3, evs, true)
+	q := tumbleQuery("keys", 0)
+	runPipeline(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a"})
+	f := follow(t, addrs, "out", false)
+	f.waitFinals(t, tumbleOracle(evs), 60*time.Second)
+
+	var maxTS int64
+	for _, e := range evs {
+		maxTS = max(maxTS, e.ts)
+	}
+	want := map[string]string{}
+	for _, r := range inProcess(t, q, append(evs, flushEvent(maxTS, 0), flushEvent(maxTS, 1), flushEvent(maxTS, 2))) {
+		want[string(r.Key)] = string(r.Value)
+	}
+	cmd := osexec.Command(kcat, "-C", "-b", addrs[0], "-t", "out", "-o", "beginning", "-e", "-q",
+		"-K", "\t", "-X", "isolation.level=read_committed")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kcat: %v\n%s", err, out)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		k, v, ok := strings.Cut(line, "\t")
+		if !ok {
+			t.Fatalf("kcat line without a key delimiter: %q", line)
+		}
+		if _, dup := got[k]; dup {
+			t.Errorf("kcat saw key %s twice (EMIT FINAL publishes a key once)", k)
+		}
+		got[k] = v
+	}
+	if len(got) != len(want) {
+		t.Errorf("kcat read %d keys, the in-process run emitted %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("key %s: topic value %q, in-process value %q", k, got[k], v)
+		}
+	}
+}
+
+// TestCompaction: after the broker compacts the sink topic, a new consumer
+// rebuilds exactly the latest value per key from what is left.
+func TestCompaction(t *testing.T) {
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 2, nil)
+	evs := genEvents(3, 20000)
+	produceEvents(t, addrs, "events", 2, evs, true)
+	q := continuousQuery("cont")
+	runPipeline(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a"})
+	want := continuousOracle(evs)
+	// The flush events are ordinary events to a continuous view.
+	for p := 0; p < 2; p++ {
+		want[string(changelog.AppendKey(nil, []types.Value{types.Str(fmt.Sprintf("%s%d", flushMerchant, p))}))] = agg{orders: 1}
+	}
+	f := follow(t, addrs, "out", true)
+	f.waitLatest(t, want, 60*time.Second)
+	before := f.n
+	c.Compact()
+	g := follow(t, addrs, "out", true)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && len(g.latest) < len(want) {
+		g.poll(300 * time.Millisecond)
+	}
+	g.poll(300 * time.Millisecond)
+	g.compare(t, want, false)
+	if g.n >= before {
+		t.Errorf("compaction left %d of %d records", g.n, before)
+	}
+	t.Logf("%d records before compaction, %d after, %d keys", before, g.n, len(want))
+}
+
+// TestDirectPartitionedByKey skips the repartition stage for a source that
+// is already partitioned by the GROUP BY key.
+func TestDirectPartitionedByKey(t *testing.T) {
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 3, nil)
+	evs := genEvents(4, 10000)
+	// Partition by merchant, as a keyed producer would.
+	cl := client(t, addrs)
+	var recs []*kgo.Record
+	var maxTS int64
+	for _, e := range evs {
+		maxTS = max(maxTS, e.ts)
+		recs = append(recs, &kgo.Record{Topic: "events", Key: []byte(e.merchant), Value: e.json()})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	manual := client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := 0; p < 3; p++ {
+		r := &kgo.Record{Topic: "events", Partition: int32(p), Key: []byte(flushMerchant), Value: flushEvent(maxTS, p).json()}
+		if err := manual.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := endpoint(addrs, "events")
+	src.PartitionedByKey = true
+	runPipeline(t, Options{Query: tumbleQuery("direct", 100*time.Millisecond), Source: src, Sink: endpoint(addrs, "out"), InstanceID: "a"})
+	f := follow(t, addrs, "out", false)
+	f.waitFinals(t, tumbleOracle(evs), 60*time.Second)
+	if n, _ := topicPartitions(context.Background(), kadm.NewClient(cl), "direct-repartition"); n != 0 {
+		t.Errorf("direct mode created a repartition topic")
 	}
 }
