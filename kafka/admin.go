@@ -10,27 +10,46 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// admClient is an admin client plus the raw client under it.
+type admClient struct {
+	*kadm.Client
+	cl *kgo.Client
+}
+
 // topicPartitions returns the partition count of an existing topic, or 0
-// when it does not exist.
-func topicPartitions(ctx context.Context, adm *kadm.Client, topic string) (int, error) {
-	md, err := adm.Metadata(ctx, topic)
+// when it does not exist. It asks a broker directly: kadm's metadata is
+// cached for seconds, which hides a topic another instance just created.
+func topicPartitions(ctx context.Context, adm *admClient, topic string) (int, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, adm.cl)
 	if err != nil {
 		return 0, fmt.Errorf("kafka: metadata of topic %s: %w", topic, err)
 	}
-	td, ok := md.Topics[topic]
-	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-		return 0, nil
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		err := kerr.ErrorForCode(t.ErrorCode)
+		if errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("kafka: metadata of topic %s: %w", topic, err)
+		}
+		return len(t.Partitions), nil
 	}
-	if td.Err != nil {
-		return 0, fmt.Errorf("kafka: metadata of topic %s: %w", topic, td.Err)
-	}
-	return len(td.Partitions), nil
+	return 0, nil
 }
 
 // cleanupPolicy returns the topic's cleanup.policy.
-func cleanupPolicy(ctx context.Context, adm *kadm.Client, topic string) (string, error) {
+func cleanupPolicy(ctx context.Context, adm *admClient, topic string) (string, error) {
 	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
 	if err != nil {
 		return "", fmt.Errorf("kafka: describing configs of topic %s: %w", topic, err)
@@ -59,7 +78,7 @@ func isCompactOnly(policy string) bool {
 
 // createTopic creates a topic, tolerating a concurrent creation by another
 // instance (the caller re-checks the layout afterwards).
-func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int, compact bool) error {
+func createTopic(ctx context.Context, adm *admClient, topic string, partitions int, compact bool) (created bool, err error) {
 	configs := map[string]*string{}
 	if compact {
 		configs["cleanup.policy"] = kadm.StringPtr("compact")
@@ -69,26 +88,26 @@ func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 		err = resp.Err
 	}
 	if err == nil {
-		return nil
+		return true, nil
 	}
 	if !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("kafka: creating topic %s (%d partitions): %w", topic, partitions, err)
+		return false, fmt.Errorf("kafka: creating topic %s (%d partitions): %w", topic, partitions, err)
 	}
 	// Another instance created it first: wait until its metadata shows.
 	for i := 0; ; i++ {
 		n, err := topicPartitions(ctx, adm, topic)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if n > 0 {
-			return nil
+			return false, nil
 		}
 		if i == 100 {
-			return fmt.Errorf("kafka: topic %s exists but its metadata did not appear within 10s", topic)
+			return false, fmt.Errorf("kafka: topic %s exists but its metadata did not appear within 10s", topic)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -98,16 +117,19 @@ func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 // refuses (or, with allowUncompacted, warns about) an existing topic whose
 // cleanup.policy is not compact: on a deleting topic, a new consumer could
 // not rebuild the latest value of every key.
-func ensureSinkTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int, allowUncompacted bool, log *slog.Logger) error {
+func ensureSinkTopic(ctx context.Context, adm *admClient, topic string, partitions int, allowUncompacted bool, log *slog.Logger) error {
 	n, err := topicPartitions(ctx, adm, topic)
 	if err != nil {
 		return err
 	}
 	if n == 0 {
-		if err := createTopic(ctx, adm, topic, partitions, true); err != nil {
+		created, err := createTopic(ctx, adm, topic, partitions, true)
+		if err != nil {
 			return err
 		}
-		log.Info("kafka: created sink topic", "topic", topic, "partitions", partitions, "cleanup.policy", "compact")
+		if created {
+			log.Info("kafka: created sink topic", "topic", topic, "partitions", partitions, "cleanup.policy", "compact")
+		}
 	}
 	policy, err := cleanupPolicy(ctx, adm, topic)
 	if err != nil {
@@ -126,17 +148,23 @@ func ensureSinkTopic(ctx context.Context, adm *kadm.Client, topic string, partit
 // partitions partitions: the repartition topic (delete policy) or the state
 // topic (compact). A wrong partition count is an error, because state and
 // keys are bound to partition numbers.
-func ensureInternalTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int, compact bool, log *slog.Logger) error {
+func ensureInternalTopic(ctx context.Context, adm *admClient, topic string, partitions int, compact bool, log *slog.Logger) error {
 	n, err := topicPartitions(ctx, adm, topic)
 	if err != nil {
 		return err
 	}
 	if n == 0 {
-		if err := createTopic(ctx, adm, topic, partitions, compact); err != nil {
+		created, err := createTopic(ctx, adm, topic, partitions, compact)
+		if err != nil {
 			return err
 		}
-		log.Info("kafka: created internal topic", "topic", topic, "partitions", partitions, "compact", compact)
-		return nil
+		if created {
+			log.Info("kafka: created internal topic", "topic", topic, "partitions", partitions, "compact", compact)
+			return nil
+		}
+		if n, err = topicPartitions(ctx, adm, topic); err != nil {
+			return err
+		}
 	}
 	if n != partitions {
 		return fmt.Errorf("%w: internal topic %s has %d partitions, the query needs %d (it was created for another layout: delete it, or restore the old partition count)", ErrTopicMismatch, topic, n, partitions)

@@ -430,7 +430,7 @@ func inProcess(t testing.TB, q *plan.Query, evs []event) []changelog.Record {
 
 // runPipeline runs a pipeline in a goroutine until the returned stop is
 // called; a Run error fails the test.
-func runPipeline(t testing.TB, o Options) (stop func()) {
+func runPipeline(t testing.TB, o Options) (pl *Pipeline, stop func()) {
 	t.Helper()
 	pl, err := New(o)
 	if err != nil {
@@ -463,7 +463,7 @@ func runPipeline(t testing.TB, o Options) (stop func()) {
 		})
 	}
 	t.Cleanup(stop)
-	return stop
+	return pl, stop
 }
 
 func endpoint(addrs []string, topic string) Endpoint {

@@ -255,17 +255,17 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	return nil
 }
 
-func (p *Pipeline) admin() (*kadm.Client, func(), error) {
+func (p *Pipeline) admin() (*admClient, func(), error) {
 	cl, err := kgo.NewClient(p.base...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kafka: client: %w", err)
 	}
-	return kadm.NewClient(cl), cl.Close, nil
+	return &admClient{Client: kadm.NewClient(cl), cl: cl}, cl.Close, nil
 }
 
 // prepare checks the source, creates or checks the sink and the internal
 // topics, and checks committed offsets when the source must start from them.
-func (p *Pipeline) prepare(ctx context.Context, adm *kadm.Client) error {
+func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 	n, err := topicPartitions(ctx, adm, p.opts.Source.Topic)
 	if err != nil {
 		return err

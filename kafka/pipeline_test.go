@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,10 @@ import (
 	osexec "os/exec"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/types"
@@ -168,7 +172,95 @@ func TestDirectPartitionedByKey(t *testing.T) {
 	runPipeline(t, Options{Query: tumbleQuery("direct", 100*time.Millisecond), Source: src, Sink: endpoint(addrs, "out"), InstanceID: "a"})
 	f := follow(t, addrs, "out", false)
 	f.waitFinals(t, tumbleOracle(evs), 60*time.Second)
-	if n, _ := topicPartitions(context.Background(), kadm.NewClient(cl), "direct-repartition"); n != 0 {
+	if n, _ := topicPartitions(context.Background(), &admClient{Client: kadm.NewClient(cl), cl: cl}, "direct-repartition"); n != 0 {
 		t.Errorf("direct mode created a repartition topic")
 	}
+}
+
+// produceSlowly writes evs in chunks over about d, then the flush events.
+func produceSlowly(t testing.TB, addrs []string, topic string, parts int, evs []event, d time.Duration) {
+	chunks := 20
+	n := (len(evs) + chunks - 1) / chunks
+	for i := 0; i < len(evs); i += n {
+		produceEvents(t, addrs, topic, parts, evs[i:min(i+n, len(evs))], false)
+		time.Sleep(d / time.Duration(chunks))
+	}
+	produceEvents(t, addrs, topic, parts, nil, false)
+	var maxTS int64
+	for _, e := range evs {
+		maxTS = max(maxTS, e.ts)
+	}
+	cl := client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := 0; p < parts; p++ {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Partition: int32(p), Value: flushEvent(maxTS, p).json()}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRebalance: two instances in one group; one stops mid-stream (its
+// partitions and their state move to the other) and starts again (they
+// move back). The output equals the single-instance output (the oracle),
+// with no invariant broken on the way.
+func TestRebalance(t *testing.T) {
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 4, nil)
+	evs := genEvents(5, 60000)
+	q := tumbleQuery("rb", 100*time.Millisecond)
+	opts := func(id string) Options {
+		return Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: id, Logger: testLogger(t)}
+	}
+	a, _ := runPipeline(t, opts("a"))
+	_, stopB := runPipeline(t, opts("b"))
+	f := follow(t, addrs, "out", false)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		produceSlowly(t, addrs, "events", 4, evs, 6*time.Second)
+	}()
+	time.Sleep(2 * time.Second)
+	f.poll(100 * time.Millisecond)
+	stopB()
+	time.Sleep(2 * time.Second)
+	f.poll(100 * time.Millisecond)
+	b, _ := runPipeline(t, opts("b"))
+	<-done
+	f.waitFinals(t, tumbleOracle(evs), 90*time.Second)
+	// The partitions (and their state) must really have moved.
+	sa, sb := a.Stats(), b.Stats()
+	t.Logf("a: %+v\nb: %+v", sa, sb)
+	if sa.Restores < 3 || sb.Restores < 1 || sb.EventsIn == 0 {
+		t.Errorf("no state moved: a restored %d operators, the restarted b %d (b consumed %d events)", sa.Restores, sb.Restores, sb.EventsIn)
+	}
+}
+
+// TestBrokerFaultNoDuplicates: the broker answers produce requests with
+// REQUEST_TIMED_OUT after appending them (kfake fault injection), so the
+// client retries batches that are already in the log. The idempotent,
+// transactional producer's sequence numbers must keep the retries out of
+// what a read_committed consumer sees.
+func TestBrokerFaultNoDuplicates(t *testing.T) {
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 2, nil)
+	evs := genEvents(6, 20000)
+	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.RequestTimedOut, Count: -1,
+		When: func(r kmsg.Request) bool {
+			pr, ok := r.(*kmsg.ProduceRequest)
+			return ok && pr.TransactionID != nil && rand.IntN(3) == 0
+		}})
+	defer h.Remove()
+	runPipeline(t, Options{Query: continuousQuery("fault"), Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a"})
+	produceSlowly(t, addrs, "events", 2, evs, time.Second)
+	want := continuousOracle(evs)
+	for p := 0; p < 2; p++ {
+		want[string(changelog.AppendKey(nil, []types.Value{types.Str(fmt.Sprintf("%s%d", flushMerchant, p))}))] = agg{orders: 1}
+	}
+	f := follow(t, addrs, "out", true)
+	f.waitLatest(t, want, 90*time.Second)
+	if h.Hits() == 0 {
+		t.Errorf("the fault never fired")
+	}
+	t.Logf("%d produce requests timed out after appending; %d records read", h.Hits(), f.n)
 }
