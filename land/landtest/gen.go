@@ -99,3 +99,6 @@ func Batches(r *rand.Rand, recs []changelog.Record, maxSize int) [][]changelog.R
 	}
 	return out
 }
+
+// Base is the first window start of generated records.
+func Base() time.Time { return base }
