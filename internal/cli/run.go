@@ -54,6 +54,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&f.quiet, "quiet", false, "do not print the summary")
 	fs.StringVar(&f.deadLetter, "dead-letter", "", "write each malformed event with its line number and error to this file (JSON lines)")
 	fs.StringVar(&f.lateOutput, "late-output", "", "write each late event, keyed by the same contract, with the reason, to this file (JSON lines)")
+	kf := addKafkaFlags(fs) // run_kafka.go
 	fs.Usage = func() {
 		fmt.Fprintln(env.Stderr, "usage: ubik run QUERY.sql [--input FILE] [--format tsv|jsonl] [flags]")
 		fs.PrintDefaults()
@@ -92,6 +93,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	pq, err := pickProgramQuery(prog.Queries, f.query)
 	if err != nil {
 		return err
+	}
+	if kf.wanted(prog, pq) {
+		return runKafka(ctx, env, kf, &f, prog, pq)
 	}
 
 	in, inName, size, err := openInput(env, f.input, pq.Source.Options["path"])
