@@ -38,6 +38,9 @@ type runFlags struct {
 	quiet      bool
 	deadLetter string
 	lateOutput string
+	stateDir   string
+
+	checkpointEvery time.Duration
 }
 
 func runRun(ctx context.Context, env *Env, args []string) error {
@@ -54,6 +57,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&f.quiet, "quiet", false, "do not print the summary")
 	fs.StringVar(&f.deadLetter, "dead-letter", "", "write each malformed event with its line number and error to this file (JSON lines)")
 	fs.StringVar(&f.lateOutput, "late-output", "", "write each late event, keyed by the same contract, with the reason, to this file (JSON lines)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "checkpoint state, input position and output lengths here; rerunning the same command after a crash resumes")
+	fs.DurationVar(&f.checkpointEvery, "checkpoint-interval", time.Second, "how often to checkpoint with --state-dir")
 	kf := addKafkaFlags(fs) // run_kafka.go
 	fs.Usage = func() {
 		fmt.Fprintln(env.Stderr, "usage: ubik run QUERY.sql [--input FILE] [--format tsv|jsonl] [flags]")
@@ -98,40 +103,125 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		return runKafka(ctx, env, kf, &f, prog, pq)
 	}
 
-	in, inName, size, err := openInput(env, f.input, pq.Source.Options["path"])
+	inPath := f.input
+	if inPath == "" {
+		inPath = pq.Source.Options["path"]
+	}
+	var ck *checkpointFile
+	if f.stateDir != "" {
+		if inPath == "" || inPath == "-" {
+			return fmt.Errorf("%w: --state-dir needs an input file to resume from (not stdin)", ErrUsage)
+		}
+		if f.output == "" || f.output == "-" {
+			return fmt.Errorf("%w: --state-dir needs --output FILE: a resumed run cuts the output back to its last checkpoint", ErrUsage)
+		}
+		abs, _ := filepath.Abs(inPath)
+		if ck, err = newCheckpointFile(f.stateDir, string(sqlText), pq.Name, abs); err != nil {
+			return err
+		}
+	}
+
+	// The changelog, dead-letter and late outputs. OnRecord and the hooks
+	// write through these variables, which are set before the first event.
+	var w, dead, lateW io.Writer
+	var lateBuf, outBuf []byte
+	var lateHook func(*exec.LateEvent)
+	if f.lateOutput != "" {
+		lateHook = func(ev *exec.LateEvent) {
+			lateBuf = appendLate(lateBuf[:0], pq.Name, ev)
+			lateW.Write(lateBuf)
+		}
+	}
+	qo := ubik.QueryOptions{
+		Name:   pq.Name,
+		Strict: f.strict,
+		OnLate: lateHook,
+		OnRecord: func(r changelog.Record) error {
+			outBuf = formatRecord(outBuf[:0], f.format, &r)
+			_, err := w.Write(outBuf)
+			return err
+		},
+	}
+	q, err := eng.StartPlan(pq, qo)
+	if err != nil {
+		return err
+	}
+	var resume ckptHeader
+	if ck != nil {
+		h, err := ck.load(q)
+		if err != nil {
+			return err
+		}
+		if h != nil {
+			if h.Finished {
+				fmt.Fprintf(env.Stderr, "ubik: %s: the run checkpointed in %s already completed; remove the state dir to run again\n", pq.Name, f.stateDir)
+				return nil
+			}
+			resume = *h
+			fmt.Fprintf(env.Stderr, "ubik: %s: resuming from line %d of %s\n", pq.Name, h.Line, inPath)
+		}
+	}
+
+	in, inName, size, err := openInput(env, inPath, "")
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, closeOut, err := openOutput(env, f.output)
-	if err != nil {
-		return err
+	if resume.InputOffset > 0 {
+		if _, err := in.(io.Seeker).Seek(resume.InputOffset, io.SeekStart); err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
 	}
-	w := bufio.NewWriterSize(out, 256<<10)
-
-	var dead, lateW *bufio.Writer
-	if f.deadLetter != "" {
-		df, err := os.Create(f.deadLetter)
+	var files [3]*resumableFile // with --state-dir: changelog, dead letters, late events
+	var flushOut func() error
+	if ck != nil {
+		paths := [3]string{f.output, f.deadLetter, f.lateOutput}
+		for i, p := range paths {
+			if p == "" {
+				continue
+			}
+			if files[i], err = openResumable(p, resume.Outputs[i]); err != nil {
+				return err
+			}
+			defer files[i].Close()
+		}
+		w = files[0]
+		if files[1] != nil {
+			dead = files[1]
+		}
+		if files[2] != nil {
+			lateW = files[2]
+		}
+		flushOut = func() error { _, err := files[0].sync(); return err }
+	} else {
+		out, closeOut, err := openOutput(env, f.output)
 		if err != nil {
 			return err
 		}
-		defer df.Close()
-		dead = bufio.NewWriter(df)
-		defer dead.Flush()
-	}
-	var lateBuf []byte
-	var lateHook func(*exec.LateEvent)
-	if f.lateOutput != "" {
-		lf, err := os.Create(f.lateOutput)
-		if err != nil {
+		bw := bufio.NewWriterSize(out, 256<<10)
+		w = bw
+		flushOut = func() error {
+			err := bw.Flush()
+			if cerr := closeOut(); err == nil {
+				err = cerr
+			}
 			return err
 		}
-		defer lf.Close()
-		lateW = bufio.NewWriter(lf)
-		defer lateW.Flush()
-		lateHook = func(ev *exec.LateEvent) {
-			lateBuf = appendLate(lateBuf[:0], pq.Name, ev)
-			lateW.Write(lateBuf)
+		for _, o := range []struct {
+			path string
+			dst  *io.Writer
+		}{{f.deadLetter, &dead}, {f.lateOutput, &lateW}} {
+			if o.path == "" {
+				continue
+			}
+			fh, err := os.Create(o.path)
+			if err != nil {
+				return err
+			}
+			bw := bufio.NewWriter(fh)
+			*o.dst = bw
+			defer fh.Close()
+			defer bw.Flush()
 		}
 	}
 
@@ -151,22 +241,6 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		reported++
 	}
 
-	var outBuf []byte
-	qo := ubik.QueryOptions{
-		Name:   pq.Name,
-		Strict: f.strict,
-		OnLate: lateHook,
-		OnRecord: func(r changelog.Record) error {
-			outBuf = formatRecord(outBuf[:0], f.format, &r)
-			_, err := w.Write(outBuf)
-			return err
-		},
-	}
-	q, err := eng.StartPlan(pq, qo)
-	if err != nil {
-		return err
-	}
-
 	var bar *progressbar.ProgressBar
 	if env.IsTerminal && !f.noProgress && size > 0 {
 		bar = progressbar.NewOptions64(size, progressbar.OptionSetWriter(env.Stderr),
@@ -174,15 +248,49 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			progressbar.OptionClearOnFinish(), progressbar.OptionSetDescription("ubik run"))
 	}
 
+	// checkpoint makes the outputs durable, then records their lengths with
+	// the state and the input position in one atomic file.
+	checkpoint := func(pos, line int64, finished bool) error {
+		h := ckptHeader{Finished: finished, InputOffset: pos, Line: line}
+		for i, rf := range files {
+			if rf == nil {
+				continue
+			}
+			n, err := rf.sync()
+			if err != nil {
+				return err
+			}
+			h.Outputs[i] = n
+		}
+		return ck.save(q, h)
+	}
+	lastCkpt := time.Now()
+
 	started := time.Now()
 	br := bufio.NewReaderSize(in, 1<<20)
-	var lineNo int64
-	var readBytes, lastBar int64
+	lineNo := resume.Line
+	readBytes := resume.InputOffset
+	var lastBar int64
 	var firstErr error
 	for {
-		if lineNo&4095 == 0 && ctx.Err() != nil {
-			firstErr = ctx.Err()
-			break
+		if lineNo&4095 == 0 {
+			if ctx.Err() != nil {
+				firstErr = ctx.Err()
+				if ck != nil {
+					// A graceful stop checkpoints, so the next run resumes here.
+					if err := checkpoint(readBytes, lineNo, false); err != nil {
+						firstErr = err
+					}
+				}
+				break
+			}
+			if ck != nil && time.Since(lastCkpt) >= f.checkpointEvery {
+				if err := checkpoint(readBytes, lineNo, false); err != nil {
+					firstErr = err
+					break
+				}
+				lastCkpt = time.Now()
+			}
 		}
 		line, tooLong, rerr := readLine(br)
 		if len(line) == 0 && rerr != nil {
@@ -192,7 +300,10 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			break
 		}
 		lineNo++
-		readBytes += int64(len(line)) + 1
+		readBytes += int64(len(line))
+		if rerr == nil || tooLong {
+			readBytes++ // the newline
+		}
 		if bar != nil && readBytes-lastBar > 1<<20 {
 			bar.Set64(readBytes)
 			lastBar = readBytes
@@ -233,14 +344,14 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	if firstErr == nil {
 		firstErr = q.Close()
+		if firstErr == nil && ck != nil {
+			firstErr = checkpoint(readBytes, lineNo, true)
+		}
 	}
 	if bar != nil {
 		bar.Finish()
 	}
-	if err := w.Flush(); err != nil && firstErr == nil {
-		firstErr = err
-	}
-	if err := closeOut(); err != nil && firstErr == nil {
+	if err := flushOut(); err != nil && firstErr == nil {
 		firstErr = err
 	}
 	elapsed := time.Since(started)
@@ -404,7 +515,7 @@ func formatRecord(b []byte, format string, r *changelog.Record) []byte {
 	return append(b, "]}\n"...)
 }
 
-func writeDead(w *bufio.Writer, input string, line int64, event []byte, err error) {
+func writeDead(w io.Writer, input string, line int64, event []byte, err error) {
 	b := []byte(`{"input": `)
 	b = changelog.AppendCell(b, types.Str(input))
 	b = append(b, `, "line": `...)

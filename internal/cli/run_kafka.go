@@ -65,8 +65,8 @@ func (k *kafkaFlags) wanted(prog *plan.Program, q *plan.Query) bool {
 // runKafka runs q from a Kafka source to a Kafka sink, exactly once, until
 // interrupted.
 func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *plan.Program, q *plan.Query) error {
-	if f.input != "" || f.output != "-" || f.deadLetter != "" || f.lateOutput != "" || f.statsJSON != "" {
-		return fmt.Errorf("%w: --input, --output, --dead-letter, --late-output and --stats-json are for the file path; a Kafka query reads --source and writes --sink", ErrUsage)
+	if f.input != "" || f.output != "-" || f.deadLetter != "" || f.lateOutput != "" || f.statsJSON != "" || f.stateDir != "" {
+		return fmt.Errorf("%w: --input, --output, --dead-letter, --late-output, --stats-json and --state-dir are for the file path; a Kafka query reads --source, writes --sink and keeps its state in Kafka", ErrUsage)
 	}
 	if f.strict {
 		return fmt.Errorf("%w: --strict is for the file path; a Kafka query counts and logs bad events and goes on", ErrUsage)

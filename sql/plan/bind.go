@@ -217,7 +217,7 @@ func (qb *queryBinder) window(kind WindowKind, fn parser.Ident, timeCol parser.I
 		w.Slide = w.Size
 	}
 	if kind == Hop && w.Slide > w.Size {
-		return nil, b.errAt(args[0].Pos(), "HOP slide (%s) is longer than its size (%s): rows between windows would be dropped; HOP takes the slide first, then the size", FormatInterval(0, 0, w.Slide), FormatInterval(0, 0, w.Size))
+		return nil, b.errAt(args[0].Pos(), "HOP slide (%s) is longer than its size (%s): rows between windows would be dropped; HOP takes the slide first, then the size", ValueText(types.Interv(0, 0, w.Slide)), ValueText(types.Interv(0, 0, w.Size)))
 	}
 	return w, nil
 }

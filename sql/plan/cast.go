@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"github.com/ubiksql/ubik/changelog"
 	"math"
 	"strconv"
 	"strings"
@@ -54,99 +55,13 @@ func physName(t types.Type) string {
 
 // ---- text (cast to VARCHAR) ----
 
-// FormatDouble renders a DOUBLE as DuckDB casts it to VARCHAR, which is
-// Python's repr(float): the shortest round-tripping digits, fixed notation
-// with at least one fractional digit when the decimal exponent is in
-// [-4, 16), scientific ("1e+16", "1.5e-05") otherwise; nan, inf, -inf.
-// TODO(lead): replace with the changelog encoder's function once it lands so
-// that one implementation renders doubles.
-func FormatDouble(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
-	neg := false
-	if e[0] == '-' {
-		neg = true
-		e = e[1:]
-	}
-	ep := strings.IndexByte(e, 'e')
-	mant, exps := e[:ep], e[ep+1:]
-	exp, _ := strconv.Atoi(exps)
-	digits := strings.Replace(mant, ".", "", 1)
-	decpt := exp + 1 // value = 0.digits * 10^decpt
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	if decpt > -4 && decpt <= 16 {
-		switch {
-		case decpt <= 0:
-			b.WriteString("0.")
-			b.WriteString(strings.Repeat("0", -decpt))
-			b.WriteString(digits)
-		case decpt >= len(digits):
-			b.WriteString(digits)
-			b.WriteString(strings.Repeat("0", decpt-len(digits)))
-			b.WriteString(".0")
-		default:
-			b.WriteString(digits[:decpt])
-			b.WriteByte('.')
-			b.WriteString(digits[decpt:])
-		}
-		return b.String()
-	}
-	b.WriteByte(digits[0])
-	if len(digits) > 1 {
-		b.WriteByte('.')
-		b.WriteString(digits[1:])
-	}
-	b.WriteByte('e')
-	if exp < 0 {
-		b.WriteByte('-')
-		exp = -exp
-	} else {
-		b.WriteByte('+')
-	}
-	if exp < 10 {
-		b.WriteByte('0')
-	}
-	b.WriteString(strconv.Itoa(exp))
-	return b.String()
-}
-
-// ValueText renders a non-NULL value as DuckDB's CAST(v AS VARCHAR).
+// ValueText renders a value as DuckDB's CAST(v AS VARCHAR), through the
+// changelog encoder's text so that a cast and a key cell print alike.
 func ValueText(v types.Value) string {
-	switch v.Kind {
-	case types.KindBoolean:
-		if v.I != 0 {
-			return "true"
-		}
-		return "false"
-	case types.KindInteger, types.KindBigInt:
-		return strconv.FormatInt(v.I, 10)
-	case types.KindHugeInt:
-		return i128Of(v).String()
-	case types.KindDecimal:
-		return fmtDecimal(i128Of(v), v.Scale)
-	case types.KindDouble:
-		return FormatDouble(v.F)
-	case types.KindVarchar:
-		return v.S
-	case types.KindTimestamp:
-		return FormatTimestamp(v.I)
-	case types.KindDate:
-		return FormatDate(v.I)
-	case types.KindInterval:
-		m, d, us := v.IntervalParts()
-		return FormatInterval(m, d, us)
+	if v.Null || v.Kind == types.KindNull {
+		return "NULL"
 	}
-	return "NULL"
+	return string(changelog.AppendText(nil, v))
 }
 
 // ---- casts ----
@@ -219,7 +134,7 @@ func castFunc(from, to types.Type) (castFn, bool) {
 			return func(v types.Value) (types.Value, error) {
 				r := roundHalfEven(v.F)
 				if !(r >= float64(lo) && r < -float64(lo)) || (k == types.KindInteger && r > float64(hi)) {
-					return types.Value{}, castOutOfRange(from, FormatDouble(v.F), to)
+					return types.Value{}, castOutOfRange(from, ValueText(types.Float(v.F)), to)
 				}
 				return mkInt(k, int64(r)), nil
 			}, true
@@ -236,7 +151,7 @@ func castFunc(from, to types.Type) (castFn, bool) {
 			return func(v types.Value) (types.Value, error) {
 				x, ok := floatToI128(roundHalfEven(v.F))
 				if !ok {
-					return types.Value{}, castOutOfRange(from, FormatDouble(v.F), to)
+					return types.Value{}, castOutOfRange(from, ValueText(types.Float(v.F)), to)
 				}
 				return types.Huge(x), nil
 			}, true

@@ -291,7 +291,7 @@ func (b *binder) fixedInterval(e parser.Expr, what string, zeroOK bool) (int64, 
 	}
 	total := int64(d)*usPerDay + us
 	if total < 0 || total == 0 && !zeroOK {
-		return 0, b.errAt(e.Pos(), "%s must be positive, got %s", what, FormatInterval(0, d, us))
+		return 0, b.errAt(e.Pos(), "%s must be positive, got %s", what, ValueText(types.Interv(0, int32(d), us)))
 	}
 	return total, nil
 }

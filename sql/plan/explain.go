@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"github.com/ubiksql/ubik/types"
 	"sort"
 	"strings"
 )
@@ -46,12 +47,12 @@ func explainSource(s *Source) string {
 	}
 	wm := "no watermark"
 	if s.TimeCol >= 0 {
-		wm = fmt.Sprintf("watermark %s - %s", s.Columns[s.TimeCol].Name, FormatInterval(0, 0, s.WatermarkDelay))
+		wm = fmt.Sprintf("watermark %s - %s", s.Columns[s.TimeCol].Name, ValueText(types.Interv(0, 0, s.WatermarkDelay)))
 	}
 	return fmt.Sprintf("source %s (%s) %s%s\n", s.Name, strings.Join(cols, ", "), wm, explainOptions(s.Options))
 }
 
-func us(d int64) string { return FormatInterval(0, 0, d) }
+func us(d int64) string { return ValueText(types.Interv(0, 0, d)) }
 
 // Explain renders one query.
 func (q *Query) Explain() string {

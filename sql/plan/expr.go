@@ -576,14 +576,13 @@ func constText(v types.Value, t types.Type) string {
 	case types.KindVarchar:
 		return "'" + strings.ReplaceAll(v.S, "'", "''") + "'"
 	case types.KindTimestamp:
-		return "TIMESTAMP '" + FormatTimestamp(v.I) + "'"
+		return "TIMESTAMP '" + ValueText(v) + "'"
 	case types.KindDate:
-		return "DATE '" + FormatDate(v.I) + "'"
+		return "DATE '" + ValueText(v) + "'"
 	case types.KindInterval:
-		m, d, us := v.IntervalParts()
-		return "INTERVAL '" + FormatInterval(m, d, us) + "'"
+		return "INTERVAL '" + ValueText(v) + "'"
 	case types.KindDouble:
-		s := FormatDouble(v.F)
+		s := ValueText(v)
 		if _, err := strconv.ParseFloat(s, 64); err != nil || math.IsInf(v.F, 0) || math.IsNaN(v.F) {
 			return "'" + s + "'::DOUBLE"
 		}

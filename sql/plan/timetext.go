@@ -2,6 +2,7 @@ package plan
 
 import (
 	"errors"
+	"github.com/ubiksql/ubik/types"
 	"math"
 	"strconv"
 	"strings"
@@ -27,38 +28,6 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-func daysFromCivil(y, m, d int64) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := floorDiv(y, 400)
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return era*146097 + doe - 719468
-}
-
-func civilFromDays(z int64) (y, m, d int64) {
-	z += 719468
-	era := floorDiv(z, 146097)
-	doe := z - era*146097
-	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
-	y = yoe + era*400
-	doy := doe - (365*yoe + yoe/4 - yoe/100)
-	mp := (5*doy + 2) / 153
-	d = doy - (153*mp+2)/5 + 1
-	if mp < 10 {
-		m = mp + 3
-	} else {
-		m = mp - 9
-	}
-	if m <= 2 {
-		y++
-	}
-	return y, m, d
-}
-
 func isLeap(y int64) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
 
 func daysIn(y, m int64) int64 {
@@ -80,114 +49,6 @@ const (
 	maxDateDays = 106_751_990
 )
 
-// ---- formatting (DuckDB's cast to VARCHAR) ----
-
-func appendPad(b []byte, v int64, width int) []byte {
-	s := strconv.FormatInt(v, 10)
-	for i := len(s); i < width; i++ {
-		b = append(b, '0')
-	}
-	return append(b, s...)
-}
-
-// appendDate renders YYYY-MM-DD, with " (BC)" for years before 1 (DuckDB).
-func appendDate(b []byte, days int64) []byte {
-	y, m, d := civilFromDays(days)
-	bc := y <= 0
-	if bc {
-		y = 1 - y
-	}
-	b = appendPad(b, y, 4)
-	b = append(b, '-')
-	b = appendPad(b, m, 2)
-	b = append(b, '-')
-	b = appendPad(b, d, 2)
-	if bc {
-		b = append(b, " (BC)"...)
-	}
-	return b
-}
-
-// appendTimeOfDay renders HH:MM:SS[.ffffff] with trailing zeros of the
-// fraction trimmed; hours may exceed 23 (intervals).
-func appendTimeOfDay(b []byte, us int64) []byte {
-	h := us / usPerHour
-	us -= h * usPerHour
-	mi := us / usPerMin
-	us -= mi * usPerMin
-	s := us / usPerSec
-	us -= s * usPerSec
-	b = appendPad(b, h, 2)
-	b = append(b, ':')
-	b = appendPad(b, mi, 2)
-	b = append(b, ':')
-	b = appendPad(b, s, 2)
-	if us != 0 {
-		b = append(b, '.')
-		frac := appendPad(nil, us, 6)
-		for len(frac) > 0 && frac[len(frac)-1] == '0' {
-			frac = frac[:len(frac)-1]
-		}
-		b = append(b, frac...)
-	}
-	return b
-}
-
-// FormatTimestamp renders microseconds since the epoch as DuckDB does:
-// YYYY-MM-DD HH:MM:SS, then .ffffff trimmed when not a whole second.
-func FormatTimestamp(us int64) string {
-	days := floorDiv(us, usPerDay)
-	tod := us - days*usPerDay
-	b := make([]byte, 0, 26)
-	b = appendDate(b, days)
-	b = append(b, ' ')
-	b = appendTimeOfDay(b, tod)
-	return string(b)
-}
-
-// FormatDate renders days since the epoch as YYYY-MM-DD.
-func FormatDate(days int64) string { return string(appendDate(make([]byte, 0, 10), days)) }
-
-// FormatInterval renders an interval as DuckDB does: "1 year 2 months 3
-// days 04:05:06.5", "00:00:00" for zero.
-func FormatInterval(months, days int32, micros int64) string {
-	var b []byte
-	unit := func(n int64, one, many string) {
-		if len(b) > 0 {
-			b = append(b, ' ')
-		}
-		b = strconv.AppendInt(b, n, 10)
-		if n == 1 || n == -1 {
-			b = append(b, one...)
-		} else {
-			b = append(b, many...)
-		}
-	}
-	if years := int64(months) / 12; years != 0 {
-		unit(years, " year", " years")
-	}
-	if mo := int64(months) % 12; mo != 0 {
-		unit(mo, " month", " months")
-	}
-	if days != 0 {
-		unit(int64(days), " day", " days")
-	}
-	if micros != 0 || len(b) == 0 {
-		if len(b) > 0 {
-			b = append(b, ' ')
-		}
-		if micros < 0 {
-			b = append(b, '-')
-			if micros == math.MinInt64 {
-				micros++ // one microsecond off at the extreme; unreachable in practice
-			}
-			micros = -micros
-		}
-		b = appendTimeOfDay(b, micros)
-	}
-	return string(b)
-}
-
 // ---- parsing ----
 
 var errTimeFormat = errors.New("bad time text")
@@ -205,142 +66,20 @@ func scanInt(s string, i, max int) (int64, int, int) {
 	return v, i, n
 }
 
-// parseDatePart reads YYYY-MM-DD at s[i:] and returns days and the index after it.
-func parseDatePart(s string, i int) (int64, int, error) {
-	neg := false
-	if i < len(s) && s[i] == '-' {
-		neg = true
-		i++
-	}
-	y, i, n := scanInt(s, i, 7)
-	if n == 0 || i >= len(s) || s[i] != '-' {
-		return 0, i, errTimeFormat
-	}
-	m, j, n := scanInt(s, i+1, 2)
-	if n == 0 || j >= len(s) || s[j] != '-' {
-		return 0, j, errTimeFormat
-	}
-	d, k, n := scanInt(s, j+1, 2)
-	if n == 0 {
-		return 0, k, errTimeFormat
-	}
-	if neg {
-		y = -y
-	}
-	// " (BC)" suffix, as DuckDB prints it.
-	if strings.HasPrefix(s[k:], " (BC)") {
-		y = 1 - y
-		k += 5
-	}
-	if m < 1 || m > 12 || d < 1 || d > daysIn(y, m) {
-		return 0, k, errTimeFormat
-	}
-	days := daysFromCivil(y, m, d)
-	if days < minDateDays || days > maxDateDays {
-		return 0, k, errTimeFormat
-	}
-	return days, k, nil
-}
-
 // ParseDate parses DuckDB date text: YYYY-MM-DD, surrounding spaces allowed.
+// It is types.ParseDate, the one date parser of the project.
 func ParseDate(s string) (int64, bool) {
-	s = strings.TrimSpace(s)
-	days, i, err := parseDatePart(s, 0)
-	if err != nil || i != len(s) {
-		return 0, false
-	}
-	return days, true
+	d, err := types.ParseDate([]byte(strings.TrimSpace(s)))
+	return d, err == nil
 }
 
 // ParseTimestamp parses timestamp text into microseconds since the epoch
-// (UTC). It accepts DuckDB text (YYYY-MM-DD HH:MM:SS[.ffffff]), RFC 3339
-// (a T separator, a Z or ±HH[:MM] offset, converted to UTC), a bare date
-// (midnight) and up to nine fraction digits (truncated to microseconds).
+// (UTC): DuckDB text, RFC 3339 (offsets converted to UTC), a bare date. It is
+// types.ParseTimestamp, the one timestamp parser of the project (event times
+// and casts accept the same text).
 func ParseTimestamp(s string) (int64, bool) {
-	s = strings.TrimSpace(s)
-	days, i, err := parseDatePart(s, 0)
-	if err != nil {
-		return 0, false
-	}
-	us := days * usPerDay
-	if i == len(s) {
-		return us, true
-	}
-	if s[i] != ' ' && s[i] != 'T' && s[i] != 't' {
-		return 0, false
-	}
-	i++
-	for i < len(s) && s[i] == ' ' {
-		i++
-	}
-	h, i, n := scanInt(s, i, 2)
-	if n == 0 || i >= len(s) || s[i] != ':' {
-		return 0, false
-	}
-	mi, i, n := scanInt(s, i+1, 2)
-	if n != 2 {
-		return 0, false
-	}
-	var sec, frac int64
-	if i < len(s) && s[i] == ':' {
-		sec, i, n = scanInt(s, i+1, 2)
-		if n != 2 {
-			return 0, false
-		}
-		if i < len(s) && s[i] == '.' {
-			i++
-			digits := 0
-			for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-				if digits < 6 {
-					frac = frac*10 + int64(s[i]-'0')
-				}
-				digits++
-				i++
-			}
-			if digits == 0 || digits > 9 {
-				return 0, false
-			}
-			for d := digits; d < 6; d++ {
-				frac *= 10
-			}
-		}
-	}
-	if h > 24 || mi > 59 || sec > 59 || h == 24 && (mi != 0 || sec != 0 || frac != 0) {
-		return 0, false
-	}
-	us += h*usPerHour + mi*usPerMin + sec*usPerSec + frac
-	// zone
-	rest := strings.TrimLeft(s[i:], " ")
-	switch {
-	case rest == "":
-	case rest == "Z" || rest == "z" || strings.EqualFold(rest, "UTC"):
-	case rest[0] == '+' || rest[0] == '-':
-		sign := int64(1)
-		if rest[0] == '-' {
-			sign = -1
-		}
-		oh, j, n := scanInt(rest, 1, 2)
-		if n != 2 {
-			return 0, false
-		}
-		var om int64
-		if j < len(rest) && rest[j] == ':' {
-			j++
-		}
-		if j < len(rest) {
-			om, j, n = scanInt(rest, j, 2)
-			if n != 2 {
-				return 0, false
-			}
-		}
-		if j != len(rest) || oh > 15 || om > 59 {
-			return 0, false
-		}
-		us -= sign * (oh*usPerHour + om*usPerMin)
-	default:
-		return 0, false
-	}
-	return us, true
+	us, err := types.ParseTimestamp([]byte(s))
+	return us, err == nil
 }
 
 // Interval is a parsed interval value.
@@ -506,14 +245,15 @@ func addMonths(days int64, months int64) int64 {
 	if months == 0 {
 		return days
 	}
-	y, m, d := civilFromDays(days)
+	y, mi, di := types.CivilFromDays(days)
+	m, d := int64(mi), int64(di)
 	total := y*12 + (m - 1) + months
 	ny := floorDiv(total, 12)
 	nm := total - ny*12 + 1
 	if dim := daysIn(ny, nm); d > dim {
 		d = dim
 	}
-	return daysFromCivil(ny, nm, d)
+	return types.DaysFromCivil(ny, int(nm), int(d))
 }
 
 // addInterval adds an interval to a timestamp.
