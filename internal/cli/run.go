@@ -39,6 +39,7 @@ type runFlags struct {
 	deadLetter string
 	lateOutput string
 	stateDir   string
+	metrics    string
 
 	checkpointEvery time.Duration
 }
@@ -58,6 +59,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&f.deadLetter, "dead-letter", "", "write each malformed event with its line number and error to this file (JSON lines)")
 	fs.StringVar(&f.lateOutput, "late-output", "", "write each late event, keyed by the same contract, with the reason, to this file (JSON lines)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "checkpoint state, input position and output lengths here; rerunning the same command after a crash resumes")
+	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); off by default")
 	fs.DurationVar(&f.checkpointEvery, "checkpoint-interval", time.Second, "how often to checkpoint with --state-dir")
 	kf := addKafkaFlags(fs) // run_kafka.go
 	fs.Usage = func() {
@@ -248,6 +250,18 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			progressbar.OptionClearOnFinish(), progressbar.OptionSetDescription("ubik run"))
 	}
 
+	var metrics *queryMetrics
+	if f.metrics != "" {
+		metrics = newQueryMetrics(pq.Name)
+		metrics.publish(q.Stats())
+		stop, bound, err := serveMetrics(ctx, f.metrics, metrics)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		fmt.Fprintf(env.Stderr, "ubik: metrics on http://%s/metrics\n", bound)
+	}
+
 	// checkpoint makes the outputs durable, then records their lengths with
 	// the state and the input position in one atomic file.
 	checkpoint := func(pos, line int64, finished bool) error {
@@ -274,6 +288,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	var firstErr error
 	for {
 		if lineNo&4095 == 0 {
+			if metrics != nil {
+				metrics.publish(q.Stats())
+			}
 			if ctx.Err() != nil {
 				firstErr = ctx.Err()
 				if ck != nil {
@@ -356,6 +373,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	elapsed := time.Since(started)
 	st := q.Stats()
+	if metrics != nil {
+		metrics.publish(st)
+	}
 	sum := newSummary(pq.Name, st, elapsed)
 	if !f.quiet {
 		sum.print(env.Stderr)
