@@ -61,6 +61,12 @@ type Config struct {
 	// Nanotime returns a monotonic clock reading in nanoseconds, used for
 	// emission latency. Required.
 	Nanotime func() int64
+	// ExternalWatermark stops Process from advancing the watermark from
+	// event times: the host alone moves it with AdvanceWatermark. A source
+	// with several partitions (Kafka) needs this, because its watermark is
+	// the minimum over the partitions, not the maximum event time seen.
+	// Event times are still tracked for Stats.MaxEventTime.
+	ExternalWatermark bool
 }
 
 // Stats are cumulative counters and current gauges of one operator.
@@ -295,6 +301,9 @@ func (o *Operator) observeTime(row []types.Value) error {
 		return nil
 	}
 	o.maxEventTime = ts
+	if o.cfg.ExternalWatermark {
+		return nil
+	}
 	return o.AdvanceWatermark(ts - o.q.Source.WatermarkDelay)
 }
 

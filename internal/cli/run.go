@@ -61,6 +61,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&f.stateDir, "state-dir", "", "checkpoint state, input position and output lengths here; rerunning the same command after a crash resumes")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); off by default")
 	fs.DurationVar(&f.checkpointEvery, "checkpoint-interval", time.Second, "how often to checkpoint with --state-dir")
+	kf := addKafkaFlags(fs) // run_kafka.go
 	fs.Usage = func() {
 		fmt.Fprintln(env.Stderr, "usage: ubik run QUERY.sql [--input FILE] [--format tsv|jsonl] [flags]")
 		fs.PrintDefaults()
@@ -99,6 +100,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	pq, err := pickProgramQuery(prog.Queries, f.query)
 	if err != nil {
 		return err
+	}
+	if kf.wanted(prog, pq) {
+		return runKafka(ctx, env, kf, &f, prog, pq)
 	}
 
 	inPath := f.input
