@@ -1,0 +1,134 @@
+package changelog
+
+import (
+	"math"
+	"math/bits"
+	"strconv"
+)
+
+// appendDouble appends f as Python's repr(float), which is also DuckDB's
+// DOUBLE-to-VARCHAR text: the shortest digits that round-trip, in fixed
+// notation with at least one fractional digit when the decimal exponent e of
+// the leading digit satisfies -4 <= e < 16, else in scientific notation with
+// a signed exponent of at least two digits (1e+16, 1.234e-05, 5e-324).
+// NaN and the infinities have no JSON number and render as null.
+func appendDouble(dst []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(dst, "null"...)
+	}
+	// Go's shortest 'e' form has the same digits and exponent syntax as
+	// Python's repr in scientific notation; both pick the shortest digit
+	// string that round-trips, nearest to the exact value on ties.
+	var buf [32]byte
+	e := strconv.AppendFloat(buf[:0], f, 'e', -1, 64)
+
+	// e is [-]d[.ddd]e(+|-)dd[d]; take it apart.
+	i := 0
+	neg := e[0] == '-'
+	if neg {
+		i = 1
+	}
+	var digits [17]byte
+	nd := 0
+	for ; e[i] != 'e'; i++ {
+		if e[i] != '.' {
+			digits[nd] = e[i]
+			nd++
+		}
+	}
+	i++ // 'e'
+	expNeg := e[i] == '-'
+	exp := 0
+	for i++; i < len(e); i++ {
+		exp = exp*10 + int(e[i]-'0')
+	}
+	if expNeg {
+		exp = -exp
+	}
+	if exp < -4 || exp >= 16 {
+		return append(dst, e...)
+	}
+
+	if neg {
+		dst = append(dst, '-')
+	}
+	if exp < 0 {
+		// 0.000ddd
+		dst = append(dst, '0', '.')
+		for range -exp - 1 {
+			dst = append(dst, '0')
+		}
+		return append(dst, digits[:nd]...)
+	}
+	// exp+1 integer digits, padded with zeros when the digits run out.
+	if nd <= exp+1 {
+		dst = append(dst, digits[:nd]...)
+		for range exp + 1 - nd {
+			dst = append(dst, '0')
+		}
+		return append(dst, '.', '0')
+	}
+	dst = append(dst, digits[:exp+1]...)
+	dst = append(dst, '.')
+	return append(dst, digits[exp+1:nd]...)
+}
+
+// appendInt128 appends the 128-bit two's complement integer (hi, lo) in
+// decimal with scale digits after a decimal point: DuckDB's DECIMAL text
+// (1.500, -0.500, 0.001) or, with scale 0, a plain integer (HUGEINT).
+//
+// DuckDB omits the leading 0 of a DECIMAL(s,s) ("0.5" prints ".5"); the
+// contract always writes it, because the cell is a JSON number and a Value
+// does not carry the width.
+func appendInt128(dst []byte, hi int64, lo uint64, scale int) []byte {
+	uhi := uint64(hi)
+	if hi < 0 {
+		dst = append(dst, '-')
+		var borrow uint64
+		lo, borrow = bits.Sub64(0, lo, 0)
+		uhi, _ = bits.Sub64(0, uhi, borrow)
+	}
+	var buf [40]byte // 2^127 has 39 digits
+	n := formatUint128(&buf, uhi, lo)
+	digits := buf[len(buf)-n:]
+	if scale == 0 {
+		return append(dst, digits...)
+	}
+	if n <= scale {
+		dst = append(dst, '0', '.')
+		for range scale - n {
+			dst = append(dst, '0')
+		}
+		return append(dst, digits...)
+	}
+	dst = append(dst, digits[:n-scale]...)
+	dst = append(dst, '.')
+	return append(dst, digits[n-scale:]...)
+}
+
+// formatUint128 writes the decimal digits of the unsigned (hi, lo) at the end
+// of buf and returns how many it wrote (at least 1).
+func formatUint128(buf *[40]byte, hi, lo uint64) int {
+	const e19 = 10_000_000_000_000_000_000
+	i := len(buf)
+	for hi != 0 {
+		// (hi, lo) = q*1e19 + r; the 19 low digits are r, zero-padded.
+		var r uint64
+		q1 := hi / e19
+		lo, r = bits.Div64(hi%e19, lo, e19)
+		hi = q1
+		for range 19 {
+			i--
+			buf[i] = byte('0' + r%10)
+			r /= 10
+		}
+	}
+	for lo >= 10 {
+		i--
+		buf[i] = byte('0' + lo%10)
+		lo /= 10
+	}
+	i--
+	buf[i] = byte('0' + lo)
+	return len(buf) - i
+}

@@ -1,0 +1,457 @@
+package exec
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+// ErrOverflow is returned when an exact aggregate leaves its type's range
+// (DuckDB raises the same "Out of Range" error).
+var ErrOverflow = errors.New("exec: out of range: overflow in sum")
+
+// aggState is the running state of one aggregate call for one (group, window).
+// Every state is mergeable, which session windows need when two sessions join.
+type aggState interface {
+	update(v types.Value) error
+	merge(o aggState) error
+	result() types.Value
+	// size estimates the bytes this state holds, for the state-size metric.
+	size() int
+	// appendState and readState serialize the state for checkpoints.
+	appendState(b []byte) []byte
+	readState(r *reader) error
+}
+
+// newAggState returns a fresh state for call c.
+func newAggState(c *plan.AggCall) (aggState, error) {
+	var argT types.Type
+	if len(c.Args) > 0 {
+		argT = c.Args[0].Type()
+	}
+	switch c.Func {
+	case "count_star", "count":
+		if c.Distinct {
+			return nil, fmt.Errorf("exec: count(DISTINCT ...) is not supported yet")
+		}
+		return &countState{}, nil
+	case "sum":
+		switch argT.Kind {
+		case types.KindDouble:
+			return &sumDoubleState{}, nil
+		case types.KindInteger, types.KindBigInt, types.KindHugeInt, types.KindBoolean:
+			return &sumIntState{}, nil
+		case types.KindDecimal:
+			return &sumIntState{decimal: true, scale: argT.Scale}, nil
+		}
+	case "avg":
+		switch argT.Kind {
+		case types.KindDouble:
+			return &avgDoubleState{}, nil
+		case types.KindInteger, types.KindBigInt, types.KindHugeInt:
+			return &avgIntState{}, nil
+		case types.KindDecimal:
+			return &avgIntState{scale: argT.Scale}, nil
+		}
+	case "min":
+		return &minMaxState{t: c.Type, max: false}, nil
+	case "max":
+		return &minMaxState{t: c.Type, max: true}, nil
+	}
+	return nil, fmt.Errorf("exec: aggregate %s(%s) is not supported", c.Func, argT)
+}
+
+type countState struct{ n int64 }
+
+func (s *countState) update(v types.Value) error {
+	if !v.Null {
+		s.n++
+	}
+	return nil
+}
+func (s *countState) merge(o aggState) error { s.n += o.(*countState).n; return nil }
+func (s *countState) result() types.Value    { return types.Big(s.n) }
+func (s *countState) size() int              { return 8 }
+
+// sumIntState sums integers (and DECIMAL unscaled values) exactly in 128 bits.
+type sumIntState struct {
+	sum     types.Int128
+	seen    bool
+	decimal bool
+	scale   uint8
+}
+
+func (s *sumIntState) update(v types.Value) error {
+	if v.Null {
+		return nil
+	}
+	var x types.Int128
+	switch v.Kind {
+	case types.KindHugeInt, types.KindDecimal:
+		x = v.Int128()
+	default:
+		x = types.I128(v.I)
+	}
+	r, of := s.sum.Add(x)
+	if of {
+		return ErrOverflow
+	}
+	s.sum, s.seen = r, true
+	return nil
+}
+
+func (s *sumIntState) merge(o aggState) error {
+	t := o.(*sumIntState)
+	if !t.seen {
+		return nil
+	}
+	r, of := s.sum.Add(t.sum)
+	if of {
+		return ErrOverflow
+	}
+	s.sum, s.seen = r, true
+	return nil
+}
+
+func (s *sumIntState) result() types.Value {
+	if s.decimal {
+		if !s.seen {
+			return types.NullOf(types.Decimal(38, s.scale))
+		}
+		return types.Dec(s.sum, s.scale)
+	}
+	if !s.seen {
+		return types.NullOf(types.HugeInt)
+	}
+	return types.Huge(s.sum)
+}
+func (s *sumIntState) size() int { return 24 }
+
+type sumDoubleState struct {
+	fs   fsum
+	seen bool
+}
+
+func (s *sumDoubleState) update(v types.Value) error {
+	if !v.Null {
+		s.fs.add(v.F)
+		s.seen = true
+	}
+	return nil
+}
+func (s *sumDoubleState) merge(o aggState) error {
+	t := o.(*sumDoubleState)
+	if t.seen {
+		s.fs.merge(&t.fs)
+		s.seen = true
+	}
+	return nil
+}
+func (s *sumDoubleState) result() types.Value {
+	if !s.seen {
+		return types.NullOf(types.Double)
+	}
+	return types.Float(s.fs.result())
+}
+func (s *sumDoubleState) size() int { return s.fs.bytes() + 8 }
+
+type avgDoubleState struct {
+	fs fsum
+	n  int64
+}
+
+func (s *avgDoubleState) update(v types.Value) error {
+	if !v.Null {
+		s.fs.add(v.F)
+		s.n++
+	}
+	return nil
+}
+func (s *avgDoubleState) merge(o aggState) error {
+	t := o.(*avgDoubleState)
+	s.fs.merge(&t.fs)
+	s.n += t.n
+	return nil
+}
+func (s *avgDoubleState) result() types.Value {
+	if s.n == 0 {
+		return types.NullOf(types.Double)
+	}
+	return types.Float(s.fs.result() / float64(s.n))
+}
+func (s *avgDoubleState) size() int { return s.fs.bytes() + 8 }
+
+// avgIntState averages integers and decimals from an exact 128-bit sum.
+type avgIntState struct {
+	sum   types.Int128
+	n     int64
+	scale uint8
+}
+
+func (s *avgIntState) update(v types.Value) error {
+	if v.Null {
+		return nil
+	}
+	var x types.Int128
+	switch v.Kind {
+	case types.KindHugeInt, types.KindDecimal:
+		x = v.Int128()
+	default:
+		x = types.I128(v.I)
+	}
+	r, of := s.sum.Add(x)
+	if of {
+		return ErrOverflow
+	}
+	s.sum = r
+	s.n++
+	return nil
+}
+func (s *avgIntState) merge(o aggState) error {
+	t := o.(*avgIntState)
+	r, of := s.sum.Add(t.sum)
+	if of {
+		return ErrOverflow
+	}
+	s.sum = r
+	s.n += t.n
+	return nil
+}
+func (s *avgIntState) result() types.Value {
+	if s.n == 0 {
+		return types.NullOf(types.Double)
+	}
+	f := s.sum.Float64() / float64(s.n)
+	if s.scale > 0 {
+		f /= math.Pow10(int(s.scale))
+	}
+	return types.Float(f)
+}
+func (s *avgIntState) size() int { return 32 }
+
+// minMaxState keeps the extreme value. Ties between values that compare
+// equal but print differently (0.0 and -0.0) are broken by a fixed rule so
+// the result never depends on arrival order.
+type minMaxState struct {
+	v    types.Value
+	seen bool
+	max  bool
+	t    types.Type
+}
+
+func (s *minMaxState) update(v types.Value) error {
+	if v.Null {
+		return nil
+	}
+	if !s.seen {
+		s.v, s.seen = v, true
+		if v.Kind == types.KindVarchar {
+			s.v.S = strings.Clone(v.S)
+		}
+		return nil
+	}
+	c := Compare(v, s.v)
+	if c == 0 && v.Kind == types.KindDouble && v.F == 0 {
+		// max prefers +0.0, min prefers -0.0.
+		if s.max == !math.Signbit(v.F) {
+			s.v = v
+		}
+		return nil
+	}
+	if (s.max && c > 0) || (!s.max && c < 0) {
+		s.v = v
+		if v.Kind == types.KindVarchar {
+			s.v.S = strings.Clone(v.S)
+		}
+	}
+	return nil
+}
+func (s *minMaxState) merge(o aggState) error {
+	t := o.(*minMaxState)
+	if t.seen {
+		return s.update(t.v)
+	}
+	return nil
+}
+func (s *minMaxState) result() types.Value {
+	if !s.seen {
+		return types.NullOf(s.t)
+	}
+	return s.v
+}
+func (s *minMaxState) size() int { return 56 + len(s.v.S) }
+
+// Compare orders two non-NULL values of the same kind the way DuckDB does:
+// numbers numerically (NaN above every other double), strings bytewise,
+// times chronologically, false before true.
+func Compare(a, b types.Value) int {
+	switch a.Kind {
+	case types.KindDouble:
+		x, y := a.F, b.F
+		xn, yn := math.IsNaN(x), math.IsNaN(y)
+		switch {
+		case xn && yn:
+			return 0
+		case xn:
+			return 1
+		case yn:
+			return -1
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	case types.KindVarchar:
+		return strings.Compare(a.S, b.S)
+	case types.KindHugeInt, types.KindDecimal:
+		return a.Int128().Cmp(b.Int128())
+	case types.KindInterval:
+		am, ad, au := a.IntervalParts()
+		bm, bd, bu := b.IntervalParts()
+		x := int64(am)*30*types.MicrosPerDay + int64(ad)*types.MicrosPerDay + au
+		y := int64(bm)*30*types.MicrosPerDay + int64(bd)*types.MicrosPerDay + bu
+		return cmpInt(x, y)
+	}
+	return cmpInt(a.I, b.I)
+}
+
+func cmpInt(x, y int64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+func appendBool(b []byte, x bool) []byte {
+	if x {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func appendI128(b []byte, x types.Int128) []byte {
+	b = binary.AppendVarint(b, x.Hi)
+	return binary.AppendUvarint(b, x.Lo)
+}
+
+func (r *reader) i128() types.Int128 { return types.Int128{Hi: r.varint(), Lo: r.uvarint()} }
+
+func (s *fsum) appendState(b []byte) []byte {
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.special))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.infSum))
+	if s.wide != nil {
+		t, _ := s.wide.GobEncode()
+		b = binary.AppendUvarint(b, uint64(len(t)))
+		b = append(b, t...)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.partials)))
+	for _, p := range s.partials {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p))
+	}
+	return b
+}
+
+func (s *fsum) readState(r *reader) {
+	s.special, s.infSum = r.f64(), r.f64()
+	if wn := r.uvarint(); wn > 0 {
+		s.wide = newWide()
+		if err := s.wide.GobDecode(r.bytes(int(wn))); err != nil {
+			r.fail("wide sum")
+			return
+		}
+	}
+	n := r.uvarint()
+	if n > uint64(len(r.b)/8) {
+		r.fail("fsum partials")
+		return
+	}
+	s.partials = make([]float64, n)
+	for i := range s.partials {
+		s.partials[i] = r.f64()
+	}
+}
+
+func (s *countState) appendState(b []byte) []byte { return binary.AppendVarint(b, s.n) }
+func (s *countState) readState(r *reader) error   { s.n = r.varint(); return r.err }
+
+func (s *sumIntState) appendState(b []byte) []byte { return appendBool(appendI128(b, s.sum), s.seen) }
+func (s *sumIntState) readState(r *reader) error {
+	s.sum = r.i128()
+	s.seen = r.byte1() == 1
+	return r.err
+}
+
+func (s *sumDoubleState) appendState(b []byte) []byte { return appendBool(s.fs.appendState(b), s.seen) }
+func (s *sumDoubleState) readState(r *reader) error {
+	s.fs.readState(r)
+	s.seen = r.byte1() == 1
+	return r.err
+}
+
+func (s *avgDoubleState) appendState(b []byte) []byte {
+	return binary.AppendVarint(s.fs.appendState(b), s.n)
+}
+func (s *avgDoubleState) readState(r *reader) error {
+	s.fs.readState(r)
+	s.n = r.varint()
+	return r.err
+}
+
+func (s *avgIntState) appendState(b []byte) []byte {
+	return binary.AppendVarint(appendI128(b, s.sum), s.n)
+}
+func (s *avgIntState) readState(r *reader) error {
+	s.sum = r.i128()
+	s.n = r.varint()
+	return r.err
+}
+
+func (s *minMaxState) appendState(b []byte) []byte { return appendValue(appendBool(b, s.seen), s.v) }
+func (s *minMaxState) readState(r *reader) error {
+	s.seen = r.byte1() == 1
+	s.v = r.value()
+	return r.err
+}
+
+// AggCost is the estimated state of one aggregate call per (group, window).
+type AggCost struct {
+	Name  string
+	Bytes int  // for an empty state
+	Grows bool // whether the state grows with the input (sets, sketches, exact sums' partials)
+}
+
+// StateCost estimates what one live (group, window) costs for q: a fixed
+// overhead, the key cells, and each aggregate's state. explain prints it.
+func StateCost(q *plan.Query) (overhead int, aggs []AggCost) {
+	overhead = 96 + 16*len(q.Aggs)
+	for _, k := range q.Keys {
+		if k.Kind == plan.KeyExpr {
+			overhead += 56 + 8 // the cell, plus its bytes in the map key
+		}
+	}
+	for i := range q.Aggs {
+		c := &q.Aggs[i]
+		s, err := newAggState(c)
+		if err != nil {
+			aggs = append(aggs, AggCost{Name: c.Name})
+			continue
+		}
+		_, grows := s.(*sumDoubleState)
+		if _, ok := s.(*avgDoubleState); ok {
+			grows = true
+		}
+		aggs = append(aggs, AggCost{Name: c.Name, Bytes: s.size(), Grows: grows})
+	}
+	return overhead, aggs
+}

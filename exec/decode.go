@@ -1,0 +1,190 @@
+package exec
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"unsafe"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+// ErrMalformed classifies an event that cannot be decoded into the source's
+// row: bad JSON, a wrong type, a missing event time.
+var ErrMalformed = errors.New("exec: malformed event")
+
+// DecodeError says what is wrong with one event and in which column.
+type DecodeError struct {
+	Column string // "" when the whole event is bad (not JSON, not an object)
+	Msg    string
+}
+
+func (e *DecodeError) Error() string {
+	if e.Column == "" {
+		return e.Msg
+	}
+	return fmt.Sprintf("column %q: %s", e.Column, e.Msg)
+}
+
+// Unwrap classifies every DecodeError as ErrMalformed.
+func (e *DecodeError) Unwrap() error { return ErrMalformed }
+
+// Decoder turns JSON-lines events into source rows. It uses fastjson rather
+// than encoding/json: encoding/json costs about 2 µs per event, several times
+// the whole aggregation (see shared/docs/performance.md).
+//
+// A Decoder is not safe for concurrent use. The row it returns, and the
+// strings in it, alias the Decoder's buffers and stay valid only until the
+// next Decode; the operator copies what it keeps.
+type Decoder struct {
+	src     *plan.Source
+	p       fastjson.Parser
+	row     []types.Value
+	scratch []byte
+}
+
+// NewDecoder returns a decoder for src's columns.
+func NewDecoder(src *plan.Source) *Decoder {
+	return &Decoder{src: src, row: make([]types.Value, len(src.Columns))}
+}
+
+// Decode parses one JSON object. Absent fields and JSON null become SQL NULL;
+// a missing or NULL event time is an error, because the event could not be
+// placed in time.
+func (d *Decoder) Decode(line []byte) ([]types.Value, error) {
+	v, err := d.p.ParseBytes(line)
+	if err != nil {
+		return nil, &DecodeError{Msg: "bad JSON: " + err.Error()}
+	}
+	obj, err := v.Object()
+	if err != nil {
+		return nil, &DecodeError{Msg: "an event must be a JSON object, got " + v.Type().String()}
+	}
+	for i := range d.src.Columns {
+		c := &d.src.Columns[i]
+		f := obj.Get(c.Name)
+		if f == nil || f.Type() == fastjson.TypeNull {
+			if i == d.src.TimeCol {
+				if f == nil {
+					return nil, &DecodeError{Column: c.Name, Msg: "missing event time"}
+				}
+				return nil, &DecodeError{Column: c.Name, Msg: "event time is null"}
+			}
+			d.row[i] = types.NullOf(c.Type)
+			continue
+		}
+		cell, derr := d.convert(f, c.Type)
+		if derr != "" {
+			return nil, &DecodeError{Column: c.Name, Msg: derr}
+		}
+		d.row[i] = cell
+	}
+	return d.row, nil
+}
+
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+func (d *Decoder) convert(f *fastjson.Value, t types.Type) (types.Value, string) {
+	switch t.Kind {
+	case types.KindVarchar:
+		b, err := f.StringBytes()
+		if err != nil {
+			return types.Value{}, "expected a string, got " + f.Type().String()
+		}
+		return types.Value{Kind: types.KindVarchar, S: bytesString(b)}, ""
+	case types.KindTimestamp:
+		b, err := f.StringBytes()
+		if err != nil {
+			return types.Value{}, "expected a timestamp string, got " + f.Type().String()
+		}
+		us, perr := types.ParseTimestamp(b)
+		if perr != nil {
+			return types.Value{}, perr.Error()
+		}
+		return types.TS(us), ""
+	case types.KindDate:
+		b, err := f.StringBytes()
+		if err != nil {
+			return types.Value{}, "expected a date string, got " + f.Type().String()
+		}
+		days, perr := types.ParseDate(b)
+		if perr != nil {
+			return types.Value{}, perr.Error()
+		}
+		return types.DateDays(days), ""
+	case types.KindDouble:
+		if f.Type() != fastjson.TypeNumber {
+			return types.Value{}, "expected a number, got " + f.Type().String()
+		}
+		// fastjson's own float parser takes a fast path that is exact only
+		// for short mantissas; strconv is correctly rounded for all input.
+		d.scratch = f.MarshalTo(d.scratch[:0])
+		x, err := strconv.ParseFloat(bytesString(d.scratch), 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return types.Value{}, "bad number: " + err.Error()
+		}
+		return types.Float(x), ""
+	case types.KindInteger, types.KindBigInt:
+		if f.Type() != fastjson.TypeNumber {
+			return types.Value{}, "expected an integer, got " + f.Type().String()
+		}
+		d.scratch = f.MarshalTo(d.scratch[:0])
+		x, err := strconv.ParseInt(bytesString(d.scratch), 10, 64)
+		if err != nil {
+			return types.Value{}, fmt.Sprintf("expected an integer, got %s", d.scratch)
+		}
+		if t.Kind == types.KindInteger && (x < math.MinInt32 || x > math.MaxInt32) {
+			return types.Value{}, fmt.Sprintf("%d is out of range for INTEGER", x)
+		}
+		return types.Value{Kind: t.Kind, I: x}, ""
+	case types.KindHugeInt:
+		if f.Type() != fastjson.TypeNumber {
+			return types.Value{}, "expected an integer, got " + f.Type().String()
+		}
+		d.scratch = f.MarshalTo(d.scratch[:0])
+		b, ok := new(big.Int).SetString(string(d.scratch), 10)
+		if !ok {
+			return types.Value{}, fmt.Sprintf("expected an integer, got %s", d.scratch)
+		}
+		x, ok := types.Int128FromBig(b)
+		if !ok {
+			return types.Value{}, fmt.Sprintf("%s is out of range for HUGEINT", d.scratch)
+		}
+		return types.Huge(x), ""
+	case types.KindDecimal:
+		if f.Type() != fastjson.TypeNumber && f.Type() != fastjson.TypeString {
+			return types.Value{}, "expected a decimal number, got " + f.Type().String()
+		}
+		var text []byte
+		if f.Type() == fastjson.TypeString {
+			text, _ = f.StringBytes()
+		} else {
+			d.scratch = f.MarshalTo(d.scratch[:0])
+			text = d.scratch
+		}
+		x, err := types.ParseDecimal(text, t.Width, t.Scale)
+		if err != nil {
+			return types.Value{}, err.Error()
+		}
+		return types.Dec(x, t.Scale), ""
+	case types.KindBoolean:
+		switch f.Type() {
+		case fastjson.TypeTrue:
+			return types.Bool(true), ""
+		case fastjson.TypeFalse:
+			return types.Bool(false), ""
+		}
+		return types.Value{}, "expected true or false, got " + f.Type().String()
+	}
+	return types.Value{}, "columns of type " + t.String() + " cannot be read from JSON"
+}

@@ -1,0 +1,662 @@
+// Package exec runs a compiled plan.Query over a stream of source rows: it
+// filters, assigns windows, keeps group state, tracks the watermark, and
+// emits changelog records through the one encoder in package changelog.
+//
+// An Operator is push-driven and single-threaded: the caller pushes rows,
+// advances the watermark, asks for early emission, and finally calls Finish.
+// Records are handed to a callback synchronously; nothing is buffered here.
+//
+// State is one entry per live (group, window). A window's state is dropped
+// the moment its final record is emitted, so memory follows the number of
+// open windows, not the length of the stream.
+package exec
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+// ErrFinished is returned when rows are pushed after Finish.
+var ErrFinished = errors.New("exec: operator finished")
+
+// EvalError is a runtime failure evaluating an expression for one event
+// (a failed cast, an integer overflow). The event is not applied.
+type EvalError struct {
+	Where string // "WHERE", "GROUP BY", "aggregate", "HAVING", "SELECT"
+	Err   error
+}
+
+func (e *EvalError) Error() string { return fmt.Sprintf("%s: %v", e.Where, e.Err) }
+func (e *EvalError) Unwrap() error { return e.Err }
+
+// LateEvent describes an event that arrived for a window that is already
+// final. The row aliases the caller's row and is valid only during the call.
+type LateEvent struct {
+	Row         []types.Value
+	EventTime   int64 // µs
+	WindowStart int64 // µs
+	WindowEnd   int64 // µs
+	Watermark   int64 // µs
+	Reason      string
+}
+
+// Config wires an Operator to its host.
+type Config struct {
+	// Emit receives every record. The record's byte slices are reused after
+	// Emit returns; copy them (Record.Clone) to keep them. An error from Emit
+	// stops the operator and is returned from the call that caused it.
+	Emit func(*changelog.Record) error
+	// Late, if set, receives each late event (for routing to a late output).
+	// Late events are counted either way.
+	Late func(*LateEvent)
+	// Nanotime returns a monotonic clock reading in nanoseconds, used for
+	// emission latency. Required.
+	Nanotime func() int64
+}
+
+// Stats are cumulative counters and current gauges of one operator.
+type Stats struct {
+	Rows             int64 // rows pushed
+	Filtered         int64 // rows rejected by WHERE
+	EvalErrors       int64 // rows rejected by a runtime evaluation error
+	Late             int64 // rows that hit at least one already-final window
+	RecordsOut       int64 // records emitted
+	HavingSuppressed int64 // emissions skipped because HAVING was false
+	WindowsFinalized int64 // (group, window) pairs closed
+	LiveGroups       int64 // live (group, window) states now
+	LiveGroupsPeak   int64
+	StateBytes       int64 // estimated bytes of live state now
+	StateBytesPeak   int64
+	Watermark        int64   // µs; math.MinInt64 before the first event
+	MaxEventTime     int64   // µs
+	LatencyP50       float64 // emission latency, ns
+	LatencyP99       float64
+	LatencyMax       float64
+	LatencyCount     uint64
+}
+
+// group is the state of one (group, window).
+type group struct {
+	cells     []types.Value // GROUP BY expression cells (strings owned)
+	aggs      []aggState
+	start     int64 // window start (µs), sessions: session start
+	end       int64 // window end (µs), sessions: last event + gap
+	revision  uint64
+	dirtyAt   int64 // nanotime of the first change since the last emission; 0 = clean
+	inDirty   bool  // queued on the dirty list
+	dead      bool  // finalized and dropped
+	bytes     int64 // state estimate counted into Stats.StateBytes
+	seq       uint64
+	heapIndex int    // sessions: position in the close heap
+	mapKey    string // binary group key (shared with the map)
+	stateKey  string // checkpoint entry key last written ("" = never)
+	ckptDirty bool   // changed since the last checkpoint
+}
+
+// bucket holds the groups of one aligned window (TUMBLE, HOP) or of the
+// continuous view.
+type bucket struct {
+	start, end int64
+	groups     map[string]*group
+	order      []*group // creation order: final emission order is deterministic
+}
+
+// Operator executes one query. It is not safe for concurrent use.
+type Operator struct {
+	q   *plan.Query
+	cfg Config
+
+	keyExprs []int // indexes of KeyExpr terms in q.Keys
+	cellsBuf []types.Value
+	argBuf   [][]types.Value // per aggregate: evaluated arguments of the current row
+	keyBuf   []byte          // binary group key of the current row
+
+	cont      *bucket           // continuous view
+	buckets   map[int64]*bucket // aligned windows by start
+	starts    int64Heap         // starts of live buckets
+	sessions  map[string]*sessionGroup
+	closeHeap sessionHeap
+	seq       uint64
+
+	dirty []*group
+
+	ckptChanged  []*group
+	ckptDeleted  []string
+	restored     bool
+	restoredRows int64
+
+	watermark    int64
+	maxEventTime int64
+	lateness     int64
+	finished     bool
+
+	// emission scratch
+	postRow []types.Value
+	outRow  []types.Value
+	colName []string
+	rec     changelog.Record
+	keyOut  []byte
+	valOut  []byte
+
+	stats Stats
+	hist  latencyHist
+}
+
+// New returns an operator for q.
+func New(q *plan.Query, cfg Config) (*Operator, error) {
+	if cfg.Emit == nil || cfg.Nanotime == nil {
+		return nil, errors.New("exec: Config.Emit and Config.Nanotime are required")
+	}
+	o := &Operator{
+		q:            q,
+		cfg:          cfg,
+		watermark:    math.MinInt64,
+		maxEventTime: math.MinInt64,
+		lateness:     q.Emit.AllowedLateness,
+		postRow:      make([]types.Value, q.PostAggWidth()),
+		outRow:       make([]types.Value, len(q.Select)),
+		argBuf:       make([][]types.Value, len(q.Aggs)),
+	}
+	for i, k := range q.Keys {
+		if k.Kind == plan.KeyExpr {
+			o.keyExprs = append(o.keyExprs, i)
+		}
+	}
+	o.cellsBuf = make([]types.Value, len(o.keyExprs))
+	for i := range q.Aggs {
+		if _, err := newAggState(&q.Aggs[i]); err != nil {
+			return nil, err
+		}
+		o.argBuf[i] = make([]types.Value, len(q.Aggs[i].Args))
+	}
+	for _, c := range q.Select {
+		o.colName = append(o.colName, c.Name)
+	}
+	o.rec.Meta = changelog.Meta{
+		Query:           q.Name,
+		Windowed:        q.Window != nil,
+		WindowPositions: q.WindowPositions(),
+	}
+	switch {
+	case q.Window == nil:
+		o.cont = &bucket{groups: map[string]*group{}}
+	case q.Window.Kind == plan.Session:
+		o.sessions = map[string]*sessionGroup{}
+	default:
+		o.buckets = map[int64]*bucket{}
+	}
+	return o, nil
+}
+
+// Query returns the plan the operator runs.
+func (o *Operator) Query() *plan.Query { return o.q }
+
+// Watermark returns the current watermark in µs (math.MinInt64 before any).
+func (o *Operator) Watermark() int64 { return o.watermark }
+
+// Process applies one source row. A row rejected by a runtime evaluation
+// error returns an *EvalError and changes nothing; an error from the Emit
+// callback is returned as is.
+func (o *Operator) Process(row []types.Value) error {
+	if o.finished {
+		return ErrFinished
+	}
+	o.restored = true
+	o.stats.Rows++
+	q := o.q
+	if q.Filter != nil {
+		v, err := q.Filter.Eval(row)
+		if err != nil {
+			o.stats.EvalErrors++
+			return &EvalError{Where: "WHERE", Err: err}
+		}
+		if !v.Bool() {
+			o.stats.Filtered++
+			return o.observeTime(row)
+		}
+	}
+	o.keyBuf = o.keyBuf[:0]
+	for i, ki := range o.keyExprs {
+		v, err := q.Keys[ki].Expr.Eval(row)
+		if err != nil {
+			o.stats.EvalErrors++
+			return &EvalError{Where: "GROUP BY", Err: err}
+		}
+		o.cellsBuf[i] = v
+		o.keyBuf = appendKeyBytes(o.keyBuf, v)
+	}
+	for i := range q.Aggs {
+		for j, a := range q.Aggs[i].Args {
+			v, err := a.Eval(row)
+			if err != nil {
+				o.stats.EvalErrors++
+				return &EvalError{Where: "aggregate " + q.Aggs[i].Name, Err: err}
+			}
+			o.argBuf[i][j] = v
+		}
+	}
+	var err error
+	switch {
+	case q.Window == nil:
+		err = o.apply(o.cont, row)
+	case q.Window.Kind == plan.Session:
+		err = o.processSession(row)
+	default:
+		err = o.processAligned(row)
+	}
+	if err != nil {
+		return err
+	}
+	return o.observeTime(row)
+}
+
+// observeTime advances the watermark from the row's event time.
+func (o *Operator) observeTime(row []types.Value) error {
+	tc := o.q.Source.TimeCol
+	if tc < 0 || row[tc].Null {
+		return nil
+	}
+	ts := row[tc].I
+	if ts <= o.maxEventTime {
+		return nil
+	}
+	o.maxEventTime = ts
+	return o.AdvanceWatermark(ts - o.q.Source.WatermarkDelay)
+}
+
+func (o *Operator) eventTime(row []types.Value) (int64, bool) {
+	v := row[o.q.Window.TimeCol]
+	return v.I, !v.Null
+}
+
+func (o *Operator) processAligned(row []types.Value) error {
+	ts, ok := o.eventTime(row)
+	if !ok {
+		o.stats.EvalErrors++
+		return &EvalError{Where: "window", Err: errors.New("window time column is NULL")}
+	}
+	w := o.q.Window
+	slide := w.Slide
+	if w.Kind == plan.Tumble {
+		slide = w.Size
+	}
+	late := false
+	// Every window [s, s+size) with s a multiple of slide that contains ts,
+	// oldest first.
+	last := types.FloorDiv(ts, slide) * slide
+	first := last
+	for first-slide > ts-w.Size {
+		first -= slide
+	}
+	for s := first; s <= last; s += slide {
+		end := s + w.Size
+		if end+o.lateness <= o.watermark {
+			if !late {
+				late = true
+				o.stats.Late++
+			}
+			if o.cfg.Late != nil {
+				o.cfg.Late(&LateEvent{Row: row, EventTime: ts, WindowStart: s, WindowEnd: end, Watermark: o.watermark,
+					Reason: "window already final"})
+			}
+			continue
+		}
+		b := o.buckets[s]
+		if b == nil {
+			b = &bucket{start: s, end: end, groups: map[string]*group{}}
+			o.buckets[s] = b
+			heap.Push(&o.starts, s)
+		}
+		if err := o.apply(b, row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply folds the current row (key and arguments already evaluated) into
+// the group of bucket b.
+func (o *Operator) apply(b *bucket, row []types.Value) error {
+	g := b.groups[string(o.keyBuf)]
+	if g == nil {
+		var err error
+		g, err = o.newGroup(b.start, b.end)
+		if err != nil {
+			return err
+		}
+		b.groups[g.mapKey] = g
+		b.order = append(b.order, g)
+		o.addBytes(g, int64(len(o.keyBuf))+48)
+	}
+	if err := o.updateAggs(g); err != nil {
+		return err
+	}
+	return o.changed(g)
+}
+
+func (o *Operator) newGroup(start, end int64) (*group, error) {
+	g := &group{start: start, end: end, cells: make([]types.Value, len(o.cellsBuf)), aggs: make([]aggState, len(o.q.Aggs)),
+		mapKey: string(o.keyBuf), heapIndex: -1}
+	o.seq++
+	g.seq = o.seq
+	var size int64 = 96 + int64(len(g.cells))*56 + int64(len(g.aggs))*16
+	for i, c := range o.cellsBuf {
+		switch c.Kind {
+		case types.KindVarchar:
+			c.S = strings.Clone(c.S)
+			size += int64(len(c.S))
+		case types.KindDouble:
+			// Keep one spelling per group so the key never depends on
+			// which of 0.0 and -0.0 (or which NaN) arrived first.
+			if c.F == 0 {
+				c.F = 0
+			} else if math.IsNaN(c.F) {
+				c.F = math.NaN()
+			}
+		}
+		g.cells[i] = c
+	}
+	for i := range o.q.Aggs {
+		s, err := newAggState(&o.q.Aggs[i])
+		if err != nil {
+			return nil, err
+		}
+		g.aggs[i] = s
+		size += int64(s.size())
+	}
+	o.stats.LiveGroups++
+	if o.stats.LiveGroups > o.stats.LiveGroupsPeak {
+		o.stats.LiveGroupsPeak = o.stats.LiveGroups
+	}
+	o.addBytes(g, size)
+	return g, nil
+}
+
+func (o *Operator) addBytes(g *group, n int64) {
+	g.bytes += n
+	o.stats.StateBytes += n
+	if o.stats.StateBytes > o.stats.StateBytesPeak {
+		o.stats.StateBytesPeak = o.stats.StateBytes
+	}
+}
+
+func (o *Operator) dropGroup(g *group) {
+	g.dead = true
+	if g.stateKey != "" {
+		o.ckptDeleted = append(o.ckptDeleted, g.stateKey)
+	}
+	o.stats.LiveGroups--
+	o.stats.StateBytes -= g.bytes
+}
+
+func (o *Operator) updateAggs(g *group) error {
+	for i, s := range g.aggs {
+		var v types.Value
+		if len(o.argBuf[i]) > 0 {
+			v = o.argBuf[i][0]
+		} else {
+			v = types.Value{Kind: types.KindBoolean, I: 1} // count(*): every row counts
+		}
+		if err := s.update(v); err != nil {
+			return &EvalError{Where: "aggregate " + o.q.Aggs[i].Name, Err: err}
+		}
+	}
+	return nil
+}
+
+// changed records that g's value changed and emits now if the policy says so.
+func (o *Operator) changed(g *group) error {
+	o.markCkpt(g)
+	if g.dirtyAt == 0 {
+		g.dirtyAt = o.cfg.Nanotime()
+		if g.dirtyAt == 0 {
+			g.dirtyAt = 1
+		}
+	}
+	switch o.q.Emit.Mode {
+	case plan.EmitChanges:
+		return o.emit(g, false)
+	case plan.EmitEarly:
+		if !g.inDirty {
+			g.inDirty = true
+			o.dirty = append(o.dirty, g)
+		}
+	}
+	return nil
+}
+
+// AdvanceWatermark moves the watermark to wm (µs) if that is forward, and
+// finalizes every window whose end plus the allowed lateness it passes.
+func (o *Operator) AdvanceWatermark(wm int64) error {
+	if wm <= o.watermark {
+		return nil
+	}
+	o.watermark = wm
+	o.stats.Watermark = wm
+	switch {
+	case o.buckets != nil:
+		for o.starts.Len() > 0 {
+			s := o.starts[0]
+			b := o.buckets[s]
+			if b.end+o.lateness > wm {
+				break
+			}
+			heap.Pop(&o.starts)
+			delete(o.buckets, s)
+			if err := o.finalizeBucket(b); err != nil {
+				return err
+			}
+		}
+	case o.sessions != nil:
+		return o.closeSessions(wm)
+	}
+	return nil
+}
+
+func (o *Operator) finalizeBucket(b *bucket) error {
+	for _, g := range b.order {
+		if err := o.finalize(g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *Operator) finalize(g *group) error {
+	o.stats.WindowsFinalized++
+	err := o.emit(g, true)
+	o.dropGroup(g)
+	return err
+}
+
+// EmitEarly publishes the current value of every (group, window) changed
+// since its last emission (EMIT EARLY). It is a no-op for other policies.
+func (o *Operator) EmitEarly() error {
+	if len(o.dirty) == 0 {
+		return nil
+	}
+	list := o.dirty
+	o.dirty = o.dirty[len(o.dirty):]
+	for i, g := range list {
+		g.inDirty = false
+		list[i] = nil
+		if g.dead || g.dirtyAt == 0 {
+			continue
+		}
+		if err := o.emit(g, false); err != nil {
+			return err
+		}
+	}
+	o.dirty = list[:0]
+	return nil
+}
+
+// Finish ends the input: every open window finalizes, and a continuous view
+// publishes what is pending. A global aggregate (no GROUP BY) over an empty
+// input publishes its empty-input row, as the batch query would.
+func (o *Operator) Finish() error {
+	if o.finished {
+		return nil
+	}
+	o.finished = true
+	switch {
+	case o.cont != nil:
+		if len(o.q.Keys) == 0 && len(o.cont.order) == 0 {
+			o.keyBuf = o.keyBuf[:0]
+			g, err := o.newGroup(0, 0)
+			if err != nil {
+				return err
+			}
+			o.cont.groups[""] = g
+			o.cont.order = append(o.cont.order, g)
+			g.dirtyAt = o.cfg.Nanotime()
+			if err := o.emit(g, false); err != nil {
+				return err
+			}
+		}
+		return o.EmitEarly()
+	case o.buckets != nil:
+		for o.starts.Len() > 0 {
+			s := heap.Pop(&o.starts).(int64)
+			b := o.buckets[s]
+			delete(o.buckets, s)
+			if err := o.finalizeBucket(b); err != nil {
+				return err
+			}
+		}
+	case o.sessions != nil:
+		return o.closeSessions(maxWatermark)
+	}
+	return nil
+}
+
+// emit builds and publishes the record of g: key cells, aggregate results,
+// metadata, HAVING, projection, then the one encoder.
+func (o *Operator) emit(g *group, final bool) error {
+	q := o.q
+	row := o.postRow
+	ci := 0
+	startV, endV := types.TS(g.start), types.TS(g.end)
+	for i, k := range q.Keys {
+		switch k.Kind {
+		case plan.KeyExpr:
+			row[i] = g.cells[ci]
+			ci++
+		case plan.KeyWindowStart:
+			row[i] = startV
+		case plan.KeyWindowEnd:
+			row[i] = endV
+		}
+	}
+	off := q.AggOffset()
+	for i, s := range g.aggs {
+		row[off+i] = s.result()
+	}
+	if q.Window != nil {
+		row[q.WindowStartSlot()] = startV
+		row[q.WindowEndSlot()] = endV
+	} else {
+		row[q.WindowStartSlot()] = types.NullOf(types.Timestamp)
+		row[q.WindowEndSlot()] = types.NullOf(types.Timestamp)
+	}
+	row[q.FinalSlot()] = types.Bool(final)
+	row[q.RevisionSlot()] = types.Big(int64(g.revision + 1))
+	dirtyAt := g.dirtyAt
+	g.dirtyAt = 0
+	if q.Having != nil {
+		v, err := q.Having.Eval(row)
+		if err != nil {
+			o.stats.EvalErrors++
+			return &EvalError{Where: "HAVING", Err: err}
+		}
+		if !v.Bool() {
+			o.stats.HavingSuppressed++
+			return nil
+		}
+	}
+	for i, c := range q.Select {
+		v, err := c.Expr.Eval(row)
+		if err != nil {
+			o.stats.EvalErrors++
+			return &EvalError{Where: "SELECT " + c.Name, Err: err}
+		}
+		o.outRow[i] = v
+	}
+	g.revision++
+	o.markCkpt(g)
+	o.keyOut = changelog.AppendKey(o.keyOut[:0], row[:len(q.Keys)])
+	o.valOut = changelog.AppendValue(o.valOut[:0], o.colName, o.outRow)
+	o.rec.Key = o.keyOut
+	o.rec.Value = o.valOut
+	o.rec.Meta.Final = final
+	o.rec.Meta.Revision = g.revision
+	if q.Window != nil {
+		o.rec.Meta.WindowStart = g.start
+		o.rec.Meta.WindowEnd = g.end
+	}
+	o.stats.RecordsOut++
+	if dirtyAt != 0 {
+		o.hist.record(o.cfg.Nanotime() - dirtyAt)
+	}
+	return o.cfg.Emit(&o.rec)
+}
+
+// Stats returns a snapshot of the counters.
+func (o *Operator) Stats() Stats {
+	s := o.stats
+	s.LatencyP50 = o.hist.quantile(0.50)
+	s.LatencyP99 = o.hist.quantile(0.99)
+	s.LatencyMax = float64(o.hist.max)
+	s.LatencyCount = o.hist.n
+	s.MaxEventTime = o.maxEventTime
+	return s
+}
+
+// appendKeyBytes appends an unambiguous binary form of v, used only as the
+// in-memory map key of a group (never published: the contract key is built
+// by the changelog encoder at emission).
+func appendKeyBytes(b []byte, v types.Value) []byte {
+	if v.Null {
+		return append(b, 0)
+	}
+	b = append(b, byte(v.Kind)+1)
+	switch v.Kind {
+	case types.KindVarchar:
+		b = binary.AppendUvarint(b, uint64(len(v.S)))
+		return append(b, v.S...)
+	case types.KindDouble:
+		f := v.F
+		if f == 0 {
+			f = 0 // -0.0 and 0.0 group together, as in DuckDB
+		}
+		if math.IsNaN(f) {
+			f = math.NaN()
+		}
+		return binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+	case types.KindHugeInt, types.KindDecimal, types.KindInterval:
+		b = binary.LittleEndian.AppendUint64(b, uint64(v.I))
+		return binary.LittleEndian.AppendUint64(b, uint64(v.Hi))
+	}
+	return binary.LittleEndian.AppendUint64(b, uint64(v.I))
+}
+
+type int64Heap []int64
+
+func (h int64Heap) Len() int           { return len(h) }
+func (h int64Heap) Less(i, j int) bool { return h[i] < h[j] }
+func (h int64Heap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *int64Heap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *int64Heap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

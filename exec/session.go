@@ -1,0 +1,156 @@
+package exec
+
+import (
+	"container/heap"
+	"errors"
+
+	"github.com/ubiksql/ubik/types"
+)
+
+// sessionGroup holds the open sessions of one group key, sorted by start and
+// pairwise disjoint.
+type sessionGroup struct {
+	key      string
+	sessions []*group
+}
+
+// processSession assigns the row to a session of its group. A new event
+// opens [ts, ts+gap); every open session it touches (Flink's rule: windows
+// that overlap or meet) merges with it into one. Because a session's start can
+// move on a merge, sessions publish only when they close (the planner
+// rejects EMIT EARLY for them).
+func (o *Operator) processSession(row []types.Value) error {
+	ts, ok := o.eventTime(row)
+	if !ok {
+		o.stats.EvalErrors++
+		return &EvalError{Where: "window", Err: errors.New("window time column is NULL")}
+	}
+	gap := o.q.Window.Gap
+	sg := o.sessions[string(o.keyBuf)]
+	start, end := ts, ts+gap
+	lo, hi := 0, 0 // sessions[lo:hi] merge with the new window
+	if sg != nil {
+		for lo < len(sg.sessions) && sg.sessions[lo].end < start {
+			lo++
+		}
+		hi = lo
+		for hi < len(sg.sessions) && sg.sessions[hi].start <= end {
+			if sg.sessions[hi].start < start {
+				start = sg.sessions[hi].start
+			}
+			if sg.sessions[hi].end > end {
+				end = sg.sessions[hi].end
+			}
+			hi++
+		}
+	}
+	if end+o.lateness <= o.watermark {
+		o.stats.Late++
+		if o.cfg.Late != nil {
+			o.cfg.Late(&LateEvent{Row: row, EventTime: ts, WindowStart: start, WindowEnd: end, Watermark: o.watermark,
+				Reason: "session already closed"})
+		}
+		return nil
+	}
+	if sg == nil {
+		sg = &sessionGroup{key: string(o.keyBuf)}
+		o.sessions[sg.key] = sg
+	}
+	var target *group
+	if hi > lo {
+		target = sg.sessions[lo]
+		for _, other := range sg.sessions[lo+1 : hi] {
+			for i, st := range target.aggs {
+				if err := st.merge(other.aggs[i]); err != nil {
+					return &EvalError{Where: "aggregate " + o.q.Aggs[i].Name, Err: err}
+				}
+			}
+			if other.revision > target.revision {
+				target.revision = other.revision
+			}
+			heap.Remove(&o.closeHeap, other.heapIndex)
+			o.dropGroup(other)
+		}
+		target.start, target.end = start, end
+		sg.sessions = append(sg.sessions[:lo+1], sg.sessions[hi:]...)
+		heap.Fix(&o.closeHeap, target.heapIndex)
+	} else {
+		g, err := o.newGroup(start, end)
+		if err != nil {
+			return err
+		}
+		o.addBytes(g, int64(len(o.keyBuf)))
+		target = g
+		sg.sessions = append(sg.sessions, nil)
+		copy(sg.sessions[lo+1:], sg.sessions[lo:])
+		sg.sessions[lo] = g
+		heap.Push(&o.closeHeap, sessionRef{g: g, sg: sg})
+	}
+	if err := o.updateAggs(target); err != nil {
+		return err
+	}
+	return o.changed(target)
+}
+
+// closeSessions finalizes every session whose end plus the lateness the
+// watermark wm passes, in (end, creation) order.
+func (o *Operator) closeSessions(wm int64) error {
+	for o.closeHeap.Len() > 0 {
+		top := o.closeHeap.refs[0]
+		if wm != maxWatermark && top.g.end+o.lateness > wm {
+			break
+		}
+		heap.Pop(&o.closeHeap)
+		sg := top.sg
+		for i, s := range sg.sessions {
+			if s == top.g {
+				sg.sessions = append(sg.sessions[:i], sg.sessions[i+1:]...)
+				break
+			}
+		}
+		if len(sg.sessions) == 0 {
+			delete(o.sessions, sg.key)
+		}
+		if err := o.finalize(top.g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const maxWatermark = int64(^uint64(0) >> 1)
+
+type sessionRef struct {
+	g  *group
+	sg *sessionGroup
+}
+
+// sessionHeap orders open sessions by end, then creation, keeping each
+// group's heapIndex current so merges can fix or remove entries in O(log n).
+type sessionHeap struct{ refs []sessionRef }
+
+func (h *sessionHeap) Len() int { return len(h.refs) }
+func (h *sessionHeap) Less(i, j int) bool {
+	a, b := h.refs[i].g, h.refs[j].g
+	if a.end != b.end {
+		return a.end < b.end
+	}
+	return a.seq < b.seq
+}
+func (h *sessionHeap) Swap(i, j int) {
+	h.refs[i], h.refs[j] = h.refs[j], h.refs[i]
+	h.refs[i].g.heapIndex = i
+	h.refs[j].g.heapIndex = j
+}
+func (h *sessionHeap) Push(x any) {
+	r := x.(sessionRef)
+	r.g.heapIndex = len(h.refs)
+	h.refs = append(h.refs, r)
+}
+func (h *sessionHeap) Pop() any {
+	n := len(h.refs)
+	r := h.refs[n-1]
+	h.refs = h.refs[:n-1]
+	r.g.heapIndex = -1
+	return r
+}

@@ -1,0 +1,391 @@
+package exec
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+// State checkpoints. The operator's state is a set of entries: one per live
+// (group, window), plus one meta entry (watermark, counters, and an opaque
+// position the host stores with it, such as an input offset). A host writes
+// them to a file (full checkpoint) or to a compacted topic (incremental: only
+// the entries changed since the previous checkpoint, a nil value for an
+// entry that no longer exists). Restoring the entries into a fresh operator
+// for the same query resumes it exactly: revisions continue and no window is
+// finalized twice.
+//
+// Entry keys: "m" for the meta entry; "g" + 8-byte window start + the
+// group's binary key for a group. The value encoding starts with a format
+// version byte that only moves forward.
+
+const stateVersion = 1
+
+// ErrBadState is returned (wrapped) when checkpoint bytes cannot be decoded
+// or do not belong to this query.
+var ErrBadState = errors.New("exec: bad checkpoint state")
+
+// MetaKey is the key of the meta entry.
+var MetaKey = []byte("m")
+
+// Checkpoint calls put for each state entry: every entry when full is set,
+// otherwise only the entries changed since the previous Checkpoint (value
+// nil for a deleted entry). The meta entry, carrying position, comes last.
+func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
+	var kb, vb []byte
+	if full {
+		for _, g := range o.liveGroups() {
+			kb, vb = o.groupEntry(kb[:0], vb[:0], g)
+			if err := put(kb, vb); err != nil {
+				return err
+			}
+			g.stateKey, g.ckptDirty = string(kb), false
+		}
+	} else {
+		for _, k := range o.ckptDeleted {
+			if err := put([]byte(k), nil); err != nil {
+				return err
+			}
+		}
+		for _, g := range o.ckptChanged {
+			g.ckptDirty = false
+			if g.dead {
+				continue
+			}
+			kb, vb = o.groupEntry(kb[:0], vb[:0], g)
+			if g.stateKey != "" && g.stateKey != string(kb) {
+				if err := put([]byte(g.stateKey), nil); err != nil {
+					return err
+				}
+			}
+			if err := put(kb, vb); err != nil {
+				return err
+			}
+			g.stateKey = string(kb)
+		}
+	}
+	o.ckptDeleted = o.ckptDeleted[:0]
+	clear(o.ckptChanged)
+	o.ckptChanged = o.ckptChanged[:0]
+	return put(MetaKey, o.metaEntry(position))
+}
+
+// markCkpt records that g changed since the last checkpoint.
+func (o *Operator) markCkpt(g *group) {
+	if !g.ckptDirty {
+		g.ckptDirty = true
+		o.ckptChanged = append(o.ckptChanged, g)
+	}
+}
+
+// liveGroups lists every live group in a deterministic order.
+func (o *Operator) liveGroups() []*group {
+	var out []*group
+	switch {
+	case o.cont != nil:
+		out = append(out, o.cont.order...)
+	case o.buckets != nil:
+		starts := make([]int64, 0, len(o.buckets))
+		for s := range o.buckets {
+			starts = append(starts, s)
+		}
+		sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+		for _, s := range starts {
+			out = append(out, o.buckets[s].order...)
+		}
+	case o.sessions != nil:
+		for _, r := range o.closeHeap.refs {
+			out = append(out, r.g)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	}
+	return out
+}
+
+func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
+	kb = append(kb, 'g')
+	kb = binary.BigEndian.AppendUint64(kb, uint64(g.start)^(1<<63))
+	kb = append(kb, g.mapKey...)
+	vb = append(vb, stateVersion)
+	vb = binary.AppendVarint(vb, g.start)
+	vb = binary.AppendVarint(vb, g.end)
+	vb = binary.AppendUvarint(vb, g.revision)
+	vb = binary.AppendUvarint(vb, g.seq)
+	if g.dirtyAt != 0 {
+		vb = append(vb, 1)
+	} else {
+		vb = append(vb, 0)
+	}
+	vb = binary.AppendUvarint(vb, uint64(len(g.cells)))
+	for _, c := range g.cells {
+		vb = appendValue(vb, c)
+	}
+	vb = binary.AppendUvarint(vb, uint64(len(g.aggs)))
+	for _, a := range g.aggs {
+		vb = a.appendState(vb)
+	}
+	return kb, vb
+}
+
+func (o *Operator) metaEntry(position []byte) []byte {
+	b := []byte{stateVersion}
+	b = binary.AppendVarint(b, o.watermark)
+	b = binary.AppendVarint(b, o.maxEventTime)
+	b = binary.AppendUvarint(b, o.seq)
+	s := &o.stats
+	for _, c := range []int64{s.Rows, s.Filtered, s.EvalErrors, s.Late, s.RecordsOut, s.HavingSuppressed, s.WindowsFinalized} {
+		b = binary.AppendVarint(b, c)
+	}
+	b = binary.AppendUvarint(b, uint64(len(position)))
+	return append(b, position...)
+}
+
+// Restore loads one checkpoint entry into an operator that has processed
+// nothing yet, and returns the host position when the entry is the meta
+// entry. Call FinishRestore after the last entry.
+func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
+	if o.stats.Rows != 0 || o.restored {
+		return nil, fmt.Errorf("%w: restore into an operator that already ran", ErrBadState)
+	}
+	if len(val) == 0 {
+		return nil, nil // a deleted entry
+	}
+	if val[0] != stateVersion {
+		return nil, fmt.Errorf("%w: unknown state version %d", ErrBadState, val[0])
+	}
+	r := &reader{b: val[1:]}
+	if string(key) == string(MetaKey) {
+		o.watermark = r.varint()
+		o.maxEventTime = r.varint()
+		o.seq = r.uvarint()
+		s := &o.stats
+		for _, p := range []*int64{&s.Rows, &s.Filtered, &s.EvalErrors, &s.Late, &s.RecordsOut, &s.HavingSuppressed, &s.WindowsFinalized} {
+			*p = r.varint()
+		}
+		o.stats.Watermark = o.watermark
+		n := r.uvarint()
+		position = append([]byte(nil), r.bytes(int(n))...)
+		o.restoredRows = s.Rows
+		s.Rows = 0 // Restore may be called for more entries; Process checks Rows.
+		return position, r.err
+	}
+	if len(key) < 9 || key[0] != 'g' {
+		return nil, fmt.Errorf("%w: unknown entry key %q", ErrBadState, key)
+	}
+	g := &group{mapKey: string(key[9:]), stateKey: string(key), heapIndex: -1}
+	g.start = r.varint()
+	g.end = r.varint()
+	g.revision = r.uvarint()
+	g.seq = r.uvarint()
+	if r.byte1() == 1 {
+		g.dirtyAt = 1
+	}
+	nc := r.uvarint()
+	if nc != uint64(len(o.keyExprs)) {
+		return nil, fmt.Errorf("%w: group has %d key cells, the query %d", ErrBadState, nc, len(o.keyExprs))
+	}
+	g.cells = make([]types.Value, nc)
+	for i := range g.cells {
+		g.cells[i] = r.value()
+	}
+	na := r.uvarint()
+	if na != uint64(len(o.q.Aggs)) {
+		return nil, fmt.Errorf("%w: group has %d aggregates, the query %d", ErrBadState, na, len(o.q.Aggs))
+	}
+	g.aggs = make([]aggState, na)
+	for i := range g.aggs {
+		s, err := newAggState(&o.q.Aggs[i])
+		if err != nil {
+			return nil, err
+		}
+		if err := s.readState(r); err != nil {
+			return nil, err
+		}
+		g.aggs[i] = s
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	o.place(g)
+	return nil, nil
+}
+
+// place inserts a restored group into the operator's structures.
+func (o *Operator) place(g *group) {
+	o.stats.LiveGroups++
+	o.addBytes(g, o.estimate(g))
+	switch {
+	case o.cont != nil:
+		o.cont.groups[g.mapKey] = g
+		o.cont.order = append(o.cont.order, g)
+	case o.buckets != nil:
+		b := o.buckets[g.start]
+		if b == nil {
+			b = &bucket{start: g.start, end: g.end, groups: map[string]*group{}}
+			o.buckets[g.start] = b
+			heap.Push(&o.starts, g.start)
+		}
+		b.groups[g.mapKey] = g
+		b.order = append(b.order, g)
+	case o.sessions != nil:
+		sg := o.sessions[g.mapKey]
+		if sg == nil {
+			sg = &sessionGroup{key: g.mapKey}
+			o.sessions[g.mapKey] = sg
+		}
+		sg.sessions = append(sg.sessions, g)
+		heap.Push(&o.closeHeap, sessionRef{g: g, sg: sg})
+	}
+}
+
+// FinishRestore orders the restored state as the original run had it.
+func (o *Operator) FinishRestore() {
+	bySeq := func(gs []*group) {
+		sort.Slice(gs, func(i, j int) bool { return gs[i].seq < gs[j].seq })
+	}
+	switch {
+	case o.cont != nil:
+		bySeq(o.cont.order)
+	case o.buckets != nil:
+		for _, b := range o.buckets {
+			bySeq(b.order)
+		}
+	case o.sessions != nil:
+		for _, sg := range o.sessions {
+			sort.Slice(sg.sessions, func(i, j int) bool { return sg.sessions[i].start < sg.sessions[j].start })
+		}
+	}
+	all := o.liveGroups()
+	bySeq(all)
+	for _, g := range all {
+		if g.dirtyAt != 0 && o.q.Emit.Mode == plan.EmitEarly {
+			g.dirtyAt = o.cfg.Nanotime()
+			g.inDirty = true
+			o.dirty = append(o.dirty, g)
+		}
+	}
+	if o.stats.LiveGroups > o.stats.LiveGroupsPeak {
+		o.stats.LiveGroupsPeak = o.stats.LiveGroups
+	}
+	o.stats.Rows = o.restoredRows
+	o.restored = true
+}
+
+func (o *Operator) estimate(g *group) int64 {
+	n := int64(96+len(g.mapKey)) + int64(len(g.cells))*56 + int64(len(g.aggs))*16
+	for _, c := range g.cells {
+		n += int64(len(c.S))
+	}
+	for _, a := range g.aggs {
+		n += int64(a.size())
+	}
+	return n
+}
+
+func appendValue(b []byte, v types.Value) []byte {
+	b = append(b, byte(v.Kind), v.Scale)
+	if v.Null {
+		return append(b, 1)
+	}
+	b = append(b, 0)
+	switch v.Kind {
+	case types.KindVarchar:
+		b = binary.AppendUvarint(b, uint64(len(v.S)))
+		return append(b, v.S...)
+	case types.KindDouble:
+		return binary.LittleEndian.AppendUint64(b, math.Float64bits(v.F))
+	}
+	b = binary.AppendVarint(b, v.I)
+	return binary.AppendVarint(b, v.Hi)
+}
+
+// reader decodes state bytes; the first error sticks and later reads
+// return zero values, so decoders check r.err once at the end.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: truncated or corrupt %s", ErrBadState, what)
+	}
+	r.b = nil
+}
+
+func (r *reader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail("varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail("uvarint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) byte1() byte {
+	if len(r.b) < 1 {
+		r.fail("byte")
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *reader) bytes(n int) []byte {
+	if n < 0 || len(r.b) < n {
+		r.fail("bytes")
+		return nil
+	}
+	s := r.b[:n]
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *reader) u64() uint64 {
+	if len(r.b) < 8 {
+		r.fail("fixed64")
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.b)
+	r.b = r.b[8:]
+	return v
+}
+
+func (r *reader) f64() float64 { return math.Float64frombits(r.u64()) }
+
+func (r *reader) value() types.Value {
+	v := types.Value{Kind: types.Kind(r.byte1()), Scale: r.byte1()}
+	if r.byte1() == 1 {
+		v.Null = true
+		return v
+	}
+	switch v.Kind {
+	case types.KindVarchar:
+		n := r.uvarint()
+		v.S = string(r.bytes(int(n)))
+	case types.KindDouble:
+		v.F = r.f64()
+	default:
+		v.I = r.varint()
+		v.Hi = r.varint()
+	}
+	return v
+}

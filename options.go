@@ -1,0 +1,58 @@
+package ubik
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Options configure an Engine. The zero value is not valid; start from
+// DefaultOptions. Open copies the struct, so later changes by the caller do
+// not affect the engine.
+type Options struct {
+	// Logger receives diagnostics. Default: a logger that discards.
+	Logger *slog.Logger
+	// Now is the processing-time clock, used for EMIT EARLY intervals and
+	// emission latency. Default: time.Now.
+	Now func() time.Time
+	// MaxPendingRecords bounds the records a Query buffers for Next when no
+	// OnRecord callback is set. Push returns ErrBackpressure while more are
+	// pending; drain with Next and push again. Default: 65536.
+	MaxPendingRecords int
+}
+
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options {
+	return Options{
+		Logger:            slog.New(slog.DiscardHandler),
+		Now:               time.Now,
+		MaxPendingRecords: 65536,
+	}
+}
+
+func (o *Options) validate() error {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxPendingRecords == 0 {
+		o.MaxPendingRecords = 65536
+	}
+	if o.MaxPendingRecords < 1 {
+		return fmt.Errorf("%w: MaxPendingRecords must be positive, got %d", ErrInvalidOptions, o.MaxPendingRecords)
+	}
+	return nil
+}
+
+// The error vocabulary of the root package.
+var (
+	ErrInvalidOptions = errors.New("ubik: invalid options")
+	ErrClosed         = errors.New("ubik: closed")
+	ErrBackpressure   = errors.New("ubik: output buffer full; drain records with Next before pushing more")
+	ErrNoQuery        = errors.New("ubik: the script has no query")
+	ErrConcurrentUse  = errors.New("ubik: a Query was used from two goroutines at once")
+	ErrInternal       = errors.New("ubik: internal error")
+)

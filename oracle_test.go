@@ -1,0 +1,442 @@
+package ubik_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ubiksql/ubik"
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/testenv"
+	"github.com/ubiksql/ubik/types"
+)
+
+// oracleEvent is one generated event; the same events feed ubik and the
+// batch oracle (PostgreSQL).
+type oracleEvent struct {
+	k      *string
+	amount *float64
+	qty    int64
+	price  string // DECIMAL(12,3) text
+	tsUS   int64
+}
+
+const oracleSource = `CREATE SOURCE ev (k VARCHAR, amount DOUBLE, qty BIGINT, price DECIMAL(12,3), ts TIMESTAMP,
+  WATERMARK FOR ts AS ts - INTERVAL '3' SECOND) WITH (format = 'jsonl');`
+
+// genOracleEvents makes n events whose disorder stays inside the watermark
+// delay (3 s), so none is late and the batch answer is the full answer.
+// Amounts mix cents, huge and tiny magnitudes and cancellations so a naive
+// floating-point sum would differ from the exact one.
+func genOracleEvents(seed uint64, n int) []oracleEvent {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	keys := []string{"acme", "zeta", "ünïcødé", "a\"b\\c", "tab\there", "😀", "", "m7", "m8", "m9"}
+	base := time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC).UnixMicro()
+	evs := make([]oracleEvent, n)
+	for i := range evs {
+		e := &evs[i]
+		if r.IntN(50) != 0 {
+			k := keys[r.IntN(len(keys))]
+			e.k = &k
+		}
+		if r.IntN(40) != 0 {
+			var a float64
+			switch r.IntN(6) {
+			case 0:
+				a = float64(r.IntN(1_000_000)) / 100
+			case 1:
+				a = (r.Float64() - 0.5) * 1e16
+			case 2:
+				a = r.Float64() * 1e-9
+			case 3:
+				a = -float64(r.IntN(1000)) / 10
+			case 4:
+				a = math.Float64frombits(r.Uint64()&^(0x7ff<<52) | uint64(1000+r.IntN(100))<<52)
+			default:
+				a = 0.1
+			}
+			e.amount = &a
+		}
+		e.qty = r.Int64N(1<<62) - 1<<61
+		e.price = fmt.Sprintf("%d.%03d", r.IntN(1_000_000_000)-500_000_000, r.IntN(1000))
+		// ~1 event per 7 ms with up to 2.5 s of disorder.
+		e.tsUS = base + int64(i)*7000 - r.Int64N(2_500_000)
+	}
+	return evs
+}
+
+func (e *oracleEvent) json() []byte {
+	b := []byte(`{"k":`)
+	if e.k == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendQuote(b, *e.k)
+	}
+	b = append(b, `,"amount":`...)
+	if e.amount == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendFloat(b, *e.amount, 'g', -1, 64)
+	}
+	b = append(b, `,"qty":`...)
+	b = strconv.AppendInt(b, e.qty, 10)
+	b = append(b, `,"price":`...)
+	b = append(b, e.price...)
+	b = append(b, `,"ts":"`...)
+	b = append(b, tsText(e.tsUS)...)
+	return append(b, `"}`...)
+}
+
+func tsText(us int64) string {
+	b := changelog.AppendCell(nil, types.TS(us))
+	return string(b[1 : len(b)-1])
+}
+
+// runFinal runs sql over the events and returns the last record per key
+// (the final one for windowed queries), pushing in batches of batch events
+// with an early emission after each batch.
+func runFinal(t *testing.T, sql string, evs []oracleEvent, batch int) (map[string]string, []changelog.Record) {
+	t.Helper()
+	eng, err := ubik.Open(ubik.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []changelog.Record
+	q, err := eng.Start(sql, ubik.QueryOptions{OnRecord: func(r changelog.Record) error {
+		all = append(all, r.Clone())
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range evs {
+		if err := q.Push(evs[i].json()); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if (i+1)%batch == 0 {
+			if err := q.EmitEarly(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := q.Stats(); st.Late != 0 || st.Malformed != 0 || st.EvalErrors != 0 {
+		t.Fatalf("unexpected rejects: %+v", st)
+	}
+	last := map[string]string{}
+	for _, r := range all {
+		last[string(r.Key)] = string(r.Value)
+	}
+	return last, all
+}
+
+type oracleCase struct {
+	name  string
+	sql   string // ubik
+	pgsql string // the batch answer over table ev: key cells, then value cells as text
+	key   []types.Type
+	cols  []string
+	types []types.Type
+	// keyInValue maps value columns that are key cells (by index), -1 otherwise.
+}
+
+func oracleCases() []oracleCase {
+	dec := types.Decimal(38, 3)
+	return []oracleCase{
+		{
+			name: "tumble",
+			sql: oracleSource + `SELECT k, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, count(*) AS n, count(amount) AS na,
+				sum(amount) AS s, min(amount) AS lo, max(amount) AS hi, avg(amount) AS mean, sum(qty) AS q, sum(price) AS p
+				FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND) EMIT EARLY EVERY INTERVAL '1' SECOND`,
+			pgsql: `SELECT k, date_bin('10 seconds', ts, timestamp '1970-01-01') AS ws,
+				k, date_bin('10 seconds', ts, timestamp '1970-01-01')::text, count(*)::text, count(amount)::text,
+				(sum(exact)::float8)::text, min(amount)::text, max(amount)::text, (sum(exact)::float8 / count(amount))::text,
+				sum(qty)::text, sum(price)::text
+				FROM ev GROUP BY 1, 2`,
+			key:   []types.Type{types.Varchar, types.Timestamp},
+			cols:  []string{"k", "ws", "n", "na", "s", "lo", "hi", "mean", "q", "p"},
+			types: []types.Type{types.Varchar, types.Timestamp, types.BigInt, types.BigInt, types.Double, types.Double, types.Double, types.Double, types.HugeInt, dec},
+		},
+		{
+			name: "hop",
+			sql: oracleSource + `SELECT k, HOP_START(ts, INTERVAL '2' SECOND, INTERVAL '6' SECOND) AS ws, count(*) AS n, sum(amount) AS s
+				FROM ev GROUP BY k, HOP(ts, INTERVAL '2' SECOND, INTERVAL '6' SECOND) EMIT EARLY EVERY INTERVAL '1' SECOND`,
+			pgsql: `SELECT k, w AS ws, k, w::text, count(*)::text, (sum(exact)::float8)::text FROM (
+				  SELECT ev.*, date_bin('2 seconds', ts, timestamp '1970-01-01') - g * interval '2 seconds' AS w
+				  FROM ev, generate_series(0, 2) g) x
+				WHERE w + interval '6 seconds' > ts GROUP BY 1, 2`,
+			key:   []types.Type{types.Varchar, types.Timestamp},
+			cols:  []string{"k", "ws", "n", "s"},
+			types: []types.Type{types.Varchar, types.Timestamp, types.BigInt, types.Double},
+		},
+		{
+			name: "session",
+			sql: oracleSource + `SELECT k, SESSION_START(ts, INTERVAL '40' MILLISECOND) AS ss, SESSION_END(ts, INTERVAL '40' MILLISECOND) AS se,
+				count(*) AS n, sum(qty) AS q, max(amount) AS hi
+				FROM ev GROUP BY k, SESSION(ts, INTERVAL '40' MILLISECOND)`,
+			pgsql: `WITH o AS (SELECT ev.*, CASE WHEN ts - lag(ts) OVER (PARTITION BY k ORDER BY ts) <= interval '40 milliseconds' THEN 0 ELSE 1 END AS brk FROM ev),
+				s AS (SELECT o.*, sum(brk) OVER (PARTITION BY k ORDER BY ts ROWS UNBOUNDED PRECEDING) AS sid FROM o)
+				SELECT k, min(ts), k, min(ts)::text, (max(ts) + interval '40 milliseconds')::text, count(*)::text, sum(qty)::text, max(amount)::text
+				FROM s GROUP BY k, sid`,
+			key:   []types.Type{types.Varchar, types.Timestamp},
+			cols:  []string{"k", "ss", "se", "n", "q", "hi"},
+			types: []types.Type{types.Varchar, types.Timestamp, types.Timestamp, types.BigInt, types.HugeInt, types.Double},
+		},
+		{
+			name:  "continuous",
+			sql:   oracleSource + `SELECT k, count(*) AS n, sum(amount) AS s, sum(price) AS p, min(ts) AS first_seen FROM ev GROUP BY k`,
+			pgsql: `SELECT k, k, count(*)::text, (sum(exact)::float8)::text, sum(price)::text, min(ts)::text FROM ev GROUP BY k`,
+			key:   []types.Type{types.Varchar},
+			cols:  []string{"k", "n", "s", "p", "first_seen"},
+			types: []types.Type{types.Varchar, types.BigInt, types.Double, dec, types.Timestamp},
+		},
+	}
+}
+
+// TestOracle compares every final (group, window) value with PostgreSQL's
+// batch GROUP BY over the same events. Exact double sums are checked
+// against PostgreSQL's exact numeric sum of each double's exact decimal
+// expansion, rounded once.
+func TestOracle(t *testing.T) {
+	dsn := testenv.RequirePostgres(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SET TIME ZONE 'UTC'; SET extra_float_digits = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE ev (k text, amount float8, exact numeric, qty bigint, price numeric(12,3), ts timestamp)`); err != nil {
+		t.Fatal(err)
+	}
+	evs := genOracleEvents(1, 20000)
+	rows := make([][]any, len(evs))
+	for i, e := range evs {
+		var k, amount, exact any
+		if e.k != nil {
+			k = *e.k
+		}
+		if e.amount != nil {
+			amount = *e.amount
+			exact = new(big.Rat).SetFloat64(*e.amount).FloatString(1100)
+		}
+		rows[i] = []any{k, amount, exact, e.qty, e.price, time.UnixMicro(e.tsUS).UTC()}
+	}
+	if _, err := conn.CopyFrom(ctx, pgx.Identifier{"ev"}, []string{"k", "amount", "exact", "qty", "price", "ts"}, pgx.CopyFromRows(rows)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range oracleCases() {
+		t.Run(c.name, func(t *testing.T) {
+			got, _ := runFinal(t, c.sql, evs, 1000)
+			want := map[string]string{}
+			res, err := conn.Query(ctx, c.pgsql)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Close()
+			for res.Next() {
+				vals, err := res.Values()
+				if err != nil {
+					t.Fatal(err)
+				}
+				keyCells := make([]types.Value, len(c.key))
+				for i, kt := range c.key {
+					keyCells[i] = pgCell(t, vals[i], kt)
+				}
+				cells := make([]types.Value, len(c.cols))
+				for i, vt := range c.types {
+					cells[i] = pgCell(t, vals[len(c.key)+i], vt)
+				}
+				want[string(changelog.AppendKey(nil, keyCells))] = string(changelog.AppendValue(nil, c.cols, cells))
+			}
+			if res.Err() != nil {
+				t.Fatal(res.Err())
+			}
+			if len(got) != len(want) {
+				t.Errorf("ubik has %d keys, the oracle %d", len(got), len(want))
+			}
+			bad := 0
+			keys := make([]string, 0, len(want))
+			for k := range want {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if got[k] != want[k] {
+					bad++
+					if bad <= 5 {
+						t.Errorf("key %s:\n  ubik   %s\n  oracle %s", k, got[k], want[k])
+					}
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%d of %d keys differ", bad, len(want))
+			}
+		})
+	}
+}
+
+// pgCell converts one oracle result cell (text, or a timestamp / string
+// key) to a Value of type t.
+func pgCell(t *testing.T, v any, typ types.Type) types.Value {
+	t.Helper()
+	if v == nil {
+		return types.NullOf(typ)
+	}
+	if tm, ok := v.(time.Time); ok {
+		return types.TS(tm.UnixMicro())
+	}
+	s, ok := v.(string)
+	if !ok {
+		t.Fatalf("oracle cell %v (%T) is not text", v, v)
+	}
+	switch typ.Kind {
+	case types.KindVarchar:
+		return types.Str(s)
+	case types.KindBigInt:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return types.Big(n)
+	case types.KindHugeInt:
+		b, _ := new(big.Int).SetString(s, 10)
+		x, _ := types.Int128FromBig(b)
+		return types.Huge(x)
+	case types.KindDouble:
+		switch s {
+		case "NaN":
+			return types.Float(math.NaN())
+		case "Infinity":
+			return types.Float(math.Inf(1))
+		case "-Infinity":
+			return types.Float(math.Inf(-1))
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return types.Float(f)
+	case types.KindDecimal:
+		x, err := types.ParseDecimal([]byte(s), typ.Width, typ.Scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return types.Dec(x, typ.Scale)
+	case types.KindTimestamp:
+		us, err := types.ParseTimestamp([]byte(strings.TrimSpace(s)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return types.TS(us)
+	}
+	t.Fatalf("no oracle conversion for %s", typ)
+	return types.Value{}
+}
+
+// TestMetamorphic: batch sizes 1, 7 and 1000 (an early emission after each
+// batch) and a reordering within the watermark delay give byte-identical
+// final records; every key's revisions go 1, 2, 3, ... and end with exactly
+// one final record; a key's count never goes down, so no provisional count
+// exceeds the final one.
+func TestMetamorphic(t *testing.T) {
+	evs := genOracleEvents(7, 6000)
+	for _, c := range oracleCases() {
+		t.Run(c.name, func(t *testing.T) {
+			ref, _ := runFinal(t, c.sql, evs, 1000)
+			for _, b := range []int{1, 7} {
+				got, all := runFinal(t, c.sql, evs, b)
+				if !equalMaps(ref, got) {
+					t.Fatalf("batch size %d changes the final records", b)
+				}
+				checkRevisions(t, all, c.name != "continuous")
+			}
+			// Swap neighbours whose times differ by less than 0.5 s: the
+			// disorder stays inside the watermark delay.
+			shuf := append([]oracleEvent(nil), evs...)
+			r := rand.New(rand.NewPCG(99, 100))
+			for i := 0; i+1 < len(shuf); i++ {
+				if r.IntN(2) == 0 && abs64(shuf[i].tsUS-shuf[i+1].tsUS) < 500_000 {
+					shuf[i], shuf[i+1] = shuf[i+1], shuf[i]
+				}
+			}
+			got, _ := runFinal(t, c.sql, shuf, 13)
+			if !equalMaps(ref, got) {
+				t.Fatalf("reordering within the watermark delay changes the final records")
+			}
+		})
+	}
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func checkRevisions(t *testing.T, all []changelog.Record, windowed bool) {
+	t.Helper()
+	rev := map[string]uint64{}
+	final := map[string]bool{}
+	count := map[string]float64{}
+	for _, r := range all {
+		k := string(r.Key)
+		var v map[string]any
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			t.Fatalf("value %s is not JSON: %v", r.Value, err)
+		}
+		if n, ok := v["n"].(float64); ok {
+			if n < count[k] {
+				t.Fatalf("key %s: count went down from %v to %v", k, count[k], n)
+			}
+			count[k] = n
+		}
+		if final[k] {
+			t.Fatalf("key %s: a record after its final one", k)
+		}
+		if r.Meta.Revision != rev[k]+1 {
+			t.Fatalf("key %s: revision %d after %d", k, r.Meta.Revision, rev[k])
+		}
+		rev[k] = r.Meta.Revision
+		if r.Meta.Final {
+			if !windowed {
+				t.Fatalf("continuous view emitted a final record")
+			}
+			final[k] = true
+		}
+	}
+	if windowed {
+		for k := range rev {
+			if !final[k] {
+				t.Fatalf("key %s: no final record", k)
+			}
+		}
+	}
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The test command named in README.md. On a fresh machine it installs and
+# starts every server the tests use (scripts/services.sh), checks formatting
+# and vet, runs every Go test (fuzz targets run their seed corpus), and the
+# end-to-end scripts in test/e2e. It stops only the servers it started.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export CI=${CI:-true}
+
+started=$(date +%s)
+bash scripts/services.sh up all
+eval "$(bash scripts/services.sh env)"
+trap 'bash scripts/services.sh down >/dev/null 2>&1 || true' EXIT
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test"
+go test -count=1 -timeout 25m ./...
+
+echo "== example (README's first command)"
+go run ./cmd/ubik run examples/merchant_totals.sql --input examples/events.jsonl --no-progress > /tmp/ubik-example.out
+test -s /tmp/ubik-example.out
+
+shopt -s nullglob
+for e2e in test/e2e/*.sh; do
+  echo "== $e2e"
+  bash "$e2e"
+done
+
+echo "== all tests passed in $(( $(date +%s) - started ))s"

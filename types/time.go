@@ -1,0 +1,276 @@
+package types
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrBadTimestamp is returned (wrapped) for text that is not a timestamp.
+var ErrBadTimestamp = errors.New("types: bad timestamp")
+
+// DaysFromCivil converts a proleptic Gregorian date to days since 1970-01-01.
+// (Howard Hinnant's algorithm; valid for every int32 year.)
+func DaysFromCivil(y int64, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	var era int64
+	if y >= 0 {
+		era = y / 400
+	} else {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := int64((153*mp+2)/5 + d - 1)
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+// CivilFromDays converts days since 1970-01-01 to a proleptic Gregorian date.
+func CivilFromDays(z int64) (y int64, m, d int) {
+	z += 719468
+	var era int64
+	if z >= 0 {
+		era = z / 146097
+	} else {
+		era = (z - 146096) / 146097
+	}
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y = yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d = int(doy - (153*mp+2)/5 + 1)
+	if mp < 10 {
+		m = int(mp + 3)
+	} else {
+		m = int(mp - 9)
+	}
+	if m <= 2 {
+		y++
+	}
+	return y, m, d
+}
+
+const (
+	// MicrosPerSecond and friends are exact unit sizes in microseconds.
+	MicrosPerSecond = int64(1_000_000)
+	MicrosPerMinute = 60 * MicrosPerSecond
+	MicrosPerHour   = 60 * MicrosPerMinute
+	MicrosPerDay    = 24 * MicrosPerHour
+)
+
+var daysIn = [13]int{0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+
+func isLeap(y int64) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
+
+// ParseTimestamp parses the timestamp text ubik accepts for event times and
+// casts: DuckDB text (`2026-07-18 10:00:00`, with an optional fraction of up
+// to 9 digits, truncated to microseconds), RFC 3339 (`T` separator, `Z` or a
+// `±HH:MM` offset, converted to UTC), and a bare date (midnight). It returns
+// microseconds since the epoch. It is written by hand because it sits on the
+// per-event path and time.Parse costs several times more.
+func ParseTimestamp(b []byte) (int64, error) {
+	us, ok := parseTimestamp(trimSpace(b))
+	if !ok {
+		return 0, fmt.Errorf("%w: %q (want YYYY-MM-DD HH:MM:SS[.ffffff] or RFC 3339)", ErrBadTimestamp, clip(b))
+	}
+	return us, nil
+}
+
+// ParseDate parses `YYYY-MM-DD` into days since the epoch.
+func ParseDate(b []byte) (int64, error) {
+	b = trimSpace(b)
+	days, n, ok := parseDatePart(b)
+	if !ok || n != len(b) {
+		return 0, fmt.Errorf("%w: %q (want YYYY-MM-DD)", ErrBadTimestamp, clip(b))
+	}
+	return days, nil
+}
+
+// trimSpace drops surrounding ASCII spaces, as DuckDB's casts do.
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && b[0] == ' ' {
+		b = b[1:]
+	}
+	for len(b) > 0 && b[len(b)-1] == ' ' {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func clip(b []byte) []byte {
+	if len(b) > 64 {
+		return b[:64]
+	}
+	return b
+}
+
+func digits(b []byte, n int) (int, bool) {
+	if len(b) < n {
+		return 0, false
+	}
+	v := 0
+	for i := 0; i < n; i++ {
+		c := b[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		v = v*10 + int(c)
+	}
+	return v, true
+}
+
+// parseDatePart parses YYYY-MM-DD (4+ digit year, optional leading '-') and
+// returns days and bytes consumed.
+func parseDatePart(b []byte) (int64, int, bool) {
+	i := 0
+	neg := false
+	if len(b) > 0 && b[0] == '-' {
+		neg = true
+		i++
+	}
+	start := i
+	var y int64
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		y = y*10 + int64(b[i]-'0')
+		i++
+		if i-start > 9 {
+			return 0, 0, false
+		}
+	}
+	if i-start < 4 || i >= len(b) || b[i] != '-' {
+		return 0, 0, false
+	}
+	if neg {
+		y = -y
+	}
+	i++
+	m, ok := digits(b[i:], 2)
+	if !ok || i+2 >= len(b) || b[i+2] != '-' {
+		return 0, 0, false
+	}
+	i += 3
+	d, ok := digits(b[i:], 2)
+	if !ok {
+		return 0, 0, false
+	}
+	i += 2
+	if m < 1 || m > 12 || d < 1 || d > daysIn[m] || (m == 2 && d == 29 && !isLeap(y)) {
+		return 0, 0, false
+	}
+	return DaysFromCivil(y, m, d), i, true
+}
+
+func parseTimestamp(b []byte) (int64, bool) {
+	days, i, ok := parseDatePart(b)
+	if !ok {
+		return 0, false
+	}
+	us := days * MicrosPerDay
+	if i == len(b) {
+		return us, true
+	}
+	if b[i] != ' ' && b[i] != 'T' && b[i] != 't' {
+		return 0, false
+	}
+	i++
+	hh, ok1 := digits(b[i:], 2)
+	if !ok1 || i+2 >= len(b) || b[i+2] != ':' {
+		return 0, false
+	}
+	mm, ok2 := digits(b[i+3:], 2)
+	if !ok2 {
+		return 0, false
+	}
+	i += 5
+	ss := 0
+	if i < len(b) && b[i] == ':' {
+		var ok3 bool
+		ss, ok3 = digits(b[i+1:], 2)
+		if !ok3 {
+			return 0, false
+		}
+		i += 3
+	}
+	if hh > 23 || mm > 59 || ss > 59 {
+		// DuckDB accepts 24:00:00 as the next midnight; so do we.
+		if !(hh == 24 && mm == 0 && ss == 0) {
+			return 0, false
+		}
+	}
+	us += int64(hh)*MicrosPerHour + int64(mm)*MicrosPerMinute + int64(ss)*MicrosPerSecond
+	if i < len(b) && b[i] == '.' {
+		i++
+		n := 0
+		frac := int64(0)
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			if n < 6 {
+				frac = frac*10 + int64(b[i]-'0')
+			}
+			n++
+			i++
+		}
+		if n == 0 || n > 9 {
+			return 0, false
+		}
+		for k := n; k < 6; k++ {
+			frac *= 10
+		}
+		us += frac
+	}
+	if i == len(b) {
+		return us, true
+	}
+	// Zone: Z, UTC, +HH, +HH:MM, +HHMM (an optional space before it, as DuckDB prints offsets).
+	if b[i] == ' ' {
+		i++
+		if i == len(b) {
+			return 0, false
+		}
+	}
+	if rest := b[i:]; len(rest) == 3 && (rest[0]|0x20) == 'u' && (rest[1]|0x20) == 't' && (rest[2]|0x20) == 'c' {
+		return us, true
+	}
+	switch b[i] {
+	case 'Z', 'z':
+		return us, i+1 == len(b)
+	case '+', '-':
+		sign := int64(1)
+		if b[i] == '-' {
+			sign = -1
+		}
+		i++
+		oh, ok := digits(b[i:], 2)
+		if !ok {
+			return 0, false
+		}
+		i += 2
+		om := 0
+		if i < len(b) {
+			if b[i] == ':' {
+				i++
+			}
+			om, ok = digits(b[i:], 2)
+			if !ok {
+				return 0, false
+			}
+			i += 2
+		}
+		if i != len(b) || oh > 23 || om > 59 {
+			return 0, false
+		}
+		return us - sign*(int64(oh)*MicrosPerHour+int64(om)*MicrosPerMinute), true
+	}
+	return 0, false
+}
+
+// FloorDiv returns floor(a / b) for b > 0.
+func FloorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && (a < 0) {
+		q--
+	}
+	return q
+}
