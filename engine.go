@@ -158,6 +158,9 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (*Query, error) {
 		dec:   exec.NewDecoder(pq.Source),
 		start: e.opts.Now(),
 	}
+	if err := q.dec.Err(); err != nil {
+		return nil, err
+	}
 	var err error
 	q.op, err = exec.New(pq, exec.Config{
 		Emit:     q.onRecord,
@@ -259,8 +262,11 @@ func (q *Query) Push(event []byte) (err error) {
 	if err := q.admit(); err != nil {
 		return err
 	}
-	q.eventsIn++
 	row, derr := q.dec.Decode(event)
+	if row == nil && derr == nil {
+		return nil // a CSV header record: not an event
+	}
+	q.eventsIn++
 	if derr != nil {
 		q.malformed++
 		return q.eventErr(derr)

@@ -655,6 +655,7 @@ func (o *Operator) Stats() Stats {
 	s.LatencyMax = float64(o.hist.max)
 	s.LatencyCount = o.hist.n
 	s.MaxEventTime = o.maxEventTime
+	s.Watermark = o.watermark
 	if o.dedup != nil {
 		s.DedupKeys = int64(len(o.dedup.seen))
 		s.DedupBytes = o.dedup.bytes

@@ -280,6 +280,20 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	lastCkpt := time.Now()
 
+	csvInput := strings.EqualFold(pq.Source.Options["format"], "csv")
+	if csvInput && resume.InputOffset > 0 && !strings.EqualFold(pq.Source.Options["header"], "false") {
+		// The header names the columns: read it again from the start.
+		hf, err := os.Open(inPath)
+		if err != nil {
+			return err
+		}
+		hdr, _, _ := readRecord(bufio.NewReader(hf), true)
+		hf.Close()
+		if err := q.Push(trimCR(hdr)); err != nil {
+			return fmt.Errorf("resume: CSV header: %w", err)
+		}
+	}
+
 	started := time.Now()
 	br := bufio.NewReaderSize(in, 1<<20)
 	lineNo := resume.Line
@@ -309,17 +323,18 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 				lastCkpt = time.Now()
 			}
 		}
-		line, tooLong, rerr := readLine(br)
+		line, nlines, rerr := readRecord(br, csvInput)
 		if len(line) == 0 && rerr != nil {
 			if rerr != io.EOF {
 				firstErr = rerr
 			}
 			break
 		}
-		lineNo++
-		readBytes += int64(len(line))
-		if rerr == nil || tooLong {
-			readBytes++ // the newline
+		tooLong := errors.Is(rerr, errTooLong)
+		lineNo += nlines
+		readBytes += int64(len(line)) + nlines
+		if rerr != nil && !tooLong {
+			readBytes-- // the last line had no newline
 		}
 		if bar != nil && readBytes-lastBar > 1<<20 {
 			bar.Set64(readBytes)
@@ -456,6 +471,40 @@ func openOutput(env *Env, p string) (io.Writer, func() error, error) {
 		return nil, nil, err
 	}
 	return fh, fh.Close, nil
+}
+
+// errTooLong marks a record longer than maxLineBytes (consumed, not kept).
+var errTooLong = errors.New("record too long")
+
+// readRecord returns the next event without its final newline, and how many
+// lines it spanned: one line, or for CSV as many lines as it takes to close
+// every quoted field. The error is io.EOF for a last line without a newline
+// (or nothing left), errTooLong for an oversized record.
+func readRecord(br *bufio.Reader, csv bool) ([]byte, int64, error) {
+	line, tooLong, err := readLine(br)
+	if tooLong {
+		return line, 1, errTooLong
+	}
+	if !csv || exec.CSVRecordComplete(line) || err != nil {
+		return line, 1, err
+	}
+	rec := append([]byte(nil), line...)
+	n := int64(1)
+	for !exec.CSVRecordComplete(rec) {
+		next, tooLong, err := readLine(br)
+		if len(next) == 0 && err != nil {
+			return rec, n, err
+		}
+		n++
+		if tooLong || len(rec)+len(next) > maxLineBytes {
+			return rec, n, errTooLong
+		}
+		rec = append(append(rec, '\n'), next...)
+		if err != nil {
+			return rec, n, err
+		}
+	}
+	return rec, n, nil
 }
 
 // readLine returns the next line without its newline. A line longer than
