@@ -161,7 +161,7 @@ func oracleCases() []oracleCase {
 				sum(amount) AS s, min(amount) AS lo, max(amount) AS hi, avg(amount) AS mean, sum(qty) AS q, sum(price) AS p
 				FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND) EMIT EARLY EVERY INTERVAL '1' SECOND`,
 			pgsql: `SELECT k, date_bin('10 seconds', ts, timestamp '1970-01-01') AS ws,
-				date_bin('10 seconds', ts, timestamp '1970-01-01')::text, count(*)::text, count(amount)::text,
+				k, date_bin('10 seconds', ts, timestamp '1970-01-01')::text, count(*)::text, count(amount)::text,
 				(sum(exact)::float8)::text, min(amount)::text, max(amount)::text, (sum(exact)::float8 / count(amount))::text,
 				sum(qty)::text, sum(price)::text
 				FROM ev GROUP BY 1, 2`,
@@ -173,7 +173,7 @@ func oracleCases() []oracleCase {
 			name: "hop",
 			sql: oracleSource + `SELECT k, HOP_START(ts, INTERVAL '2' SECOND, INTERVAL '6' SECOND) AS ws, count(*) AS n, sum(amount) AS s
 				FROM ev GROUP BY k, HOP(ts, INTERVAL '2' SECOND, INTERVAL '6' SECOND) EMIT EARLY EVERY INTERVAL '1' SECOND`,
-			pgsql: `SELECT k, w AS ws, w::text, count(*)::text, (sum(exact)::float8)::text FROM (
+			pgsql: `SELECT k, w AS ws, k, w::text, count(*)::text, (sum(exact)::float8)::text FROM (
 				  SELECT ev.*, date_bin('2 seconds', ts, timestamp '1970-01-01') - g * interval '2 seconds' AS w
 				  FROM ev, generate_series(0, 2) g) x
 				WHERE w + interval '6 seconds' > ts GROUP BY 1, 2`,
@@ -188,7 +188,7 @@ func oracleCases() []oracleCase {
 				FROM ev GROUP BY k, SESSION(ts, INTERVAL '40' MILLISECOND)`,
 			pgsql: `WITH o AS (SELECT ev.*, CASE WHEN ts - lag(ts) OVER (PARTITION BY k ORDER BY ts) <= interval '40 milliseconds' THEN 0 ELSE 1 END AS brk FROM ev),
 				s AS (SELECT o.*, sum(brk) OVER (PARTITION BY k ORDER BY ts ROWS UNBOUNDED PRECEDING) AS sid FROM o)
-				SELECT k, min(ts), min(ts)::text, (max(ts) + interval '40 milliseconds')::text, count(*)::text, sum(qty)::text, max(amount)::text
+				SELECT k, min(ts), k, min(ts)::text, (max(ts) + interval '40 milliseconds')::text, count(*)::text, sum(qty)::text, max(amount)::text
 				FROM s GROUP BY k, sid`,
 			key:   []types.Type{types.Varchar, types.Timestamp},
 			cols:  []string{"k", "ss", "se", "n", "q", "hi"},
@@ -199,8 +199,8 @@ func oracleCases() []oracleCase {
 			sql:   oracleSource + `SELECT k, count(*) AS n, sum(amount) AS s, sum(price) AS p, min(ts) AS first_seen FROM ev GROUP BY k`,
 			pgsql: `SELECT k, k, count(*)::text, (sum(exact)::float8)::text, sum(price)::text, min(ts)::text FROM ev GROUP BY k`,
 			key:   []types.Type{types.Varchar},
-			cols:  []string{"n", "s", "p", "first_seen"},
-			types: []types.Type{types.BigInt, types.Double, dec, types.Timestamp},
+			cols:  []string{"k", "n", "s", "p", "first_seen"},
+			types: []types.Type{types.Varchar, types.BigInt, types.Double, dec, types.Timestamp},
 		},
 	}
 }
@@ -247,6 +247,7 @@ func TestOracle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer res.Close()
 			for res.Next() {
 				vals, err := res.Values()
 				if err != nil {

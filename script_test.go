@@ -100,6 +100,10 @@ func runScript(t *testing.T, path string) {
 	}
 	failed := false
 	for _, c := range cmds {
+		if q == nil && c.name != "sql" && c.name != "expect" {
+			out = append(out, "! no query running")
+			continue
+		}
 		switch c.name {
 		case "sql":
 			q, err = eng.Start(strings.Join(c.block, "\n"), ubik.QueryOptions{Name: c.arg, OnRecord: record, OnLate: late})

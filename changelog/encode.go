@@ -2,6 +2,7 @@ package changelog
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/ubiksql/ubik/types"
@@ -156,4 +157,33 @@ func (e *Encoder) AppendValue(dst []byte, cells []types.Value) ([]byte, error) {
 		dst = AppendCell(dst, c)
 	}
 	return append(dst, '}'), nil
+}
+
+// AppendText appends DuckDB's CAST(v AS VARCHAR) text of a non-NULL value:
+// the cell rendering without JSON quoting, with nan, inf and -inf for the
+// non-finite doubles. SQL casts to VARCHAR use it, so a cast and a key cell
+// can never disagree on how a value prints.
+func AppendText(dst []byte, v types.Value) []byte {
+	switch v.Kind {
+	case types.KindVarchar:
+		return append(dst, v.S...)
+	case types.KindTimestamp:
+		return appendTimestampText(dst, v.I)
+	case types.KindDate:
+		return appendDateText(dst, v.I)
+	case types.KindInterval:
+		months, days, micros := v.IntervalParts()
+		return appendIntervalText(dst, months, days, micros)
+	case types.KindDouble:
+		switch {
+		case math.IsNaN(v.F):
+			return append(dst, "nan"...)
+		case math.IsInf(v.F, 1):
+			return append(dst, "inf"...)
+		case math.IsInf(v.F, -1):
+			return append(dst, "-inf"...)
+		}
+	}
+	v.Null = false
+	return AppendCell(dst, v)
 }

@@ -316,7 +316,7 @@ func randDouble(rng *rand.Rand) float64 {
 		return float64(rng.IntN(1000)) * math.Pow(10, float64(rng.IntN(40)-20))
 	}
 	// Uniform over exponents: exercise every notation.
-	return math.Float64frombits(rng.Uint64() &^ (0x7ff << 52) | uint64(rng.IntN(2046)+1)<<52)
+	return math.Float64frombits(rng.Uint64()&^(0x7ff<<52) | uint64(rng.IntN(2046)+1)<<52)
 }
 
 var hostileRunes = []rune{'"', '\\', '/', '\n', '\r', '\t', '\b', '\f', 0, 0x1f, 0x7f, 0x80, 0xff,

@@ -18,10 +18,10 @@ func SplitKey(key []byte) ([][]byte, error) {
 // AppendSplitKey is SplitKey appending to dst, so that a consumer can reuse
 // one slice across records. On error it returns dst as it was.
 func AppendSplitKey(dst [][]byte, key []byte) ([][]byte, error) {
-	n0 := len(dst)
+	orig := dst
 	err := scanKey(key, func(_ int, cell []byte) { dst = append(dst, cell) })
 	if err != nil {
-		return dst[:n0], err
+		return orig, err
 	}
 	return dst, nil
 }

@@ -348,7 +348,13 @@ func (r *reader) i128() types.Int128 { return types.Int128{Hi: r.varint(), Lo: r
 func (s *fsum) appendState(b []byte) []byte {
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.special))
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.infSum))
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.overflow))
+	if s.wide != nil {
+		t, _ := s.wide.GobEncode()
+		b = binary.AppendUvarint(b, uint64(len(t)))
+		b = append(b, t...)
+	} else {
+		b = append(b, 0)
+	}
 	b = binary.AppendUvarint(b, uint64(len(s.partials)))
 	for _, p := range s.partials {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p))
@@ -357,7 +363,14 @@ func (s *fsum) appendState(b []byte) []byte {
 }
 
 func (s *fsum) readState(r *reader) {
-	s.special, s.infSum, s.overflow = r.f64(), r.f64(), r.f64()
+	s.special, s.infSum = r.f64(), r.f64()
+	if wn := r.uvarint(); wn > 0 {
+		s.wide = newWide()
+		if err := s.wide.GobDecode(r.bytes(int(wn))); err != nil {
+			r.fail("wide sum")
+			return
+		}
+	}
 	n := r.uvarint()
 	if n > uint64(len(r.b)/8) {
 		r.fail("fsum partials")

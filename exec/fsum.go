@@ -1,6 +1,9 @@
 package exec
 
-import "math"
+import (
+	"math"
+	"math/big"
+)
 
 // fsum is an exactly rounded, order-independent sum of doubles: Shewchuk's
 // algorithm as in Python's math.fsum. The partials represent the exact sum
@@ -11,11 +14,43 @@ type fsum struct {
 	partials []float64
 	special  float64 // sum of the non-finite inputs (inf, nan)
 	infSum   float64 // sum of the infinite inputs, to detect inf + -inf
-	overflow float64 // sign of an intermediate overflow (the exact sum left the double range)
+	// wide holds the exact sum once a magnitude near the top of the double
+	// range appears, where the partials' own additions could overflow.
+	// Rare, so it may be slow; it is exact because its precision covers
+	// the whole double exponent range.
+	wide *big.Float
 }
 
+// wideThreshold: while every input and partial is below 2^1022 in
+// magnitude, no two-sum in add can overflow.
+var wideThreshold = math.Ldexp(1, 1022)
+
+// widePrec covers 2^1024 down to 2^-1074 plus 64 bits of carry.
+const widePrec = 2200
+
+func newWide() *big.Float { return new(big.Float).SetPrec(widePrec) }
+
 func (s *fsum) add(x float64) {
-	xsave := x
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		if math.IsInf(x, 0) {
+			s.infSum += x
+		}
+		s.special += x
+		return
+	}
+	if s.wide != nil {
+		s.wide.Add(s.wide, new(big.Float).SetFloat64(x))
+		return
+	}
+	if n := len(s.partials); math.Abs(x) >= wideThreshold || (n > 0 && math.Abs(s.partials[n-1]) >= wideThreshold) {
+		s.wide = newWide()
+		for _, p := range s.partials {
+			s.wide.Add(s.wide, new(big.Float).SetFloat64(p))
+		}
+		s.partials = s.partials[:0]
+		s.wide.Add(s.wide, new(big.Float).SetFloat64(x))
+		return
+	}
 	i := 0
 	for _, y := range s.partials {
 		if math.Abs(x) < math.Abs(y) {
@@ -30,28 +65,9 @@ func (s *fsum) add(x float64) {
 		x = hi
 	}
 	s.partials = s.partials[:i]
-	if x == 0 {
-		return
+	if x != 0 {
+		s.partials = append(s.partials, x)
 	}
-	if math.IsInf(x, 0) || math.IsNaN(x) {
-		if !math.IsInf(xsave, 0) && !math.IsNaN(xsave) {
-			// The running sum overflowed although the input is finite:
-			// the exact sum is beyond the double range in x's direction.
-			// Python raises here; DuckDB's sum returns an infinity. We
-			// keep the infinity, and keep it sticky so the result does not
-			// depend on which input tipped it over.
-			s.overflow = math.Copysign(1, x)
-			s.partials = s.partials[:0]
-			return
-		}
-		if math.IsInf(xsave, 0) {
-			s.infSum += xsave
-		}
-		s.special += xsave
-		s.partials = s.partials[:0]
-		return
-	}
-	s.partials = append(s.partials, x)
 }
 
 func (s *fsum) merge(o *fsum) {
@@ -59,8 +75,15 @@ func (s *fsum) merge(o *fsum) {
 		s.special += o.special
 		s.infSum += o.infSum
 	}
-	if o.overflow != 0 {
-		s.overflow = o.overflow
+	if o.wide != nil {
+		if s.wide == nil {
+			s.wide = newWide()
+			for _, p := range s.partials {
+				s.wide.Add(s.wide, new(big.Float).SetFloat64(p))
+			}
+			s.partials = s.partials[:0]
+		}
+		s.wide.Add(s.wide, o.wide)
 	}
 	for _, p := range o.partials {
 		s.add(p)
@@ -74,8 +97,9 @@ func (s *fsum) result() float64 {
 		}
 		return s.special
 	}
-	if s.overflow != 0 {
-		return math.Inf(int(s.overflow))
+	if s.wide != nil {
+		f, _ := s.wide.Float64() // nearest-even; ±Inf when the exact sum is out of range
+		return f
 	}
 	p := s.partials
 	n := len(p)

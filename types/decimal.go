@@ -24,6 +24,9 @@ var pow10Big = func() [39]*big.Int {
 // fraction digits than the scale. Text whose integer part needs more than
 // width-scale digits is out of range.
 func ParseDecimal(text []byte, width, scale uint8) (Int128, error) {
+	if !isDecimalText(text) {
+		return Int128{}, fmt.Errorf("%w: %q is not a number", ErrBadDecimal, clip(text))
+	}
 	r, ok := new(big.Rat).SetString(string(text))
 	if !ok {
 		return Int128{}, fmt.Errorf("%w: %q is not a number", ErrBadDecimal, clip(text))
@@ -45,4 +48,47 @@ func ParseDecimal(text []byte, width, scale uint8) (Int128, error) {
 	}
 	x, _ := Int128FromBig(q)
 	return x, nil
+}
+
+// isDecimalText accepts [+-]digits[.digits][(e|E)[+-]digits] with at least
+// one digit before the exponent (and ".5", "5."), and nothing else: big.Rat
+// alone would also take "1/3" and hex.
+func isDecimalText(b []byte) bool {
+	i := 0
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		i++
+	}
+	digits := 0
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+		digits++
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			digits++
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		exp := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			exp++
+			if exp > 4 {
+				return false // 10^9999 and beyond: out of any DECIMAL range anyway
+			}
+		}
+		if exp == 0 {
+			return false
+		}
+	}
+	return i == len(b)
 }

@@ -72,7 +72,7 @@ func isLeap(y int64) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
 // microseconds since the epoch. It is written by hand because it sits on the
 // per-event path and time.Parse costs several times more.
 func ParseTimestamp(b []byte) (int64, error) {
-	us, ok := parseTimestamp(b)
+	us, ok := parseTimestamp(trimSpace(b))
 	if !ok {
 		return 0, fmt.Errorf("%w: %q (want YYYY-MM-DD HH:MM:SS[.ffffff] or RFC 3339)", ErrBadTimestamp, clip(b))
 	}
@@ -81,11 +81,23 @@ func ParseTimestamp(b []byte) (int64, error) {
 
 // ParseDate parses `YYYY-MM-DD` into days since the epoch.
 func ParseDate(b []byte) (int64, error) {
+	b = trimSpace(b)
 	days, n, ok := parseDatePart(b)
 	if !ok || n != len(b) {
 		return 0, fmt.Errorf("%w: %q (want YYYY-MM-DD)", ErrBadTimestamp, clip(b))
 	}
 	return days, nil
+}
+
+// trimSpace drops surrounding ASCII spaces, as DuckDB's casts do.
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && b[0] == ' ' {
+		b = b[1:]
+	}
+	for len(b) > 0 && b[len(b)-1] == ' ' {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 func clip(b []byte) []byte {
@@ -211,12 +223,15 @@ func parseTimestamp(b []byte) (int64, bool) {
 	if i == len(b) {
 		return us, true
 	}
-	// Zone: Z, +HH, +HH:MM, +HHMM (an optional space before it, as DuckDB prints offsets).
+	// Zone: Z, UTC, +HH, +HH:MM, +HHMM (an optional space before it, as DuckDB prints offsets).
 	if b[i] == ' ' {
 		i++
 		if i == len(b) {
 			return 0, false
 		}
+	}
+	if rest := b[i:]; len(rest) == 3 && (rest[0]|0x20) == 'u' && (rest[1]|0x20) == 't' && (rest[2]|0x20) == 'c' {
+		return us, true
 	}
 	switch b[i] {
 	case 'Z', 'z':

@@ -131,6 +131,22 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 
+	// Without --dead-letter, the first few malformed events are reported on
+	// stderr with their line numbers; the summary counts all of them.
+	const reportMalformed = 10
+	reported := 0
+	report := func(lineNo int64, err error) {
+		if dead != nil {
+			return
+		}
+		if reported < reportMalformed {
+			fmt.Fprintf(env.Stderr, "ubik: %s:%d: malformed event: %v\n", inName, lineNo, err)
+		} else if reported == reportMalformed {
+			fmt.Fprintf(env.Stderr, "ubik: more malformed events follow; --dead-letter FILE records every one\n")
+		}
+		reported++
+	}
+
 	var outBuf []byte
 	qo := ubik.QueryOptions{
 		Name:   pq.Name,
@@ -180,6 +196,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if tooLong {
 			err := fmt.Errorf("line longer than %d bytes", maxLineBytes)
 			q.ReportMalformed()
+			report(lineNo, err)
 			if dead != nil {
 				writeDead(dead, inName, lineNo, nil, err)
 			}
@@ -196,6 +213,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if err := q.Push(line); err != nil {
 			var ee *ubik.EventError
 			if errors.As(err, &ee) {
+				report(lineNo, ee.Err)
 				if dead != nil {
 					writeDead(dead, inName, lineNo, line, ee.Err)
 				}

@@ -1,11 +1,311 @@
 package cli
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ubiksql/ubik/usage"
+	"github.com/ubiksql/ubik/usage/chusage"
+	"github.com/ubiksql/ubik/usage/pgusage"
 )
 
-// runUsage is a placeholder until its issue lands.
+const usageHelp = `usage: ubik usage <write|aggregate|list|get> --store URL [flags]
+
+  --store postgres://user@host:5432/db?sslmode=disable
+  --store clickhouse://[user[:password]@]host:8123[/database][?secure=true]
+  --table NAME            table name (default usage_events)
+
+  write      read JSON lines events from stdin (or --input FILE), one per line:
+             {"key":"k1","time":"2026-07-18T10:00:00.123Z","meter":"api_calls","quantity":3,"dims":{"region":"eu"}}
+             time is RFC 3339 or epoch milliseconds. Prints {"inserted","duplicates","rejected","errors"};
+             a bad line is reported with its line number and never blocks the good ones (exit status 1).
+             --batch N   events per Write (default 1000)
+  aggregate  --meter M --from T --to T [--filter D=JSON]... [--absent D]... [--group-by D]... [--window 1h]
+             sums and counts over [from, to); prints the totals as JSON.
+  list       [--meter M] [--from T] [--to T] [--filter D=JSON]... [--absent D]... [--cursor C] [--limit N]
+             prints one page {"events":[...],"next":"..."}; pass next back as --cursor.
+  get        --key K
+             prints the stored event, or exits 1 if there is none.
+
+  A filter value is a JSON scalar, so it is typed: --filter tier=5 matches the number 5,
+  --filter 'tier="5"' the string "5", --filter tier=null an explicit null; --absent tier
+  matches events without the dimension.`
+
+// runUsage dispatches `ubik usage <subcommand>`.
 func runUsage(ctx context.Context, env *Env, args []string) error {
-	return errors.New("usage: not implemented yet")
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(env.Stderr, usageHelp)
+		if len(args) == 0 {
+			return fmt.Errorf("%w: usage needs a subcommand", ErrUsage)
+		}
+		return nil
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "write", "aggregate", "list", "get":
+	default:
+		return fmt.Errorf("%w: unknown usage subcommand %q (write, aggregate, list, get)", ErrUsage, sub)
+	}
+	fs := flag.NewFlagSet("ubik usage "+sub, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() { fmt.Fprintln(env.Stderr, usageHelp) }
+	store := fs.String("store", "", "store URL (postgres:// or clickhouse://)")
+	table := fs.String("table", "usage_events", "table name")
+	input := fs.String("input", "", "write: read events from this file instead of stdin")
+	batch := fs.Int("batch", 1000, "write: events per Write call")
+	meter := fs.String("meter", "", "meter name")
+	from := fs.String("from", "", "start of [from, to): RFC 3339 or epoch ms")
+	to := fs.String("to", "", "end of [from, to): RFC 3339 or epoch ms")
+	window := fs.Duration("window", 0, "aggregate: tumbling window size (e.g. 1h)")
+	cursor := fs.String("cursor", "", "list: cursor from the previous page's next")
+	limit := fs.Int("limit", usage.DefaultPageSize, "list: page size")
+	key := fs.String("key", "", "get: the deduplication key")
+	var filters []usage.Filter
+	fs.Func("filter", "typed equality D=JSON (repeatable)", func(s string) error {
+		name, raw, ok := strings.Cut(s, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("want DIM=JSON, e.g. region=\"eu\" or tier=5")
+		}
+		var v usage.Value
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			return fmt.Errorf("value of %s must be a JSON string, number, boolean or null (quote strings: %s='\"%s\"'): %v", name, name, raw, err)
+		}
+		filters = append(filters, usage.Eq(name, v))
+		return nil
+	})
+	fs.Func("absent", "dimension must be missing (repeatable)", func(s string) error {
+		filters = append(filters, usage.Absent(s))
+		return nil
+	})
+	var groupBy []string
+	fs.Func("group-by", "aggregate: dimension to group by (repeatable)", func(s string) error {
+		groupBy = append(groupBy, s)
+		return nil
+	})
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
+	}
+	if *store == "" {
+		return fmt.Errorf("%w: --store is required", ErrUsage)
+	}
+	fromT, err := parseTimeFlag("from", *from)
+	if err != nil {
+		return err
+	}
+	toT, err := parseTimeFlag("to", *to)
+	if err != nil {
+		return err
+	}
+	l, err := openUsageStore(ctx, *store, *table)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	out := json.NewEncoder(env.Stdout)
+	switch sub {
+	case "write":
+		if *batch < 1 || *batch > 100_000 {
+			return fmt.Errorf("%w: --batch %d is outside [1, 100000]", ErrUsage, *batch)
+		}
+		in := env.Stdin
+		if *input != "" {
+			f, err := os.Open(*input)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			in = f
+		}
+		return usageWrite(ctx, l, in, *batch, out)
+	case "aggregate":
+		tot, err := l.Aggregate(ctx, usage.AggregateQuery{Meter: *meter, From: fromT, To: toT, Filters: filters, GroupBy: groupBy, Window: *window})
+		if err != nil {
+			return err
+		}
+		return out.Encode(totalsJSON(tot, *window != 0))
+	case "list":
+		p, err := l.ListEvents(ctx, usage.ListQuery{Meter: *meter, From: fromT, To: toT, Filters: filters, Cursor: *cursor, Limit: *limit})
+		if err != nil {
+			return err
+		}
+		return out.Encode(p)
+	default: // get
+		if *key == "" {
+			return fmt.Errorf("%w: --key is required", ErrUsage)
+		}
+		s, ok, err := l.Get(ctx, *key)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("usage: no event with key %q", *key)
+		}
+		return out.Encode(s)
+	}
+}
+
+func parseTimeFlag(name, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(ms).UTC(), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: --%s %q is neither RFC 3339 nor epoch milliseconds", ErrUsage, name, s)
+	}
+	return t, nil
+}
+
+// openUsageStore picks the backend from the URL scheme. Credentials in the
+// URL are passed to the driver and never printed.
+func openUsageStore(ctx context.Context, store, table string) (usage.Log, error) {
+	u, err := url.Parse(store)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --store does not parse as a URL", ErrUsage)
+	}
+	switch u.Scheme {
+	case "postgres", "postgresql":
+		return pgusage.Open(ctx, pgusage.Options{DSN: store, Table: table})
+	case "clickhouse":
+		o := chusage.Options{Table: table, Database: strings.Trim(u.Path, "/")}
+		if u.User != nil {
+			o.User = u.User.Username()
+			o.Password, _ = u.User.Password()
+		}
+		scheme := "http"
+		if u.Query().Get("secure") == "true" {
+			scheme = "https"
+		}
+		o.URL = scheme + "://" + u.Host
+		return chusage.Open(ctx, o)
+	}
+	return nil, fmt.Errorf("%w: --store must start with postgres:// or clickhouse://, not %q", ErrUsage, u.Scheme+"://")
+}
+
+type lineError struct {
+	Line  int    `json:"line"`
+	Key   string `json:"key,omitempty"`
+	Error string `json:"error"`
+}
+
+type writeSummary struct {
+	Inserted     int         `json:"inserted"`
+	Duplicates   int         `json:"duplicates"`
+	Rejected     int         `json:"rejected"`
+	Errors       []lineError `json:"errors,omitempty"`
+	ErrorsElided int         `json:"errors_elided,omitempty"`
+}
+
+// maxReportedErrors bounds the error list printed by write.
+const maxReportedErrors = 100
+
+// maxUsageLineBytes bounds one usage-event input line.
+const maxUsageLineBytes = 1 << 20
+
+func usageWrite(ctx context.Context, l usage.Log, in io.Reader, batchSize int, out *json.Encoder) error {
+	var sum writeSummary
+	report := func(e lineError) {
+		sum.Rejected++
+		if len(sum.Errors) < maxReportedErrors {
+			sum.Errors = append(sum.Errors, e)
+		} else {
+			sum.ErrorsElided++
+		}
+	}
+	var batch []usage.Event
+	var lines []int
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		r, err := l.Write(ctx, batch)
+		sum.Inserted += r.Inserted
+		sum.Duplicates += r.Duplicates
+		var be *usage.BatchError
+		if errors.As(err, &be) {
+			for _, ee := range be.Errors {
+				report(lineError{Line: lines[ee.Index], Key: ee.Key, Error: ee.Err.Error()})
+			}
+		} else if err != nil {
+			return err
+		}
+		batch, lines = batch[:0], lines[:0]
+		return nil
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 64<<10), maxUsageLineBytes)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		ev, err := usage.ParseEventJSON([]byte(line))
+		if err != nil {
+			report(lineError{Line: n, Error: err.Error()})
+			continue
+		}
+		batch = append(batch, ev)
+		lines = append(lines, n)
+		if len(batch) >= batchSize {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading events after line %d: %w", n, err)
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if err := out.Encode(sum); err != nil {
+		return err
+	}
+	if sum.Rejected > 0 {
+		return fmt.Errorf("usage: %d event(s) rejected (see errors above); the others were written", sum.Rejected)
+	}
+	return nil
+}
+
+type groupJSON struct {
+	WindowStart string             `json:"window_start,omitempty"`
+	Dims        []usage.GroupValue `json:"dims,omitempty"`
+	Sum         usage.Decimal      `json:"sum"`
+	Count       int64              `json:"count"`
+}
+
+func totalsJSON(t usage.Totals, windowed bool) any {
+	out := struct {
+		Sum    usage.Decimal `json:"sum"`
+		Count  int64         `json:"count"`
+		Groups []groupJSON   `json:"groups,omitempty"`
+	}{Sum: t.Sum, Count: t.Count}
+	for _, g := range t.Groups {
+		gj := groupJSON{Dims: g.Dims, Sum: g.Sum, Count: g.Count}
+		if windowed {
+			gj.WindowStart = usage.FormatTime(g.WindowStart)
+		}
+		out.Groups = append(out.Groups, gj)
+	}
+	return out
 }

@@ -211,8 +211,18 @@ func (q *Query) WindowPositions() []int {
 	return p
 }
 
-// Program is a compiled script: its sources and its queries.
+// Sink is a CREATE SINK name FROM query WITH (...) statement: it names the
+// output a query's changelog goes to (Query.Output is the sink's Name).
+type Sink struct {
+	Name  string
+	Query string // the name of the query that writes to it
+	// Options are the WITH (...) options, keys lowercased, values verbatim.
+	Options map[string]string
+}
+
+// Program is a compiled script: its sources, its queries and its sinks.
 type Program struct {
 	Sources []*Source
 	Queries []*Query
+	Sinks   []*Sink
 }

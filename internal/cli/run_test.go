@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func testEnv(stdin string) (*Env, *bytes.Buffer, *bytes.Buffer) {
+	var out, errb bytes.Buffer
+	return &Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}, &out, &errb
+}
+
+// TestRunExample runs the README's first command in process.
+func TestRunExample(t *testing.T) {
+	env, out, errb := testEnv("")
+	dir := t.TempDir()
+	stats := filepath.Join(dir, "stats.json")
+	dead := filepath.Join(dir, "dead.jsonl")
+	code := Main(context.Background(), env, []string{"run", "../../examples/merchant_totals.sql",
+		"--input", "../../examples/events.jsonl", "--stats-json", stats, "--dead-letter", dead})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	for _, l := range lines {
+		k, v, ok := strings.Cut(l, "\t")
+		if !ok || !strings.HasPrefix(k, `["`) || !strings.HasPrefix(v, `{"merchant": "`) {
+			t.Fatalf("bad line %q", l)
+		}
+	}
+	var s summary
+	b, _ := os.ReadFile(stats)
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.EventsRead != 401 || s.Malformed != 1 || int(s.RecordsEmitted) != len(lines) || s.WindowsFinalized != s.RecordsEmitted {
+		t.Fatalf("summary %+v with %d lines", s, len(lines))
+	}
+	d, _ := os.ReadFile(dead)
+	var rec struct {
+		Line  int    `json:"line"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(d), &rec); err != nil || rec.Line != 124 || !strings.Contains(rec.Error, `"amount"`) {
+		t.Fatalf("dead letter %s (%v)", d, err)
+	}
+	if !strings.Contains(errb.String(), "401 events read, 1 malformed") {
+		t.Fatalf("summary line missing: %s", errb)
+	}
+}
+
+func writeFile(t *testing.T, name, text string) string {
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const cliQuery = `CREATE SOURCE ev (k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts) WITH (format = 'jsonl');
+SELECT k, count(*) AS n FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND)`
+
+func TestRunJSONLStrictLate(t *testing.T) {
+	sql := writeFile(t, "q.sql", cliQuery)
+	input := `{"k":"a","ts":"2026-07-18 10:00:01"}
+{"k":"a","ts":"2026-07-18 10:00:12"}
+{"k":"a","ts":"2026-07-18 10:00:02"}
+{"k":"a","ts":"bad"}
+{"k":"a","ts":"2026-07-18 10:00:13"}
+`
+	// jsonl envelope, late output, malformed reported with its line.
+	env, out, errb := testEnv(input)
+	late := filepath.Join(t.TempDir(), "late.jsonl")
+	if code := Main(context.Background(), env, []string{"run", sql, "--format", "jsonl", "--late-output", late}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	var env1 struct {
+		Key       []any          `json:"key"`
+		Value     map[string]any `json:"value"`
+		Query     string         `json:"query"`
+		Final     bool           `json:"final"`
+		Revision  int            `json:"revision"`
+		Positions []int          `json:"window_positions"`
+	}
+	first := strings.SplitN(out.String(), "\n", 2)[0]
+	if err := json.Unmarshal([]byte(first), &env1); err != nil {
+		t.Fatalf("%q: %v", first, err)
+	}
+	if env1.Query != "q" || !env1.Final || env1.Revision != 1 || len(env1.Positions) != 1 || env1.Positions[0] != 1 || env1.Value["n"].(float64) != 1 {
+		t.Fatalf("envelope %+v", env1)
+	}
+	if !strings.Contains(errb.String(), "stdin:4: malformed event") || !strings.Contains(errb.String(), "1 late") {
+		t.Fatalf("stderr %s", errb)
+	}
+	lb, _ := os.ReadFile(late)
+	if !strings.Contains(string(lb), `"reason": "window already final"`) || !strings.Contains(string(lb), `"row": ["a", "2026-07-18 10:00:02"]`) {
+		t.Fatalf("late output %s", lb)
+	}
+
+	// --strict stops at the first malformed event and names it.
+	env, _, errb = testEnv(input)
+	if code := Main(context.Background(), env, []string{"run", sql, "--strict"}); code != 1 || !strings.Contains(errb.String(), "stdin:4:") {
+		t.Fatalf("strict: exit %d, %s", code, errb)
+	}
+}
+
+func TestRunSQLErrorHasCaret(t *testing.T) {
+	sql := writeFile(t, "bad.sql", "CREATE SOURCE ev (k VARCHAR) WITH (format = 'jsonl');\nSELECT k, count(*) FROM ev GROUP BY kk")
+	env, _, errb := testEnv("")
+	if code := Main(context.Background(), env, []string{"run", sql}); code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	want := "GROUP BY kk\n" + strings.Repeat(" ", 36) + "^"
+	if !strings.Contains(errb.String(), "line 2:37") || !strings.Contains(errb.String(), want) {
+		t.Fatalf("stderr:\n%s", errb)
+	}
+}

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: os.Getenv}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code := Main(ctx, env, args)
+	return out.String(), errb.String(), code
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func TestUsageCommands(t *testing.T) {
+	var b [5]byte
+	rand.Read(b[:])
+	table := "cli_usage_" + hex.EncodeToString(b[:])
+	ch := strings.Replace(envOr("UBIK_CLICKHOUSE_URL", "http://127.0.0.1:8123"), "http://", "clickhouse://", 1) + "/ubik_usage_test"
+	stores := map[string]string{
+		"postgres":   envOr("UBIK_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		"clickhouse": ch,
+	}
+	input := strings.Join([]string{
+		`{"key":"a","time":"2026-07-18T10:00:00Z","meter":"calls","quantity":1.5,"dims":{"region":"eu","tier":5}}`,
+		`{"key":"b","time":1784368800001,"meter":"calls","quantity":2,"dims":{"region":"us","tier":"5"}}`,
+		`not json`,
+		`{"key":"","time":1784368800001,"meter":"calls","quantity":2}`,
+		`{"key":"a","time":"2026-07-18T11:00:00Z","meter":"calls","quantity":100}`,
+	}, "\n")
+	t.Cleanup(func() {
+		dropCLITables(t, stores["postgres"], envOr("UBIK_CLICKHOUSE_URL", "http://127.0.0.1:8123"), table)
+	})
+	for name, store := range stores {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, input, "usage", "write", "--store", store, "--table", table)
+			if code != 1 {
+				t.Fatalf("write with bad lines: exit %d, want 1\n%s%s", code, out, errOut)
+			}
+			var ws struct {
+				Inserted, Duplicates, Rejected int
+				Errors                         []struct{ Line int }
+			}
+			if err := json.Unmarshal([]byte(out), &ws); err != nil {
+				t.Fatalf("write output %q: %v", out, err)
+			}
+			if ws.Inserted != 2 || ws.Duplicates != 1 || ws.Rejected != 2 || len(ws.Errors) != 2 || ws.Errors[0].Line != 3 || ws.Errors[1].Line != 4 {
+				t.Fatalf("write summary %s", out)
+			}
+			out, errOut, code = runCLI(t, "", "usage", "aggregate", "--store", store, "--table", table, "--meter", "calls",
+				"--from", "2026-07-18T10:00:00Z", "--to", "2026-07-18T12:00:00Z", "--filter", "tier=5")
+			if code != 0 || strings.TrimSpace(out) != `{"sum":"1.5","count":1}` {
+				t.Fatalf("aggregate tier=5: exit %d %s%s", code, out, errOut)
+			}
+			out, _, code = runCLI(t, "", "usage", "aggregate", "--store", store, "--table", table, "--meter", "calls",
+				"--from", "1784368800000", "--to", "1784376000000", "--group-by", "region", "--window", "1h")
+			want := `{"sum":"3.5","count":2,"groups":[{"window_start":"2026-07-18T10:00:00.000Z","dims":[{"name":"region","present":true,"value":"eu"}],"sum":"1.5","count":1},{"window_start":"2026-07-18T10:00:00.000Z","dims":[{"name":"region","present":true,"value":"us"}],"sum":"2","count":1}]}`
+			if code != 0 || strings.TrimSpace(out) != want {
+				t.Fatalf("aggregate grouped: exit %d\n got %s\nwant %s", code, out, want)
+			}
+			var keys []string
+			deadline := time.Now().Add(15 * time.Second)
+			cursor := ""
+			for len(keys) < 2 && time.Now().Before(deadline) {
+				out, errOut, code = runCLI(t, "", "usage", "list", "--store", store, "--table", table, "--limit", "1", "--cursor", cursor)
+				if code != 0 {
+					t.Fatalf("list: exit %d %s", code, errOut)
+				}
+				var p struct {
+					Events []struct{ Key string }
+					Next   string
+				}
+				if err := json.Unmarshal([]byte(out), &p); err != nil {
+					t.Fatalf("list output %q: %v", out, err)
+				}
+				for _, e := range p.Events {
+					keys = append(keys, e.Key)
+				}
+				cursor = p.Next
+				if len(p.Events) == 0 {
+					time.Sleep(200 * time.Millisecond)
+				}
+			}
+			if len(keys) != 2 {
+				t.Fatalf("listed %v, want a and b", keys)
+			}
+			out, _, code = runCLI(t, "", "usage", "get", "--store", store, "--table", table, "--key", "a")
+			if code != 0 || !strings.Contains(out, `"quantity":"1.5"`) {
+				t.Fatalf("get a: exit %d %s", code, out)
+			}
+			if _, _, code = runCLI(t, "", "usage", "get", "--store", store, "--table", table, "--key", "zzz"); code != 1 {
+				t.Fatalf("get of a missing key: exit %d, want 1", code)
+			}
+		})
+	}
+	for _, bad := range [][]string{
+		{"usage"},
+		{"usage", "frobnicate"},
+		{"usage", "aggregate", "--meter", "x"},
+		{"usage", "aggregate", "--store", "mysql://x"},
+		{"usage", "aggregate", "--store", stores["postgres"], "--filter", "region=eu"},
+		{"usage", "list", "--store", stores["postgres"], "--from", "yesterday"},
+	} {
+		if _, errOut, code := runCLI(t, "", bad...); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", bad, code, errOut)
+		}
+	}
+}
+
+func dropCLITables(t *testing.T, pgDSN, chURL, table string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pgDSN)
+	if err != nil {
+		t.Errorf("dropping test table: %v", err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS "`+table+`"`); err != nil {
+		t.Errorf("dropping %s: %v", table, err)
+	}
+	resp, err := http.Post(chURL+"/", "text/plain", strings.NewReader("DROP TABLE IF EXISTS ubik_usage_test."+table))
+	if err != nil {
+		t.Errorf("dropping %s: %v", table, err)
+		return
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("dropping %s: HTTP %d", table, resp.StatusCode)
+	}
+}

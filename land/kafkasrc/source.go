@@ -1,0 +1,200 @@
+package kafkasrc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/land"
+)
+
+// Options configure a Source. Brokers, Topics and Group are required.
+type Options struct {
+	Brokers []string
+	Topics  []string
+	// Group is the consumer group; its committed offsets are the landing's
+	// progress. A new group starts at the beginning of each partition, so a
+	// fresh lander rebuilds the store from a compacted topic.
+	Group string
+	// MaxBatch bounds the records of one batch (default 5000).
+	MaxBatch int
+	// SkipBadRecords, when true, logs and counts a record that is not a
+	// ubik changelog record and lands the rest; by default such a record
+	// stops Run with a *DecodeError naming its partition and offset (a
+	// poison record is not silently skipped).
+	SkipBadRecords bool
+	// Logger receives skipped records and commit conflicts (default: discard).
+	Logger *slog.Logger
+	// ClientOpts are added to the kgo client's options (SASL, TLS, ...).
+	ClientOpts []kgo.Opt
+}
+
+// Source is a land.Source over a Kafka consumer group. It reads committed
+// records only (a transactional producer's aborted records never land) and
+// commits offsets only when Run says the store acknowledged them.
+type Source struct {
+	cl       *kgo.Client
+	opts     Options
+	log      *slog.Logger
+	bad      atomic.Int64
+	mu       sync.Mutex
+	lag      map[partition]int64
+	closeOne sync.Once
+}
+
+type partition struct {
+	topic string
+	p     int32
+}
+
+// token is what Commit needs: the last record of each partition in a batch.
+type token []*kgo.Record
+
+// New connects a consumer-group Source. It does not wait for the group to
+// form; the first Next does.
+func New(opts Options) (*Source, error) {
+	switch {
+	case len(opts.Brokers) == 0:
+		return nil, errors.New("kafkasrc: no brokers")
+	case len(opts.Topics) == 0:
+		return nil, errors.New("kafkasrc: no topics")
+	case opts.Group == "":
+		return nil, errors.New("kafkasrc: no consumer group")
+	case opts.MaxBatch < 0:
+		return nil, fmt.Errorf("kafkasrc: MaxBatch %d is negative", opts.MaxBatch)
+	}
+	if opts.MaxBatch == 0 {
+		opts.MaxBatch = 5000
+	}
+	lg := opts.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	kopts := append([]kgo.Opt{
+		kgo.SeedBrokers(opts.Brokers...),
+		kgo.ConsumerGroup(opts.Group),
+		kgo.ConsumeTopics(opts.Topics...),
+		kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	}, opts.ClientOpts...)
+	cl, err := kgo.NewClient(kopts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafkasrc: %w", err)
+	}
+	return &Source{cl: cl, opts: opts, log: lg, lag: map[partition]int64{}}, nil
+}
+
+// Client is the underlying kgo client.
+func (s *Source) Client() *kgo.Client { return s.cl }
+
+// BadRecords is the number of records that were not changelog records.
+func (s *Source) BadRecords() int64 { return s.bad.Load() }
+
+// Next implements land.Source: it polls until at least one record arrives.
+func (s *Source) Next(ctx context.Context) (*land.Batch, error) {
+	for {
+		fs := s.cl.PollRecords(ctx, s.opts.MaxBatch)
+		if fs.IsClientClosed() {
+			return nil, land.ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			// kgo retries fetch errors itself; they are worth a log line,
+			// not a stop.
+			s.log.Warn("kafkasrc: fetch error", "topic", t, "partition", p, "err", err)
+		})
+		b, err := s.batch(fs)
+		if err != nil {
+			return nil, err
+		}
+		if b != nil {
+			return b, nil
+		}
+	}
+}
+
+func (s *Source) batch(fs kgo.Fetches) (*land.Batch, error) {
+	var recs []changelog.Record
+	var where []*kgo.Record
+	var tok token
+	var bad error
+	s.mu.Lock()
+	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if len(fp.Records) == 0 {
+			return
+		}
+		last := fp.Records[len(fp.Records)-1]
+		tok = append(tok, last)
+		s.lag[partition{fp.Topic, fp.Partition}] = max(0, fp.HighWatermark-last.Offset-1)
+		for _, kr := range fp.Records {
+			r, err := Decode(kr)
+			if err != nil {
+				s.bad.Add(1)
+				if !s.opts.SkipBadRecords {
+					if bad == nil {
+						bad = err
+					}
+					continue
+				}
+				s.log.Error("kafkasrc: skipping a record that is not a changelog record", "err", err)
+				continue
+			}
+			recs = append(recs, r)
+			where = append(where, kr)
+		}
+	})
+	var lag int64
+	for _, l := range s.lag {
+		lag += l
+	}
+	s.mu.Unlock()
+	if bad != nil {
+		return nil, bad
+	}
+	if len(tok) == 0 {
+		return nil, nil
+	}
+	return &land.Batch{
+		Records: recs,
+		Where: func(i int) string {
+			kr := where[i]
+			return fmt.Sprintf("topic %s partition %d offset %d", kr.Topic, kr.Partition, kr.Offset)
+		},
+		Lag:   lag,
+		Token: tok,
+	}, nil
+}
+
+// Commit implements land.Source. A commit refused because the group is
+// rebalancing is logged and dropped: the partition's next owner replays
+// from the last committed offset, and the guard makes the replay harmless.
+func (s *Source) Commit(ctx context.Context, b *land.Batch) error {
+	tok, ok := b.Token.(token)
+	if !ok {
+		return errors.New("kafkasrc: Commit of a batch from another source")
+	}
+	err := s.cl.CommitRecords(ctx, tok...)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.IllegalGeneration) ||
+		errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.FencedInstanceID) {
+		s.log.Warn("kafkasrc: commit lost to a rebalance; the records will replay", "err", err)
+		return nil
+	}
+	return fmt.Errorf("kafkasrc: commit: %w", err)
+}
+
+// Close leaves the group and closes the client.
+func (s *Source) Close() {
+	s.closeOne.Do(func() { s.cl.Close() })
+}

@@ -1,0 +1,5 @@
+package landtest
+
+import "io"
+
+var errEOF = io.EOF

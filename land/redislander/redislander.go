@@ -1,0 +1,327 @@
+// Package redislander lands a ubik changelog into Redis.
+//
+// Each identity is a hash {value, window_start, revision, final, window_end,
+// key} under the key Prefix + query + ":" + group (History appends ":" and
+// the decimal window start). One server-side function compares the
+// record's (window_start, revision) with the stored pair and writes the
+// whole hash only when the record's is at or past it, so a write is atomic
+// and guarded. Calls are pipelined and several keys go in one call.
+//
+// Lua numbers are doubles, exact only to 2^53; window starts (µs) and
+// revisions (uint64) are therefore compared as canonical decimal strings,
+// never through tonumber. The function is loaded with FUNCTION LOAD
+// (Redis 7); on older servers the same code runs as a script through
+// EVALSHA. Both are reloaded when the server lost them (a restart without
+// persistence).
+package redislander
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/land"
+)
+
+// Errors of the package.
+var (
+	ErrNoClient = errors.New("redislander: no client")
+	ErrReply    = errors.New("redislander: unexpected reply")
+)
+
+// Options configure a Lander.
+type Options struct {
+	// Client is the host's Redis client; Close does not close it.
+	Client redis.UniversalClient
+	// Mode is the identity rule (required).
+	Mode land.Mode
+	// Query, when set, is the namespace of records that carry no query
+	// name, and the only query this lander accepts.
+	Query string
+	// Prefix goes before every key (default: none).
+	Prefix string
+	// KeysPerCall is the number of keys one function call guards (default
+	// 64; always 1 on a cluster client, whose keys may live on different
+	// nodes).
+	KeysPerCall int
+	// CallsPerPipeline bounds the calls of one round trip (default 128).
+	CallsPerPipeline int
+}
+
+// Lander lands into Redis. It is safe for concurrent use.
+type Lander struct {
+	o       Options
+	useFn   atomic.Bool // FUNCTION/FCALL available
+	sha     string
+	closed  atomic.Bool
+	cluster bool
+}
+
+const (
+	libName = "ubik_land_v1"
+	fnName  = "ubik_land_v1"
+	// argsPerKey is the number of ARGV entries per key.
+	argsPerKey = 6
+)
+
+// body guards and writes every key of one call. ARGV holds argsPerKey
+// entries per key: window_start, revision, value, final, window_end,
+// message key. The reply is one code per key: 1 landed, 0 duplicate (equal
+// pair), -1 superseded.
+const body = `
+local function cmpdec(a, b)
+  local an = string.byte(a, 1) == 45
+  local bn = string.byte(b, 1) == 45
+  if an ~= bn then
+    if an then return -1 else return 1 end
+  end
+  local c = 0
+  if #a ~= #b then
+    if #a < #b then c = -1 else c = 1 end
+  elseif a ~= b then
+    if a < b then c = -1 else c = 1 end
+  end
+  if an then c = -c end
+  return c
+end
+local function land(keys, argv)
+  local out = {}
+  for i = 1, #keys do
+    local o = (i - 1) * 6
+    local ws, rev = argv[o + 1], argv[o + 2]
+    local cur = redis.call('HMGET', keys[i], 'window_start', 'revision')
+    local c = 1
+    if cur[1] and cur[2] then
+      c = cmpdec(ws, cur[1])
+      if c == 0 then c = cmpdec(rev, cur[2]) end
+    end
+    if c > 0 then
+      redis.call('HSET', keys[i], 'value', argv[o + 3], 'window_start', ws, 'revision', rev,
+        'final', argv[o + 4], 'window_end', argv[o + 5], 'key', argv[o + 6])
+    end
+    out[i] = c
+  end
+  return out
+end
+`
+
+// library is the Redis 7 function library; script the EVAL form of it.
+const (
+	library = "#!lua name=" + libName + "\n" + body +
+		"redis.register_function('" + fnName + "', land)\n"
+	script = body + "return land(KEYS, ARGV)\n"
+)
+
+// New validates opts and loads the function into the server.
+func New(ctx context.Context, opts Options) (*Lander, error) {
+	if opts.Client == nil {
+		return nil, ErrNoClient
+	}
+	if !opts.Mode.Valid() {
+		return nil, fmt.Errorf("redislander: invalid mode %v", opts.Mode)
+	}
+	if strings.Contains(opts.Query, land.QuerySeparator) {
+		return nil, fmt.Errorf("redislander: query %q contains %q", opts.Query, land.QuerySeparator)
+	}
+	if opts.KeysPerCall < 0 || opts.CallsPerPipeline < 0 {
+		return nil, errors.New("redislander: KeysPerCall and CallsPerPipeline must not be negative")
+	}
+	if opts.KeysPerCall == 0 {
+		opts.KeysPerCall = 64
+	}
+	if opts.CallsPerPipeline == 0 {
+		opts.CallsPerPipeline = 128
+	}
+	l := &Lander{o: opts}
+	if _, ok := opts.Client.(*redis.ClusterClient); ok {
+		l.cluster = true
+		l.o.KeysPerCall = 1
+	}
+	if err := l.load(ctx); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// load installs the function, or the script where functions are missing.
+func (l *Lander) load(ctx context.Context) error {
+	err := l.o.Client.FunctionLoadReplace(ctx, library).Err()
+	if err == nil {
+		l.useFn.Store(true)
+		return nil
+	}
+	if !isUnknownCommand(err) {
+		return fmt.Errorf("redislander: FUNCTION LOAD: %w", err)
+	}
+	sha, err := l.o.Client.ScriptLoad(ctx, script).Result()
+	if err != nil {
+		return fmt.Errorf("redislander: SCRIPT LOAD: %w", err)
+	}
+	l.sha = sha
+	l.useFn.Store(false)
+	return nil
+}
+
+func isUnknownCommand(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "unknown command") || strings.Contains(s, "unknown subcommand")
+}
+
+// lost reports an error that means the server forgot the function or script.
+func lost(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "NOSCRIPT") || strings.Contains(s, "Function not found") ||
+		strings.Contains(s, "function not found")
+}
+
+// Mode implements land.Lander.
+func (l *Lander) Mode() land.Mode { return l.o.Mode }
+
+// Key returns the Redis key of ref.
+func (l *Lander) Key(ref land.Ref) string {
+	var b strings.Builder
+	b.Grow(len(l.o.Prefix) + len(ref.Query) + len(ref.Group) + 24)
+	b.WriteString(l.o.Prefix)
+	b.WriteString(ref.Query)
+	b.WriteString(land.QuerySeparator)
+	b.Write(ref.Group)
+	if l.o.Mode == land.History {
+		b.WriteString(land.QuerySeparator)
+		b.WriteString(strconv.FormatInt(ref.WindowStart, 10))
+	}
+	return b.String()
+}
+
+// Land implements land.Lander.
+func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result, error) {
+	if l.closed.Load() {
+		return land.Result{}, land.ErrClosed
+	}
+	items, res, err := land.PrepareBatch(l.o.Mode, l.o.Query, recs)
+	if err != nil {
+		return land.Result{}, err
+	}
+	r, err := l.write(ctx, items)
+	if err != nil && lost(err) {
+		// The server restarted without persistence: reload and go again
+		// (the guard makes the repeat harmless).
+		if lerr := l.load(ctx); lerr != nil {
+			return land.Result{}, lerr
+		}
+		r, err = l.write(ctx, items)
+	}
+	if err != nil {
+		return land.Result{}, err
+	}
+	return res.Add(r), nil
+}
+
+func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, error) {
+	var res land.Result
+	per := l.o.KeysPerCall
+	perPipe := per * l.o.CallsPerPipeline
+	useFn := l.useFn.Load()
+	for start := 0; start < len(items); start += perPipe {
+		chunk := items[start:min(start+perPipe, len(items))]
+		pipe := l.o.Client.Pipeline()
+		cmds := make([]*redis.Cmd, 0, (len(chunk)+per-1)/per)
+		for i := 0; i < len(chunk); i += per {
+			call := chunk[i:min(i+per, len(chunk))]
+			keys := make([]string, len(call))
+			args := make([]any, 0, len(call)*argsPerKey)
+			for j, it := range call {
+				keys[j] = l.Key(it.Ref)
+				final := "0"
+				if it.Final {
+					final = "1"
+				}
+				args = append(args,
+					strconv.FormatInt(it.Version.WindowStart, 10),
+					strconv.FormatUint(it.Version.Revision, 10),
+					it.Value, final,
+					strconv.FormatInt(it.WindowEnd, 10),
+					it.Key)
+			}
+			if useFn {
+				cmds = append(cmds, pipe.FCall(ctx, fnName, keys, args...))
+			} else {
+				cmds = append(cmds, pipe.EvalSha(ctx, l.sha, keys, args...))
+			}
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return land.Result{}, fmt.Errorf("redislander: %w", err)
+		}
+		for i, c := range cmds {
+			codes, err := c.Int64Slice()
+			if err != nil {
+				return land.Result{}, fmt.Errorf("redislander: %w", err)
+			}
+			if want := min(per, len(chunk)-i*per); len(codes) != want {
+				return land.Result{}, fmt.Errorf("%w: %d codes for %d keys", ErrReply, len(codes), want)
+			}
+			for _, c := range codes {
+				switch c {
+				case 1:
+					res.Landed++
+				case 0:
+					res.Duplicate++
+				case -1:
+					res.Superseded++
+				default:
+					return land.Result{}, fmt.Errorf("%w: code %d", ErrReply, c)
+				}
+			}
+		}
+	}
+	return res, nil
+}
+
+// Get implements land.Lander.
+func (l *Lander) Get(ctx context.Context, ref land.Ref) (land.Stored, error) {
+	key := l.Key(ref)
+	vals, err := l.o.Client.HMGet(ctx, key, "value", "window_start", "revision", "final", "window_end", "key").Result()
+	if err != nil {
+		return land.Stored{}, fmt.Errorf("redislander: HMGET %s: %w", key, err)
+	}
+	if vals[0] == nil {
+		return land.Stored{}, fmt.Errorf("%w: %s", land.ErrNotFound, key)
+	}
+	str := func(i int) (string, error) {
+		s, ok := vals[i].(string)
+		if !ok {
+			return "", fmt.Errorf("%w: field %d of %s is %T", ErrReply, i, key, vals[i])
+		}
+		return s, nil
+	}
+	var st land.Stored
+	var s [6]string
+	for i := range s {
+		if s[i], err = str(i); err != nil {
+			return land.Stored{}, err
+		}
+	}
+	st.Value = []byte(s[0])
+	if st.Version.WindowStart, err = strconv.ParseInt(s[1], 10, 64); err != nil {
+		return land.Stored{}, fmt.Errorf("%w: window_start %q of %s", ErrReply, s[1], key)
+	}
+	if st.Version.Revision, err = strconv.ParseUint(s[2], 10, 64); err != nil {
+		return land.Stored{}, fmt.Errorf("%w: revision %q of %s", ErrReply, s[2], key)
+	}
+	st.Final = s[3] == "1"
+	if st.WindowEnd, err = strconv.ParseInt(s[4], 10, 64); err != nil {
+		return land.Stored{}, fmt.Errorf("%w: window_end %q of %s", ErrReply, s[4], key)
+	}
+	st.Key = []byte(s[5])
+	return st, nil
+}
+
+// Close implements land.Lander; it leaves the client open.
+func (l *Lander) Close() error {
+	l.closed.Store(true)
+	return nil
+}

@@ -1,0 +1,231 @@
+package usage
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Event is one usage event as a caller writes it.
+type Event struct {
+	// Key is the deduplication (idempotency) key. Required. Two events with
+	// the same Key are the same logical event: only the first to land counts.
+	Key string
+	// Time is the event time. Stored at millisecond resolution (finer parts
+	// are truncated towards the past); must lie in [1970-01-01, 10000-01-01).
+	Time time.Time
+	// Meter names what is being measured (e.g. "api_calls"). Required.
+	Meter string
+	// Quantity is the amount. It must be finite and |Quantity| <= MaxQuantity.
+	// It is stored as an exact decimal with 9 fractional digits (the float64
+	// is expanded exactly and rounded half-even to 9 places), so sums are
+	// exact and identical on every backend.
+	Quantity float64
+	// Dims are typed dimensions (string, number, boolean or explicit null).
+	Dims map[string]Value
+}
+
+// Stored is an event as the log holds it: the winning copy of its key.
+type Stored struct {
+	Key      string
+	Time     time.Time // UTC, millisecond resolution
+	Meter    string
+	Quantity Decimal
+	Dims     map[string]Value
+	// RecordedAt is the ingestion time assigned by the store's own clock when
+	// the winning copy landed (PostgreSQL: now() at microsecond resolution;
+	// ClickHouse 18.16: now() at second resolution).
+	RecordedAt time.Time
+}
+
+// Limits on one event. They bound the memory and SQL text an event can take.
+const (
+	MaxKeyBytes       = 512
+	MaxMeterBytes     = 256
+	MaxDimNameBytes   = 128
+	MaxDimStringBytes = 1024
+	MaxDims           = 64
+	// MaxQuantity bounds |Quantity| so that a sum of up to 10^14 events still
+	// fits the 38-digit decimal both backends store (29 integer digits).
+	MaxQuantity = 1e15
+	// QuantityScale is the number of fractional digits a quantity keeps.
+	QuantityScale = 9
+)
+
+// MaxTime is the first instant an event time may not have.
+var maxTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// MaxMillis is the exclusive upper bound of event times in epoch milliseconds.
+var MaxMillis = maxTime.UnixMilli()
+
+// Decimal is an exact decimal number in canonical text: no exponent, no
+// trailing fractional zeros, no "+", "0" for zero (e.g. "12.5", "-0.001").
+type Decimal string
+
+// ParseDecimal reads a plain decimal ("-12.50", "3", "0.000000001") and
+// returns it in canonical form.
+func ParseDecimal(s string) (Decimal, error) {
+	t := s
+	neg := false
+	if strings.HasPrefix(t, "-") {
+		neg, t = true, t[1:]
+	} else if strings.HasPrefix(t, "+") {
+		t = t[1:]
+	}
+	intPart, frac, hasDot := strings.Cut(t, ".")
+	if intPart == "" && (!hasDot || frac == "") {
+		return "", fmt.Errorf("%w: %q is not a decimal", ErrInvalidValue, s)
+	}
+	for _, part := range []string{intPart, frac} {
+		for i := 0; i < len(part); i++ {
+			if part[i] < '0' || part[i] > '9' {
+				return "", fmt.Errorf("%w: %q is not a decimal", ErrInvalidValue, s)
+			}
+		}
+	}
+	intPart = strings.TrimLeft(intPart, "0")
+	frac = strings.TrimRight(frac, "0")
+	if intPart == "" {
+		intPart = "0"
+	}
+	out := intPart
+	if frac != "" {
+		out += "." + frac
+	}
+	if out == "0" {
+		return "0", nil
+	}
+	if neg {
+		out = "-" + out
+	}
+	return Decimal(out), nil
+}
+
+// Float64 returns the nearest float64.
+func (d Decimal) Float64() float64 {
+	f, _ := strconv.ParseFloat(string(d), 64)
+	return f
+}
+
+func (d Decimal) String() string {
+	if d == "" {
+		return "0"
+	}
+	return string(d)
+}
+
+// MarshalJSON renders the decimal as a JSON string so no digit is lost by a
+// reader that parses numbers as float64.
+func (d Decimal) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// FormatQuantity is the exact fixed-point text of q with QuantityScale
+// fractional digits, as both backends store it.
+func FormatQuantity(q float64) string {
+	if q == 0 {
+		return "0.000000000"
+	}
+	return strconv.FormatFloat(q, 'f', QuantityScale, 64)
+}
+
+// eventJSON is the JSON lines shape the CLI reads and writes.
+type eventJSON struct {
+	Key      string           `json:"key"`
+	Time     json.RawMessage  `json:"time"`
+	Meter    string           `json:"meter"`
+	Quantity json.RawMessage  `json:"quantity"`
+	Dims     map[string]Value `json:"dims,omitempty"`
+}
+
+// ParseEventJSON reads one event from a JSON object:
+//
+//	{"key":"k1","time":"2026-07-18T10:00:00.123Z","meter":"api_calls","quantity":3,"dims":{"region":"eu","tier":2,"beta":true}}
+//
+// time is an RFC 3339 string or a number of epoch milliseconds. Unknown
+// fields are an error, so a typo never silently drops data.
+func ParseEventJSON(b []byte) (Event, error) {
+	var ej eventJSON
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&ej); err != nil {
+		return Event{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
+	if d.More() {
+		return Event{}, fmt.Errorf("%w: trailing data after the event object", ErrInvalidEvent)
+	}
+	ev := Event{Key: ej.Key, Meter: ej.Meter, Dims: ej.Dims}
+	if len(ej.Time) > 0 && string(ej.Time) != "null" {
+		t, err := ParseTimeJSON(ej.Time)
+		if err != nil {
+			return Event{}, err
+		}
+		ev.Time = t
+	}
+	if len(ej.Quantity) == 0 || string(ej.Quantity) == "null" {
+		return Event{}, fmt.Errorf("%w: quantity is missing", ErrBadQuantity)
+	}
+	var qn json.Number
+	if ej.Quantity[0] == '"' {
+		return Event{}, fmt.Errorf("%w: quantity must be a JSON number, not a string", ErrBadQuantity)
+	}
+	if err := json.Unmarshal(ej.Quantity, &qn); err != nil {
+		return Event{}, fmt.Errorf("%w: quantity must be a JSON number: %v", ErrBadQuantity, err)
+	}
+	q, err := strconv.ParseFloat(string(qn), 64)
+	if err != nil {
+		return Event{}, fmt.Errorf("%w: quantity %s: %v", ErrBadQuantity, qn, err)
+	}
+	ev.Quantity = q
+	return ev, nil
+}
+
+// ParseTimeJSON reads an RFC 3339 JSON string or a JSON number of epoch
+// milliseconds.
+func ParseTimeJSON(raw json.RawMessage) (time.Time, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%w: %v", ErrBadTime, err)
+		}
+		return t, nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return time.Time{}, fmt.Errorf("%w: time must be an RFC 3339 string or epoch milliseconds", ErrBadTime)
+	}
+	ms, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: epoch milliseconds %s: not an integer", ErrBadTime, n)
+	}
+	return time.UnixMilli(ms).UTC(), nil
+}
+
+// MarshalJSON renders a stored event in the CLI's JSON shape.
+func (s Stored) MarshalJSON() ([]byte, error) {
+	type out struct {
+		Key        string           `json:"key"`
+		Time       string           `json:"time"`
+		Meter      string           `json:"meter"`
+		Quantity   Decimal          `json:"quantity"`
+		Dims       map[string]Value `json:"dims"`
+		RecordedAt string           `json:"recorded_at"`
+	}
+	dims := s.Dims
+	if dims == nil {
+		dims = map[string]Value{}
+	}
+	return json.Marshal(out{s.Key, FormatTime(s.Time), s.Meter, s.Quantity, dims, FormatTime(s.RecordedAt)})
+}
+
+// FormatTime renders t in UTC RFC 3339 with milliseconds.
+func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// finite reports whether f is neither NaN nor infinite.
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
