@@ -21,6 +21,7 @@ import (
 	"unsafe"
 
 	"github.com/ubiksql/ubik"
+	"github.com/ubiksql/ubik/changelog"
 )
 
 // Every exported function recovers: a panic becomes UBIK_ERR_INTERNAL with
@@ -406,7 +407,26 @@ func ubik_next_keyed(h C.ubik_query, key **C.uint8_t, keyLen *C.size_t, value **
 		meta.window_end_us = C.int64_t(m.WindowEnd)
 		meta.window_positions = nil
 		meta.window_positions_len = 0
+		meta.group_key = *key
+		meta.group_key_len = *keyLen
 		if len(m.WindowPositions) > 0 {
+			// The group key is never longer than the key, so appending into
+			// a buffer of the key's size stays in C memory.
+			gb, ok := o.group.bytes(len(rec.Key))
+			if !ok {
+				return o.outOfMemory()
+			}
+			g, err := changelog.AppendGroupKey(gb[:0], rec.Key, m.WindowPositions)
+			if err != nil {
+				o.failed = fmt.Errorf("capi: group key of %s: %w", rec.Key, err)
+				return fail(C.UBIK_ERR_INTERNAL, o.failed)
+			}
+			if len(g) > 0 && unsafe.SliceData(g) != unsafe.SliceData(gb) {
+				o.failed = errors.New("capi: group key outgrew the key")
+				return fail(C.UBIK_ERR_INTERNAL, o.failed)
+			}
+			meta.group_key = (*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(gb)))
+			meta.group_key_len = C.size_t(len(g))
 			pb, ok := o.pos.bytes(4 * len(m.WindowPositions))
 			if !ok {
 				return o.outOfMemory()
@@ -551,6 +571,7 @@ func ubik_query_free(h C.ubik_query) (rc C.int) {
 	o.freed = true
 	o.rec.free()
 	o.pos.free()
+	o.group.free()
 	o.name.free()
 	o.stats.free()
 	o.q, o.in = nil, nil

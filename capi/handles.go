@@ -47,6 +47,7 @@ type queryObj struct {
 
 	rec   cbuf // key bytes then value bytes of the last record from next
 	pos   cbuf // int32 window positions of that record
+	group cbuf // its group key (the key without the window cells)
 	name  cbuf // the query name of that record
 	stats cbuf // NUL-terminated JSON from ubik_query_stats
 }

@@ -49,8 +49,9 @@
  * OWNERSHIP AND LIFETIME OF RETURNED POINTERS
  *   The library never asks the caller to free anything it returns; there is
  *   no ubik_free.
- *   - ubik_next_keyed: the key, value, meta->query and meta->window_positions
- *     pointers point into memory owned by the query handle. They stay valid
+ *   - ubik_next_keyed: the key, value, meta->query, meta->window_positions
+ *     and meta->group_key pointers point into memory owned by the query
+ *     handle. They stay valid
  *     until the next ubik_next_keyed call on the same handle (whatever it
  *     returns) or ubik_query_free of the handle, whichever comes first. Other
  *     calls on the handle (push, flush, close, stats) do not invalidate them.
@@ -170,6 +171,12 @@ typedef struct ubik_meta {
 	 * (NULL, 0) for a continuous view. */
 	const int32_t *window_positions;
 	size_t window_positions_len;
+	/* The key without its window cells, in the key's own spelling (["acme"]
+	 * for ["acme", "2026-07-18 10:00:00"]): the identity a windowed query's
+	 * latest-per-group landing upserts by. For a continuous view it is the
+	 * key itself (the same pointer). Not NUL-terminated. */
+	const uint8_t *group_key;
+	size_t group_key_len;
 } ubik_meta;
 
 /* Functions are declared unless UBIK_NO_PROTOTYPES is defined (the library

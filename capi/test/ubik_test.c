@@ -62,7 +62,7 @@ static int push_str(ubik_query q, const char *ev) { return ubik_push(q, ev, strl
 
 /* A record copied out of the library's buffers. */
 typedef struct {
-	char *key, *value;
+	char *key, *value, *group;
 	ubik_meta meta;
 	int32_t pos[4];
 	char query[64];
@@ -71,6 +71,7 @@ typedef struct {
 static void rec_free(rec *r) {
 	free(r->key);
 	free(r->value);
+	free(r->group);
 }
 
 static char *dup_bytes(const uint8_t *p, size_t n) {
@@ -90,7 +91,9 @@ static int next_rec(ubik_query q, rec *r) {
 	if (rc != UBIK_OK) return rc;
 	r->key = dup_bytes(k, kl);
 	r->value = dup_bytes(v, vl);
+	r->group = dup_bytes(m.group_key, m.group_key_len);
 	r->meta = m;
+	r->meta.group_key = NULL;
 	CHECK(m.window_positions_len <= 4, "%zu window positions", m.window_positions_len);
 	for (size_t i = 0; i < m.window_positions_len; i++) r->pos[i] = m.window_positions[i];
 	r->meta.window_positions = NULL;
@@ -235,6 +238,7 @@ static void test_tumble(void) {
 	CHECK(r.meta.window_end_us == 1784368860000000LL, "window end %" PRId64, r.meta.window_end_us);
 	CHECK(r.meta.window_positions_len == 1 && r.pos[0] == 1, "window positions");
 	CHECK(strcmp(r.query, "merchant_totals") == 0, "query name %s", r.query);
+	CHECK(strcmp(r.group, "[\"acme\"]") == 0, "group key %s", r.group);
 	rec_free(&r);
 	EXPECT_REC(q, "[\"zeta\", \"2026-07-18 10:00:00\"]",
 	           "{\"merchant\": \"zeta\", \"window_start\": \"2026-07-18 10:00:00\", \"orders\": 1, \"total\": 3.0, "
@@ -408,6 +412,7 @@ static void test_pointer_lifetime(void) {
 	OK(ubik_next_keyed(q, &k, &kl, &v, &vl, &m));
 	CHECK(m.windowed == 0 && m.window_positions == NULL && m.window_positions_len == 0, "continuous meta");
 	CHECK(m.window_start_us == 0 && m.window_end_us == 0 && m.final == 0, "continuous meta");
+	CHECK(m.group_key == k && m.group_key_len == kl, "a continuous view's group key is its key");
 	/* A much longer record, pushed and stats taken, does not move them. */
 	char big[9000];
 	snprintf(big, sizeof big, "{\"k\":\"%08000d\",\"v\":2}", 7);

@@ -127,6 +127,7 @@ class StreamTest(unittest.TestCase):
             self.assertEqual(r.key_cells[1], r.window_start.strftime("%Y-%m-%d %H:%M:%S"))
             self.assertEqual(r.row["window_start"], r.key_cells[1])
             self.assertEqual(r.window_start.tzinfo, datetime.timezone.utc)
+            self.assertEqual(r.group_key, r.key.split(b", ")[0] + b"]")
 
     def test_backpressure_is_handled(self):
         # A tiny output buffer: the stream drains and resumes, losing nothing.

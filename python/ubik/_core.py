@@ -88,6 +88,9 @@ class Record:
         window_start_us, window_end_us: the window bounds in microseconds
             since the Unix epoch (None for a continuous view).
         window_positions: indexes, in the key array, of the window cells.
+        group_key: the key without its window cells, in the key's spelling
+            (the identity of a latest-per-group landing; the key itself for
+            a continuous view).
     """
 
     __slots__ = (
@@ -100,10 +103,13 @@ class Record:
         "window_start_us",
         "window_end_us",
         "window_positions",
+        "group_key",
         "_row",
     )
 
-    def __init__(self, key, value, query, final, revision, windowed, window_start_us, window_end_us, window_positions):
+    def __init__(
+        self, key, value, query, final, revision, windowed, window_start_us, window_end_us, window_positions, group_key
+    ):
         self.key = key
         self.value = value
         self.query = query
@@ -113,6 +119,7 @@ class Record:
         self.window_start_us = window_start_us
         self.window_end_us = window_end_us
         self.window_positions = window_positions
+        self.group_key = group_key
         self._row = None
 
     @property
@@ -311,8 +318,9 @@ class Query:
         )
         if rc == _errors.OK:
             windowed = bool(m.windowed)
+            key = ctypes.string_at(self._k.value, self._kl.value)
             return Record(
-                ctypes.string_at(self._k.value, self._kl.value),
+                key,
                 ctypes.string_at(self._v.value, self._vl.value),
                 ctypes.string_at(m.query, m.query_len).decode("utf-8"),
                 bool(m.final),
@@ -321,6 +329,7 @@ class Query:
                 m.window_start_us if windowed else None,
                 m.window_end_us if windowed else None,
                 tuple(m.window_positions[i] for i in range(m.window_positions_len)),
+                ctypes.string_at(m.group_key, m.group_key_len) if windowed else key,
             )
         if rc == _errors.NONE:
             return None

@@ -27,6 +27,8 @@ class Meta(ctypes.Structure):
         ("window_end_us", ctypes.c_int64),
         ("window_positions", ctypes.POINTER(ctypes.c_int32)),
         ("window_positions_len", _c_size),
+        ("group_key", _c_void_p),
+        ("group_key_len", _c_size),
     ]
 
 
