@@ -471,6 +471,38 @@ static void *producer(void *p) {
 	return NULL;
 }
 
+typedef struct {
+	ubik_engine eng;
+	int id;
+	long records;
+	char msg[512];
+} own_query_arg;
+
+/* One of several threads that each run their own query on a shared engine. */
+static void *own_query(void *p) {
+	own_query_arg *a = p;
+	ubik_query q;
+	int rc = ubik_query_start(a->eng, view_sql, NULL, &q);
+	if (rc != UBIK_OK) {
+		snprintf(a->msg, sizeof a->msg, "start: %s", ubik_last_error());
+		return NULL;
+	}
+	char ev[64];
+	for (int i = 0; i < 1000; i++) {
+		int n = snprintf(ev, sizeof ev, "{\"k\":\"q%d\",\"v\":%d}", a->id, i);
+		if ((rc = ubik_push(q, ev, (size_t)n)) != UBIK_OK) {
+			snprintf(a->msg, sizeof a->msg, "push: %s", ubik_last_error());
+			return NULL;
+		}
+		const uint8_t *k, *v;
+		size_t kl, vl;
+		while ((rc = ubik_next_keyed(q, &k, &kl, &v, &vl, NULL)) == UBIK_OK) a->records++;
+	}
+	ubik_query_close(q);
+	ubik_query_free(q);
+	return NULL;
+}
+
 static void test_threads(void) {
 	ubik_engine e;
 	EXPECT_RC(UBIK_ERR_INVALID_OPTIONS, ubik_engine_open("{", &e));
@@ -529,6 +561,20 @@ static void test_threads(void) {
 		      want);
 	}
 	OK(ubik_query_free(a.q));
+
+	/* Several threads start and run their own queries on one engine. */
+	enum { NT = 4 };
+	pthread_t ts[NT];
+	own_query_arg qa[NT];
+	for (int i = 0; i < NT; i++) {
+		qa[i] = (own_query_arg){.eng = eng, .id = i};
+		CHECK(pthread_create(&ts[i], NULL, own_query, &qa[i]) == 0, "pthread_create");
+	}
+	for (int i = 0; i < NT; i++) {
+		CHECK(pthread_join(ts[i], NULL) == 0, "pthread_join");
+		CHECK(qa[i].msg[0] == 0, "thread %d: %s", i, qa[i].msg);
+		CHECK(qa[i].records == 1000, "thread %d: %ld records", i, qa[i].records);
+	}
 	OK(ubik_engine_close(eng));
 }
 
