@@ -39,6 +39,7 @@ type runFlags struct {
 	deadLetter string
 	lateOutput string
 	stateDir   string
+	infer      bool
 	metrics    string
 
 	checkpointEvery time.Duration
@@ -59,6 +60,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&f.deadLetter, "dead-letter", "", "write each malformed event with its line number and error to this file (JSON lines)")
 	fs.StringVar(&f.lateOutput, "late-output", "", "write each late event, keyed by the same contract, with the reason, to this file (JSON lines)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "checkpoint state, input position and output lengths here; rerunning the same command after a crash resumes")
+	fs.BoolVar(&f.infer, "infer", false, "when the query reads a source the script does not declare, infer it from the first records of --input and print the CREATE SOURCE")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); off by default")
 	fs.DurationVar(&f.checkpointEvery, "checkpoint-interval", time.Second, "how often to checkpoint with --state-dir")
 	kf := addKafkaFlags(fs) // run_kafka.go
@@ -93,6 +95,23 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer eng.Close()
+	if f.infer {
+		if src := undeclaredSource(string(sqlText)); src != "" {
+			if f.input == "" || f.input == "-" {
+				return fmt.Errorf("%w: --infer needs --input FILE to read the first records from", ErrUsage)
+			}
+			s, err := inferFile(f.input, src, "", 1000)
+			if err != nil {
+				return err
+			}
+			s.Path = ""
+			decl := s.SQL()
+			fmt.Fprintf(env.Stderr, "ubik: inferred source %s (keep it in your script):\n%s", src, decl)
+			if err := eng.Exec(decl); err != nil {
+				return fmt.Errorf("inferred source: %w", err)
+			}
+		}
+	}
 	prog, err := eng.Compile(string(sqlText), name)
 	if err != nil {
 		return sqlError(sqlPath, err)
