@@ -18,16 +18,17 @@ import (
 // are filed in expiry buckets (1/64 of the horizon wide) so eviction is a pop
 // per bucket, not a scan.
 type dedupState struct {
-	col     int
-	within  int64
-	gran    int64
-	seen    map[string]int64   // key -> event time of the first copy
-	buckets map[int64][]string // expiry bucket -> keys
-	order   int64Heap          // live bucket ids
-	bytes   int64
-	added   []string // since the last checkpoint
-	evicted []string
-	keyBuf  []byte
+	col      int
+	within   int64
+	gran     int64
+	seen     map[string]int64   // key -> event time of the first copy
+	buckets  map[int64][]string // expiry bucket -> keys
+	order    int64Heap          // live bucket ids
+	bytes    int64
+	added    []string // since the last checkpoint, once tracking
+	evicted  []string
+	tracking bool
+	keyBuf   []byte
 }
 
 func newDedup(d *plan.Dedup) *dedupState {
@@ -57,8 +58,11 @@ func (d *dedupState) admit(row []types.Value, ts, watermark int64) (dup, beyond 
 	if _, ok := d.seen[string(d.keyBuf)]; ok {
 		return true, false
 	}
-	d.add(string(d.keyBuf), ts)
-	d.added = append(d.added, string(d.keyBuf))
+	k := string(d.keyBuf)
+	d.add(k, ts)
+	if d.tracking {
+		d.added = append(d.added, k)
+	}
 	return false, false
 }
 
@@ -84,7 +88,9 @@ func (d *dedupState) evict(watermark int64) {
 			if ts, ok := d.seen[k]; ok && ts+d.within <= watermark {
 				delete(d.seen, k)
 				d.bytes -= int64(len(k)) + dedupEntryBytes
-				d.evicted = append(d.evicted, k)
+				if d.tracking {
+					d.evicted = append(d.evicted, k)
+				}
 			}
 		}
 		delete(d.buckets, b)

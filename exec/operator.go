@@ -141,6 +141,7 @@ type Operator struct {
 
 	dirty []*group
 
+	tracking     bool // a host checkpoints: record changes between checkpoints
 	ckptChanged  []*group
 	ckptDeleted  []string
 	restored     bool
@@ -425,7 +426,7 @@ func (o *Operator) addBytes(g *group, n int64) {
 
 func (o *Operator) dropGroup(g *group) {
 	g.dead = true
-	if g.stateKey != "" {
+	if o.tracking && g.stateKey != "" {
 		o.ckptDeleted = append(o.ckptDeleted, g.stateKey)
 	}
 	o.stats.LiveGroups--

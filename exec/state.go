@@ -39,6 +39,16 @@ var MetaKey = []byte("m")
 // nil for a deleted entry). The meta entry, carrying position, comes last.
 func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
 	var kb, vb []byte
+	if !o.tracking {
+		// Changes are tracked only once a host checkpoints (otherwise the
+		// change lists would grow without bound); the first checkpoint
+		// therefore writes everything.
+		full = true
+		o.tracking = true
+		if o.dedup != nil {
+			o.dedup.tracking = true
+		}
+	}
 	if full {
 		for _, g := range o.liveGroups() {
 			kb, vb = o.groupEntry(kb[:0], vb[:0], g)
@@ -83,7 +93,7 @@ func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []by
 
 // markCkpt records that g changed since the last checkpoint.
 func (o *Operator) markCkpt(g *group) {
-	if !g.ckptDirty {
+	if o.tracking && !g.ckptDirty {
 		g.ckptDirty = true
 		o.ckptChanged = append(o.ckptChanged, g)
 	}
@@ -157,6 +167,12 @@ func (o *Operator) metaEntry(position []byte) []byte {
 func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if o.stats.Rows != 0 || o.restored {
 		return nil, fmt.Errorf("%w: restore into an operator that already ran", ErrBadState)
+	}
+	// A restored operator continues a store that already holds entries:
+	// every later change must be tracked, deletes included.
+	o.tracking = true
+	if o.dedup != nil {
+		o.dedup.tracking = true
 	}
 	if len(val) == 0 {
 		return nil, nil // a deleted entry
