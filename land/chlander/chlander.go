@@ -228,7 +228,9 @@ func (l *Lander) exec(ctx context.Context, stmt string, body []byte) ([]byte, er
 
 // Exec runs one statement and returns the reply body (for hosts and tests:
 // OPTIMIZE, SYSTEM STOP MERGES, ad-hoc reads).
-func (l *Lander) Exec(ctx context.Context, stmt string) ([]byte, error) { return l.exec(ctx, stmt, nil) }
+func (l *Lander) Exec(ctx context.Context, stmt string) ([]byte, error) {
+	return l.exec(ctx, stmt, nil)
+}
 
 // Mode implements land.Lander.
 func (l *Lander) Mode() land.Mode { return l.o.Mode }
