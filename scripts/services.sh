@@ -243,7 +243,7 @@ up_dynamodb() {
 		(cd "$pkg" && npm ci --no-audit --no-fund --loglevel=error >&2) || die "dynamodb: npm ci in $pkg failed"
 	fi
 	mkdir -p "$dir"
-	(cd "$pkg" && exec setsid nohup node node_modules/dynalite/cli.js --host "$HOST" --port "$DYNAMO_PORT" \
+	(cd "$pkg" && exec setsid nohup node server.js --host "$HOST" --port "$DYNAMO_PORT" \
 		--createTableMs 0 --deleteTableMs 0 --updateTableMs 0 </dev/null >"$dir/log" 2>&1) &
 	local pid=$!
 	record dynamodb "$pid"
@@ -291,7 +291,7 @@ cmd_pattern() {
 	redis) echo redis-server ;;
 	postgres) echo postgres ;;
 	clickhouse) echo clickhouse ;;
-	dynamodb) echo dynalite ;;
+	dynamodb) echo "server.js\|dynalite" ;;
 	kafka) echo ubik-broker ;;
 	esac
 }

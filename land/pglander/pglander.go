@@ -30,6 +30,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -59,6 +60,9 @@ type Options struct {
 	NoCreate bool
 	// BatchRows bounds the rows of one statement (default 2000).
 	BatchRows int
+	// Parallel bounds the statements of one Land call in flight, each on
+	// its own connection (default 2). They touch disjoint rows.
+	Parallel int
 }
 
 // Lander lands into PostgreSQL. It is safe for concurrent use.
@@ -102,6 +106,12 @@ func New(ctx context.Context, opts Options) (*Lander, error) {
 	}
 	if opts.BatchRows == 0 {
 		opts.BatchRows = 2000
+	}
+	if opts.Parallel < 0 {
+		return nil, fmt.Errorf("pglander: Parallel %d is negative", opts.Parallel)
+	}
+	if opts.Parallel == 0 {
+		opts.Parallel = 2
 	}
 	t, err := quoteTable(opts.Table)
 	if err != nil {
@@ -190,12 +200,38 @@ func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result
 	slices.SortFunc(items, func(a, b land.Item) int {
 		return cmp.Or(strings.Compare(a.Query, b.Query), bytes.Compare(a.Group, b.Group), cmp.Compare(a.WindowStart, b.WindowStart))
 	})
-	for start := 0; start < len(items); start += l.o.BatchRows {
-		r, err := l.write(ctx, items[start:min(start+l.o.BatchRows, len(items))])
-		if err != nil {
-			return land.Result{}, err
-		}
-		res = res.Add(r)
+	n := (len(items) + l.o.BatchRows - 1) / l.o.BatchRows
+	var (
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		first error
+		next  atomic.Int64
+	)
+	for range min(n, l.o.Parallel) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				r, err := l.write(ctx, items[i*l.o.BatchRows:min((i+1)*l.o.BatchRows, len(items))])
+				mu.Lock()
+				res = res.Add(r)
+				if err != nil && first == nil {
+					first = err
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return land.Result{}, first
 	}
 	return res, nil
 }
