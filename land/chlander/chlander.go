@@ -294,39 +294,65 @@ type identity struct {
 	ws           int64
 }
 
+// maxInList bounds the bytes of one IN list, well under the server's
+// max_query_size (256 KiB by default).
+const maxInList = 128 << 10
+
 // versions reads the stored (window_start, revision) of items' identities.
 func (l *Lander) versions(ctx context.Context, items []land.Item) (map[identity]land.Version, error) {
-	var in []byte
-	for i, it := range items {
-		if i > 0 {
-			in = append(in, ',')
-		}
-		in = append(in, '(')
-		in = appendLiteral(in, it.Query)
-		in = append(in, ',')
-		in = appendLiteral(in, string(it.Group))
-		if l.o.Mode == land.History {
-			in = append(in, ',')
-			in = strconv.AppendInt(in, it.WindowStart, 10)
-		}
-		in = append(in, ')')
-	}
-	where := "(" + l.identityColumns() + ") IN (" + string(in) + ")"
-	q := "SELECT query, group_key, window_start, revision FROM (" + l.CurrentSQL(where) + ") FORMAT JSONEachRow"
-	out, err := l.exec(ctx, q, nil)
-	if err != nil {
-		return nil, err
-	}
 	m := make(map[identity]land.Version, len(items))
-	err = eachRow(out, func(r row) error {
-		id := identity{r.Query, r.GroupKey, 0}
-		if l.o.Mode == land.History {
-			id.ws = r.WindowStart
+	for len(items) > 0 {
+		var in []byte
+		n := 0
+		for ; n < len(items) && len(in) < maxInList; n++ {
+			it := items[n]
+			if n > 0 {
+				in = append(in, ',')
+			}
+			in = append(in, '(')
+			in = appendLiteral(in, it.Query)
+			in = append(in, ',')
+			in = appendLiteral(in, string(it.Group))
+			if l.o.Mode == land.History {
+				in = append(in, ',')
+				in = strconv.AppendInt(in, it.WindowStart, 10)
+			}
+			in = append(in, ')')
 		}
-		m[id] = land.Version{WindowStart: r.WindowStart, Revision: r.Revision}
-		return nil
-	})
-	return m, err
+		items = items[n:]
+		// Only the guard columns: the collapse of value and key is not needed.
+		q := "SELECT query, group_key, argMax(window_start, (window_start, revision)) AS ws, " +
+			"argMax(revision, (window_start, revision)) AS rev FROM " + l.table +
+			" WHERE (" + l.identityColumns() + ") IN (" + string(in) + ") GROUP BY " + l.identityColumns() +
+			" FORMAT JSONEachRow"
+		out, err := l.exec(ctx, q, nil)
+		if err != nil {
+			return nil, err
+		}
+		dec := json.NewDecoder(bytes.NewReader(out))
+		for {
+			var r struct {
+				Query    string `json:"query"`
+				GroupKey string `json:"group_key"`
+				WS       int64  `json:"ws"`
+				Rev      uint64 `json:"rev"`
+			}
+			if err := dec.Decode(&r); err == io.EOF {
+				break
+			} else if err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrReply, err)
+			}
+			id := identity{r.Query, r.GroupKey, 0}
+			if l.o.Mode == land.History {
+				id.ws = r.WS
+			}
+			m[id] = land.Version{WindowStart: r.WS, Revision: r.Rev}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 // row is one JSONEachRow line of the collapsed read.

@@ -46,11 +46,11 @@ func TestAppendOnlyConformance(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 3))
 			gen := landtest.Gen{Mode: mode, Queries: []string{"qa", "qb"}, Groups: 2, Windows: 3, Revisions: 4}
 			var all []changelog.Record
-			for trial := range 1000 {
+			for trial := range 400 {
 				all = append(all, gen.Changelog(r, trial)...)
 			}
 			l := open(t, mode, testenv.Name(t, "ch"), true)
-			for _, b := range landtest.Batches(r, landtest.Deliver(r, all, 3), 50) {
+			for _, b := range landtest.Batches(r, landtest.Deliver(r, all, 3), 200) {
 				if _, err := l.Land(context.Background(), b); err != nil {
 					t.Fatal(err)
 				}
