@@ -46,6 +46,7 @@ type Decoder struct {
 	p       fastjson.Parser
 	row     []types.Value
 	scratch []byte
+	jsonBuf []byte // raw text of JSON columns for the current event
 }
 
 // NewDecoder returns a decoder for src's columns.
@@ -65,6 +66,7 @@ func (d *Decoder) Decode(line []byte) ([]types.Value, error) {
 	if err != nil {
 		return nil, &DecodeError{Msg: "an event must be a JSON object, got " + v.Type().String()}
 	}
+	d.jsonBuf = d.jsonBuf[:0]
 	for i := range d.src.Columns {
 		c := &d.src.Columns[i]
 		f := obj.Get(c.Name)
@@ -76,6 +78,15 @@ func (d *Decoder) Decode(line []byte) ([]types.Value, error) {
 				return nil, &DecodeError{Column: c.Name, Msg: "event time is null"}
 			}
 			d.row[i] = types.NullOf(c.Type)
+			continue
+		}
+		if c.JSON {
+			// Keep the value's JSON text; -> and ->> read paths from it.
+			// Earlier cells keep pointing at the old array if this append
+			// grows the buffer, so they stay valid.
+			n := len(d.jsonBuf)
+			d.jsonBuf = f.MarshalTo(d.jsonBuf)
+			d.row[i] = types.Value{Kind: types.KindVarchar, S: bytesString(d.jsonBuf[n:])}
 			continue
 		}
 		cell, derr := d.convert(f, c.Type)

@@ -44,6 +44,9 @@ func explainSource(s *Source) string {
 	cols := make([]string, len(s.Columns))
 	for i, c := range s.Columns {
 		cols[i] = c.Name + " " + c.Type.String()
+		if c.JSON {
+			cols[i] = c.Name + " JSON"
+		}
 	}
 	wm := "no watermark"
 	if s.TimeCol >= 0 {

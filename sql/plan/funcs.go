@@ -18,26 +18,47 @@ type scalarFunc struct {
 }
 
 // scalarFuncs is the read-only registry of scalar functions, by lower-case
-// name. Issue 6 extends it (substring, date_trunc, ...).
+// name (filled once at init, never written after).
 var scalarFuncs map[string]scalarFunc
 
 func init() {
 	scalarFuncs = map[string]scalarFunc{
-		"coalesce":       {1, -1, bindCoalesce},
-		"ifnull":         {2, 2, bindCoalesce},
-		"nullif":         {2, 2, bindNullif},
-		"lower":          {1, 1, textFunc1(strings.ToLower)},
-		"lcase":          {1, 1, textFunc1(strings.ToLower)},
-		"upper":          {1, 1, textFunc1(strings.ToUpper)},
-		"ucase":          {1, 1, textFunc1(strings.ToUpper)},
-		"length":         {1, 1, bindLength},
-		"abs":            {1, 1, bindAbs},
-		"floor":          {1, 1, roundingFunc("floor", math.Floor)},
-		"ceil":           {1, 1, roundingFunc("ceil", math.Ceil)},
-		"ceiling":        {1, 1, roundingFunc("ceil", math.Ceil)},
-		"round":          {1, 2, bindRound},
-		"concat":         {1, -1, bindConcat},
-		"make_timestamp": {1, 1, bindMakeTimestamp},
+		"coalesce":            {1, -1, bindCoalesce},
+		"ifnull":              {2, 2, bindCoalesce},
+		"nullif":              {2, 2, bindNullif},
+		"lower":               {1, 1, textFunc1(strings.ToLower)},
+		"lcase":               {1, 1, textFunc1(strings.ToLower)},
+		"upper":               {1, 1, textFunc1(strings.ToUpper)},
+		"ucase":               {1, 1, textFunc1(strings.ToUpper)},
+		"length":              {1, 1, bindLength},
+		"abs":                 {1, 1, bindAbs},
+		"floor":               {1, 1, roundingFunc("floor", math.Floor)},
+		"ceil":                {1, 1, roundingFunc("ceil", math.Ceil)},
+		"ceiling":             {1, 1, roundingFunc("ceil", math.Ceil)},
+		"round":               {1, 2, bindRound},
+		"concat":              {1, -1, bindConcat},
+		"make_timestamp":      {1, 1, bindMakeTimestamp},
+		"len":                 {1, 1, bindLength},
+		"substring":           {2, 3, bindSubstring},
+		"substr":              {2, 3, bindSubstring},
+		"trim":                {1, 2, bindTrim},
+		"ltrim":               {1, 2, bindTrim},
+		"rtrim":               {1, 2, bindTrim},
+		"replace":             {3, 3, bindReplace},
+		"date_part":           {2, 2, bindDatePart},
+		"datepart":            {2, 2, bindDatePart},
+		"date_trunc":          {2, 2, bindDateTrunc},
+		"datetrunc":           {2, 2, bindDateTrunc},
+		"time_bucket":         {2, 3, bindTimeBucket},
+		"epoch_ms":            {1, 1, bindEpochMs},
+		"epoch_us":            {1, 1, bindEpochUs},
+		"epoch":               {1, 1, bindEpoch},
+		"to_timestamp":        {1, 1, bindToTimestamp},
+		"json_extract":        {2, 2, bindJSONExtract},
+		"json_extract_string": {2, 2, bindJSONExtract},
+	}
+	for name := range datePartFuncs {
+		scalarFuncs[name] = scalarFunc{1, 1, bindDatePartShort}
 	}
 }
 

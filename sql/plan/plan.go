@@ -34,6 +34,10 @@ type Expr interface {
 type Column struct {
 	Name string
 	Type types.Type
+	// JSON marks a column declared JSON: its Type is VARCHAR and the
+	// decoder stores the field's raw JSON text (any JSON value, a string
+	// with its quotes), for access with ->, ->> and json_extract.
+	JSON bool
 }
 
 // Source is a declared input stream (CREATE SOURCE, or registered through the
