@@ -57,6 +57,9 @@ func init() {
 		"json_extract":        {2, 2, bindJSONExtract},
 		"json_extract_string": {2, 2, bindJSONExtract},
 	}
+	for name := range aggCanonical {
+		aggFuncs[name] = true
+	}
 	for name := range datePartFuncs {
 		scalarFuncs[name] = scalarFunc{1, 1, bindDatePartShort}
 	}
@@ -64,7 +67,27 @@ func init() {
 
 // Aggregate, window and metadata function names (not in the scalar
 // registry: the query binder resolves them).
-var aggFuncs = map[string]bool{"count": true, "sum": true, "min": true, "max": true, "avg": true}
+var aggFuncs = map[string]bool{}
+
+// aggCanonical maps every aggregate name and alias (DuckDB's) to the
+// canonical AggCall.Func.
+var aggCanonical = map[string]string{
+	"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "avg", "mean": "avg",
+	"min_by": "min_by", "arg_min": "min_by", "argmin": "min_by",
+	"max_by": "max_by", "arg_max": "max_by", "argmax": "max_by",
+	"first": "first", "arbitrary": "first", "last": "last",
+	"var_samp": "var_samp", "variance": "var_samp", "var_pop": "var_pop",
+	"stddev_samp": "stddev_samp", "stddev": "stddev_samp", "stddev_pop": "stddev_pop",
+	"bool_and": "bool_and", "bool_or": "bool_or",
+	"approx_count_distinct": "approx_count_distinct", "approx_quantile": "approx_quantile",
+}
+
+// distinctOK lists the aggregates that accept DISTINCT (those where it
+// changes nothing, like min, included as DuckDB does).
+var distinctOK = map[string]bool{
+	"count": true, "sum": true, "avg": true, "min": true, "max": true, "var_samp": true, "var_pop": true,
+	"stddev_samp": true, "stddev_pop": true, "bool_and": true, "bool_or": true, "approx_count_distinct": true,
+}
 
 var windowGroupFuncs = map[string]WindowKind{"tumble": Tumble, "hop": Hop, "session": Session}
 

@@ -50,9 +50,9 @@ var datePartNames = map[string]datePart{
 	"millisecond": dpMillisecond, "milliseconds": dpMillisecond, "ms": dpMillisecond, "msec": dpMillisecond, "msecs": dpMillisecond,
 	"microsecond": dpMicrosecond, "microseconds": dpMicrosecond, "us": dpMicrosecond, "usec": dpMicrosecond, "usecs": dpMicrosecond,
 	"epoch": dpEpoch,
-	"dow": dpDow, "dayofweek": dpDow, "weekday": dpDow,
+	"dow":   dpDow, "dayofweek": dpDow, "weekday": dpDow,
 	"isodow": dpIsoDow,
-	"doy": dpDoy, "dayofyear": dpDoy,
+	"doy":    dpDoy, "dayofyear": dpDoy,
 	"week": dpWeek, "weeks": dpWeek, "w": dpWeek, "weekofyear": dpWeek,
 	"isoyear": dpIsoYear, "yearweek": dpYearWeek,
 	"quarter": dpQuarter, "quarters": dpQuarter,
@@ -137,7 +137,7 @@ func datePartExpr(p datePart, fname string, lead []Expr, x Expr) (Expr, string) 
 		t = types.Double
 	}
 	return &funcExpr{name: fname, args: append(lead, x), t: t, strict: true,
-		fn1: func(_ *funcExpr, v types.Value) (types.Value, error) { return extractPart(p, micros(v)), nil },
+		fn1:  func(_ *funcExpr, v types.Value) (types.Value, error) { return extractPart(p, micros(v)), nil },
 		arg1: len(lead)}, ""
 }
 
