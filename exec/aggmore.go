@@ -182,7 +182,9 @@ type byState struct {
 	t        types.Type
 }
 
-func (s *byState) update(types.Value) error { return errors.New("exec: min_by/max_by takes two arguments") }
+func (s *byState) update(types.Value) error {
+	return errors.New("exec: min_by/max_by takes two arguments")
+}
 
 func (s *byState) updateArgs(a []types.Value) error {
 	if a[0].Null || a[1].Null {
@@ -558,6 +560,10 @@ const (
 type quantileState struct {
 	sk              *ddsketch.DDSketch
 	ninf, pinf, nan int64
+	// lo, hi are the exact extremes of the sketched values: the answer is
+	// clamped to them, so a group of equal values answers exactly and the
+	// error never exceeds the sketch's.
+	lo, hi float64
 	q               float64
 	t               types.Type
 }
@@ -596,9 +602,11 @@ func (s *quantileState) update(v types.Value) error {
 	}
 	if s.sk == nil {
 		s.sk = newQuantileSketch()
+		s.lo, s.hi = x, x
 	}
 	switch err := s.sk.Add(x); {
 	case err == nil:
+		s.lo, s.hi = min(s.lo, x), max(s.hi, x)
 	case x > 0:
 		s.pinf++ // above the sketch's largest trackable value (~1.7e308)
 	default:
@@ -612,12 +620,14 @@ func (s *quantileState) merge(o aggState) error {
 	s.ninf += t.ninf
 	s.pinf += t.pinf
 	s.nan += t.nan
-	if t.sk == nil {
+	if t.sk == nil || t.sk.IsEmpty() {
 		return nil
 	}
-	if s.sk == nil {
+	if s.sk == nil || s.sk.IsEmpty() {
 		s.sk = newQuantileSketch()
+		s.lo, s.hi = t.lo, t.hi
 	}
+	s.lo, s.hi = min(s.lo, t.lo), max(s.hi, t.hi)
 	return s.sk.MergeWith(t.sk)
 }
 
@@ -641,6 +651,7 @@ func (s *quantileState) result() types.Value {
 			q = min(1, (rank-float64(s.ninf))/(sc-1))
 		}
 		x, _ = s.sk.GetValueAtQuantile(q)
+		x = min(max(x, s.lo), s.hi)
 	case rank-float64(s.ninf)-sc < float64(s.pinf):
 		x = math.Inf(1)
 	default:
@@ -728,6 +739,8 @@ func (s *quantileState) appendState(b []byte) []byte {
 	var enc []byte
 	s.sk.Encode(&enc, true)
 	b = binary.AppendUvarint(b, uint64(len(enc)))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.lo))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.hi))
 	return append(b, enc...)
 }
 
@@ -737,6 +750,7 @@ func (s *quantileState) readState(r *reader) error {
 	if n == 0 || r.err != nil {
 		return r.err
 	}
+	s.lo, s.hi = r.f64(), r.f64()
 	data := r.bytes(int(n))
 	if r.err != nil {
 		return r.err
