@@ -564,8 +564,8 @@ type quantileState struct {
 	// clamped to them, so a group of equal values answers exactly and the
 	// error never exceeds the sketch's.
 	lo, hi float64
-	q               float64
-	t               types.Type
+	q      float64
+	t      types.Type
 }
 
 func newQuantileSketch() *ddsketch.DDSketch {
