@@ -386,8 +386,9 @@ func (s *fsum) appendState(b []byte) []byte {
 	} else {
 		b = append(b, 0)
 	}
-	b = binary.AppendUvarint(b, uint64(len(s.partials)))
-	for _, p := range s.partials {
+	partials := s.canonical()
+	b = binary.AppendUvarint(b, uint64(len(partials)))
+	for _, p := range partials {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p))
 	}
 	return b

@@ -560,6 +560,9 @@ const (
 type quantileState struct {
 	sk              *ddsketch.DDSketch
 	ninf, pinf, nan int64
+	// below, above count finite values beyond the sketch's trackable range
+	// (magnitude above ~1.7e308); they answer as the exact extremes.
+	below, above int64
 	// lo, hi are the exact extremes of the sketched values: the answer is
 	// clamped to them, so a group of equal values answers exactly and the
 	// error never exceeds the sketch's.
@@ -604,13 +607,13 @@ func (s *quantileState) update(v types.Value) error {
 		s.sk = newQuantileSketch()
 		s.lo, s.hi = x, x
 	}
+	s.lo, s.hi = min(s.lo, x), max(s.hi, x)
 	switch err := s.sk.Add(x); {
 	case err == nil:
-		s.lo, s.hi = min(s.lo, x), max(s.hi, x)
 	case x > 0:
-		s.pinf++ // above the sketch's largest trackable value (~1.7e308)
+		s.above++
 	default:
-		s.ninf++
+		s.below++
 	}
 	return nil
 }
@@ -620,10 +623,12 @@ func (s *quantileState) merge(o aggState) error {
 	s.ninf += t.ninf
 	s.pinf += t.pinf
 	s.nan += t.nan
-	if t.sk == nil || t.sk.IsEmpty() {
+	s.below += t.below
+	s.above += t.above
+	if t.sk == nil {
 		return nil
 	}
-	if s.sk == nil || s.sk.IsEmpty() {
+	if s.sk == nil {
 		s.sk = newQuantileSketch()
 		s.lo, s.hi = t.lo, t.hi
 	}
@@ -636,23 +641,29 @@ func (s *quantileState) result() types.Value {
 	if s.sk != nil {
 		sc = s.sk.GetCount()
 	}
-	total := float64(s.ninf+s.pinf+s.nan) + sc
+	total := float64(s.ninf+s.below+s.above+s.pinf+s.nan) + sc
 	if total == 0 {
 		return types.NullOf(s.t)
 	}
+	// The order: -Inf, untrackably low, the sketch, untrackably high,
+	// +Inf, NaN.
 	rank := s.q * (total - 1)
 	var x float64
 	switch {
 	case rank < float64(s.ninf):
 		x = math.Inf(-1)
-	case rank-float64(s.ninf) < sc:
+	case rank < float64(s.ninf+s.below):
+		x = s.lo
+	case rank-float64(s.ninf+s.below) < sc:
 		q := 0.0
 		if sc > 1 {
-			q = min(1, (rank-float64(s.ninf))/(sc-1))
+			q = min(1, (rank-float64(s.ninf+s.below))/(sc-1))
 		}
 		x, _ = s.sk.GetValueAtQuantile(q)
 		x = min(max(x, s.lo), s.hi)
-	case rank-float64(s.ninf)-sc < float64(s.pinf):
+	case rank-float64(s.ninf+s.below)-sc < float64(s.above):
+		x = s.hi
+	case rank-float64(s.ninf+s.below+s.above)-sc < float64(s.pinf):
 		x = math.Inf(1)
 	default:
 		x = math.NaN()
@@ -733,12 +744,16 @@ func (s *quantileState) appendState(b []byte) []byte {
 	b = binary.AppendVarint(b, s.ninf)
 	b = binary.AppendVarint(b, s.pinf)
 	b = binary.AppendVarint(b, s.nan)
-	if s.sk == nil || s.sk.IsEmpty() {
+	b = binary.AppendVarint(b, s.below)
+	b = binary.AppendVarint(b, s.above)
+	if s.sk == nil {
 		return append(b, 0)
 	}
 	var enc []byte
 	s.sk.Encode(&enc, true)
-	b = binary.AppendUvarint(b, uint64(len(enc)))
+	// 1 + len: an empty sketch (only untrackable values) encodes to no
+	// bytes but still carries lo and hi.
+	b = binary.AppendUvarint(b, uint64(len(enc))+1)
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.lo))
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.hi))
 	return append(b, enc...)
@@ -746,12 +761,13 @@ func (s *quantileState) appendState(b []byte) []byte {
 
 func (s *quantileState) readState(r *reader) error {
 	s.ninf, s.pinf, s.nan = r.varint(), r.varint(), r.varint()
+	s.below, s.above = r.varint(), r.varint()
 	n := r.uvarint()
 	if n == 0 || r.err != nil {
 		return r.err
 	}
 	s.lo, s.hi = r.f64(), r.f64()
-	data := r.bytes(int(n))
+	data := r.bytes(int(n - 1))
 	if r.err != nil {
 		return r.err
 	}

@@ -133,3 +133,27 @@ func (s *fsum) result() float64 {
 }
 
 func (s *fsum) bytes() int { return 8*cap(s.partials) + 24 + 24 }
+
+// canonical returns partials that depend only on the exact sum, not on the
+// order of the additions that built it: the sum rounded to nearest, then
+// the rest rounded to nearest, and so on (smallest first, as add keeps
+// them). Checkpoints write these, so that equal states have equal bytes.
+func (s *fsum) canonical() []float64 {
+	if s.wide != nil || len(s.partials) <= 1 {
+		return s.partials
+	}
+	rest := fsum{partials: append([]float64(nil), s.partials...)}
+	var out []float64
+	for len(rest.partials) > 0 && len(out) < 64 {
+		r := rest.result()
+		if r == 0 {
+			break
+		}
+		out = append(out, r)
+		rest.add(-r)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
