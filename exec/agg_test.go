@@ -27,7 +27,9 @@ func aggSeed(t *testing.T) uint64 {
 	return seed
 }
 
-func col(i int, t types.Type) plan.Expr { return &plan.ColRef{Index: i, T: t, Name: "c" + strconv.Itoa(i)} }
+func col(i int, t types.Type) plan.Expr {
+	return &plan.ColRef{Index: i, T: t, Name: "c" + strconv.Itoa(i)}
+}
 
 // aggCases are calls over rows of (x DOUBLE, k VARCHAR, b BOOLEAN, ts
 // TIMESTAMP, d DECIMAL(10,2), i BIGINT); each lists which columns feed it.
