@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
 )
@@ -15,6 +17,7 @@ func fuzzSource() *plan.Source {
 			{Name: "s", Type: types.Varchar}, {Name: "i", Type: types.Integer}, {Name: "b", Type: types.BigInt},
 			{Name: "h", Type: types.HugeInt}, {Name: "d", Type: types.Double}, {Name: "m", Type: types.Decimal(18, 3)},
 			{Name: "t", Type: types.Boolean}, {Name: "day", Type: types.Date}, {Name: "ts", Type: types.Timestamp},
+			{Name: "j", Type: types.Varchar, JSON: true},
 		},
 		TimeCol: 8,
 	}
@@ -29,6 +32,7 @@ func FuzzDecode(f *testing.F) {
 		`{"i":2147483648,"ts":"2026-07-18 10:00:00"}`, `{"m":1e400,"ts":"2026-07-18 10:00:00"}`, `{"d":-0,"ts":"0001-01-01 00:00:00"}`,
 		`{"s":"\ud800","ts":"-2026-07-18 10:00:00"}`, `{"ts":"2026-07-18 24:00:00"}`, `{"ts":"2026-07-18 10:00:00.1234567891"}`,
 		`{"m":"1/3","ts":"2026-07-18 10:00:00"}`, "{\"s\":\"\xff\",\"ts\":\"2026-07-18 10:00:00\"}",
+		`{"j":{"a":[1,{"b":"\u00e9"}]},"s":"x","ts":"2026-07-18 10:00:00"}`, `{"j":"str","ts":"2026-07-18 10:00:00"}`, `{"j":1e999,"ts":"2026-07-18 10:00:00"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -50,6 +54,12 @@ func FuzzDecode(f *testing.F) {
 		if row[8].Null {
 			t.Fatal("a decoded row has a NULL event time")
 		}
+		// A JSON column holds valid JSON text.
+		if j := row[9]; !j.Null {
+			if err := fastjson.Validate(j.S); err != nil {
+				t.Fatalf("JSON column holds %q: %v", j.S, err)
+			}
+		}
 	})
 }
 
@@ -67,5 +77,35 @@ func TestDecodeValues(t *testing.T) {
 	}
 	if got := row[5].Int128().String(); got != "2001" { // 2.0005 rounds half away from zero to 2.001
 		t.Fatalf("decimal unscaled %s", got)
+	}
+}
+
+// TestDecodeJSONColumn: a JSON column keeps the field's JSON text, whatever
+// its type; JSON null and an absent field are SQL NULL; two JSON columns do
+// not overwrite each other.
+func TestDecodeJSONColumn(t *testing.T) {
+	src := &plan.Source{Name: "ev", TimeCol: -1, Columns: []plan.Column{
+		{Name: "a", Type: types.Varchar, JSON: true}, {Name: "b", Type: types.Varchar, JSON: true}, {Name: "n", Type: types.BigInt},
+	}}
+	d := NewDecoder(src)
+	for _, c := range []struct{ in, a, b string }{
+		{`{"a":{"x":[1,2,{"y":"é"}]},"b":"s\"q","n":1}`, `{"x":[1,2,{"y":"é"}]}`, `"s\"q"`},
+		{`{"a":1.50,"b":true}`, `1.50`, `true`},
+		{`{"a":null}`, "NULL", "NULL"},
+		{`{"a":[],"b":{}}`, `[]`, `{}`},
+	} {
+		row, err := d.Decode([]byte(c.in))
+		if err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		for i, want := range []string{c.a, c.b} {
+			got := "NULL"
+			if !row[i].Null {
+				got = row[i].S
+			}
+			if got != want {
+				t.Errorf("%s column %d: got %s, want %s", c.in, i, got, want)
+			}
+		}
 	}
 }

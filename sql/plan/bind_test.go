@@ -18,7 +18,7 @@ func testSources() []*Source {
 				{Name: "customer", Type: types.Varchar}, {Name: "amount", Type: types.Decimal(10, 2)}, {Name: "qty", Type: types.Integer},
 				{Name: "price", Type: types.Double}, {Name: "ts", Type: types.Timestamp}, {Name: "other_ts", Type: types.Timestamp},
 				{Name: "flag", Type: types.Boolean}, {Name: "d", Type: types.Date}, {Name: "big", Type: types.BigInt}, {Name: "huge", Type: types.HugeInt},
-				{Name: "span", Type: types.Interval},
+				{Name: "span", Type: types.Interval}, {Name: "payload", Type: types.Varchar, JSON: true},
 			},
 			TimeCol:        4,
 			WatermarkDelay: 5_000_000,
