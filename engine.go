@@ -1,6 +1,7 @@
 package ubik
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
@@ -157,6 +158,9 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (*Query, error) {
 		dec:   exec.NewDecoder(pq.Source),
 		start: e.opts.Now(),
 	}
+	if err := q.dec.Err(); err != nil {
+		return nil, err
+	}
 	var err error
 	q.op, err = exec.New(pq, exec.Config{
 		Emit:     q.onRecord,
@@ -258,8 +262,11 @@ func (q *Query) Push(event []byte) (err error) {
 	if err := q.admit(); err != nil {
 		return err
 	}
-	q.eventsIn++
 	row, derr := q.dec.Decode(event)
+	if row == nil && derr == nil {
+		return nil // a CSV header record: not an event
+	}
+	q.eventsIn++
 	if derr != nil {
 		q.malformed++
 		return q.eventErr(derr)
@@ -437,4 +444,63 @@ func recoverInto(err *error) {
 	if r := recover(); r != nil {
 		*err = fmt.Errorf("%w: %v\n%s", ErrInternal, r, debug.Stack())
 	}
+}
+
+// Checkpoint writes the query's state entries through put: all of them when
+// full is set, else only those changed since the previous checkpoint (a nil
+// value deletes an entry). position is opaque host data (an input offset)
+// stored in the meta entry, which comes last. See exec.Operator.Checkpoint.
+func (q *Query) Checkpoint(full bool, position []byte, put func(key, val []byte) error) (err error) {
+	if err := q.enter(); err != nil {
+		return err
+	}
+	defer q.leave(&err)
+	return q.op.Checkpoint(full, q.hostPosition(position), put)
+}
+
+// Restore loads one checkpoint entry into a query that has not processed
+// anything yet. For the meta entry it returns the host position given to
+// Checkpoint. Call FinishRestore after the last entry.
+func (q *Query) Restore(key, val []byte) (position []byte, err error) {
+	if err := q.enter(); err != nil {
+		return nil, err
+	}
+	defer q.leave(&err)
+	pos, err := q.op.Restore(key, val)
+	if err != nil || pos == nil {
+		return nil, err
+	}
+	return q.restoreHostPosition(pos)
+}
+
+// FinishRestore completes a restore; the query then continues where the
+// checkpoint left it: revisions continue and no window is finalized twice.
+func (q *Query) FinishRestore() (err error) {
+	if err := q.enter(); err != nil {
+		return err
+	}
+	defer q.leave(&err)
+	q.op.FinishRestore()
+	return nil
+}
+
+// hostPosition prefixes the host's position with the query's own counters,
+// so that the summary continues across a restart.
+func (q *Query) hostPosition(position []byte) []byte {
+	b := binary.AppendVarint(nil, q.eventsIn)
+	b = binary.AppendVarint(b, q.malformed)
+	return append(b, position...)
+}
+
+func (q *Query) restoreHostPosition(b []byte) ([]byte, error) {
+	in, n := binary.Varint(b)
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: bad position", exec.ErrBadState)
+	}
+	bad, m := binary.Varint(b[n:])
+	if m <= 0 {
+		return nil, fmt.Errorf("%w: bad position", exec.ErrBadState)
+	}
+	q.eventsIn, q.malformed = in, bad
+	return b[n+m:], nil
 }

@@ -95,8 +95,12 @@ func runScript(t *testing.T, path string) {
 		return nil
 	}
 	late := func(ev *exec.LateEvent) {
-		out = append(out, fmt.Sprintf("late %s: event %s window [%s, %s) watermark %s",
-			ev.Reason, ts(ev.EventTime), ts(ev.WindowStart), ts(ev.WindowEnd), ts(ev.Watermark)))
+		w := "-"
+		if ev.Windowed {
+			w = fmt.Sprintf("[%s, %s)", ts(ev.WindowStart), ts(ev.WindowEnd))
+		}
+		out = append(out, fmt.Sprintf("late %s: event %s window %s watermark %s",
+			ev.Reason, ts(ev.EventTime), w, ts(ev.Watermark)))
 	}
 	failed := false
 	for _, c := range cmds {
@@ -150,6 +154,9 @@ func runScript(t *testing.T, path string) {
 			s := q.Stats()
 			out = append(out, fmt.Sprintf("events=%d malformed=%d eval_errors=%d filtered=%d late=%d records=%d finalized=%d having_suppressed=%d live_groups=%d",
 				s.EventsIn, s.Malformed, s.EvalErrors, s.Filtered, s.Late, s.RecordsOut, s.WindowsFinalized, s.HavingSuppressed, s.LiveGroups))
+			if s.Duplicates+s.DedupLate+s.DedupKeys > 0 {
+				out = append(out, fmt.Sprintf("duplicates=%d dedup_late=%d dedup_keys=%d", s.Duplicates, s.DedupLate, s.DedupKeys))
+			}
 		case "expect":
 			got := out
 			out = nil

@@ -455,3 +455,35 @@ func (s *minMaxState) readState(r *reader) error {
 	s.v = r.value()
 	return r.err
 }
+
+// AggCost is the estimated state of one aggregate call per (group, window).
+type AggCost struct {
+	Name  string
+	Bytes int  // for an empty state
+	Grows bool // whether the state grows with the input (sets, sketches, exact sums' partials)
+}
+
+// StateCost estimates what one live (group, window) costs for q: a fixed
+// overhead, the key cells, and each aggregate's state. explain prints it.
+func StateCost(q *plan.Query) (overhead int, aggs []AggCost) {
+	overhead = 96 + 16*len(q.Aggs)
+	for _, k := range q.Keys {
+		if k.Kind == plan.KeyExpr {
+			overhead += 56 + 8 // the cell, plus its bytes in the map key
+		}
+	}
+	for i := range q.Aggs {
+		c := &q.Aggs[i]
+		s, err := newAggState(c)
+		if err != nil {
+			aggs = append(aggs, AggCost{Name: c.Name})
+			continue
+		}
+		_, grows := s.(*sumDoubleState)
+		if _, ok := s.(*avgDoubleState); ok {
+			grows = true
+		}
+		aggs = append(aggs, AggCost{Name: c.Name, Bytes: s.size(), Grows: grows})
+	}
+	return overhead, aggs
+}

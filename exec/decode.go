@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/valyala/fastjson"
@@ -46,18 +47,43 @@ type Decoder struct {
 	p       fastjson.Parser
 	row     []types.Value
 	scratch []byte
-	jsonBuf []byte // raw text of JSON columns for the current event
+	jsonBuf []byte      // raw text of JSON columns for the current event
+	csv     *csvDecoder // format = 'csv'
+	bad     error       // a source the decoder cannot read (bad CSV options)
 }
 
-// NewDecoder returns a decoder for src's columns.
+// NewDecoder returns a decoder for src's columns and format option
+// ('jsonl', the default, or 'csv'). A source it cannot read makes every
+// Decode fail with the reason (see Err).
 func NewDecoder(src *plan.Source) *Decoder {
-	return &Decoder{src: src, row: make([]types.Value, len(src.Columns))}
+	d := &Decoder{src: src, row: make([]types.Value, len(src.Columns))}
+	switch f := strings.ToLower(src.Options["format"]); f {
+	case "", "jsonl", "json", "ndjson":
+	case "csv":
+		d.csv, d.bad = newCSVDecoder(src)
+	default:
+		d.bad = fmt.Errorf("exec: source %s: unknown format %q (want jsonl or csv)", src.Name, f)
+	}
+	return d
 }
 
-// Decode parses one JSON object. Absent fields and JSON null become SQL NULL;
-// a missing or NULL event time is an error, because the event could not be
-// placed in time.
+// Err reports why the decoder cannot read its source, if it cannot.
+func (d *Decoder) Err() error { return d.bad }
+
+// IsCSV reports whether the source is CSV (records may span lines).
+func (d *Decoder) IsCSV() bool { return d.csv != nil }
+
+// Decode parses one event: a JSON object, or a CSV record. Absent fields and
+// nulls become SQL NULL; a missing or NULL event time is an error, because
+// the event could not be placed in time. For CSV with a header, the first
+// record is the header: Decode returns a nil row and no error for it.
 func (d *Decoder) Decode(line []byte) ([]types.Value, error) {
+	if d.bad != nil {
+		return nil, d.bad
+	}
+	if d.csv != nil {
+		return d.csv.decode(line, d.row)
+	}
 	v, err := d.p.ParseBytes(line)
 	if err != nil {
 		return nil, &DecodeError{Msg: "bad JSON: " + err.Error()}

@@ -41,6 +41,7 @@ func (e *EvalError) Unwrap() error { return e.Err }
 // final. The row aliases the caller's row and is valid only during the call.
 type LateEvent struct {
 	Row         []types.Value
+	Windowed    bool  // WindowStart and WindowEnd are set
 	EventTime   int64 // µs
 	WindowStart int64 // µs
 	WindowEnd   int64 // µs
@@ -60,6 +61,12 @@ type Config struct {
 	// Nanotime returns a monotonic clock reading in nanoseconds, used for
 	// emission latency. Required.
 	Nanotime func() int64
+	// ExternalWatermark stops Process from advancing the watermark from
+	// event times: the host alone moves it with AdvanceWatermark. A source
+	// with several partitions (Kafka) needs this, because its watermark is
+	// the minimum over the partitions, not the maximum event time seen.
+	// Event times are still tracked for Stats.MaxEventTime.
+	ExternalWatermark bool
 }
 
 // Stats are cumulative counters and current gauges of one operator.
@@ -68,6 +75,10 @@ type Stats struct {
 	Filtered         int64 // rows rejected by WHERE
 	EvalErrors       int64 // rows rejected by a runtime evaluation error
 	Late             int64 // rows that hit at least one already-final window
+	Duplicates       int64 // rows dropped as copies of a key seen within the dedup horizon
+	DedupLate        int64 // rows beyond the dedup horizon (a retry can no longer be told from a new event)
+	DedupKeys        int64 // keys remembered for deduplication now
+	DedupBytes       int64 // estimated bytes of the dedup state
 	RecordsOut       int64 // records emitted
 	HavingSuppressed int64 // emissions skipped because HAVING was false
 	WindowsFinalized int64 // (group, window) pairs closed
@@ -119,6 +130,8 @@ type Operator struct {
 	argBuf   [][]types.Value // per aggregate: evaluated arguments of the current row
 	keyBuf   []byte          // binary group key of the current row
 
+	dedup *dedupState // nil unless the source declares dedup_key
+
 	cont      *bucket           // continuous view
 	buckets   map[int64]*bucket // aligned windows by start
 	starts    int64Heap         // starts of live buckets
@@ -128,6 +141,7 @@ type Operator struct {
 
 	dirty []*group
 
+	tracking     bool // a host checkpoints: record changes between checkpoints
 	ckptChanged  []*group
 	ckptDeleted  []string
 	restored     bool
@@ -185,6 +199,9 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 		Windowed:        q.Window != nil,
 		WindowPositions: q.WindowPositions(),
 	}
+	if q.Source.Dedup != nil {
+		o.dedup = newDedup(q.Source.Dedup)
+	}
 	switch {
 	case q.Window == nil:
 		o.cont = &bucket{groups: map[string]*group{}}
@@ -212,6 +229,22 @@ func (o *Operator) Process(row []types.Value) error {
 	o.restored = true
 	o.stats.Rows++
 	q := o.q
+	if o.dedup != nil {
+		tc := q.Source.TimeCol
+		dup, beyond := o.dedup.admit(row, row[tc].I, o.watermark)
+		switch {
+		case dup:
+			o.stats.Duplicates++
+			return o.observeTime(row)
+		case beyond:
+			o.stats.DedupLate++
+			if o.cfg.Late != nil {
+				o.cfg.Late(&LateEvent{Row: row, EventTime: row[tc].I, Watermark: o.watermark,
+					Reason: "beyond the dedup horizon: a retry can no longer be told from a new event"})
+			}
+			return nil
+		}
+	}
 	if q.Filter != nil {
 		v, err := q.Filter.Eval(row)
 		if err != nil {
@@ -269,6 +302,9 @@ func (o *Operator) observeTime(row []types.Value) error {
 		return nil
 	}
 	o.maxEventTime = ts
+	if o.cfg.ExternalWatermark {
+		return nil
+	}
 	return o.AdvanceWatermark(ts - o.q.Source.WatermarkDelay)
 }
 
@@ -304,7 +340,7 @@ func (o *Operator) processAligned(row []types.Value) error {
 				o.stats.Late++
 			}
 			if o.cfg.Late != nil {
-				o.cfg.Late(&LateEvent{Row: row, EventTime: ts, WindowStart: s, WindowEnd: end, Watermark: o.watermark,
+				o.cfg.Late(&LateEvent{Row: row, Windowed: true, EventTime: ts, WindowStart: s, WindowEnd: end, Watermark: o.watermark,
 					Reason: "window already final"})
 			}
 			continue
@@ -390,7 +426,7 @@ func (o *Operator) addBytes(g *group, n int64) {
 
 func (o *Operator) dropGroup(g *group) {
 	g.dead = true
-	if g.stateKey != "" {
+	if o.tracking && g.stateKey != "" {
 		o.ckptDeleted = append(o.ckptDeleted, g.stateKey)
 	}
 	o.stats.LiveGroups--
@@ -435,6 +471,9 @@ func (o *Operator) AdvanceWatermark(wm int64) error {
 	}
 	o.watermark = wm
 	o.stats.Watermark = wm
+	if o.dedup != nil {
+		o.dedup.evict(wm)
+	}
 	switch {
 	case o.buckets != nil:
 		for o.starts.Len() > 0 {
@@ -611,6 +650,11 @@ func (o *Operator) Stats() Stats {
 	s.LatencyMax = float64(o.hist.max)
 	s.LatencyCount = o.hist.n
 	s.MaxEventTime = o.maxEventTime
+	s.Watermark = o.watermark
+	if o.dedup != nil {
+		s.DedupKeys = int64(len(o.dedup.seen))
+		s.DedupBytes = o.dedup.bytes
+	}
 	return s
 }
 

@@ -39,6 +39,16 @@ var MetaKey = []byte("m")
 // nil for a deleted entry). The meta entry, carrying position, comes last.
 func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
 	var kb, vb []byte
+	if !o.tracking {
+		// Changes are tracked only once a host checkpoints (otherwise the
+		// change lists would grow without bound); the first checkpoint
+		// therefore writes everything.
+		full = true
+		o.tracking = true
+		if o.dedup != nil {
+			o.dedup.tracking = true
+		}
+	}
 	if full {
 		for _, g := range o.liveGroups() {
 			kb, vb = o.groupEntry(kb[:0], vb[:0], g)
@@ -70,6 +80,11 @@ func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []by
 			g.stateKey = string(kb)
 		}
 	}
+	if o.dedup != nil {
+		if err := o.dedup.checkpoint(full, put); err != nil {
+			return err
+		}
+	}
 	o.ckptDeleted = o.ckptDeleted[:0]
 	clear(o.ckptChanged)
 	o.ckptChanged = o.ckptChanged[:0]
@@ -78,7 +93,7 @@ func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []by
 
 // markCkpt records that g changed since the last checkpoint.
 func (o *Operator) markCkpt(g *group) {
-	if !g.ckptDirty {
+	if o.tracking && !g.ckptDirty {
 		g.ckptDirty = true
 		o.ckptChanged = append(o.ckptChanged, g)
 	}
@@ -139,7 +154,7 @@ func (o *Operator) metaEntry(position []byte) []byte {
 	b = binary.AppendVarint(b, o.maxEventTime)
 	b = binary.AppendUvarint(b, o.seq)
 	s := &o.stats
-	for _, c := range []int64{s.Rows, s.Filtered, s.EvalErrors, s.Late, s.RecordsOut, s.HavingSuppressed, s.WindowsFinalized} {
+	for _, c := range []int64{s.Rows, s.Filtered, s.EvalErrors, s.Late, s.RecordsOut, s.HavingSuppressed, s.WindowsFinalized, s.Duplicates, s.DedupLate} {
 		b = binary.AppendVarint(b, c)
 	}
 	b = binary.AppendUvarint(b, uint64(len(position)))
@@ -153,6 +168,12 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if o.stats.Rows != 0 || o.restored {
 		return nil, fmt.Errorf("%w: restore into an operator that already ran", ErrBadState)
 	}
+	// A restored operator continues a store that already holds entries:
+	// every later change must be tracked, deletes included.
+	o.tracking = true
+	if o.dedup != nil {
+		o.dedup.tracking = true
+	}
 	if len(val) == 0 {
 		return nil, nil // a deleted entry
 	}
@@ -165,7 +186,7 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 		o.maxEventTime = r.varint()
 		o.seq = r.uvarint()
 		s := &o.stats
-		for _, p := range []*int64{&s.Rows, &s.Filtered, &s.EvalErrors, &s.Late, &s.RecordsOut, &s.HavingSuppressed, &s.WindowsFinalized} {
+		for _, p := range []*int64{&s.Rows, &s.Filtered, &s.EvalErrors, &s.Late, &s.RecordsOut, &s.HavingSuppressed, &s.WindowsFinalized, &s.Duplicates, &s.DedupLate} {
 			*p = r.varint()
 		}
 		o.stats.Watermark = o.watermark
@@ -174,6 +195,22 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 		o.restoredRows = s.Rows
 		s.Rows = 0 // Restore may be called for more entries; Process checks Rows.
 		return position, r.err
+	}
+	if len(key) == 0 {
+		return nil, fmt.Errorf("%w: empty entry key", ErrBadState)
+	}
+	if key[0] == 'd' && len(key) > 1 {
+		if o.dedup == nil {
+			return nil, fmt.Errorf("%w: a dedup entry, but the source declares no dedup_key", ErrBadState)
+		}
+		ts := r.varint()
+		if r.err != nil {
+			return nil, r.err
+		}
+		if _, ok := o.dedup.seen[string(key[1:])]; !ok {
+			o.dedup.add(string(key[1:]), ts)
+		}
+		return nil, nil
 	}
 	if len(key) < 9 || key[0] != 'g' {
 		return nil, fmt.Errorf("%w: unknown entry key %q", ErrBadState, key)

@@ -190,3 +190,10 @@ func (e *RecordError) Error() string {
 }
 
 func (e *RecordError) Unwrap() error { return e.Err }
+
+// Scanner is implemented by landers that can list everything they store
+// (for hosts rebuilding a cache, and for tests that check no stray row
+// exists). fn's slices are valid only during the call.
+type Scanner interface {
+	Scan(ctx context.Context, fn func(Ref, Stored) error) error
+}

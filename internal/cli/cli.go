@@ -37,9 +37,11 @@ type command struct {
 
 // commands is read-only after init: the table of subcommands.
 var commands = map[string]command{
-	"run":   {"run a query over an input and print its changelog", runRun},
-	"land":  {"upsert a changelog into Redis, DynamoDB, Postgres or ClickHouse", runLand},
-	"usage": {"write to and read from the deduplicating usage-event log", runUsage},
+	"run":     {"run a query over an input and print its changelog", runRun},
+	"infer":   {"print a CREATE SOURCE statement inferred from the first records of a file", runInfer},
+	"explain": {"print the plan of a query: key layout, windows, aggregates and their state cost, emit policy", runExplain},
+	"land":    {"upsert a changelog into Redis, DynamoDB, Postgres or ClickHouse", runLand},
+	"usage":   {"write to and read from the deduplicating usage-event log", runUsage},
 }
 
 // ErrUsage marks a command-line usage error (exit status 2).

@@ -38,6 +38,11 @@ type runFlags struct {
 	quiet      bool
 	deadLetter string
 	lateOutput string
+	stateDir   string
+	infer      bool
+	metrics    string
+
+	checkpointEvery time.Duration
 }
 
 func runRun(ctx context.Context, env *Env, args []string) error {
@@ -54,6 +59,11 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&f.quiet, "quiet", false, "do not print the summary")
 	fs.StringVar(&f.deadLetter, "dead-letter", "", "write each malformed event with its line number and error to this file (JSON lines)")
 	fs.StringVar(&f.lateOutput, "late-output", "", "write each late event, keyed by the same contract, with the reason, to this file (JSON lines)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "checkpoint state, input position and output lengths here; rerunning the same command after a crash resumes")
+	fs.BoolVar(&f.infer, "infer", false, "when the query reads a source the script does not declare, infer it from the first records of --input and print the CREATE SOURCE")
+	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); off by default")
+	fs.DurationVar(&f.checkpointEvery, "checkpoint-interval", time.Second, "how often to checkpoint with --state-dir")
+	kf := addKafkaFlags(fs) // run_kafka.go
 	fs.Usage = func() {
 		fmt.Fprintln(env.Stderr, "usage: ubik run QUERY.sql [--input FILE] [--format tsv|jsonl] [flags]")
 		fs.PrintDefaults()
@@ -85,6 +95,23 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer eng.Close()
+	if f.infer {
+		if src := undeclaredSource(string(sqlText)); src != "" {
+			if f.input == "" || f.input == "-" {
+				return fmt.Errorf("%w: --infer needs --input FILE to read the first records from", ErrUsage)
+			}
+			s, err := inferFile(f.input, src, "", 1000)
+			if err != nil {
+				return err
+			}
+			s.Path = ""
+			decl := s.SQL()
+			fmt.Fprintf(env.Stderr, "ubik: inferred source %s (keep it in your script):\n%s", src, decl)
+			if err := eng.Exec(decl); err != nil {
+				return fmt.Errorf("inferred source: %w", err)
+			}
+		}
+	}
 	prog, err := eng.Compile(string(sqlText), name)
 	if err != nil {
 		return sqlError(sqlPath, err)
@@ -93,41 +120,129 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if kf.wanted(prog, pq) {
+		return runKafka(ctx, env, kf, &f, prog, pq)
+	}
 
-	in, inName, size, err := openInput(env, f.input, pq.Source.Options["path"])
+	inPath := f.input
+	if inPath == "" {
+		inPath = pq.Source.Options["path"]
+	}
+	var ck *checkpointFile
+	if f.stateDir != "" {
+		if inPath == "" || inPath == "-" {
+			return fmt.Errorf("%w: --state-dir needs an input file to resume from (not stdin)", ErrUsage)
+		}
+		if f.output == "" || f.output == "-" {
+			return fmt.Errorf("%w: --state-dir needs --output FILE: a resumed run cuts the output back to its last checkpoint", ErrUsage)
+		}
+		abs, _ := filepath.Abs(inPath)
+		if ck, err = newCheckpointFile(f.stateDir, string(sqlText), pq.Name, abs); err != nil {
+			return err
+		}
+	}
+
+	// The changelog, dead-letter and late outputs. OnRecord and the hooks
+	// write through these variables, which are set before the first event.
+	var w, dead, lateW io.Writer
+	var lateBuf, outBuf []byte
+	var lateHook func(*exec.LateEvent)
+	if f.lateOutput != "" {
+		lateHook = func(ev *exec.LateEvent) {
+			lateBuf = appendLate(lateBuf[:0], pq.Name, ev)
+			lateW.Write(lateBuf)
+		}
+	}
+	qo := ubik.QueryOptions{
+		Name:   pq.Name,
+		Strict: f.strict,
+		OnLate: lateHook,
+		OnRecord: func(r changelog.Record) error {
+			outBuf = formatRecord(outBuf[:0], f.format, &r)
+			_, err := w.Write(outBuf)
+			return err
+		},
+	}
+	q, err := eng.StartPlan(pq, qo)
+	if err != nil {
+		return err
+	}
+	var resume ckptHeader
+	if ck != nil {
+		h, err := ck.load(q)
+		if err != nil {
+			return err
+		}
+		if h != nil {
+			if h.Finished {
+				fmt.Fprintf(env.Stderr, "ubik: %s: the run checkpointed in %s already completed; remove the state dir to run again\n", pq.Name, f.stateDir)
+				return nil
+			}
+			resume = *h
+			fmt.Fprintf(env.Stderr, "ubik: %s: resuming from line %d of %s\n", pq.Name, h.Line, inPath)
+		}
+	}
+
+	in, inName, size, err := openInput(env, inPath, "")
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, closeOut, err := openOutput(env, f.output)
-	if err != nil {
-		return err
+	if resume.InputOffset > 0 {
+		if _, err := in.(io.Seeker).Seek(resume.InputOffset, io.SeekStart); err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
 	}
-	w := bufio.NewWriterSize(out, 256<<10)
-
-	var dead, lateW *bufio.Writer
-	if f.deadLetter != "" {
-		df, err := os.Create(f.deadLetter)
+	var files [3]*resumableFile // with --state-dir: changelog, dead letters, late events
+	var flushOut func() error
+	if ck != nil {
+		paths := [3]string{f.output, f.deadLetter, f.lateOutput}
+		for i, p := range paths {
+			if p == "" {
+				continue
+			}
+			if files[i], err = openResumable(p, resume.Outputs[i]); err != nil {
+				return err
+			}
+			defer files[i].Close()
+		}
+		w = files[0]
+		if files[1] != nil {
+			dead = files[1]
+		}
+		if files[2] != nil {
+			lateW = files[2]
+		}
+		flushOut = func() error { _, err := files[0].sync(); return err }
+	} else {
+		out, closeOut, err := openOutput(env, f.output)
 		if err != nil {
 			return err
 		}
-		defer df.Close()
-		dead = bufio.NewWriter(df)
-		defer dead.Flush()
-	}
-	var lateBuf []byte
-	var lateHook func(*exec.LateEvent)
-	if f.lateOutput != "" {
-		lf, err := os.Create(f.lateOutput)
-		if err != nil {
+		bw := bufio.NewWriterSize(out, 256<<10)
+		w = bw
+		flushOut = func() error {
+			err := bw.Flush()
+			if cerr := closeOut(); err == nil {
+				err = cerr
+			}
 			return err
 		}
-		defer lf.Close()
-		lateW = bufio.NewWriter(lf)
-		defer lateW.Flush()
-		lateHook = func(ev *exec.LateEvent) {
-			lateBuf = appendLate(lateBuf[:0], pq.Name, ev)
-			lateW.Write(lateBuf)
+		for _, o := range []struct {
+			path string
+			dst  *io.Writer
+		}{{f.deadLetter, &dead}, {f.lateOutput, &lateW}} {
+			if o.path == "" {
+				continue
+			}
+			fh, err := os.Create(o.path)
+			if err != nil {
+				return err
+			}
+			bw := bufio.NewWriter(fh)
+			*o.dst = bw
+			defer fh.Close()
+			defer bw.Flush()
 		}
 	}
 
@@ -147,22 +262,6 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		reported++
 	}
 
-	var outBuf []byte
-	qo := ubik.QueryOptions{
-		Name:   pq.Name,
-		Strict: f.strict,
-		OnLate: lateHook,
-		OnRecord: func(r changelog.Record) error {
-			outBuf = formatRecord(outBuf[:0], f.format, &r)
-			_, err := w.Write(outBuf)
-			return err
-		},
-	}
-	q, err := eng.StartPlan(pq, qo)
-	if err != nil {
-		return err
-	}
-
 	var bar *progressbar.ProgressBar
 	if env.IsTerminal && !f.noProgress && size > 0 {
 		bar = progressbar.NewOptions64(size, progressbar.OptionSetWriter(env.Stderr),
@@ -170,25 +269,92 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			progressbar.OptionClearOnFinish(), progressbar.OptionSetDescription("ubik run"))
 	}
 
+	var metrics *queryMetrics
+	if f.metrics != "" {
+		metrics = newQueryMetrics(pq.Name)
+		metrics.publish(q.Stats())
+		stop, bound, err := serveMetrics(ctx, f.metrics, metrics)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		fmt.Fprintf(env.Stderr, "ubik: metrics on http://%s/metrics\n", bound)
+	}
+
+	// checkpoint makes the outputs durable, then records their lengths with
+	// the state and the input position in one atomic file.
+	checkpoint := func(pos, line int64, finished bool) error {
+		h := ckptHeader{Finished: finished, InputOffset: pos, Line: line}
+		for i, rf := range files {
+			if rf == nil {
+				continue
+			}
+			n, err := rf.sync()
+			if err != nil {
+				return err
+			}
+			h.Outputs[i] = n
+		}
+		return ck.save(q, h)
+	}
+	lastCkpt := time.Now()
+
+	csvInput := strings.EqualFold(pq.Source.Options["format"], "csv")
+	if csvInput && resume.InputOffset > 0 && !strings.EqualFold(pq.Source.Options["header"], "false") {
+		// The header names the columns: read it again from the start.
+		hf, err := os.Open(inPath)
+		if err != nil {
+			return err
+		}
+		hdr, _, _ := readRecord(bufio.NewReader(hf), true)
+		hf.Close()
+		if err := q.Push(trimCR(hdr)); err != nil {
+			return fmt.Errorf("resume: CSV header: %w", err)
+		}
+	}
+
 	started := time.Now()
 	br := bufio.NewReaderSize(in, 1<<20)
-	var lineNo int64
-	var readBytes, lastBar int64
+	lineNo := resume.Line
+	readBytes := resume.InputOffset
+	var lastBar int64
 	var firstErr error
 	for {
-		if lineNo&4095 == 0 && ctx.Err() != nil {
-			firstErr = ctx.Err()
-			break
+		if lineNo&4095 == 0 {
+			if metrics != nil {
+				metrics.publish(q.Stats())
+			}
+			if ctx.Err() != nil {
+				firstErr = ctx.Err()
+				if ck != nil {
+					// A graceful stop checkpoints, so the next run resumes here.
+					if err := checkpoint(readBytes, lineNo, false); err != nil {
+						firstErr = err
+					}
+				}
+				break
+			}
+			if ck != nil && time.Since(lastCkpt) >= f.checkpointEvery {
+				if err := checkpoint(readBytes, lineNo, false); err != nil {
+					firstErr = err
+					break
+				}
+				lastCkpt = time.Now()
+			}
 		}
-		line, tooLong, rerr := readLine(br)
+		line, nlines, rerr := readRecord(br, csvInput)
 		if len(line) == 0 && rerr != nil {
 			if rerr != io.EOF {
 				firstErr = rerr
 			}
 			break
 		}
-		lineNo++
-		readBytes += int64(len(line)) + 1
+		tooLong := errors.Is(rerr, errTooLong)
+		lineNo += nlines
+		readBytes += int64(len(line)) + nlines
+		if rerr != nil && !tooLong {
+			readBytes-- // the last line had no newline
+		}
 		if bar != nil && readBytes-lastBar > 1<<20 {
 			bar.Set64(readBytes)
 			lastBar = readBytes
@@ -229,18 +395,21 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	if firstErr == nil {
 		firstErr = q.Close()
+		if firstErr == nil && ck != nil {
+			firstErr = checkpoint(readBytes, lineNo, true)
+		}
 	}
 	if bar != nil {
 		bar.Finish()
 	}
-	if err := w.Flush(); err != nil && firstErr == nil {
-		firstErr = err
-	}
-	if err := closeOut(); err != nil && firstErr == nil {
+	if err := flushOut(); err != nil && firstErr == nil {
 		firstErr = err
 	}
 	elapsed := time.Since(started)
 	st := q.Stats()
+	if metrics != nil {
+		metrics.publish(st)
+	}
 	sum := newSummary(pq.Name, st, elapsed)
 	if !f.quiet {
 		sum.print(env.Stderr)
@@ -323,6 +492,40 @@ func openOutput(env *Env, p string) (io.Writer, func() error, error) {
 	return fh, fh.Close, nil
 }
 
+// errTooLong marks a record longer than maxLineBytes (consumed, not kept).
+var errTooLong = errors.New("record too long")
+
+// readRecord returns the next event without its final newline, and how many
+// lines it spanned: one line, or for CSV as many lines as it takes to close
+// every quoted field. The error is io.EOF for a last line without a newline
+// (or nothing left), errTooLong for an oversized record.
+func readRecord(br *bufio.Reader, csv bool) ([]byte, int64, error) {
+	line, tooLong, err := readLine(br)
+	if tooLong {
+		return line, 1, errTooLong
+	}
+	if !csv || exec.CSVRecordComplete(line) || err != nil {
+		return line, 1, err
+	}
+	rec := append([]byte(nil), line...)
+	n := int64(1)
+	for !exec.CSVRecordComplete(rec) {
+		next, tooLong, err := readLine(br)
+		if len(next) == 0 && err != nil {
+			return rec, n, err
+		}
+		n++
+		if tooLong || len(rec)+len(next) > maxLineBytes {
+			return rec, n, errTooLong
+		}
+		rec = append(append(rec, '\n'), next...)
+		if err != nil {
+			return rec, n, err
+		}
+	}
+	return rec, n, nil
+}
+
 // readLine returns the next line without its newline. A line longer than
 // maxLineBytes is consumed and reported with tooLong set.
 func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
@@ -400,7 +603,7 @@ func formatRecord(b []byte, format string, r *changelog.Record) []byte {
 	return append(b, "]}\n"...)
 }
 
-func writeDead(w *bufio.Writer, input string, line int64, event []byte, err error) {
+func writeDead(w io.Writer, input string, line int64, event []byte, err error) {
 	b := []byte(`{"input": `)
 	b = changelog.AppendCell(b, types.Str(input))
 	b = append(b, `, "line": `...)
@@ -424,10 +627,12 @@ func appendLate(b []byte, query string, ev *exec.LateEvent) []byte {
 	b = changelog.AppendCell(b, types.Str(ev.Reason))
 	b = append(b, `, "event_time": `...)
 	b = changelog.AppendCell(b, types.TS(ev.EventTime))
-	b = append(b, `, "window_start": `...)
-	b = changelog.AppendCell(b, types.TS(ev.WindowStart))
-	b = append(b, `, "window_end": `...)
-	b = changelog.AppendCell(b, types.TS(ev.WindowEnd))
+	if ev.Windowed {
+		b = append(b, `, "window_start": `...)
+		b = changelog.AppendCell(b, types.TS(ev.WindowStart))
+		b = append(b, `, "window_end": `...)
+		b = changelog.AppendCell(b, types.TS(ev.WindowEnd))
+	}
 	b = append(b, `, "watermark": `...)
 	b = changelog.AppendCell(b, types.TS(ev.Watermark))
 	b = append(b, `, "row": `...)
@@ -443,6 +648,9 @@ type summary struct {
 	EvalErrors         int64   `json:"eval_errors"`
 	Filtered           int64   `json:"filtered"`
 	Late               int64   `json:"late"`
+	Duplicates         int64   `json:"duplicates"`
+	DedupLate          int64   `json:"dedup_late"`
+	DedupKeys          int64   `json:"dedup_keys"`
 	RecordsEmitted     int64   `json:"records_emitted"`
 	HavingSuppressed   int64   `json:"having_suppressed"`
 	WindowsFinalized   int64   `json:"windows_finalized"`
@@ -467,6 +675,9 @@ func newSummary(name string, st ubik.Stats, elapsed time.Duration) summary {
 		EvalErrors:       st.EvalErrors,
 		Filtered:         st.Filtered,
 		Late:             st.Late,
+		Duplicates:       st.Duplicates,
+		DedupLate:        st.DedupLate,
+		DedupKeys:        st.DedupKeys,
 		RecordsEmitted:   st.RecordsOut,
 		HavingSuppressed: st.HavingSuppressed,
 		WindowsFinalized: st.WindowsFinalized,
@@ -492,6 +703,10 @@ func newSummary(name string, st ubik.Stats, elapsed time.Duration) summary {
 const minInt64 = -1 << 63
 
 func (s summary) print(w io.Writer) {
-	fmt.Fprintf(w, "ubik: %s: %d events read, %d malformed, %d late, %d records emitted, %d windows finalized, %.3fs, %.0f events/s\n",
-		s.Query, s.EventsRead, s.Malformed+s.EvalErrors, s.Late, s.RecordsEmitted, s.WindowsFinalized, s.WallSeconds, s.EventsPerSecond)
+	dups := ""
+	if s.Duplicates+s.DedupLate > 0 {
+		dups = fmt.Sprintf(", %d duplicates dropped, %d beyond the dedup horizon", s.Duplicates, s.DedupLate)
+	}
+	fmt.Fprintf(w, "ubik: %s: %d events read, %d malformed, %d late%s, %d records emitted, %d windows finalized, %.3fs, %.0f events/s\n",
+		s.Query, s.EventsRead, s.Malformed+s.EvalErrors, s.Late, dups, s.RecordsEmitted, s.WindowsFinalized, s.WallSeconds, s.EventsPerSecond)
 }

@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/ubiksql/ubik"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,5 +123,55 @@ func TestRunSQLErrorHasCaret(t *testing.T) {
 	want := "GROUP BY kk\n" + strings.Repeat(" ", 36) + "^"
 	if !strings.Contains(errb.String(), "line 2:37") || !strings.Contains(errb.String(), want) {
 		t.Fatalf("stderr:\n%s", errb)
+	}
+}
+
+func TestExplain(t *testing.T) {
+	env, out, errb := testEnv("")
+	if code := Main(context.Background(), env, []string{"explain", "../../examples/merchant_totals.sql"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	for _, want := range []string{
+		"source events (", "watermark event_time - 00:00:05",
+		"window: TUMBLE(event_time, size 00:01:00)",
+		"key #0: merchant VARCHAR", "key #1: window_start TIMESTAMP",
+		"agg #3: sum(amount DOUBLE) -> DOUBLE", "emit: EARLY every 00:00:01",
+		"state per live (group, window):", "window cells at key positions [1]",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("explain lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	m := newQueryMetrics("q1")
+	stop, addr, err := serveMetrics(context.Background(), "127.0.0.1:0", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var st ubik.Stats
+	st.EventsIn, st.Malformed, st.Late, st.RecordsOut, st.LiveGroups, st.StateBytes = 10, 2, 1, 7, 3, 999
+	st.Watermark = time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC).UnixMicro()
+	m.publish(st)
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`ubik_events_in_total{query="q1"} 10`, `ubik_events_malformed_total{query="q1"} 2`,
+		`ubik_events_late_total{query="q1"} 1`, `ubik_records_out_total{query="q1"} 7`,
+		`ubik_live_groups{query="q1"} 3`, `ubik_state_bytes{query="q1"} 999`,
+		`ubik_watermark_seconds{query="q1"} 1.7843688e+09`, `ubik_watermark_lag_seconds{query="q1"}`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+	if _, _, err := serveMetrics(context.Background(), ":0", m); err == nil {
+		t.Error("an address without a host was accepted")
 	}
 }

@@ -2,6 +2,7 @@ package landtest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,11 @@ type Harness struct {
 	// Open over it and a function that restarts it, losing its contents
 	// (Redis without persistence).
 	Restartable func(t *testing.T) (open func(t testing.TB, mode land.Mode, ns string) land.Lander, restart func(t testing.TB))
+	// Windows, Revisions and MaxCopies bound the shape of one property
+	// trial: windows per group, revisions per window, copies per record
+	// (defaults 3, 4 and 3). A slow store may make trials smaller, never
+	// fewer.
+	Windows, Revisions, MaxCopies int
 }
 
 // Seed returns the seed of the randomized tests and logs it, so a failure
@@ -121,6 +127,10 @@ func landAll(t testing.TB, l land.Lander, batches [][]changelog.Record) land.Res
 // Check compares every identity of oracle with l's stored state.
 func Check(t testing.TB, h Harness, l land.Lander, oracle *Memory) {
 	t.Helper()
+	if s, ok := l.(land.Scanner); ok {
+		checkScan(t, h, s, oracle)
+		return
+	}
 	refs := oracle.Refs()
 	type miss struct {
 		ref  land.Ref
@@ -323,12 +333,13 @@ func testProperty(t *testing.T, h Harness) {
 	for mi, mode := range modes {
 		t.Run(mode.String(), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, uint64(mi)))
-			gen := Gen{Mode: mode, Queries: []string{"qa", "qb"}, Groups: 1, Windows: 3, Revisions: 4}
+			gen := Gen{Mode: mode, Queries: []string{"qa", "qb"}, Groups: 1,
+				Windows: cmp.Or(h.Windows, 3), Revisions: cmp.Or(h.Revisions, 4)}
 			var all []changelog.Record
 			for trial := range per {
 				all = append(all, gen.Changelog(r, trial)...)
 			}
-			delivered := Deliver(r, all, 3)
+			delivered := Deliver(r, all, cmp.Or(h.MaxCopies, 3))
 			l := open(t, h, mode, NS("prop"))
 			res := landAll(t, l, Batches(r, delivered, 64))
 			oracle := oracleOf(t, mode, all)
@@ -523,4 +534,40 @@ func testRestart(t *testing.T, h Harness) {
 		t.Fatalf("replay: %v", err)
 	}
 	Check(t, h, l, oracleOf(t, mode, all))
+}
+
+// checkScan compares a full listing of the store with the oracle: every
+// identity equal, and nothing else stored.
+func checkScan(t testing.TB, h Harness, s land.Scanner, oracle *Memory) {
+	t.Helper()
+	got := map[memKey]land.Stored{}
+	err := s.Scan(context.Background(), func(ref land.Ref, st land.Stored) error {
+		got[memKey{ref.Query, string(ref.Group), ref.WindowStart}] = land.Stored{
+			Key: bytes.Clone(st.Key), Value: bytes.Clone(st.Value), Version: st.Version, WindowEnd: st.WindowEnd, Final: st.Final}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Scan: %v", err)
+	}
+	bad := 0
+	for _, ref := range oracle.Refs() {
+		want, _ := oracle.Get(context.Background(), ref)
+		k := oracle.refKey(ref)
+		g, ok := got[k]
+		delete(got, k)
+		if ok && sameStored(h, want, g) {
+			continue
+		}
+		if bad++; bad <= 5 {
+			t.Errorf("%v: got %s %+v (present %v), want %s %+v", ref, g.Value, g.Version, ok, want.Value, want.Version)
+		}
+	}
+	for k := range got {
+		if bad++; bad <= 5 {
+			t.Errorf("stray identity stored: %+v", k)
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d identities differ from the oracle", bad)
+	}
 }

@@ -434,3 +434,17 @@ func parseDecimalText(s string, width, scale uint8) (types.Int128, bool) {
 	}
 	return acc, true
 }
+
+// TextParser returns the function that reads a column of type t from text
+// the way CAST(text AS t) does (used for CSV input, so a CSV cell and a SQL
+// cast agree). The text is not trimmed beyond what the cast itself trims.
+func TextParser(t types.Type) (func(string) (types.Value, error), bool) {
+	if t.Kind == types.KindVarchar {
+		return func(s string) (types.Value, error) { return types.Str(s), nil }, true
+	}
+	f := castFromText(t)
+	if f == nil {
+		return nil, false
+	}
+	return func(s string) (types.Value, error) { return f(types.Str(s)) }, true
+}

@@ -247,7 +247,54 @@ func (b *binder) source(n *parser.CreateSource) (*Source, error) {
 		return nil, err
 	}
 	src.Options = opts
+	if err := b.dedup(src, n.Options); err != nil {
+		return nil, err
+	}
 	return src, nil
+}
+
+// dedup binds the input-deduplication options: dedup_key names the column
+// whose value identifies an event (the producer's idempotency key), and
+// dedup_within the event-time horizon within which later copies are dropped.
+func (b *binder) dedup(src *Source, opts []parser.Option) error {
+	var keyOpt, withinOpt *parser.Option
+	for i := range opts {
+		switch strings.ToLower(opts[i].Key) {
+		case "dedup_key":
+			keyOpt = &opts[i]
+		case "dedup_within":
+			withinOpt = &opts[i]
+		}
+	}
+	if keyOpt == nil && withinOpt == nil {
+		return nil
+	}
+	if keyOpt == nil {
+		return b.errAt(withinOpt.P, "dedup_within needs dedup_key, the column that identifies an event")
+	}
+	if withinOpt == nil {
+		return b.errAt(keyOpt.P, "dedup_key needs dedup_within, the event-time horizon to remember keys for (e.g. dedup_within = '1 hour'): without one the key set would grow forever")
+	}
+	i := src.ColumnIndex(keyOpt.Value)
+	if i < 0 {
+		return b.errAt(keyOpt.P, "dedup_key names unknown column %q%s", keyOpt.Value, suggest(keyOpt.Value, columnNames(src)))
+	}
+	if src.TimeCol < 0 {
+		return b.errAt(keyOpt.P, "dedup_key needs a WATERMARK: the horizon is measured in event time against the watermark")
+	}
+	iv, msg := parseInterval(withinOpt.Value)
+	if msg != "" {
+		return b.errAt(withinOpt.P, "dedup_within %q: %s", withinOpt.Value, msg)
+	}
+	if iv.months != 0 {
+		return b.errAt(withinOpt.P, "dedup_within must have a fixed length (no months or years)")
+	}
+	within := iv.days*usPerDay + iv.micros
+	if within <= 0 {
+		return b.errAt(withinOpt.P, "dedup_within must be positive, got %q", withinOpt.Value)
+	}
+	src.Dedup = &Dedup{Col: i, Within: within}
+	return nil
 }
 
 func unparen(e parser.Expr) parser.Expr {

@@ -54,6 +54,17 @@ type Source struct {
 	// Options are the WITH (...) options, keys lowercased, values verbatim
 	// (format, path, connector, topic, ...).
 	Options map[string]string
+	// Dedup, when set, drops later copies of an event (WITH dedup_key,
+	// dedup_within).
+	Dedup *Dedup
+}
+
+// Dedup is a source's input deduplication: within Within microseconds of
+// event time behind the watermark, only the first copy of an event with a
+// given key (column Col) reaches the query.
+type Dedup struct {
+	Col    int
+	Within int64
 }
 
 // ColumnIndex returns the ordinal of the named column (case-insensitive), or -1.

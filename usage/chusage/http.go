@@ -37,6 +37,9 @@ func (e *ServerError) Code() int {
 // maxErrorText bounds how much of an error body is kept.
 const maxErrorText = 4096
 
+// externalGroupByBytes is where a GROUP BY starts spilling to disk.
+const externalGroupByBytes = 1 << 30
+
 // maxResponseBytes bounds a response body held in memory (pages and
 // aggregates are bounded well below it).
 const maxResponseBytes = 512 << 20
@@ -118,6 +121,10 @@ func (c *client) selectRows(ctx context.Context, query string, each func(dec *js
 		"output_format_json_quote_64bit_integers": {"0"},
 		"wait_end_of_query":                       {"1"},
 		"max_query_size":                          {strconv.Itoa(len(query) + 4096)},
+		// The collapse groups by key over the whole log; past this much
+		// memory the server spills the GROUP BY to disk instead of failing
+		// on its per-query memory limit.
+		"max_bytes_before_external_group_by": {strconv.Itoa(externalGroupByBytes)},
 	}
 	data, err := c.do(ctx, query+" FORMAT JSONEachRow", nil, settings)
 	if err != nil {

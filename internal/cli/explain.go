@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ubiksql/ubik"
+	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/sql/plan"
+)
+
+// runExplain prints the plan of each query in a script: source and
+// watermark, window, key layout, aggregates with their state cost, HAVING,
+// projection, emit policy, and the memory model.
+func runExplain(ctx context.Context, env *Env, args []string) error {
+	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	query := fs.String("query", "", "explain only this query")
+	sqlPath, rest := splitPositional(args)
+	if err := fs.Parse(rest); err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if sqlPath == "" && fs.NArg() > 0 {
+		sqlPath = fs.Arg(0)
+	}
+	if sqlPath == "" {
+		return fmt.Errorf("%w: explain needs a query file", ErrUsage)
+	}
+	text, err := os.ReadFile(sqlPath)
+	if err != nil {
+		return err
+	}
+	eng, err := ubik.Open(ubik.DefaultOptions())
+	if err != nil {
+		return err
+	}
+	prog, err := eng.Compile(string(text), strings.TrimSuffix(filepath.Base(sqlPath), filepath.Ext(sqlPath)))
+	if err != nil {
+		return sqlError(sqlPath, err)
+	}
+	var b strings.Builder
+	for _, s := range prog.Sources {
+		b.WriteString(strings.SplitN((&plan.Program{Sources: []*plan.Source{s}}).Explain(), "\n", 2)[0] + "\n")
+	}
+	found := false
+	for _, q := range prog.Queries {
+		if *query != "" && q.Name != *query {
+			continue
+		}
+		found = true
+		b.WriteString(q.Explain())
+		explainState(&b, q)
+	}
+	if !found {
+		return fmt.Errorf("%w: no query named %q", ErrUsage, *query)
+	}
+	_, err = fmt.Fprint(env.Stdout, b.String())
+	return err
+}
+
+func explainState(b *strings.Builder, q *plan.Query) {
+	overhead, aggs := exec.StateCost(q)
+	total := overhead
+	fmt.Fprintf(b, "  state per live (group, window): ~%d bytes + key text", overhead)
+	for _, a := range aggs {
+		total += a.Bytes
+		grows := ""
+		if a.Grows {
+			grows = "+"
+		}
+		fmt.Fprintf(b, "; %s %d%s", a.Name, a.Bytes, grows)
+	}
+	fmt.Fprintf(b, " (total ~%d bytes; + grows with input)\n", total)
+	var positions []string
+	for _, p := range q.WindowPositions() {
+		positions = append(positions, fmt.Sprint(p))
+	}
+	switch {
+	case q.Window == nil:
+		b.WriteString("  memory: one entry per distinct group, kept for the life of the query (a continuous view never closes)\n")
+	case q.Window.Kind == plan.Session:
+		fmt.Fprintf(b, "  memory: one entry per open session; dropped when it closes. window cells at key positions [%s]\n", strings.Join(positions, ", "))
+	default:
+		fmt.Fprintf(b, "  memory: one entry per open (group, window); dropped when the window's final record is emitted. window cells at key positions [%s]\n", strings.Join(positions, ", "))
+	}
+}

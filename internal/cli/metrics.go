@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ubiksql/ubik"
+)
+
+// queryMetrics exposes one query's counters to Prometheus. The run loop is
+// the only goroutine that may touch the Query, so it publishes snapshots
+// (publish) and the collector reads the latest one.
+type queryMetrics struct {
+	name string
+	snap atomic.Pointer[ubik.Stats]
+	now  func() time.Time
+
+	eventsIn, malformed, late, evalErrors, recordsOut, finalized *prometheus.Desc
+	liveGroups, stateBytes, watermark, watermarkLag, emitP99     *prometheus.Desc
+}
+
+func newQueryMetrics(name string) *queryMetrics {
+	l := prometheus.Labels{"query": name}
+	d := func(n, help string) *prometheus.Desc { return prometheus.NewDesc("ubik_"+n, help, nil, l) }
+	return &queryMetrics{
+		name:         name,
+		now:          time.Now,
+		eventsIn:     d("events_in_total", "Events read from the input."),
+		malformed:    d("events_malformed_total", "Events that could not be decoded."),
+		evalErrors:   d("events_eval_errors_total", "Events rejected by a runtime evaluation error."),
+		late:         d("events_late_total", "Events that arrived for a window already final."),
+		recordsOut:   d("records_out_total", "Changelog records emitted."),
+		finalized:    d("windows_finalized_total", "(group, window) pairs closed."),
+		liveGroups:   d("live_groups", "Live (group, window) states."),
+		stateBytes:   d("state_bytes", "Estimated bytes of live operator state."),
+		watermark:    d("watermark_seconds", "Event-time watermark, Unix seconds."),
+		watermarkLag: d("watermark_lag_seconds", "Wall-clock time minus the watermark."),
+		emitP99:      d("emit_latency_p99_seconds", "99th percentile of emission latency (first change to emission)."),
+	}
+}
+
+func (m *queryMetrics) publish(s ubik.Stats) { m.snap.Store(&s) }
+
+func (m *queryMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.eventsIn, m.malformed, m.evalErrors, m.late, m.recordsOut, m.finalized,
+		m.liveGroups, m.stateBytes, m.watermark, m.watermarkLag, m.emitP99} {
+		ch <- d
+	}
+}
+
+func (m *queryMetrics) Collect(ch chan<- prometheus.Metric) {
+	s := m.snap.Load()
+	if s == nil {
+		return
+	}
+	c := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
+	g := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
+	c(m.eventsIn, float64(s.EventsIn))
+	c(m.malformed, float64(s.Malformed))
+	c(m.evalErrors, float64(s.EvalErrors))
+	c(m.late, float64(s.Late))
+	c(m.recordsOut, float64(s.RecordsOut))
+	c(m.finalized, float64(s.WindowsFinalized))
+	g(m.liveGroups, float64(s.LiveGroups))
+	g(m.stateBytes, float64(s.StateBytes))
+	g(m.emitP99, s.LatencyP99/1e9)
+	if s.Watermark != minInt64 {
+		wm := float64(s.Watermark) / 1e6
+		g(m.watermark, wm)
+		g(m.watermarkLag, float64(m.now().UnixMicro())/1e6-wm)
+	}
+}
+
+// serveMetrics starts the /metrics endpoint on addr. A host part is
+// required, so the endpoint is never exposed beyond loopback by accident
+// (":9464" is refused; pass "0.0.0.0:9464" to mean it).
+func serveMetrics(ctx context.Context, addr string, m *queryMetrics) (stop func(), bound string, err error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: --metrics-addr %q: %v", ErrUsage, addr, err)
+	}
+	if host == "" {
+		return nil, "", fmt.Errorf("%w: --metrics-addr %q has no host; use 127.0.0.1:PORT (or 0.0.0.0:PORT to listen on every interface)", ErrUsage, addr)
+	}
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(m); err != nil {
+		return nil, "", err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = err // the run goes on without metrics; nothing to report to
+		}
+	}()
+	return func() {
+		c, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(c)
+	}, ln.Addr().String(), nil
+}

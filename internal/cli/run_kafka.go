@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/ubiksql/ubik/kafka"
+	"github.com/ubiksql/ubik/sql/plan"
+)
+
+// kafkaFlags are ubik run's Kafka flags. A query runs over Kafka when
+// --source or --sink is a kafka:// URL, or when its CREATE SOURCE or CREATE
+// SINK says connector = 'kafka'.
+type kafkaFlags struct {
+	source, sink     string
+	from             string
+	idleTimeout      time.Duration
+	allowUncompacted bool
+	instanceID       string
+	partitionedByKey bool
+	logLevel         string
+}
+
+func addKafkaFlags(fs *flag.FlagSet) *kafkaFlags {
+	k := &kafkaFlags{}
+	fs.StringVar(&k.source, "source", "", "kafka://host:port[,host:port]/topic?options: consume the input from Kafka (overrides the CREATE SOURCE options)")
+	fs.StringVar(&k.sink, "sink", "", "kafka://host:port[,host:port]/topic?options: produce the changelog to a compacted Kafka topic, exactly once")
+	fs.StringVar(&k.from, "from", "", "Kafka source: where to start without a committed offset: earliest (default), latest, or committed (require one)")
+	fs.DurationVar(&k.idleTimeout, "idle-timeout", 0, "Kafka source: a partition quiet this long stops holding the watermark back (default 30s)")
+	fs.BoolVar(&k.allowUncompacted, "allow-uncompacted-sink", false, "Kafka sink: warn instead of refusing an existing sink topic whose cleanup.policy is not compact")
+	fs.StringVar(&k.instanceID, "instance-id", "", "Kafka: this process's stable id in the query's group (default: the host name); distinct per process, the same across restarts")
+	fs.BoolVar(&k.partitionedByKey, "partitioned-by-key", false, "Kafka source: the topic is already partitioned by the GROUP BY key; skip the repartition topic")
+	fs.StringVar(&k.logLevel, "log-level", "info", "Kafka: diagnostics on stderr: debug, info, warn, error")
+	return k
+}
+
+func isKafkaURL(s string) bool { return strings.HasPrefix(s, "kafka://") }
+
+// querySink returns the CREATE SINK that q writes to, if any.
+func querySink(prog *plan.Program, q *plan.Query) *plan.Sink {
+	for _, s := range prog.Sinks {
+		if s.Query == q.Name {
+			return s
+		}
+	}
+	return nil
+}
+
+// wanted reports whether the query runs over Kafka.
+func (k *kafkaFlags) wanted(prog *plan.Program, q *plan.Query) bool {
+	if isKafkaURL(k.source) || isKafkaURL(k.sink) {
+		return true
+	}
+	if strings.EqualFold(q.Source.Options["connector"], "kafka") {
+		return true
+	}
+	s := querySink(prog, q)
+	return s != nil && strings.EqualFold(s.Options["connector"], "kafka")
+}
+
+// runKafka runs q from a Kafka source to a Kafka sink, exactly once, until
+// interrupted.
+func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *plan.Program, q *plan.Query) error {
+	if f.input != "" || f.output != "-" || f.deadLetter != "" || f.lateOutput != "" || f.statsJSON != "" || f.stateDir != "" {
+		return fmt.Errorf("%w: --input, --output, --dead-letter, --late-output, --stats-json and --state-dir are for the file path; a Kafka query reads --source, writes --sink and keeps its state in Kafka", ErrUsage)
+	}
+	if f.strict {
+		return fmt.Errorf("%w: --strict is for the file path; a Kafka query counts and logs bad events and goes on", ErrUsage)
+	}
+	var src, sink kafka.Endpoint
+	var err error
+	switch {
+	case isKafkaURL(k.source):
+		src, err = kafka.ParseURL(k.source, kafka.RoleSource, env.Getenv)
+	case k.source != "":
+		return fmt.Errorf("%w: --source %q is not a kafka:// URL", ErrUsage, k.source)
+	case strings.EqualFold(q.Source.Options["connector"], "kafka"):
+		src, err = kafka.FromOptions(q.Source.Options, kafka.RoleSource, env.Getenv)
+		if err != nil {
+			err = fmt.Errorf("CREATE SOURCE %s: %w", q.Source.Name, err)
+		}
+	default:
+		return fmt.Errorf("%w: a Kafka sink needs a Kafka source (--source kafka://host:port/topic, or connector = 'kafka' in CREATE SOURCE %s): exactly-once output rests on consuming the input in the same transactions", ErrUsage, q.Source.Name)
+	}
+	if err != nil {
+		return err
+	}
+	switch s := querySink(prog, q); {
+	case isKafkaURL(k.sink):
+		sink, err = kafka.ParseURL(k.sink, kafka.RoleSink, env.Getenv)
+	case k.sink != "":
+		return fmt.Errorf("%w: --sink %q is not a kafka:// URL", ErrUsage, k.sink)
+	case s != nil && strings.EqualFold(s.Options["connector"], "kafka"):
+		sink, err = kafka.FromOptions(s.Options, kafka.RoleSink, env.Getenv)
+		if err != nil {
+			err = fmt.Errorf("CREATE SINK %s: %w", s.Name, err)
+		}
+	default:
+		return fmt.Errorf("%w: a Kafka source needs a Kafka sink (--sink kafka://host:port/topic, or CREATE SINK ... WITH (connector = 'kafka', ...)): the output is produced in the transactions that commit the input offsets", ErrUsage)
+	}
+	if err != nil {
+		return err
+	}
+	if k.from != "" {
+		if src.From, err = kafka.ParseStartOffset(k.from); err != nil {
+			return fmt.Errorf("%w: --from: %v", ErrUsage, err)
+		}
+	}
+	if k.idleTimeout < 0 {
+		return fmt.Errorf("%w: --idle-timeout must be positive", ErrUsage)
+	}
+	if k.idleTimeout > 0 {
+		src.IdleTimeout = k.idleTimeout
+	}
+	if k.partitionedByKey {
+		src.PartitionedByKey = true
+	}
+	if k.allowUncompacted {
+		sink.AllowUncompacted = true
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(k.logLevel)); err != nil {
+		return fmt.Errorf("%w: --log-level %q: %v", ErrUsage, k.logLevel, err)
+	}
+	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: lvl}))
+	reported := 0
+	pl, err := kafka.New(kafka.Options{
+		Query:      q,
+		Source:     src,
+		Sink:       sink,
+		InstanceID: k.instanceID,
+		Logger:     log,
+		OnBadEvent: func(e *kafka.BadEvent) {
+			if reported < 10 {
+				log.Warn("ubik: event not applied", "topic", e.Topic, "partition", e.Partition, "offset", e.Offset, "err", e.Err)
+			}
+			reported++
+		},
+	})
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	err = pl.Run(ctx)
+	st := pl.Stats()
+	if !f.quiet {
+		el := time.Since(started).Seconds()
+		fmt.Fprintf(env.Stderr, "ubik: %s: %d events consumed, %d malformed, %d eval errors, %d late, %d records produced, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s\n",
+			q.Name, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9))
+	}
+	return err
+}

@@ -1,0 +1,515 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/sql/plan"
+)
+
+// Options configure a Pipeline. Query, Source and Sink are required; every other field has a documented default.
+type Options struct {
+	// Query is the compiled query. Its Name names the consumer groups
+	// (Name+"-in" for the repartitioning stage, Name for the aggregating
+	// stage) and the internal topics (Name+"-repartition", Name+"-state"):
+	// processes running the same query name form one group and share work.
+	Query *plan.Query
+	// Source is the input topic (RoleSource options apply).
+	Source Endpoint
+	// Sink is the changelog topic (RoleSink options apply). It may be on
+	// another cluster only if it is the same cluster: a transaction spans
+	// one cluster, so Sink.Config must reach the source's cluster.
+	Sink Endpoint
+	// InstanceID names this process in the group. It must be stable across
+	// restarts of the same process (it is the transactional id suffix and
+	// the static group membership id, so a restarted process fences its
+	// crashed predecessor at once) and distinct between processes running
+	// at the same time. Default: the host name.
+	InstanceID string
+	// Logger receives diagnostics; secrets are never logged. Default: discard.
+	Logger *slog.Logger
+	// Now is the processing-time clock (EMIT EARLY, idle timeout). Default time.Now.
+	Now func() time.Time
+	// CommitInterval bounds the time between transaction commits, which is
+	// also the output latency floor. Default 100ms.
+	CommitInterval time.Duration
+	// MaxPollRecords bounds the input records per transaction. Default 10000.
+	MaxPollRecords int
+	// SessionTimeout is the group session timeout: how long a dead process
+	// that does not come back holds its partitions. Default 10s.
+	SessionTimeout time.Duration
+	// TransactionTimeout is how long the broker keeps a transaction of a
+	// dead process open before aborting it. Default 30s.
+	TransactionTimeout time.Duration
+	// RepartitionPartitions is the partition count of the repartition and
+	// state topics. Default: the source topic's.
+	RepartitionPartitions int
+	// OnLate, if set, receives every late event (the row is valid only
+	// during the call). Late events are counted either way.
+	OnLate func(*exec.LateEvent)
+	// OnBadEvent, if set, receives every input record that was not applied
+	// (malformed, or a runtime evaluation error). They are counted either way.
+	OnBadEvent func(*BadEvent)
+	// ClientOpts are appended to every franz-go client (hooks, a logger).
+	ClientOpts []kgo.Opt
+}
+
+// BadEvent is an input record that was not applied.
+type BadEvent struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Err       error
+}
+
+func (e *BadEvent) Error() string {
+	return fmt.Sprintf("kafka: topic %s partition %d offset %d: %v", e.Topic, e.Partition, e.Offset, e.Err)
+}
+
+func (e *BadEvent) Unwrap() error { return e.Err }
+
+// Stats are a pipeline's counters. Across a transaction abort the work is
+// redone, so counters count attempts, not committed work.
+type Stats struct {
+	EventsIn        int64 // input records consumed by the first stage (or by the only stage)
+	EventsApplied   int64 // events handed to an operator
+	Malformed       int64
+	EvalErrors      int64
+	Late            int64
+	RecordsOut      int64 // changelog records produced
+	StateEntriesOut int64 // state-topic records produced
+	MarkersOut      int64 // watermark markers produced
+	Commits         int64 // transactions committed (both stages)
+	Aborts          int64 // transactions aborted (both stages)
+	Restores        int64 // operators restored from the state topic
+	RestoredEntries int64
+}
+
+type counters struct {
+	eventsIn, applied, malformed, evalErrors, late, recordsOut, stateOut, markersOut,
+	commits, aborts, restores, restoredEntries atomic.Int64
+}
+
+// Pipeline runs one query over Kafka, exactly once.
+type Pipeline struct {
+	opts                 Options
+	q                    *plan.Query
+	log                  *slog.Logger
+	base                 []kgo.Opt // connection options
+	repTopic, stateTopic string
+	direct               bool // the source is partitioned by the group key: no repartition stage
+	nParts               int  // partitions of the aggregating stage's input (and of the state topic)
+	nSource              int  // partitions of the source topic
+	c                    counters
+}
+
+// markerHeader marks a watermark marker on the repartition topic.
+const markerHeader = "ubik.wm"
+
+var markerKey = []byte("ubik.wm")
+
+// New validates opts and returns a pipeline. Nothing touches the network
+// until Run.
+func New(opts Options) (*Pipeline, error) {
+	if opts.Query == nil {
+		return nil, fmt.Errorf("%w: no query", ErrConfig)
+	}
+	if err := checkTopicName(opts.Query.Name + "-repartition"); err != nil {
+		return nil, fmt.Errorf("%w: query name %q cannot name internal topics", ErrConfig, opts.Query.Name)
+	}
+	if err := opts.Source.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	if err := opts.Sink.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("sink: %w", err)
+	}
+	if opts.Source.Topic == "" || opts.Sink.Topic == "" {
+		return nil, fmt.Errorf("%w: source and sink need a topic", ErrConfig)
+	}
+	if opts.Source.Topic == opts.Sink.Topic {
+		return nil, fmt.Errorf("%w: source and sink are the same topic %s", ErrConfig, opts.Source.Topic)
+	}
+	if !sameCluster(opts.Source.Config, opts.Sink.Config) {
+		return nil, fmt.Errorf("%w: source (%s) and sink (%s) must be on one cluster: a Kafka transaction cannot span two", ErrConfig, opts.Source.Config, opts.Sink.Config)
+	}
+	if opts.InstanceID == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "ubik"
+		}
+		opts.InstanceID = h
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.CommitInterval == 0 {
+		opts.CommitInterval = 100 * time.Millisecond
+	}
+	if opts.MaxPollRecords == 0 {
+		opts.MaxPollRecords = 10000
+	}
+	if opts.SessionTimeout == 0 {
+		opts.SessionTimeout = 10 * time.Second
+	}
+	if opts.TransactionTimeout == 0 {
+		opts.TransactionTimeout = 30 * time.Second
+	}
+	if opts.Source.IdleTimeout == 0 {
+		opts.Source.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.CommitInterval < 0 || opts.MaxPollRecords < 0 || opts.SessionTimeout < 0 || opts.TransactionTimeout < 0 || opts.RepartitionPartitions < 0 {
+		return nil, fmt.Errorf("%w: negative interval, timeout or count", ErrConfig)
+	}
+	base, err := opts.Source.Config.ClientOpts()
+	if err != nil {
+		return nil, err
+	}
+	q := opts.Query
+	return &Pipeline{
+		opts:       opts,
+		q:          q,
+		log:        opts.Logger.With("query", q.Name, "instance", opts.InstanceID),
+		base:       append(base, opts.ClientOpts...),
+		repTopic:   q.Name + "-repartition",
+		stateTopic: q.Name + "-state",
+		direct:     opts.Source.PartitionedByKey,
+	}, nil
+}
+
+func sameCluster(a, b Config) bool {
+	set := map[string]bool{}
+	for _, x := range a.Brokers {
+		set[x] = true
+	}
+	for _, x := range b.Brokers {
+		if set[x] {
+			return true
+		}
+	}
+	return false
+}
+
+// Stats returns the counters.
+func (p *Pipeline) Stats() Stats {
+	c := &p.c
+	return Stats{
+		EventsIn: c.eventsIn.Load(), EventsApplied: c.applied.Load(), Malformed: c.malformed.Load(),
+		EvalErrors: c.evalErrors.Load(), Late: c.late.Load(), RecordsOut: c.recordsOut.Load(),
+		StateEntriesOut: c.stateOut.Load(), MarkersOut: c.markersOut.Load(), Commits: c.commits.Load(),
+		Aborts: c.aborts.Load(), Restores: c.restores.Load(), RestoredEntries: c.restoredEntries.Load(),
+	}
+}
+
+// Run prepares the topics, then runs the stages until ctx is canceled (a
+// clean stop: the open transaction is aborted and the process leaves the
+// group, so its partitions move at once) or a stage fails.
+func (p *Pipeline) Run(ctx context.Context) error {
+	adm, closeAdm, err := p.admin()
+	if err != nil {
+		return err
+	}
+	defer closeAdm()
+	if err := p.prepare(ctx, adm); err != nil {
+		return err
+	}
+	p.log.Info("kafka: pipeline starting", "source", p.opts.Source.Topic, "sink", p.opts.Sink.Topic,
+		"cluster", p.opts.Source.Config, "direct", p.direct, "partitions", p.nParts)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	run := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	if !p.direct {
+		run("repartition stage", p.runStage1)
+	}
+	run("aggregate stage", p.runStage2)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *Pipeline) admin() (*admClient, func(), error) {
+	cl, err := kgo.NewClient(p.base...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafka: client: %w", err)
+	}
+	return &admClient{Client: kadm.NewClient(cl), cl: cl}, cl.Close, nil
+}
+
+// prepare checks the source, creates or checks the sink and the internal
+// topics, and checks committed offsets when the source must start from them.
+func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
+	n, err := topicPartitions(ctx, adm, p.opts.Source.Topic)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: source topic %s does not exist", ErrConfig, p.opts.Source.Topic)
+	}
+	p.nSource = n
+	p.nParts = n
+	if !p.direct && p.opts.RepartitionPartitions > 0 {
+		p.nParts = p.opts.RepartitionPartitions
+	}
+	sinkParts := p.opts.Sink.Partitions
+	if sinkParts == 0 {
+		sinkParts = p.nParts
+	}
+	if err := ensureSinkTopic(ctx, adm, p.opts.Sink.Topic, sinkParts, p.opts.Sink.AllowUncompacted, p.log); err != nil {
+		return err
+	}
+	if !p.direct {
+		if err := ensureInternalTopic(ctx, adm, p.repTopic, p.nParts, false, p.log); err != nil {
+			return err
+		}
+	}
+	if err := ensureInternalTopic(ctx, adm, p.stateTopic, p.nParts, true, p.log); err != nil {
+		return err
+	}
+	if p.opts.Source.From == FromCommitted {
+		group := p.inGroup()
+		offs, err := adm.FetchOffsetsForTopics(ctx, group, p.opts.Source.Topic)
+		if err != nil {
+			return fmt.Errorf("kafka: committed offsets of group %s: %w", group, err)
+		}
+		var missing []string
+		for i := 0; i < n; i++ {
+			if o, ok := offs.Lookup(p.opts.Source.Topic, int32(i)); !ok || o.At < 0 {
+				missing = append(missing, fmt.Sprint(i))
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("%w: --from committed, but group %s has no committed offset for %s partition(s) %s", ErrConfig, group, p.opts.Source.Topic, strings.Join(missing, ","))
+		}
+	}
+	return nil
+}
+
+// inGroup is the consumer group of the source topic.
+func (p *Pipeline) inGroup() string {
+	if p.direct {
+		return p.q.Name
+	}
+	return p.q.Name + "-in"
+}
+
+func (p *Pipeline) resetOffset() kgo.Offset {
+	if p.opts.Source.From == FromLatest {
+		return kgo.NewOffset().AtEnd()
+	}
+	return kgo.NewOffset().AtStart()
+}
+
+// assignment collects the group callbacks' changes for the processing loop,
+// which applies them between transactions.
+type assignment struct {
+	mu      sync.Mutex
+	owned   map[int32]bool
+	changed bool
+}
+
+func (a *assignment) assign(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, ps := range m {
+		for _, x := range ps {
+			a.owned[x] = true
+		}
+	}
+	a.changed = true
+}
+
+func (a *assignment) revoke(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, ps := range m {
+		for _, x := range ps {
+			delete(a.owned, x)
+		}
+	}
+	a.changed = true
+}
+
+// snapshot returns the owned partitions if they changed since the last call.
+func (a *assignment) snapshot() (map[int32]bool, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.changed {
+		return nil, false
+	}
+	a.changed = false
+	out := make(map[int32]bool, len(a.owned))
+	for k := range a.owned {
+		out[k] = true
+	}
+	return out, true
+}
+
+// session opens a transactional group session. Rebalances wait for the
+// loop to finish its transaction (BlockRebalanceOnPoll + AllowRebalance), so
+// a healthy rebalance aborts nothing; a lost session still aborts.
+func (p *Pipeline) session(group, topic, txnID string, reset kgo.Offset, a *assignment, manual map[string]bool) (*kgo.GroupTransactSession, error) {
+	opts := append([]kgo.Opt{}, p.base...)
+	opts = append(opts,
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.TransactionalID(txnID),
+		kgo.TransactionTimeout(p.opts.TransactionTimeout),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.InstanceID(p.opts.InstanceID),
+		kgo.SessionTimeout(p.opts.SessionTimeout),
+		kgo.ConsumeResetOffset(reset),
+		kgo.OnPartitionsAssigned(a.assign),
+		kgo.OnPartitionsRevoked(a.revoke),
+		kgo.OnPartitionsLost(a.revoke),
+		kgo.RecordPartitioner(mixedPartitioner(manual)),
+		kgo.ProducerLinger(0),
+		kgo.MaxBufferedRecords(100000),
+	)
+	s, err := kgo.NewGroupTransactSession(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: transactional session for group %s: %w", group, err)
+	}
+	return s, nil
+}
+
+// leave removes this static member from the group at a clean stop so its
+// partitions move at once (a static member's Close does not leave).
+func (p *Pipeline) leave(group string) {
+	adm, closeAdm, err := p.admin()
+	if err != nil {
+		return
+	}
+	defer closeAdm()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := adm.LeaveGroup(ctx, kadm.LeaveGroup(group).InstanceIDs(p.opts.InstanceID).Reason("ubik stopping")); err != nil {
+		p.log.Warn("kafka: leaving the group", "group", group, "err", err)
+	}
+}
+
+// mixedPartitioner partitions records that carry a partition (Partition >=
+// 0: markers and state entries) there, and every other record by Kafka's
+// default partitioner on the key bytes (murmur2), so the records of a key
+// land on one partition, in order, exactly where a Java producer puts them.
+func mixedPartitioner(manual map[string]bool) kgo.Partitioner {
+	keyed := kgo.StickyKeyPartitioner(nil)
+	return kgo.BasicConsistentPartitioner(func(topic string) func(*kgo.Record, int) int {
+		tp := keyed.ForTopic(topic)
+		return func(r *kgo.Record, n int) int {
+			if manual[topic] && r.Partition >= 0 {
+				return int(r.Partition)
+			}
+			return tp.Partition(r, n)
+		}
+	})
+}
+
+// poll waits at most the commit interval for records.
+func (p *Pipeline) poll(ctx context.Context, s *kgo.GroupTransactSession) (kgo.Fetches, error) {
+	pctx, cancel := context.WithTimeout(ctx, p.opts.CommitInterval)
+	defer cancel()
+	fs := s.PollRecords(pctx, p.opts.MaxPollRecords)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if fs.IsClientClosed() {
+		return nil, ErrClosed
+	}
+	var fatal error
+	fs.EachError(func(topic string, part int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return
+		}
+		p.log.Warn("kafka: fetch error", "topic", topic, "partition", part, "err", err)
+		var oor interface{ IsRetryable() bool }
+		if errors.As(err, &oor) && !oor.IsRetryable() && fatal == nil {
+			fatal = fmt.Errorf("kafka: fetching topic %s partition %d: %w", topic, part, err)
+		}
+	})
+	return fs, fatal
+}
+
+// end ends a transaction: commit when the work succeeded, abort otherwise.
+// It returns whether it committed.
+func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, ok bool) (bool, error) {
+	try := kgo.TryCommit
+	if !ok {
+		try = kgo.TryAbort
+	}
+	// A clean stop still ends the transaction: give it its own deadline.
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.TransactionTimeout)
+	defer cancel()
+	committed, err := s.End(ectx, try)
+	if committed {
+		p.c.commits.Add(1)
+	} else {
+		p.c.aborts.Add(1)
+	}
+	return committed, err
+}
+
+func (p *Pipeline) bad(topic string, part int32, off int64, err error) {
+	if errors.Is(err, exec.ErrMalformed) {
+		p.c.malformed.Add(1)
+	} else {
+		p.c.evalErrors.Add(1)
+	}
+	if p.opts.OnBadEvent != nil {
+		p.opts.OnBadEvent(&BadEvent{Topic: topic, Partition: part, Offset: off, Err: err})
+	}
+}
+
+// firstErr keeps the first asynchronous produce error of a transaction.
+type firstErr struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstErr) set(err error) {
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+}
+
+func (f *firstErr) take() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	err := f.err
+	f.err = nil
+	return err
+}

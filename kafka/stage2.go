@@ -1,0 +1,532 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/land/kafkasrc"
+	"github.com/ubiksql/ubik/sql/plan"
+)
+
+// task is the aggregating stage's work for one input partition: one
+// operator, restored from (and checkpointed to) the same-numbered partition
+// of the state topic.
+type task struct {
+	part    int32
+	op      *exec.Operator
+	dec     *exec.Decoder
+	wm      *tracker // repartition mode: the source partitions' watermarks, from markers
+	touched bool     // changed since the last checkpoint
+	emitted int64
+}
+
+// stage2 is the aggregating stage's loop state.
+type stage2 struct {
+	p     *Pipeline
+	s     *kgo.GroupTransactSession
+	ctx   context.Context
+	topic string
+	tasks map[int32]*task
+	owned map[int32]bool
+	// direct mode: the watermarks of this instance's partitions.
+	local *tracker
+	idle  *idleClock
+	perr  firstErr
+	every time.Duration
+	next  time.Time
+	start time.Time
+}
+
+// runStage2 is the aggregating stage: it consumes the repartition topic (or
+// the source topic itself when it is partitioned by the group key), keeps
+// one operator per assigned partition, and in each transaction produces
+// the changelog records to the sink topic, the changed state entries to the
+// state topic, and commits its input offsets.
+func (p *Pipeline) runStage2(ctx context.Context) error {
+	a := &assignment{owned: map[int32]bool{}}
+	topic, reset := p.repTopic, kgo.NewOffset().AtStart()
+	if p.direct {
+		topic, reset = p.opts.Source.Topic, p.resetOffset()
+	}
+	s, err := p.session(p.q.Name, topic, p.q.Name+"."+p.opts.InstanceID, reset, a, map[string]bool{p.stateTopic: true})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		s.AllowRebalance() // the last poll may hold the rebalance lock
+		s.Close()
+		p.leave(p.q.Name)
+	}()
+	st := &stage2{p: p, s: s, ctx: ctx, topic: topic, tasks: map[int32]*task{}, owned: map[int32]bool{},
+		local: newTracker(0), idle: newIdleClock(p.opts.Source.IdleTimeout), start: p.opts.Now()}
+	if p.q.Emit.Mode == plan.EmitEarly {
+		st.every = time.Duration(p.q.Emit.EarlyEvery) * time.Microsecond
+		st.next = st.start.Add(st.every)
+	}
+	for {
+		fs, err := p.poll(ctx, s)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if owned, ok := a.snapshot(); ok {
+			st.reassign(owned)
+		}
+		if err := st.ensureTasks(); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if err := s.Begin(); err != nil {
+			return fmt.Errorf("kafka: begin transaction: %w", err)
+		}
+		workErr := st.process(fs)
+		if workErr == nil {
+			workErr = st.checkpoint()
+		}
+		if workErr == nil {
+			if err := s.Client().Flush(ctx); err != nil && ctx.Err() == nil {
+				workErr = err
+			}
+		}
+		if workErr == nil {
+			workErr = st.perr.take()
+		}
+		committed, err := p.end(ctx, s, workErr == nil)
+		st.perr.take()
+		if !committed {
+			// The operators hold the aborted transaction's changes:
+			// drop them; the next round restores the committed state.
+			clear(st.tasks)
+			st.local = newTracker(0)
+			if workErr != nil && ctx.Err() == nil {
+				if isFatal(workErr) {
+					s.AllowRebalance()
+					return workErr
+				}
+				p.log.Warn("kafka: aggregate transaction aborted", "err", workErr)
+			}
+		}
+		s.AllowRebalance()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("kafka: ending transaction: %w", err)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// isFatal tells errors that a retry cannot fix (bad state, a null value)
+// from transient produce failures.
+func isFatal(err error) bool {
+	return errors.Is(err, exec.ErrBadState) || errors.Is(err, ErrNullValue) || errors.Is(err, errBadWatermark)
+}
+
+func (st *stage2) reassign(owned map[int32]bool) {
+	for part := range st.owned {
+		if !owned[part] {
+			delete(st.tasks, part)
+			st.local.remove(part)
+			st.idle.forget(part)
+		}
+	}
+	now := st.p.opts.Now()
+	for part := range owned {
+		if !st.owned[part] {
+			st.idle.touch(part, now)
+		}
+	}
+	st.owned = owned
+}
+
+// ensureTasks restores an operator for every owned partition that has none.
+func (st *stage2) ensureTasks() error {
+	var need []int32
+	for part := range st.owned {
+		if st.tasks[part] == nil {
+			need = append(need, part)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	sort.Slice(need, func(i, j int) bool { return need[i] < need[j] })
+	restored, err := st.p.restore(st.ctx, need, st.newTask)
+	if err != nil {
+		return err
+	}
+	for _, t := range restored {
+		st.tasks[t.part] = t
+		if pw, ok := t.wm.parts[t.part]; ok && st.p.direct {
+			st.local.observe(t.part, pw.wm)
+		}
+	}
+	return nil
+}
+
+func (st *stage2) newTask(part int32) (*task, error) {
+	t := &task{part: part, dec: exec.NewDecoder(st.p.q.Source), wm: newTracker(st.p.nSource)}
+	op, err := exec.New(st.p.q, exec.Config{
+		Emit:              func(r *changelog.Record) error { return st.emit(t, r) },
+		Late:              st.late,
+		Nanotime:          func() int64 { return int64(st.p.opts.Now().Sub(st.start)) + 1 },
+		ExternalWatermark: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.op = op
+	return t, nil
+}
+
+func (st *stage2) late(ev *exec.LateEvent) {
+	st.p.c.late.Add(1)
+	if st.p.opts.OnLate != nil {
+		st.p.opts.OnLate(ev)
+	}
+}
+
+// emit produces one changelog record to the sink topic. The operator
+// reuses the record's buffers, so they are copied; ubik never produces a
+// null value, and a record without one is a bug that stops the query.
+func (st *stage2) emit(t *task, r *changelog.Record) error {
+	if r.Value == nil {
+		return fmt.Errorf("%w: key %s", ErrNullValue, r.Key)
+	}
+	key := make([]byte, len(r.Key))
+	copy(key, r.Key)
+	val := make([]byte, len(r.Value))
+	copy(val, r.Value)
+	rec := &kgo.Record{Topic: st.p.opts.Sink.Topic, Partition: -1, Key: key, Value: val, Headers: kafkasrc.Headers(r.Meta)}
+	st.s.Produce(st.ctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
+	st.p.c.recordsOut.Add(1)
+	t.emitted++
+	t.touched = true
+	return nil
+}
+
+// process applies one poll's records, then moves each operator's watermark
+// and performs the early emission that is due.
+func (st *stage2) process(fs kgo.Fetches) error {
+	p := st.p
+	now := p.opts.Now()
+	tc, delay := p.q.Source.TimeCol, p.q.Source.WatermarkDelay
+	var err error
+	fs.EachRecord(func(r *kgo.Record) {
+		if err != nil {
+			return
+		}
+		t := st.tasks[r.Partition]
+		if t == nil {
+			err = fmt.Errorf("kafka: record for partition %d of %s, which has no operator", r.Partition, r.Topic)
+			return
+		}
+		t.touched = true
+		if !p.direct && isMarker(r) {
+			m, derr := decodeTracker(r.Value)
+			if derr != nil {
+				err = fmt.Errorf("%w at %s partition %d offset %d", derr, r.Topic, r.Partition, r.Offset)
+				return
+			}
+			t.wm.merge(m)
+			return
+		}
+		if p.direct {
+			p.c.eventsIn.Add(1)
+			st.idle.touch(r.Partition, now)
+		}
+		row, derr := t.dec.Decode(r.Value)
+		if derr != nil {
+			p.bad(r.Topic, r.Partition, r.Offset, derr)
+			return
+		}
+		if p.direct && tc >= 0 {
+			st.local.observe(r.Partition, row[tc].I-delay)
+		}
+		p.c.applied.Add(1)
+		if perr := t.op.Process(row); perr != nil {
+			var ee *exec.EvalError
+			if errors.As(perr, &ee) {
+				p.bad(r.Topic, r.Partition, r.Offset, perr)
+				return
+			}
+			err = perr
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if p.direct {
+		for part := range st.owned {
+			st.local.get(part)
+			st.local.setIdle(part, st.idle.idle(part, now))
+		}
+	}
+	for _, t := range st.tasks {
+		wm := t.wm.watermark()
+		if p.direct {
+			wm = st.local.watermark()
+		}
+		if wm > t.op.Watermark() && wm != math.MinInt64 {
+			t.touched = true
+			if err := t.op.AdvanceWatermark(wm); err != nil {
+				return err
+			}
+		}
+	}
+	if st.every > 0 && !now.Before(st.next) {
+		st.next = now.Add(st.every)
+		for _, t := range st.tasks {
+			if err := t.op.EmitEarly(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func isMarker(r *kgo.Record) bool {
+	for _, h := range r.Headers {
+		if h.Key == markerHeader {
+			return true
+		}
+	}
+	return false
+}
+
+// checkpoint writes the changed state entries of every touched operator to
+// its state-topic partition, in the open transaction.
+func (st *stage2) checkpoint() error {
+	p := st.p
+	for _, t := range st.tasks {
+		if !t.touched {
+			continue
+		}
+		t.touched = false
+		pos := t.wm.appendTo(nil)
+		if p.direct {
+			own := newTracker(0)
+			if pw, ok := st.local.parts[t.part]; ok {
+				own.observe(t.part, pw.wm)
+			}
+			pos = own.appendTo(nil)
+		}
+		err := t.op.Checkpoint(false, pos, func(k, v []byte) error {
+			rec := &kgo.Record{Topic: p.stateTopic, Partition: t.part, Key: stateKey(t.part, k)}
+			if v != nil {
+				rec.Value = append(make([]byte, 0, len(v)), v...)
+			}
+			st.s.Produce(st.ctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
+			p.c.stateOut.Add(1)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stateKey scopes an operator's entry key by its partition: 4 bytes of
+// partition number, then the entry key.
+func stateKey(part int32, k []byte) []byte {
+	b := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(k)), uint32(part))
+	return append(b, k...)
+}
+
+// restore builds one operator per partition from the state topic: it waits
+// until no transaction is open on those partitions (a previous owner's last
+// transaction has committed or aborted), reads each partition from its start
+// to its last stable offset with read_committed, keeps the latest value of
+// each key (a tombstone deletes), and loads the entries.
+func (p *Pipeline) restore(ctx context.Context, parts []int32, newTask func(int32) (*task, error)) ([]*task, error) {
+	ends, err := p.stableEnds(ctx, parts)
+	if err != nil {
+		return nil, err
+	}
+	latest := make(map[int32]map[string][]byte, len(parts))
+	from := map[int32]kgo.Offset{}
+	pending := map[int32]bool{}
+	for _, part := range parts {
+		latest[part] = map[string][]byte{}
+		if ends[part].end > ends[part].start {
+			from[part] = kgo.NewOffset().At(ends[part].start)
+			pending[part] = true
+		}
+	}
+	if len(pending) > 0 {
+		opts := append([]kgo.Opt{}, p.base...)
+		opts = append(opts,
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{p.stateTopic: from}),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.KeepControlRecords(),
+		)
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: state restore client: %w", err)
+		}
+		defer cl.Close()
+		deadline := time.Now().Add(p.opts.TransactionTimeout + time.Minute)
+		for len(pending) > 0 {
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("kafka: restoring state of %s partitions %v timed out", p.stateTopic, parts)
+			}
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			fs := cl.PollFetches(pctx)
+			cancel()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			var ferr error
+			fs.EachError(func(t string, part int32, err error) {
+				if !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
+					ferr = fmt.Errorf("kafka: restoring %s partition %d: %w", t, part, err)
+				}
+			})
+			if ferr != nil {
+				return nil, ferr
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				if r.Offset+1 >= ends[r.Partition].end {
+					delete(pending, r.Partition)
+				}
+				if r.Attrs.IsControl() || r.Offset >= ends[r.Partition].end {
+					return
+				}
+				if r.Value == nil {
+					delete(latest[r.Partition], string(r.Key))
+				} else {
+					latest[r.Partition][string(r.Key)] = r.Value
+				}
+			})
+		}
+	}
+	out := make([]*task, 0, len(parts))
+	for _, part := range parts {
+		t, err := newTask(part)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.load(t, latest[part]); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+		p.c.restores.Add(1)
+	}
+	return out, nil
+}
+
+// load restores one operator from its partition's latest entries.
+func (p *Pipeline) load(t *task, entries map[string][]byte) error {
+	keys := make([]string, 0, len(entries))
+	for k := range entries {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var meta []byte
+	for _, k := range keys {
+		if len(k) < 4 || int32(binary.BigEndian.Uint32([]byte(k[:4]))) != t.part {
+			return fmt.Errorf("%w: state topic %s partition %d holds an entry of another partition", exec.ErrBadState, p.stateTopic, t.part)
+		}
+		ek := []byte(k[4:])
+		if string(ek) == string(exec.MetaKey) {
+			meta = entries[k]
+			continue
+		}
+		if _, err := t.op.Restore(ek, entries[k]); err != nil {
+			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
+		}
+	}
+	if meta != nil {
+		pos, err := t.op.Restore(exec.MetaKey, meta)
+		if err != nil {
+			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
+		}
+		tr, err := decodeTracker(pos)
+		if err != nil {
+			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
+		}
+		if p.direct {
+			t.wm = newTracker(p.nSource)
+			t.wm.merge(tr) // the partition's own watermark; merged into the instance's below
+		} else {
+			t.wm = tr
+			if t.wm.n < p.nSource {
+				t.wm.n = p.nSource
+			}
+		}
+	}
+	t.op.FinishRestore()
+	p.c.restoredEntries.Add(int64(len(entries)))
+	return nil
+}
+
+type span struct{ start, end int64 }
+
+// stableEnds waits until the last stable offset equals the high watermark
+// on each partition (no transaction open), and returns [start, end).
+func (p *Pipeline) stableEnds(ctx context.Context, parts []int32) (map[int32]span, error) {
+	adm, closeAdm, err := p.admin()
+	if err != nil {
+		return nil, err
+	}
+	defer closeAdm()
+	deadline := time.Now().Add(p.opts.TransactionTimeout + time.Minute)
+	for {
+		starts, err := adm.ListStartOffsets(ctx, p.stateTopic)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: start offsets of %s: %w", p.stateTopic, err)
+		}
+		lso, err := adm.ListCommittedOffsets(ctx, p.stateTopic)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: stable offsets of %s: %w", p.stateTopic, err)
+		}
+		hwm, err := adm.ListEndOffsets(ctx, p.stateTopic)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: end offsets of %s: %w", p.stateTopic, err)
+		}
+		out := map[int32]span{}
+		open := false
+		for _, part := range parts {
+			s, ok1 := starts.Lookup(p.stateTopic, part)
+			l, ok2 := lso.Lookup(p.stateTopic, part)
+			h, ok3 := hwm.Lookup(p.stateTopic, part)
+			if !ok1 || !ok2 || !ok3 || s.Err != nil || l.Err != nil || h.Err != nil {
+				open = true
+				break
+			}
+			if l.Offset < h.Offset {
+				open = true
+				break
+			}
+			out[part] = span{s.Offset, h.Offset}
+		}
+		if !open {
+			return out, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("kafka: state topic %s partitions %v still have an open transaction after %s", p.stateTopic, parts, p.opts.TransactionTimeout+time.Minute)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,344 @@
+"""Tests of the ubik Python binding (standard library unittest only).
+
+Run from the repository root after building the library (capi/build.sh):
+
+    PYTHONPATH=python python3 -m unittest discover -s python/tests
+
+$UBIK_LIB names the library to test (default: build/libubik.so); $UBIK_BIN
+names the ubik CLI for the byte-equality test (default: built with go).
+capi/capi_test.go runs this suite with both set (go test ./capi).
+"""
+
+import datetime
+import io
+import json
+import os
+import pathlib
+import subprocess
+import tempfile
+import threading
+import unittest
+
+import ubik
+from ubik import errors
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+EVENTS = REPO / "examples" / "events.jsonl"
+
+TUMBLE_SQL = """
+CREATE SOURCE events (event_id VARCHAR, merchant VARCHAR, customer VARCHAR, amount DOUBLE,
+  event_time TIMESTAMP, WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND) WITH (format = 'jsonl');
+SELECT merchant, TUMBLE_START(event_time, INTERVAL '1' MINUTE) AS window_start,
+       count(*) AS orders, sum(amount) AS total, max(amount) AS biggest
+FROM events
+GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE)
+"""
+
+VIEW_SQL = """
+CREATE SOURCE ev (k VARCHAR, v BIGINT) WITH (format = 'jsonl');
+SELECT k, count(*) AS n, sum(v) AS s FROM ev GROUP BY k
+"""
+
+_cli_lock = threading.Lock()
+_cli_path = None
+
+
+def ubik_cli():
+    """The ubik CLI: $UBIK_BIN, or built once with go into a temp dir."""
+    global _cli_path
+    with _cli_lock:
+        if _cli_path is None:
+            env = os.environ.get("UBIK_BIN")
+            if env:
+                _cli_path = env
+            else:
+                d = tempfile.mkdtemp(prefix="ubik-py-test-")
+                path = os.path.join(d, "ubik")
+                subprocess.run(["go", "build", "-o", path, "./cmd/ubik"], cwd=REPO, check=True)
+                _cli_path = path
+        return _cli_path
+
+
+def cli_records(sql, input_path):
+    """(key bytes, value bytes) per record, as `ubik run` prints them."""
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
+        f.write(sql)
+        sql_path = f.name
+    try:
+        out = subprocess.run(
+            [ubik_cli(), "run", sql_path, "--input", str(input_path), "--no-progress", "--quiet"],
+            check=True,
+            capture_output=True,
+        ).stdout
+    finally:
+        os.unlink(sql_path)
+    recs = []
+    for line in out.split(b"\n"):
+        if line:
+            k, _, v = line.partition(b"\t")
+            recs.append((k, v))
+    return recs
+
+
+class StreamTest(unittest.TestCase):
+    def test_keys_are_the_cli_bytes(self):
+        # The in-process key (and value) bytes equal what `ubik run` prints,
+        # record for record, from the same encoder.
+        want = cli_records(TUMBLE_SQL, EVENTS)
+        self.assertGreater(len(want), 10)
+        got = [(r.key, r.value) for r in ubik.stream(TUMBLE_SQL, source=EVENTS, meta=True)]
+        self.assertEqual(got, want)
+        keyed = list(ubik.stream(TUMBLE_SQL, source=EVENTS))
+        self.assertEqual([k for k, _ in keyed], [k for k, _ in want])
+        for (k, row), (_, v) in zip(keyed, want):
+            self.assertIsInstance(k, bytes)
+            self.assertEqual(row, json.loads(v))
+
+    def test_keys_false_yields_rows(self):
+        rows = list(ubik.stream(TUMBLE_SQL, source=EVENTS, keys=False))
+        keyed = list(ubik.stream(TUMBLE_SQL, source=EVENTS, keys=True))
+        self.assertEqual(rows, [row for _, row in keyed])
+        self.assertIsInstance(rows[0], dict)
+        # column order is the SELECT order
+        self.assertEqual(list(rows[0]), ["merchant", "window_start", "orders", "total", "biggest"])
+
+    def test_sources_agree(self):
+        # A path, a binary file, a text file and an iterable of dicts or
+        # strings are the same input.
+        want = list(ubik.stream(TUMBLE_SQL, source=str(EVENTS)))
+        with open(EVENTS, "rb") as f:
+            self.assertEqual(list(ubik.stream(TUMBLE_SQL, source=f)), want)
+        with open(EVENTS, "r", encoding="utf-8") as f:
+            self.assertEqual(list(ubik.stream(TUMBLE_SQL, source=f)), want)
+        lines = EVENTS.read_text().splitlines()
+        self.assertEqual(list(ubik.stream(TUMBLE_SQL, source=iter(lines))), want)
+        self.assertEqual(list(ubik.stream(TUMBLE_SQL, source=[json.loads(l) for l in lines])), want)
+        self.assertEqual(list(ubik.stream(TUMBLE_SQL, source=io.BytesIO(EVENTS.read_bytes()))), want)
+
+    def test_meta(self):
+        recs = list(ubik.stream(TUMBLE_SQL, source=EVENTS, meta=True, name="totals"))
+        for r in recs:
+            self.assertTrue(r.final)
+            self.assertEqual(r.revision, 1)
+            self.assertTrue(r.windowed)
+            self.assertEqual(r.query, "totals")
+            self.assertEqual(r.window_positions, (1,))
+            self.assertEqual(r.window_end_us - r.window_start_us, 60_000_000)
+            self.assertEqual(r.key_cells[1], r.window_start.strftime("%Y-%m-%d %H:%M:%S"))
+            self.assertEqual(r.row["window_start"], r.key_cells[1])
+            self.assertEqual(r.window_start.tzinfo, datetime.timezone.utc)
+            self.assertEqual(r.group_key, r.key.split(b", ")[0] + b"]")
+
+    def test_backpressure_is_handled(self):
+        # A tiny output buffer: the stream drains and resumes, losing nothing.
+        events = [{"k": "k%d" % i, "v": i} for i in range(5000)]
+        got = list(ubik.stream(VIEW_SQL, source=events, max_pending_records=3))
+        self.assertEqual(len(got), 5000)
+        self.assertEqual(got[4999], (b'["k4999"]', {"k": "k4999", "n": 1, "s": 4999}))
+
+    def test_malformed_are_skipped_and_reported(self):
+        rejects = []
+        src = ['{"k":"a","v":1}', "nope", '{"k":"a","v":"x"}', '{"k":"a","v":2}']
+        got = list(ubik.stream(VIEW_SQL, source=src, on_reject=rejects.append))
+        self.assertEqual([row["s"] for _, row in got], [1, 3])
+        self.assertEqual(len(rejects), 1)
+        self.assertIn("2 lines skipped", rejects[0])
+        with self.assertRaises(ubik.MalformedEventError) as cm:
+            list(ubik.stream(VIEW_SQL, source=src, strict=True))
+        self.assertEqual(cm.exception.code, errors.ERR_MALFORMED_EVENT)
+        self.assertEqual(cm.exception.name, "UBIK_ERR_MALFORMED_EVENT")
+        self.assertIn("line 2", cm.exception.message)
+
+    def test_early_exit_releases_the_query(self):
+        gen = ubik.stream(VIEW_SQL, source=({"k": "k%d" % i, "v": i} for i in range(100)))
+        self.assertEqual(next(gen)[0], b'["k0"]')
+        gen.close()  # runs the generator's cleanup: the query is freed
+
+    def test_sql_error(self):
+        with self.assertRaises(ubik.SQLError) as cm:
+            list(ubik.stream("SELECT x, count(*) FROM nowhere GROUP BY x", source=[]))
+        e = cm.exception
+        self.assertEqual(e.code, errors.ERR_SQL)
+        self.assertFalse(e.retryable)
+        self.assertIn("nowhere", e.message)
+        self.assertIn("UBIK_ERR_SQL", str(e))
+
+    def test_bad_source(self):
+        with self.assertRaises(TypeError):
+            list(ubik.stream(VIEW_SQL, source=b'{"k":"a"}'))
+        with self.assertRaises(TypeError):
+            list(ubik.stream(VIEW_SQL, source=[{"k": object()}]))
+
+
+class QueryTest(unittest.TestCase):
+    def test_push_iterate_close(self):
+        with ubik.Engine() as eng, eng.start(TUMBLE_SQL, name="m") as q:
+            q.push({"event_id": "e1", "merchant": "acme", "amount": 10.5, "event_time": "2026-07-18 10:00:00"})
+            q.push('{"event_id":"e2","merchant":"acme","amount":0.1,"event_time":"2026-07-18 10:00:20.5"}')
+            q.push(b'{"event_id":"e3","merchant":"zeta","amount":3,"event_time":"2026-07-18T10:00:30Z"}')
+            # a datetime is sent as DuckDB text (UTC)
+            q.push(
+                {
+                    "event_id": "e4",
+                    "merchant": "acme",
+                    "amount": 0.2,
+                    "event_time": datetime.datetime(2026, 7, 18, 10, 0, 59, 999999),
+                }
+            )
+            self.assertIsNone(q.next())
+            self.assertFalse(q.done)
+            q.advance_watermark(datetime.datetime(2026, 7, 18, 10, 1, tzinfo=datetime.timezone.utc))
+            recs = list(q.records())
+            self.assertEqual([r.key for r in recs], [b'["acme", "2026-07-18 10:00:00"]', b'["zeta", "2026-07-18 10:00:00"]'])
+            self.assertEqual(
+                recs[0].value,
+                b'{"merchant": "acme", "window_start": "2026-07-18 10:00:00", "orders": 3, "total": 10.8, "biggest": 10.5}',
+            )
+            self.assertEqual(recs[0].query, "m")
+            st = q.stats()
+            self.assertEqual(st["events_in"], 4)
+            self.assertEqual(st["records_out"], 2)
+            self.assertEqual(st["watermark_us"], 1784368860000000)
+            q.close()
+            q.close()
+            self.assertEqual(list(q.records()), [])
+            self.assertTrue(q.done)
+            with self.assertRaises(ubik.ClosedError):
+                q.push({"merchant": "acme"})
+        # released on leaving the block
+        self.assertIsNone(q.handle)
+        with self.assertRaises(ubik.InvalidHandleError):
+            q.next()
+
+    def test_flush_and_revisions(self):
+        sql = (
+            "CREATE SOURCE e (m VARCHAR, t TIMESTAMP, WATERMARK FOR t AS t) WITH (format = 'jsonl');"
+            "SELECT m, count(*) AS n FROM e GROUP BY m, TUMBLE(t, INTERVAL '1' HOUR)"
+            " EMIT EARLY EVERY INTERVAL '1' HOUR"
+        )
+        with ubik.Engine() as eng, eng.start(sql) as q:
+            q.push({"m": "a", "t": "2026-07-18 09:10:00"})
+            q.flush()
+            r1 = q.next()
+            q.push({"m": "a", "t": "2026-07-18 09:20:00"})
+            q.tick()  # not due yet: nothing
+            self.assertIsNone(q.next())
+            q.flush()
+            r2 = q.next()
+            q.close()
+            r3 = q.next()
+            self.assertEqual([r.key for r in (r1, r2, r3)], [b'["a", "2026-07-18 09:00:00"]'] * 3)
+            self.assertEqual([(r.final, r.revision, r.row["n"]) for r in (r1, r2, r3)], [(False, 1, 1), (False, 2, 2), (True, 3, 2)])
+
+    def test_backpressure_error(self):
+        with ubik.Engine(max_pending_records=1) as eng, eng.start(VIEW_SQL) as q:
+            q.push({"k": "a", "v": 1})
+            with self.assertRaises(ubik.BackpressureError) as cm:
+                q.push({"k": "b", "v": 1})
+            self.assertTrue(cm.exception.retryable)
+            self.assertEqual(cm.exception.code, errors.ERR_BACKPRESSURE)
+            self.assertEqual(q.next().key, b'["a"]')
+            q.push({"k": "b", "v": 1})
+            self.assertEqual(q.next().key, b'["b"]')
+
+    def test_push_lines(self):
+        with ubik.Engine(max_pending_records=2) as eng, eng.start(VIEW_SQL) as q:
+            data = b'{"k":"a","v":1}\r\n\n{"k":"b","v":oops}\n{"k":"c","v":3}\n{"k":"d","v":4}\n'
+            res = q.push_lines(data)
+            # a and c applied, b rejected, d waits: the buffer holds two
+            self.assertEqual(res.rejected, 1)
+            self.assertLess(res.consumed, len(data))
+            self.assertEqual([r.key for r in q.records()], [b'["a"]', b'["c"]'])
+            res2 = q.push_lines(data, res.consumed)
+            self.assertEqual(res.consumed + res2.consumed, len(data))
+            self.assertEqual(res2.rejected, 0)
+            self.assertEqual([r.key for r in q.records()], [b'["d"]'])
+            with self.assertRaises(ValueError):
+                q.push_lines(data, len(data) + 1)
+
+    def test_malformed_event_error(self):
+        with ubik.Engine() as eng, eng.start(VIEW_SQL) as q:
+            with self.assertRaises(ubik.MalformedEventError) as cm:
+                q.push("{")
+            self.assertIn("event 1", cm.exception.message)
+            q.push({"k": "a", "v": 1})  # the query goes on
+            self.assertEqual(q.stats()["malformed"], 1)
+
+    def test_strict_query_fails(self):
+        with ubik.Engine() as eng, eng.start(VIEW_SQL, strict=True) as q:
+            q.push({"k": "a", "v": 1})
+            with self.assertRaises(ubik.MalformedEventError):
+                q.push('{"k": 1}x')
+            with self.assertRaises(ubik.QueryFailedError):
+                q.push({"k": "a", "v": 1})
+            self.assertEqual(q.next().key, b'["a"]')
+            with self.assertRaises(ubik.QueryFailedError):
+                q.next()
+
+    def test_engine_errors(self):
+        with self.assertRaises(ubik.InvalidOptionsError) as cm:
+            ubik.Engine(max_pending_records=0)
+        self.assertIn("max_pending_records", cm.exception.message)
+        with ubik.Engine() as eng:
+            with self.assertRaises(ubik.NoQueryError):
+                eng.start("CREATE SOURCE s (a BIGINT) WITH (format = 'jsonl');")
+            with self.assertRaises(ubik.SQLError):
+                eng.register_source("CREATE SOURCE (")
+            eng.register_source("CREATE SOURCE s (a VARCHAR) WITH (format = 'jsonl');")
+            with eng.start("SELECT a, count(*) AS n FROM s GROUP BY a") as q:
+                q.push({"a": "x"})
+                self.assertEqual(q.next().value, b'{"a": "x", "n": 1}')
+        with self.assertRaises(ubik.ClosedError):
+            eng.start(VIEW_SQL)
+
+    def test_error_table(self):
+        lib = ubik.library()
+        for code, cls in errors._BY_CODE.items():
+            name = lib.ubik_error_name(code).decode()
+            self.assertTrue(name.startswith("UBIK_ERR_"), name)
+            # the Python constant of that name has that number
+            self.assertEqual(getattr(errors, name[len("UBIK_"):]), code)
+            self.assertEqual(bool(lib.ubik_error_retryable(code)), cls is ubik.BackpressureError)
+        self.assertEqual(lib.ubik_error_name(999), b"UBIK_UNKNOWN")
+
+    def test_threads(self):
+        # One thread pushes while this one takes records from the same query.
+        n = 20000
+        with ubik.Engine(max_pending_records=50) as eng, eng.start(VIEW_SQL) as q:
+            failure = []
+
+            def produce():
+                try:
+                    for i in range(n):
+                        ev = {"k": "t%d" % (i % 13), "v": i}
+                        while True:
+                            try:
+                                q.push(ev)
+                                break
+                            except ubik.BackpressureError:
+                                pass
+                    q.close()
+                except Exception as e:  # reported by the main thread
+                    failure.append(e)
+
+            t = threading.Thread(target=produce)
+            t.start()
+            counts = {}
+            got = 0
+            while not q.done:
+                r = q.next()
+                if r is None:
+                    if failure:
+                        break
+                    continue
+                got += 1
+                k = r.key_cells[0]
+                counts[k] = counts.get(k, 0) + 1
+                self.assertEqual(r.row["n"], counts[k])
+            t.join()
+            self.assertEqual(failure, [])
+            self.assertEqual(got, n)
+
+
+if __name__ == "__main__":
+    unittest.main()
