@@ -388,3 +388,37 @@ func BenchmarkAggUpdate(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAggResult measures computing a result (each emission does it):
+// the variance is exact rational arithmetic over the sums' partials.
+func BenchmarkAggResult(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	rows := genAggRows(r, 4096, true)
+	for _, c := range aggCases() {
+		c := c
+		switch c.Func {
+		case "var_samp", "stddev_pop", "approx_quantile", "approx_count_distinct":
+		default:
+			continue
+		}
+		b.Run(fmt.Sprintf("%s_%s", c.Func, c.Args[0].Type()), func(b *testing.B) {
+			s := feedB(b, &c, rows)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				_ = s.result()
+			}
+		})
+	}
+}
+
+func feedB(b *testing.B, c *plan.AggCall, rows [][]types.Value) aggState {
+	s, err := newAggState(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, row := range rows {
+		_ = updateState(s, argsOf(c, row))
+	}
+	return s
+}

@@ -347,6 +347,12 @@ func decimalFloat(u types.Int128, scale uint8) float64 {
 	if scale == 0 {
 		return u.Float64()
 	}
+	// Both operands exact doubles: one correctly rounded division.
+	if u.IsInt64() && scale <= 22 {
+		if i := int64(u.Lo); i > -1<<53 && i < 1<<53 {
+			return float64(i) / math.Pow10(int(scale))
+		}
+	}
 	r := new(big.Rat).SetFrac(u.Big(), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))
 	f, _ := r.Float64()
 	return f
