@@ -89,10 +89,15 @@ func newAggState(c *plan.AggCall) (aggState, error) {
 		case types.KindDecimal:
 			return &avgIntState{scale: argT.Scale}, nil
 		}
-	case "min":
-		return &minMaxState{t: c.Type, max: false}, nil
-	case "max":
-		return &minMaxState{t: c.Type, max: true}, nil
+	case "min", "max":
+		isMax := c.Func == "max"
+		switch c.Type.Kind {
+		case types.KindDouble:
+			return &minMaxF64{max: isMax}, nil
+		case types.KindInteger, types.KindBigInt, types.KindTimestamp, types.KindDate, types.KindBoolean:
+			return &minMaxI64{max: isMax, kind: c.Type.Kind}, nil
+		}
+		return &minMaxState{t: c.Type, max: isMax}, nil
 	}
 	return nil, fmt.Errorf("exec: aggregate %s(%s) is not supported", c.Func, argT)
 }
@@ -163,33 +168,25 @@ func (s *sumIntState) result() types.Value {
 }
 func (s *sumIntState) size() int { return 24 }
 
-type sumDoubleState struct {
-	fs   fsum
-	seen bool
-}
+type sumDoubleState struct{ fs fsum }
 
 func (s *sumDoubleState) update(v types.Value) error {
 	if !v.Null {
 		s.fs.add(v.F)
-		s.seen = true
 	}
 	return nil
 }
 func (s *sumDoubleState) merge(o aggState) error {
-	t := o.(*sumDoubleState)
-	if t.seen {
-		s.fs.merge(&t.fs)
-		s.seen = true
-	}
+	s.fs.merge(&o.(*sumDoubleState).fs)
 	return nil
 }
 func (s *sumDoubleState) result() types.Value {
-	if !s.seen {
+	if !s.fs.seen {
 		return types.NullOf(types.Double)
 	}
 	return types.Float(s.fs.result())
 }
-func (s *sumDoubleState) size() int { return s.fs.bytes() + 8 }
+func (s *sumDoubleState) size() int { return 32 + s.fs.bytes() }
 
 type avgDoubleState struct {
 	fs fsum
@@ -215,7 +212,7 @@ func (s *avgDoubleState) result() types.Value {
 	}
 	return types.Float(s.fs.result() / float64(s.n))
 }
-func (s *avgDoubleState) size() int { return s.fs.bytes() + 8 }
+func (s *avgDoubleState) size() int { return 40 + s.fs.bytes() }
 
 // avgIntState averages integers and decimals from an exact 128-bit sum.
 type avgIntState struct {
@@ -317,6 +314,98 @@ func (s *minMaxState) result() types.Value {
 }
 func (s *minMaxState) size() int { return 56 + len(s.v.S) }
 
+// minMaxF64 is min/max over DOUBLE in 16 bytes. NaN is above every other
+// double (DuckDB's order); between 0.0 and -0.0 max keeps 0.0 and min keeps
+// -0.0, so the result never depends on arrival order.
+type minMaxF64 struct {
+	x    float64
+	seen bool
+	max  bool
+}
+
+func (s *minMaxF64) update(v types.Value) error {
+	if v.Null {
+		return nil
+	}
+	if !s.seen {
+		s.x, s.seen = v.F, true
+		return nil
+	}
+	c := Compare(v, types.Float(s.x))
+	switch {
+	case c == 0 && v.F == 0:
+		if s.max == !math.Signbit(v.F) {
+			s.x = v.F
+		}
+	case (s.max && c > 0) || (!s.max && c < 0):
+		s.x = v.F
+	}
+	return nil
+}
+func (s *minMaxF64) merge(o aggState) error {
+	t := o.(*minMaxF64)
+	if t.seen {
+		return s.update(types.Float(t.x))
+	}
+	return nil
+}
+func (s *minMaxF64) result() types.Value {
+	if !s.seen {
+		return types.NullOf(types.Double)
+	}
+	return types.Float(s.x)
+}
+func (s *minMaxF64) size() int { return 16 }
+func (s *minMaxF64) appendState(b []byte) []byte {
+	return binary.LittleEndian.AppendUint64(appendBool(b, s.seen), math.Float64bits(s.x))
+}
+func (s *minMaxF64) readState(r *reader) error {
+	s.seen = r.byte1() == 1
+	s.x = r.f64()
+	return r.err
+}
+
+// minMaxI64 is min/max over the kinds stored in Value.I (integers,
+// timestamps, dates, booleans) in 16 bytes.
+type minMaxI64 struct {
+	x    int64
+	kind types.Kind
+	seen bool
+	max  bool
+}
+
+func (s *minMaxI64) update(v types.Value) error {
+	if v.Null {
+		return nil
+	}
+	if !s.seen || (s.max && v.I > s.x) || (!s.max && v.I < s.x) {
+		s.x, s.seen = v.I, true
+	}
+	return nil
+}
+func (s *minMaxI64) merge(o aggState) error {
+	t := o.(*minMaxI64)
+	if t.seen {
+		return s.update(types.Value{Kind: s.kind, I: t.x})
+	}
+	return nil
+}
+func (s *minMaxI64) result() types.Value {
+	if !s.seen {
+		return types.NullOf(types.Type{Kind: s.kind})
+	}
+	return types.Value{Kind: s.kind, I: s.x}
+}
+func (s *minMaxI64) size() int { return 16 }
+func (s *minMaxI64) appendState(b []byte) []byte {
+	return binary.AppendVarint(appendBool(b, s.seen), s.x)
+}
+func (s *minMaxI64) readState(r *reader) error {
+	s.seen = r.byte1() == 1
+	s.x = r.varint()
+	return r.err
+}
+
 // Compare orders two non-NULL values of the same kind the way DuckDB does:
 // numbers numerically (NaN above every other double), strings bytewise,
 // times chronologically, false before true.
@@ -376,44 +465,6 @@ func appendI128(b []byte, x types.Int128) []byte {
 
 func (r *reader) i128() types.Int128 { return types.Int128{Hi: r.varint(), Lo: r.uvarint()} }
 
-func (s *fsum) appendState(b []byte) []byte {
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.special))
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.infSum))
-	if s.wide != nil {
-		t, _ := s.wide.GobEncode()
-		b = binary.AppendUvarint(b, uint64(len(t)))
-		b = append(b, t...)
-	} else {
-		b = append(b, 0)
-	}
-	partials := s.canonical()
-	b = binary.AppendUvarint(b, uint64(len(partials)))
-	for _, p := range partials {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p))
-	}
-	return b
-}
-
-func (s *fsum) readState(r *reader) {
-	s.special, s.infSum = r.f64(), r.f64()
-	if wn := r.uvarint(); wn > 0 {
-		s.wide = newWide()
-		if err := s.wide.GobDecode(r.bytes(int(wn))); err != nil {
-			r.fail("wide sum")
-			return
-		}
-	}
-	n := r.uvarint()
-	if n > uint64(len(r.b)/8) {
-		r.fail("fsum partials")
-		return
-	}
-	s.partials = make([]float64, n)
-	for i := range s.partials {
-		s.partials[i] = r.f64()
-	}
-}
-
 func (s *countState) appendState(b []byte) []byte { return binary.AppendVarint(b, s.n) }
 func (s *countState) readState(r *reader) error   { s.n = r.varint(); return r.err }
 
@@ -424,10 +475,9 @@ func (s *sumIntState) readState(r *reader) error {
 	return r.err
 }
 
-func (s *sumDoubleState) appendState(b []byte) []byte { return appendBool(s.fs.appendState(b), s.seen) }
+func (s *sumDoubleState) appendState(b []byte) []byte { return s.fs.appendState(b) }
 func (s *sumDoubleState) readState(r *reader) error {
 	s.fs.readState(r)
-	s.seen = r.byte1() == 1
 	return r.err
 }
 

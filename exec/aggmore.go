@@ -416,12 +416,12 @@ func (s *varState) readState(r *reader) error {
 
 // rat is the exact value of the sum (finite inputs only).
 func (s *fsum) rat() *big.Rat {
-	if s.wide != nil {
-		r, _ := s.wide.Rat(nil)
+	if s.ext != nil && s.ext.wide != nil {
+		r, _ := s.ext.wide.Rat(nil)
 		return r
 	}
 	r := new(big.Rat)
-	for _, p := range s.partials {
+	for _, p := range s.partials() {
 		r.Add(r, new(big.Rat).SetFloat64(p))
 	}
 	return r

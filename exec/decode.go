@@ -50,13 +50,32 @@ type Decoder struct {
 	jsonBuf []byte      // raw text of JSON columns for the current event
 	csv     *csvDecoder // format = 'csv'
 	bad     error       // a source the decoder cannot read (bad CSV options)
+
+	// scanDecode's state: column names, which columns a line set, and
+	// buffers for unescaped strings (one per column, since a row may alias
+	// several at once).
+	names      []string
+	seen       []bool
+	keyScratch []byte
+	valScratch [][]byte
+	noScan     bool // tests: force the reference path
 }
 
 // NewDecoder returns a decoder for src's columns and format option
 // ('jsonl', the default, or 'csv'). A source it cannot read makes every
 // Decode fail with the reason (see Err).
 func NewDecoder(src *plan.Source) *Decoder {
-	d := &Decoder{src: src, row: make([]types.Value, len(src.Columns))}
+	d := &Decoder{src: src, row: make([]types.Value, len(src.Columns)),
+		seen: make([]bool, len(src.Columns)), valScratch: make([][]byte, len(src.Columns))}
+	for _, c := range src.Columns {
+		d.names = append(d.names, c.Name)
+		// A JSON column keeps the value's JSON text as fastjson renders it;
+		// the scanner does not produce that text, so such sources take the
+		// reference path.
+		if c.JSON {
+			d.noScan = true
+		}
+	}
 	switch f := strings.ToLower(src.Options["format"]); f {
 	case "", "jsonl", "json", "ndjson":
 	case "csv":
@@ -84,6 +103,18 @@ func (d *Decoder) Decode(line []byte) ([]types.Value, error) {
 	if d.csv != nil {
 		return d.csv.decode(line, d.row)
 	}
+	if !d.noScan {
+		if row, err := d.scanDecode(line); err == nil {
+			return row, nil
+		}
+	}
+	return d.decodeReference(line)
+}
+
+// decodeReference decodes with fastjson. It is the definition of what a
+// line means (scanDecode must agree with it) and the path for every line
+// scanDecode does not take.
+func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 	v, err := d.p.ParseBytes(line)
 	if err != nil {
 		return nil, &DecodeError{Msg: "bad JSON: " + err.Error()}

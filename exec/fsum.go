@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"encoding/binary"
 	"math"
 	"math/big"
 )
@@ -10,10 +11,23 @@ import (
 // of every input, so the rounded result does not depend on the order the
 // inputs arrived in, on batching, or on how partial sums were merged. That is
 // what lets a final value be byte-identical across restarts and partitions.
+//
+// It is laid out for the common case, where one or two partials suffice:
+// those live inline, and everything rarer (more partials, non-finite inputs,
+// sums near the top of the double range) lives behind ext. A live (group,
+// window) thus pays 32 bytes for an exact sum.
 type fsum struct {
-	partials []float64
-	special  float64 // sum of the non-finite inputs (inf, nan)
-	infSum   float64 // sum of the infinite inputs, to detect inf + -inf
+	p    [2]float64 // the partials while there are at most two and ext is nil or unspilled
+	n    uint8      // partials in use in p
+	seen bool       // some input was added (sum of nothing is NULL, not 0)
+	ext  *fsumExt
+}
+
+type fsumExt struct {
+	more    []float64 // all partials once there are more than two
+	spilled bool      // partials live in more, not in p
+	special float64   // sum of the non-finite inputs (inf, nan)
+	infSum  float64   // sum of the infinite inputs, to detect inf + -inf
 	// wide holds the exact sum once a magnitude near the top of the double
 	// range appears, where the partials' own additions could overflow.
 	// Rare, so it may be slow; it is exact because its precision covers
@@ -30,78 +44,119 @@ const widePrec = 2200
 
 func newWide() *big.Float { return new(big.Float).SetPrec(widePrec) }
 
+func (s *fsum) extension() *fsumExt {
+	if s.ext == nil {
+		s.ext = &fsumExt{}
+	}
+	return s.ext
+}
+
+// partials returns the live partials (aliasing the inline array when they
+// fit there).
+func (s *fsum) partials() []float64 {
+	if s.ext != nil && s.ext.spilled {
+		return s.ext.more
+	}
+	return s.p[:s.n]
+}
+
+// setPartials stores ps, which may alias s.p or be a grown copy.
+func (s *fsum) setPartials(ps []float64) {
+	if (s.ext == nil || !s.ext.spilled) && len(ps) <= 2 {
+		n := copy(s.p[:], ps)
+		s.n = uint8(n)
+		return
+	}
+	e := s.extension()
+	e.more, e.spilled = ps, true
+	s.n = 0
+}
+
 func (s *fsum) add(x float64) {
+	s.seen = true
 	if math.IsInf(x, 0) || math.IsNaN(x) {
+		e := s.extension()
 		if math.IsInf(x, 0) {
-			s.infSum += x
+			e.infSum += x
 		}
-		s.special += x
+		e.special += x
 		return
 	}
-	if s.wide != nil {
-		s.wide.Add(s.wide, new(big.Float).SetFloat64(x))
+	if s.ext != nil && s.ext.wide != nil {
+		s.ext.wide.Add(s.ext.wide, new(big.Float).SetFloat64(x))
 		return
 	}
-	if n := len(s.partials); math.Abs(x) >= wideThreshold || (n > 0 && math.Abs(s.partials[n-1]) >= wideThreshold) {
-		s.wide = newWide()
-		for _, p := range s.partials {
-			s.wide.Add(s.wide, new(big.Float).SetFloat64(p))
+	ps := s.partials()
+	if n := len(ps); math.Abs(x) >= wideThreshold || (n > 0 && math.Abs(ps[n-1]) >= wideThreshold) {
+		w := newWide()
+		for _, p := range ps {
+			w.Add(w, new(big.Float).SetFloat64(p))
 		}
-		s.partials = s.partials[:0]
-		s.wide.Add(s.wide, new(big.Float).SetFloat64(x))
+		w.Add(w, new(big.Float).SetFloat64(x))
+		s.setPartials(nil)
+		s.extension().wide = w
 		return
 	}
 	i := 0
-	for _, y := range s.partials {
+	for _, y := range ps {
 		if math.Abs(x) < math.Abs(y) {
 			x, y = y, x
 		}
 		hi := x + y
 		lo := y - (hi - x)
 		if lo != 0 {
-			s.partials[i] = lo
+			ps[i] = lo
 			i++
 		}
 		x = hi
 	}
-	s.partials = s.partials[:i]
+	ps = ps[:i]
 	if x != 0 {
-		s.partials = append(s.partials, x)
+		ps = append(ps, x)
 	}
+	s.setPartials(ps)
 }
 
 func (s *fsum) merge(o *fsum) {
-	if o.special != 0 || math.IsNaN(o.special) {
-		s.special += o.special
-		s.infSum += o.infSum
-	}
-	if o.wide != nil {
-		if s.wide == nil {
-			s.wide = newWide()
-			for _, p := range s.partials {
-				s.wide.Add(s.wide, new(big.Float).SetFloat64(p))
-			}
-			s.partials = s.partials[:0]
+	s.seen = s.seen || o.seen
+	if o.ext != nil {
+		if o.ext.special != 0 || math.IsNaN(o.ext.special) {
+			e := s.extension()
+			e.special += o.ext.special
+			e.infSum += o.ext.infSum
 		}
-		s.wide.Add(s.wide, o.wide)
+		if o.ext.wide != nil {
+			e := s.extension()
+			if e.wide == nil {
+				w := newWide()
+				for _, p := range s.partials() {
+					w.Add(w, new(big.Float).SetFloat64(p))
+				}
+				s.setPartials(nil)
+				e.wide = w
+			}
+			e.wide.Add(e.wide, o.ext.wide)
+		}
 	}
-	for _, p := range o.partials {
+	for _, p := range o.partials() {
 		s.add(p)
 	}
 }
 
 func (s *fsum) result() float64 {
-	if s.special != 0 || math.IsNaN(s.special) {
-		if math.IsNaN(s.infSum) {
-			return math.NaN()
+	if e := s.ext; e != nil {
+		if e.special != 0 || math.IsNaN(e.special) {
+			if math.IsNaN(e.infSum) {
+				return math.NaN()
+			}
+			return e.special
 		}
-		return s.special
+		if e.wide != nil {
+			f, _ := e.wide.Float64() // nearest-even; ±Inf when the exact sum is out of range
+			return f
+		}
 	}
-	if s.wide != nil {
-		f, _ := s.wide.Float64() // nearest-even; ±Inf when the exact sum is out of range
-		return f
-	}
-	p := s.partials
+	p := s.partials()
 	n := len(p)
 	if n == 0 {
 		return 0
@@ -132,19 +187,81 @@ func (s *fsum) result() float64 {
 	return hi
 }
 
-func (s *fsum) bytes() int { return 8*cap(s.partials) + 24 + 24 }
+// bytes estimates the memory of the sum (the inline part is counted by the
+// state that embeds it).
+func (s *fsum) bytes() int {
+	if s.ext == nil {
+		return 0
+	}
+	return 64 + 8*cap(s.ext.more)
+}
+
+func (s *fsum) appendState(b []byte) []byte {
+	var special, infSum float64
+	var wide *big.Float
+	if s.ext != nil {
+		special, infSum, wide = s.ext.special, s.ext.infSum, s.ext.wide
+	}
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(special))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(infSum))
+	if wide != nil {
+		t, _ := wide.GobEncode()
+		b = binary.AppendUvarint(b, uint64(len(t)))
+		b = append(b, t...)
+	} else {
+		b = append(b, 0)
+	}
+	b = appendBool(b, s.seen)
+	ps := s.canonical()
+	b = binary.AppendUvarint(b, uint64(len(ps)))
+	for _, p := range ps {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p))
+	}
+	return b
+}
+
+func (s *fsum) readState(r *reader) {
+	*s = fsum{}
+	special, infSum := r.f64(), r.f64()
+	if special != 0 || infSum != 0 || math.IsNaN(special) {
+		e := s.extension()
+		e.special, e.infSum = special, infSum
+	}
+	if wn := r.uvarint(); wn > 0 {
+		w := newWide()
+		if err := w.GobDecode(r.bytes(int(wn))); err != nil {
+			r.fail("wide sum")
+			return
+		}
+		s.extension().wide = w
+	}
+	seen := r.byte1() == 1
+	n := r.uvarint()
+	if n > uint64(len(r.b)/8) {
+		r.fail("fsum partials")
+		return
+	}
+	defer func() { s.seen = seen }()
+	ps := make([]float64, n)
+	for i := range ps {
+		ps[i] = r.f64()
+	}
+	s.setPartials(ps)
+}
 
 // canonical returns partials that depend only on the exact sum, not on the
 // order of the additions that built it: the sum rounded to nearest, then
 // the rest rounded to nearest, and so on (smallest first, as add keeps
 // them). Checkpoints write these, so that equal states have equal bytes.
 func (s *fsum) canonical() []float64 {
-	if s.wide != nil || len(s.partials) <= 1 {
-		return s.partials
+	ps := s.partials()
+	if s.ext != nil && s.ext.wide != nil || len(ps) <= 1 {
+		return ps
 	}
-	rest := fsum{partials: append([]float64(nil), s.partials...)}
+	var rest fsum
+	rest.setPartials(append([]float64(nil), ps...))
 	var out []float64
-	for len(rest.partials) > 0 && len(out) < 64 {
+	for len(rest.partials()) > 0 && len(out) < 64 {
 		r := rest.result()
 		if r == 0 {
 			break

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/sql/plan"
@@ -94,22 +93,24 @@ type Stats struct {
 	LatencyCount     uint64
 }
 
-// group is the state of one (group, window).
+// group is the state of one (group, window). It is kept small: the GROUP BY
+// cells are not stored, they are decoded from mapKey when a record is
+// emitted (see decodeKeyBytes), and the state size is a per-query constant
+// plus the key, so nothing per group tracks it.
 type group struct {
-	cells     []types.Value // GROUP BY expression cells (strings owned)
 	aggs      []aggState
-	start     int64 // window start (µs), sessions: session start
-	end       int64 // window end (µs), sessions: last event + gap
+	mapKey    string // binary group key (shared with the map)
+	start     int64  // window start (µs); sessions: session start
+	end       int64  // window end (µs); sessions: last event + gap
 	revision  uint64
 	dirtyAt   int64 // nanotime of the first change since the last emission; 0 = clean
+	seq       uint64
+	ckptStart int64 // the window start its checkpoint entry was written under
+	heapIndex int32 // sessions: position in the close heap
 	inDirty   bool  // queued on the dirty list
 	dead      bool  // finalized and dropped
-	bytes     int64 // state estimate counted into Stats.StateBytes
-	seq       uint64
-	heapIndex int    // sessions: position in the close heap
-	mapKey    string // binary group key (shared with the map)
-	stateKey  string // checkpoint entry key last written ("" = never)
-	ckptDirty bool   // changed since the last checkpoint
+	ckptDirty bool  // changed since the last checkpoint
+	written   bool  // a checkpoint entry exists for it
 }
 
 // bucket holds the groups of one aligned window (TUMBLE, HOP) or of the
@@ -125,10 +126,13 @@ type Operator struct {
 	q   *plan.Query
 	cfg Config
 
-	keyExprs []int // indexes of KeyExpr terms in q.Keys
-	cellsBuf []types.Value
-	argBuf   [][]types.Value // per aggregate: evaluated arguments of the current row
-	keyBuf   []byte          // binary group key of the current row
+	keyExprs   []int        // indexes of KeyExpr terms in q.Keys
+	keyTypes   []types.Type // their types, to decode group keys
+	cellsBuf   []types.Value
+	cellsOut   []types.Value   // decoded key cells of the group being emitted
+	groupBytes int64           // state estimate per (group, window), besides its key
+	argBuf     [][]types.Value // per aggregate: evaluated arguments of the current row
+	keyBuf     []byte          // binary group key of the current row
 
 	dedup *dedupState // nil unless the source declares dedup_key
 
@@ -182,7 +186,13 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 	for i, k := range q.Keys {
 		if k.Kind == plan.KeyExpr {
 			o.keyExprs = append(o.keyExprs, i)
+			o.keyTypes = append(o.keyTypes, k.Expr.Type())
 		}
+	}
+	overhead, costs := StateCost(q)
+	o.groupBytes = int64(overhead)
+	for _, c := range costs {
+		o.groupBytes += int64(c.Bytes)
 	}
 	o.cellsBuf = make([]types.Value, len(o.keyExprs))
 	for i := range q.Aggs {
@@ -370,7 +380,6 @@ func (o *Operator) apply(b *bucket, row []types.Value) error {
 		}
 		b.groups[g.mapKey] = g
 		b.order = append(b.order, g)
-		o.addBytes(g, int64(len(o.keyBuf))+48)
 	}
 	if err := o.updateAggs(g); err != nil {
 		return err
@@ -379,45 +388,25 @@ func (o *Operator) apply(b *bucket, row []types.Value) error {
 }
 
 func (o *Operator) newGroup(start, end int64) (*group, error) {
-	g := &group{start: start, end: end, cells: make([]types.Value, len(o.cellsBuf)), aggs: make([]aggState, len(o.q.Aggs)),
-		mapKey: string(o.keyBuf), heapIndex: -1}
+	g := &group{start: start, end: end, aggs: make([]aggState, len(o.q.Aggs)), mapKey: string(o.keyBuf), heapIndex: -1}
 	o.seq++
 	g.seq = o.seq
-	var size int64 = 96 + int64(len(g.cells))*56 + int64(len(g.aggs))*16
-	for i, c := range o.cellsBuf {
-		switch c.Kind {
-		case types.KindVarchar:
-			c.S = strings.Clone(c.S)
-			size += int64(len(c.S))
-		case types.KindDouble:
-			// Keep one spelling per group so the key never depends on
-			// which of 0.0 and -0.0 (or which NaN) arrived first.
-			if c.F == 0 {
-				c.F = 0
-			} else if math.IsNaN(c.F) {
-				c.F = math.NaN()
-			}
-		}
-		g.cells[i] = c
-	}
 	for i := range o.q.Aggs {
 		s, err := newAggState(&o.q.Aggs[i])
 		if err != nil {
 			return nil, err
 		}
 		g.aggs[i] = s
-		size += int64(s.size())
 	}
 	o.stats.LiveGroups++
 	if o.stats.LiveGroups > o.stats.LiveGroupsPeak {
 		o.stats.LiveGroupsPeak = o.stats.LiveGroups
 	}
-	o.addBytes(g, size)
+	o.addBytes(o.groupBytes + int64(len(g.mapKey)))
 	return g, nil
 }
 
-func (o *Operator) addBytes(g *group, n int64) {
-	g.bytes += n
+func (o *Operator) addBytes(n int64) {
 	o.stats.StateBytes += n
 	if o.stats.StateBytes > o.stats.StateBytesPeak {
 		o.stats.StateBytesPeak = o.stats.StateBytes
@@ -426,11 +415,11 @@ func (o *Operator) addBytes(g *group, n int64) {
 
 func (o *Operator) dropGroup(g *group) {
 	g.dead = true
-	if o.tracking && g.stateKey != "" {
-		o.ckptDeleted = append(o.ckptDeleted, g.stateKey)
+	if o.tracking && g.written {
+		o.ckptDeleted = append(o.ckptDeleted, string(appendStateKey(nil, g.ckptStart, g.mapKey)))
 	}
 	o.stats.LiveGroups--
-	o.stats.StateBytes -= g.bytes
+	o.stats.StateBytes -= o.groupBytes + int64(len(g.mapKey))
 }
 
 func (o *Operator) updateAggs(g *group) error {
@@ -577,11 +566,12 @@ func (o *Operator) emit(g *group, final bool) error {
 	q := o.q
 	row := o.postRow
 	ci := 0
+	o.cellsOut = decodeKeyBytes(g.mapKey, o.keyTypes, o.cellsOut[:0])
 	startV, endV := types.TS(g.start), types.TS(g.end)
 	for i, k := range q.Keys {
 		switch k.Kind {
 		case plan.KeyExpr:
-			row[i] = g.cells[ci]
+			row[i] = o.cellsOut[ci]
 			ci++
 		case plan.KeyWindowStart:
 			row[i] = startV
@@ -684,6 +674,53 @@ func appendKeyBytes(b []byte, v types.Value) []byte {
 		return binary.LittleEndian.AppendUint64(b, uint64(v.Hi))
 	}
 	return binary.LittleEndian.AppendUint64(b, uint64(v.I))
+}
+
+// decodeKeyBytes is the inverse of appendKeyBytes over a whole group key:
+// it appends the cells to dst. Strings alias k (no copy). The static types
+// give NULL cells their kind and decimals their scale.
+func decodeKeyBytes(k string, kt []types.Type, dst []types.Value) []types.Value {
+	i := 0
+	u64 := func() uint64 {
+		var x uint64
+		for j := 0; j < 8; j++ {
+			x |= uint64(k[i+j]) << (8 * j)
+		}
+		i += 8
+		return x
+	}
+	for _, t := range kt {
+		tag := k[i]
+		i++
+		if tag == 0 {
+			dst = append(dst, types.NullOf(t))
+			continue
+		}
+		v := types.Value{Kind: types.Kind(tag - 1), Scale: t.Scale}
+		switch v.Kind {
+		case types.KindVarchar:
+			var n uint64
+			for shift := 0; ; shift += 7 {
+				c := k[i]
+				i++
+				n |= uint64(c&0x7f) << shift
+				if c < 0x80 {
+					break
+				}
+			}
+			v.S = k[i : i+int(n)]
+			i += int(n)
+		case types.KindDouble:
+			v.F = math.Float64frombits(u64())
+		case types.KindHugeInt, types.KindDecimal, types.KindInterval:
+			v.I = int64(u64())
+			v.Hi = int64(u64())
+		default:
+			v.I = int64(u64())
+		}
+		dst = append(dst, v)
+	}
+	return dst
 }
 
 type int64Heap []int64

@@ -68,18 +68,17 @@ func (o *Operator) processSession(row []types.Value) error {
 			if other.revision > target.revision {
 				target.revision = other.revision
 			}
-			heap.Remove(&o.closeHeap, other.heapIndex)
+			heap.Remove(&o.closeHeap, int(other.heapIndex))
 			o.dropGroup(other)
 		}
 		target.start, target.end = start, end
 		sg.sessions = append(sg.sessions[:lo+1], sg.sessions[hi:]...)
-		heap.Fix(&o.closeHeap, target.heapIndex)
+		heap.Fix(&o.closeHeap, int(target.heapIndex))
 	} else {
 		g, err := o.newGroup(start, end)
 		if err != nil {
 			return err
 		}
-		o.addBytes(g, int64(len(o.keyBuf)))
 		target = g
 		sg.sessions = append(sg.sessions, nil)
 		copy(sg.sessions[lo+1:], sg.sessions[lo:])
@@ -139,12 +138,12 @@ func (h *sessionHeap) Less(i, j int) bool {
 }
 func (h *sessionHeap) Swap(i, j int) {
 	h.refs[i], h.refs[j] = h.refs[j], h.refs[i]
-	h.refs[i].g.heapIndex = i
-	h.refs[j].g.heapIndex = j
+	h.refs[i].g.heapIndex = int32(i)
+	h.refs[j].g.heapIndex = int32(j)
 }
 func (h *sessionHeap) Push(x any) {
 	r := x.(sessionRef)
-	r.g.heapIndex = len(h.refs)
+	r.g.heapIndex = int32(len(h.refs))
 	h.refs = append(h.refs, r)
 }
 func (h *sessionHeap) Pop() any {

@@ -55,7 +55,7 @@ func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []by
 			if err := put(kb, vb); err != nil {
 				return err
 			}
-			g.stateKey, g.ckptDirty = string(kb), false
+			g.written, g.ckptStart, g.ckptDirty = true, g.start, false
 		}
 	} else {
 		for _, k := range o.ckptDeleted {
@@ -68,16 +68,17 @@ func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []by
 			if g.dead {
 				continue
 			}
-			kb, vb = o.groupEntry(kb[:0], vb[:0], g)
-			if g.stateKey != "" && g.stateKey != string(kb) {
-				if err := put([]byte(g.stateKey), nil); err != nil {
+			if g.written && g.ckptStart != g.start {
+				// A session whose start moved: its old entry goes.
+				if err := put(appendStateKey(kb[:0], g.ckptStart, g.mapKey), nil); err != nil {
 					return err
 				}
 			}
+			kb, vb = o.groupEntry(kb[:0], vb[:0], g)
 			if err := put(kb, vb); err != nil {
 				return err
 			}
-			g.stateKey = string(kb)
+			g.written, g.ckptStart = true, g.start
 		}
 	}
 	if o.dedup != nil {
@@ -123,10 +124,15 @@ func (o *Operator) liveGroups() []*group {
 	return out
 }
 
-func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
+// appendStateKey appends the checkpoint entry key of a group.
+func appendStateKey(kb []byte, start int64, mapKey string) []byte {
 	kb = append(kb, 'g')
-	kb = binary.BigEndian.AppendUint64(kb, uint64(g.start)^(1<<63))
-	kb = append(kb, g.mapKey...)
+	kb = binary.BigEndian.AppendUint64(kb, uint64(start)^(1<<63))
+	return append(kb, mapKey...)
+}
+
+func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
+	kb = appendStateKey(kb, g.start, g.mapKey)
 	vb = append(vb, stateVersion)
 	vb = binary.AppendVarint(vb, g.start)
 	vb = binary.AppendVarint(vb, g.end)
@@ -137,9 +143,10 @@ func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
 	} else {
 		vb = append(vb, 0)
 	}
-	vb = binary.AppendUvarint(vb, uint64(len(g.cells)))
-	for _, c := range g.cells {
-		vb = appendValue(vb, c)
+	o.cellsOut = decodeKeyBytes(g.mapKey, o.keyTypes, o.cellsOut[:0])
+	vb = binary.AppendUvarint(vb, uint64(len(o.cellsOut)))
+	for _, c := range o.cellsOut {
+		vb = appendValue(vb, c) // informative: restore decodes the cells from the key
 	}
 	vb = binary.AppendUvarint(vb, uint64(len(g.aggs)))
 	for _, a := range g.aggs {
@@ -215,8 +222,9 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if len(key) < 9 || key[0] != 'g' {
 		return nil, fmt.Errorf("%w: unknown entry key %q", ErrBadState, key)
 	}
-	g := &group{mapKey: string(key[9:]), stateKey: string(key), heapIndex: -1}
+	g := &group{mapKey: string(key[9:]), heapIndex: -1, written: true}
 	g.start = r.varint()
+	g.ckptStart = g.start
 	g.end = r.varint()
 	g.revision = r.uvarint()
 	g.seq = r.uvarint()
@@ -227,9 +235,8 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if nc != uint64(len(o.keyExprs)) {
 		return nil, fmt.Errorf("%w: group has %d key cells, the query %d", ErrBadState, nc, len(o.keyExprs))
 	}
-	g.cells = make([]types.Value, nc)
-	for i := range g.cells {
-		g.cells[i] = r.value()
+	for i := uint64(0); i < nc; i++ {
+		r.value()
 	}
 	na := r.uvarint()
 	if na != uint64(len(o.q.Aggs)) {
@@ -256,7 +263,7 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 // place inserts a restored group into the operator's structures.
 func (o *Operator) place(g *group) {
 	o.stats.LiveGroups++
-	o.addBytes(g, o.estimate(g))
+	o.addBytes(o.groupBytes + int64(len(g.mapKey)))
 	switch {
 	case o.cont != nil:
 		o.cont.groups[g.mapKey] = g
@@ -312,17 +319,6 @@ func (o *Operator) FinishRestore() {
 	}
 	o.stats.Rows = o.restoredRows
 	o.restored = true
-}
-
-func (o *Operator) estimate(g *group) int64 {
-	n := int64(96+len(g.mapKey)) + int64(len(g.cells))*56 + int64(len(g.aggs))*16
-	for _, c := range g.cells {
-		n += int64(len(c.S))
-	}
-	for _, a := range g.aggs {
-		n += int64(a.size())
-	}
-	return n
 }
 
 func appendValue(b []byte, v types.Value) []byte {

@@ -137,6 +137,8 @@ func Run(ctx context.Context, src Source, l Lander, opts RunOptions) error {
 		err   error
 	}
 	queue := make(chan *pending, o.MaxInFlight)
+	// slots bounds the batches between Next and their commit.
+	slots := make(chan struct{}, o.MaxInFlight)
 	var wg sync.WaitGroup
 	pollErr := make(chan error, 1)
 
@@ -145,6 +147,12 @@ func Run(ctx context.Context, src Source, l Lander, opts RunOptions) error {
 	go func() {
 		defer close(queue)
 		for {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				pollErr <- context.Cause(ctx)
+				return
+			}
 			b, err := src.Next(ctx)
 			if err != nil {
 				pollErr <- err
@@ -167,21 +175,21 @@ func Run(ctx context.Context, src Source, l Lander, opts RunOptions) error {
 	}()
 
 	var runErr error
-	for p := range queue {
+	commit := func(p *pending) {
 		<-p.done
 		if runErr != nil {
-			continue // drain
+			return // draining after a failure
 		}
 		if p.err != nil {
 			runErr = p.err
 			cancel(p.err)
-			continue
+			return
 		}
 		retries, err := retry(ctx, o, "commit", func() error { return src.Commit(ctx, p.b) })
 		if err != nil {
 			runErr = fmt.Errorf("land: committing a landed batch: %w", err)
 			cancel(runErr)
-			continue
+			return
 		}
 		p.stats.Retries += retries
 		p.stats.Elapsed = time.Since(p.start)
@@ -191,6 +199,10 @@ func Run(ctx context.Context, src Source, l Lander, opts RunOptions) error {
 		if o.OnBatch != nil {
 			o.OnBatch(p.stats)
 		}
+	}
+	for p := range queue {
+		commit(p)
+		<-slots
 	}
 	wg.Wait()
 	perr := <-pollErr

@@ -243,7 +243,7 @@ up_dynamodb() {
 		(cd "$pkg" && npm ci --no-audit --no-fund --loglevel=error >&2) || die "dynamodb: npm ci in $pkg failed"
 	fi
 	mkdir -p "$dir"
-	(cd "$pkg" && exec setsid nohup node node_modules/dynalite/cli.js --host "$HOST" --port "$DYNAMO_PORT" \
+	(cd "$pkg" && exec setsid nohup node server.js --host "$HOST" --port "$DYNAMO_PORT" \
 		--createTableMs 0 --deleteTableMs 0 --updateTableMs 0 </dev/null >"$dir/log" 2>&1) &
 	local pid=$!
 	record dynamodb "$pid"
@@ -291,7 +291,7 @@ cmd_pattern() {
 	redis) echo redis-server ;;
 	postgres) echo postgres ;;
 	clickhouse) echo clickhouse ;;
-	dynamodb) echo dynalite ;;
+	dynamodb) echo "server.js\|dynalite" ;;
 	kafka) echo ubik-broker ;;
 	esac
 }
@@ -315,17 +315,18 @@ down_one() {
 	log "$name: stopped (pid $pid)"
 }
 
-services() {
-	local s out=()
+# pick SERVICE...: sets SVC to the named services ("all" or none: all).
+pick() {
+	local s
+	SVC=()
 	[ $# -eq 0 ] && set -- all
 	for s in "$@"; do
 		case $s in
-		all) out+=("${ALL[@]}") ;;
-		redis | postgres | clickhouse | dynamodb | kafka) out+=("$s") ;;
+		all) SVC+=("${ALL[@]}") ;;
+		redis | postgres | clickhouse | dynamodb | kafka) SVC+=("$s") ;;
 		*) die "unknown service '$s' (redis, postgres, clickhouse, dynamodb, kafka, all)" ;;
 		esac
 	done
-	printf '%s\n' "${out[@]}"
 }
 
 print_env() {
@@ -360,14 +361,15 @@ main() {
 	[ $# -gt 0 ] && shift
 	case $cmd in
 	up)
+		pick "$@"
 		mkdir -p "$STATE"
 		local s
-		for s in $(services "$@"); do "up_$s"; done
+		for s in "${SVC[@]}"; do "up_$s"; done
 		;;
 	down)
-		local list=() s i
-		mapfile -t list < <(services "$@")
-		for ((i = ${#list[@]} - 1; i >= 0; i--)); do down_one "${list[i]}"; done
+		local i
+		pick "$@"
+		for ((i = ${#SVC[@]} - 1; i >= 0; i--)); do down_one "${SVC[i]}"; done
 		;;
 	env) print_env ;;
 	status) status ;;

@@ -3,9 +3,302 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/ubiksql/ubik/land"
+	"github.com/ubiksql/ubik/land/chlander"
+	"github.com/ubiksql/ubik/land/dynamolander"
+	"github.com/ubiksql/ubik/land/kafkasrc"
+	"github.com/ubiksql/ubik/land/pglander"
+	"github.com/ubiksql/ubik/land/redislander"
 )
 
-// runLand is a placeholder until its issue lands.
+const landUsage = `usage: ubik land --from kafka://HOST:PORT[,HOST:PORT...]/TOPIC --to STORE --mode MODE [flags]
+
+Upserts a ubik changelog topic into a store, committing the consumer
+group's offsets only after the store acknowledged the writes.
+
+STORE is one of:
+  redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]
+  dynamodb://HOST:PORT/TABLE[?region=R&tls=1]   (credentials: AWS_ACCESS_KEY_ID and
+                                                AWS_SECRET_ACCESS_KEY, else "local")
+  postgres://USER[:PASSWORD]@HOST:PORT/DB?table=T[&sslmode=...]
+  clickhouse://[USER[:PASSWORD]@]HOST:8123/DB?table=T[&tls=1]
+
+MODE is continuous (a continuous view), latest (the latest window per
+group) or history (one row per group and window).
+
+flags:
+`
+
+// landFlags is the parsed command line of ubik land.
+type landFlags struct {
+	from, to, mode, group, query string
+	batch, inFlight              int
+	skipBad, untilCaughtUp       bool
+	statsEvery                   time.Duration
+}
+
+func parseLandFlags(args []string, stderr io.Writer) (landFlags, error) {
+	var f landFlags
+	fs := flag.NewFlagSet("land", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, landUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&f.from, "from", "", "the changelog topic: kafka://HOST:PORT/TOPIC")
+	fs.StringVar(&f.to, "to", "", "the store URL (see above)")
+	fs.StringVar(&f.mode, "mode", "", "continuous, latest or history")
+	fs.StringVar(&f.group, "group", "", "consumer group (default ubik-land.TOPIC.STORE.MODE)")
+	fs.StringVar(&f.query, "query", "", "namespace for records without a query name; records of another query are refused")
+	fs.IntVar(&f.batch, "batch", 5000, "records per batch")
+	fs.IntVar(&f.inFlight, "in-flight", 2, "batches landing at once")
+	fs.BoolVar(&f.skipBad, "skip-bad-records", false, "log and count records that are not changelog records instead of stopping")
+	fs.BoolVar(&f.untilCaughtUp, "until-caught-up", false, "exit once every partition is landed and committed up to its end")
+	fs.DurationVar(&f.statsEvery, "stats-interval", 10*time.Second, "how often to print the counters on stderr (0: only at exit)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return f, err
+		}
+		return f, fmt.Errorf("%w: land: %v", ErrUsage, err)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return f, fmt.Errorf("%w: land: unexpected argument %q", ErrUsage, fs.Arg(0))
+	case f.from == "" || f.to == "" || f.mode == "":
+		return f, fmt.Errorf("%w: land: --from, --to and --mode are required (ubik land -h)", ErrUsage)
+	case f.batch <= 0 || f.inFlight <= 0:
+		return f, fmt.Errorf("%w: land: --batch and --in-flight must be positive", ErrUsage)
+	}
+	return f, nil
+}
+
+// kafkaSource parses kafka://HOST:PORT[,HOST:PORT]/TOPIC.
+func kafkaSource(s string) (brokers []string, topic string, err error) {
+	rest, ok := strings.CutPrefix(s, "kafka://")
+	if !ok {
+		return nil, "", fmt.Errorf("%w: land: --from %q is not kafka://HOST:PORT/TOPIC", ErrUsage, s)
+	}
+	hosts, topic, ok := strings.Cut(rest, "/")
+	if !ok || hosts == "" || topic == "" || strings.ContainsAny(topic, "/?#") {
+		return nil, "", fmt.Errorf("%w: land: --from %q is not kafka://HOST:PORT/TOPIC", ErrUsage, s)
+	}
+	for _, h := range strings.Split(hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			brokers = append(brokers, h)
+		}
+	}
+	return brokers, topic, nil
+}
+
+// redactURL hides the password of a store URL for messages.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxx")
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// openStore opens the lander for --to. closeFn releases its client.
+func openStore(ctx context.Context, env *Env, to string, mode land.Mode, query string) (l land.Lander, closeFn func(), err error) {
+	getenv := env.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	u, err := url.Parse(to)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: land: --to is not a URL", ErrUsage)
+	}
+	q := u.Query()
+	switch u.Scheme {
+	case "redis", "rediss":
+		prefix := q.Get("prefix")
+		q.Del("prefix")
+		u.RawQuery = q.Encode()
+		opts, err := redis.ParseURL(u.String())
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: land: --to %s: %v", ErrUsage, redactURL(to), err)
+		}
+		c := redis.NewClient(opts)
+		rl, err := redislander.New(ctx, redislander.Options{Client: c, Mode: mode, Query: query, Prefix: prefix})
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return rl, func() { c.Close() }, nil
+	case "dynamodb":
+		table := strings.Trim(u.Path, "/")
+		if u.Host == "" || table == "" {
+			return nil, nil, fmt.Errorf("%w: land: --to %s is not dynamodb://HOST:PORT/TABLE", ErrUsage, redactURL(to))
+		}
+		scheme := "http"
+		if q.Get("tls") == "1" {
+			scheme = "https"
+		}
+		region := q.Get("region")
+		if region == "" {
+			region = "us-east-1"
+		}
+		creds := credentials.NewStaticCredentialsProvider("local", "local", "")
+		if id, secret := getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"); id != "" && secret != "" {
+			creds = credentials.NewStaticCredentialsProvider(id, secret, getenv("AWS_SESSION_TOKEN"))
+		}
+		c := dynamodb.New(dynamodb.Options{Region: region, BaseEndpoint: aws.String(scheme + "://" + u.Host), Credentials: creds})
+		dl, err := dynamolander.New(ctx, dynamolander.Options{Client: c, Mode: mode, Query: query, Table: table})
+		if err != nil {
+			return nil, nil, err
+		}
+		return dl, func() {}, nil
+	case "postgres", "postgresql":
+		table := q.Get("table")
+		q.Del("table")
+		u.RawQuery = q.Encode()
+		pool, err := pgxpool.New(ctx, u.String())
+		if err != nil {
+			return nil, nil, fmt.Errorf("land: connecting to %s: %v", redactURL(to), err)
+		}
+		pl, err := pglander.New(ctx, pglander.Options{Pool: pool, Mode: mode, Query: query, Table: table})
+		if err != nil {
+			pool.Close()
+			return nil, nil, err
+		}
+		return pl, pool.Close, nil
+	case "clickhouse":
+		scheme := "http"
+		if q.Get("tls") == "1" {
+			scheme = "https"
+		}
+		opts := chlander.Options{URL: scheme + "://" + u.Host, Database: strings.Trim(u.Path, "/"), Table: q.Get("table"), Mode: mode, Query: query}
+		if u.User != nil {
+			opts.User = u.User.Username()
+			opts.Password, _ = u.User.Password()
+		}
+		cl, err := chlander.New(ctx, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cl, func() {}, nil
+	}
+	return nil, nil, fmt.Errorf("%w: land: --to scheme %q is not redis, dynamodb, postgres or clickhouse", ErrUsage, u.Scheme)
+}
+
 func runLand(ctx context.Context, env *Env, args []string) error {
-	return errors.New("land: not implemented yet")
+	f, err := parseLandFlags(args, env.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	mode, err := land.ParseMode(f.mode)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	brokers, topic, err := kafkaSource(f.from)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if f.group == "" {
+		scheme, _, _ := strings.Cut(f.to, ":")
+		f.group = "ubik-land." + topic + "." + scheme + "." + mode.String()
+	}
+
+	lander, closeStore, err := openStore(ctx, env, f.to, mode, f.query)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	defer lander.Close()
+
+	src, err := kafkasrc.New(kafkasrc.Options{
+		Brokers: brokers, Topics: []string{topic}, Group: f.group, MaxBatch: f.batch,
+		SkipBadRecords: f.skipBad, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	// A missing topic would make the consumer wait forever: say so instead.
+	topics, err := kadm.NewClient(src.Client()).ListTopics(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("land: listing topic %s on %s: %w", topic, strings.Join(brokers, ","), err)
+	}
+	if !topics.Has(topic) || topics[topic].Err != nil {
+		return fmt.Errorf("land: topic %s does not exist on %s", topic, strings.Join(brokers, ","))
+	}
+
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	errCaughtUp := errors.New("caught up")
+	if f.untilCaughtUp {
+		if done, err := src.CaughtUp(ctx); err != nil {
+			return err
+		} else if done {
+			fmt.Fprintf(env.Stderr, "land: %s is already landed up to its end (group %s)\n", topic, f.group)
+			return nil
+		}
+	}
+	var c land.Counters
+	c.Lag.Store(-1)
+	printStats := func(prefix string) {
+		fmt.Fprintf(env.Stderr, "land: %s%s -> %s: landed %d, duplicate %d, superseded %d, retried %d, bad %d, lag %d\n",
+			prefix, topic, redactURL(f.to), c.Landed.Load(), c.Duplicate.Load(), c.Superseded.Load(),
+			c.Retried.Load(), src.BadRecords(), c.Lag.Load())
+	}
+	if f.statsEvery > 0 {
+		go func() {
+			t := time.NewTicker(f.statsEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case <-t.C:
+					printStats("")
+				}
+			}
+		}()
+	}
+	opts := land.RunOptions{MaxInFlight: f.inFlight, Logger: logger, Counters: &c}
+	if f.untilCaughtUp {
+		opts.OnBatch = func(s land.BatchStats) {
+			if s.Lag != 0 {
+				return
+			}
+			if done, err := src.CaughtUp(runCtx); err == nil && done {
+				stop(errCaughtUp)
+			}
+		}
+	}
+	err = land.Run(runCtx, src, lander, opts)
+	if errors.Is(context.Cause(runCtx), errCaughtUp) {
+		err = nil
+	} else if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		err = nil // interrupted: what landed is committed
+	}
+	printStats("done: ")
+	return err
 }

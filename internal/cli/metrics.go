@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ubiksql/ubik"
+	"github.com/ubiksql/ubik/kafka"
 )
 
 // queryMetrics exposes one query's counters to Prometheus. The run loop is
@@ -22,6 +23,10 @@ type queryMetrics struct {
 	name string
 	snap atomic.Pointer[ubik.Stats]
 	now  func() time.Time
+	// countersOnly: the source knows its counters but not the operators'
+	// gauges (a Kafka pipeline runs one operator per partition); the gauges
+	// are then left out rather than reported as zero.
+	countersOnly bool
 
 	eventsIn, malformed, late, evalErrors, recordsOut, finalized *prometheus.Desc
 	liveGroups, stateBytes, watermark, watermarkLag, emitP99     *prometheus.Desc
@@ -70,6 +75,9 @@ func (m *queryMetrics) Collect(ch chan<- prometheus.Metric) {
 	c(m.evalErrors, float64(s.EvalErrors))
 	c(m.late, float64(s.Late))
 	c(m.recordsOut, float64(s.RecordsOut))
+	if m.countersOnly {
+		return
+	}
 	c(m.finalized, float64(s.WindowsFinalized))
 	g(m.liveGroups, float64(s.LiveGroups))
 	g(m.stateBytes, float64(s.StateBytes))
@@ -113,4 +121,37 @@ func serveMetrics(ctx context.Context, addr string, m *queryMetrics) (stop func(
 		defer cancel()
 		srv.Shutdown(c)
 	}, ln.Addr().String(), nil
+}
+
+// serveKafkaMetrics exposes a Kafka pipeline's counters, polled once a
+// second (they are atomic, so no lock with the pipeline is needed).
+func serveKafkaMetrics(ctx context.Context, env *Env, addr, name string, pl *kafka.Pipeline) (func(), error) {
+	m := newQueryMetrics(name)
+	m.countersOnly = true
+	publish := func() {
+		st := pl.Stats()
+		var s ubik.Stats
+		s.EventsIn, s.Malformed, s.EvalErrors, s.Late, s.RecordsOut = st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut
+		m.publish(s)
+	}
+	publish()
+	stop, bound, err := serveMetrics(ctx, addr, m)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(env.Stderr, "ubik: metrics on http://%s/metrics\n", bound)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				publish()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done); stop() }, nil
 }

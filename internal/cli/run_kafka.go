@@ -144,6 +144,13 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	if err != nil {
 		return err
 	}
+	if f.metrics != "" {
+		stop, err := serveKafkaMetrics(ctx, env, f.metrics, q.Name, pl)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	started := time.Now()
 	err = pl.Run(ctx)
 	st := pl.Stats()

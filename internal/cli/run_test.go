@@ -15,14 +15,14 @@ import (
 	"testing"
 )
 
-func testEnv(stdin string) (*Env, *bytes.Buffer, *bytes.Buffer) {
+func runTestEnv(stdin string) (*Env, *bytes.Buffer, *bytes.Buffer) {
 	var out, errb bytes.Buffer
 	return &Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}, &out, &errb
 }
 
 // TestRunExample runs the README's first command in process.
 func TestRunExample(t *testing.T) {
-	env, out, errb := testEnv("")
+	env, out, errb := runTestEnv("")
 	dir := t.TempDir()
 	stats := filepath.Join(dir, "stats.json")
 	dead := filepath.Join(dir, "dead.jsonl")
@@ -79,7 +79,7 @@ func TestRunJSONLStrictLate(t *testing.T) {
 {"k":"a","ts":"2026-07-18 10:00:13"}
 `
 	// jsonl envelope, late output, malformed reported with its line.
-	env, out, errb := testEnv(input)
+	env, out, errb := runTestEnv(input)
 	late := filepath.Join(t.TempDir(), "late.jsonl")
 	if code := Main(context.Background(), env, []string{"run", sql, "--format", "jsonl", "--late-output", late}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
@@ -108,7 +108,7 @@ func TestRunJSONLStrictLate(t *testing.T) {
 	}
 
 	// --strict stops at the first malformed event and names it.
-	env, _, errb = testEnv(input)
+	env, _, errb = runTestEnv(input)
 	if code := Main(context.Background(), env, []string{"run", sql, "--strict"}); code != 1 || !strings.Contains(errb.String(), "stdin:4:") {
 		t.Fatalf("strict: exit %d, %s", code, errb)
 	}
@@ -116,7 +116,7 @@ func TestRunJSONLStrictLate(t *testing.T) {
 
 func TestRunSQLErrorHasCaret(t *testing.T) {
 	sql := writeFile(t, "bad.sql", "CREATE SOURCE ev (k VARCHAR) WITH (format = 'jsonl');\nSELECT k, count(*) FROM ev GROUP BY kk")
-	env, _, errb := testEnv("")
+	env, _, errb := runTestEnv("")
 	if code := Main(context.Background(), env, []string{"run", sql}); code != 1 {
 		t.Fatalf("exit %d", code)
 	}
@@ -127,7 +127,7 @@ func TestRunSQLErrorHasCaret(t *testing.T) {
 }
 
 func TestExplain(t *testing.T) {
-	env, out, errb := testEnv("")
+	env, out, errb := runTestEnv("")
 	if code := Main(context.Background(), env, []string{"explain", "../../examples/merchant_totals.sql"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
@@ -173,5 +173,27 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	if _, _, err := serveMetrics(context.Background(), ":0", m); err == nil {
 		t.Error("an address without a host was accepted")
+	}
+}
+
+func TestMetricsCountersOnly(t *testing.T) {
+	m := newQueryMetrics("k")
+	m.countersOnly = true
+	stop, addr, err := serveMetrics(context.Background(), "127.0.0.1:0", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var st ubik.Stats
+	st.EventsIn = 5
+	m.publish(st)
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `ubik_events_in_total{query="k"} 5`) || strings.Contains(string(body), "ubik_live_groups") {
+		t.Fatalf("counters-only metrics:\n%s", body)
 	}
 }

@@ -44,7 +44,7 @@ const (
 )
 
 // probeTimeout bounds each reachability check.
-const probeTimeout = 3 * time.Second
+const probeTimeout = 10 * time.Second
 
 func get(name, def string) string {
 	if v := strings.TrimSpace(os.Getenv(name)); v != "" {

@@ -35,6 +35,6 @@ func TestConformance(t *testing.T) {
 		ExactValue: true,
 		// dynalite serves about a thousand requests a second: trials stay
 		// 10000, each a little smaller.
-		Windows: 2, Revisions: 3, MaxCopies: 2,
+		Windows: 2, Revisions: 2, MaxCopies: 2,
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/ubiksql/ubik/changelog"
@@ -197,4 +198,37 @@ func (s *Source) Commit(ctx context.Context, b *land.Batch) error {
 // Close leaves the group and closes the client.
 func (s *Source) Close() {
 	s.closeOne.Do(func() { s.cl.Close() })
+}
+
+// CaughtUp reports whether the group's committed offsets reach the end of
+// every partition of the source's topics (read_committed ends), as the
+// brokers see it now.
+func (s *Source) CaughtUp(ctx context.Context) (bool, error) {
+	adm := kadm.NewClient(s.cl)
+	ends, err := adm.ListCommittedOffsets(ctx, s.opts.Topics...)
+	if err != nil {
+		return false, fmt.Errorf("kafkasrc: listing end offsets: %w", err)
+	}
+	if err := ends.Error(); err != nil {
+		return false, fmt.Errorf("kafkasrc: listing end offsets: %w", err)
+	}
+	committed, err := adm.FetchOffsets(ctx, s.opts.Group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		// A group that never committed (some brokers say so this way).
+		committed, err = kadm.OffsetResponses{}, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("kafkasrc: fetching the offsets of group %s: %w", s.opts.Group, err)
+	}
+	caught := true
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset == 0 {
+			return // an empty partition
+		}
+		c, ok := committed.Lookup(o.Topic, o.Partition)
+		if !ok || c.At < o.Offset {
+			caught = false
+		}
+	})
+	return caught, nil
 }

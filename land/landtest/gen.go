@@ -1,8 +1,10 @@
 package landtest
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"testing"
 	"time"
 
 	"github.com/ubiksql/ubik/changelog"
@@ -102,3 +104,29 @@ func Batches(r *rand.Rand, recs []changelog.Record, maxSize int) [][]changelog.R
 
 // Base is the first window start of generated records.
 func Base() time.Time { return base }
+
+// BenchRecords returns n records over keys groups of one latest-mode query:
+// record i is group i%keys at revision i/keys+1, all in one window, in
+// order, as a steady stream of corrections arrives.
+func BenchRecords(n, keys int) []changelog.Record {
+	out := make([]changelog.Record, n)
+	for i := range out {
+		out[i] = Record(land.Latest, "bench", fmt.Sprintf("k%d", i%keys), base, uint64(i/keys+1), false)
+	}
+	return out
+}
+
+// BenchLand lands b.N records over keys groups (use -benchtime=1000000x
+// for the 1M-record run) in batches, and reports records/s.
+func BenchLand(b *testing.B, l land.Lander, keys, batch int) {
+	recs := BenchRecords(b.N, keys)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < len(recs); i += batch {
+		if _, err := l.Land(context.Background(), recs[i:min(i+batch, len(recs))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
+}

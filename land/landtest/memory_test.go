@@ -1,6 +1,7 @@
 package landtest
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/ubiksql/ubik/land"
@@ -9,22 +10,18 @@ import (
 // TestMemory runs the suite on the in-memory oracle itself, which checks the
 // suite's own logic (and the land package's rules) without a server.
 func TestMemory(t *testing.T) {
+	var mu sync.Mutex
+	stores := map[string]*Memory{} // one store per namespace, shared by its landers
 	Run(t, Harness{
 		Open: func(t testing.TB, mode land.Mode, ns string) land.Lander {
-			return sharedMemory(mode, ns)
+			mu.Lock()
+			defer mu.Unlock()
+			k := mode.String() + "/" + ns
+			if stores[k] == nil {
+				stores[k] = NewMemory(mode, "")
+			}
+			return stores[k]
 		},
 		ExactValue: true,
 	})
-}
-
-var memories = map[string]*Memory{}
-
-func sharedMemory(mode land.Mode, ns string) *Memory {
-	k := mode.String() + "/" + ns
-	if m, ok := memories[k]; ok {
-		return m
-	}
-	m := NewMemory(mode, "")
-	memories[k] = m
-	return m
 }

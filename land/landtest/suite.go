@@ -47,7 +47,13 @@ type Harness struct {
 	// (defaults 3, 4 and 3). A slow store may make trials smaller, never
 	// fewer.
 	Windows, Revisions, MaxCopies int
+	// BatchScale multiplies the suite's batch sizes (default 1): a store
+	// with a high cost per request (ClickHouse creates a part per insert)
+	// lands bigger batches.
+	BatchScale int
 }
+
+func (h Harness) batch(n int) int { return n * max(1, h.BatchScale) }
 
 // Seed returns the seed of the randomized tests and logs it, so a failure
 // can be replayed with -landtest.seed.
@@ -341,7 +347,7 @@ func testProperty(t *testing.T, h Harness) {
 			}
 			delivered := Deliver(r, all, cmp.Or(h.MaxCopies, 3))
 			l := open(t, h, mode, NS("prop"))
-			res := landAll(t, l, Batches(r, delivered, 64))
+			res := landAll(t, l, Batches(r, delivered, h.batch(64)))
 			oracle := oracleOf(t, mode, all)
 			if want := len(oracle.Refs()); res.Landed < want {
 				t.Fatalf("landed %d writes for %d identities", res.Landed, want)
@@ -374,7 +380,7 @@ func testRacing(t *testing.T, h Harness, mode land.Mode) {
 	var ea, eb error
 	run := func(l land.Lander, recs []changelog.Record, res *land.Result, errp *error) {
 		defer wg.Done()
-		for _, batch := range Batches(rand.New(rand.NewPCG(seed, uint64(len(recs)))), recs, 8) {
+		for _, batch := range Batches(rand.New(rand.NewPCG(seed, uint64(len(recs)))), recs, h.batch(8)) {
 			x, err := l.Land(context.Background(), batch)
 			if err != nil {
 				*errp = err
@@ -446,7 +452,7 @@ func testCrash(t *testing.T, h Harness) {
 	for trial := range 50 {
 		all = append(all, gen.Changelog(r, trial)...)
 	}
-	batches := Batches(r, Deliver(r, all, 2), 16)
+	batches := Batches(r, Deliver(r, all, 2), h.batch(16))
 	l := open(t, h, mode, NS("crash"))
 	committed := 0
 	crashAt := len(batches) / 2

@@ -1,7 +1,10 @@
 package pglander
 
 import (
+	"fmt"
+
 	"context"
+	"github.com/ubiksql/ubik/changelog"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -60,5 +63,35 @@ func TestBadInput(t *testing.T) {
 	r = landtest.Record(land.Continuous, "q", "g", landtest.Base(), 1<<63, false)
 	if _, err := l.Land(ctx, landRecs(r)); !land.Permanent(err) {
 		t.Fatalf("revision 2^63: %v, want a permanent error", err)
+	}
+}
+
+// TestGroupColumns: typed columns generated from the group's cells can be
+// filtered and follow each landing.
+func TestGroupColumns(t *testing.T) {
+	ctx := context.Background()
+	p := pool(t)
+	table := testenv.Name(t, "pg")
+	l, err := New(ctx, Options{Pool: p, Mode: land.Continuous, Table: table,
+		GroupColumns: []GroupColumn{{Name: "merchant"}, {Name: "shard", Type: "bigint"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Exec(ctx, "DROP TABLE IF EXISTS "+l.Table())
+	rec := func(m string, shard, rev int) changelog.Record {
+		return changelog.Record{Key: []byte(fmt.Sprintf(`[%q, %d]`, m, shard)), Value: []byte(fmt.Sprintf(`{"rev":%d}`, rev)),
+			Meta: changelog.Meta{Query: "q", Revision: uint64(rev)}}
+	}
+	if _, err := l.Land(ctx, landRecs(rec("acme", 3, 1), rec("zeta", 4, 1), rec("acme", 3, 2))); err != nil {
+		t.Fatal(err)
+	}
+	var rev int
+	if err := p.QueryRow(ctx, "SELECT revision FROM "+l.Table()+" WHERE merchant = 'acme' AND shard = 3").Scan(&rev); err != nil || rev != 2 {
+		t.Fatalf("typed lookup: revision %d, %v", rev, err)
+	}
+	for _, bad := range []GroupColumn{{Name: "value"}, {Name: "x;y"}, {Name: "ts", Type: "timestamp"}} {
+		if _, err := New(ctx, Options{Pool: p, Mode: land.Continuous, Table: table, GroupColumns: []GroupColumn{bad}}); err == nil {
+			t.Errorf("group column %+v accepted", bad)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -49,8 +50,12 @@ type Options struct {
 	// 64; always 1 on a cluster client, whose keys may live on different
 	// nodes).
 	KeysPerCall int
-	// CallsPerPipeline bounds the calls of one round trip (default 128).
+	// CallsPerPipeline bounds the calls of one round trip (default 32).
 	CallsPerPipeline int
+	// Pipelines bounds the round trips in flight at once, each on its own
+	// connection (default 4), so that the server never waits for the
+	// client to encode the next one.
+	Pipelines int
 }
 
 // Lander lands into Redis. It is safe for concurrent use.
@@ -128,14 +133,17 @@ func New(ctx context.Context, opts Options) (*Lander, error) {
 	if strings.Contains(opts.Query, land.QuerySeparator) {
 		return nil, fmt.Errorf("redislander: query %q contains %q", opts.Query, land.QuerySeparator)
 	}
-	if opts.KeysPerCall < 0 || opts.CallsPerPipeline < 0 {
-		return nil, errors.New("redislander: KeysPerCall and CallsPerPipeline must not be negative")
+	if opts.KeysPerCall < 0 || opts.CallsPerPipeline < 0 || opts.Pipelines < 0 {
+		return nil, errors.New("redislander: KeysPerCall, CallsPerPipeline and Pipelines must not be negative")
+	}
+	if opts.Pipelines == 0 {
+		opts.Pipelines = 4
 	}
 	if opts.KeysPerCall == 0 {
 		opts.KeysPerCall = 64
 	}
 	if opts.CallsPerPipeline == 0 {
-		opts.CallsPerPipeline = 128
+		opts.CallsPerPipeline = 32
 	}
 	l := &Lander{o: opts}
 	if _, ok := opts.Client.(*redis.ClusterClient); ok {
@@ -222,59 +230,98 @@ func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result
 }
 
 func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, error) {
+	perPipe := l.o.KeysPerCall * l.o.CallsPerPipeline
+	n := (len(items) + perPipe - 1) / perPipe
+	if n <= 1 {
+		return l.pipeline(ctx, items)
+	}
+	var (
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		res   land.Result
+		first error
+		next  atomic.Int64
+	)
+	for range min(n, l.o.Pipelines) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				r, err := l.pipeline(ctx, items[i*perPipe:min((i+1)*perPipe, len(items))])
+				mu.Lock()
+				res = res.Add(r)
+				if err != nil && first == nil {
+					first = err
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return land.Result{}, first
+	}
+	return res, nil
+}
+
+// pipeline lands chunk in one round trip.
+func (l *Lander) pipeline(ctx context.Context, chunk []land.Item) (land.Result, error) {
 	var res land.Result
 	per := l.o.KeysPerCall
-	perPipe := per * l.o.CallsPerPipeline
 	useFn := l.useFn.Load()
-	for start := 0; start < len(items); start += perPipe {
-		chunk := items[start:min(start+perPipe, len(items))]
-		pipe := l.o.Client.Pipeline()
-		cmds := make([]*redis.Cmd, 0, (len(chunk)+per-1)/per)
-		for i := 0; i < len(chunk); i += per {
-			call := chunk[i:min(i+per, len(chunk))]
-			keys := make([]string, len(call))
-			args := make([]any, 0, len(call)*argsPerKey)
-			for j, it := range call {
-				keys[j] = l.Key(it.Ref)
-				final := "0"
-				if it.Final {
-					final = "1"
-				}
-				args = append(args,
-					strconv.FormatInt(it.Version.WindowStart, 10),
-					strconv.FormatUint(it.Version.Revision, 10),
-					it.Value, final,
-					strconv.FormatInt(it.WindowEnd, 10),
-					it.Key)
+	pipe := l.o.Client.Pipeline()
+	cmds := make([]*redis.Cmd, 0, (len(chunk)+per-1)/per)
+	for i := 0; i < len(chunk); i += per {
+		call := chunk[i:min(i+per, len(chunk))]
+		keys := make([]string, len(call))
+		args := make([]any, 0, len(call)*argsPerKey)
+		for j, it := range call {
+			keys[j] = l.Key(it.Ref)
+			final := "0"
+			if it.Final {
+				final = "1"
 			}
-			if useFn {
-				cmds = append(cmds, pipe.FCall(ctx, fnName, keys, args...))
-			} else {
-				cmds = append(cmds, pipe.EvalSha(ctx, l.sha, keys, args...))
-			}
+			args = append(args,
+				strconv.FormatInt(it.Version.WindowStart, 10),
+				strconv.FormatUint(it.Version.Revision, 10),
+				it.Value, final,
+				strconv.FormatInt(it.WindowEnd, 10),
+				it.Key)
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
+		if useFn {
+			cmds = append(cmds, pipe.FCall(ctx, fnName, keys, args...))
+		} else {
+			cmds = append(cmds, pipe.EvalSha(ctx, l.sha, keys, args...))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return land.Result{}, fmt.Errorf("redislander: %w", err)
+	}
+	for i, c := range cmds {
+		codes, err := c.Int64Slice()
+		if err != nil {
 			return land.Result{}, fmt.Errorf("redislander: %w", err)
 		}
-		for i, c := range cmds {
-			codes, err := c.Int64Slice()
-			if err != nil {
-				return land.Result{}, fmt.Errorf("redislander: %w", err)
-			}
-			if want := min(per, len(chunk)-i*per); len(codes) != want {
-				return land.Result{}, fmt.Errorf("%w: %d codes for %d keys", ErrReply, len(codes), want)
-			}
-			for _, c := range codes {
-				switch c {
-				case 1:
-					res.Landed++
-				case 0:
-					res.Duplicate++
-				case -1:
-					res.Superseded++
-				default:
-					return land.Result{}, fmt.Errorf("%w: code %d", ErrReply, c)
-				}
+		if want := min(per, len(chunk)-i*per); len(codes) != want {
+			return land.Result{}, fmt.Errorf("%w: %d codes for %d keys", ErrReply, len(codes), want)
+		}
+		for _, c := range codes {
+			switch c {
+			case 1:
+				res.Landed++
+			case 0:
+				res.Duplicate++
+			case -1:
+				res.Superseded++
+			default:
+				return land.Result{}, fmt.Errorf("%w: code %d", ErrReply, c)
 			}
 		}
 	}

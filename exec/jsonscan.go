@@ -1,0 +1,426 @@
+package exec
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/ubiksql/ubik/types"
+)
+
+// scanDecode is the hot-path JSON decoder: one pass over the object that
+// looks each key up among the source's columns and converts the value in
+// place, with no parse tree. It is written by hand because decoding is the
+// largest per-event cost (fastjson builds a tree and then each column is a
+// linear key search; encoding/json is several times slower still). It
+// validates the whole line as JSON, skipped values included, and its result
+// is checked against the fastjson path by FuzzScanMatchesFastjson.
+//
+// It returns errFallback for every input it does not decode cleanly: bad
+// JSON, a wrong type, a bad timestamp, a missing event time, duplicate keys,
+// the types it does not handle (HUGEINT, DECIMAL). The reference decoder
+// then decides and words the error, so both paths always agree, errors
+// included.
+func (d *Decoder) scanDecode(line []byte) ([]types.Value, error) {
+	s := scanner{b: line}
+	s.ws()
+	if !s.eat('{') {
+		return nil, errFallback
+	}
+	for i := range d.seen {
+		d.seen[i] = false
+	}
+	s.ws()
+	if s.eat('}') {
+		return d.finishScan(&s)
+	}
+	for {
+		s.ws()
+		key, ok := s.str(&d.keyScratch)
+		if !ok {
+			return nil, errFallback
+		}
+		s.ws()
+		if !s.eat(':') {
+			return nil, errFallback
+		}
+		s.ws()
+		col := d.columnOf(key)
+		if col < 0 {
+			if !s.skipValue(0) {
+				return nil, errFallback
+			}
+		} else {
+			if d.seen[col] {
+				return nil, errFallback // duplicate key: let the reference decide
+			}
+			d.seen[col] = true
+			if !d.scanValue(&s, col) {
+				return nil, errFallback
+			}
+		}
+		s.ws()
+		if s.eat(',') {
+			continue
+		}
+		if s.eat('}') {
+			return d.finishScan(&s)
+		}
+		return nil, errFallback
+	}
+}
+
+// errFallback sends a line to the reference (fastjson) decoder.
+var errFallback = errors.New("exec: fall back to the reference decoder")
+
+func (d *Decoder) finishScan(s *scanner) ([]types.Value, error) {
+	s.ws()
+	if s.i != len(s.b) {
+		return nil, errFallback
+	}
+	for i := range d.src.Columns {
+		if d.seen[i] {
+			continue
+		}
+		if i == d.src.TimeCol {
+			return nil, errFallback // missing event time: the reference words it
+		}
+		d.row[i] = types.NullOf(d.src.Columns[i].Type)
+	}
+	return d.row, nil
+}
+
+// columnOf finds the column named key (exact spelling first, as fastjson's
+// Get does: JSON keys are case-sensitive).
+func (d *Decoder) columnOf(key []byte) int {
+	for i, n := range d.names {
+		if len(n) == len(key) && n == string(key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// scanValue converts the value at s into column col; false sends the line
+// to the reference decoder.
+func (d *Decoder) scanValue(s *scanner, col int) bool {
+	c := &d.src.Columns[col]
+	if c.JSON {
+		return false // the reference path keeps JSON text (NewDecoder avoids this path)
+	}
+	if s.lit("null") {
+		if col == d.src.TimeCol {
+			return false
+		}
+		d.row[col] = types.NullOf(c.Type)
+		return true
+	}
+	switch c.Type.Kind {
+	case types.KindVarchar, types.KindTimestamp, types.KindDate:
+		if s.peek() != '"' {
+			return false
+		}
+		b, ok := s.str(&d.valScratch[col])
+		if !ok {
+			return false
+		}
+		switch c.Type.Kind {
+		case types.KindVarchar:
+			d.row[col] = types.Value{Kind: types.KindVarchar, S: bytesString(b)}
+		case types.KindTimestamp:
+			us, err := types.ParseTimestamp(b)
+			if err != nil {
+				return false
+			}
+			d.row[col] = types.TS(us)
+		case types.KindDate:
+			days, err := types.ParseDate(b)
+			if err != nil {
+				return false
+			}
+			d.row[col] = types.DateDays(days)
+		}
+		return true
+	case types.KindDouble:
+		num, ok := s.number()
+		if !ok {
+			return false
+		}
+		x, err := strconv.ParseFloat(bytesString(num), 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return false
+		}
+		d.row[col] = types.Float(x)
+		return true
+	case types.KindInteger, types.KindBigInt:
+		num, ok := s.number()
+		if !ok {
+			return false
+		}
+		x, err := strconv.ParseInt(bytesString(num), 10, 64)
+		if err != nil || c.Type.Kind == types.KindInteger && (x < math.MinInt32 || x > math.MaxInt32) {
+			return false
+		}
+		d.row[col] = types.Value{Kind: c.Type.Kind, I: x}
+		return true
+	case types.KindBoolean:
+		switch {
+		case s.lit("true"):
+			d.row[col] = types.Bool(true)
+		case s.lit("false"):
+			d.row[col] = types.Bool(false)
+		default:
+			return false
+		}
+		return true
+	}
+	return false // HUGEINT, DECIMAL, INTERVAL: the reference path
+}
+
+// scanner walks one JSON text.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *scanner) eat(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *scanner) lit(w string) bool {
+	if len(s.b)-s.i >= len(w) && string(s.b[s.i:s.i+len(w)]) == w {
+		s.i += len(w)
+		return true
+	}
+	return false
+}
+
+// str reads a JSON string. Without escapes it returns a slice of the input;
+// with them it unescapes into *scratch (fastjson's rules: invalid \u
+// sequences are kept as written, lone surrogates become U+FFFD).
+func (s *scanner) str(scratch *[]byte) ([]byte, bool) {
+	if !s.eat('"') {
+		return nil, false
+	}
+	start := s.i
+	rest := s.b[s.i:]
+	q := bytes.IndexByte(rest, '"')
+	if q < 0 {
+		return nil, false
+	}
+	if e := bytes.IndexByte(rest[:q], '\\'); e >= 0 {
+		s.i += e
+		return s.strEscaped(start, scratch)
+	}
+	// Raw control characters are accepted, as the reference decoder does.
+	s.i += q + 1
+	return rest[:q], true
+}
+
+func (s *scanner) strEscaped(start int, scratch *[]byte) ([]byte, bool) {
+	out := append((*scratch)[:0], s.b[start:s.i]...)
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			*scratch = out
+			return out, true
+		case c != '\\':
+			out = append(out, c)
+			s.i++
+			continue
+		}
+		s.i++
+		if s.i >= len(s.b) {
+			return nil, false
+		}
+		e := s.b[s.i]
+		s.i++
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := s.hex4()
+			if !ok {
+				return nil, false // fastjson keeps bad \u text; defer to it
+			}
+			if utf16.IsSurrogate(r) {
+				save := s.i
+				if s.lit(`\u`) {
+					if r2, ok := s.hex4(); ok {
+						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+							out = utf8.AppendRune(out, d)
+							continue
+						}
+					}
+				}
+				s.i = save
+				return nil, false // lone surrogate: the reference's spelling
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+func (s *scanner) hex4() (rune, bool) {
+	if len(s.b)-s.i < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s.b[s.i : s.i+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			r |= rune(c-'A') + 10
+		default:
+			return 0, false
+		}
+	}
+	s.i += 4
+	return r, true
+}
+
+// number reads a JSON number (RFC 8259 grammar) and returns its text.
+func (s *scanner) number() ([]byte, bool) {
+	start := s.i
+	s.eat('-')
+	switch {
+	case s.eat('0'):
+	case s.i < len(s.b) && s.b[s.i] >= '1' && s.b[s.i] <= '9':
+		s.digits()
+	default:
+		return nil, false
+	}
+	if s.eat('.') {
+		if !s.digits() {
+			return nil, false
+		}
+	}
+	if s.eat('e') || s.eat('E') {
+		if !s.eat('+') {
+			s.eat('-')
+		}
+		if !s.digits() {
+			return nil, false
+		}
+	}
+	return s.b[start:s.i], true
+}
+
+func (s *scanner) digits() bool {
+	start := s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i > start
+}
+
+// maxSkipDepth bounds nesting in skipped values (fastjson's limit is the
+// same order); deeper input goes to the reference decoder.
+const maxSkipDepth = 64
+
+// skipValue validates and skips one value.
+func (s *scanner) skipValue(depth int) bool {
+	if depth > maxSkipDepth {
+		return false
+	}
+	var tmp []byte
+	switch s.peek() {
+	case '"':
+		_, ok := s.str(&tmp)
+		return ok
+	case '{':
+		s.i++
+		s.ws()
+		if s.eat('}') {
+			return true
+		}
+		for {
+			s.ws()
+			if _, ok := s.str(&tmp); !ok {
+				return false
+			}
+			s.ws()
+			if !s.eat(':') {
+				return false
+			}
+			s.ws()
+			if !s.skipValue(depth + 1) {
+				return false
+			}
+			s.ws()
+			if s.eat(',') {
+				continue
+			}
+			return s.eat('}')
+		}
+	case '[':
+		s.i++
+		s.ws()
+		if s.eat(']') {
+			return true
+		}
+		for {
+			s.ws()
+			if !s.skipValue(depth + 1) {
+				return false
+			}
+			s.ws()
+			if s.eat(',') {
+				continue
+			}
+			return s.eat(']')
+		}
+	case 't':
+		return s.lit("true")
+	case 'f':
+		return s.lit("false")
+	case 'n':
+		return s.lit("null")
+	}
+	_, ok := s.number()
+	return ok
+}

@@ -1,0 +1,506 @@
+// Package chlander lands a ubik changelog into ClickHouse over its HTTP
+// interface (JSONEachRow), on releases from 18.16 to current.
+//
+// ClickHouse has no conditional write, so the guard moves to the read:
+//
+//	CREATE TABLE t (query String, group_key String, window_start Int64,
+//	  revision UInt64, final UInt8, window_end Int64, key String,
+//	  value String)
+//	ENGINE = ReplacingMergeTree(revision)
+//	ORDER BY (query, group_key, window_start)
+//
+// Rows of one (query, group, window) merge in the background keeping the
+// highest revision; since window_start is in the sorting key, within one
+// merge group the version revision orders (window_start, revision)
+// exactly. Every read collapses FIRST, with argMax over the tuple
+// (window_start, revision) per identity, and filters AFTER: the view
+// t_current and the Go helpers (Get, Scan, CurrentSQL) do so, so a read is
+// exact whether or not any merge has run, and a merge only ever removes a
+// row that every read already ignored. Never filter a non-identity column
+// before the collapse, and never PREWHERE a non-key column with FINAL: both
+// return stale rows.
+//
+// Before appending, Land reads the stored versions of the batch's
+// identities and appends only records at or past them, which counts
+// duplicates and superseded records as the other stores do and keeps the
+// table small. The read and the append are not atomic; a racing writer may
+// still append a stale row, which the read path ignores.
+package chlander
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/land"
+)
+
+// Errors of the package.
+var (
+	ErrServer = errors.New("chlander: server error")
+	ErrReply  = errors.New("chlander: unexpected reply")
+)
+
+// Options configure a Lander.
+type Options struct {
+	// URL is the base of the HTTP interface (default http://127.0.0.1:8123).
+	URL string
+	// User and Password, when set, authenticate (sent as headers, never
+	// logged or put in errors).
+	User, Password string
+	// Database (default "default") and Table (default "ubik_land"). The
+	// table and its view Table+"_current" are created when missing unless
+	// NoCreate is set.
+	Database, Table string
+	NoCreate        bool
+	// Mode is the identity rule (required).
+	Mode land.Mode
+	// Query, when set, is the namespace of records that carry no query
+	// name, and the only query this lander accepts.
+	Query string
+	// BatchRows bounds the rows of one INSERT (default 20000).
+	BatchRows int
+	// AppendOnly skips the read before the append: every record is
+	// appended and counted as Landed. Reads stay exact; the table holds
+	// more rows until merges run.
+	AppendOnly bool
+	// HTTPClient (default: a client of its own).
+	HTTPClient *http.Client
+}
+
+// Lander lands into ClickHouse. It is safe for concurrent use.
+type Lander struct {
+	o      Options
+	base   string
+	table  string // db.table, quoted
+	view   string
+	closed atomic.Bool
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// New validates opts and creates the table and view when missing.
+func New(ctx context.Context, opts Options) (*Lander, error) {
+	if opts.URL == "" {
+		opts.URL = "http://127.0.0.1:8123"
+	}
+	if opts.Database == "" {
+		opts.Database = "default"
+	}
+	if opts.Table == "" {
+		opts.Table = "ubik_land"
+	}
+	if opts.BatchRows == 0 {
+		opts.BatchRows = 20000
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	switch {
+	case !opts.Mode.Valid():
+		return nil, fmt.Errorf("chlander: invalid mode %v", opts.Mode)
+	case !identRE.MatchString(opts.Database) || !identRE.MatchString(opts.Table):
+		return nil, fmt.Errorf("chlander: database %q and table %q must be plain identifiers", opts.Database, opts.Table)
+	case opts.BatchRows < 0:
+		return nil, fmt.Errorf("chlander: BatchRows %d is negative", opts.BatchRows)
+	}
+	u, err := url.Parse(opts.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("chlander: URL %q is not http(s)://host:port", redact(opts.URL))
+	}
+	u.User = nil
+	l := &Lander{
+		o:     opts,
+		base:  strings.TrimRight(u.String(), "/"),
+		table: fmt.Sprintf("`%s`.`%s`", opts.Database, opts.Table),
+		view:  fmt.Sprintf("`%s`.`%s_current`", opts.Database, opts.Table),
+	}
+	if !opts.NoCreate {
+		if err := l.create(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func redact(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		u.User = url.User("xxx")
+		return u.String()
+	}
+	return s
+}
+
+// Table is the quoted database.table; View the collapsing view over it.
+func (l *Lander) Table() string { return l.table }
+
+// View is the quoted name of the view that collapses the table.
+func (l *Lander) View() string { return l.view }
+
+func (l *Lander) identityColumns() string {
+	if l.o.Mode == land.History {
+		return "query, group_key, window_start"
+	}
+	return "query, group_key"
+}
+
+// CurrentSQL is the collapse: one row per identity, the row with the
+// greatest (window_start, revision). Filter its result, never its input
+// (except on the identity columns query and group_key, and window_start in
+// History mode).
+func (l *Lander) CurrentSQL(where string) string {
+	inner := "SELECT query, group_key, window_start AS ws, revision AS rev, final AS fin, window_end AS we, key AS k, value AS val FROM " + l.table
+	if where != "" {
+		inner += " WHERE " + where
+	}
+	sel := "query, group_key, argMax(ws, (ws, rev)) AS window_start"
+	group := "query, group_key"
+	if l.o.Mode == land.History {
+		sel = "query, group_key, ws AS window_start"
+		group += ", ws"
+	}
+	return "SELECT " + sel + ", argMax(rev, (ws, rev)) AS revision, argMax(fin, (ws, rev)) AS final, " +
+		"argMax(we, (ws, rev)) AS window_end, argMax(k, (ws, rev)) AS key, argMax(val, (ws, rev)) AS value " +
+		"FROM (" + inner + ") GROUP BY " + group
+}
+
+func (l *Lander) create(ctx context.Context) error {
+	ddl := "CREATE TABLE IF NOT EXISTS " + l.table + ` (
+  query String, group_key String, window_start Int64, revision UInt64,
+  final UInt8, window_end Int64, key String, value String
+) ENGINE = ReplacingMergeTree(revision) ORDER BY (query, group_key, window_start)`
+	if _, err := l.exec(ctx, ddl, nil); err != nil {
+		return err
+	}
+	_, err := l.exec(ctx, "CREATE VIEW IF NOT EXISTS "+l.view+" AS "+l.CurrentSQL(""), nil)
+	return err
+}
+
+// exec sends one statement. With body, the statement goes in the URL and
+// body is its data; otherwise the statement is the body.
+func (l *Lander) exec(ctx context.Context, stmt string, body []byte) ([]byte, error) {
+	q := url.Values{}
+	q.Set("database", l.o.Database)
+	q.Set("output_format_json_quote_64bit_integers", "0")
+	var rd io.Reader
+	if body != nil {
+		q.Set("query", stmt)
+		rd = bytes.NewReader(body)
+	} else {
+		rd = strings.NewReader(stmt)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.base+"/?"+q.Encode(), rd)
+	if err != nil {
+		return nil, fmt.Errorf("chlander: %w", err)
+	}
+	if l.o.User != "" {
+		req.Header.Set("X-ClickHouse-User", l.o.User)
+		req.Header.Set("X-ClickHouse-Key", l.o.Password)
+	}
+	resp, err := l.o.HTTPClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("chlander: %s: %w", l.base, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("chlander: reading the reply: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg := string(out)
+		if len(msg) > 2000 {
+			msg = msg[:2000] + "..."
+		}
+		return nil, fmt.Errorf("%w: %s: %s", ErrServer, resp.Status, strings.TrimSpace(msg))
+	}
+	return out, nil
+}
+
+// Exec runs one statement and returns the reply body (for hosts and tests:
+// OPTIMIZE, SYSTEM STOP MERGES, ad-hoc reads).
+func (l *Lander) Exec(ctx context.Context, stmt string) ([]byte, error) {
+	return l.exec(ctx, stmt, nil)
+}
+
+// Mode implements land.Lander.
+func (l *Lander) Mode() land.Mode { return l.o.Mode }
+
+// Land implements land.Lander.
+func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result, error) {
+	if l.closed.Load() {
+		return land.Result{}, land.ErrClosed
+	}
+	items, res, err := land.PrepareBatch(l.o.Mode, l.o.Query, recs)
+	if err != nil {
+		return land.Result{}, err
+	}
+	for start := 0; start < len(items); start += l.o.BatchRows {
+		r, err := l.write(ctx, items[start:min(start+l.o.BatchRows, len(items))])
+		if err != nil {
+			return land.Result{}, err
+		}
+		res = res.Add(r)
+	}
+	return res, nil
+}
+
+func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, error) {
+	var res land.Result
+	if !l.o.AppendOnly {
+		stored, err := l.versions(ctx, items)
+		if err != nil {
+			return res, err
+		}
+		keep := items[:0:0]
+		for _, it := range items {
+			v, ok := stored[identity{it.Query, string(it.Group), it.WindowStart}]
+			switch c := it.Version.Compare(v); {
+			case !ok || c > 0:
+				keep = append(keep, it)
+			case c == 0:
+				res.Duplicate++
+			default:
+				res.Superseded++
+			}
+		}
+		items = keep
+	}
+	if len(items) == 0 {
+		return res, nil
+	}
+	var body []byte
+	for _, it := range items {
+		body = appendRow(body, it)
+	}
+	if _, err := l.exec(ctx, "INSERT INTO "+l.table+" FORMAT JSONEachRow", body); err != nil {
+		return land.Result{}, err
+	}
+	res.Landed += len(items)
+	return res, nil
+}
+
+type identity struct {
+	query, group string
+	ws           int64
+}
+
+// maxInList bounds the bytes of one IN list, well under the server's
+// max_query_size (256 KiB by default).
+const maxInList = 128 << 10
+
+// versions reads the stored (window_start, revision) of items' identities.
+func (l *Lander) versions(ctx context.Context, items []land.Item) (map[identity]land.Version, error) {
+	m := make(map[identity]land.Version, len(items))
+	for len(items) > 0 {
+		var in []byte
+		n := 0
+		for ; n < len(items) && len(in) < maxInList; n++ {
+			it := items[n]
+			if n > 0 {
+				in = append(in, ',')
+			}
+			in = append(in, '(')
+			in = appendLiteral(in, it.Query)
+			in = append(in, ',')
+			in = appendLiteral(in, string(it.Group))
+			if l.o.Mode == land.History {
+				in = append(in, ',')
+				in = strconv.AppendInt(in, it.WindowStart, 10)
+			}
+			in = append(in, ')')
+		}
+		items = items[n:]
+		// Only the guard columns: the collapse of value and key is not needed.
+		q := "SELECT query, group_key, argMax(window_start, (window_start, revision)) AS ws, " +
+			"argMax(revision, (window_start, revision)) AS rev FROM " + l.table +
+			" WHERE (" + l.identityColumns() + ") IN (" + string(in) + ") GROUP BY " + l.identityColumns() +
+			" FORMAT JSONEachRow"
+		out, err := l.exec(ctx, q, nil)
+		if err != nil {
+			return nil, err
+		}
+		dec := json.NewDecoder(bytes.NewReader(out))
+		for {
+			var r struct {
+				Query    string `json:"query"`
+				GroupKey string `json:"group_key"`
+				WS       int64  `json:"ws"`
+				Rev      uint64 `json:"rev"`
+			}
+			if err := dec.Decode(&r); err == io.EOF {
+				break
+			} else if err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrReply, err)
+			}
+			id := identity{r.Query, r.GroupKey, 0}
+			if l.o.Mode == land.History {
+				id.ws = r.WS
+			}
+			m[id] = land.Version{WindowStart: r.WS, Revision: r.Rev}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// row is one JSONEachRow line of the collapsed read.
+type row struct {
+	Query       string `json:"query"`
+	GroupKey    string `json:"group_key"`
+	WindowStart int64  `json:"window_start"`
+	Revision    uint64 `json:"revision"`
+	Final       uint8  `json:"final"`
+	WindowEnd   int64  `json:"window_end"`
+	Key         string `json:"key"`
+	Value       string `json:"value"`
+}
+
+func eachRow(out []byte, fn func(row) error) error {
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var r row
+		err := dec.Decode(&r)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrReply, err)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+}
+
+func (r row) stored() land.Stored {
+	return land.Stored{
+		Key: []byte(r.Key), Value: []byte(r.Value), Final: r.Final == 1, WindowEnd: r.WindowEnd,
+		Version: land.Version{WindowStart: r.WindowStart, Revision: r.Revision},
+	}
+}
+
+// Get implements land.Lander: the collapsed state of one identity.
+func (l *Lander) Get(ctx context.Context, ref land.Ref) (land.Stored, error) {
+	where := "query = " + string(appendLiteral(nil, ref.Query)) + " AND group_key = " + string(appendLiteral(nil, string(ref.Group)))
+	if l.o.Mode == land.History {
+		where += " AND window_start = " + strconv.FormatInt(ref.WindowStart, 10)
+	}
+	out, err := l.exec(ctx, l.CurrentSQL(where)+" FORMAT JSONEachRow", nil)
+	if err != nil {
+		return land.Stored{}, err
+	}
+	var st *land.Stored
+	err = eachRow(out, func(r row) error {
+		if st != nil {
+			return fmt.Errorf("%w: two rows for %v", ErrReply, ref)
+		}
+		s := r.stored()
+		st = &s
+		return nil
+	})
+	if err != nil {
+		return land.Stored{}, err
+	}
+	if st == nil {
+		return land.Stored{}, fmt.Errorf("%w: %v in %s", land.ErrNotFound, ref, l.table)
+	}
+	return *st, nil
+}
+
+// Scan implements land.Scanner over the collapsed state.
+func (l *Lander) Scan(ctx context.Context, fn func(land.Ref, land.Stored) error) error {
+	out, err := l.exec(ctx, l.CurrentSQL("")+" FORMAT JSONEachRow", nil)
+	if err != nil {
+		return err
+	}
+	return eachRow(out, func(r row) error {
+		ref := land.Ref{Query: r.Query, Group: []byte(r.GroupKey)}
+		if l.o.Mode == land.History {
+			ref.WindowStart = r.WindowStart
+		}
+		return fn(ref, r.stored())
+	})
+}
+
+// Close implements land.Lander.
+func (l *Lander) Close() error {
+	l.closed.Store(true)
+	return nil
+}
+
+// appendLiteral appends s as a ClickHouse string literal.
+func appendLiteral(dst []byte, s string) []byte {
+	dst = append(dst, '\'')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\', '\'':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case 0:
+			dst = append(dst, '\\', '0')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '\'')
+}
+
+// appendRow appends one JSONEachRow line.
+func appendRow(dst []byte, it land.Item) []byte {
+	dst = append(dst, `{"query":`...)
+	dst = appendJSONString(dst, it.Query)
+	dst = append(dst, `,"group_key":`...)
+	dst = appendJSONString(dst, string(it.Group))
+	dst = append(dst, `,"window_start":`...)
+	dst = strconv.AppendInt(dst, it.Version.WindowStart, 10)
+	dst = append(dst, `,"revision":`...)
+	dst = strconv.AppendUint(dst, it.Version.Revision, 10)
+	dst = append(dst, `,"final":`...)
+	if it.Final {
+		dst = append(dst, '1')
+	} else {
+		dst = append(dst, '0')
+	}
+	dst = append(dst, `,"window_end":`...)
+	dst = strconv.AppendInt(dst, it.WindowEnd, 10)
+	dst = append(dst, `,"key":`...)
+	dst = appendJSONString(dst, string(it.Key))
+	dst = append(dst, `,"value":`...)
+	dst = appendJSONString(dst, string(it.Value))
+	return append(dst, '}', '\n')
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}

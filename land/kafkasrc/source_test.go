@@ -1,0 +1,245 @@
+package kafkasrc
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/land"
+	"github.com/ubiksql/ubik/land/landtest"
+)
+
+func cluster(t *testing.T, topic string, partitions int32) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if err := c.CreateTopic(topic, partitions, nil); err != nil {
+		t.Fatal(err)
+	}
+	return c.ListenAddrs()
+}
+
+func produce(t *testing.T, brokers []string, recs ...*kgo.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runUntil lands from a new Source in group until the lander holds want
+// records' worth of state (checked by done), then stops Run.
+func runUntil(t *testing.T, brokers []string, group string, l land.Lander, opts Options, done func() bool) error {
+	t.Helper()
+	opts.Brokers, opts.Topics, opts.Group = brokers, []string{"cl"}, group
+	src, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- land.Run(ctx, src, l, land.RunOptions{MaxInFlight: 2}) }()
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(20 * time.Millisecond):
+			if done() {
+				cancel()
+				<-errc
+				return nil
+			}
+		}
+	}
+}
+
+// TestLandFromKafka: records produced with duplicates and in random order
+// to a 3-partition topic land to the oracle's state; a second lander in the
+// same group resumes from the committed offsets and lands nothing new.
+func TestLandFromKafka(t *testing.T) {
+	brokers := cluster(t, "cl", 3)
+	seed := landtest.Seed(t)
+	r := rand.New(rand.NewPCG(seed, 1))
+	gen := landtest.Gen{Mode: land.Latest, Groups: 3, Windows: 3, Revisions: 4}
+	var all []changelog.Record
+	for trial := range 100 {
+		all = append(all, gen.Changelog(r, trial)...)
+	}
+	delivered := landtest.Deliver(r, all, 3)
+	var krs []*kgo.Record
+	for _, rec := range delivered {
+		krs = append(krs, ToKafka("cl", rec))
+	}
+	produce(t, brokers, krs...)
+
+	oracle := landtest.NewMemory(land.Latest, "")
+	oracle.Land(context.Background(), all)
+	mem := landtest.NewMemory(land.Latest, "")
+	counting := &countingLander{Lander: mem}
+	err := runUntil(t, brokers, "g1", counting, Options{MaxBatch: 37}, func() bool { return counting.n.Load() == int64(len(delivered)) })
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	landtest.Check(t, landtest.Harness{ExactValue: true}, mem, oracle)
+
+	// Everything was committed: the group's lag is zero.
+	adm := kadm.NewClient(mustClient(t, brokers))
+	lags, err := adm.Lag(context.Background(), "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := lags["g1"].Lag.Total(); l != 0 {
+		t.Fatalf("group lag %d after landing everything", l)
+	}
+}
+
+// TestCrashReplay: a lander that dies (its Run cancelled) between the store
+// write and the commit replays from the committed offsets; the result
+// equals the oracle.
+func TestCrashReplay(t *testing.T) {
+	brokers := cluster(t, "cl", 2)
+	seed := landtest.Seed(t)
+	r := rand.New(rand.NewPCG(seed, 2))
+	gen := landtest.Gen{Mode: land.History, Groups: 2, Windows: 2, Revisions: 5}
+	var all []changelog.Record
+	for trial := range 80 {
+		all = append(all, gen.Changelog(r, trial)...)
+	}
+	var krs []*kgo.Record
+	for _, rec := range landtest.Deliver(r, all, 2) {
+		krs = append(krs, ToKafka("cl", rec))
+	}
+	produce(t, brokers, krs...)
+	mem := landtest.NewMemory(land.History, "")
+	// The first lander stores its third batch, then "crashes" before the
+	// commit: Land returns after writing, and Run is cancelled.
+	ctx, cancel := context.WithCancel(context.Background())
+	crashing := &crashLander{Lander: mem, after: 3, crash: cancel}
+	src, err := New(Options{Brokers: brokers, Topics: []string{"cl"}, Group: "g", MaxBatch: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := land.Run(ctx, src, crashing, land.RunOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("crashing run: %v", err)
+	}
+	src.Close()
+	var c land.Counters
+	src2, err := New(Options{Brokers: brokers, Topics: []string{"cl"}, Group: "g", MaxBatch: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src2.Close()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel2()
+	go func() {
+		for c.Lag.Load() != 0 || c.Batches.Load() == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel2()
+	}()
+	c.Lag.Store(-1)
+	err = land.Run(ctx2, src2, mem, land.RunOptions{Counters: &c})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("replay: %v", err)
+	}
+	if c.Duplicate.Load() == 0 {
+		t.Fatalf("the replay re-landed nothing (%d landed): the crashed batch was committed", c.Landed.Load())
+	}
+	oracle := landtest.NewMemory(land.History, "")
+	oracle.Land(context.Background(), all)
+	landtest.Check(t, landtest.Harness{ExactValue: true}, mem, oracle)
+}
+
+// TestBadRecord: a record without headers stops Run with its partition and
+// offset; with SkipBadRecords it is counted and the rest lands.
+func TestBadRecord(t *testing.T) {
+	brokers := cluster(t, "cl", 1)
+	ok := landtest.Record(land.Continuous, "q", "a", time.Time{}, 1, false)
+	produce(t, brokers, ToKafka("cl", ok), &kgo.Record{Topic: "cl", Key: []byte(`["b"]`), Value: []byte(`{}`)},
+		ToKafka("cl", landtest.Record(land.Continuous, "q", "c", time.Time{}, 1, false)))
+
+	src, err := New(Options{Brokers: brokers, Topics: []string{"cl"}, Group: "strict"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = land.Run(ctx, src, landtest.NewMemory(land.Continuous, ""), land.RunOptions{})
+	src.Close()
+	var de *DecodeError
+	if !errors.As(err, &de) || de.Partition != 0 || de.Offset != 1 {
+		t.Fatalf("Run = %v, want a DecodeError at partition 0 offset 1", err)
+	}
+
+	mem := landtest.NewMemory(land.Continuous, "")
+	src, err = New(Options{Brokers: brokers, Topics: []string{"cl"}, Group: "lenient", SkipBadRecords: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel2()
+	go func() {
+		for len(mem.Refs()) < 2 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel2()
+	}()
+	land.Run(ctx2, src, mem, land.RunOptions{})
+	if src.BadRecords() != 1 || len(mem.Refs()) != 2 {
+		t.Fatalf("lenient: %d bad records, %d identities; want 1 and 2", src.BadRecords(), len(mem.Refs()))
+	}
+}
+
+func mustClient(t *testing.T, brokers []string) *kgo.Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+type countingLander struct {
+	land.Lander
+	n atomicInt
+}
+
+func (c *countingLander) Land(ctx context.Context, recs []changelog.Record) (land.Result, error) {
+	r, err := c.Lander.Land(ctx, recs)
+	if err == nil {
+		c.n.Add(int64(len(recs)))
+	}
+	return r, err
+}
+
+type crashLander struct {
+	land.Lander
+	n     int
+	after int
+	crash context.CancelFunc
+}
+
+func (c *crashLander) Land(ctx context.Context, recs []changelog.Record) (land.Result, error) {
+	r, err := c.Lander.Land(ctx, recs)
+	if c.n++; c.n == c.after {
+		c.crash()
+		return r, context.Canceled
+	}
+	return r, err
+}

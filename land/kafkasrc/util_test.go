@@ -1,0 +1,5 @@
+package kafkasrc
+
+import "sync/atomic"
+
+type atomicInt = atomic.Int64
