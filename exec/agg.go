@@ -34,12 +34,43 @@ func newAggState(c *plan.AggCall) (aggState, error) {
 	if len(c.Args) > 0 {
 		argT = c.Args[0].Type()
 	}
+	if c.Distinct && c.Func != "approx_count_distinct" && c.Func != "min" && c.Func != "max" && c.Func != "bool_and" && c.Func != "bool_or" {
+		plain := *c
+		plain.Distinct = false
+		inner, err := newAggState(&plain)
+		if err != nil {
+			return nil, err
+		}
+		if _, multi := inner.(argsUpdater); multi {
+			return nil, fmt.Errorf("exec: %s(DISTINCT ...) is not supported", c.Func)
+		}
+		return &distinctState{inner: inner}, nil
+	}
 	switch c.Func {
 	case "count_star", "count":
-		if c.Distinct {
-			return nil, fmt.Errorf("exec: count(DISTINCT ...) is not supported yet")
-		}
 		return &countState{}, nil
+	case "min_by", "max_by":
+		return &byState{max: c.Func == "max_by", t: c.Type}, nil
+	case "first", "last":
+		return &firstLastState{last: c.Func == "last", t: c.Type}, nil
+	case "var_samp", "var_pop", "stddev_samp", "stddev_pop":
+		if argT.IsNumeric() {
+			return &varState{pop: strings.HasSuffix(c.Func, "_pop"), sqrt: strings.HasPrefix(c.Func, "stddev")}, nil
+		}
+	case "bool_and", "bool_or":
+		if argT.Kind == types.KindBoolean {
+			return &boolState{or: c.Func == "bool_or"}, nil
+		}
+	case "approx_count_distinct":
+		return &hllState{}, nil
+	case "approx_quantile":
+		switch argT.Kind {
+		case types.KindInteger, types.KindBigInt, types.KindDouble, types.KindDecimal:
+			if q := c.Param.F; c.Param.Kind == types.KindDouble && !c.Param.Null && q >= 0 && q <= 1 {
+				return &quantileState{q: q, t: c.Type}, nil
+			}
+			return nil, fmt.Errorf("exec: approx_quantile needs a fraction between 0 and 1, got %v", c.Param)
+		}
 	case "sum":
 		switch argT.Kind {
 		case types.KindDouble:

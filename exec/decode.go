@@ -47,6 +47,7 @@ type Decoder struct {
 	p       fastjson.Parser
 	row     []types.Value
 	scratch []byte
+	jsonBuf []byte      // raw text of JSON columns for the current event
 	csv     *csvDecoder // format = 'csv'
 	bad     error       // a source the decoder cannot read (bad CSV options)
 
@@ -68,6 +69,12 @@ func NewDecoder(src *plan.Source) *Decoder {
 		seen: make([]bool, len(src.Columns)), valScratch: make([][]byte, len(src.Columns))}
 	for _, c := range src.Columns {
 		d.names = append(d.names, c.Name)
+		// A JSON column keeps the value's JSON text as fastjson renders it;
+		// the scanner does not produce that text, so such sources take the
+		// reference path.
+		if c.JSON {
+			d.noScan = true
+		}
 	}
 	switch f := strings.ToLower(src.Options["format"]); f {
 	case "", "jsonl", "json", "ndjson":
@@ -116,6 +123,7 @@ func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 	if err != nil {
 		return nil, &DecodeError{Msg: "an event must be a JSON object, got " + v.Type().String()}
 	}
+	d.jsonBuf = d.jsonBuf[:0]
 	for i := range d.src.Columns {
 		c := &d.src.Columns[i]
 		f := obj.Get(c.Name)
@@ -127,6 +135,15 @@ func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 				return nil, &DecodeError{Column: c.Name, Msg: "event time is null"}
 			}
 			d.row[i] = types.NullOf(c.Type)
+			continue
+		}
+		if c.JSON {
+			// Keep the value's JSON text; -> and ->> read paths from it.
+			// Earlier cells keep pointing at the old array if this append
+			// grows the buffer, so they stay valid.
+			n := len(d.jsonBuf)
+			d.jsonBuf = f.MarshalTo(d.jsonBuf)
+			d.row[i] = types.Value{Kind: types.KindVarchar, S: bytesString(d.jsonBuf[n:])}
 			continue
 		}
 		cell, derr := d.convert(f, c.Type)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
 )
@@ -31,10 +33,14 @@ func FuzzDecode(f *testing.F) {
 		`{"i":2147483648,"ts":"2026-07-18 10:00:00"}`, `{"m":1e400,"ts":"2026-07-18 10:00:00"}`, `{"d":-0,"ts":"0001-01-01 00:00:00"}`,
 		`{"s":"\ud800","ts":"-2026-07-18 10:00:00"}`, `{"ts":"2026-07-18 24:00:00"}`, `{"ts":"2026-07-18 10:00:00.1234567891"}`,
 		`{"m":"1/3","ts":"2026-07-18 10:00:00"}`, "{\"s\":\"\xff\",\"ts\":\"2026-07-18 10:00:00\"}",
+		`{"j":{"a":[1,{"b":"\u00e9"}]},"s":"x","ts":"2026-07-18 10:00:00"}`, `{"j":"str","ts":"2026-07-18 10:00:00"}`, `{"j":1e999,"ts":"2026-07-18 10:00:00"}`,
 	} {
 		f.Add([]byte(s))
 	}
 	d := NewDecoder(fuzzSource())
+	jsrc := fuzzSource()
+	jsrc.Columns = append(jsrc.Columns, plan.Column{Name: "j", Type: types.Varchar, JSON: true})
+	jd := NewDecoder(jsrc)
 	f.Fuzz(func(t *testing.T, line []byte) {
 		row, err := d.Decode(line)
 		if err != nil {
@@ -51,6 +57,15 @@ func FuzzDecode(f *testing.F) {
 		}
 		if row[8].Null {
 			t.Fatal("a decoded row has a NULL event time")
+		}
+		// The same line through a source whose j column is JSON: the
+		// column holds valid JSON text.
+		if jrow, err := jd.Decode(line); err == nil {
+			if j := jrow[len(jrow)-1]; !j.Null {
+				if err := fastjson.Validate(j.S); err != nil {
+					t.Fatalf("JSON column holds %q: %v", j.S, err)
+				}
+			}
 		}
 	})
 }
@@ -69,6 +84,36 @@ func TestDecodeValues(t *testing.T) {
 	}
 	if got := row[5].Int128().String(); got != "2001" { // 2.0005 rounds half away from zero to 2.001
 		t.Fatalf("decimal unscaled %s", got)
+	}
+}
+
+// TestDecodeJSONColumn: a JSON column keeps the field's JSON text, whatever
+// its type; JSON null and an absent field are SQL NULL; two JSON columns do
+// not overwrite each other.
+func TestDecodeJSONColumn(t *testing.T) {
+	src := &plan.Source{Name: "ev", TimeCol: -1, Columns: []plan.Column{
+		{Name: "a", Type: types.Varchar, JSON: true}, {Name: "b", Type: types.Varchar, JSON: true}, {Name: "n", Type: types.BigInt},
+	}}
+	d := NewDecoder(src)
+	for _, c := range []struct{ in, a, b string }{
+		{`{"a":{"x":[1,2,{"y":"é"}]},"b":"s\"q","n":1}`, `{"x":[1,2,{"y":"é"}]}`, `"s\"q"`},
+		{`{"a":1.50,"b":true}`, `1.50`, `true`},
+		{`{"a":null}`, "NULL", "NULL"},
+		{`{"a":[],"b":{}}`, `[]`, `{}`},
+	} {
+		row, err := d.Decode([]byte(c.in))
+		if err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		for i, want := range []string{c.a, c.b} {
+			got := "NULL"
+			if !row[i].Null {
+				got = row[i].S
+			}
+			if got != want {
+				t.Errorf("%s column %d: got %s, want %s", c.in, i, got, want)
+			}
+		}
 	}
 }
 

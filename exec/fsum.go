@@ -212,7 +212,7 @@ func (s *fsum) appendState(b []byte) []byte {
 		b = append(b, 0)
 	}
 	b = appendBool(b, s.seen)
-	ps := s.partials()
+	ps := s.canonical()
 	b = binary.AppendUvarint(b, uint64(len(ps)))
 	for _, p := range ps {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p))
@@ -247,4 +247,30 @@ func (s *fsum) readState(r *reader) {
 		ps[i] = r.f64()
 	}
 	s.setPartials(ps)
+}
+
+// canonical returns partials that depend only on the exact sum, not on the
+// order of the additions that built it: the sum rounded to nearest, then
+// the rest rounded to nearest, and so on (smallest first, as add keeps
+// them). Checkpoints write these, so that equal states have equal bytes.
+func (s *fsum) canonical() []float64 {
+	ps := s.partials()
+	if s.ext != nil && s.ext.wide != nil || len(ps) <= 1 {
+		return ps
+	}
+	var rest fsum
+	rest.setPartials(append([]float64(nil), ps...))
+	var out []float64
+	for len(rest.partials()) > 0 && len(out) < 64 {
+		r := rest.result()
+		if r == 0 {
+			break
+		}
+		out = append(out, r)
+		rest.add(-r)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
 }

@@ -108,6 +108,9 @@ func (d *Decoder) columnOf(key []byte) int {
 // to the reference decoder.
 func (d *Decoder) scanValue(s *scanner, col int) bool {
 	c := &d.src.Columns[col]
+	if c.JSON {
+		return false // the reference path keeps JSON text (NewDecoder avoids this path)
+	}
 	if s.lit("null") {
 		if col == d.src.TimeCol {
 			return false

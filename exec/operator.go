@@ -424,13 +424,7 @@ func (o *Operator) dropGroup(g *group) {
 
 func (o *Operator) updateAggs(g *group) error {
 	for i, s := range g.aggs {
-		var v types.Value
-		if len(o.argBuf[i]) > 0 {
-			v = o.argBuf[i][0]
-		} else {
-			v = types.Value{Kind: types.KindBoolean, I: 1} // count(*): every row counts
-		}
-		if err := s.update(v); err != nil {
+		if err := updateState(s, o.argBuf[i]); err != nil {
 			return &EvalError{Where: "aggregate " + o.q.Aggs[i].Name, Err: err}
 		}
 	}

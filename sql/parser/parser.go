@@ -779,13 +779,15 @@ func (p *parser) exprPrec(min int) (Expr, *Error) {
 				}
 				left = &LikeExpr{P: t.pos, X: left, Pattern: pat, Not: not, ILike: strings.EqualFold(kw.text, "ILIKE")}
 			}
-		case t.kind == tOp && t.text == "||" && min <= precConcat:
+		case t.kind == tOp && (t.text == "||" || t.text == "->" || t.text == "->>") && min <= precConcat:
+			// JSON access binds like || (PostgreSQL's "other operators"):
+			// above comparison and LIKE, below + and -.
 			p.next()
 			r, err := p.exprPrec(precConcat + 1)
 			if err != nil {
 				return nil, err
 			}
-			left = &BinaryExpr{P: t.pos, Op: "||", L: left, R: r}
+			left = &BinaryExpr{P: t.pos, Op: t.text, L: left, R: r}
 		case t.kind == tOp && (t.text == "+" || t.text == "-") && min <= precAdd:
 			p.next()
 			r, err := p.exprPrec(precAdd + 1)
@@ -953,6 +955,11 @@ func (p *parser) nameOrCall() (Expr, *Error) {
 		return nil, err
 	}
 	if p.isOp("(") {
+		if !first.Quoted {
+			if x, ok, err := p.specialCall(first); ok || err != nil {
+				return x, err
+			}
+		}
 		p.next()
 		fc := &FuncCall{Name: first}
 		if p.acceptOp("*") {
@@ -1037,4 +1044,131 @@ func (p *parser) caseExpr() (Expr, *Error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// specialCall parses the SQL-standard call forms with keywords inside the
+// parentheses, as plain function calls (DuckDB does the same):
+//
+//	EXTRACT(field FROM x)                      date_part('field', x)
+//	SUBSTRING(x FROM a [FOR n]), (x FOR n)     substring(x, a[, n])
+//	TRIM([BOTH|LEADING|TRAILING] [c] FROM x)   trim / ltrim / rtrim(x[, c])
+//
+// It reports ok=false (consuming nothing) when the call is an ordinary one.
+// The "(" is the current token.
+func (p *parser) specialCall(name Ident) (Expr, bool, *Error) {
+	upper := strings.ToUpper(name.Name)
+	switch upper {
+	case "EXTRACT":
+		f := p.peekAt(1)
+		if !(f.kind == tIdent || f.kind == tString) || !isKw(p.peekAt(2), "FROM") {
+			return nil, false, nil
+		}
+		p.next() // (
+		p.next() // field
+		p.next() // FROM
+		x, err := p.expr()
+		if err != nil {
+			return nil, true, err
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, true, err
+		}
+		field := &StringLit{P: f.pos, Value: strings.ToLower(f.text)}
+		return &FuncCall{Name: Ident{P: name.P, Name: "date_part"}, Args: []Expr{field, x}}, true, nil
+	case "SUBSTRING", "SUBSTR":
+		// Look ahead for FROM or FOR at this parenthesis level.
+		if !p.keywordInCall("FROM", "FOR") {
+			return nil, false, nil
+		}
+		p.next() // (
+		x, err := p.expr()
+		if err != nil {
+			return nil, true, err
+		}
+		var start, length Expr
+		if p.acceptKw("FROM") {
+			if start, err = p.expr(); err != nil {
+				return nil, true, err
+			}
+		}
+		if p.acceptKw("FOR") {
+			if length, err = p.expr(); err != nil {
+				return nil, true, err
+			}
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, true, err
+		}
+		if start == nil {
+			start = &NumberLit{P: name.P, Text: "1"}
+		}
+		args := []Expr{x, start}
+		if length != nil {
+			args = append(args, length)
+		}
+		return &FuncCall{Name: Ident{P: name.P, Name: "substring"}, Args: args}, true, nil
+	case "TRIM":
+		mode := ""
+		if t := p.peekAt(1); isKw(t, "BOTH") || isKw(t, "LEADING") || isKw(t, "TRAILING") {
+			mode = strings.ToUpper(t.text)
+		} else if !p.keywordInCall("FROM") {
+			return nil, false, nil
+		}
+		p.next() // (
+		if mode != "" {
+			p.next()
+		}
+		var chars, x Expr
+		var err *Error
+		if !p.acceptKw("FROM") {
+			if chars, err = p.expr(); err != nil {
+				return nil, true, err
+			}
+			if !p.acceptKw("FROM") {
+				// TRIM(BOTH x): x is the string, not the characters.
+				x, chars = chars, nil
+			}
+		}
+		if x == nil {
+			if x, err = p.expr(); err != nil {
+				return nil, true, err
+			}
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, true, err
+		}
+		fn := map[string]string{"": "trim", "BOTH": "trim", "LEADING": "ltrim", "TRAILING": "rtrim"}[mode]
+		args := []Expr{x}
+		if chars != nil {
+			args = append(args, chars)
+		}
+		return &FuncCall{Name: Ident{P: name.P, Name: fn}, Args: args}, true, nil
+	}
+	return nil, false, nil
+}
+
+// keywordInCall reports whether one of kws appears at the top parenthesis
+// level of the call whose "(" is the current token.
+func (p *parser) keywordInCall(kws ...string) bool {
+	depth := 0
+	for i := 0; ; i++ {
+		t := p.peekAt(i)
+		switch {
+		case t.kind == tEOF:
+			return false
+		case t.kind == tOp && t.text == "(":
+			depth++
+		case t.kind == tOp && t.text == ")":
+			depth--
+			if depth == 0 {
+				return false
+			}
+		case depth == 1 && t.kind == tIdent:
+			for _, kw := range kws {
+				if isKw(t, kw) {
+					return true
+				}
+			}
+		}
+	}
 }

@@ -55,3 +55,36 @@ CREATE SINK out FROM v WITH (topic = 'x')`
 		}
 	}
 }
+
+// BenchmarkFunctions measures the issue-6 scalar functions over funcRow.
+func BenchmarkFunctions(b *testing.B) {
+	exprs := []struct{ name, sql string }{
+		{"json_path", "j->>'$.user.id'"},
+		{"json_key_chain", "j->'user'->>'name'"},
+		{"substring", "substring(u, 2, 3)"},
+		{"trim", "trim(s)"},
+		{"replace", "replace(s, 'l', 'L')"},
+		{"date_part_minute", "date_part('minute', t)"},
+		{"date_trunc_hour", "date_trunc('hour', t)"},
+		{"time_bucket_5min", "time_bucket(INTERVAL '5 minutes', t)"},
+		{"time_bucket_month", "time_bucket(INTERVAL '1 month', t)"},
+		{"epoch_ms", "epoch_ms(t)"},
+		{"to_timestamp", "to_timestamp(f)"},
+	}
+	row := funcRow()
+	for _, e := range exprs {
+		x, err := CompileExpr(e.sql, funcSource)
+		if err != nil {
+			b.Fatalf("%s: %v", e.sql, err)
+		}
+		b.Run(e.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := x.Eval(row); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}

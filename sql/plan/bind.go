@@ -495,33 +495,48 @@ func (qb *queryBinder) aggregate(fc *parser.FuncCall, sc *scope) (Expr, error) {
 	b := qb.b
 	q := qb.q
 	name := strings.ToLower(fc.Name.Name)
-	call := AggCall{Func: name, Distinct: fc.Distinct, Name: parser.Format(fc)}
+	call := AggCall{Func: aggCanonical[name], Distinct: fc.Distinct, Name: parser.Format(fc)}
 	if fc.Star {
 		if name != "count" {
 			return nil, b.errAt(fc.Name.P, "%s(*) is not valid; only count(*) takes *", name)
 		}
+		if fc.Distinct {
+			return nil, b.errAt(fc.Name.P, "count(DISTINCT *) is not valid; name the column: count(DISTINCT x)")
+		}
 		call.Func = "count_star"
 		call.Type = types.BigInt
 	} else {
-		if len(fc.Args) != 1 {
-			return nil, b.errAt(fc.Name.P, "%s takes 1 argument, got %d", name, len(fc.Args))
+		want := 1
+		switch call.Func {
+		case "min_by", "max_by", "approx_quantile":
+			want = 2
 		}
-		arg, err := b.bindExpr(fc.Args[0], &scope{clause: "an aggregate argument", q: qb, inAgg: true})
-		if err != nil {
-			return nil, err
+		if len(fc.Args) != want {
+			return nil, b.errAt(fc.Name.P, "%s takes %s, got %d", name, plural(want, "argument"), len(fc.Args))
 		}
+		if fc.Distinct && !distinctOK[call.Func] {
+			return nil, b.errAt(fc.Name.P, "%s(DISTINCT ...) is not supported: DISTINCT applies to count, sum, avg, min, max, the variance and standard deviation aggregates, bool_and, bool_or and approx_count_distinct", name)
+		}
+		args := make([]Expr, len(fc.Args))
+		for i, a := range fc.Args {
+			x, err := b.bindExpr(a, &scope{clause: "an aggregate argument", q: qb, inAgg: true})
+			if err != nil {
+				return nil, err
+			}
+			if x.Type().Kind == types.KindNull {
+				x, _ = coerce(x, types.Integer)
+			}
+			args[i] = x
+		}
+		arg := args[0]
 		at := arg.Type()
-		if at.Kind == types.KindNull {
-			at = types.Integer
-			arg, _ = coerce(arg, at)
-		}
 		bad := func(hint string) error {
 			return b.errAt(fc.Name.P, "%s(%s) is not supported%s", name, at, hint)
 		}
-		switch name {
-		case "count":
+		switch call.Func {
+		case "count", "approx_count_distinct":
 			call.Type = types.BigInt
-		case "min", "max":
+		case "min", "max", "min_by", "max_by":
 			call.Type = at
 		case "sum":
 			switch at.Kind {
@@ -536,17 +551,49 @@ func (qb *queryBinder) aggregate(fc *parser.FuncCall, sc *scope) (Expr, error) {
 			default:
 				return nil, bad(": sum needs a numeric argument")
 			}
-		case "avg":
+		case "avg", "var_samp", "var_pop", "stddev_samp", "stddev_pop":
 			if !at.IsNumeric() {
-				return nil, bad(": avg needs a numeric argument")
+				return nil, bad(": " + name + " needs a numeric argument")
 			}
 			call.Type = types.Double
+		case "bool_and", "bool_or":
+			if at.Kind != types.KindBoolean {
+				return nil, bad(": " + name + " needs a BOOLEAN argument")
+			}
+			call.Type = types.Boolean
+		case "first", "last":
+			// The value at the smallest / largest event time: the binder
+			// adds the source's event-time column as a hidden argument.
+			if qb.src.TimeCol < 0 {
+				return nil, b.errAt(fc.Name.P, "%s(x) is the value at the %s event time, and source %s declares no event time; add WATERMARK FOR <timestamp column> AS ... to CREATE SOURCE", name, map[string]string{"first": "smallest", "last": "largest"}[call.Func], qb.src.Name)
+			}
+			tc := qb.src.Columns[qb.src.TimeCol]
+			args = append(args, &ColRef{Index: qb.src.TimeCol, T: tc.Type, Name: tc.Name})
+			call.Type = at
+		case "approx_quantile":
+			switch at.Kind {
+			case types.KindInteger, types.KindBigInt, types.KindDouble, types.KindDecimal:
+			default:
+				return nil, bad(": approx_quantile needs an INTEGER, BIGINT, DOUBLE or DECIMAL argument")
+			}
+			c, ok := args[1].(*Const)
+			if !ok || c.V.Null || !c.T.IsNumeric() {
+				return nil, b.errAt(fc.Args[1].Pos(), "approx_quantile's second argument must be a constant fraction between 0 and 1, as in approx_quantile(x, 0.5)")
+			}
+			f, _ := coerce(c, types.Double)
+			qv := f.(*Const).V.F
+			if !(qv >= 0 && qv <= 1) {
+				return nil, b.errAt(fc.Args[1].Pos(), "approx_quantile's fraction must be between 0 and 1, got %s", c.Text)
+			}
+			call.Param = types.Float(qv)
+			args = args[:1]
+			call.Type = at
 		}
-		call.Args = []Expr{arg}
+		call.Args = args
 	}
 	key := call.Func + "|" + strconv.FormatBool(call.Distinct)
-	if !fc.Star {
-		key += "|" + parser.Canonical(fc.Args[0])
+	for _, a := range fc.Args {
+		key += "|" + parser.Canonical(a)
 	}
 	i, ok := qb.aggIndex[key]
 	if !ok {

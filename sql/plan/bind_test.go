@@ -15,17 +15,17 @@ func testSources() []*Source {
 		{
 			Name: "events",
 			Columns: []Column{
-				{"customer", types.Varchar}, {"amount", types.Decimal(10, 2)}, {"qty", types.Integer},
-				{"price", types.Double}, {"ts", types.Timestamp}, {"other_ts", types.Timestamp},
-				{"flag", types.Boolean}, {"d", types.Date}, {"big", types.BigInt}, {"huge", types.HugeInt},
-				{"span", types.Interval},
+				{Name: "customer", Type: types.Varchar}, {Name: "amount", Type: types.Decimal(10, 2)}, {Name: "qty", Type: types.Integer},
+				{Name: "price", Type: types.Double}, {Name: "ts", Type: types.Timestamp}, {Name: "other_ts", Type: types.Timestamp},
+				{Name: "flag", Type: types.Boolean}, {Name: "d", Type: types.Date}, {Name: "big", Type: types.BigInt}, {Name: "huge", Type: types.HugeInt},
+				{Name: "span", Type: types.Interval}, {Name: "payload", Type: types.Varchar, JSON: true},
 			},
 			TimeCol:        4,
 			WatermarkDelay: 5_000_000,
 		},
 		{
 			Name:    "nowm",
-			Columns: []Column{{"k", types.Varchar}, {"ts", types.Timestamp}, {"v", types.BigInt}},
+			Columns: []Column{{Name: "k", Type: types.Varchar}, {Name: "ts", Type: types.Timestamp}, {Name: "v", Type: types.BigInt}},
 			TimeCol: -1,
 		},
 	}
@@ -63,12 +63,12 @@ func TestBindGolden(t *testing.T) {
 func TestRegisteredSourceValidation(t *testing.T) {
 	bad := []*Source{
 		nil,
-		{Name: "", Columns: []Column{{"a", types.Integer}}, TimeCol: -1},
+		{Name: "", Columns: []Column{{Name: "a", Type: types.Integer}}, TimeCol: -1},
 		{Name: "s", TimeCol: -1},
-		{Name: "s", Columns: []Column{{"a", types.Integer}, {"A", types.Integer}}, TimeCol: -1},
-		{Name: "s", Columns: []Column{{"a", types.Integer}}, TimeCol: 0},
-		{Name: "s", Columns: []Column{{"a", types.Integer}}, TimeCol: 3},
-		{Name: "s", Columns: []Column{{"a", types.Decimal(40, 2)}}, TimeCol: -1},
+		{Name: "s", Columns: []Column{{Name: "a", Type: types.Integer}, {Name: "A", Type: types.Integer}}, TimeCol: -1},
+		{Name: "s", Columns: []Column{{Name: "a", Type: types.Integer}}, TimeCol: 0},
+		{Name: "s", Columns: []Column{{Name: "a", Type: types.Integer}}, TimeCol: 3},
+		{Name: "s", Columns: []Column{{Name: "a", Type: types.Decimal(40, 2)}}, TimeCol: -1},
 	}
 	for i, s := range bad {
 		_, err := Compile("SELECT count(*) FROM s", CompileOptions{Sources: []*Source{s}})

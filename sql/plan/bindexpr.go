@@ -330,6 +330,13 @@ func (b *binder) bindBinary(n *parser.BinaryExpr, sc *scope) (Expr, error) {
 		}
 		return fold(&cmpExpr{op: op, kind: cmpKindOf(t), l: both[0], r: both[1]}, both...), nil
 	}
+	if n.Op == "->" || n.Op == "->>" {
+		x, msg := bindJSONAccess(l, r, n.Op == "->>", "")
+		if msg != "" {
+			return nil, b.errAt(n.P, "%s", msg)
+		}
+		return fold(x, l, r), nil
+	}
 	x, msg := bindArith(n.Op, l, r)
 	if msg != "" {
 		return nil, b.errAt(n.P, "%s", msg)

@@ -63,6 +63,9 @@ func validateSource(s *Source) error {
 			c.Type.Kind == types.KindDecimal && (c.Type.Width < 1 || c.Type.Width > 38 || c.Type.Scale > c.Type.Width) {
 			return fmt.Errorf("%w: source %q column %q has invalid type %s", ErrInvalidSource, s.Name, c.Name, c.Type)
 		}
+		if c.JSON && c.Type.Kind != types.KindVarchar {
+			return fmt.Errorf("%w: source %q JSON column %q must have type VARCHAR, not %s", ErrInvalidSource, s.Name, c.Name, c.Type)
+		}
 	}
 	if s.TimeCol < -1 || s.TimeCol >= len(s.Columns) {
 		return fmt.Errorf("%w: source %q TimeCol %d is not -1 or a column ordinal", ErrInvalidSource, s.Name, s.TimeCol)
@@ -208,6 +211,13 @@ func (b *binder) source(n *parser.CreateSource) (*Source, error) {
 	for _, c := range n.Columns {
 		if src.ColumnIndex(c.Name.Name) >= 0 {
 			return nil, b.errAt(c.Name.P, "column %q is declared twice", c.Name.Name)
+		}
+		if c.Type.Name == "JSON" {
+			if len(c.Type.Args) > 0 {
+				return nil, b.errAt(c.Type.P, "type JSON takes no arguments")
+			}
+			src.Columns = append(src.Columns, Column{Name: c.Name.Name, Type: types.Varchar, JSON: true})
+			continue
 		}
 		t, err := b.typeOf(c.Type)
 		if err != nil {

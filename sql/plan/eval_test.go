@@ -12,8 +12,8 @@ import (
 // d DECIMAL(10,2), f DOUBLE, s VARCHAR, t TIMESTAMP, ok BOOLEAN, n INTEGER
 // (always NULL), dt DATE.
 var evalSource = &Source{Name: "r", TimeCol: -1, Columns: []Column{
-	{"i", types.Integer}, {"b", types.BigInt}, {"d", types.Decimal(10, 2)}, {"f", types.Double},
-	{"s", types.Varchar}, {"t", types.Timestamp}, {"ok", types.Boolean}, {"n", types.Integer}, {"dt", types.Date},
+	{Name: "i", Type: types.Integer}, {Name: "b", Type: types.BigInt}, {Name: "d", Type: types.Decimal(10, 2)}, {Name: "f", Type: types.Double},
+	{Name: "s", Type: types.Varchar}, {Name: "t", Type: types.Timestamp}, {Name: "ok", Type: types.Boolean}, {Name: "n", Type: types.Integer}, {Name: "dt", Type: types.Date},
 }}
 
 func evalRow() []types.Value {

@@ -44,6 +44,9 @@ func explainSource(s *Source) string {
 	cols := make([]string, len(s.Columns))
 	for i, c := range s.Columns {
 		cols[i] = c.Name + " " + c.Type.String()
+		if c.JSON {
+			cols[i] = c.Name + " JSON"
+		}
 	}
 	wm := "no watermark"
 	if s.TimeCol >= 0 {
@@ -95,7 +98,10 @@ func (q *Query) Explain() string {
 		for j, x := range a.Args {
 			args[j] = x.String() + " " + x.Type().String()
 		}
-		fmt.Fprintf(&b, "  agg #%d: %s(%s)%s -> %s\n", q.AggOffset()+i, a.Func, strings.Join(args, ", "), d, a.Type)
+		if a.Func == "approx_quantile" {
+			args = append(args, ValueText(a.Param))
+		}
+		fmt.Fprintf(&b, "  agg #%d: %s(%s)%s -> %s%s\n", q.AggOffset()+i, a.Func, strings.Join(args, ", "), d, a.Type, aggStateCost(&a))
 	}
 	fmt.Fprintf(&b, "  slots: window_start #%d, window_end #%d, final #%d, revision #%d\n", q.WindowStartSlot(), q.WindowEndSlot(), q.FinalSlot(), q.RevisionSlot())
 	if q.Having != nil {
@@ -117,4 +123,17 @@ func (q *Query) Explain() string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// aggStateCost notes the aggregates whose state is not a few fixed bytes.
+func aggStateCost(a *AggCall) string {
+	switch {
+	case a.Distinct && a.Func != "approx_count_distinct":
+		return " [state: the set of distinct values, grows with them]"
+	case a.Func == "approx_count_distinct":
+		return " [state: HyperLogLog, 14-bit precision, sparse then at most 16 KiB]"
+	case a.Func == "approx_quantile":
+		return " [state: DDSketch, 1% relative accuracy, at most 2 x 4096 bins]"
+	}
+	return ""
 }

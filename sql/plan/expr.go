@@ -530,12 +530,15 @@ type funcExpr struct {
 	fnN    func(e *funcExpr, args []types.Value) (types.Value, error)
 	// aux carries a per-call constant (a compiled LIKE pattern, a scale).
 	aux any
+	// arg1 is the argument fn1 evaluates (the others are constants shown
+	// for display, such as date_part's part).
+	arg1 int
 }
 
 func (e *funcExpr) Type() types.Type { return e.t }
 func (e *funcExpr) Eval(row []types.Value) (types.Value, error) {
 	if e.fn1 != nil {
-		v, err := e.args[0].Eval(row)
+		v, err := e.args[e.arg1].Eval(row)
 		if err != nil {
 			return v, err
 		}

@@ -18,32 +18,76 @@ type scalarFunc struct {
 }
 
 // scalarFuncs is the read-only registry of scalar functions, by lower-case
-// name. Issue 6 extends it (substring, date_trunc, ...).
+// name (filled once at init, never written after).
 var scalarFuncs map[string]scalarFunc
 
 func init() {
 	scalarFuncs = map[string]scalarFunc{
-		"coalesce":       {1, -1, bindCoalesce},
-		"ifnull":         {2, 2, bindCoalesce},
-		"nullif":         {2, 2, bindNullif},
-		"lower":          {1, 1, textFunc1(strings.ToLower)},
-		"lcase":          {1, 1, textFunc1(strings.ToLower)},
-		"upper":          {1, 1, textFunc1(strings.ToUpper)},
-		"ucase":          {1, 1, textFunc1(strings.ToUpper)},
-		"length":         {1, 1, bindLength},
-		"abs":            {1, 1, bindAbs},
-		"floor":          {1, 1, roundingFunc("floor", math.Floor)},
-		"ceil":           {1, 1, roundingFunc("ceil", math.Ceil)},
-		"ceiling":        {1, 1, roundingFunc("ceil", math.Ceil)},
-		"round":          {1, 2, bindRound},
-		"concat":         {1, -1, bindConcat},
-		"make_timestamp": {1, 1, bindMakeTimestamp},
+		"coalesce":            {1, -1, bindCoalesce},
+		"ifnull":              {2, 2, bindCoalesce},
+		"nullif":              {2, 2, bindNullif},
+		"lower":               {1, 1, textFunc1(strings.ToLower)},
+		"lcase":               {1, 1, textFunc1(strings.ToLower)},
+		"upper":               {1, 1, textFunc1(strings.ToUpper)},
+		"ucase":               {1, 1, textFunc1(strings.ToUpper)},
+		"length":              {1, 1, bindLength},
+		"abs":                 {1, 1, bindAbs},
+		"floor":               {1, 1, roundingFunc("floor", math.Floor)},
+		"ceil":                {1, 1, roundingFunc("ceil", math.Ceil)},
+		"ceiling":             {1, 1, roundingFunc("ceil", math.Ceil)},
+		"round":               {1, 2, bindRound},
+		"concat":              {1, -1, bindConcat},
+		"make_timestamp":      {1, 1, bindMakeTimestamp},
+		"len":                 {1, 1, bindLength},
+		"substring":           {2, 3, bindSubstring},
+		"substr":              {2, 3, bindSubstring},
+		"trim":                {1, 2, bindTrim},
+		"ltrim":               {1, 2, bindTrim},
+		"rtrim":               {1, 2, bindTrim},
+		"replace":             {3, 3, bindReplace},
+		"date_part":           {2, 2, bindDatePart},
+		"datepart":            {2, 2, bindDatePart},
+		"date_trunc":          {2, 2, bindDateTrunc},
+		"datetrunc":           {2, 2, bindDateTrunc},
+		"time_bucket":         {2, 3, bindTimeBucket},
+		"epoch_ms":            {1, 1, bindEpochMs},
+		"epoch_us":            {1, 1, bindEpochUs},
+		"epoch":               {1, 1, bindEpoch},
+		"to_timestamp":        {1, 1, bindToTimestamp},
+		"json_extract":        {2, 2, bindJSONExtract},
+		"json_extract_string": {2, 2, bindJSONExtract},
+	}
+	for name := range aggCanonical {
+		aggFuncs[name] = true
+	}
+	for name := range datePartFuncs {
+		scalarFuncs[name] = scalarFunc{1, 1, bindDatePartShort}
 	}
 }
 
 // Aggregate, window and metadata function names (not in the scalar
 // registry: the query binder resolves them).
-var aggFuncs = map[string]bool{"count": true, "sum": true, "min": true, "max": true, "avg": true}
+var aggFuncs = map[string]bool{}
+
+// aggCanonical maps every aggregate name and alias (DuckDB's) to the
+// canonical AggCall.Func.
+var aggCanonical = map[string]string{
+	"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "avg", "mean": "avg",
+	"min_by": "min_by", "arg_min": "min_by", "argmin": "min_by",
+	"max_by": "max_by", "arg_max": "max_by", "argmax": "max_by",
+	"first": "first", "arbitrary": "first", "last": "last",
+	"var_samp": "var_samp", "variance": "var_samp", "var_pop": "var_pop",
+	"stddev_samp": "stddev_samp", "stddev": "stddev_samp", "stddev_pop": "stddev_pop",
+	"bool_and": "bool_and", "bool_or": "bool_or",
+	"approx_count_distinct": "approx_count_distinct", "approx_quantile": "approx_quantile",
+}
+
+// distinctOK lists the aggregates that accept DISTINCT (those where it
+// changes nothing, like min, included as DuckDB does).
+var distinctOK = map[string]bool{
+	"count": true, "sum": true, "avg": true, "min": true, "max": true, "var_samp": true, "var_pop": true,
+	"stddev_samp": true, "stddev_pop": true, "bool_and": true, "bool_or": true, "approx_count_distinct": true,
+}
 
 var windowGroupFuncs = map[string]WindowKind{"tumble": Tumble, "hop": Hop, "session": Session}
 

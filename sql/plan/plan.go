@@ -34,6 +34,10 @@ type Expr interface {
 type Column struct {
 	Name string
 	Type types.Type
+	// JSON marks a column declared JSON: its Type is VARCHAR and the
+	// decoder stores the field's raw JSON text (any JSON value, a string
+	// with its quotes), for access with ->, ->> and json_extract.
+	JSON bool
 }
 
 // Source is a declared input stream (CREATE SOURCE, or registered through the
@@ -146,13 +150,23 @@ type KeyTerm struct {
 // AggCall.
 type AggCall struct {
 	// Func is the lowercase canonical name: "count_star", "count", "sum",
-	// "min", "max", "avg" (issue 6 adds more).
-	Func     string
-	Args     []Expr // over the source row; empty for count_star
+	// "min", "max", "avg", "min_by", "max_by", "first", "last", "var_samp",
+	// "var_pop", "stddev_samp", "stddev_pop", "bool_and", "bool_or",
+	// "approx_count_distinct", "approx_quantile" (aliases are resolved).
+	Func string
+	// Args are over the source row; empty for count_star. min_by/max_by
+	// take (arg, val); first/last take (x, event time), the event time
+	// added by the binder.
+	Args     []Expr
 	Distinct bool
+	// Param is a constant parameter: approx_quantile's fraction (DOUBLE).
+	Param types.Value
 	// Type is the result type, following DuckDB: count -> BIGINT;
 	// sum(INTEGER|BIGINT|HUGEINT) -> HUGEINT; sum(DOUBLE) -> DOUBLE;
-	// sum(DECIMAL(p,s)) -> DECIMAL(38,s); avg -> DOUBLE; min/max -> arg type.
+	// sum(DECIMAL(p,s)) -> DECIMAL(38,s); avg, var_*, stddev_* -> DOUBLE;
+	// min/max/min_by/max_by/first/last/approx_quantile -> the (first)
+	// argument's type; bool_and/bool_or -> BOOLEAN; approx_count_distinct ->
+	// BIGINT.
 	Type types.Type
 	Name string // display text, for explain
 }

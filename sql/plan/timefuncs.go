@@ -1,0 +1,460 @@
+package plan
+
+import (
+	"math"
+	"strings"
+
+	"github.com/ubiksql/ubik/types"
+)
+
+// Date and time functions (issue 6): date_part/extract and its shorthands
+// (year(ts), minute(ts), ...), date_trunc, time_bucket, epoch_ms, epoch_us,
+// epoch and to_timestamp. Timestamps are UTC microseconds; semantics follow
+// DuckDB's TIMESTAMP (not TIMESTAMPTZ) functions.
+
+// datePart is a date_part specifier.
+type datePart uint8
+
+const (
+	dpNone datePart = iota
+	dpYear
+	dpMonth
+	dpDay
+	dpHour
+	dpMinute
+	dpSecond
+	dpMillisecond
+	dpMicrosecond
+	dpEpoch
+	dpDow
+	dpIsoDow
+	dpDoy
+	dpWeek
+	dpIsoYear
+	dpYearWeek
+	dpQuarter
+	dpDecade
+	dpCentury
+	dpMillennium
+)
+
+// datePartNames maps DuckDB's specifier spellings (case-insensitive) to a
+// part.
+var datePartNames = map[string]datePart{
+	"year": dpYear, "years": dpYear, "y": dpYear, "yr": dpYear, "yrs": dpYear,
+	"month": dpMonth, "months": dpMonth, "mon": dpMonth, "mons": dpMonth,
+	"day": dpDay, "days": dpDay, "d": dpDay, "dayofmonth": dpDay,
+	"hour": dpHour, "hours": dpHour, "h": dpHour, "hr": dpHour, "hrs": dpHour,
+	"minute": dpMinute, "minutes": dpMinute, "min": dpMinute, "mins": dpMinute, "m": dpMinute,
+	"second": dpSecond, "seconds": dpSecond, "sec": dpSecond, "secs": dpSecond, "s": dpSecond,
+	"millisecond": dpMillisecond, "milliseconds": dpMillisecond, "ms": dpMillisecond, "msec": dpMillisecond, "msecs": dpMillisecond,
+	"microsecond": dpMicrosecond, "microseconds": dpMicrosecond, "us": dpMicrosecond, "usec": dpMicrosecond, "usecs": dpMicrosecond,
+	"epoch": dpEpoch,
+	"dow":   dpDow, "dayofweek": dpDow, "weekday": dpDow,
+	"isodow": dpIsoDow,
+	"doy":    dpDoy, "dayofyear": dpDoy,
+	"week": dpWeek, "weeks": dpWeek, "w": dpWeek, "weekofyear": dpWeek,
+	"isoyear": dpIsoYear, "yearweek": dpYearWeek,
+	"quarter": dpQuarter, "quarters": dpQuarter,
+	"decade": dpDecade, "decades": dpDecade, "dec": dpDecade,
+	"century": dpCentury, "centuries": dpCentury, "cent": dpCentury, "c": dpCentury,
+	"millennium": dpMillennium, "millennia": dpMillennium, "mil": dpMillennium, "millenium": dpMillennium,
+}
+
+// datePartFuncs are the one-argument shorthands: minute(ts) is
+// date_part('minute', ts).
+var datePartFuncs = map[string]datePart{
+	"year": dpYear, "month": dpMonth, "day": dpDay, "dayofmonth": dpDay, "hour": dpHour, "minute": dpMinute,
+	"second": dpSecond, "millisecond": dpMillisecond, "microsecond": dpMicrosecond, "dayofweek": dpDow,
+	"isodow": dpIsoDow, "dayofyear": dpDoy, "week": dpWeek, "weekofyear": dpWeek, "isoyear": dpIsoYear,
+	"yearweek": dpYearWeek, "quarter": dpQuarter, "decade": dpDecade, "century": dpCentury, "millennium": dpMillennium,
+}
+
+// constPart reads a constant specifier argument.
+func constPart(x Expr, fname string) (datePart, string) {
+	c, ok := x.(*Const)
+	if !ok || c.T.Kind != types.KindVarchar || c.V.Null {
+		return dpNone, fname + "'s first argument must be a constant string naming a part, as in " + fname + "('minute', ts)"
+	}
+	p, ok := datePartNames[strings.ToLower(strings.TrimSpace(c.V.S))]
+	if !ok {
+		names := make([]string, 0, len(datePartNames))
+		for k := range datePartNames {
+			names = append(names, k)
+		}
+		return dpNone, "unknown date part '" + c.V.S + "'" + suggest(strings.ToLower(c.V.S), names)
+	}
+	return p, ""
+}
+
+// timeArg accepts a TIMESTAMP or DATE operand (a string literal becomes a
+// TIMESTAMP).
+func timeArg(x Expr, fname string) (Expr, string) {
+	switch x.Type().Kind {
+	case types.KindTimestamp, types.KindDate:
+		return x, ""
+	case types.KindNull:
+		return &Const{V: types.NullOf(types.Timestamp), T: types.Timestamp, Text: "NULL"}, ""
+	case types.KindVarchar:
+		if isStringLit(x) {
+			c, err := coerce(x, types.Timestamp)
+			if err != nil {
+				return nil, fname + ": " + err.Error()
+			}
+			return c, ""
+		}
+	}
+	return nil, fname + " needs a TIMESTAMP or DATE argument, got " + x.Type().String()
+}
+
+// micros returns the timestamp of a TIMESTAMP or DATE value.
+func micros(v types.Value) int64 {
+	if v.Kind == types.KindDate {
+		return v.I * usPerDay
+	}
+	return v.I
+}
+
+func bindDatePart(b *binder, name string, args []Expr) (Expr, string) {
+	p, msg := constPart(args[0], name)
+	if msg != "" {
+		return nil, msg
+	}
+	return datePartExpr(p, "date_part", []Expr{args[0]}, args[1])
+}
+
+func bindDatePartShort(b *binder, name string, args []Expr) (Expr, string) {
+	return datePartExpr(datePartFuncs[name], name, nil, args[0])
+}
+
+func datePartExpr(p datePart, fname string, lead []Expr, x Expr) (Expr, string) {
+	x, msg := timeArg(x, fname)
+	if msg != "" {
+		return nil, msg
+	}
+	t := types.BigInt
+	if p == dpEpoch {
+		t = types.Double
+	}
+	return &funcExpr{name: fname, args: append(lead, x), t: t, strict: true,
+		fn1:  func(_ *funcExpr, v types.Value) (types.Value, error) { return extractPart(p, micros(v)), nil },
+		arg1: len(lead)}, ""
+}
+
+// extractPart computes one part of a timestamp (DuckDB: second, millisecond
+// and microsecond are integers that include the whole seconds of the minute;
+// epoch is DOUBLE seconds).
+func extractPart(p datePart, us int64) types.Value {
+	days := floorDiv(us, usPerDay)
+	tod := us - days*usPerDay
+	y, m, d := types.CivilFromDays(days)
+	var r int64
+	switch p {
+	case dpYear:
+		r = y
+	case dpMonth:
+		r = int64(m)
+	case dpDay:
+		r = int64(d)
+	case dpHour:
+		r = tod / usPerHour
+	case dpMinute:
+		r = tod % usPerHour / usPerMin
+	case dpSecond:
+		r = tod % usPerMin / usPerSec
+	case dpMillisecond:
+		r = tod % usPerMin / 1000
+	case dpMicrosecond:
+		r = tod % usPerMin
+	case dpEpoch:
+		return types.Float(float64(us) / 1e6)
+	case dpDow:
+		r = floorMod(days+4, 7) // 1970-01-01 was a Thursday; Sunday is 0
+	case dpIsoDow:
+		r = isoDow(days)
+	case dpDoy:
+		r = days - types.DaysFromCivil(y, 1, 1) + 1
+	case dpWeek:
+		_, r = isoWeek(days)
+	case dpIsoYear:
+		r, _ = isoWeek(days)
+	case dpYearWeek:
+		iy, w := isoWeek(days)
+		r = iy*100 + w
+	case dpQuarter:
+		r = int64((m-1)/3 + 1)
+	case dpDecade:
+		r = y / 10
+	case dpCentury:
+		if y > 0 {
+			r = (y-1)/100 + 1
+		} else {
+			r = y/100 - 1
+		}
+	case dpMillennium:
+		if y > 0 {
+			r = (y-1)/1000 + 1
+		} else {
+			r = y/1000 - 1
+		}
+	}
+	return types.Big(r)
+}
+
+func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
+
+// isoDow is 1 (Monday) .. 7 (Sunday).
+func isoDow(days int64) int64 {
+	d := floorMod(days+4, 7)
+	if d == 0 {
+		return 7
+	}
+	return d
+}
+
+// isoWeek returns the ISO 8601 week-numbering year and week of a day: the
+// week's Thursday decides the year.
+func isoWeek(days int64) (int64, int64) {
+	thu := days - (isoDow(days) - 1) + 3
+	y, _, _ := types.CivilFromDays(thu)
+	return y, (thu-types.DaysFromCivil(y, 1, 1))/7 + 1
+}
+
+// bindDateTrunc is date_trunc(part, ts): TIMESTAMP in, TIMESTAMP out; a
+// DATE truncated to a day or coarser stays a DATE (DuckDB).
+func bindDateTrunc(b *binder, name string, args []Expr) (Expr, string) {
+	p, msg := constPart(args[0], name)
+	if msg != "" {
+		return nil, msg
+	}
+	switch p {
+	case dpEpoch, dpDow, dpIsoDow, dpDoy, dpIsoYear, dpYearWeek:
+		return nil, "date_trunc does not support the part '" + args[0].(*Const).V.S + "'"
+	}
+	x, msg := timeArg(args[1], name)
+	if msg != "" {
+		return nil, msg
+	}
+	t := types.Timestamp
+	dateOut := false
+	if x.Type().Kind == types.KindDate {
+		switch p {
+		case dpDay, dpWeek, dpMonth, dpQuarter, dpYear, dpDecade, dpCentury, dpMillennium:
+			t, dateOut = types.Date, true
+		}
+	}
+	return &funcExpr{name: "date_trunc", args: []Expr{args[0], x}, t: t, strict: true,
+		fn1: func(_ *funcExpr, v types.Value) (types.Value, error) {
+			r := truncTime(p, micros(v))
+			if dateOut {
+				return types.DateDays(floorDiv(r, usPerDay)), nil
+			}
+			return types.TS(r), nil
+		}, arg1: 1}, ""
+}
+
+func truncTime(p datePart, us int64) int64 {
+	floorTo := func(unit int64) int64 { return floorDiv(us, unit) * unit }
+	days := floorDiv(us, usPerDay)
+	y, m, _ := types.CivilFromDays(days)
+	day := func(y int64, m int) int64 { return types.DaysFromCivil(y, m, 1) * usPerDay }
+	switch p {
+	case dpMicrosecond:
+		return us
+	case dpMillisecond:
+		return floorTo(1000)
+	case dpSecond:
+		return floorTo(usPerSec)
+	case dpMinute:
+		return floorTo(usPerMin)
+	case dpHour:
+		return floorTo(usPerHour)
+	case dpDay:
+		return days * usPerDay
+	case dpWeek:
+		return (days - (isoDow(days) - 1)) * usPerDay
+	case dpMonth:
+		return day(y, m)
+	case dpQuarter:
+		return day(y, (m-1)/3*3+1)
+	case dpYear:
+		return day(y, 1)
+	case dpDecade:
+		return day(y/10*10, 1)
+	case dpCentury:
+		return day(y/100*100, 1)
+	case dpMillennium:
+		return day(y/1000*1000, 1)
+	}
+	return us
+}
+
+// time_bucket's default origins (DuckDB, for TimescaleDB compatibility):
+// Monday 2000-01-03 for widths in days, hours, minutes...; 2000-01-01 for
+// widths in months and years.
+const (
+	bucketOriginMicros = 10959 * usPerDay
+	bucketOriginMonths = 360
+)
+
+// bindTimeBucket is time_bucket(width, ts[, origin TIMESTAMP | offset
+// INTERVAL]) with a constant width: a width without months buckets by
+// microseconds from the origin; a width of whole months buckets by calendar
+// months. A width mixing months with days or time is an error (DuckDB).
+func bindTimeBucket(b *binder, name string, args []Expr) (Expr, string) {
+	c, ok := args[0].(*Const)
+	if !ok || c.T.Kind != types.KindInterval || c.V.Null {
+		return nil, "time_bucket's first argument must be a constant INTERVAL, as in time_bucket(INTERVAL '5 minutes', ts)"
+	}
+	months, days, us := c.V.IntervalParts()
+	width := int64(days)*usPerDay + us
+	monthly := months != 0
+	switch {
+	case monthly && (days != 0 || us != 0):
+		return nil, "time_bucket: month intervals cannot have a day or time component"
+	case monthly && months < 0, !monthly && width <= 0:
+		return nil, "time_bucket: the bucket width must be greater than 0"
+	}
+	x, msg := timeArg(args[1], name)
+	if msg != "" {
+		return nil, msg
+	}
+	t := x.Type()
+	cs := []Expr{args[0], x}
+	mode := 0 // 0 default origin, 1 origin, 2 offset
+	if len(args) == 3 {
+		third := args[2]
+		switch third.Type().Kind {
+		case types.KindInterval:
+			mode = 2
+		case types.KindNull:
+			return &Const{V: types.NullOf(t), T: t, Text: "NULL"}, ""
+		default:
+			o, msg := timeArg(third, name)
+			if msg != "" {
+				return nil, "time_bucket's third argument must be an origin TIMESTAMP or an offset INTERVAL"
+			}
+			third, mode = o, 1
+		}
+		cs = append(cs, third)
+	}
+	return &funcExpr{name: "time_bucket", args: cs, t: t, strict: true,
+		fnN: func(_ *funcExpr, v []types.Value) (types.Value, error) {
+			ts := micros(v[1])
+			var r int64
+			var err error
+			switch mode {
+			case 0:
+				r, err = bucket(ts, width, int64(months), bucketOriginMicros, bucketOriginMonths)
+			case 1:
+				o := micros(v[2])
+				r, err = bucket(ts, width, int64(months), o, epochMonths(o))
+			case 2:
+				om, od, ou := v[2].IntervalParts()
+				shifted, ok := addInterval(ts, -om, -od, -ou)
+				if !ok {
+					return types.Value{}, rangeErr("time_bucket: timestamp out of range")
+				}
+				if r, err = bucket(shifted, width, int64(months), bucketOriginMicros, bucketOriginMonths); err == nil {
+					var ok bool
+					if r, ok = addInterval(r, om, od, ou); !ok {
+						return types.Value{}, rangeErr("time_bucket: timestamp out of range")
+					}
+				}
+			}
+			if err != nil {
+				return types.Value{}, err
+			}
+			if t.Kind == types.KindDate {
+				return types.DateDays(floorDiv(r, usPerDay)), nil
+			}
+			return types.TS(r), nil
+		}}, ""
+}
+
+// bucket is DuckDB's WidthConvertibleTo{Micros,Months}Common.
+func bucket(ts, width, months, originUS, originMonths int64) (int64, error) {
+	if months == 0 {
+		origin := originUS % width
+		d := ts - origin
+		if (origin > 0 && d > ts) || (origin < 0 && d < ts) {
+			return 0, rangeErr("Overflow in subtraction of INT64 (%d - %d)!", ts, origin)
+		}
+		r := d / width * width
+		if d < 0 && d%width != 0 {
+			r -= width
+		}
+		return r + origin, nil
+	}
+	origin := originMonths % months
+	tm := epochMonths(ts) - origin
+	r := tm / months * months
+	if tm < 0 && tm%months != 0 {
+		r -= months
+	}
+	r += origin
+	y := floorDiv(r, 12)
+	return types.DaysFromCivil(1970+y, int(r-y*12)+1, 1) * usPerDay, nil
+}
+
+func epochMonths(us int64) int64 {
+	y, m, _ := types.CivilFromDays(floorDiv(us, usPerDay))
+	return (y-1970)*12 + int64(m) - 1
+}
+
+// bindEpochMs is epoch_ms(TIMESTAMP) -> BIGINT milliseconds (truncated
+// toward zero, as DuckDB) and epoch_ms(integer) -> TIMESTAMP.
+func bindEpochMs(b *binder, name string, args []Expr) (Expr, string) {
+	x := args[0]
+	if isInt(x.Type()) {
+		x, _ = coerce(x, types.BigInt)
+		return &funcExpr{name: name, args: []Expr{x}, t: types.Timestamp, strict: true,
+			fn1: func(_ *funcExpr, v types.Value) (types.Value, error) {
+				if v.I < minDateDays*usPerDay/1000 || v.I > maxDateDays*usPerDay/1000 {
+					return types.Value{}, rangeErr("epoch_ms: %d milliseconds is out of the TIMESTAMP range", v.I)
+				}
+				return types.TS(v.I * 1000), nil
+			}}, ""
+	}
+	return epochOf(name, x, types.BigInt, func(us int64) types.Value { return types.Big(us / 1000) })
+}
+
+func bindEpochUs(b *binder, name string, args []Expr) (Expr, string) {
+	return epochOf(name, args[0], types.BigInt, func(us int64) types.Value { return types.Big(us) })
+}
+
+// epoch(ts) is DOUBLE seconds since the epoch.
+func bindEpoch(b *binder, name string, args []Expr) (Expr, string) {
+	return epochOf(name, args[0], types.Double, func(us int64) types.Value { return types.Float(float64(us) / 1e6) })
+}
+
+func epochOf(name string, x Expr, t types.Type, f func(int64) types.Value) (Expr, string) {
+	x, msg := timeArg(x, name)
+	if msg != "" {
+		return nil, name + " needs a TIMESTAMP (or DATE; epoch_ms also takes BIGINT milliseconds), got " + x.Type().String()
+	}
+	return &funcExpr{name: name, args: []Expr{x}, t: t, strict: true,
+		fn1: func(_ *funcExpr, v types.Value) (types.Value, error) { return f(micros(v)), nil }}, ""
+}
+
+// bindToTimestamp is to_timestamp(seconds): DOUBLE seconds since the epoch
+// to TIMESTAMP, rounded half to even to the microsecond (DuckDB returns
+// TIMESTAMP WITH TIME ZONE; ubik's timestamps are UTC).
+func bindToTimestamp(b *binder, name string, args []Expr) (Expr, string) {
+	x := args[0]
+	if !x.Type().IsNumeric() && x.Type().Kind != types.KindNull {
+		return nil, name + " needs numeric seconds since the epoch, got " + x.Type().String()
+	}
+	x, err := coerce(x, types.Double)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return &funcExpr{name: name, args: []Expr{x}, t: types.Timestamp, strict: true,
+		fn1: func(_ *funcExpr, v types.Value) (types.Value, error) {
+			us := math.RoundToEven(v.F * 1e6)
+			if math.IsNaN(us) || us < float64(minDateDays*usPerDay) || us > float64(maxDateDays*usPerDay) {
+				return types.Value{}, convErr("Could not convert epoch seconds to TIMESTAMP WITH TIME ZONE")
+			}
+			return types.TS(int64(us)), nil
+		}}, ""
+}
