@@ -155,7 +155,7 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (*Query, error) {
 		eng:   e,
 		plan:  pq,
 		opts:  qo,
-		dec:   exec.NewDecoder(pq.Source),
+		dec:   exec.NewQueryDecoder(pq),
 		start: e.opts.Now(),
 	}
 	if err := q.dec.Err(); err != nil {

@@ -58,7 +58,8 @@ type Decoder struct {
 	seen       []bool
 	keyScratch []byte
 	valScratch [][]byte
-	noScan     bool // tests: force the reference path
+	noScan     bool   // tests: force the reference path
+	used       []bool // columns to convert; nil: all
 }
 
 // NewDecoder returns a decoder for src's columns and format option
@@ -83,6 +84,15 @@ func NewDecoder(src *plan.Source) *Decoder {
 	default:
 		d.bad = fmt.Errorf("exec: source %s: unknown format %q (want jsonl or csv)", src.Name, f)
 	}
+	return d
+}
+
+// NewQueryDecoder returns a decoder that converts only the source columns
+// q reads (q.UsedColumns); the others are skipped as JSON and left NULL, so
+// a column the query never reads can neither cost time nor reject an event.
+func NewQueryDecoder(q *plan.Query) *Decoder {
+	d := NewDecoder(q.Source)
+	d.used = q.UsedColumns
 	return d
 }
 
@@ -126,6 +136,10 @@ func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 	d.jsonBuf = d.jsonBuf[:0]
 	for i := range d.src.Columns {
 		c := &d.src.Columns[i]
+		if d.used != nil && !d.used[i] {
+			d.row[i] = types.NullOf(c.Type)
+			continue
+		}
 		f := obj.Get(c.Name)
 		if f == nil || f.Type() == fastjson.TypeNull {
 			if i == d.src.TimeCol {

@@ -97,11 +97,11 @@ func (d *Decoder) finishScan(s *scanner) ([]types.Value, error) {
 // Get does: JSON keys are case-sensitive).
 func (d *Decoder) columnOf(key []byte) int {
 	for i, n := range d.names {
-		if len(n) == len(key) && n == string(key) {
+		if len(n) == len(key) && n == string(key) && (d.used == nil || d.used[i]) {
 			return i
 		}
 	}
-	return -1
+	return -1 // not a column, or one the query does not read: skipped
 }
 
 // scanValue converts the value at s into column col; false sends the line

@@ -97,6 +97,19 @@ func (b *binder) query(name string, sel *parser.Select, sources map[string]*Sour
 	if err := qb.emit(sel); err != nil {
 		return nil, err
 	}
+	// The operator reads these besides what the expressions name.
+	if qb.src.TimeCol >= 0 {
+		qb.use(qb.src.TimeCol)
+	}
+	if q.Window != nil {
+		qb.use(q.Window.TimeCol)
+	}
+	if qb.src.Dedup != nil {
+		qb.use(qb.src.Dedup.Col)
+	}
+	if q.UsedColumns == nil {
+		q.UsedColumns = make([]bool, len(qb.src.Columns)) // count(*) over nothing else
+	}
 	return q, nil
 }
 
@@ -421,7 +434,20 @@ func (qb *queryBinder) column(r *parser.ColumnRef, sc *scope) (Expr, error) {
 		return nil, b.errAt(r.Pos(), "column %q must appear in the GROUP BY clause or be used in an aggregate function", r.Name.Name)
 	}
 	c := qb.src.Columns[idx]
+	qb.use(idx)
 	return &ColRef{Index: idx, T: c.Type, Name: c.Name}, nil
+}
+
+// use marks source column idx as read by the query (the decoder converts
+// only those).
+func (qb *queryBinder) use(idx int) {
+	if qb.q == nil {
+		return // a lone expression (CompileExpr), not a query
+	}
+	if qb.q.UsedColumns == nil {
+		qb.q.UsedColumns = make([]bool, len(qb.src.Columns))
+	}
+	qb.q.UsedColumns[idx] = true
 }
 
 func (qb *queryBinder) meta(slot int, t types.Type, name string) Expr {
@@ -568,6 +594,7 @@ func (qb *queryBinder) aggregate(fc *parser.FuncCall, sc *scope) (Expr, error) {
 				return nil, b.errAt(fc.Name.P, "%s(x) is the value at the %s event time, and source %s declares no event time; add WATERMARK FOR <timestamp column> AS ... to CREATE SOURCE", name, map[string]string{"first": "smallest", "last": "largest"}[call.Func], qb.src.Name)
 			}
 			tc := qb.src.Columns[qb.src.TimeCol]
+			qb.use(qb.src.TimeCol)
 			args = append(args, &ColRef{Index: qb.src.TimeCol, T: tc.Type, Name: tc.Name})
 			call.Type = at
 		case "approx_quantile":

@@ -213,6 +213,10 @@ type Query struct {
 	Having Expr // over the post-aggregation row; nil when absent
 	Select []OutputColumn
 	Emit   Emit
+	// UsedColumns marks the source columns the query reads (expressions,
+	// the window, the event time, the dedup key); the decoder converts only
+	// those. Nil means all.
+	UsedColumns []bool
 	// Output names where the changelog goes ("" = the default output). Two
 	// queries of one program with the same Output are rejected by Compile.
 	Output string
