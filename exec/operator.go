@@ -39,7 +39,10 @@ func (e *EvalError) Unwrap() error { return e.Err }
 // LateEvent describes an event that arrived for a window that is already
 // final. The row aliases the caller's row and is valid only during the call.
 type LateEvent struct {
-	Row         []types.Value
+	Row []types.Value
+	// Key holds the cells of the contract key of the (group, window) the
+	// event was for, when Windowed (encode it with changelog.AppendKey).
+	Key         []types.Value
 	Windowed    bool  // WindowStart and WindowEnd are set
 	EventTime   int64 // µs
 	WindowStart int64 // µs
@@ -130,6 +133,7 @@ type Operator struct {
 	keyTypes   []types.Type // their types, to decode group keys
 	cellsBuf   []types.Value
 	cellsOut   []types.Value   // decoded key cells of the group being emitted
+	lateBuf    []types.Value   // key cells of a late event
 	groupBytes int64           // state estimate per (group, window), besides its key
 	argBuf     [][]types.Value // per aggregate: evaluated arguments of the current row
 	keyBuf     []byte          // binary group key of the current row
@@ -350,7 +354,7 @@ func (o *Operator) processAligned(row []types.Value) error {
 				o.stats.Late++
 			}
 			if o.cfg.Late != nil {
-				o.cfg.Late(&LateEvent{Row: row, Windowed: true, EventTime: ts, WindowStart: s, WindowEnd: end, Watermark: o.watermark,
+				o.cfg.Late(&LateEvent{Row: row, Key: o.lateKey(s, end), Windowed: true, EventTime: ts, WindowStart: s, WindowEnd: end, Watermark: o.watermark,
 					Reason: "window already final"})
 			}
 			continue
@@ -366,6 +370,25 @@ func (o *Operator) processAligned(row []types.Value) error {
 		}
 	}
 	return nil
+}
+
+// lateKey builds the key cells of the current row's group in the window
+// [start, end), for the late output.
+func (o *Operator) lateKey(start, end int64) []types.Value {
+	o.lateBuf = o.lateBuf[:0]
+	ci := 0
+	for _, k := range o.q.Keys {
+		switch k.Kind {
+		case plan.KeyExpr:
+			o.lateBuf = append(o.lateBuf, o.cellsBuf[ci])
+			ci++
+		case plan.KeyWindowStart:
+			o.lateBuf = append(o.lateBuf, types.TS(start))
+		case plan.KeyWindowEnd:
+			o.lateBuf = append(o.lateBuf, types.TS(end))
+		}
+	}
+	return o.lateBuf
 }
 
 // apply folds the current row (key and arguments already evaluated) into

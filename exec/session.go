@@ -47,7 +47,7 @@ func (o *Operator) processSession(row []types.Value) error {
 	if end+o.lateness <= o.watermark {
 		o.stats.Late++
 		if o.cfg.Late != nil {
-			o.cfg.Late(&LateEvent{Row: row, Windowed: true, EventTime: ts, WindowStart: start, WindowEnd: end, Watermark: o.watermark,
+			o.cfg.Late(&LateEvent{Row: row, Key: o.lateKey(start, end), Windowed: true, EventTime: ts, WindowStart: start, WindowEnd: end, Watermark: o.watermark,
 				Reason: "session already closed"})
 		}
 		return nil

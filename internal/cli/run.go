@@ -637,6 +637,12 @@ func writeDead(w io.Writer, input string, line int64, event []byte, err error) {
 func appendLate(b []byte, query string, ev *exec.LateEvent) []byte {
 	b = append(b, `{"query": `...)
 	b = changelog.AppendCell(b, types.Str(query))
+	if ev.Windowed {
+		// The contract key of the (group, window) the event was for, so a
+		// host can match late events to the records they would have changed.
+		b = append(b, `, "key": `...)
+		b = changelog.AppendKey(b, ev.Key)
+	}
 	b = append(b, `, "reason": `...)
 	b = changelog.AppendCell(b, types.Str(ev.Reason))
 	b = append(b, `, "event_time": `...)

@@ -103,7 +103,7 @@ func TestRunJSONLStrictLate(t *testing.T) {
 		t.Fatalf("stderr %s", errb)
 	}
 	lb, _ := os.ReadFile(late)
-	if !strings.Contains(string(lb), `"reason": "window already final"`) || !strings.Contains(string(lb), `"row": ["a", "2026-07-18 10:00:02"]`) {
+	if !strings.Contains(string(lb), `{"query": "q", "key": ["a", "2026-07-18 10:00:00"], "reason": "window already final"`) || !strings.Contains(string(lb), `"row": ["a", "2026-07-18 10:00:02"]`) {
 		t.Fatalf("late output %s", lb)
 	}
 
