@@ -249,21 +249,26 @@ func oracleCases() []oracleCase {
 // batch GROUP BY over the same events. Exact double sums are checked
 // against PostgreSQL's exact numeric sum of each double's exact decimal
 // expansion, rounded once.
-func TestOracle(t *testing.T) {
+// loadOracle connects to PostgreSQL and loads n generated events (seed)
+// into a temporary table ev; amounts also go in as the exact decimal
+// expansion of each double (column exact), so PostgreSQL's numeric sums are
+// exact.
+func loadOracle(t *testing.T, seed uint64, n int) (*pgx.Conn, []oracleEvent) {
+	t.Helper()
 	dsn := testenv.RequirePostgres(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatalf("postgres: %v", err)
 	}
-	defer conn.Close(ctx)
+	t.Cleanup(func() { conn.Close(ctx) })
 	if _, err := conn.Exec(ctx, `SET TIME ZONE 'UTC'; SET extra_float_digits = 1`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE ev (k text, amount float8, exact numeric, qty bigint, price numeric(12,3), ts timestamp)`); err != nil {
 		t.Fatal(err)
 	}
-	evs := genOracleEvents(1, 20000)
+	evs := genOracleEvents(seed, n)
 	rows := make([][]any, len(evs))
 	for i, e := range evs {
 		var k, amount, exact any
@@ -279,6 +284,12 @@ func TestOracle(t *testing.T) {
 	if _, err := conn.CopyFrom(ctx, pgx.Identifier{"ev"}, []string{"k", "amount", "exact", "qty", "price", "ts"}, pgx.CopyFromRows(rows)); err != nil {
 		t.Fatal(err)
 	}
+	return conn, evs
+}
+
+func TestOracle(t *testing.T) {
+	ctx := context.Background()
+	conn, evs := loadOracle(t, 1, 20000)
 	for _, c := range oracleCases() {
 		t.Run(c.name, func(t *testing.T) {
 			got, _ := runFinal(t, c.sql, evs, 1000)
@@ -494,35 +505,8 @@ func checkRevisions(t *testing.T, all []changelog.Record, windowed bool) {
 // values within 1%; approx_quantile within 1% (relative) of the exact
 // values at the neighbouring ranks of q*(n-1).
 func TestOracleStatistics(t *testing.T) {
-	dsn := testenv.RequirePostgres(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("postgres: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `SET TIME ZONE 'UTC'; SET extra_float_digits = 1`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE ev (k text, amount float8, exact numeric, qty bigint, ts timestamp)`); err != nil {
-		t.Fatal(err)
-	}
-	evs := genOracleEvents(3, 20000)
-	rows := make([][]any, len(evs))
-	for i, e := range evs {
-		var k, amount, exact any
-		if e.k != nil {
-			k = *e.k
-		}
-		if e.amount != nil {
-			amount = *e.amount
-			exact = new(big.Rat).SetFloat64(*e.amount).FloatString(1100)
-		}
-		rows[i] = []any{k, amount, exact, e.qty, time.UnixMicro(e.tsUS).UTC()}
-	}
-	if _, err := conn.CopyFrom(ctx, pgx.Identifier{"ev"}, []string{"k", "amount", "exact", "qty", "ts"}, pgx.CopyFromRows(rows)); err != nil {
-		t.Fatal(err)
-	}
+	conn, evs := loadOracle(t, 3, 20000)
 	got, _ := runFinal(t, oracleSource+`SELECT k, var_samp(amount) AS vs, var_pop(amount) AS vp, stddev_samp(amount) AS ss,
 		stddev_pop(amount) AS sp, approx_count_distinct(qty % 3000) AS acd, approx_count_distinct(amount) AS acda,
 		approx_quantile(amount, 0.1) AS q1, approx_quantile(amount, 0.5) AS q5, approx_quantile(amount, 0.99) AS q9
