@@ -114,6 +114,20 @@ func (s *countState) merge(o aggState) error { s.n += o.(*countState).n; return 
 func (s *countState) result() types.Value    { return types.Big(s.n) }
 func (s *countState) size() int              { return 8 }
 
+// addExact adds an integer, HUGEINT or DECIMAL (unscaled) value to a
+// 128-bit sum, failing on overflow rather than wrapping.
+func addExact(sum types.Int128, v types.Value) (types.Int128, error) {
+	x := types.I128(v.I)
+	if v.Kind == types.KindHugeInt || v.Kind == types.KindDecimal {
+		x = v.Int128()
+	}
+	r, of := sum.Add(x)
+	if of {
+		return sum, ErrOverflow
+	}
+	return r, nil
+}
+
 // sumIntState sums integers (and DECIMAL unscaled values) exactly in 128 bits.
 type sumIntState struct {
 	sum     types.Int128
@@ -126,16 +140,9 @@ func (s *sumIntState) update(v types.Value) error {
 	if v.Null {
 		return nil
 	}
-	var x types.Int128
-	switch v.Kind {
-	case types.KindHugeInt, types.KindDecimal:
-		x = v.Int128()
-	default:
-		x = types.I128(v.I)
-	}
-	r, of := s.sum.Add(x)
-	if of {
-		return ErrOverflow
+	r, err := addExact(s.sum, v)
+	if err != nil {
+		return err
 	}
 	s.sum, s.seen = r, true
 	return nil
@@ -225,16 +232,9 @@ func (s *avgIntState) update(v types.Value) error {
 	if v.Null {
 		return nil
 	}
-	var x types.Int128
-	switch v.Kind {
-	case types.KindHugeInt, types.KindDecimal:
-		x = v.Int128()
-	default:
-		x = types.I128(v.I)
-	}
-	r, of := s.sum.Add(x)
-	if of {
-		return ErrOverflow
+	r, err := addExact(s.sum, v)
+	if err != nil {
+		return err
 	}
 	s.sum = r
 	s.n++
