@@ -1,0 +1,110 @@
+package exec
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+const benchSource = `CREATE SOURCE events (event_id VARCHAR, merchant VARCHAR, customer VARCHAR, amount DOUBLE, event_time TIMESTAMP,
+  WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND) WITH (format = 'jsonl');`
+
+func benchLines(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		ms := 36000000 + i
+		out[i] = fmt.Appendf(nil, `{"event_id":"e%d","merchant":"m%d","customer":"c%d","amount":%d.%02d,"event_time":"2026-07-18 %02d:%02d:%02d.%03d"}`,
+			i, (i*7919)%10000, i%100000, i%500, i%100, ms/3600000, ms/60000%60, ms/1000%60, ms%1000)
+	}
+	return out
+}
+
+func compileBench(b *testing.B, sql string) *plan.Query {
+	b.Helper()
+	prog, err := plan.Compile(benchSource+sql, plan.CompileOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return prog.Queries[0]
+}
+
+// BenchmarkDecode: one standard event per op, through the one-pass scanner
+// and through the fastjson reference path.
+func BenchmarkDecode(b *testing.B) {
+	q := compileBench(b, `SELECT merchant, count(*) FROM events GROUP BY merchant`)
+	lines := benchLines(4096)
+	for _, bc := range []struct {
+		name string
+		ref  bool
+	}{{"scan", false}, {"fastjson", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			d := NewDecoder(q.Source)
+			d.noScan = bc.ref
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := d.Decode(lines[i&4095]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkWindowOperator: decoded rows into the operator, per window shape
+// (allocations are per event; records are counted, not encoded to output).
+func BenchmarkWindowOperator(b *testing.B) {
+	queries := map[string]string{
+		"tumble":     `SELECT merchant, count(*), sum(amount), max(amount) FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE)`,
+		"hop":        `SELECT merchant, count(*) FROM events GROUP BY merchant, HOP(event_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND)`,
+		"session":    `SELECT merchant, count(*) FROM events GROUP BY merchant, SESSION(event_time, INTERVAL '10' SECOND)`,
+		"continuous": `SELECT merchant, count(*), sum(amount) FROM events GROUP BY merchant EMIT EARLY EVERY INTERVAL '1' SECOND`,
+	}
+	for _, name := range []string{"tumble", "hop", "session", "continuous"} {
+		b.Run(name, func(b *testing.B) {
+			q := compileBench(b, queries[name])
+			d := NewDecoder(q.Source)
+			lines := benchLines(1 << 16)
+			rows := make([][]types.Value, len(lines))
+			for i, l := range lines {
+				r, err := d.Decode(l)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows[i] = append([]types.Value(nil), r...)
+				for j := range rows[i] {
+					rows[i][j].S = string([]byte(rows[i][j].S))
+				}
+			}
+			var records int
+			var clock int64
+			newOp := func() *Operator {
+				op, err := New(q, Config{Emit: func(*changelog.Record) error { records++; return nil }, Nanotime: func() int64 { clock++; return clock }})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return op
+			}
+			op := newOp()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if i > 0 && i%len(rows) == 0 {
+					op.Finish()
+					op = newOp() // event time starts over: a fresh operator
+				}
+				if err := op.Process(rows[i%len(rows)]); err != nil {
+					b.Fatal(err)
+				}
+				if i%4096 == 4095 {
+					op.EmitEarly()
+				}
+			}
+			op.Finish()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(records)/float64(b.N), "records/event")
+		})
+	}
+}
