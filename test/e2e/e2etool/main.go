@@ -286,4 +286,3 @@ func deleteAll(ctx context.Context, brokers string, topics, groups []string) err
 	}
 	return errors.Join(errs...)
 }
-
