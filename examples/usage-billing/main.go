@@ -573,7 +573,8 @@ func check(ctx context.Context, args []string) error {
 			filepath.Base(path), equal, want, lt.Sum, lt.Count)
 	}
 
-	// What the dedup key saved: the totals had every copy been counted.
+	// What the dedup key is for: the (customer, hour) whose sum over every
+	// copy differs from the billed total.
 	naive, err := naiveTotals(*events)
 	if err != nil {
 		return err
@@ -584,7 +585,7 @@ func check(ctx context.Context, args []string) error {
 			over++
 		}
 	}
-	fmt.Printf("check: without the dedup key, %d (customer, hour) totals would have counted a retried copy\n", over)
+	fmt.Printf("check: %d (customer, hour) received a retried copy; without the dedup key, a copy arriving while its hour is open is billed twice\n", over)
 	if over == 0 {
 		bad = append(bad, "no (customer, hour) has a retried copy: the data does not exercise the dedup key")
 	}
