@@ -63,6 +63,19 @@ type Options struct {
 	OnBadEvent func(*BadEvent)
 	// ClientOpts are appended to every franz-go client (hooks, a logger).
 	ClientOpts []kgo.Opt
+	// UntilCaughtUp makes Run stop by itself once the input is consumed
+	// up to where it ended when Run started: Run records the end (last
+	// stable) offset of every source partition; a partition consumed up
+	// to it gets the watermark +infinity, so once every partition has,
+	// every window finalizes, the transaction carrying the finals commits
+	// and Run returns nil (Stats.CaughtUp is then true). Records appended
+	// after the start may still be consumed before the stop; one for a
+	// window already final is late, as always. A restart with the same
+	// query name resumes from the committed offsets and state, so a query
+	// stopped earlier (SIGTERM) can be finished this way. Meant for one
+	// process: with several, each stops once the partitions it owns are
+	// done. Default false: run until canceled.
+	UntilCaughtUp bool
 }
 
 // BadEvent is an input record that was not applied.
@@ -94,6 +107,7 @@ type Stats struct {
 	Aborts          int64 // transactions aborted (both stages)
 	Restores        int64 // operators restored from the state topic
 	RestoredEntries int64
+	CaughtUp        bool // UntilCaughtUp: the input was consumed to its end and every window finalized
 }
 
 type counters struct {
@@ -108,9 +122,11 @@ type Pipeline struct {
 	log                  *slog.Logger
 	base                 []kgo.Opt // connection options
 	repTopic, stateTopic string
-	direct               bool // the source is partitioned by the group key: no repartition stage
-	nParts               int  // partitions of the aggregating stage's input (and of the state topic)
-	nSource              int  // partitions of the source topic
+	direct               bool            // the source is partitioned by the group key: no repartition stage
+	nParts               int             // partitions of the aggregating stage's input (and of the state topic)
+	nSource              int             // partitions of the source topic
+	sourceEnd            map[int32]int64 // UntilCaughtUp: the source's end offsets at start
+	caughtUp             atomic.Bool
 	c                    counters
 }
 
@@ -211,6 +227,7 @@ func (p *Pipeline) Stats() Stats {
 		EvalErrors: c.evalErrors.Load(), Late: c.late.Load(), RecordsOut: c.recordsOut.Load(),
 		StateEntriesOut: c.stateOut.Load(), MarkersOut: c.markersOut.Load(), Commits: c.commits.Load(),
 		Aborts: c.aborts.Load(), Restores: c.restores.Load(), RestoredEntries: c.restoredEntries.Load(),
+		CaughtUp: p.caughtUp.Load(),
 	}
 }
 
@@ -246,7 +263,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if !p.direct {
 		run("repartition stage", p.runStage1)
 	}
-	run("aggregate stage", p.runStage2)
+	run("aggregate stage", func(ctx context.Context) error {
+		err := p.runStage2(ctx)
+		if err == nil && p.caughtUp.Load() {
+			cancel() // the repartition stage has nothing left to do
+		}
+		return err
+	})
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
@@ -292,6 +315,12 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 	}
 	if err := ensureInternalTopic(ctx, adm, p.stateTopic, p.nParts, true, p.log); err != nil {
 		return err
+	}
+	if p.opts.UntilCaughtUp {
+		if p.sourceEnd, err = p.sourceEnds(ctx, adm); err != nil {
+			return err
+		}
+		p.log.Info("kafka: running until caught up", "ends", p.sourceEnd)
 	}
 	if p.opts.Source.From == FromCommitted {
 		group := p.inGroup()
@@ -395,6 +424,9 @@ func (p *Pipeline) session(group, topic, txnID string, reset kgo.Offset, a *assi
 		kgo.ProducerLinger(0),
 		kgo.MaxBufferedRecords(100000),
 	)
+	if topic == p.opts.Source.Topic {
+		opts = append(opts, p.keepControl()...)
+	}
 	s, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: transactional session for group %s: %w", group, err)

@@ -56,6 +56,10 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 	var lastSentAt time.Time
 	var perr firstErr
 	promise := func(_ *kgo.Record, err error) { perr.set(err) }
+	var end *ends // UntilCaughtUp: how far each owned partition is consumed
+	if p.opts.UntilCaughtUp {
+		end = newEnds(p.sourceEnd)
+	}
 
 	for {
 		fs, err := p.poll(ctx, s)
@@ -80,6 +84,14 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 					idle.touch(part, now)
 				}
 			}
+			if end != nil {
+				if err := p.trackStarts(ctx, end, p.inGroup(), owned); err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+			}
 		}
 		if err := s.Begin(); err != nil {
 			return fmt.Errorf("kafka: begin transaction: %w", err)
@@ -88,6 +100,12 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 		fs.EachRecord(func(r *kgo.Record) {
 			if workErr != nil {
 				return
+			}
+			if end != nil {
+				end.seen(r.Partition, r.Offset)
+			}
+			if r.Attrs.IsControl() {
+				return // a transaction marker (kept for UntilCaughtUp)
 			}
 			p.c.eventsIn.Add(1)
 			idle.touch(r.Partition, now)
@@ -115,6 +133,12 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 		})
 		for part := range wm.parts {
 			wm.setIdle(part, idle.idle(part, now))
+			if end != nil && ownedNow[part] && end.done(part) {
+				// Consumed to its end: this marker follows the last
+				// event, in this transaction.
+				wm.observe(part, endOfInput)
+				wm.setIdle(part, false)
+			}
 		}
 		if len(wm.parts) > 0 && workErr == nil {
 			enc := wm.appendTo(nil)
@@ -144,6 +168,13 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 				return nil
 			}
 			return fmt.Errorf("kafka: ending transaction: %w", err)
+		}
+		if end != nil {
+			if committed {
+				end.commit()
+			} else {
+				end.abort()
+			}
 		}
 		if committed {
 			committedWM = wm.clone()

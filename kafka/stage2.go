@@ -44,6 +44,11 @@ type stage2 struct {
 	every time.Duration
 	next  time.Time
 	start time.Time
+	// UntilCaughtUp: end tracks the source partitions in direct mode;
+	// finishing is set when every owned operator reached the end of the
+	// input in the open transaction.
+	end       *ends
+	finishing bool
 }
 
 // runStage2 is the aggregating stage: it consumes the repartition topic (or
@@ -72,6 +77,9 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 		st.every = time.Duration(p.q.Emit.EarlyEvery) * time.Microsecond
 		st.next = st.start.Add(st.every)
 	}
+	if p.opts.UntilCaughtUp && p.direct {
+		st.end = newEnds(p.sourceEnd)
+	}
 	for {
 		fs, err := p.poll(ctx, s)
 		if err != nil {
@@ -82,6 +90,14 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 		}
 		if owned, ok := a.snapshot(); ok {
 			st.reassign(owned)
+			if st.end != nil {
+				if err := p.trackStarts(ctx, st.end, p.inGroup(), owned); err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+			}
 		}
 		if err := st.ensureTasks(); err != nil {
 			if ctx.Err() != nil {
@@ -106,6 +122,19 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 		}
 		committed, err := p.end(ctx, s, workErr == nil)
 		st.perr.take()
+		if st.end != nil {
+			if committed {
+				st.end.commit()
+			} else {
+				st.end.abort()
+			}
+		}
+		if committed && st.finishing && err == nil {
+			p.caughtUp.Store(true)
+			p.log.Info("kafka: caught up: the input is consumed to its end and every window is final")
+			return nil
+		}
+		st.finishing = false
 		if !committed {
 			// The operators hold the aborted transaction's changes:
 			// drop them; the next round restores the committed state.
@@ -237,6 +266,12 @@ func (st *stage2) process(fs kgo.Fetches) error {
 			err = fmt.Errorf("kafka: record for partition %d of %s, which has no operator", r.Partition, r.Topic)
 			return
 		}
+		if st.end != nil {
+			st.end.seen(r.Partition, r.Offset)
+		}
+		if r.Attrs.IsControl() {
+			return // a transaction marker (kept for UntilCaughtUp)
+		}
 		t.touched = true
 		if !p.direct && isMarker(r) {
 			m, derr := decodeTracker(r.Value)
@@ -276,6 +311,10 @@ func (st *stage2) process(fs kgo.Fetches) error {
 		for part := range st.owned {
 			st.local.get(part)
 			st.local.setIdle(part, st.idle.idle(part, now))
+			if st.end != nil && st.end.done(part) {
+				st.local.observe(part, endOfInput)
+				st.local.setIdle(part, false)
+			}
 		}
 	}
 	for _, t := range st.tasks {
@@ -290,6 +329,18 @@ func (st *stage2) process(fs kgo.Fetches) error {
 			}
 		}
 	}
+	if p.opts.UntilCaughtUp && !st.finishing && st.allAtEnd() {
+		// As at the end of a file: publish what is pending (a continuous
+		// view's EMIT EARLY changes); windows are all final by now.
+		for _, t := range st.tasks {
+			t.touched = true
+			if err := t.op.EmitEarly(); err != nil {
+				return err
+			}
+		}
+		st.finishing = true
+		return nil
+	}
 	if st.every > 0 && !now.Before(st.next) {
 		st.next = now.Add(st.every)
 		for _, t := range st.tasks {
@@ -299,6 +350,21 @@ func (st *stage2) process(fs kgo.Fetches) error {
 		}
 	}
 	return nil
+}
+
+// allAtEnd reports whether this instance owns partitions and every one's
+// operator has reached the end of the input.
+func (st *stage2) allAtEnd() bool {
+	if len(st.owned) == 0 {
+		return false
+	}
+	for part := range st.owned {
+		t := st.tasks[part]
+		if t == nil || t.op.Watermark() != endOfInput {
+			return false
+		}
+	}
+	return true
 }
 
 func isMarker(r *kgo.Record) bool {

@@ -22,6 +22,7 @@ type kafkaFlags struct {
 	allowUncompacted bool
 	instanceID       string
 	partitionedByKey bool
+	untilCaughtUp    bool
 	logLevel         string
 }
 
@@ -34,6 +35,7 @@ func addKafkaFlags(fs *flag.FlagSet) *kafkaFlags {
 	fs.BoolVar(&k.allowUncompacted, "allow-uncompacted-sink", false, "Kafka sink: warn instead of refusing an existing sink topic whose cleanup.policy is not compact")
 	fs.StringVar(&k.instanceID, "instance-id", "", "Kafka: this process's stable id in the query's group (default: the host name); distinct per process, the same across restarts")
 	fs.BoolVar(&k.partitionedByKey, "partitioned-by-key", false, "Kafka source: the topic is already partitioned by the GROUP BY key; skip the repartition topic")
+	fs.BoolVar(&k.untilCaughtUp, "until-caught-up", false, "Kafka: stop once the input is consumed up to where it ended at start: every window finalizes, the last transaction commits, exit 0")
 	fs.StringVar(&k.logLevel, "log-level", "info", "Kafka: diagnostics on stderr: debug, info, warn, error")
 	return k
 }
@@ -63,7 +65,8 @@ func (k *kafkaFlags) wanted(prog *plan.Program, q *plan.Query) bool {
 }
 
 // runKafka runs q from a Kafka source to a Kafka sink, exactly once, until
-// interrupted.
+// interrupted, or with --until-caught-up until the input is consumed to
+// the end it had at start and every window is final.
 func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *plan.Program, q *plan.Query) error {
 	if f.input != "" || f.output != "-" || f.deadLetter != "" || f.lateOutput != "" || f.statsJSON != "" || f.stateDir != "" {
 		return fmt.Errorf("%w: --input, --output, --dead-letter, --late-output, --stats-json and --state-dir are for the file path; a Kafka query reads --source, writes --sink and keeps its state in Kafka", ErrUsage)
@@ -129,11 +132,12 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: lvl}))
 	reported := 0
 	pl, err := kafka.New(kafka.Options{
-		Query:      q,
-		Source:     src,
-		Sink:       sink,
-		InstanceID: k.instanceID,
-		Logger:     log,
+		Query:         q,
+		Source:        src,
+		Sink:          sink,
+		InstanceID:    k.instanceID,
+		Logger:        log,
+		UntilCaughtUp: k.untilCaughtUp,
 		OnBadEvent: func(e *kafka.BadEvent) {
 			if reported < 10 {
 				log.Warn("ubik: event not applied", "topic", e.Topic, "partition", e.Partition, "offset", e.Offset, "err", e.Err)
@@ -156,8 +160,12 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	st := pl.Stats()
 	if !f.quiet {
 		el := time.Since(started).Seconds()
-		fmt.Fprintf(env.Stderr, "ubik: %s: %d events consumed, %d malformed, %d eval errors, %d late, %d records produced, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s\n",
-			q.Name, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9))
+		end := ""
+		if st.CaughtUp {
+			end = ", caught up"
+		}
+		fmt.Fprintf(env.Stderr, "ubik: %s: %d events consumed, %d malformed, %d eval errors, %d late, %d records produced, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s%s\n",
+			q.Name, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
 	}
 	return err
 }

@@ -78,6 +78,10 @@ CREATE SINK out FROM totals WITH (connector = 'kafka', brokers = '%s', topic = '
 	if err := os.WriteFile(path2, []byte(strings.ReplaceAll(sql, "totals", "totals2")), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	path3 := filepath.Join(t.TempDir(), "totals3.sql")
+	if err := os.WriteFile(path3, []byte(strings.ReplaceAll(sql, "totals", "totals3")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	want := map[string]string{}
 	for m := 0; m < 3; m++ {
 		n, sum := 0, 0
@@ -93,6 +97,8 @@ CREATE SINK out FROM totals WITH (connector = 'kafka', brokers = '%s', topic = '
 	}{
 		{"sql", path, "out", nil},
 		{"urls", path2, "out2", []string{"--source", "kafka://" + addr + "/events", "--sink", "kafka://" + addr + "/out2", "--instance-id", "cli-2"}},
+		// --until-caught-up: the command exits 0 by itself.
+		{"until-caught-up", path3, "out3", []string{"--sink", "kafka://" + addr + "/out3", "--instance-id", "cli-3", "--until-caught-up"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -100,10 +106,24 @@ CREATE SINK out FROM totals WITH (connector = 'kafka', brokers = '%s', topic = '
 			env := &Env{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: stderr, Getenv: func(string) string { return "" }}
 			code := make(chan int, 1)
 			go func() { code <- Main(ctx, env, append([]string{"run", tc.path}, tc.args...)) }()
+			untilCaughtUp := strings.HasSuffix(tc.name, "caught-up")
+			if untilCaughtUp {
+				select {
+				case c := <-code:
+					if c != 0 {
+						t.Fatalf("exit status %d\n%s", c, stderr)
+					}
+				case <-time.After(60 * time.Second):
+					cancel()
+					t.Fatalf("--until-caught-up did not exit by itself within 60s\n%s", stderr)
+				}
+			}
 			got := consumeLatest(t, addr, tc.topic, want, 30*time.Second)
 			cancel()
-			if c := <-code; c != 0 {
-				t.Fatalf("exit status %d\n%s", c, stderr)
+			if !untilCaughtUp {
+				if c := <-code; c != 0 {
+					t.Fatalf("exit status %d\n%s", c, stderr)
+				}
 			}
 			for k, v := range want {
 				if got[k] != v {
@@ -113,6 +133,9 @@ CREATE SINK out FROM totals WITH (connector = 'kafka', brokers = '%s', topic = '
 			out := stderr.String()
 			if !strings.Contains(out, "301 events consumed, 1 malformed") || !strings.Contains(out, "offset") {
 				t.Errorf("summary or bad-event report missing:\n%s", out)
+			}
+			if untilCaughtUp != strings.Contains(out, ", caught up") {
+				t.Errorf("summary says caught up: %v, want %v:\n%s", !untilCaughtUp, untilCaughtUp, out)
 			}
 		})
 	}

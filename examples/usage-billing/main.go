@@ -1,0 +1,744 @@
+// Command usage-billing is the helper of examples/usage-billing/run.sh: it
+// generates the usage events, watches the changelog while the stream runs,
+// checks the landed totals against the usage log, and cleans up. The
+// pipeline itself is run with the ubik commands (produce, run, land, usage);
+// this program only does what they do not.
+//
+//	usage-billing gen --out DIR [--seed 1] [--customers 1000] [--hours 6] [--per-hour 4] [--retry 0.01]
+//	    DIR/events.jsonl: the stream, in arrival order, retried copies included
+//	    DIR/usage.jsonl:  the same events in the usage log's shape, same order
+//	usage-billing watch --brokers B --topic T --expect N
+//	    follows the changelog topic (read_committed) from its start until it
+//	    has seen N final records; checks every provisional total <= the final
+//	usage-billing wait-topic --brokers B --topic T
+//	    waits (30s at most) until the topic exists
+//	usage-billing wait-store --redis ADDR --db N --query Q --expect N
+//	    waits until Redis holds N final rows of the query
+//	usage-billing check --redis ADDR --db N --query Q --events FILE --customers C --hours H --log FILE...
+//	usage-billing cleanup [--redis ADDR --db N --query Q] [--pg DSN --ch URL --table T] [--brokers B --topics a,b --groups c,d]
+//
+// Every failure exits 1 with a message that names it.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ubiksql/ubik/land/kafkasrc"
+)
+
+// start is the first hour of the generated usage (UTC).
+var start = time.Date(2026, 7, 18, 0, 0, 0, 0, time.UTC)
+
+const meter = "gb_processed"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if len(os.Args) < 2 {
+		fail(errors.New("usage: usage-billing gen|watch|wait-topic|wait-store|check|cleanup [flags]"))
+	}
+	cmds := map[string]func(context.Context, []string) error{
+		"gen": gen, "watch": watch, "wait-topic": waitTopic, "wait-store": waitStore, "check": check, "cleanup": cleanup,
+	}
+	f, ok := cmds[os.Args[1]]
+	if !ok {
+		fail(fmt.Errorf("unknown command %q", os.Args[1]))
+	}
+	if err := f(ctx, os.Args[2:]); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "usage-billing:", err)
+	os.Exit(1)
+}
+
+// ---------------------------------------------------------------- gen
+
+type event struct {
+	id       string
+	customer string
+	qtyMilli int64 // quantity in thousandths: DECIMAL(12,3)
+	ms       int64 // event time, epoch ms
+	arrival  int64 // when it reaches the topic and the log (ms), for ordering
+	seq      int
+}
+
+func (e event) qty() string { return fmt.Sprintf("%d.%03d", e.qtyMilli/1000, e.qtyMilli%1000) }
+
+// gen writes the stream deterministically from the seed: for every
+// customer and hour, 1 to per-hour*2-1 events (per-hour on average) with
+// quantities in [0.001, 50.000]; each arrives up to 2 minutes after its
+// event time (bounded disorder, under the query's 3-minute watermark
+// delay); about retry of them are sent again, with the same event_id and
+// payload, 30 seconds to 10 minutes later (a retry).
+func gen(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
+	out := fs.String("out", "", "output directory")
+	seed := fs.Uint64("seed", 1, "random seed")
+	customers := fs.Int("customers", 1000, "customers")
+	hours := fs.Int("hours", 6, "hours")
+	perHour := fs.Int("per-hour", 4, "events per customer-hour, on average")
+	retry := fs.Float64("retry", 0.01, "fraction of events retried")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" || *customers < 1 || *hours < 1 || *perHour < 1 || *retry < 0 || *retry > 1 {
+		return errors.New("gen: need --out, and positive --customers, --hours, --per-hour, --retry in [0, 1]")
+	}
+	r := rand.New(rand.NewPCG(*seed, *seed^0x5851f42d4c957f2d))
+	var evs []event
+	n := 0
+	for h := 0; h < *hours; h++ {
+		hour := start.Add(time.Duration(h) * time.Hour).UnixMilli()
+		for c := 0; c < *customers; c++ {
+			k := 1 + r.IntN(2**perHour-1)
+			for i := 0; i < k; i++ {
+				ms := hour + r.Int64N(3_600_000)
+				e := event{id: fmt.Sprintf("evt-%07d", n), customer: fmt.Sprintf("c%04d", c),
+					qtyMilli: 1 + r.Int64N(50_000), ms: ms, arrival: ms + r.Int64N(120_000)}
+				n++
+				evs = append(evs, e)
+			}
+		}
+	}
+	copies := 0
+	for i, m := 0, len(evs); i < m; i++ {
+		if r.Float64() < *retry {
+			c := evs[i]
+			c.arrival += 30_000 + r.Int64N(570_000)
+			evs = append(evs, c)
+			copies++
+		}
+	}
+	for i := range evs {
+		evs[i].seq = i
+	}
+	sort.Slice(evs, func(i, j int) bool {
+		if evs[i].arrival != evs[j].arrival {
+			return evs[i].arrival < evs[j].arrival
+		}
+		return evs[i].seq < evs[j].seq
+	})
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	write := func(name string, line func(*bufio.Writer, event)) error {
+		f, err := os.Create(filepath.Join(*out, name))
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriter(f)
+		for _, e := range evs {
+			line(w, e)
+		}
+		if err := w.Flush(); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	ts := func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
+	if err := write("events.jsonl", func(w *bufio.Writer, e event) {
+		fmt.Fprintf(w, `{"event_id":%q,"customer":%q,"qty":%s,"ts":%q}`+"\n", e.id, e.customer, e.qty(), ts(e.ms))
+	}); err != nil {
+		return err
+	}
+	if err := write("usage.jsonl", func(w *bufio.Writer, e event) {
+		fmt.Fprintf(w, `{"key":%q,"time":%q,"meter":%q,"quantity":%s,"dims":{"customer":%q}}`+"\n", e.id, ts(e.ms), meter, e.qty(), e.customer)
+	}); err != nil {
+		return err
+	}
+	fmt.Printf("generated %d events (%d distinct, %d retried copies) for %d customers over %d hours from %s\n",
+		len(evs), n, copies, *customers, *hours, start.Format(time.RFC3339))
+	return nil
+}
+
+// ---------------------------------------------------------------- decimals
+
+// dec parses an exact decimal (a JSON number's text or the usage log's
+// decimal string).
+func dec(s string) (*big.Rat, error) {
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return nil, fmt.Errorf("%q is not a decimal", s)
+	}
+	return r, nil
+}
+
+// row is the value of a changelog record: {"customer", "hour", "total", "events"}.
+type row struct {
+	Customer string      `json:"customer"`
+	Hour     string      `json:"hour"`
+	Total    json.Number `json:"total"`
+	Events   int64       `json:"events"`
+}
+
+func parseRow(b []byte) (row, *big.Rat, error) {
+	var v row
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return v, nil, fmt.Errorf("value %s: %w", b, err)
+	}
+	t, err := dec(v.Total.String())
+	if err != nil {
+		return v, nil, fmt.Errorf("value %s: total: %w", b, err)
+	}
+	return v, t, nil
+}
+
+// ---------------------------------------------------------------- watch
+
+type keyState struct {
+	lastRev     uint64
+	final       bool
+	finalTotal  *big.Rat
+	maxProvis   *big.Rat
+	provisional int
+}
+
+// watch follows the changelog topic from its start, read_committed, as a
+// consumer of the serving topic would, while the stream runs. Per key it
+// checks that revisions only go up and that nothing follows the final
+// record; at the end, that every provisional total is at most the final
+// total. A provisional record the broker compacted away before the watcher
+// read it is not seen (the topic is compacted); the watcher reads as the
+// records commit, and reports how many it saw.
+func watch(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	brokers := fs.String("brokers", "", "host:port[,host:port]")
+	topic := fs.String("topic", "", "changelog topic")
+	expect := fs.Int("expect", 0, "stop after this many final records")
+	timeout := fs.Duration("timeout", 3*time.Minute, "give up after this long")
+	ready := fs.String("ready", "", "create this file once the consumer is polling")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *brokers == "" || *topic == "" || *expect <= 0 {
+		return errors.New("watch: need --brokers, --topic and --expect > 0")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*brokers, ",")...), kgo.ConsumeTopics(*topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	keys := map[string]*keyState{}
+	finals, records := 0, 0
+	var violations []string
+	violate := func(f string, a ...any) {
+		if len(violations) < 10 {
+			violations = append(violations, fmt.Sprintf(f, a...))
+		}
+	}
+	deadline := time.Now().Add(*timeout)
+	if *ready != "" {
+		if err := os.WriteFile(*ready, nil, 0o644); err != nil {
+			return err
+		}
+	}
+	for finals < *expect {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("watch: %d of %d final records after %s (%d records read)", finals, *expect, *timeout, records)
+		}
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fetches := cl.PollFetches(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return fmt.Errorf("watch: interrupted after %d records, %d finals", records, finals)
+		}
+		var ferr error
+		fetches.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, kerr.UnknownTopicOrPartition) && ferr == nil {
+				ferr = fmt.Errorf("watch: %s partition %d: %w", t, p, err)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			records++
+			rec, err := kafkasrc.Decode(r)
+			if err != nil {
+				violate("partition %d offset %d: %v", r.Partition, r.Offset, err)
+				return
+			}
+			_, total, err := parseRow(rec.Value)
+			if err != nil {
+				violate("%v", err)
+				return
+			}
+			k := string(rec.Key)
+			s := keys[k]
+			if s == nil {
+				s = &keyState{}
+				keys[k] = s
+			}
+			switch {
+			case s.final:
+				violate("key %s: revision %d after the final record", k, rec.Meta.Revision)
+			case rec.Meta.Revision <= s.lastRev:
+				violate("key %s: revision %d after %d", k, rec.Meta.Revision, s.lastRev)
+			}
+			s.lastRev = rec.Meta.Revision
+			if rec.Meta.Final {
+				s.final, s.finalTotal = true, total
+				finals++
+				return
+			}
+			s.provisional++
+			if s.maxProvis == nil || total.Cmp(s.maxProvis) > 0 {
+				s.maxProvis = total
+			}
+		})
+	}
+	provisional, withProvisional, above := 0, 0, 0
+	for k, s := range keys {
+		if !s.final {
+			violate("key %s: no final record", k)
+			continue
+		}
+		if s.provisional == 0 {
+			continue
+		}
+		provisional += s.provisional
+		withProvisional++
+		if s.maxProvis.Cmp(s.finalTotal) > 0 {
+			above++
+			violate("key %s: a provisional total %s is above the final %s", k, s.maxProvis.FloatString(3), s.finalTotal.FloatString(3))
+		}
+	}
+	fmt.Printf("watch: %d records read: %d final, %d provisional (for %d of %d (customer, hour)); every provisional total <= its final: %v\n",
+		records, finals, provisional, withProvisional, len(keys), above == 0)
+	if len(violations) > 0 {
+		return fmt.Errorf("watch: changelog violations:\n  %s", strings.Join(violations, "\n  "))
+	}
+	if provisional == 0 {
+		return errors.New("watch: no provisional record seen: the early emission was not exercised")
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------- wait-topic
+
+func waitTopic(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("wait-topic", flag.ContinueOnError)
+	brokers := fs.String("brokers", "", "host:port[,host:port]")
+	topic := fs.String("topic", "", "topic")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*brokers, ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		td, err := adm.ListTopics(ctx, *topic)
+		if err == nil && td.Has(*topic) && td[*topic].Err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("wait-topic: %s does not exist after 30s (%v)", *topic, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// ---------------------------------------------------------------- wait-store
+
+// waitStore waits until Redis holds expect final rows of the query: once
+// every (customer, hour) has its final row, everything published is
+// landed (nothing follows a final record, and a stale record landing later
+// would be refused by the guard).
+func waitStore(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("wait-store", flag.ContinueOnError)
+	addr := fs.String("redis", "127.0.0.1:6379", "Redis address")
+	db := fs.Int("db", 0, "Redis database")
+	query := fs.String("query", "", "the query name (the Redis key namespace)")
+	expect := fs.Int("expect", 0, "final rows to wait for")
+	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *query == "" || *expect <= 0 {
+		return errors.New("wait-store: need --query and --expect > 0")
+	}
+	c := redis.NewClient(&redis.Options{Addr: *addr, DB: *db})
+	defer c.Close()
+	deadline := time.Now().Add(*timeout)
+	for {
+		finals, rows, err := countFinals(ctx, c, *query)
+		if err != nil {
+			return err
+		}
+		if finals >= *expect {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("wait-store: %d of %d final rows (%d rows) in Redis after %s", finals, *expect, rows, *timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func countFinals(ctx context.Context, c *redis.Client, query string) (finals, rows int, err error) {
+	var keys []string
+	iter := c.Scan(ctx, 0, query+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return 0, 0, fmt.Errorf("scanning Redis: %w", err)
+	}
+	pipe := c.Pipeline()
+	cmds := make([]*redis.StringCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.HGet(ctx, k, "final")
+	}
+	if len(keys) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return 0, 0, fmt.Errorf("reading Redis: %w", err)
+		}
+	}
+	for _, cmd := range cmds {
+		if cmd.Val() == "1" {
+			finals++
+		}
+	}
+	return finals, len(keys), nil
+}
+
+// ---------------------------------------------------------------- check
+
+type cell struct {
+	customer string
+	hourMS   int64
+}
+
+// logTotals is what `ubik usage aggregate --group-by customer --window 1h` prints.
+type logTotals struct {
+	Sum    string `json:"sum"`
+	Count  int64  `json:"count"`
+	Groups []struct {
+		WindowStart string `json:"window_start"`
+		Dims        []struct {
+			Name    string          `json:"name"`
+			Present bool            `json:"present"`
+			Value   json.RawMessage `json:"value"`
+		} `json:"dims"`
+		Sum   string `json:"sum"`
+		Count int64  `json:"count"`
+	} `json:"groups"`
+}
+
+func check(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	addr := fs.String("redis", "127.0.0.1:6379", "Redis address")
+	db := fs.Int("db", 0, "Redis database")
+	query := fs.String("query", "", "the query name (the Redis key namespace)")
+	events := fs.String("events", "", "the generated events.jsonl (copies included)")
+	customers := fs.Int("customers", 1000, "customers")
+	hours := fs.Int("hours", 6, "hours")
+	var logs []string
+	fs.Func("log", "a `ubik usage aggregate` output file (repeatable)", func(s string) error { logs = append(logs, s); return nil })
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *query == "" || *events == "" || len(logs) == 0 {
+		return errors.New("check: need --query, --events and at least one --log")
+	}
+	want := *customers * *hours
+
+	// Redis: every (customer, hour) the lander wrote, history mode:
+	// query ":" ["customer"] ":" window start µs.
+	c := redis.NewClient(&redis.Options{Addr: *addr, DB: *db})
+	defer c.Close()
+	type landed struct {
+		total  *big.Rat
+		events int64
+	}
+	store := map[cell]landed{}
+	var bad []string
+	iter := c.Scan(ctx, 0, *query+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		h, err := c.HGetAll(ctx, k).Result()
+		if err != nil {
+			return fmt.Errorf("check: HGETALL %s: %w", k, err)
+		}
+		if h["final"] != "1" {
+			bad = append(bad, fmt.Sprintf("%s: not final (revision %s)", k, h["revision"]))
+			continue
+		}
+		v, total, err := parseRow([]byte(h["value"]))
+		if err != nil {
+			return fmt.Errorf("check: %s: %w", k, err)
+		}
+		ws, err := strconv.ParseInt(h["window_start"], 10, 64)
+		if err != nil {
+			return fmt.Errorf("check: %s: window_start %q", k, h["window_start"])
+		}
+		wantKey := fmt.Sprintf(`%s:["%s"]:%d`, *query, v.Customer, ws)
+		if k != wantKey {
+			bad = append(bad, fmt.Sprintf("%s: the value says %s", k, wantKey))
+		}
+		store[cell{v.Customer, ws / 1000}] = landed{total, v.Events}
+	}
+	if err := iter.Err(); err != nil {
+		return fmt.Errorf("check: scanning Redis: %w", err)
+	}
+	if len(store) != want {
+		bad = append(bad, fmt.Sprintf("Redis holds %d final (customer, hour) totals, want %d", len(store), want))
+	}
+
+	for _, path := range logs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var lt logTotals
+		if err := json.Unmarshal(b, &lt); err != nil {
+			return fmt.Errorf("check: %s: %w", path, err)
+		}
+		if len(lt.Groups) != want {
+			bad = append(bad, fmt.Sprintf("%s: %d (customer, hour) groups, want %d", path, len(lt.Groups), want))
+		}
+		equal := 0
+		for _, g := range lt.Groups {
+			t, err := time.Parse(time.RFC3339Nano, g.WindowStart)
+			if err != nil || len(g.Dims) != 1 || g.Dims[0].Name != "customer" || !g.Dims[0].Present {
+				return fmt.Errorf("check: %s: unexpected group %+v", path, g)
+			}
+			var cust string
+			if err := json.Unmarshal(g.Dims[0].Value, &cust); err != nil {
+				return fmt.Errorf("check: %s: customer %s: %w", path, g.Dims[0].Value, err)
+			}
+			sum, err := dec(g.Sum)
+			if err != nil {
+				return fmt.Errorf("check: %s: %w", path, err)
+			}
+			k := cell{cust, t.UnixMilli()}
+			got, ok := store[k]
+			switch {
+			case !ok:
+				bad = append(bad, fmt.Sprintf("%s: %s %s: in the log (%s), not in Redis", path, cust, g.WindowStart, g.Sum))
+			case got.total.Cmp(sum) != 0:
+				bad = append(bad, fmt.Sprintf("%s: %s %s: Redis %s, usage log %s", path, cust, g.WindowStart, got.total.FloatString(3), g.Sum))
+			case got.events != g.Count:
+				bad = append(bad, fmt.Sprintf("%s: %s %s: Redis counts %d events, usage log %d", path, cust, g.WindowStart, got.events, g.Count))
+			default:
+				equal++
+			}
+		}
+		fmt.Printf("check: %s: %d of %d (customer, hour) totals equal Redis exactly (log total %s over %d events)\n",
+			filepath.Base(path), equal, want, lt.Sum, lt.Count)
+	}
+
+	// What the dedup key is for: the (customer, hour) whose sum over every
+	// copy differs from the billed total.
+	naive, err := naiveTotals(*events)
+	if err != nil {
+		return err
+	}
+	over := 0
+	for k, n := range naive {
+		if l, ok := store[k]; ok && l.total.Cmp(n) != 0 {
+			over++
+		}
+	}
+	fmt.Printf("check: %d (customer, hour) received a retried copy; without the dedup key, a copy arriving while its hour is open is billed twice\n", over)
+	if over == 0 {
+		bad = append(bad, "no (customer, hour) has a retried copy: the data does not exercise the dedup key")
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		if len(bad) > 15 {
+			bad = append(bad[:15], fmt.Sprintf("... %d more", len(bad)-15))
+		}
+		return fmt.Errorf("check failed:\n  %s", strings.Join(bad, "\n  "))
+	}
+	return nil
+}
+
+// naiveTotals sums every line of events.jsonl, copies included.
+func naiveTotals(path string) (map[cell]*big.Rat, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[cell]*big.Rat{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e struct {
+			Customer string      `json:"customer"`
+			Qty      json.Number `json:"qty"`
+			TS       string      `json:"ts"`
+		}
+		d := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		d.UseNumber()
+		if err := d.Decode(&e); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		t, err := time.Parse(time.RFC3339Nano, e.TS)
+		if err != nil {
+			return nil, err
+		}
+		q, err := dec(e.Qty.String())
+		if err != nil {
+			return nil, err
+		}
+		k := cell{e.Customer, t.Truncate(time.Hour).UnixMilli()}
+		if out[k] == nil {
+			out[k] = new(big.Rat)
+		}
+		out[k].Add(out[k], q)
+	}
+	return out, sc.Err()
+}
+
+// ---------------------------------------------------------------- cleanup
+
+// cleanup removes what a run created; every step runs, and every failure
+// is reported.
+func cleanup(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
+	addr := fs.String("redis", "", "Redis address")
+	db := fs.Int("db", 0, "Redis database")
+	query := fs.String("query", "", "delete the Redis keys of this query")
+	pg := fs.String("pg", "", "PostgreSQL DSN")
+	ch := fs.String("ch", "", "ClickHouse HTTP URL")
+	table := fs.String("table", "", "usage log table to drop (both backends)")
+	brokers := fs.String("brokers", "", "Kafka brokers")
+	topics := fs.String("topics", "", "comma-separated topics to delete")
+	groups := fs.String("groups", "", "comma-separated consumer groups to delete")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	var errs []error
+	if *addr != "" && *query != "" {
+		c := redis.NewClient(&redis.Options{Addr: *addr, DB: *db})
+		iter := c.Scan(ctx, 0, *query+":*", 1000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		errs = append(errs, iter.Err())
+		for i := 0; i < len(keys); i += 500 {
+			errs = append(errs, c.Del(ctx, keys[i:min(i+500, len(keys))]...).Err())
+		}
+		c.Close()
+	}
+	if *table != "" && *pg != "" {
+		conn, err := pgx.Connect(ctx, *pg)
+		if err == nil {
+			_, err = conn.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{*table}.Sanitize())
+			conn.Close(ctx)
+		}
+		errs = append(errs, err)
+	}
+	if *table != "" && *ch != "" {
+		errs = append(errs, chExec(ctx, *ch, "DROP TABLE IF EXISTS `"+strings.ReplaceAll(*table, "`", "")+"`"))
+	}
+	if *brokers != "" && (*topics != "" || *groups != "") {
+		errs = append(errs, deleteKafka(ctx, *brokers, split(*topics), split(*groups)))
+	}
+	return errors.Join(errs...)
+}
+
+func split(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func chExec(ctx context.Context, base, stmt string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+"/?"+url.Values{"query": {stmt}}.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("clickhouse: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("clickhouse: %s: %s", stmt, bytes.TrimSpace(body))
+	}
+	return nil
+}
+
+func deleteKafka(ctx context.Context, brokers string, topics, groups []string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var errs []error
+	if len(groups) > 0 {
+		resp, err := adm.DeleteGroups(ctx, groups...)
+		errs = append(errs, err)
+		for g, r := range resp {
+			if r.Err != nil && !errors.Is(r.Err, kerr.GroupIDNotFound) {
+				errs = append(errs, fmt.Errorf("deleting group %s: %w", g, r.Err))
+			}
+		}
+	}
+	if len(topics) > 0 {
+		resp, err := adm.DeleteTopics(ctx, topics...)
+		errs = append(errs, err)
+		for t, r := range resp {
+			if r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+				errs = append(errs, fmt.Errorf("deleting topic %s: %w", t, r.Err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
