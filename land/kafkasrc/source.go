@@ -84,6 +84,12 @@ func New(opts Options) (*Source, error) {
 		kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers come through so that commits can move past
+		// them: a ubik changelog is written in transactions, and its last
+		// offset is a commit marker no data record ever reaches. Without
+		// this the group would stay one short of the end forever and
+		// CaughtUp would never say so.
+		kgo.KeepControlRecords(),
 	}, opts.ClientOpts...)
 	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
@@ -137,6 +143,9 @@ func (s *Source) batch(fs kgo.Fetches) (*land.Batch, error) {
 		tok = append(tok, last)
 		s.lag[partition{fp.Topic, fp.Partition}] = max(0, fp.HighWatermark-last.Offset-1)
 		for _, kr := range fp.Records {
+			if kr.Attrs.IsControl() {
+				continue // a transaction marker: committed past, never landed
+			}
 			r, err := Decode(kr)
 			if err != nil {
 				s.bad.Add(1)
