@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -39,6 +41,9 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	}
 	ep, err := kafka.ParseURL(*to, kafka.RoleSink, env.Getenv)
 	if err != nil {
+		return err
+	}
+	if err := pingKafka(ctx, ep.Config); err != nil {
 		return err
 	}
 	opts, err := ep.Config.ClientOpts()
@@ -120,5 +125,26 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stderr, " (%d without a %q field, sent without a key)", keyless, *keyField)
 	}
 	fmt.Fprintln(env.Stderr)
+	return nil
+}
+
+// pingKafka checks, within a bound, that the brokers answer and accept the
+// TLS and SASL settings: a client would otherwise retry a refused login
+// until its caller gives up, and a command would seem to hang.
+func pingKafka(ctx context.Context, cfg kafka.Config) error {
+	opts, err := cfg.ClientOpts()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := cl.Ping(pctx); err != nil {
+		return fmt.Errorf("cannot reach Kafka at %s (check the address and the TLS and SASL settings): %w", strings.Join(cfg.Brokers, ","), err)
+	}
 	return nil
 }

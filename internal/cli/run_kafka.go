@@ -129,6 +129,11 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	if err := lvl.UnmarshalText([]byte(k.logLevel)); err != nil {
 		return fmt.Errorf("%w: --log-level %q: %v", ErrUsage, k.logLevel, err)
 	}
+	for _, c := range []kafka.Config{src.Config, sink.Config} {
+		if err := pingKafka(ctx, c); err != nil {
+			return err
+		}
+	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: lvl}))
 	reported := 0
 	pl, err := kafka.New(kafka.Options{
