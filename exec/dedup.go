@@ -39,9 +39,9 @@ func newDedup(d *plan.Dedup) *dedupState {
 	return &dedupState{col: d.Col, within: d.Within, gran: g, seen: map[string]int64{}, buckets: map[int64][]string{}}
 }
 
-// dedupEntryBytes estimates one remembered key beyond its own bytes: the
+// DedupEntryBytes estimates one remembered key beyond its own bytes: the
 // map entry, the time, and its slot in a bucket.
-const dedupEntryBytes = 64
+const DedupEntryBytes = 64
 
 // admit reports whether the event reaches the query: false for a copy of
 // a key seen within the horizon (dup) or for an event beyond the horizon,
@@ -73,7 +73,7 @@ func (d *dedupState) add(k string, ts int64) {
 		heap.Push(&d.order, b)
 	}
 	d.buckets[b] = append(d.buckets[b], k)
-	d.bytes += int64(len(k)) + dedupEntryBytes
+	d.bytes += int64(len(k)) + DedupEntryBytes
 }
 
 // evict forgets every key whose horizon the watermark has passed.
@@ -87,7 +87,7 @@ func (d *dedupState) evict(watermark int64) {
 		for _, k := range d.buckets[b] {
 			if ts, ok := d.seen[k]; ok && ts+d.within <= watermark {
 				delete(d.seen, k)
-				d.bytes -= int64(len(k)) + dedupEntryBytes
+				d.bytes -= int64(len(k)) + DedupEntryBytes
 				if d.tracking {
 					d.evicted = append(d.evicted, k)
 				}

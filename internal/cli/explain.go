@@ -11,6 +11,7 @@ import (
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/exec"
 	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
 )
 
 // runExplain prints the plan of each query in a script: source and
@@ -78,6 +79,10 @@ func explainState(b *strings.Builder, q *plan.Query) {
 	var positions []string
 	for _, p := range q.WindowPositions() {
 		positions = append(positions, fmt.Sprint(p))
+	}
+	if d := q.Source.Dedup; d != nil {
+		fmt.Fprintf(b, "  dedup: first copy of each %s wins within %s of event time behind the watermark; state: one entry per key within the horizon (~%d bytes + the key), evicted as the watermark passes it\n",
+			q.Source.Columns[d.Col].Name, plan.ValueText(types.Interv(0, 0, d.Within)), exec.DedupEntryBytes)
 	}
 	switch {
 	case q.Window == nil:

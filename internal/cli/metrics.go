@@ -30,6 +30,7 @@ type queryMetrics struct {
 
 	eventsIn, malformed, late, evalErrors, recordsOut, finalized *prometheus.Desc
 	liveGroups, stateBytes, watermark, watermarkLag, emitP99     *prometheus.Desc
+	duplicates, dedupLate, dedupKeys, dedupBytes                 *prometheus.Desc
 }
 
 func newQueryMetrics(name string) *queryMetrics {
@@ -49,6 +50,10 @@ func newQueryMetrics(name string) *queryMetrics {
 		watermark:    d("watermark_seconds", "Event-time watermark, Unix seconds."),
 		watermarkLag: d("watermark_lag_seconds", "Wall-clock time minus the watermark."),
 		emitP99:      d("emit_latency_p99_seconds", "99th percentile of emission latency (first change to emission)."),
+		duplicates:   d("events_duplicate_total", "Events dropped as copies of a dedup key seen within the horizon."),
+		dedupLate:    d("events_dedup_late_total", "Events beyond the dedup horizon (a retry can no longer be told from a new event)."),
+		dedupKeys:    d("dedup_keys", "Keys remembered for input deduplication."),
+		dedupBytes:   d("dedup_state_bytes", "Estimated bytes of the dedup state."),
 	}
 }
 
@@ -56,7 +61,7 @@ func (m *queryMetrics) publish(s ubik.Stats) { m.snap.Store(&s) }
 
 func (m *queryMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.eventsIn, m.malformed, m.evalErrors, m.late, m.recordsOut, m.finalized,
-		m.liveGroups, m.stateBytes, m.watermark, m.watermarkLag, m.emitP99} {
+		m.liveGroups, m.stateBytes, m.watermark, m.watermarkLag, m.emitP99, m.duplicates, m.dedupLate, m.dedupKeys, m.dedupBytes} {
 		ch <- d
 	}
 }
@@ -82,6 +87,10 @@ func (m *queryMetrics) Collect(ch chan<- prometheus.Metric) {
 	g(m.liveGroups, float64(s.LiveGroups))
 	g(m.stateBytes, float64(s.StateBytes))
 	g(m.emitP99, s.LatencyP99/1e9)
+	c(m.duplicates, float64(s.Duplicates))
+	c(m.dedupLate, float64(s.DedupLate))
+	g(m.dedupKeys, float64(s.DedupKeys))
+	g(m.dedupBytes, float64(s.DedupBytes))
 	if s.Watermark != minInt64 {
 		wm := float64(s.Watermark) / 1e6
 		g(m.watermark, wm)

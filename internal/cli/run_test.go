@@ -126,6 +126,19 @@ func TestRunSQLErrorHasCaret(t *testing.T) {
 	}
 }
 
+func TestExplainDedup(t *testing.T) {
+	sql := writeFile(t, "hourly.sql", `CREATE SOURCE u (id VARCHAR, c VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts)
+		WITH (dedup_key = 'id', dedup_within = '1 hour');
+		SELECT c, count(*) FROM u GROUP BY c, TUMBLE(ts, INTERVAL '1' HOUR)`)
+	env, out, errb := runTestEnv("")
+	if code := Main(context.Background(), env, []string{"explain", sql}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if !strings.Contains(out.String(), "dedup: first copy of each id wins within 01:00:00") {
+		t.Fatalf("explain:\n%s", out)
+	}
+}
+
 func TestExplain(t *testing.T) {
 	env, out, errb := runTestEnv("")
 	if code := Main(context.Background(), env, []string{"explain", "../../examples/merchant_totals.sql"}); code != 0 {
@@ -154,6 +167,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	var st ubik.Stats
 	st.EventsIn, st.Malformed, st.Late, st.RecordsOut, st.LiveGroups, st.StateBytes = 10, 2, 1, 7, 3, 999
 	st.Watermark = time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC).UnixMicro()
+	st.Duplicates, st.DedupKeys = 4, 12
 	m.publish(st)
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
@@ -166,6 +180,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		`ubik_events_late_total{query="q1"} 1`, `ubik_records_out_total{query="q1"} 7`,
 		`ubik_live_groups{query="q1"} 3`, `ubik_state_bytes{query="q1"} 999`,
 		`ubik_watermark_seconds{query="q1"} 1.7843688e+09`, `ubik_watermark_lag_seconds{query="q1"}`,
+		`ubik_events_duplicate_total{query="q1"} 4`, `ubik_dedup_keys{query="q1"} 12`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
