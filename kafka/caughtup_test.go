@@ -101,6 +101,10 @@ func TestUntilCaughtUp(t *testing.T) {
 			if st.EventsIn != int64(len(evs)) {
 				t.Errorf("consumed %d events, produced %d", st.EventsIn, len(evs))
 			}
+			// Every window finalized, so the owned operators hold nothing.
+			if st.LiveGroups != 0 || st.StateBytes != 0 {
+				t.Errorf("after catching up: %d live groups, %d state bytes", st.LiveGroups, st.StateBytes)
+			}
 			f := follow(t, addrs, "out", false)
 			f.waitFinals(t, tumbleOracle(evs), 30*time.Second)
 		})
@@ -135,7 +139,12 @@ func TestUntilCaughtUpAfterStop(t *testing.T) {
 	// A continuous view: run it to the end, then again with nothing new.
 	cq := continuousQuery("view")
 	co := Options{Query: cq, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "view-out"), InstanceID: "a", Logger: testLogger(t)}
-	runUntilCaughtUp(t, co)
+	first := runUntilCaughtUp(t, co)
+	// A continuous view never closes: its groups stay live, and the gauges
+	// the metrics endpoint reads show them.
+	if first.LiveGroups == 0 || first.StateBytes == 0 {
+		t.Errorf("continuous view after its run: %d live groups, %d state bytes; want both > 0", first.LiveGroups, first.StateBytes)
+	}
 	st := runUntilCaughtUp(t, co)
 	if st.EventsIn != 0 || st.RecordsOut != 0 {
 		t.Errorf("second run over a consumed input: %d events, %d records, want none", st.EventsIn, st.RecordsOut)

@@ -108,11 +108,17 @@ type Stats struct {
 	Restores        int64 // operators restored from the state topic
 	RestoredEntries int64
 	CaughtUp        bool // UntilCaughtUp: the input was consumed to its end and every window finalized
+	// Gauges over the operators this process owns, as of the last
+	// transaction: live (group, window) states and their estimated bytes,
+	// and the input-dedup state. Duplicates and DedupLate are the owned
+	// operators' running totals (they move with their partitions).
+	LiveGroups, StateBytes, Duplicates, DedupLate, DedupKeys, DedupBytes int64
 }
 
 type counters struct {
 	eventsIn, applied, malformed, evalErrors, late, recordsOut, stateOut, markersOut,
 	commits, aborts, restores, restoredEntries atomic.Int64
+	liveGroups, stateBytes, duplicates, dedupLate, dedupKeys, dedupBytes atomic.Int64
 }
 
 // Pipeline runs one query over Kafka, exactly once.
@@ -227,7 +233,9 @@ func (p *Pipeline) Stats() Stats {
 		EvalErrors: c.evalErrors.Load(), Late: c.late.Load(), RecordsOut: c.recordsOut.Load(),
 		StateEntriesOut: c.stateOut.Load(), MarkersOut: c.markersOut.Load(), Commits: c.commits.Load(),
 		Aborts: c.aborts.Load(), Restores: c.restores.Load(), RestoredEntries: c.restoredEntries.Load(),
-		CaughtUp: p.caughtUp.Load(),
+		CaughtUp:   p.caughtUp.Load(),
+		LiveGroups: c.liveGroups.Load(), StateBytes: c.stateBytes.Load(), Duplicates: c.duplicates.Load(),
+		DedupLate: c.dedupLate.Load(), DedupKeys: c.dedupKeys.Load(), DedupBytes: c.dedupBytes.Load(),
 	}
 }
 

@@ -380,6 +380,20 @@ func isMarker(r *kgo.Record) bool {
 // its state-topic partition, in the open transaction.
 func (st *stage2) checkpoint() error {
 	p := st.p
+	// Publish the owned operators' gauges for Stats (this goroutine is the
+	// only one that touches the operators).
+	var live, bytes, dups, dlate, dkeys, dbytes int64
+	for _, t := range st.tasks {
+		s := t.op.Stats()
+		live, bytes, dups, dlate, dkeys, dbytes = live+s.LiveGroups, bytes+s.StateBytes, dups+s.Duplicates,
+			dlate+s.DedupLate, dkeys+s.DedupKeys, dbytes+s.DedupBytes
+	}
+	p.c.liveGroups.Store(live)
+	p.c.stateBytes.Store(bytes)
+	p.c.duplicates.Store(dups)
+	p.c.dedupLate.Store(dlate)
+	p.c.dedupKeys.Store(dkeys)
+	p.c.dedupBytes.Store(dbytes)
 	for _, t := range st.tasks {
 		if !t.touched {
 			continue

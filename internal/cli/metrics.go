@@ -132,15 +132,19 @@ func serveMetrics(ctx context.Context, addr string, m *queryMetrics) (stop func(
 	}, ln.Addr().String(), nil
 }
 
-// serveKafkaMetrics exposes a Kafka pipeline's counters, polled once a
-// second (they are atomic, so no lock with the pipeline is needed).
+// serveKafkaMetrics exposes a Kafka pipeline's counters and the gauges of
+// the operators it owns, polled once a second (they are atomic, so no lock
+// with the pipeline is needed). The watermark is per partition in Kafka and
+// is left out.
 func serveKafkaMetrics(ctx context.Context, env *Env, addr, name string, pl *kafka.Pipeline) (func(), error) {
 	m := newQueryMetrics(name)
-	m.countersOnly = true
 	publish := func() {
 		st := pl.Stats()
 		var s ubik.Stats
 		s.EventsIn, s.Malformed, s.EvalErrors, s.Late, s.RecordsOut = st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut
+		s.LiveGroups, s.StateBytes = st.LiveGroups, st.StateBytes
+		s.Duplicates, s.DedupLate, s.DedupKeys, s.DedupBytes = st.Duplicates, st.DedupLate, st.DedupKeys, st.DedupBytes
+		s.Watermark = minInt64 // per partition in Kafka; not one number
 		m.publish(s)
 	}
 	publish()
