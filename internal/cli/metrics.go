@@ -23,10 +23,6 @@ type queryMetrics struct {
 	name string
 	snap atomic.Pointer[ubik.Stats]
 	now  func() time.Time
-	// countersOnly: the source knows its counters but not the operators'
-	// gauges (a Kafka pipeline runs one operator per partition); the gauges
-	// are then left out rather than reported as zero.
-	countersOnly bool
 
 	eventsIn, malformed, late, evalErrors, recordsOut, finalized *prometheus.Desc
 	liveGroups, stateBytes, watermark, watermarkLag, emitP99     *prometheus.Desc
@@ -80,9 +76,6 @@ func (m *queryMetrics) Collect(ch chan<- prometheus.Metric) {
 	c(m.evalErrors, float64(s.EvalErrors))
 	c(m.late, float64(s.Late))
 	c(m.recordsOut, float64(s.RecordsOut))
-	if m.countersOnly {
-		return
-	}
 	c(m.finalized, float64(s.WindowsFinalized))
 	g(m.liveGroups, float64(s.LiveGroups))
 	g(m.stateBytes, float64(s.StateBytes))

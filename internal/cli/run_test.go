@@ -190,25 +190,3 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Error("an address without a host was accepted")
 	}
 }
-
-func TestMetricsCountersOnly(t *testing.T) {
-	m := newQueryMetrics("k")
-	m.countersOnly = true
-	stop, addr, err := serveMetrics(context.Background(), "127.0.0.1:0", m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	var st ubik.Stats
-	st.EventsIn = 5
-	m.publish(st)
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(body), `ubik_events_in_total{query="k"} 5`) || strings.Contains(string(body), "ubik_live_groups") {
-		t.Fatalf("counters-only metrics:\n%s", body)
-	}
-}
