@@ -209,6 +209,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	var files [3]*resumableFile // with --state-dir: changelog, dead letters, late events
 	var flushOut func() error
+	var liveFlush func() error // makes the records written so far visible downstream
 	if ck != nil {
 		paths := [3]string{f.output, f.deadLetter, f.lateOutput}
 		for i, p := range paths {
@@ -228,6 +229,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			lateW = files[2]
 		}
 		flushOut = func() error { _, err := files[0].sync(); return err }
+		liveFlush = files[0].w.Flush
 	} else {
 		out, closeOut, err := openOutput(env, f.output)
 		if err != nil {
@@ -235,6 +237,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 		bw := bufio.NewWriterSize(out, 256<<10)
 		w = bw
+		liveFlush = bw.Flush
 		flushOut = func() error {
 			err := bw.Flush()
 			if cerr := closeOut(); err == nil {
@@ -329,6 +332,14 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 
 	started := time.Now()
 	br := bufio.NewReaderSize(in, 1<<20)
+	next := func() ([]byte, int64, error) { return readRecord(br, csvInput) }
+	if size == 0 {
+		// stdin, a pipe or a FIFO: input can stall for any time, and early
+		// emission and output must not wait for the next line.
+		stop := make(chan struct{})
+		defer close(stop)
+		next = liveRecords(ctx, br, csvInput, q, liveFlush, stop)
+	}
 	lineNo := resume.Line
 	readBytes := resume.InputOffset
 	var lastBar int64
@@ -356,7 +367,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 				lastCkpt = time.Now()
 			}
 		}
-		line, nlines, rerr := readRecord(br, csvInput)
+		line, nlines, rerr := next()
 		if len(line) == 0 && rerr != nil {
 			if rerr != io.EOF {
 				firstErr = rerr
@@ -504,6 +515,57 @@ func openOutput(env *Env, p string) (io.Writer, func() error, error) {
 		return nil, nil, err
 	}
 	return fh, fh.Close, nil
+}
+
+// liveRecords reads records on a goroutine of its own and hands them over
+// through a bounded channel, so that while the input is quiet the run loop
+// still ticks the query's early emission and flushes its output every
+// 100 ms (or the query's early interval, if shorter). The query itself is
+// only ever touched by the run loop.
+func liveRecords(ctx context.Context, br *bufio.Reader, csv bool, q *ubik.Query, flush func() error, stop <-chan struct{}) func() ([]byte, int64, error) {
+	type rec struct {
+		line []byte
+		n    int64
+		err  error
+	}
+	ch := make(chan rec, 256)
+	go func() {
+		for {
+			line, n, err := readRecord(br, csv)
+			r := rec{append([]byte(nil), line...), n, err} // the reader reuses its buffer
+			select {
+			case ch <- r:
+			case <-stop:
+				return
+			}
+			if err != nil && !errors.Is(err, errTooLong) {
+				return
+			}
+		}
+	}()
+	every := 100 * time.Millisecond
+	if e := time.Duration(q.Plan().Emit.EarlyEvery) * time.Microsecond; e > 0 && e < every {
+		every = e
+	}
+	ticker := time.NewTicker(every)
+	return func() ([]byte, int64, error) {
+		for {
+			select {
+			case r := <-ch:
+				return r.line, r.n, r.err
+			case <-ticker.C:
+				if err := q.Tick(); err != nil {
+					return nil, 0, err
+				}
+				if err := flush(); err != nil {
+					return nil, 0, err
+				}
+			case <-ctx.Done():
+				ticker.Stop()
+				return nil, 0, ctx.Err()
+			}
+		}
+	}
 }
 
 // errTooLong marks a record longer than maxLineBytes (consumed, not kept).

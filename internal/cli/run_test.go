@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -188,5 +189,51 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	if _, _, err := serveMetrics(context.Background(), ":0", m); err == nil {
 		t.Error("an address without a host was accepted")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRunLiveStdin: reading a stream that goes quiet, early records still
+// come out on time and reach stdout, before the input ends.
+func TestRunLiveStdin(t *testing.T) {
+	sql := writeFile(t, "live.sql", `CREATE SOURCE ev (k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts) WITH (format = 'jsonl');
+		SELECT k, count(*) AS n FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '1' MINUTE) EMIT EARLY EVERY INTERVAL '50' MILLISECOND`)
+	pr, pw := io.Pipe()
+	out := &syncBuffer{}
+	var errb bytes.Buffer
+	env := &Env{Stdin: pr, Stdout: out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() { done <- Main(context.Background(), env, []string{"run", sql, "--format", "jsonl"}) }()
+	io.WriteString(pw, `{"k":"a","ts":"2026-07-18 10:00:01"}`+"\n"+`{"k":"a","ts":"2026-07-18 10:00:02"}`+"\n")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), `"n": 2}, "query": "live", "final": false`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no early record while the input is open; stdout: %q", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pw.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), `"final": true`) {
+		t.Fatalf("no final record after the input ended: %q", out.String())
 	}
 }
