@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CI=${CI:-true}
+# Go lives in /usr/local/go on these machines; a bare login shell may lack it.
+case ":$PATH:" in *:/usr/local/go/bin:*) ;; *) export PATH="$PATH:/usr/local/go/bin" ;; esac
 
 started=$(date +%s)
 bash scripts/services.sh up all
