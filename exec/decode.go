@@ -157,6 +157,12 @@ func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 			// grows the buffer, so they stay valid.
 			n := len(d.jsonBuf)
 			d.jsonBuf = f.MarshalTo(d.jsonBuf)
+			// The line parser is lenient inside strings (raw control
+			// characters pass); the column must hold JSON that the path
+			// operators can read, so it is checked strictly.
+			if err := fastjson.ValidateBytes(d.jsonBuf[n:]); err != nil {
+				return nil, &DecodeError{Column: c.Name, Msg: "not valid JSON: " + err.Error()}
+			}
 			d.row[i] = types.Value{Kind: types.KindVarchar, S: bytesString(d.jsonBuf[n:])}
 			continue
 		}

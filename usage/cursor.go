@@ -74,6 +74,10 @@ func DecodeCursor(s string, store byte, fp uint64) (Cursor, error) {
 		return Cursor{}, fmt.Errorf("%w: bad key length", ErrInvalidCursor)
 	}
 	c.K = string(rest[n:])
+	if c.Encode() != s {
+		// Padded varints or stray bits: one cursor has one spelling.
+		return Cursor{}, fmt.Errorf("%w: not in canonical form", ErrInvalidCursor)
+	}
 	if c.Store != store || c.Fingerprint != fp {
 		return Cursor{}, ErrCursorMismatch
 	}

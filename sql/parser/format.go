@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Format renders an expression as SQL text in the style DuckDB uses for an
@@ -37,13 +39,21 @@ func ident(b *strings.Builder, id Ident, canon bool) {
 	}
 }
 
+// needsQuote reports whether s must be written quoted to lex back as the
+// same identifier: the lexer's rule for unquoted identifiers is a letter or
+// '_', then letters, digits, '_' or '$' (letters may be any Unicode letter;
+// invalid UTF-8 never lexes unquoted).
 func needsQuote(s string) bool {
 	if s == "" || reserved[strings.ToUpper(s)] {
 		return true
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(isIdentByte(c) || c >= 0x80) || i == 0 && isDigit(c) {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			return true
+		case r == '_' || unicode.IsLetter(r):
+		case i > 0 && (r == '$' || unicode.IsDigit(r)):
+		default:
 			return true
 		}
 	}
