@@ -31,8 +31,9 @@ const stateVersion = 1
 // or do not belong to this query.
 var ErrBadState = errors.New("exec: bad checkpoint state")
 
-// MetaKey is the key of the meta entry.
-var MetaKey = []byte("m")
+// MetaKey is the key of the meta entry (a constant: a byte slice here
+// would be package-level state anyone could change).
+const MetaKey = "m"
 
 // Checkpoint calls put for each state entry: every entry when full is set,
 // otherwise only the entries changed since the previous Checkpoint (value
@@ -89,7 +90,7 @@ func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []by
 	o.ckptDeleted = o.ckptDeleted[:0]
 	clear(o.ckptChanged)
 	o.ckptChanged = o.ckptChanged[:0]
-	return put(MetaKey, o.metaEntry(position))
+	return put([]byte(MetaKey), o.metaEntry(position))
 }
 
 // markCkpt records that g changed since the last checkpoint.
@@ -188,7 +189,7 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 		return nil, fmt.Errorf("%w: unknown state version %d", ErrBadState, val[0])
 	}
 	r := &reader{b: val[1:]}
-	if string(key) == string(MetaKey) {
+	if string(key) == MetaKey {
 		o.watermark = r.varint()
 		o.maxEventTime = r.varint()
 		o.seq = r.uvarint()

@@ -525,7 +525,7 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 			return fmt.Errorf("%w: state topic %s partition %d holds an entry of another partition", exec.ErrBadState, p.stateTopic, t.part)
 		}
 		ek := []byte(k[4:])
-		if string(ek) == string(exec.MetaKey) {
+		if string(ek) == exec.MetaKey {
 			meta = entries[k]
 			continue
 		}
@@ -534,7 +534,7 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 		}
 	}
 	if meta != nil {
-		pos, err := t.op.Restore(exec.MetaKey, meta)
+		pos, err := t.op.Restore([]byte(exec.MetaKey), meta)
 		if err != nil {
 			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
 		}
