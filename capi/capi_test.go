@@ -140,8 +140,10 @@ func valgrindArgs(a *artifacts, args ...string) []string {
 
 // valgrindEnv: Go's asynchronous preemption writes below the stack pointer
 // from a signal handler, which memcheck reports; turning it off removes
-// that noise without changing what the test exercises.
-var valgrindEnv = []string{"GODEBUG=asyncpreemptoff=1"}
+// that noise without changing what the test exercises. cpu.rdtscp=off:
+// valgrind's virtual CPU advertises RDTSCP but VEX 3.19 cannot decode it on
+// every host, and the runtime's cputicks would then die with SIGILL.
+var valgrindEnv = []string{"GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off"}
 
 // leakLine matches the leak summary. "still reachable" counts too: the
 // library frees everything a host releases, and memory a host forgot to
@@ -150,15 +152,25 @@ var leakLine = regexp.MustCompile(`(definitely lost|indirectly lost|possibly los
 
 // valgrindProblems returns the memcheck reports that matter: any error
 // about a heap block (alloc'd or free'd: the memory the ABI hands out) or
-// raised in the C host's own code, and any lost bytes. Errors in anonymous
-// segments are memcheck misreading the Go runtime's goroutine stacks.
+// raised in the C host's own code, and any lost bytes.
+//
+// An error raised in Go code (innermost frame in a .go file) about an
+// anonymous segment is not one: that is the Go heap or a goroutine stack,
+// which the Go runtime manages itself (the garbage collector reads heap
+// bitmaps memcheck never saw written). memcheck sometimes unwinds such a
+// GC assist into the C frames below it, so naming ubik_test.c somewhere in
+// the stack is not enough; the innermost frame decides.
 func valgrindProblems(stderr string) []string {
 	var problems []string
 	var block []string
 	flush := func() {
 		text := strings.Join(block, "\n")
-		if strings.Contains(text, "alloc'd") || strings.Contains(text, "free'd") ||
-			(strings.Contains(text, "ubik_test.c") && !strings.Contains(text, " lost in loss record")) {
+		switch {
+		case strings.Contains(text, "alloc'd") || strings.Contains(text, "free'd"):
+			problems = append(problems, text)
+		case strings.Contains(text, " lost in loss record"):
+		case goRuntimeNoise(block):
+		case strings.Contains(text, "ubik_test.c"):
 			problems = append(problems, text)
 		}
 		block = block[:0]
@@ -184,6 +196,26 @@ func valgrindProblems(stderr string) []string {
 		problems = append(problems, "valgrind printed no ERROR SUMMARY")
 	}
 	return problems
+}
+
+// goRuntimeNoise reports whether a memcheck error block was raised in Go
+// code against an anonymous segment (see valgrindProblems).
+func goRuntimeNoise(block []string) bool {
+	anon := false
+	for _, l := range block {
+		if strings.Contains(l, "anonymous segment") {
+			anon = true
+		}
+	}
+	if !anon {
+		return false
+	}
+	for _, l := range block {
+		if strings.HasPrefix(l, "at 0x") {
+			return strings.Contains(l, ".go:")
+		}
+	}
+	return false
 }
 
 func TestVolumeValgrind(t *testing.T) {
@@ -502,4 +534,24 @@ func firstDiff(want, got string) string {
 		}
 	}
 	return "(no line differs)"
+}
+
+// The memcheck report filter, on recorded reports: a GC assist that
+// memcheck unwound into the host's frames is noise (CI saw it once); a
+// host error on a freed block, a host write into an anonymous segment and
+// a leak are each a problem.
+func TestValgrindProblemsFilter(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("testdata/valgrind", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if p := valgrindProblems(read("gc_assist_noise.txt")); len(p) != 0 {
+		t.Errorf("GC assist noise reported as %d problems:\n%s", len(p), strings.Join(p, "\n\n"))
+	}
+	if p := valgrindProblems(read("host_errors.txt")); len(p) != 3 {
+		t.Errorf("want 3 problems (freed block, host write, leak), got %d:\n%s", len(p), strings.Join(p, "\n\n"))
+	}
 }
