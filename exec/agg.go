@@ -44,7 +44,7 @@ func newAggState(c *plan.AggCall) (aggState, error) {
 		if _, multi := inner.(argsUpdater); multi {
 			return nil, fmt.Errorf("exec: %s(DISTINCT ...) is not supported", c.Func)
 		}
-		return &distinctState{inner: inner}, nil
+		return &distinctState{inner: inner, t: argT}, nil
 	}
 	switch c.Func {
 	case "count_star", "count":
@@ -514,26 +514,46 @@ type AggCost struct {
 }
 
 // StateCost estimates what one live (group, window) costs for q: a fixed
-// overhead, the key cells, and each aggregate's state. explain prints it.
+// overhead (the group, its index slot, and for sessions the per-key
+// structures), and each aggregate's state (its words, and for a boxed
+// aggregate the box). The key bytes come on top. explain prints it, and
+// the state-bytes gauge adds it up; a test holds it to the measured heap.
 func StateCost(q *plan.Query) (overhead int, aggs []AggCost) {
-	overhead = 96 + 16*len(q.Aggs)
-	for _, k := range q.Keys {
-		if k.Kind == plan.KeyExpr {
-			overhead += 56 + 8 // the cell, plus its bytes in the map key
-		}
+	if q.Window != nil && q.Window.Kind == plan.Session {
+		// A session is allocated alone (group and words in their size
+		// classes), with a heap entry, a slot in its key's session list,
+		// and per key a sessionGroup, its key string and a map entry.
+		overhead = 80 + 16 + 8 + 48 + 16 + 40
+	} else {
+		overhead = bytesPerGroup
 	}
+	var arena aggArena
 	for i := range q.Aggs {
 		c := &q.Aggs[i]
-		s, err := newAggState(c)
+		k, grows, err := newKernel(c, &arena)
 		if err != nil {
 			aggs = append(aggs, AggCost{Name: c.Name})
 			continue
 		}
-		_, grows := s.(*sumDoubleState)
-		if _, ok := s.(*avgDoubleState); ok {
-			grows = true
+		n := 8 * k.nwords()
+		if b, ok := k.(boxK); ok {
+			n += boxBytes(b.fresh())
 		}
-		aggs = append(aggs, AggCost{Name: c.Name, Bytes: s.size(), Grows: grows})
+		aggs = append(aggs, AggCost{Name: c.Name, Bytes: n, Grows: grows})
 	}
 	return overhead, aggs
+}
+
+// sizeClass rounds n up the way the Go allocator does for small objects,
+// closely enough for an estimate.
+func sizeClass(n int) int {
+	switch {
+	case n <= 8:
+		return 8
+	case n <= 16:
+		return 16
+	case n <= 128:
+		return (n + 15) &^ 15
+	}
+	return (n + 63) &^ 63
 }

@@ -90,7 +90,8 @@ func ownValue(v types.Value) types.Value {
 // inner state is rebuilt from the set on restore.
 type distinctState struct {
 	inner aggState
-	set   map[string]types.Value
+	t     types.Type          // the argument's type, to decode set members
+	set   map[string]struct{} // appendKeyBytes of each distinct value
 	bytes int
 	kb    []byte
 }
@@ -115,18 +116,24 @@ func (s *distinctState) update(v types.Value) error {
 	if err := s.inner.update(v); err != nil {
 		return err
 	}
-	v = ownValue(v)
 	if s.set == nil {
-		s.set = map[string]types.Value{}
+		s.set = map[string]struct{}{}
 	}
-	s.set[string(s.kb)] = v
-	s.bytes += 2*len(s.kb) + 64
+	s.set[string(s.kb)] = struct{}{}
+	s.bytes += sizeClass(len(s.kb))
 	return nil
 }
 
+// member decodes a set member back into its value (strings alias k).
+func (s *distinctState) member(k string) types.Value {
+	var one [1]types.Value
+	return decodeKeyBytes(k, []types.Type{s.t}, one[:0])[0]
+}
+
 func (s *distinctState) merge(o aggState) error {
-	for _, k := range sortedKeys(o.(*distinctState).set) {
-		if err := s.update(o.(*distinctState).set[k]); err != nil {
+	t := o.(*distinctState)
+	for _, k := range sortedKeys(t.set) {
+		if err := s.update(t.member(k)); err != nil {
 			return err
 		}
 	}
@@ -134,9 +141,29 @@ func (s *distinctState) merge(o aggState) error {
 }
 
 func (s *distinctState) result() types.Value { return s.inner.result() }
-func (s *distinctState) size() int           { return 48 + s.bytes + s.inner.size() }
+func (s *distinctState) size() int {
+	return 64 + mapBytes(len(s.set), 16) + s.bytes + cap(s.kb) + s.inner.size()
+}
 
-func sortedKeys(m map[string]types.Value) []string {
+// mapBytes estimates a Go map of n entries of slot bytes each: groups of
+// eight slots and eight control bytes, grown by doubling at a load of 7/8,
+// plus the table header.
+func mapBytes(n, slot int) int {
+	if n == 0 {
+		return 0
+	}
+	groups := 1
+	for groups*8*7/8 < n {
+		groups *= 2
+	}
+	b := 48 + sizeClass(groups*(8+8*slot))
+	if groups > 1 {
+		b += 64 // the directory and table of a grown map
+	}
+	return b
+}
+
+func sortedKeys(m map[string]struct{}) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -149,7 +176,7 @@ func (s *distinctState) appendState(b []byte) []byte {
 	keys := sortedKeys(s.set)
 	b = binary.AppendUvarint(b, uint64(len(keys)))
 	for _, k := range keys {
-		b = appendValue(b, s.set[k])
+		b = appendValue(b, s.member(k))
 	}
 	return b
 }

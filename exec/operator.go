@@ -16,6 +16,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 
 	"github.com/ubiksql/ubik/changelog"
@@ -96,34 +97,6 @@ type Stats struct {
 	LatencyCount     uint64
 }
 
-// group is the state of one (group, window). It is kept small: the GROUP BY
-// cells are not stored, they are decoded from mapKey when a record is
-// emitted (see decodeKeyBytes), and the state size is a per-query constant
-// plus the key, so nothing per group tracks it.
-type group struct {
-	aggs      []aggState
-	mapKey    string // binary group key (shared with the map)
-	start     int64  // window start (µs); sessions: session start
-	end       int64  // window end (µs); sessions: last event + gap
-	revision  uint64
-	dirtyAt   int64 // nanotime of the first change since the last emission; 0 = clean
-	seq       uint64
-	ckptStart int64 // the window start its checkpoint entry was written under
-	heapIndex int32 // sessions: position in the close heap
-	inDirty   bool  // queued on the dirty list
-	dead      bool  // finalized and dropped
-	ckptDirty bool  // changed since the last checkpoint
-	written   bool  // a checkpoint entry exists for it
-}
-
-// bucket holds the groups of one aligned window (TUMBLE, HOP) or of the
-// continuous view.
-type bucket struct {
-	start, end int64
-	groups     map[string]*group
-	order      []*group // creation order: final emission order is deterministic
-}
-
 // Operator executes one query. It is not safe for concurrent use.
 type Operator struct {
 	q   *plan.Query
@@ -140,6 +113,10 @@ type Operator struct {
 
 	dedup *dedupState // nil unless the source declares dedup_key
 
+	layout *aggLayout // where each aggregate's state sits in a group's words
+	arena  aggArena   // boxed aggregate states
+	seed   maphash.Seed
+
 	cont      *bucket           // continuous view
 	buckets   map[int64]*bucket // aligned windows by start
 	starts    int64Heap         // starts of live buckets
@@ -154,6 +131,7 @@ type Operator struct {
 	ckptDeleted  []string
 	restored     bool
 	restoredRows int64
+	pending      []*group // restored groups of buckets, placed by FinishRestore
 
 	watermark    int64
 	maxEventTime int64
@@ -199,10 +177,13 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 		o.groupBytes += int64(c.Bytes)
 	}
 	o.cellsBuf = make([]types.Value, len(o.keyExprs))
+	layout, err := newLayout(q, &o.arena)
+	if err != nil {
+		return nil, err
+	}
+	o.layout = layout
+	o.seed = maphash.MakeSeed()
 	for i := range q.Aggs {
-		if _, err := newAggState(&q.Aggs[i]); err != nil {
-			return nil, err
-		}
 		o.argBuf[i] = make([]types.Value, len(q.Aggs[i].Args))
 	}
 	for _, c := range q.Select {
@@ -218,7 +199,7 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 	}
 	switch {
 	case q.Window == nil:
-		o.cont = &bucket{groups: map[string]*group{}}
+		o.cont = o.newBucket(0, 0)
 	case q.Window.Kind == plan.Session:
 		o.sessions = map[string]*sessionGroup{}
 	default:
@@ -359,13 +340,7 @@ func (o *Operator) processAligned(row []types.Value) error {
 			}
 			continue
 		}
-		b := o.buckets[s]
-		if b == nil {
-			b = &bucket{start: s, end: end, groups: map[string]*group{}}
-			o.buckets[s] = b
-			heap.Push(&o.starts, s)
-		}
-		if err := o.apply(b, row); err != nil {
+		if err := o.apply(o.bucketAt(s, end), row); err != nil {
 			return err
 		}
 	}
@@ -394,15 +369,10 @@ func (o *Operator) lateKey(start, end int64) []types.Value {
 // apply folds the current row (key and arguments already evaluated) into
 // the group of bucket b.
 func (o *Operator) apply(b *bucket, row []types.Value) error {
-	g := b.groups[string(o.keyBuf)]
+	g := b.lookup(string(o.keyBuf))
 	if g == nil {
-		var err error
-		g, err = o.newGroup(b.start, b.end)
-		if err != nil {
-			return err
-		}
-		b.groups[g.mapKey] = g
-		b.order = append(b.order, g)
+		g = b.add(string(o.keyBuf))
+		o.initGroup(g, b.start, b.end)
 	}
 	if err := o.updateAggs(g); err != nil {
 		return err
@@ -410,23 +380,44 @@ func (o *Operator) apply(b *bucket, row []types.Value) error {
 	return o.changed(g)
 }
 
-func (o *Operator) newGroup(start, end int64) (*group, error) {
-	g := &group{start: start, end: end, aggs: make([]aggState, len(o.q.Aggs)), mapKey: string(o.keyBuf), heapIndex: -1}
+func (o *Operator) newBucket(start, end int64) *bucket {
+	return newBucket(start, end, o.seed, o.layout.stride)
+}
+
+// bucketAt returns the bucket of the aligned window [start, end), opening
+// it if needed.
+func (o *Operator) bucketAt(start, end int64) *bucket {
+	b := o.buckets[start]
+	if b == nil {
+		b = o.newBucket(start, end)
+		o.buckets[start] = b
+		heap.Push(&o.starts, start)
+	}
+	return b
+}
+
+// newSessionGroup allocates a group on its own: sessions merge and close
+// one by one, so they cannot share a bucket's slabs.
+func (o *Operator) newSessionGroup(start, end int64) *group {
+	g := &group{mapKey: string(o.keyBuf)}
+	if st := o.layout.stride; st > 0 {
+		g.wp = &make([]uint64, st)[0]
+	}
+	o.initGroup(g, start, end)
+	return g
+}
+
+// initGroup sets up a new group (its words zeroed) and counts it.
+func (o *Operator) initGroup(g *group, start, end int64) {
+	g.start, g.end, g.heapIndex = start, end, -1
 	o.seq++
 	g.seq = o.seq
-	for i := range o.q.Aggs {
-		s, err := newAggState(&o.q.Aggs[i])
-		if err != nil {
-			return nil, err
-		}
-		g.aggs[i] = s
-	}
+	o.layout.init(g.words(o.layout.stride))
 	o.stats.LiveGroups++
 	if o.stats.LiveGroups > o.stats.LiveGroupsPeak {
 		o.stats.LiveGroupsPeak = o.stats.LiveGroups
 	}
 	o.addBytes(o.groupBytes + int64(len(g.mapKey)))
-	return g, nil
 }
 
 func (o *Operator) addBytes(n int64) {
@@ -437,19 +428,33 @@ func (o *Operator) addBytes(n int64) {
 }
 
 func (o *Operator) dropGroup(g *group) {
-	g.dead = true
-	if o.tracking && g.written {
-		o.ckptDeleted = append(o.ckptDeleted, string(appendStateKey(nil, g.ckptStart, g.mapKey)))
+	g.set(dead, true)
+	if o.tracking && g.has(written) {
+		o.ckptDeleted = append(o.ckptDeleted, string(appendStateKey(nil, g.seq, g.mapKey)))
 	}
+	w := g.words(o.layout.stride)
 	o.stats.LiveGroups--
-	o.stats.StateBytes -= o.groupBytes + int64(len(g.mapKey))
+	o.stats.StateBytes -= o.groupBytes + int64(len(g.mapKey)) + int64(o.layout.extraBytes(w))
+	o.layout.release(w)
 }
 
 func (o *Operator) updateAggs(g *group) error {
-	for i, s := range g.aggs {
-		if err := updateState(s, o.argBuf[i]); err != nil {
+	l := o.layout
+	w := g.words(l.stride)
+	var before int
+	if len(l.growing) > 0 {
+		before = l.extraBytes(w)
+	}
+	for i, k := range l.kernels {
+		if err := k.update(w[l.offs[i]:], o.argBuf[i]); err != nil {
+			if len(l.growing) > 0 {
+				o.addBytes(int64(l.extraBytes(w) - before))
+			}
 			return &EvalError{Where: "aggregate " + o.q.Aggs[i].Name, Err: err}
 		}
+	}
+	if len(l.growing) > 0 {
+		o.addBytes(int64(l.extraBytes(w) - before))
 	}
 	return nil
 }
@@ -467,8 +472,8 @@ func (o *Operator) changed(g *group) error {
 	case plan.EmitChanges:
 		return o.emit(g, false)
 	case plan.EmitEarly:
-		if !g.inDirty {
-			g.inDirty = true
+		if !g.has(inDirty) {
+			g.set(inDirty, true)
 			o.dirty = append(o.dirty, g)
 		}
 	}
@@ -507,12 +512,7 @@ func (o *Operator) AdvanceWatermark(wm int64) error {
 }
 
 func (o *Operator) finalizeBucket(b *bucket) error {
-	for _, g := range b.order {
-		if err := o.finalize(g); err != nil {
-			return err
-		}
-	}
-	return nil
+	return b.each(o.finalize)
 }
 
 func (o *Operator) finalize(g *group) error {
@@ -531,9 +531,9 @@ func (o *Operator) EmitEarly() error {
 	list := o.dirty
 	o.dirty = o.dirty[len(o.dirty):]
 	for i, g := range list {
-		g.inDirty = false
+		g.set(inDirty, false)
 		list[i] = nil
-		if g.dead || g.dirtyAt == 0 {
+		if g.has(dead) || g.dirtyAt == 0 {
 			continue
 		}
 		if err := o.emit(g, false); err != nil {
@@ -554,14 +554,9 @@ func (o *Operator) Finish() error {
 	o.finished = true
 	switch {
 	case o.cont != nil:
-		if len(o.q.Keys) == 0 && len(o.cont.order) == 0 {
-			o.keyBuf = o.keyBuf[:0]
-			g, err := o.newGroup(0, 0)
-			if err != nil {
-				return err
-			}
-			o.cont.groups[""] = g
-			o.cont.order = append(o.cont.order, g)
+		if len(o.q.Keys) == 0 && o.cont.n == 0 {
+			g := o.cont.add("")
+			o.initGroup(g, 0, 0)
 			g.dirtyAt = o.cfg.Nanotime()
 			if err := o.emit(g, false); err != nil {
 				return err
@@ -603,8 +598,10 @@ func (o *Operator) emit(g *group, final bool) error {
 		}
 	}
 	off := q.AggOffset()
-	for i, s := range g.aggs {
-		row[off+i] = s.result()
+	l := o.layout
+	w := g.words(l.stride)
+	for i, k := range l.kernels {
+		row[off+i] = k.result(w[l.offs[i]:])
 	}
 	if q.Window != nil {
 		row[q.WindowStartSlot()] = startV

@@ -60,10 +60,8 @@ func (o *Operator) processSession(row []types.Value) error {
 	if hi > lo {
 		target = sg.sessions[lo]
 		for _, other := range sg.sessions[lo+1 : hi] {
-			for i, st := range target.aggs {
-				if err := st.merge(other.aggs[i]); err != nil {
-					return &EvalError{Where: "aggregate " + o.q.Aggs[i].Name, Err: err}
-				}
+			if err := o.mergeGroups(target, other); err != nil {
+				return err
 			}
 			if other.revision > target.revision {
 				target.revision = other.revision
@@ -75,10 +73,7 @@ func (o *Operator) processSession(row []types.Value) error {
 		sg.sessions = append(sg.sessions[:lo+1], sg.sessions[hi:]...)
 		heap.Fix(&o.closeHeap, int(target.heapIndex))
 	} else {
-		g, err := o.newGroup(start, end)
-		if err != nil {
-			return err
-		}
+		g := o.newSessionGroup(start, end)
 		target = g
 		sg.sessions = append(sg.sessions, nil)
 		copy(sg.sessions[lo+1:], sg.sessions[lo:])
@@ -114,6 +109,23 @@ func (o *Operator) closeSessions(wm int64) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// mergeGroups folds other's aggregate state into target's.
+func (o *Operator) mergeGroups(target, other *group) error {
+	l := o.layout
+	tw, ow := target.words(l.stride), other.words(l.stride)
+	before := l.extraBytes(tw)
+	for i, k := range l.kernels {
+		a, b := k.unpack(l.words(tw, i)), k.unpack(l.words(ow, i))
+		err := a.merge(b)
+		k.pack(l.words(tw, i), a)
+		if err != nil {
+			return &EvalError{Where: "aggregate " + o.q.Aggs[i].Name, Err: err}
+		}
+	}
+	o.addBytes(int64(l.extraBytes(tw) - before))
 	return nil
 }
 

@@ -56,7 +56,8 @@ func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []by
 			if err := put(kb, vb); err != nil {
 				return err
 			}
-			g.written, g.ckptStart, g.ckptDirty = true, g.start, false
+			g.set(written, true)
+			g.set(ckptDirty, false)
 		}
 	} else {
 		for _, k := range o.ckptDeleted {
@@ -65,21 +66,15 @@ func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []by
 			}
 		}
 		for _, g := range o.ckptChanged {
-			g.ckptDirty = false
-			if g.dead {
+			g.set(ckptDirty, false)
+			if g.has(dead) {
 				continue
-			}
-			if g.written && g.ckptStart != g.start {
-				// A session whose start moved: its old entry goes.
-				if err := put(appendStateKey(kb[:0], g.ckptStart, g.mapKey), nil); err != nil {
-					return err
-				}
 			}
 			kb, vb = o.groupEntry(kb[:0], vb[:0], g)
 			if err := put(kb, vb); err != nil {
 				return err
 			}
-			g.written, g.ckptStart = true, g.start
+			g.set(written, true)
 		}
 	}
 	if o.dedup != nil {
@@ -95,8 +90,8 @@ func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []by
 
 // markCkpt records that g changed since the last checkpoint.
 func (o *Operator) markCkpt(g *group) {
-	if o.tracking && !g.ckptDirty {
-		g.ckptDirty = true
+	if o.tracking && !g.has(ckptDirty) {
+		g.set(ckptDirty, true)
 		o.ckptChanged = append(o.ckptChanged, g)
 	}
 }
@@ -106,7 +101,7 @@ func (o *Operator) liveGroups() []*group {
 	var out []*group
 	switch {
 	case o.cont != nil:
-		out = append(out, o.cont.order...)
+		_ = o.cont.each(func(g *group) error { out = append(out, g); return nil })
 	case o.buckets != nil:
 		starts := make([]int64, 0, len(o.buckets))
 		for s := range o.buckets {
@@ -114,7 +109,7 @@ func (o *Operator) liveGroups() []*group {
 		}
 		sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
 		for _, s := range starts {
-			out = append(out, o.buckets[s].order...)
+			_ = o.buckets[s].each(func(g *group) error { out = append(out, g); return nil })
 		}
 	case o.sessions != nil:
 		for _, r := range o.closeHeap.refs {
@@ -125,15 +120,17 @@ func (o *Operator) liveGroups() []*group {
 	return out
 }
 
-// appendStateKey appends the checkpoint entry key of a group.
-func appendStateKey(kb []byte, start int64, mapKey string) []byte {
+// appendStateKey appends the checkpoint entry key of a group: its
+// creation number, which never changes (a session's start moves when
+// sessions merge), then its binary group key.
+func appendStateKey(kb []byte, seq uint64, mapKey string) []byte {
 	kb = append(kb, 'g')
-	kb = binary.BigEndian.AppendUint64(kb, uint64(start)^(1<<63))
+	kb = binary.BigEndian.AppendUint64(kb, seq)
 	return append(kb, mapKey...)
 }
 
 func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
-	kb = appendStateKey(kb, g.start, g.mapKey)
+	kb = appendStateKey(kb, g.seq, g.mapKey)
 	vb = append(vb, stateVersion)
 	vb = binary.AppendVarint(vb, g.start)
 	vb = binary.AppendVarint(vb, g.end)
@@ -149,9 +146,11 @@ func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
 	for _, c := range o.cellsOut {
 		vb = appendValue(vb, c) // informative: restore decodes the cells from the key
 	}
-	vb = binary.AppendUvarint(vb, uint64(len(g.aggs)))
-	for _, a := range g.aggs {
-		vb = a.appendState(vb)
+	l := o.layout
+	w := g.words(l.stride)
+	vb = binary.AppendUvarint(vb, uint64(len(l.kernels)))
+	for i, k := range l.kernels {
+		vb = k.unpack(l.words(w, i)).appendState(vb)
 	}
 	return kb, vb
 }
@@ -223,9 +222,11 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if len(key) < 9 || key[0] != 'g' {
 		return nil, fmt.Errorf("%w: unknown entry key %q", ErrBadState, key)
 	}
-	g := &group{mapKey: string(key[9:]), heapIndex: -1, written: true}
+	g := &group{mapKey: string(key[9:]), heapIndex: -1, flags: written}
+	if st := o.layout.stride; st > 0 {
+		g.wp = &make([]uint64, st)[0]
+	}
 	g.start = r.varint()
-	g.ckptStart = g.start
 	g.end = r.varint()
 	g.revision = r.uvarint()
 	g.seq = r.uvarint()
@@ -243,16 +244,14 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if na != uint64(len(o.q.Aggs)) {
 		return nil, fmt.Errorf("%w: group has %d aggregates, the query %d", ErrBadState, na, len(o.q.Aggs))
 	}
-	g.aggs = make([]aggState, na)
-	for i := range g.aggs {
-		s, err := newAggState(&o.q.Aggs[i])
-		if err != nil {
-			return nil, err
-		}
+	l := o.layout
+	w := g.words(l.stride)
+	for i, k := range l.kernels {
+		s := k.fresh()
 		if err := s.readState(r); err != nil {
 			return nil, err
 		}
-		g.aggs[i] = s
+		k.pack(l.words(w, i), s)
 	}
 	if r.err != nil {
 		return nil, r.err
@@ -261,23 +260,15 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	return nil, nil
 }
 
-// place inserts a restored group into the operator's structures.
+// place inserts a restored group into the operator's structures. Groups
+// of buckets wait in pending: a bucket stores its groups in creation
+// order, which FinishRestore knows only once every entry is read.
 func (o *Operator) place(g *group) {
 	o.stats.LiveGroups++
-	o.addBytes(o.groupBytes + int64(len(g.mapKey)))
+	o.addBytes(o.groupBytes + int64(len(g.mapKey)) + int64(o.layout.extraBytes(g.words(o.layout.stride))))
 	switch {
-	case o.cont != nil:
-		o.cont.groups[g.mapKey] = g
-		o.cont.order = append(o.cont.order, g)
-	case o.buckets != nil:
-		b := o.buckets[g.start]
-		if b == nil {
-			b = &bucket{start: g.start, end: g.end, groups: map[string]*group{}}
-			o.buckets[g.start] = b
-			heap.Push(&o.starts, g.start)
-		}
-		b.groups[g.mapKey] = g
-		b.order = append(b.order, g)
+	case o.cont != nil, o.buckets != nil:
+		o.pending = append(o.pending, g)
 	case o.sessions != nil:
 		sg := o.sessions[g.mapKey]
 		if sg == nil {
@@ -294,14 +285,20 @@ func (o *Operator) FinishRestore() {
 	bySeq := func(gs []*group) {
 		sort.Slice(gs, func(i, j int) bool { return gs[i].seq < gs[j].seq })
 	}
-	switch {
-	case o.cont != nil:
-		bySeq(o.cont.order)
-	case o.buckets != nil:
-		for _, b := range o.buckets {
-			bySeq(b.order)
+	bySeq(o.pending)
+	for _, g := range o.pending {
+		b := o.cont
+		if b == nil {
+			b = o.bucketAt(g.start, g.end)
 		}
-	case o.sessions != nil:
+		ng := b.add(g.mapKey)
+		key, w := ng.mapKey, ng.wp
+		*ng = *g
+		ng.mapKey, ng.wp = key, w
+		copy(ng.words(o.layout.stride), g.words(o.layout.stride))
+	}
+	o.pending = nil
+	if o.sessions != nil {
 		for _, sg := range o.sessions {
 			sort.Slice(sg.sessions, func(i, j int) bool { return sg.sessions[i].start < sg.sessions[j].start })
 		}
@@ -311,7 +308,7 @@ func (o *Operator) FinishRestore() {
 	for _, g := range all {
 		if g.dirtyAt != 0 && o.q.Emit.Mode == plan.EmitEarly {
 			g.dirtyAt = o.cfg.Nanotime()
-			g.inDirty = true
+			g.set(inDirty, true)
 			o.dirty = append(o.dirty, g)
 		}
 	}

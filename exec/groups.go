@@ -1,0 +1,182 @@
+package exec
+
+import (
+	"hash/maphash"
+	"unsafe"
+)
+
+// group is the state of one (group, window). It is kept small (see
+// StateCost): the GROUP BY cells are not stored, they are decoded from
+// mapKey when a record is emitted (decodeKeyBytes); the aggregate state is
+// a run of words (packed.go) that wp points to.
+type group struct {
+	wp        *uint64 // first aggregate word (nil when the query has none)
+	mapKey    string  // binary group key
+	start     int64   // window start (µs); sessions: session start
+	end       int64   // window end (µs); sessions: last event + gap
+	revision  uint64
+	dirtyAt   int64 // nanotime of the first change since the last emission; 0 = clean
+	seq       uint64
+	heapIndex int32 // sessions: position in the close heap
+	flags     groupFlags
+}
+
+type groupFlags uint8
+
+const (
+	inDirty   groupFlags = 1 << iota // queued on the dirty list
+	dead                             // finalized and dropped
+	ckptDirty                        // changed since the last checkpoint
+	written                          // a checkpoint entry exists for it
+)
+
+func (g *group) has(f groupFlags) bool { return g.flags&f != 0 }
+func (g *group) set(f groupFlags, on bool) {
+	if on {
+		g.flags |= f
+	} else {
+		g.flags &^= f
+	}
+}
+
+// words returns g's aggregate words.
+func (g *group) words(stride int) []uint64 {
+	if g.wp == nil {
+		return nil
+	}
+	return unsafe.Slice(g.wp, stride)
+}
+
+// bucket holds the groups of one aligned window (TUMBLE, HOP) or of the
+// continuous view.
+//
+// Its groups die together (a window finalizes as a whole; a continuous
+// view's groups never die), so they are stored by value in chunks, with
+// their aggregate words and key bytes in chunk-sized slabs, and found
+// through an open-addressing index of group ordinals with a hash byte per
+// slot (so a probe rarely touches a group). A Go map from key to *group
+// costs about 40 bytes per group on top of a separate group allocation;
+// the index costs 7 to 13. Chunks never move, so a *group stays
+// valid for the bucket's life.
+type bucket struct {
+	start, end int64
+	n          int       // groups, in creation order: ordinal = position
+	chunks     [][]group // chunkSize groups each
+	keys       []byte    // the current key slab (appended to, never moved)
+	index      []uint32  // 0 = empty; else ordinal+1
+	tags       []uint8   // the top hash byte of each index slot
+	seed       maphash.Seed
+	stride     int // aggregate words per group
+}
+
+const (
+	chunkShift = 7
+	chunkSize  = 1 << chunkShift
+	keySlab    = 4096
+)
+
+func newBucket(start, end int64, seed maphash.Seed, stride int) *bucket {
+	return &bucket{start: start, end: end, seed: seed, stride: stride}
+}
+
+// at returns the group of ordinal i.
+func (b *bucket) at(i int) *group { return &b.chunks[i>>chunkShift][i&(chunkSize-1)] }
+
+func (b *bucket) hash(key string) uint64 { return maphash.String(b.seed, key) }
+
+// lookup returns the group of key, or nil.
+func (b *bucket) lookup(key string) *group {
+	if len(b.index) == 0 {
+		return nil
+	}
+	h := b.hash(key)
+	tag := uint8(h >> 56)
+	mask := uint64(len(b.index) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		e := b.index[i]
+		if e == 0 {
+			return nil
+		}
+		if b.tags[i] == tag {
+			if g := b.at(int(e) - 1); g.mapKey == key {
+				return g
+			}
+		}
+	}
+}
+
+// add appends a new group for key (which must not be present) and returns
+// it with its words zeroed.
+func (b *bucket) add(key string) *group {
+	if (b.n+1)*4 > len(b.index)*3 {
+		b.grow()
+	}
+	ci := b.n >> chunkShift
+	if ci == len(b.chunks) {
+		b.chunks = append(b.chunks, make([]group, chunkSize))
+		if b.stride > 0 {
+			ws := make([]uint64, chunkSize*b.stride)
+			c := b.chunks[ci]
+			for j := range c {
+				c[j].wp = &ws[j*b.stride]
+			}
+		}
+	}
+	g := b.at(b.n)
+	g.mapKey = b.storeKey(key)
+	b.n++
+	b.insertIndex(g.mapKey, uint32(b.n))
+	return g
+}
+
+// storeKey copies key into the key slab. The string aliases the slab,
+// which is only ever appended to within its capacity, so its bytes never
+// change (a string per key would cost a separate, rounded-up allocation).
+func (b *bucket) storeKey(key string) string {
+	if len(key) == 0 {
+		return ""
+	}
+	if len(b.keys)+len(key) > cap(b.keys) {
+		b.keys = make([]byte, 0, max(keySlab, len(key)))
+	}
+	off := len(b.keys)
+	b.keys = append(b.keys, key...)
+	return unsafe.String(&b.keys[off], len(key))
+}
+
+func (b *bucket) insertIndex(key string, ord uint32) {
+	h := b.hash(key)
+	mask := uint64(len(b.index) - 1)
+	i := h & mask
+	for b.index[i] != 0 {
+		i = (i + 1) & mask
+	}
+	b.index[i], b.tags[i] = ord, uint8(h>>56)
+}
+
+func (b *bucket) grow() {
+	size := 8
+	if len(b.index) > 0 {
+		size = len(b.index) * 2
+	}
+	b.index = make([]uint32, size)
+	b.tags = make([]uint8, size)
+	for i := 0; i < b.n; i++ {
+		b.insertIndex(b.at(i).mapKey, uint32(i+1))
+	}
+}
+
+// each calls f for every group in creation order, stopping at an error.
+func (b *bucket) each(f func(*group) error) error {
+	for i := 0; i < b.n; i++ {
+		if err := f(b.at(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bytesPerGroup estimates a bucket's memory per group beyond its words and
+// key bytes: the group itself and its 5-byte index slot at the average load
+// (between 3/8 and 3/4).
+const bytesPerGroup = int(unsafe.Sizeof(group{})) + 5*16/9

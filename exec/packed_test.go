@@ -1,0 +1,154 @@
+package exec
+
+import (
+	"bytes"
+	"hash/maphash"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+// packedCases: every call newKernel packs, over the aggCases row shape
+// (x DOUBLE, k VARCHAR, b BOOLEAN, ts TIMESTAMP, d DECIMAL(10,2), i BIGINT),
+// plus count(*) and a boxed call for the box path.
+func packedCases() []plan.AggCall {
+	x, k, b, ts := col(0, types.Double), col(1, types.Varchar), col(2, types.Boolean), col(3, types.Timestamp)
+	d, i := col(4, types.Decimal(10, 2)), col(5, types.BigInt)
+	return []plan.AggCall{
+		{Func: "count_star", Type: types.BigInt},
+		{Func: "count", Args: []plan.Expr{k}, Type: types.BigInt},
+		{Func: "sum", Args: []plan.Expr{x}, Type: types.Double},
+		{Func: "sum", Args: []plan.Expr{i}, Type: types.HugeInt},
+		{Func: "sum", Args: []plan.Expr{d}, Type: types.Decimal(38, 2)},
+		{Func: "avg", Args: []plan.Expr{x}, Type: types.Double},
+		{Func: "avg", Args: []plan.Expr{i}, Type: types.Double},
+		{Func: "avg", Args: []plan.Expr{d}, Type: types.Double},
+		{Func: "min", Args: []plan.Expr{x}, Type: types.Double},
+		{Func: "max", Args: []plan.Expr{x}, Type: types.Double},
+		{Func: "min", Args: []plan.Expr{i}, Type: types.BigInt},
+		{Func: "max", Args: []plan.Expr{ts}, Type: types.Timestamp},
+		{Func: "max", Args: []plan.Expr{b}, Type: types.Boolean},
+		{Func: "min", Args: []plan.Expr{k}, Type: types.Varchar},
+		{Func: "count", Args: []plan.Expr{k}, Distinct: true, Type: types.BigInt},
+	}
+}
+
+// TestPackedMatchesAggState: an aggregate kept in words gives the result,
+// the checkpoint bytes and the merge of the aggState it packs, over random
+// inputs with NULLs, signed zeros, NaN, infinities and large magnitudes;
+// and its box and overflow slots are all returned on release.
+func TestPackedMatchesAggState(t *testing.T) {
+	r := rand.New(rand.NewPCG(aggSeed(t), 11))
+	for round := 0; round < 40; round++ {
+		rows := genAggRows(r, r.IntN(200), round%2 == 0)
+		for _, c := range packedCases() {
+			c := c
+			var arena aggArena
+			k, _, err := newKernel(&c, &arena)
+			if err != nil {
+				t.Fatalf("%s: %v", c.Func, err)
+			}
+			ref := feed(t, &c, rows)
+			// Two halves in two groups' words, then merged as sessions do.
+			w1, w2 := make([]uint64, k.nwords()), make([]uint64, k.nwords())
+			k.init(w1)
+			k.init(w2)
+			cut := len(rows) / 2
+			for j, row := range rows {
+				w := w1
+				if j >= cut {
+					w = w2
+				}
+				if err := k.update(w, argsOf(&c, row)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			whole := make([]uint64, k.nwords())
+			k.init(whole)
+			for _, row := range rows {
+				if err := k.update(whole, argsOf(&c, row)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := resultText(ref.result())
+			if got := resultText(k.result(whole)); got != want {
+				t.Fatalf("%s(%v): packed result %s, aggState %s", c.Func, c.Args, got, want)
+			}
+			if got := k.unpack(whole).appendState(nil); !bytes.Equal(got, ref.appendState(nil)) {
+				t.Fatalf("%s(%v): packed checkpoint bytes differ", c.Func, c.Args)
+			}
+			a := k.unpack(w1)
+			if err := a.merge(k.unpack(w2)); err != nil {
+				t.Fatal(err)
+			}
+			k.pack(w1, a)
+			if got := resultText(k.result(w1)); got != want {
+				t.Fatalf("%s(%v): merged packed result %s, want %s", c.Func, c.Args, got, want)
+			}
+			// A checkpoint read back into fresh words.
+			back := make([]uint64, k.nwords())
+			k.init(back)
+			s := k.fresh()
+			if err := s.readState(&reader{b: ref.appendState(nil)}); err != nil {
+				t.Fatal(err)
+			}
+			k.pack(back, s)
+			if got := resultText(k.result(back)); got != want {
+				t.Fatalf("%s(%v): restored packed result %s, want %s", c.Func, c.Args, got, want)
+			}
+			for _, w := range [][]uint64{w1, w2, whole, back} {
+				k.release(w)
+			}
+			if n := len(arena.boxes) - len(arena.boxFree); n != 0 {
+				t.Fatalf("%s: %d boxes not released", c.Func, n)
+			}
+			if n := len(arena.exts) - len(arena.extFree); n != 0 {
+				t.Fatalf("%s: %d sum overflows not released", c.Func, n)
+			}
+		}
+	}
+}
+
+// TestBucketIndex: the bucket's own hash index finds every key it holds
+// and none it does not, across growth, with keys that share prefixes and
+// the empty key.
+func TestBucketIndex(t *testing.T) {
+	b := newBucket(0, 0, maphash.MakeSeed(), 2)
+	keys := []string{""}
+	for i := 0; i < 5000; i++ {
+		keys = append(keys, string(appendKeyBytes(nil, types.Str(string(rune('a'+i%26))+string(make([]byte, i%40))))), string(appendKeyBytes(nil, types.Big(int64(i)))))
+	}
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if b.lookup(k) != nil {
+			t.Fatalf("key %q found before it was added", k)
+		}
+		g := b.add(k)
+		g.words(2)[1] = uint64(len(seen))
+	}
+	for k := range seen {
+		g := b.lookup(k)
+		if g == nil || g.mapKey != k {
+			t.Fatalf("key %q not found after %d adds", k, b.n)
+		}
+	}
+	for _, k := range []string{"zz", "\x00", string(appendKeyBytes(nil, types.Big(-1)))} {
+		if b.lookup(k) != nil {
+			t.Fatalf("key %q found, never added", k)
+		}
+	}
+	if b.n != len(seen) {
+		t.Fatalf("%d groups, want %d", b.n, len(seen))
+	}
+	for j := 0; j < b.n; j++ {
+		if got := b.at(j).words(2)[1]; got != uint64(j+1) {
+			t.Fatalf("group %d holds word %d: words are not per group", j, got)
+		}
+	}
+}
