@@ -441,22 +441,22 @@ func (o *Operator) dropGroup(g *group) {
 func (o *Operator) updateAggs(g *group) error {
 	l := o.layout
 	w := g.words(l.stride)
-	var before int
-	if len(l.growing) > 0 {
-		before = l.extraBytes(w)
-	}
 	for i, k := range l.kernels {
 		if err := k.update(w[l.offs[i]:], o.argBuf[i]); err != nil {
-			if len(l.growing) > 0 {
-				o.addBytes(int64(l.extraBytes(w) - before))
-			}
+			o.takeGrowth()
 			return &EvalError{Where: "aggregate " + o.q.Aggs[i].Name, Err: err}
 		}
 	}
-	if len(l.growing) > 0 {
-		o.addBytes(int64(l.extraBytes(w) - before))
-	}
+	o.takeGrowth()
 	return nil
+}
+
+// takeGrowth adds what growing states grew by to the state gauge.
+func (o *Operator) takeGrowth() {
+	if o.arena.grown != 0 {
+		o.addBytes(int64(o.arena.grown))
+		o.arena.grown = 0
+	}
 }
 
 // changed records that g's value changed and emits now if the policy says so.

@@ -47,6 +47,10 @@ type kernel interface {
 // rare overflow of exact double sums. Slots are recycled through free
 // lists, so the tables' size follows the live groups.
 type aggArena struct {
+	// grown sums the growth of states during updates since the operator
+	// last read it (for the state gauge); cheaper than sizing every
+	// growing state before and after each event.
+	grown   int
 	boxes   []aggState
 	boxFree []uint32
 	exts    []*fsumExt
@@ -250,7 +254,10 @@ func (avgIntK) update(w []uint64, args []types.Value) error {
 	w[2]++
 	return nil
 }
-func (k avgIntK) result(w []uint64) types.Value { return k.unpack(w).result() }
+func (k avgIntK) result(w []uint64) types.Value {
+	s := avgIntState{sum: types.Int128{Lo: w[0], Hi: int64(w[1])}, n: int64(w[2]), scale: k.scale}
+	return s.result()
+}
 func (k avgIntK) unpack(w []uint64) aggState {
 	return &avgIntState{sum: types.Int128{Lo: w[0], Hi: int64(w[1])}, n: int64(w[2]), scale: k.scale}
 }
@@ -398,7 +405,9 @@ func (k fsumK) update(w []uint64, args []types.Value) error {
 		return nil
 	}
 	s := k.load(w)
+	before := s.bytes()
 	s.add(v.F)
+	k.arena.grown += s.bytes() - before
 	k.store(w, &s)
 	if k.avg {
 		w[3]++
@@ -406,7 +415,18 @@ func (k fsumK) update(w []uint64, args []types.Value) error {
 	return nil
 }
 
-func (k fsumK) result(w []uint64) types.Value { return k.unpack(w).result() }
+func (k fsumK) result(w []uint64) types.Value {
+	s := k.load(w)
+	switch {
+	case k.avg && w[3] == 0:
+		return types.NullOf(types.Double)
+	case k.avg:
+		return types.Float(s.result() / float64(w[3]))
+	case !s.seen:
+		return types.NullOf(types.Double)
+	}
+	return types.Float(s.result())
+}
 
 func (k fsumK) unpack(w []uint64) aggState {
 	if k.avg {
@@ -452,7 +472,11 @@ func (k boxK) state(w []uint64) aggState {
 	return k.arena.boxes[w[0]-1]
 }
 func (k boxK) update(w []uint64, args []types.Value) error {
-	return updateState(k.state(w), args)
+	s := k.state(w)
+	before := s.size()
+	err := updateState(s, args)
+	k.arena.grown += s.size() - before
+	return err
 }
 func (k boxK) result(w []uint64) types.Value { return k.state(w).result() }
 func (k boxK) unpack(w []uint64) aggState    { return k.state(w) }
