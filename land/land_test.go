@@ -248,3 +248,69 @@ func TestRunOptionsValidation(t *testing.T) {
 		}
 	}
 }
+
+// commitFlaky is a SliceSource whose commits fail the first n times and
+// whose batches report one skipped bad record each.
+type commitFlaky struct {
+	*SliceSource
+	fails atomic.Int32
+}
+
+func (s *commitFlaky) Next(ctx context.Context) (*Batch, error) {
+	b, err := s.SliceSource.Next(ctx)
+	if b != nil {
+		b.Skipped = 1
+	}
+	return b, err
+}
+
+func (s *commitFlaky) Commit(ctx context.Context, b *Batch) error {
+	if s.fails.Add(-1) >= 0 {
+		return errors.New("coordinator away")
+	}
+	return s.SliceSource.Commit(ctx, b)
+}
+
+// TestRunCounters: store errors, commit errors, retries and skipped records
+// are counted once each; every committed batch reports its store round trip.
+func TestRunCounters(t *testing.T) {
+	f := &flaky{}
+	f.fails.Store(3)
+	src := &commitFlaky{SliceSource: NewSliceSource(batches(10)...)}
+	src.fails.Store(2)
+	var c Counters
+	var stats []BatchStats
+	err := Run(context.Background(), src, f, RunOptions{
+		MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond, Counters: &c,
+		OnBatch: func(s BatchStats) { stats = append(stats, s) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := [...]int64{c.Batches.Load(), c.Landed.Load(), c.Skipped.Load(), c.StoreErrors.Load(), c.CommitErrors.Load(), c.Retried.Load()}
+	if want := [...]int64{10, 10, 10, 3, 2, 5}; got != want {
+		t.Fatalf("batches, landed, skipped, store errors, commit errors, retried = %v, want %v", got, want)
+	}
+	retries := 0
+	for _, s := range stats {
+		retries += s.Retries
+		// flaky sleeps a millisecond per call: the round trip is measured.
+		if s.StoreTime < time.Millisecond || s.StoreTime > s.Elapsed || s.Skipped != 1 {
+			t.Fatalf("batch stats %+v", s)
+		}
+	}
+	if retries != 5 {
+		t.Fatalf("the batches report %d retries, want 5", retries)
+	}
+
+	// A permanent error and the end of the context are not store errors.
+	f = &flaky{perm: true}
+	f.fails.Store(1)
+	var c2 Counters
+	if err := Run(context.Background(), NewSliceSource(batches(1)...), f, RunOptions{Counters: &c2}); err == nil {
+		t.Fatal("a bad record did not stop Run")
+	}
+	if c2.StoreErrors.Load() != 0 || c2.Retried.Load() != 0 {
+		t.Fatalf("a bad record counted %d store errors, %d retries", c2.StoreErrors.Load(), c2.Retried.Load())
+	}
+}

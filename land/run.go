@@ -24,6 +24,10 @@ type Batch struct {
 	// Lag is the source's backlog (records not yet handed out) as of this
 	// batch, or -1 when unknown.
 	Lag int64
+	// Skipped is the number of records the source read for this batch and
+	// left out of Records because they are not changelog records (a source
+	// told to skip bad records). Run counts them when the batch commits.
+	Skipped int
 	// Token is the source's own bookkeeping (e.g. offsets to commit).
 	Token any
 }
@@ -63,20 +67,33 @@ type RunOptions struct {
 // BatchStats describes one committed batch.
 type BatchStats struct {
 	Records int
+	Skipped int // bad records the source left out (Batch.Skipped)
 	Result  Result
-	Retries int
+	Retries int // failed land and commit attempts of this batch that were retried
 	Lag     int64
+	// StoreTime is the store round trip: how long the Land call that
+	// succeeded took (failed attempts and backoff excluded).
+	StoreTime time.Duration
+	// Elapsed runs from the batch leaving the source to its commit.
 	Elapsed time.Duration
 }
 
-// Counters are Run's metrics, safe to read while Run runs.
+// Counters are Run's metrics, safe to read while Run runs. The record and
+// batch counters move when a batch commits; the error and retry counters
+// move at each failed attempt, so an outage shows while it lasts.
 type Counters struct {
-	Batches    atomic.Int64
+	Batches    atomic.Int64 // batches committed
 	Landed     atomic.Int64
 	Duplicate  atomic.Int64
 	Superseded atomic.Int64
-	Retried    atomic.Int64 // failed attempts that were retried
-	Lag        atomic.Int64 // the source's last reported backlog, -1 if unknown
+	Skipped    atomic.Int64 // bad records the source skipped (Batch.Skipped)
+	// StoreErrors counts failed Land attempts that were not a property of
+	// the records (those stop Run) nor the end of the run's context.
+	StoreErrors atomic.Int64
+	// CommitErrors counts failed Commit attempts, likewise.
+	CommitErrors atomic.Int64
+	Retried      atomic.Int64 // failed attempts (land or commit) that were retried
+	Lag          atomic.Int64 // the source's last reported backlog, -1 if unknown
 }
 
 func (c *Counters) add(s BatchStats) {
@@ -84,6 +101,7 @@ func (c *Counters) add(s BatchStats) {
 	c.Landed.Add(int64(s.Result.Landed))
 	c.Duplicate.Add(int64(s.Result.Duplicate))
 	c.Superseded.Add(int64(s.Result.Superseded))
+	c.Skipped.Add(int64(s.Skipped))
 	c.Lag.Store(s.Lag)
 }
 
@@ -185,7 +203,11 @@ func Run(ctx context.Context, src Source, l Lander, opts RunOptions) error {
 			cancel(p.err)
 			return
 		}
-		retries, err := retry(ctx, o, "commit", func() error { return src.Commit(ctx, p.b) })
+		var failed *atomic.Int64
+		if o.Counters != nil {
+			failed = &o.Counters.CommitErrors
+		}
+		retries, err := retry(ctx, o, "commit", failed, func() error { return src.Commit(ctx, p.b) })
 		if err != nil {
 			runErr = fmt.Errorf("land: committing a landed batch: %w", err)
 			cancel(runErr)
@@ -216,17 +238,20 @@ func Run(ctx context.Context, src Source, l Lander, opts RunOptions) error {
 }
 
 func landBatch(ctx context.Context, l Lander, b *Batch, o RunOptions) (BatchStats, error) {
-	st := BatchStats{Records: len(b.Records), Lag: b.Lag}
+	st := BatchStats{Records: len(b.Records), Skipped: b.Skipped, Lag: b.Lag}
 	var res Result
-	retries, err := retry(ctx, o, "land", func() error {
+	var failed *atomic.Int64
+	if o.Counters != nil {
+		failed = &o.Counters.StoreErrors
+	}
+	retries, err := retry(ctx, o, "land", failed, func() error {
+		start := time.Now()
 		var err error
 		res, err = l.Land(ctx, b.Records)
+		st.StoreTime = time.Since(start)
 		return err
 	})
 	st.Retries = retries
-	if o.Counters != nil {
-		o.Counters.Retried.Add(int64(retries))
-	}
 	if err != nil {
 		var re *RecordError
 		if errors.As(err, &re) && b.Where != nil && re.Where == "" {
@@ -241,8 +266,9 @@ func landBatch(ctx context.Context, l Lander, b *Batch, o RunOptions) (BatchStat
 }
 
 // retry calls f until it succeeds, fails permanently, runs out of attempts
-// or ctx is done. It returns the number of retries.
-func retry(ctx context.Context, o RunOptions, what string, f func() error) (int, error) {
+// or ctx is done. It returns the number of retries. failed, when set, counts
+// the failures that were neither permanent nor the end of ctx.
+func retry(ctx context.Context, o RunOptions, what string, failed *atomic.Int64, f func() error) (int, error) {
 	delay := o.MinBackoff
 	for attempt := 1; ; attempt++ {
 		err := f()
@@ -252,13 +278,16 @@ func retry(ctx context.Context, o RunOptions, what string, f func() error) (int,
 		if Permanent(err) || ctx.Err() != nil {
 			return attempt - 1, err
 		}
+		if failed != nil {
+			failed.Add(1)
+		}
 		if o.MaxAttempts > 0 && attempt >= o.MaxAttempts {
 			return attempt - 1, fmt.Errorf("%s: giving up after %d attempts: %w", what, attempt, err)
 		}
 		// Full jitter keeps racing landers from retrying in lockstep.
 		wait := delay/2 + rand.N(delay/2+1)
 		o.Logger.Warn("land: retrying", "op", what, "attempt", attempt, "wait", wait, "err", err)
-		if o.Counters != nil && what == "commit" {
+		if o.Counters != nil {
 			o.Counters.Retried.Add(1)
 		}
 		t := time.NewTimer(wait)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/ubiksql/ubik/land"
@@ -40,6 +41,17 @@ STORE is one of:
 MODE is continuous (a continuous view), latest (the latest window per
 group) or history (one row per group and window).
 
+--metrics-addr HOST:PORT serves Prometheus metrics at http://HOST:PORT/metrics
+(a host is required: 127.0.0.1:9465 for loopback, 0.0.0.0:9465 to mean every
+interface):
+  ubik_land_records_landed_total, ubik_land_records_duplicate_total,
+  ubik_land_records_superseded_total, ubik_land_records_bad_total,
+  ubik_land_batches_total, ubik_land_store_errors_total,
+  ubik_land_commit_errors_total, ubik_land_retries_total,
+  ubik_land_backlog_records, ubik_land_batch_store_seconds (histogram),
+  ubik_land_partition_{committed_offset,end_offset,lag_records}{topic,partition},
+  ubik_land_info{topic,group,mode,store}
+
 flags:
 `
 
@@ -49,6 +61,7 @@ type landFlags struct {
 	batch, inFlight              int
 	skipBad, untilCaughtUp       bool
 	statsEvery                   time.Duration
+	metrics                      string
 }
 
 func parseLandFlags(args []string, stderr io.Writer) (landFlags, error) {
@@ -69,6 +82,7 @@ func parseLandFlags(args []string, stderr io.Writer) (landFlags, error) {
 	fs.BoolVar(&f.skipBad, "skip-bad-records", false, "log and count records that are not changelog records instead of stopping")
 	fs.BoolVar(&f.untilCaughtUp, "until-caught-up", false, "exit once every partition is landed and committed up to its end")
 	fs.DurationVar(&f.statsEvery, "stats-interval", 10*time.Second, "how often to print the counters on stderr (0: only at exit)")
+	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9465); off by default")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return f, err
@@ -82,6 +96,11 @@ func parseLandFlags(args []string, stderr io.Writer) (landFlags, error) {
 		return f, fmt.Errorf("%w: land: --from, --to and --mode are required (ubik land -h)", ErrUsage)
 	case f.batch <= 0 || f.inFlight <= 0:
 		return f, fmt.Errorf("%w: land: --batch and --in-flight must be positive", ErrUsage)
+	}
+	if f.metrics != "" {
+		if err := checkMetricsAddr(f.metrics); err != nil {
+			return f, fmt.Errorf("land: %w", err)
+		}
 	}
 	return f, nil
 }
@@ -263,10 +282,25 @@ func runLand(ctx context.Context, env *Env, args []string) error {
 	}
 	var c land.Counters
 	c.Lag.Store(-1)
+	var metrics *landMetrics
+	if f.metrics != "" {
+		reg := prometheus.NewRegistry()
+		metrics, err = newLandMetrics(reg, &c, src.Partitions,
+			landInfo{topic: topic, group: f.group, mode: mode.String(), store: storeKind(f.to)})
+		if err != nil {
+			return err
+		}
+		stopMetrics, bound, err := serveRegistry(ctx, f.metrics, reg)
+		if err != nil {
+			return fmt.Errorf("land: metrics: %w", err)
+		}
+		defer stopMetrics()
+		fmt.Fprintf(env.Stderr, "ubik: metrics on http://%s/metrics\n", bound)
+	}
 	printStats := func(prefix string) {
-		fmt.Fprintf(env.Stderr, "land: %s%s -> %s: landed %d, duplicate %d, superseded %d, retried %d, bad %d, lag %d\n",
+		fmt.Fprintf(env.Stderr, "land: %s%s -> %s: landed %d, duplicate %d, superseded %d, bad %d, store errors %d, retried %d, lag %d\n",
 			prefix, topic, redactURL(f.to), c.Landed.Load(), c.Duplicate.Load(), c.Superseded.Load(),
-			c.Retried.Load(), src.BadRecords(), c.Lag.Load())
+			c.Skipped.Load(), c.StoreErrors.Load(), c.Retried.Load(), c.Lag.Load())
 	}
 	if f.statsEvery > 0 {
 		go func() {
@@ -283,14 +317,15 @@ func runLand(ctx context.Context, env *Env, args []string) error {
 		}()
 	}
 	opts := land.RunOptions{MaxInFlight: f.inFlight, Logger: logger, Counters: &c}
-	if f.untilCaughtUp {
-		opts.OnBatch = func(s land.BatchStats) {
-			if s.Lag != 0 {
-				return
-			}
-			if done, err := src.CaughtUp(runCtx); err == nil && done {
-				stop(errCaughtUp)
-			}
+	opts.OnBatch = func(s land.BatchStats) {
+		if metrics != nil {
+			metrics.observe(s)
+		}
+		if !f.untilCaughtUp || s.Lag != 0 {
+			return
+		}
+		if done, err := src.CaughtUp(runCtx); err == nil && done {
+			stop(errCaughtUp)
 		}
 	}
 	err = land.Run(runCtx, src, lander, opts)

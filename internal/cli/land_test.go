@@ -37,6 +37,8 @@ func TestLandUsage(t *testing.T) {
 		{"--from", "kafka://x:1/t", "--to", "redis://x:1/0", "--mode", "latest", "--batch", "0"},
 		{"--from", "kafka://x:1/t", "--to", "dynamodb://x:1/", "--mode", "latest"},
 		{"--from", "kafka://x:1/t", "--to", "redis://x:1/0", "--mode", "latest", "extra"},
+		{"--from", "kafka://x:1/t", "--to", "redis://x:1/0", "--mode", "latest", "--metrics-addr", ":9465"},
+		{"--from", "kafka://x:1/t", "--to", "redis://x:1/0", "--mode", "latest", "--metrics-addr", "localhost"},
 	} {
 		env, errb := testEnv()
 		if code := Main(context.Background(), env, append([]string{"land"}, args...)); code != 2 {

@@ -91,19 +91,37 @@ func (m *queryMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// serveMetrics starts the /metrics endpoint on addr. A host part is
-// required, so the endpoint is never exposed beyond loopback by accident
-// (":9464" is refused; pass "0.0.0.0:9464" to mean it).
-func serveMetrics(ctx context.Context, addr string, m *queryMetrics) (stop func(), bound string, err error) {
+// checkMetricsAddr refuses a --metrics-addr without a host part, so the
+// endpoint is never exposed beyond loopback by accident (":9464" is
+// refused; pass "0.0.0.0:9464" to mean it).
+func checkMetricsAddr(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: --metrics-addr %q: %v", ErrUsage, addr, err)
+		return fmt.Errorf("%w: --metrics-addr %q: %v", ErrUsage, addr, err)
 	}
 	if host == "" {
-		return nil, "", fmt.Errorf("%w: --metrics-addr %q has no host; use 127.0.0.1:PORT (or 0.0.0.0:PORT to listen on every interface)", ErrUsage, addr)
+		return fmt.Errorf("%w: --metrics-addr %q has no host; use 127.0.0.1:PORT (or 0.0.0.0:PORT to listen on every interface)", ErrUsage, addr)
+	}
+	return nil
+}
+
+// serveMetrics starts the /metrics endpoint of one query on addr.
+func serveMetrics(ctx context.Context, addr string, m *queryMetrics) (stop func(), bound string, err error) {
+	if err := checkMetricsAddr(addr); err != nil {
+		return nil, "", err
 	}
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(m); err != nil {
+		return nil, "", err
+	}
+	return serveRegistry(ctx, addr, reg)
+}
+
+// serveRegistry starts the /metrics endpoint on addr for what the caller
+// registered in reg (never the default registry: two commands in one
+// process, or two tests, must not share metrics).
+func serveRegistry(ctx context.Context, addr string, reg prometheus.Gatherer) (stop func(), bound string, err error) {
+	if err := checkMetricsAddr(addr); err != nil {
 		return nil, "", err
 	}
 	ln, err := net.Listen("tcp", addr)

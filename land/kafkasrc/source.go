@@ -1,10 +1,13 @@
 package kafkasrc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -33,6 +36,8 @@ type Options struct {
 	// Logger receives skipped records and commit conflicts (default: discard).
 	Logger *slog.Logger
 	// ClientOpts are added to the kgo client's options (SASL, TLS, ...).
+	// They must not set kgo.OnPartitionsAssigned, OnPartitionsRevoked or
+	// OnPartitionsLost: the Source uses them to know its partitions.
 	ClientOpts []kgo.Opt
 }
 
@@ -40,13 +45,21 @@ type Options struct {
 // records only (a transactional producer's aborted records never land) and
 // commits offsets only when Run says the store acknowledged them.
 type Source struct {
-	cl       *kgo.Client
-	opts     Options
-	log      *slog.Logger
-	bad      atomic.Int64
-	mu       sync.Mutex
-	lag      map[partition]int64
+	cl   *kgo.Client
+	opts Options
+	log  *slog.Logger
+	bad  atomic.Int64
+	mu   sync.Mutex
+	// parts holds the assigned partitions (added on assignment, removed on
+	// revocation or loss, so a rebalance leaves no stale backlog behind).
+	parts    map[partition]*progress
 	closeOne sync.Once
+}
+
+// progress is what the fetches told about one assigned partition.
+type progress struct {
+	lag int64 // records past the last one handed out
+	end int64 // the end offset as of the last fetch, -1 before one
 }
 
 type partition struct {
@@ -91,11 +104,82 @@ func New(opts Options) (*Source, error) {
 		// CaughtUp would never say so.
 		kgo.KeepControlRecords(),
 	}, opts.ClientOpts...)
+	s := &Source{opts: opts, log: lg, parts: map[partition]*progress{}}
+	kopts = append([]kgo.Opt{
+		kgo.OnPartitionsAssigned(s.assigned),
+		kgo.OnPartitionsRevoked(s.revoked),
+		kgo.OnPartitionsLost(s.revoked),
+	}, kopts...)
 	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafkasrc: %w", err)
 	}
-	return &Source{cl: cl, opts: opts, log: lg, lag: map[partition]int64{}}, nil
+	s.cl = cl
+	return s, nil
+}
+
+func (s *Source) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for t, ps := range m {
+		for _, p := range ps {
+			if s.parts[partition{t, p}] == nil {
+				s.parts[partition{t, p}] = &progress{end: -1}
+			}
+		}
+	}
+}
+
+func (s *Source) revoked(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for t, ps := range m {
+		for _, p := range ps {
+			delete(s.parts, partition{t, p})
+		}
+	}
+}
+
+// PartitionStats is the progress of one partition assigned to the Source.
+type PartitionStats struct {
+	Topic     string
+	Partition int32
+	// Committed is the group's committed offset (the next record to land),
+	// or -1 while the group has none for the partition.
+	Committed int64
+	// End is the partition's end offset as of the last fetch (the last
+	// stable offset: the source reads committed records only), or -1
+	// before the first fetch that returned records.
+	End int64
+}
+
+// Lag is End - Committed, the records not yet landed and committed, or -1
+// when either is unknown.
+func (p PartitionStats) Lag() int64 {
+	if p.End < 0 || p.Committed < 0 {
+		return -1
+	}
+	return max(0, p.End-p.Committed)
+}
+
+// Partitions reports the partitions assigned to the Source, sorted by topic
+// and partition. It reads the client's state only; no request is sent.
+func (s *Source) Partitions() []PartitionStats {
+	committed := s.cl.CommittedOffsets()
+	s.mu.Lock()
+	out := make([]PartitionStats, 0, len(s.parts))
+	for tp, pr := range s.parts {
+		ps := PartitionStats{Topic: tp.topic, Partition: tp.p, Committed: -1, End: pr.end}
+		if eo, ok := committed[tp.topic][tp.p]; ok {
+			ps.Committed = eo.Offset
+		}
+		out = append(out, ps)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b PartitionStats) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
 }
 
 // Client is the underlying kgo client.
@@ -134,6 +218,7 @@ func (s *Source) batch(fs kgo.Fetches) (*land.Batch, error) {
 	var where []*kgo.Record
 	var tok token
 	var bad error
+	skipped := 0
 	s.mu.Lock()
 	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
 		if len(fp.Records) == 0 {
@@ -141,7 +226,18 @@ func (s *Source) batch(fs kgo.Fetches) (*land.Batch, error) {
 		}
 		last := fp.Records[len(fp.Records)-1]
 		tok = append(tok, last)
-		s.lag[partition{fp.Topic, fp.Partition}] = max(0, fp.HighWatermark-last.Offset-1)
+		pr := s.parts[partition{fp.Topic, fp.Partition}]
+		if pr == nil {
+			// Fetched before the assignment callback ran, or after a
+			// revocation: track it until the next revocation.
+			pr = &progress{}
+			s.parts[partition{fp.Topic, fp.Partition}] = pr
+		}
+		pr.lag = max(0, fp.HighWatermark-last.Offset-1)
+		pr.end = fp.HighWatermark
+		if fp.LastStableOffset >= 0 {
+			pr.end = fp.LastStableOffset
+		}
 		for _, kr := range fp.Records {
 			if kr.Attrs.IsControl() {
 				continue // a transaction marker: committed past, never landed
@@ -156,6 +252,7 @@ func (s *Source) batch(fs kgo.Fetches) (*land.Batch, error) {
 					continue
 				}
 				s.log.Error("kafkasrc: skipping a record that is not a changelog record", "err", err)
+				skipped++
 				continue
 			}
 			recs = append(recs, r)
@@ -163,8 +260,8 @@ func (s *Source) batch(fs kgo.Fetches) (*land.Batch, error) {
 		}
 	})
 	var lag int64
-	for _, l := range s.lag {
-		lag += l
+	for _, pr := range s.parts {
+		lag += pr.lag
 	}
 	s.mu.Unlock()
 	if bad != nil {
@@ -179,8 +276,9 @@ func (s *Source) batch(fs kgo.Fetches) (*land.Batch, error) {
 			kr := where[i]
 			return fmt.Sprintf("topic %s partition %d offset %d", kr.Topic, kr.Partition, kr.Offset)
 		},
-		Lag:   lag,
-		Token: tok,
+		Lag:     lag,
+		Skipped: skipped,
+		Token:   tok,
 	}, nil
 }
 

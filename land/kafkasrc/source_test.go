@@ -147,12 +147,17 @@ func TestCrashReplay(t *testing.T) {
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel2()
 	go func() {
-		for c.Lag.Load() != 0 || c.Batches.Load() == 0 {
+		// The run's backlog reads 0 as soon as one partition is drained,
+		// while another may not have been fetched yet: wait until the
+		// group's commits reach the end of every partition.
+		for {
+			if up, err := src2.CaughtUp(ctx2); err != nil || up {
+				break
+			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		cancel2()
 	}()
-	c.Lag.Store(-1)
 	err = land.Run(ctx2, src2, mem, land.RunOptions{Counters: &c})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("replay: %v", err)
@@ -194,15 +199,20 @@ func TestBadRecord(t *testing.T) {
 	defer src.Close()
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel2()
+	var c land.Counters
 	go func() {
-		for len(mem.Refs()) < 2 {
+		// Run counts a skipped record when its batch commits.
+		for c.Skipped.Load()+c.Landed.Load() < 3 {
 			time.Sleep(10 * time.Millisecond)
 		}
 		cancel2()
 	}()
-	land.Run(ctx2, src, mem, land.RunOptions{})
+	land.Run(ctx2, src, mem, land.RunOptions{Counters: &c})
 	if src.BadRecords() != 1 || len(mem.Refs()) != 2 {
 		t.Fatalf("lenient: %d bad records, %d identities; want 1 and 2", src.BadRecords(), len(mem.Refs()))
+	}
+	if c.Skipped.Load() != 1 || c.Landed.Load() != 2 {
+		t.Fatalf("counted %d skipped, %d landed; want 1 and 2", c.Skipped.Load(), c.Landed.Load())
 	}
 }
 
@@ -304,5 +314,55 @@ func TestCaughtUpOnTransactionalTopic(t *testing.T) {
 	<-errc
 	if got := counting.n.Load(); got != int64(len(all)) {
 		t.Fatalf("caught up after landing %d of %d records", got, len(all))
+	}
+	// The source's own view agrees with the brokers': each partition is
+	// committed up to its last stable offset, commit marker included.
+	adm := kadm.NewClient(mustClient(t, brokers))
+	ends, err := adm.ListEndOffsets(ctx, "cl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := src.Partitions()
+	if len(parts) != 2 {
+		t.Fatalf("Partitions() = %+v, want both partitions", parts)
+	}
+	for i, p := range parts {
+		end, _ := ends.Lookup("cl", int32(i))
+		if p.Topic != "cl" || p.Partition != int32(i) || p.Committed != end.Offset || p.End != end.Offset || p.Lag() != 0 {
+			t.Errorf("partition %d: %+v (lag %d), want committed and end %d", i, p, p.Lag(), end.Offset)
+		}
+	}
+}
+
+// TestPartitionsFollowAssignment: a second member of the group takes
+// partitions from the first; each source then reports only its own.
+func TestPartitionsFollowAssignment(t *testing.T) {
+	brokers := cluster(t, "cl", 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := func() *Source {
+		src, err := New(Options{Brokers: brokers, Topics: []string{"cl"}, Group: "g-assign"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(src.Close)
+		go land.Run(ctx, src, landtest.NewMemory(land.Latest, ""), land.RunOptions{})
+		return src
+	}
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			if ctx.Err() != nil {
+				t.Fatalf("never %s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	a := start()
+	wait("assigned both partitions", func() bool { return len(a.Partitions()) == 2 })
+	b := start()
+	wait("split the partitions", func() bool { return len(a.Partitions()) == 1 && len(b.Partitions()) == 1 })
+	if pa, pb := a.Partitions()[0], b.Partitions()[0]; pa.Partition == pb.Partition || pa.Committed != -1 || pa.End != -1 || pa.Lag() != -1 {
+		t.Fatalf("a has %+v, b has %+v", pa, pb)
 	}
 }
