@@ -404,15 +404,56 @@ func (k fsumK) update(w []uint64, args []types.Value) error {
 	if v.Null {
 		return nil
 	}
-	s := k.load(w)
-	before := s.bytes()
-	s.add(v.F)
-	k.arena.grown += s.bytes() - before
-	k.store(w, &s)
+	if w[2]>>32 != 0 || !addInline(w, v.F) {
+		s := new(fsum) // fsum.add keeps its receiver: on the heap, but only on this rare path
+		*s = k.load(w)
+		before := s.bytes()
+		s.add(v.F)
+		k.arena.grown += s.bytes() - before
+		k.store(w, s)
+	}
 	if k.avg {
 		w[3]++
 	}
 	return nil
+}
+
+// addInline is fsum.add for the common case, on the words: x is finite and
+// small enough, the sum has no overflow, and at most two partials remain.
+// It reports false, changing nothing, when the general path must run.
+func addInline(w []uint64, x float64) bool {
+	if math.IsInf(x, 0) || math.IsNaN(x) || math.Abs(x) >= wideThreshold {
+		return false
+	}
+	n := int(uint8(w[2]))
+	ps := [3]float64{math.Float64frombits(w[0]), math.Float64frombits(w[1])}
+	if n > 0 && math.Abs(ps[n-1]) >= wideThreshold {
+		return false
+	}
+	i := 0
+	for j := 0; j < n; j++ {
+		y := ps[j]
+		if math.Abs(x) < math.Abs(y) {
+			x, y = y, x
+		}
+		hi := x + y
+		lo := y - (hi - x)
+		if lo != 0 {
+			ps[i] = lo
+			i++
+		}
+		x = hi
+	}
+	if x != 0 {
+		ps[i] = x
+		i++
+	}
+	if i > 2 {
+		return false
+	}
+	w[0], w[1] = math.Float64bits(ps[0]), math.Float64bits(ps[1])
+	w[2] = uint64(i) | 1<<8
+	return true
 }
 
 func (k fsumK) result(w []uint64) types.Value {
