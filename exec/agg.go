@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unsafe"
 
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
@@ -520,10 +521,11 @@ type AggCost struct {
 // the state-bytes gauge adds it up; a test holds it to the measured heap.
 func StateCost(q *plan.Query) (overhead int, aggs []AggCost) {
 	if q.Window != nil && q.Window.Kind == plan.Session {
-		// A session is allocated alone (group and words in their size
-		// classes), with a heap entry, a slot in its key's session list,
-		// and per key a sessionGroup, its key string and a map entry.
-		overhead = 80 + 16 + 8 + 48 + 16 + 40
+		// A session is allocated alone (the group, and its words with the
+		// session end after them), with a heap entry, a slot in its key's
+		// session list, and per key a sessionGroup, its key string and a
+		// map entry.
+		overhead = int(unsafe.Sizeof(group{})) + 8 + 16 + 8 + 48 + 16 + 40
 	} else {
 		overhead = bytesPerGroup
 	}

@@ -13,7 +13,9 @@ type group struct {
 	wp        *uint64 // first aggregate word (nil when the query has none)
 	mapKey    string  // binary group key
 	start     int64   // window start (µs); sessions: session start
-	end       int64   // window end (µs); sessions: last event + gap
+	// The window end is not stored: an aligned window's is start + size, a
+	// continuous view has none, and a session keeps its end in the word
+	// after its aggregate words (Operator.groupEnd).
 	revision  uint64
 	dirtyAt   int64 // nanotime of the first change since the last emission; 0 = clean
 	seq       uint64
@@ -70,9 +72,11 @@ type bucket struct {
 }
 
 const (
-	chunkShift = 7
-	chunkSize  = 1 << chunkShift
-	keySlab    = 4096
+	// chunkSize groups fill an 8 KiB span exactly: a pointerful object
+	// over 512 bytes carries an 8-byte allocation header, so 128 groups
+	// (8 KiB + 8) would round up to the 9.5 KiB size class.
+	chunkSize = (8192 - 8) / int(unsafe.Sizeof(group{}))
+	keySlab   = 4096
 )
 
 func newBucket(start, end int64, seed maphash.Seed, stride int) *bucket {
@@ -80,7 +84,7 @@ func newBucket(start, end int64, seed maphash.Seed, stride int) *bucket {
 }
 
 // at returns the group of ordinal i.
-func (b *bucket) at(i int) *group { return &b.chunks[i>>chunkShift][i&(chunkSize-1)] }
+func (b *bucket) at(i int) *group { return &b.chunks[i/chunkSize][i%chunkSize] }
 
 func (b *bucket) hash(key string) uint64 { return maphash.String(b.seed, key) }
 
@@ -111,7 +115,7 @@ func (b *bucket) add(key string) *group {
 	if (b.n+1)*4 > len(b.index)*3 {
 		b.grow()
 	}
-	ci := b.n >> chunkShift
+	ci := b.n / chunkSize
 	if ci == len(b.chunks) {
 		b.chunks = append(b.chunks, make([]group, chunkSize))
 		if b.stride > 0 {

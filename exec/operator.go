@@ -202,6 +202,7 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 		o.cont = o.newBucket(0, 0)
 	case q.Window.Kind == plan.Session:
 		o.sessions = map[string]*sessionGroup{}
+		o.closeHeap.stride = layout.stride
 	default:
 		o.buckets = map[int64]*bucket{}
 	}
@@ -400,16 +401,32 @@ func (o *Operator) bucketAt(start, end int64) *bucket {
 // one by one, so they cannot share a bucket's slabs.
 func (o *Operator) newSessionGroup(start, end int64) *group {
 	g := &group{mapKey: string(o.keyBuf)}
-	if st := o.layout.stride; st > 0 {
-		g.wp = &make([]uint64, st)[0]
-	}
+	g.wp = &make([]uint64, o.layout.stride+1)[0] // + the session end
 	o.initGroup(g, start, end)
 	return g
 }
 
+// groupEnd returns the end of g's window.
+func (o *Operator) groupEnd(g *group) int64 {
+	switch {
+	case o.sessions != nil:
+		return int64(g.words(o.layout.stride + 1)[o.layout.stride])
+	case o.buckets != nil:
+		return g.start + o.q.Window.Size
+	}
+	return 0
+}
+
+func (o *Operator) setSessionEnd(g *group, end int64) {
+	g.words(o.layout.stride + 1)[o.layout.stride] = uint64(end)
+}
+
 // initGroup sets up a new group (its words zeroed) and counts it.
 func (o *Operator) initGroup(g *group, start, end int64) {
-	g.start, g.end, g.heapIndex = start, end, -1
+	g.start, g.heapIndex = start, -1
+	if o.sessions != nil {
+		o.setSessionEnd(g, end)
+	}
 	o.seq++
 	g.seq = o.seq
 	o.layout.init(g.words(o.layout.stride))
@@ -585,7 +602,8 @@ func (o *Operator) emit(g *group, final bool) error {
 	row := o.postRow
 	ci := 0
 	o.cellsOut = decodeKeyBytes(g.mapKey, o.keyTypes, o.cellsOut[:0])
-	startV, endV := types.TS(g.start), types.TS(g.end)
+	end := o.groupEnd(g)
+	startV, endV := types.TS(g.start), types.TS(end)
 	for i, k := range q.Keys {
 		switch k.Kind {
 		case plan.KeyExpr:
@@ -643,7 +661,7 @@ func (o *Operator) emit(g *group, final bool) error {
 	o.rec.Meta.Revision = g.revision
 	if q.Window != nil {
 		o.rec.Meta.WindowStart = g.start
-		o.rec.Meta.WindowEnd = g.end
+		o.rec.Meta.WindowEnd = end
 	}
 	o.stats.RecordsOut++
 	if dirtyAt != 0 {

@@ -30,7 +30,7 @@ func (o *Operator) processSession(row []types.Value) error {
 	start, end := ts, ts+gap
 	lo, hi := 0, 0 // sessions[lo:hi] merge with the new window
 	if sg != nil {
-		for lo < len(sg.sessions) && sg.sessions[lo].end < start {
+		for lo < len(sg.sessions) && o.groupEnd(sg.sessions[lo]) < start {
 			lo++
 		}
 		hi = lo
@@ -38,9 +38,7 @@ func (o *Operator) processSession(row []types.Value) error {
 			if sg.sessions[hi].start < start {
 				start = sg.sessions[hi].start
 			}
-			if sg.sessions[hi].end > end {
-				end = sg.sessions[hi].end
-			}
+			end = max(end, o.groupEnd(sg.sessions[hi]))
 			hi++
 		}
 	}
@@ -69,7 +67,8 @@ func (o *Operator) processSession(row []types.Value) error {
 			heap.Remove(&o.closeHeap, int(other.heapIndex))
 			o.dropGroup(other)
 		}
-		target.start, target.end = start, end
+		target.start = start
+		o.setSessionEnd(target, end)
 		sg.sessions = append(sg.sessions[:lo+1], sg.sessions[hi:]...)
 		heap.Fix(&o.closeHeap, int(target.heapIndex))
 	} else {
@@ -91,7 +90,7 @@ func (o *Operator) processSession(row []types.Value) error {
 func (o *Operator) closeSessions(wm int64) error {
 	for o.closeHeap.Len() > 0 {
 		top := o.closeHeap.refs[0]
-		if wm != maxWatermark && top.g.end+o.lateness > wm {
+		if wm != maxWatermark && o.groupEnd(top.g)+o.lateness > wm {
 			break
 		}
 		heap.Pop(&o.closeHeap)
@@ -138,13 +137,18 @@ type sessionRef struct {
 
 // sessionHeap orders open sessions by end, then creation, keeping each
 // group's heapIndex current so merges can fix or remove entries in O(log n).
-type sessionHeap struct{ refs []sessionRef }
+type sessionHeap struct {
+	refs   []sessionRef
+	stride int // aggregate words per group; the session end follows them
+}
+
+func (h *sessionHeap) end(g *group) int64 { return int64(g.words(h.stride + 1)[h.stride]) }
 
 func (h *sessionHeap) Len() int { return len(h.refs) }
 func (h *sessionHeap) Less(i, j int) bool {
 	a, b := h.refs[i].g, h.refs[j].g
-	if a.end != b.end {
-		return a.end < b.end
+	if ea, eb := h.end(a), h.end(b); ea != eb {
+		return ea < eb
 	}
 	return a.seq < b.seq
 }

@@ -133,7 +133,7 @@ func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
 	kb = appendStateKey(kb, g.seq, g.mapKey)
 	vb = append(vb, stateVersion)
 	vb = binary.AppendVarint(vb, g.start)
-	vb = binary.AppendVarint(vb, g.end)
+	vb = binary.AppendVarint(vb, o.groupEnd(g))
 	vb = binary.AppendUvarint(vb, g.revision)
 	vb = binary.AppendUvarint(vb, g.seq)
 	if g.dirtyAt != 0 {
@@ -223,11 +223,15 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 		return nil, fmt.Errorf("%w: unknown entry key %q", ErrBadState, key)
 	}
 	g := &group{mapKey: string(key[9:]), heapIndex: -1, flags: written}
-	if st := o.layout.stride; st > 0 {
-		g.wp = &make([]uint64, st)[0]
-	}
+	g.wp = &make([]uint64, o.layout.stride+1)[0] // + a session's end
 	g.start = r.varint()
-	g.end = r.varint()
+	end := r.varint()
+	switch {
+	case o.sessions != nil:
+		o.setSessionEnd(g, end)
+	case o.buckets != nil && end != g.start+o.q.Window.Size:
+		return nil, fmt.Errorf("%w: a window [%d, %d) is not one of this query's", ErrBadState, g.start, end)
+	}
 	g.revision = r.uvarint()
 	g.seq = r.uvarint()
 	if r.byte1() == 1 {
@@ -289,7 +293,7 @@ func (o *Operator) FinishRestore() {
 	for _, g := range o.pending {
 		b := o.cont
 		if b == nil {
-			b = o.bucketAt(g.start, g.end)
+			b = o.bucketAt(g.start, o.groupEnd(g))
 		}
 		ng := b.add(g.mapKey)
 		key, w := ng.mapKey, ng.wp

@@ -2,6 +2,8 @@ package exec
 
 import (
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"runtime"
 	"testing"
 
@@ -58,10 +60,15 @@ func TestStateBytesTrackHeap(t *testing.T) {
 			}
 			runtime.GC()
 			runtime.ReadMemStats(&ms)
+			if f := os.Getenv("UBIK_HEAP_PROFILE"); f != "" {
+				fh, _ := os.Create(f)
+				_ = pprof.WriteHeapProfile(fh)
+				fh.Close()
+			}
 			st := op.Stats()
 			real := float64(int64(ms.HeapAlloc)-int64(before)) / float64(st.LiveGroups)
 			est := float64(st.StateBytes) / float64(st.LiveGroups)
-			t.Logf("%d live: heap %.0f B per live (group, window), gauge %.0f", st.LiveGroups, real, est)
+			t.Logf("%s: %d live: heap %.0f B per live (group, window), gauge %.0f", name, st.LiveGroups, real, est)
 			if est < real*0.8 || est > real*1.2 {
 				t.Errorf("state gauge %.0f B per group, heap %.0f: more than 20%% apart", est, real)
 			}
