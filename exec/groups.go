@@ -10,9 +10,9 @@ import (
 // mapKey when a record is emitted (decodeKeyBytes); the aggregate state is
 // a run of words (packed.go) that wp points to.
 type group struct {
-	wp        *uint64 // first aggregate word (nil when the query has none)
-	mapKey    string  // binary group key
-	start     int64   // window start (µs); sessions: session start
+	wp     *uint64 // first aggregate word (nil when the query has none)
+	mapKey string  // binary group key
+	start  int64   // window start (µs); sessions: session start
 	// The window end is not stored: an aligned window's is start + size, a
 	// continuous view has none, and a session keeps its end in the word
 	// after its aggregate words (Operator.groupEnd).

@@ -3,8 +3,8 @@ package exec
 import (
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 
 	"github.com/ubiksql/ubik/changelog"
