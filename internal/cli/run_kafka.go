@@ -166,8 +166,11 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	if !f.quiet {
 		el := time.Since(started).Seconds()
 		end := ""
+		if st.HeadersSkipped > 0 {
+			end = fmt.Sprintf(", %d CSV header records skipped", st.HeadersSkipped)
+		}
 		if st.CaughtUp {
-			end = ", caught up"
+			end += ", caught up"
 		}
 		fmt.Fprintf(env.Stderr, "ubik: %s: %d events consumed, %d malformed, %d eval errors, %d late, %d records produced, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s%s\n",
 			q.Name, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
