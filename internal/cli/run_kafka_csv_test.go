@@ -168,4 +168,12 @@ FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE);
 	if m == nil || m[1] != fmt.Sprint(nBad) || !strings.Contains(summary, "1 CSV header records skipped") || !strings.Contains(summary, "caught up") {
 		t.Errorf("kafka run: want %d malformed, 1 header skipped, caught up:\n%s", nBad, summary)
 	}
+
+	// A --source URL replaces the statement's options; one that would read
+	// this CSV script's input as JSON is refused before anything runs.
+	env, _, errb = runTestEnv("")
+	if code := Main(context.Background(), env, []string{"run", fileSQL, "--source", "kafka://" + addr + "/csv_events",
+		"--sink", "kafka://" + addr + "/csv_out2"}); code == 0 || !strings.Contains(errb.String(), "say format=csv in the URL") {
+		t.Errorf("a json --source for a csv script: exit %d: %s", code, errb)
+	}
 }
