@@ -66,6 +66,31 @@ type Decoder struct {
 // ('jsonl', the default, or 'csv'). A source it cannot read makes every
 // Decode fail with the reason (see Err).
 func NewDecoder(src *plan.Source) *Decoder {
+	d := newJSONDecoder(src)
+	switch f := strings.ToLower(src.Options["format"]); f {
+	case "", "jsonl", "json", "ndjson":
+	case "csv":
+		d.csv, d.bad = newCSVDecoder(src)
+	default:
+		d.bad = fmt.Errorf("exec: source %s: unknown format %q (want jsonl or csv)", src.Name, f)
+	}
+	return d
+}
+
+// NewMessageDecoder returns a decoder for a source whose events arrive one
+// per message (a Kafka record value) encoded as f says, whatever src's own
+// format option: a message is always a whole event, and CSV fields map to
+// the columns by position (see MessageFormat). A decoder that cannot read
+// src makes every Decode fail with the reason (see Err).
+func NewMessageDecoder(src *plan.Source, f MessageFormat) *Decoder {
+	d := newJSONDecoder(src)
+	if f.CSV {
+		d.csv, d.bad = newCSVMessageDecoder(src, f)
+	}
+	return d
+}
+
+func newJSONDecoder(src *plan.Source) *Decoder {
 	d := &Decoder{src: src, row: make([]types.Value, len(src.Columns)),
 		seen: make([]bool, len(src.Columns)), valScratch: make([][]byte, len(src.Columns))}
 	for _, c := range src.Columns {
@@ -76,13 +101,6 @@ func NewDecoder(src *plan.Source) *Decoder {
 		if c.JSON {
 			d.noScan = true
 		}
-	}
-	switch f := strings.ToLower(src.Options["format"]); f {
-	case "", "jsonl", "json", "ndjson":
-	case "csv":
-		d.csv, d.bad = newCSVDecoder(src)
-	default:
-		d.bad = fmt.Errorf("exec: source %s: unknown format %q (want jsonl or csv)", src.Name, f)
 	}
 	return d
 }
@@ -105,7 +123,8 @@ func (d *Decoder) IsCSV() bool { return d.csv != nil }
 // Decode parses one event: a JSON object, or a CSV record. Absent fields and
 // nulls become SQL NULL; a missing or NULL event time is an error, because
 // the event could not be placed in time. For CSV with a header, the first
-// record is the header: Decode returns a nil row and no error for it.
+// record is the header: Decode returns a nil row and no error for it (for a
+// message decoder, every header record it is told to skip).
 func (d *Decoder) Decode(line []byte) ([]types.Value, error) {
 	if d.bad != nil {
 		return nil, d.bad

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ubiksql/ubik/exec"
 )
 
 func TestParseURL(t *testing.T) {
@@ -31,6 +33,17 @@ func TestParseURL(t *testing.T) {
 	if err != nil || !e.AllowUncompacted || e.Partitions != 6 || e.Config.SASL.Password != "s3cret-OTHER" {
 		t.Fatalf("sink: %+v %v", e, err)
 	}
+	e, err = ParseURL("kafka://a:1/t?format=csv&delimiter=%3B&header=true", RoleSource, env)
+	if err != nil || e.Format != (exec.MessageFormat{CSV: true, Delimiter: ';', SkipHeader: true}) {
+		t.Fatalf("csv source: %+v %v", e.Format, err)
+	}
+	e, err = FromOptions(map[string]string{"connector": "kafka", "brokers": "a:1", "topic": "t", "format": "csv"}, RoleSource, env)
+	if err != nil || e.Format != (exec.MessageFormat{CSV: true, Delimiter: ','}) {
+		t.Fatalf("csv WITH options: %+v %v", e.Format, err)
+	}
+	if _, err := ParseURL("kafka://a:1/out?format=csv", RoleSink, env); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "unknown sink option") {
+		t.Fatalf("format on a sink: %v", err)
+	}
 	for _, bad := range []struct{ url, want string }{
 		{"http://a:1/t", "scheme"},
 		{"kafka://u:pw@a:1/t", "user info"},
@@ -42,7 +55,10 @@ func TestParseURL(t *testing.T) {
 		{"kafka://a:1/bad topic", "topic name"},
 		{"kafka://a/t", "host:port"},
 		{"kafka://a:1/t?from=middle", "earliest, latest or committed"},
-		{"kafka://a:1/t?format=csv", "format"},
+		{"kafka://a:1/t?format=avro", `unknown format "avro"`},
+		{"kafka://a:1/t?delimiter=%3B", "delimiter is for format csv"},
+		{"kafka://a:1/t?format=csv&delimiter=%3B%3B", "delimiter must be one character"},
+		{"kafka://a:1/t?format=csv&header=sometimes", "header must be true or false"},
 		{"kafka://a:1/t?idle_timeout=-1s", "idle_timeout"},
 		{"kafka://a:1/t?sasl_mechanism=GSSAPI&sasl_user=u", "unknown SASL"},
 		{"kafka://a:1/t?sasl_mechanism=PLAIN", "needs a user"},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ubiksql/ubik/exec"
 	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
 )
 
 // Options configure a Pipeline. Query, Source and Sink are required; every other field has a documented default.
@@ -98,6 +99,7 @@ type Stats struct {
 	EventsIn        int64 // input records consumed by the first stage (or by the only stage)
 	EventsApplied   int64 // events handed to an operator
 	Malformed       int64
+	HeadersSkipped  int64 // CSV header records skipped (format csv, header = 'true')
 	EvalErrors      int64
 	Late            int64
 	RecordsOut      int64 // changelog records produced
@@ -116,7 +118,7 @@ type Stats struct {
 }
 
 type counters struct {
-	eventsIn, applied, malformed, evalErrors, late, recordsOut, stateOut, markersOut,
+	eventsIn, applied, malformed, headers, evalErrors, late, recordsOut, stateOut, markersOut,
 	commits, aborts, restores, restoredEntries atomic.Int64
 	liveGroups, stateBytes, duplicates, dedupLate, dedupKeys, dedupBytes atomic.Int64
 }
@@ -196,6 +198,9 @@ func New(opts Options) (*Pipeline, error) {
 	if opts.CommitInterval < 0 || opts.MaxPollRecords < 0 || opts.SessionTimeout < 0 || opts.TransactionTimeout < 0 || opts.RepartitionPartitions < 0 {
 		return nil, fmt.Errorf("%w: negative interval, timeout or count", ErrConfig)
 	}
+	if err := exec.NewMessageDecoder(opts.Query.Source, opts.Source.Format).Err(); err != nil {
+		return nil, fmt.Errorf("%w: source: %v", ErrConfig, err)
+	}
 	base, err := opts.Source.Config.ClientOpts()
 	if err != nil {
 		return nil, err
@@ -229,7 +234,7 @@ func sameCluster(a, b Config) bool {
 func (p *Pipeline) Stats() Stats {
 	c := &p.c
 	return Stats{
-		EventsIn: c.eventsIn.Load(), EventsApplied: c.applied.Load(), Malformed: c.malformed.Load(),
+		EventsIn: c.eventsIn.Load(), EventsApplied: c.applied.Load(), Malformed: c.malformed.Load(), HeadersSkipped: c.headers.Load(),
 		EvalErrors: c.evalErrors.Load(), Late: c.late.Load(), RecordsOut: c.recordsOut.Load(),
 		StateEntriesOut: c.stateOut.Load(), MarkersOut: c.markersOut.Load(), Commits: c.commits.Load(),
 		Aborts: c.aborts.Load(), Restores: c.restores.Load(), RestoredEntries: c.restoredEntries.Load(),
@@ -516,6 +521,22 @@ func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, ok bool
 		p.c.aborts.Add(1)
 	}
 	return committed, err
+}
+
+// decoder returns a decoder of the source's record values. Both stages
+// decode with it: the repartition stage forwards the value bytes unchanged.
+func (p *Pipeline) decoder() *exec.Decoder {
+	return exec.NewMessageDecoder(p.q.Source, p.opts.Source.Format)
+}
+
+// decode decodes one source record value. A nil row and no error is a CSV
+// header record that the format skips: counted here, not applied, not bad.
+func (p *Pipeline) decode(dec *exec.Decoder, r *kgo.Record) ([]types.Value, error) {
+	row, err := dec.Decode(r.Value)
+	if err == nil && row == nil {
+		p.c.headers.Add(1)
+	}
+	return row, err
 }
 
 func (p *Pipeline) bad(topic string, part int32, off int64, err error) {

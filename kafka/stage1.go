@@ -37,7 +37,7 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 		p.leave(p.inGroup())
 	}()
 
-	dec := exec.NewDecoder(p.q.Source)
+	dec := p.decoder()
 	var keyIdx []int
 	for i, k := range p.q.Keys {
 		if k.Kind == plan.KeyExpr {
@@ -112,10 +112,13 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 			if _, ok := wm.parts[r.Partition]; !ok {
 				wm.get(r.Partition)
 			}
-			row, err := dec.Decode(r.Value)
+			row, err := p.decode(dec, r)
 			if err != nil {
 				p.bad(r.Topic, r.Partition, r.Offset, err)
 				return
+			}
+			if row == nil {
+				return // a CSV header record, skipped and counted
 			}
 			for i, ki := range keyIdx {
 				v, err := p.q.Keys[ki].Expr.Eval(row)

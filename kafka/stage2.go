@@ -210,7 +210,7 @@ func (st *stage2) ensureTasks() error {
 }
 
 func (st *stage2) newTask(part int32) (*task, error) {
-	t := &task{part: part, dec: exec.NewDecoder(st.p.q.Source), wm: newTracker(st.p.nSource)}
+	t := &task{part: part, dec: st.p.decoder(), wm: newTracker(st.p.nSource)}
 	op, err := exec.New(st.p.q, exec.Config{
 		Emit:              func(r *changelog.Record) error { return st.emit(t, r) },
 		Late:              st.late,
@@ -286,10 +286,13 @@ func (st *stage2) process(fs kgo.Fetches) error {
 			p.c.eventsIn.Add(1)
 			st.idle.touch(r.Partition, now)
 		}
-		row, derr := t.dec.Decode(r.Value)
+		row, derr := p.decode(t.dec, r)
 		if derr != nil {
 			p.bad(r.Topic, r.Partition, r.Offset, derr)
 			return
+		}
+		if row == nil {
+			return // a CSV header record (direct mode), skipped and counted
 		}
 		if p.direct && tc >= 0 {
 			st.local.observe(r.Partition, row[tc].I-delay)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ubiksql/ubik/exec"
 )
 
 // Role says which side of a query an endpoint is on; it decides which
@@ -31,9 +33,10 @@ type Endpoint struct {
 	Config Config
 	Topic  string
 	// Source options.
-	From             StartOffset   // default FromEarliest
-	PartitionedByKey bool          // the topic is already partitioned by the GROUP BY key
-	IdleTimeout      time.Duration // 0: DefaultIdleTimeout
+	Format           exec.MessageFormat // how each record value encodes an event; default JSON
+	From             StartOffset        // default FromEarliest
+	PartitionedByKey bool               // the topic is already partitioned by the GROUP BY key
+	IdleTimeout      time.Duration      // 0: DefaultIdleTimeout
 	// Sink options.
 	AllowUncompacted bool // warn instead of refusing an uncompacted sink topic
 	Partitions       int  // partitions of a sink topic ubik creates; 0: as many as the source
@@ -75,7 +78,7 @@ func (s StartOffset) String() string {
 }
 
 var commonKeys = []string{"tls", "tls_ca", "tls_cert", "tls_key", "tls_server_name", "sasl_mechanism", "sasl_user", "sasl_password_env"}
-var sourceKeys = []string{"format", "from", "partitioned_by_key", "idle_timeout"}
+var sourceKeys = []string{"format", "delimiter", "header", "from", "partitioned_by_key", "idle_timeout"}
 var sinkKeys = []string{"allow_uncompacted", "partitions"}
 
 // ParseURL parses kafka://host:port[,host:port]/topic?option=value&...
@@ -127,10 +130,15 @@ func redactURLError(err error) error {
 //	sasl_password_env  the environment variable holding the password
 //	                   (default UBIK_KAFKA_PASSWORD)
 //
-// Source only: format (json, the default, or jsonl), from (earliest |
-// latest | committed), partitioned_by_key (true|false), idle_timeout (a Go
-// duration such as 30s). Sink only: allow_uncompacted (true|false),
-// partitions (a positive integer). A password option is refused.
+// Source only: format (json, the default: one JSON object per record
+// value; or csv: one CSV record per value, fields in the declared column
+// order), delimiter (csv: one character, default ","; "tab" and "space"
+// name those), header (csv: true skips a record that is the header row,
+// false, the default, counts it as malformed; see exec.MessageFormat),
+// from (earliest | latest | committed), partitioned_by_key (true|false),
+// idle_timeout (a Go duration such as 30s). Sink only: allow_uncompacted
+// (true|false), partitions (a positive integer). A password option is
+// refused.
 func FromOptions(opts map[string]string, role Role, getenv func(string) string) (Endpoint, error) {
 	allowed := map[string]bool{"brokers": true, "topic": true, "connector": true, "path": true}
 	for _, k := range commonKeys {
@@ -191,10 +199,8 @@ func FromOptions(opts map[string]string, role Role, getenv func(string) string) 
 		return e, fmt.Errorf("%s: %w", role, err)
 	}
 	if role == RoleSource {
-		switch f := strings.ToLower(opts["format"]); f {
-		case "", "json", "jsonl":
-		default:
-			return e, fmt.Errorf("%w: source format %q: a Kafka source reads one JSON object per record value (format json)", ErrConfig, f)
+		if e.Format, err = exec.ParseMessageFormat(opts); err != nil {
+			return e, fmt.Errorf("%w: source: %v", ErrConfig, err)
 		}
 		if e.From, err = ParseStartOffset(opts["from"]); err != nil {
 			return e, err

@@ -38,7 +38,7 @@ type command struct {
 // commands is read-only after init: the table of subcommands.
 var commands = map[string]command{
 	"run":     {"run a query over an input and print its changelog", runRun},
-	"produce": {"send JSON lines to a Kafka topic (creating it), one record per line", runProduce},
+	"produce": {"send JSON lines or CSV records (--format csv) to a Kafka topic (creating it), one record per event", runProduce},
 	"infer":   {"print a CREATE SOURCE statement inferred from the first records of a file", runInfer},
 	"explain": {"print the plan of a query: key layout, windows, aggregates and their state cost, emit policy", runExplain},
 	"land":    {"upsert a changelog into Redis, DynamoDB, Postgres or ClickHouse", runLand},

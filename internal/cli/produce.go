@@ -17,28 +17,62 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
 
+	"github.com/ubiksql/ubik/exec"
 	"github.com/ubiksql/ubik/kafka"
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
 )
 
-// runProduce writes JSON lines to a Kafka topic, one record per line, for
-// examples, end-to-end tests and replays: `ubik produce --to
+// runProduce writes JSON lines or CSV records to a Kafka topic, one record
+// per event, for examples, end-to-end tests and replays: `ubik produce --to
 // kafka://127.0.0.1:9092/events --partitions 4 --key-field customer <
 // events.jsonl`. It creates a missing topic (delete policy, not compacted:
-// an input topic keeps every event). Lines are sent as they are, malformed
+// an input topic keeps every event). Events are sent as they are, malformed
 // ones included, so a pipeline's handling of bad input can be exercised.
+// With --format csv an event is a CSV record, which may span lines inside
+// quotes (the file source's rule), sent whole without its final line
+// break; --header drops the first record (a Kafka CSV source reads fields
+// by position) and lets --key-field name a column.
 func runProduce(ctx context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	to := fs.String("to", "", "the topic: kafka://HOST:PORT/TOPIC")
-	input := fs.String("input", "-", "JSON lines to send (- for stdin)")
+	input := fs.String("input", "-", "the events to send: JSON lines, or CSV records with --format csv (- for stdin)")
+	format := fs.String("format", "jsonl", "jsonl (one event per line) or csv (one CSV record per event; a quoted field may span lines)")
+	header := fs.Bool("header", false, "csv: the first record is a header row: it names the columns for --key-field and is not sent")
+	delimiter := fs.String("delimiter", ",", "csv: the field delimiter (for --key-field)")
 	partitions := fs.Int("partitions", 4, "partitions of the topic if it has to be created")
-	keyField := fs.String("key-field", "", "use this top-level JSON field's text as the record key (default: no key)")
+	keyField := fs.String("key-field", "", "use this top-level JSON field's text (csv: this header column's text) as the record key (default: no key)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	if *to == "" {
 		return fmt.Errorf("%w: produce needs --to kafka://HOST:PORT/TOPIC", ErrUsage)
 	}
+	var csvKey *exec.Decoder // csv with --key-field: reads the key column
+	switch strings.ToLower(*format) {
+	case "jsonl", "json", "ndjson":
+		if *header || *delimiter != "," {
+			return fmt.Errorf("%w: --header and --delimiter are for --format csv", ErrUsage)
+		}
+	case "csv":
+		if _, err := exec.ParseMessageFormat(map[string]string{"format": "csv", "delimiter": *delimiter}); err != nil {
+			return fmt.Errorf("%w: --delimiter: %v", ErrUsage, err)
+		}
+		if *keyField != "" {
+			if !*header {
+				return fmt.Errorf("%w: --key-field with --format csv names a header column: add --header", ErrUsage)
+			}
+			// The key column is read as a CSV file source with a header
+			// reads it (fields by name, the same quoting and NULLs).
+			csvKey = exec.NewDecoder(&plan.Source{Name: "--input", TimeCol: -1,
+				Columns: []plan.Column{{Name: *keyField, Type: types.Varchar}},
+				Options: map[string]string{"format": "csv", "header": "true", "delimiter": *delimiter}})
+		}
+	default:
+		return fmt.Errorf("%w: --format %q: want jsonl or csv", ErrUsage, *format)
+	}
+	csvIn := strings.EqualFold(*format, "csv")
 	ep, err := kafka.ParseURL(*to, kafka.RoleSink, env.Getenv)
 	if err != nil {
 		return err
@@ -70,26 +104,42 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	}
 	var p fastjson.Parser
 	br := bufio.NewReaderSize(in, 1<<20)
-	var sent, keyless int64
+	var sent, keyless, lineNo int64
+	needHeader := csvIn && *header
 	var mu sync.Mutex // the callbacks run on the client's goroutines
 	var firstErr error
 	for {
-		line, tooLong, rerr := readLine(br)
-		if len(line) == 0 && rerr != nil {
+		line, n, rerr := readRecord(br, csvIn)
+		if len(line) == 0 && rerr != nil && !errors.Is(rerr, errTooLong) {
 			if rerr != io.EOF {
 				return rerr
 			}
 			break
 		}
-		if tooLong {
-			return fmt.Errorf("line %d is longer than %d bytes", sent+1, maxLineBytes)
+		lineNo += n
+		if errors.Is(rerr, errTooLong) {
+			return fmt.Errorf("%s:%d: a record longer than %d bytes", *input, lineNo, maxLineBytes)
 		}
 		line = trimCR(line)
 		if len(line) == 0 {
 			continue
 		}
+		if needHeader {
+			needHeader = false
+			if csvKey != nil {
+				if err := csvHeaderHasKey(csvKey, line, *keyField); err != nil {
+					return fmt.Errorf("%s:%d: %w", *input, lineNo, err)
+				}
+			}
+			continue
+		}
 		rec := &kgo.Record{Value: append([]byte(nil), line...)}
-		if *keyField != "" {
+		switch {
+		case csvKey != nil:
+			if row, err := csvKey.Decode(line); err == nil && !row[0].Null {
+				rec.Key = []byte(row[0].S)
+			}
+		case *keyField != "":
 			if v, err := p.ParseBytes(line); err == nil {
 				if k := v.Get(*keyField); k != nil {
 					if b, err := k.StringBytes(); err == nil {
@@ -99,9 +149,9 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 					}
 				}
 			}
-			if rec.Key == nil {
-				keyless++
-			}
+		}
+		if *keyField != "" && rec.Key == nil {
+			keyless++
 		}
 		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
 			mu.Lock()
@@ -145,6 +195,20 @@ func pingKafka(ctx context.Context, cfg kafka.Config) error {
 	defer cancel()
 	if err := cl.Ping(pctx); err != nil {
 		return fmt.Errorf("cannot reach Kafka at %s (check the address and the TLS and SASL settings): %w", strings.Join(cfg.Brokers, ","), err)
+	}
+	return nil
+}
+
+// csvHeaderHasKey reads the header record into dec (a CSV decoder with a
+// header and one column, the key) and checks that it names the key: the
+// header read again as data yields, in the key column, the header's own
+// cell, which is NULL when no field maps to that column.
+func csvHeaderHasKey(dec *exec.Decoder, header []byte, key string) error {
+	if _, err := dec.Decode(header); err != nil {
+		return fmt.Errorf("CSV header: %w", err)
+	}
+	if row, err := dec.Decode(header); err != nil || row[0].Null {
+		return fmt.Errorf("%w: the CSV header has no column %q for --key-field", ErrUsage, key)
 	}
 	return nil
 }

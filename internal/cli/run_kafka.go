@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ubiksql/ubik/exec"
 	"github.com/ubiksql/ubik/kafka"
 	"github.com/ubiksql/ubik/sql/plan"
 )
@@ -79,6 +80,9 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	switch {
 	case isKafkaURL(k.source):
 		src, err = kafka.ParseURL(k.source, kafka.RoleSource, env.Getenv)
+		if err == nil {
+			err = sameFormat(q.Source, src)
+		}
 	case k.source != "":
 		return fmt.Errorf("%w: --source %q is not a kafka:// URL", ErrUsage, k.source)
 	case strings.EqualFold(q.Source.Options["connector"], "kafka"):
@@ -166,11 +170,36 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	if !f.quiet {
 		el := time.Since(started).Seconds()
 		end := ""
+		if st.HeadersSkipped > 0 {
+			end = fmt.Sprintf(", %d CSV header records skipped", st.HeadersSkipped)
+		}
 		if st.CaughtUp {
-			end = ", caught up"
+			end += ", caught up"
 		}
 		fmt.Fprintf(env.Stderr, "ubik: %s: %d events consumed, %d malformed, %d eval errors, %d late, %d records produced, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s%s\n",
 			q.Name, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
 	}
 	return err
+}
+
+// sameFormat refuses a --source URL whose format (json or csv) is not the
+// one the CREATE SOURCE names: the URL's options replace the statement's,
+// and a script written for CSV read as JSON would only yield malformed
+// events.
+func sameFormat(s *plan.Source, src kafka.Endpoint) error {
+	f, ok := s.Options["format"]
+	if !ok {
+		return nil
+	}
+	name := func(csv bool) string {
+		if csv {
+			return "csv"
+		}
+		return "json"
+	}
+	if want, err := exec.ParseMessageFormat(map[string]string{"format": f}); err == nil && want.CSV != src.Format.CSV {
+		return fmt.Errorf("%w: CREATE SOURCE %s reads format %s, --source reads %s (its options replace the statement's): say format=%s in the URL",
+			ErrUsage, s.Name, name(want.CSV), name(src.Format.CSV), name(want.CSV))
+	}
+	return nil
 }
