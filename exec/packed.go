@@ -50,7 +50,11 @@ type aggArena struct {
 	// grown sums the growth of states during updates since the operator
 	// last read it (for the state gauge); cheaper than sizing every
 	// growing state before and after each event.
-	grown   int
+	grown int
+	// sum is the scratch for an exact double sum that does not fit the
+	// inline path: fsum.add keeps its receiver, so a local one would be a
+	// heap allocation per event.
+	sum     fsum
 	boxes   []aggState
 	boxFree []uint32
 	exts    []*fsumExt
@@ -405,12 +409,13 @@ func (k fsumK) update(w []uint64, args []types.Value) error {
 		return nil
 	}
 	if w[2]>>32 != 0 || !addInline(w, v.F) {
-		s := new(fsum) // fsum.add keeps its receiver: on the heap, but only on this rare path
+		s := &k.arena.sum
 		*s = k.load(w)
 		before := s.bytes()
 		s.add(v.F)
 		k.arena.grown += s.bytes() - before
 		k.store(w, s)
+		*s = fsum{}
 	}
 	if k.avg {
 		w[3]++
