@@ -60,6 +60,7 @@ type Decoder struct {
 	valScratch [][]byte
 	noScan     bool   // tests: force the reference path
 	used       []bool // columns to convert; nil: all
+	ts         types.TimestampParser
 }
 
 // NewDecoder returns a decoder for src's columns and format option
@@ -214,7 +215,7 @@ func (d *Decoder) convert(f *fastjson.Value, t types.Type) (types.Value, string)
 		if err != nil {
 			return types.Value{}, "expected a timestamp string, got " + f.Type().String()
 		}
-		us, perr := types.ParseTimestamp(b)
+		us, perr := d.ts.Parse(b)
 		if perr != nil {
 			return types.Value{}, perr.Error()
 		}

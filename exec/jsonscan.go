@@ -131,7 +131,7 @@ func (d *Decoder) scanValue(s *scanner, col int) bool {
 		case types.KindVarchar:
 			d.row[col] = types.Value{Kind: types.KindVarchar, S: bytesString(b)}
 		case types.KindTimestamp:
-			us, err := types.ParseTimestamp(b)
+			us, err := d.ts.Parse(b)
 			if err != nil {
 				return false
 			}

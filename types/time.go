@@ -163,11 +163,48 @@ func parseDatePart(b []byte) (int64, int, bool) {
 	return DaysFromCivil(y, m, d), i, true
 }
 
+// TimestampParser parses as ParseTimestamp does, remembering the last
+// date part: a stream's timestamps mostly share their day, and the
+// calendar arithmetic is a good part of the parse. The zero value is ready;
+// it is not safe for concurrent use.
+type TimestampParser struct {
+	date [10]byte
+	days int64
+	ok   bool
+}
+
+// Parse parses b as ParseTimestamp does.
+func (p *TimestampParser) Parse(b []byte) (int64, error) {
+	t := trimSpace(b)
+	if p.ok && len(t) > 10 && [10]byte(t[:10]) == p.date {
+		if us, ok := parseTimeRest(t, 10, p.days); ok {
+			return us, nil
+		}
+		return ParseTimestamp(b) // the error
+	}
+	days, i, ok := parseDatePart(t)
+	if ok && i == 10 {
+		p.date, p.days, p.ok = [10]byte(t[:10]), days, true
+	}
+	if ok {
+		if us, ok := parseTimeRest(t, i, days); ok {
+			return us, nil
+		}
+	}
+	return ParseTimestamp(b)
+}
+
 func parseTimestamp(b []byte) (int64, bool) {
 	days, i, ok := parseDatePart(b)
 	if !ok {
 		return 0, false
 	}
+	return parseTimeRest(b, i, days)
+}
+
+// parseTimeRest parses what follows the date part (b[i:]) of a timestamp
+// on the day days.
+func parseTimeRest(b []byte, i int, days int64) (int64, bool) {
 	us := days * MicrosPerDay
 	if i == len(b) {
 		return us, true
