@@ -86,10 +86,10 @@ func newBucket(start, end int64, seed maphash.Seed, stride int) *bucket {
 // at returns the group of ordinal i.
 func (b *bucket) at(i int) *group { return &b.chunks[i/chunkSize][i%chunkSize] }
 
-func (b *bucket) hash(key string) uint64 { return maphash.String(b.seed, key) }
+func (b *bucket) hash(key []byte) uint64 { return maphash.Bytes(b.seed, key) }
 
 // lookup returns the group of key, or nil.
-func (b *bucket) lookup(key string) *group {
+func (b *bucket) lookup(key []byte) *group {
 	if len(b.index) == 0 {
 		return nil
 	}
@@ -102,7 +102,7 @@ func (b *bucket) lookup(key string) *group {
 			return nil
 		}
 		if b.tags[i] == tag {
-			if g := b.at(int(e) - 1); g.mapKey == key {
+			if g := b.at(int(e) - 1); g.mapKey == string(key) {
 				return g
 			}
 		}
@@ -111,7 +111,7 @@ func (b *bucket) lookup(key string) *group {
 
 // add appends a new group for key (which must not be present) and returns
 // it with its words zeroed.
-func (b *bucket) add(key string) *group {
+func (b *bucket) add(key []byte) *group {
 	if (b.n+1)*4 > len(b.index)*3 {
 		b.grow()
 	}
@@ -136,7 +136,7 @@ func (b *bucket) add(key string) *group {
 // storeKey copies key into the key slab. The string aliases the slab,
 // which is only ever appended to within its capacity, so its bytes never
 // change (a string per key would cost a separate, rounded-up allocation).
-func (b *bucket) storeKey(key string) string {
+func (b *bucket) storeKey(key []byte) string {
 	if len(key) == 0 {
 		return ""
 	}
@@ -149,7 +149,7 @@ func (b *bucket) storeKey(key string) string {
 }
 
 func (b *bucket) insertIndex(key string, ord uint32) {
-	h := b.hash(key)
+	h := maphash.String(b.seed, key)
 	mask := uint64(len(b.index) - 1)
 	i := h & mask
 	for b.index[i] != 0 {

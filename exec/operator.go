@@ -370,9 +370,9 @@ func (o *Operator) lateKey(start, end int64) []types.Value {
 // apply folds the current row (key and arguments already evaluated) into
 // the group of bucket b.
 func (o *Operator) apply(b *bucket, row []types.Value) error {
-	g := b.lookup(string(o.keyBuf))
+	g := b.lookup(o.keyBuf)
 	if g == nil {
-		g = b.add(string(o.keyBuf))
+		g = b.add(o.keyBuf)
 		o.initGroup(g, b.start, b.end)
 	}
 	if err := o.updateAggs(g); err != nil {
@@ -572,7 +572,7 @@ func (o *Operator) Finish() error {
 	switch {
 	case o.cont != nil:
 		if len(o.q.Keys) == 0 && o.cont.n == 0 {
-			g := o.cont.add("")
+			g := o.cont.add(nil)
 			o.initGroup(g, 0, 0)
 			g.dirtyAt = o.cfg.Nanotime()
 			if err := o.emit(g, false); err != nil {

@@ -295,7 +295,7 @@ func (o *Operator) FinishRestore() {
 		if b == nil {
 			b = o.bucketAt(g.start, o.groupEnd(g))
 		}
-		ng := b.add(g.mapKey)
+		ng := b.add([]byte(g.mapKey))
 		key, w := ng.mapKey, ng.wp
 		*ng = *g
 		ng.mapKey, ng.wp = key, w
