@@ -4,7 +4,8 @@
 # cmd/ubik-broker), idempotently.
 #
 #   scripts/services.sh up [redis|postgres|clickhouse|dynamodb|kafka|all]...
-#   scripts/services.sh down [service]...   stops only what this script started
+#   scripts/services.sh down [service]...   stops only what this script started,
+#                                           and only once no other user holds a lease
 #   scripts/services.sh env                 prints the UBIK_* export lines
 #   scripts/services.sh status
 #
@@ -12,6 +13,11 @@
 # missing (Debian packages, npm ci in scripts/dynalite) and starts the rest,
 # each with a pidfile under $UBIK_SERVICES_STATE/run; "down" stops exactly
 # the processes recorded there. Nothing else is ever stopped.
+#
+# Leases: "up" records a lease for the calling process ($PPID, or
+# UBIK_SERVICES_LEASE) under $UBIK_SERVICES_STATE/leases; "down" drops the
+# caller's lease and stops nothing while another live process holds one, so
+# two test runs sharing the servers cannot stop them under each other.
 #
 # Settings (environment, with defaults):
 #   UBIK_SERVICES_STATE=/tmp/ubik-services   state dir: pidfiles, data, logs
@@ -34,6 +40,8 @@ DYNAMO_PORT=${UBIK_DYNAMODB_PORT:-8000}
 KAFKA_PORT=${UBIK_KAFKA_PORT:-9092}
 KAFKA_DATA_DIR=${UBIK_KAFKA_DATA_DIR:-}
 RUN=$STATE/run
+LEASES=$STATE/leases
+LEASE=${UBIK_SERVICES_LEASE:-$PPID}
 ALL=(redis postgres clickhouse dynamodb kafka)
 
 log() { printf 'services.sh: %s\n' "$*" >&2; }
@@ -285,6 +293,22 @@ up_kafka() {
 
 # ------------------------------------------------------------ commands
 
+# live_lease: prints the pid of another live lease holder (and drops the
+# leases of processes that are gone); fails when there is none.
+live_lease() {
+	local f pid
+	for f in "$LEASES"/*; do
+		[ -e "$f" ] || continue
+		pid=${f##*/}
+		if [ "$pid" != "$LEASE" ] && kill -0 "$pid" 2>/dev/null; then
+			echo "$pid"
+			return 0
+		fi
+		rm -f "$f"
+	done
+	return 1
+}
+
 # cmd_pattern NAME: a word in the command line of the server NAME.
 cmd_pattern() {
 	case $1 in
@@ -362,13 +386,19 @@ main() {
 	case $cmd in
 	up)
 		pick "$@"
-		mkdir -p "$STATE"
+		mkdir -p "$STATE" "$LEASES"
+		echo "$LEASE" >"$LEASES/$LEASE"
 		local s
 		for s in "${SVC[@]}"; do "up_$s"; done
 		;;
 	down)
-		local i
+		local i holder
 		pick "$@"
+		rm -f "$LEASES/$LEASE"
+		if holder=$(live_lease); then
+			log "not stopping anything: pid $holder still holds a lease"
+			return 0
+		fi
 		for ((i = ${#SVC[@]} - 1; i >= 0; i--)); do down_one "${SVC[i]}"; done
 		;;
 	env) print_env ;;
