@@ -86,14 +86,13 @@ func newBucket(start, end int64, seed maphash.Seed, stride int) *bucket {
 // at returns the group of ordinal i.
 func (b *bucket) at(i int) *group { return &b.chunks[i/chunkSize][i%chunkSize] }
 
-func (b *bucket) hash(key []byte) uint64 { return maphash.Bytes(b.seed, key) }
-
-// lookup returns the group of key, or nil.
-func (b *bucket) lookup(key []byte) *group {
+// lookup returns the group of key, or nil; h is the key's hash under the
+// bucket's seed (every bucket of an operator shares the seed, so a row that
+// falls into several windows hashes its key once).
+func (b *bucket) lookup(key []byte, h uint64) *group {
 	if len(b.index) == 0 {
 		return nil
 	}
-	h := b.hash(key)
 	tag := uint8(h >> 56)
 	mask := uint64(len(b.index) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
@@ -111,7 +110,7 @@ func (b *bucket) lookup(key []byte) *group {
 
 // add appends a new group for key (which must not be present) and returns
 // it with its words zeroed.
-func (b *bucket) add(key []byte) *group {
+func (b *bucket) add(key []byte, h uint64) *group {
 	if (b.n+1)*4 > len(b.index)*3 {
 		b.grow()
 	}
@@ -129,7 +128,7 @@ func (b *bucket) add(key []byte) *group {
 	g := b.at(b.n)
 	g.mapKey = b.storeKey(key)
 	b.n++
-	b.insertIndex(g.mapKey, uint32(b.n))
+	b.insertIndex(h, uint32(b.n))
 	return g
 }
 
@@ -148,8 +147,7 @@ func (b *bucket) storeKey(key []byte) string {
 	return unsafe.String(&b.keys[off], len(key))
 }
 
-func (b *bucket) insertIndex(key string, ord uint32) {
-	h := maphash.String(b.seed, key)
+func (b *bucket) insertIndex(h uint64, ord uint32) {
 	mask := uint64(len(b.index) - 1)
 	i := h & mask
 	for b.index[i] != 0 {
@@ -166,7 +164,7 @@ func (b *bucket) grow() {
 	b.index = make([]uint32, size)
 	b.tags = make([]uint8, size)
 	for i := 0; i < b.n; i++ {
-		b.insertIndex(b.at(i).mapKey, uint32(i+1))
+		b.insertIndex(maphash.String(b.seed, b.at(i).mapKey), uint32(i+1))
 	}
 }
 

@@ -110,6 +110,7 @@ type Operator struct {
 	groupBytes int64           // state estimate per (group, window), besides its key
 	argBuf     [][]types.Value // per aggregate: evaluated arguments of the current row
 	keyBuf     []byte          // binary group key of the current row
+	keyHash    uint64          // its hash under seed
 
 	dedup *dedupState // nil unless the source declares dedup_key
 
@@ -262,6 +263,9 @@ func (o *Operator) Process(row []types.Value) error {
 		o.cellsBuf[i] = v
 		o.keyBuf = appendKeyBytes(o.keyBuf, v)
 	}
+	if o.sessions == nil { // sessions find their key in a map
+		o.keyHash = maphash.Bytes(o.seed, o.keyBuf)
+	}
 	for i := range q.Aggs {
 		for j, a := range q.Aggs[i].Args {
 			v, err := a.Eval(row)
@@ -370,9 +374,9 @@ func (o *Operator) lateKey(start, end int64) []types.Value {
 // apply folds the current row (key and arguments already evaluated) into
 // the group of bucket b.
 func (o *Operator) apply(b *bucket, row []types.Value) error {
-	g := b.lookup(o.keyBuf)
+	g := b.lookup(o.keyBuf, o.keyHash)
 	if g == nil {
-		g = b.add(o.keyBuf)
+		g = b.add(o.keyBuf, o.keyHash)
 		o.initGroup(g, b.start, b.end)
 	}
 	if err := o.updateAggs(g); err != nil {
@@ -572,7 +576,7 @@ func (o *Operator) Finish() error {
 	switch {
 	case o.cont != nil:
 		if len(o.q.Keys) == 0 && o.cont.n == 0 {
-			g := o.cont.add(nil)
+			g := o.cont.add(nil, maphash.Bytes(o.seed, nil))
 			o.initGroup(g, 0, 0)
 			g.dirtyAt = o.cfg.Nanotime()
 			if err := o.emit(g, false); err != nil {

@@ -126,20 +126,20 @@ func TestBucketIndex(t *testing.T) {
 			continue
 		}
 		seen[k] = true
-		if b.lookup([]byte(k)) != nil {
+		if b.lookup([]byte(k), maphash.String(b.seed, k)) != nil {
 			t.Fatalf("key %q found before it was added", k)
 		}
-		g := b.add([]byte(k))
+		g := b.add([]byte(k), maphash.String(b.seed, k))
 		g.words(2)[1] = uint64(len(seen))
 	}
 	for k := range seen {
-		g := b.lookup([]byte(k))
+		g := b.lookup([]byte(k), maphash.String(b.seed, k))
 		if g == nil || g.mapKey != k {
 			t.Fatalf("key %q not found after %d adds", k, b.n)
 		}
 	}
 	for _, k := range []string{"zz", "\x00", string(appendKeyBytes(nil, types.Big(-1)))} {
-		if b.lookup([]byte(k)) != nil {
+		if b.lookup([]byte(k), maphash.String(b.seed, k)) != nil {
 			t.Fatalf("key %q found, never added", k)
 		}
 	}

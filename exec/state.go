@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"sort"
 
@@ -295,7 +296,7 @@ func (o *Operator) FinishRestore() {
 		if b == nil {
 			b = o.bucketAt(g.start, o.groupEnd(g))
 		}
-		ng := b.add([]byte(g.mapKey))
+		ng := b.add([]byte(g.mapKey), maphash.String(o.seed, g.mapKey))
 		key, w := ng.mapKey, ng.wp
 		*ng = *g
 		ng.mapKey, ng.wp = key, w
