@@ -152,3 +152,37 @@ func TestBucketIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestKeySet: the DISTINCT set agrees with a Go map over random keys of
+// random lengths (the empty key included), across growth; its byte count
+// is its slices' real size.
+func TestKeySet(t *testing.T) {
+	r := rand.New(rand.NewPCG(aggSeed(t), 13))
+	var s keySet
+	ref := map[string]bool{}
+	for i := 0; i < 20000; i++ {
+		k := make([]byte, r.IntN(12))
+		for j := range k {
+			k[j] = byte(r.IntN(3))
+		}
+		if got, want := s.has(k), ref[string(k)]; got != want {
+			t.Fatalf("has(%q) = %v, want %v", k, got, want)
+		}
+		if added := s.add(k); added == ref[string(k)] {
+			t.Fatalf("add(%q) = %v with the key present = %v", k, added, ref[string(k)])
+		}
+		ref[string(k)] = true
+	}
+	if s.len() != len(ref) {
+		t.Fatalf("%d members, want %d", s.len(), len(ref))
+	}
+	sorted := s.sorted()
+	for i, k := range sorted {
+		if !ref[k] || (i > 0 && sorted[i-1] >= k) {
+			t.Fatalf("sorted members wrong at %d: %q", i, k)
+		}
+	}
+	if want := cap(s.keys) + 4*cap(s.ends) + 5*len(s.index); s.bytes() != want {
+		t.Fatalf("bytes %d, want %d", s.bytes(), want)
+	}
+}

@@ -16,18 +16,26 @@ import (
 // growth of growing aggregates); it must track what the heap really holds
 // per live (group, window), or the figure bench/run reports means nothing.
 func TestStateBytesTrackHeap(t *testing.T) {
-	cases := map[string]string{
-		"tumble std": `SELECT merchant, count(*), sum(amount), max(amount) FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE) EMIT EARLY EVERY INTERVAL '1' SECOND`,
-		"hop count":  `SELECT merchant, count(*) FROM events GROUP BY merchant, HOP(event_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND)`,
-		"continuous": `SELECT merchant, count(*), avg(amount), min(event_time) FROM events GROUP BY merchant`,
-		"session":    `SELECT merchant, count(*), sum(amount) FROM events GROUP BY merchant, SESSION(event_time, INTERVAL '10' SECOND)`,
-		"boxed":      `SELECT merchant, min(customer), stddev_samp(amount), bool_or(amount > 10) FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE)`,
-		"distinct":   `SELECT merchant, count(DISTINCT customer) FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE)`,
-		"two keys":   `SELECT merchant, customer, count(*) FROM events GROUP BY merchant, customer, TUMBLE(event_time, INTERVAL '1' MINUTE)`,
+	type shape struct {
+		sql              string
+		groups, perGroup int // events: groups × perGroup, all within one minute
 	}
-	for name, sql := range cases {
+	cases := map[string]shape{
+		"tumble std":     {`SELECT merchant, count(*), sum(amount), max(amount) FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE) EMIT EARLY EVERY INTERVAL '1' SECOND`, 60000, 3},
+		"hop count":      {`SELECT merchant, count(*) FROM events GROUP BY merchant, HOP(event_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND)`, 60000, 3},
+		"continuous":     {`SELECT merchant, count(*), avg(amount), min(event_time) FROM events GROUP BY merchant`, 60000, 3},
+		"session":        {`SELECT merchant, count(*), sum(amount) FROM events GROUP BY merchant, SESSION(event_time, INTERVAL '10' SECOND)`, 60000, 3},
+		"boxed":          {`SELECT merchant, min(customer), stddev_samp(amount), bool_or(amount > 10) FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE)`, 60000, 3},
+		"distinct":       {`SELECT merchant, count(DISTINCT customer) FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE)`, 60000, 3},
+		"distinct wide":  {`SELECT merchant, count(DISTINCT customer) FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE)`, 1000, 300},
+		"sketches":       {`SELECT merchant, approx_count_distinct(customer), approx_quantile(amount, 0.5) FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE)`, 60000, 3},
+		"sketches wide":  {`SELECT merchant, approx_count_distinct(customer), approx_quantile(amount, 0.5) FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE)`, 1000, 300},
+		"exact sum wide": {`SELECT merchant, sum(amount), avg(amount) FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE)`, 4000, 100},
+		"two keys":       {`SELECT merchant, customer, count(*) FROM events GROUP BY merchant, customer, TUMBLE(event_time, INTERVAL '1' MINUTE)`, 60000, 3},
+	}
+	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			prog, err := plan.Compile(benchSource+sql, plan.CompileOptions{})
+			prog, err := plan.Compile(benchSource+c.sql, plan.CompileOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -36,21 +44,19 @@ func TestStateBytesTrackHeap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const n = 60000
+			n := c.groups
 			row := make([]types.Value, 5)
 			var ms runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&ms)
 			before := ms.HeapAlloc
-			for i := 0; i < 3*n; i++ {
-				// n groups, three events each (the distinct case sees three
-				// customers per group), all within one minute.
+			for i := 0; i < c.perGroup*n; i++ {
 				g := i % n
 				row[0] = types.Str("e")
 				row[1] = types.Str(fmt.Sprintf("m%d", g))
-				row[2] = types.Str(fmt.Sprintf("c%d", i%7))
-				row[3] = types.Float(float64(i%500) + 0.25)
-				row[4] = types.TS(36000000000 + int64(i)*100)
+				row[2] = types.Str(fmt.Sprintf("c%d", i%(7+c.perGroup*n/10)))
+				row[3] = types.Float(float64(i%977)*1.37 + 0.25)
+				row[4] = types.TS(36000000000 + int64(i)*50000000/int64(c.perGroup*n))
 				if err := op.Process(row); err != nil {
 					t.Fatal(err)
 				}
