@@ -89,7 +89,7 @@ func ownValue(v types.Value) types.Value {
 // inner state is rebuilt from the set on restore.
 type distinctState struct {
 	inner aggState
-	t     types.Type          // the argument's type, to decode set members
+	t     types.Type // the argument's type, to decode set members
 	set   keySet     // appendKeyBytes of each distinct value
 	kb    []byte
 }
@@ -140,7 +140,6 @@ func (s *distinctState) result() types.Value { return s.inner.result() }
 func (s *distinctState) size() int {
 	return 64 + s.set.bytes() + cap(s.kb) + s.inner.size()
 }
-
 
 func (s *distinctState) appendState(b []byte) []byte {
 	keys := s.set.sorted()
