@@ -433,7 +433,6 @@ func (o *Operator) initGroup(g *group, start, end int64) {
 	}
 	o.seq++
 	g.seq = o.seq
-	o.layout.init(g.words(o.layout.stride))
 	o.stats.LiveGroups++
 	if o.stats.LiveGroups > o.stats.LiveGroupsPeak {
 		o.stats.LiveGroupsPeak = o.stats.LiveGroups

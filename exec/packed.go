@@ -26,9 +26,9 @@ import (
 
 // kernel runs one aggregate call over its words.
 type kernel interface {
+	// nwords is the state's size in words. An empty state is all zero
+	// words (so fresh, zeroed memory needs no initializing).
 	nwords() int
-	// init sets the words of an empty state.
-	init(w []uint64)
 	update(w []uint64, args []types.Value) error
 	result(w []uint64) types.Value
 	// unpack returns the state in w as an aggState; pack makes w hold s
@@ -125,12 +125,6 @@ func (l *aggLayout) words(gw []uint64, i int) []uint64 {
 	return gw[l.offs[i] : l.offs[i]+l.kernels[i].nwords()]
 }
 
-func (l *aggLayout) init(gw []uint64) {
-	for i, k := range l.kernels {
-		k.init(l.words(gw, i))
-	}
-}
-
 func (l *aggLayout) release(gw []uint64) {
 	for i, k := range l.kernels {
 		k.release(l.words(gw, i))
@@ -187,7 +181,6 @@ func arg0(args []types.Value) types.Value {
 type countK struct{}
 
 func (countK) nwords() int       { return 1 }
-func (countK) init(w []uint64)   { w[0] = 0 }
 func (countK) release([]uint64)  {}
 func (countK) size([]uint64) int { return 0 }
 func (countK) fresh() aggState   { return &countState{} }
@@ -209,7 +202,6 @@ type sumIntK struct {
 }
 
 func (sumIntK) nwords() int       { return 3 }
-func (sumIntK) init(w []uint64)   { w[0], w[1], w[2] = 0, 0, 0 }
 func (sumIntK) release([]uint64)  {}
 func (sumIntK) size([]uint64) int { return 0 }
 func (k sumIntK) fresh() aggState { return &sumIntState{decimal: k.decimal, scale: k.scale} }
@@ -241,7 +233,6 @@ func (sumIntK) pack(w []uint64, s aggState) {
 type avgIntK struct{ scale uint8 }
 
 func (avgIntK) nwords() int       { return 3 }
-func (avgIntK) init(w []uint64)   { w[0], w[1], w[2] = 0, 0, 0 }
 func (avgIntK) release([]uint64)  {}
 func (avgIntK) size([]uint64) int { return 0 }
 func (k avgIntK) fresh() aggState { return &avgIntState{scale: k.scale} }
@@ -274,7 +265,6 @@ func (avgIntK) pack(w []uint64, s aggState) {
 type minMaxF64K struct{ max bool }
 
 func (minMaxF64K) nwords() int       { return 2 }
-func (minMaxF64K) init(w []uint64)   { w[0], w[1] = 0, 0 }
 func (minMaxF64K) release([]uint64)  {}
 func (minMaxF64K) size([]uint64) int { return 0 }
 func (k minMaxF64K) fresh() aggState { return &minMaxF64{max: k.max} }
@@ -314,7 +304,6 @@ type minMaxI64K struct {
 }
 
 func (minMaxI64K) nwords() int       { return 2 }
-func (minMaxI64K) init(w []uint64)   { w[0], w[1] = 0, 0 }
 func (minMaxI64K) release([]uint64)  {}
 func (minMaxI64K) size([]uint64) int { return 0 }
 func (k minMaxI64K) fresh() aggState { return &minMaxI64{max: k.max, kind: k.kind} }
@@ -356,11 +345,6 @@ func (k fsumK) nwords() int {
 		return 4
 	}
 	return 3
-}
-func (k fsumK) init(w []uint64) {
-	for i := range w {
-		w[i] = 0
-	}
 }
 func (k fsumK) release(w []uint64) {
 	if x := w[2] >> 32; x != 0 {
@@ -499,8 +483,7 @@ type boxK struct {
 	base  int // size() of an empty state
 }
 
-func (boxK) nwords() int     { return 1 }
-func (boxK) init(w []uint64) { w[0] = 0 }
+func (boxK) nwords() int { return 1 }
 func (k boxK) release(w []uint64) {
 	if w[0] != 0 {
 		k.arena.unbox(w[0])

@@ -53,8 +53,6 @@ func TestPackedMatchesAggState(t *testing.T) {
 			ref := feed(t, &c, rows)
 			// Two halves in two groups' words, then merged as sessions do.
 			w1, w2 := make([]uint64, k.nwords()), make([]uint64, k.nwords())
-			k.init(w1)
-			k.init(w2)
 			cut := len(rows) / 2
 			for j, row := range rows {
 				w := w1
@@ -66,7 +64,6 @@ func TestPackedMatchesAggState(t *testing.T) {
 				}
 			}
 			whole := make([]uint64, k.nwords())
-			k.init(whole)
 			for _, row := range rows {
 				if err := k.update(whole, argsOf(&c, row)); err != nil {
 					t.Fatal(err)
@@ -89,7 +86,6 @@ func TestPackedMatchesAggState(t *testing.T) {
 			}
 			// A checkpoint read back into fresh words.
 			back := make([]uint64, k.nwords())
-			k.init(back)
 			s := k.fresh()
 			if err := s.readState(&reader{b: ref.appendState(nil)}); err != nil {
 				t.Fatal(err)
