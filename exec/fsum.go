@@ -97,6 +97,13 @@ func (s *fsum) add(x float64) {
 		s.extension().wide = w
 		return
 	}
+	s.setPartials(addPartial(ps, x))
+}
+
+// addPartial adds x to the non-overlapping partials ps in place (the grow
+// step of Shewchuk's algorithm) and returns them, the new top partial
+// appended (within ps's capacity when it has room).
+func addPartial(ps []float64, x float64) []float64 {
 	i := 0
 	for _, y := range ps {
 		if math.Abs(x) < math.Abs(y) {
@@ -114,7 +121,7 @@ func (s *fsum) add(x float64) {
 	if x != 0 {
 		ps = append(ps, x)
 	}
-	s.setPartials(ps)
+	return ps
 }
 
 func (s *fsum) merge(o *fsum) {

@@ -54,44 +54,40 @@ type aggArena struct {
 	// sum is the scratch for an exact double sum that does not fit the
 	// inline path: fsum.add keeps its receiver, so a local one would be a
 	// heap allocation per event.
-	sum     fsum
-	boxes   []aggState
-	boxFree []uint32
-	exts    []*fsumExt
-	extFree []uint32
+	sum   fsum
+	boxes slots[aggState]
+	exts  slots[*fsumExt]
 }
 
-func (a *aggArena) box(s aggState) uint64 {
-	if n := len(a.boxFree); n > 0 {
-		i := a.boxFree[n-1]
-		a.boxFree = a.boxFree[:n-1]
-		a.boxes[i] = s
+// slots is a table whose freed slots are reused. Slot numbers start at 1,
+// so a zero word means "no slot".
+type slots[T any] struct {
+	items []T
+	free  []uint32
+}
+
+func (t *slots[T]) put(v T) uint64 {
+	if n := len(t.free); n > 0 {
+		i := t.free[n-1]
+		t.free = t.free[:n-1]
+		t.items[i] = v
 		return uint64(i) + 1
 	}
-	a.boxes = append(a.boxes, s)
-	return uint64(len(a.boxes))
+	t.items = append(t.items, v)
+	return uint64(len(t.items))
 }
 
-func (a *aggArena) unbox(i uint64) {
-	a.boxes[i-1] = nil
-	a.boxFree = append(a.boxFree, uint32(i-1))
+func (t *slots[T]) get(i uint64) T    { return t.items[i-1] }
+func (t *slots[T]) set(i uint64, v T) { t.items[i-1] = v }
+
+func (t *slots[T]) drop(i uint64) {
+	var zero T
+	t.items[i-1] = zero
+	t.free = append(t.free, uint32(i-1))
 }
 
-func (a *aggArena) ext(e *fsumExt) uint64 {
-	if n := len(a.extFree); n > 0 {
-		i := a.extFree[n-1]
-		a.extFree = a.extFree[:n-1]
-		a.exts[i] = e
-		return uint64(i) + 1
-	}
-	a.exts = append(a.exts, e)
-	return uint64(len(a.exts))
-}
-
-func (a *aggArena) unext(i uint64) {
-	a.exts[i-1] = nil
-	a.extFree = append(a.extFree, uint32(i-1))
-}
+// live is the number of slots in use.
+func (t *slots[T]) live() int { return len(t.items) - len(t.free) }
 
 // aggLayout places a query's aggregates in a group's words.
 type aggLayout struct {
@@ -348,7 +344,7 @@ func (k fsumK) nwords() int {
 }
 func (k fsumK) release(w []uint64) {
 	if x := w[2] >> 32; x != 0 {
-		k.arena.unext(x)
+		k.arena.exts.drop(x)
 		w[2] &= 0xffffffff
 	}
 }
@@ -362,7 +358,7 @@ func (k fsumK) fresh() aggState {
 func (k fsumK) load(w []uint64) fsum {
 	s := fsum{p: [2]float64{math.Float64frombits(w[0]), math.Float64frombits(w[1])}, n: uint8(w[2]), seen: w[2]&0x100 != 0}
 	if x := w[2] >> 32; x != 0 {
-		s.ext = k.arena.exts[x-1]
+		s.ext = k.arena.exts.get(x)
 	}
 	return s
 }
@@ -371,11 +367,11 @@ func (k fsumK) store(w []uint64, s *fsum) {
 	x := w[2] >> 32
 	switch {
 	case s.ext != nil && x == 0:
-		x = k.arena.ext(s.ext)
+		x = k.arena.exts.put(s.ext)
 	case s.ext != nil:
-		k.arena.exts[x-1] = s.ext
+		k.arena.exts.set(x, s.ext)
 	case x != 0:
-		k.arena.unext(x)
+		k.arena.exts.drop(x)
 		x = 0
 	}
 	w[0], w[1] = math.Float64bits(s.p[0]), math.Float64bits(s.p[1])
@@ -415,33 +411,16 @@ func addInline(w []uint64, x float64) bool {
 		return false
 	}
 	n := int(uint8(w[2]))
-	ps := [3]float64{math.Float64frombits(w[0]), math.Float64frombits(w[1])}
-	if n > 0 && math.Abs(ps[n-1]) >= wideThreshold {
+	arr := [3]float64{math.Float64frombits(w[0]), math.Float64frombits(w[1])}
+	if n > 0 && math.Abs(arr[n-1]) >= wideThreshold {
 		return false
 	}
-	i := 0
-	for j := 0; j < n; j++ {
-		y := ps[j]
-		if math.Abs(x) < math.Abs(y) {
-			x, y = y, x
-		}
-		hi := x + y
-		lo := y - (hi - x)
-		if lo != 0 {
-			ps[i] = lo
-			i++
-		}
-		x = hi
-	}
-	if x != 0 {
-		ps[i] = x
-		i++
-	}
-	if i > 2 {
+	ps := addPartial(arr[:n:3], x) // room for the new top: no allocation
+	if len(ps) > 2 {
 		return false
 	}
-	w[0], w[1] = math.Float64bits(ps[0]), math.Float64bits(ps[1])
-	w[2] = uint64(i) | 1<<8
+	w[0], w[1] = math.Float64bits(arr[0]), math.Float64bits(arr[1])
+	w[2] = uint64(len(ps)) | 1<<8
 	return true
 }
 
@@ -486,7 +465,7 @@ type boxK struct {
 func (boxK) nwords() int { return 1 }
 func (k boxK) release(w []uint64) {
 	if w[0] != 0 {
-		k.arena.unbox(w[0])
+		k.arena.boxes.drop(w[0])
 		w[0] = 0
 	}
 }
@@ -496,9 +475,9 @@ func (k boxK) fresh() aggState {
 }
 func (k boxK) state(w []uint64) aggState {
 	if w[0] == 0 {
-		w[0] = k.arena.box(k.fresh())
+		w[0] = k.arena.boxes.put(k.fresh())
 	}
-	return k.arena.boxes[w[0]-1]
+	return k.arena.boxes.get(w[0])
 }
 func (k boxK) update(w []uint64, args []types.Value) error {
 	s := k.state(w)
@@ -511,16 +490,16 @@ func (k boxK) result(w []uint64) types.Value { return k.state(w).result() }
 func (k boxK) unpack(w []uint64) aggState    { return k.state(w) }
 func (k boxK) pack(w []uint64, s aggState) {
 	if w[0] == 0 {
-		w[0] = k.arena.box(s)
+		w[0] = k.arena.boxes.put(s)
 		return
 	}
-	k.arena.boxes[w[0]-1] = s
+	k.arena.boxes.set(w[0], s)
 }
 func (k boxK) size(w []uint64) int {
 	if w[0] == 0 {
 		return 0
 	}
-	return k.arena.boxes[w[0]-1].size() - k.base
+	return k.arena.boxes.get(w[0]).size() - k.base
 }
 
 // boxBytes is what a box costs when its state is empty: the state object in

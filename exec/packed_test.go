@@ -97,10 +97,10 @@ func TestPackedMatchesAggState(t *testing.T) {
 			for _, w := range [][]uint64{w1, w2, whole, back} {
 				k.release(w)
 			}
-			if n := len(arena.boxes) - len(arena.boxFree); n != 0 {
+			if n := arena.boxes.live(); n != 0 {
 				t.Fatalf("%s: %d boxes not released", c.Func, n)
 			}
-			if n := len(arena.exts) - len(arena.extFree); n != 0 {
+			if n := arena.exts.live(); n != 0 {
 				t.Fatalf("%s: %d sum overflows not released", c.Func, n)
 			}
 		}
