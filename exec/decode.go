@@ -57,6 +57,7 @@ type Decoder struct {
 	names      []string
 	seen       []bool
 	keyScratch []byte
+	keyCache   []cachedKey // the previous line's keys, by position
 	valScratch [][]byte
 	noScan     bool   // tests: force the reference path
 	used       []bool // columns to convert; nil: all

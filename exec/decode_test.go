@@ -166,3 +166,42 @@ func FuzzScanMatchesFastjson(f *testing.F) {
 		}
 	})
 }
+
+// The scanner remembers the previous line's keys by position; whatever
+// came before, each line decodes as the reference decodes it alone.
+func TestScanKeyCacheAcrossLines(t *testing.T) {
+	lines := []string{
+		`{"s":"x","i":1,"d":2.5,"ts":"2026-07-18 10:00:00"}`,
+		`{"s2":"x","i":1,"ts":"2026-07-18 10:00:00","s":"y"}`,
+		`{"i":1,"s":"x","ts":"2026-07-18 10:00:00"}`,
+		`{"\u0073":"esc","ts":"2026-07-18 10:00:00","i":3}`,
+		`{ "s" :"sp","ts":"2026-07-18 10:00:00"}`,
+		`{"ts":"2026-07-18 10:00:00"}`,
+		`{"s":"x","s":"dup","ts":"2026-07-18 10:00:00"}`,
+		`{"ts":"2026-07-18 10:00:00","t":true,"day":"2026-07-18","b":-1}`,
+	}
+	src := fuzzSource()
+	ref := NewDecoder(src)
+	ref.noScan = true
+	for _, a := range lines {
+		for _, b := range lines {
+			scan := NewDecoder(src)
+			for _, line := range []string{a, b, a} {
+				got, err := scan.Decode([]byte(line))
+				cp := append([]types.Value(nil), got...)
+				for i := range cp {
+					cp[i].S = strings.Clone(cp[i].S)
+				}
+				want, rerr := ref.Decode([]byte(line))
+				if (err == nil) != (rerr == nil) {
+					t.Fatalf("after %q: %q: scanner error %v, reference %v", a, line, err, rerr)
+				}
+				for i := range cp {
+					if err == nil && !sameCell(cp[i], want[i]) {
+						t.Fatalf("after %q: %q: column %s: scanner %+v, reference %+v", a, line, src.Columns[i].Name, cp[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

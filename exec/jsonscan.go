@@ -37,9 +37,9 @@ func (d *Decoder) scanDecode(line []byte) ([]types.Value, error) {
 	if s.eat('}') {
 		return d.finishScan(&s)
 	}
-	for {
+	for p := 0; ; p++ {
 		s.ws()
-		key, ok := s.str(&d.keyScratch)
+		col, ok := d.scanKey(&s, p)
 		if !ok {
 			return nil, errFallback
 		}
@@ -48,7 +48,6 @@ func (d *Decoder) scanDecode(line []byte) ([]types.Value, error) {
 			return nil, errFallback
 		}
 		s.ws()
-		col := d.columnOf(key)
 		if col < 0 {
 			if !s.skipValue(0) {
 				return nil, errFallback
@@ -71,6 +70,46 @@ func (d *Decoder) scanDecode(line []byte) ([]types.Value, error) {
 		}
 		return nil, errFallback
 	}
+}
+
+// keyCacheLen bounds the key-order cache (keys past it take the slow path).
+const keyCacheLen = 64
+
+// cachedKey is the key a previous line had at one position: its raw text,
+// quotes included, and its column (-1: not one the query reads).
+type cachedKey struct {
+	raw []byte
+	col int
+}
+
+// scanKey reads the key at position p of the object and returns its
+// column. Lines from one producer spell their keys the same way in the
+// same order, so it first compares the input with the raw key the previous
+// line had at p: one comparison instead of a string scan and a column
+// search. A key with escapes is never cached, so a cached raw text always
+// reads as exactly one string token.
+func (d *Decoder) scanKey(s *scanner, p int) (int, bool) {
+	if p < len(d.keyCache) {
+		if k := &d.keyCache[p]; bytes.HasPrefix(s.b[s.i:], k.raw) {
+			s.i += len(k.raw)
+			return k.col, true
+		}
+	}
+	start := s.i
+	key, ok := s.str(&d.keyScratch)
+	if !ok {
+		return 0, false
+	}
+	col := d.columnOf(key)
+	if raw := s.b[start:s.i]; len(raw) == len(key)+2 && p < keyCacheLen {
+		switch {
+		case p < len(d.keyCache):
+			d.keyCache[p] = cachedKey{raw: append(d.keyCache[p].raw[:0], raw...), col: col}
+		case p == len(d.keyCache):
+			d.keyCache = append(d.keyCache, cachedKey{raw: append([]byte(nil), raw...), col: col})
+		}
+	}
+	return col, true
 }
 
 // errFallback sends a line to the reference (fastjson) decoder.
