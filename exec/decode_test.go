@@ -3,6 +3,7 @@ package exec
 import (
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -204,4 +205,24 @@ func TestScanKeyCacheAcrossLines(t *testing.T) {
 			}
 		}
 	}
+}
+
+// simpleFloat is ParseFloat's answer, bit for bit, wherever it answers.
+func FuzzSimpleFloat(f *testing.F) {
+	for _, s := range []string{"153.98", "-0.0", "0", "123456789012345", "1234567890123456", "0.1", "9007199254740993", "-12.5", "1.", ".5", "1e5", "0.000000000000000000001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		x, ok := simpleFloat([]byte(s))
+		if !ok {
+			return
+		}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("simpleFloat(%q) = %v, ParseFloat fails: %v", s, x, err)
+		}
+		if math.Float64bits(x) != math.Float64bits(want) {
+			t.Fatalf("simpleFloat(%q) = %v, ParseFloat %v", s, x, want)
+		}
+	})
 }

@@ -188,9 +188,13 @@ func (d *Decoder) scanValue(s *scanner, col int) bool {
 		if !ok {
 			return false
 		}
-		x, err := strconv.ParseFloat(bytesString(num), 64)
-		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return false
+		x, ok := simpleFloat(num)
+		if !ok {
+			var err error
+			x, err = strconv.ParseFloat(bytesString(num), 64)
+			if err != nil && !errors.Is(err, strconv.ErrRange) {
+				return false
+			}
 		}
 		d.row[col] = types.Float(x)
 		return true
@@ -387,6 +391,47 @@ func (s *scanner) number() ([]byte, bool) {
 		}
 	}
 	return s.b[start:s.i], true
+}
+
+// pow10 holds the powers of ten that are exact doubles.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// simpleFloat parses the common JSON number -?digits[.digits] (no
+// exponent) whose digits fit 2^53: then the mantissa and the power of ten
+// are exact doubles and one division rounds correctly, as ParseFloat would
+// (Clinger's fast path, without ParseFloat's general machinery). It
+// reports false for every other number, which ParseFloat then reads.
+func simpleFloat(num []byte) (float64, bool) {
+	i, neg := 0, false
+	if len(num) > 0 && num[0] == '-' {
+		neg, i = true, 1
+	}
+	var m uint64
+	frac, digits, dot := 0, 0, false
+	for ; i < len(num); i++ {
+		c := num[i]
+		switch {
+		case c >= '0' && c <= '9':
+			m = m*10 + uint64(c-'0')
+			digits++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return 0, false // an exponent
+		}
+	}
+	if digits == 0 || digits > 15 || frac >= len(pow10) {
+		return 0, false // 15 digits keep m below 2^53
+	}
+	x := float64(m) / pow10[frac]
+	if neg {
+		x = -x
+	}
+	return x, true
 }
 
 func (s *scanner) digits() bool {
