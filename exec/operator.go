@@ -110,6 +110,8 @@ type Operator struct {
 	groupBytes int64           // state estimate per (group, window), besides its key
 	argBuf     [][]types.Value // per aggregate: evaluated arguments of the current row
 	keyBuf     []byte          // binary group key of the current row
+	keyCols    []int           // per key expression: its source column when it is a bare column, else -1
+	argCols    [][]int         // per aggregate argument: the same
 	keyHash    uint64          // its hash under seed
 
 	dedup *dedupState // nil unless the source declares dedup_key
@@ -186,6 +188,14 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 	o.seed = maphash.MakeSeed()
 	for i := range q.Aggs {
 		o.argBuf[i] = make([]types.Value, len(q.Aggs[i].Args))
+		cols := make([]int, len(q.Aggs[i].Args))
+		for j, a := range q.Aggs[i].Args {
+			cols[j] = bareColumn(a)
+		}
+		o.argCols = append(o.argCols, cols)
+	}
+	for _, ki := range o.keyExprs {
+		o.keyCols = append(o.keyCols, bareColumn(q.Keys[ki].Expr))
 	}
 	for _, c := range q.Select {
 		o.colName = append(o.colName, c.Name)
@@ -255,10 +265,15 @@ func (o *Operator) Process(row []types.Value) error {
 	}
 	o.keyBuf = o.keyBuf[:0]
 	for i, ki := range o.keyExprs {
-		v, err := q.Keys[ki].Expr.Eval(row)
-		if err != nil {
-			o.stats.EvalErrors++
-			return &EvalError{Where: "GROUP BY", Err: err}
+		var v types.Value
+		if c := o.keyCols[i]; c >= 0 {
+			v = row[c]
+		} else {
+			var err error
+			if v, err = q.Keys[ki].Expr.Eval(row); err != nil {
+				o.stats.EvalErrors++
+				return &EvalError{Where: "GROUP BY", Err: err}
+			}
 		}
 		o.cellsBuf[i] = v
 		o.keyBuf = appendKeyBytes(o.keyBuf, v)
@@ -268,6 +283,10 @@ func (o *Operator) Process(row []types.Value) error {
 	}
 	for i := range q.Aggs {
 		for j, a := range q.Aggs[i].Args {
+			if c := o.argCols[i][j]; c >= 0 {
+				o.argBuf[i][j] = row[c]
+				continue
+			}
 			v, err := a.Eval(row)
 			if err != nil {
 				o.stats.EvalErrors++
@@ -289,6 +308,16 @@ func (o *Operator) Process(row []types.Value) error {
 		return err
 	}
 	return o.observeTime(row)
+}
+
+// bareColumn returns the source column e reads when e is just a column
+// reference (the common GROUP BY term and aggregate argument, read without
+// an expression call per event), else -1.
+func bareColumn(e plan.Expr) int {
+	if c, ok := e.(*plan.ColRef); ok {
+		return c.Index
+	}
+	return -1
 }
 
 // observeTime advances the watermark from the row's event time.
