@@ -388,7 +388,9 @@ func (k fsumK) update(w []uint64, args []types.Value) error {
 	if v.Null {
 		return nil
 	}
-	if w[2]>>32 != 0 || !addInline(w, v.F) {
+	if x := w[2] >> 32; x != 0 && k.addSpilled(k.arena.exts.get(x), v.F) {
+		// added to the spilled partials in place
+	} else if x != 0 || !addInline(w, v.F) {
 		s := &k.arena.sum
 		*s = k.load(w)
 		before := s.bytes()
@@ -401,6 +403,22 @@ func (k fsumK) update(w []uint64, args []types.Value) error {
 		w[3]++
 	}
 	return nil
+}
+
+// addSpilled is fsum.add for a sum whose partials spilled to e, in place:
+// x is finite and small enough and the sum holds no special or wide part.
+// It reports false, changing nothing, when the general path must run.
+func (k fsumK) addSpilled(e *fsumExt, x float64) bool {
+	n := len(e.more)
+	if !e.spilled || e.wide != nil || e.special != 0 || math.IsNaN(e.special) ||
+		math.IsInf(x, 0) || math.IsNaN(x) || math.Abs(x) >= wideThreshold ||
+		(n > 0 && math.Abs(e.more[n-1]) >= wideThreshold) {
+		return false
+	}
+	c := cap(e.more)
+	e.more = addPartial(e.more, x)
+	k.arena.grown += 8 * (cap(e.more) - c)
+	return true
 }
 
 // addInline is fsum.add for the common case, on the words: x is finite and
