@@ -120,12 +120,13 @@ type Operator struct {
 	arena  aggArena   // boxed aggregate states
 	seed   maphash.Seed
 
-	cont      *bucket           // continuous view
-	buckets   map[int64]*bucket // aligned windows by start
-	starts    int64Heap         // starts of live buckets
-	sessions  map[string]*sessionGroup
-	closeHeap sessionHeap
-	seq       uint64
+	cont       *bucket           // continuous view
+	buckets    map[int64]*bucket // aligned windows by start
+	lastBucket *bucket           // the bucket bucketAt returned last (nil once dropped)
+	starts     int64Heap         // starts of live buckets
+	sessions   map[string]*sessionGroup
+	closeHeap  sessionHeap
+	seq        uint64
 
 	dirty []*group
 
@@ -421,13 +422,25 @@ func (o *Operator) newBucket(start, end int64) *bucket {
 // bucketAt returns the bucket of the aligned window [start, end), opening
 // it if needed.
 func (o *Operator) bucketAt(start, end int64) *bucket {
+	if b := o.lastBucket; b != nil && b.start == start {
+		return b // most events fall into the window the previous one did
+	}
 	b := o.buckets[start]
 	if b == nil {
 		b = o.newBucket(start, end)
 		o.buckets[start] = b
 		heap.Push(&o.starts, start)
 	}
+	o.lastBucket = b
 	return b
+}
+
+// dropBucket forgets a finalized bucket.
+func (o *Operator) dropBucket(start int64) {
+	delete(o.buckets, start)
+	if o.lastBucket != nil && o.lastBucket.start == start {
+		o.lastBucket = nil
+	}
 }
 
 // newSessionGroup allocates a group on its own: sessions merge and close
@@ -549,7 +562,7 @@ func (o *Operator) AdvanceWatermark(wm int64) error {
 				break
 			}
 			heap.Pop(&o.starts)
-			delete(o.buckets, s)
+			o.dropBucket(s)
 			if err := o.finalizeBucket(b); err != nil {
 				return err
 			}
@@ -616,7 +629,7 @@ func (o *Operator) Finish() error {
 		for o.starts.Len() > 0 {
 			s := heap.Pop(&o.starts).(int64)
 			b := o.buckets[s]
-			delete(o.buckets, s)
+			o.dropBucket(s)
 			if err := o.finalizeBucket(b); err != nil {
 				return err
 			}
