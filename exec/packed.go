@@ -37,15 +37,16 @@ type kernel interface {
 	pack(w []uint64, s aggState)
 	// fresh returns an empty aggState of the kernel's kind (checkpoint reads).
 	fresh() aggState
-	// size is the state's bytes beyond its words.
+	// size is what the state grew by beyond its empty form and its words
+	// (a set's members, a sketch, spilled partials): the gauge's growth.
 	size(w []uint64) int
 	// release frees what the words refer to outside themselves.
 	release(w []uint64)
 }
 
 // aggArena holds what packed words cannot: boxed aggregate states, and the
-// rare overflow of exact double sums. Slots are recycled through free
-// lists, so the tables' size follows the live groups.
+// partials of exact double sums that need more than two. Slots are
+// recycled, so the tables' size follows the live groups.
 type aggArena struct {
 	// grown sums the growth of states during updates since the operator
 	// last read it (for the state gauge); cheaper than sizing every
