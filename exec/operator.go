@@ -668,6 +668,28 @@ func (o *Operator) Finish() error {
 	return nil
 }
 
+// Drain finalizes every open window as the end of the input does, but
+// with a watermark a restart can continue from: it advances the watermark
+// to the smallest value that closes them all (the latest window or
+// session end plus the allowed lateness), never to +infinity. An event
+// that arrives later for a window that ends at or before it is late; one
+// for a later window opens it. A continuous view has no windows, so
+// nothing changes. Unlike Finish, the operator keeps processing.
+func (o *Operator) Drain() error {
+	wm := o.watermark
+	switch {
+	case o.buckets != nil:
+		for _, b := range o.buckets {
+			wm = max(wm, b.end+o.lateness)
+		}
+	case o.sessions != nil:
+		for _, r := range o.closeHeap.refs {
+			wm = max(wm, o.groupEnd(r.g)+o.lateness)
+		}
+	}
+	return o.AdvanceWatermark(wm)
+}
+
 // emit builds and publishes the record of g: key cells, aggregate results,
 // metadata, HAVING, projection, then the one encoder.
 func (o *Operator) emit(g *group, final bool) error {

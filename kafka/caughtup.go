@@ -3,16 +3,10 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// endOfInput is the watermark of a source partition consumed up to the end
-// it had at start (Options.UntilCaughtUp): nothing it holds back is still
-// coming, so every window finalizes once all partitions reach it.
-const endOfInput = int64(math.MaxInt64)
 
 // ends tracks, for Options.UntilCaughtUp, how far each owned source
 // partition is consumed against the end offset it had when Run started.
@@ -58,6 +52,16 @@ func (e *ends) commit() {
 }
 
 func (e *ends) abort() { clear(e.pending) }
+
+// position returns how far part is consumed, counting the open
+// transaction, if its start position is known.
+func (e *ends) position(part int32) (int64, bool) {
+	pos, ok := e.pos[part]
+	if !ok {
+		return 0, false
+	}
+	return max(pos, e.pending[part]), true
+}
 
 // done reports whether part is consumed up to its end, counting the open
 // transaction (whatever the caller does with that answer goes in the same

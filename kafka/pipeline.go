@@ -66,14 +66,17 @@ type Options struct {
 	ClientOpts []kgo.Opt
 	// UntilCaughtUp makes Run stop by itself once the input is consumed
 	// up to where it ended when Run started: Run records the end (last
-	// stable) offset of every source partition; a partition consumed up
-	// to it gets the watermark +infinity, so once every partition has,
-	// every window finalizes, the transaction carrying the finals commits
-	// and Run returns nil (Stats.CaughtUp is then true). Records appended
-	// after the start may still be consumed before the stop; one for a
-	// window already final is late, as always. A restart with the same
-	// query name resumes from the committed offsets and state, so a query
-	// stopped earlier (SIGTERM) can be finished this way. Meant for one
+	// stable) offset of every source partition; once every partition is
+	// consumed up to it, every open window finalizes (the watermark moves
+	// to the latest window end, not to +infinity), the transaction
+	// carrying the finals commits and Run returns nil (Stats.CaughtUp is
+	// then true). Records appended after the start may still be consumed
+	// before the stop; one for a window already final is late, as always.
+	// A restart with the same query name resumes from the committed
+	// offsets and state: it consumes what was appended since (an event for
+	// a window finalized earlier is late, one for a later window produces
+	// records), so a query stopped earlier (SIGTERM) can be finished this
+	// way, and a caught-up query can be caught up again. Meant for one
 	// process: with several, each stops once the partitions it owns are
 	// done. Default false: run until canceled.
 	UntilCaughtUp bool

@@ -136,11 +136,13 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 		})
 		for part := range wm.parts {
 			wm.setIdle(part, idle.idle(part, now))
-			if end != nil && ownedNow[part] && end.done(part) {
-				// Consumed to its end: this marker follows the last
-				// event, in this transaction.
-				wm.observe(part, endOfInput)
-				wm.setIdle(part, false)
+			if end != nil && ownedNow[part] {
+				// How far the partition is consumed: this marker follows
+				// every event before that position, in this transaction,
+				// so the aggregating stage knows when it reached the end.
+				if pos, ok := end.position(part); ok {
+					wm.setPos(part, pos)
+				}
 			}
 		}
 		if len(wm.parts) > 0 && workErr == nil {

@@ -314,10 +314,6 @@ func (st *stage2) process(fs kgo.Fetches) error {
 		for part := range st.owned {
 			st.local.get(part)
 			st.local.setIdle(part, st.idle.idle(part, now))
-			if st.end != nil && st.end.done(part) {
-				st.local.observe(part, endOfInput)
-				st.local.setIdle(part, false)
-			}
 		}
 	}
 	for _, t := range st.tasks {
@@ -333,10 +329,17 @@ func (st *stage2) process(fs kgo.Fetches) error {
 		}
 	}
 	if p.opts.UntilCaughtUp && !st.finishing && st.allAtEnd() {
-		// As at the end of a file: publish what is pending (a continuous
-		// view's EMIT EARLY changes); windows are all final by now.
+		// As at the end of a file: every window finalizes and what is
+		// pending is published (a continuous view's changes). The
+		// watermark moves just far enough to close the open windows,
+		// never to +infinity, so that a restart over more input counts
+		// an event for a window closed here as late and applies an
+		// event for a later window.
 		for _, t := range st.tasks {
 			t.touched = true
+			if err := t.op.Drain(); err != nil {
+				return err
+			}
 			if err := t.op.EmitEarly(); err != nil {
 				return err
 			}
@@ -356,14 +359,24 @@ func (st *stage2) process(fs kgo.Fetches) error {
 }
 
 // allAtEnd reports whether this instance owns partitions and every one's
-// operator has reached the end of the input.
+// operator has reached the end the input had at start: in direct mode
+// its own source partition consumed to it, in repartition mode every
+// source partition reported consumed to it by the markers (each follows
+// the events before its position).
 func (st *stage2) allAtEnd() bool {
 	if len(st.owned) == 0 {
 		return false
 	}
 	for part := range st.owned {
 		t := st.tasks[part]
-		if t == nil || t.op.Watermark() != endOfInput {
+		if t == nil {
+			return false
+		}
+		if st.p.direct {
+			if !st.end.done(part) {
+				return false
+			}
+		} else if !t.wm.consumedTo(st.p.sourceEnd) {
 			return false
 		}
 	}

@@ -34,6 +34,10 @@ type tracker struct {
 type partWM struct {
 	wm   int64
 	idle bool
+	// pos is how far the sender consumed the source partition (the next
+	// offset to read), -1 when it does not track it; Options.UntilCaughtUp
+	// compares it with the end offsets of its own start.
+	pos int64
 }
 
 func newTracker(n int) *tracker { return &tracker{n: n, parts: map[int32]*partWM{}} }
@@ -41,7 +45,7 @@ func newTracker(n int) *tracker { return &tracker{n: n, parts: map[int32]*partWM
 func (t *tracker) get(p int32) *partWM {
 	pw := t.parts[p]
 	if pw == nil {
-		pw = &partWM{wm: math.MinInt64}
+		pw = &partWM{wm: math.MinInt64, pos: -1}
 		t.parts[p] = pw
 	}
 	return pw
@@ -56,6 +60,29 @@ func (t *tracker) observe(p int32, wm int64) {
 }
 
 func (t *tracker) setIdle(p int32, idle bool) { t.get(p).idle = idle }
+
+// setPos raises partition p's consumed position to pos (never lowers it).
+func (t *tracker) setPos(p int32, pos int64) {
+	pw := t.get(p)
+	if pos > pw.pos {
+		pw.pos = pos
+	}
+}
+
+// consumedTo reports whether every one of the n source partitions is
+// known to be consumed up to its offset in end.
+func (t *tracker) consumedTo(end map[int32]int64) bool {
+	if t.n == 0 {
+		return false
+	}
+	for i := 0; i < t.n; i++ {
+		pw, ok := t.parts[int32(i)]
+		if !ok || pw.pos < 0 || pw.pos < end[int32(i)] {
+			return false
+		}
+	}
+	return true
+}
 
 func (t *tracker) remove(p int32) { delete(t.parts, p) }
 
@@ -87,8 +114,9 @@ func (t *tracker) watermark() int64 {
 
 // Entries are encoded (in watermark markers and in the state meta entry) as:
 // version byte, uvarint n, uvarint count, then per partition varint p,
-// varint wm, byte idle.
-const wmVersion = 1
+// varint wm, byte idle, and (version 2) varint pos. Version 1 (no
+// position) is still read.
+const wmVersion = 2
 
 var errBadWatermark = errors.New("kafka: bad watermark encoding")
 
@@ -110,15 +138,17 @@ func (t *tracker) appendTo(b []byte) []byte {
 		} else {
 			b = append(b, 0)
 		}
+		b = binary.AppendVarint(b, pw.pos)
 	}
 	return b
 }
 
 // decodeTracker parses appendTo's bytes.
 func decodeTracker(b []byte) (*tracker, error) {
-	if len(b) == 0 || b[0] != wmVersion {
+	if len(b) == 0 || b[0] < 1 || b[0] > wmVersion {
 		return nil, fmt.Errorf("%w: version", errBadWatermark)
 	}
+	version := b[0]
 	b = b[1:]
 	next := func() (int64, bool) {
 		v, n := binary.Varint(b)
@@ -145,8 +175,16 @@ func decodeTracker(b []byte) (*tracker, error) {
 		if !ok1 || !ok2 || len(b) < 1 || p < 0 || p > math.MaxInt32 {
 			return nil, fmt.Errorf("%w: entry %d", errBadWatermark, i)
 		}
-		t.parts[int32(p)] = &partWM{wm: wm, idle: b[0] == 1}
+		pw := &partWM{wm: wm, idle: b[0] == 1, pos: -1}
 		b = b[1:]
+		if version >= 2 {
+			pos, ok := next()
+			if !ok || pos < -1 {
+				return nil, fmt.Errorf("%w: entry %d position", errBadWatermark, i)
+			}
+			pw.pos = pos
+		}
+		t.parts[int32(p)] = pw
 	}
 	if len(b) != 0 {
 		return nil, fmt.Errorf("%w: %d trailing bytes", errBadWatermark, len(b))
@@ -154,8 +192,8 @@ func decodeTracker(b []byte) (*tracker, error) {
 	return t, nil
 }
 
-// merge folds a marker's entries into t: watermarks by maximum, idle flags
-// as the sender saw them last.
+// merge folds a marker's entries into t: watermarks and positions by
+// maximum, idle flags as the sender saw them last.
 func (t *tracker) merge(m *tracker) {
 	if m.n > t.n {
 		t.n = m.n
@@ -163,6 +201,7 @@ func (t *tracker) merge(m *tracker) {
 	for p, pw := range m.parts {
 		t.observe(p, pw.wm)
 		t.setIdle(p, pw.idle)
+		t.setPos(p, pw.pos)
 	}
 }
 
