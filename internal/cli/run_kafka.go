@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ubiksql/ubik/exec"
@@ -69,8 +71,8 @@ func (k *kafkaFlags) wanted(prog *plan.Program, q *plan.Query) bool {
 // interrupted, or with --until-caught-up until the input is consumed to
 // the end it had at start and every window is final.
 func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *plan.Program, q *plan.Query) error {
-	if f.input != "" || f.output != "-" || f.deadLetter != "" || f.lateOutput != "" || f.statsJSON != "" || f.stateDir != "" {
-		return fmt.Errorf("%w: --input, --output, --dead-letter, --late-output, --stats-json and --state-dir are for the file path; a Kafka query reads --source, writes --sink and keeps its state in Kafka", ErrUsage)
+	if f.input != "" || f.output != "-" || f.deadLetter != "" || f.statsJSON != "" || f.stateDir != "" {
+		return fmt.Errorf("%w: --input, --output, --dead-letter, --stats-json and --state-dir are for the file path; a Kafka query reads --source, writes --sink and keeps its state in Kafka", ErrUsage)
 	}
 	if f.strict {
 		return fmt.Errorf("%w: --strict is for the file path; a Kafka query counts and logs bad events and goes on", ErrUsage)
@@ -140,6 +142,29 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: lvl}))
 	reported := 0
+	// --late-output: each late event as a JSON line, appended, so the
+	// runs of one query (restarts included) add to one file. A
+	// transaction that aborts is redone, so after an abort a late event
+	// can be written twice.
+	var onLate func(*exec.LateEvent)
+	var lateErr error
+	if f.lateOutput != "" {
+		lf, err := os.OpenFile(f.lateOutput, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer lf.Close()
+		var mu sync.Mutex
+		var buf []byte
+		onLate = func(ev *exec.LateEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			buf = appendLate(buf[:0], q.Name, ev)
+			if _, err := lf.Write(buf); err != nil && lateErr == nil {
+				lateErr = fmt.Errorf("--late-output %s: %w", f.lateOutput, err)
+			}
+		}
+	}
 	pl, err := kafka.New(kafka.Options{
 		Query:         q,
 		Source:        src,
@@ -147,6 +172,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		InstanceID:    k.instanceID,
 		Logger:        log,
 		UntilCaughtUp: k.untilCaughtUp,
+		OnLate:        onLate,
 		OnBadEvent: func(e *kafka.BadEvent) {
 			if reported < 10 {
 				log.Warn("ubik: event not applied", "topic", e.Topic, "partition", e.Partition, "offset", e.Offset, "err", e.Err)
@@ -178,6 +204,9 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		}
 		fmt.Fprintf(env.Stderr, "ubik: %s: %d events consumed, %d malformed, %d eval errors, %d late, %d records produced, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s%s\n",
 			q.Name, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
+	}
+	if err == nil {
+		err = lateErr
 	}
 	return err
 }
