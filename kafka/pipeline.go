@@ -80,6 +80,15 @@ type Options struct {
 	// process: with several, each stops once the partitions it owns are
 	// done. Default false: run until canceled.
 	UntilCaughtUp bool
+	// ResetState discards what the query name owns before the run: the
+	// consumer groups with their committed offsets, and the internal
+	// topics (repartition and state), so the run starts over as a new
+	// query would, reading the input from Source.From. The sink topic is
+	// kept (its consumers then see revisions start again at 1). Without
+	// it, a query name whose state topic records other inputs (query
+	// text, source columns, source topic or partition count, sink topic)
+	// is refused with ErrBindingMismatch. Default false.
+	ResetState bool
 }
 
 // BadEvent is an input record that was not applied.
@@ -317,6 +326,23 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 	if !p.direct && p.opts.RepartitionPartitions > 0 {
 		p.nParts = p.opts.RepartitionPartitions
 	}
+	if p.opts.ResetState {
+		if err := p.resetState(ctx, adm); err != nil {
+			return err
+		}
+	}
+	// The state topic records the inputs it belongs to: compared before
+	// the layout checks, so that a query name reused over other inputs
+	// is told what differs, and recorded when the topic is new.
+	ns, err := topicPartitions(ctx, adm, p.stateTopic)
+	if err != nil {
+		return err
+	}
+	if ns > 0 {
+		if err := p.checkBinding(ctx); err != nil {
+			return err
+		}
+	}
 	sinkParts := p.opts.Sink.Partitions
 	if sinkParts == 0 {
 		sinkParts = p.nParts
@@ -331,6 +357,11 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 	}
 	if err := ensureInternalTopic(ctx, adm, p.stateTopic, p.nParts, true, p.log); err != nil {
 		return err
+	}
+	if ns == 0 {
+		if err := p.checkBinding(ctx); err != nil {
+			return err
+		}
 	}
 	if p.opts.UntilCaughtUp {
 		if p.sourceEnd, err = p.sourceEnds(ctx, adm); err != nil {

@@ -502,8 +502,8 @@ func (p *Pipeline) restore(ctx context.Context, parts []int32, newTask func(int3
 				if r.Offset+1 >= ends[r.Partition].end {
 					delete(pending, r.Partition)
 				}
-				if r.Attrs.IsControl() || r.Offset >= ends[r.Partition].end {
-					return
+				if r.Attrs.IsControl() || r.Offset >= ends[r.Partition].end || string(r.Key) == bindingKey {
+					return // a transaction marker, a record past the end, the binding record
 				}
 				if r.Value == nil {
 					delete(latest[r.Partition], string(r.Key))

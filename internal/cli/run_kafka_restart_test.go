@@ -97,3 +97,68 @@ func TestRunKafkaUntilCaughtUpTwice(t *testing.T) {
 		t.Errorf("sink: %d keys, want %d: %v", len(got), len(want), got)
 	}
 }
+
+// TestRunKafkaBinding: the README's query name run again over another
+// source topic is refused, with a message that names what differs and
+// the ways out; --reset-state starts it over on the new topic and
+// produces its records; the same command again (no flag) resumes.
+func TestRunKafkaBinding(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	dir := t.TempDir()
+	sql := filepath.Join(dir, "totals.sql")
+	if err := os.WriteFile(sql, []byte(restartSQL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	events := func(n, minute int) string {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, `{"merchant":"m%d","amount":%d,"event_time":"2026-07-18 10:%02d:%02d"}`+"\n", i%2, i, minute, i%60)
+		}
+		return b.String()
+	}
+	for topic, in := range map[string]string{"a": events(10, 0), "b": events(50, 1)} {
+		if code, errs := kafkaCLI(t, in, "produce", "--to", "kafka://"+addr+"/"+topic); code != 0 {
+			t.Fatalf("produce: exit %d: %s", code, errs)
+		}
+	}
+	run := func(topic string, extra ...string) (int, string) {
+		return kafkaCLI(t, "", append([]string{"run", sql, "--source", "kafka://" + addr + "/" + topic, "--sink", "kafka://" + addr + "/totals",
+			"--instance-id", "a", "--until-caught-up", "--log-level", "warn"}, extra...)...)
+	}
+	if code, errs := run("a"); code != 0 || !strings.Contains(errs, "10 events consumed") {
+		t.Fatalf("first run: exit %d:\n%s", code, errs)
+	}
+	code, errs := run("b")
+	if code == 0 {
+		t.Fatalf("the same query name over another source topic ran:\n%s", errs)
+	}
+	for _, w := range []string{"the source topic was a, now b", "totals-state", "consumer groups totals-in and totals", "new name", "--reset-state"} {
+		if !strings.Contains(errs, w) {
+			t.Errorf("refusal does not say %q:\n%s", w, errs)
+		}
+	}
+	code, errs = run("b", "--reset-state")
+	if code != 0 || !strings.Contains(errs, "50 events consumed, 0 malformed, 0 eval errors, 0 late, 2 records produced") ||
+		!strings.Contains(errs, "deleted its consumer groups") {
+		t.Fatalf("--reset-state: exit %d, want 50 events consumed, 0 late, 2 records, and what was discarded:\n%s", code, errs)
+	}
+	want := map[string]string{}
+	for m := 0; m < 2; m++ {
+		want[fmt.Sprintf(`["m%d", "2026-07-18 10:01:00"]`, m)] = fmt.Sprintf(`{"merchant": "m%d", "window_start": "2026-07-18 10:01:00", "orders": 25}`, m)
+	}
+	got := consumeLatest(t, addr, "totals", want, 30*time.Second)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("sink key %s: %s, want %s", k, got[k], v)
+		}
+	}
+	// Unchanged: resumes from the committed offsets (nothing new).
+	if code, errs := run("b"); code != 0 || !strings.Contains(errs, "0 events consumed") || !strings.Contains(errs, "caught up") {
+		t.Fatalf("unchanged restart: exit %d, want 0 events consumed, caught up:\n%s", code, errs)
+	}
+}
