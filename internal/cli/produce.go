@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,10 @@ import (
 // events.jsonl`. It creates a missing topic (delete policy, not compacted:
 // an input topic keeps every event). Events are sent as they are, malformed
 // ones included, so a pipeline's handling of bad input can be exercised.
+// Records without a key go round-robin over the partitions, so every
+// partition gets events (an empty one would hold a query's watermark
+// back until its idle timeout); --key-field keys them, and a key's
+// records share a partition.
 // With --format csv an event is a CSV record, which may span lines inside
 // quotes (the file source's rule), sent whole without its final line
 // break; --header drops the first record (a Kafka CSV source reads fields
@@ -42,7 +47,7 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	header := fs.Bool("header", false, "csv: the first record is a header row: it names the columns for --key-field and is not sent")
 	delimiter := fs.String("delimiter", ",", "csv: the field delimiter (for --key-field)")
 	partitions := fs.Int("partitions", 4, "partitions of the topic if it has to be created")
-	keyField := fs.String("key-field", "", "use this top-level JSON field's text (csv: this header column's text) as the record key (default: no key)")
+	keyField := fs.String("key-field", "", "use this top-level JSON field's text (csv: this header column's text) as the record key, partitioned by its hash as a Java producer does (default: no key, records spread round-robin over the partitions)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
@@ -84,7 +89,8 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic(ep.Topic), kgo.MaxBufferedRecords(10000))...)
+	cl, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic(ep.Topic), kgo.MaxBufferedRecords(10000),
+		kgo.RecordPartitioner(spreadPartitioner()))...)
 	if err != nil {
 		return err
 	}
@@ -108,6 +114,7 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	needHeader := csvIn && *header
 	var mu sync.Mutex // the callbacks run on the client's goroutines
 	var firstErr error
+	perPart := map[int32]int64{}
 	for {
 		line, n, rerr := readRecord(br, csvIn)
 		if len(line) == 0 && rerr != nil && !errors.Is(rerr, errTooLong) {
@@ -153,10 +160,13 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 		if *keyField != "" && rec.Key == nil {
 			keyless++
 		}
-		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
 			mu.Lock()
 			if err != nil && firstErr == nil {
 				firstErr = err
+			}
+			if err == nil {
+				perPart[r.Partition]++
 			}
 			mu.Unlock()
 		})
@@ -174,8 +184,48 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	if keyless > 0 {
 		fmt.Fprintf(env.Stderr, " (%d without a %q field, sent without a key)", keyless, *keyField)
 	}
+	if len(perPart) > 0 {
+		parts := make([]int32, 0, len(perPart))
+		for p := range perPart {
+			parts = append(parts, p)
+		}
+		slices.Sort(parts)
+		var b strings.Builder
+		for i, p := range parts {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%d: %d", p, perPart[p])
+		}
+		fmt.Fprintf(env.Stderr, "; per partition %s", b.String())
+	}
 	fmt.Fprintln(env.Stderr)
 	return nil
+}
+
+// spreadPartitioner partitions a keyed record by Kafka's default rule
+// (murmur2 of the key, as a Java producer does, so a key stays on one
+// partition) and spreads records without a key round-robin, one record
+// per partition in turn: a small batch of events reaches every
+// partition, so none of them holds the watermark of a query that reads
+// the topic until its idle timeout.
+func spreadPartitioner() kgo.Partitioner {
+	keyed := kgo.StickyKeyPartitioner(nil)
+	return kgo.BasicConsistentPartitioner(func(topic string) func(*kgo.Record, int) int {
+		byKey := keyed.ForTopic(topic)
+		next := 0 // a topic's partitioner is never called concurrently
+		return func(r *kgo.Record, n int) int {
+			if r.Key != nil {
+				return byKey.Partition(r, n)
+			}
+			if next >= n {
+				next = 0
+			}
+			p := next
+			next++
+			return p
+		}
+	})
 }
 
 // pingKafka checks, within a bound, that the brokers answer and accept the

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -127,4 +128,110 @@ func TestProduceCSV(t *testing.T) {
 			t.Errorf("produce %v: exit %d, stderr %q; want an error containing %q", bad.args, code, errb, bad.want)
 		}
 	}
+}
+
+// TestProduceSpreads: without --key-field the records of one call go
+// round-robin over every partition (a small call fills them all); with
+// it, a key's records share one partition, the one Kafka's default
+// partitioner (murmur2, a Java producer's) picks, and records without
+// the field are spread.
+func TestProduceSpreads(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	read := func(topic string, n int) map[int32][]*kgo.Record {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		out := map[int32][]*kgo.Record{}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for got := 0; got < n; {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("read %d of %d records of %s", got, n, topic)
+			}
+			fs.EachRecord(func(r *kgo.Record) { out[r.Partition] = append(out[r.Partition], r); got++ })
+		}
+		return out
+	}
+
+	var in strings.Builder
+	for i := 0; i < 10; i++ {
+		fmt.Fprintf(&in, "{\"id\":\"k%d\",\"v\":%d}\n", i%3, i)
+	}
+	env, _, errb := runTestEnv(in.String())
+	if code := Main(context.Background(), env, []string{"produce", "--to", "kafka://" + addr + "/rr", "--partitions", "4"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if !strings.Contains(errb.String(), "produced 10 records to rr; per partition 0: 3, 1: 3, 2: 2, 3: 2") {
+		t.Errorf("stderr: %s", errb)
+	}
+	for p, recs := range read("rr", 10) {
+		if want := map[int32]int{0: 3, 1: 3, 2: 2, 3: 2}[p]; len(recs) != want {
+			t.Errorf("unkeyed: partition %d holds %d records, want %d (round-robin)", p, len(recs), want)
+		}
+	}
+
+	in.WriteString("{\"v\":10}\n{\"v\":11}\n{\"v\":12}\n{\"v\":13}\n")
+	env, _, errb = runTestEnv(in.String())
+	if code := Main(context.Background(), env, []string{"produce", "--to", "kafka://" + addr + "/keyed", "--partitions", "4", "--key-field", "id"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	keyPart := map[string]int32{}
+	keyless := map[int32]int{}
+	for p, recs := range read("keyed", 14) {
+		for _, r := range recs {
+			if r.Key == nil {
+				keyless[p]++
+				continue
+			}
+			if q, ok := keyPart[string(r.Key)]; ok && q != p {
+				t.Errorf("key %s on partitions %d and %d", r.Key, q, p)
+			}
+			keyPart[string(r.Key)] = p
+			// Kafka's default partitioner: murmur2 of the key, positive, mod n.
+			if want := int32(murmur2(r.Key)&0x7fffffff) % 4; p != want {
+				t.Errorf("key %s on partition %d, want %d (murmur2)", r.Key, p, want)
+			}
+		}
+	}
+	if len(keyless) != 4 {
+		t.Errorf("records without the key field: %v by partition, want one on each of the 4", keyless)
+	}
+}
+
+// murmur2 is Kafka's (org.apache.kafka.common.utils.Utils.murmur2).
+func murmur2(b []byte) uint32 {
+	const seed, m, r = 0x9747b28c, 0x5bd1e995, 24
+	h := uint32(seed) ^ uint32(len(b))
+	for ; len(b) >= 4; b = b[4:] {
+		k := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+		k *= m
+		k ^= k >> r
+		k *= m
+		h *= m
+		h ^= k
+	}
+	switch len(b) {
+	case 3:
+		h ^= uint32(b[2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(b[1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(b[0])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return h
 }
