@@ -127,6 +127,12 @@ type Stats struct {
 	// and the input-dedup state. Duplicates and DedupLate are the owned
 	// operators' running totals (they move with their partitions).
 	LiveGroups, StateBytes, Duplicates, DedupLate, DedupKeys, DedupBytes int64
+	// The source partitions this process reads, as of its last poll:
+	// IdlePartitions are quiet for the idle timeout and no longer hold
+	// the watermark back; SilentPartitions delivered no event in this run
+	// and are not idle yet, so they hold it back (no window finalizes)
+	// until the idle timeout passes. Sorted.
+	IdlePartitions, SilentPartitions []int32
 }
 
 type counters struct {
@@ -148,6 +154,9 @@ type Pipeline struct {
 	sourceEnd            map[int32]int64 // UntilCaughtUp: the source's end offsets at start
 	caughtUp             atomic.Bool
 	c                    counters
+	partMu               sync.Mutex
+	idleParts            []int32 // publishSourceParts
+	silentParts          []int32
 }
 
 // markerHeader marks a watermark marker on the repartition topic.
@@ -245,7 +254,9 @@ func sameCluster(a, b Config) bool {
 // Stats returns the counters.
 func (p *Pipeline) Stats() Stats {
 	c := &p.c
+	idle, silent := p.sourceParts()
 	return Stats{
+		IdlePartitions: idle, SilentPartitions: silent,
 		EventsIn: c.eventsIn.Load(), EventsApplied: c.applied.Load(), Malformed: c.malformed.Load(), HeadersSkipped: c.headers.Load(),
 		EvalErrors: c.evalErrors.Load(), Late: c.late.Load(), RecordsOut: c.recordsOut.Load(),
 		StateEntriesOut: c.stateOut.Load(), MarkersOut: c.markersOut.Load(), Commits: c.commits.Load(),

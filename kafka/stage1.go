@@ -52,6 +52,7 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 	committedWM := wm.clone()
 	ownedNow := map[int32]bool{}
 	idle := newIdleClock(p.opts.Source.IdleTimeout)
+	seen := map[int32]bool{} // owned partitions that delivered an event in this run
 	var lastSent []byte
 	var lastSentAt time.Time
 	var perr firstErr
@@ -76,6 +77,7 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 				if !owned[part] {
 					wm.remove(part)
 					idle.forget(part)
+					delete(seen, part)
 				}
 			}
 			for part := range owned {
@@ -109,6 +111,7 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 			}
 			p.c.eventsIn.Add(1)
 			idle.touch(r.Partition, now)
+			seen[r.Partition] = true
 			if _, ok := wm.parts[r.Partition]; !ok {
 				wm.get(r.Partition)
 			}
@@ -145,6 +148,7 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 				}
 			}
 		}
+		p.publishSourceParts(ownedNow, seen, idle, now)
 		if len(wm.parts) > 0 && workErr == nil {
 			enc := wm.appendTo(nil)
 			if string(enc) != string(lastSent) || now.Sub(lastSentAt) >= markerEvery {

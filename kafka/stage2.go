@@ -40,6 +40,7 @@ type stage2 struct {
 	// direct mode: the watermarks of this instance's partitions.
 	local *tracker
 	idle  *idleClock
+	seen  map[int32]bool // direct mode: owned partitions that delivered an event in this run
 	perr  firstErr
 	every time.Duration
 	next  time.Time
@@ -72,7 +73,7 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 		p.leave(p.q.Name)
 	}()
 	st := &stage2{p: p, s: s, ctx: ctx, topic: topic, tasks: map[int32]*task{}, owned: map[int32]bool{},
-		local: newTracker(0), idle: newIdleClock(p.opts.Source.IdleTimeout), start: p.opts.Now()}
+		local: newTracker(0), idle: newIdleClock(p.opts.Source.IdleTimeout), seen: map[int32]bool{}, start: p.opts.Now()}
 	if p.q.Emit.Mode == plan.EmitEarly {
 		st.every = time.Duration(p.q.Emit.EarlyEvery) * time.Microsecond
 		st.next = st.start.Add(st.every)
@@ -173,6 +174,7 @@ func (st *stage2) reassign(owned map[int32]bool) {
 			delete(st.tasks, part)
 			st.local.remove(part)
 			st.idle.forget(part)
+			delete(st.seen, part)
 		}
 	}
 	now := st.p.opts.Now()
@@ -285,6 +287,7 @@ func (st *stage2) process(fs kgo.Fetches) error {
 		if p.direct {
 			p.c.eventsIn.Add(1)
 			st.idle.touch(r.Partition, now)
+			st.seen[r.Partition] = true
 		}
 		row, derr := p.decode(t.dec, r)
 		if derr != nil {
@@ -315,6 +318,7 @@ func (st *stage2) process(fs kgo.Fetches) error {
 			st.local.get(part)
 			st.local.setIdle(part, st.idle.idle(part, now))
 		}
+		p.publishSourceParts(st.owned, st.seen, st.idle, now)
 	}
 	for _, t := range st.tasks {
 		wm := t.wm.watermark()

@@ -149,8 +149,10 @@ func serveRegistry(ctx context.Context, addr string, reg prometheus.Gatherer) (s
 // is left out.
 func serveKafkaMetrics(ctx context.Context, env *Env, addr, name string, pl *kafka.Pipeline) (func(), error) {
 	m := newQueryMetrics(name)
+	pm := newPartitionMetrics(name)
 	publish := func() {
 		st := pl.Stats()
+		pm.publish(st.IdlePartitions, st.SilentPartitions)
 		var s ubik.Stats
 		s.EventsIn, s.Malformed, s.EvalErrors, s.Late, s.RecordsOut = st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut
 		s.LiveGroups, s.StateBytes = st.LiveGroups, st.StateBytes
@@ -159,7 +161,13 @@ func serveKafkaMetrics(ctx context.Context, env *Env, addr, name string, pl *kaf
 		m.publish(s)
 	}
 	publish()
-	stop, bound, err := serveMetrics(ctx, addr, m)
+	reg := prometheus.NewRegistry()
+	for _, c := range []prometheus.Collector{m, pm} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	stop, bound, err := serveRegistry(ctx, addr, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -178,4 +186,47 @@ func serveKafkaMetrics(ctx context.Context, env *Env, addr, name string, pl *kaf
 		}
 	}()
 	return func() { close(done); stop() }, nil
+}
+
+// partitionMetrics names the source partitions of a Kafka query that do
+// not move its watermark: idle ones (quiet for the idle timeout, left out
+// of the watermark) and silent ones (no event in this run yet, holding the
+// watermark back until the idle timeout passes). A partition's series is
+// 1 while it is in that state and absent otherwise; the counts are always
+// there.
+type partitionMetrics struct {
+	snap                               atomic.Pointer[[2][]int32]
+	idle, silent, idleCount, silentCnt *prometheus.Desc
+}
+
+func newPartitionMetrics(name string) *partitionMetrics {
+	l := prometheus.Labels{"query": name}
+	return &partitionMetrics{
+		idle:      prometheus.NewDesc("ubik_kafka_source_partition_idle", "1 for a source partition quiet for the idle timeout: it no longer holds the watermark back.", []string{"partition"}, l),
+		silent:    prometheus.NewDesc("ubik_kafka_source_partition_silent", "1 for a source partition that delivered no event in this run and is not idle yet: it holds the watermark back.", []string{"partition"}, l),
+		idleCount: prometheus.NewDesc("ubik_kafka_source_partitions_idle", "Source partitions of this process that are idle.", nil, l),
+		silentCnt: prometheus.NewDesc("ubik_kafka_source_partitions_silent", "Source partitions of this process that delivered no event yet and are not idle.", nil, l),
+	}
+}
+
+func (m *partitionMetrics) publish(idle, silent []int32) { m.snap.Store(&[2][]int32{idle, silent}) }
+
+func (m *partitionMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.idle, m.silent, m.idleCount, m.silentCnt} {
+		ch <- d
+	}
+}
+
+func (m *partitionMetrics) Collect(ch chan<- prometheus.Metric) {
+	s := m.snap.Load()
+	if s == nil {
+		return
+	}
+	for i, d := range []*prometheus.Desc{m.idle, m.silent} {
+		for _, p := range s[i] {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, 1, fmt.Sprint(p))
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(m.idleCount, prometheus.GaugeValue, float64(len(s[0])))
+	ch <- prometheus.MustNewConstMetric(m.silentCnt, prometheus.GaugeValue, float64(len(s[1])))
 }

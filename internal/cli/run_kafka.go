@@ -35,7 +35,7 @@ func addKafkaFlags(fs *flag.FlagSet) *kafkaFlags {
 	fs.StringVar(&k.source, "source", "", "kafka://host:port[,host:port]/topic?options: consume the input from Kafka (overrides the CREATE SOURCE options)")
 	fs.StringVar(&k.sink, "sink", "", "kafka://host:port[,host:port]/topic?options: produce the changelog to a compacted Kafka topic, exactly once")
 	fs.StringVar(&k.from, "from", "", "Kafka source: where to start without a committed offset: earliest (default), latest, or committed (require one)")
-	fs.DurationVar(&k.idleTimeout, "idle-timeout", 0, "Kafka source: a partition quiet this long stops holding the watermark back (default 30s)")
+	fs.DurationVar(&k.idleTimeout, "idle-timeout", 0, "Kafka source: a partition quiet this long stops holding the watermark back (default 30s; shorter makes a stalled partition's events late)")
 	fs.BoolVar(&k.allowUncompacted, "allow-uncompacted-sink", false, "Kafka sink: warn instead of refusing an existing sink topic whose cleanup.policy is not compact")
 	fs.StringVar(&k.instanceID, "instance-id", "", "Kafka: this process's stable id in the query's group (default: the host name); distinct per process, the same across restarts")
 	fs.BoolVar(&k.partitionedByKey, "partitioned-by-key", false, "Kafka source: the topic is already partitioned by the GROUP BY key; skip the repartition topic")
@@ -193,8 +193,11 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		}
 		defer stop()
 	}
+	watchDone := make(chan struct{})
+	go watchPartitions(log, pl, src.IdleTimeout, watchDone)
 	started := time.Now()
 	err = pl.Run(ctx)
+	close(watchDone)
 	st := pl.Stats()
 	if !f.quiet {
 		el := time.Since(started).Seconds()
@@ -204,6 +207,17 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		}
 		if st.CaughtUp {
 			end += ", caught up"
+		} else {
+			idleTimeout := src.IdleTimeout
+			if idleTimeout == 0 {
+				idleTimeout = kafka.DefaultIdleTimeout
+			}
+			if len(st.SilentPartitions) > 0 {
+				end += fmt.Sprintf(", no events yet from source partitions %s (they hold the watermark back, so windows wait, until --idle-timeout %s passes)", joinParts(st.SilentPartitions), idleTimeout)
+			}
+			if len(st.IdlePartitions) > 0 {
+				end += fmt.Sprintf(", idle source partitions %s (quiet for --idle-timeout %s: they no longer hold the watermark back)", joinParts(st.IdlePartitions), idleTimeout)
+			}
 		}
 		fmt.Fprintf(env.Stderr, "ubik: %s: %d events consumed, %d malformed, %d eval errors, %d late, %d records produced, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s%s\n",
 			q.Name, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
@@ -234,4 +248,44 @@ func sameFormat(s *plan.Source, src kafka.Endpoint) error {
 			ErrUsage, s.Name, name(want.CSV), name(src.Format.CSV), name(want.CSV))
 	}
 	return nil
+}
+
+func joinParts(ps []int32) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = fmt.Sprint(p)
+	}
+	return strings.Join(s, ", ")
+}
+
+// watchPartitions logs, once a second while the query runs, when the set
+// of source partitions that hold the watermark back (no event yet) or
+// that are idle changes: why windows wait is then visible on stderr.
+func watchPartitions(log *slog.Logger, pl *kafka.Pipeline, idleTimeout time.Duration, done <-chan struct{}) {
+	if idleTimeout == 0 {
+		idleTimeout = kafka.DefaultIdleTimeout
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var silent, idle string
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		st := pl.Stats()
+		if s := joinParts(st.SilentPartitions); s != silent {
+			silent = s
+			if s != "" {
+				log.Info("ubik: source partitions without events hold the watermark back; windows wait until they are idle", "partitions", s, "idle_timeout", idleTimeout)
+			}
+		}
+		if s := joinParts(st.IdlePartitions); s != idle {
+			idle = s
+			if s != "" {
+				log.Info("ubik: idle source partitions no longer hold the watermark back", "partitions", s, "idle_timeout", idleTimeout)
+			}
+		}
+	}
 }

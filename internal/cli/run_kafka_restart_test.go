@@ -1,15 +1,21 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // kafkaCLI runs one ubik command against the test broker and returns its
@@ -161,4 +167,81 @@ func TestRunKafkaBinding(t *testing.T) {
 	if code, errs := run("b"); code != 0 || !strings.Contains(errs, "0 events consumed") || !strings.Contains(errs, "caught up") {
 		t.Fatalf("unchanged restart: exit %d, want 0 events consumed, caught up:\n%s", code, errs)
 	}
+}
+
+// TestRunKafkaIdlePartitions: events on one partition of four. While the
+// idle timeout has not passed, the metrics and the summary name the three
+// empty partitions as holding the watermark back; with a short
+// --idle-timeout they are named idle instead.
+func TestRunKafkaIdlePartitions(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	dir := t.TempDir()
+	sql := filepath.Join(dir, "totals.sql")
+	if err := os.WriteFile(sql, []byte(restartSQL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 4, -1, nil, "events"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		r := &kgo.Record{Topic: "events", Partition: 0, Value: fmt.Appendf(nil, `{"merchant":"m0","amount":1,"event_time":"2026-07-18 10:00:%02d"}`, i)}
+		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metricsAddr := regexp.MustCompile(`metrics on (http://\S+/metrics)`)
+	run := func(idleTimeout, want string, wantSummary string) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		stderr := &syncBuf{}
+		env := &Env{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: stderr, Getenv: func(string) string { return "" }}
+		code := make(chan int, 1)
+		go func() {
+			code <- Main(ctx, env, []string{"run", sql, "--source", "kafka://" + addr + "/events", "--sink", "kafka://" + addr + "/totals",
+				"--instance-id", "a", "--idle-timeout", idleTimeout, "--metrics-addr", "127.0.0.1:0"})
+		}()
+		deadline := time.Now().Add(30 * time.Second)
+		var body string
+		for !strings.Contains(body, want) {
+			if time.Now().After(deadline) {
+				cancel()
+				<-code
+				t.Fatalf("metrics never showed %q; last scrape:\n%s\nstderr:\n%s", want, body, stderr)
+			}
+			time.Sleep(100 * time.Millisecond)
+			m := metricsAddr.FindStringSubmatch(stderr.String())
+			if m == nil {
+				continue
+			}
+			resp, err := http.Get(m[1])
+			if err != nil {
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+		}
+		cancel()
+		if c := <-code; c != 0 {
+			t.Fatalf("exit %d:\n%s", c, stderr)
+		}
+		if !strings.Contains(stderr.String(), wantSummary) {
+			t.Errorf("summary does not say %q:\n%s", wantSummary, stderr)
+		}
+	}
+	run("1h", `ubik_kafka_source_partitions_silent{query="totals"} 3`,
+		"no events yet from source partitions 1, 2, 3 (they hold the watermark back, so windows wait, until --idle-timeout 1h0m0s passes)")
+	run("1s", `ubik_kafka_source_partitions_idle{query="totals"} 4`,
+		"idle source partitions 0, 1, 2, 3 (quiet for --idle-timeout 1s: they no longer hold the watermark back)")
 }
