@@ -192,3 +192,36 @@ func waitStat(t *testing.T, ok func() bool, what string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestTrackerPositions: the consumed positions markers carry round-trip,
+// merge by maximum, decide consumedTo, and a version-1 encoding (no
+// positions, written before they existed) still decodes, as unknown.
+func TestTrackerPositions(t *testing.T) {
+	tr := newTracker(2)
+	tr.observe(0, 5)
+	tr.setPos(0, 10)
+	tr.observe(1, 7)
+	end := map[int32]int64{0: 10, 1: 0}
+	if tr.consumedTo(end) {
+		t.Fatal("consumedTo with partition 1's position unknown")
+	}
+	tr.setPos(1, 0)
+	if !tr.consumedTo(end) {
+		t.Fatal("consumedTo false with every partition at its end")
+	}
+	back, err := decodeTracker(tr.appendTo(nil))
+	if err != nil || back.parts[0].pos != 10 || back.parts[1].pos != 0 || !back.consumedTo(end) {
+		t.Fatalf("round trip: %v %+v", err, back.parts)
+	}
+	m := newTracker(2)
+	m.setPos(0, 4) // an older marker: never moves the position back
+	back.merge(m)
+	if back.parts[0].pos != 10 || back.consumedTo(map[int32]int64{0: 11, 1: 0}) {
+		t.Fatalf("merge: %+v", back.parts[0])
+	}
+	v1 := []byte{1, 2, 1, 0, 10, 0} // n=2, one entry: partition 0, wm 5, active
+	old, err := decodeTracker(v1)
+	if err != nil || old.parts[0].wm != 5 || old.parts[0].pos != -1 {
+		t.Fatalf("version 1: %v %+v", err, old.parts)
+	}
+}
