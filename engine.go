@@ -266,6 +266,12 @@ func (q *Query) Push(event []byte) (err error) {
 	if row == nil && derr == nil {
 		return nil // a CSV header record: not an event
 	}
+	var he *exec.HeaderError
+	if errors.As(derr, &he) {
+		// The input does not fit the source: stop, as for any fatal error.
+		q.fatal = derr
+		return derr
+	}
 	q.eventsIn++
 	if derr != nil {
 		q.malformed++
