@@ -91,6 +91,17 @@ func (e *Engine) Compile(script, defaultName string) (prog *plan.Program, err er
 	return plan.Compile(script, plan.CompileOptions{Sources: srcs, DefaultName: defaultName})
 }
 
+// CompileViews compiles script as Compile does, for a host that writes
+// each query without a CREATE SINK to an output of its own (the ubik
+// command line: one file per query), so several such queries are allowed.
+func (e *Engine) CompileViews(script, defaultName string) (prog *plan.Program, err error) {
+	defer recoverInto(&err)
+	e.mu.Lock()
+	srcs := e.sources
+	e.mu.Unlock()
+	return plan.Compile(script, plan.CompileOptions{Sources: srcs, DefaultName: defaultName, OwnOutputs: true})
+}
+
 // Close releases the engine. Queries already started keep running.
 func (e *Engine) Close() error {
 	e.mu.Lock()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -64,14 +63,13 @@ type landFlags struct {
 	metrics                      string
 }
 
-func parseLandFlags(args []string, stderr io.Writer) (landFlags, error) {
+func parseLandFlags(args []string, env *Env) (landFlags, error) {
 	var f landFlags
 	fs := flag.NewFlagSet("land", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, landUsage)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, env, strings.TrimSuffix(landUsage, "\nflags:\n"),
+		"ubik land --from kafka://127.0.0.1:9092/totals --to redis://127.0.0.1:6379/0 --mode latest",
+		"ubik land --from kafka://127.0.0.1:9092/totals --to 'postgres://ubik@127.0.0.1:5432/ubik?table=totals&sslmode=disable' --mode history --until-caught-up",
+		"ubik land --from kafka://127.0.0.1:9092/totals --to clickhouse://127.0.0.1:8123/default?table=totals --mode continuous --metrics-addr 127.0.0.1:9465")
 	fs.StringVar(&f.from, "from", "", "the changelog topic: kafka://HOST:PORT/TOPIC")
 	fs.StringVar(&f.to, "to", "", "the store URL (see above)")
 	fs.StringVar(&f.mode, "mode", "", "continuous, latest or history")
@@ -83,11 +81,8 @@ func parseLandFlags(args []string, stderr io.Writer) (landFlags, error) {
 	fs.BoolVar(&f.untilCaughtUp, "until-caught-up", false, "exit once every partition is landed and committed up to its end")
 	fs.DurationVar(&f.statsEvery, "stats-interval", 10*time.Second, "how often to print the counters on stderr (0: only at exit)")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9465); off by default")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return f, err
-		}
-		return f, fmt.Errorf("%w: land: %v", ErrUsage, err)
+	if err := parseFlags(fs, args); err != nil {
+		return f, err
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -224,10 +219,7 @@ func openStore(ctx context.Context, env *Env, to string, mode land.Mode, query s
 }
 
 func runLand(ctx context.Context, env *Env, args []string) error {
-	f, err := parseLandFlags(args, env.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
+	f, err := parseLandFlags(args, env)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,11 @@ type CompileOptions struct {
 	// DefaultName names a bare SELECT (not wrapped in CREATE VIEW). Empty
 	// means "query". The CLI passes the script file's base name.
 	DefaultName string
+	// OwnOutputs: the host writes each query without a CREATE SINK to an
+	// output of its own (the CLI: a file per query), so such queries never
+	// share the default output and the one-grouping-per-output rule does
+	// not join them.
+	OwnOutputs bool
 }
 
 // Compile parses and binds a script: CREATE SOURCE, CREATE VIEW name AS
@@ -183,6 +188,9 @@ func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error
 	byOutput := map[string]*Query{}
 	for _, q := range prog.Queries {
 		key := strings.ToLower(q.Output)
+		if q.Output == "" && opts.OwnOutputs {
+			continue
+		}
 		if prev := byOutput[key]; prev != nil {
 			out := "the default output"
 			if q.Output != "" {
