@@ -193,7 +193,10 @@ func setUsage(fs *flag.FlagSet, env *Env, usage string, examples ...string) {
 // parseFlags parses args into fs (set up by setUsage): -h/--help prints the
 // help and returns errHelp; a bad flag is a usage error naming it.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	usage := fs.Usage
+	fs.Usage = func() {} // the flag package calls it on any error
 	err := fs.Parse(args)
+	fs.Usage = usage
 	if err == nil {
 		return nil
 	}
@@ -238,6 +241,10 @@ func runVersion(ctx context.Context, env *Env, args []string) error {
 // the tree had local changes, and the Go version.
 func versionString() string {
 	bi, ok := debug.ReadBuildInfo()
+	return versionOf(bi, ok)
+}
+
+func versionOf(bi *debug.BuildInfo, ok bool) string {
 	if !ok {
 		return "ubik (no build info)"
 	}
