@@ -84,7 +84,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 			err = sameFormat(q.Source, src)
 		}
 	case k.source != "":
-		return fmt.Errorf("%w: --source %q is not a kafka:// URL", ErrUsage, k.source)
+		return fmt.Errorf("%w: --source %s is not a kafka:// URL", ErrUsage, redactURL(k.source))
 	case strings.EqualFold(q.Source.Options["connector"], "kafka"):
 		src, err = kafka.FromOptions(q.Source.Options, kafka.RoleSource, env.Getenv)
 		if err != nil {
@@ -100,7 +100,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	case isKafkaURL(k.sink):
 		sink, err = kafka.ParseURL(k.sink, kafka.RoleSink, env.Getenv)
 	case k.sink != "":
-		return fmt.Errorf("%w: --sink %q is not a kafka:// URL", ErrUsage, k.sink)
+		return fmt.Errorf("%w: --sink %s is not a kafka:// URL", ErrUsage, redactURL(k.sink))
 	case s != nil && strings.EqualFold(s.Options["connector"], "kafka"):
 		sink, err = kafka.FromOptions(s.Options, kafka.RoleSink, env.Getenv)
 		if err != nil {

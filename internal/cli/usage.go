@@ -188,15 +188,22 @@ func openUsageStore(ctx context.Context, store, table string) (usage.Log, error)
 	}
 	switch u.Scheme {
 	case "postgres", "postgresql":
+		if _, err := storeQuery("--store", store, u, pgURLOptions()...); err != nil {
+			return nil, err
+		}
 		return pgusage.Open(ctx, pgusage.Options{DSN: store, Table: table})
 	case "clickhouse":
+		q, err := storeQuery("--store", store, u, "secure")
+		if err != nil {
+			return nil, err
+		}
 		o := chusage.Options{Table: table, Database: strings.Trim(u.Path, "/")}
 		if u.User != nil {
 			o.User = u.User.Username()
 			o.Password, _ = u.User.Password()
 		}
 		scheme := "http"
-		if u.Query().Get("secure") == "true" {
+		if q.Get("secure") == "true" {
 			scheme = "https"
 		}
 		o.URL = scheme + "://" + u.Host
