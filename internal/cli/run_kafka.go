@@ -72,8 +72,11 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	if f.input != "" || f.output != "-" || f.deadLetter != "" || f.lateOutput != "" || f.statsJSON != "" || f.stateDir != "" {
 		return fmt.Errorf("%w: --input, --output, --dead-letter, --late-output, --stats-json and --state-dir are for the file path; a Kafka query reads --source, writes --sink and keeps its state in Kafka", ErrUsage)
 	}
-	if f.strict {
-		return fmt.Errorf("%w: --strict is for the file path; a Kafka query counts and logs bad events and goes on", ErrUsage)
+	if f.strict || f.maxBad != "" {
+		return fmt.Errorf("%w: --strict and --max-bad are for the file path; a Kafka query counts and logs bad events and goes on", ErrUsage)
+	}
+	if f.outputDir != "" {
+		return fmt.Errorf("%w: --output-dir is for the file path; a Kafka query writes --sink", ErrUsage)
 	}
 	var src, sink kafka.Endpoint
 	var err error
