@@ -272,3 +272,17 @@ func versionOf(bi *debug.BuildInfo, ok bool) string {
 	fmt.Fprintf(&b, " %s", bi.GoVersion)
 	return b.String()
 }
+
+// onePositional returns the command's one positional argument: first (it
+// came before the flags) or the one left after them. Any other argument is
+// a usage error, never ignored.
+func onePositional(fs *flag.FlagSet, first string) (string, error) {
+	rest := fs.Args()
+	if first == "" && len(rest) > 0 {
+		first, rest = rest[0], rest[1:]
+	}
+	if len(rest) > 0 {
+		return "", fmt.Errorf("%w: unexpected argument %q (flags come before or after the file; ubik %s --help lists them)", ErrUsage, rest[0], fs.Name())
+	}
+	return first, nil
+}

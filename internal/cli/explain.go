@@ -27,8 +27,9 @@ func runExplain(ctx context.Context, env *Env, args []string) error {
 	if err := parseFlags(fs, rest); err != nil {
 		return err
 	}
-	if sqlPath == "" && fs.NArg() > 0 {
-		sqlPath = fs.Arg(0)
+	sqlPath, err := onePositional(fs, sqlPath)
+	if err != nil {
+		return err
 	}
 	if sqlPath == "" {
 		return fmt.Errorf("%w: explain needs a query file", ErrUsage)

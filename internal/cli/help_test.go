@@ -55,6 +55,11 @@ func TestHelpEveryCommand(t *testing.T) {
 	if out, errb, code := runArgs(t, "", "run", "--no-such-flag"); code != ExitUsage || out != "" || !strings.Contains(errb, "-no-such-flag") {
 		t.Fatalf("bad flag: exit %d, stdout %q, stderr %q", code, out, errb)
 	}
+	for _, args := range [][]string{{"run", "a.sql", "b.sql"}, {"run", "--quiet", "a.sql", "extra"}, {"explain", "a.sql", "b.sql"}, {"infer", "a.jsonl", "b"}} {
+		if _, errb, code := runArgs(t, "", args...); code != ExitUsage || !strings.Contains(errb, "unexpected argument") {
+			t.Fatalf("ubik %v: exit %d, %s", args, code, errb)
+		}
+	}
 	if _, errb, code := runArgs(t, ""); code != ExitUsage || !strings.Contains(errb, "commands:") {
 		t.Fatalf("no command: exit %d, %s", code, errb)
 	}

@@ -26,8 +26,9 @@ func runInfer(ctx context.Context, env *Env, args []string) error {
 	if err := parseFlags(fs, rest); err != nil {
 		return err
 	}
-	if path == "" && fs.NArg() > 0 {
-		path = fs.Arg(0)
+	path, err := onePositional(fs, path)
+	if err != nil {
+		return err
 	}
 	if path == "" {
 		return fmt.Errorf("%w: infer needs an input file", ErrUsage)

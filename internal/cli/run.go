@@ -94,8 +94,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	if sqlPath == "" && fs.NArg() > 0 {
-		sqlPath = fs.Arg(0)
+	sqlPath, err := onePositional(fs, sqlPath)
+	if err != nil {
+		return err
 	}
 	if sqlPath == "" {
 		return fmt.Errorf("%w: run needs a query file (ubik run --help shows the flags)", ErrUsage)
