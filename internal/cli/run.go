@@ -84,7 +84,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); off by default")
 	fs.DurationVar(&f.checkpointEvery, "checkpoint-interval", time.Second, "how often to checkpoint with --state-dir")
 	kf := addKafkaFlags(fs) // run_kafka.go
-	setUsage(fs, env, "usage: ubik run QUERY.sql [--input FILE] [--output FILE | --output-dir DIR] [--format tsv|jsonl] [flags]",
+	setUsage(fs, env, "usage: ubik run QUERY.sql [--input FILE] [--output FILE | --output-dir DIR] [--format tsv|jsonl] [flags]\n\n"+
+		"exit status: 0 done, 1 error, 2 usage error, 3 too many bad events (--max-bad), 130 or 143 stopped by SIGINT or SIGTERM",
 		"ubik run examples/merchant_totals.sql --input examples/events.jsonl",
 		"ubik run views.sql --input events.jsonl --output-dir out/ --max-bad 1%",
 		"ubik run q.sql --input events.jsonl --output totals.tsv --state-dir state/ --dead-letter bad.jsonl")
