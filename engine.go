@@ -91,6 +91,17 @@ func (e *Engine) Compile(script, defaultName string) (prog *plan.Program, err er
 	return plan.Compile(script, plan.CompileOptions{Sources: srcs, DefaultName: defaultName})
 }
 
+// CompileViews compiles script as Compile does, for a host that writes
+// each query without a CREATE SINK to an output of its own (the ubik
+// command line: one file per query), so several such queries are allowed.
+func (e *Engine) CompileViews(script, defaultName string) (prog *plan.Program, err error) {
+	defer recoverInto(&err)
+	e.mu.Lock()
+	srcs := e.sources
+	e.mu.Unlock()
+	return plan.Compile(script, plan.CompileOptions{Sources: srcs, DefaultName: defaultName, OwnOutputs: true})
+}
+
 // Close releases the engine. Queries already started keep running.
 func (e *Engine) Close() error {
 	e.mu.Lock()
@@ -265,6 +276,12 @@ func (q *Query) Push(event []byte) (err error) {
 	row, derr := q.dec.Decode(event)
 	if row == nil && derr == nil {
 		return nil // a CSV header record: not an event
+	}
+	var he *exec.HeaderError
+	if errors.As(derr, &he) {
+		// The input does not fit the source: stop, as for any fatal error.
+		q.fatal = derr
+		return derr
 	}
 	q.eventsIn++
 	if derr != nil {

@@ -248,6 +248,13 @@ func (d *csvDecoder) split(rec []byte) error {
 	return nil
 }
 
+// HeaderError says a CSV header does not fit the source: it lacks a
+// declared column or names one twice. It is not one bad event but a wrong
+// input, so the host stops rather than reading every row with a NULL column.
+type HeaderError struct{ Msg string }
+
+func (e *HeaderError) Error() string { return e.Msg }
+
 // decode returns the row, or nil and no error for the header record.
 func (d *csvDecoder) decode(rec []byte, row []types.Value) ([]types.Value, error) {
 	if d.message {
@@ -280,13 +287,16 @@ func (d *csvDecoder) decode(rec []byte, row []types.Value) ([]types.Value, error
 		for _, name := range d.fields {
 			i := d.src.ColumnIndex(strings.TrimSpace(name))
 			if i >= 0 && seen[i] {
-				return nil, &DecodeError{Msg: fmt.Sprintf("CSV header names column %q twice", name)}
+				return nil, &HeaderError{Msg: fmt.Sprintf("the CSV header names column %q twice", name)}
 			}
 			seen[i] = true
 			d.colOf = append(d.colOf, i)
 		}
-		if tc := d.src.TimeCol; tc >= 0 && !seen[tc] {
-			return nil, &DecodeError{Column: d.src.Columns[tc].Name, Msg: "the CSV header has no event-time column"}
+		for i, c := range d.src.Columns {
+			if !seen[i] {
+				return nil, &HeaderError{Msg: fmt.Sprintf("the CSV header has no column %q%s (it has %s); declare only the columns the file has, or set header = 'false' to map fields by position",
+					c.Name, plan.Suggest(c.Name, d.fields), strings.Join(d.fields, ", "))}
+			}
 		}
 		return nil, nil
 	}

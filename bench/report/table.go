@@ -65,7 +65,7 @@ func writeMarkdown(w io.Writer, res Results) error {
 		}
 	}
 	if len(res.Targets) > 0 {
-		b.WriteString("\n## Targets (issue 8)\n\n| target | want | measured | met |\n|---|---|---:|---|\n")
+		b.WriteString("\n## Targets\n\n| target | want | measured | met |\n|---|---|---:|---|\n")
 		for _, t := range res.Targets {
 			v := fix(t.Value, 2)
 			if t.Unit == "events/s" {

@@ -12,8 +12,20 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT or SIGTERM cancels the context with the signal as
+	// its cause: a file run checkpoints, prints a "stopped" summary and
+	// exits 128 + the signal number. A second one exits at once.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		cancel(cli.StopSignal{Signal: s})
+		s = <-sigs
+		os.Exit(cli.StopSignal{Signal: s}.Status())
+	}()
 	code := cli.Main(ctx, cli.StdEnv(), os.Args[1:])
-	stop()
+	signal.Stop(sigs)
+	cancel(nil)
 	os.Exit(code)
 }

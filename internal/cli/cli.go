@@ -6,10 +6,14 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
+	"strings"
+	"syscall"
 )
 
 // Env is what a command may touch of the outside world. Tests build their own.
@@ -43,35 +47,106 @@ var commands = map[string]command{
 	"explain": {"print the plan of a query: key layout, windows, aggregates and their state cost, emit policy", runExplain},
 	"land":    {"upsert a changelog into Redis, DynamoDB, Postgres or ClickHouse", runLand},
 	"usage":   {"write to and read from the deduplicating usage-event log", runUsage},
+	"version": {"print the module version and VCS revision of this binary", runVersion},
 }
 
+// Exit statuses (README.md, "Exit status").
+const (
+	ExitOK       = 0 // the command did what was asked
+	ExitError    = 1 // an error: bad SQL, a missing file, a failed write, a store that refused
+	ExitUsage    = 2 // a usage error: an unknown flag or command, a missing argument
+	ExitBadInput = 3 // ubik run: bad events crossed --max-bad (or every event was bad)
+	// A stop by SIGINT or SIGTERM exits 128 + the signal number (130, 143),
+	// as shells report a process the signal ended.
+)
+
 // ErrUsage marks a command-line usage error (exit status 2).
-var ErrUsage = errors.New("ubik: usage")
+var ErrUsage = errors.New("usage")
+
+// errHelp is returned by a command whose --help was asked for: the help is
+// printed on stdout and the exit status is 0.
+var errHelp = errors.New("help requested")
+
+// StopSignal is the cancellation cause cmd/ubik gives the context when a
+// SIGINT or SIGTERM arrives; a file run stops cleanly and exits 128 + the
+// signal number.
+type StopSignal struct{ Signal os.Signal }
+
+func (s StopSignal) Error() string {
+	switch s.Signal {
+	case os.Interrupt:
+		return "interrupted by SIGINT"
+	case syscall.SIGTERM:
+		return "terminated by SIGTERM"
+	}
+	return "stopped by " + s.Signal.String()
+}
+
+// Status is the exit status a shell reports for the signal: 128 + its number.
+func (s StopSignal) Status() int {
+	if n, ok := s.Signal.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 130
+}
+
+// stopCause is why ctx ended, as an error Main maps to an exit status.
+func stopCause(ctx context.Context) error {
+	var s StopSignal
+	if err := context.Cause(ctx); errors.As(err, &s) {
+		return s
+	}
+	return fmt.Errorf("stopped: %w", ctx.Err())
+}
 
 // Main runs the command in args and returns the process exit status.
 func Main(ctx context.Context, env *Env, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		printHelp(env.Stderr)
-		if len(args) == 0 {
-			return 2
+		return ExitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		printHelp(env.Stdout)
+		return ExitOK
+	case "help":
+		if len(args) == 1 {
+			printHelp(env.Stdout)
+			return ExitOK
 		}
-		return 0
+		if _, ok := commands[args[1]]; !ok {
+			fmt.Fprintf(env.Stderr, "ubik: help: unknown command %q\n", args[1])
+			printHelp(env.Stderr)
+			return ExitUsage
+		}
+		args = []string{args[1], "--help"}
+	case "-version", "--version":
+		args = []string{"version"}
 	}
 	c, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(env.Stderr, "ubik: unknown command %q\n", args[0])
 		printHelp(env.Stderr)
-		return 2
+		return ExitUsage
 	}
-	if err := c.run(ctx, env, args[1:]); err != nil {
-		if errors.Is(err, ErrUsage) {
-			fmt.Fprintln(env.Stderr, err)
-			return 2
-		}
-		fmt.Fprintln(env.Stderr, "ubik:", err)
-		return 1
+	err := c.run(ctx, env, args[1:])
+	var stop StopSignal
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, errHelp):
+		return ExitOK
+	case errors.As(err, &stop):
+		return stop.Status()
 	}
-	return 0
+	fmt.Fprintln(env.Stderr, "ubik:", cleanMessage(err.Error()))
+	switch {
+	case errors.Is(err, ErrUsage):
+		return ExitUsage
+	case errors.Is(err, ErrBadInput):
+		return ExitBadInput
+	}
+	return ExitError
 }
 
 func printHelp(w io.Writer) {
@@ -84,4 +159,130 @@ func printHelp(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprint(w, `
+"ubik help COMMAND" or "ubik COMMAND --help" shows a command's flags.
+
+examples:
+  ubik run examples/merchant_totals.sql --input examples/events.jsonl
+  ubik explain examples/merchant_totals.sql
+  ubik infer events.jsonl --name events
+`)
+}
+
+// setUsage makes fs print its help on stdout (ubik CMD --help): the usage
+// line, the flags and a few examples. Parse errors are reported by
+// parseFlags, never by the flag package.
+func setUsage(fs *flag.FlagSet, env *Env, usage string, examples ...string) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		w := env.Stdout
+		fmt.Fprintln(w, usage)
+		fmt.Fprintln(w, "\nflags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		if len(examples) > 0 {
+			fmt.Fprintln(w, "\nexamples:")
+			for _, e := range examples {
+				fmt.Fprintln(w, "  "+e)
+			}
+		}
+	}
+}
+
+// parseFlags parses args into fs (set up by setUsage): -h/--help prints the
+// help and returns errHelp; a bad flag is a usage error naming it.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	usage := fs.Usage
+	fs.Usage = func() {} // the flag package calls it on any error
+	err := fs.Parse(args)
+	fs.Usage = usage
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+		return errHelp
+	}
+	return fmt.Errorf("%w: %v (ubik %s --help lists the flags)", ErrUsage, err, strings.Fields(fs.Name())[len(strings.Fields(fs.Name()))-1])
+}
+
+// cleanMessage drops Go package prefixes ("types: ", "exec: ", "ubik: ")
+// from an error's text: the command line names the problem, not the
+// package that found it.
+func cleanMessage(s string) string {
+	for _, p := range []string{"ubik", "types", "exec", "plan", "parser", "changelog", "kafka", "kafkasrc", "redislander", "pglander", "chlander", "dynamolander", "pgusage", "chusage"} {
+		p += ": "
+		for strings.HasPrefix(s, p) {
+			s = s[len(p):]
+		}
+		s = strings.ReplaceAll(s, ": "+p, ": ")
+	}
+	return s
+}
+
+func runVersion(ctx context.Context, env *Env, args []string) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	setUsage(fs, env, "usage: ubik version (or ubik --version)\n\nprints the module version, the VCS revision and time, and the Go version of this binary",
+		"ubik version", "ubik --version")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: version takes no arguments", ErrUsage)
+	}
+	_, err := fmt.Fprintln(env.Stdout, versionString())
+	return err
+}
+
+// versionString describes the binary from its build info: the module
+// version (set by go install module@version; "(devel)" in a checkout), the
+// VCS revision and time (stamped by go build in a git checkout), whether
+// the tree had local changes, and the Go version.
+func versionString() string {
+	bi, ok := debug.ReadBuildInfo()
+	return versionOf(bi, ok)
+}
+
+func versionOf(bi *debug.BuildInfo, ok bool) string {
+	if !ok {
+		return "ubik (no build info)"
+	}
+	var b strings.Builder
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	fmt.Fprintf(&b, "ubik %s", v)
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	if r := settings["vcs.revision"]; r != "" {
+		fmt.Fprintf(&b, " revision %s", r)
+		if settings["vcs.modified"] == "true" {
+			b.WriteString(" (modified)")
+		}
+		if t := settings["vcs.time"]; t != "" {
+			fmt.Fprintf(&b, " committed %s", t)
+		}
+	} else {
+		b.WriteString(" (no VCS revision in the build info)")
+	}
+	fmt.Fprintf(&b, " %s", bi.GoVersion)
+	return b.String()
+}
+
+// onePositional returns the command's one positional argument: first (it
+// came before the flags) or the one left after them. Any other argument is
+// a usage error, never ignored.
+func onePositional(fs *flag.FlagSet, first string) (string, error) {
+	rest := fs.Args()
+	if first == "" && len(rest) > 0 {
+		first, rest = rest[0], rest[1:]
+	}
+	if len(rest) > 0 {
+		return "", fmt.Errorf("%w: unexpected argument %q (flags come before or after the file; ubik %s --help lists them)", ErrUsage, rest[0], fs.Name())
+	}
+	return first, nil
 }

@@ -19,14 +19,17 @@ import (
 // projection, emit policy, and the memory model.
 func runExplain(ctx context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	setUsage(fs, env, "usage: ubik explain QUERY.sql [--query NAME]\n\nprints the plan of each query of the script: source and watermark, window, key layout, aggregates and their state cost, emit policy",
+		"ubik explain examples/merchant_totals.sql",
+		"ubik explain views.sql --query hourly")
 	query := fs.String("query", "", "explain only this query")
 	sqlPath, rest := splitPositional(args)
-	if err := fs.Parse(rest); err != nil {
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+	if err := parseFlags(fs, rest); err != nil {
+		return err
 	}
-	if sqlPath == "" && fs.NArg() > 0 {
-		sqlPath = fs.Arg(0)
+	sqlPath, err := onePositional(fs, sqlPath)
+	if err != nil {
+		return err
 	}
 	if sqlPath == "" {
 		return fmt.Errorf("%w: explain needs a query file", ErrUsage)
@@ -39,7 +42,7 @@ func runExplain(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	prog, err := eng.Compile(string(text), strings.TrimSuffix(filepath.Base(sqlPath), filepath.Ext(sqlPath)))
+	prog, err := eng.CompileViews(string(text), strings.TrimSuffix(filepath.Base(sqlPath), filepath.Ext(sqlPath)))
 	if err != nil {
 		return sqlError(sqlPath, err)
 	}

@@ -15,16 +15,20 @@ import (
 // runInfer prints a CREATE SOURCE statement inferred from an input file.
 func runInfer(ctx context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("infer", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	setUsage(fs, env, "usage: ubik infer FILE [--name NAME] [--format jsonl|csv] [--rows N]\n\nprints a CREATE SOURCE statement for the columns and types of the first records of FILE",
+		"ubik infer examples/events.jsonl --name events",
+		"ubik infer orders.csv --name orders --rows 10000",
+		"ubik infer events.jsonl > source.sql")
 	name := fs.String("name", "events", "source name")
 	format := fs.String("format", "", "jsonl or csv (default: from the file extension)")
 	rows := fs.Int("rows", 1000, "records to read")
 	path, rest := splitPositional(args)
-	if err := fs.Parse(rest); err != nil {
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+	if err := parseFlags(fs, rest); err != nil {
+		return err
 	}
-	if path == "" && fs.NArg() > 0 {
-		path = fs.Arg(0)
+	path, err := onePositional(fs, path)
+	if err != nil {
+		return err
 	}
 	if path == "" {
 		return fmt.Errorf("%w: infer needs an input file", ErrUsage)

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +24,7 @@ import (
 	"github.com/ubiksql/ubik/land/kafkasrc"
 	"github.com/ubiksql/ubik/land/pglander"
 	"github.com/ubiksql/ubik/land/redislander"
+	"github.com/ubiksql/ubik/sql/plan"
 )
 
 const landUsage = `usage: ubik land --from kafka://HOST:PORT[,HOST:PORT...]/TOPIC --to STORE --mode MODE [flags]
@@ -64,14 +65,13 @@ type landFlags struct {
 	metrics                      string
 }
 
-func parseLandFlags(args []string, stderr io.Writer) (landFlags, error) {
+func parseLandFlags(args []string, env *Env) (landFlags, error) {
 	var f landFlags
 	fs := flag.NewFlagSet("land", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, landUsage)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, env, strings.TrimSuffix(landUsage, "\nflags:\n"),
+		"ubik land --from kafka://127.0.0.1:9092/totals --to redis://127.0.0.1:6379/0 --mode latest",
+		"ubik land --from kafka://127.0.0.1:9092/totals --to 'postgres://ubik@127.0.0.1:5432/ubik?table=totals&sslmode=disable' --mode history --until-caught-up",
+		"ubik land --from kafka://127.0.0.1:9092/totals --to clickhouse://127.0.0.1:8123/default?table=totals --mode continuous --metrics-addr 127.0.0.1:9465")
 	fs.StringVar(&f.from, "from", "", "the changelog topic: kafka://HOST:PORT/TOPIC")
 	fs.StringVar(&f.to, "to", "", "the store URL (see above)")
 	fs.StringVar(&f.mode, "mode", "", "continuous, latest or history")
@@ -83,11 +83,8 @@ func parseLandFlags(args []string, stderr io.Writer) (landFlags, error) {
 	fs.BoolVar(&f.untilCaughtUp, "until-caught-up", false, "exit once every partition is landed and committed up to its end")
 	fs.DurationVar(&f.statsEvery, "stats-interval", 10*time.Second, "how often to print the counters on stderr (0: only at exit)")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9465); off by default")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return f, err
-		}
-		return f, fmt.Errorf("%w: land: %v", ErrUsage, err)
+	if err := parseFlags(fs, args); err != nil {
+		return f, err
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -107,13 +104,17 @@ func parseLandFlags(args []string, stderr io.Writer) (landFlags, error) {
 
 // kafkaSource parses kafka://HOST:PORT[,HOST:PORT]/TOPIC.
 func kafkaSource(s string) (brokers []string, topic string, err error) {
+	bad := fmt.Errorf("%w: land: --from %s is not kafka://HOST:PORT/TOPIC", ErrUsage, redactURL(s))
 	rest, ok := strings.CutPrefix(s, "kafka://")
 	if !ok {
-		return nil, "", fmt.Errorf("%w: land: --from %q is not kafka://HOST:PORT/TOPIC", ErrUsage, s)
+		return nil, "", bad
 	}
 	hosts, topic, ok := strings.Cut(rest, "/")
+	if strings.Contains(hosts, "@") {
+		return nil, "", fmt.Errorf("%w: land: --from %s carries a user or password; ubik land reads Kafka without authentication, and a URL is no place for a secret", ErrUsage, redactURL(s))
+	}
 	if !ok || hosts == "" || topic == "" || strings.ContainsAny(topic, "/?#") {
-		return nil, "", fmt.Errorf("%w: land: --from %q is not kafka://HOST:PORT/TOPIC", ErrUsage, s)
+		return nil, "", bad
 	}
 	for _, h := range strings.Split(hosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
@@ -123,21 +124,58 @@ func kafkaSource(s string) (brokers []string, topic string, err error) {
 	return brokers, topic, nil
 }
 
-// redactURL hides the password of a store URL for messages.
+// redactURL hides the password of a URL for messages: the user info's
+// and a password query option's. A URL that does not parse is not shown.
 func redactURL(s string) string {
 	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL)"
+	if err != nil || u.Scheme == "" {
+		return "(a URL that does not parse)"
 	}
 	if _, has := u.User.Password(); has {
 		u.User = url.UserPassword(u.User.Username(), "xxx")
 	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxx")
+	if q, err := url.ParseQuery(u.RawQuery); err != nil {
+		u.RawQuery = "(options that do not parse)"
+	} else {
+		for k := range q {
+			if strings.Contains(strings.ToLower(k), "password") || strings.Contains(strings.ToLower(k), "secret") {
+				q.Set(k, "xxx")
+			}
+		}
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
+}
+
+// pgURLOptions are the query options of a postgres:// URL that ubik
+// passes on (libpq's connection parameters and pgxpool's pool settings);
+// anything else is refused rather than sent to the server as a setting.
+func pgURLOptions() []string {
+	return []string{"sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword", "sslsni", "sslnegotiation",
+		"connect_timeout", "application_name", "target_session_attrs", "options", "search_path", "timezone",
+		"statement_timeout", "krbsrvname", "passfile", "service", "servicefile",
+		"pool_max_conns", "pool_min_conns", "pool_max_conn_lifetime", "pool_max_conn_idle_time", "pool_health_check_period"}
+}
+
+// storeQuery parses the query of a store URL strictly: every pair must
+// parse (';' separates nothing: escape it as %3B), each option appears
+// once, and only the options the store takes are accepted.
+func storeQuery(flagName, raw string, u *url.URL, allowed ...string) (url.Values, error) {
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s %s: the options do not parse: %v", ErrUsage, flagName, redactURL(raw), err)
+	}
+	for k, vs := range q {
+		if !slices.Contains(allowed, k) {
+			known := slices.Clone(allowed)
+			slices.Sort(known)
+			return nil, fmt.Errorf("%w: %s %s: unknown option %q%s (%s:// takes %s)", ErrUsage, flagName, redactURL(raw), k, plan.Suggest(k, allowed), u.Scheme, strings.Join(known, ", "))
+		}
+		if len(vs) != 1 {
+			return nil, fmt.Errorf("%w: %s %s: option %q is given %d times", ErrUsage, flagName, redactURL(raw), k, len(vs))
+		}
+	}
+	return q, nil
 }
 
 // openStore opens the lander for --to. closeFn releases its client.
@@ -150,9 +188,16 @@ func openStore(ctx context.Context, env *Env, to string, mode land.Mode, query s
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: land: --to is not a URL", ErrUsage)
 	}
-	q := u.Query()
+	var q url.Values
 	switch u.Scheme {
 	case "redis", "rediss":
+		// go-redis refuses the options it does not know; prefix is ours.
+		if q, err = url.ParseQuery(u.RawQuery); err != nil {
+			return nil, nil, fmt.Errorf("%w: land: --to %s: the options do not parse: %v", ErrUsage, redactURL(to), err)
+		}
+		if len(q["prefix"]) > 1 {
+			return nil, nil, fmt.Errorf("%w: land: --to %s: option \"prefix\" is given %d times", ErrUsage, redactURL(to), len(q["prefix"]))
+		}
 		prefix := q.Get("prefix")
 		q.Del("prefix")
 		u.RawQuery = q.Encode()
@@ -168,12 +213,15 @@ func openStore(ctx context.Context, env *Env, to string, mode land.Mode, query s
 		}
 		return rl, func() { c.Close() }, nil
 	case "dynamodb":
+		if q, err = storeQuery("land: --to", to, u, "region", "tls"); err != nil {
+			return nil, nil, err
+		}
 		table := strings.Trim(u.Path, "/")
 		if u.Host == "" || table == "" {
 			return nil, nil, fmt.Errorf("%w: land: --to %s is not dynamodb://HOST:PORT/TABLE", ErrUsage, redactURL(to))
 		}
 		scheme := "http"
-		if q.Get("tls") == "1" {
+		if q.Get("tls") == "1" || q.Get("tls") == "true" {
 			scheme = "https"
 		}
 		region := q.Get("region")
@@ -191,6 +239,9 @@ func openStore(ctx context.Context, env *Env, to string, mode land.Mode, query s
 		}
 		return dl, func() {}, nil
 	case "postgres", "postgresql":
+		if q, err = storeQuery("land: --to", to, u, append([]string{"table"}, pgURLOptions()...)...); err != nil {
+			return nil, nil, err
+		}
 		table := q.Get("table")
 		q.Del("table")
 		u.RawQuery = q.Encode()
@@ -205,8 +256,11 @@ func openStore(ctx context.Context, env *Env, to string, mode land.Mode, query s
 		}
 		return pl, pool.Close, nil
 	case "clickhouse":
+		if q, err = storeQuery("land: --to", to, u, "table", "tls"); err != nil {
+			return nil, nil, err
+		}
 		scheme := "http"
-		if q.Get("tls") == "1" {
+		if q.Get("tls") == "1" || q.Get("tls") == "true" {
 			scheme = "https"
 		}
 		opts := chlander.Options{URL: scheme + "://" + u.Host, Database: strings.Trim(u.Path, "/"), Table: q.Get("table"), Mode: mode, Query: query}
@@ -224,10 +278,7 @@ func openStore(ctx context.Context, env *Env, to string, mode land.Mode, query s
 }
 
 func runLand(ctx context.Context, env *Env, args []string) error {
-	f, err := parseLandFlags(args, env.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
+	f, err := parseLandFlags(args, env)
 	if err != nil {
 		return err
 	}

@@ -35,11 +35,11 @@ func newQueryMetrics(name string) *queryMetrics {
 	return &queryMetrics{
 		name:         name,
 		now:          time.Now,
-		eventsIn:     d("events_in_total", "Events read from the input."),
+		eventsIn:     d("events_read_total", "Events read from the input (summary: events_read)."),
 		malformed:    d("events_malformed_total", "Events that could not be decoded."),
 		evalErrors:   d("events_eval_errors_total", "Events rejected by a runtime evaluation error."),
 		late:         d("events_late_total", "Events that arrived for a window already final."),
-		recordsOut:   d("records_out_total", "Changelog records emitted."),
+		recordsOut:   d("records_emitted_total", "Changelog records emitted (summary: records_emitted)."),
 		finalized:    d("windows_finalized_total", "(group, window) pairs closed."),
 		liveGroups:   d("live_groups", "Live (group, window) states."),
 		stateBytes:   d("state_bytes", "Estimated bytes of live operator state."),
@@ -105,14 +105,16 @@ func checkMetricsAddr(addr string) error {
 	return nil
 }
 
-// serveMetrics starts the /metrics endpoint of one query on addr.
-func serveMetrics(ctx context.Context, addr string, m *queryMetrics) (stop func(), bound string, err error) {
+// serveMetrics starts the /metrics endpoint of a run's queries on addr.
+func serveMetrics(ctx context.Context, addr string, ms ...*queryMetrics) (stop func(), bound string, err error) {
 	if err := checkMetricsAddr(addr); err != nil {
 		return nil, "", err
 	}
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(m); err != nil {
-		return nil, "", err
+	for _, m := range ms {
+		if err := reg.Register(m); err != nil {
+			return nil, "", err
+		}
 	}
 	return serveRegistry(ctx, addr, reg)
 }

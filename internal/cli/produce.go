@@ -40,7 +40,10 @@ import (
 // by position) and lets --key-field name a column.
 func runProduce(ctx context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	setUsage(fs, env, "usage: ubik produce --to kafka://HOST:PORT/TOPIC [--input FILE] [--format jsonl|csv] [flags]\n\nsends one Kafka record per event, creating the topic if it is missing",
+		"ubik produce --to kafka://127.0.0.1:9092/events --input examples/events.jsonl --key-field merchant",
+		"ubik produce --to kafka://127.0.0.1:9092/orders --input orders.csv --format csv --header",
+		"tail -f events.jsonl | ubik produce --to kafka://127.0.0.1:9092/events")
 	to := fs.String("to", "", "the topic: kafka://HOST:PORT/TOPIC")
 	input := fs.String("input", "-", "the events to send: JSON lines, or CSV records with --format csv (- for stdin)")
 	format := fs.String("format", "jsonl", "jsonl (one event per line) or csv (one CSV record per event; a quoted field may span lines)")
@@ -48,8 +51,8 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	delimiter := fs.String("delimiter", ",", "csv: the field delimiter (for --key-field)")
 	partitions := fs.Int("partitions", 4, "partitions of the topic if it has to be created")
 	keyField := fs.String("key-field", "", "use this top-level JSON field's text (csv: this header column's text) as the record key, partitioned by its hash as a Java producer does (default: no key, records spread round-robin over the partitions)")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *to == "" {
 		return fmt.Errorf("%w: produce needs --to kafka://HOST:PORT/TOPIC", ErrUsage)

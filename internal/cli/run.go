@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,9 +32,11 @@ const maxLineBytes = 16 << 20
 type runFlags struct {
 	input      string
 	output     string
+	outputDir  string
 	format     string
 	query      string
 	strict     bool
+	maxBad     string
 	statsJSON  string
 	noProgress bool
 	quiet      bool
@@ -45,45 +48,72 @@ type runFlags struct {
 	metrics    string
 
 	checkpointEvery time.Duration
+	set             map[string]bool // the flags given on the command line
+}
+
+// runTarget is one query of a file run and where its changelog goes.
+type runTarget struct {
+	pq     *planQuery
+	q      *ubik.Query
+	out    string // the output path, or "-" for stdout
+	w      io.Writer
+	outBuf []byte
+	bad    int64  // events of this query that were malformed or failed to evaluate
+	limit  string // the bad-input limit it crossed, if any
 }
 
 func runRun(ctx context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	var f runFlags
-	fs.StringVar(&f.input, "input", "", "input file of JSON lines (- for stdin; default: the source's path option, else stdin)")
-	fs.StringVar(&f.output, "output", "-", "where the changelog goes (- for stdout)")
+	fs.StringVar(&f.input, "input", "", "input file of JSON lines or CSV (- for stdin; default: the source's path option, else stdin)")
+	fs.StringVar(&f.output, "output", "-", "where the changelog goes (- for stdout; default: the CREATE SINK's path option, else stdout)")
+	fs.StringVar(&f.outputDir, "output-dir", "", "run every query of the script, each writing its changelog to DIR/QUERY.tsv (or .jsonl), unless its CREATE SINK names a path")
 	fs.StringVar(&f.format, "format", "tsv", "record format: tsv (key<TAB>value) or jsonl (an envelope with the metadata)")
-	fs.StringVar(&f.query, "query", "", "which query of the script to run (default: its only query)")
-	fs.BoolVar(&f.strict, "strict", false, "stop at the first malformed event")
+	fs.StringVar(&f.query, "query", "", "which query of the script to run (default: its only query; see --output-dir)")
+	fs.BoolVar(&f.strict, "strict", false, "stop at the first malformed event or evaluation error (the same as --max-bad 0)")
+	fs.StringVar(&f.maxBad, "max-bad", "", "fail the run (exit status 3) when more than N events, or more than P% of the events read, are malformed or fail to evaluate (default: fail only when every event does)")
 	fs.StringVar(&f.statsJSON, "stats-json", "", "write the run summary as JSON to this file")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "never show the progress bar")
 	fs.BoolVar(&f.quiet, "quiet", false, "do not print the summary")
 	fs.StringVar(&f.deadLetter, "dead-letter", "", "write each malformed event with its line number and error to this file (JSON lines)")
-	fs.StringVar(&f.lateOutput, "late-output", "", "write each late event, keyed by the same contract, with the reason, to this file (JSON lines)")
-	fs.StringVar(&f.stateDir, "state-dir", "", "checkpoint state, input position and output lengths here; rerunning the same command after a crash resumes")
+	fs.StringVar(&f.lateOutput, "late-output", "", "write each late event (its input line, its line number, the key it was for, the reason) to this file (JSON lines)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "checkpoint state, input position and output lengths here; rerunning the same command after a crash or a stop resumes")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (for performance work)")
 	fs.BoolVar(&f.infer, "infer", false, "when the query reads a source the script does not declare, infer it from the first records of --input and print the CREATE SOURCE")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); off by default")
 	fs.DurationVar(&f.checkpointEvery, "checkpoint-interval", time.Second, "how often to checkpoint with --state-dir")
 	kf := addKafkaFlags(fs) // run_kafka.go
-	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, "usage: ubik run QUERY.sql [--input FILE] [--format tsv|jsonl] [flags]")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, env, "usage: ubik run QUERY.sql [--input FILE] [--output FILE | --output-dir DIR] [--format tsv|jsonl] [flags]\n\n"+
+		"exit status: 0 done, 1 error, 2 usage error, 3 too many bad events (--max-bad), 130 or 143 stopped by SIGINT or SIGTERM",
+		"ubik run examples/merchant_totals.sql --input examples/events.jsonl",
+		"ubik run views.sql --input events.jsonl --output-dir out/ --max-bad 1%",
+		"ubik run q.sql --input events.jsonl --output totals.tsv --state-dir state/ --dead-letter bad.jsonl")
 	sqlPath, rest := splitPositional(args)
-	if err := fs.Parse(rest); err != nil {
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+	if err := parseFlags(fs, rest); err != nil {
+		return err
 	}
-	if sqlPath == "" && fs.NArg() > 0 {
-		sqlPath = fs.Arg(0)
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	sqlPath, err := onePositional(fs, sqlPath)
+	if err != nil {
+		return err
 	}
 	if sqlPath == "" {
-		fs.Usage()
-		return fmt.Errorf("%w: run needs a query file", ErrUsage)
+		return fmt.Errorf("%w: run needs a query file (ubik run --help shows the flags)", ErrUsage)
 	}
 	if f.format != "tsv" && f.format != "jsonl" {
 		return fmt.Errorf("%w: --format must be tsv or jsonl, got %q", ErrUsage, f.format)
+	}
+	limit, err := parseMaxBad(f.maxBad)
+	if err != nil {
+		return err
+	}
+	if f.strict {
+		if f.set["max-bad"] {
+			return fmt.Errorf("%w: --strict is --max-bad 0; give one of them", ErrUsage)
+		}
+		limit = badLimit{set: true}
 	}
 	sqlText, err := os.ReadFile(sqlPath)
 	if err != nil {
@@ -126,17 +156,46 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			}
 		}
 	}
-	prog, err := eng.Compile(string(sqlText), name)
+	prog, err := eng.CompileViews(string(sqlText), name)
 	if err != nil {
 		return sqlError(sqlPath, err)
 	}
-	pq, err := pickProgramQuery(prog.Queries, f.query)
+	pqs, err := pickTargets(prog, &f)
 	if err != nil {
 		return err
 	}
-	if kf.wanted(prog, pq) {
+	for _, pq := range pqs {
+		if !kf.wanted(prog, pq) {
+			continue
+		}
+		if len(pqs) > 1 {
+			return fmt.Errorf("%w: query %s runs over Kafka, and a Kafka run runs one query: choose it with --query", ErrUsage, pq.Name)
+		}
 		return runKafka(ctx, env, kf, &f, prog, pq)
 	}
+	if len(pqs) > 1 {
+		for _, pq := range pqs[1:] {
+			if pq.Source != pqs[0].Source {
+				return fmt.Errorf("%w: queries %s and %s read different sources (%s, %s), and a run reads one input: run each with --query", ErrUsage, pqs[0].Name, pq.Name, pqs[0].Source.Name, pq.Source.Name)
+			}
+		}
+		if f.stateDir != "" {
+			return fmt.Errorf("%w: --state-dir checkpoints one query; choose it with --query", ErrUsage)
+		}
+		if f.set["output"] {
+			return fmt.Errorf("%w: the script runs %d queries; --output-dir DIR gives each its own file (--output is for one query)", ErrUsage, len(pqs))
+		}
+	}
+	targets := make([]*runTarget, len(pqs))
+	for i, pq := range pqs {
+		targets[i] = &runTarget{pq: pq, out: outputPath(prog, pq, &f, len(pqs))}
+	}
+	if f.outputDir != "" {
+		if err := os.MkdirAll(f.outputDir, 0o755); err != nil {
+			return err
+		}
+	}
+	pq := pqs[0]
 
 	inPath := f.input
 	if inPath == "" {
@@ -147,7 +206,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if inPath == "" || inPath == "-" {
 			return fmt.Errorf("%w: --state-dir needs an input file to resume from (not stdin)", ErrUsage)
 		}
-		if f.output == "" || f.output == "-" {
+		if targets[0].out == "-" {
 			return fmt.Errorf("%w: --state-dir needs --output FILE: a resumed run cuts the output back to its last checkpoint", ErrUsage)
 		}
 		abs, _ := filepath.Abs(inPath)
@@ -156,31 +215,45 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 
-	// The changelog, dead-letter and late outputs. OnRecord and the hooks
-	// write through these variables, which are set before the first event.
-	var w, dead, lateW io.Writer
-	var lateBuf, outBuf []byte
-	var lateHook func(*exec.LateEvent)
+	// The dead-letter and late outputs. The hooks write through these
+	// variables, which are set before the first event; a write error is
+	// kept in sideErr and stops the run, as an error of the changelog does.
+	var dead, lateW io.Writer
+	var lateBuf []byte
+	var sideErr error
+	var curLine []byte // the input record being pushed, for the late output
+	var curLineNo int64
+	var lateHook func(string, *exec.LateEvent)
 	if f.lateOutput != "" {
-		lateHook = func(ev *exec.LateEvent) {
-			lateBuf = appendLate(lateBuf[:0], pq.Name, ev)
-			lateW.Write(lateBuf)
+		lateHook = func(query string, ev *exec.LateEvent) {
+			lateBuf = appendLate(lateBuf[:0], query, curLineNo, curLine, ev)
+			if _, err := lateW.Write(lateBuf); err != nil && sideErr == nil {
+				sideErr = fmt.Errorf("--late-output %s: %w", f.lateOutput, err)
+			}
 		}
 	}
-	qo := ubik.QueryOptions{
-		Name:   pq.Name,
-		Strict: f.strict,
-		OnLate: lateHook,
-		OnRecord: func(r changelog.Record) error {
-			outBuf = formatRecord(outBuf[:0], f.format, &r)
-			_, err := w.Write(outBuf)
+	for _, t := range targets {
+		t := t
+		name := t.pq.Name
+		var onLate func(*exec.LateEvent)
+		if lateHook != nil {
+			onLate = func(ev *exec.LateEvent) { lateHook(name, ev) }
+		}
+		qo := ubik.QueryOptions{
+			Name:   name,
+			Strict: f.strict,
+			OnLate: onLate,
+			OnRecord: func(r changelog.Record) error {
+				t.outBuf = formatRecord(t.outBuf[:0], f.format, &r)
+				_, err := t.w.Write(t.outBuf)
+				return err
+			},
+		}
+		if t.q, err = eng.StartPlan(t.pq, qo); err != nil {
 			return err
-		},
+		}
 	}
-	q, err := eng.StartPlan(pq, qo)
-	if err != nil {
-		return err
-	}
+	q := targets[0].q
 	var resume ckptHeader
 	if ck != nil {
 		h, err := ck.load(q)
@@ -208,10 +281,10 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	var files [3]*resumableFile // with --state-dir: changelog, dead letters, late events
-	var flushOut func() error
-	var liveFlush func() error // makes the records written so far visible downstream
+	var finish []func() error   // flush and close every output, at the end
+	var liveFlush []func() error
 	if ck != nil {
-		paths := [3]string{f.output, f.deadLetter, f.lateOutput}
+		paths := [3]string{targets[0].out, f.deadLetter, f.lateOutput}
 		for i, p := range paths {
 			if p == "" {
 				continue
@@ -221,34 +294,36 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			}
 			defer files[i].Close()
 		}
-		w = files[0]
+		targets[0].w = files[0]
 		if files[1] != nil {
 			dead = files[1]
 		}
 		if files[2] != nil {
 			lateW = files[2]
 		}
-		flushOut = func() error { _, err := files[0].sync(); return err }
-		liveFlush = files[0].w.Flush
+		finish = append(finish, func() error { _, err := files[0].sync(); return err })
+		liveFlush = append(liveFlush, files[0].w.Flush)
 	} else {
-		out, closeOut, err := openOutput(env, f.output)
-		if err != nil {
-			return err
-		}
-		bw := bufio.NewWriterSize(out, 256<<10)
-		w = bw
-		liveFlush = bw.Flush
-		flushOut = func() error {
-			err := bw.Flush()
-			if cerr := closeOut(); err == nil {
-				err = cerr
+		for _, t := range targets {
+			out, closeOut, err := openOutput(env, t.out)
+			if err != nil {
+				return err
 			}
-			return err
+			bw := bufio.NewWriterSize(out, 256<<10)
+			t.w = bw
+			liveFlush = append(liveFlush, bw.Flush)
+			finish = append(finish, func() error {
+				err := bw.Flush()
+				if cerr := closeOut(); err == nil {
+					err = cerr
+				}
+				return err
+			})
 		}
 		for _, o := range []struct {
-			path string
-			dst  *io.Writer
-		}{{f.deadLetter, &dead}, {f.lateOutput, &lateW}} {
+			path, flag string
+			dst        *io.Writer
+		}{{f.deadLetter, "--dead-letter", &dead}, {f.lateOutput, "--late-output", &lateW}} {
 			if o.path == "" {
 				continue
 			}
@@ -256,27 +331,61 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			if err != nil {
 				return err
 			}
+			defer fh.Close()
 			bw := bufio.NewWriter(fh)
 			*o.dst = bw
-			defer fh.Close()
-			defer bw.Flush()
+			flagName, path := o.flag, o.path
+			finish = append(finish, func() error {
+				err := bw.Flush()
+				if cerr := fh.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", flagName, path, err)
+				}
+				return nil
+			})
 		}
 	}
+	flushAll := func() error {
+		for _, fl := range liveFlush {
+			if err := fl(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 
-	// Without --dead-letter, the first few malformed events are reported on
+	// Without --dead-letter, the first few bad events are reported on
 	// stderr with their line numbers; the summary counts all of them.
 	const reportMalformed = 10
 	reported := 0
-	report := func(lineNo int64, err error) {
+	report := func(t *runTarget, lineNo int64, err error) {
 		if dead != nil {
 			return
 		}
+		who := ""
+		if len(targets) > 1 {
+			who = t.pq.Name + ": "
+		}
 		if reported < reportMalformed {
-			fmt.Fprintf(env.Stderr, "ubik: %s:%d: malformed event: %v\n", inName, lineNo, err)
+			fmt.Fprintf(env.Stderr, "ubik: %s%s:%d: %s: %s\n", who, inName, lineNo, badKind(err), cleanMessage(err.Error()))
 		} else if reported == reportMalformed {
-			fmt.Fprintf(env.Stderr, "ubik: more malformed events follow; --dead-letter FILE records every one\n")
+			fmt.Fprintf(env.Stderr, "ubik: more bad events follow; --dead-letter FILE records every one\n")
 		}
 		reported++
+	}
+	writeDeadLetter := func(t *runTarget, lineNo int64, event []byte, err error) {
+		if dead == nil {
+			return
+		}
+		query := ""
+		if len(targets) > 1 {
+			query = t.pq.Name
+		}
+		if werr := writeDead(dead, inName, query, lineNo, event, err); werr != nil && sideErr == nil {
+			sideErr = fmt.Errorf("--dead-letter %s: %w", f.deadLetter, werr)
+		}
 	}
 
 	var bar *progressbar.ProgressBar
@@ -286,11 +395,18 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			progressbar.OptionClearOnFinish(), progressbar.OptionSetDescription("ubik run"))
 	}
 
-	var metrics *queryMetrics
+	var metrics []*queryMetrics
+	publish := func() {
+		for i, m := range metrics {
+			m.publish(targets[i].q.Stats())
+		}
+	}
 	if f.metrics != "" {
-		metrics = newQueryMetrics(pq.Name)
-		metrics.publish(q.Stats())
-		stop, bound, err := serveMetrics(ctx, f.metrics, metrics)
+		for _, t := range targets {
+			metrics = append(metrics, newQueryMetrics(t.pq.Name))
+		}
+		publish()
+		stop, bound, err := serveMetrics(ctx, f.metrics, metrics...)
 		if err != nil {
 			return err
 		}
@@ -325,7 +441,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 		hdr, _, _ := readRecord(bufio.NewReader(hf), true)
 		hf.Close()
-		if err := q.Push(trimCR(hdr)); err != nil {
+		if err := q.Push(bytes.TrimPrefix(trimCR(hdr), utf8BOM)); err != nil {
 			return fmt.Errorf("resume: CSV header: %w", err)
 		}
 	}
@@ -338,24 +454,44 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		// emission and output must not wait for the next line.
 		stop := make(chan struct{})
 		defer close(stop)
-		next = liveRecords(ctx, br, csvInput, q, liveFlush, stop)
+		// The first query's early interval paces the ticks; the others
+		// tick with it.
+		tickAll := func() error {
+			for _, t := range targets[1:] {
+				if err := t.q.Tick(); err != nil {
+					return err
+				}
+			}
+			return flushAll()
+		}
+		next = liveRecords(ctx, br, csvInput, targets[0].q, tickAll, stop)
 	}
 	lineNo := resume.Line
 	readBytes := resume.InputOffset
 	var lastBar int64
 	var firstErr error
-	for {
-		if lineNo&4095 == 0 {
-			if metrics != nil {
-				metrics.publish(q.Stats())
+	stopped := false
+	badLine := func(t *runTarget, err error) {
+		t.bad++
+		report(t, lineNo, err)
+		if limit.set && !limit.pct && t.bad > limit.n && firstErr == nil {
+			t.limit = limit.String()
+			if f.strict {
+				firstErr = fmt.Errorf("%w: %s:%d: %s (--strict stops at the first bad event)", ErrBadInput, inName, lineNo, cleanMessage(err.Error()))
+			} else {
+				firstErr = fmt.Errorf("%w: %s: more than %d events were malformed or failed to evaluate (--max-bad %s); the last at %s:%d: %s",
+					ErrBadInput, t.pq.Name, limit.n, f.maxBad, inName, lineNo, cleanMessage(err.Error()))
 			}
+		}
+	}
+	for firstErr == nil {
+		if lineNo&4095 == 0 {
+			publish()
 			if ctx.Err() != nil {
-				firstErr = ctx.Err()
+				stopped = true
 				if ck != nil {
 					// A graceful stop checkpoints, so the next run resumes here.
-					if err := checkpoint(readBytes, lineNo, false); err != nil {
-						firstErr = err
-					}
+					firstErr = checkpoint(readBytes, lineNo, false)
 				}
 				break
 			}
@@ -369,11 +505,14 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 		line, nlines, rerr := next()
 		if len(line) == 0 && rerr != nil {
-			if rerr != io.EOF {
+			if errors.Is(rerr, context.Canceled) && ctx.Err() != nil {
+				stopped = true
+			} else if rerr != io.EOF {
 				firstErr = rerr
 			}
 			break
 		}
+		atStart := readBytes == 0
 		tooLong := errors.Is(rerr, errTooLong)
 		lineNo += nlines
 		readBytes += int64(len(line)) + nlines
@@ -386,40 +525,55 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 		if tooLong {
 			err := fmt.Errorf("line longer than %d bytes", maxLineBytes)
-			q.ReportMalformed()
-			report(lineNo, err)
-			if dead != nil {
-				writeDead(dead, inName, lineNo, nil, err)
-			}
-			if f.strict {
-				firstErr = fmt.Errorf("%s:%d: %v", inName, lineNo, err)
-				break
+			for _, t := range targets {
+				t.q.ReportMalformed()
+				writeDeadLetter(t, lineNo, nil, err)
+				badLine(t, err)
 			}
 			continue
 		}
 		line = trimCR(line)
-		if len(line) == 0 {
-			continue
+		if atStart {
+			line = bytes.TrimPrefix(line, utf8BOM) // a UTF-8 byte order mark is not data
 		}
-		if err := q.Push(line); err != nil {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue // an empty or blank line is no event
+		}
+		curLine, curLineNo = line, lineNo
+		for _, t := range targets {
+			err := t.q.Push(line)
+			if err == nil {
+				continue
+			}
 			var ee *ubik.EventError
 			if errors.As(err, &ee) {
-				report(lineNo, ee.Err)
-				if dead != nil {
-					writeDead(dead, inName, lineNo, line, ee.Err)
-				}
-				if f.strict {
-					firstErr = fmt.Errorf("%s:%d: %v", inName, lineNo, ee.Err)
+				writeDeadLetter(t, lineNo, line, ee.Err)
+				badLine(t, ee.Err)
+				if firstErr != nil {
 					break
 				}
 				continue
 			}
+			var he *exec.HeaderError
+			if errors.As(err, &he) {
+				err = fmt.Errorf("%s:%d: %w", inName, lineNo, err)
+			}
 			firstErr = err
 			break
 		}
+		if firstErr == nil && sideErr != nil {
+			firstErr = sideErr
+		}
 	}
-	if firstErr == nil {
-		firstErr = q.Close()
+	if firstErr == nil && !stopped {
+		for _, t := range targets {
+			if firstErr = t.q.Close(); firstErr != nil {
+				break
+			}
+		}
+		if firstErr == nil && sideErr != nil {
+			firstErr = sideErr
+		}
 		if firstErr == nil && ck != nil {
 			firstErr = checkpoint(readBytes, lineNo, true)
 		}
@@ -427,26 +581,165 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if bar != nil {
 		bar.Finish()
 	}
-	if err := flushOut(); err != nil && firstErr == nil {
-		firstErr = err
+	for _, fin := range finish {
+		if err := fin(); err != nil && firstErr == nil {
+			firstErr = err
+		}
 	}
 	elapsed := time.Since(started)
-	st := q.Stats()
-	if metrics != nil {
-		metrics.publish(st)
-	}
-	sum := newSummary(pq.Name, st, elapsed)
-	if !f.quiet {
-		sum.print(env.Stderr)
+	publish()
+	var sums []summary
+	for _, t := range targets {
+		st := t.q.Stats()
+		if firstErr == nil && !stopped {
+			if lim := limit.crossedAtEnd(t.bad, st.EventsIn); lim != "" {
+				t.limit = lim
+				firstErr = fmt.Errorf("%w: %s: %d of %d events were malformed or failed to evaluate (%s)", ErrBadInput, t.pq.Name, t.bad, st.EventsIn, lim)
+			}
+		}
+		sum := newSummary(t.pq.Name, st, elapsed)
+		sum.BadInputLimit = t.limit
+		if stopped {
+			sum.Stopped = stopCause(ctx).Error()
+			sum.StoppedAtLine = lineNo
+		}
+		sums = append(sums, sum)
+		if !f.quiet {
+			sum.print(env.Stderr)
+		}
 	}
 	if f.statsJSON != "" {
-		b, _ := json.MarshalIndent(sum, "", "  ")
+		var b []byte
+		if len(sums) == 1 {
+			b, _ = json.MarshalIndent(sums[0], "", "  ")
+		} else {
+			b, _ = json.MarshalIndent(sums, "", "  ")
+		}
 		if err := os.WriteFile(f.statsJSON, append(b, '\n'), 0o644); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
+	if firstErr == nil && stopped {
+		return stopCause(ctx)
+	}
 	return firstErr
 }
+
+// utf8BOM is the byte order mark some tools write at the start of a file.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// badKind names what went wrong with one event.
+func badKind(err error) string {
+	var de *exec.DecodeError
+	if errors.As(err, &de) {
+		return "malformed event"
+	}
+	var ee *exec.EvalError
+	if errors.As(err, &ee) {
+		return "evaluation error"
+	}
+	return "malformed event"
+}
+
+// pickTargets chooses the queries a file run runs: --query's, the only
+// one, or with --output-dir (or a CREATE SINK path for each) all of them.
+func pickTargets(prog *plan.Program, f *runFlags) ([]*planQuery, error) {
+	qs := prog.Queries
+	if f.query != "" || len(qs) <= 1 {
+		pq, err := pickProgramQuery(qs, f.query)
+		if err != nil {
+			return nil, err
+		}
+		return []*planQuery{pq}, nil
+	}
+	if f.outputDir != "" {
+		return qs, nil
+	}
+	var names []string
+	allPaths := true
+	for _, q := range qs {
+		names = append(names, q.Name)
+		if s := querySink(prog, q); s == nil || s.Options["path"] == "" {
+			allPaths = false
+		}
+	}
+	if allPaths {
+		return qs, nil
+	}
+	return nil, fmt.Errorf("%w: the script has queries %s; run them all with --output-dir DIR (each to its own file), or choose one with --query", ErrUsage, strings.Join(names, ", "))
+}
+
+// outputPath is where a query's changelog goes: --output (one query), the
+// path of its CREATE SINK, --output-dir/QUERY.tsv, or stdout.
+func outputPath(prog *plan.Program, pq *planQuery, f *runFlags, n int) string {
+	if n == 1 && f.set["output"] {
+		return f.output
+	}
+	if s := querySink(prog, pq); s != nil && s.Options["path"] != "" && !strings.EqualFold(s.Options["connector"], "kafka") {
+		return s.Options["path"]
+	}
+	if f.outputDir != "" {
+		return filepath.Join(f.outputDir, pq.Name+"."+f.format)
+	}
+	return f.output
+}
+
+// badLimit is --max-bad: a count (more than n bad events fail the run, as
+// soon as it is crossed) or a percentage of the events read (checked at
+// the end of the input). Unset, a run fails only when every event is bad.
+type badLimit struct {
+	set bool
+	pct bool
+	n   int64   // a count
+	p   float64 // a percentage, 0..100
+}
+
+func parseMaxBad(s string) (badLimit, error) {
+	if s == "" {
+		return badLimit{}, nil
+	}
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil || v < 0 || v > 100 || v != v {
+			return badLimit{}, fmt.Errorf("%w: --max-bad %q: a percentage is 0%% to 100%%", ErrUsage, s)
+		}
+		return badLimit{set: true, pct: true, p: v}, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return badLimit{}, fmt.Errorf("%w: --max-bad %q: want a count (e.g. 100) or a percentage of the events read (e.g. 1%%)", ErrUsage, s)
+	}
+	return badLimit{set: true, n: n}, nil
+}
+
+func (l badLimit) String() string {
+	switch {
+	case !l.set:
+		return "every event was bad"
+	case l.pct:
+		return fmt.Sprintf("--max-bad %s%%", strconv.FormatFloat(l.p, 'f', -1, 64))
+	}
+	return fmt.Sprintf("--max-bad %d", l.n)
+}
+
+// crossedAtEnd returns the limit that bad of read events crosses at the
+// end of the input, or "".
+func (l badLimit) crossedAtEnd(bad, read int64) string {
+	switch {
+	case !l.set:
+		if read > 0 && bad == read {
+			return "every event was bad"
+		}
+	case l.pct:
+		if read > 0 && float64(bad)*100 > l.p*float64(read) {
+			return l.String()
+		}
+	}
+	return ""
+}
+
+// ErrBadInput marks a run that crossed its bad-input limit (exit status 3).
+var ErrBadInput = errors.New("bad input")
 
 // splitPositional lets the query file come before the flags, as in
 // `ubik run q.sql --input events.jsonl`.
@@ -679,13 +972,19 @@ func formatRecord(b []byte, format string, r *changelog.Record) []byte {
 	return append(b, "]}\n"...)
 }
 
-func writeDead(w io.Writer, input string, line int64, event []byte, err error) {
+// writeDead writes one dead letter: the input, the query (when a run has
+// several), the line, the error and the event's text.
+func writeDead(w io.Writer, input, query string, line int64, event []byte, err error) error {
 	b := []byte(`{"input": `)
 	b = changelog.AppendCell(b, types.Str(input))
+	if query != "" {
+		b = append(b, `, "query": `...)
+		b = changelog.AppendCell(b, types.Str(query))
+	}
 	b = append(b, `, "line": `...)
 	b = strconv.AppendInt(b, line, 10)
 	b = append(b, `, "error": `...)
-	b = changelog.AppendCell(b, types.Str(err.Error()))
+	b = changelog.AppendCell(b, types.Str(cleanMessage(err.Error())))
 	b = append(b, `, "event": `...)
 	if event == nil {
 		b = append(b, "null"...)
@@ -693,10 +992,16 @@ func writeDead(w io.Writer, input string, line int64, event []byte, err error) {
 		b = changelog.AppendCell(b, types.Str(string(event)))
 	}
 	b = append(b, "}\n"...)
-	w.Write(b)
+	_, werr := w.Write(b)
+	return werr
 }
 
-func appendLate(b []byte, query string, ev *exec.LateEvent) []byte {
+// appendLate renders one late event: the query, the contract key of the
+// (group, window) it was for, the reason, its event time, the window and
+// the watermark, the decoded row (columns the query does not read are
+// NULL), and the whole input record as read with its line number, so the
+// event can be replayed.
+func appendLate(b []byte, query string, line int64, event []byte, ev *exec.LateEvent) []byte {
 	b = append(b, `{"query": `...)
 	b = changelog.AppendCell(b, types.Str(query))
 	if ev.Windowed {
@@ -719,10 +1024,18 @@ func appendLate(b []byte, query string, ev *exec.LateEvent) []byte {
 	b = changelog.AppendCell(b, types.TS(ev.Watermark))
 	b = append(b, `, "row": `...)
 	b = changelog.AppendKey(b, ev.Row)
+	if event != nil {
+		b = append(b, `, "line": `...)
+		b = strconv.AppendInt(b, line, 10)
+		b = append(b, `, "event": `...)
+		b = changelog.AppendCell(b, types.Str(string(event)))
+	}
 	return append(b, "}\n"...)
 }
 
-// summary is what a run reports at the end (stderr, and --stats-json).
+// summary is what a run reports at the end: the text line on stderr and
+// --stats-json use the same names (README.md, "Run summary"), and the
+// Prometheus metrics are ubik_<name>_total for the counters.
 type summary struct {
 	Query              string  `json:"query"`
 	EventsRead         int64   `json:"events_read"`
@@ -745,6 +1058,9 @@ type summary struct {
 	LiveGroupsPeak     int64   `json:"live_groups_peak"`
 	StateBytesPerGroup float64 `json:"state_bytes_per_group"`
 	Watermark          string  `json:"watermark,omitempty"`
+	BadInputLimit      string  `json:"bad_input_limit_crossed,omitempty"`
+	Stopped            string  `json:"stopped,omitempty"`
+	StoppedAtLine      int64   `json:"stopped_at_line,omitempty"`
 }
 
 type planQuery = plan.Query
@@ -777,7 +1093,7 @@ func newSummary(name string, st ubik.Stats, elapsed time.Duration) summary {
 		s.StateBytesPerGroup = float64(st.StateBytesPeak) / float64(st.LiveGroupsPeak)
 	}
 	if st.Watermark != minInt64 {
-		s.Watermark = string(changelog.AppendCell(nil, types.TS(st.Watermark)))
+		s.Watermark = plan.ValueText(types.TS(st.Watermark))
 	}
 	return s
 }
@@ -785,10 +1101,35 @@ func newSummary(name string, st ubik.Stats, elapsed time.Duration) summary {
 const minInt64 = -1 << 63
 
 func (s summary) print(w io.Writer) {
-	dups := ""
-	if s.Duplicates+s.DedupLate > 0 {
-		dups = fmt.Sprintf(", %d duplicates dropped, %d beyond the dedup horizon", s.Duplicates, s.DedupLate)
+	var b strings.Builder
+	fmt.Fprintf(&b, "ubik: %s: ", s.Query)
+	if s.Stopped != "" {
+		fmt.Fprintf(&b, "stopped (%s) after line %d: ", s.Stopped, s.StoppedAtLine)
 	}
-	fmt.Fprintf(w, "ubik: %s: %d events read, %d malformed, %d late%s, %d records emitted, %d windows finalized, %.3fs, %.0f events/s\n",
-		s.Query, s.EventsRead, s.Malformed+s.EvalErrors, s.Late, dups, s.RecordsEmitted, s.WindowsFinalized, s.WallSeconds, s.EventsPerSecond)
+	fmt.Fprintf(&b, "%d events read, %d malformed, %d eval errors, %d late", s.EventsRead, s.Malformed, s.EvalErrors, s.Late)
+	if s.Duplicates+s.DedupLate > 0 {
+		fmt.Fprintf(&b, ", %d duplicates, %d dedup late", s.Duplicates, s.DedupLate)
+	}
+	fmt.Fprintf(&b, ", %d records emitted, %d windows finalized, %s, %.0f events/s",
+		s.RecordsEmitted, s.WindowsFinalized, formatWall(s.WallSeconds), s.EventsPerSecond)
+	if s.BadInputLimit != "" {
+		fmt.Fprintf(&b, "; failed: %s", s.BadInputLimit)
+	}
+	b.WriteByte('\n')
+	io.WriteString(w, b.String())
+}
+
+// formatWall prints a duration with three significant digits in a unit
+// that fits (12.3µs, 4.56ms, 1.23s), never a bare 0.000s.
+func formatWall(sec float64) string {
+	d := time.Duration(sec * 1e9)
+	switch {
+	case d < time.Microsecond:
+		return d.String()
+	case d < time.Millisecond:
+		return strconv.FormatFloat(sec*1e6, 'f', 1, 64) + "µs"
+	case d < time.Second:
+		return strconv.FormatFloat(sec*1e3, 'f', 1, 64) + "ms"
+	}
+	return strconv.FormatFloat(sec, 'f', 2, 64) + "s"
 }

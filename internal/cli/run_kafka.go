@@ -76,8 +76,11 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	if f.input != "" || f.output != "-" || f.deadLetter != "" || f.statsJSON != "" || f.stateDir != "" {
 		return fmt.Errorf("%w: --input, --output, --dead-letter, --stats-json and --state-dir are for the file path; a Kafka query reads --source, writes --sink and keeps its state in Kafka", ErrUsage)
 	}
-	if f.strict {
-		return fmt.Errorf("%w: --strict is for the file path; a Kafka query counts and logs bad events and goes on", ErrUsage)
+	if f.strict || f.maxBad != "" {
+		return fmt.Errorf("%w: --strict and --max-bad are for the file path; a Kafka query counts and logs bad events and goes on", ErrUsage)
+	}
+	if f.outputDir != "" {
+		return fmt.Errorf("%w: --output-dir is for the file path; a Kafka query writes --sink", ErrUsage)
 	}
 	var src, sink kafka.Endpoint
 	var err error
@@ -88,7 +91,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 			err = sameFormat(q.Source, src)
 		}
 	case k.source != "":
-		return fmt.Errorf("%w: --source %q is not a kafka:// URL", ErrUsage, k.source)
+		return fmt.Errorf("%w: --source %s is not a kafka:// URL", ErrUsage, redactURL(k.source))
 	case strings.EqualFold(q.Source.Options["connector"], "kafka"):
 		src, err = kafka.FromOptions(q.Source.Options, kafka.RoleSource, env.Getenv)
 		if err != nil {
@@ -104,7 +107,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	case isKafkaURL(k.sink):
 		sink, err = kafka.ParseURL(k.sink, kafka.RoleSink, env.Getenv)
 	case k.sink != "":
-		return fmt.Errorf("%w: --sink %q is not a kafka:// URL", ErrUsage, k.sink)
+		return fmt.Errorf("%w: --sink %s is not a kafka:// URL", ErrUsage, redactURL(k.sink))
 	case s != nil && strings.EqualFold(s.Options["connector"], "kafka"):
 		sink, err = kafka.FromOptions(s.Options, kafka.RoleSink, env.Getenv)
 		if err != nil {
@@ -161,7 +164,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		onLate = func(ev *exec.LateEvent) {
 			mu.Lock()
 			defer mu.Unlock()
-			buf = appendLate(buf[:0], q.Name, ev)
+			buf = appendLate(buf[:0], q.Name, 0, nil, ev)
 			if _, err := lf.Write(buf); err != nil && lateErr == nil {
 				lateErr = fmt.Errorf("--late-output %s: %w", f.lateOutput, err)
 			}

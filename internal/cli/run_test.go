@@ -108,9 +108,10 @@ func TestRunJSONLStrictLate(t *testing.T) {
 		t.Fatalf("late output %s", lb)
 	}
 
-	// --strict stops at the first malformed event and names it.
+	// --strict stops at the first malformed event and names it; it is
+	// --max-bad 0, so the exit status is the bad-input one.
 	env, _, errb = runTestEnv(input)
-	if code := Main(context.Background(), env, []string{"run", sql, "--strict"}); code != 1 || !strings.Contains(errb.String(), "stdin:4:") {
+	if code := Main(context.Background(), env, []string{"run", sql, "--strict"}); code != ExitBadInput || !strings.Contains(errb.String(), "stdin:4:") {
 		t.Fatalf("strict: exit %d, %s", code, errb)
 	}
 }
@@ -177,8 +178,8 @@ func TestMetricsEndpoint(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{
-		`ubik_events_in_total{query="q1"} 10`, `ubik_events_malformed_total{query="q1"} 2`,
-		`ubik_events_late_total{query="q1"} 1`, `ubik_records_out_total{query="q1"} 7`,
+		`ubik_events_read_total{query="q1"} 10`, `ubik_events_malformed_total{query="q1"} 2`,
+		`ubik_events_late_total{query="q1"} 1`, `ubik_records_emitted_total{query="q1"} 7`,
 		`ubik_live_groups{query="q1"} 3`, `ubik_state_bytes{query="q1"} 999`,
 		`ubik_watermark_seconds{query="q1"} 1.7843688e+09`, `ubik_watermark_lag_seconds{query="q1"}`,
 		`ubik_events_duplicate_total{query="q1"} 4`, `ubik_dedup_keys{query="q1"} 12`,

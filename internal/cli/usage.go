@@ -41,14 +41,22 @@ const usageHelp = `usage: ubik usage <write|aggregate|list|get> --store URL [fla
   --filter 'tier="5"' the string "5", --filter tier=null an explicit null; --absent tier
   matches events without the dimension.`
 
+const usageExamples = `
+
+examples:
+  ubik usage write --store 'postgres://ubik@127.0.0.1:5432/ubik?sslmode=disable' --input events.jsonl
+  ubik usage aggregate --store clickhouse://127.0.0.1:8123/default --meter api_calls --from 2026-07-18T00:00:00Z --to 2026-07-19T00:00:00Z --window 1h
+  ubik usage get --store 'postgres://ubik@127.0.0.1:5432/ubik?sslmode=disable' --key k1`
+
 // runUsage dispatches `ubik usage <subcommand>`.
 func runUsage(ctx context.Context, env *Env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		fmt.Fprintln(env.Stderr, usageHelp)
-		if len(args) == 0 {
-			return fmt.Errorf("%w: usage needs a subcommand", ErrUsage)
-		}
-		return nil
+		return fmt.Errorf("%w: usage needs a subcommand", ErrUsage)
+	}
+	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(env.Stdout, usageHelp+usageExamples)
+		return errHelp
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
@@ -57,8 +65,8 @@ func runUsage(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("%w: unknown usage subcommand %q (write, aggregate, list, get)", ErrUsage, sub)
 	}
 	fs := flag.NewFlagSet("ubik usage "+sub, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() { fmt.Fprintln(env.Stderr, usageHelp) }
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() { fmt.Fprintln(env.Stdout, usageHelp+usageExamples) }
 	store := fs.String("store", "", "store URL (postgres:// or clickhouse://)")
 	table := fs.String("table", "usage_events", "table name")
 	input := fs.String("input", "", "write: read events from this file instead of stdin")
@@ -92,11 +100,8 @@ func runUsage(ctx context.Context, env *Env, args []string) error {
 		groupBy = append(groupBy, s)
 		return nil
 	})
-	if err := fs.Parse(rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+	if err := parseFlags(fs, rest); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
@@ -183,15 +188,22 @@ func openUsageStore(ctx context.Context, store, table string) (usage.Log, error)
 	}
 	switch u.Scheme {
 	case "postgres", "postgresql":
+		if _, err := storeQuery("--store", store, u, pgURLOptions()...); err != nil {
+			return nil, err
+		}
 		return pgusage.Open(ctx, pgusage.Options{DSN: store, Table: table})
 	case "clickhouse":
+		q, err := storeQuery("--store", store, u, "secure")
+		if err != nil {
+			return nil, err
+		}
 		o := chusage.Options{Table: table, Database: strings.Trim(u.Path, "/")}
 		if u.User != nil {
 			o.User = u.User.Username()
 			o.Password, _ = u.User.Password()
 		}
 		scheme := "http"
-		if u.Query().Get("secure") == "true" {
+		if q.Get("secure") == "true" {
 			scheme = "https"
 		}
 		o.URL = scheme + "://" + u.Host

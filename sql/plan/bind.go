@@ -654,7 +654,7 @@ func (qb *queryBinder) emit(sel *parser.Select) error {
 		// On a continuous view EMIT EARLY coalesces: every interval, one
 		// record per group that changed, instead of one per change.
 		if w != nil && w.Kind == Session {
-			return b.errAt(e.P, "a session's start can move when sessions merge (seed 002), so a session row is published only when it closes; remove EMIT EARLY")
+			return b.errAt(e.P, "a session's start can move when sessions merge, so a session row is published only when it closes; remove EMIT EARLY")
 		}
 		every, err := b.fixedInterval(e.Every, "EMIT EARLY EVERY", false)
 		if err != nil {
@@ -663,7 +663,7 @@ func (qb *queryBinder) emit(sel *parser.Select) error {
 		q.Emit.Mode, q.Emit.EarlyEvery = EmitEarly, every
 	case parser.EmitChanges:
 		if w != nil && w.Kind == Session {
-			return b.errAt(e.P, "a session's start can move when sessions merge (seed 002), so a session row is published only when it closes; remove EMIT CHANGES")
+			return b.errAt(e.P, "a session's start can move when sessions merge, so a session row is published only when it closes; remove EMIT CHANGES")
 		}
 		q.Emit.Mode = EmitChanges
 	}

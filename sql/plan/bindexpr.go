@@ -514,6 +514,10 @@ func levenshtein(a, b string) int {
 	return prev[len(b)]
 }
 
+// Suggest returns ` (did you mean "x"?)` for the closest of candidates to
+// name, or "" when none is close; hosts use it for names outside SQL.
+func Suggest(name string, candidates []string) string { return suggest(name, candidates) }
+
 // suggest returns ` (did you mean "x"?)` for the closest candidate, or "".
 func suggest(name string, candidates []string) string {
 	best, bestD := "", 1<<30

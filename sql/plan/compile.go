@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,6 +20,11 @@ type CompileOptions struct {
 	// DefaultName names a bare SELECT (not wrapped in CREATE VIEW). Empty
 	// means "query". The CLI passes the script file's base name.
 	DefaultName string
+	// OwnOutputs: the host writes each query without a CREATE SINK to an
+	// output of its own (the CLI: a file per query), so such queries never
+	// share the default output and the one-grouping-per-output rule does
+	// not join them.
+	OwnOutputs bool
 }
 
 // Compile parses and binds a script: CREATE SOURCE, CREATE VIEW name AS
@@ -170,7 +176,7 @@ func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error
 		if q.Output != "" {
 			return nil, b.errAt(n.From.P, "query %s already writes to sink %s; a query has one output", q.Name, q.Output)
 		}
-		opts, err := b.options(n.Options)
+		opts, err := b.options(n.Options, "sink", sinkOptionKeys())
 		if err != nil {
 			return nil, err
 		}
@@ -182,6 +188,9 @@ func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error
 	byOutput := map[string]*Query{}
 	for _, q := range prog.Queries {
 		key := strings.ToLower(q.Output)
+		if q.Output == "" && opts.OwnOutputs {
+			continue
+		}
 		if prev := byOutput[key]; prev != nil {
 			out := "the default output"
 			if q.Output != "" {
@@ -194,12 +203,48 @@ func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error
 	return prog, nil
 }
 
-func (b *binder) options(opts []parser.Option) (map[string]string, error) {
+// kafkaOptionKeys are the WITH options of a Kafka source or sink that both
+// roles take (the kafka package reads them; its tests check the lists agree).
+func kafkaOptionKeys() []string {
+	return []string{"brokers", "topic", "tls", "tls_ca", "tls_cert", "tls_key", "tls_server_name", "sasl_mechanism", "sasl_user", "sasl_password_env"}
+}
+
+// sourceOptionKeys are the WITH options CREATE SOURCE accepts: the file
+// options, input deduplication, and the Kafka connector's.
+func sourceOptionKeys() []string {
+	return append([]string{"connector", "format", "path", "delimiter", "header", "dedup_key", "dedup_within",
+		"from", "partitioned_by_key", "idle_timeout"}, kafkaOptionKeys()...)
+}
+
+// sinkOptionKeys are the WITH options CREATE SINK accepts: path (the file a
+// file run writes the changelog to) and the Kafka connector's.
+func sinkOptionKeys() []string {
+	return append([]string{"connector", "path", "allow_uncompacted", "partitions"}, kafkaOptionKeys()...)
+}
+
+// SourceOptionKeys and SinkOptionKeys list the accepted WITH options.
+func SourceOptionKeys() []string { return sourceOptionKeys() }
+
+// SinkOptionKeys: see SourceOptionKeys.
+func SinkOptionKeys() []string { return sinkOptionKeys() }
+
+// options binds WITH (...) options: keys are case-insensitive, each given
+// once, and one of known; an unknown key is an error at its position with
+// the closest known key, so a typo never silently falls back to a default.
+func (b *binder) options(opts []parser.Option, what string, known []string) (map[string]string, error) {
 	m := make(map[string]string, len(opts))
 	for _, o := range opts {
 		k := strings.ToLower(o.Key)
 		if _, dup := m[k]; dup {
 			return nil, b.errAt(o.P, "option %q is given twice", k)
+		}
+		if !slices.Contains(known, k) {
+			if strings.Contains(k, "password") {
+				return nil, b.errAt(o.P, "%s option %q: a password is never taken from a WITH option; put it in an environment variable and name it with sasl_password_env (default UBIK_KAFKA_PASSWORD)", what, k)
+			}
+			sorted := slices.Clone(known)
+			slices.Sort(sorted)
+			return nil, b.errAt(o.P, "unknown %s option %q%s; known: %s", what, o.Key, suggest(k, known), strings.Join(sorted, ", "))
 		}
 		m[k] = o.Value
 	}
@@ -242,7 +287,7 @@ func (b *binder) source(n *parser.CreateSource) (*Source, error) {
 		}
 		src.TimeCol, src.WatermarkDelay = i, delay
 	}
-	opts, err := b.options(n.Options)
+	opts, err := b.options(n.Options, "source", sourceOptionKeys())
 	if err != nil {
 		return nil, err
 	}

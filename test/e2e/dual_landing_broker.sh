@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dual_landing_broker.sh: one query over one input, landed into Redis twice,
-# must give byte-identical stores (seed 000, "In process, the same key"):
+# must give byte-identical stores (the key contract: in process or through a broker, the same key bytes):
 #
 #   A. in process: the Python binding over libubik.so (the C ABI) runs the
 #      query and lands every record of ubik_next_keyed into Redis db A;

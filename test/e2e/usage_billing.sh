@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage_billing.sh: runs the usage-billing example end to end (issue 9):
+# usage_billing.sh: runs the usage-billing example end to end:
 # examples/usage-billing/run.sh generates the events, writes them to the
 # usage log (PostgreSQL and ClickHouse) and to Kafka, runs the hourly query
 # with early emission and dedup, lands it into Redis in history mode, and
