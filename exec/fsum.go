@@ -194,6 +194,29 @@ func (s *fsum) result() float64 {
 	return hi
 }
 
+// avg is the exact sum divided by n (n > 0), rounded once to the nearest
+// double (ties to even). With one partial the sum is an exact double and,
+// n being exact below 2^53, one IEEE division is that rounding; otherwise
+// the quotient of the exact rational sum is rounded once. Non-finite inputs
+// give the non-finite sum divided by n. An exact sum beyond the double
+// range still gives its finite average.
+func (s *fsum) avg(n int64) float64 {
+	if e := s.ext; e != nil && (e.special != 0 || math.IsNaN(e.special)) {
+		return s.result() / float64(n)
+	}
+	if n == 1 {
+		return s.result()
+	}
+	if p := s.partials(); (s.ext == nil || s.ext.wide == nil) && len(p) <= 1 && n < 1<<53 {
+		if len(p) == 0 {
+			return 0
+		}
+		return p[0] / float64(n)
+	}
+	f, _ := new(big.Rat).Quo(s.rat(), new(big.Rat).SetInt64(n)).Float64()
+	return f
+}
+
 // bytes estimates the memory of the sum (the inline part is counted by the
 // state that embeds it).
 func (s *fsum) bytes() int {
