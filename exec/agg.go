@@ -277,10 +277,16 @@ func exactAvg(sum types.Int128, n int64, scale uint8) float64 {
 			}
 		}
 	}
-	d := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)
-	d.Mul(d, big.NewInt(n))
-	f, _ := new(big.Rat).SetFrac(sum.Big(), d).Float64()
-	return f
+	// Exact operands: the sum takes 128 bits, n * 10^scale at most 63 + 127.
+	num := new(big.Float).SetPrec(128).SetInt64(sum.Hi)
+	num.SetMantExp(num, 64)
+	num.Add(num, new(big.Float).SetUint64(sum.Lo))
+	den := new(big.Float).SetPrec(192).SetInt64(n)
+	ten := new(big.Float).SetInt64(10)
+	for range scale {
+		den.Mul(den, ten)
+	}
+	return quoRound(num, den)
 }
 func (s *avgIntState) size() int { return 32 }
 

@@ -213,7 +213,36 @@ func (s *fsum) avg(n int64) float64 {
 		}
 		return p[0] / float64(n)
 	}
-	f, _ := new(big.Rat).Quo(s.rat(), new(big.Rat).SetInt64(n)).Float64()
+	var sum *big.Float
+	if s.ext != nil && s.ext.wide != nil {
+		sum = s.ext.wide
+	} else {
+		p := s.partials()
+		// The partials do not overlap: their exact sum spans from the
+		// lowest bit of the smallest to the top of the largest.
+		_, lo := math.Frexp(p[0])
+		_, hi := math.Frexp(p[len(p)-1])
+		sum = new(big.Float).SetPrec(uint(min(hi-lo+53+64, widePrec)))
+		for _, x := range p {
+			sum.Add(sum, new(big.Float).SetFloat64(x))
+		}
+	}
+	return quoRound(sum, new(big.Float).SetInt64(n))
+}
+
+// quoRound is num/den, both exact, rounded once to the nearest double (ties
+// to even). big.Float rounds the quotient correctly to 53 bits; that is
+// the double unless it lies in the subnormal range, where the double has
+// fewer bits and the exact rational quotient is rounded instead.
+func quoRound(num, den *big.Float) float64 {
+	q := new(big.Float).SetPrec(53).Quo(num, den)
+	if q.Sign() == 0 || q.MantExp(nil) > -1021 {
+		f, _ := q.Float64() // exact, or ±Inf beyond the range
+		return f
+	}
+	a, _ := num.Rat(nil)
+	b, _ := den.Rat(nil)
+	f, _ := a.Quo(a, b).Float64()
 	return f
 }
 
