@@ -277,6 +277,18 @@ func exactAvg(sum types.Int128, n int64, scale uint8) float64 {
 			}
 		}
 	}
+	if scale <= 15 {
+		p := int64(1)
+		for range scale {
+			p *= 10
+		}
+		if n < (1<<53)/p {
+			var buf [4]float64
+			if q, ok := quoExpansion(int128Expansion(sum, buf[:]), float64(n*p)); ok {
+				return q
+			}
+		}
+	}
 	// Exact operands: the sum takes 128 bits, n * 10^scale at most 63 + 127.
 	num := new(big.Float).SetPrec(128).SetInt64(sum.Hi)
 	num.SetMantExp(num, 64)

@@ -32,6 +32,56 @@ func TestAvgDoubleRoundsOnce(t *testing.T) {
 			t.Fatalf("seed %d trial %d: avg %v, exact %v", seed, trial, got, want)
 		}
 	}
+	// Wide integers over a power of two: means on a midpoint are common.
+	for trial := 0; trial < 3000; trial++ {
+		n := 1 << (1 + r.IntN(3))
+		var s fsum
+		exact := new(big.Rat)
+		for range n {
+			x := float64(r.Int64N(1<<53)) * math.Ldexp(1, r.IntN(3))
+			if r.IntN(3) == 0 {
+				x = -x
+			}
+			s.add(x)
+			exact.Add(exact, new(big.Rat).SetFloat64(x))
+		}
+		want := ratAvg(exact, int64(n))
+		if got := s.avg(int64(n)); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("seed %d tie trial %d: avg %v, exact %v", seed, trial, got, want)
+		}
+	}
+	// Exact means on a midpoint between two doubles round to the even one,
+	// also just below a power of two, where the spacing halves.
+	one := 1.0
+	up, down := math.Nextafter(one, 2), math.Nextafter(one, 0)
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{
+		{[]float64{1, up}, 1},
+		{[]float64{up, math.Nextafter(up, 2)}, math.Nextafter(up, 2)},
+		{[]float64{1, down}, 1},
+		{[]float64{down, math.Nextafter(down, 0)}, math.Nextafter(down, 0)},
+		{[]float64{3, 1, up}, math.Nextafter(5.0/3, 0)},
+		{[]float64{0x1p-1000, 0x1p-1000, 0x1p-1074}, 0x1p-1000},
+		{[]float64{1e300, 1e300, -1e300, 1e-300}, 1e300 / 4},
+	} {
+		for _, sign := range []float64{1, -1} {
+			var s fsum
+			exact := new(big.Rat)
+			for _, x := range c.xs {
+				s.add(sign * x)
+				exact.Add(exact, new(big.Rat).SetFloat64(sign*x))
+			}
+			want := ratAvg(exact, int64(len(c.xs)))
+			if got := s.avg(int64(len(c.xs))); got != want {
+				t.Errorf("avg(%v) = %v, exact %v", c.xs, got, want)
+			}
+			if len(c.xs) == 2 && want != sign*c.want {
+				t.Errorf("oracle avg(%v) = %v, want %v", c.xs, want, sign*c.want)
+			}
+		}
+	}
 	// 27.4, 21.1, 4.45: the rounded sum over 3 is 17.650000000000002.
 	var s fsum
 	for _, x := range []float64{27.4, 21.1, 4.45} {

@@ -213,6 +213,11 @@ func (s *fsum) avg(n int64) float64 {
 		}
 		return p[0] / float64(n)
 	}
+	if (s.ext == nil || s.ext.wide == nil) && n < 1<<53 {
+		if q, ok := quoExpansion(s.partials(), float64(n)); ok {
+			return q
+		}
+	}
 	var sum *big.Float
 	if s.ext != nil && s.ext.wide != nil {
 		sum = s.ext.wide
