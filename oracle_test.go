@@ -162,7 +162,7 @@ func oracleCases() []oracleCase {
 				FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND) EMIT EARLY EVERY INTERVAL '1' SECOND`,
 			pgsql: `SELECT k, date_bin('10 seconds', ts, timestamp '1970-01-01') AS ws,
 				k, date_bin('10 seconds', ts, timestamp '1970-01-01')::text, count(*)::text, count(amount)::text,
-				(sum(exact)::float8)::text, min(amount)::text, max(amount)::text, (sum(exact)::float8 / count(amount))::text,
+				(sum(exact)::float8)::text, min(amount)::text, max(amount)::text, ((sum(exact)::numeric(1000,400) / count(amount))::float8)::text,
 				sum(qty)::text, sum(price)::text
 				FROM ev GROUP BY 1, 2`,
 			key:   []types.Type{types.Varchar, types.Timestamp},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strings"
 	"unsafe"
 
@@ -218,7 +219,7 @@ func (s *avgDoubleState) result() types.Value {
 	if s.n == 0 {
 		return types.NullOf(types.Double)
 	}
-	return types.Float(s.fs.result() / float64(s.n))
+	return types.Float(s.fs.avg(s.n))
 }
 func (s *avgDoubleState) size() int { return 40 + s.fs.bytes() }
 
@@ -255,11 +256,49 @@ func (s *avgIntState) result() types.Value {
 	if s.n == 0 {
 		return types.NullOf(types.Double)
 	}
-	f := s.sum.Float64() / float64(s.n)
-	if s.scale > 0 {
-		f /= math.Pow10(int(s.scale))
+	return types.Float(exactAvg(s.sum, s.n, s.scale))
+}
+
+// exactAvg is sum / (n * 10^scale) rounded once to the nearest double (ties
+// to even). When the sum and the divisor are both exact doubles (below
+// 2^53) one IEEE division is that rounding; otherwise the quotient is
+// formed as an exact rational and rounded once. Dividing a rounded sum by
+// n, or then by 10^scale, would round two or three times and can miss the
+// nearest double by one ulp.
+func exactAvg(sum types.Int128, n int64, scale uint8) float64 {
+	if sum.IsInt64() && scale <= 15 {
+		if i := int64(sum.Lo); i > -1<<53 && i < 1<<53 {
+			p := int64(1)
+			for range scale {
+				p *= 10
+			}
+			if n < (1<<53)/p {
+				return float64(i) / float64(n*p)
+			}
+		}
 	}
-	return types.Float(f)
+	if scale <= 15 {
+		p := int64(1)
+		for range scale {
+			p *= 10
+		}
+		if n < (1<<53)/p {
+			var buf [4]float64
+			if q, ok := quoExpansion(int128Expansion(sum, buf[:]), float64(n*p)); ok {
+				return q
+			}
+		}
+	}
+	// Exact operands: the sum takes 128 bits, n * 10^scale at most 63 + 127.
+	num := new(big.Float).SetPrec(128).SetInt64(sum.Hi)
+	num.SetMantExp(num, 64)
+	num.Add(num, new(big.Float).SetUint64(sum.Lo))
+	den := new(big.Float).SetPrec(192).SetInt64(n)
+	ten := new(big.Float).SetInt64(10)
+	for range scale {
+		den.Mul(den, ten)
+	}
+	return quoRound(num, den)
 }
 func (s *avgIntState) size() int { return 32 }
 

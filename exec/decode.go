@@ -232,6 +232,10 @@ func (d *Decoder) convert(f *fastjson.Value, t types.Type) (types.Value, string)
 		}
 		return types.DateDays(days), ""
 	case types.KindDouble:
+		if f.Type() == fastjson.TypeString {
+			b, _ := f.StringBytes()
+			return quotedNumber(b, t)
+		}
 		if f.Type() != fastjson.TypeNumber {
 			return types.Value{}, "expected a number, got " + f.Type().String()
 		}
@@ -244,6 +248,10 @@ func (d *Decoder) convert(f *fastjson.Value, t types.Type) (types.Value, string)
 		}
 		return types.Float(x), ""
 	case types.KindInteger, types.KindBigInt:
+		if f.Type() == fastjson.TypeString {
+			b, _ := f.StringBytes()
+			return quotedNumber(b, t)
+		}
 		if f.Type() != fastjson.TypeNumber {
 			return types.Value{}, "expected an integer, got " + f.Type().String()
 		}
@@ -257,6 +265,10 @@ func (d *Decoder) convert(f *fastjson.Value, t types.Type) (types.Value, string)
 		}
 		return types.Value{Kind: t.Kind, I: x}, ""
 	case types.KindHugeInt:
+		if f.Type() == fastjson.TypeString {
+			b, _ := f.StringBytes()
+			return quotedNumber(b, t)
+		}
 		if f.Type() != fastjson.TypeNumber {
 			return types.Value{}, "expected an integer, got " + f.Type().String()
 		}
@@ -274,14 +286,12 @@ func (d *Decoder) convert(f *fastjson.Value, t types.Type) (types.Value, string)
 		if f.Type() != fastjson.TypeNumber && f.Type() != fastjson.TypeString {
 			return types.Value{}, "expected a decimal number, got " + f.Type().String()
 		}
-		var text []byte
 		if f.Type() == fastjson.TypeString {
-			text, _ = f.StringBytes()
-		} else {
-			d.scratch = f.MarshalTo(d.scratch[:0])
-			text = d.scratch
+			b, _ := f.StringBytes()
+			return quotedNumber(b, t)
 		}
-		x, err := types.ParseDecimal(text, t.Width, t.Scale)
+		d.scratch = f.MarshalTo(d.scratch[:0])
+		x, err := types.ParseDecimal(d.scratch, t.Width, t.Scale)
 		if err != nil {
 			return types.Value{}, err.Error()
 		}

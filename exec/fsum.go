@@ -194,6 +194,63 @@ func (s *fsum) result() float64 {
 	return hi
 }
 
+// avg is the exact sum divided by n (n > 0), rounded once to the nearest
+// double (ties to even). With one partial the sum is an exact double and,
+// n being exact below 2^53, one IEEE division is that rounding; otherwise
+// the quotient of the exact rational sum is rounded once. Non-finite inputs
+// give the non-finite sum divided by n. An exact sum beyond the double
+// range still gives its finite average.
+func (s *fsum) avg(n int64) float64 {
+	if e := s.ext; e != nil && (e.special != 0 || math.IsNaN(e.special)) {
+		return s.result() / float64(n)
+	}
+	if n == 1 {
+		return s.result()
+	}
+	if p := s.partials(); (s.ext == nil || s.ext.wide == nil) && len(p) <= 1 && n < 1<<53 {
+		if len(p) == 0 {
+			return 0
+		}
+		return p[0] / float64(n)
+	}
+	if (s.ext == nil || s.ext.wide == nil) && n < 1<<53 {
+		if q, ok := quoExpansion(s.partials(), float64(n)); ok {
+			return q
+		}
+	}
+	var sum *big.Float
+	if s.ext != nil && s.ext.wide != nil {
+		sum = s.ext.wide
+	} else {
+		p := s.partials()
+		// The partials do not overlap: their exact sum spans from the
+		// lowest bit of the smallest to the top of the largest.
+		_, lo := math.Frexp(p[0])
+		_, hi := math.Frexp(p[len(p)-1])
+		sum = new(big.Float).SetPrec(uint(min(hi-lo+53+64, widePrec)))
+		for _, x := range p {
+			sum.Add(sum, new(big.Float).SetFloat64(x))
+		}
+	}
+	return quoRound(sum, new(big.Float).SetInt64(n))
+}
+
+// quoRound is num/den, both exact, rounded once to the nearest double (ties
+// to even). big.Float rounds the quotient correctly to 53 bits; that is
+// the double unless it lies in the subnormal range, where the double has
+// fewer bits and the exact rational quotient is rounded instead.
+func quoRound(num, den *big.Float) float64 {
+	q := new(big.Float).SetPrec(53).Quo(num, den)
+	if q.Sign() == 0 || q.MantExp(nil) > -1021 {
+		f, _ := q.Float64() // exact, or ±Inf beyond the range
+		return f
+	}
+	a, _ := num.Rat(nil)
+	b, _ := den.Rat(nil)
+	f, _ := a.Quo(a, b).Float64()
+	return f
+}
+
 // bytes estimates the memory of the sum (the inline part is counted by the
 // state that embeds it).
 func (s *fsum) bytes() int {

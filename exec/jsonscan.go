@@ -158,6 +158,23 @@ func (d *Decoder) scanValue(s *scanner, col int) bool {
 		return true
 	}
 	switch c.Type.Kind {
+	case types.KindDouble, types.KindInteger, types.KindBigInt:
+		if s.peek() == '"' {
+			// A quoted number: the same conversion as the reference path;
+			// a bad one goes there to be reported.
+			b, ok := s.str(&d.valScratch[col])
+			if !ok {
+				return false
+			}
+			v, msg := quotedNumber(b, c.Type)
+			if msg != "" {
+				return false
+			}
+			d.row[col] = v
+			return true
+		}
+	}
+	switch c.Type.Kind {
 	case types.KindVarchar, types.KindTimestamp, types.KindDate:
 		if s.peek() != '"' {
 			return false

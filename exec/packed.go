@@ -449,7 +449,7 @@ func (k fsumK) result(w []uint64) types.Value {
 	case k.avg && w[3] == 0:
 		return types.NullOf(types.Double)
 	case k.avg:
-		return types.Float(s.result() / float64(w[3]))
+		return types.Float(s.avg(int64(w[3])))
 	case !s.seen:
 		return types.NullOf(types.Double)
 	}

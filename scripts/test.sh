@@ -26,6 +26,9 @@ go vet ./...
 echo "== go test"
 go test -count=1 -timeout 25m ./...
 
+echo "== bench/duckref (a separate module: DuckDB through cgo; the build is cached)"
+(cd bench/duckref && go vet ./... && go test -count=1 -timeout 10m ./...)
+
 echo "== example (README's first command)"
 go run ./cmd/ubik run examples/merchant_totals.sql --input examples/events.jsonl --no-progress > /tmp/ubik-example.out
 test -s /tmp/ubik-example.out

@@ -68,10 +68,22 @@ func Finish(spec AggregateSpec, groups []GroupTotals) (Totals, error) {
 	if err != nil {
 		return Totals{}, err
 	}
+	for _, d := range append(sums, sum) {
+		if intDigits(d) > MaxQuantityIntDigits {
+			return Totals{}, fmt.Errorf("%w: %s", ErrSumOutOfRange, d)
+		}
+	}
 	t.Sum = sum
 	if len(spec.GroupBy) > 0 || spec.WindowMs > 0 {
 		SortGroups(groups)
 		t.Groups = groups
 	}
 	return t, nil
+}
+
+// intDigits is the number of integer digits of a canonical decimal ("0.5"
+// has one).
+func intDigits(d Decimal) int {
+	ip, _, _ := strings.Cut(strings.TrimPrefix(d.String(), "-"), ".")
+	return len(ip)
 }

@@ -22,6 +22,9 @@ var (
 	ErrCursorMismatch = fmt.Errorf("%w: cursor belongs to a different query or store", ErrInvalidCursor)
 	ErrClosed         = errors.New("usage: log closed")
 	ErrInvalidOptions = errors.New("usage: invalid options")
+	// ErrSumOutOfRange: a sum needs more than the 29 integer digits of
+	// DECIMAL(38,9), the type of a sum (as ubik run's sum of a DECIMAL(p,9)).
+	ErrSumOutOfRange = errors.New("usage: sum out of range for DECIMAL(38,9)")
 )
 
 // EventError is one rejected event of a batch, with its index in the batch.

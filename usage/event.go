@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -21,11 +20,11 @@ type Event struct {
 	Time time.Time
 	// Meter names what is being measured (e.g. "api_calls"). Required.
 	Meter string
-	// Quantity is the amount. It must be finite and |Quantity| <= MaxQuantity.
-	// It is stored as an exact decimal with 9 fractional digits (the float64
-	// is expanded exactly and rounded half-even to 9 places), so sums are
-	// exact and identical on every backend.
-	Quantity float64
+	// Quantity is the amount, an exact decimal (ParseDecimal's text, or
+	// ParseQuantity's). It must fit DECIMAL(38,9): at most 29 integer digits
+	// and 9 fractional digits. It is stored, summed and returned exactly,
+	// never through a binary float.
+	Quantity Decimal
 	// Dims are typed dimensions (string, number, boolean or explicit null).
 	Dims map[string]Value
 }
@@ -50,9 +49,9 @@ const (
 	MaxDimNameBytes   = 128
 	MaxDimStringBytes = 1024
 	MaxDims           = 64
-	// MaxQuantity bounds |Quantity| so that a sum of up to 10^14 events still
-	// fits the 38-digit decimal both backends store (29 integer digits).
-	MaxQuantity = 1e15
+	// MaxQuantityIntDigits is the integer digits a quantity may have:
+	// DECIMAL(38,9) keeps 38-9 = 29.
+	MaxQuantityIntDigits = 29
 	// QuantityScale is the number of fractional digits a quantity keeps.
 	QuantityScale = 9
 )
@@ -106,12 +105,6 @@ func ParseDecimal(s string) (Decimal, error) {
 	return Decimal(out), nil
 }
 
-// Float64 returns the nearest float64.
-func (d Decimal) Float64() float64 {
-	f, _ := strconv.ParseFloat(string(d), 64)
-	return f
-}
-
 func (d Decimal) String() string {
 	if d == "" {
 		return "0"
@@ -119,18 +112,78 @@ func (d Decimal) String() string {
 	return string(d)
 }
 
-// MarshalJSON renders the decimal as a JSON string so no digit is lost by a
-// reader that parses numbers as float64.
-func (d Decimal) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+// MarshalJSON renders the decimal as a JSON string with QuantityScale
+// fractional digits ("1.250000000"), the text ubik run prints for a
+// DECIMAL(38,9), so no digit is lost by a reader that parses numbers as
+// float64 and the two compare as strings.
+func (d Decimal) MarshalJSON() ([]byte, error) { return json.Marshal(d.Fixed()) }
 
-// FormatQuantity is the exact fixed-point text of q with QuantityScale
-// fractional digits, as both backends store it.
-func FormatQuantity(q float64) string {
-	if q == 0 {
-		return "0.000000000"
+// Fixed is the decimal with exactly QuantityScale fractional digits (more
+// are cut, which a canonical quantity or sum never has).
+func (d Decimal) Fixed() string {
+	ip, fp, _ := strings.Cut(d.String(), ".")
+	if len(fp) > QuantityScale {
+		fp = fp[:QuantityScale]
 	}
-	return strconv.FormatFloat(q, 'f', QuantityScale, 64)
+	return ip + "." + fp + strings.Repeat("0", QuantityScale-len(fp))
 }
+
+// ParseQuantity reads a quantity as a JSON number spells it (sign, digits,
+// fraction, exponent: "12.5", "-3", "1.5e3") exactly, and returns it
+// canonical. It fails when the number does not fit DECIMAL(38,9): more than
+// 9 fractional digits after removing trailing zeros, or more than 29
+// integer digits.
+func ParseQuantity(s string) (Decimal, error) {
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(s[i+1:])
+		if err != nil || e > 1000 || e < -1000 {
+			return "", fmt.Errorf("%w: %q is not a decimal number", ErrBadQuantity, s)
+		}
+		mant, exp = s[:i], e
+	}
+	d, err := ParseDecimal(mant)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q is not a decimal number", ErrBadQuantity, s)
+	}
+	d = shift(d, exp)
+	ip, fp, _ := strings.Cut(strings.TrimPrefix(string(d), "-"), ".")
+	if len(fp) > QuantityScale {
+		return "", fmt.Errorf("%w: %s has %d fractional digits; a quantity keeps at most %d (DECIMAL(38,9))", ErrBadQuantity, s, len(fp), QuantityScale)
+	}
+	if len(ip) > MaxQuantityIntDigits {
+		return "", fmt.Errorf("%w: %s has %d integer digits; a quantity keeps at most %d (DECIMAL(38,9))", ErrBadQuantity, s, len(ip), MaxQuantityIntDigits)
+	}
+	return d, nil
+}
+
+// shift multiplies the canonical decimal d by 10^exp.
+func shift(d Decimal, exp int) Decimal {
+	if exp == 0 || d == "0" {
+		return d
+	}
+	s := string(d)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	ip, fp, _ := strings.Cut(s, ".")
+	digits, point := ip+fp, len(ip)+exp
+	switch {
+	case point <= 0:
+		digits, point = strings.Repeat("0", 1-point)+digits, 1
+	case point > len(digits):
+		digits += strings.Repeat("0", point-len(digits))
+	}
+	out := digits[:point] + "." + digits[point:]
+	if neg {
+		out = "-" + out
+	}
+	r, _ := ParseDecimal(out)
+	return r
+}
+
+// FormatQuantity is the fixed-point text of a canonical quantity with
+// QuantityScale fractional digits, as both backends store it.
+func FormatQuantity(q Decimal) string { return q.Fixed() }
 
 // eventJSON is the JSON lines shape the CLI reads and writes.
 type eventJSON struct {
@@ -168,16 +221,16 @@ func ParseEventJSON(b []byte) (Event, error) {
 	if len(ej.Quantity) == 0 || string(ej.Quantity) == "null" {
 		return Event{}, fmt.Errorf("%w: quantity is missing", ErrBadQuantity)
 	}
-	var qn json.Number
 	if ej.Quantity[0] == '"' {
 		return Event{}, fmt.Errorf("%w: quantity must be a JSON number, not a string", ErrBadQuantity)
 	}
+	var qn json.Number
 	if err := json.Unmarshal(ej.Quantity, &qn); err != nil {
 		return Event{}, fmt.Errorf("%w: quantity must be a JSON number: %v", ErrBadQuantity, err)
 	}
-	q, err := strconv.ParseFloat(string(qn), 64)
+	q, err := ParseQuantity(string(qn))
 	if err != nil {
-		return Event{}, fmt.Errorf("%w: quantity %s: %v", ErrBadQuantity, qn, err)
+		return Event{}, err
 	}
 	ev.Quantity = q
 	return ev, nil
@@ -226,6 +279,3 @@ func (s Stored) MarshalJSON() ([]byte, error) {
 func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
-
-// finite reports whether f is neither NaN nor infinite.
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

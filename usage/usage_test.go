@@ -114,11 +114,29 @@ func itoa(n int64) string {
 	return string(b)
 }
 
-func TestFormatQuantity(t *testing.T) {
-	for q, want := range map[float64]string{0: "0.000000000", 1.5: "1.500000000", 0.1: "0.100000000", -2: "-2.000000000",
-		0.30000000000000004: "0.300000000", 1e15: "1000000000000000.000000000", 1e-10: "0.000000000"} {
+// TestParseQuantity: a quantity is read exactly as DECIMAL(38,9); one that
+// does not fit (a 10th fractional digit, a 30th integer digit) is refused.
+func TestParseQuantity(t *testing.T) {
+	max38 := "99999999999999999999999999999.999999999"
+	for in, want := range map[string]string{
+		"0": "0.000000000", "1.5": "1.500000000", "0.1": "0.100000000", "-2": "-2.000000000", "1.50": "1.500000000",
+		"1e15": "1000000000000000.000000000", "1.5e3": "1500.000000000", "2E-9": "0.000000002", "-0.000000001": "-0.000000001",
+		"12345678901234567890123456789.123456789": "12345678901234567890123456789.123456789", max38: max38,
+		"-" + max38: "-" + max38, "0.1234567890000": "0.123456789", "1e28": "10000000000000000000000000000.000000000",
+		"123456789.123456789": "123456789.123456789",
+	} {
+		q, err := ParseQuantity(in)
+		if err != nil {
+			t.Errorf("ParseQuantity(%s): %v", in, err)
+			continue
+		}
 		if got := FormatQuantity(q); got != want {
-			t.Errorf("FormatQuantity(%v) = %s, want %s", q, got, want)
+			t.Errorf("FormatQuantity(ParseQuantity(%s)) = %s, want %s", in, got, want)
+		}
+	}
+	for _, in := range []string{"0.0000000001", "1e-10", "100000000000000000000000000000", "1e29", "1" + max38, "NaN", "Infinity", "", "1e", "0x10", "1.5.5", "1e99999"} {
+		if q, err := ParseQuantity(in); !errors.Is(err, ErrBadQuantity) {
+			t.Errorf("ParseQuantity(%s) = %v, %v; want ErrBadQuantity", in, q, err)
 		}
 	}
 }
@@ -157,7 +175,7 @@ func TestParseEventJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Key != "k1" || e.Time.UnixMilli() != time.Date(2026, 7, 18, 10, 0, 0, 123e6, time.UTC).UnixMilli() || e.Quantity != 3.5 ||
+	if e.Key != "k1" || e.Time.UnixMilli() != time.Date(2026, 7, 18, 10, 0, 0, 123e6, time.UTC).UnixMilli() || e.Quantity != "3.5" ||
 		!e.Dims["r"].Equal(String("eu")) || !e.Dims["n"].Equal(Number(2)) || !e.Dims["b"].Equal(Bool(true)) || !e.Dims["z"].Equal(Null()) {
 		t.Fatalf("parsed %+v", e)
 	}
@@ -203,11 +221,11 @@ func TestValueJSONAndNull(t *testing.T) {
 func TestPrepareKeepsFirstAndReportsIndexes(t *testing.T) {
 	ts := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	b := Prepare([]Event{
-		{Key: "a", Time: ts, Meter: "m", Quantity: 1},
-		{Key: "", Time: ts, Meter: "m", Quantity: 1},
-		{Key: "a", Time: ts, Meter: "m", Quantity: 2},
-		{Key: "b", Time: ts.Add(1500 * time.Microsecond), Meter: "m", Quantity: math.NaN()},
-		{Key: "c", Time: ts.Add(1500 * time.Microsecond), Meter: "m", Quantity: 3},
+		{Key: "a", Time: ts, Meter: "m", Quantity: "1"},
+		{Key: "", Time: ts, Meter: "m", Quantity: "1"},
+		{Key: "a", Time: ts, Meter: "m", Quantity: "2"},
+		{Key: "b", Time: ts.Add(1500 * time.Microsecond), Meter: "m", Quantity: "NaN"},
+		{Key: "c", Time: ts.Add(1500 * time.Microsecond), Meter: "m", Quantity: "3"},
 	})
 	if len(b.Rows) != 2 || b.Rows[0].Quantity != "1.000000000" || b.BatchDuplicate != 1 || len(b.Invalid) != 2 {
 		t.Fatalf("%+v", b)

@@ -2,6 +2,7 @@ package usage
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -87,11 +88,9 @@ func prepareEvent(ev Event) (Row, error) {
 	if err := checkText(ev.Meter, MaxMeterBytes); err != nil {
 		return Row{}, fmt.Errorf("%w: %v", ErrBadMeter, err)
 	}
-	if !finite(ev.Quantity) {
-		return Row{}, fmt.Errorf("%w: %v is not finite", ErrBadQuantity, ev.Quantity)
-	}
-	if ev.Quantity > MaxQuantity || ev.Quantity < -MaxQuantity {
-		return Row{}, fmt.Errorf("%w: |%v| exceeds %v", ErrBadQuantity, ev.Quantity, float64(MaxQuantity))
+	q, err := ParseQuantity(string(ev.Quantity))
+	if err != nil {
+		return Row{}, err
 	}
 	if len(ev.Dims) > MaxDims {
 		return Row{}, fmt.Errorf("%w: %d dimensions, at most %d", ErrBadDimension, len(ev.Dims), MaxDims)
@@ -107,7 +106,7 @@ func prepareEvent(ev Event) (Row, error) {
 		dims = append(dims, Dim{name, v})
 	}
 	sort.Slice(dims, func(i, j int) bool { return dims[i].Name < dims[j].Name })
-	return Row{Key: ev.Key, Millis: ms, Meter: ev.Meter, Quantity: FormatQuantity(ev.Quantity), Dims: dims}, nil
+	return Row{Key: ev.Key, Millis: ms, Meter: ev.Meter, Quantity: FormatQuantity(q), Dims: dims}, nil
 }
 
 // EventMillis validates an event time and returns it in epoch milliseconds,
@@ -187,3 +186,6 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// finite reports whether f is neither NaN nor infinite.
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

@@ -7,12 +7,13 @@
 -- horizon covers the window (1 hour) plus the watermark delay (3 minutes),
 -- as the README asks, with room to spare for the retries.
 --
--- qty is DECIMAL, and sum(DECIMAL(12,3)) is DECIMAL(38,3): exact, so a total
--- can be compared with the usage log digit for digit.
+-- qty is DECIMAL with 18 significant digits, and sum(DECIMAL(18,9)) is
+-- DECIMAL(38,9): exact, printed with its nine fractional digits as the usage
+-- log prints its sums, so a total equals the log's text digit for digit.
 CREATE SOURCE usage_events (
   event_id VARCHAR,
   customer VARCHAR,
-  qty      DECIMAL(12,3),
+  qty      DECIMAL(18,9),
   ts       TIMESTAMP,
   WATERMARK FOR ts AS ts - INTERVAL '3' MINUTE
 ) WITH (format = 'jsonl', dedup_key = 'event_id', dedup_within = '2 hours');

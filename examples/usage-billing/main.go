@@ -84,17 +84,20 @@ func fail(err error) {
 type event struct {
 	id       string
 	customer string
-	qtyMilli int64 // quantity in thousandths: DECIMAL(12,3)
+	qtyNano  int64 // quantity in billionths: DECIMAL(18,9), 18 significant digits
 	ms       int64 // event time, epoch ms
 	arrival  int64 // when it reaches the topic and the log (ms), for ordering
 	seq      int
 }
 
-func (e event) qty() string { return fmt.Sprintf("%d.%03d", e.qtyMilli/1000, e.qtyMilli%1000) }
+func (e event) qty() string {
+	return fmt.Sprintf("%d.%09d", e.qtyNano/1_000_000_000, e.qtyNano%1_000_000_000)
+}
 
 // gen writes the stream deterministically from the seed: for every
 // customer and hour, 1 to per-hour*2-1 events (per-hour on average) with
-// quantities in [0.001, 50.000]; each arrives up to 2 minutes after its
+// quantities of 18 significant digits in [100000000.000000000,
+// 999999999.999999999]; each arrives up to 2 minutes after its
 // event time (bounded disorder, under the query's 3-minute watermark
 // delay); about retry of them are sent again, with the same event_id and
 // payload, 30 seconds to 10 minutes later (a retry).
@@ -122,7 +125,7 @@ func gen(_ context.Context, args []string) error {
 			for i := 0; i < k; i++ {
 				ms := hour + r.Int64N(3_600_000)
 				e := event{id: fmt.Sprintf("evt-%07d", n), customer: fmt.Sprintf("c%04d", c),
-					qtyMilli: 1 + r.Int64N(50_000), ms: ms, arrival: ms + r.Int64N(120_000)}
+					qtyNano: 100_000_000_000_000_000 + r.Int64N(900_000_000_000_000_000), ms: ms, arrival: ms + r.Int64N(120_000)}
 				n++
 				evs = append(evs, e)
 			}
@@ -333,7 +336,7 @@ func watch(ctx context.Context, args []string) error {
 		withProvisional++
 		if s.maxProvis.Cmp(s.finalTotal) > 0 {
 			above++
-			violate("key %s: a provisional total %s is above the final %s", k, s.maxProvis.FloatString(3), s.finalTotal.FloatString(3))
+			violate("key %s: a provisional total %s is above the final %s", k, s.maxProvis.FloatString(9), s.finalTotal.FloatString(9))
 		}
 	}
 	fmt.Printf("watch: %d records read: %d final, %d provisional (for %d of %d (customer, hour)); every provisional total <= its final: %v\n",
@@ -494,6 +497,7 @@ func check(ctx context.Context, args []string) error {
 	defer c.Close()
 	type landed struct {
 		total  *big.Rat
+		text   string // the total as ubik printed it
 		events int64
 	}
 	store := map[cell]landed{}
@@ -521,7 +525,7 @@ func check(ctx context.Context, args []string) error {
 		if k != wantKey {
 			bad = append(bad, fmt.Sprintf("%s: the value says %s", k, wantKey))
 		}
-		store[cell{v.Customer, ws / 1000}] = landed{total, v.Events}
+		store[cell{v.Customer, ws / 1000}] = landed{total, v.Total.String(), v.Events}
 	}
 	if err := iter.Err(); err != nil {
 		return fmt.Errorf("check: scanning Redis: %w", err)
@@ -562,7 +566,11 @@ func check(ctx context.Context, args []string) error {
 			case !ok:
 				bad = append(bad, fmt.Sprintf("%s: %s %s: in the log (%s), not in Redis", path, cust, g.WindowStart, g.Sum))
 			case got.total.Cmp(sum) != 0:
-				bad = append(bad, fmt.Sprintf("%s: %s %s: Redis %s, usage log %s", path, cust, g.WindowStart, got.total.FloatString(3), g.Sum))
+				bad = append(bad, fmt.Sprintf("%s: %s %s: Redis %s, usage log %s", path, cust, g.WindowStart, got.total.FloatString(9), g.Sum))
+			case got.text != g.Sum:
+				// A sum of DECIMAL(18,9) is DECIMAL(38,9); ubik prints its
+				// nine fractional digits and so does the usage log.
+				bad = append(bad, fmt.Sprintf("%s: %s %s: Redis prints %s, usage log %s", path, cust, g.WindowStart, got.text, g.Sum))
 			case got.events != g.Count:
 				bad = append(bad, fmt.Sprintf("%s: %s %s: Redis counts %d events, usage log %d", path, cust, g.WindowStart, got.events, g.Count))
 			default:

@@ -47,6 +47,11 @@ func TestUsageCommands(t *testing.T) {
 		`not json`,
 		`{"key":"","time":1784368800001,"meter":"calls","quantity":2}`,
 		`{"key":"a","time":"2026-07-18T11:00:00Z","meter":"calls","quantity":100}`,
+		`{"key":"e1","time":"2026-07-18T10:00:00Z","meter":"exact","quantity":123456789.123456789}`,
+		`{"key":"e2","time":"2026-07-18T10:00:01Z","meter":"exact","quantity":0.1}`,
+		`{"key":"w1","time":"2026-07-18T10:00:00Z","meter":"wide","quantity":12345678901234567890123456789.123456789}`,
+		`{"key":"w1","time":"2026-07-18T10:00:00Z","meter":"wide","quantity":1}`,
+		`{"key":"w2","time":"2026-07-18T10:00:00Z","meter":"wide","quantity":-0.12345678e-1}`,
 	}, "\n")
 	t.Cleanup(func() {
 		dropCLITables(t, stores["postgres"], envOr("UBIK_CLICKHOUSE_URL", "http://127.0.0.1:8123"), table)
@@ -64,17 +69,30 @@ func TestUsageCommands(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &ws); err != nil {
 				t.Fatalf("write output %q: %v", out, err)
 			}
-			if ws.Inserted != 2 || ws.Duplicates != 1 || ws.Rejected != 2 || len(ws.Errors) != 2 || ws.Errors[0].Line != 3 || ws.Errors[1].Line != 4 {
+			if ws.Inserted != 6 || ws.Duplicates != 2 || ws.Rejected != 2 || len(ws.Errors) != 2 || ws.Errors[0].Line != 3 || ws.Errors[1].Line != 4 {
 				t.Fatalf("write summary %s", out)
 			}
 			out, errOut, code = runCLI(t, "", "usage", "aggregate", "--store", store, "--table", table, "--meter", "calls",
 				"--from", "2026-07-18T10:00:00Z", "--to", "2026-07-18T12:00:00Z", "--filter", "tier=5")
-			if code != 0 || strings.TrimSpace(out) != `{"sum":"1.5","count":1}` {
+			if code != 0 || strings.TrimSpace(out) != `{"sum":"1.500000000","count":1}` {
 				t.Fatalf("aggregate tier=5: exit %d %s%s", code, out, errOut)
+			}
+			// Quantities are exact decimals end to end, printed with the
+			// nine fractional digits of DECIMAL(38,9) as ubik run prints a
+			// sum of DECIMAL(p,9).
+			for meter, want := range map[string]string{
+				"exact": `{"sum":"123456789.223456789","count":2}`,
+				"wide":  `{"sum":"12345678901234567890123456789.111111111","count":2}`,
+			} {
+				out, errOut, code = runCLI(t, "", "usage", "aggregate", "--store", store, "--table", table, "--meter", meter,
+					"--from", "2026-07-18T10:00:00Z", "--to", "2026-07-18T12:00:00Z")
+				if code != 0 || strings.TrimSpace(out) != want {
+					t.Fatalf("aggregate %s: exit %d %s%s, want %s", meter, code, out, errOut, want)
+				}
 			}
 			out, _, code = runCLI(t, "", "usage", "aggregate", "--store", store, "--table", table, "--meter", "calls",
 				"--from", "1784368800000", "--to", "1784376000000", "--group-by", "region", "--window", "1h")
-			want := `{"sum":"3.5","count":2,"groups":[{"window_start":"2026-07-18T10:00:00.000Z","dims":[{"name":"region","present":true,"value":"eu"}],"sum":"1.5","count":1},{"window_start":"2026-07-18T10:00:00.000Z","dims":[{"name":"region","present":true,"value":"us"}],"sum":"2","count":1}]}`
+			want := `{"sum":"3.500000000","count":2,"groups":[{"window_start":"2026-07-18T10:00:00.000Z","dims":[{"name":"region","present":true,"value":"eu"}],"sum":"1.500000000","count":1},{"window_start":"2026-07-18T10:00:00.000Z","dims":[{"name":"region","present":true,"value":"us"}],"sum":"2.000000000","count":1}]}`
 			if code != 0 || strings.TrimSpace(out) != want {
 				t.Fatalf("aggregate grouped: exit %d\n got %s\nwant %s", code, out, want)
 			}
@@ -105,7 +123,7 @@ func TestUsageCommands(t *testing.T) {
 				t.Fatalf("listed %v, want a and b", keys)
 			}
 			out, _, code = runCLI(t, "", "usage", "get", "--store", store, "--table", table, "--key", "a")
-			if code != 0 || !strings.Contains(out, `"quantity":"1.5"`) {
+			if code != 0 || !strings.Contains(out, `"quantity":"1.500000000"`) {
 				t.Fatalf("get a: exit %d %s", code, out)
 			}
 			if _, _, code = runCLI(t, "", "usage", "get", "--store", store, "--table", table, "--key", "zzz"); code != 1 {

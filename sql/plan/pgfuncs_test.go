@@ -30,6 +30,7 @@ import (
 //     renders objects with spaces, so only scalar members are compared.
 //   - LIKE: PostgreSQL treats \ as the escape character; the patterns here
 //     have none.
+//   - upper: DuckDB maps ß to ẞ; PostgreSQL keeps ß.
 func TestPostgresFunctionOracle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -55,7 +56,7 @@ func TestPostgresFunctionOracle(t *testing.T) {
 	}}
 	pairs := []struct{ ubik, pg string }{
 		{"lower(s)", "lower(s)"},
-		{"upper(s)", "upper(s)"},
+		{"upper(s)", "replace(upper(s), 'ß', 'ẞ')"}, // DuckDB upper-cases ß to ẞ, PostgreSQL keeps it
 		{"length(s)", "length(s)"},
 		{"s || u", "s || u"},
 		{"substring(s, abs(i) % 5 + 1)", "substring(s, (abs(i) % 5 + 1)::int)"},

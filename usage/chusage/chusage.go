@@ -471,7 +471,15 @@ func (l *Log) Aggregate(ctx context.Context, q usage.AggregateQuery) (usage.Tota
 		sel = append(sel, alias)
 		group = append(group, alias)
 	}
-	sel = append(sel, "toString(sum(q)) AS s", "count() AS c")
+	// The Decimal(38,9) sum is exact while the exact total stays inside
+	// the 128-bit range (about 1.7e29); beyond, the store's addition wraps.
+	// The double sum only guards that range (fits): below 1.5e29 the sum
+	// cannot have wrapped, and its exact text is checked for 29 integer
+	// digits in usage.Finish; at or above, the exact sum has 30 digits or
+	// more. The decimal goes out as a bare JSON number, never through
+	// toString: 18.16's toString of a Decimal128 beyond 19 integer digits
+	// writes NUL bytes in place of digits.
+	sel = append(sel, "sum(q) AS s", "abs(sum(toFloat64(q))) < 1.5e29 AS fits", "count() AS c")
 	candidate := cond(spec.Meter, spec.FromMs, spec.ToMs, spec.Filters)
 	pre, err := l.usePrefilter(ctx, candidate)
 	if err != nil {
@@ -496,8 +504,10 @@ func (l *Log) Aggregate(ctx context.Context, q usage.AggregateQuery) (usage.Tota
 			return err
 		}
 		g.Count = c
-		s, _ := r["s"].(string)
-		if g.Sum, err = usage.ParseDecimal(s); err != nil {
+		if fits, err := num(r["fits"]); err != nil || fits != 1 {
+			return fmt.Errorf("%w: a group's sum reaches 1.5e29", usage.ErrSumOutOfRange)
+		}
+		if g.Sum, err = usage.ParseDecimal(decimalText(r["s"])); err != nil {
 			return err
 		}
 		if spec.WindowMs > 0 {
@@ -606,15 +616,15 @@ func (l *Log) ListEvents(ctx context.Context, q usage.ListQuery) (usage.Page, er
 		outer += " AND (rec > " + quoteInt(cur.A) + " OR (rec = " + quoteInt(cur.A) + " AND key > " + quoteString(cur.K) + "))"
 	}
 	extra := append(filterFlags(spec.Filters), "argMax(dim_kv, version) AS kv", "argMax(recorded_ms, version) AS rec")
-	query := `SELECT key, t, m, toString(q) AS q, kv, rec FROM (` + l.collapsed(extra, candidate) + `) WHERE ` + outer +
+	query := `SELECT key, t, m, q, kv, rec FROM (` + l.collapsed(extra, candidate) + `) WHERE ` + outer +
 		` ORDER BY rec, key LIMIT ` + strconv.Itoa(spec.Limit)
 	page := usage.Page{Events: []usage.Stored{}}
 	next := cur
 	next.Started = true
 	err = l.c.selectRows(ctx, query, func(d *json.Decoder) error {
 		var r struct {
-			Key, M, Q string
-			T, Rec    json.Number
+			Key, M    string
+			Q, T, Rec json.Number
 			KV        []string
 		}
 		if err := d.Decode(&r); err != nil {
@@ -643,15 +653,15 @@ func (l *Log) Get(ctx context.Context, key string) (usage.Stored, bool, error) {
 	if l.closed.Load() {
 		return usage.Stored{}, false, usage.ErrClosed
 	}
-	query := `SELECT key, t, m, toString(q) AS q, kv, rec FROM (SELECT key, argMax(event_ms, version) AS t, argMax(meter, version) AS m, ` +
+	query := `SELECT key, t, m, q, kv, rec FROM (SELECT key, argMax(event_ms, version) AS t, argMax(meter, version) AS m, ` +
 		`argMax(quantity, version) AS q, argMax(dim_kv, version) AS kv, argMax(recorded_ms, version) AS rec FROM ` +
 		l.table + ` WHERE key = ` + quoteString(key) + ` GROUP BY key)`
 	var out usage.Stored
 	found := false
 	err := l.c.selectRows(ctx, query, func(d *json.Decoder) error {
 		var r struct {
-			Key, M, Q string
-			T, Rec    json.Number
+			Key, M    string
+			Q, T, Rec json.Number
 			KV        []string
 		}
 		if err := d.Decode(&r); err != nil {
@@ -667,7 +677,19 @@ func (l *Log) Get(ctx context.Context, key string) (usage.Stored, bool, error) {
 	return out, found, nil
 }
 
-func storedFrom(key string, t json.Number, meter, qty string, kv []string, rec json.Number) (usage.Stored, error) {
+// decimalText is the text of a decimal the server wrote as a JSON number
+// (or, where a server quotes decimals, as a string).
+func decimalText(v any) string {
+	switch x := v.(type) {
+	case json.Number:
+		return string(x)
+	case string:
+		return x
+	}
+	return ""
+}
+
+func storedFrom(key string, t json.Number, meter string, qty json.Number, kv []string, rec json.Number) (usage.Stored, error) {
 	ms, err := t.Int64()
 	if err != nil {
 		return usage.Stored{}, err
@@ -677,7 +699,7 @@ func storedFrom(key string, t json.Number, meter, qty string, kv []string, rec j
 		return usage.Stored{}, err
 	}
 	s := usage.Stored{Key: key, Time: time.UnixMilli(ms).UTC(), Meter: meter, RecordedAt: time.UnixMilli(r).UTC(), Dims: map[string]usage.Value{}}
-	if s.Quantity, err = usage.ParseDecimal(qty); err != nil {
+	if s.Quantity, err = usage.ParseDecimal(string(qty)); err != nil {
 		return usage.Stored{}, err
 	}
 	for _, e := range kv {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -133,8 +134,8 @@ func TestPhysicalDuplicateDoesNotCount(t *testing.T) {
 	ctx := context.Background()
 	l.exec(t, "SYSTEM STOP MERGES "+l.table)
 	ts := usagetest.Base
-	first := usage.Event{Key: "k", Time: ts, Meter: "m", Quantity: 5, Dims: map[string]usage.Value{"v": usage.String("first")}}
-	if r, err := l.Write(ctx, []usage.Event{first, {Key: "other", Time: ts, Meter: "m", Quantity: 1}}); err != nil || r.Inserted != 2 {
+	first := usage.Event{Key: "k", Time: ts, Meter: "m", Quantity: "5", Dims: map[string]usage.Value{"v": usage.String("first")}}
+	if r, err := l.Write(ctx, []usage.Event{first, {Key: "other", Time: ts, Meter: "m", Quantity: "1"}}); err != nil || r.Inserted != 2 {
 		t.Fatalf("Write: %+v %v", r, err)
 	}
 	// An identical retry that bypassed the pre-append check (as a racing
@@ -145,7 +146,7 @@ func TestPhysicalDuplicateDoesNotCount(t *testing.T) {
 	// A later copy with different facts, ingested in a later second.
 	waitNextSecond()
 	later := first
-	later.Quantity, later.Dims = 500, map[string]usage.Value{"v": usage.String("later")}
+	later.Quantity, later.Dims = "500", map[string]usage.Value{"v": usage.String("later")}
 	if err := l.insertRows(ctx, prepared(t, later)); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestSameTickTiebreakAgreesWithMerge(t *testing.T) {
 	ts := usagetest.Base
 	var rows []usage.Row
 	for i := 0; i < 20; i++ {
-		rows = append(rows, prepared(t, usage.Event{Key: "tie", Time: ts, Meter: "m", Quantity: float64(i)})...)
+		rows = append(rows, prepared(t, usage.Event{Key: "tie", Time: ts, Meter: "m", Quantity: usage.Decimal(strconv.Itoa(i))})...)
 	}
 	// Separate INSERTs in quick succession: the same second on 18.16 most
 	// of the time; either way the answer must survive the merge.
@@ -248,7 +249,7 @@ func TestVersionIsServerAssigned(t *testing.T) {
 			t.Fatalf("inserting %s: %v, want a ClickHouse error with a code", col, err)
 		}
 	}
-	if _, err := l.Write(context.Background(), []usage.Event{{Key: "a", Time: usagetest.Base, Meter: "m", Quantity: 1}}); err != nil {
+	if _, err := l.Write(context.Background(), []usage.Event{{Key: "a", Time: usagetest.Base, Meter: "m", Quantity: "1"}}); err != nil {
 		t.Fatal(err)
 	}
 	rec := l.scalar(t, "SELECT recorded_ms FROM "+l.table)

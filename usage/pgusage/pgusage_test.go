@@ -102,7 +102,7 @@ func TestPagingWaitsForLateCommit(t *testing.T) {
 	if _, err := tx.Exec(ctx, `INSERT INTO `+l.table+` (key, event_ms, meter, quantity, dims) VALUES ('late', $1, 'lc', 1, '{}')`, ts.UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Write(ctx, []usage.Event{{Key: "early", Time: ts, Meter: "lc", Quantity: 2}}); err != nil {
+	if _, err := l.Write(ctx, []usage.Event{{Key: "early", Time: ts, Meter: "lc", Quantity: "2"}}); err != nil {
 		t.Fatal(err)
 	}
 	// The aggregate is exact at once: it sees the committed row only.

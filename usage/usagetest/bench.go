@@ -3,6 +3,7 @@ package usagetest
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func BenchmarkWrite(b *testing.B, l usage.Log) {
 		for i := range evs {
 			evs[i] = usage.Event{
 				Key: fmt.Sprintf("bw-%d-%d", start.UnixNano(), n), Time: Base.Add(time.Duration(n) * time.Millisecond),
-				Meter: "api_calls", Quantity: float64(n % 100),
+				Meter: "api_calls", Quantity: usage.Decimal(strconv.Itoa(n % 100)),
 				Dims: map[string]usage.Value{"region": usage.String([]string{"eu", "us", "ap"}[n%3]), "tier": usage.Number(float64(n % 4)), "beta": usage.Bool(n%2 == 0)},
 			}
 			n++

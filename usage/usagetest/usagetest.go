@@ -37,8 +37,14 @@ var Base = time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC)
 
 func ms(n int64) time.Time { return Base.Add(time.Duration(n) * time.Millisecond) }
 
-// ev builds an event; dims alternate name, value.
+// ev builds an event whose quantity is the shortest decimal of q; dims
+// alternate name, value.
 func ev(key string, t time.Time, meter string, q float64, dims ...any) usage.Event {
+	return evq(key, t, meter, usage.Decimal(strconv.FormatFloat(q, 'f', -1, 64)), dims...)
+}
+
+// evq builds an event with an exact decimal quantity.
+func evq(key string, t time.Time, meter string, q usage.Decimal, dims ...any) usage.Event {
 	e := usage.Event{Key: key, Time: t, Meter: meter, Quantity: q}
 	if len(dims) > 0 {
 		e.Dims = map[string]usage.Value{}
@@ -67,6 +73,7 @@ func Run(t *testing.T, newLog func(t *testing.T) usage.Log) {
 		{"CursorBoundToQuery", testCursor},
 		{"RoundTripOfAwkwardValues", testRoundTrip},
 		{"RandomizedAgainstModel", testModel},
+		{"ExactDecimalsTo38Digits", testExactDecimals},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,11 +192,13 @@ func testValidation(t *testing.T, l usage.Log) {
 		want error
 	}{
 		{ev("", ms(0), "m", 1), usage.ErrMissingKey},
-		{usage.Event{Key: "no-time", Meter: "m", Quantity: 1}, usage.ErrBadTime},
+		{usage.Event{Key: "no-time", Meter: "m", Quantity: "1"}, usage.ErrBadTime},
 		{ev("pre-epoch", time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC), "m", 1), usage.ErrBadTime},
 		{ev("nan", ms(0), "m", math.NaN()), usage.ErrBadQuantity},
 		{ev("inf", ms(0), "m", math.Inf(1)), usage.ErrBadQuantity},
 		{ev("huge", ms(0), "m", 1e300), usage.ErrBadQuantity},
+		{evq("too-fine", ms(0), "m", "0.0000000001"), usage.ErrBadQuantity},
+		{evq("too-wide", ms(0), "m", "123456789012345678901234567890"), usage.ErrBadQuantity},
 		{ev("no-meter", ms(0), "", 1), usage.ErrBadMeter},
 		{ev("bad-dim", ms(0), "m", 1, "x", usage.Number(math.Inf(-1))), usage.ErrBadDimension},
 		{ev("zero-dim", ms(0), "m", 1, "x", usage.Value{}), usage.ErrBadDimension},
@@ -385,15 +394,15 @@ func testGroupWindow(t *testing.T, l usage.Log) {
 	if len(g.Groups) != 12 {
 		t.Fatalf("%d groups, want 12 (2 windows x 3 regions x 2 tiers)", len(g.Groups))
 	}
-	model := map[string]float64{}
+	model := map[string][]usage.Decimal{}
 	for _, e := range evs {
 		k := fmt.Sprintf("%d|%s|%s", e.Time.Sub(Base).Milliseconds()/30000*30000, e.Dims["region"].Str(), usage.FormatNumber(e.Dims["tier"].Num()))
-		model[k] += e.Quantity
+		model[k] = append(model[k], e.Quantity)
 	}
 	for _, x := range g.Groups {
 		k := fmt.Sprintf("%d|%s|%s", x.WindowStart.Sub(Base).Milliseconds(), x.Dims[0].Value.Str(), usage.FormatNumber(x.Dims[1].Value.Num()))
-		if usage.Decimal(strconv.FormatFloat(model[k], 'f', -1, 64)) != x.Sum {
-			t.Fatalf("group %s: sum %s, want %v", k, x.Sum, model[k])
+		if want, _ := usage.SumDecimals(model[k]...); want != x.Sum {
+			t.Fatalf("group %s: sum %s, want %v", k, x.Sum, want)
 		}
 	}
 	wantTotals(t, "grouped", g, "1770", 60)
@@ -633,7 +642,7 @@ func testModel(t *testing.T, l usage.Log) {
 			if len(history) > 0 && rng.Intn(4) == 0 {
 				e = history[rng.Intn(len(history))] // a retry of an earlier event
 				if rng.Intn(2) == 0 {
-					e.Quantity += 1 // same key, different facts: the first must still win
+					e.Quantity, _ = usage.SumDecimals(e.Quantity, "1") // same key, different facts: the first must still win
 				}
 			} else {
 				e = ev(fmt.Sprintf("k%d", rng.Intn(400)), ms(rng.Int63n(120_000)), meters[rng.Intn(2)], float64(rng.Intn(2000))/8)
@@ -703,8 +712,8 @@ func testModel(t *testing.T, l usage.Log) {
 	}
 }
 
-func mustDecimal(q float64) usage.Decimal {
-	d, err := usage.ParseDecimal(usage.FormatQuantity(q))
+func mustDecimal(q usage.Decimal) usage.Decimal {
+	d, err := usage.ParseQuantity(string(q))
 	if err != nil {
 		panic(err)
 	}
@@ -783,4 +792,44 @@ func describe(t usage.Totals) string {
 		s += fmt.Sprintf(" [%s %s/%d]", describeGroupKey(g), g.Sum, g.Count)
 	}
 	return s
+}
+
+// testExactDecimals: quantities of 38 significant digits (the whole of
+// DECIMAL(38,9)) are stored, summed and returned exactly, retries with other
+// quantities do not move the total, and a sum beyond 29 integer digits is
+// refused rather than wrapped or rounded.
+func testExactDecimals(t *testing.T, l usage.Log) {
+	a := usage.Decimal("12345678901234567890123456789.123456789")
+	b := usage.Decimal("-2345678901234567890123456789.987654321")
+	c := usage.Decimal("0.000000001")
+	d := usage.Decimal("87654321098765432109876543210.87654321") // 29 integer digits
+	mustWrite(t, l, evq("x-a", ms(0), "exact", a), evq("x-d", ms(1), "exact", d))
+	// Retries, one with different facts: the first copy stays.
+	if r := mustWrite(t, l, evq("x-a", ms(0), "exact", a), evq("x-d", ms(1), "exact", "1"), evq("x-a", ms(0), "exact", c)); r.Inserted != 0 || r.Duplicates != 3 {
+		t.Fatalf("retries: %+v, want 3 duplicates", r)
+	}
+	wantTotals(t, "a+d", total(t, l, "exact", Base, ms(10)), "99999999999999999999999999999.999999999", 2)
+	if got := total(t, l, "exact", Base, ms(10)).Sum.Fixed(); got != "99999999999999999999999999999.999999999" {
+		t.Fatalf("fixed text %s", got)
+	}
+	mustWrite(t, l, evq("y-a", ms(0), "exact2", a), evq("y-b", ms(1), "exact2", b), evq("y-c", ms(2), "exact2", c), evq("y-b", ms(1), "exact2", a))
+	wantTotals(t, "a+b+c", total(t, l, "exact2", Base, ms(10)), "9999999999999999999999999999.135802469", 3)
+	if s, ok, err := l.Get(ctxT(t), "x-d"); err != nil || !ok || s.Quantity != d {
+		t.Fatalf("Get(x-d) = %+v %v %v, want quantity %s", s, ok, err, d)
+	}
+	// 10^29 needs 30 integer digits.
+	mustWrite(t, l, evq("o-a", ms(0), "over", a), evq("o-d", ms(1), "over", d), evq("o-c", ms(2), "over", c))
+	if tot, err := l.Aggregate(ctxT(t), usage.AggregateQuery{Meter: "over", From: Base, To: ms(10)}); !errors.Is(err, usage.ErrSumOutOfRange) {
+		t.Fatalf("sum of 10^29: %+v, %v; want ErrSumOutOfRange", tot, err)
+	}
+	// About 1.78e29: beyond the 128-bit range of a DECIMAL(38,9) sum.
+	mustWrite(t, l, evq("w-d", ms(0), "wrap", d), evq("w-9", ms(1), "wrap", "90000000000000000000000000000"))
+	if tot, err := l.Aggregate(ctxT(t), usage.AggregateQuery{Meter: "wrap", From: Base, To: ms(10)}); !errors.Is(err, usage.ErrSumOutOfRange) {
+		t.Fatalf("sum of 1.78e29: %+v, %v; want ErrSumOutOfRange", tot, err)
+	}
+	// Each group fits though the whole does not: still refused.
+	mustWrite(t, l, evq("g-d", ms(0), "grp", d, "r", usage.String("1")), evq("g-a", ms(1), "grp", d, "r", usage.String("2")))
+	if tot, err := l.Aggregate(ctxT(t), usage.AggregateQuery{Meter: "grp", From: Base, To: ms(10), GroupBy: []string{"r"}}); !errors.Is(err, usage.ErrSumOutOfRange) {
+		t.Fatalf("total of 2 x 8.7e28: %+v, %v; want ErrSumOutOfRange", tot, err)
+	}
 }
