@@ -256,14 +256,22 @@ func TestBackpressureWatermarkJumpOverAMillionGroups(t *testing.T) {
 // state, and not yet records), so Checkpoint refuses until they are drained;
 // a restore from the checkpoint then continues the changelog exactly.
 func TestBackpressureCheckpointWaitsForQueuedWork(t *testing.T) {
-	const bound = 5
+	const bound, split = 5, 55
 	var evs [][]byte
-	for i := 0; i < 50; i++ {
+	for i := 0; i < 80; i++ { // 20 keys a minute
 		evs = append(evs, fmt.Appendf(nil, `{"k":"k%d","v":%d,"t":"2026-07-18 10:%02d:%02d"}`, i%20, i, i/20, i%60))
 	}
+	// After the first 55 events the watermark jumps to 10:03, closing the
+	// window of 10:02 with 15 groups, 10 more than the buffer holds.
+	jump := time.Date(2026, 7, 18, 10, 3, 0, 0, time.UTC)
 	var want []changelog.Record
 	ref, _ := mustOpen(t).Start(bpTumble, ubik.QueryOptions{OnRecord: func(r changelog.Record) error { want = append(want, r.Clone()); return nil }})
-	for _, ev := range evs {
+	for i, ev := range evs {
+		if i == split {
+			if err := ref.AdvanceWatermark(jump); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := ref.Push(ev); err != nil {
 			t.Fatal(err)
 		}
@@ -272,14 +280,15 @@ func TestBackpressureCheckpointWaitsForQueuedWork(t *testing.T) {
 
 	q := startBounded(t, bpTumble, bound, nil)
 	h := &bpHost{t: t, q: q, max: bound}
-	for _, ev := range evs[:45] { // event 40 closed the first two windows
+	for _, ev := range evs[:split] {
 		if err := h.do("Push", func() error { return q.Push(ev) }); err != nil {
 			t.Fatal(err)
 		}
 	}
+	h.take(-1)
 	store := map[string][]byte{}
 	put := func(k, v []byte) error { store[string(k)] = append([]byte(nil), v...); return nil }
-	if err := q.AdvanceWatermark(time.Date(2026, 7, 18, 10, 2, 0, 0, time.UTC)); err != nil {
+	if err := q.AdvanceWatermark(jump); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Checkpoint(true, []byte("pos"), put); !errors.Is(err, ubik.ErrBackpressure) {
@@ -302,7 +311,7 @@ func TestBackpressureCheckpointWaitsForQueuedWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.q = q2
-	for _, ev := range evs[45:] {
+	for _, ev := range evs[split:] {
 		if err := h.do("Push", func() error { return q2.Push(ev) }); err != nil {
 			t.Fatal(err)
 		}
@@ -500,7 +509,7 @@ func TestBackpressureMatchesUnbounded(t *testing.T) {
 			}
 			gs, ws := got.stats, want.stats
 			if gs.RecordsOut != ws.RecordsOut || gs.WindowsFinalized != ws.WindowsFinalized || gs.Late != ws.Late ||
-				gs.EventsIn != ws.EventsIn || gs.Malformed != ws.Malformed || gs.LiveGroups != 0 || gs.Pending != 0 {
+				gs.EventsIn != ws.EventsIn || gs.Malformed != ws.Malformed || gs.LiveGroups != ws.LiveGroups || gs.Pending != 0 || gs.Queued {
 				fail("stats differ:\n got %+v\nwant %+v", gs, ws)
 			}
 		}
