@@ -325,7 +325,8 @@ func TestBackpressureCheckpointWaitsForQueuedWork(t *testing.T) {
 
 // bpQueries cover every emission path: finals of aligned windows (one and
 // several per event), sessions, EMIT EARLY (flushes interleaved with
-// finals), EMIT CHANGES, a continuous view, HAVING, allowed lateness.
+// finals), EMIT CHANGES (one and four records per event, so a push can
+// publish more than the room), a continuous view, HAVING, allowed lateness.
 var bpQueries = []string{
 	bpTumble,
 	`CREATE SOURCE e (k VARCHAR, v BIGINT, t TIMESTAMP, WATERMARK FOR t AS t - INTERVAL '10' SECOND) WITH (format = 'jsonl');
@@ -339,6 +340,9 @@ var bpQueries = []string{
 	 FROM e GROUP BY k, TUMBLE(t, INTERVAL '1' MINUTE) EMIT EARLY EVERY INTERVAL '1' SECOND ALLOWED LATENESS INTERVAL '20' SECOND`,
 	`CREATE SOURCE e (k VARCHAR, v BIGINT, t TIMESTAMP, WATERMARK FOR t AS t) WITH (format = 'jsonl');
 	 SELECT k, TUMBLE_START(t, INTERVAL '30' SECOND) AS ws, count(*) AS n FROM e GROUP BY k, TUMBLE(t, INTERVAL '30' SECOND) EMIT CHANGES`,
+	`CREATE SOURCE e (k VARCHAR, v BIGINT, t TIMESTAMP, WATERMARK FOR t AS t - INTERVAL '2' SECOND) WITH (format = 'jsonl');
+	 SELECT k, HOP_START(t, INTERVAL '10' SECOND, INTERVAL '40' SECOND) AS ws, count(*) AS n, sum(v) AS s
+	 FROM e GROUP BY k, HOP(t, INTERVAL '10' SECOND, INTERVAL '40' SECOND) EMIT CHANGES`,
 	`CREATE SOURCE e (k VARCHAR, v BIGINT, t TIMESTAMP, WATERMARK FOR t AS t) WITH (format = 'jsonl');
 	 SELECT k, count(*) AS n, sum(v) AS s FROM e GROUP BY k`,
 	`CREATE SOURCE e (k VARCHAR, v BIGINT, t TIMESTAMP, WATERMARK FOR t AS t) WITH (format = 'jsonl');

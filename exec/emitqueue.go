@@ -88,6 +88,11 @@ func (o *Operator) queueBucket(b *bucket) {
 // passes. Consecutive items merge: closing up to the later watermark
 // closes the same sessions in the same (end, creation) order.
 func (o *Operator) queueSessions(wm int64) {
+	if o.closeHeap.Len() == 0 || wm != maxWatermark && o.groupEnd(o.closeHeap.refs[0].g)+o.lateness > wm {
+		// Nothing to close: the heap changes only by closing, and closing
+		// only raises its first end.
+		return
+	}
 	if n := len(o.work); n > o.workHead && o.work[n-1].kind == workSessions {
 		o.work[n-1].wm = max(o.work[n-1].wm, wm)
 		return
