@@ -379,17 +379,14 @@ func (q *Query) drain() error {
 	}
 	q.op.SetRoom(q.room())
 	err := q.op.Drain()
-	var ee *exec.EvalError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		if !q.opts.Strict {
-			return nil
-		}
-		q.fatal = err
-	default:
-		q.fatal = err
+	if err == nil {
+		return nil
 	}
+	var ee *exec.EvalError
+	if errors.As(err, &ee) && !q.opts.Strict {
+		return nil
+	}
+	q.fatal = err
 	return err
 }
 

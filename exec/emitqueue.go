@@ -125,16 +125,7 @@ func (o *Operator) pump() error {
 // *EvalError of one record goes to *first (if it is the first) and the
 // rest go on; any other error is returned.
 func (o *Operator) run(w *work, first *error) (done bool, err error) {
-	note := func(err error) error {
-		var ee *EvalError
-		if !errors.As(err, &ee) {
-			return err
-		}
-		if *first == nil {
-			*first = err
-		}
-		return nil
-	}
+	note := func(err error) error { return noteEval(err, first) }
 	switch w.kind {
 	case workGroup:
 		if w.g.has(dead) {
@@ -204,4 +195,21 @@ func (o *Operator) run(w *work, first *error) (done bool, err error) {
 		return true, nil
 	}
 	return true, nil
+}
+
+// noteEval keeps the first *EvalError in *first and returns nil for it;
+// any other error is returned. (nil is checked first: errors.As would make
+// its target escape, an allocation per record.)
+func noteEval(err error, first *error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *EvalError
+	if !errors.As(err, &ee) {
+		return err
+	}
+	if *first == nil {
+		*first = err
+	}
+	return nil
 }
