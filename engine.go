@@ -117,7 +117,8 @@ type QueryOptions struct {
 	Name string
 	// OnRecord, if set, receives each record synchronously; its byte slices
 	// are valid only during the call (Clone to keep). If nil, records are
-	// buffered (at most Options.MaxPendingRecords) for Next and Records.
+	// pulled with Next and Records, and at most Options.MaxPendingRecords
+	// of them are held at any time (see Query).
 	OnRecord func(changelog.Record) error
 	// OnLate, if set, receives each event that arrived for a window already
 	// final. Late events are counted either way.
@@ -204,11 +205,43 @@ type Stats struct {
 	exec.Stats
 	EventsIn  int64 // events pushed
 	Malformed int64 // events that could not be decoded
-	Pending   int   // records buffered for Next
+	Pending   int   // rendered records buffered for Next (at most MaxPendingRecords)
+	Queued    bool  // finalized windows or flushes wait, unrendered, for Next
 }
 
 // Query is one running query. It is not safe for concurrent use: one
 // goroutine pushes and pulls (misuse is detected and reported).
+//
+// Without an OnRecord callback, records are pulled with Next and the
+// buffer is bounded: at no time does the query hold more than
+// Options.MaxPendingRecords rendered records. A window that finalizes, a
+// session that closes and an early flush are queued as work (the groups to
+// publish, not records), and Next renders records from the queue as it is
+// called. So every call does bounded work whatever it finalizes:
+//
+//   - Push and PushRow return ErrBackpressure while the buffer is full or
+//     work is queued, and then have applied nothing (the event is not
+//     counted; push the same event again after taking records). A push
+//     that returns anything else was taken: nil, or an *EventError for an
+//     event that was rejected. A push that finalizes windows returns nil
+//     and its records wait for Next.
+//   - AdvanceWatermark, EmitEarly, Tick and Close never return
+//     ErrBackpressure: their effect (the watermark, which windows are
+//     final, which groups a flush publishes) is decided when they are
+//     called, exactly as with a callback, and their records wait for Next.
+//     After Close, Next returns every remaining record.
+//   - Checkpoint returns ErrBackpressure while work is queued (a queued
+//     window is neither live state nor a published record yet); take
+//     records with Next and call it again. Rendered records still in the
+//     buffer are the host's to deliver, as with a callback.
+//
+// The records and their order are the same as with a callback, whatever
+// the bound and however the calls interleave with Next: an event is late
+// or not by the watermark when it was pushed.
+//
+// A HAVING or SELECT expression that fails for one record skips that
+// record and counts it in Stats.EvalErrors; the call that rendered it
+// returns the error, except Next, which cannot (a Strict query then fails).
 type Query struct {
 	eng   *Engine
 	plan  *plan.Query
@@ -263,8 +296,8 @@ func (q *Query) leave(err *error) {
 
 // Push decodes and applies one JSON event. A malformed event returns an
 // *EventError (counted in Stats.Malformed) and the query continues, unless
-// the query is Strict. ErrBackpressure means nothing was applied: drain
-// records with Next and push the same event again.
+// the query is Strict. ErrBackpressure means nothing was applied, not even
+// the decoding: take records with Next and push the same event again.
 func (q *Query) Push(event []byte) (err error) {
 	if err := q.enter(); err != nil {
 		return err
@@ -329,10 +362,49 @@ func (q *Query) admit() error {
 	if q.closed {
 		return ErrClosed
 	}
-	if q.opts.OnRecord == nil && len(q.pending)-q.head >= q.eng.opts.MaxPendingRecords {
-		return ErrBackpressure
+	if q.opts.OnRecord == nil {
+		// Render what is queued into the room first: a push is taken only
+		// when nothing waits before it.
+		if err := q.drain(); err != nil {
+			return err
+		}
+		if q.op.Queued() || q.room() <= 0 {
+			return ErrBackpressure
+		}
 	}
 	return nil
+}
+
+// room is how many more records the buffer can hold.
+func (q *Query) room() int {
+	return q.eng.opts.MaxPendingRecords - (len(q.pending) - q.head)
+}
+
+// setRoom tells the operator how many records it may render now: all of
+// them with a callback, the buffer's room without one.
+func (q *Query) setRoom() {
+	if q.opts.OnRecord == nil {
+		q.op.SetRoom(q.room())
+	}
+}
+
+// drain renders queued records into the buffer's room. A record skipped by
+// an evaluation error is counted by the operator; it fails a Strict query.
+func (q *Query) drain() error {
+	if !q.op.Queued() {
+		return nil
+	}
+	q.op.SetRoom(q.room())
+	err := q.op.Drain()
+	if err == nil {
+		return nil
+	}
+	var ee *exec.EvalError
+	if errors.As(err, &ee) && !q.opts.Strict {
+		return nil
+	}
+	q.fatal = err
+	return err
 }
 
 func (q *Query) eventErr(err error) error {
@@ -344,6 +416,7 @@ func (q *Query) eventErr(err error) error {
 }
 
 func (q *Query) process(row []types.Value) error {
+	q.setRoom()
 	if err := q.op.Process(row); err != nil {
 		var ee *exec.EvalError
 		if errors.As(err, &ee) {
@@ -368,6 +441,7 @@ func (q *Query) tick() error {
 		return nil
 	}
 	q.nextEarly = now.Add(q.every)
+	q.setRoom()
 	return q.op.EmitEarly()
 }
 
@@ -395,12 +469,13 @@ func (q *Query) EmitEarly() (err error) {
 	if q.closed {
 		return ErrClosed
 	}
+	q.setRoom()
 	return q.op.EmitEarly()
 }
 
 // AdvanceWatermark moves the event-time watermark forward (an idle source,
 // or a host that knows no earlier event will come). Windows it passes
-// finalize.
+// finalize; without a callback their records wait for Next.
 func (q *Query) AdvanceWatermark(t time.Time) (err error) {
 	if err := q.enter(); err != nil {
 		return err
@@ -409,11 +484,13 @@ func (q *Query) AdvanceWatermark(t time.Time) (err error) {
 	if q.closed {
 		return ErrClosed
 	}
+	q.setRoom()
 	return q.op.AdvanceWatermark(t.UnixMicro())
 }
 
 // Close ends the input: every open window finalizes and its record is
-// delivered (or buffered for Next). Closing twice is a no-op.
+// delivered (or, without a callback, waits for Next, which then returns
+// every remaining record). Closing twice is a no-op.
 func (q *Query) Close() (err error) {
 	if err := q.enter(); err != nil {
 		return err
@@ -423,12 +500,15 @@ func (q *Query) Close() (err error) {
 		return nil
 	}
 	q.closed = true
+	q.setRoom()
 	return q.op.Finish()
 }
 
-// Next returns the next buffered record. ok is false when none is pending.
+// Next returns the next record, rendering records of queued windows into
+// the buffer when it is empty. ok is false when none is pending or queued
+// (or the query failed, or another call on it is running).
 func (q *Query) Next() (rec changelog.Record, ok bool) {
-	if q.head >= len(q.pending) {
+	if q.head >= len(q.pending) && !q.refill() {
 		return changelog.Record{}, false
 	}
 	rec = q.pending[q.head]
@@ -438,6 +518,19 @@ func (q *Query) Next() (rec changelog.Record, ok bool) {
 		q.pending, q.head = q.pending[:0], 0
 	}
 	return rec, true
+}
+
+// refill renders queued records into the empty buffer.
+func (q *Query) refill() bool {
+	if q.opts.OnRecord != nil || !q.op.Queued() || q.enter() != nil {
+		return false
+	}
+	var err error
+	func() {
+		defer q.leave(&err)
+		err = q.drain()
+	}()
+	return q.head < len(q.pending)
 }
 
 // Records yields the pending records, draining the buffer.
@@ -454,7 +547,7 @@ func (q *Query) Records() iter.Seq[changelog.Record] {
 
 // Stats returns the query's counters.
 func (q *Query) Stats() Stats {
-	return Stats{Stats: q.op.Stats(), EventsIn: q.eventsIn, Malformed: q.malformed, Pending: len(q.pending) - q.head}
+	return Stats{Stats: q.op.Stats(), EventsIn: q.eventsIn, Malformed: q.malformed, Pending: len(q.pending) - q.head, Queued: q.op.Queued()}
 }
 
 func recoverInto(err *error) {
@@ -467,12 +560,23 @@ func recoverInto(err *error) {
 // full is set, else only those changed since the previous checkpoint (a nil
 // value deletes an entry). position is opaque host data (an input offset)
 // stored in the meta entry, which comes last. See exec.Operator.Checkpoint.
+// While the records of finalized windows wait for Next it returns
+// ErrBackpressure and writes nothing.
 func (q *Query) Checkpoint(full bool, position []byte, put func(key, val []byte) error) (err error) {
 	if err := q.enter(); err != nil {
 		return err
 	}
 	defer q.leave(&err)
-	return q.op.Checkpoint(full, q.hostPosition(position), put)
+	if q.opts.OnRecord == nil {
+		if err := q.drain(); err != nil {
+			return err
+		}
+	}
+	err = q.op.Checkpoint(full, q.hostPosition(position), put)
+	if errors.Is(err, exec.ErrQueued) {
+		return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
+	}
+	return err
 }
 
 // Restore loads one checkpoint entry into a query that has not processed

@@ -16,9 +16,12 @@ type Options struct {
 	// Now is the processing-time clock, used for EMIT EARLY intervals and
 	// emission latency. Default: time.Now.
 	Now func() time.Time
-	// MaxPendingRecords bounds the records a Query buffers for Next when no
-	// OnRecord callback is set. Push returns ErrBackpressure while more are
-	// pending; drain with Next and push again. Default: 65536.
+	// MaxPendingRecords bounds the records a Query without an OnRecord
+	// callback holds for Next: at no time are more rendered, whatever one
+	// call finalizes (the rest wait as queued windows, and Next renders them
+	// as it takes records). Push returns ErrBackpressure, applying nothing,
+	// while the buffer is full or such work waits; take records with Next
+	// and push again. Default: 65536.
 	MaxPendingRecords int
 }
 

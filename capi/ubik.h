@@ -131,9 +131,10 @@ extern "C" {
 /* An event failed at run time (an overflow, a failed cast). It was counted
  * and skipped; the query goes on (unless it is strict). */
 #define UBIK_ERR_EVAL -7
-/* The query's output buffer is full (options: max_pending_records); nothing
- * was applied. Drain with ubik_next_keyed and push the same input again.
- * Retryable. */
+/* The query's output buffer is full, or records of finalized windows wait
+ * to be taken (options: max_pending_records); nothing was applied. Drain
+ * with ubik_next_keyed and push the same input again. Only a push returns
+ * it. Retryable. */
 #define UBIK_ERR_BACKPRESSURE -8
 /* The engine or the query's input is closed: no more input is accepted. */
 #define UBIK_ERR_CLOSED -9
@@ -212,8 +213,11 @@ int ubik_error_retryable(int code);
 
 /* Opens an engine. options_json may be NULL or "" for the defaults, or a
  * JSON object with these optional fields (unknown fields are an error):
- *   "max_pending_records": integer >= 1, default 65536 - records each query
- *      buffers for ubik_next_keyed before push reports backpressure.
+ *   "max_pending_records": integer >= 1, default 65536 - the most records
+ *      a query holds for ubik_next_keyed at any time. A window that
+ *      finalizes waits as work, not records, and ubik_next_keyed renders
+ *      its records as it takes them; pushes report backpressure while the
+ *      buffer is full or such work waits.
  * On success stores the handle in *out. */
 int ubik_engine_open(const char *options_json, ubik_engine *out);
 
@@ -275,7 +279,8 @@ int ubik_next_keyed(ubik_query q, const uint8_t **key, size_t *key_len,
                     const uint8_t **value, size_t *value_len, ubik_meta *meta);
 
 /* Moves the event-time watermark to micros (microseconds since the Unix
- * epoch) if that is later than it is: windows it passes finalize. For an
+ * epoch) if that is later than it is: windows it passes finalize, and their
+ * records wait for ubik_next_keyed (never UBIK_ERR_BACKPRESSURE). For an
  * idle source, or a host that knows no earlier event will come. */
 int ubik_advance_watermark(ubik_query q, int64_t micros);
 
@@ -289,8 +294,9 @@ int ubik_flush(ubik_query q);
 int ubik_tick(ubik_query q);
 
 /* Ends the input: every open window finalizes and its record becomes
- * pending. Further pushes return UBIK_ERR_CLOSED; once drained,
- * ubik_next_keyed returns UBIK_END. Closing twice is a no-op. */
+ * pending (taken with ubik_next_keyed, which renders them as it goes; never
+ * UBIK_ERR_BACKPRESSURE). Further pushes return UBIK_ERR_CLOSED; once
+ * drained, ubik_next_keyed returns UBIK_END. Closing twice is a no-op. */
 int ubik_query_close(ubik_query q);
 
 /* Stores in *json and *len (len may be NULL; the text is also

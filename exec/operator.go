@@ -4,7 +4,9 @@
 //
 // An Operator is push-driven and single-threaded: the caller pushes rows,
 // advances the watermark, asks for early emission, and finally calls Finish.
-// Records are handed to a callback synchronously; nothing is buffered here.
+// Records are handed to a callback synchronously; a host with a bounded
+// buffer gives the operator room (SetRoom), and what does not fit waits in
+// the emission queue as work, not records, until Drain (emitqueue.go).
 //
 // State is one entry per live (group, window). A window's state is dropped
 // the moment its final record is emitted, so memory follows the number of
@@ -156,6 +158,11 @@ type Operator struct {
 	inBatch  bool
 	batchN   int
 	batchNow int64
+
+	// the emission queue (emitqueue.go)
+	work     []work
+	workHead int
+	limit    int64 // records may be emitted while stats.RecordsOut < limit
 }
 
 // New returns an operator for q.
@@ -169,6 +176,7 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 		watermark:    math.MinInt64,
 		maxEventTime: math.MinInt64,
 		lateness:     q.Emit.AllowedLateness,
+		limit:        math.MaxInt64,
 		postRow:      make([]types.Value, q.PostAggWidth()),
 		outRow:       make([]types.Value, len(q.Select)),
 		argBuf:       make([][]types.Value, len(q.Aggs)),
@@ -233,10 +241,14 @@ func (o *Operator) Watermark() int64 { return o.watermark }
 
 // Process applies one source row. A row rejected by a runtime evaluation
 // error returns an *EvalError and changes nothing; an error from the Emit
-// callback is returned as is.
+// callback is returned as is. While records are queued it returns
+// ErrQueued and applies nothing.
 func (o *Operator) Process(row []types.Value) error {
 	if o.finished {
 		return ErrFinished
+	}
+	if o.workHead < len(o.work) {
+		return ErrQueued
 	}
 	o.restored = true
 	o.stats.Rows++
@@ -536,7 +548,7 @@ func (o *Operator) changed(g *group) error {
 	}
 	switch o.q.Emit.Mode {
 	case plan.EmitChanges:
-		return o.emit(g, false)
+		return o.emitChange(g)
 	case plan.EmitEarly:
 		if !g.has(inDirty) {
 			g.set(inDirty, true)
@@ -547,7 +559,8 @@ func (o *Operator) changed(g *group) error {
 }
 
 // AdvanceWatermark moves the watermark to wm (µs) if that is forward, and
-// finalizes every window whose end plus the allowed lateness it passes.
+// finalizes every window whose end plus the allowed lateness it passes: it
+// queues them, and renders their records while the host has room.
 func (o *Operator) AdvanceWatermark(wm int64) error {
 	if wm <= o.watermark {
 		return nil
@@ -567,20 +580,12 @@ func (o *Operator) AdvanceWatermark(wm int64) error {
 			}
 			heap.Pop(&o.starts)
 			o.dropBucket(s)
-			if err := o.finalizeBucket(b); err != nil {
-				return err
-			}
+			o.queueBucket(b)
 		}
 	case o.sessions != nil:
-		return o.closeSessions(wm)
+		o.queueSessions(wm)
 	}
-	return nil
-}
-
-func (o *Operator) finalizeBucket(b *bucket) error {
-	o.startBatch()
-	defer o.endBatch()
-	return b.each(o.finalize)
+	return o.pump()
 }
 
 // startBatch begins a run of emissions (a window's finals, an early
@@ -611,32 +616,21 @@ func (o *Operator) finalize(g *group) error {
 }
 
 // EmitEarly publishes the current value of every (group, window) changed
-// since its last emission (EMIT EARLY). It is a no-op for other policies.
+// since its last emission (EMIT EARLY): it queues the flush behind the
+// queued work and renders while the host has room. It is a no-op for other
+// policies.
 func (o *Operator) EmitEarly() error {
-	if len(o.dirty) == 0 {
-		return nil
+	if len(o.dirty) > 0 {
+		o.work = append(o.work, work{kind: workFlush, list: o.dirty})
+		o.dirty = nil
 	}
-	list := o.dirty
-	o.dirty = o.dirty[len(o.dirty):]
-	o.startBatch()
-	defer o.endBatch()
-	for i, g := range list {
-		g.set(inDirty, false)
-		list[i] = nil
-		if g.has(dead) || g.dirtyAt == 0 {
-			continue
-		}
-		if err := o.emit(g, false); err != nil {
-			return err
-		}
-	}
-	o.dirty = list[:0]
-	return nil
+	return o.pump()
 }
 
 // Finish ends the input: every open window finalizes, and a continuous view
 // publishes what is pending. A global aggregate (no GROUP BY) over an empty
-// input publishes its empty-input row, as the batch query would.
+// input publishes its empty-input row, as the batch query would. What the
+// host has no room for stays queued for Drain.
 func (o *Operator) Finish() error {
 	if o.finished {
 		return nil
@@ -648,7 +642,7 @@ func (o *Operator) Finish() error {
 			g := o.cont.add(nil, maphash.Bytes(o.seed, nil))
 			o.initGroup(g, 0, 0)
 			g.dirtyAt = o.cfg.Nanotime()
-			if err := o.emit(g, false); err != nil {
+			if err := o.emitChange(g); err != nil {
 				return err
 			}
 		}
@@ -658,14 +652,12 @@ func (o *Operator) Finish() error {
 			s := heap.Pop(&o.starts).(int64)
 			b := o.buckets[s]
 			o.dropBucket(s)
-			if err := o.finalizeBucket(b); err != nil {
-				return err
-			}
+			o.queueBucket(b)
 		}
 	case o.sessions != nil:
-		return o.closeSessions(maxWatermark)
+		o.queueSessions(maxWatermark)
 	}
-	return nil
+	return o.pump()
 }
 
 // Drain finalizes every open window as the end of the input does, but

@@ -85,32 +85,6 @@ func (o *Operator) processSession(row []types.Value) error {
 	return o.changed(target)
 }
 
-// closeSessions finalizes every session whose end plus the lateness the
-// watermark wm passes, in (end, creation) order.
-func (o *Operator) closeSessions(wm int64) error {
-	for o.closeHeap.Len() > 0 {
-		top := o.closeHeap.refs[0]
-		if wm != maxWatermark && o.groupEnd(top.g)+o.lateness > wm {
-			break
-		}
-		heap.Pop(&o.closeHeap)
-		sg := top.sg
-		for i, s := range sg.sessions {
-			if s == top.g {
-				sg.sessions = append(sg.sessions[:i], sg.sessions[i+1:]...)
-				break
-			}
-		}
-		if len(sg.sessions) == 0 {
-			delete(o.sessions, sg.key)
-		}
-		if err := o.finalize(top.g); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // mergeGroups folds other's aggregate state into target's.
 func (o *Operator) mergeGroups(target, other *group) error {
 	l := o.layout

@@ -39,7 +39,13 @@ const MetaKey = "m"
 // Checkpoint calls put for each state entry: every entry when full is set,
 // otherwise only the entries changed since the previous Checkpoint (value
 // nil for a deleted entry). The meta entry, carrying position, comes last.
+// While records are queued it returns ErrQueued and writes nothing: a
+// queued window is no longer live state and not yet published, so a
+// checkpoint taken then would lose it.
 func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
+	if o.Queued() {
+		return ErrQueued
+	}
 	var kb, vb []byte
 	if !o.tracking {
 		// Changes are tracked only once a host checkpoints (otherwise the

@@ -397,6 +397,60 @@ static void test_backpressure(void) {
 	OK(ubik_engine_close(eng));
 }
 
+/* pending_of reads "pending" from the query's stats. */
+static long pending_of(ubik_query q) {
+	const char *js;
+	OK(ubik_query_stats(q, &js, NULL));
+	const char *p = strstr(js, "\"pending\":");
+	CHECK(p != NULL, "no pending in %s", js);
+	return atol(p + strlen("\"pending\":"));
+}
+
+/* The bound holds when one push finalizes a window bigger than the buffer:
+ * the push is applied, the window's records wait for ubik_next_keyed, the
+ * next push is refused until they are taken, and ubik_advance_watermark and
+ * ubik_query_close queue without refusing. */
+static void test_backpressure_bound(void) {
+	const char *sql = "CREATE SOURCE e (k VARCHAR, t TIMESTAMP, WATERMARK FOR t AS t) WITH (format = 'jsonl');\n"
+	                  "SELECT k, count(*) AS n FROM e GROUP BY k, TUMBLE(t, INTERVAL '1' MINUTE)";
+	enum { BOUND = 3, KEYS = 50 };
+	ubik_engine eng;
+	ubik_query q;
+	OK(ubik_engine_open("{\"max_pending_records\": 3}", &eng));
+	OK(ubik_query_start(eng, sql, NULL, &q));
+	char ev[128];
+	for (int i = 0; i < KEYS; i++) {
+		snprintf(ev, sizeof ev, "{\"k\":\"k%02d\",\"t\":\"2026-07-18 10:00:%02d\"}", i, i);
+		OK(push_str(q, ev));
+	}
+	CHECK(pending_of(q) == 0, "%ld pending before a window closed", pending_of(q));
+	OK(push_str(q, "{\"k\":\"x\",\"t\":\"2026-07-18 10:03:00\"}")); /* finalizes 50 groups */
+	CHECK(pending_of(q) == BOUND, "%ld pending, bound %d", pending_of(q), BOUND);
+	EXPECT_RC(UBIK_ERR_BACKPRESSURE, push_str(q, "{\"k\":\"y\",\"t\":\"2026-07-18 10:03:01\"}"));
+	OK(ubik_advance_watermark(q, INT64_C(1784368980000000) + 120000000)); /* 10:05 */
+	OK(ubik_query_close(q));
+	CHECK(pending_of(q) <= BOUND, "%ld pending, bound %d", pending_of(q), BOUND);
+	int n = 0, rc;
+	rec r;
+	char want[64];
+	while ((rc = next_rec(q, &r)) == UBIK_OK) {
+		CHECK(pending_of(q) <= BOUND, "%ld pending, bound %d", pending_of(q), BOUND);
+		if (n < KEYS) {
+			snprintf(want, sizeof want, "[\"k%02d\", \"2026-07-18 10:00:00\"]", n);
+			CHECK(strcmp(r.key, want) == 0, "record %d: key %s, want %s", n, r.key, want);
+		} else {
+			CHECK(strcmp(r.key, "[\"x\", \"2026-07-18 10:03:00\"]") == 0, "record %d: key %s", n, r.key);
+		}
+		CHECK(r.meta.final && r.meta.revision == 1, "record %d: final %d revision %" PRIu64, n, r.meta.final, r.meta.revision);
+		rec_free(&r);
+		n++;
+	}
+	EXPECT_RC(UBIK_END, rc);
+	CHECK(n == KEYS + 1, "%d records, want %d", n, KEYS + 1);
+	OK(ubik_query_free(q));
+	OK(ubik_engine_close(eng));
+}
+
 /* The pointers ubik_next_keyed returns stay valid across other calls on the
  * handle until the next ubik_next_keyed (checked byte for byte; under
  * AddressSanitizer or valgrind a read of released memory would also fail). */
@@ -585,6 +639,7 @@ static int selftest(void) {
 	test_early();
 	test_malformed_and_lines();
 	test_backpressure();
+	test_backpressure_bound();
 	test_pointer_lifetime();
 	test_threads();
 	printf("selftest ok\n");

@@ -241,6 +241,43 @@ class QueryTest(unittest.TestCase):
             q.push({"k": "b", "v": 1})
             self.assertEqual(q.next().key, b'["b"]')
 
+    def test_backpressure_bound(self):
+        # One push finalizes a window of 50 groups: it is applied, at most
+        # max_pending_records records are held, the next push is refused
+        # until they are taken, and close() queues without refusing.
+        sql = (
+            "CREATE SOURCE e (k VARCHAR, t TIMESTAMP, WATERMARK FOR t AS t) WITH (format = 'jsonl');"
+            "SELECT k, count(*) AS n FROM e GROUP BY k, TUMBLE(t, INTERVAL '1' MINUTE)"
+        )
+        with ubik.Engine(max_pending_records=3) as eng, eng.start(sql) as q:
+            for i in range(50):
+                q.push({"k": "k%02d" % i, "t": "2026-07-18 10:00:%02d" % i})
+            self.assertEqual(q.stats()["pending"], 0)
+            q.push({"k": "x", "t": "2026-07-18 10:03:00"})
+            self.assertEqual(q.stats()["pending"], 3)
+            with self.assertRaises(ubik.BackpressureError):
+                q.push({"k": "y", "t": "2026-07-18 10:03:01"})
+            q.close()
+            keys = []
+            while True:
+                r = q.next()
+                self.assertLessEqual(q.stats()["pending"], 3)
+                if r is None:
+                    break
+                keys.append(r.key)
+            self.assertTrue(q.done)
+            self.assertEqual(keys, [b'["k%02d", "2026-07-18 10:00:00"]' % i for i in range(50)] + [b'["x", "2026-07-18 10:03:00"]'])
+
+    def test_stream_drains_a_big_window(self):
+        events = [{"k": "k%d" % i, "t": "2026-07-18 10:00:00"} for i in range(3000)]
+        sql = (
+            "CREATE SOURCE e (k VARCHAR, t TIMESTAMP, WATERMARK FOR t AS t) WITH (format = 'jsonl');"
+            "SELECT k, count(*) AS n FROM e GROUP BY k, TUMBLE(t, INTERVAL '1' MINUTE)"
+        )
+        got = list(ubik.stream(sql, source=events, max_pending_records=2))
+        self.assertEqual(len(got), 3000)
+        self.assertEqual(got[-1], (b'["k2999", "2026-07-18 10:00:00"]', {"k": "k2999", "n": 1}))
+
     def test_push_lines(self):
         with ubik.Engine(max_pending_records=2) as eng, eng.start(VIEW_SQL) as q:
             data = b'{"k":"a","v":1}\r\n\n{"k":"b","v":oops}\n{"k":"c","v":3}\n{"k":"d","v":4}\n'

@@ -179,7 +179,8 @@ class Engine:
     """An engine: registered sources plus the options queries run with.
 
     Options (all optional): max_pending_records (int >= 1, default 65536),
-    the records each query buffers before a push reports backpressure.
+    the most records a query holds at any time; a push reports backpressure
+    while they are held or records of finalized windows wait for next().
     Use as a context manager, or call close(). Queries started from it keep
     running after it is closed.
     """
