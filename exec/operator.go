@@ -660,14 +660,14 @@ func (o *Operator) Finish() error {
 	return o.pump()
 }
 
-// Drain finalizes every open window as the end of the input does, but
+// CloseOpenWindows finalizes every open window as the end of the input does, but
 // with a watermark a restart can continue from: it advances the watermark
 // to the smallest value that closes them all (the latest window or
 // session end plus the allowed lateness), never to +infinity. An event
 // that arrives later for a window that ends at or before it is late; one
 // for a later window opens it. A continuous view has no windows, so
 // nothing changes. Unlike Finish, the operator keeps processing.
-func (o *Operator) Drain() error {
+func (o *Operator) CloseOpenWindows() error {
 	wm := o.watermark
 	switch {
 	case o.buckets != nil:

@@ -341,7 +341,7 @@ func (st *stage2) process(fs kgo.Fetches) error {
 		// event for a later window.
 		for _, t := range st.tasks {
 			t.touched = true
-			if err := t.op.Drain(); err != nil {
+			if err := t.op.CloseOpenWindows(); err != nil {
 				return err
 			}
 			if err := t.op.EmitEarly(); err != nil {

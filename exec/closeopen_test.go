@@ -7,11 +7,11 @@ import (
 	"github.com/ubiksql/ubik/sql/plan"
 )
 
-// TestDrain: Drain finalizes every open window (tumble, hop, session, with
+// TestCloseOpenWindows: CloseOpenWindows finalizes every open window (tumble, hop, session, with
 // allowed lateness) at the smallest watermark that closes them, and the
 // operator goes on: restored from a checkpoint taken after the drain, an
 // event for a drained window is late and one for a later window opens it.
-func TestDrain(t *testing.T) {
+func TestCloseOpenWindows(t *testing.T) {
 	const src = `CREATE SOURCE events (merchant VARCHAR, amount BIGINT, event_time TIMESTAMP,
   WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND);
 `
@@ -58,11 +58,11 @@ func TestDrain(t *testing.T) {
 			feed(op, "a", "2026-07-18 10:00:10")
 			feed(op, "b", "2026-07-18 10:01:20")
 			feed(op, "a", "2026-07-18 10:01:30")
-			if err := op.Drain(); err != nil {
+			if err := op.CloseOpenWindows(); err != nil {
 				t.Fatal(err)
 			}
 			if op.Stats().LiveGroups != 0 {
-				t.Fatalf("after Drain: %d live groups", op.Stats().LiveGroups)
+				t.Fatalf("after CloseOpenWindows: %d live groups", op.Stats().LiveGroups)
 			}
 			finals := 0
 			for _, r := range out {
@@ -71,14 +71,14 @@ func TestDrain(t *testing.T) {
 				}
 			}
 			if finals == 0 || finals != len(out) {
-				t.Fatalf("after Drain: %d records, %d final", len(out), finals)
+				t.Fatalf("after CloseOpenWindows: %d records, %d final", len(out), finals)
 			}
 			want, err := dec.Decode([]byte(`{"merchant":"x","amount":1,"event_time":"` + tc.wantWM + `"}`))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if op.Watermark() != want[2].I {
-				t.Fatalf("watermark after Drain %d, want %d (%s)", op.Watermark(), want[2].I, tc.wantWM)
+				t.Fatalf("watermark after CloseOpenWindows %d, want %d (%s)", op.Watermark(), want[2].I, tc.wantWM)
 			}
 			// A restart: checkpoint, restore into a fresh operator.
 			entries := map[string][]byte{}
@@ -102,7 +102,7 @@ func TestDrain(t *testing.T) {
 			}
 			late = 0
 			feed(op2, "a", tc.new)
-			if err := op2.Drain(); err != nil {
+			if err := op2.CloseOpenWindows(); err != nil {
 				t.Fatal(err)
 			}
 			if late != 0 || len(out) == n || !out[len(out)-1].Meta.Final {
