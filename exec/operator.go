@@ -339,7 +339,7 @@ func (o *Operator) observeTime(row []types.Value) error {
 	if o.cfg.ExternalWatermark {
 		return nil
 	}
-	return o.AdvanceWatermark(ts - o.q.Source.WatermarkDelay)
+	return o.AdvanceWatermark(satSub(ts, o.q.Source.WatermarkDelay))
 }
 
 func (o *Operator) eventTime(row []types.Value) (int64, bool) {
@@ -361,14 +361,14 @@ func (o *Operator) processAligned(row []types.Value) error {
 	late := false
 	// Every window [s, s+size) with s a multiple of slide that contains ts,
 	// oldest first.
-	last := types.FloorDiv(ts, slide) * slide
-	first := last
-	for first-slide > ts-w.Size {
-		first -= slide
+	first, last, ok := alignedWindows(ts, w.Size, slide)
+	if !ok {
+		o.stats.EvalErrors++
+		return &EvalError{Where: "window", Err: errWindowRange{ts}}
 	}
-	for s := first; s <= last; s += slide {
+	for s := first; ; s += slide { // s <= last; last+size is in range, so s+slide cannot wrap
 		end := s + w.Size
-		if end+o.lateness <= o.watermark {
+		if satAdd(end, o.lateness) <= o.watermark {
 			if !late {
 				late = true
 				o.stats.Late++
@@ -377,13 +377,18 @@ func (o *Operator) processAligned(row []types.Value) error {
 				o.cfg.Late(&LateEvent{Row: row, Key: o.lateKey(s, end), Windowed: true, EventTime: ts, WindowStart: s, WindowEnd: end, Watermark: o.watermark,
 					Reason: "window already final"})
 			}
+			if s == last {
+				return nil
+			}
 			continue
 		}
 		if err := o.apply(o.bucketAt(s, end), row); err != nil {
 			return err
 		}
+		if s == last {
+			return nil
+		}
 	}
-	return nil
 }
 
 // lateKey builds the key cells of the current row's group in the window
@@ -562,7 +567,7 @@ func (o *Operator) AdvanceWatermark(wm int64) error {
 		for o.starts.Len() > 0 {
 			s := o.starts[0]
 			b := o.buckets[s]
-			if b.end+o.lateness > wm {
+			if satAdd(b.end, o.lateness) > wm {
 				break
 			}
 			heap.Pop(&o.starts)
