@@ -232,6 +232,12 @@ func (qb *queryBinder) window(kind WindowKind, fn parser.Ident, timeCol parser.I
 	if kind == Hop && w.Slide > w.Size {
 		return nil, b.errAt(args[0].Pos(), "HOP slide (%s) is longer than its size (%s): rows between windows would be dropped; HOP takes the slide first, then the size", ValueText(types.Interv(0, 0, w.Slide)), ValueText(types.Interv(0, 0, w.Size)))
 	}
+	if kind == Hop {
+		if n := w.WindowsPerEvent(); n > MaxHopWindowsPerEvent {
+			return nil, b.errAt(args[0].Pos(), "HOP size %s over slide %s puts each event into %d windows, more than the %d allowed: every event would update that many windows and every group keep that many open; use a longer slide or a shorter size",
+				ValueText(types.Interv(0, 0, w.Size)), ValueText(types.Interv(0, 0, w.Slide)), n, MaxHopWindowsPerEvent)
+		}
+	}
 	return w, nil
 }
 
