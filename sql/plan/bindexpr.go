@@ -331,6 +331,14 @@ func (b *binder) bindBinary(n *parser.BinaryExpr, sc *scope) (Expr, error) {
 		return fold(&cmpExpr{op: op, kind: cmpKindOf(t), l: both[0], r: both[1]}, both...), nil
 	}
 	if n.Op == "->" || n.Op == "->>" {
+		// -> and ->> bind as || does and group left to right (PostgreSQL;
+		// DuckDB binds them looser still), so in a || meta->'v' the access
+		// applies to the concatenated text, which is never what was meant
+		// and would fail on every event. Parentheses say it was meant.
+		if c, ok := n.L.(*parser.BinaryExpr); ok && c.Op == "||" {
+			return nil, b.errAt(n.P, "%s applies to the whole concatenation %s on its left, not to %s: -> and ->> bind as loosely as || and group left to right (as in PostgreSQL and DuckDB); write ... || (%s%s%s ...) to read from %s, or parenthesize the concatenation if it is meant",
+				n.Op, parser.Format(c), parser.Format(c.R), parser.Format(c.R), n.Op, parser.Format(n.R), parser.Format(c.R))
+		}
 		x, msg := bindJSONAccess(l, r, n.Op == "->>", "")
 		if msg != "" {
 			return nil, b.errAt(n.P, "%s", msg)
