@@ -10,9 +10,11 @@ import (
 	"strings"
 )
 
-// maxDepth bounds expression nesting so hostile input cannot exhaust the
-// stack.
-const maxDepth = 200
+// MaxNesting bounds expression nesting (parentheses, function calls, CASE,
+// prefix operators: each is a level) so hostile input cannot exhaust the
+// stack. A flat chain such as a+b+...+z is one level however long it is;
+// plan bounds its length separately.
+const MaxNesting = 200
 
 // reserved words cannot be used as bare column names or implicit aliases.
 var reserved = map[string]bool{
@@ -670,8 +672,8 @@ func (p *parser) expr() (Expr, *Error) { return p.exprPrec(precOr) }
 func (p *parser) exprPrec(min int) (Expr, *Error) {
 	p.depth++
 	defer func() { p.depth-- }()
-	if p.depth > maxDepth {
-		return nil, p.errAt(p.peek().pos, "expression nested too deeply (more than %d levels)", maxDepth)
+	if p.depth > MaxNesting {
+		return nil, p.errAt(p.peek().pos, "expression nested too deeply (more than %d levels)", MaxNesting)
 	}
 	left, err := p.prefix(min)
 	if err != nil {

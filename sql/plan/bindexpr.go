@@ -78,9 +78,13 @@ func fold(e Expr, operands ...Expr) Expr {
 
 func (b *binder) bindExpr(e parser.Expr, sc *scope) (Expr, error) {
 	b.depth++
-	defer func() { b.depth-- }()
-	if b.depth > 400 {
-		return nil, b.errAt(e.Pos(), "expression nested too deeply")
+	b.chain++
+	defer func() { b.depth--; b.chain-- }()
+	if b.depth > 2*parser.MaxNesting { // the parser's bound is met first; this is a backstop
+		return nil, b.errAt(e.Pos(), "expression nested too deeply (more than %d levels)", parser.MaxNesting)
+	}
+	if b.chain > MaxChain {
+		return nil, b.errAt(e.Pos(), "expression too long: more than %d operators in one expression", MaxChain)
 	}
 	if sc.post {
 		if x, ok, err := sc.q.postLookup(e, sc); ok || err != nil {
@@ -296,8 +300,20 @@ func (b *binder) bindUnary(n *parser.UnaryExpr, sc *scope) (Expr, error) {
 	return fold(r, x), nil
 }
 
+// MaxChain bounds how many binary operators one expression may chain
+// (a+b+...: generated SQL can be long); beyond nesting, which the parser
+// bounds, this keeps evaluation's recursion within reason.
+const MaxChain = 10_000
+
+// MaxNesting is the parser's bound on expression nesting.
+const MaxNesting = parser.MaxNesting
+
 func (b *binder) bindBinary(n *parser.BinaryExpr, sc *scope) (Expr, error) {
+	// The left operand of a chain (a+b+c is (a+b)+c) is length, not
+	// nesting: it does not count as a level.
+	b.depth--
 	l, err := b.bindExpr(n.L, sc)
+	b.depth++
 	if err != nil {
 		return nil, err
 	}
