@@ -54,6 +54,7 @@ func init() {
 		"epoch_us":            {1, 1, bindEpochUs},
 		"epoch":               {1, 1, bindEpoch},
 		"to_timestamp":        {1, 1, bindToTimestamp},
+		"strftime":            {2, 2, bindStrftime},
 		"json_extract":        {2, 2, bindJSONExtract},
 		"json_extract_string": {2, 2, bindJSONExtract},
 	}
