@@ -109,6 +109,7 @@ type Operator struct {
 	lateBuf    []types.Value   // key cells of a late event
 	groupBytes int64           // state estimate per (group, window), besides its key
 	argBuf     [][]types.Value // per aggregate: evaluated arguments of the current row
+	skipAgg    []bool          // per aggregate: its FILTER (WHERE ...) rejected the current row
 	keyBuf     []byte          // binary group key of the current row
 	keyCols    []int           // per key expression: its source column when it is a bare column, else -1
 	argCols    [][]int         // per aggregate argument: the same
@@ -191,6 +192,7 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 	}
 	o.layout = layout
 	o.seed = maphash.MakeSeed()
+	o.skipAgg = make([]bool, len(q.Aggs))
 	for i := range q.Aggs {
 		o.argBuf[i] = make([]types.Value, len(q.Aggs[i].Args))
 		cols := make([]int, len(q.Aggs[i].Args))
@@ -287,6 +289,17 @@ func (o *Operator) Process(row []types.Value) error {
 		o.keyHash = maphash.Bytes(o.seed, o.keyBuf)
 	}
 	for i := range q.Aggs {
+		if f := q.Aggs[i].Filter; f != nil {
+			v, err := f.Eval(row)
+			if err != nil {
+				o.stats.EvalErrors++
+				return &EvalError{Where: "FILTER of aggregate " + q.Aggs[i].Name, Err: err}
+			}
+			o.skipAgg[i] = v.Null || v.I == 0
+			if o.skipAgg[i] {
+				continue // its arguments are not evaluated either
+			}
+		}
 		for j, a := range q.Aggs[i].Args {
 			if c := o.argCols[i][j]; c >= 0 {
 				o.argBuf[i][j] = row[c]
@@ -513,6 +526,9 @@ func (o *Operator) updateAggs(g *group) error {
 	l := o.layout
 	w := g.words(l.stride)
 	for i, k := range l.kernels {
+		if o.skipAgg[i] {
+			continue
+		}
 		if err := k.update(w[l.offs[i]:], o.argBuf[i]); err != nil {
 			o.takeGrowth()
 			return &EvalError{Where: "aggregate " + o.q.Aggs[i].Name, Err: err}

@@ -969,10 +969,10 @@ func (p *parser) nameOrCall() (Expr, *Error) {
 			if _, err := p.expectOp(")"); err != nil {
 				return nil, err
 			}
-			return fc, nil
+			return p.filterClause(fc)
 		}
 		if p.acceptOp(")") {
-			return fc, nil
+			return p.filterClause(fc)
 		}
 		if p.acceptKw("DISTINCT") {
 			fc.Distinct = true
@@ -992,7 +992,7 @@ func (p *parser) nameOrCall() (Expr, *Error) {
 		if _, err := p.expectOp(")"); err != nil {
 			return nil, err
 		}
-		return fc, nil
+		return p.filterClause(fc)
 	}
 	if p.isOp(".") {
 		p.next()
@@ -1173,4 +1173,27 @@ func (p *parser) keywordInCall(kws ...string) bool {
 			}
 		}
 	}
+}
+
+// filterClause reads an optional FILTER (WHERE cond) after a call. FILTER
+// is not reserved: only FILTER followed by "(" starts the clause, so
+// "count(*) filter" still aliases the column.
+func (p *parser) filterClause(fc *FuncCall) (Expr, *Error) {
+	if !isKw(p.peek(), "FILTER") || !(p.peekAt(1).kind == tOp && p.peekAt(1).text == "(") {
+		return fc, nil
+	}
+	p.next()
+	p.next()
+	if _, err := p.expectKw("WHERE"); err != nil {
+		return nil, err
+	}
+	cond, err := p.expr()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	fc.Filter = cond
+	return fc, nil
 }

@@ -628,6 +628,16 @@ func (qb *queryBinder) aggregate(fc *parser.FuncCall, sc *scope) (Expr, error) {
 	for _, a := range fc.Args {
 		key += "|" + parser.Canonical(a)
 	}
+	if fc.Filter != nil {
+		x, err := b.bindExpr(fc.Filter, &scope{clause: "FILTER (WHERE ...)", q: qb, inAgg: true})
+		if err != nil {
+			return nil, err
+		}
+		if call.Filter, err = b.boolOperand(x, fc.Filter.Pos(), "FILTER (WHERE ...)"); err != nil {
+			return nil, err
+		}
+		key += "|filter|" + parser.Canonical(fc.Filter)
+	}
 	i, ok := qb.aggIndex[key]
 	if !ok {
 		i = len(q.Aggs)

@@ -103,6 +103,9 @@ func (q *Query) Explain() string {
 		if a.Func == "approx_quantile" {
 			args = append(args, ValueText(a.Param))
 		}
+		if a.Filter != nil {
+			d += " filter (where " + a.Filter.String() + ")"
+		}
 		fmt.Fprintf(&b, "  agg #%d: %s(%s)%s -> %s%s\n", q.AggOffset()+i, a.Func, strings.Join(args, ", "), d, a.Type, aggStateCost(&a))
 	}
 	fmt.Fprintf(&b, "  slots: window_start #%d, window_end #%d, final #%d, revision #%d\n", q.WindowStartSlot(), q.WindowEndSlot(), q.FinalSlot(), q.RevisionSlot())

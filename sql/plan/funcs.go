@@ -103,6 +103,9 @@ var windowBoundFuncs = map[string]struct {
 
 func (b *binder) bindCall(n *parser.FuncCall, sc *scope) (Expr, error) {
 	name := strings.ToLower(n.Name.Name)
+	if n.Filter != nil && !aggFuncs[name] {
+		return nil, b.errAt(n.Filter.Pos(), "FILTER (WHERE ...) applies to aggregate functions, and %s is not one", name)
+	}
 	switch {
 	case aggFuncs[name]:
 		switch {

@@ -180,6 +180,9 @@ type AggCall struct {
 	// added by the binder.
 	Args     []Expr
 	Distinct bool
+	// Filter is FILTER (WHERE cond) over the source row: the aggregate sees
+	// only rows for which it is true. nil without FILTER.
+	Filter Expr
 	// Param is a constant parameter: approx_quantile's fraction (DOUBLE).
 	Param types.Value
 	// Type is the result type, following DuckDB: count -> BIGINT;
