@@ -129,6 +129,7 @@ func TestFunctions(t *testing.T) {
 		{"strftime(nt, '%Y')", "NULL", "VARCHAR"},
 		{"strftime(t, '%Q')", "bind error: line 1:1: strftime: unsupported format specifier %Q (supported: %a %A %b %B %d %f %g %H %I %j %m %M %p %S %u %w %y %Y %%, and %-d %-m %-H %-I %-M %-S %-j without padding)", ""},
 		{"strftime(t, u)", "bind error: line 1:1: strftime's format must be a constant string, as in strftime(ts, '%Y-%m-%d')", ""},
+		{"epoch(u)", "bind error: line 1:1: epoch needs a TIMESTAMP (or DATE; epoch_ms also takes BIGINT milliseconds), got VARCHAR", ""},
 		{"minute(t)", "45", "BIGINT"},
 		{"year(dt)", "2024", "BIGINT"},
 		{"dayofweek(t)", "4", "BIGINT"},

@@ -429,10 +429,10 @@ func bindEpoch(b *binder, name string, args []Expr) (Expr, string) {
 	return epochOf(name, args[0], types.Double, func(us int64) types.Value { return types.Float(float64(us) / 1e6) })
 }
 
-func epochOf(name string, x Expr, t types.Type, f func(int64) types.Value) (Expr, string) {
-	x, msg := timeArg(x, name)
+func epochOf(name string, arg Expr, t types.Type, f func(int64) types.Value) (Expr, string) {
+	x, msg := timeArg(arg, name)
 	if msg != "" {
-		return nil, name + " needs a TIMESTAMP (or DATE; epoch_ms also takes BIGINT milliseconds), got " + x.Type().String()
+		return nil, name + " needs a TIMESTAMP (or DATE; epoch_ms also takes BIGINT milliseconds), got " + arg.Type().String()
 	}
 	return &funcExpr{name: name, args: []Expr{x}, t: t, strict: true,
 		fn1: func(_ *funcExpr, v types.Value) (types.Value, error) { return f(micros(v)), nil }}, ""
