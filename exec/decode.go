@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/valyala/fastjson"
@@ -27,9 +28,45 @@ type DecodeError struct {
 
 func (e *DecodeError) Error() string {
 	if e.Column == "" {
-		return e.Msg
+		return clipMessage(e.Msg)
 	}
-	return fmt.Sprintf("column %q: %s", e.Column, e.Msg)
+	return fmt.Sprintf("column %q: %s", clipMessage(e.Column), clipMessage(e.Msg))
+}
+
+// maxMessageBytes bounds the text of one decode error: a message echoes
+// parts of the event, and an event may be megabytes.
+const maxMessageBytes = 320
+
+// clipMessage keeps the start and the end of a long message (the reason is
+// at one or the other) and says how much it cut, at UTF-8 boundaries.
+func clipMessage(s string) string {
+	if len(s) <= maxMessageBytes {
+		return s
+	}
+	head, tail := 200, 80
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	t := len(s) - tail
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	return fmt.Sprintf("%s ...(%d bytes cut)... %s", s[:head], t-head, s[t:])
+}
+
+// shortJSONError drops the middle of fastjson's error chain, which holds
+// one "cannot parse array: cannot parse array value:" per nesting level:
+// the first two steps and the reason stay.
+func shortJSONError(msg string) string {
+	parts := strings.Split(msg, ": ")
+	n := 0
+	for n < len(parts)-1 && strings.HasPrefix(parts[n], "cannot parse ") {
+		n++
+	}
+	if n <= 4 {
+		return msg
+	}
+	return strings.Join(parts[:2], ": ") + ": ... (" + strconv.Itoa(n-3) + " more levels) ...: " + strings.Join(parts[n-1:], ": ")
 }
 
 // Unwrap classifies every DecodeError as ErrMalformed.
@@ -148,7 +185,7 @@ func (d *Decoder) Decode(line []byte) ([]types.Value, error) {
 func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 	v, err := d.p.ParseBytes(line)
 	if err != nil {
-		return nil, &DecodeError{Msg: "bad JSON: " + err.Error()}
+		return nil, &DecodeError{Msg: "bad JSON: " + shortJSONError(err.Error())}
 	}
 	obj, err := v.Object()
 	if err != nil {

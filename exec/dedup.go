@@ -51,7 +51,7 @@ func (d *dedupState) admit(row []types.Value, ts, watermark int64) (dup, beyond 
 	if v.Null {
 		return false, false // no key, nothing to deduplicate on
 	}
-	if ts+d.within <= watermark {
+	if satAdd(ts, d.within) <= watermark {
 		return false, true
 	}
 	d.keyBuf = appendKeyBytes(d.keyBuf[:0], v)
@@ -68,7 +68,7 @@ func (d *dedupState) admit(row []types.Value, ts, watermark int64) (dup, beyond 
 
 func (d *dedupState) add(k string, ts int64) {
 	d.seen[k] = ts
-	b := types.FloorDiv(ts+d.within, d.gran)
+	b := types.FloorDiv(satAdd(ts, d.within), d.gran)
 	if _, ok := d.buckets[b]; !ok {
 		heap.Push(&d.order, b)
 	}
@@ -80,12 +80,12 @@ func (d *dedupState) add(k string, ts int64) {
 func (d *dedupState) evict(watermark int64) {
 	for d.order.Len() > 0 {
 		b := d.order[0]
-		if (b+1)*d.gran > watermark { // some key of the bucket may still be live
+		if satAdd(b*d.gran, d.gran) > watermark { // some key of the bucket may still be live
 			return
 		}
 		heap.Pop(&d.order)
 		for _, k := range d.buckets[b] {
-			if ts, ok := d.seen[k]; ok && ts+d.within <= watermark {
+			if ts, ok := d.seen[k]; ok && satAdd(ts, d.within) <= watermark {
 				delete(d.seen, k)
 				d.bytes -= int64(len(k)) + DedupEntryBytes
 				if d.tracking {

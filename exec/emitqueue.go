@@ -88,7 +88,7 @@ func (o *Operator) queueBucket(b *bucket) {
 // passes. Consecutive items merge: closing up to the later watermark
 // closes the same sessions in the same (end, creation) order.
 func (o *Operator) queueSessions(wm int64) {
-	if o.closeHeap.Len() == 0 || wm != maxWatermark && o.groupEnd(o.closeHeap.refs[0].g)+o.lateness > wm {
+	if o.closeHeap.Len() == 0 || wm != maxWatermark && satAdd(o.groupEnd(o.closeHeap.refs[0].g), o.lateness) > wm {
 		// Nothing to close: the heap changes only by closing, and closing
 		// only raises its first end.
 		return
@@ -171,7 +171,7 @@ func (o *Operator) run(w *work, first *error) (done bool, err error) {
 	case workSessions:
 		for o.closeHeap.Len() > 0 {
 			top := o.closeHeap.refs[0]
-			if w.wm != maxWatermark && o.groupEnd(top.g)+o.lateness > w.wm {
+			if w.wm != maxWatermark && satAdd(o.groupEnd(top.g), o.lateness) > w.wm {
 				return true, nil
 			}
 			if !o.hasRoom() {

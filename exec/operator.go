@@ -111,6 +111,7 @@ type Operator struct {
 	lateBuf    []types.Value   // key cells of a late event
 	groupBytes int64           // state estimate per (group, window), besides its key
 	argBuf     [][]types.Value // per aggregate: evaluated arguments of the current row
+	skipAgg    []bool          // per aggregate: its FILTER (WHERE ...) rejected the current row
 	keyBuf     []byte          // binary group key of the current row
 	keyCols    []int           // per key expression: its source column when it is a bare column, else -1
 	argCols    [][]int         // per aggregate argument: the same
@@ -199,6 +200,7 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 	}
 	o.layout = layout
 	o.seed = maphash.MakeSeed()
+	o.skipAgg = make([]bool, len(q.Aggs))
 	for i := range q.Aggs {
 		o.argBuf[i] = make([]types.Value, len(q.Aggs[i].Args))
 		cols := make([]int, len(q.Aggs[i].Args))
@@ -299,6 +301,17 @@ func (o *Operator) Process(row []types.Value) error {
 		o.keyHash = maphash.Bytes(o.seed, o.keyBuf)
 	}
 	for i := range q.Aggs {
+		if f := q.Aggs[i].Filter; f != nil {
+			v, err := f.Eval(row)
+			if err != nil {
+				o.stats.EvalErrors++
+				return &EvalError{Where: "FILTER of aggregate " + q.Aggs[i].Name, Err: err}
+			}
+			o.skipAgg[i] = v.Null || v.I == 0
+			if o.skipAgg[i] {
+				continue // its arguments are not evaluated either
+			}
+		}
 		for j, a := range q.Aggs[i].Args {
 			if c := o.argCols[i][j]; c >= 0 {
 				o.argBuf[i][j] = row[c]
@@ -351,7 +364,7 @@ func (o *Operator) observeTime(row []types.Value) error {
 	if o.cfg.ExternalWatermark {
 		return nil
 	}
-	return o.AdvanceWatermark(ts - o.q.Source.WatermarkDelay)
+	return o.AdvanceWatermark(satSub(ts, o.q.Source.WatermarkDelay))
 }
 
 func (o *Operator) eventTime(row []types.Value) (int64, bool) {
@@ -373,14 +386,14 @@ func (o *Operator) processAligned(row []types.Value) error {
 	late := false
 	// Every window [s, s+size) with s a multiple of slide that contains ts,
 	// oldest first.
-	last := types.FloorDiv(ts, slide) * slide
-	first := last
-	for first-slide > ts-w.Size {
-		first -= slide
+	first, last, ok := alignedWindows(ts, w.Size, slide)
+	if !ok {
+		o.stats.EvalErrors++
+		return &EvalError{Where: "window", Err: errWindowRange{ts}}
 	}
-	for s := first; s <= last; s += slide {
+	for s := first; ; s += slide { // s <= last; last+size is in range, so s+slide cannot wrap
 		end := s + w.Size
-		if end+o.lateness <= o.watermark {
+		if satAdd(end, o.lateness) <= o.watermark {
 			if !late {
 				late = true
 				o.stats.Late++
@@ -389,13 +402,18 @@ func (o *Operator) processAligned(row []types.Value) error {
 				o.cfg.Late(&LateEvent{Row: row, Key: o.lateKey(s, end), Windowed: true, EventTime: ts, WindowStart: s, WindowEnd: end, Watermark: o.watermark,
 					Reason: "window already final"})
 			}
+			if s == last {
+				return nil
+			}
 			continue
 		}
 		if err := o.apply(o.bucketAt(s, end), row); err != nil {
 			return err
 		}
+		if s == last {
+			return nil
+		}
 	}
-	return nil
 }
 
 // lateKey builds the key cells of the current row's group in the window
@@ -520,6 +538,9 @@ func (o *Operator) updateAggs(g *group) error {
 	l := o.layout
 	w := g.words(l.stride)
 	for i, k := range l.kernels {
+		if o.skipAgg[i] {
+			continue
+		}
 		if err := k.update(w[l.offs[i]:], o.argBuf[i]); err != nil {
 			o.takeGrowth()
 			return &EvalError{Where: "aggregate " + o.q.Aggs[i].Name, Err: err}
@@ -575,7 +596,7 @@ func (o *Operator) AdvanceWatermark(wm int64) error {
 		for o.starts.Len() > 0 {
 			s := o.starts[0]
 			b := o.buckets[s]
-			if b.end+o.lateness > wm {
+			if satAdd(b.end, o.lateness) > wm {
 				break
 			}
 			heap.Pop(&o.starts)

@@ -26,6 +26,10 @@ func (o *Operator) processSession(row []types.Value) error {
 		return &EvalError{Where: "window", Err: errors.New("window time column is NULL")}
 	}
 	gap := o.q.Window.Gap
+	if ts > types.MaxTimestamp-gap {
+		o.stats.EvalErrors++
+		return &EvalError{Where: "window", Err: errWindowRange{ts}}
+	}
 	sg := o.sessions[string(o.keyBuf)]
 	start, end := ts, ts+gap
 	lo, hi := 0, 0 // sessions[lo:hi] merge with the new window
@@ -42,7 +46,7 @@ func (o *Operator) processSession(row []types.Value) error {
 			hi++
 		}
 	}
-	if end+o.lateness <= o.watermark {
+	if satAdd(end, o.lateness) <= o.watermark {
 		o.stats.Late++
 		if o.cfg.Late != nil {
 			o.cfg.Late(&LateEvent{Row: row, Key: o.lateKey(start, end), Windowed: true, EventTime: ts, WindowStart: start, WindowEnd: end, Watermark: o.watermark,

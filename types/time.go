@@ -68,16 +68,68 @@ func isLeap(y int64) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
 // ParseTimestamp parses the timestamp text ubik accepts for event times and
 // casts: DuckDB text (`2026-07-18 10:00:00`, with an optional fraction of up
 // to 9 digits, truncated to microseconds), RFC 3339 (`T` separator, `Z` or a
-// `±HH:MM` offset, converted to UTC), and a bare date (midnight). It returns
+// `±HH:MM` offset, converted to UTC), and a bare date (midnight). Years
+// before 1 are written with a sign (astronomical: -0001 is 2 BC) or as
+// DuckDB prints them (`0002-01-01 (BC)`). It returns
 // microseconds since the epoch. It is written by hand because it sits on the
 // per-event path and time.Parse costs several times more.
 func ParseTimestamp(b []byte) (int64, error) {
-	us, ok := parseTimestamp(trimSpace(b))
-	if !ok {
+	us, st := parseTimestamp(trimSpace(b))
+	switch st {
+	case tsBad:
 		return 0, fmt.Errorf("%w: %q (want YYYY-MM-DD HH:MM:SS[.ffffff] or RFC 3339)", ErrBadTimestamp, clip(b))
+	case tsOutOfRange:
+		return 0, fmt.Errorf("%w: %q is out of the TIMESTAMP range (%s to %s)", ErrBadTimestamp, clip(b), MinTimestampText, MaxTimestampText)
 	}
 	return us, nil
 }
+
+// The supported TIMESTAMP range, DuckDB's: microseconds since the epoch
+// from 290309-12-22 (BC) 00:00:00 to 294247-01-10 04:00:54.775806. Every
+// event time and every timestamp a cast or function makes lies in it, so
+// arithmetic near its ends (window bounds, watermark delays) is checked
+// against it rather than wrapping around int64.
+const (
+	MinTimestamp     = int64(-9_223_372_022_400_000_000)
+	MaxTimestamp     = int64(9_223_372_036_854_775_806)
+	MinTimestampText = "290309-12-22 (BC) 00:00:00"
+	MaxTimestampText = "294247-01-10 04:00:54.775806"
+
+	minTimestampDay = MinTimestamp / MicrosPerDay // exact: the range starts at midnight
+	maxTimestampDay = MaxTimestamp / MicrosPerDay
+)
+
+// InTimestampRange reports whether us is in the supported TIMESTAMP range.
+func InTimestampRange(us int64) bool { return us >= MinTimestamp && us <= MaxTimestamp }
+
+// fromDayAndMicros returns days*MicrosPerDay + tod when it is in the
+// supported range, without overflowing int64 on the way (tod is at most a
+// few days either way: a time of day and a zone offset).
+func fromDayAndMicros(days, tod int64) (int64, tsStatus) {
+	if days < minTimestampDay-2 || days > maxTimestampDay+2 {
+		return 0, tsOutOfRange
+	}
+	if days >= 0 {
+		rel := (days-maxTimestampDay)*MicrosPerDay + tod // <= 0 when in range
+		if rel > MaxTimestamp-maxTimestampDay*MicrosPerDay {
+			return 0, tsOutOfRange
+		}
+		return maxTimestampDay*MicrosPerDay + rel, tsOK
+	}
+	rel := (days-minTimestampDay)*MicrosPerDay + tod // >= 0 when in range
+	if rel < 0 {
+		return 0, tsOutOfRange
+	}
+	return MinTimestamp + rel, tsOK
+}
+
+type tsStatus uint8
+
+const (
+	tsOK tsStatus = iota
+	tsBad
+	tsOutOfRange
+)
 
 // ParseDate parses `YYYY-MM-DD` into days since the epoch.
 func ParseDate(b []byte) (int64, error) {
@@ -157,6 +209,15 @@ func parseDatePart(b []byte) (int64, int, bool) {
 		return 0, 0, false
 	}
 	i += 2
+	// " (BC)", as DuckDB (and ubik's output) writes years before 1: year
+	// N BC is the astronomical year 1-N.
+	if rest := b[i:]; !neg && len(rest) >= 5 && string(rest[:5]) == " (BC)" {
+		if y == 0 {
+			return 0, 0, false
+		}
+		y = 1 - y
+		i += 5
+	}
 	if m < 1 || m > 12 || d < 1 || d > daysIn[m] || (m == 2 && d == 29 && !isLeap(y)) {
 		return 0, 0, false
 	}
@@ -177,7 +238,7 @@ type TimestampParser struct {
 func (p *TimestampParser) Parse(b []byte) (int64, error) {
 	t := trimSpace(b)
 	if p.ok && len(t) > 10 && [10]byte(t[:10]) == p.date {
-		if us, ok := parseTimeRest(t, 10, p.days); ok {
+		if us, st := parseTimeRest(t, 10, p.days); st == tsOK {
 			return us, nil
 		}
 		return ParseTimestamp(b) // the error
@@ -187,39 +248,39 @@ func (p *TimestampParser) Parse(b []byte) (int64, error) {
 		p.date, p.days, p.ok = [10]byte(t[:10]), days, true
 	}
 	if ok {
-		if us, ok := parseTimeRest(t, i, days); ok {
+		if us, st := parseTimeRest(t, i, days); st == tsOK {
 			return us, nil
 		}
 	}
 	return ParseTimestamp(b)
 }
 
-func parseTimestamp(b []byte) (int64, bool) {
+func parseTimestamp(b []byte) (int64, tsStatus) {
 	days, i, ok := parseDatePart(b)
 	if !ok {
-		return 0, false
+		return 0, tsBad
 	}
 	return parseTimeRest(b, i, days)
 }
 
 // parseTimeRest parses what follows the date part (b[i:]) of a timestamp
 // on the day days.
-func parseTimeRest(b []byte, i int, days int64) (int64, bool) {
-	us := days * MicrosPerDay
+func parseTimeRest(b []byte, i int, days int64) (int64, tsStatus) {
 	if i == len(b) {
-		return us, true
+		return fromDayAndMicros(days, 0)
 	}
+	var us int64 // the time of day
 	if b[i] != ' ' && b[i] != 'T' && b[i] != 't' {
-		return 0, false
+		return 0, tsBad
 	}
 	i++
 	hh, ok1 := digits(b[i:], 2)
 	if !ok1 || i+2 >= len(b) || b[i+2] != ':' {
-		return 0, false
+		return 0, tsBad
 	}
 	mm, ok2 := digits(b[i+3:], 2)
 	if !ok2 {
-		return 0, false
+		return 0, tsBad
 	}
 	i += 5
 	ss := 0
@@ -227,17 +288,17 @@ func parseTimeRest(b []byte, i int, days int64) (int64, bool) {
 		var ok3 bool
 		ss, ok3 = digits(b[i+1:], 2)
 		if !ok3 {
-			return 0, false
+			return 0, tsBad
 		}
 		i += 3
 	}
 	if hh > 23 || mm > 59 || ss > 59 {
 		// DuckDB accepts 24:00:00 as the next midnight; so do we.
 		if !(hh == 24 && mm == 0 && ss == 0) {
-			return 0, false
+			return 0, tsBad
 		}
 	}
-	us += int64(hh)*MicrosPerHour + int64(mm)*MicrosPerMinute + int64(ss)*MicrosPerSecond
+	us = int64(hh)*MicrosPerHour + int64(mm)*MicrosPerMinute + int64(ss)*MicrosPerSecond
 	if i < len(b) && b[i] == '.' {
 		i++
 		n := 0
@@ -250,7 +311,7 @@ func parseTimeRest(b []byte, i int, days int64) (int64, bool) {
 			i++
 		}
 		if n == 0 || n > 9 {
-			return 0, false
+			return 0, tsBad
 		}
 		for k := n; k < 6; k++ {
 			frac *= 10
@@ -258,21 +319,24 @@ func parseTimeRest(b []byte, i int, days int64) (int64, bool) {
 		us += frac
 	}
 	if i == len(b) {
-		return us, true
+		return fromDayAndMicros(days, us)
 	}
 	// Zone: Z, UTC, +HH, +HH:MM, +HHMM (an optional space before it, as DuckDB prints offsets).
 	if b[i] == ' ' {
 		i++
 		if i == len(b) {
-			return 0, false
+			return 0, tsBad
 		}
 	}
 	if rest := b[i:]; len(rest) == 3 && (rest[0]|0x20) == 'u' && (rest[1]|0x20) == 't' && (rest[2]|0x20) == 'c' {
-		return us, true
+		return fromDayAndMicros(days, us)
 	}
 	switch b[i] {
 	case 'Z', 'z':
-		return us, i+1 == len(b)
+		if i+1 != len(b) {
+			return 0, tsBad
+		}
+		return fromDayAndMicros(days, us)
 	case '+', '-':
 		sign := int64(1)
 		if b[i] == '-' {
@@ -281,7 +345,7 @@ func parseTimeRest(b []byte, i int, days int64) (int64, bool) {
 		i++
 		oh, ok := digits(b[i:], 2)
 		if !ok {
-			return 0, false
+			return 0, tsBad
 		}
 		i += 2
 		om := 0
@@ -291,16 +355,16 @@ func parseTimeRest(b []byte, i int, days int64) (int64, bool) {
 			}
 			om, ok = digits(b[i:], 2)
 			if !ok {
-				return 0, false
+				return 0, tsBad
 			}
 			i += 2
 		}
 		if i != len(b) || oh > 23 || om > 59 {
-			return 0, false
+			return 0, tsBad
 		}
-		return us - sign*(int64(oh)*MicrosPerHour+int64(om)*MicrosPerMinute), true
+		return fromDayAndMicros(days, us-sign*(int64(oh)*MicrosPerHour+int64(om)*MicrosPerMinute))
 	}
-	return 0, false
+	return 0, tsBad
 }
 
 // FloorDiv returns floor(a / b) for b > 0.

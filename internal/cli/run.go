@@ -867,47 +867,78 @@ var errTooLong = errors.New("record too long")
 // readRecord returns the next event without its final newline, and how many
 // lines it spanned: one line, or for CSV as many lines as it takes to close
 // every quoted field. The error is io.EOF for a last line without a newline
-// (or nothing left), errTooLong for an oversized record.
+// (or nothing left), errTooLong for an oversized record (consumed to its
+// end, not kept). Each line is scanned once: a record is complete when its
+// count of '"' is even, and that parity is kept line by line, so a quoted
+// field over many lines costs time linear in its size.
 func readRecord(br *bufio.Reader, csv bool) ([]byte, int64, error) {
-	line, tooLong, err := readLine(br)
-	if tooLong {
-		return line, 1, errTooLong
-	}
-	if !csv || exec.CSVRecordComplete(line) || err != nil {
+	line, open, tooLong, err := readLine(br)
+	if !csv {
+		if tooLong {
+			return line, 1, errTooLong
+		}
 		return line, 1, err
 	}
-	rec := append([]byte(nil), line...)
+	if !open || err != nil {
+		if tooLong {
+			return line, 1, errTooLong
+		}
+		return line, 1, err
+	}
+	var rec []byte
+	if !tooLong {
+		rec = append([]byte(nil), line...)
+	}
 	n := int64(1)
-	for !exec.CSVRecordComplete(rec) {
-		next, tooLong, err := readLine(br)
+	for open {
+		var next []byte
+		var odd, nextTooLong bool
+		next, odd, nextTooLong, err = readLine(br)
 		if len(next) == 0 && err != nil {
+			if tooLong {
+				return nil, n, errTooLong
+			}
 			return rec, n, err
 		}
 		n++
-		if tooLong || len(rec)+len(next) > maxLineBytes {
-			return rec, n, errTooLong
+		open = open != odd
+		if !tooLong && (nextTooLong || len(rec)+1+len(next) > maxLineBytes) {
+			tooLong, rec = true, nil // keep reading to the record's end, keeping nothing
 		}
-		rec = append(append(rec, '\n'), next...)
+		if !tooLong {
+			rec = append(append(rec, '\n'), next...)
+		}
 		if err != nil {
-			return rec, n, err
+			break
 		}
 	}
-	return rec, n, nil
+	if tooLong {
+		return nil, n, errTooLong
+	}
+	return rec, n, err
 }
 
-// readLine returns the next line without its newline. A line longer than
-// maxLineBytes is consumed and reported with tooLong set.
-func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
+// quoteParity reports whether b holds an odd number of '"'.
+func quoteParity(b []byte) bool {
+	return bytes.Count(b, []byte{'"'})%2 == 1
+}
+
+// readLine returns the next line without its newline, and whether it holds
+// an odd number of '"' (counted as it is read, over the whole line). A line
+// longer than maxLineBytes is consumed and reported with tooLong set.
+func readLine(br *bufio.Reader) (line []byte, odd, tooLong bool, err error) {
 	line, err = br.ReadSlice('\n')
+	odd = quoteParity(line)
 	if err == nil {
-		return line[:len(line)-1], false, nil
+		return line[:len(line)-1], odd, false, nil
 	}
 	if err != bufio.ErrBufferFull {
-		return line, false, err
+		return line, odd, false, err
 	}
 	buf := append([]byte(nil), line...)
 	for {
 		line, err = br.ReadSlice('\n')
+		odd = odd != quoteParity(line)
 		if len(buf)+len(line) > maxLineBytes {
 			tooLong = true
 		} else {
@@ -917,13 +948,13 @@ func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
 			if !tooLong {
 				buf = buf[:len(buf)-1]
 			}
-			return buf, tooLong, nil
+			return buf, odd, tooLong, nil
 		}
 		if err != bufio.ErrBufferFull {
 			if tooLong {
-				return []byte{0}, true, nil
+				return []byte{0}, odd, true, nil
 			}
-			return buf, false, err
+			return buf, odd, false, err
 		}
 	}
 }

@@ -231,12 +231,14 @@ type UnaryExpr struct {
 	X  Expr
 }
 
-// FuncCall is name(args), name(*), name(DISTINCT args).
+// FuncCall is name(args), name(*), name(DISTINCT args), each optionally
+// followed by FILTER (WHERE cond) (aggregates only; the binder checks).
 type FuncCall struct {
 	Name     Ident
 	Args     []Expr
 	Star     bool
 	Distinct bool
+	Filter   Expr // nil without FILTER
 }
 
 // CaseExpr is CASE [operand] WHEN ... THEN ... [ELSE ...] END.

@@ -51,10 +51,36 @@ func LineCol(sql string, pos int) (line, col int) {
 	return line, col
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("line %d:%d: %s", e.Line, e.Col, e.Msg) }
+func (e *Error) Error() string {
+	return fmt.Sprintf("line %d:%d: %s", e.Line, e.Col, clipText(e.Msg, 300))
+}
+
+// clipText cuts a message longer than max bytes to its start and end (a
+// message may quote a token, and generated SQL can hold huge ones).
+func clipText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	head, tail := max*2/3, max/4
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	t := len(s) - tail
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	return s[:head] + " ... " + s[t:]
+}
 
 // Unwrap returns ErrSyntax.
 func (e *Error) Unwrap() error { return ErrSyntax }
+
+// A line of at most caretLine characters is shown whole; a longer one as
+// caretContext characters on each side of the position.
+const (
+	caretLine    = 200
+	caretContext = 70
+)
 
 // Caret renders the offending line and a caret under the error column:
 //
@@ -62,6 +88,8 @@ func (e *Error) Unwrap() error { return ErrSyntax }
 //	       ^
 //
 // Tabs before the column are reproduced so the caret lines up in a terminal.
+// A line longer than caretLine characters (a generated statement on one
+// line) is shown as an excerpt around the position, cut ends marked "...".
 func (e *Error) Caret() string {
 	pos := e.Pos
 	if pos < 0 {
@@ -77,11 +105,29 @@ func (e *Error) Caret() string {
 	} else {
 		end += pos
 	}
-	line := strings.TrimRight(e.SQL[start:end], "\r")
+	if end > start && e.SQL[end-1] == '\r' {
+		end--
+	}
+	if end < pos {
+		end = pos
+	}
+	from, to := start, end
+	if end-start > caretLine && utf8.RuneCountInString(e.SQL[start:end]) > caretLine {
+		from, to = e.excerpt(start, pos, end)
+	}
 	var b strings.Builder
-	b.WriteString(line)
+	lead := ""
+	if from > start {
+		lead = "..."
+	}
+	b.WriteString(lead)
+	b.WriteString(e.SQL[from:to])
+	if to < end {
+		b.WriteString("...")
+	}
 	b.WriteByte('\n')
-	for _, r := range e.SQL[start:pos] {
+	b.WriteString(strings.Repeat(" ", len(lead)))
+	for _, r := range e.SQL[from:pos] {
 		if r == '\t' {
 			b.WriteByte('\t')
 		} else {
@@ -90,4 +136,19 @@ func (e *Error) Caret() string {
 	}
 	b.WriteByte('^')
 	return b.String()
+}
+
+// excerpt returns the byte range caretContext characters either side of
+// pos within the line [start, end).
+func (e *Error) excerpt(start, pos, end int) (from, to int) {
+	from, to = pos, pos
+	for n := 0; n < caretContext && from > start; n++ {
+		_, size := utf8.DecodeLastRuneInString(e.SQL[start:from])
+		from -= size
+	}
+	for n := 0; n < caretContext && to < end; n++ {
+		_, size := utf8.DecodeRuneInString(e.SQL[to:end])
+		to += size
+	}
+	return from, to
 }

@@ -113,25 +113,29 @@ func format(b *strings.Builder, e Expr, canon bool) {
 		if needsQuote(name) {
 			name = quoteIdent(n.Name.Name)
 		}
-		if n.Star {
-			if name == "count" {
-				b.WriteString("count_star()")
-			} else {
-				b.WriteString(name + "(*)")
+		switch {
+		case n.Star && name == "count":
+			b.WriteString("count_star()")
+		case n.Star:
+			b.WriteString(name + "(*)")
+		default:
+			b.WriteString(name + "(")
+			if n.Distinct {
+				b.WriteString("DISTINCT ")
 			}
-			return
-		}
-		b.WriteString(name + "(")
-		if n.Distinct {
-			b.WriteString("DISTINCT ")
-		}
-		for i, a := range n.Args {
-			if i > 0 {
-				b.WriteString(", ")
+			for i, a := range n.Args {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				format(b, a, canon)
 			}
-			format(b, a, canon)
+			b.WriteByte(')')
 		}
-		b.WriteByte(')')
+		if n.Filter != nil {
+			b.WriteString(" FILTER (WHERE ")
+			format(b, n.Filter, canon)
+			b.WriteByte(')')
+		}
 	case *CaseExpr:
 		b.WriteString("CASE")
 		if n.Operand != nil {

@@ -36,6 +36,7 @@ var parseSeeds = []string{
 	"SELECT extract(minute FROM) FROM t", "SELECT extract(FROM ts) FROM t", "SELECT trim(LEADING FROM) FROM t", "SELECT a->> FROM t",
 	"SELECT substring(x FROM 1 FOR) FROM t", "SELECT substring(x FROM (1 FOR 2)) FROM t", "SELECT \"extract\"(minute FROM ts) FROM t", "SELECT a-->b FROM t",
 	"SELECT f(,) FROM t",
+	"SELECT count(*) FILTER (WHERE a > 1), sum(x) FILTER (WHERE b), count(*) filter FROM t",
 	"SELECT CASE END FROM t",
 	"SELECT INTERVAL '1' FORTNIGHT FROM t",
 	"\tSELECT\n\ta\n\tFROM\n\t",

@@ -97,22 +97,21 @@ func lex(sql string) ([]token, *Error) {
 		case isDigit(c) || (c == '.' && i+1 < len(sql) && isDigit(sql[i+1])):
 			i = lexNumber(sql, i)
 			toks = append(toks, token{kind: tNumber, pos: start, end: i, text: sql[start:i]})
-		case c == '_' || c < utf8.RuneSelf && isASCIILetter(c):
-			for i < len(sql) && isIdentByte(sql[i]) {
-				i++
-			}
-			toks = append(toks, token{kind: tIdent, pos: start, end: i, text: sql[start:i]})
-		case c >= utf8.RuneSelf:
-			r, size := utf8.DecodeRuneInString(sql[i:])
-			if r == utf8.RuneError || !unicode.IsLetter(r) {
-				return nil, Errorf(sql, start, "unexpected character %q", r)
+		case c == '_' || c < utf8.RuneSelf && isASCIILetter(c) || c >= utf8.RuneSelf:
+			// An identifier: a letter (any Unicode letter) or '_', then
+			// letters, digits, '_' or '$'; "aɔ" is one identifier.
+			if c >= utf8.RuneSelf {
+				r, _ := utf8.DecodeRuneInString(sql[i:])
+				if r == utf8.RuneError || !unicode.IsLetter(r) {
+					return nil, Errorf(sql, start, "unexpected character %q", r)
+				}
 			}
 			for i < len(sql) {
 				if isIdentByte(sql[i]) {
 					i++
 					continue
 				}
-				r, size = utf8.DecodeRuneInString(sql[i:])
+				r, size := utf8.DecodeRuneInString(sql[i:])
 				if sql[i] >= utf8.RuneSelf && r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
 					i += size
 					continue

@@ -10,9 +10,11 @@ import (
 	"strings"
 )
 
-// maxDepth bounds expression nesting so hostile input cannot exhaust the
-// stack.
-const maxDepth = 200
+// MaxNesting bounds expression nesting (parentheses, function calls, CASE,
+// prefix operators: each is a level) so hostile input cannot exhaust the
+// stack. A flat chain such as a+b+...+z is one level however long it is;
+// plan bounds its length separately.
+const MaxNesting = 200
 
 // reserved words cannot be used as bare column names or implicit aliases.
 var reserved = map[string]bool{
@@ -670,8 +672,8 @@ func (p *parser) expr() (Expr, *Error) { return p.exprPrec(precOr) }
 func (p *parser) exprPrec(min int) (Expr, *Error) {
 	p.depth++
 	defer func() { p.depth-- }()
-	if p.depth > maxDepth {
-		return nil, p.errAt(p.peek().pos, "expression nested too deeply (more than %d levels)", maxDepth)
+	if p.depth > MaxNesting {
+		return nil, p.errAt(p.peek().pos, "expression nested too deeply (more than %d levels)", MaxNesting)
 	}
 	left, err := p.prefix(min)
 	if err != nil {
@@ -967,10 +969,10 @@ func (p *parser) nameOrCall() (Expr, *Error) {
 			if _, err := p.expectOp(")"); err != nil {
 				return nil, err
 			}
-			return fc, nil
+			return p.filterClause(fc)
 		}
 		if p.acceptOp(")") {
-			return fc, nil
+			return p.filterClause(fc)
 		}
 		if p.acceptKw("DISTINCT") {
 			fc.Distinct = true
@@ -990,7 +992,7 @@ func (p *parser) nameOrCall() (Expr, *Error) {
 		if _, err := p.expectOp(")"); err != nil {
 			return nil, err
 		}
-		return fc, nil
+		return p.filterClause(fc)
 	}
 	if p.isOp(".") {
 		p.next()
@@ -1171,4 +1173,27 @@ func (p *parser) keywordInCall(kws ...string) bool {
 			}
 		}
 	}
+}
+
+// filterClause reads an optional FILTER (WHERE cond) after a call. FILTER
+// is not reserved: only FILTER followed by "(" starts the clause, so
+// "count(*) filter" still aliases the column.
+func (p *parser) filterClause(fc *FuncCall) (Expr, *Error) {
+	if !isKw(p.peek(), "FILTER") || !(p.peekAt(1).kind == tOp && p.peekAt(1).text == "(") {
+		return fc, nil
+	}
+	p.next()
+	p.next()
+	if _, err := p.expectKw("WHERE"); err != nil {
+		return nil, err
+	}
+	cond, err := p.expr()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	fc.Filter = cond
+	return fc, nil
 }

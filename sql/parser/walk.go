@@ -16,6 +16,7 @@ func Walk(e Expr, fn func(Expr) bool) {
 		for _, a := range n.Args {
 			Walk(a, fn)
 		}
+		Walk(n.Filter, fn)
 	case *CaseExpr:
 		Walk(n.Operand, fn)
 		for _, w := range n.Whens {

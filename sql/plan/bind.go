@@ -232,6 +232,12 @@ func (qb *queryBinder) window(kind WindowKind, fn parser.Ident, timeCol parser.I
 	if kind == Hop && w.Slide > w.Size {
 		return nil, b.errAt(args[0].Pos(), "HOP slide (%s) is longer than its size (%s): rows between windows would be dropped; HOP takes the slide first, then the size", ValueText(types.Interv(0, 0, w.Slide)), ValueText(types.Interv(0, 0, w.Size)))
 	}
+	if kind == Hop {
+		if n := w.WindowsPerEvent(); n > MaxHopWindowsPerEvent {
+			return nil, b.errAt(args[0].Pos(), "HOP size %s over slide %s puts each event into %d windows, more than the %d allowed: every event would update that many windows and every group keep that many open; use a longer slide or a shorter size",
+				ValueText(types.Interv(0, 0, w.Size)), ValueText(types.Interv(0, 0, w.Slide)), n, MaxHopWindowsPerEvent)
+		}
+	}
 	return w, nil
 }
 
@@ -621,6 +627,16 @@ func (qb *queryBinder) aggregate(fc *parser.FuncCall, sc *scope) (Expr, error) {
 	key := call.Func + "|" + strconv.FormatBool(call.Distinct)
 	for _, a := range fc.Args {
 		key += "|" + parser.Canonical(a)
+	}
+	if fc.Filter != nil {
+		x, err := b.bindExpr(fc.Filter, &scope{clause: "FILTER (WHERE ...)", q: qb, inAgg: true})
+		if err != nil {
+			return nil, err
+		}
+		if call.Filter, err = b.boolOperand(x, fc.Filter.Pos(), "FILTER (WHERE ...)"); err != nil {
+			return nil, err
+		}
+		key += "|filter|" + parser.Canonical(fc.Filter)
 	}
 	i, ok := qb.aggIndex[key]
 	if !ok {

@@ -78,9 +78,13 @@ func fold(e Expr, operands ...Expr) Expr {
 
 func (b *binder) bindExpr(e parser.Expr, sc *scope) (Expr, error) {
 	b.depth++
-	defer func() { b.depth-- }()
-	if b.depth > 400 {
-		return nil, b.errAt(e.Pos(), "expression nested too deeply")
+	b.chain++
+	defer func() { b.depth--; b.chain-- }()
+	if b.depth > 2*parser.MaxNesting { // the parser's bound is met first; this is a backstop
+		return nil, b.errAt(e.Pos(), "expression nested too deeply (more than %d levels)", parser.MaxNesting)
+	}
+	if b.chain > MaxChain {
+		return nil, b.errAt(e.Pos(), "expression too long: more than %d operators in one expression", MaxChain)
 	}
 	if sc.post {
 		if x, ok, err := sc.q.postLookup(e, sc); ok || err != nil {
@@ -296,8 +300,20 @@ func (b *binder) bindUnary(n *parser.UnaryExpr, sc *scope) (Expr, error) {
 	return fold(r, x), nil
 }
 
+// MaxChain bounds how many binary operators one expression may chain
+// (a+b+...: generated SQL can be long); beyond nesting, which the parser
+// bounds, this keeps evaluation's recursion within reason.
+const MaxChain = 10_000
+
+// MaxNesting is the parser's bound on expression nesting.
+const MaxNesting = parser.MaxNesting
+
 func (b *binder) bindBinary(n *parser.BinaryExpr, sc *scope) (Expr, error) {
+	// The left operand of a chain (a+b+c is (a+b)+c) is length, not
+	// nesting: it does not count as a level.
+	b.depth--
 	l, err := b.bindExpr(n.L, sc)
+	b.depth++
 	if err != nil {
 		return nil, err
 	}
@@ -331,6 +347,14 @@ func (b *binder) bindBinary(n *parser.BinaryExpr, sc *scope) (Expr, error) {
 		return fold(&cmpExpr{op: op, kind: cmpKindOf(t), l: both[0], r: both[1]}, both...), nil
 	}
 	if n.Op == "->" || n.Op == "->>" {
+		// -> and ->> bind as || does and group left to right (PostgreSQL;
+		// DuckDB binds them looser still), so in a || meta->'v' the access
+		// applies to the concatenated text, which is never what was meant
+		// and would fail on every event. Parentheses say it was meant.
+		if c, ok := n.L.(*parser.BinaryExpr); ok && c.Op == "||" {
+			return nil, b.errAt(n.P, "%s applies to the whole concatenation %s on its left, not to %s: -> and ->> bind as loosely as || and group left to right (as in PostgreSQL and DuckDB); write ... || (%s%s%s ...) to read from %s, or parenthesize the concatenation if it is meant",
+				n.Op, parser.Format(c), parser.Format(c.R), parser.Format(c.R), n.Op, parser.Format(n.R), parser.Format(c.R))
+		}
 		x, msg := bindJSONAccess(l, r, n.Op == "->>", "")
 		if msg != "" {
 			return nil, b.errAt(n.P, "%s", msg)

@@ -71,7 +71,9 @@ func (q *Query) Explain() string {
 		case Tumble:
 			fmt.Fprintf(&b, "  window: TUMBLE(%s, size %s)\n", col, us(w.Size))
 		case Hop:
-			fmt.Fprintf(&b, "  window: HOP(%s, slide %s, size %s)\n", col, us(w.Slide), us(w.Size))
+			n := w.WindowsPerEvent()
+			fmt.Fprintf(&b, "  window: HOP(%s, slide %s, size %s), %d windows per event [state: each event updates %d windows; each group keeps up to %d open]\n",
+				col, us(w.Slide), us(w.Size), n, n, n)
 		case Session:
 			fmt.Fprintf(&b, "  window: SESSION(%s, gap %s)\n", col, us(w.Gap))
 		}
@@ -100,6 +102,9 @@ func (q *Query) Explain() string {
 		}
 		if a.Func == "approx_quantile" {
 			args = append(args, ValueText(a.Param))
+		}
+		if a.Filter != nil {
+			d += " filter (where " + a.Filter.String() + ")"
 		}
 		fmt.Fprintf(&b, "  agg #%d: %s(%s)%s -> %s%s\n", q.AggOffset()+i, a.Func, strings.Join(args, ", "), d, a.Type, aggStateCost(&a))
 	}

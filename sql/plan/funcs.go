@@ -54,6 +54,7 @@ func init() {
 		"epoch_us":            {1, 1, bindEpochUs},
 		"epoch":               {1, 1, bindEpoch},
 		"to_timestamp":        {1, 1, bindToTimestamp},
+		"strftime":            {2, 2, bindStrftime},
 		"json_extract":        {2, 2, bindJSONExtract},
 		"json_extract_string": {2, 2, bindJSONExtract},
 	}
@@ -102,6 +103,9 @@ var windowBoundFuncs = map[string]struct {
 
 func (b *binder) bindCall(n *parser.FuncCall, sc *scope) (Expr, error) {
 	name := strings.ToLower(n.Name.Name)
+	if n.Filter != nil && !aggFuncs[name] {
+		return nil, b.errAt(n.Filter.Pos(), "FILTER (WHERE ...) applies to aggregate functions, and %s is not one", name)
+	}
 	switch {
 	case aggFuncs[name]:
 		switch {

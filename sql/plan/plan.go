@@ -128,6 +128,27 @@ type Window struct {
 	Gap     int64 // SESSION: the quiet span that closes a session
 }
 
+// MaxHopWindowsPerEvent bounds a HOP's size/slide ratio: the number of
+// windows each event falls into. Every event updates that many windows and
+// every group keeps that many open, so the ratio multiplies both the work
+// per event and the state. 10,000 admits the usual shapes (1 hour every
+// second is 3,600 windows, 1 day every minute 1,440, 1 week every hour 168)
+// and refuses the ones that exhaust memory (1 day every second is 86,400).
+const MaxHopWindowsPerEvent = 10_000
+
+// WindowsPerEvent returns how many windows an event falls into at most:
+// ceil(size/slide) for HOP, 1 for TUMBLE and SESSION.
+func (w *Window) WindowsPerEvent() int64 {
+	if w.Kind != Hop || w.Slide <= 0 {
+		return 1
+	}
+	n := w.Size / w.Slide
+	if w.Size%w.Slide != 0 {
+		n++
+	}
+	return n
+}
+
 // KeyKind says what a key term is.
 type KeyKind uint8
 
@@ -159,6 +180,9 @@ type AggCall struct {
 	// added by the binder.
 	Args     []Expr
 	Distinct bool
+	// Filter is FILTER (WHERE cond) over the source row: the aggregate sees
+	// only rows for which it is true. nil without FILTER.
+	Filter Expr
 	// Param is a constant parameter: approx_quantile's fraction (DOUBLE).
 	Param types.Value
 	// Type is the result type, following DuckDB: count -> BIGINT;

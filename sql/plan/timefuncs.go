@@ -2,6 +2,7 @@ package plan
 
 import (
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/ubiksql/ubik/types"
@@ -428,10 +429,10 @@ func bindEpoch(b *binder, name string, args []Expr) (Expr, string) {
 	return epochOf(name, args[0], types.Double, func(us int64) types.Value { return types.Float(float64(us) / 1e6) })
 }
 
-func epochOf(name string, x Expr, t types.Type, f func(int64) types.Value) (Expr, string) {
-	x, msg := timeArg(x, name)
+func epochOf(name string, arg Expr, t types.Type, f func(int64) types.Value) (Expr, string) {
+	x, msg := timeArg(arg, name)
 	if msg != "" {
-		return nil, name + " needs a TIMESTAMP (or DATE; epoch_ms also takes BIGINT milliseconds), got " + x.Type().String()
+		return nil, name + " needs a TIMESTAMP (or DATE; epoch_ms also takes BIGINT milliseconds), got " + arg.Type().String()
 	}
 	return &funcExpr{name: name, args: []Expr{x}, t: t, strict: true,
 		fn1: func(_ *funcExpr, v types.Value) (types.Value, error) { return f(micros(v)), nil }}, ""
@@ -457,4 +458,165 @@ func bindToTimestamp(b *binder, name string, args []Expr) (Expr, string) {
 			}
 			return types.TS(int64(us)), nil
 		}}, ""
+}
+
+// bindStrftime is strftime(ts, format): the timestamp (or date) as text,
+// with DuckDB's (C's) format specifiers. The format is a constant, checked
+// and compiled once; an unknown specifier is a compile error.
+func bindStrftime(b *binder, name string, args []Expr) (Expr, string) {
+	x, msg := timeArg(args[0], name)
+	if msg != "" {
+		return nil, msg
+	}
+	c, ok := args[1].(*Const)
+	if !ok || c.T.Kind != types.KindVarchar {
+		return nil, "strftime's format must be a constant string, as in strftime(ts, '%Y-%m-%d')"
+	}
+	if c.V.Null {
+		return &Const{V: types.NullOf(types.Varchar), T: types.Varchar, Text: "NULL"}, ""
+	}
+	f, msg := compileStrftime(c.V.S)
+	if msg != "" {
+		return nil, msg
+	}
+	return &funcExpr{name: name, args: []Expr{x, args[1]}, t: types.Varchar, strict: true,
+		fn1: func(_ *funcExpr, v types.Value) (types.Value, error) {
+			return types.Str(string(f(nil, micros(v)))), nil
+		}}, ""
+}
+
+var (
+	weekdayNames = [7]string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
+	monthNames   = [12]string{"January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"}
+)
+
+// compileStrftime turns a strftime format into an appender.
+func compileStrftime(format string) (func(dst []byte, us int64) []byte, string) {
+	type step struct {
+		lit  string
+		spec byte
+		pad  bool
+	}
+	var steps []step
+	lit := []byte{}
+	for i := 0; i < len(format); i++ {
+		ch := format[i]
+		if ch != '%' {
+			lit = append(lit, ch)
+			continue
+		}
+		pad := true
+		i++
+		if i < len(format) && format[i] == '-' {
+			pad = false
+			i++
+		}
+		if i >= len(format) {
+			return nil, "strftime: the format ends in a lone %"
+		}
+		sp := format[i]
+		valid := strings.IndexByte("aAbBdfgHIjmMpSuwyY%", sp) >= 0
+		if !pad {
+			valid = strings.IndexByte("dmHIMSj", sp) >= 0
+		}
+		if !valid {
+			spec := "%" + string(sp)
+			if !pad {
+				spec = "%-" + string(sp)
+			}
+			return nil, "strftime: unsupported format specifier " + spec + " (supported: %a %A %b %B %d %f %g %H %I %j %m %M %p %S %u %w %y %Y %%, and %-d %-m %-H %-I %-M %-S %-j without padding)"
+		}
+		if sp == '%' {
+			lit = append(lit, '%')
+			continue
+		}
+		if len(lit) > 0 {
+			steps = append(steps, step{lit: string(lit)})
+			lit = lit[:0]
+		}
+		steps = append(steps, step{spec: sp, pad: pad})
+	}
+	if len(lit) > 0 {
+		steps = append(steps, step{lit: string(lit)})
+	}
+	num := func(dst []byte, v int64, width int, pad bool) []byte {
+		s := strconv.FormatInt(v, 10)
+		if pad {
+			for n := len(s); n < width; n++ {
+				dst = append(dst, '0')
+			}
+		}
+		return append(dst, s...)
+	}
+	return func(dst []byte, us int64) []byte {
+		days := floorDiv(us, usPerDay)
+		tod := us - days*usPerDay
+		y, m, d := types.CivilFromDays(days)
+		h := tod / usPerHour
+		for _, st := range steps {
+			if st.spec == 0 {
+				dst = append(dst, st.lit...)
+				continue
+			}
+			switch st.spec {
+			case 'Y':
+				if y < 0 {
+					dst = append(dst, '-')
+					dst = num(dst, -y, 4, true)
+				} else {
+					dst = num(dst, y, 4, true)
+				}
+			case 'y':
+				dst = num(dst, ((y%100)+100)%100, 2, true)
+			case 'm':
+				dst = num(dst, int64(m), 2, st.pad)
+			case 'd':
+				dst = num(dst, int64(d), 2, st.pad)
+			case 'H':
+				dst = num(dst, h, 2, st.pad)
+			case 'I':
+				h12 := h % 12
+				if h12 == 0 {
+					h12 = 12
+				}
+				dst = num(dst, h12, 2, st.pad)
+			case 'p':
+				if h < 12 {
+					dst = append(dst, "AM"...)
+				} else {
+					dst = append(dst, "PM"...)
+				}
+			case 'M':
+				dst = num(dst, tod/usPerMin%60, 2, st.pad)
+			case 'S':
+				dst = num(dst, tod/usPerSec%60, 2, st.pad)
+			case 'f':
+				dst = num(dst, tod%usPerSec, 6, true)
+			case 'g':
+				dst = num(dst, tod%usPerSec/1000, 3, true)
+			case 'j':
+				dst = num(dst, days-types.DaysFromCivil(y, 1, 1)+1, 3, st.pad)
+			case 'a', 'A', 'w', 'u':
+				wd := (days%7 + 11) % 7 // 1970-01-01 was a Thursday (4)
+				switch st.spec {
+				case 'a':
+					dst = append(dst, weekdayNames[wd][:3]...)
+				case 'A':
+					dst = append(dst, weekdayNames[wd]...)
+				case 'w':
+					dst = num(dst, wd, 1, false)
+				default:
+					if wd == 0 {
+						wd = 7
+					}
+					dst = num(dst, wd, 1, false)
+				}
+			case 'b':
+				dst = append(dst, monthNames[m-1][:3]...)
+			case 'B':
+				dst = append(dst, monthNames[m-1]...)
+			}
+		}
+		return dst
+	}, ""
 }
