@@ -693,11 +693,11 @@ func (o *Operator) CloseOpenWindows() error {
 	switch {
 	case o.buckets != nil:
 		for _, b := range o.buckets {
-			wm = max(wm, b.end+o.lateness)
+			wm = max(wm, satAdd(b.end, o.lateness))
 		}
 	case o.sessions != nil:
 		for _, r := range o.closeHeap.refs {
-			wm = max(wm, o.groupEnd(r.g)+o.lateness)
+			wm = max(wm, satAdd(o.groupEnd(r.g), o.lateness))
 		}
 	}
 	return o.AdvanceWatermark(wm)
