@@ -289,6 +289,10 @@ func NewCluster(opts ...Opt) (*Cluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("loading persisted state: %w", err)
 		}
+		// ubik patch: start the log cleaner for the loaded topics, which
+		// otherwise starts only when a topic is created or a config is
+		// altered, so a restarted cluster did not compact until then.
+		c.refreshCompactTicker()
 	}
 
 	if !loaded {

@@ -1333,6 +1333,15 @@ func (pd *partData) isBatchAborted(batch *partBatch) bool {
 
 // compact removes superseded records from a compactable partition.
 // The last batch is treated as the active segment and is never compacted.
+//
+// ubik patch: like Apache Kafka's cleaner, compaction works only below the
+// last stable offset. A batch at or past the LSO belongs to (or follows) a
+// transaction that is still open: its records neither count as a key's
+// latest value nor are removed, so an open transaction that rewrites key K
+// and then aborts leaves K's committed value in place. Compaction also no
+// longer moves the log start offset: Kafka's cleaned segments keep their
+// base offsets, so an offset that was valid stays valid (a fetch from it
+// reads from the next surviving batch) instead of becoming out of range.
 func (c *Cluster) compact(pd *partData, topic string) {
 	if !pd.hasNBatches(2) { // need at least 2 batches: compaction keeps the last batch unconditionally
 		return
@@ -1350,17 +1359,28 @@ func (c *Cluster) compact(pd *partData, topic string) {
 	}
 	now := time.Now().UnixMilli()
 
-	// Cleanable range is all batches except the last (active) batch.
-	// We stream batches from disk in each pass to avoid holding all
-	// decoded batches in memory at once.
-	cleanableEnd := total - 1
+	// Cleanable range: the batches before the last (active) batch that end
+	// below the LSO. Batches are in offset order, so the range is a prefix
+	// of cleanable batches. We stream batches from disk in each pass to
+	// avoid holding all decoded batches in memory at once.
+	cleanable := 0
+	pd.eachBatchMeta(func(_, _ int, m *batchMeta) bool {
+		if cleanable >= total-1 || m.firstOffset+int64(m.lastOffsetDelta) >= pd.lastStableOffset {
+			return false
+		}
+		cleanable++
+		return true
+	})
+	if cleanable == 0 {
+		return
+	}
 
 	// Pass 1: stream batches to build key => highest offset map.
 	keyOffsets := make(map[string]int64)
 	n := 0
 	ok := true
 	pd.eachBatchMeta(func(si, _ int, m *batchMeta) bool {
-		if n >= cleanableEnd {
+		if n >= cleanable {
 			return false
 		}
 		n++
@@ -1390,21 +1410,23 @@ func (c *Cluster) compact(pd *partData, topic string) {
 		return
 	}
 
-	// Pass 2: stream batches again, filtering and keeping survivors.
+	// Pass 2: stream batches again, filtering the cleanable ones and
+	// keeping the rest (from the LSO on, and the active batch) unchanged.
 	// Also track which PIDs still have surviving data batches.
 	survivingPIDs := make(map[int64]bool)
-	var kept []*partBatch
+	var kept, dirty []*partBatch
 	n = 0
 	pd.eachBatchMeta(func(si, _ int, m *batchMeta) bool {
-		if n >= cleanableEnd {
-			return false
-		}
 		n++
 		batch, err := c.readBatchFull(pd, si, m)
 		if err != nil {
 			c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: read batch pass 2: %v", pd.t, pd.p, err)
 			ok = false
 			return false
+		}
+		if n > cleanable {
+			dirty = append(dirty, batch)
+			return true
 		}
 		if batch.Attributes&0x0020 != 0 {
 			// Stash control batches for pass 3 filtering.
@@ -1457,36 +1479,42 @@ func (c *Cluster) compact(pd *partData, topic string) {
 	}
 
 	// Pass 3: filter control batches - keep only if PID has surviving data.
-	// Control batches are functionally inert in kfake (read_committed is
-	// driven by pd.abortedTxns and LSO, not control batches), but we
-	// match real Kafka's compaction behavior for fidelity.
+	//
+	// ubik patch: a control batch is not inert to a client. A fetch lists
+	// the aborted transactions from pd.abortedTxns, and a read_committed
+	// client drops every later batch of that producer ID until it reads
+	// the transaction's ABORT marker. Dropping the marker while its entry
+	// stays listed made clients discard the producer's committed records
+	// after it. So when a marker goes, its entry goes too: the marker is
+	// below the LSO, so its transaction's records (which precede it) were
+	// all in the cleanable range and pass 2 dropped them as aborted.
+	// Kafka's cleaner likewise rebuilds the cleaned segments' transaction
+	// index from the markers it keeps.
+	droppedMarkers := make(map[int64]bool)
 	filtered := kept[:0]
 	for _, batch := range kept {
 		isControl := batch.Attributes&0x0020 != 0
 		if isControl && !survivingPIDs[batch.ProducerID] {
+			droppedMarkers[batch.FirstOffset] = true
 			continue
 		}
 		filtered = append(filtered, batch)
 	}
-	kept = filtered
-
-	// Read the last (active) batch - always kept unconditionally.
-	lastSeg := &pd.segments[len(pd.segments)-1]
-	lastIdx := len(lastSeg.index) - 1
-	lastBatch, err := c.readBatchFull(pd, len(pd.segments)-1, &lastSeg.index[lastIdx])
-	if err != nil {
-		c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: read last batch: %v", pd.t, pd.p, err)
-		return
+	kept = append(filtered, dirty...)
+	if len(droppedMarkers) > 0 {
+		aborted := pd.abortedTxns[:0]
+		for _, a := range pd.abortedTxns {
+			if !droppedMarkers[a.lastOffset] {
+				aborted = append(aborted, a)
+			}
+		}
+		pd.abortedTxns = aborted
 	}
-	kept = append(kept, lastBatch)
 
 	// Rebuild partition metadata.
 	pd.nbytes = 0
 	for _, b := range kept {
 		pd.nbytes += int64(b.nbytes)
-	}
-	if len(kept) > 0 {
-		pd.logStartOffset = kept[0].FirstOffset
 	}
 
 	// Rebuild segments and batchMeta from compacted batches.

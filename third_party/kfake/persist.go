@@ -441,6 +441,7 @@ type (
 		TxID    string `json:"txid,omitempty"`
 		Timeout int32  `json:"timeout,omitempty"`
 		Commit  *bool  `json:"commit,omitempty"`
+		Fence   int16  `json:"fence,omitempty"` // ubik patch: pidinfo.fenceEpoch
 	}
 )
 
@@ -960,6 +961,7 @@ func (c *Cluster) savePIDsLog(fsys fs, dir string) error {
 			PID:   pidinf.id,
 			Epoch: pidinf.epoch,
 			TxID:  pidinf.txid,
+			Fence: pidinf.fenceEpoch,
 		}
 		if pidinf.txid != "" {
 			entry.Timeout = pidinf.txTimeout
@@ -1580,6 +1582,7 @@ func (c *Cluster) loadPIDsLog(fsys fs, dir string) error {
 				txid:       entry.TxID,
 				txTimeout:  entry.Timeout,
 				lastActive: time.Now(),
+				fenceEpoch: entry.Fence,
 			}
 			if entry.Commit != nil {
 				pidinf.lastWasCommit = *entry.Commit

@@ -71,6 +71,15 @@ type (
 		lastActive time.Time // last time this transactional ID was used
 		inTx       bool
 
+		// ubik patch: fenceEpoch is the epoch handed to the last new
+		// instance of this transactional ID (an InitProducerID without a
+		// producer ID). An InitProducerID that names this producer ID
+		// with an older epoch comes from a fenced instance and is refused
+		// with PRODUCER_FENCED, as on Kafka; without this check a zombie
+		// could take its epoch back and abort the new instance's
+		// transaction.
+		fenceEpoch int16
+
 		// Whether the last completed transaction was a commit (true)
 		// or abort (false). Used for EndTxn retry detection: if the
 		// client retries an EndTxn after the transaction already
@@ -228,8 +237,9 @@ func (pids *pids) doInitProducerID(creq *clientReq) kmsg.Response {
 			return resp
 		}
 		// Accept current or stale epoch (recovery after timeout
-		// bump). Only reject epochs above the server's.
-		if req.ProducerEpoch > pidinf.epoch {
+		// bump). Only reject epochs above the server's, and (ubik
+		// patch) epochs of an instance that a newer one has fenced.
+		if req.ProducerEpoch > pidinf.epoch || req.ProducerEpoch < pidinf.fenceEpoch {
 			resp.ErrorCode = kerr.ProducerFenced.Code
 			return resp
 		}
@@ -243,7 +253,7 @@ func (pids *pids) doInitProducerID(creq *clientReq) kmsg.Response {
 		pidinf.lastActive = time.Now()
 		resp.ProducerID = pidinf.id
 		resp.ProducerEpoch = pidinf.epoch
-		pids.c.persistPIDEntry(pidLogEntry{Type: "init", PID: pidinf.id, Epoch: pidinf.epoch, TxID: pidinf.txid, Timeout: pidinf.txTimeout})
+		pids.c.persistPIDEntry(pidLogEntry{Type: "init", PID: pidinf.id, Epoch: pidinf.epoch, TxID: pidinf.txid, Timeout: pidinf.txTimeout, Fence: pidinf.fenceEpoch})
 		return resp
 	}
 
@@ -252,7 +262,7 @@ func (pids *pids) doInitProducerID(creq *clientReq) kmsg.Response {
 	id, epoch := pids.create(req.TransactionalID, req.TransactionTimeoutMillis)
 	resp.ProducerID = id
 	resp.ProducerEpoch = epoch
-	pids.c.persistPIDEntry(pidLogEntry{Type: "init", PID: id, Epoch: epoch, TxID: *req.TransactionalID, Timeout: req.TransactionTimeoutMillis})
+	pids.c.persistPIDEntry(pidLogEntry{Type: "init", PID: id, Epoch: epoch, TxID: *req.TransactionalID, Timeout: req.TransactionTimeoutMillis, Fence: epoch})
 	return resp
 }
 
@@ -573,7 +583,7 @@ func (pids *pids) doEnd(creq *clientReq) kmsg.Response {
 			pidinf.lastWasCommit = false
 			resp.ProducerID = pidinf.id
 			resp.ProducerEpoch = pidinf.epoch
-			pids.c.persistPIDEntry(pidLogEntry{Type: "init", PID: pidinf.id, Epoch: pidinf.epoch, TxID: pidinf.txid, Timeout: pidinf.txTimeout})
+			pids.c.persistPIDEntry(pidLogEntry{Type: "init", PID: pidinf.id, Epoch: pidinf.epoch, TxID: pidinf.txid, Timeout: pidinf.txTimeout, Fence: pidinf.fenceEpoch})
 			return resp
 		}
 		// Retry detection: return success if the retry matches the
@@ -601,7 +611,7 @@ func (pids *pids) doEnd(creq *clientReq) kmsg.Response {
 		pidinf = pids.bumpEpoch(pidinf)
 		resp.ProducerID = pidinf.id
 		resp.ProducerEpoch = pidinf.epoch
-		pids.c.persistPIDEntry(pidLogEntry{Type: "init", PID: pidinf.id, Epoch: pidinf.epoch, TxID: pidinf.txid, Timeout: pidinf.txTimeout})
+		pids.c.persistPIDEntry(pidLogEntry{Type: "init", PID: pidinf.id, Epoch: pidinf.epoch, TxID: pidinf.txid, Timeout: pidinf.txTimeout, Fence: pidinf.fenceEpoch})
 	}
 
 	return resp
@@ -698,6 +708,7 @@ func (pids *pids) create(txidp *string, txTimeout int32) (int64, int16) {
 			}
 			pidinf = pids.bumpEpoch(pidinf)
 			pidinf.lastActive = time.Now()
+			pidinf.fenceEpoch = pidinf.epoch // ubik patch: fence older instances
 			return pidinf.id, pidinf.epoch
 		}
 	}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// startRun runs the command with args on a free port, waits for "ready" and
+// returns its address and a function that stops it with SIGTERM and checks
+// it exits 0.
+func startRun(t *testing.T, args ...string) (string, func()) {
+	t.Helper()
+	port := freePort(t)
+	pr, pw := io.Pipe()
+	stop := make(chan os.Signal, 1)
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(append([]string{"--port", strconv.Itoa(port)}, args...), pw, io.Discard, stop)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("first stdout line %q, %v; want ready", line, err)
+	}
+	go io.Copy(io.Discard, pr)
+	stopped := false
+	halt := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		stop <- syscall.SIGTERM
+		select {
+		case code := <-exit:
+			if code != 0 {
+				t.Errorf("exit status %d after SIGTERM, want 0", code)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("no exit 30s after SIGTERM")
+		}
+	}
+	t.Cleanup(halt)
+	return "127.0.0.1:" + strconv.Itoa(port), halt
+}
+
+// TestCompactionAfterRestart: a broker restarted on the same --data-dir
+// compacts its compacted topics on its own schedule, without a topic being
+// created or a config altered first.
+func TestCompactionAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := testCtx(t)
+	addr, halt := startRun(t, "--data-dir", dir)
+	compactedTopic(t, ctx, addr, "c")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce(t, ctx, cl, "c", "K=a")
+	cl.Close()
+	halt()
+
+	addr, _ = startRun(t, "--data-dir", dir)
+	cl = newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produce(t, ctx, cl, "c", "K=b", "F=f")
+	// The cleaner runs every second (log.cleaner.backoff.ms=1000).
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got, _ := snapshot(t, ctx, addr, "c", false)
+		if strings.Join(got, " ") == "K=b F=f" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("15s after the restart the topic still reads %q, want [K=b F=f]: the cleaner did not run", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
