@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"os"
 	"strconv"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // startRun runs the command with args on a free port, waits for "ready" and
@@ -81,5 +84,58 @@ func TestCompactionAfterRestart(t *testing.T) {
 			t.Fatalf("15s after the restart the topic still reads %q, want [K=b F=f]: the cleaner did not run", got)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestFencingSurvivesRestart: after a broker restart on the same --data-dir,
+// a producer fenced before the restart still cannot re-initialize its old
+// epoch, while the instance that fenced it can.
+func TestFencingSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := testCtx(t)
+	addr, halt := startRun(t, "--data-dir", dir)
+	createTopic(t, ctx, addr, "s", 1, nil)
+	old, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("z"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := old.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, ctx, old, "s", "K=v")
+	oldID, oldEpoch, err := old.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	freshID, freshEpoch, err := fresh.ProducerID(ctx)
+	fresh.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	halt()
+
+	addr, _ = startRun(t, "--data-dir", dir)
+	cl := newClient(t, addr)
+	initPID := func(id int64, epoch int16) error {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID = kmsg.StringPtr("z")
+		req.TransactionTimeoutMillis = 60000
+		req.ProducerID, req.ProducerEpoch = id, epoch
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err := initPID(oldID, oldEpoch); !errors.Is(err, kerr.ProducerFenced) {
+		t.Errorf("after the restart, InitProducerID with the fenced epoch %d: %v, want PRODUCER_FENCED", oldEpoch, err)
+	}
+	if err := initPID(freshID, freshEpoch); err != nil {
+		t.Errorf("after the restart, InitProducerID with the current epoch %d: %v", freshEpoch, err)
 	}
 }
