@@ -139,3 +139,31 @@ func TestFencingSurvivesRestart(t *testing.T) {
 		t.Errorf("after the restart, InitProducerID with the current epoch %d: %v", freshEpoch, err)
 	}
 }
+
+// TestBrokerCrashAbortsOpenTxn: a broker that crashes with a transaction open
+// aborts it when it comes back (as Kafka's coordinator does), and the same
+// producer's later committed records are readable: the abort is closed by an
+// ABORT marker, without which a read_committed client would drop every
+// later batch of that producer id.
+func TestBrokerCrashAbortsOpenTxn(t *testing.T) {
+	dir, crashed := t.TempDir(), t.TempDir()
+	ctx := testCtx(t)
+	c, addr := testBroker(t, "--data-dir", dir)
+	createTopic(t, ctx, addr, "s", 1, nil)
+	p := txnClient(t, addr, "p")
+	inTxn(t, ctx, p, "s", true, "K=v1")
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, ctx, p, "s", "K=v2")
+	// A copy of the data directory taken now is what a kill -9 leaves.
+	if err := os.CopyFS(crashed, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	_, addr = testBroker(t, "--data-dir", crashed)
+	q := txnClient(t, addr, "p")
+	inTxn(t, ctx, q, "s", true, "K=v3")
+	wantRecords(t, ctx, addr, "s", true, "K=v1", "K=v3")
+}

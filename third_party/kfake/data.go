@@ -108,6 +108,11 @@ type (
 		p           int32
 		dir         string
 
+		// ubik patch: crashOpenTxns are the abortedTxns entries a full
+		// replay made for transactions a crash left open; loadFromDisk
+		// writes their ABORT markers and empties it.
+		crashOpenTxns []abortedTxnEntry
+
 		highWatermark    int64
 		lastStableOffset int64
 		logStartOffset   int64

@@ -1089,6 +1089,39 @@ func (c *Cluster) loadFromDisk() (bool, error) {
 			pidinf.epoch++
 		}
 	}
+	// ubik patch: close each transaction the crash left open with an ABORT
+	// marker, as Kafka's coordinator does when it aborts one. A fetch lists
+	// the aborted transaction, and a read_committed client drops every
+	// later batch of its producer ID until it reads that producer's ABORT
+	// marker: without one, the producer's later committed records (it
+	// keeps its producer ID across InitProducerID) were never delivered.
+	for _, ps := range c.data.tps {
+		for _, pd := range ps {
+			for _, open := range pd.crashOpenTxns {
+				pid := open.producerID
+				var epoch int16
+				if pidinf, ok := c.pids.ids[pid]; ok {
+					epoch = pidinf.epoch
+				}
+				b, nbytes := txnMarkerBatch(pid, epoch, false, 0)
+				off := c.pushBatch(pd, nbytes, b, false)
+				if off < 0 {
+					return false, fmt.Errorf("partition %s-%d: writing the ABORT marker of producer %d's crashed transaction failed", pd.t, pd.p, pid)
+				}
+				for i := range pd.abortedTxns {
+					if pd.abortedTxns[i] == open {
+						pd.abortedTxns[i].lastOffset = off
+					}
+				}
+			}
+			if len(pd.crashOpenTxns) > 0 {
+				slices.SortFunc(pd.abortedTxns, func(a, b abortedTxnEntry) int {
+					return cmp.Compare(a.lastOffset, b.lastOffset)
+				})
+				pd.crashOpenTxns = nil
+			}
+		}
+	}
 
 	if err := errors.Join(
 		c.loadGroupsLog(fsys, dir),
@@ -1392,6 +1425,7 @@ func (c *Cluster) loadPartitionFullReplay(pd *partData, segFiles []int64, fsys f
 				firstOffset: firstOff,
 				lastOffset:  last,
 			})
+			pd.crashOpenTxns = append(pd.crashOpenTxns, pd.abortedTxns[len(pd.abortedTxns)-1])
 			crashAbortedPIDs[pid] = struct{}{}
 		}
 		crashAbortedMu.Unlock()
