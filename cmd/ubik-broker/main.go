@@ -1,11 +1,13 @@
 // Command ubik-broker runs an in-memory (or on-disk, with --data-dir)
 // Kafka-protocol broker for scripts, the CLI and end-to-end tests: franz-go's
-// kfake cluster bound to 127.0.0.1.
+// kfake cluster (the patched copy in third_party/kfake) bound to 127.0.0.1.
 //
 // Topic auto-creation is off by default, as on a production cluster: code
 // under test must create its topics (tests that pass only because a broker
 // auto-created a topic would fail against real Kafka). The log cleaner runs
-// every second by default so that compaction is observable in a test.
+// every second by default so that compaction is observable in a test, also
+// after a restart on the same --data-dir; like Kafka's, it cleans only below
+// the last stable offset, so an open transaction is never compacted.
 //
 // It prints "ready" on stdout once every listener is bound, and exits with
 // status 0 on SIGTERM or SIGINT after closing the cluster (which flushes the

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// startRun runs the command with args on a free port, waits for "ready" and
+// returns its address and a function that stops it with SIGTERM and checks
+// it exits 0.
+func startRun(t *testing.T, args ...string) (string, func()) {
+	t.Helper()
+	port := freePort(t)
+	pr, pw := io.Pipe()
+	stop := make(chan os.Signal, 1)
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(append([]string{"--port", strconv.Itoa(port)}, args...), pw, io.Discard, stop)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("first stdout line %q, %v; want ready", line, err)
+	}
+	go io.Copy(io.Discard, pr)
+	stopped := false
+	halt := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		stop <- syscall.SIGTERM
+		select {
+		case code := <-exit:
+			if code != 0 {
+				t.Errorf("exit status %d after SIGTERM, want 0", code)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("no exit 30s after SIGTERM")
+		}
+	}
+	t.Cleanup(halt)
+	return "127.0.0.1:" + strconv.Itoa(port), halt
+}
+
+// TestCompactionAfterRestart: a broker restarted on the same --data-dir
+// compacts its compacted topics on its own schedule, without a topic being
+// created or a config altered first.
+func TestCompactionAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := testCtx(t)
+	addr, halt := startRun(t, "--data-dir", dir)
+	compactedTopic(t, ctx, addr, "c")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce(t, ctx, cl, "c", "K=a")
+	cl.Close()
+	halt()
+
+	addr, _ = startRun(t, "--data-dir", dir)
+	cl = newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produce(t, ctx, cl, "c", "K=b", "F=f")
+	// The cleaner runs every second (log.cleaner.backoff.ms=1000).
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got, _ := snapshot(t, ctx, addr, "c", false)
+		if strings.Join(got, " ") == "K=b F=f" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("15s after the restart the topic still reads %q, want [K=b F=f]: the cleaner did not run", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestFencingSurvivesRestart: after a broker restart on the same --data-dir,
+// a producer fenced before the restart still cannot re-initialize its old
+// epoch, while the instance that fenced it can.
+func TestFencingSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := testCtx(t)
+	addr, halt := startRun(t, "--data-dir", dir)
+	createTopic(t, ctx, addr, "s", 1, nil)
+	old, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("z"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := old.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, ctx, old, "s", "K=v")
+	oldID, oldEpoch, err := old.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	freshID, freshEpoch, err := fresh.ProducerID(ctx)
+	fresh.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	halt()
+
+	addr, _ = startRun(t, "--data-dir", dir)
+	cl := newClient(t, addr)
+	initPID := func(id int64, epoch int16) error {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID = kmsg.StringPtr("z")
+		req.TransactionTimeoutMillis = 60000
+		req.ProducerID, req.ProducerEpoch = id, epoch
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err := initPID(oldID, oldEpoch); !errors.Is(err, kerr.ProducerFenced) {
+		t.Errorf("after the restart, InitProducerID with the fenced epoch %d: %v, want PRODUCER_FENCED", oldEpoch, err)
+	}
+	if err := initPID(freshID, freshEpoch); err != nil {
+		t.Errorf("after the restart, InitProducerID with the current epoch %d: %v", freshEpoch, err)
+	}
+}
+
+// TestBrokerCrashAbortsOpenTxn: a broker that crashes with a transaction open
+// aborts it when it comes back (as Kafka's coordinator does), and the same
+// producer's later committed records are readable: the abort is closed by an
+// ABORT marker, without which a read_committed client would drop every
+// later batch of that producer id.
+func TestBrokerCrashAbortsOpenTxn(t *testing.T) {
+	dir, crashed := t.TempDir(), t.TempDir()
+	ctx := testCtx(t)
+	c, addr := testBroker(t, "--data-dir", dir)
+	createTopic(t, ctx, addr, "s", 1, nil)
+	p := txnClient(t, addr, "p")
+	inTxn(t, ctx, p, "s", true, "K=v1")
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, ctx, p, "s", "K=v2")
+	// A copy of the data directory taken now is what a kill -9 leaves.
+	if err := os.CopyFS(crashed, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	_, addr = testBroker(t, "--data-dir", crashed)
+	q := txnClient(t, addr, "p")
+	inTxn(t, ctx, q, "s", true, "K=v3")
+	wantRecords(t, ctx, addr, "s", true, "K=v1", "K=v3")
+}
