@@ -168,7 +168,7 @@ func (d *Decoder) scanValue(s *scanner, col int) bool {
 		}
 		switch c.Type.Kind {
 		case types.KindVarchar:
-			d.row[col] = types.Value{Kind: types.KindVarchar, S: bytesString(b)}
+			d.row[col] = types.Value{Kind: types.KindVarchar, S: bytesString(repairUTF8(b))}
 		case types.KindTimestamp:
 			us, err := d.ts.Parse(b)
 			if err != nil {
@@ -184,9 +184,17 @@ func (d *Decoder) scanValue(s *scanner, col int) bool {
 		}
 		return true
 	case types.KindDouble:
+		start := s.i
 		num, ok := s.number()
 		if !ok {
-			return false
+			s.i = start
+			x, n := nonFinite(s.b[s.i:])
+			if n == 0 {
+				return false
+			}
+			s.i += n
+			d.row[col] = types.Float(x)
+			return true
 		}
 		x, ok := simpleFloat(num)
 		if !ok {
@@ -505,6 +513,12 @@ func (s *scanner) skipValue(depth int) bool {
 	case 'n':
 		return s.lit("null")
 	}
-	_, ok := s.number()
-	return ok
+	start := s.i
+	if _, ok := s.number(); ok {
+		return true
+	}
+	s.i = start
+	_, n := nonFinite(s.b[s.i:])
+	s.i += n
+	return n > 0
 }

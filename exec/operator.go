@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"unicode/utf8"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/sql/plan"
@@ -102,15 +103,15 @@ type Operator struct {
 	q   *plan.Query
 	cfg Config
 
-	keyExprs   []int        // indexes of KeyExpr terms in q.Keys
-	keyTypes   []types.Type // their types, to decode group keys
-	cellsBuf   []types.Value
+	keyExprs   []int           // indexes of KeyExpr terms in q.Keys
+	keyTypes   []types.Type    // their types, to decode group keys
 	cellsOut   []types.Value   // decoded key cells of the group being emitted
 	lateBuf    []types.Value   // key cells of a late event
+	lateCells  []types.Value   // its GROUP BY cells, decoded from keyBuf
 	groupBytes int64           // state estimate per (group, window), besides its key
 	argBuf     [][]types.Value // per aggregate: evaluated arguments of the current row
 	keyBuf     []byte          // binary group key of the current row
-	keyCols    []int           // per key expression: its source column when it is a bare column, else -1
+	keys       *GroupKeys      // evaluates keyBuf
 	argCols    [][]int         // per aggregate argument: the same
 	keyHash    uint64          // its hash under seed
 
@@ -184,7 +185,6 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 	for _, c := range costs {
 		o.groupBytes += int64(c.Bytes)
 	}
-	o.cellsBuf = make([]types.Value, len(o.keyExprs))
 	layout, err := newLayout(q, &o.arena)
 	if err != nil {
 		return nil, err
@@ -199,9 +199,7 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 		}
 		o.argCols = append(o.argCols, cols)
 	}
-	for _, ki := range o.keyExprs {
-		o.keyCols = append(o.keyCols, bareColumn(q.Keys[ki].Expr))
-	}
+	o.keys = NewGroupKeys(q)
 	for _, c := range q.Select {
 		o.colName = append(o.colName, c.Name)
 	}
@@ -268,20 +266,10 @@ func (o *Operator) Process(row []types.Value) error {
 			return o.observeTime(row)
 		}
 	}
-	o.keyBuf = o.keyBuf[:0]
-	for i, ki := range o.keyExprs {
-		var v types.Value
-		if c := o.keyCols[i]; c >= 0 {
-			v = row[c]
-		} else {
-			var err error
-			if v, err = q.Keys[ki].Expr.Eval(row); err != nil {
-				o.stats.EvalErrors++
-				return &EvalError{Where: "GROUP BY", Err: err}
-			}
-		}
-		o.cellsBuf[i] = v
-		o.keyBuf = appendKeyBytes(o.keyBuf, v)
+	var err error
+	if o.keyBuf, err = o.keys.Append(o.keyBuf[:0], row); err != nil {
+		o.stats.EvalErrors++
+		return err
 	}
 	if o.sessions == nil { // sessions find their key in a map
 		o.keyHash = maphash.Bytes(o.seed, o.keyBuf)
@@ -300,7 +288,6 @@ func (o *Operator) Process(row []types.Value) error {
 			o.argBuf[i][j] = v
 		}
 	}
-	var err error
 	switch {
 	case q.Window == nil:
 		err = o.apply(o.cont, row)
@@ -389,12 +376,16 @@ func (o *Operator) processAligned(row []types.Value) error {
 // lateKey builds the key cells of the current row's group in the window
 // [start, end), for the late output.
 func (o *Operator) lateKey(start, end int64) []types.Value {
+	// The cells come from the group key bytes, so a late event names its
+	// group exactly as the group's records do.
+	cells := decodeKeyBytes(bytesString(o.keyBuf), o.keyTypes, o.lateCells[:0])
+	o.lateCells = cells
 	o.lateBuf = o.lateBuf[:0]
 	ci := 0
 	for _, k := range o.q.Keys {
 		switch k.Kind {
 		case plan.KeyExpr:
-			o.lateBuf = append(o.lateBuf, o.cellsBuf[ci])
+			o.lateBuf = append(o.lateBuf, cells[ci])
 			ci++
 		case plan.KeyWindowStart:
 			o.lateBuf = append(o.lateBuf, types.TS(start))
@@ -759,9 +750,90 @@ func (o *Operator) Stats() Stats {
 	return s
 }
 
-// appendKeyBytes appends an unambiguous binary form of v, used only as the
-// in-memory map key of a group (never published: the contract key is built
-// by the changelog encoder at emission).
+// GroupKeys evaluates the group key of a query's source rows: its GROUP BY
+// expression terms, in order, encoded by AppendGroupKey. The operator and
+// a repartitioning stage both use it, so they cannot disagree on a row's
+// group.
+type GroupKeys struct {
+	exprs []plan.Expr
+	cols  []int // per term: its source column when it is a bare column, else -1
+}
+
+// NewGroupKeys returns the group key evaluator of q.
+func NewGroupKeys(q *plan.Query) *GroupKeys {
+	k := &GroupKeys{}
+	for _, t := range q.Keys {
+		if t.Kind == plan.KeyExpr {
+			k.exprs = append(k.exprs, t.Expr)
+			k.cols = append(k.cols, bareColumn(t.Expr))
+		}
+	}
+	return k
+}
+
+// Append appends the group key of row to dst. A term that fails to
+// evaluate returns an *EvalError (Where "GROUP BY").
+func (k *GroupKeys) Append(dst []byte, row []types.Value) ([]byte, error) {
+	for i, e := range k.exprs {
+		var v types.Value
+		if c := k.cols[i]; c >= 0 {
+			v = row[c]
+		} else {
+			var err error
+			if v, err = e.Eval(row); err != nil {
+				return dst, &EvalError{Where: "GROUP BY", Err: err}
+			}
+		}
+		dst = appendGroupCell(dst, v)
+	}
+	return dst, nil
+}
+
+// AppendGroupKey appends the group identity of a row's GROUP BY cells (the
+// expression terms, in order; window terms are not cells of it) to dst.
+// It is the one definition of which rows share a group: two rows are in
+// the same group exactly when these bytes are equal, and that is exactly
+// when their contract key cells are equal bytes. The operator's group
+// table, its checkpoint entries and the key it emits (decoded from these
+// bytes and rendered by the changelog encoder) all come from it, and so
+// does the key a Kafka repartitioning stage routes by.
+//
+// The bytes are binary and not a contract: they are stable only within
+// one version of the engine.
+func AppendGroupKey(dst []byte, cells []types.Value) []byte {
+	for _, v := range cells {
+		dst = appendGroupCell(dst, v)
+	}
+	return dst
+}
+
+// appendGroupCell appends one cell of a group key: the value's binary form
+// (appendKeyBytes) after the key rules that make equal renderings one
+// group: a NaN or infinite DOUBLE is NULL (all render as null), -0.0 is
+// 0.0, and a VARCHAR that is not valid UTF-8 is repaired (each maximal
+// invalid subpart becomes U+FFFD, as the encoder renders it). The decoder
+// already repairs its input; the check here covers strings an expression
+// built.
+func appendGroupCell(b []byte, v types.Value) []byte {
+	if !v.Null {
+		switch v.Kind {
+		case types.KindDouble:
+			if v.F-v.F != 0 { // NaN or ±Inf
+				return append(b, 0)
+			}
+		case types.KindVarchar:
+			if !utf8.ValidString(v.S) {
+				v.S = changelog.RepairUTF8(v.S)
+			}
+		}
+	}
+	return appendKeyBytes(b, v)
+}
+
+// appendKeyBytes appends an unambiguous binary form of v: the identity of
+// a value (DuckDB's: -0.0 equals 0.0, NaN equals NaN, NULL is its own
+// value). DISTINCT sets and deduplication use it directly; a group key
+// cell goes through appendGroupCell.
 func appendKeyBytes(b []byte, v types.Value) []byte {
 	if v.Null {
 		return append(b, 0)

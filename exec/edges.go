@@ -1,0 +1,183 @@
+package exec
+
+import (
+	"bytes"
+	"math"
+	"unicode/utf8"
+
+	"github.com/ubiksql/ubik/changelog"
+)
+
+// The input edges both JSON decoding paths share (the scanner and the
+// fastjson reference path must agree on every line):
+//
+//   - a string cell that is not valid UTF-8 is repaired (each maximal
+//     invalid subpart becomes U+FFFD), so cells that render alike are equal;
+//   - a \u escape of a UTF-16 surrogate that is not part of a high-low pair
+//     makes the line malformed, as in DuckDB;
+//   - a DOUBLE reads the non-finite numbers producers write: an optional
+//     sign, then nan, inf or infinity in any case (Python's json.dumps
+//     writes NaN, Infinity and -Infinity; so do Java's Gson and Jackson
+//     when they write them unquoted). The sign of a NaN is dropped.
+
+// repairUTF8 returns b, or a repaired copy when b is not valid UTF-8.
+func repairUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	return []byte(changelog.RepairUTF8(string(b)))
+}
+
+// loneSurrogate returns the offset of the first \u escape in line that
+// encodes a UTF-16 surrogate outside a high-low pair, or -1. Backslashes
+// only occur inside strings in valid JSON, so the walk needs no string
+// state; an escaped backslash is skipped as a unit.
+func loneSurrogate(line []byte) int {
+	i := bytes.IndexByte(line, '\\')
+	if i < 0 {
+		return -1
+	}
+	for ; i < len(line); i++ {
+		if line[i] != '\\' {
+			continue
+		}
+		if i+1 >= len(line) {
+			return -1
+		}
+		if line[i+1] != 'u' {
+			i++ // \\ \" \n ...: the escaped byte is not a backslash
+			continue
+		}
+		r, ok := hexAt(line, i+2)
+		if !ok || r < 0xd800 || r > 0xdfff {
+			i++
+			continue
+		}
+		if r >= 0xdc00 {
+			return i // a low surrogate with no high one before it
+		}
+		if i+7 < len(line) && line[i+6] == '\\' && line[i+7] == 'u' {
+			if r2, ok := hexAt(line, i+8); ok && r2 >= 0xdc00 && r2 <= 0xdfff {
+				i += 11 // the pair
+				continue
+			}
+		}
+		return i
+	}
+	return -1
+}
+
+// hexAt reads four hex digits at b[i:].
+func hexAt(b []byte, i int) (rune, bool) {
+	if len(b)-i < 4 {
+		return 0, false
+	}
+	s := scanner{b: b, i: i}
+	return s.hex4()
+}
+
+// nonFinite reads a non-finite number at the start of b: an optional sign,
+// then nan, infinity or inf (in any case). It returns the value and the
+// length read, 0 when b does not start with one.
+func nonFinite(b []byte) (float64, int) {
+	i, neg := 0, false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg, i = b[0] == '-', 1
+	}
+	switch {
+	case hasFold(b[i:], "nan"):
+		return math.NaN(), i + 3
+	case hasFold(b[i:], "infinity"):
+		i += 8
+	case hasFold(b[i:], "inf"):
+		i += 3
+	default:
+		return 0, 0
+	}
+	if neg {
+		return math.Inf(-1), i
+	}
+	return math.Inf(1), i
+}
+
+// hasFold reports whether b starts with the lowercase ASCII word w, in any
+// case.
+func hasFold(b []byte, w string) bool {
+	if len(b) < len(w) {
+		return false
+	}
+	for j := 0; j < len(w); j++ {
+		if b[j]|0x20 != w[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// rewriteNonFinite appends line to dst with every non-finite number token
+// outside strings (see nonFinite) respelled as fastjson reads it: nan, inf
+// or -inf. It reports whether it changed anything. A token counts only
+// where a value can start (after ':', ',' or '[', or at the start) and
+// when a delimiter follows it, so nothing else is touched.
+func rewriteNonFinite(dst, line []byte) ([]byte, bool) {
+	changed := false
+	inStr := false
+	valueStart := true // the previous significant byte can precede a value
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		if inStr {
+			dst = append(dst, c)
+			switch c {
+			case '\\':
+				if i+1 < len(line) {
+					i++
+					dst = append(dst, line[i])
+				}
+			case '"':
+				inStr = false
+				valueStart = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			dst = append(dst, c)
+			continue
+		case '"':
+			inStr = true
+			dst = append(dst, c)
+			continue
+		case ':', ',', '[', '{':
+			valueStart = c != '{'
+			dst = append(dst, c)
+			continue
+		}
+		if valueStart {
+			if x, n := nonFinite(line[i:]); n > 0 && (i+n == len(line) || isDelim(line[i+n])) {
+				switch {
+				case math.IsNaN(x):
+					dst = append(dst, "nan"...)
+				case x > 0:
+					dst = append(dst, "inf"...)
+				default:
+					dst = append(dst, "-inf"...)
+				}
+				changed = true
+				i += n - 1
+				valueStart = false
+				continue
+			}
+		}
+		valueStart = false
+		dst = append(dst, c)
+	}
+	return dst, changed
+}
+
+func isDelim(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', ',', ']', '}':
+		return true
+	}
+	return false
+}
