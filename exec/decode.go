@@ -47,12 +47,12 @@ type Decoder struct {
 	p       fastjson.Parser
 	row     []types.Value
 	scratch []byte
-	jsonBuf []byte      // canonical text of JSON columns for the current event
-	jsonRaw []byte      // one JSON column's text as the line spells it
+	jsonBuf []byte // canonical text of JSON columns for the current event
+	jsonRaw []byte // one JSON column's text as the line spells it
 	// nonFinite holds a line respelled by rewriteNonFinite.
 	nonFinite []byte
-	csv     *csvDecoder // format = 'csv'
-	bad     error       // a source the decoder cannot read (bad CSV options)
+	csv       *csvDecoder // format = 'csv'
+	bad       error       // a source the decoder cannot read (bad CSV options)
 
 	// scanDecode's state: column names, which columns a line set, and
 	// buffers for unescaped strings (one per column, since a row may alias
