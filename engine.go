@@ -149,9 +149,19 @@ func pickQuery(prog *plan.Program, name string) (*plan.Query, error) {
 	return nil, fmt.Errorf("ubik: the script has %d queries %v; name one with QueryOptions.Name", len(prog.Queries), names)
 }
 
-// StartPlan starts an already compiled query.
-func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (*Query, error) {
-	q := &Query{
+// StartPlan starts an already compiled query. A plan that is not one an
+// operator can run (plan.Query.Validate) is an error.
+func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error) {
+	defer func() {
+		if err != nil {
+			q = nil
+		}
+	}()
+	defer recoverInto(&err)
+	if err := pq.Validate(); err != nil {
+		return nil, err
+	}
+	q = &Query{
 		eng:   e,
 		plan:  pq,
 		opts:  qo,
@@ -161,7 +171,6 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (*Query, error) {
 	if err := q.dec.Err(); err != nil {
 		return nil, err
 	}
-	var err error
 	q.op, err = exec.New(pq, exec.Config{
 		Emit:     q.onRecord,
 		Late:     qo.OnLate,

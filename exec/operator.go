@@ -159,10 +159,13 @@ type Operator struct {
 	batchNow int64
 }
 
-// New returns an operator for q.
+// New returns an operator for q, which must pass q.Validate.
 func New(q *plan.Query, cfg Config) (*Operator, error) {
 	if cfg.Emit == nil || cfg.Nanotime == nil {
 		return nil, errors.New("exec: Config.Emit and Config.Nanotime are required")
+	}
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
 	o := &Operator{
 		q:            q,
