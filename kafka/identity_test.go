@@ -1,0 +1,89 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+// TestRepartitionByGroupIdentity: the rows the operator puts in one group
+// (-0.0 and 0.0; NaN, ±Infinity and NULL) meet on one repartition
+// partition, so the sink gets one final per (group, window), not one per
+// spelling.
+func TestRepartitionByGroupIdentity(t *testing.T) {
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	const parts = 4
+	mkTopic(t, addrs, "events", parts, nil)
+	src := testSource()
+	src.Columns = append(src.Columns, plan.Column{Name: "x", Type: types.Double})
+	x := col{3, types.Double}
+	q := &plan.Query{
+		Name:   "identity",
+		Source: src,
+		Window: &plan.Window{Kind: plan.Tumble, TimeCol: 2, Size: 60_000_000, Slide: 60_000_000},
+		Keys: []plan.KeyTerm{{Kind: plan.KeyExpr, Expr: x, Name: "x"}, {Kind: plan.KeyExpr, Expr: col{0, types.Varchar}, Name: "merchant"},
+			{Kind: plan.KeyWindowStart, Name: "window"}},
+		Aggs: aggs(),
+		Select: []plan.OutputColumn{
+			{Name: "x", Expr: col{0, types.Double}},
+			{Name: "merchant", Expr: col{1, types.Varchar}},
+			{Name: "window_start", Expr: col{2, types.Timestamp}},
+			{Name: "orders", Expr: col{3, types.BigInt}},
+			{Name: "total", Expr: col{4, types.HugeInt}},
+		},
+	}
+	// 16 merchants, each with every spelling: the chance that the
+	// spellings of all of them hash alike by luck is negligible.
+	var lines [][]byte
+	ts := func(i int) string { return string(changelog.AppendCell(nil, types.TS(baseTS+int64(i)*1000))) }
+	want := map[string]agg{}
+	zeros := []string{"-0.0", "0.0", "-0", "0"}
+	for i := 0; i < 16*4*4; i++ {
+		m := fmt.Sprintf("m%02d", i/4%16)
+		lines = append(lines, fmt.Appendf(nil, `{"merchant":%q,"amount":1,"x":%s,"event_time":%s}`, m, zeros[i%4], ts(i)))
+		want[`[0.0, "`+m+`", "2026-07-18 10:00:00"]`] = agg{orders: 16, total: 16}
+	}
+	nonFinite := []string{"NaN", "Infinity", "-Infinity", "null", "1e400", "-NaN"}
+	for i := 0; i < 16*6; i++ {
+		m := fmt.Sprintf("m%02d", i/6%16)
+		lines = append(lines, fmt.Appendf(nil, `{"merchant":%q,"amount":2,"x":%s,"event_time":%s}`, m, nonFinite[i%6], ts(300+i)))
+		want[`[null, "`+m+`", "2026-07-18 10:00:00"]`] = agg{orders: 6, total: 12}
+	}
+	cl := client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var perr error
+	produce := func(p int, v []byte) {
+		wg.Add(1)
+		cl.Produce(context.Background(), &kgo.Record{Topic: "events", Partition: int32(p), Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				perr = err
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	for i, l := range lines {
+		produce(i%parts, l)
+	}
+	for p := 0; p < parts; p++ {
+		produce(p, fmt.Appendf(nil, `{"merchant":"%s%d","amount":0,"x":1.0,"event_time":%s}`, flushMerchant, p, ts(10*60_000)))
+	}
+	wg.Wait()
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	runPipeline(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a", Logger: testLogger(t)})
+	f := follow(t, addrs, "out", false)
+	f.waitFinals(t, want, 60*time.Second)
+}
