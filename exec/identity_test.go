@@ -10,9 +10,13 @@ import (
 	"github.com/ubiksql/ubik/sql/plan"
 )
 
-// identitySource is the source of the identity tests: a string, a double
-// and a JSON payload, with an event time.
+// identitySource holds the sources of the identity tests: a string, a
+// double and a JSON payload, with an event time (ev: a JSON column sends
+// every line to the reference decoder), and the same without the payload
+// (flat: the scanner's path).
 const identitySource = `CREATE SOURCE ev (g VARCHAR, x DOUBLE, payload JSON, event_time TIMESTAMP,
+  WATERMARK FOR event_time AS event_time - INTERVAL '1' SECOND) WITH (format = 'jsonl');
+CREATE SOURCE flat (g VARCHAR, x DOUBLE, event_time TIMESTAMP,
   WATERMARK FOR event_time AS event_time - INTERVAL '1' SECOND) WITH (format = 'jsonl');`
 
 // runLines compiles sql over identitySource, decodes lines and runs them
