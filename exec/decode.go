@@ -180,6 +180,30 @@ func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 			continue
 		}
 		f := obj.Get(c.Name)
+		if c.JSON && f != nil {
+			// Keep the value's JSON text; -> and ->> read paths from it.
+			// The text is taken before anything asks f its type: fastjson
+			// unescapes a string when asked, and would then write it back
+			// with its own escapes. The cell is the value's canonical
+			// text (DuckDB's), so the spellings of one value are one
+			// cell; the line parser is lenient inside strings (raw control
+			// characters pass), the canonical form is checked strictly,
+			// so the column holds JSON the path operators can read.
+			// Earlier cells keep pointing at the old array if this append
+			// grows the buffer, so they stay valid.
+			d.jsonRaw = f.MarshalTo(d.jsonRaw[:0])
+			if string(d.jsonRaw) == "null" {
+				d.row[i] = types.NullOf(c.Type)
+				continue
+			}
+			n := len(d.jsonBuf)
+			var err error
+			if d.jsonBuf, err = plan.AppendCanonicalJSON(d.jsonBuf, d.jsonRaw); err != nil {
+				return nil, &DecodeError{Column: c.Name, Msg: "not valid JSON: " + err.Error()}
+			}
+			d.row[i] = types.Value{Kind: types.KindVarchar, S: bytesString(d.jsonBuf[n:])}
+			continue
+		}
 		if f == nil || f.Type() == fastjson.TypeNull {
 			if i == d.src.TimeCol {
 				if f == nil {
@@ -188,27 +212,6 @@ func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 				return nil, &DecodeError{Column: c.Name, Msg: "event time is null"}
 			}
 			d.row[i] = types.NullOf(c.Type)
-			continue
-		}
-		if c.JSON {
-			// Keep the value's JSON text; -> and ->> read paths from it.
-			// Earlier cells keep pointing at the old array if this append
-			// grows the buffer, so they stay valid.
-			d.jsonRaw = f.MarshalTo(d.jsonRaw[:0])
-			// The line parser is lenient inside strings (raw control
-			// characters pass); the column must hold JSON that the path
-			// operators can read, so it is checked strictly.
-			if err := fastjson.ValidateBytes(d.jsonRaw); err != nil {
-				return nil, &DecodeError{Column: c.Name, Msg: "not valid JSON: " + err.Error()}
-			}
-			// The cell is the value's canonical text (DuckDB's), so the
-			// spellings of one value are one cell.
-			n := len(d.jsonBuf)
-			var err error
-			if d.jsonBuf, err = plan.AppendCanonicalJSON(d.jsonBuf, d.jsonRaw); err != nil {
-				return nil, &DecodeError{Column: c.Name, Msg: "not valid JSON: " + err.Error()}
-			}
-			d.row[i] = types.Value{Kind: types.KindVarchar, S: bytesString(d.jsonBuf[n:])}
 			continue
 		}
 		cell, derr := d.convert(f, c.Type)

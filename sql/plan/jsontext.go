@@ -31,10 +31,12 @@ import (
 //     digit when 1e-7 < |x| < 1e21 (100.0, 0.000001, -0.0), else d[.ddd]e±N
 //     with no '+' and no padding (1e21, 1e-7, 1.5e300); a number beyond the
 //     double range is written as it was;
-//   - the non-finite spellings (NaN, Infinity, ...) are kept as written.
+//   - a non-finite number, in any of the spellings the decoder reads (an
+//     optional sign, then nan, inf or infinity in any case), is written
+//     NaN, Infinity or -Infinity (DuckDB keeps the producer's spelling).
 //
-// A lone surrogate escape, or text that is not one JSON value, is an
-// error.
+// A lone surrogate escape, a raw control character in a string, or text
+// that is not one JSON value, is an error.
 func AppendCanonicalJSON(dst, text []byte) ([]byte, error) {
 	if !utf8.Valid(text) {
 		text = []byte(changelog.RepairUTF8(string(text)))
@@ -167,9 +169,15 @@ func (c *canonJSON) value(dst []byte, depth int) ([]byte, error) {
 		}
 	}
 	if n := nonFiniteLen(c.b[c.i:]); n > 0 {
-		dst = append(dst, c.b[c.i:c.i+n]...)
+		word := c.b[c.i : c.i+n]
 		c.i += n
-		return dst, nil
+		switch {
+		case word[len(word)-1]|0x20 == 'n': // nan
+			return append(dst, "NaN"...), nil
+		case word[0] == '-':
+			return append(dst, "-Infinity"...), nil
+		}
+		return append(dst, "Infinity"...), nil
 	}
 	return c.number(dst)
 }
@@ -300,6 +308,8 @@ func (c *canonJSON) str(dst []byte) ([]byte, error) {
 				return dst, err
 			}
 			dst = appendJSONRune(dst, r)
+		case ch < 0x20:
+			return dst, c.errf("raw control character 0x%02x in a string (write it as an escape)", ch)
 		case ch < utf8.RuneSelf:
 			dst = appendJSONRune(dst, rune(ch))
 			c.i++
