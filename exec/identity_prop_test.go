@@ -244,3 +244,35 @@ func FuzzGroupKey(f *testing.F) {
 		}
 	})
 }
+
+// TestProcessKeyedMatchesProcess: an operator handed each row's group key
+// (as a repartitioning stage does) emits exactly what one evaluating the
+// GROUP BY emits; a key that is not a well-formed group key (another
+// format, corrupt bytes) is ignored, never trusted.
+func TestProcessKeyedMatchesProcess(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 7))
+	var lines []string
+	for i := 0; i < 2000; i++ {
+		l, _, _ := identityRow(r, i)
+		lines = append(lines, l)
+	}
+	want := recordText(runLines(t, `SELECT g, x, count(*) AS c FROM flat GROUP BY g, x`, lines))
+	for _, mode := range []string{"keyed", "garbage"} {
+		got := recordText(runLinesWith(t, `SELECT g, x, count(*) AS c FROM flat GROUP BY g, x`, lines, func(keys *GroupKeys, row []types.Value) []byte {
+			if mode == "keyed" {
+				k, err := keys.Append(nil, row)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return k
+			}
+			// A JSON key, a truncated key, -0.0 and NaN bits, invalid UTF-8.
+			return [][]byte{[]byte(`["a", 1.0]`), {8, 3, 'a'}, {6, 0, 0, 0, 0, 0, 0, 0, 0x80, 0}, {6, 1, 0, 0, 0, 0, 0, 0xf8, 0x7f, 0}, {8, 1, 0xff, 0}, {}}[r.IntN(6)]
+		}))
+		if got != want {
+			t.Fatalf("%s: ProcessKeyed emits differently from Process", mode)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
 )
 
 // identitySource holds the sources of the identity tests: a string, a
@@ -24,6 +25,13 @@ CREATE SOURCE flat (g VARCHAR, x DOUBLE, event_time TIMESTAMP,
 // of emission, failing on any decode or evaluation error.
 func runLines(t *testing.T, sql string, lines []string) []changelog.Record {
 	t.Helper()
+	return runLinesWith(t, sql, lines, nil)
+}
+
+// runLinesWith is runLines; when keyOf is set, each row goes through
+// ProcessKeyed with the key keyOf returns for it.
+func runLinesWith(t *testing.T, sql string, lines []string, keyOf func(keys *GroupKeys, row []types.Value) []byte) []changelog.Record {
+	t.Helper()
 	prog, err := plan.Compile(identitySource+sql, plan.CompileOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -39,12 +47,18 @@ func runLines(t *testing.T, sql string, lines []string) []changelog.Record {
 		t.Fatal(err)
 	}
 	d := NewQueryDecoder(q)
+	keys := NewGroupKeys(q)
 	for i, l := range lines {
 		row, err := d.Decode([]byte(l))
 		if err != nil {
 			t.Fatalf("line %d %q: %v", i+1, l, err)
 		}
-		if err := op.Process(row); err != nil {
+		if keyOf != nil {
+			err = op.ProcessKeyed(row, keyOf(keys, row))
+		} else {
+			err = op.Process(row)
+		}
+		if err != nil {
 			t.Fatalf("line %d %q: %v", i+1, l, err)
 		}
 	}

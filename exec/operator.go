@@ -235,7 +235,22 @@ func (o *Operator) Watermark() int64 { return o.watermark }
 // Process applies one source row. A row rejected by a runtime evaluation
 // error returns an *EvalError and changes nothing; an error from the Emit
 // callback is returned as is.
-func (o *Operator) Process(row []types.Value) error {
+func (o *Operator) Process(row []types.Value) error { return o.process(row, nil) }
+
+// ProcessKeyed is Process for a row whose group key (AppendGroupKey of its
+// GROUP BY cells, as GroupKeys computes it) is already known, as a
+// repartitioning stage routed it: the GROUP BY is not evaluated again. A
+// key that is not a well-formed group key of this query's types (another
+// version's routing key, corrupt bytes) is ignored and the GROUP BY is
+// evaluated, so a wrong key can cost time but never a wrong group.
+func (o *Operator) ProcessKeyed(row []types.Value, key []byte) error {
+	if !validGroupKey(key, o.keyTypes) {
+		key = nil
+	}
+	return o.process(row, key)
+}
+
+func (o *Operator) process(row []types.Value, key []byte) error {
 	if o.finished {
 		return ErrFinished
 	}
@@ -270,7 +285,9 @@ func (o *Operator) Process(row []types.Value) error {
 		}
 	}
 	var err error
-	if o.keyBuf, err = o.keys.Append(o.keyBuf[:0], row); err != nil {
+	if key != nil {
+		o.keyBuf = append(o.keyBuf[:0], key...)
+	} else if o.keyBuf, err = o.keys.Append(o.keyBuf[:0], row); err != nil {
 		o.stats.EvalErrors++
 		return err
 	}
@@ -860,6 +877,58 @@ func appendKeyBytes(b []byte, v types.Value) []byte {
 		return binary.LittleEndian.AppendUint64(b, uint64(v.Hi))
 	}
 	return binary.LittleEndian.AppendUint64(b, uint64(v.I))
+}
+
+// validGroupKey reports whether k is a group key AppendGroupKey can
+// produce for cells of the types kt: each cell NULL or of its type's kind,
+// complete, a double finite and not -0.0, a string valid UTF-8, nothing
+// left over.
+func validGroupKey(k []byte, kt []types.Type) bool {
+	i := 0
+	for _, t := range kt {
+		if i >= len(k) {
+			return false
+		}
+		tag := k[i]
+		i++
+		if tag == 0 {
+			continue
+		}
+		if types.Kind(tag-1) != t.Kind {
+			return false
+		}
+		switch t.Kind {
+		case types.KindVarchar:
+			n, w := binary.Uvarint(k[i:])
+			if w <= 0 || n > uint64(len(k)-i-w) {
+				return false
+			}
+			i += w
+			if !utf8.Valid(k[i : i+int(n)]) {
+				return false
+			}
+			i += int(n)
+		case types.KindHugeInt, types.KindDecimal, types.KindInterval:
+			if len(k)-i < 16 {
+				return false
+			}
+			i += 16
+		case types.KindBoolean, types.KindInteger, types.KindBigInt, types.KindTimestamp, types.KindDate, types.KindDouble:
+			if len(k)-i < 8 {
+				return false
+			}
+			if t.Kind == types.KindDouble {
+				f := math.Float64frombits(binary.LittleEndian.Uint64(k[i:]))
+				if f-f != 0 || f == 0 && math.Signbit(f) {
+					return false
+				}
+			}
+			i += 8
+		default:
+			return false
+		}
+	}
+	return i == len(k)
 }
 
 // decodeKeyBytes is the inverse of appendKeyBytes over a whole group key:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestRepartitionByGroupIdentity(t *testing.T) {
 	mkTopic(t, addrs, "events", parts, nil)
 	src := testSource()
 	src.Columns = append(src.Columns, plan.Column{Name: "x", Type: types.Double})
-	x := col{3, types.Double}
+	x := &countingCol{col: col{3, types.Double}}
 	q := &plan.Query{
 		Name:   "identity",
 		Source: src,
@@ -86,4 +87,22 @@ func TestRepartitionByGroupIdentity(t *testing.T) {
 	runPipeline(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a", Logger: testLogger(t)})
 	f := follow(t, addrs, "out", false)
 	f.waitFinals(t, want, 60*time.Second)
+	// Stage 2 takes the group key stage 1 routed by: the GROUP BY is
+	// evaluated once per event, not once per stage.
+	events := int64(len(lines) + parts)
+	if n := x.n.Load(); n < events || n >= 2*events {
+		t.Errorf("the GROUP BY term was evaluated %d times for %d events", n, events)
+	}
+}
+
+// countingCol is a column reference that counts its evaluations. It is not
+// a *plan.ColRef, so the operator evaluates it like any expression.
+type countingCol struct {
+	col
+	n atomic.Int64
+}
+
+func (c *countingCol) Eval(row []types.Value) (types.Value, error) {
+	c.n.Add(1)
+	return c.col.Eval(row)
 }

@@ -15,6 +15,13 @@ import (
 // source partition promptly.
 const markerEvery = time.Second
 
+// routeKeyVersion is the first byte of a repartition record's key, before
+// the row's group key (exec.AppendGroupKey). It keeps the key non-empty (a
+// query without GROUP BY expressions has an empty group key, and an empty
+// key would be spread over the partitions) and names the format, so the
+// second stage knows the rest is a group key it can use as it is.
+const routeKeyVersion = 1
+
 // runStage1 is the repartitioning stage: it consumes the source topic,
 // decodes each event, evaluates its group key (exec.GroupKeys), and produces
 // the event unchanged to the repartition topic keyed by those bytes, so each group is
@@ -114,7 +121,7 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 			// The record is keyed by the group identity itself, so the
 			// rows of one group meet on one partition whatever their
 			// spelling (-0.0 and 0.0, NaN and NULL, ...).
-			key, err := keys.Append(nil, row)
+			key, err := keys.Append(append(make([]byte, 0, 32), routeKeyVersion), row)
 			if err != nil {
 				p.bad(r.Topic, r.Partition, r.Offset, err)
 				return
