@@ -297,10 +297,21 @@ func (q *Query) PushRow(row []types.Value) (err error) {
 		q.malformed++
 		return q.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d columns", len(row), q.plan.Source.Name, len(q.plan.Source.Columns))})
 	}
+	copied := false
 	for i, c := range q.plan.Source.Columns {
 		if !row[i].Null && row[i].Kind != c.Type.Kind {
 			q.malformed++
 			return q.eventErr(&exec.DecodeError{Column: c.Name, Msg: fmt.Sprintf("cell is %s, column is %s", row[i].Kind, c.Type)})
+		}
+		// Invalid UTF-8 becomes U+FFFD, as the decoders do; the
+		// caller's row is copied, not changed.
+		if row[i].Kind == types.KindVarchar && !row[i].Null {
+			if s := changelog.RepairUTF8(row[i].S); s != row[i].S {
+				if !copied {
+					row, copied = append([]types.Value(nil), row...), true
+				}
+				row[i].S = s
+			}
 		}
 	}
 	if tc := q.plan.Source.TimeCol; tc >= 0 && row[tc].Null {

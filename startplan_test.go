@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ubiksql/ubik"
+	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
 )
@@ -64,4 +65,61 @@ func TestStartPlanRejectsBrokenPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	q.Close()
+}
+
+// PushRow repairs invalid UTF-8 as the decoders do, without changing the
+// caller's row: cells that render alike are one group.
+func TestPushRowRepairsUTF8(t *testing.T) {
+	eng, err := ubik.Open(ubik.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	var keys []string
+	var last string
+	q, err := eng.Start(`CREATE SOURCE ev (g VARCHAR) WITH (format = 'jsonl');
+SELECT g, count(*) AS n FROM ev GROUP BY g`, ubik.QueryOptions{OnRecord: func(r changelog.Record) error {
+		keys = append(keys, string(r.Key))
+		last = string(r.Value)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"\xff", "\xfe", "\ufffd"} {
+		row := []types.Value{types.Str(s)}
+		if err := q.PushRow(row); err != nil {
+			t.Fatal(err)
+		}
+		if row[0].S != s {
+			t.Fatalf("PushRow changed the caller's row: %q", row[0].S)
+		}
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if keys[len(keys)-1] != `["\ufffd"]` || last != `{"g": "\ufffd", "n": 3}` {
+		t.Fatalf("keys %q, last value %s; want one group [\"\\ufffd\"] with n 3", keys, last)
+	}
+	// Not only the key: the cell itself is repaired, so a DISTINCT sees
+	// one value.
+	q, err = eng.Start(`CREATE SOURCE ev (g VARCHAR) WITH (format = 'jsonl');
+SELECT count(DISTINCT g) AS d FROM ev`, ubik.QueryOptions{OnRecord: func(r changelog.Record) error {
+		last = string(r.Value)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"\xff", "\xfe", "\ufffd"} {
+		if err := q.PushRow([]types.Value{types.Str(s)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if last != `{"d": 1}` {
+		t.Fatalf("count(DISTINCT g) = %s, want 1", last)
+	}
 }

@@ -22,10 +22,18 @@ import (
 
 // repairUTF8 returns b, or a repaired copy when b is not valid UTF-8.
 func repairUTF8(b []byte) []byte {
-	if utf8.Valid(b) {
+	if isASCII(bytesString(b)) || utf8.Valid(b) {
 		return b
 	}
 	return []byte(changelog.RepairUTF8(string(b)))
+}
+
+// repairString is repairUTF8 for a string.
+func repairString(s string) string {
+	if isASCII(s) {
+		return s
+	}
+	return changelog.RepairUTF8(s)
 }
 
 // loneSurrogate returns the offset of the first \u escape in line that

@@ -276,3 +276,19 @@ func TestProcessKeyedMatchesProcess(t *testing.T) {
 		}
 	}
 }
+
+func TestIsASCII(t *testing.T) {
+	for n := 0; n <= 40; n++ {
+		s := []byte(strings.Repeat("a", n))
+		if !isASCII(string(s)) {
+			t.Fatalf("%d ASCII bytes: not ASCII", n)
+		}
+		for i := 0; i < n; i++ {
+			c := append([]byte(nil), s...)
+			c[i] = 0x80
+			if isASCII(string(c)) {
+				t.Fatalf("%d bytes with 0x80 at %d: ASCII", n, i)
+			}
+		}
+	}
+}

@@ -230,3 +230,23 @@ func TestDecodeNonFiniteSpellings(t *testing.T) {
 		}
 	}
 }
+
+// The CSV decoder repairs invalid UTF-8 in a VARCHAR cell as the JSON
+// paths do.
+func TestCSVRepairsUTF8(t *testing.T) {
+	prog, err := plan.Compile(`CREATE SOURCE c (g VARCHAR, n BIGINT) WITH (format = 'csv');
+SELECT g, count(*) FROM c GROUP BY g`, plan.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewQueryDecoder(prog.Queries[0])
+	for line, want := range map[string]string{"a\xffb,1": "a\ufffdb", "\"\xe2\x82\",2": "\ufffd", "ok,3": "ok"} {
+		row, err := d.Decode([]byte(line))
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if row[0].S != want {
+			t.Errorf("%q: cell %q, want %q", line, row[0].S, want)
+		}
+	}
+}
