@@ -234,7 +234,7 @@ func TestDecodeNonFiniteSpellings(t *testing.T) {
 // The CSV decoder repairs invalid UTF-8 in a VARCHAR cell as the JSON
 // paths do.
 func TestCSVRepairsUTF8(t *testing.T) {
-	prog, err := plan.Compile(`CREATE SOURCE c (g VARCHAR, n BIGINT) WITH (format = 'csv');
+	prog, err := plan.Compile(`CREATE SOURCE c (g VARCHAR, n BIGINT) WITH (format = 'csv', header = 'false');
 SELECT g, count(*) FROM c GROUP BY g`, plan.CompileOptions{})
 	if err != nil {
 		t.Fatal(err)
