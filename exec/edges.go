@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/sql/plan"
 )
 
 // The input edges both JSON decoding paths share (the scanner and the
@@ -76,51 +77,10 @@ func loneSurrogate(line []byte) int {
 }
 
 // hexAt reads four hex digits at b[i:].
-func hexAt(b []byte, i int) (rune, bool) {
-	if len(b)-i < 4 {
-		return 0, false
-	}
-	s := scanner{b: b, i: i}
-	return s.hex4()
-}
+func hexAt(b []byte, i int) (rune, bool) { return plan.Hex4(b[i:]) }
 
-// nonFinite reads a non-finite number at the start of b: an optional sign,
-// then nan, infinity or inf (in any case). It returns the value and the
-// length read, 0 when b does not start with one.
-func nonFinite(b []byte) (float64, int) {
-	i, neg := 0, false
-	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
-		neg, i = b[0] == '-', 1
-	}
-	switch {
-	case hasFold(b[i:], "nan"):
-		return math.NaN(), i + 3
-	case hasFold(b[i:], "infinity"):
-		i += 8
-	case hasFold(b[i:], "inf"):
-		i += 3
-	default:
-		return 0, 0
-	}
-	if neg {
-		return math.Inf(-1), i
-	}
-	return math.Inf(1), i
-}
-
-// hasFold reports whether b starts with the lowercase ASCII word w, in any
-// case.
-func hasFold(b []byte, w string) bool {
-	if len(b) < len(w) {
-		return false
-	}
-	for j := 0; j < len(w); j++ {
-		if b[j]|0x20 != w[j] {
-			return false
-		}
-	}
-	return true
-}
+// nonFinite is plan.ReadNonFinite: the non-finite spellings a DOUBLE reads.
+func nonFinite(b []byte) (float64, int) { return plan.ReadNonFinite(b) }
 
 // rewriteNonFinite appends line to dst with every non-finite number token
 // outside strings (see nonFinite) respelled as fastjson reads it: nan, inf

@@ -353,25 +353,11 @@ func (s *scanner) strEscaped(start int, scratch *[]byte) ([]byte, bool) {
 }
 
 func (s *scanner) hex4() (rune, bool) {
-	if len(s.b)-s.i < 4 {
-		return 0, false
+	r, ok := hexAt(s.b, s.i)
+	if ok {
+		s.i += 4
 	}
-	var r rune
-	for _, c := range s.b[s.i : s.i+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			r |= rune(c-'A') + 10
-		default:
-			return 0, false
-		}
-	}
-	s.i += 4
-	return r, true
+	return r, ok
 }
 
 // number reads a JSON number (RFC 8259 grammar) and returns its text.

@@ -1,14 +1,10 @@
 package kafka
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/sql/plan"
@@ -59,31 +55,11 @@ func TestRepartitionByGroupIdentity(t *testing.T) {
 		lines = append(lines, fmt.Appendf(nil, `{"merchant":%q,"amount":2,"x":%s,"event_time":%s}`, m, nonFinite[i%6], ts(300+i)))
 		want[`[null, "`+m+`", "2026-07-18 10:00:00"]`] = agg{orders: 6, total: 12}
 	}
-	cl := client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var perr error
-	produce := func(p int, v []byte) {
-		wg.Add(1)
-		cl.Produce(context.Background(), &kgo.Record{Topic: "events", Partition: int32(p), Value: v}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				perr = err
-				mu.Unlock()
-			}
-			wg.Done()
-		})
-	}
-	for i, l := range lines {
-		produce(i%parts, l)
-	}
+	var flush [][]byte
 	for p := 0; p < parts; p++ {
-		produce(p, fmt.Appendf(nil, `{"merchant":"%s%d","amount":0,"x":1.0,"event_time":%s}`, flushMerchant, p, ts(10*60_000)))
+		flush = append(flush, fmt.Appendf(nil, `{"merchant":"%s%d","amount":0,"x":1.0,"event_time":%s}`, flushMerchant, p, ts(10*60_000)))
 	}
-	wg.Wait()
-	if perr != nil {
-		t.Fatal(perr)
-	}
+	produceValues(t, addrs, "events", parts, lines, flush)
 	runPipeline(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a", Logger: testLogger(t)})
 	f := follow(t, addrs, "out", false)
 	f.waitFinals(t, want, 60*time.Second)

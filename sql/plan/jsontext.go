@@ -168,13 +168,12 @@ func (c *canonJSON) value(dst []byte, depth int) ([]byte, error) {
 			return append(dst, "null"...), nil
 		}
 	}
-	if n := nonFiniteLen(c.b[c.i:]); n > 0 {
-		word := c.b[c.i : c.i+n]
+	if x, n := ReadNonFinite(c.b[c.i:]); n > 0 {
 		c.i += n
 		switch {
-		case word[len(word)-1]|0x20 == 'n': // nan
+		case math.IsNaN(x):
 			return append(dst, "NaN"...), nil
-		case word[0] == '-':
+		case x < 0:
 			return append(dst, "-Infinity"...), nil
 		}
 		return append(dst, "Infinity"...), nil
@@ -182,28 +181,67 @@ func (c *canonJSON) value(dst []byte, depth int) ([]byte, error) {
 	return c.number(dst)
 }
 
-// nonFiniteLen is the length of a non-finite number spelling at the start
-// of b ([+-]?(nan|infinity|inf), any case), 0 if there is none.
-func nonFiniteLen(b []byte) int {
-	i := 0
+// ReadNonFinite reads a non-finite number at the start of b: an optional
+// sign, then nan, infinity or inf in any case (the spellings Python's
+// json.dumps, Java's Gson and Jackson, C and Go formatters write). It
+// returns the value (the sign of a NaN dropped) and the length read, 0 when
+// b does not start with one. The decoder and the canonical JSON text share
+// it, so they accept the same words.
+func ReadNonFinite(b []byte) (float64, int) {
+	i, neg := 0, false
 	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
-		i = 1
+		neg, i = b[0] == '-', 1
 	}
-	for _, w := range []string{"nan", "infinity", "inf"} {
-		if len(b)-i >= len(w) {
-			ok := true
-			for j := 0; j < len(w); j++ {
-				if b[i+j]|0x20 != w[j] {
-					ok = false
-					break
-				}
-			}
-			if ok {
-				return i + len(w)
-			}
+	switch {
+	case hasFold(b[i:], "nan"):
+		return math.NaN(), i + 3
+	case hasFold(b[i:], "infinity"):
+		i += 8
+	case hasFold(b[i:], "inf"):
+		i += 3
+	default:
+		return 0, 0
+	}
+	if neg {
+		return math.Inf(-1), i
+	}
+	return math.Inf(1), i
+}
+
+// hasFold reports whether b starts with the lowercase ASCII word w, in any
+// case.
+func hasFold(b []byte, w string) bool {
+	if len(b) < len(w) {
+		return false
+	}
+	for j := 0; j < len(w); j++ {
+		if b[j]|0x20 != w[j] {
+			return false
 		}
 	}
-	return 0
+	return true
+}
+
+// Hex4 reads the four hex digits of a \u escape at the start of b.
+func Hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, ch := range b[:4] {
+		r <<= 4
+		switch {
+		case ch >= '0' && ch <= '9':
+			r |= rune(ch - '0')
+		case ch >= 'a' && ch <= 'f':
+			r |= rune(ch-'a') + 10
+		case ch >= 'A' && ch <= 'F':
+			r |= rune(ch-'A') + 10
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 func (c *canonJSON) number(dst []byte) ([]byte, error) {
@@ -366,25 +404,11 @@ func (c *canonJSON) escape() (rune, error) {
 }
 
 func (c *canonJSON) hex4() (rune, bool) {
-	if len(c.b)-c.i < 4 {
-		return 0, false
+	r, ok := Hex4(c.b[c.i:])
+	if ok {
+		c.i += 4
 	}
-	var r rune
-	for _, ch := range c.b[c.i : c.i+4] {
-		r <<= 4
-		switch {
-		case ch >= '0' && ch <= '9':
-			r |= rune(ch - '0')
-		case ch >= 'a' && ch <= 'f':
-			r |= rune(ch-'a') + 10
-		case ch >= 'A' && ch <= 'F':
-			r |= rune(ch-'A') + 10
-		default:
-			return 0, false
-		}
-	}
-	c.i += 4
-	return r, true
+	return r, ok
 }
 
 // appendJSONRune writes one character of a canonical JSON string.
