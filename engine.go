@@ -161,9 +161,19 @@ func pickQuery(prog *plan.Program, name string) (*plan.Query, error) {
 	return nil, fmt.Errorf("ubik: the script has %d queries %v; name one with QueryOptions.Name", len(prog.Queries), names)
 }
 
-// StartPlan starts an already compiled query.
-func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (*Query, error) {
-	q := &Query{
+// StartPlan starts an already compiled query. A plan that is not one an
+// operator can run (plan.Query.Validate) is an error.
+func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error) {
+	defer func() {
+		if err != nil {
+			q = nil
+		}
+	}()
+	defer recoverInto(&err)
+	if err := pq.Validate(); err != nil {
+		return nil, err
+	}
+	q = &Query{
 		eng:   e,
 		plan:  pq,
 		opts:  qo,
@@ -173,7 +183,6 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (*Query, error) {
 	if err := q.dec.Err(); err != nil {
 		return nil, err
 	}
-	var err error
 	q.op, err = exec.New(pq, exec.Config{
 		Emit:     q.onRecord,
 		Late:     qo.OnLate,
@@ -338,10 +347,21 @@ func (q *Query) PushRow(row []types.Value) (err error) {
 		q.malformed++
 		return q.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d columns", len(row), q.plan.Source.Name, len(q.plan.Source.Columns))})
 	}
+	copied := false
 	for i, c := range q.plan.Source.Columns {
 		if !row[i].Null && row[i].Kind != c.Type.Kind {
 			q.malformed++
 			return q.eventErr(&exec.DecodeError{Column: c.Name, Msg: fmt.Sprintf("cell is %s, column is %s", row[i].Kind, c.Type)})
+		}
+		// Invalid UTF-8 becomes U+FFFD, as the decoders do; the
+		// caller's row is copied, not changed.
+		if row[i].Kind == types.KindVarchar && !row[i].Null {
+			if s := changelog.RepairUTF8(row[i].S); s != row[i].S {
+				if !copied {
+					row, copied = append([]types.Value(nil), row...), true
+				}
+				row[i].S = s
+			}
 		}
 	}
 	if tc := q.plan.Source.TimeCol; tc >= 0 && row[tc].Null {

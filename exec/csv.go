@@ -318,6 +318,9 @@ func (d *csvDecoder) decode(rec []byte, row []types.Value) ([]types.Value, error
 		if err != nil {
 			return nil, &DecodeError{Column: d.src.Columns[ci].Name, Msg: err.Error()}
 		}
+		if v.Kind == types.KindVarchar && !v.Null {
+			v.S = repairString(v.S) // invalid UTF-8 becomes U+FFFD, as on the JSON paths
+		}
 		row[ci] = v
 	}
 	if tc := d.src.TimeCol; tc >= 0 && row[tc].Null {

@@ -84,9 +84,12 @@ type Decoder struct {
 	p       fastjson.Parser
 	row     []types.Value
 	scratch []byte
-	jsonBuf []byte      // raw text of JSON columns for the current event
-	csv     *csvDecoder // format = 'csv'
-	bad     error       // a source the decoder cannot read (bad CSV options)
+	jsonBuf []byte // canonical text of JSON columns for the current event
+	jsonRaw []byte // one JSON column's text as the line spells it
+	// nonFinite holds a line respelled by rewriteNonFinite.
+	nonFinite []byte
+	csv       *csvDecoder // format = 'csv'
+	bad       error       // a source the decoder cannot read (bad CSV options)
 
 	// scanDecode's state: column names, which columns a line set, and
 	// buffers for unescaped strings (one per column, since a row may alias
@@ -134,9 +137,9 @@ func newJSONDecoder(src *plan.Source) *Decoder {
 		seen: make([]bool, len(src.Columns)), valScratch: make([][]byte, len(src.Columns))}
 	for _, c := range src.Columns {
 		d.names = append(d.names, c.Name)
-		// A JSON column keeps the value's JSON text as fastjson renders it;
-		// the scanner does not produce that text, so such sources take the
-		// reference path.
+		// A JSON column keeps the value's canonical JSON text; the scanner
+		// does not produce that text, so such sources take the reference
+		// path.
 		if c.JSON {
 			d.noScan = true
 		}
@@ -183,9 +186,24 @@ func (d *Decoder) Decode(line []byte) ([]types.Value, error) {
 // line means (scanDecode must agree with it) and the path for every line
 // scanDecode does not take.
 func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
+	if off := loneSurrogate(line); off >= 0 {
+		return nil, &DecodeError{Msg: fmt.Sprintf("bad JSON: lone surrogate escape %s at byte %d "+
+			"(a character above U+FFFF is written as a pair of escapes, a high one \\ud800-\\udbff then a low one \\udc00-\\udfff)", line[off:off+6], off)}
+	}
 	v, err := d.p.ParseBytes(line)
 	if err != nil {
-		return nil, &DecodeError{Msg: "bad JSON: " + shortJSONError(err.Error())}
+		// fastjson reads nan and inf in any case, but not Infinity or
+		// -Infinity: spell the non-finite numbers the way it reads them
+		// and try again. The error stays the first parse's.
+		if fixed, ok := rewriteNonFinite(d.nonFinite[:0], line); ok {
+			d.nonFinite = fixed
+			if v2, err2 := d.p.ParseBytes(fixed); err2 == nil {
+				v, err = v2, nil
+			}
+		}
+		if err != nil {
+			return nil, &DecodeError{Msg: "bad JSON: " + shortJSONError(err.Error())}
+		}
 	}
 	obj, err := v.Object()
 	if err != nil {
@@ -199,6 +217,30 @@ func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 			continue
 		}
 		f := obj.Get(c.Name)
+		if c.JSON && f != nil {
+			// Keep the value's JSON text; -> and ->> read paths from it.
+			// The text is taken before anything asks f its type: fastjson
+			// unescapes a string when asked, and would then write it back
+			// with its own escapes. The cell is the value's canonical
+			// text (DuckDB's), so the spellings of one value are one
+			// cell; the line parser is lenient inside strings (raw control
+			// characters pass), the canonical form is checked strictly,
+			// so the column holds JSON the path operators can read.
+			// Earlier cells keep pointing at the old array if this append
+			// grows the buffer, so they stay valid.
+			d.jsonRaw = f.MarshalTo(d.jsonRaw[:0])
+			if string(d.jsonRaw) == "null" {
+				d.row[i] = types.NullOf(c.Type)
+				continue
+			}
+			n := len(d.jsonBuf)
+			var err error
+			if d.jsonBuf, err = plan.AppendCanonicalJSON(d.jsonBuf, d.jsonRaw); err != nil {
+				return nil, &DecodeError{Column: c.Name, Msg: "not valid JSON: " + err.Error()}
+			}
+			d.row[i] = types.Value{Kind: types.KindVarchar, S: bytesString(d.jsonBuf[n:])}
+			continue
+		}
 		if f == nil || f.Type() == fastjson.TypeNull {
 			if i == d.src.TimeCol {
 				if f == nil {
@@ -207,21 +249,6 @@ func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 				return nil, &DecodeError{Column: c.Name, Msg: "event time is null"}
 			}
 			d.row[i] = types.NullOf(c.Type)
-			continue
-		}
-		if c.JSON {
-			// Keep the value's JSON text; -> and ->> read paths from it.
-			// Earlier cells keep pointing at the old array if this append
-			// grows the buffer, so they stay valid.
-			n := len(d.jsonBuf)
-			d.jsonBuf = f.MarshalTo(d.jsonBuf)
-			// The line parser is lenient inside strings (raw control
-			// characters pass); the column must hold JSON that the path
-			// operators can read, so it is checked strictly.
-			if err := fastjson.ValidateBytes(d.jsonBuf[n:]); err != nil {
-				return nil, &DecodeError{Column: c.Name, Msg: "not valid JSON: " + err.Error()}
-			}
-			d.row[i] = types.Value{Kind: types.KindVarchar, S: bytesString(d.jsonBuf[n:])}
 			continue
 		}
 		cell, derr := d.convert(f, c.Type)
@@ -247,7 +274,7 @@ func (d *Decoder) convert(f *fastjson.Value, t types.Type) (types.Value, string)
 		if err != nil {
 			return types.Value{}, "expected a string, got " + f.Type().String()
 		}
-		return types.Value{Kind: types.KindVarchar, S: bytesString(b)}, ""
+		return types.Value{Kind: types.KindVarchar, S: bytesString(repairUTF8(b))}, ""
 	case types.KindTimestamp:
 		b, err := f.StringBytes()
 		if err != nil {
@@ -279,6 +306,9 @@ func (d *Decoder) convert(f *fastjson.Value, t types.Type) (types.Value, string)
 		// fastjson's own float parser takes a fast path that is exact only
 		// for short mantissas; strconv is correctly rounded for all input.
 		d.scratch = f.MarshalTo(d.scratch[:0])
+		if x, n := nonFinite(d.scratch); n == len(d.scratch) {
+			return types.Float(x), ""
+		}
 		x, err := strconv.ParseFloat(bytesString(d.scratch), 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return types.Value{}, "bad number: " + err.Error()

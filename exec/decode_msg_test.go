@@ -13,7 +13,7 @@ func TestDecodeErrorsStayShort(t *testing.T) {
 	cases := []struct{ line, want string }{
 		{`{"s":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `,"ts":"2026-01-01"}`, "too big depth for the nested JSON"},
 		{`{"b":` + strings.Repeat("7", 20000) + `,"ts":"2026-01-01"}`, "expected an integer"},
-		{`{"i":"` + strings.Repeat("x", 20000) + `","ts":"2026-01-01"}`, "expected an integer"},
+		{`{"i":"` + strings.Repeat("x", 20000) + `","ts":"2026-01-01"}`, "to INTEGER"},
 		{`{"ts":"` + strings.Repeat("2", 20000) + `"}`, "bad timestamp"},
 		{`{"s":"a"` + strings.Repeat(" ", 20000) + `x}`, "missing ',' after object value"},
 	}

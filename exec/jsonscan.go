@@ -185,7 +185,7 @@ func (d *Decoder) scanValue(s *scanner, col int) bool {
 		}
 		switch c.Type.Kind {
 		case types.KindVarchar:
-			d.row[col] = types.Value{Kind: types.KindVarchar, S: bytesString(b)}
+			d.row[col] = types.Value{Kind: types.KindVarchar, S: bytesString(repairUTF8(b))}
 		case types.KindTimestamp:
 			us, err := d.ts.Parse(b)
 			if err != nil {
@@ -201,9 +201,17 @@ func (d *Decoder) scanValue(s *scanner, col int) bool {
 		}
 		return true
 	case types.KindDouble:
+		start := s.i
 		num, ok := s.number()
 		if !ok {
-			return false
+			s.i = start
+			x, n := nonFinite(s.b[s.i:])
+			if n == 0 {
+				return false
+			}
+			s.i += n
+			d.row[col] = types.Float(x)
+			return true
 		}
 		x, ok := simpleFloat(num)
 		if !ok {
@@ -362,25 +370,11 @@ func (s *scanner) strEscaped(start int, scratch *[]byte) ([]byte, bool) {
 }
 
 func (s *scanner) hex4() (rune, bool) {
-	if len(s.b)-s.i < 4 {
-		return 0, false
+	r, ok := hexAt(s.b, s.i)
+	if ok {
+		s.i += 4
 	}
-	var r rune
-	for _, c := range s.b[s.i : s.i+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			r |= rune(c-'A') + 10
-		default:
-			return 0, false
-		}
-	}
-	s.i += 4
-	return r, true
+	return r, ok
 }
 
 // number reads a JSON number (RFC 8259 grammar) and returns its text.
@@ -522,6 +516,12 @@ func (s *scanner) skipValue(depth int) bool {
 	case 'n':
 		return s.lit("null")
 	}
-	_, ok := s.number()
-	return ok
+	start := s.i
+	if _, ok := s.number(); ok {
+		return true
+	}
+	s.i = start
+	_, n := nonFinite(s.b[s.i:])
+	s.i += n
+	return n > 0
 }

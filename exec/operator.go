@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/sql/plan"
@@ -104,16 +106,16 @@ type Operator struct {
 	q   *plan.Query
 	cfg Config
 
-	keyExprs   []int        // indexes of KeyExpr terms in q.Keys
-	keyTypes   []types.Type // their types, to decode group keys
-	cellsBuf   []types.Value
+	keyExprs   []int           // indexes of KeyExpr terms in q.Keys
+	keyTypes   []types.Type    // their types, to decode group keys
 	cellsOut   []types.Value   // decoded key cells of the group being emitted
 	lateBuf    []types.Value   // key cells of a late event
+	lateCells  []types.Value   // its GROUP BY cells, decoded from keyBuf
 	groupBytes int64           // state estimate per (group, window), besides its key
 	argBuf     [][]types.Value // per aggregate: evaluated arguments of the current row
 	skipAgg    []bool          // per aggregate: its FILTER (WHERE ...) rejected the current row
 	keyBuf     []byte          // binary group key of the current row
-	keyCols    []int           // per key expression: its source column when it is a bare column, else -1
+	keys       *GroupKeys      // evaluates keyBuf
 	argCols    [][]int         // per aggregate argument: the same
 	keyHash    uint64          // its hash under seed
 
@@ -166,10 +168,13 @@ type Operator struct {
 	limit    int64 // records may be emitted while stats.RecordsOut < limit
 }
 
-// New returns an operator for q.
+// New returns an operator for q, which must pass q.Validate.
 func New(q *plan.Query, cfg Config) (*Operator, error) {
 	if cfg.Emit == nil || cfg.Nanotime == nil {
 		return nil, errors.New("exec: Config.Emit and Config.Nanotime are required")
+	}
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
 	o := &Operator{
 		q:            q,
@@ -193,7 +198,6 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 	for _, c := range costs {
 		o.groupBytes += int64(c.Bytes)
 	}
-	o.cellsBuf = make([]types.Value, len(o.keyExprs))
 	layout, err := newLayout(q, &o.arena)
 	if err != nil {
 		return nil, err
@@ -209,9 +213,7 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 		}
 		o.argCols = append(o.argCols, cols)
 	}
-	for _, ki := range o.keyExprs {
-		o.keyCols = append(o.keyCols, bareColumn(q.Keys[ki].Expr))
-	}
+	o.keys = NewGroupKeys(q)
 	for _, c := range q.Select {
 		o.colName = append(o.colName, c.Name)
 	}
@@ -245,7 +247,22 @@ func (o *Operator) Watermark() int64 { return o.watermark }
 // error returns an *EvalError and changes nothing; an error from the Emit
 // callback is returned as is. While records are queued it returns
 // ErrQueued and applies nothing.
-func (o *Operator) Process(row []types.Value) error {
+func (o *Operator) Process(row []types.Value) error { return o.process(row, nil) }
+
+// ProcessKeyed is Process for a row whose group key (AppendGroupKey of its
+// GROUP BY cells, as GroupKeys computes it) is already known, as a
+// repartitioning stage routed it: the GROUP BY is not evaluated again. A
+// key that is not a well-formed group key of this query's types (another
+// version's routing key, corrupt bytes) is ignored and the GROUP BY is
+// evaluated, so a wrong key can cost time but never a wrong group.
+func (o *Operator) ProcessKeyed(row []types.Value, key []byte) error {
+	if !validGroupKey(key, o.keyTypes) {
+		key = nil
+	}
+	return o.process(row, key)
+}
+
+func (o *Operator) process(row []types.Value, key []byte) error {
 	if o.finished {
 		return ErrFinished
 	}
@@ -282,20 +299,12 @@ func (o *Operator) Process(row []types.Value) error {
 			return o.observeTime(row)
 		}
 	}
-	o.keyBuf = o.keyBuf[:0]
-	for i, ki := range o.keyExprs {
-		var v types.Value
-		if c := o.keyCols[i]; c >= 0 {
-			v = row[c]
-		} else {
-			var err error
-			if v, err = q.Keys[ki].Expr.Eval(row); err != nil {
-				o.stats.EvalErrors++
-				return &EvalError{Where: "GROUP BY", Err: err}
-			}
-		}
-		o.cellsBuf[i] = v
-		o.keyBuf = appendKeyBytes(o.keyBuf, v)
+	var err error
+	if key != nil {
+		o.keyBuf = append(o.keyBuf[:0], key...)
+	} else if o.keyBuf, err = o.keys.Append(o.keyBuf[:0], row); err != nil {
+		o.stats.EvalErrors++
+		return err
 	}
 	if o.sessions == nil { // sessions find their key in a map
 		o.keyHash = maphash.Bytes(o.seed, o.keyBuf)
@@ -325,7 +334,6 @@ func (o *Operator) Process(row []types.Value) error {
 			o.argBuf[i][j] = v
 		}
 	}
-	var err error
 	switch {
 	case q.Window == nil:
 		err = o.apply(o.cont, row)
@@ -419,12 +427,16 @@ func (o *Operator) processAligned(row []types.Value) error {
 // lateKey builds the key cells of the current row's group in the window
 // [start, end), for the late output.
 func (o *Operator) lateKey(start, end int64) []types.Value {
+	// The cells come from the group key bytes, so a late event names its
+	// group exactly as the group's records do.
+	cells := decodeKeyBytes(bytesString(o.keyBuf), o.keyTypes, o.lateCells[:0])
+	o.lateCells = cells
 	o.lateBuf = o.lateBuf[:0]
 	ci := 0
 	for _, k := range o.q.Keys {
 		switch k.Kind {
 		case plan.KeyExpr:
-			o.lateBuf = append(o.lateBuf, o.cellsBuf[ci])
+			o.lateBuf = append(o.lateBuf, cells[ci])
 			ci++
 		case plan.KeyWindowStart:
 			o.lateBuf = append(o.lateBuf, types.TS(start))
@@ -794,9 +806,119 @@ func (o *Operator) Stats() Stats {
 	return s
 }
 
-// appendKeyBytes appends an unambiguous binary form of v, used only as the
-// in-memory map key of a group (never published: the contract key is built
-// by the changelog encoder at emission).
+// GroupKeys evaluates the group key of a query's source rows: its GROUP BY
+// expression terms, in order, encoded by AppendGroupKey. The operator and
+// a repartitioning stage both use it, so they cannot disagree on a row's
+// group.
+type GroupKeys struct {
+	exprs []plan.Expr
+	cols  []int // per term: its source column when it is a bare column, else -1
+}
+
+// NewGroupKeys returns the group key evaluator of q.
+func NewGroupKeys(q *plan.Query) *GroupKeys {
+	k := &GroupKeys{}
+	for _, t := range q.Keys {
+		if t.Kind == plan.KeyExpr {
+			k.exprs = append(k.exprs, t.Expr)
+			k.cols = append(k.cols, bareColumn(t.Expr))
+		}
+	}
+	return k
+}
+
+// Append appends the group key of row to dst. A term that fails to
+// evaluate returns an *EvalError (Where "GROUP BY").
+func (k *GroupKeys) Append(dst []byte, row []types.Value) ([]byte, error) {
+	for i, e := range k.exprs {
+		var v types.Value
+		if c := k.cols[i]; c >= 0 {
+			v = row[c]
+		} else {
+			var err error
+			if v, err = e.Eval(row); err != nil {
+				return dst, &EvalError{Where: "GROUP BY", Err: err}
+			}
+		}
+		dst = appendGroupCell(dst, &v)
+	}
+	return dst, nil
+}
+
+// AppendGroupKey appends the group identity of a row's GROUP BY cells (the
+// expression terms, in order; window terms are not cells of it) to dst.
+// It is the one definition of which rows share a group: two rows are in
+// the same group exactly when these bytes are equal, and that is exactly
+// when their contract key cells are equal bytes. The operator's group
+// table, its checkpoint entries and the key it emits (decoded from these
+// bytes and rendered by the changelog encoder) all come from it, and so
+// does the key a Kafka repartitioning stage routes by.
+//
+// The bytes are binary and not a contract: they are stable only within
+// one version of the engine.
+func AppendGroupKey(dst []byte, cells []types.Value) []byte {
+	for i := range cells {
+		dst = appendGroupCell(dst, &cells[i])
+	}
+	return dst
+}
+
+// appendGroupCell appends one cell of a group key: the value's binary form
+// (appendKeyBytes) after the key rules that make equal renderings one
+// group: a NaN or infinite DOUBLE is NULL (all render as null), -0.0 is
+// 0.0, and a VARCHAR that is not valid UTF-8 is repaired (each maximal
+// invalid subpart becomes U+FFFD, as the encoder renders it). The decoder
+// already repairs its input; the check here covers strings an expression
+// built.
+func appendGroupCell(b []byte, v *types.Value) []byte {
+	if !v.Null {
+		switch v.Kind {
+		case types.KindDouble:
+			if v.F-v.F != 0 { // NaN or ±Inf
+				return append(b, 0)
+			}
+		case types.KindVarchar:
+			s := v.S
+			if !isASCII(s) && !utf8.ValidString(s) {
+				s = changelog.RepairUTF8(s)
+			}
+			b = append(b, byte(types.KindVarchar)+1)
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			return append(b, s...)
+		}
+	}
+	return appendKeyBytes(b, *v)
+}
+
+// isASCII reports whether s is all ASCII (so valid UTF-8), eight bytes at
+// a time with no byte loop: a string of 8 bytes or more is read as
+// overlapping words, a shorter one as one or two smaller loads. It keeps
+// the UTF-8 check of a group key cell to a few instructions for the
+// common key.
+func isASCII(s string) bool {
+	n := len(s)
+	if n == 0 {
+		return true
+	}
+	b := unsafe.Slice(unsafe.StringData(s), n)
+	const hi = 0x8080808080808080
+	if n >= 8 {
+		var acc uint64
+		for i := 0; i+8 <= n; i += 8 {
+			acc |= binary.LittleEndian.Uint64(b[i:])
+		}
+		return (acc|binary.LittleEndian.Uint64(b[n-8:]))&hi == 0
+	}
+	if n >= 4 {
+		return (uint64(binary.LittleEndian.Uint32(b))|uint64(binary.LittleEndian.Uint32(b[n-4:])))&hi == 0
+	}
+	return (b[0]|b[n/2]|b[n-1])&0x80 == 0
+}
+
+// appendKeyBytes appends an unambiguous binary form of v: the identity of
+// a value (DuckDB's: -0.0 equals 0.0, NaN equals NaN, NULL is its own
+// value). DISTINCT sets and deduplication use it directly; a group key
+// cell goes through appendGroupCell.
 func appendKeyBytes(b []byte, v types.Value) []byte {
 	if v.Null {
 		return append(b, 0)
@@ -820,6 +942,58 @@ func appendKeyBytes(b []byte, v types.Value) []byte {
 		return binary.LittleEndian.AppendUint64(b, uint64(v.Hi))
 	}
 	return binary.LittleEndian.AppendUint64(b, uint64(v.I))
+}
+
+// validGroupKey reports whether k is a group key AppendGroupKey can
+// produce for cells of the types kt: each cell NULL or of its type's kind,
+// complete, a double finite and not -0.0, a string valid UTF-8, nothing
+// left over.
+func validGroupKey(k []byte, kt []types.Type) bool {
+	i := 0
+	for _, t := range kt {
+		if i >= len(k) {
+			return false
+		}
+		tag := k[i]
+		i++
+		if tag == 0 {
+			continue
+		}
+		if types.Kind(tag-1) != t.Kind {
+			return false
+		}
+		switch t.Kind {
+		case types.KindVarchar:
+			n, w := binary.Uvarint(k[i:])
+			if w <= 0 || n > uint64(len(k)-i-w) {
+				return false
+			}
+			i += w
+			if !utf8.Valid(k[i : i+int(n)]) {
+				return false
+			}
+			i += int(n)
+		case types.KindHugeInt, types.KindDecimal, types.KindInterval:
+			if len(k)-i < 16 {
+				return false
+			}
+			i += 16
+		case types.KindBoolean, types.KindInteger, types.KindBigInt, types.KindTimestamp, types.KindDate, types.KindDouble:
+			if len(k)-i < 8 {
+				return false
+			}
+			if t.Kind == types.KindDouble {
+				f := math.Float64frombits(binary.LittleEndian.Uint64(k[i:]))
+				if f-f != 0 || f == 0 && math.Signbit(f) {
+					return false
+				}
+			}
+			i += 8
+		default:
+			return false
+		}
+	}
+	return i == len(k)
 }
 
 // decodeKeyBytes is the inverse of appendKeyBytes over a whole group key:

@@ -205,8 +205,26 @@ func mkTopic(t testing.TB, addrs []string, topic string, parts int, configs map[
 // one flush event per partition.
 func produceEvents(t testing.TB, addrs []string, topic string, parts int, evs []event, flush bool) {
 	t.Helper()
-	cl := client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(1<<20))
 	var maxTS int64
+	values := make([][]byte, 0, len(evs)+parts)
+	for _, e := range evs {
+		maxTS = max(maxTS, e.ts)
+		values = append(values, e.json())
+	}
+	var tail [][]byte
+	if flush {
+		for p := 0; p < parts; p++ {
+			tail = append(tail, flushEvent(maxTS, p).json())
+		}
+	}
+	produceValues(t, addrs, topic, parts, values, tail)
+}
+
+// produceValues writes values round-robin over the topic's partitions,
+// then tail[p] to partition p.
+func produceValues(t testing.TB, addrs []string, topic string, parts int, values, tail [][]byte) {
+	t.Helper()
+	cl := client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(1<<20))
 	var wg sync.WaitGroup
 	var perr error
 	var mu sync.Mutex
@@ -218,16 +236,13 @@ func produceEvents(t testing.TB, addrs []string, topic string, parts int, evs []
 		}
 		wg.Done()
 	}
-	for i, e := range evs {
-		maxTS = max(maxTS, e.ts)
+	for i, v := range values {
 		wg.Add(1)
-		cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: int32(i % parts), Value: e.json()}, prom)
+		cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: int32(i % parts), Value: v}, prom)
 	}
-	if flush {
-		for p := 0; p < parts; p++ {
-			wg.Add(1)
-			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: int32(p), Value: flushEvent(maxTS, p).json()}, prom)
-		}
+	for p, v := range tail {
+		wg.Add(1)
+		cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: int32(p), Value: v}, prom)
 	}
 	wg.Wait()
 	if perr != nil {

@@ -7,10 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/exec"
-	"github.com/ubiksql/ubik/sql/plan"
-	"github.com/ubiksql/ubik/types"
 )
 
 // markerEvery is how often the first stage re-sends its watermarks even
@@ -18,9 +15,16 @@ import (
 // source partition promptly.
 const markerEvery = time.Second
 
+// routeKeyVersion is the first byte of a repartition record's key, before
+// the row's group key (exec.AppendGroupKey). It keeps the key non-empty (a
+// query without GROUP BY expressions has an empty group key, and an empty
+// key would be spread over the partitions) and names the format, so the
+// second stage knows the rest is a group key it can use as it is.
+const routeKeyVersion = 1
+
 // runStage1 is the repartitioning stage: it consumes the source topic,
-// decodes each event, evaluates the GROUP BY cells, and produces the event
-// unchanged to the repartition topic keyed by those cells, so each group is
+// decodes each event, evaluates its group key (exec.GroupKeys), and produces
+// the event unchanged to the repartition topic keyed by those bytes, so each group is
 // owned by exactly one partition of the aggregating stage. Each transaction
 // also carries the source offsets and, to every repartition partition, a
 // watermark marker with this instance's per-source-partition watermarks.
@@ -38,13 +42,7 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 	}()
 
 	dec := p.decoder()
-	var keyIdx []int
-	for i, k := range p.q.Keys {
-		if k.Kind == plan.KeyExpr {
-			keyIdx = append(keyIdx, i)
-		}
-	}
-	cells := make([]types.Value, len(keyIdx))
+	keys := exec.NewGroupKeys(p.q)
 	tc := p.q.Source.TimeCol
 	delay := p.q.Source.WatermarkDelay
 
@@ -123,18 +121,18 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 			if row == nil {
 				return // a CSV header record, skipped and counted
 			}
-			for i, ki := range keyIdx {
-				v, err := p.q.Keys[ki].Expr.Eval(row)
-				if err != nil {
-					p.bad(r.Topic, r.Partition, r.Offset, &exec.EvalError{Where: "GROUP BY", Err: err})
-					return
-				}
-				cells[i] = v
+			// The record is keyed by the group identity itself, so the
+			// rows of one group meet on one partition whatever their
+			// spelling (-0.0 and 0.0, NaN and NULL, ...).
+			key, err := keys.Append(append(make([]byte, 0, 32), routeKeyVersion), row)
+			if err != nil {
+				p.bad(r.Topic, r.Partition, r.Offset, err)
+				return
 			}
 			if tc >= 0 {
 				wm.observe(r.Partition, row[tc].I-delay)
 			}
-			out := &kgo.Record{Topic: p.repTopic, Partition: -1, Key: changelog.AppendKey(nil, cells), Value: r.Value}
+			out := &kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: r.Value}
 			s.Produce(ctx, out, promise)
 		})
 		for part := range wm.parts {

@@ -301,7 +301,19 @@ func (st *stage2) process(fs kgo.Fetches) error {
 			st.local.observe(r.Partition, row[tc].I-delay)
 		}
 		p.c.applied.Add(1)
-		if perr := t.op.Process(row); perr != nil {
+		var perr error
+		if p.direct {
+			perr = t.op.Process(row)
+		} else {
+			// Stage 1 keyed the record by the row's group key: the
+			// GROUP BY is evaluated once, there.
+			var key []byte
+			if len(r.Key) > 0 && r.Key[0] == routeKeyVersion {
+				key = r.Key[1:]
+			}
+			perr = t.op.ProcessKeyed(row, key)
+		}
+		if perr != nil {
 			var ee *exec.EvalError
 			if errors.As(perr, &ee) {
 				p.bad(r.Topic, r.Partition, r.Offset, perr)

@@ -149,6 +149,26 @@ class StreamTest(unittest.TestCase):
         self.assertEqual(cm.exception.name, "UBIK_ERR_MALFORMED_EVENT")
         self.assertIn("line 2", cm.exception.message)
 
+    def test_non_finite_floats_are_not_lost(self):
+        # json.dumps writes NaN, Infinity and -Infinity; the engine reads
+        # them, and a key cell holding any of them (or None) is one group.
+        sql = """
+CREATE SOURCE ev (g VARCHAR, x DOUBLE) WITH (format = 'jsonl');
+SELECT g, x, count(*) AS n FROM ev GROUP BY g, x
+"""
+        values = [float("inf"), float("-inf"), float("nan"), None, 1.5, -0.0, 0.0]
+        events = [{"g": "x", "x": values[i % len(values)]} for i in range(4000)]
+        rejects = []
+        got = list(ubik.stream(sql, source=events, on_reject=rejects.append))
+        self.assertEqual(rejects, [])
+        self.assertEqual(len(got), 4000)
+        latest = {}
+        for key, row in got:
+            latest[key] = row
+        self.assertEqual(sorted(latest), [b'["x", 0.0]', b'["x", 1.5]', b'["x", null]'])
+        self.assertEqual(latest[b'["x", null]']["n"], sum(1 for e in events if e["x"] is None or e["x"] != e["x"] or abs(e["x"]) == float("inf")))
+        self.assertEqual(sum(row["n"] for row in latest.values()), 4000)
+
     def test_early_exit_releases_the_query(self):
         gen = ubik.stream(VIEW_SQL, source=({"k": "k%d" % i, "v": i} for i in range(100)))
         self.assertEqual(next(gen)[0], b'["k0"]')

@@ -192,7 +192,7 @@ func TestFunctions(t *testing.T) {
 		{"j->>'/user/a~1b'", "1", "VARCHAR"},
 		{`j->>'$.user."a/b"'`, "1", "VARCHAR"},
 		{"j->>'s'", `x"y`, "VARCHAR"},
-		{"j->>'f'", "1.50", "VARCHAR"},
+		{"j->>'f'", "1.5", "VARCHAR"}, // DuckDB prints the number's canonical text
 		{"j->>'n'", "NULL", "VARCHAR"},
 		{"j->'n'", "null", "VARCHAR"},
 		{"j->>'missing'", "NULL", "VARCHAR"},

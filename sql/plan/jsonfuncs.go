@@ -14,7 +14,7 @@ import (
 // works too. The path is a constant, compiled once at bind time:
 //
 //	payload->>'$.user.id'    VARCHAR: a string unquoted, any other value as JSON text
-//	payload->'$.user'        VARCHAR: the JSON text of the value (a string keeps its quotes)
+//	payload->'$.user'        VARCHAR: the canonical JSON text of the value (a string keeps its quotes; AppendCanonicalJSON)
 //	payload->>'id'           a path without '$' or '/' is one key (DuckDB)
 //	payload->>'/user/id'     a JSON pointer
 //	payload->>0, '$.a[2]'    array elements (0-based)
@@ -213,5 +213,11 @@ func (e *jsonExpr) Eval(row []types.Value) (types.Value, error) {
 			return types.Str(string(sb)), nil
 		}
 	}
-	return types.Str(string(j.MarshalTo(nil))), nil
+	// The value's canonical text (DuckDB's), whatever the producer's
+	// spacing and escapes.
+	out, cerr := AppendCanonicalJSON(nil, j.MarshalTo(nil))
+	if cerr != nil {
+		return types.Value{}, convErr("Malformed JSON: %v", cerr)
+	}
+	return types.Str(string(out)), nil
 }
