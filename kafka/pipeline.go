@@ -504,6 +504,22 @@ func (p *Pipeline) poll(ctx context.Context, s *kgo.GroupTransactSession) (kgo.F
 	return fs, fatal
 }
 
+// flush waits until every record of the open transaction is acknowledged
+// or failed, so the caller's promise errors are complete before it decides
+// to commit. A stop (ctx canceled) does not cut it short: the records were
+// produced with a context that a stop does not cancel, and a transaction
+// must commit all of its records or none (End's own flush would let a
+// record fail after the caller looked at the errors, and commit the input
+// offsets without it).
+func (p *Pipeline) flush(ctx context.Context, s *kgo.GroupTransactSession) error {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.TransactionTimeout)
+	defer cancel()
+	if err := s.Client().Flush(fctx); err != nil {
+		return fmt.Errorf("kafka: flushing the transaction's records: %w", err)
+	}
+	return nil
+}
+
 // end ends a transaction: commit when the work succeeded, abort otherwise.
 // It returns whether it committed.
 func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, ok bool) (bool, error) {

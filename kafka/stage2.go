@@ -34,6 +34,7 @@ type stage2 struct {
 	p     *Pipeline
 	s     *kgo.GroupTransactSession
 	ctx   context.Context
+	pctx  context.Context // records are produced under it: a stop does not cancel it (see Pipeline.flush)
 	topic string
 	tasks map[int32]*task
 	owned map[int32]bool
@@ -71,7 +72,7 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 		s.Close()
 		p.leave(p.q.Name)
 	}()
-	st := &stage2{p: p, s: s, ctx: ctx, topic: topic, tasks: map[int32]*task{}, owned: map[int32]bool{},
+	st := &stage2{p: p, s: s, ctx: ctx, pctx: context.WithoutCancel(ctx), topic: topic, tasks: map[int32]*task{}, owned: map[int32]bool{},
 		local: newTracker(0), idle: newIdleClock(p.opts.Source.IdleTimeout), start: p.opts.Now()}
 	if p.q.Emit.Mode == plan.EmitEarly {
 		st.every = time.Duration(p.q.Emit.EarlyEvery) * time.Microsecond
@@ -113,9 +114,7 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 			workErr = st.checkpoint()
 		}
 		if workErr == nil {
-			if err := s.Client().Flush(ctx); err != nil && ctx.Err() == nil {
-				workErr = err
-			}
+			workErr = p.flush(ctx, s)
 		}
 		if workErr == nil {
 			workErr = st.perr.take()
@@ -243,7 +242,7 @@ func (st *stage2) emit(t *task, r *changelog.Record) error {
 	val := make([]byte, len(r.Value))
 	copy(val, r.Value)
 	rec := &kgo.Record{Topic: st.p.opts.Sink.Topic, Partition: -1, Key: key, Value: val, Headers: kafkasrc.Headers(r.Meta)}
-	st.s.Produce(st.ctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
+	st.s.Produce(st.pctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
 	st.p.c.recordsOut.Add(1)
 	t.emitted++
 	t.touched = true
@@ -415,7 +414,7 @@ func (st *stage2) checkpoint() error {
 			if v != nil {
 				rec.Value = append(make([]byte, 0, len(v)), v...)
 			}
-			st.s.Produce(st.ctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
+			st.s.Produce(st.pctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
 			p.c.stateOut.Add(1)
 			return nil
 		})

@@ -1,0 +1,82 @@
+package kafka
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// cancelAt is a produce hook that cancels a pipeline's context when the
+// n-th record to topic is buffered: a clean stop (SIGINT) that lands in the
+// middle of a transaction, after some of its records were produced and
+// before the others.
+type cancelAt struct {
+	topic  string
+	n      int64
+	seen   atomic.Int64
+	cancel context.CancelFunc
+	fired  atomic.Bool
+}
+
+func (h *cancelAt) OnProduceRecordBuffered(r *kgo.Record) {
+	if r.Topic == h.topic && h.seen.Add(1) == h.n {
+		h.fired.Store(true)
+		h.cancel()
+	}
+}
+
+// TestStopMidTransaction stops the pipeline (its context canceled, as
+// SIGINT does) in the middle of a transaction of each stage, many times,
+// restarting it each time. A stop may commit the open transaction only if
+// every record of it was produced: a transaction that commits its input
+// offsets without all of its repartitioned events, changelog records or
+// state entries loses events. The finals must equal the oracle.
+func TestStopMidTransaction(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 2))
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 4, nil)
+	evs := genEvents(seed, 60000)
+	q := tumbleQuery("stop", 50*time.Millisecond)
+	topics := []string{q.Name + "-repartition", "out", q.Name + "-state"}
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		produceSlowly(t, addrs, "events", 4, evs, 8*time.Second)
+	}()
+	f := follow(t, addrs, "out", false)
+	fired, runs := 0, 0
+	for i := 0; i < 40 && (fired < 9 || !isDone(produced)); i++ {
+		runs++
+		ctx, cancel := context.WithCancel(context.Background())
+		h := &cancelAt{topic: topics[i%len(topics)], n: 1 + r.Int64N(300), cancel: cancel}
+		pl, err := New(Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a",
+			MaxPollRecords: 2000, ClientOpts: []kgo.Opt{kgo.WithHooks(h)}, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm := time.AfterFunc(5*time.Second, cancel)
+		if err := pl.Run(ctx); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		tm.Stop()
+		cancel()
+		if h.fired.Load() {
+			fired++
+		}
+		f.poll(50 * time.Millisecond)
+	}
+	<-produced
+	if fired < 9 {
+		t.Errorf("only %d of %d stops landed inside a transaction", fired, runs)
+	}
+	runPipeline(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a"})
+	f.waitFinals(t, tumbleOracle(evs), 90*time.Second)
+	t.Logf("%d of %d stops inside a transaction; %d records read", fired, runs, f.n)
+}
