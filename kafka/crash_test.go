@@ -3,15 +3,20 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	osexec "os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The crash test runs the pipeline in a child process (this test binary,
@@ -20,6 +25,12 @@ const (
 	envCrashChild   = "UBIK_KAFKA_CRASH_CHILD" // brokers, set in the child
 	envCrashEvents  = "UBIK_CRASH_EVENTS"      // input size; default 200000, the full size is 1000000
 	envCrashSeed    = "UBIK_CRASH_SEED"
+	// envCrashKill makes the child kill itself with SIGKILL inside a
+	// transaction: at the first state entry the broker acknowledges once
+	// this many transactions have ended (the state partition is then in
+	// an open transaction that the dead process never ends).
+	envCrashKill = "UBIK_CRASH_KILL_AFTER"
+	envCrashLog  = "UBIK_CRASH_LOG" // set: the child logs its diagnostics and the client's to stderr
 	crashInstanceID = "crash-1"
 )
 
@@ -33,8 +44,22 @@ func TestMain(m *testing.M) {
 func crashChild(brokers []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	var hooks []kgo.Opt
+	if s := os.Getenv(envCrashKill); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "crash child:", err)
+			return 1
+		}
+		hooks = append(hooks, kgo.WithHooks(&selfKill{after: int64(n)}))
+	}
+	var log *slog.Logger
+	if os.Getenv(envCrashLog) != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		hooks = append(hooks, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string { return time.Now().Format("15:04:05.000 ") })))
+	}
 	pl, err := New(Options{Query: tumbleQuery("crash", 200*time.Millisecond), Source: endpoint(brokers, "events"),
-		Sink: endpoint(brokers, "out"), InstanceID: crashInstanceID})
+		Sink: endpoint(brokers, "out"), InstanceID: crashInstanceID, ClientOpts: hooks, Logger: log})
 	if err == nil {
 		err = pl.Run(ctx)
 	}
@@ -43,6 +68,24 @@ func crashChild(brokers []string) int {
 		return 1
 	}
 	return 0
+}
+
+// selfKill is the crash child's SIGKILL inside a transaction (envCrashKill).
+type selfKill struct {
+	after int64
+	ended atomic.Int64
+}
+
+func (h *selfKill) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key == int16(kmsg.EndTxn) && err == nil {
+		h.ended.Add(1)
+	}
+}
+
+func (h *selfKill) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
+	if err == nil && r.Topic == "crash-state" && h.ended.Load() >= h.after {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
 }
 
 // TestCrashRecovery kills the pipeline process with SIGKILL at random points
@@ -118,5 +161,101 @@ func isDone(ch chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// TestRestartLatency kills the pipeline process with SIGKILL while events
+// flow (so its transactions are open) and measures the time from the
+// restart to the first new record a read_committed consumer sees. The
+// restarted process fences its dead predecessor's transaction when it
+// starts (same transactional id) and takes its partitions back at once
+// (same static member id), so it must not wait out the transaction
+// timeout (30 s) or the session timeout (10 s).
+func TestRestartLatency(t *testing.T) {
+	const bound = 8 * time.Second
+	for _, parts := range []int{1, 4} {
+		t.Run(fmt.Sprintf("partitions=%d", parts), func(t *testing.T) {
+			c := cluster(t)
+			addrs := c.ListenAddrs()
+			mkTopic(t, addrs, "events", parts, nil)
+			evs := genEvents(uint64(parts), 300000)
+			stop := make(chan struct{})
+			produced := make(chan struct{})
+			go func() {
+				defer close(produced)
+				for i := 0; i < len(evs); i += 500 {
+					select {
+					case <-stop:
+						return
+					case <-time.After(10 * time.Millisecond):
+					}
+					produceEvents(t, addrs, "events", parts, evs[i:min(i+500, len(evs))], false)
+				}
+			}()
+			defer func() { close(stop); <-produced }()
+			// Each process but the last kills itself inside a
+			// transaction, after a few have committed.
+			const kills = 3
+			start := func(i int) *osexec.Cmd {
+				cmd := osexec.Command(os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), envCrashChild+"="+strings.Join(addrs, ","))
+				if i < kills {
+					cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", envCrashKill, 6+4*i))
+				}
+				cmd.Stderr = os.Stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatalf("starting the pipeline process: %v", err)
+				}
+				return cmd
+			}
+			f := follow(t, addrs, "out", false)
+			cmd := start(0)
+			defer func() {
+				cmd.Process.Signal(syscall.SIGKILL)
+				cmd.Wait()
+			}()
+			// waitNew polls until the consumer sees a record it had not.
+			waitNew := func(limit time.Duration) (time.Duration, bool) {
+				began, n := time.Now(), f.n
+				for time.Since(began) < limit {
+					f.poll(20 * time.Millisecond)
+					if f.n > n {
+						return time.Since(began), true
+					}
+				}
+				return limit, false
+			}
+			var worst time.Duration
+			for kill := 1; kill <= kills; kill++ {
+				werr := make(chan error, 1)
+				go func(cmd *osexec.Cmd) { werr <- cmd.Wait() }(cmd)
+				select {
+				case err := <-werr:
+					if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+						t.Fatalf("the pipeline process ended without killing itself: %v", err)
+					}
+				case <-time.After(2 * time.Minute):
+					t.Fatal("the pipeline process did not kill itself within 2 minutes")
+				}
+				// Drain what the dead process committed.
+				for n := -1; n != f.n; {
+					n = f.n
+					f.poll(300 * time.Millisecond)
+				}
+				cmd = start(kill)
+				d, ok := waitNew(bound + 30*time.Second)
+				t.Logf("kill -9 #%d: first record %s after the restart", kill, d.Round(time.Millisecond))
+				worst = max(worst, d)
+				if !ok {
+					t.Fatalf("no record within %s of a restart", d)
+				}
+			}
+			if worst > bound {
+				t.Errorf("a restart after kill -9 took %s to its first record, more than %s", worst.Round(time.Millisecond), bound)
+			}
+			for _, v := range f.violations {
+				t.Errorf("read_committed consumer saw: %s", v)
+			}
+		})
 	}
 }

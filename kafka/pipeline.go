@@ -447,6 +447,19 @@ func (p *Pipeline) session(group, topic, txnID string, reset kgo.Offset, a *assi
 	return s, nil
 }
 
+// fence initializes the session's transactional producer at once, before
+// any restore or offset fetch waits on a transaction: InitProducerID with
+// this instance's transactional id fences a crashed predecessor (same
+// instance id) and makes the broker abort its open transaction, whose
+// partitions a restore (last stable offset) and the group's stable offset
+// fetch would otherwise wait on until the transaction timeout aborts it.
+func (p *Pipeline) fence(ctx context.Context, s *kgo.GroupTransactSession, txnID string) error {
+	if _, _, err := s.Client().ProducerID(ctx); err != nil {
+		return fmt.Errorf("kafka: initializing transactional id %s: %w", txnID, err)
+	}
+	return nil
+}
+
 // leave removes this static member from the group at a clean stop so its
 // partitions move at once (a static member's Close does not leave).
 func (p *Pipeline) leave(group string) {

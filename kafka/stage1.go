@@ -27,7 +27,8 @@ const markerEvery = time.Second
 func (p *Pipeline) runStage1(ctx context.Context) error {
 	a := &assignment{owned: map[int32]bool{}}
 	topic := p.opts.Source.Topic
-	s, err := p.session(p.inGroup(), topic, p.q.Name+"-in."+p.opts.InstanceID, p.resetOffset(), a, map[string]bool{p.repTopic: true})
+	txnID := p.q.Name + "-in." + p.opts.InstanceID
+	s, err := p.session(p.inGroup(), topic, txnID, p.resetOffset(), a, map[string]bool{p.repTopic: true})
 	if err != nil {
 		return err
 	}
@@ -36,6 +37,12 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 		s.Close()
 		p.leave(p.inGroup())
 	}()
+	if err := p.fence(ctx, s, txnID); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 
 	dec := p.decoder()
 	var keyIdx []int

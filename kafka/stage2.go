@@ -63,7 +63,8 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 	if p.direct {
 		topic, reset = p.opts.Source.Topic, p.resetOffset()
 	}
-	s, err := p.session(p.q.Name, topic, p.q.Name+"."+p.opts.InstanceID, reset, a, map[string]bool{p.stateTopic: true})
+	txnID := p.q.Name + "." + p.opts.InstanceID
+	s, err := p.session(p.q.Name, topic, txnID, reset, a, map[string]bool{p.stateTopic: true})
 	if err != nil {
 		return err
 	}
@@ -72,6 +73,12 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 		s.Close()
 		p.leave(p.q.Name)
 	}()
+	if err := p.fence(ctx, s, txnID); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	st := &stage2{p: p, s: s, ctx: ctx, pctx: context.WithoutCancel(ctx), topic: topic, tasks: map[int32]*task{}, owned: map[int32]bool{},
 		local: newTracker(0), idle: newIdleClock(p.opts.Source.IdleTimeout), start: p.opts.Now()}
 	if p.q.Emit.Mode == plan.EmitEarly {
