@@ -22,15 +22,15 @@ import (
 // The crash test runs the pipeline in a child process (this test binary,
 // re-executed) so it can be killed with SIGKILL at random points.
 const (
-	envCrashChild   = "UBIK_KAFKA_CRASH_CHILD" // brokers, set in the child
-	envCrashEvents  = "UBIK_CRASH_EVENTS"      // input size; default 200000, the full size is 1000000
-	envCrashSeed    = "UBIK_CRASH_SEED"
+	envCrashChild  = "UBIK_KAFKA_CRASH_CHILD" // brokers, set in the child
+	envCrashEvents = "UBIK_CRASH_EVENTS"      // input size; default 200000, the full size is 1000000
+	envCrashSeed   = "UBIK_CRASH_SEED"
 	// envCrashKill makes the child kill itself with SIGKILL inside a
 	// transaction: at the first state entry the broker acknowledges once
 	// this many transactions have ended (the state partition is then in
 	// an open transaction that the dead process never ends).
-	envCrashKill = "UBIK_CRASH_KILL_AFTER"
-	envCrashLog  = "UBIK_CRASH_LOG" // set: the child logs its diagnostics and the client's to stderr
+	envCrashKill    = "UBIK_CRASH_KILL_AFTER"
+	envCrashLog     = "UBIK_CRASH_LOG" // set: the child logs its diagnostics and the client's to stderr
 	crashInstanceID = "crash-1"
 )
 
