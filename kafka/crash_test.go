@@ -29,9 +29,16 @@ const (
 	// transaction: at the first state entry the broker acknowledges once
 	// this many transactions have ended (the state partition is then in
 	// an open transaction that the dead process never ends).
-	envCrashKill    = "UBIK_CRASH_KILL_AFTER"
-	envCrashLog     = "UBIK_CRASH_LOG" // set: the child logs its diagnostics and the client's to stderr
-	crashInstanceID = "crash-1"
+	envCrashKill = "UBIK_CRASH_KILL_AFTER"
+	// envCrashStop is envCrashKill with SIGSTOP (once): the child becomes
+	// a zombie inside a transaction. Before it stops, it writes the
+	// producer id and epoch of that transaction to envCrashStopFile.
+	envCrashStop     = "UBIK_CRASH_STOP_AFTER"
+	envCrashStopFile = "UBIK_CRASH_STOP_FILE"
+	envCrashInstance = "UBIK_CRASH_INSTANCE"       // instance id; default crashInstanceID
+	envCrashTimeouts = "UBIK_CRASH_SESSION_TXN_MS" // "session,transaction" timeouts in ms
+	envCrashLog      = "UBIK_CRASH_LOG"            // set: the child logs its diagnostics and the client's to stderr
+	crashInstanceID  = "crash-1"
 )
 
 func TestMain(m *testing.M) {
@@ -45,21 +52,37 @@ func crashChild(brokers []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	var hooks []kgo.Opt
-	if s := os.Getenv(envCrashKill); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "crash child:", err)
+	for env, sig := range map[string]syscall.Signal{envCrashKill: syscall.SIGKILL, envCrashStop: syscall.SIGSTOP} {
+		if s := os.Getenv(env); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "crash child:", err)
+				return 1
+			}
+			hooks = append(hooks, kgo.WithHooks(&selfKill{after: int64(n), sig: sig, file: os.Getenv(envCrashStopFile)}))
+		}
+	}
+	opts := Options{Query: tumbleQuery("crash", 200*time.Millisecond), Source: endpoint(brokers, "events"),
+		Sink: endpoint(brokers, "out"), InstanceID: crashInstanceID}
+	if id := os.Getenv(envCrashInstance); id != "" {
+		opts.InstanceID = id
+	}
+	if s := os.Getenv(envCrashTimeouts); s != "" {
+		var sess, txn int
+		if _, err := fmt.Sscanf(s, "%d,%d", &sess, &txn); err != nil {
+			fmt.Fprintln(os.Stderr, "crash child:", envCrashTimeouts, err)
 			return 1
 		}
-		hooks = append(hooks, kgo.WithHooks(&selfKill{after: int64(n)}))
+		opts.SessionTimeout, opts.TransactionTimeout = time.Duration(sess)*time.Millisecond, time.Duration(txn)*time.Millisecond
+		hooks = append(hooks, kgo.RebalanceTimeout(opts.SessionTimeout))
 	}
 	var log *slog.Logger
 	if os.Getenv(envCrashLog) != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		hooks = append(hooks, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string { return time.Now().Format("15:04:05.000 ") })))
 	}
-	pl, err := New(Options{Query: tumbleQuery("crash", 200*time.Millisecond), Source: endpoint(brokers, "events"),
-		Sink: endpoint(brokers, "out"), InstanceID: crashInstanceID, ClientOpts: hooks, Logger: log})
+	opts.ClientOpts, opts.Logger = hooks, log
+	pl, err := New(opts)
 	if err == nil {
 		err = pl.Run(ctx)
 	}
@@ -70,10 +93,14 @@ func crashChild(brokers []string) int {
 	return 0
 }
 
-// selfKill is the crash child's SIGKILL inside a transaction (envCrashKill).
+// selfKill is the crash child's signal to itself inside a transaction
+// (envCrashKill, envCrashStop).
 type selfKill struct {
 	after int64
+	sig   syscall.Signal
+	file  string
 	ended atomic.Int64
+	fired atomic.Bool
 }
 
 func (h *selfKill) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
@@ -83,9 +110,14 @@ func (h *selfKill) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ ti
 }
 
 func (h *selfKill) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
-	if err == nil && r.Topic == "crash-state" && h.ended.Load() >= h.after {
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	if err != nil || r.Topic != "crash-state" || h.ended.Load() < h.after || h.fired.Swap(true) {
+		return
 	}
+	if h.file != "" {
+		// The acknowledged state entry belongs to the open transaction.
+		os.WriteFile(h.file, fmt.Appendf(nil, "%d %d\n", r.ProducerID, r.ProducerEpoch), 0o644)
+	}
+	syscall.Kill(os.Getpid(), h.sig)
 }
 
 // TestCrashRecovery kills the pipeline process with SIGKILL at random points

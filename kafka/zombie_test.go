@@ -1,0 +1,122 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestZombieFenced: instance a is frozen with SIGSTOP inside a transaction
+// (a state entry written, the transaction not ended); instance b, another
+// process with another id, takes its partitions once a's session times out,
+// and restores once the broker has aborted a's transaction at its timeout.
+// Then a is resumed with SIGCONT and carries on as if nothing happened. Not
+// one record of the zombie's transaction may become visible to a
+// read_committed consumer (its offsets commit in the same transaction, so
+// none of them either), and the finals equal the oracle.
+func TestZombieFenced(t *testing.T) {
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 4, nil)
+	evs := genEvents(9, 80000)
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		produceSlowly(t, addrs, "events", 4, evs, 12*time.Second)
+	}()
+	stopFile := filepath.Join(t.TempDir(), "zombie")
+	start := func(id string, env ...string) *osexec.Cmd {
+		cmd := osexec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envCrashChild+"="+strings.Join(addrs, ","), envCrashInstance+"="+id,
+			envCrashTimeouts+"=6000,8000")
+		cmd.Env = append(cmd.Env, env...)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("starting instance %s: %v", id, err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Signal(syscall.SIGCONT)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+		})
+		return cmd
+	}
+	f := follow(t, addrs, "out", false)
+	a := start("zombie-a", envCrashStop+"=8", envCrashStopFile+"="+stopFile)
+	var pid int64
+	var epoch int16
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		f.poll(100 * time.Millisecond)
+		if b, err := os.ReadFile(stopFile); err == nil && len(b) > 0 {
+			if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &epoch); err != nil {
+				t.Fatalf("stop file %q: %v", b, err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("instance a did not stop itself inside a transaction within 60 s")
+		}
+	}
+	stoppedAt := time.Now()
+	t.Logf("a stopped inside the transaction of producer %d epoch %d; %d records read", pid, epoch, f.n)
+	start("zombie-b")
+	// b takes over: a's session (6 s) and transaction (8 s) time out.
+	n := f.n
+	for time.Since(stoppedAt) < 20*time.Second || f.n == n {
+		f.poll(200 * time.Millisecond)
+		if time.Since(stoppedAt) > 90*time.Second {
+			t.Fatal("instance b produced nothing within 90 s of a's stop")
+		}
+	}
+	t.Logf("b took over: %d new records; resuming a after %s", f.n-n, time.Since(stoppedAt).Round(time.Millisecond))
+	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	<-produced
+	f.waitFinals(t, tumbleOracle(evs), 2*time.Minute)
+	for _, topic := range []string{"out", "crash-state"} {
+		if k := zombieRecords(t, addrs, topic, pid, epoch); k > 0 {
+			t.Errorf("%d records of the zombie's transaction (producer %d epoch %d) are visible in %s", k, pid, epoch, topic)
+		}
+	}
+}
+
+// zombieRecords reads topic with read_committed until it is quiet and
+// counts the records of one producer epoch.
+func zombieRecords(t *testing.T, addrs []string, topic string, pid int64, epoch int16) int {
+	t.Helper()
+	cl := client(t, addrs, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	n, total := 0, 0
+	for quiet := 0; quiet < 3; {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		got := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			got++
+			if r.ProducerID == pid && r.ProducerEpoch == epoch {
+				n++
+			}
+		})
+		total += got
+		if got == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	if total == 0 {
+		t.Errorf("read nothing from %s", topic)
+	}
+	return n
+}
