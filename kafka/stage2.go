@@ -528,6 +528,12 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	if _, ok := entries[string(stateKey(t.part, []byte(exec.MetaKey)))]; !ok && len(entries) > 0 {
+		// Every transaction that writes entries writes the meta entry
+		// too, and compaction keeps its latest value: entries without it
+		// mean the topic lost records (the watermark table with them).
+		return fmt.Errorf("%w: state topic %s partition %d holds %d entries but no meta entry (watermarks, counters): records were lost from the topic", exec.ErrBadState, p.stateTopic, t.part, len(entries))
+	}
 	var meta []byte
 	for _, k := range keys {
 		if len(k) < 4 || int32(binary.BigEndian.Uint32([]byte(k[:4]))) != t.part {

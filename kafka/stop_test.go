@@ -2,12 +2,18 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/exec"
 )
 
 // cancelAt is a produce hook that cancels a pipeline's context when the
@@ -79,4 +85,51 @@ func TestStopMidTransaction(t *testing.T) {
 	runPipeline(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a"})
 	f.waitFinals(t, tumbleOracle(evs), 90*time.Second)
 	t.Logf("%d of %d stops inside a transaction; %d records read", fired, runs, f.n)
+}
+
+// TestStateWithoutMetaRefused: a state partition holding operator entries
+// but no meta entry lost records (every transaction that writes entries
+// writes the meta entry, and compaction keeps its latest value). Restoring
+// from it would number new groups and track watermarks from nothing, so
+// the pipeline refuses it.
+func TestStateWithoutMetaRefused(t *testing.T) {
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 1, nil)
+	mkTopic(t, addrs, "nometa-state", 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")})
+	// A valid group entry, from an operator of the same query.
+	q := tumbleQuery("nometa", 0)
+	op, err := exec.New(q, exec.Config{Emit: func(*changelog.Record) error { return nil }, Nanotime: func() int64 { return 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := exec.NewDecoder(q.Source).Decode(genEvents(1, 1)[0].json())
+	if err == nil {
+		err = op.Process(row)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	err = op.Checkpoint(true, nil, func(k, v []byte) error {
+		if string(k) == exec.MetaKey {
+			return nil
+		}
+		r := &kgo.Record{Topic: "nometa-state", Partition: 0, Key: stateKey(0, k), Value: append([]byte(nil), v...)}
+		return cl.ProduceSync(context.Background(), r).FirstErr()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceEvents(t, addrs, "events", 1, genEvents(1, 10), false)
+	pl, err := New(Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err = pl.Run(ctx)
+	if !errors.Is(err, exec.ErrBadState) || !strings.Contains(err.Error(), "no meta entry") || !strings.Contains(err.Error(), "partition 0") {
+		t.Fatalf("Run over a state partition without its meta entry: %v, want ErrBadState naming the partition", err)
+	}
 }
