@@ -27,8 +27,10 @@ const (
 	envCrashSeed   = "UBIK_CRASH_SEED"
 	// envCrashKill makes the child kill itself with SIGKILL inside a
 	// transaction: at the first state entry the broker acknowledges once
-	// this many transactions have ended (the state partition is then in
-	// an open transaction that the dead process never ends).
+	// this many transactions have ended after its first acknowledged sink
+	// record (so the child has published something first, and the state
+	// partition is in an open transaction that the dead process never
+	// ends).
 	envCrashKill = "UBIK_CRASH_KILL_AFTER"
 	// envCrashStop is envCrashKill with SIGSTOP (once): the child becomes
 	// a zombie inside a transaction. Before it stops, it writes the
@@ -99,17 +101,21 @@ type selfKill struct {
 	after int64
 	sig   syscall.Signal
 	file  string
+	sink  atomic.Bool // a sink record was acknowledged
 	ended atomic.Int64
 	fired atomic.Bool
 }
 
 func (h *selfKill) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if key == int16(kmsg.EndTxn) && err == nil {
+	if key == int16(kmsg.EndTxn) && err == nil && h.sink.Load() {
 		h.ended.Add(1)
 	}
 }
 
 func (h *selfKill) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
+	if err == nil && r.Topic == "out" {
+		h.sink.Store(true)
+	}
 	if err != nil || r.Topic != "crash-state" || h.ended.Load() < h.after || h.fired.Swap(true) {
 		return
 	}
@@ -228,23 +234,29 @@ func TestRestartLatency(t *testing.T) {
 			// Each process but the last kills itself inside a
 			// transaction, after a few have committed.
 			const kills = 3
-			start := func(i int) *osexec.Cmd {
+			type proc struct {
+				cmd  *osexec.Cmd
+				done chan error
+			}
+			start := func(i int) proc {
 				cmd := osexec.Command(os.Args[0], "-test.run=^$")
 				cmd.Env = append(os.Environ(), envCrashChild+"="+strings.Join(addrs, ","))
 				if i < kills {
-					cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", envCrashKill, 6+4*i))
+					cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", envCrashKill, 2+i))
 				}
 				cmd.Stderr = os.Stderr
 				if err := cmd.Start(); err != nil {
 					t.Fatalf("starting the pipeline process: %v", err)
 				}
-				return cmd
+				p := proc{cmd, make(chan error, 1)}
+				go func() { p.done <- cmd.Wait() }()
+				return p
 			}
 			f := follow(t, addrs, "out", false)
-			cmd := start(0)
+			cur := start(0)
 			defer func() {
-				cmd.Process.Signal(syscall.SIGKILL)
-				cmd.Wait()
+				cur.cmd.Process.Signal(syscall.SIGKILL)
+				<-cur.done
 			}()
 			// waitNew polls until the consumer sees a record it had not.
 			waitNew := func(limit time.Duration) (time.Duration, bool) {
@@ -259,13 +271,12 @@ func TestRestartLatency(t *testing.T) {
 			}
 			var worst time.Duration
 			for kill := 1; kill <= kills; kill++ {
-				werr := make(chan error, 1)
-				go func(cmd *osexec.Cmd) { werr <- cmd.Wait() }(cmd)
 				select {
-				case err := <-werr:
-					if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+				case err := <-cur.done:
+					if ws, ok := cur.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 						t.Fatalf("the pipeline process ended without killing itself: %v", err)
 					}
+					cur.done <- err // for the deferred kill
 				case <-time.After(2 * time.Minute):
 					t.Fatal("the pipeline process did not kill itself within 2 minutes")
 				}
@@ -274,7 +285,8 @@ func TestRestartLatency(t *testing.T) {
 					n = f.n
 					f.poll(300 * time.Millisecond)
 				}
-				cmd = start(kill)
+				<-cur.done
+				cur = start(kill)
 				d, ok := waitNew(bound + 30*time.Second)
 				t.Logf("kill -9 #%d: first record %s after the restart", kill, d.Round(time.Millisecond))
 				worst = max(worst, d)

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -62,13 +63,22 @@ func TestStopMidTransaction(t *testing.T) {
 		runs++
 		ctx, cancel := context.WithCancel(context.Background())
 		h := &cancelAt{topic: topics[i%len(topics)], n: 1 + r.Int64N(300), cancel: cancel}
+		h.seen.Store(math.MinInt64) // armed below
 		pl, err := New(Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a",
 			MaxPollRecords: 2000, ClientOpts: []kgo.Opt{kgo.WithHooks(h)}, Logger: testLogger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
+		done := make(chan error, 1)
+		go func() { done <- pl.Run(ctx) }()
+		// Under load the pipeline may take a while to start working:
+		// arm the stop once it has committed a transaction.
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end) && pl.Stats().Commits == 0; {
+			time.Sleep(10 * time.Millisecond)
+		}
+		h.seen.Store(0)
 		tm := time.AfterFunc(5*time.Second, cancel)
-		if err := pl.Run(ctx); err != nil {
+		if err := <-done; err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}
 		tm.Stop()

@@ -68,7 +68,7 @@ func TestZombieFenced(t *testing.T) {
 	}
 	stoppedAt := time.Now()
 	t.Logf("a stopped inside the transaction of producer %d epoch %d; %d records read", pid, epoch, f.n)
-	start("zombie-b")
+	b := start("zombie-b")
 	// b takes over: a's session (6 s) and transaction (8 s) time out.
 	n := f.n
 	for time.Since(stoppedAt) < 20*time.Second || f.n == n {
@@ -83,6 +83,19 @@ func TestZombieFenced(t *testing.T) {
 	}
 	<-produced
 	f.waitFinals(t, tumbleOracle(evs), 2*time.Minute)
+	// Stop both (a clean stop) so the topics go quiet, then read them.
+	for _, cmd := range []*osexec.Cmd{a, b} {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Errorf("instance did not stop within 60 s of SIGTERM")
+			cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+		}
+	}
 	for _, topic := range []string{"out", "crash-state"} {
 		if k := zombieRecords(t, addrs, topic, pid, epoch); k > 0 {
 			t.Errorf("%d records of the zombie's transaction (producer %d epoch %d) are visible in %s", k, pid, epoch, topic)
