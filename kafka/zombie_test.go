@@ -7,11 +7,14 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestZombieFenced: instance a is frozen with SIGSTOP inside a transaction
@@ -52,12 +55,13 @@ func TestZombieFenced(t *testing.T) {
 	f := follow(t, addrs, "out", false)
 	a := start("zombie-a", envCrashStop+"=8", envCrashStopFile+"="+stopFile)
 	var pid int64
-	var epoch int16
+	var epoch int16 // of the zombie's transaction, from its first EndTxn after SIGCONT
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		f.poll(100 * time.Millisecond)
 		if b, err := os.ReadFile(stopFile); err == nil && len(b) > 0 {
-			if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &epoch); err != nil {
+			var acked int16
+			if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &acked); err != nil {
 				t.Fatalf("stop file %q: %v", b, err)
 			}
 			break
@@ -67,7 +71,21 @@ func TestZombieFenced(t *testing.T) {
 		}
 	}
 	stoppedAt := time.Now()
-	t.Logf("a stopped inside the transaction of producer %d epoch %d; %d records read", pid, epoch, f.n)
+	t.Logf("a stopped inside a transaction (producer %d); %d records read", pid, f.n)
+	// The zombie's transaction is the one a's aggregate stage ends first
+	// after SIGCONT: observe that EndTxn (its epoch, commit or abort).
+	var emu sync.Mutex
+	var ends []*kmsg.EndTxnRequest
+	obs := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Observe: true, Count: -1,
+		When: func(r kmsg.Request) bool {
+			if e, ok := r.(*kmsg.EndTxnRequest); ok && e.TransactionalID == "crash.zombie-a" {
+				emu.Lock()
+				ends = append(ends, e)
+				emu.Unlock()
+			}
+			return false
+		}})
+	defer obs.Remove()
 	b := start("zombie-b")
 	// b takes over: a's session (6 s) and transaction (8 s) time out.
 	n := f.n
@@ -80,6 +98,15 @@ func TestZombieFenced(t *testing.T) {
 	t.Logf("b took over: %d new records; resuming a after %s", f.n-n, time.Since(stoppedAt).Round(time.Millisecond))
 	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
+	}
+	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); {
+		f.poll(100 * time.Millisecond)
+		emu.Lock()
+		n := len(ends)
+		emu.Unlock()
+		if n > 0 {
+			break
+		}
 	}
 	<-produced
 	f.waitFinals(t, tumbleOracle(evs), 2*time.Minute)
@@ -96,6 +123,18 @@ func TestZombieFenced(t *testing.T) {
 			<-done
 		}
 	}
+	emu.Lock()
+	if len(ends) == 0 {
+		emu.Unlock()
+		t.Fatal("a never ended its transaction after SIGCONT")
+	}
+	first := ends[0]
+	emu.Unlock()
+	epoch = first.ProducerEpoch
+	// Whether it asks to commit depends on where it froze (in the flush,
+	// its bounded flush fails and it aborts; after it, it asks): either
+	// way the broker must refuse it, which the records below check.
+	t.Logf("after SIGCONT a ended its zombie transaction (epoch %d) with commit=%v", epoch, first.Commit)
 	for _, topic := range []string{"out", "crash-state"} {
 		if k := zombieRecords(t, addrs, topic, pid, epoch); k > 0 {
 			t.Errorf("%d records of the zombie's transaction (producer %d epoch %d) are visible in %s", k, pid, epoch, topic)
