@@ -254,8 +254,17 @@ func TestRebalance(t *testing.T) {
 		h.cancel = cancel
 		h.seen.Store(math.MinInt64)
 		done := make(chan error, 1)
-		go func() { done <- pl.Run(ctx) }()
-		t.Cleanup(cancel)
+		finished := make(chan struct{})
+		go func() { done <- pl.Run(ctx); close(finished) }()
+		t.Cleanup(func() {
+			// Its goroutines log through t: the test must outlive them.
+			cancel()
+			select {
+			case <-finished:
+			case <-time.After(2 * time.Minute):
+				t.Errorf("pipeline %s still running 2 minutes after the test", id)
+			}
+		})
 		arm = func() {
 			// Under load the instance may still be joining: wait until
 			// it works, so the stop lands in a transaction.
