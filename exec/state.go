@@ -198,7 +198,7 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if string(key) == MetaKey {
 		o.watermark = r.varint()
 		o.maxEventTime = r.varint()
-		o.seq = r.uvarint()
+		o.seq = max(o.seq, r.uvarint()) // a group entry restored first may already have raised it
 		s := &o.stats
 		for _, p := range []*int64{&s.Rows, &s.Filtered, &s.EvalErrors, &s.Late, &s.RecordsOut, &s.HavingSuppressed, &s.WindowsFinalized, &s.Duplicates, &s.DedupLate} {
 			*p = r.varint()
@@ -241,6 +241,10 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	}
 	g.revision = r.uvarint()
 	g.seq = r.uvarint()
+	// New groups are numbered after every restored one even if the meta
+	// entry (which carries the counter) is missing or older: a reused
+	// number would key a new entry like a restored one and overwrite it.
+	o.seq = max(o.seq, g.seq)
 	if r.byte1() == 1 {
 		g.dirtyAt = 1
 	}

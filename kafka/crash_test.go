@@ -3,24 +3,44 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	osexec "os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The crash test runs the pipeline in a child process (this test binary,
 // re-executed) so it can be killed with SIGKILL at random points.
 const (
-	envCrashChild   = "UBIK_KAFKA_CRASH_CHILD" // brokers, set in the child
-	envCrashEvents  = "UBIK_CRASH_EVENTS"      // input size; default 200000, the full size is 1000000
-	envCrashSeed    = "UBIK_CRASH_SEED"
-	crashInstanceID = "crash-1"
+	envCrashChild  = "UBIK_KAFKA_CRASH_CHILD" // brokers, set in the child
+	envCrashEvents = "UBIK_CRASH_EVENTS"      // input size; default 200000, the full size is 1000000
+	envCrashSeed   = "UBIK_CRASH_SEED"
+	// envCrashKill makes the child kill itself with SIGKILL inside a
+	// transaction: at the first state entry the broker acknowledges once
+	// this many transactions have ended after its first acknowledged sink
+	// record (so the child has published something first, and the state
+	// partition is in an open transaction that the dead process never
+	// ends).
+	envCrashKill = "UBIK_CRASH_KILL_AFTER"
+	// envCrashStop is envCrashKill with SIGSTOP (once): the child becomes
+	// a zombie inside a transaction. Before it stops, it writes the
+	// producer id and epoch of that transaction to envCrashStopFile.
+	envCrashStop     = "UBIK_CRASH_STOP_AFTER"
+	envCrashStopFile = "UBIK_CRASH_STOP_FILE"
+	envCrashInstance = "UBIK_CRASH_INSTANCE"       // instance id; default crashInstanceID
+	envCrashTimeouts = "UBIK_CRASH_SESSION_TXN_MS" // "session,transaction" timeouts in ms
+	envCrashLog      = "UBIK_CRASH_LOG"            // set: the child logs its diagnostics and the client's to stderr
+	crashInstanceID  = "crash-1"
 )
 
 func TestMain(m *testing.M) {
@@ -33,8 +53,38 @@ func TestMain(m *testing.M) {
 func crashChild(brokers []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	pl, err := New(Options{Query: tumbleQuery("crash", 200*time.Millisecond), Source: endpoint(brokers, "events"),
-		Sink: endpoint(brokers, "out"), InstanceID: crashInstanceID})
+	var hooks []kgo.Opt
+	for env, sig := range map[string]syscall.Signal{envCrashKill: syscall.SIGKILL, envCrashStop: syscall.SIGSTOP} {
+		if s := os.Getenv(env); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "crash child:", err)
+				return 1
+			}
+			hooks = append(hooks, kgo.WithHooks(&selfKill{after: int64(n), sig: sig, file: os.Getenv(envCrashStopFile)}))
+		}
+	}
+	opts := Options{Query: tumbleQuery("crash", 200*time.Millisecond), Source: endpoint(brokers, "events"),
+		Sink: endpoint(brokers, "out"), InstanceID: crashInstanceID}
+	if id := os.Getenv(envCrashInstance); id != "" {
+		opts.InstanceID = id
+	}
+	if s := os.Getenv(envCrashTimeouts); s != "" {
+		var sess, txn int
+		if _, err := fmt.Sscanf(s, "%d,%d", &sess, &txn); err != nil {
+			fmt.Fprintln(os.Stderr, "crash child:", envCrashTimeouts, err)
+			return 1
+		}
+		opts.SessionTimeout, opts.TransactionTimeout = time.Duration(sess)*time.Millisecond, time.Duration(txn)*time.Millisecond
+		hooks = append(hooks, kgo.RebalanceTimeout(opts.SessionTimeout))
+	}
+	var log *slog.Logger
+	if os.Getenv(envCrashLog) != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		hooks = append(hooks, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string { return time.Now().Format("15:04:05.000 ") })))
+	}
+	opts.ClientOpts, opts.Logger = hooks, log
+	pl, err := New(opts)
 	if err == nil {
 		err = pl.Run(ctx)
 	}
@@ -43,6 +93,37 @@ func crashChild(brokers []string) int {
 		return 1
 	}
 	return 0
+}
+
+// selfKill is the crash child's signal to itself inside a transaction
+// (envCrashKill, envCrashStop).
+type selfKill struct {
+	after int64
+	sig   syscall.Signal
+	file  string
+	sink  atomic.Bool // a sink record was acknowledged
+	ended atomic.Int64
+	fired atomic.Bool
+}
+
+func (h *selfKill) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key == int16(kmsg.EndTxn) && err == nil && h.sink.Load() {
+		h.ended.Add(1)
+	}
+}
+
+func (h *selfKill) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
+	if err == nil && r.Topic == "out" {
+		h.sink.Store(true)
+	}
+	if err != nil || r.Topic != "crash-state" || h.ended.Load() < h.after || h.fired.Swap(true) {
+		return
+	}
+	if h.file != "" {
+		// The acknowledged state entry belongs to the open transaction.
+		os.WriteFile(h.file, fmt.Appendf(nil, "%d %d\n", r.ProducerID, r.ProducerEpoch), 0o644)
+	}
+	syscall.Kill(os.Getpid(), h.sig)
 }
 
 // TestCrashRecovery kills the pipeline process with SIGKILL at random points
@@ -118,5 +199,107 @@ func isDone(ch chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// TestRestartLatency kills the pipeline process with SIGKILL while events
+// flow (so its transactions are open) and measures the time from the
+// restart to the first new record a read_committed consumer sees. The
+// restarted process fences its dead predecessor's transaction when it
+// starts (same transactional id) and takes its partitions back at once
+// (same static member id), so it must not wait out the transaction
+// timeout (30 s) or the session timeout (10 s).
+func TestRestartLatency(t *testing.T) {
+	const bound = 8 * time.Second
+	for _, parts := range []int{1, 4} {
+		t.Run(fmt.Sprintf("partitions=%d", parts), func(t *testing.T) {
+			c := cluster(t)
+			addrs := c.ListenAddrs()
+			mkTopic(t, addrs, "events", parts, nil)
+			evs := genEvents(uint64(parts), 300000)
+			stop := make(chan struct{})
+			produced := make(chan struct{})
+			go func() {
+				defer close(produced)
+				for i := 0; i < len(evs); i += 500 {
+					select {
+					case <-stop:
+						return
+					case <-time.After(10 * time.Millisecond):
+					}
+					produceEvents(t, addrs, "events", parts, evs[i:min(i+500, len(evs))], false)
+				}
+			}()
+			defer func() { close(stop); <-produced }()
+			// Each process but the last kills itself inside a
+			// transaction, after a few have committed.
+			const kills = 3
+			type proc struct {
+				cmd  *osexec.Cmd
+				done chan error
+			}
+			start := func(i int) proc {
+				cmd := osexec.Command(os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), envCrashChild+"="+strings.Join(addrs, ","))
+				if i < kills {
+					cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", envCrashKill, 2+i))
+				}
+				cmd.Stderr = os.Stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatalf("starting the pipeline process: %v", err)
+				}
+				p := proc{cmd, make(chan error, 1)}
+				go func() { p.done <- cmd.Wait() }()
+				return p
+			}
+			f := follow(t, addrs, "out", false)
+			cur := start(0)
+			defer func() {
+				cur.cmd.Process.Signal(syscall.SIGKILL)
+				<-cur.done
+			}()
+			// waitNew polls until the consumer sees a record it had not.
+			waitNew := func(limit time.Duration) (time.Duration, bool) {
+				began, n := time.Now(), f.n
+				for time.Since(began) < limit {
+					f.poll(20 * time.Millisecond)
+					if f.n > n {
+						return time.Since(began), true
+					}
+				}
+				return limit, false
+			}
+			var worst time.Duration
+			for kill := 1; kill <= kills; kill++ {
+				select {
+				case err := <-cur.done:
+					if ws, ok := cur.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+						t.Fatalf("the pipeline process ended without killing itself: %v", err)
+					}
+					cur.done <- err // for the deferred kill
+				case <-time.After(2 * time.Minute):
+					t.Fatal("the pipeline process did not kill itself within 2 minutes")
+				}
+				// Drain what the dead process committed.
+				for n := -1; n != f.n; {
+					n = f.n
+					f.poll(300 * time.Millisecond)
+				}
+				<-cur.done
+				cur = start(kill)
+				d, ok := waitNew(bound + 30*time.Second)
+				t.Logf("kill -9 #%d: first record %s after the restart", kill, d.Round(time.Millisecond))
+				worst = max(worst, d)
+				if !ok {
+					t.Fatalf("no record within %s of a restart", d)
+				}
+			}
+			if worst > bound {
+				t.Errorf("a restart after kill -9 took %s to its first record, more than %s", worst.Round(time.Millisecond), bound)
+			}
+			for _, v := range f.violations {
+				t.Errorf("read_committed consumer saw: %s", v)
+			}
+		})
 	}
 }

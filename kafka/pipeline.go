@@ -492,6 +492,19 @@ func (p *Pipeline) session(group, topic, txnID string, reset kgo.Offset, a *assi
 	return s, nil
 }
 
+// fence initializes the session's transactional producer at once, before
+// any restore or offset fetch waits on a transaction: InitProducerID with
+// this instance's transactional id fences a crashed predecessor (same
+// instance id) and makes the broker abort its open transaction, whose
+// partitions a restore (last stable offset) and the group's stable offset
+// fetch would otherwise wait on until the transaction timeout aborts it.
+func (p *Pipeline) fence(ctx context.Context, s *kgo.GroupTransactSession, txnID string) error {
+	if _, _, err := s.Client().ProducerID(ctx); err != nil {
+		return fmt.Errorf("kafka: initializing transactional id %s: %w", txnID, err)
+	}
+	return nil
+}
+
 // leave removes this static member from the group at a clean stop so its
 // partitions move at once (a static member's Close does not leave).
 func (p *Pipeline) leave(group string) {
@@ -547,6 +560,22 @@ func (p *Pipeline) poll(ctx context.Context, s *kgo.GroupTransactSession) (kgo.F
 		}
 	})
 	return fs, fatal
+}
+
+// flush waits until every record of the open transaction is acknowledged
+// or failed, so the caller's promise errors are complete before it decides
+// to commit. A stop (ctx canceled) does not cut it short: the records were
+// produced with a context that a stop does not cancel, and a transaction
+// must commit all of its records or none (End's own flush would let a
+// record fail after the caller looked at the errors, and commit the input
+// offsets without it).
+func (p *Pipeline) flush(ctx context.Context, s *kgo.GroupTransactSession) error {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.TransactionTimeout)
+	defer cancel()
+	if err := s.Client().Flush(fctx); err != nil {
+		return fmt.Errorf("kafka: flushing the transaction's records: %w", err)
+	}
+	return nil
 }
 
 // end ends a transaction: commit when the work succeeded, abort otherwise.

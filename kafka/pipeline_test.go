@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,37 +204,144 @@ func produceSlowly(t testing.TB, addrs []string, topic string, parts int, evs []
 // partitions and their state move to the other) and starts again (they
 // move back). The output equals the single-instance output (the oracle),
 // with no invariant broken on the way.
+//
+// The run is adversarial: a goroutine spins beside it (CPU stress; run it
+// by hand with GOMAXPROCS=1 and a busy process too), b's stop lands in the
+// middle of a transaction, a third instance joins and leaves in the middle
+// of transactions, heartbeats answered REBALANCE_IN_PROGRESS force
+// rebalances at random moments, and transactional offset commits answered
+// ILLEGAL_GENERATION abort transactions midway, as a revoke that the
+// member learns of only at commit time does.
 func TestRebalance(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 3))
 	c := cluster(t)
 	addrs := c.ListenAddrs()
 	mkTopic(t, addrs, "events", 4, nil)
 	evs := genEvents(5, 60000)
 	q := tumbleQuery("rb", 100*time.Millisecond)
-	opts := func(id string) Options {
-		return Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: id, Logger: testLogger(t)}
+	spin(t)
+	var fmu sync.Mutex
+	frand := rand.New(rand.NewPCG(seed, 4))
+	chance := func(n int) func(kmsg.Request) bool {
+		return func(kmsg.Request) bool {
+			fmu.Lock()
+			defer fmu.Unlock()
+			return frand.IntN(n) == 0
+		}
+	}
+	faults := c.Fault(
+		kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, Group: q.Name, Err: kerr.RebalanceInProgress, Count: -1, When: chance(8)},
+		kfake.Fault{Keys: []kmsg.Key{kmsg.TxnOffsetCommit}, Err: kerr.IllegalGeneration, Count: -1, When: chance(15)},
+	)
+	opts := func(id string, hooks ...kgo.Hook) Options {
+		return Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: id,
+			Logger: testLogger(t), MaxPollRecords: 2000,
+			ClientOpts: []kgo.Opt{kgo.HeartbeatInterval(300 * time.Millisecond), kgo.WithHooks(hooks...)}}
+	}
+	topics := []string{q.Name + "-repartition", "out", q.Name + "-state"}
+	// midTxn starts an instance that stops itself at the n-th record it
+	// produces to one of the topics once armed, or at the fallback.
+	midTxn := func(id string) (arm func(), wait func() bool) {
+		h := &cancelAt{topic: topics[r.IntN(len(topics))], n: 1 + r.Int64N(50)}
+		o := opts(id, h)
+		pl, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		h.cancel = cancel
+		h.seen.Store(math.MinInt64)
+		done := make(chan error, 1)
+		finished := make(chan struct{})
+		go func() { done <- pl.Run(ctx); close(finished) }()
+		t.Cleanup(func() {
+			// Its goroutines log through t: the test must outlive them.
+			cancel()
+			select {
+			case <-finished:
+			case <-time.After(2 * time.Minute):
+				t.Errorf("pipeline %s still running 2 minutes after the test", id)
+			}
+		})
+		arm = func() {
+			// Under load the instance may still be joining: wait until
+			// it works, so the stop lands in a transaction.
+			for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+				if st := pl.Stats(); st.Commits > 0 && st.EventsApplied > 0 {
+					break
+				}
+			}
+			h.seen.Store(0)
+			time.AfterFunc(10*time.Second, cancel)
+		}
+		wait = func() bool {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("pipeline %s: %v", id, err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Errorf("pipeline %s did not stop", id)
+			}
+			return h.fired.Load()
+		}
+		return arm, wait
 	}
 	a, _ := runPipeline(t, opts("a"))
-	_, stopB := runPipeline(t, opts("b"))
+	armB, waitB := midTxn("b")
 	f := follow(t, addrs, "out", false)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		produceSlowly(t, addrs, "events", 4, evs, 6*time.Second)
 	}()
-	time.Sleep(2 * time.Second)
+	armC, waitC := midTxn("c")
+	time.Sleep(time.Duration(500+r.IntN(1000)) * time.Millisecond)
+	armC()
+	time.Sleep(time.Duration(500+r.IntN(1000)) * time.Millisecond)
 	f.poll(100 * time.Millisecond)
-	stopB()
-	time.Sleep(2 * time.Second)
+	armB()
+	midB := waitB()
+	midC := waitC()
+	time.Sleep(time.Duration(500+r.IntN(1500)) * time.Millisecond)
 	f.poll(100 * time.Millisecond)
 	b, _ := runPipeline(t, opts("b"))
 	<-done
+	hits := faults.Hits()
+	faults.Remove()
 	f.waitFinals(t, tumbleOracle(evs), 90*time.Second)
 	// The partitions (and their state) must really have moved.
 	sa, sb := a.Stats(), b.Stats()
 	t.Logf("a: %+v\nb: %+v", sa, sb)
+	t.Logf("b stopped inside a transaction: %v, c: %v; %d faults answered", midB, midC, hits)
 	if sa.Restores < 3 || sb.Restores < 1 || sb.EventsIn == 0 {
 		t.Errorf("no state moved: a restored %d operators, the restarted b %d (b consumed %d events)", sa.Restores, sb.Restores, sb.EventsIn)
 	}
+	if hits == 0 {
+		t.Errorf("no fault fired")
+	}
+}
+
+// spin keeps one goroutine busy for the rest of the test: CPU stress that
+// stretches every window between a poll, a produce and a commit.
+func spin(t *testing.T) {
+	stop := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for x := uint64(1); ; x = x*6364136223846793005 + 1 {
+			if x&0xffff == 0 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-stopped })
 }
 
 // TestBrokerFaultNoDuplicates: the broker answers produce requests with

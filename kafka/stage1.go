@@ -31,7 +31,8 @@ const routeKeyVersion = 1
 func (p *Pipeline) runStage1(ctx context.Context) error {
 	a := &assignment{owned: map[int32]bool{}}
 	topic := p.opts.Source.Topic
-	s, err := p.session(p.inGroup(), topic, p.q.Name+"-in."+p.opts.InstanceID, p.resetOffset(), a, map[string]bool{p.repTopic: true})
+	txnID := p.q.Name + "-in." + p.opts.InstanceID
+	s, err := p.session(p.inGroup(), topic, txnID, p.resetOffset(), a, map[string]bool{p.repTopic: true})
 	if err != nil {
 		return err
 	}
@@ -40,6 +41,12 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 		s.Close()
 		p.leave(p.inGroup())
 	}()
+	if err := p.fence(ctx, s, txnID); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 
 	dec := p.decoder()
 	keys := exec.NewGroupKeys(p.q)
@@ -55,6 +62,11 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 	var lastSentAt time.Time
 	var perr firstErr
 	promise := func(_ *kgo.Record, err error) { perr.set(err) }
+	// Records are produced under a context that a stop does not cancel:
+	// a canceled record would fail while the transaction still commits
+	// the offsets of the events it carried. A stop ends the loop at the
+	// next poll, after the open transaction has ended.
+	pctx := context.WithoutCancel(ctx)
 	var end *ends // UntilCaughtUp: how far each owned partition is consumed
 	if p.opts.UntilCaughtUp {
 		end = newEnds(p.sourceEnd)
@@ -133,7 +145,7 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 				wm.observe(r.Partition, row[tc].I-delay)
 			}
 			out := &kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: r.Value}
-			s.Produce(ctx, out, promise)
+			s.Produce(pctx, out, promise)
 		})
 		for part := range wm.parts {
 			wm.setIdle(part, idle.idle(part, now))
@@ -153,16 +165,14 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 				for i := 0; i < p.nParts; i++ {
 					m := &kgo.Record{Topic: p.repTopic, Partition: int32(i), Key: markerKey, Value: enc,
 						Headers: []kgo.RecordHeader{{Key: markerHeader, Value: []byte{1}}}}
-					s.Produce(ctx, m, promise)
+					s.Produce(pctx, m, promise)
 					p.c.markersOut.Add(1)
 				}
 				lastSent, lastSentAt = enc, now
 			}
 		}
 		if workErr == nil {
-			if err := s.Client().Flush(ctx); err != nil && ctx.Err() == nil {
-				workErr = err
-			}
+			workErr = p.flush(ctx, s)
 		}
 		if workErr == nil {
 			workErr = perr.take()

@@ -34,6 +34,7 @@ type stage2 struct {
 	p     *Pipeline
 	s     *kgo.GroupTransactSession
 	ctx   context.Context
+	pctx  context.Context // records are produced under it: a stop does not cancel it (see Pipeline.flush)
 	topic string
 	tasks map[int32]*task
 	owned map[int32]bool
@@ -63,7 +64,8 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 	if p.direct {
 		topic, reset = p.opts.Source.Topic, p.resetOffset()
 	}
-	s, err := p.session(p.q.Name, topic, p.q.Name+"."+p.opts.InstanceID, reset, a, map[string]bool{p.stateTopic: true})
+	txnID := p.q.Name + "." + p.opts.InstanceID
+	s, err := p.session(p.q.Name, topic, txnID, reset, a, map[string]bool{p.stateTopic: true})
 	if err != nil {
 		return err
 	}
@@ -72,7 +74,13 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 		s.Close()
 		p.leave(p.q.Name)
 	}()
-	st := &stage2{p: p, s: s, ctx: ctx, topic: topic, tasks: map[int32]*task{}, owned: map[int32]bool{},
+	if err := p.fence(ctx, s, txnID); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	st := &stage2{p: p, s: s, ctx: ctx, pctx: context.WithoutCancel(ctx), topic: topic, tasks: map[int32]*task{}, owned: map[int32]bool{},
 		local: newTracker(0), idle: newIdleClock(p.opts.Source.IdleTimeout), seen: map[int32]bool{}, start: p.opts.Now()}
 	if p.q.Emit.Mode == plan.EmitEarly {
 		st.every = time.Duration(p.q.Emit.EarlyEvery) * time.Microsecond
@@ -114,9 +122,7 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 			workErr = st.checkpoint()
 		}
 		if workErr == nil {
-			if err := s.Client().Flush(ctx); err != nil && ctx.Err() == nil {
-				workErr = err
-			}
+			workErr = p.flush(ctx, s)
 		}
 		if workErr == nil {
 			workErr = st.perr.take()
@@ -245,7 +251,7 @@ func (st *stage2) emit(t *task, r *changelog.Record) error {
 	val := make([]byte, len(r.Value))
 	copy(val, r.Value)
 	rec := &kgo.Record{Topic: st.p.opts.Sink.Topic, Partition: -1, Key: key, Value: val, Headers: kafkasrc.Headers(r.Meta)}
-	st.s.Produce(st.ctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
+	st.s.Produce(st.pctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
 	st.p.c.recordsOut.Add(1)
 	t.emitted++
 	t.touched = true
@@ -444,7 +450,7 @@ func (st *stage2) checkpoint() error {
 			if v != nil {
 				rec.Value = append(make([]byte, 0, len(v)), v...)
 			}
-			st.s.Produce(st.ctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
+			st.s.Produce(st.pctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
 			p.c.stateOut.Add(1)
 			return nil
 		})
@@ -551,6 +557,12 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	if _, ok := entries[string(stateKey(t.part, []byte(exec.MetaKey)))]; !ok && len(entries) > 0 {
+		// Every transaction that writes entries writes the meta entry
+		// too, and compaction keeps its latest value: entries without it
+		// mean the topic lost records (the watermark table with them).
+		return fmt.Errorf("%w: state topic %s partition %d holds %d entries but no meta entry (watermarks, counters): records were lost from the topic", exec.ErrBadState, p.stateTopic, t.part, len(entries))
+	}
 	var meta []byte
 	for _, k := range keys {
 		if len(k) < 4 || int32(binary.BigEndian.Uint32([]byte(k[:4]))) != t.part {

@@ -1,0 +1,145 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/exec"
+)
+
+// cancelAt is a produce hook that cancels a pipeline's context when the
+// n-th record to topic is buffered: a clean stop (SIGINT) that lands in the
+// middle of a transaction, after some of its records were produced and
+// before the others.
+type cancelAt struct {
+	topic  string
+	n      int64
+	seen   atomic.Int64
+	cancel context.CancelFunc
+	fired  atomic.Bool
+}
+
+func (h *cancelAt) OnProduceRecordBuffered(r *kgo.Record) {
+	if r.Topic == h.topic && h.seen.Add(1) == h.n {
+		h.fired.Store(true)
+		h.cancel()
+	}
+}
+
+// TestStopMidTransaction stops the pipeline (its context canceled, as
+// SIGINT does) in the middle of a transaction of each stage, many times,
+// restarting it each time. A stop may commit the open transaction only if
+// every record of it was produced: a transaction that commits its input
+// offsets without all of its repartitioned events, changelog records or
+// state entries loses events. The finals must equal the oracle.
+func TestStopMidTransaction(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 2))
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 4, nil)
+	evs := genEvents(seed, 60000)
+	q := tumbleQuery("stop", 50*time.Millisecond)
+	topics := []string{q.Name + "-repartition", "out", q.Name + "-state"}
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		produceSlowly(t, addrs, "events", 4, evs, 8*time.Second)
+	}()
+	f := follow(t, addrs, "out", false)
+	fired, runs := 0, 0
+	for i := 0; i < 40 && (fired < 9 || !isDone(produced)); i++ {
+		runs++
+		ctx, cancel := context.WithCancel(context.Background())
+		h := &cancelAt{topic: topics[i%len(topics)], n: 1 + r.Int64N(300), cancel: cancel}
+		h.seen.Store(math.MinInt64) // armed below
+		pl, err := New(Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a",
+			MaxPollRecords: 2000, ClientOpts: []kgo.Opt{kgo.WithHooks(h)}, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- pl.Run(ctx) }()
+		// Under load the pipeline may take a while to start working:
+		// arm the stop once it has committed a transaction.
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end) && pl.Stats().Commits == 0; {
+			time.Sleep(10 * time.Millisecond)
+		}
+		h.seen.Store(0)
+		tm := time.AfterFunc(5*time.Second, cancel)
+		if err := <-done; err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		tm.Stop()
+		cancel()
+		if h.fired.Load() {
+			fired++
+		}
+		f.poll(50 * time.Millisecond)
+	}
+	<-produced
+	if fired < 9 {
+		t.Errorf("only %d of %d stops landed inside a transaction", fired, runs)
+	}
+	runPipeline(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a"})
+	f.waitFinals(t, tumbleOracle(evs), 90*time.Second)
+	t.Logf("%d of %d stops inside a transaction; %d records read", fired, runs, f.n)
+}
+
+// TestStateWithoutMetaRefused: a state partition holding operator entries
+// but no meta entry lost records (every transaction that writes entries
+// writes the meta entry, and compaction keeps its latest value). Restoring
+// from it would number new groups and track watermarks from nothing, so
+// the pipeline refuses it.
+func TestStateWithoutMetaRefused(t *testing.T) {
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 1, nil)
+	mkTopic(t, addrs, "nometa-state", 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")})
+	// A valid group entry, from an operator of the same query.
+	q := tumbleQuery("nometa", 0)
+	op, err := exec.New(q, exec.Config{Emit: func(*changelog.Record) error { return nil }, Nanotime: func() int64 { return 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := exec.NewDecoder(q.Source).Decode(genEvents(1, 1)[0].json())
+	if err == nil {
+		err = op.Process(row)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	err = op.Checkpoint(true, nil, func(k, v []byte) error {
+		if string(k) == exec.MetaKey {
+			return nil
+		}
+		r := &kgo.Record{Topic: "nometa-state", Partition: 0, Key: stateKey(0, k), Value: append([]byte(nil), v...)}
+		return cl.ProduceSync(context.Background(), r).FirstErr()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceEvents(t, addrs, "events", 1, genEvents(1, 10), false)
+	pl, err := New(Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err = pl.Run(ctx)
+	if !errors.Is(err, exec.ErrBadState) || !strings.Contains(err.Error(), "no meta entry") || !strings.Contains(err.Error(), "partition 0") {
+		t.Fatalf("Run over a state partition without its meta entry: %v, want ErrBadState naming the partition", err)
+	}
+}
