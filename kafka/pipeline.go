@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ubiksql/ubik/exec"
 	"github.com/ubiksql/ubik/sql/plan"
@@ -580,7 +582,7 @@ func (p *Pipeline) flush(ctx context.Context, s *kgo.GroupTransactSession) error
 
 // end ends a transaction: commit when the work succeeded, abort otherwise.
 // It returns whether it committed.
-func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, ok bool) (bool, error) {
+func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, group string, ok bool) (bool, error) {
 	try := kgo.TryCommit
 	if !ok {
 		try = kgo.TryAbort
@@ -588,6 +590,9 @@ func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, ok bool
 	// A clean stop still ends the transaction: give it its own deadline.
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.TransactionTimeout)
 	defer cancel()
+	if try == kgo.TryCommit && !p.stillMember(ectx, s, group) {
+		try = kgo.TryAbort
+	}
 	committed, err := s.End(ectx, try)
 	if committed {
 		p.c.commits.Add(1)
@@ -595,6 +600,45 @@ func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, ok bool
 		p.c.aborts.Add(1)
 	}
 	return committed, err
+}
+
+// stillMember reports whether this instance is still a member of the
+// group generation its transaction was built under. The broker fences a
+// zombie through the group generation only when a transaction commits
+// input offsets (KIP-447); a transaction that consumed nothing (an early
+// emission on a tick, markers, state entries) carries no offsets, so kgo
+// sends no TxnOffsetCommit and nothing would stop an instance that was
+// paused past its session timeout from committing records for partitions
+// another instance now owns. For such a transaction a heartbeat with the
+// generation asks the coordinator instead; any error (a new generation, an
+// unknown member, a rebalance in progress, no answer) aborts.
+func (p *Pipeline) stillMember(ctx context.Context, s *kgo.GroupTransactSession, group string) bool {
+	cl := s.Client()
+	if len(cl.UncommittedOffsets()) > 0 {
+		return true // End commits offsets, and the broker checks the generation
+	}
+	member, gen := cl.GroupMetadata()
+	if member == "" || gen < 0 {
+		return false
+	}
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group = group
+	req.Generation = gen
+	req.MemberID = member
+	if p.opts.InstanceID != "" {
+		id := p.opts.InstanceID
+		req.InstanceID = &id
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		p.log.Warn("kafka: checking the group membership before a commit", "group", req.Group, "err", err)
+		return false
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		p.log.Info("kafka: aborting a transaction: this instance is no longer in the group generation it worked under", "group", req.Group, "generation", gen, "err", err)
+		return false
+	}
+	return true
 }
 
 // decoder returns a decoder of the source's record values. Both stages

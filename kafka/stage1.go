@@ -177,7 +177,7 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 		if workErr == nil {
 			workErr = perr.take()
 		}
-		committed, err := p.end(ctx, s, workErr == nil)
+		committed, err := p.end(ctx, s, p.inGroup(), workErr == nil)
 		perr.take()
 		s.AllowRebalance()
 		if err != nil {

@@ -127,7 +127,7 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 		if workErr == nil {
 			workErr = st.perr.take()
 		}
-		committed, err := p.end(ctx, s, workErr == nil)
+		committed, err := p.end(ctx, s, p.q.Name, workErr == nil)
 		st.perr.take()
 		if st.end != nil {
 			if committed {
