@@ -558,6 +558,44 @@ func ubik_query_stats(h C.ubik_query, out **C.char, n *C.size_t) (rc C.int) {
 	})
 }
 
+type columnJSON struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+//export ubik_query_columns
+func ubik_query_columns(h C.ubik_query, out **C.char, n *C.size_t) (rc C.int) {
+	defer recoverExport(&rc)
+	if out == nil {
+		return fail(C.UBIK_ERR_INVALID_ARGUMENT, fmt.Errorf("%w: ubik_query_columns: json is NULL", errInvalidArgument))
+	}
+	return withQuery(h, func(o *queryObj) C.int {
+		if o.colsLen == 0 { // the columns never change: built once
+			sel := o.q.Plan().Select
+			cols := make([]columnJSON, len(sel))
+			for i, c := range sel {
+				cols[i] = columnJSON{Name: c.Name, Type: c.Expr.Type().String()}
+			}
+			js, err := json.Marshal(cols)
+			if err != nil {
+				return fail(C.UBIK_ERR_INTERNAL, err)
+			}
+			b, ok := o.cols.bytes(len(js) + 1)
+			if !ok {
+				return fail(C.UBIK_ERR_INTERNAL, errors.New("capi: out of C memory while returning the columns"))
+			}
+			copy(b, js)
+			b[len(js)] = 0
+			o.colsLen = len(js)
+		}
+		*out = (*C.char)(o.cols.p)
+		if n != nil {
+			*n = C.size_t(o.colsLen)
+		}
+		return C.UBIK_OK
+	})
+}
+
 //export ubik_query_free
 func ubik_query_free(h C.ubik_query) (rc C.int) {
 	defer recoverExport(&rc)
@@ -574,6 +612,7 @@ func ubik_query_free(h C.ubik_query) (rc C.int) {
 	o.group.free()
 	o.name.free()
 	o.stats.free()
+	o.cols.free()
 	o.q, o.in = nil, nil
 	return C.UBIK_OK
 }

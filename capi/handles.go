@@ -45,11 +45,13 @@ type queryObj struct {
 
 	in []byte // the event being pushed, copied out of the caller's memory
 
-	rec   cbuf // key bytes then value bytes of the last record from next
-	pos   cbuf // int32 window positions of that record
-	group cbuf // its group key (the key without the window cells)
-	name  cbuf // the query name of that record
-	stats cbuf // NUL-terminated JSON from ubik_query_stats
+	rec     cbuf // key bytes then value bytes of the last record from next
+	pos     cbuf // int32 window positions of that record
+	group   cbuf // its group key (the key without the window cells)
+	name    cbuf // the query name of that record
+	stats   cbuf // NUL-terminated JSON from ubik_query_stats
+	cols    cbuf // NUL-terminated JSON from ubik_query_columns, built once
+	colsLen int
 }
 
 // cbuf is a growable buffer in C memory, so that pointers into it may be

@@ -58,6 +58,8 @@
  *     Copy the bytes to keep them longer.
  *   - ubik_query_stats: the JSON text is owned by the query handle, valid
  *     until the next ubik_query_stats call on it or ubik_query_free.
+ *   - ubik_query_columns: the JSON text is owned by the query handle, valid
+ *     until ubik_query_free.
  *   - ubik_last_error: owned by the calling thread's error slot, valid until
  *     the next failing ubik_* call on the same thread (the slot is freed when
  *     the thread exits).
@@ -306,8 +308,16 @@ int ubik_query_close(ubik_query q);
  * until the next ubik_query_stats on q or ubik_query_free. */
 int ubik_query_stats(ubik_query q, const char **json, size_t *len);
 
+/* Stores in *json and *len (len may be NULL; the text is also
+ * NUL-terminated) the columns of the query's value rows, in order, as a JSON
+ * array of {"name": ..., "type": ...}; type is the SQL type as explain
+ * prints it (BIGINT, DOUBLE, DECIMAL(38,9), TIMESTAMP, ...). A host uses it
+ * to read a DECIMAL cell's JSON number exactly rather than as a binary
+ * float. Owned by q; valid until ubik_query_free. */
+int ubik_query_columns(ubik_query q, const char **json, size_t *len);
+
 /* Releases the query handle and all memory it owns (pending records, the
- * pointers ubik_next_keyed and ubik_query_stats returned). Does not
+ * pointers ubik_next_keyed, ubik_query_stats and ubik_query_columns returned). Does not
  * finalize anything: call ubik_query_close and drain first to get the final
  * records. */
 int ubik_query_free(ubik_query q);

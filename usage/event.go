@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ubiksql/ubik/types"
 )
 
 // Event is one usage event as a caller writes it.
@@ -236,26 +238,34 @@ func ParseEventJSON(b []byte) (Event, error) {
 	return ev, nil
 }
 
-// ParseTimeJSON reads an RFC 3339 JSON string or a JSON number of epoch
-// milliseconds.
+// ParseTimeJSON reads an event time: a JSON string in the timestamp text
+// ubik run accepts for a TIMESTAMP column (types.ParseTimestamp: DuckDB text
+// such as "2026-07-18 10:00:00.123", taken as UTC; RFC 3339 with a Z or an
+// offset; a bare date), or a JSON number of epoch milliseconds.
 func ParseTimeJSON(raw json.RawMessage) (time.Time, error) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("%w: %v", ErrBadTime, err)
-		}
-		return t, nil
+		return ParseTimeText(s)
 	}
 	var n json.Number
 	if err := json.Unmarshal(raw, &n); err != nil {
-		return time.Time{}, fmt.Errorf("%w: time must be an RFC 3339 string or epoch milliseconds", ErrBadTime)
+		return time.Time{}, fmt.Errorf("%w: time must be a timestamp string or epoch milliseconds", ErrBadTime)
 	}
 	ms, err := strconv.ParseInt(string(n), 10, 64)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%w: epoch milliseconds %s: not an integer", ErrBadTime, n)
 	}
 	return time.UnixMilli(ms).UTC(), nil
+}
+
+// ParseTimeText parses timestamp text as ubik run parses a TIMESTAMP column
+// (types.ParseTimestamp), returning the instant in UTC.
+func ParseTimeText(s string) (time.Time, error) {
+	us, err := types.ParseTimestamp([]byte(s))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %v", ErrBadTime, err)
+	}
+	return time.UnixMicro(us).UTC(), nil
 }
 
 // MarshalJSON renders a stored event in the CLI's JSON shape.

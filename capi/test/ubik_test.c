@@ -268,6 +268,11 @@ static void test_tumble(void) {
 	CHECK(contains(js, "\"late\":1"), "stats %s", js);
 	CHECK(contains(js, "\"records_out\":3"), "stats %s", js);
 	CHECK(contains(js, "\"watermark_us\":1784368920000000"), "stats %s", js);
+	OK(ubik_query_columns(q, &js, &jl));
+	CHECK(strlen(js) == jl, "columns length");
+	CHECK(contains(js, "{\"name\":\"merchant\",\"type\":\"VARCHAR\"}"), "columns %s", js);
+	CHECK(contains(js, "{\"name\":\"orders\",\"type\":\"BIGINT\"}"), "columns %s", js);
+	CHECK(contains(js, "{\"name\":\"total\",\"type\":\"DOUBLE\"}"), "columns %s", js);
 
 	OK(ubik_query_close(q));
 	OK(ubik_query_close(q)); /* twice is a no-op */

@@ -27,7 +27,8 @@ const usageHelp = `usage: ubik usage <write|aggregate|list|get> --store URL [fla
 
   write      read JSON lines events from stdin (or --input FILE), one per line:
              {"key":"k1","time":"2026-07-18T10:00:00.123Z","meter":"api_calls","quantity":3,"dims":{"region":"eu"}}
-             time is RFC 3339 or epoch milliseconds. Prints {"inserted","duplicates","rejected","errors"};
+             time is timestamp text as ubik run reads it (2026-07-18 10:00:00.123 in UTC,
+             or RFC 3339 with Z or an offset) or epoch milliseconds. Prints {"inserted","duplicates","rejected","errors"};
              a bad line is reported with its line number and never blocks the good ones (exit status 1).
              --batch N   events per Write (default 1000)
   aggregate  --meter M --from T --to T [--filter D=JSON]... [--absent D]... [--group-by D]... [--window 1h]
@@ -72,8 +73,8 @@ func runUsage(ctx context.Context, env *Env, args []string) error {
 	input := fs.String("input", "", "write: read events from this file instead of stdin")
 	batch := fs.Int("batch", 1000, "write: events per Write call")
 	meter := fs.String("meter", "", "meter name")
-	from := fs.String("from", "", "start of [from, to): RFC 3339 or epoch ms")
-	to := fs.String("to", "", "end of [from, to): RFC 3339 or epoch ms")
+	from := fs.String("from", "", "start of [from, to): timestamp text or epoch ms")
+	to := fs.String("to", "", "end of [from, to): timestamp text or epoch ms")
 	window := fs.Duration("window", 0, "aggregate: tumbling window size (e.g. 1h)")
 	cursor := fs.String("cursor", "", "list: cursor from the previous page's next")
 	limit := fs.Int("limit", usage.DefaultPageSize, "list: page size")
@@ -172,9 +173,9 @@ func parseTimeFlag(name, s string) (time.Time, error) {
 	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return time.UnixMilli(ms).UTC(), nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := usage.ParseTimeText(s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: --%s %q is neither RFC 3339 nor epoch milliseconds", ErrUsage, name, s)
+		return time.Time{}, fmt.Errorf("%w: --%s %q is neither a timestamp (YYYY-MM-DD HH:MM:SS[.fff] or RFC 3339) nor epoch milliseconds", ErrUsage, name, s)
 	}
 	return t, nil
 }

@@ -167,3 +167,62 @@ func dropCLITables(t *testing.T, pgDSN, chURL, table string) {
 		t.Errorf("dropping %s: HTTP %d", table, resp.StatusCode)
 	}
 }
+
+// TestUsageWriteTimestampForms: usage write reads event times as ubik run
+// reads a TIMESTAMP column (DuckDB text, RFC 3339 with a zone, a bare date)
+// and also epoch milliseconds; every form lands at the instant it names, and
+// a time that parses as none of them is refused with its line number.
+func TestUsageWriteTimestampForms(t *testing.T) {
+	var b [5]byte
+	rand.Read(b[:])
+	table := "cli_usage_ts_" + hex.EncodeToString(b[:])
+	stores := map[string]string{
+		"postgres":   envOr("UBIK_PG_DSN", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		"clickhouse": strings.Replace(envOr("UBIK_CLICKHOUSE_URL", "http://127.0.0.1:8123"), "http://", "clickhouse://", 1) + "/ubik_usage_test",
+	}
+	t.Cleanup(func() {
+		dropCLITables(t, stores["postgres"], envOr("UBIK_CLICKHOUSE_URL", "http://127.0.0.1:8123"), table)
+	})
+	// 2026-07-18 10:00:00.123 UTC in every form.
+	input := strings.Join([]string{
+		`{"key":"duck","time":"2026-07-18 10:00:00.123","meter":"m","quantity":1}`,
+		`{"key":"rfc","time":"2026-07-18T10:00:00.123Z","meter":"m","quantity":1}`,
+		`{"key":"offset","time":"2026-07-18T12:00:00.123+02:00","meter":"m","quantity":1}`,
+		`{"key":"ms","time":1784368800123,"meter":"m","quantity":1}`,
+		`{"key":"bad","time":"18/07/2026 10:00","meter":"m","quantity":1}`,
+	}, "\n")
+	for name, store := range stores {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, input, "usage", "write", "--store", store, "--table", table)
+			if code != 1 {
+				t.Fatalf("write: exit %d, want 1 (one bad line)\n%s%s", code, out, errOut)
+			}
+			var ws struct {
+				Inserted, Rejected int
+				Errors             []struct {
+					Line  int
+					Error string
+				}
+			}
+			if err := json.Unmarshal([]byte(out), &ws); err != nil {
+				t.Fatalf("write output %q: %v", out, err)
+			}
+			if ws.Inserted != 4 || ws.Rejected != 1 || len(ws.Errors) != 1 || ws.Errors[0].Line != 5 ||
+				!strings.Contains(ws.Errors[0].Error, `"18/07/2026 10:00"`) {
+				t.Fatalf("write summary %s", out)
+			}
+			for _, key := range []string{"duck", "rfc", "offset", "ms"} {
+				out, errOut, code := runCLI(t, "", "usage", "get", "--store", store, "--table", table, "--key", key)
+				if code != 0 || !strings.Contains(out, `"time":"2026-07-18T10:00:00.123Z"`) {
+					t.Errorf("get %s: exit %d %s%s, want time 2026-07-18T10:00:00.123Z", key, code, out, errOut)
+				}
+			}
+			// --from and --to take the same forms.
+			out, errOut, code = runCLI(t, "", "usage", "aggregate", "--store", store, "--table", table, "--meter", "m",
+				"--from", "2026-07-18 10:00:00.123", "--to", "2026-07-18T10:00:00.124Z")
+			if code != 0 || strings.TrimSpace(out) != `{"sum":"4.000000000","count":4}` {
+				t.Fatalf("aggregate: exit %d %s%s", code, out, errOut)
+			}
+		})
+	}
+}

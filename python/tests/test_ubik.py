@@ -10,6 +10,7 @@ capi/capi_test.go runs this suite with both set (go test ./capi).
 """
 
 import datetime
+import decimal
 import io
 import json
 import os
@@ -168,6 +169,34 @@ SELECT g, x, count(*) AS n FROM ev GROUP BY g, x
         self.assertEqual(sorted(latest), [b'["x", 0.0]', b'["x", 1.5]', b'["x", null]'])
         self.assertEqual(latest[b'["x", null]']["n"], sum(1 for e in events if e["x"] is None or e["x"] != e["x"] or abs(e["x"]) == float("inf")))
         self.assertEqual(sum(row["n"] for row in latest.values()), 4000)
+
+    def test_decimal_is_exact(self):
+        # DECIMAL cells come back as decimal.Decimal with the engine's exact
+        # text, and a decimal.Decimal in a dict event goes in exactly; a
+        # DOUBLE column next to it stays a float.
+        sql = """
+CREATE SOURCE ev (g VARCHAR, d DECIMAL(38,9), x DOUBLE) WITH (format = 'jsonl');
+SELECT g, sum(d) AS total, max(d) AS biggest, sum(x) AS fx, count(*) AS n FROM ev GROUP BY g
+"""
+        big = decimal.Decimal("12345678901234567890123456789.123456789")  # 38 digits
+        events = [
+            {"g": "a", "d": big, "x": 0.1},
+            {"g": "a", "d": decimal.Decimal("0.000000001"), "x": 0.2},
+            {"g": "a", "d": decimal.Decimal("-1E-9"), "x": 0.0},
+            {"g": "a", "d": decimal.Decimal("1"), "x": 0.0},
+        ]
+        rows = list(ubik.stream(sql, source=events, keys=False))
+        last = rows[-1]
+        self.assertIsInstance(last["total"], decimal.Decimal)
+        self.assertEqual(str(last["total"]), "12345678901234567890123456790.123456789")
+        self.assertEqual(last["biggest"], big)
+        self.assertIsInstance(last["fx"], float)
+        self.assertAlmostEqual(last["fx"], 0.3)
+        self.assertEqual(last["n"], 4)
+        self.assertEqual(ubik.encode_event({"d": big}), b'{"d":12345678901234567890123456789.123456789}')
+        for bad in (decimal.Decimal("NaN"), decimal.Decimal("Infinity")):
+            with self.assertRaises(ValueError):
+                ubik.encode_event({"d": bad})
 
     def test_early_exit_releases_the_query(self):
         gen = ubik.stream(VIEW_SQL, source=({"k": "k%d" % i, "v": i} for i in range(100)))

@@ -2,6 +2,7 @@
 
 import ctypes
 import datetime
+import decimal
 import io
 import json
 import os
@@ -50,7 +51,14 @@ def _options(opts):
     return json.dumps(opts).encode()
 
 
+class _HasDecimal(Exception):
+    """Raised by _json_default on a decimal.Decimal, so that encode_event
+    falls back to the encoder that writes it exactly."""
+
+
 def _json_default(v):
+    if isinstance(v, decimal.Decimal):
+        raise _HasDecimal()
     if isinstance(v, datetime.datetime):
         if v.tzinfo is not None:
             v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
@@ -60,16 +68,43 @@ def _json_default(v):
     raise TypeError("ubik: cannot encode %r (%s) as a JSON event value" % (v, type(v).__name__))
 
 
+def _decimal_text(v):
+    """A finite decimal.Decimal as a JSON number with its exact digits."""
+    if not v.is_finite():
+        raise ValueError("ubik: cannot encode %s as a JSON event value (JSON has no such number)" % v)
+    return format(v, "f")
+
+
+def _encode_exact(v):
+    """JSON text of v as json.dumps writes it, except that decimal.Decimal
+    values are written with their exact digits, never through a float."""
+    if isinstance(v, decimal.Decimal):
+        return _decimal_text(v)
+    if isinstance(v, dict):
+        # json.dumps's own spelling of each key (it turns numbers, booleans
+        # and None into strings, and refuses other types).
+        return "{" + ",".join(
+            json.dumps({k: None}, separators=(",", ":"))[1:-6] + ":" + _encode_exact(x) for k, x in v.items()
+        ) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_encode_exact(x) for x in v) + "]"
+    return json.dumps(v, default=_json_default, separators=(",", ":"))
+
+
 def encode_event(event):
     """One event as JSON bytes: a dict is serialized (datetimes as
-    'YYYY-MM-DD HH:MM:SS[.ffffff]' UTC), str is encoded as UTF-8, bytes are
-    passed as they are."""
+    'YYYY-MM-DD HH:MM:SS[.ffffff]' UTC, decimal.Decimal as a JSON number
+    with its exact digits), str is encoded as UTF-8, bytes are passed as
+    they are."""
     if isinstance(event, (bytes, bytearray, memoryview)):
         return bytes(event)
     if isinstance(event, str):
         return event.encode("utf-8")
     if isinstance(event, dict):
-        return json.dumps(event, default=_json_default, separators=(",", ":")).encode("utf-8")
+        try:
+            return json.dumps(event, default=_json_default, separators=(",", ":")).encode("utf-8")
+        except _HasDecimal:
+            return _encode_exact(event).encode("utf-8")
     raise TypeError("ubik: an event must be a dict, str or bytes, got %s" % type(event).__name__)
 
 
@@ -104,11 +139,23 @@ class Record:
         "window_end_us",
         "window_positions",
         "group_key",
+        "_decimals",
         "_row",
     )
 
     def __init__(
-        self, key, value, query, final, revision, windowed, window_start_us, window_end_us, window_positions, group_key
+        self,
+        key,
+        value,
+        query,
+        final,
+        revision,
+        windowed,
+        window_start_us,
+        window_end_us,
+        window_positions,
+        group_key,
+        decimals=None,
     ):
         self.key = key
         self.value = value
@@ -120,13 +167,16 @@ class Record:
         self.window_end_us = window_end_us
         self.window_positions = window_positions
         self.group_key = group_key
+        self._decimals = decimals
         self._row = None
 
     @property
     def row(self):
-        """The value parsed as a dict, in column order."""
+        """The value parsed as a dict, in column order. DECIMAL cells are
+        decimal.Decimal with the engine's exact digits; other numbers are
+        int or float."""
         if self._row is None:
-            self._row = json.loads(self.value)
+            self._row = _parse_row(self.value, self._decimals)
         return self._row
 
     @property
@@ -154,9 +204,38 @@ class Record:
     def __eq__(self, other):
         if not isinstance(other, Record):
             return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__ if s != "_row")
+        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__ if s not in ("_row", "_decimals"))
 
     __hash__ = None
+
+
+def _parse_row(value, decimals):
+    """Parses a value row. decimals is the set of its DECIMAL columns (None
+    or empty when it has none): their JSON numbers are read from their text
+    as decimal.Decimal; every other number is read as json.loads reads it."""
+    if not decimals:
+        return json.loads(value)
+    row = json.loads(value, parse_float=decimal.Decimal)
+    for name, v in row.items():
+        if name in decimals:
+            if isinstance(v, int) and not isinstance(v, bool):
+                row[name] = decimal.Decimal(v)
+        else:
+            row[name] = _floats(v)
+    return row
+
+
+def _floats(v):
+    """v with every decimal.Decimal turned back into the float json.loads
+    would have read (float of the exact decimal rounds as float of its
+    text does)."""
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    if isinstance(v, dict):
+        return {k: _floats(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_floats(x) for x in v]
+    return v
 
 
 class PushResult:
@@ -258,6 +337,7 @@ class Query:
         self._vl = ctypes.c_size_t()
         self._consumed = ctypes.c_size_t()
         self._rejected = ctypes.c_size_t()
+        self._decimals = None  # set of DECIMAL column names, read on the first record
         self.done = False  #: True once the input is closed and every record was taken
 
     @property
@@ -304,10 +384,21 @@ class Query:
             return PushResult(consumed, rejected, msg)
         _raise(self._lib, rc)
 
+    def columns(self):
+        """The columns of the value rows, in order: a list of
+        {"name": ..., "type": ...} dicts (type as explain prints it, e.g.
+        "DECIMAL(38,9)")."""
+        p = ctypes.c_void_p()
+        n = ctypes.c_size_t()
+        _check(self._lib, self._lib.ubik_query_columns(self._handle(), ctypes.byref(p), ctypes.byref(n)))
+        return json.loads(ctypes.string_at(p.value, n.value))
+
     def next(self):
         """The next record, or None when none is pending (check .done to tell
         the end of the stream from "not yet")."""
         lib = self._lib
+        if self._decimals is None:
+            self._decimals = frozenset(c["name"] for c in self.columns() if c["type"].startswith("DECIMAL"))
         m = self._meta
         rc = lib.ubik_next_keyed(
             self._handle(),
@@ -331,6 +422,7 @@ class Query:
                 m.window_end_us if windowed else None,
                 tuple(m.window_positions[i] for i in range(m.window_positions_len)),
                 ctypes.string_at(m.group_key, m.group_key_len) if windowed else key,
+                self._decimals,
             )
         if rc == _errors.NONE:
             return None

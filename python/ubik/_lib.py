@@ -64,6 +64,7 @@ _SIGNATURES = {
     "ubik_tick": (_c_int, [_c_u64]),
     "ubik_query_close": (_c_int, [_c_u64]),
     "ubik_query_stats": (_c_int, [_c_u64, ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_size)]),
+    "ubik_query_columns": (_c_int, [_c_u64, ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_size)]),
     "ubik_query_free": (_c_int, [_c_u64]),
 }
 
