@@ -20,7 +20,7 @@ import (
 )
 
 // ErrNoRecords is returned when the input holds no record to infer from.
-var ErrNoRecords = errors.New("infer: no records to infer a schema from")
+var ErrNoRecords = errors.New("no records to infer a schema from")
 
 // Options configure Infer.
 type Options struct {
@@ -301,7 +301,7 @@ func Infer(r io.Reader, opts Options) (*Schema, error) {
 				}
 			})
 		default:
-			return nil, fmt.Errorf("infer: unknown format %q (want jsonl or csv)", opts.Format)
+			return nil, fmt.Errorf("unknown format %q (want jsonl or csv)", opts.Format)
 		}
 		s.Records++
 	}
