@@ -106,6 +106,17 @@ func (c *Column) epoch() int {
 	return -1
 }
 
+// oneLine keeps text written into a -- comment on its line: a line break in
+// a column name or a bad line's excerpt would end the comment.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f || r == '\u2028' || r == '\u2029' || r == 0x85 {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
 func fmtTS(us int64) string { return time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05.999999") }
 
 type kindSeen struct {
@@ -379,12 +390,12 @@ func (s *Schema) SQL() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "-- inferred from %d records; check the types and the watermark delay\n", s.Records)
 	if s.Skipped > 0 {
-		fmt.Fprintf(&b, "-- skipped %d malformed lines (first at %s)\n", s.Skipped, s.FirstBad)
+		fmt.Fprintf(&b, "-- skipped %d malformed lines (first at %s)\n", s.Skipped, oneLine(s.FirstBad))
 	}
 	for _, c := range s.Columns {
 		if u := c.epoch(); u >= 0 {
 			e := epochs[u]
-			n := ident(c.Name)
+			n := oneLine(ident(c.Name))
 			fmt.Fprintf(&b, "-- event-time candidate: %s holds epoch %s (%s to %s); %s(%s) reads it as a TIMESTAMP in a query; a WATERMARK needs a TIMESTAMP column, so for windows have the producer write it as a timestamp string\n",
 				n, e.unit, fmtTS(c.min*e.us), fmtTS(c.max*e.us), e.fn, n)
 		}
@@ -394,9 +405,9 @@ func (s *Schema) SQL() string {
 		c := s.Columns[s.TimeCol]
 		if c.lag > 0 {
 			delay = (c.lag + 999_999) / 1_000_000
-			fmt.Fprintf(&b, "-- the largest disorder seen in %s: %s behind the latest before it (line %d)\n", ident(c.Name), time.Duration(c.lag)*time.Microsecond, c.lagLine)
+			fmt.Fprintf(&b, "-- the largest disorder seen in %s: %s behind the latest before it (line %d)\n", oneLine(ident(c.Name)), time.Duration(c.lag)*time.Microsecond, c.lagLine)
 		} else {
-			fmt.Fprintf(&b, "-- %s was in order in these records; the watermark delay is the smallest, raise it if later input is out of order\n", ident(c.Name))
+			fmt.Fprintf(&b, "-- %s was in order in these records; the watermark delay is the smallest, raise it if later input is out of order\n", oneLine(ident(c.Name)))
 		}
 	}
 	fmt.Fprintf(&b, "CREATE SOURCE %s (\n", ident(s.Name))

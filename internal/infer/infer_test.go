@@ -83,8 +83,8 @@ func TestInferNestedIsJSON(t *testing.T) {
 }
 
 func TestInferEpochCandidate(t *testing.T) {
-	in := `{"id":"a","ts_ms":1784368800001,"n":3,"sec":1784368800}
-{"id":"b","ts_ms":1784368801500,"n":4,"sec":1784368801}
+	in := `{"id":"a","ts_ms":1784368800001,"n":3,"sec":1784368800,"us":1784368800000002}
+{"id":"b","ts_ms":1784368801500,"n":4,"sec":1784368801,"us":1784368800000003}
 `
 	s, err := Infer(strings.NewReader(in), Options{})
 	if err != nil {
@@ -95,9 +95,17 @@ func TestInferEpochCandidate(t *testing.T) {
 		"  ts_ms BIGINT,",
 		"-- event-time candidate: ts_ms holds epoch milliseconds (2026-07-18 10:00:00.001 to 2026-07-18 10:00:01.5); epoch_ms(ts_ms) reads it as a TIMESTAMP",
 		"-- event-time candidate: sec holds epoch seconds (2026-07-18 10:00:00 to 2026-07-18 10:00:01); to_timestamp(sec) reads it as a TIMESTAMP",
+		"-- event-time candidate: us holds epoch microseconds (2026-07-18 10:00:00.000002 to 2026-07-18 10:00:00.000003); make_timestamp(us) reads it as a TIMESTAMP",
 	} {
 		if !strings.Contains(got, w) {
 			t.Errorf("missing %q in\n%s", w, got)
+		}
+	}
+	// The functions the comments name read the columns in a query.
+	for _, e := range []string{"epoch_ms(ts_ms)", "to_timestamp(sec)", "make_timestamp(us)"} {
+		q := got + "SELECT date_trunc('minute', " + e + ") AS m, count(*) AS c FROM events GROUP BY date_trunc('minute', " + e + ")"
+		if _, err := plan.Compile(q, plan.CompileOptions{}); err != nil {
+			t.Errorf("%s: %v", e, err)
 		}
 	}
 	if strings.Contains(got, "candidate: n ") || strings.Contains(got, "WATERMARK FOR") {
@@ -168,6 +176,22 @@ func TestInferSkipsBOM(t *testing.T) {
 		got := compiles(t, s)
 		if !strings.Contains(got, "  id VARCHAR,") || s.Records != 1 {
 			t.Errorf("%s: %d records\n%s", c.format, s.Records, got)
+		}
+	}
+}
+
+// TestInferCommentsStayComments: a line break in a column name or in a
+// skipped line's excerpt does not end a comment of the suggestion.
+func TestInferCommentsStayComments(t *testing.T) {
+	in := "{\"a\\nSELECT 1;\":1784368800001,\"t\\n\":\"2026-07-18T10:00:00Z\"}\n{\"x\r\r DROP\n"
+	s, err := Infer(strings.NewReader(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := compiles(t, s)
+	for _, w := range []string{"\n-- event-time candidate: \"a SELECT 1;\" holds epoch milliseconds", "\n-- \"t \" was in order"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in\n%s", w, got)
 		}
 	}
 }
