@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,14 +17,17 @@ import (
 // runInfer prints a CREATE SOURCE statement inferred from an input file.
 func runInfer(ctx context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("infer", flag.ContinueOnError)
-	setUsage(fs, env, "usage: ubik infer FILE [--name NAME] [--format jsonl|csv] [--rows N]\n\nprints a CREATE SOURCE statement for the columns and types of the first records of FILE",
+	setUsage(fs, env, "usage: ubik infer [FILE|-] [--name NAME] [--format jsonl|csv] [--rows N]\n\nprints a CREATE SOURCE statement for the columns and types of the first records of FILE (default: stdin); lines that are not events are skipped and counted",
 		"ubik infer examples/events.jsonl --name events",
-		"ubik infer orders.csv --name orders --rows 10000",
-		"ubik infer events.jsonl > source.sql")
+		"head -1000 events.jsonl | ubik infer --name events",
+		"ubik infer orders.csv --name orders --rows 10000")
 	name := fs.String("name", "events", "source name")
 	format := fs.String("format", "", "jsonl or csv (default: from the file extension)")
 	rows := fs.Int("rows", 1000, "records to read")
 	path, rest := splitPositional(args)
+	if len(args) > 0 && args[0] == "-" { // stdin, named
+		path, rest = "-", args[1:]
+	}
 	if err := parseFlags(fs, rest); err != nil {
 		return err
 	}
@@ -30,10 +35,15 @@ func runInfer(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if path == "" {
-		return fmt.Errorf("%w: infer needs an input file", ErrUsage)
+	var s *infer.Schema
+	if path == "" || path == "-" {
+		s, err = infer.Infer(env.Stdin, infer.Options{Name: *name, Format: formatOf("", *format), Rows: *rows})
+		if err != nil {
+			err = fmt.Errorf("stdin: %w", err)
+		}
+	} else {
+		s, err = inferFile(path, *name, *format, *rows)
 	}
-	s, err := inferFile(path, *name, *format, *rows)
 	if err != nil {
 		return err
 	}
@@ -57,7 +67,24 @@ func inferFile(path, name, format string, rows int) (*infer.Schema, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return infer.Infer(f, infer.Options{Name: name, Format: formatOf(path, format), Rows: rows, Path: path})
+	s, err := infer.Infer(f, infer.Options{Name: name, Format: formatOf(path, format), Rows: rows, Path: path})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// inferStdin infers a source from the first records of env.Stdin and
+// returns an Env whose Stdin replays what inference read before the rest.
+func inferStdin(env *Env, name string, rows int) (*infer.Schema, *Env, error) {
+	var seen bytes.Buffer
+	s, err := infer.Infer(io.TeeReader(env.Stdin, &seen), infer.Options{Name: name, Rows: rows})
+	if err != nil {
+		return nil, nil, fmt.Errorf("stdin: %w", err)
+	}
+	e := *env
+	e.Stdin = io.MultiReader(&seen, env.Stdin)
+	return s, &e, nil
 }
 
 // undeclaredSource returns the name of the source the script's queries read

@@ -21,6 +21,7 @@ import (
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/infer"
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
 )
@@ -141,10 +142,12 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	defer eng.Close()
 	if f.infer {
 		if src := undeclaredSource(string(sqlText)); src != "" {
+			var s *infer.Schema
 			if f.input == "" || f.input == "-" {
-				return fmt.Errorf("%w: --infer needs --input FILE to read the first records from", ErrUsage)
+				s, env, err = inferStdin(env, src, 1000)
+			} else {
+				s, err = inferFile(f.input, src, "", 1000)
 			}
-			s, err := inferFile(f.input, src, "", 1000)
 			if err != nil {
 				return err
 			}

@@ -5,12 +5,14 @@ package infer
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/valyala/fastjson"
 
@@ -18,7 +20,7 @@ import (
 )
 
 // ErrNoRecords is returned when the input holds no record to infer from.
-var ErrNoRecords = errors.New("infer: no records to infer a schema from")
+var ErrNoRecords = errors.New("no records to infer a schema from")
 
 // Options configure Infer.
 type Options struct {
@@ -37,7 +39,85 @@ type Column struct {
 	// kinds counts the records per narrowest type, with the first line of
 	// each, to explain a column that widened to VARCHAR.
 	kinds map[types.Type]*kindSeen
+	// json: a nested object or array was seen; the column is JSON.
+	json bool
+	// min, max: the range of an integer column (ints counts its values),
+	// to offer one that holds epoch seconds or milliseconds as event time.
+	min, max, ints int64
+	// latest is the largest TIMESTAMP seen so far; lag the largest amount
+	// a later record was behind it, at line lagLine.
+	latest       int64
+	lag, lagLine int64
+	ordered      int // TIMESTAMP values seen
 }
+
+// int records an integer value.
+func (c *Column) int(n int64) {
+	if c.ints == 0 || n < c.min {
+		c.min = n
+	}
+	if c.ints == 0 || n > c.max {
+		c.max = n
+	}
+	c.ints++
+}
+
+// at records a TIMESTAMP value (microseconds) read at line.
+func (c *Column) at(us, line int64) {
+	if c.ordered > 0 && us < c.latest {
+		if d := c.latest - us; d > c.lag {
+			c.lag, c.lagLine = d, line
+		}
+	}
+	if c.ordered == 0 || us > c.latest {
+		c.latest = us
+	}
+	c.ordered++
+}
+
+// epochs are the units an integer column may count since the epoch: a
+// column all of whose values fall in [2000-01-01, 2100-01-01) in one unit
+// is offered as an event-time candidate, with the function that reads it.
+var epochs = []struct {
+	unit, fn string
+	us       int64 // microseconds per unit
+}{
+	{"seconds", "to_timestamp", 1_000_000},
+	{"milliseconds", "epoch_ms", 1000},
+	{"microseconds", "make_timestamp", 1},
+}
+
+const (
+	epochLo = 946684800  // 2000-01-01 in seconds
+	epochHi = 4102444800 // 2100-01-01 in seconds
+)
+
+// epoch returns the unit index of an epoch column, or -1.
+func (c *Column) epoch() int {
+	if c.json || c.Type.Kind != types.KindBigInt || c.ints == 0 {
+		return -1
+	}
+	for i, e := range epochs {
+		lo, hi := epochLo*(1_000_000/e.us), epochHi*(1_000_000/e.us)
+		if c.min >= lo && c.max < hi {
+			return i
+		}
+	}
+	return -1
+}
+
+// oneLine keeps text written into a -- comment on its line: a line break in
+// a column name or a bad line's excerpt would end the comment.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f || r == '\u2028' || r == '\u2029' || r == 0x85 {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func fmtTS(us int64) string { return time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05.999999") }
 
 type kindSeen struct {
 	n    int
@@ -52,6 +132,10 @@ type Schema struct {
 	Columns []Column
 	TimeCol int // -1 when no TIMESTAMP column
 	Records int
+	// Skipped counts the lines that were not events; FirstBad describes
+	// the first of them.
+	Skipped  int
+	FirstBad string
 }
 
 // rank orders the types a column widens through: a column takes the
@@ -119,15 +203,18 @@ func Infer(r io.Reader, opts Options) (*Schema, error) {
 	s := &Schema{Name: opts.Name, Format: opts.Format, Path: opts.Path, TimeCol: -1}
 	idx := map[string]int{}
 	line := 0
-	observe := func(name string, t types.Type, null bool) {
+	col := func(name string) *Column {
 		i, ok := idx[name]
 		if !ok {
 			i = len(s.Columns)
 			idx[name] = i
 			s.Columns = append(s.Columns, Column{Name: name, Type: types.Null})
 		}
+		return &s.Columns[i]
+	}
+	observe := func(name string, t types.Type, null bool) *Column {
+		c := col(name)
 		if !null {
-			c := &s.Columns[i]
 			c.Type = widen(c.Type, t)
 			c.seen = true
 			if c.kinds == nil {
@@ -139,10 +226,30 @@ func Infer(r io.Reader, opts Options) (*Schema, error) {
 				c.kinds[t] = &kindSeen{n: 1, line: line}
 			}
 		}
+		return c
+	}
+	// cell records a text value (a CSV field or a JSON string) with the
+	// integer range and timestamp order it carries.
+	cell := func(name string, t types.Type, v string, null bool) {
+		c := observe(name, t, null)
+		switch t.Kind {
+		case types.KindBigInt:
+			n, _ := strconv.ParseInt(v, 10, 64)
+			c.int(n)
+		case types.KindTimestamp:
+			us, _ := types.ParseTimestamp([]byte(v))
+			c.at(us, int64(line))
+		}
 	}
 	br := bufio.NewReaderSize(r, 1<<20)
 	var header []string
 	var p fastjson.Parser
+	bad := func(why string) {
+		if s.Skipped == 0 {
+			s.FirstBad = why
+		}
+		s.Skipped++
+	}
 	for s.Records < opts.Rows {
 		b, err := br.ReadBytes('\n')
 		if len(b) == 0 && err != nil {
@@ -152,6 +259,9 @@ func Infer(r io.Reader, opts Options) (*Schema, error) {
 			return nil, err
 		}
 		line++
+		if line == 1 {
+			b = bytes.TrimPrefix(b, []byte("\xEF\xBB\xBF")) // a UTF-8 byte order mark
+		}
 		b = []byte(strings.TrimRight(string(b), "\r\n"))
 		if len(strings.TrimSpace(string(b))) == 0 {
 			continue
@@ -168,17 +278,19 @@ func Infer(r io.Reader, opts Options) (*Schema, error) {
 			}
 			for i, f := range fields {
 				if i < len(header) {
-					observe(strings.TrimSpace(header[i]), textType(f), f == "")
+					cell(strings.TrimSpace(header[i]), textType(f), f, f == "")
 				}
 			}
 		case "jsonl":
 			v, err := p.ParseBytes(b)
 			if err != nil {
-				return nil, fmt.Errorf("infer: line %d: %v", line, err)
+				bad(fmt.Sprintf("line %d: %v", line, err))
+				continue
 			}
 			o, err := v.Object()
 			if err != nil {
-				return nil, fmt.Errorf("infer: line %d: an event must be a JSON object", line)
+				bad(fmt.Sprintf("line %d: an event must be a JSON object, not %s", line, v.Type()))
+				continue
 			}
 			o.Visit(func(k []byte, f *fastjson.Value) {
 				switch f.Type() {
@@ -191,20 +303,23 @@ func Infer(r io.Reader, opts Options) (*Schema, error) {
 					if _, err := strconv.ParseInt(string(f.MarshalTo(nil)), 10, 64); err == nil {
 						t = types.BigInt
 					}
-					observe(string(k), t, false)
+					cell(string(k), t, string(f.MarshalTo(nil)), false)
 				case fastjson.TypeString:
 					sb, _ := f.StringBytes()
-					observe(string(k), stringType(string(sb)), false)
-				default:
-					observe(string(k), types.Varchar, false)
+					cell(string(k), stringType(string(sb)), string(sb), false)
+				default: // an object or an array
+					observe(string(k), types.Varchar, false).json = true
 				}
 			})
 		default:
-			return nil, fmt.Errorf("infer: unknown format %q (want jsonl or csv)", opts.Format)
+			return nil, fmt.Errorf("unknown format %q (want jsonl or csv)", opts.Format)
 		}
 		s.Records++
 	}
 	if s.Records == 0 {
+		if s.Skipped > 0 {
+			return nil, fmt.Errorf("%w: %d lines, none of them an event (first: %s)", ErrNoRecords, s.Skipped, s.FirstBad)
+		}
 		return nil, ErrNoRecords
 	}
 	for i := range s.Columns {
@@ -267,10 +382,34 @@ func ident(name string) string {
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // SQL renders the schema as a CREATE SOURCE statement. The watermark delay
-// is a starting point (5 seconds) to adjust to the input's disorder.
+// covers the largest disorder the records showed in the event-time column
+// (at least one second). An integer column of epoch seconds, milliseconds
+// or microseconds is offered as event time in a comment: CREATE SOURCE
+// declares no computed column, so it says which function reads it.
 func (s *Schema) SQL() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "-- inferred from %d records; check the types and the watermark delay\n", s.Records)
+	if s.Skipped > 0 {
+		fmt.Fprintf(&b, "-- skipped %d malformed lines (first at %s)\n", s.Skipped, oneLine(s.FirstBad))
+	}
+	for _, c := range s.Columns {
+		if u := c.epoch(); u >= 0 {
+			e := epochs[u]
+			n := oneLine(ident(c.Name))
+			fmt.Fprintf(&b, "-- event-time candidate: %s holds epoch %s (%s to %s); %s(%s) reads it as a TIMESTAMP in a query; a WATERMARK needs a TIMESTAMP column, so for windows have the producer write it as a timestamp string\n",
+				n, e.unit, fmtTS(c.min*e.us), fmtTS(c.max*e.us), e.fn, n)
+		}
+	}
+	delay := int64(1)
+	if s.TimeCol >= 0 {
+		c := s.Columns[s.TimeCol]
+		if c.lag > 0 {
+			delay = (c.lag + 999_999) / 1_000_000
+			fmt.Fprintf(&b, "-- the largest disorder seen in %s: %s behind the latest before it (line %d)\n", oneLine(ident(c.Name)), time.Duration(c.lag)*time.Microsecond, c.lagLine)
+		} else {
+			fmt.Fprintf(&b, "-- %s was in order in these records; the watermark delay is the smallest, raise it if later input is out of order\n", oneLine(ident(c.Name)))
+		}
+	}
 	fmt.Fprintf(&b, "CREATE SOURCE %s (\n", ident(s.Name))
 	for i, c := range s.Columns {
 		sep := ","
@@ -278,7 +417,7 @@ func (s *Schema) SQL() string {
 			sep = ""
 		}
 		note := ""
-		if c.Type.Kind == types.KindVarchar && len(c.kinds) > 1 {
+		if !c.json && c.Type.Kind == types.KindVarchar && len(c.kinds) > 1 {
 			var parts []string
 			for t, k := range c.kinds {
 				parts = append(parts, fmt.Sprintf("%s in %d (first at line %d)", t, k.n, k.line))
@@ -286,11 +425,15 @@ func (s *Schema) SQL() string {
 			sort.Strings(parts)
 			note = " -- mixed: " + strings.Join(parts, ", ")
 		}
-		fmt.Fprintf(&b, "  %s %s%s%s\n", ident(c.Name), c.Type, sep, note)
+		typ := c.Type.String()
+		if c.json {
+			typ = "JSON"
+		}
+		fmt.Fprintf(&b, "  %s %s%s%s\n", ident(c.Name), typ, sep, note)
 	}
 	if s.TimeCol >= 0 {
 		n := ident(s.Columns[s.TimeCol].Name)
-		fmt.Fprintf(&b, "  WATERMARK FOR %s AS %s - INTERVAL '5' SECOND\n", n, n)
+		fmt.Fprintf(&b, "  WATERMARK FOR %s AS %s - INTERVAL '%d' SECOND\n", n, n, delay)
 	}
 	opts := []string{"format = " + quote(s.Format)}
 	if s.Path != "" {

@@ -16,6 +16,7 @@ func TestInferJSONAndCompile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `-- inferred from 2 records; check the types and the watermark delay
+-- at was in order in these records; the watermark delay is the smallest, raise it if later input is out of order
 CREATE SOURCE events (
   id VARCHAR,
   n BIGINT,
@@ -23,10 +24,10 @@ CREATE SOURCE events (
   ok BOOLEAN,
   day DATE,
   at TIMESTAMP,
-  nested VARCHAR,
+  nested JSON,
   maybe VARCHAR,
   late_field VARCHAR,
-  WATERMARK FOR at AS at - INTERVAL '5' SECOND
+  WATERMARK FOR at AS at - INTERVAL '1' SECOND
 ) WITH (format = 'jsonl');
 `
 	if got := s.SQL(); got != want {
@@ -52,5 +53,145 @@ func TestInferCSV(t *testing.T) {
 	}
 	if _, err := Infer(strings.NewReader(""), Options{}); err != ErrNoRecords {
 		t.Errorf("empty input: %v", err)
+	}
+}
+
+// compiles fails the test unless the suggestion compiles with a query on it.
+func compiles(t *testing.T, s *Schema) string {
+	t.Helper()
+	sql := s.SQL()
+	if _, err := plan.Compile(sql+"SELECT count(*) FROM "+ident(s.Name), plan.CompileOptions{}); err != nil {
+		t.Fatalf("the suggestion does not compile: %v\n%s", err, sql)
+	}
+	return sql
+}
+
+func TestInferNestedIsJSON(t *testing.T) {
+	in := `{"id":"a","meta":{"v":{"t":"x"}},"tags":["a","b"],"mixed":"s"}
+{"id":"b","meta":{"v":1},"tags":[],"mixed":{"k":1}}
+`
+	s, err := Infer(strings.NewReader(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := compiles(t, s)
+	for _, w := range []string{"  meta JSON,", "  tags JSON,", "  mixed JSON\n"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in\n%s", w, got)
+		}
+	}
+}
+
+func TestInferEpochCandidate(t *testing.T) {
+	in := `{"id":"a","ts_ms":1784368800001,"n":3,"sec":1784368800,"us":1784368800000002}
+{"id":"b","ts_ms":1784368801500,"n":4,"sec":1784368801,"us":1784368800000003}
+`
+	s, err := Infer(strings.NewReader(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := compiles(t, s)
+	for _, w := range []string{
+		"  ts_ms BIGINT,",
+		"-- event-time candidate: ts_ms holds epoch milliseconds (2026-07-18 10:00:00.001 to 2026-07-18 10:00:01.5); epoch_ms(ts_ms) reads it as a TIMESTAMP",
+		"-- event-time candidate: sec holds epoch seconds (2026-07-18 10:00:00 to 2026-07-18 10:00:01); to_timestamp(sec) reads it as a TIMESTAMP",
+		"-- event-time candidate: us holds epoch microseconds (2026-07-18 10:00:00.000002 to 2026-07-18 10:00:00.000003); make_timestamp(us) reads it as a TIMESTAMP",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in\n%s", w, got)
+		}
+	}
+	// The functions the comments name read the columns in a query.
+	for _, e := range []string{"epoch_ms(ts_ms)", "to_timestamp(sec)", "make_timestamp(us)"} {
+		q := got + "SELECT date_trunc('minute', " + e + ") AS m, count(*) AS c FROM events GROUP BY date_trunc('minute', " + e + ")"
+		if _, err := plan.Compile(q, plan.CompileOptions{}); err != nil {
+			t.Errorf("%s: %v", e, err)
+		}
+	}
+	if strings.Contains(got, "candidate: n ") || strings.Contains(got, "WATERMARK FOR") {
+		t.Errorf("a small count is no epoch, and no TIMESTAMP column means no WATERMARK:\n%s", got)
+	}
+}
+
+func TestInferSkipsBadLine(t *testing.T) {
+	in := "{\"id\":\"a\",\"n\":1}\nnot json\n[1,2]\n{\"id\":\"b\",\"n\":2}\n"
+	s, err := Infer(strings.NewReader(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Records != 2 {
+		t.Errorf("records = %d, want 2", s.Records)
+	}
+	got := compiles(t, s)
+	if !strings.Contains(got, "-- skipped 2 malformed lines (first at line 2: ") {
+		t.Errorf("no note of the skipped lines in\n%s", got)
+	}
+	// Only bad lines: the error names the first one.
+	_, err = Infer(strings.NewReader("nope\n"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("all lines bad: %v", err)
+	}
+}
+
+func TestInferWatermarkFromDisorder(t *testing.T) {
+	in := `{"at":"2026-07-18T10:00:00Z"}
+{"at":"2026-07-18T10:00:10Z"}
+{"at":"2026-07-18T10:00:02.5Z"}
+{"at":"2026-07-18T10:00:11Z"}
+{"at":"2026-07-18T10:00:09Z"}
+`
+	s, err := Infer(strings.NewReader(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := compiles(t, s)
+	for _, w := range []string{
+		"WATERMARK FOR at AS at - INTERVAL '8' SECOND",
+		"-- the largest disorder seen in at: 7.5s behind the latest before it (line 3)",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in\n%s", w, got)
+		}
+	}
+	// In order: the smallest delay, and the note says so.
+	s, err = Infer(strings.NewReader("{\"at\":\"2026-07-18T10:00:00Z\"}\n{\"at\":\"2026-07-18T10:00:01Z\"}\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = compiles(t, s)
+	if !strings.Contains(got, "INTERVAL '1' SECOND") || !strings.Contains(got, "-- at was in order in these records") {
+		t.Errorf("in-order input:\n%s", got)
+	}
+}
+
+func TestInferSkipsBOM(t *testing.T) {
+	for _, c := range []struct{ format, in string }{
+		{"jsonl", "\xEF\xBB\xBF{\"id\":\"a\",\"n\":1}\n"},
+		{"csv", "\xEF\xBB\xBFid,n\na,1\n"},
+	} {
+		s, err := Infer(strings.NewReader(c.in), Options{Format: c.format})
+		if err != nil {
+			t.Fatalf("%s: %v", c.format, err)
+		}
+		got := compiles(t, s)
+		if !strings.Contains(got, "  id VARCHAR,") || s.Records != 1 {
+			t.Errorf("%s: %d records\n%s", c.format, s.Records, got)
+		}
+	}
+}
+
+// TestInferCommentsStayComments: a line break in a column name or in a
+// skipped line's excerpt does not end a comment of the suggestion.
+func TestInferCommentsStayComments(t *testing.T) {
+	in := "{\"a\\nSELECT 1;\":1784368800001,\"t\\n\":\"2026-07-18T10:00:00Z\"}\n{\"x\r\r DROP\n"
+	s, err := Infer(strings.NewReader(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := compiles(t, s)
+	for _, w := range []string{"\n-- event-time candidate: \"a SELECT 1;\" holds epoch milliseconds", "\n-- \"t \" was in order"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in\n%s", w, got)
+		}
 	}
 }
