@@ -1,32 +1,108 @@
 // Package internal_test enforces the import direction of DESIGN.md: the core
-// never imports a lander, a store SDK or Kafka.
+// never imports a lander, a store SDK or Kafka, and the Kafka runtime never
+// imports a lander (the record header codec they share is in changelog).
 package internal_test
 
 import (
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
 
-func TestImportDirection(t *testing.T) {
-	core := []string{".", "./types", "./changelog", "./sql/...", "./exec"}
-	forbidden := []string{
+// storeSDKs are the store clients only landers and usage logs may import.
+func storeSDKs() []string {
+	return []string{"github.com/redis/", "github.com/jackc/", "github.com/aws/", "github.com/ClickHouse/"}
+}
+
+// rule is one import-direction rule: the packages pkgs (and, with tests,
+// their test files) must not depend on anything under forbidden.
+type rule struct {
+	name      string
+	pkgs      []string
+	tests     bool
+	forbidden []string
+}
+
+func coreRule(pkgs ...string) rule {
+	return rule{name: "the core", pkgs: pkgs, forbidden: append([]string{
 		"github.com/ubiksql/ubik/land", "github.com/ubiksql/ubik/usage", "github.com/ubiksql/ubik/kafka",
-		"github.com/redis/", "github.com/jackc/", "github.com/aws/", "github.com/twmb/", "github.com/ClickHouse/",
-		"github.com/ubiksql/ubik/internal/cli",
+		"github.com/twmb/", "github.com/ubiksql/ubik/internal/cli",
+	}, storeSDKs()...)}
+}
+
+func kafkaRule(pkgs ...string) rule {
+	return rule{name: "kafka", pkgs: pkgs, tests: true, forbidden: append([]string{
+		"github.com/ubiksql/ubik/land", "github.com/ubiksql/ubik/usage", "github.com/ubiksql/ubik/internal/cli",
+	}, storeSDKs()...)}
+}
+
+// under reports whether the import path dep is f or below it. An f that
+// ends in "/" is a plain prefix (a host or an owner).
+func under(dep, f string) bool {
+	if strings.HasSuffix(f, "/") {
+		return strings.HasPrefix(dep, f)
 	}
-	args := append([]string{"list", "-deps", "-test=false"}, core...)
-	cmd := exec.Command("go", args...)
-	cmd.Dir = ".."
+	return dep == f || strings.HasPrefix(dep, f+"/")
+}
+
+// violations runs go list -deps in dir over r's packages and returns every
+// import edge that crosses r: "A imports B" where A is allowed and B is
+// forbidden, so each violation names the file's package to fix.
+func violations(t *testing.T, dir string, r rule) []string {
+	t.Helper()
+	args := []string{"list", "-deps", "-test=" + strconv.FormatBool(r.tests),
+		"-f", `{{.ImportPath}}{{"\t"}}{{join .Imports " "}}`}
+	cmd := exec.Command("go", append(args, r.pkgs...)...)
+	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
+		t.Fatalf("go list in %s: %v\n%s", dir, err, out)
 	}
-	for _, dep := range strings.Fields(string(out)) {
-		for _, f := range forbidden {
-			if strings.HasPrefix(dep, f) {
-				t.Errorf("the core depends on %s", dep)
+	bad := func(p string) bool {
+		p, _, _ = strings.Cut(p, " ") // "pkg [pkg.test]" is pkg's test variant
+		return slices.ContainsFunc(r.forbidden, func(f string) bool { return under(p, f) })
+	}
+	var vs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imps, _ := strings.Cut(line, "\t")
+		if pkg == "" || bad(pkg) {
+			continue
+		}
+		for _, imp := range strings.Fields(imps) {
+			if bad(imp) {
+				vs = append(vs, pkg+" imports "+imp)
 			}
+		}
+	}
+	slices.Sort(vs)
+	return slices.Compact(vs)
+}
+
+func TestImportDirection(t *testing.T) {
+	for _, r := range []rule{
+		coreRule(".", "./types", "./changelog", "./sql/...", "./exec"),
+		kafkaRule("./kafka/..."),
+	} {
+		for _, v := range violations(t, "..", r) {
+			t.Errorf("%s must not depend on it: %s", r.name, v)
+		}
+	}
+}
+
+// TestImportDirectionControl: the checker catches a deliberate bad import.
+// testdata/badimport imports land/kafkasrc (which imports franz-go), so
+// under each rule it must report exactly that edge.
+func TestImportDirectionControl(t *testing.T) {
+	const (
+		fixture = "github.com/ubiksql/ubik/internal/testdata/badimport"
+		lander  = "github.com/ubiksql/ubik/land/kafkasrc"
+	)
+	want := []string{fixture + " imports " + lander}
+	for _, r := range []rule{coreRule("./testdata/badimport"), kafkaRule("./testdata/badimport")} {
+		if got := violations(t, ".", r); !slices.Equal(got, want) {
+			t.Errorf("%s over the fixture: %q, want %q", r.name, got, want)
 		}
 	}
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/exec"
-	"github.com/ubiksql/ubik/land/kafkasrc"
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
 )
@@ -321,7 +320,7 @@ func (f *follower) poll(d time.Duration) {
 }
 
 func decodeOut(t testing.TB, r *kgo.Record) outRec {
-	kr, err := kafkasrc.Decode(r)
+	kr, err := changelog.DecodeHeaders(r.Key, r.Value, r.Headers)
 	if err != nil {
 		t.Errorf("sink record at partition %d offset %d: %v", r.Partition, r.Offset, err)
 	}

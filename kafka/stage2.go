@@ -13,7 +13,6 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/exec"
-	"github.com/ubiksql/ubik/land/kafkasrc"
 	"github.com/ubiksql/ubik/sql/plan"
 )
 
@@ -250,7 +249,7 @@ func (st *stage2) emit(t *task, r *changelog.Record) error {
 	copy(key, r.Key)
 	val := make([]byte, len(r.Value))
 	copy(val, r.Value)
-	rec := &kgo.Record{Topic: st.p.opts.Sink.Topic, Partition: -1, Key: key, Value: val, Headers: kafkasrc.Headers(r.Meta)}
+	rec := &kgo.Record{Topic: st.p.opts.Sink.Topic, Partition: -1, Key: key, Value: val, Headers: changelog.AppendHeaders(make([]kgo.RecordHeader, 0, 6), r.Meta)}
 	st.s.Produce(st.pctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
 	st.p.c.recordsOut.Add(1)
 	t.emitted++

@@ -1,0 +1,163 @@
+package changelog
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The Kafka header contract. A changelog record maps to a Kafka record as:
+// Kafka key = key bytes, Kafka value = value bytes, and these headers:
+//
+//	ubik.query             the query name
+//	ubik.final             "true" or "false"
+//	ubik.revision          decimal uint64, from 1
+//	ubik.window_start      decimal µs since the epoch (windowed only)
+//	ubik.window_end        decimal µs since the epoch (windowed only)
+//	ubik.window_positions  comma-separated decimal indexes of the window
+//	                       cells in the key, e.g. "1"; empty when continuous
+//
+// The header set is a contract: DecodeHeaders refuses a record that lacks
+// one, repeats one, or garbles one. AppendHeaders is its one encoder; the
+// engine's Kafka sink and the Kafka lander source both use these two.
+const (
+	HeaderQuery           = "ubik.query"
+	HeaderFinal           = "ubik.final"
+	HeaderRevision        = "ubik.revision"
+	HeaderWindowStart     = "ubik.window_start"
+	HeaderWindowEnd       = "ubik.window_end"
+	HeaderWindowPositions = "ubik.window_positions"
+)
+
+// Header is one record header. The codec is generic over any type with this
+// layout (KV), so a Kafka client's own header type (franz-go's
+// kgo.RecordHeader) is encoded and decoded in place, without a copy and
+// without this package importing the client.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// KV is the constraint of the header codec: a struct laid out as Header.
+type KV interface {
+	~struct {
+		Key   string
+		Value []byte
+	}
+}
+
+// AppendHeaders appends the headers that carry m to dst and returns it.
+func AppendHeaders[H KV](dst []H, m Meta) []H {
+	add := func(k string, v []byte) { dst = append(dst, H(Header{Key: k, Value: v})) }
+	add(HeaderQuery, []byte(m.Query))
+	add(HeaderFinal, []byte(strconv.FormatBool(m.Final)))
+	add(HeaderRevision, strconv.AppendUint(nil, m.Revision, 10))
+	var pos []byte
+	if m.Windowed {
+		add(HeaderWindowStart, strconv.AppendInt(nil, m.WindowStart, 10))
+		add(HeaderWindowEnd, strconv.AppendInt(nil, m.WindowEnd, 10))
+		for i, p := range m.WindowPositions {
+			if i > 0 {
+				pos = append(pos, ',')
+			}
+			pos = strconv.AppendInt(pos, int64(p), 10)
+		}
+	}
+	if pos == nil {
+		pos = []byte{}
+	}
+	add(HeaderWindowPositions, pos)
+	return dst
+}
+
+// DecodeHeaders returns the changelog record carried by a message with this
+// key, value and headers. Headers outside the ubik.* set are ignored. The
+// returned slices alias key and value. The error names the offending header;
+// the caller adds where the message came from.
+func DecodeHeaders[H KV](key, value []byte, headers []H) (Record, error) {
+	if value == nil {
+		return Record{}, errors.New("null value (ubik never emits a tombstone)")
+	}
+	if len(key) == 0 {
+		return Record{}, errors.New("no key")
+	}
+	var vals [6][]byte
+	var seen [6]bool
+	for _, hh := range headers {
+		h := Header(hh)
+		i := headerIndex(h.Key)
+		if i < 0 {
+			continue // other headers (tracing, ...) are the producer's business
+		}
+		if seen[i] {
+			return Record{}, fmt.Errorf("header %s appears twice", h.Key)
+		}
+		seen[i], vals[i] = true, h.Value
+	}
+	for i, name := range []string{HeaderQuery, HeaderFinal, HeaderRevision, HeaderWindowStart, HeaderWindowEnd, HeaderWindowPositions} {
+		if !seen[i] && i != 3 && i != 4 {
+			return Record{}, fmt.Errorf("header %s missing", name)
+		}
+	}
+	r := Record{Key: key, Value: value}
+	m := &r.Meta
+	m.Query = string(vals[0])
+	switch string(vals[1]) {
+	case "true":
+		m.Final = true
+	case "false":
+	default:
+		return r, fmt.Errorf("header %s is %q, not true or false", HeaderFinal, vals[1])
+	}
+	rev, err := strconv.ParseUint(string(vals[2]), 10, 64)
+	if err != nil || rev == 0 {
+		return r, fmt.Errorf("header %s is %q, not a revision (decimal, from 1)", HeaderRevision, vals[2])
+	}
+	m.Revision = rev
+	if seen[3] != seen[4] {
+		return r, fmt.Errorf("headers %s and %s must come together", HeaderWindowStart, HeaderWindowEnd)
+	}
+	if !seen[3] {
+		if len(vals[5]) != 0 {
+			return r, fmt.Errorf("header %s is %q on an unwindowed record", HeaderWindowPositions, vals[5])
+		}
+		return r, nil
+	}
+	m.Windowed = true
+	if m.WindowStart, err = strconv.ParseInt(string(vals[3]), 10, 64); err != nil {
+		return r, fmt.Errorf("header %s is %q, not decimal µs", HeaderWindowStart, vals[3])
+	}
+	if m.WindowEnd, err = strconv.ParseInt(string(vals[4]), 10, 64); err != nil {
+		return r, fmt.Errorf("header %s is %q, not decimal µs", HeaderWindowEnd, vals[4])
+	}
+	if len(vals[5]) == 0 {
+		return r, fmt.Errorf("header %s is empty on a windowed record", HeaderWindowPositions)
+	}
+	for _, f := range strings.Split(string(vals[5]), ",") {
+		p, err := strconv.Atoi(f)
+		if err != nil || p < 0 || p > 1<<16 {
+			return r, fmt.Errorf("header %s is %q, not comma-separated indexes", HeaderWindowPositions, vals[5])
+		}
+		m.WindowPositions = append(m.WindowPositions, p)
+	}
+	return r, nil
+}
+
+func headerIndex(k string) int {
+	switch k {
+	case HeaderQuery:
+		return 0
+	case HeaderFinal:
+		return 1
+	case HeaderRevision:
+		return 2
+	case HeaderWindowStart:
+		return 3
+	case HeaderWindowEnd:
+		return 4
+	case HeaderWindowPositions:
+		return 5
+	}
+	return -1
+}
