@@ -279,6 +279,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	defer closeAdm()
 	if err := p.prepare(ctx, adm); err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return nil // stopped while starting: a clean stop, as later
+		}
 		return err
 	}
 	p.log.Info("kafka: pipeline starting", "source", p.opts.Source.Topic, "sink", p.opts.Sink.Topic,
