@@ -1,17 +1,14 @@
 package ubik
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"iter"
-	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
 )
@@ -36,7 +33,7 @@ func Open(opts Options) (*Engine, error) {
 // Exec runs a script of CREATE SOURCE statements and registers the sources
 // for later queries. A query in the script is an error: use Start.
 func (e *Engine) Exec(script string) (err error) {
-	defer recoverInto(&err)
+	defer drive.Recover(&err)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -84,7 +81,7 @@ func mergeSources(have, add []*plan.Source) []*plan.Source {
 // Compile compiles a script against the registered sources without starting
 // anything (for explain and validation).
 func (e *Engine) Compile(script, defaultName string) (prog *plan.Program, err error) {
-	defer recoverInto(&err)
+	defer drive.Recover(&err)
 	e.mu.Lock()
 	srcs := e.sources
 	e.mu.Unlock()
@@ -95,7 +92,7 @@ func (e *Engine) Compile(script, defaultName string) (prog *plan.Program, err er
 // each query without a CREATE SINK to an output of its own (the ubik
 // command line: one file per query), so several such queries are allowed.
 func (e *Engine) CompileViews(script, defaultName string) (prog *plan.Program, err error) {
-	defer recoverInto(&err)
+	defer drive.Recover(&err)
 	e.mu.Lock()
 	srcs := e.sources
 	e.mu.Unlock()
@@ -130,7 +127,7 @@ type QueryOptions struct {
 // Start compiles script (CREATE SOURCE statements plus queries) and starts
 // one query.
 func (e *Engine) Start(script string, qo QueryOptions) (q *Query, err error) {
-	defer recoverInto(&err)
+	defer drive.Recover(&err)
 	prog, err := e.Compile(script, qo.Name)
 	if err != nil {
 		return nil, err
@@ -169,45 +166,29 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error
 			q = nil
 		}
 	}()
-	defer recoverInto(&err)
-	if err := pq.Validate(); err != nil {
-		return nil, err
+	defer drive.Recover(&err)
+	cfg := drive.Config{
+		MaxPending:         e.opts.MaxPendingRecords,
+		Late:               qo.OnLate,
+		Now:                e.opts.Now,
+		Strict:             qo.Strict,
+		CountsInCheckpoint: true, // the summary continues across a restart
 	}
-	q = &Query{
-		eng:   e,
-		plan:  pq,
-		opts:  qo,
-		dec:   exec.NewQueryDecoder(pq),
-		start: e.opts.Now(),
+	if qo.OnRecord != nil {
+		onRecord := qo.OnRecord
+		cfg.Emit = func(r *changelog.Record) error { return onRecord(*r) }
 	}
-	if err := q.dec.Err(); err != nil {
-		return nil, err
-	}
-	q.op, err = exec.New(pq, exec.Config{
-		Emit:     q.onRecord,
-		Late:     qo.OnLate,
-		Nanotime: func() int64 { return int64(e.opts.Now().Sub(q.start)) + 1 },
-	})
+	d, err := drive.New(pq, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if pq.Emit.Mode == plan.EmitEarly {
-		q.every = time.Duration(pq.Emit.EarlyEvery) * time.Microsecond
-		q.nextEarly = q.start.Add(q.every)
-	}
-	return q, nil
+	return &Query{plan: pq, callback: qo.OnRecord != nil, d: d}, nil
 }
 
 // EventError reports one event that was not applied: malformed input (it
 // unwraps to exec.ErrMalformed) or a runtime evaluation error. The query
 // goes on unless QueryOptions.Strict is set.
-type EventError struct {
-	Seq int64 // 1-based sequence number of the event in this query's input
-	Err error
-}
-
-func (e *EventError) Error() string { return fmt.Sprintf("event %d: %v", e.Seq, e.Err) }
-func (e *EventError) Unwrap() error { return e.Err }
+type EventError = drive.EventError
 
 // Stats are a query's counters.
 type Stats struct {
@@ -251,306 +232,105 @@ type Stats struct {
 // A HAVING or SELECT expression that fails for one record skips that
 // record and counts it in Stats.EvalErrors; the call that rendered it
 // returns the error, except Next, which cannot (a Strict query then fails).
+//
+// The work is the internal driver's (internal/drive), which the Kafka
+// pipeline runs too; Query adds the checks of the embedding API.
 type Query struct {
-	eng   *Engine
-	plan  *plan.Query
-	opts  QueryOptions
-	dec   *exec.Decoder
-	op    *exec.Operator
-	start time.Time
-
-	every     time.Duration
-	nextEarly time.Time
-	sinceTick int
-
-	pending []changelog.Record
-	head    int
-
-	eventsIn  int64
-	malformed int64
-	closed    bool
-	fatal     error
-	busy      atomic.Bool
+	plan     *plan.Query
+	callback bool
+	d        *drive.Driver
 }
 
 // Plan returns the compiled query.
 func (q *Query) Plan() *plan.Query { return q.plan }
-
-func (q *Query) onRecord(r *changelog.Record) error {
-	if q.opts.OnRecord != nil {
-		return q.opts.OnRecord(*r)
-	}
-	q.pending = append(q.pending, r.Clone())
-	return nil
-}
-
-func (q *Query) enter() error {
-	if !q.busy.CompareAndSwap(false, true) {
-		return ErrConcurrentUse
-	}
-	if q.fatal != nil {
-		q.busy.Store(false)
-		return q.fatal
-	}
-	return nil
-}
-
-func (q *Query) leave(err *error) {
-	if r := recover(); r != nil {
-		q.fatal = fmt.Errorf("%w: %v\n%s", ErrInternal, r, debug.Stack())
-		*err = q.fatal
-	}
-	q.busy.Store(false)
-}
 
 // Push decodes and applies one JSON event. A malformed event returns an
 // *EventError (counted in Stats.Malformed) and the query continues, unless
 // the query is Strict. ErrBackpressure means nothing was applied, not even
 // the decoding: take records with Next and push the same event again.
 func (q *Query) Push(event []byte) (err error) {
-	if err := q.enter(); err != nil {
+	if err := q.d.Enter(); err != nil {
 		return err
 	}
-	defer q.leave(&err)
-	if err := q.admit(); err != nil {
-		return err
-	}
-	row, derr := q.dec.Decode(event)
-	if row == nil && derr == nil {
-		return nil // a CSV header record: not an event
-	}
-	var he *exec.HeaderError
-	if errors.As(derr, &he) {
-		// The input does not fit the source: stop, as for any fatal error.
-		q.fatal = derr
-		return derr
-	}
-	q.eventsIn++
-	if derr != nil {
-		q.malformed++
-		return q.eventErr(derr)
-	}
-	return q.process(row)
+	defer q.d.Leave(&err)
+	return q.d.Push(event)
 }
 
 // PushRow applies one typed row, in the source's column order.
 func (q *Query) PushRow(row []types.Value) (err error) {
-	if err := q.enter(); err != nil {
+	if err := q.d.Enter(); err != nil {
 		return err
 	}
-	defer q.leave(&err)
-	if err := q.admit(); err != nil {
-		return err
-	}
-	q.eventsIn++
-	if len(row) != len(q.plan.Source.Columns) {
-		q.malformed++
-		return q.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d columns", len(row), q.plan.Source.Name, len(q.plan.Source.Columns))})
-	}
-	copied := false
-	for i, c := range q.plan.Source.Columns {
-		if !row[i].Null && row[i].Kind != c.Type.Kind {
-			q.malformed++
-			return q.eventErr(&exec.DecodeError{Column: c.Name, Msg: fmt.Sprintf("cell is %s, column is %s", row[i].Kind, c.Type)})
-		}
-		// Invalid UTF-8 becomes U+FFFD, as the decoders do; the
-		// caller's row is copied, not changed.
-		if row[i].Kind == types.KindVarchar && !row[i].Null {
-			if s := changelog.RepairUTF8(row[i].S); s != row[i].S {
-				if !copied {
-					row, copied = append([]types.Value(nil), row...), true
-				}
-				row[i].S = s
-			}
-		}
-	}
-	if tc := q.plan.Source.TimeCol; tc >= 0 && row[tc].Null {
-		q.malformed++
-		return q.eventErr(&exec.DecodeError{Column: q.plan.Source.Columns[tc].Name, Msg: "event time is null"})
-	}
-	return q.process(row)
+	defer q.d.Leave(&err)
+	return q.d.PushRow(row)
 }
 
 // ReportMalformed counts one event the host could not even hand over (a
 // line too long to read), so the summary accounts for every input line.
-func (q *Query) ReportMalformed() {
-	q.eventsIn++
-	q.malformed++
-}
-
-func (q *Query) admit() error {
-	if q.closed {
-		return ErrClosed
-	}
-	if q.opts.OnRecord == nil {
-		// Render what is queued into the room first: a push is taken only
-		// when nothing waits before it.
-		if err := q.drain(); err != nil {
-			return err
-		}
-		if q.op.Queued() || q.room() <= 0 {
-			return ErrBackpressure
-		}
-	}
-	return nil
-}
-
-// room is how many more records the buffer can hold.
-func (q *Query) room() int {
-	return q.eng.opts.MaxPendingRecords - (len(q.pending) - q.head)
-}
-
-// setRoom tells the operator how many records it may render now: all of
-// them with a callback, the buffer's room without one.
-func (q *Query) setRoom() {
-	if q.opts.OnRecord == nil {
-		q.op.SetRoom(q.room())
-	}
-}
-
-// drain renders queued records into the buffer's room. A record skipped by
-// an evaluation error is counted by the operator; it fails a Strict query.
-func (q *Query) drain() error {
-	if !q.op.Queued() {
-		return nil
-	}
-	q.op.SetRoom(q.room())
-	err := q.op.Drain()
-	if err == nil {
-		return nil
-	}
-	var ee *exec.EvalError
-	if errors.As(err, &ee) && !q.opts.Strict {
-		return nil
-	}
-	q.fatal = err
-	return err
-}
-
-func (q *Query) eventErr(err error) error {
-	e := &EventError{Seq: q.eventsIn, Err: err}
-	if q.opts.Strict {
-		q.fatal = e
-	}
-	return e
-}
-
-func (q *Query) process(row []types.Value) error {
-	q.setRoom()
-	if err := q.op.Process(row); err != nil {
-		var ee *exec.EvalError
-		if errors.As(err, &ee) {
-			return q.eventErr(err)
-		}
-		q.fatal = err
-		return err
-	}
-	if q.every > 0 {
-		q.sinceTick++
-		if q.sinceTick >= 256 {
-			q.sinceTick = 0
-			return q.tick()
-		}
-	}
-	return nil
-}
-
-func (q *Query) tick() error {
-	now := q.eng.opts.Now()
-	if now.Before(q.nextEarly) {
-		return nil
-	}
-	q.nextEarly = now.Add(q.every)
-	q.setRoom()
-	return q.op.EmitEarly()
-}
+func (q *Query) ReportMalformed() { q.d.ReportMalformed() }
 
 // Tick performs the early emission that is due by the processing clock.
 // Push calls it itself; a host whose input goes idle calls it on a timer.
 func (q *Query) Tick() (err error) {
-	if err := q.enter(); err != nil {
+	if err := q.d.Enter(); err != nil {
 		return err
 	}
-	defer q.leave(&err)
-	if q.every == 0 || q.closed {
-		return nil
-	}
-	return q.tick()
+	defer q.d.Leave(&err)
+	return q.d.Tick()
 }
 
 // EmitEarly publishes, now, every (group, window) changed since its last
 // emission, whatever the interval (EMIT EARLY queries only; otherwise a
 // no-op).
 func (q *Query) EmitEarly() (err error) {
-	if err := q.enter(); err != nil {
+	if err := q.d.Enter(); err != nil {
 		return err
 	}
-	defer q.leave(&err)
-	if q.closed {
-		return ErrClosed
-	}
-	q.setRoom()
-	return q.op.EmitEarly()
+	defer q.d.Leave(&err)
+	return q.d.EmitEarly()
 }
 
 // AdvanceWatermark moves the event-time watermark forward (an idle source,
 // or a host that knows no earlier event will come). Windows it passes
 // finalize; without a callback their records wait for Next.
 func (q *Query) AdvanceWatermark(t time.Time) (err error) {
-	if err := q.enter(); err != nil {
+	if err := q.d.Enter(); err != nil {
 		return err
 	}
-	defer q.leave(&err)
-	if q.closed {
-		return ErrClosed
-	}
-	q.setRoom()
-	return q.op.AdvanceWatermark(t.UnixMicro())
+	defer q.d.Leave(&err)
+	return q.d.AdvanceWatermark(t.UnixMicro())
 }
 
 // Close ends the input: every open window finalizes and its record is
 // delivered (or, without a callback, waits for Next, which then returns
 // every remaining record). Closing twice is a no-op.
 func (q *Query) Close() (err error) {
-	if err := q.enter(); err != nil {
+	if err := q.d.Enter(); err != nil {
 		return err
 	}
-	defer q.leave(&err)
-	if q.closed {
-		return nil
-	}
-	q.closed = true
-	q.setRoom()
-	return q.op.Finish()
+	defer q.d.Leave(&err)
+	return q.d.Close()
 }
 
 // Next returns the next record, rendering records of queued windows into
 // the buffer when it is empty. ok is false when none is pending or queued
 // (or the query failed, or another call on it is running).
 func (q *Query) Next() (rec changelog.Record, ok bool) {
-	if q.head >= len(q.pending) && !q.refill() {
-		return changelog.Record{}, false
+	if rec, ok = q.d.Next(); ok || !q.refill() {
+		return rec, ok
 	}
-	rec = q.pending[q.head]
-	q.pending[q.head] = changelog.Record{}
-	q.head++
-	if q.head == len(q.pending) {
-		q.pending, q.head = q.pending[:0], 0
-	}
-	return rec, true
+	return q.d.Next()
 }
 
 // refill renders queued records into the empty buffer.
-func (q *Query) refill() bool {
-	if q.opts.OnRecord != nil || !q.op.Queued() || q.enter() != nil {
+func (q *Query) refill() (ok bool) {
+	if q.callback || !q.d.Queued() || q.d.Enter() != nil {
 		return false
 	}
 	var err error
-	func() {
-		defer q.leave(&err)
-		err = q.drain()
-	}()
-	return q.head < len(q.pending)
+	defer q.d.Leave(&err)
+	ok, err = q.d.Refill()
+	return ok
 }
 
 // Records yields the pending records, draining the buffer.
@@ -567,13 +347,8 @@ func (q *Query) Records() iter.Seq[changelog.Record] {
 
 // Stats returns the query's counters.
 func (q *Query) Stats() Stats {
-	return Stats{Stats: q.op.Stats(), EventsIn: q.eventsIn, Malformed: q.malformed, Pending: len(q.pending) - q.head, Queued: q.op.Queued()}
-}
-
-func recoverInto(err *error) {
-	if r := recover(); r != nil {
-		*err = fmt.Errorf("%w: %v\n%s", ErrInternal, r, debug.Stack())
-	}
+	c := q.d.Counts()
+	return Stats{Stats: q.d.Stats(), EventsIn: c.Events, Malformed: c.Malformed, Pending: q.d.Pending(), Queued: q.d.Queued()}
 }
 
 // Checkpoint writes the query's state entries through put: all of them when
@@ -583,65 +358,31 @@ func recoverInto(err *error) {
 // While the records of finalized windows wait for Next it returns
 // ErrBackpressure and writes nothing.
 func (q *Query) Checkpoint(full bool, position []byte, put func(key, val []byte) error) (err error) {
-	if err := q.enter(); err != nil {
+	if err := q.d.Enter(); err != nil {
 		return err
 	}
-	defer q.leave(&err)
-	if q.opts.OnRecord == nil {
-		if err := q.drain(); err != nil {
-			return err
-		}
-	}
-	err = q.op.Checkpoint(full, q.hostPosition(position), put)
-	if errors.Is(err, exec.ErrQueued) {
-		return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
-	}
-	return err
+	defer q.d.Leave(&err)
+	return q.d.Checkpoint(full, position, put)
 }
 
 // Restore loads one checkpoint entry into a query that has not processed
 // anything yet. For the meta entry it returns the host position given to
 // Checkpoint. Call FinishRestore after the last entry.
 func (q *Query) Restore(key, val []byte) (position []byte, err error) {
-	if err := q.enter(); err != nil {
+	if err := q.d.Enter(); err != nil {
 		return nil, err
 	}
-	defer q.leave(&err)
-	pos, err := q.op.Restore(key, val)
-	if err != nil || pos == nil {
-		return nil, err
-	}
-	return q.restoreHostPosition(pos)
+	defer q.d.Leave(&err)
+	return q.d.Restore(key, val)
 }
 
 // FinishRestore completes a restore; the query then continues where the
 // checkpoint left it: revisions continue and no window is finalized twice.
 func (q *Query) FinishRestore() (err error) {
-	if err := q.enter(); err != nil {
+	if err := q.d.Enter(); err != nil {
 		return err
 	}
-	defer q.leave(&err)
-	q.op.FinishRestore()
+	defer q.d.Leave(&err)
+	q.d.FinishRestore()
 	return nil
-}
-
-// hostPosition prefixes the host's position with the query's own counters,
-// so that the summary continues across a restart.
-func (q *Query) hostPosition(position []byte) []byte {
-	b := binary.AppendVarint(nil, q.eventsIn)
-	b = binary.AppendVarint(b, q.malformed)
-	return append(b, position...)
-}
-
-func (q *Query) restoreHostPosition(b []byte) ([]byte, error) {
-	in, n := binary.Varint(b)
-	if n <= 0 {
-		return nil, fmt.Errorf("%w: bad position", exec.ErrBadState)
-	}
-	bad, m := binary.Varint(b[n:])
-	if m <= 0 {
-		return nil, fmt.Errorf("%w: bad position", exec.ErrBadState)
-	}
-	q.eventsIn, q.malformed = in, bad
-	return b[n+m:], nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/ubiksql/ubik/internal/drive"
 )
 
 // Options configure an Engine. The zero value is not valid; start from
@@ -53,9 +55,9 @@ func (o *Options) validate() error {
 // The error vocabulary of the root package.
 var (
 	ErrInvalidOptions = errors.New("ubik: invalid options")
-	ErrClosed         = errors.New("ubik: closed")
-	ErrBackpressure   = errors.New("ubik: output buffer full; drain records with Next before pushing more")
+	ErrClosed         = drive.ErrClosed
+	ErrBackpressure   = drive.ErrBackpressure
 	ErrNoQuery        = errors.New("ubik: the script has no query")
-	ErrConcurrentUse  = errors.New("ubik: a Query was used from two goroutines at once")
-	ErrInternal       = errors.New("ubik: internal error")
+	ErrConcurrentUse  = drive.ErrConcurrentUse
+	ErrInternal       = drive.ErrInternal
 )

@@ -54,6 +54,10 @@ type LateEvent struct {
 	WindowEnd   int64 // µs
 	Watermark   int64 // µs
 	Reason      string
+	// Event is the input record as the host handed it over, when it has
+	// one (internal/drive sets it; nil for a pushed row). Valid only during
+	// the call, so a late output can carry the event for a replay.
+	Event []byte
 }
 
 // Config wires an Operator to its host.

@@ -1,0 +1,632 @@
+// Package drive is the one driver of an exec.Operator. Every host runs its
+// operator through a Driver: the root package's Query (file runs, the C
+// ABI, Python) and both stages of the Kafka pipeline (the repartitioning
+// stage routes with Route; the aggregating stage applies with Push or,
+// for a routed record, PushKeyed). So decoding, counting, the late and
+// bad-event paths, panic recovery, bounded emission (room, backpressure,
+// refills for Next), early emission by the processing clock, the
+// watermark, closing, and checkpoints with the host's position are
+// written once, here, and cannot drift between hosts.
+//
+// A Driver is not safe for concurrent use. Enter and Leave bracket a call
+// from a host that must detect misuse and recover panics (the root Query);
+// Recover alone serves a host that owns its goroutine (Kafka).
+package drive
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+// The errors a driver returns; the root package re-exports them under the
+// same names, so errors.Is holds across both.
+var (
+	ErrClosed        = errors.New("ubik: closed")
+	ErrBackpressure  = errors.New("ubik: output buffer full; drain records with Next before pushing more")
+	ErrConcurrentUse = errors.New("ubik: a Query was used from two goroutines at once")
+	ErrInternal      = errors.New("ubik: internal error")
+)
+
+// EventError reports one event that was not applied: malformed input (it
+// unwraps to exec.ErrMalformed) or a runtime evaluation error. The driver
+// goes on unless Config.Strict is set.
+type EventError struct {
+	Seq int64 // 1-based sequence number of the event in this driver's input
+	Err error
+}
+
+func (e *EventError) Error() string { return fmt.Sprintf("event %d: %v", e.Seq, e.Err) }
+func (e *EventError) Unwrap() error { return e.Err }
+
+// tickEvery is how many applied events pass between two looks at the
+// processing clock for early emission: the clock is not read per event.
+const tickEvery = 256
+
+// Config configures a Driver.
+type Config struct {
+	// Emit receives every record synchronously; its byte slices are valid
+	// only during the call. Nil: the driver buffers records for Next and
+	// holds at most MaxPending of them (see Next).
+	Emit func(*changelog.Record) error
+	// MaxPending bounds the buffered records when Emit is nil. Required then.
+	MaxPending int
+	// Late, if set, receives every event for a window already final, with
+	// LateEvent.Event set to the input record that carried it. Late events
+	// are counted either way.
+	Late func(*exec.LateEvent)
+	// Now is the processing clock (early emission, emission latency).
+	// Default time.Now.
+	Now func() time.Time
+	// Decoder reads the input records. Default: exec.NewQueryDecoder,
+	// JSON or CSV per the source's options, converting only the columns
+	// the query reads.
+	Decoder *exec.Decoder
+	// ExternalWatermark: only AdvanceWatermark moves the watermark (a
+	// source with several partitions), see exec.Config.
+	ExternalWatermark bool
+	// Strict makes the first event that is not applied a fatal error.
+	Strict bool
+	// CountsInCheckpoint stores the event and malformed counters in the
+	// checkpoint's meta entry, before the host's position, and restores
+	// them, so a host's summary continues across a restart.
+	CountsInCheckpoint bool
+}
+
+// Counts are a driver's input counters.
+type Counts struct {
+	Records    int64 // input records handed over: events and skipped CSV header records
+	Events     int64 // events (records that are not header records)
+	Malformed  int64 // events that could not be decoded
+	Headers    int64 // CSV header records skipped
+	Applied    int64 // events handed to the operator
+	EvalErrors int64 // events rejected by an evaluation error, and records skipped by one
+	Late       int64 // events for a window already final
+}
+
+func (c Counts) minus(o Counts) Counts {
+	return Counts{c.Records - o.Records, c.Events - o.Events, c.Malformed - o.Malformed, c.Headers - o.Headers,
+		c.Applied - o.Applied, c.EvalErrors - o.EvalErrors, c.Late - o.Late}
+}
+
+// Driver runs one operator (or, made by NewRouter, only decodes and keys
+// events for a repartitioning host).
+type Driver struct {
+	q      *plan.Query
+	dec    *exec.Decoder
+	op     *exec.Operator  // nil for a router
+	keys   *exec.GroupKeys // a router's
+	emit   func(*changelog.Record) error
+	late   func(*exec.LateEvent)
+	now    func() time.Time
+	start  time.Time
+	strict bool
+	counts bool // CountsInCheckpoint
+
+	buffered bool // no Emit: records wait in pending for Next
+	max      int
+	pending  []changelog.Record
+	head     int
+
+	raw    []byte // the input record being applied, for the late hook
+	mark   int64  // the last decoded event's time less the watermark delay
+	marked bool
+
+	every     time.Duration // EMIT EARLY interval; 0 otherwise
+	nextEarly time.Time
+	sinceTick int
+
+	n, taken  Counts
+	routeErrs int64 // a router's evaluation errors (it has no operator to count them)
+	closed    bool
+	fatal     error
+	busy      atomic.Bool
+}
+
+// New returns a driver of q. A plan an operator cannot run
+// (plan.Query.Validate) or a source the decoder cannot read is an error.
+func New(q *plan.Query, cfg Config) (*Driver, error) {
+	d, err := newDriver(q, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Emit == nil && cfg.MaxPending < 1 {
+		return nil, fmt.Errorf("drive: a buffering driver needs MaxPending >= 1, got %d", cfg.MaxPending)
+	}
+	ecfg := exec.Config{
+		Emit:              d.onRecord,
+		Nanotime:          func() int64 { return int64(d.now().Sub(d.start)) + 1 },
+		ExternalWatermark: cfg.ExternalWatermark,
+	}
+	if cfg.Emit != nil {
+		ecfg.Emit = cfg.Emit
+	}
+	if cfg.Late != nil {
+		ecfg.Late = d.onLate
+	}
+	if d.op, err = exec.New(q, ecfg); err != nil {
+		return nil, err
+	}
+	if q.Emit.Mode == plan.EmitEarly {
+		d.every = time.Duration(q.Emit.EarlyEvery) * time.Microsecond
+		d.nextEarly = d.start.Add(d.every)
+	}
+	return d, nil
+}
+
+// NewRouter returns a driver that decodes events and computes their
+// canonical group key (Route) and runs no operator: the repartitioning
+// host's mode, whose keys the aggregating host hands to PushKeyed, so the
+// GROUP BY is evaluated once.
+func NewRouter(q *plan.Query, cfg Config) (*Driver, error) {
+	d, err := newDriver(q, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.keys = exec.NewGroupKeys(q)
+	return d, nil
+}
+
+func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	d := &Driver{q: q, dec: cfg.Decoder, emit: cfg.Emit, late: cfg.Late, now: cfg.Now, strict: cfg.Strict,
+		counts: cfg.CountsInCheckpoint, buffered: cfg.Emit == nil, max: cfg.MaxPending}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	d.start = d.now()
+	if d.dec == nil {
+		d.dec = exec.NewQueryDecoder(q)
+	}
+	if err := d.dec.Err(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Query returns the driven query.
+func (d *Driver) Query() *plan.Query { return d.q }
+
+func (d *Driver) onRecord(r *changelog.Record) error {
+	d.pending = append(d.pending, r.Clone())
+	return nil
+}
+
+func (d *Driver) onLate(ev *exec.LateEvent) {
+	ev.Event = d.raw
+	d.late(ev)
+}
+
+// Enter begins a call of a host that detects concurrent use: it fails
+// with ErrConcurrentUse while another call runs, and with the driver's
+// fatal error once it has one. A successful Enter is paired with a
+// deferred Leave.
+func (d *Driver) Enter() error {
+	if !d.busy.CompareAndSwap(false, true) {
+		return ErrConcurrentUse
+	}
+	if d.fatal != nil {
+		d.busy.Store(false)
+		return d.fatal
+	}
+	return nil
+}
+
+// Leave ends a call begun by Enter; deferred, it turns a panic into an
+// ErrInternal error that is the driver's fatal error from then on.
+func (d *Driver) Leave(err *error) {
+	if r := recover(); r != nil {
+		d.fatal = internal(r)
+		*err = d.fatal
+	}
+	d.busy.Store(false)
+}
+
+// Recover, deferred, turns a panic into an ErrInternal error with the
+// stack, so none crosses an API or a stage boundary.
+func Recover(err *error) {
+	if r := recover(); r != nil {
+		*err = internal(r)
+	}
+}
+
+func internal(r any) error { return fmt.Errorf("%w: %v\n%s", ErrInternal, r, debug.Stack()) }
+
+// Err returns the driver's fatal error, if it failed.
+func (d *Driver) Err() error { return d.fatal }
+
+// decode reads one input record. A nil row and a nil error is a CSV
+// header record (counted, not an event). A malformed event is counted and
+// returned as an *EventError; a header that does not fit the source is
+// fatal.
+func (d *Driver) decode(raw []byte) ([]types.Value, error) {
+	d.n.Records++
+	row, err := d.dec.Decode(raw)
+	if err == nil {
+		if row == nil {
+			d.n.Headers++
+			return nil, nil
+		}
+		d.n.Events++
+		if tc := d.q.Source.TimeCol; tc >= 0 {
+			d.mark, d.marked = row[tc].I-d.q.Source.WatermarkDelay, true
+		}
+		return row, nil
+	}
+	var he *exec.HeaderError
+	if errors.As(err, &he) {
+		// The input does not fit the source: stop, as for any fatal error.
+		d.fatal = err
+		return nil, err
+	}
+	d.n.Events++
+	d.n.Malformed++
+	return nil, d.eventErr(err)
+}
+
+// Mark returns the last decoded event's time less the source's watermark
+// delay: what that event proposes as the watermark of its input partition.
+func (d *Driver) Mark() (int64, bool) { return d.mark, d.marked }
+
+func (d *Driver) eventErr(err error) error {
+	e := &EventError{Seq: d.n.Events, Err: err}
+	if d.strict {
+		d.fatal = e
+	}
+	return e
+}
+
+// admit refuses a push on a failed or closed driver and, when buffering,
+// while records of finalized windows wait: queued work is rendered into
+// the room first, and a push is taken only when nothing waits before it.
+func (d *Driver) admit() error {
+	if d.fatal != nil {
+		return d.fatal
+	}
+	if d.closed {
+		return ErrClosed
+	}
+	if d.buffered {
+		if err := d.drain(); err != nil {
+			return err
+		}
+		if d.op.Queued() || d.room() <= 0 {
+			return ErrBackpressure
+		}
+	}
+	return nil
+}
+
+// Push decodes one input record and applies it. A malformed event or one
+// that fails to evaluate returns an *EventError (counted) and the driver
+// goes on, unless Strict. ErrBackpressure means nothing was done, not even
+// the decoding: take records with Next and push the same record again.
+func (d *Driver) Push(raw []byte) error {
+	if err := d.admit(); err != nil {
+		return err
+	}
+	row, err := d.decode(raw)
+	if err != nil || row == nil {
+		return err
+	}
+	d.raw = raw
+	return d.apply(row, nil, false)
+}
+
+// PushKeyed is Push for a record a router keyed: key is its canonical
+// group key (Route's result), so the GROUP BY is not evaluated again.
+func (d *Driver) PushKeyed(raw, key []byte) error {
+	if err := d.admit(); err != nil {
+		return err
+	}
+	row, err := d.decode(raw)
+	if err != nil || row == nil {
+		return err
+	}
+	d.raw = raw
+	return d.apply(row, key, true)
+}
+
+// PushRow applies one typed row, in the source's column order. A row of
+// the wrong shape or kinds, or without an event time, is malformed.
+func (d *Driver) PushRow(row []types.Value) error {
+	if err := d.admit(); err != nil {
+		return err
+	}
+	d.n.Records++
+	d.n.Events++
+	src := d.q.Source
+	if len(row) != len(src.Columns) {
+		d.n.Malformed++
+		return d.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d columns", len(row), src.Name, len(src.Columns))})
+	}
+	copied := false
+	for i, c := range src.Columns {
+		if !row[i].Null && row[i].Kind != c.Type.Kind {
+			d.n.Malformed++
+			return d.eventErr(&exec.DecodeError{Column: c.Name, Msg: fmt.Sprintf("cell is %s, column is %s", row[i].Kind, c.Type)})
+		}
+		// Invalid UTF-8 becomes U+FFFD, as the decoders do; the
+		// caller's row is copied, not changed.
+		if row[i].Kind == types.KindVarchar && !row[i].Null {
+			if s := changelog.RepairUTF8(row[i].S); s != row[i].S {
+				if !copied {
+					row, copied = append([]types.Value(nil), row...), true
+				}
+				row[i].S = s
+			}
+		}
+	}
+	if tc := src.TimeCol; tc >= 0 {
+		if row[tc].Null {
+			d.n.Malformed++
+			return d.eventErr(&exec.DecodeError{Column: src.Columns[tc].Name, Msg: "event time is null"})
+		}
+		d.mark, d.marked = row[tc].I-src.WatermarkDelay, true
+	}
+	d.raw = nil
+	return d.apply(row, nil, false)
+}
+
+// ReportMalformed counts one event the host could not even hand over (a
+// line too long to read), so the counters account for every input record.
+func (d *Driver) ReportMalformed() {
+	d.n.Records++
+	d.n.Events++
+	d.n.Malformed++
+}
+
+func (d *Driver) apply(row []types.Value, key []byte, keyed bool) error {
+	d.setRoom()
+	d.n.Applied++
+	var err error
+	if keyed {
+		err = d.op.ProcessKeyed(row, key)
+	} else {
+		err = d.op.Process(row)
+	}
+	if err != nil {
+		var ee *exec.EvalError
+		if errors.As(err, &ee) {
+			return d.eventErr(err)
+		}
+		d.fatal = err
+		return err
+	}
+	if d.every > 0 {
+		d.sinceTick++
+		if d.sinceTick >= tickEvery {
+			d.sinceTick = 0
+			return d.tick()
+		}
+	}
+	return nil
+}
+
+// Route decodes one input record and appends its canonical group key
+// (exec.GroupKeys) to dst: a router's work. A nil key and a nil error is
+// a CSV header record, skipped; a bad event is an *EventError, counted.
+func (d *Driver) Route(dst, raw []byte) ([]byte, error) {
+	row, err := d.decode(raw)
+	if err != nil || row == nil {
+		return nil, err
+	}
+	key, err := d.keys.Append(dst, row)
+	if err != nil {
+		d.routeErrs++
+		return nil, d.eventErr(err)
+	}
+	return key, nil
+}
+
+// room is how many more records the buffer can hold.
+func (d *Driver) room() int { return d.max - (len(d.pending) - d.head) }
+
+// setRoom tells the operator how many records it may render now: all of
+// them with a callback (the operator's default), the buffer's room without.
+func (d *Driver) setRoom() {
+	if d.buffered {
+		d.op.SetRoom(d.room())
+	}
+}
+
+// drain renders queued records into the buffer's room. A record skipped
+// by an evaluation error is counted by the operator; it fails a Strict
+// driver.
+func (d *Driver) drain() error {
+	if !d.op.Queued() {
+		return nil
+	}
+	d.op.SetRoom(d.room())
+	err := d.op.Drain()
+	if err == nil || Skipped(err) && !d.strict {
+		return nil
+	}
+	d.fatal = err
+	return err
+}
+
+// Skipped reports whether err is an evaluation error of one event or one
+// record, which was counted and skipped: the work goes on.
+func Skipped(err error) bool {
+	var ee *exec.EvalError
+	return errors.As(err, &ee)
+}
+
+func (d *Driver) tick() error {
+	now := d.now()
+	if now.Before(d.nextEarly) {
+		return nil
+	}
+	d.nextEarly = now.Add(d.every)
+	d.setRoom()
+	return d.op.EmitEarly()
+}
+
+// Tick performs the early emission that is due by the processing clock
+// (EMIT EARLY queries; otherwise a no-op). Push looks at the clock itself
+// every few hundred events; a host whose input goes quiet calls Tick.
+func (d *Driver) Tick() error {
+	if d.every == 0 || d.closed {
+		return nil
+	}
+	return d.tick()
+}
+
+// EmitEarly publishes now every (group, window) changed since its last
+// emission, whatever the interval.
+func (d *Driver) EmitEarly() error {
+	if d.closed {
+		return ErrClosed
+	}
+	d.setRoom()
+	return d.op.EmitEarly()
+}
+
+// Watermark is the operator's watermark (µs).
+func (d *Driver) Watermark() int64 { return d.op.Watermark() }
+
+// AdvanceWatermark moves the watermark to wm (µs) if that is later;
+// windows it passes finalize (when buffering, their records wait for Next).
+func (d *Driver) AdvanceWatermark(wm int64) error {
+	if d.closed {
+		return ErrClosed
+	}
+	d.setRoom()
+	return d.op.AdvanceWatermark(wm)
+}
+
+// CloseOpenWindows finalizes every open window, moving the watermark only
+// as far as their ends (an input consumed to its end, that may grow), and
+// publishes what an early emission would.
+func (d *Driver) CloseOpenWindows() error {
+	if d.closed {
+		return ErrClosed
+	}
+	d.setRoom()
+	if err := d.op.CloseOpenWindows(); err != nil {
+		return err
+	}
+	return d.op.EmitEarly()
+}
+
+// Close ends the input: every open window finalizes. Closing twice is a
+// no-op.
+func (d *Driver) Close() error {
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	d.setRoom()
+	return d.op.Finish()
+}
+
+// Next pops the next buffered record; it renders nothing (see Refill).
+func (d *Driver) Next() (rec changelog.Record, ok bool) {
+	if d.head >= len(d.pending) {
+		return changelog.Record{}, false
+	}
+	rec = d.pending[d.head]
+	d.pending[d.head] = changelog.Record{}
+	d.head++
+	if d.head == len(d.pending) {
+		d.pending, d.head = d.pending[:0], 0
+	}
+	return rec, true
+}
+
+// Refill renders queued records into the buffer's room and reports
+// whether any record is buffered.
+func (d *Driver) Refill() (bool, error) {
+	err := d.drain()
+	return d.head < len(d.pending), err
+}
+
+// Pending is the number of buffered records.
+func (d *Driver) Pending() int { return len(d.pending) - d.head }
+
+// Queued reports whether finalized windows or flushes wait, unrendered.
+func (d *Driver) Queued() bool { return d.op.Queued() }
+
+// Stats are the operator's counters.
+func (d *Driver) Stats() exec.Stats { return d.op.Stats() }
+
+// Counts returns the input counters.
+func (d *Driver) Counts() Counts {
+	c := d.n
+	if d.op != nil {
+		s := d.op.Stats()
+		c.EvalErrors, c.Late = s.EvalErrors, s.Late
+	} else {
+		c.EvalErrors = d.routeErrs
+	}
+	return c
+}
+
+// TakeCounts returns what the counters gained since the previous call: a
+// host that adds up several drivers (Kafka, one per partition) adds these.
+func (d *Driver) TakeCounts() Counts {
+	c := d.Counts()
+	delta := c.minus(d.taken)
+	d.taken = c
+	return delta
+}
+
+// Checkpoint writes the state entries through put: all of them when full
+// is set, else only those changed since the previous checkpoint (a nil
+// value deletes one). position is the host's input position, stored in
+// the meta entry (which comes last) and given back by Restore. When
+// buffering it first renders queued records into the room, and returns
+// ErrBackpressure, writing nothing, while work is still queued.
+func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
+	if d.buffered {
+		if err := d.drain(); err != nil {
+			return err
+		}
+	}
+	if d.counts {
+		b := binary.AppendVarint(nil, d.n.Events)
+		b = binary.AppendVarint(b, d.n.Malformed)
+		position = append(b, position...)
+	}
+	err := d.op.Checkpoint(full, position, put)
+	if errors.Is(err, exec.ErrQueued) {
+		return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
+	}
+	return err
+}
+
+// Restore loads one checkpoint entry into a driver that has applied
+// nothing yet. For the meta entry (key exec.MetaKey) it returns the
+// host's position given to Checkpoint. Call FinishRestore after the last.
+func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
+	pos, err := d.op.Restore(key, val)
+	if err != nil || pos == nil || !d.counts {
+		return pos, err
+	}
+	events, n := binary.Varint(pos)
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: bad position", exec.ErrBadState)
+	}
+	bad, m := binary.Varint(pos[n:])
+	if m <= 0 {
+		return nil, fmt.Errorf("%w: bad position", exec.ErrBadState)
+	}
+	d.n.Records, d.n.Events, d.n.Malformed = events, events, bad
+	d.taken = d.Counts()
+	return pos[n+m:], nil
+}
+
+// FinishRestore completes a restore: the driver continues where the
+// checkpoint left it (revisions continue, no window finalizes twice).
+func (d *Driver) FinishRestore() { d.op.FinishRestore() }
