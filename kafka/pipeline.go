@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
 )
@@ -60,7 +60,7 @@ type Options struct {
 	RepartitionPartitions int
 	// OnLate, if set, receives every late event (the row is valid only
 	// during the call). Late events are counted either way.
-	OnLate func(*exec.LateEvent)
+	OnLate func(*drive.LateEvent)
 	// OnBadEvent, if set, receives every input record that was not applied
 	// (malformed, or a runtime evaluation error). They are counted either way.
 	OnBadEvent func(*BadEvent)
@@ -221,7 +221,7 @@ func New(opts Options) (*Pipeline, error) {
 	if opts.CommitInterval < 0 || opts.MaxPollRecords < 0 || opts.SessionTimeout < 0 || opts.TransactionTimeout < 0 || opts.RepartitionPartitions < 0 {
 		return nil, fmt.Errorf("%w: negative interval, timeout or count", ErrConfig)
 	}
-	if err := exec.NewMessageDecoder(opts.Query.Source, opts.Source.Format).Err(); err != nil {
+	if err := drive.NewMessageDecoder(opts.Query.Source, opts.Source.Format).Err(); err != nil {
 		return nil, fmt.Errorf("%w: source: %v", ErrConfig, err)
 	}
 	base, err := opts.Source.Config.ClientOpts()
@@ -646,13 +646,40 @@ func (p *Pipeline) stillMember(ctx context.Context, s *kgo.GroupTransactSession,
 
 // decoder returns a decoder of the source's record values. Both stages
 // decode with it: the repartition stage forwards the value bytes unchanged.
-func (p *Pipeline) decoder() *exec.Decoder {
-	return exec.NewMessageDecoder(p.q.Source, p.opts.Source.Format)
+func (p *Pipeline) decoder() *drive.Decoder {
+	return drive.NewMessageDecoder(p.q.Source, p.opts.Source.Format)
+}
+
+// count adds a driver's counts to the pipeline's. events: the driver
+// reads the source topic, so its records are the events consumed.
+func (p *Pipeline) count(c drive.Counts, events bool) {
+	if events {
+		p.c.eventsIn.Add(c.Records)
+	}
+	p.c.applied.Add(c.Applied)
+	p.c.malformed.Add(c.Malformed)
+	p.c.headers.Add(c.Headers)
+	p.c.evalErrors.Add(c.EvalErrors)
+	p.c.late.Add(c.Late)
+}
+
+// badEvent hands an event the driver did not apply (an *drive.EventError,
+// already counted) to OnBadEvent and reports true; any other error is not
+// an event's, and it reports false.
+func (p *Pipeline) badEvent(r *kgo.Record, err error) bool {
+	var ee *drive.EventError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	if p.opts.OnBadEvent != nil {
+		p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: ee.Err})
+	}
+	return true
 }
 
 // decode decodes one source record value. A nil row and no error is a CSV
 // header record that the format skips: counted here, not applied, not bad.
-func (p *Pipeline) decode(dec *exec.Decoder, r *kgo.Record) ([]types.Value, error) {
+func (p *Pipeline) decode(dec *drive.Decoder, r *kgo.Record) ([]types.Value, error) {
 	row, err := dec.Decode(r.Value)
 	if err == nil && row == nil {
 		p.c.headers.Add(1)
@@ -661,7 +688,7 @@ func (p *Pipeline) decode(dec *exec.Decoder, r *kgo.Record) ([]types.Value, erro
 }
 
 func (p *Pipeline) bad(topic string, part int32, off int64, err error) {
-	if errors.Is(err, exec.ErrMalformed) {
+	if errors.Is(err, drive.ErrMalformed) {
 		p.c.malformed.Add(1)
 	} else {
 		p.c.evalErrors.Add(1)

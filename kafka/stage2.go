@@ -12,8 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
-	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/internal/drive"
 )
 
 // task is the aggregating stage's work for one input partition: one
@@ -21,8 +20,7 @@ import (
 // of the state topic.
 type task struct {
 	part    int32
-	op      *exec.Operator
-	dec     *exec.Decoder
+	d       *drive.Driver
 	wm      *tracker // repartition mode: the source partitions' watermarks, from markers
 	touched bool     // changed since the last checkpoint
 	emitted int64
@@ -42,9 +40,6 @@ type stage2 struct {
 	idle  *idleClock
 	seen  map[int32]bool // direct mode: owned partitions that delivered an event in this run
 	perr  firstErr
-	every time.Duration
-	next  time.Time
-	start time.Time
 	// UntilCaughtUp: end tracks the source partitions in direct mode;
 	// finishing is set when every owned operator reached the end of the
 	// input in the open transaction.
@@ -80,11 +75,7 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 		return err
 	}
 	st := &stage2{p: p, s: s, ctx: ctx, pctx: context.WithoutCancel(ctx), topic: topic, tasks: map[int32]*task{}, owned: map[int32]bool{},
-		local: newTracker(0), idle: newIdleClock(p.opts.Source.IdleTimeout), seen: map[int32]bool{}, start: p.opts.Now()}
-	if p.q.Emit.Mode == plan.EmitEarly {
-		st.every = time.Duration(p.q.Emit.EarlyEvery) * time.Microsecond
-		st.next = st.start.Add(st.every)
-	}
+		local: newTracker(0), idle: newIdleClock(p.opts.Source.IdleTimeout), seen: map[int32]bool{}}
 	if p.opts.UntilCaughtUp && p.direct {
 		st.end = newEnds(p.sourceEnd)
 	}
@@ -167,10 +158,10 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 	}
 }
 
-// isFatal tells errors that a retry cannot fix (bad state, a null value)
-// from transient produce failures.
+// isFatal tells errors that a retry cannot fix (bad state, a null value,
+// a bug recovered from a panic) from transient produce failures.
 func isFatal(err error) bool {
-	return errors.Is(err, exec.ErrBadState) || errors.Is(err, ErrNullValue) || errors.Is(err, errBadWatermark)
+	return errors.Is(err, drive.ErrBadState) || errors.Is(err, drive.ErrInternal) || errors.Is(err, ErrNullValue) || errors.Is(err, errBadWatermark)
 }
 
 func (st *stage2) reassign(owned map[int32]bool) {
@@ -217,25 +208,19 @@ func (st *stage2) ensureTasks() error {
 }
 
 func (st *stage2) newTask(part int32) (*task, error) {
-	t := &task{part: part, dec: st.p.decoder(), wm: newTracker(st.p.nSource)}
-	op, err := exec.New(st.p.q, exec.Config{
+	t := &task{part: part, wm: newTracker(st.p.nSource)}
+	d, err := drive.New(st.p.q, drive.Config{
 		Emit:              func(r *changelog.Record) error { return st.emit(t, r) },
-		Late:              st.late,
-		Nanotime:          func() int64 { return int64(st.p.opts.Now().Sub(st.start)) + 1 },
+		Late:              st.p.opts.OnLate,
+		Now:               st.p.opts.Now,
+		Decoder:           st.p.decoder(),
 		ExternalWatermark: true,
 	})
 	if err != nil {
 		return nil, err
 	}
-	t.op = op
+	t.d = d
 	return t, nil
-}
-
-func (st *stage2) late(ev *exec.LateEvent) {
-	st.p.c.late.Add(1)
-	if st.p.opts.OnLate != nil {
-		st.p.opts.OnLate(ev)
-	}
 }
 
 // emit produces one changelog record to the sink topic. The operator
@@ -258,12 +243,13 @@ func (st *stage2) emit(t *task, r *changelog.Record) error {
 }
 
 // process applies one poll's records, then moves each operator's watermark
-// and performs the early emission that is due.
-func (st *stage2) process(fs kgo.Fetches) error {
+// and performs the early emission that is due. The drivers count; their
+// counts are added to the pipeline's at the end.
+func (st *stage2) process(fs kgo.Fetches) (err error) {
+	defer drive.Recover(&err)
+	defer st.takeCounts()
 	p := st.p
 	now := p.opts.Now()
-	tc, delay := p.q.Source.TimeCol, p.q.Source.WatermarkDelay
-	var err error
 	fs.EachRecord(func(r *kgo.Record) {
 		if err != nil {
 			return
@@ -289,26 +275,14 @@ func (st *stage2) process(fs kgo.Fetches) error {
 			t.wm.merge(m)
 			return
 		}
-		if p.direct {
-			p.c.eventsIn.Add(1)
-			st.idle.touch(r.Partition, now)
-			st.seen[r.Partition] = true
-		}
-		row, derr := p.decode(t.dec, r)
-		if derr != nil {
-			p.bad(r.Topic, r.Partition, r.Offset, derr)
-			return
-		}
-		if row == nil {
-			return // a CSV header record (direct mode), skipped and counted
-		}
-		if p.direct && tc >= 0 {
-			st.local.observe(r.Partition, row[tc].I-delay)
-		}
-		p.c.applied.Add(1)
 		var perr error
 		if p.direct {
-			perr = t.op.Process(row)
+			st.idle.touch(r.Partition, now)
+			st.seen[r.Partition] = true
+			perr = t.d.Push(r.Value)
+			if mark, ok := t.d.Mark(); ok {
+				st.local.observe(r.Partition, mark)
+			}
 		} else {
 			// Stage 1 keyed the record by the row's group key: the
 			// GROUP BY is evaluated once, there.
@@ -316,14 +290,9 @@ func (st *stage2) process(fs kgo.Fetches) error {
 			if len(r.Key) > 0 && r.Key[0] == routeKeyVersion {
 				key = r.Key[1:]
 			}
-			perr = t.op.ProcessKeyed(row, key)
+			perr = t.d.PushKeyed(r.Value, key)
 		}
-		if perr != nil {
-			var ee *exec.EvalError
-			if errors.As(perr, &ee) {
-				p.bad(r.Topic, r.Partition, r.Offset, perr)
-				return
-			}
+		if perr != nil && !p.badEvent(r, perr) {
 			err = perr
 		}
 	})
@@ -342,9 +311,9 @@ func (st *stage2) process(fs kgo.Fetches) error {
 		if p.direct {
 			wm = st.local.watermark()
 		}
-		if wm > t.op.Watermark() && wm != math.MinInt64 {
+		if wm > t.d.Watermark() && wm != math.MinInt64 {
 			t.touched = true
-			if err := t.op.AdvanceWatermark(wm); err != nil {
+			if err := t.d.AdvanceWatermark(wm); err != nil && !drive.Skipped(err) {
 				return err
 			}
 		}
@@ -358,25 +327,28 @@ func (st *stage2) process(fs kgo.Fetches) error {
 		// event for a later window.
 		for _, t := range st.tasks {
 			t.touched = true
-			if err := t.op.CloseOpenWindows(); err != nil {
-				return err
-			}
-			if err := t.op.EmitEarly(); err != nil {
+			if err := t.d.CloseOpenWindows(); err != nil && !drive.Skipped(err) {
 				return err
 			}
 		}
 		st.finishing = true
 		return nil
 	}
-	if st.every > 0 && !now.Before(st.next) {
-		st.next = now.Add(st.every)
-		for _, t := range st.tasks {
-			if err := t.op.EmitEarly(); err != nil {
-				return err
-			}
+	for _, t := range st.tasks {
+		if err := t.d.Tick(); err != nil && !drive.Skipped(err) {
+			return err
 		}
 	}
 	return nil
+}
+
+// takeCounts adds what the operators' drivers counted to the pipeline's
+// counters. In repartition mode the first stage counted the events it
+// consumed.
+func (st *stage2) takeCounts() {
+	for _, t := range st.tasks {
+		st.p.count(t.d.TakeCounts(), st.p.direct)
+	}
 }
 
 // allAtEnd reports whether this instance owns partitions and every one's
@@ -421,7 +393,7 @@ func (st *stage2) checkpoint() error {
 	// only one that touches the operators).
 	var live, bytes, dups, dlate, dkeys, dbytes int64
 	for _, t := range st.tasks {
-		s := t.op.Stats()
+		s := t.d.Stats()
 		live, bytes, dups, dlate, dkeys, dbytes = live+s.LiveGroups, bytes+s.StateBytes, dups+s.Duplicates,
 			dlate+s.DedupLate, dkeys+s.DedupKeys, dbytes+s.DedupBytes
 	}
@@ -444,7 +416,7 @@ func (st *stage2) checkpoint() error {
 			}
 			pos = own.appendTo(nil)
 		}
-		err := t.op.Checkpoint(false, pos, func(k, v []byte) error {
+		err := t.d.Checkpoint(false, pos, func(k, v []byte) error {
 			rec := &kgo.Record{Topic: p.stateTopic, Partition: t.part, Key: stateKey(t.part, k)}
 			if v != nil {
 				rec.Value = append(make([]byte, 0, len(v)), v...)
@@ -556,28 +528,28 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if _, ok := entries[string(stateKey(t.part, []byte(exec.MetaKey)))]; !ok && len(entries) > 0 {
+	if _, ok := entries[string(stateKey(t.part, []byte(drive.MetaKey)))]; !ok && len(entries) > 0 {
 		// Every transaction that writes entries writes the meta entry
 		// too, and compaction keeps its latest value: entries without it
 		// mean the topic lost records (the watermark table with them).
-		return fmt.Errorf("%w: state topic %s partition %d holds %d entries but no meta entry (watermarks, counters): records were lost from the topic", exec.ErrBadState, p.stateTopic, t.part, len(entries))
+		return fmt.Errorf("%w: state topic %s partition %d holds %d entries but no meta entry (watermarks, counters): records were lost from the topic", drive.ErrBadState, p.stateTopic, t.part, len(entries))
 	}
 	var meta []byte
 	for _, k := range keys {
 		if len(k) < 4 || int32(binary.BigEndian.Uint32([]byte(k[:4]))) != t.part {
-			return fmt.Errorf("%w: state topic %s partition %d holds an entry of another partition", exec.ErrBadState, p.stateTopic, t.part)
+			return fmt.Errorf("%w: state topic %s partition %d holds an entry of another partition", drive.ErrBadState, p.stateTopic, t.part)
 		}
 		ek := []byte(k[4:])
-		if string(ek) == exec.MetaKey {
+		if string(ek) == drive.MetaKey {
 			meta = entries[k]
 			continue
 		}
-		if _, err := t.op.Restore(ek, entries[k]); err != nil {
+		if _, err := t.d.Restore(ek, entries[k]); err != nil {
 			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
 		}
 	}
 	if meta != nil {
-		pos, err := t.op.Restore([]byte(exec.MetaKey), meta)
+		pos, err := t.d.Restore([]byte(drive.MetaKey), meta)
 		if err != nil {
 			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
 		}
@@ -595,7 +567,7 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 			}
 		}
 	}
-	t.op.FinishRestore()
+	t.d.FinishRestore()
 	p.c.restoredEntries.Add(int64(len(entries)))
 	return nil
 }
