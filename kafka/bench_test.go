@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 )
 
 // BenchmarkKafkaPipeline measures events/s through the broker: the
@@ -54,20 +54,15 @@ func BenchmarkFilePath(b *testing.B) {
 	q := tumbleQuery("bench", time.Second)
 	b.ReportAllocs()
 	b.ResetTimer()
-	op, err := exec.New(q, exec.Config{Emit: func(*changelog.Record) error { return nil }, Nanotime: func() int64 { return time.Now().UnixNano() }})
+	d, err := drive.New(q, drive.Config{Emit: func(*changelog.Record) error { return nil }, Decoder: drive.NewDecoder(q.Source)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	dec := exec.NewDecoder(q.Source)
 	for _, l := range lines {
-		row, err := dec.Decode(l)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := op.Process(row); err != nil {
+		if err := d.Push(l); err != nil {
 			b.Fatal(err)
 		}
 	}
-	op.Finish()
+	d.Close()
 	b.ReportMetric(float64(len(lines))/b.Elapsed().Seconds(), "events/s")
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 )
 
 func TestParseURL(t *testing.T) {
@@ -34,11 +34,11 @@ func TestParseURL(t *testing.T) {
 		t.Fatalf("sink: %+v %v", e, err)
 	}
 	e, err = ParseURL("kafka://a:1/t?format=csv&delimiter=%3B&header=true", RoleSource, env)
-	if err != nil || e.Format != (exec.MessageFormat{CSV: true, Delimiter: ';', SkipHeader: true}) {
+	if err != nil || e.Format != (drive.MessageFormat{CSV: true, Delimiter: ';', SkipHeader: true}) {
 		t.Fatalf("csv source: %+v %v", e.Format, err)
 	}
 	e, err = FromOptions(map[string]string{"connector": "kafka", "brokers": "a:1", "topic": "t", "format": "csv"}, RoleSource, env)
-	if err != nil || e.Format != (exec.MessageFormat{CSV: true, Delimiter: ','}) {
+	if err != nil || e.Format != (drive.MessageFormat{CSV: true, Delimiter: ','}) {
 		t.Fatalf("csv WITH options: %+v %v", e.Format, err)
 	}
 	if _, err := ParseURL("kafka://a:1/out?format=csv", RoleSink, env); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "unknown sink option") {

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/types"
 )
 
@@ -87,7 +87,7 @@ func TestCSVSource(t *testing.T) {
 			}
 			src := endpoint(addrs, "events")
 			src.PartitionedByKey = direct
-			src.Format = exec.MessageFormat{CSV: true, Delimiter: ',', SkipHeader: true}
+			src.Format = drive.MessageFormat{CSV: true, Delimiter: ',', SkipHeader: true}
 			var mu sync.Mutex
 			var badSeen []*BadEvent
 			st := runUntilCaughtUp(t, Options{Query: tumbleQuery("csvtotals", 0), Source: src, Sink: endpoint(addrs, "out"),
@@ -104,7 +104,7 @@ func TestCSVSource(t *testing.T) {
 				t.Errorf("OnBadEvent got %d records, want %d", len(badSeen), nBad)
 			}
 			for _, b := range badSeen {
-				if !errors.Is(b, exec.ErrMalformed) || b.Topic != "events" || b.Offset <= 0 {
+				if !errors.Is(b, drive.ErrMalformed) || b.Topic != "events" || b.Offset <= 0 {
 					t.Errorf("bad event %v: want a malformed source record after the header", b)
 				}
 			}
@@ -119,7 +119,7 @@ func TestCSVSource(t *testing.T) {
 // with fails at New, not at the first record.
 func TestCSVSourceRefusesUnreadableFormat(t *testing.T) {
 	src := endpoint([]string{"127.0.0.1:1"}, "events")
-	src.Format = exec.MessageFormat{CSV: true, Delimiter: '\n'}
+	src.Format = drive.MessageFormat{CSV: true, Delimiter: '\n'}
 	_, err := New(Options{Query: tumbleQuery("q", 0), Source: src, Sink: endpoint([]string{"127.0.0.1:1"}, "out")})
 	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "delimiter") {
 		t.Fatalf("New with a newline delimiter: %v, want ErrConfig about the delimiter", err)

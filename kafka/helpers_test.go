@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
 )
@@ -425,17 +425,13 @@ func (f *follower) compare(t testing.TB, want map[string]agg, finals bool) {
 func inProcess(t testing.TB, q *plan.Query, evs []event) []changelog.Record {
 	t.Helper()
 	var out []changelog.Record
-	op, err := exec.New(q, exec.Config{Emit: func(r *changelog.Record) error { out = append(out, r.Clone()); return nil }, Nanotime: func() int64 { return 1 }})
+	d, err := drive.New(q, drive.Config{Emit: func(r *changelog.Record) error { out = append(out, r.Clone()); return nil },
+		Decoder: drive.NewDecoder(q.Source)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := exec.NewDecoder(q.Source)
 	for _, e := range evs {
-		row, err := dec.Decode(e.json())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := op.Process(row); err != nil {
+		if err := d.Push(e.json()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/sql/plan"
-	"github.com/ubiksql/ubik/types"
 )
 
 // Options configure a Pipeline. Query, Source and Sink are required; every other field has a documented default.
@@ -675,27 +674,6 @@ func (p *Pipeline) badEvent(r *kgo.Record, err error) bool {
 		p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: ee.Err})
 	}
 	return true
-}
-
-// decode decodes one source record value. A nil row and no error is a CSV
-// header record that the format skips: counted here, not applied, not bad.
-func (p *Pipeline) decode(dec *drive.Decoder, r *kgo.Record) ([]types.Value, error) {
-	row, err := dec.Decode(r.Value)
-	if err == nil && row == nil {
-		p.c.headers.Add(1)
-	}
-	return row, err
-}
-
-func (p *Pipeline) bad(topic string, part int32, off int64, err error) {
-	if errors.Is(err, drive.ErrMalformed) {
-		p.c.malformed.Add(1)
-	} else {
-		p.c.evalErrors.Add(1)
-	}
-	if p.opts.OnBadEvent != nil {
-		p.opts.OnBadEvent(&BadEvent{Topic: topic, Partition: part, Offset: off, Err: err})
-	}
 }
 
 // firstErr keeps the first asynchronous produce error of a transaction.

@@ -9,21 +9,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/types"
 )
 
 // lateLog collects the late events a pipeline reports (OnLate), as
-// contract keys.
+// contract keys, and the input records that carried them.
 type lateLog struct {
-	mu   sync.Mutex
-	keys []string
+	mu     sync.Mutex
+	keys   []string
+	events []string
 }
 
-func (l *lateLog) add(ev *exec.LateEvent) {
+func (l *lateLog) add(ev *drive.LateEvent) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.keys = append(l.keys, string(changelog.AppendKey(nil, ev.Key)))
+	l.events = append(l.events, string(ev.Event)) // valid only during the call: copied
+}
+
+func (l *lateLog) records() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.events...)
 }
 
 func (l *lateLog) list() []string {
@@ -102,6 +110,11 @@ func TestUntilCaughtUpRestart(t *testing.T) {
 			}
 			if got := late.list(); len(got) != 1 || got[0] != lateKey {
 				t.Errorf("late events reported: %q, want one for %q", got, lateKey)
+			}
+			// The late event carries its record value as produced, in
+			// both modes (repartitioning forwards the value unchanged).
+			if got := late.records(); len(got) != 1 || got[0] != string(second[0].json()) {
+				t.Errorf("late event records: %q, want %q", got, second[0].json())
 			}
 			want := tumbleOracle(append(append([]event(nil), first...), second[1:]...))
 			f.waitFinals(t, want, 30*time.Second)

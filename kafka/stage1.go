@@ -2,12 +2,13 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 )
 
 // markerEvery is how often the first stage re-sends its watermarks even
@@ -16,14 +17,14 @@ import (
 const markerEvery = time.Second
 
 // routeKeyVersion is the first byte of a repartition record's key, before
-// the row's group key (exec.AppendGroupKey). It keeps the key non-empty (a
+// the row's group key (exec.AppendGroupKey, through drive.Driver.Route). It keeps the key non-empty (a
 // query without GROUP BY expressions has an empty group key, and an empty
 // key would be spread over the partitions) and names the format, so the
 // second stage knows the rest is a group key it can use as it is.
 const routeKeyVersion = 1
 
 // runStage1 is the repartitioning stage: it consumes the source topic,
-// decodes each event, evaluates its group key (exec.GroupKeys), and produces
+// decodes each event and computes its group key (drive.Driver.Route), and produces
 // the event unchanged to the repartition topic keyed by those bytes, so each group is
 // owned by exactly one partition of the aggregating stage. Each transaction
 // also carries the source offsets and, to every repartition partition, a
@@ -48,10 +49,13 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 		return err
 	}
 
-	dec := p.decoder()
-	keys := exec.NewGroupKeys(p.q)
-	tc := p.q.Source.TimeCol
-	delay := p.q.Source.WatermarkDelay
+	// The router decodes each event and computes its canonical group key,
+	// counting what it skips; the aggregating stage does not evaluate the
+	// GROUP BY again.
+	router, err := drive.NewRouter(p.q, drive.Config{Decoder: p.decoder()})
+	if err != nil {
+		return err
+	}
 
 	wm := newTracker(p.nSource) // this instance's source partitions only
 	committedWM := wm.clone()
@@ -108,45 +112,45 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 		if err := s.Begin(); err != nil {
 			return fmt.Errorf("kafka: begin transaction: %w", err)
 		}
-		var workErr error
-		fs.EachRecord(func(r *kgo.Record) {
-			if workErr != nil {
-				return
-			}
-			if end != nil {
-				end.seen(r.Partition, r.Offset)
-			}
-			if r.Attrs.IsControl() {
-				return // a transaction marker (kept for UntilCaughtUp)
-			}
-			p.c.eventsIn.Add(1)
-			idle.touch(r.Partition, now)
-			seen[r.Partition] = true
-			if _, ok := wm.parts[r.Partition]; !ok {
-				wm.get(r.Partition)
-			}
-			row, err := p.decode(dec, r)
-			if err != nil {
-				p.bad(r.Topic, r.Partition, r.Offset, err)
-				return
-			}
-			if row == nil {
-				return // a CSV header record, skipped and counted
-			}
-			// The record is keyed by the group identity itself, so the
-			// rows of one group meet on one partition whatever their
-			// spelling (-0.0 and 0.0, NaN and NULL, ...).
-			key, err := keys.Append(append(make([]byte, 0, 32), routeKeyVersion), row)
-			if err != nil {
-				p.bad(r.Topic, r.Partition, r.Offset, err)
-				return
-			}
-			if tc >= 0 {
-				wm.observe(r.Partition, row[tc].I-delay)
-			}
-			out := &kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: r.Value}
-			s.Produce(pctx, out, promise)
-		})
+		workErr := func() (err error) {
+			defer drive.Recover(&err)
+			fs.EachRecord(func(r *kgo.Record) {
+				if err != nil {
+					return
+				}
+				if end != nil {
+					end.seen(r.Partition, r.Offset)
+				}
+				if r.Attrs.IsControl() {
+					return // a transaction marker (kept for UntilCaughtUp)
+				}
+				idle.touch(r.Partition, now)
+				seen[r.Partition] = true
+				if _, ok := wm.parts[r.Partition]; !ok {
+					wm.get(r.Partition)
+				}
+				// The record is keyed by the group identity itself, so the
+				// rows of one group meet on one partition whatever their
+				// spelling (-0.0 and 0.0, NaN and NULL, ...).
+				key, rerr := router.Route(append(make([]byte, 0, 32), routeKeyVersion), r.Value)
+				if rerr != nil {
+					if !p.badEvent(r, rerr) {
+						err = rerr
+					}
+					return
+				}
+				if key == nil {
+					return // a CSV header record, skipped and counted
+				}
+				if mark, ok := router.Mark(); ok {
+					wm.observe(r.Partition, mark)
+				}
+				out := &kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: r.Value}
+				s.Produce(pctx, out, promise)
+			})
+			return err
+		}()
+		p.count(router.TakeCounts(), true)
 		for part := range wm.parts {
 			wm.setIdle(part, idle.idle(part, now))
 			if end != nil && ownedNow[part] {
@@ -207,6 +211,9 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 				}
 			}
 			lastSent = nil
+			if errors.Is(workErr, drive.ErrInternal) {
+				return workErr // a bug: a retry would meet it again
+			}
 			if workErr != nil {
 				p.log.Warn("kafka: repartition transaction aborted", "err", workErr)
 			}

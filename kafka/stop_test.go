@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 )
 
 // cancelAt is a produce hook that cancels a pipeline's context when the
@@ -109,20 +109,16 @@ func TestStateWithoutMetaRefused(t *testing.T) {
 	mkTopic(t, addrs, "nometa-state", 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")})
 	// A valid group entry, from an operator of the same query.
 	q := tumbleQuery("nometa", 0)
-	op, err := exec.New(q, exec.Config{Emit: func(*changelog.Record) error { return nil }, Nanotime: func() int64 { return 1 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	row, err := exec.NewDecoder(q.Source).Decode(genEvents(1, 1)[0].json())
+	d, err := drive.New(q, drive.Config{Emit: func(*changelog.Record) error { return nil }})
 	if err == nil {
-		err = op.Process(row)
+		err = d.Push(genEvents(1, 1)[0].json())
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	cl := client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	err = op.Checkpoint(true, nil, func(k, v []byte) error {
-		if string(k) == exec.MetaKey {
+	err = d.Checkpoint(true, nil, func(k, v []byte) error {
+		if string(k) == drive.MetaKey {
 			return nil
 		}
 		r := &kgo.Record{Topic: "nometa-state", Partition: 0, Key: stateKey(0, k), Value: append([]byte(nil), v...)}
@@ -139,7 +135,7 @@ func TestStateWithoutMetaRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	err = pl.Run(ctx)
-	if !errors.Is(err, exec.ErrBadState) || !strings.Contains(err.Error(), "no meta entry") || !strings.Contains(err.Error(), "partition 0") {
+	if !errors.Is(err, drive.ErrBadState) || !strings.Contains(err.Error(), "no meta entry") || !strings.Contains(err.Error(), "partition 0") {
 		t.Fatalf("Run over a state partition without its meta entry: %v, want ErrBadState naming the partition", err)
 	}
 }

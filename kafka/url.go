@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 )
 
 // Role says which side of a query an endpoint is on; it decides which
@@ -33,10 +33,10 @@ type Endpoint struct {
 	Config Config
 	Topic  string
 	// Source options.
-	Format           exec.MessageFormat // how each record value encodes an event; default JSON
-	From             StartOffset        // default FromEarliest
-	PartitionedByKey bool               // the topic is already partitioned by the GROUP BY key
-	IdleTimeout      time.Duration      // 0: DefaultIdleTimeout
+	Format           drive.MessageFormat // how each record value encodes an event; default JSON
+	From             StartOffset         // default FromEarliest
+	PartitionedByKey bool                // the topic is already partitioned by the GROUP BY key
+	IdleTimeout      time.Duration       // 0: DefaultIdleTimeout
 	// Sink options.
 	AllowUncompacted bool // warn instead of refusing an uncompacted sink topic
 	Partitions       int  // partitions of a sink topic ubik creates; 0: as many as the source
@@ -134,7 +134,7 @@ func redactURLError(err error) error {
 // value; or csv: one CSV record per value, fields in the declared column
 // order), delimiter (csv: one character, default ","; "tab" and "space"
 // name those), header (csv: true skips a record that is the header row,
-// false, the default, counts it as malformed; see exec.MessageFormat),
+// false, the default, counts it as malformed; see drive.MessageFormat),
 // from (earliest | latest | committed), partitioned_by_key (true|false),
 // idle_timeout (a Go duration such as 30s). Sink only: allow_uncompacted
 // (true|false), partitions (a positive integer). A password option is
@@ -199,7 +199,7 @@ func FromOptions(opts map[string]string, role Role, getenv func(string) string) 
 		return e, fmt.Errorf("%s: %w", role, err)
 	}
 	if role == RoleSource {
-		if e.Format, err = exec.ParseMessageFormat(opts); err != nil {
+		if e.Format, err = drive.ParseMessageFormat(opts); err != nil {
 			return e, fmt.Errorf("%w: source: %v", ErrConfig, err)
 		}
 		if e.From, err = ParseStartOffset(opts["from"]); err != nil {
