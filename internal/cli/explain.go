@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/ubiksql/ubik"
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
 )
@@ -67,7 +67,7 @@ func runExplain(ctx context.Context, env *Env, args []string) error {
 }
 
 func explainState(b *strings.Builder, q *plan.Query) {
-	overhead, aggs := exec.StateCost(q)
+	overhead, aggs := drive.StateCost(q)
 	total := overhead
 	fmt.Fprintf(b, "  state per live (group, window): ~%d bytes + key text", overhead)
 	for _, a := range aggs {
@@ -85,7 +85,7 @@ func explainState(b *strings.Builder, q *plan.Query) {
 	}
 	if d := q.Source.Dedup; d != nil {
 		fmt.Fprintf(b, "  dedup: first copy of each %s wins within %s of event time behind the watermark; state: one entry per key within the horizon (~%d bytes + the key), evicted as the watermark passes it\n",
-			q.Source.Columns[d.Col].Name, plan.ValueText(types.Interv(0, 0, d.Within)), exec.DedupEntryBytes)
+			q.Source.Columns[d.Col].Name, plan.ValueText(types.Interv(0, 0, d.Within)), drive.DedupEntryBytes)
 	}
 	switch {
 	case q.Window == nil:

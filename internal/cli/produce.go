@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
 
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/kafka"
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
@@ -57,14 +57,14 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	if *to == "" {
 		return fmt.Errorf("%w: produce needs --to kafka://HOST:PORT/TOPIC", ErrUsage)
 	}
-	var csvKey *exec.Decoder // csv with --key-field: reads the key column
+	var csvKey *drive.Decoder // csv with --key-field: reads the key column
 	switch strings.ToLower(*format) {
 	case "jsonl", "json", "ndjson":
 		if *header || *delimiter != "," {
 			return fmt.Errorf("%w: --header and --delimiter are for --format csv", ErrUsage)
 		}
 	case "csv":
-		if _, err := exec.ParseMessageFormat(map[string]string{"format": "csv", "delimiter": *delimiter}); err != nil {
+		if _, err := drive.ParseMessageFormat(map[string]string{"format": "csv", "delimiter": *delimiter}); err != nil {
 			return fmt.Errorf("%w: --delimiter: %v", ErrUsage, err)
 		}
 		if *keyField != "" {
@@ -73,7 +73,7 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 			}
 			// The key column is read as a CSV file source with a header
 			// reads it (fields by name, the same quoting and NULLs).
-			csvKey = exec.NewDecoder(&plan.Source{Name: "--input", TimeCol: -1,
+			csvKey = drive.NewDecoder(&plan.Source{Name: "--input", TimeCol: -1,
 				Columns: []plan.Column{{Name: *keyField, Type: types.Varchar}},
 				Options: map[string]string{"format": "csv", "header": "true", "delimiter": *delimiter}})
 		}
@@ -256,7 +256,7 @@ func pingKafka(ctx context.Context, cfg kafka.Config) error {
 // header and one column, the key) and checks that it names the key: the
 // header read again as data yields, in the key column, the header's own
 // cell, which is NULL when no field maps to that column.
-func csvHeaderHasKey(dec *exec.Decoder, header []byte, key string) error {
+func csvHeaderHasKey(dec *drive.Decoder, header []byte, key string) error {
 	if _, err := dec.Decode(header); err != nil {
 		return fmt.Errorf("CSV header: %w", err)
 	}

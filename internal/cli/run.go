@@ -20,7 +20,7 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/infer"
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
@@ -224,12 +224,11 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	var dead, lateW io.Writer
 	var lateBuf []byte
 	var sideErr error
-	var curLine []byte // the input record being pushed, for the late output
-	var curLineNo int64
-	var lateHook func(string, *exec.LateEvent)
+	var curLineNo int64 // the line of the input record being pushed, for the late output
+	var lateHook func(string, *drive.LateEvent)
 	if f.lateOutput != "" {
-		lateHook = func(query string, ev *exec.LateEvent) {
-			lateBuf = appendLate(lateBuf[:0], query, curLineNo, curLine, ev)
+		lateHook = func(query string, ev *drive.LateEvent) {
+			lateBuf = appendLate(lateBuf[:0], query, curLineNo, ev)
 			if _, err := lateW.Write(lateBuf); err != nil && sideErr == nil {
 				sideErr = fmt.Errorf("--late-output %s: %w", f.lateOutput, err)
 			}
@@ -238,9 +237,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	for _, t := range targets {
 		t := t
 		name := t.pq.Name
-		var onLate func(*exec.LateEvent)
+		var onLate func(*drive.LateEvent)
 		if lateHook != nil {
-			onLate = func(ev *exec.LateEvent) { lateHook(name, ev) }
+			onLate = func(ev *drive.LateEvent) { lateHook(name, ev) }
 		}
 		qo := ubik.QueryOptions{
 			Name:   name,
@@ -542,7 +541,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue // an empty or blank line is no event
 		}
-		curLine, curLineNo = line, lineNo
+		curLineNo = lineNo
 		for _, t := range targets {
 			err := t.q.Push(line)
 			if err == nil {
@@ -557,7 +556,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 				}
 				continue
 			}
-			var he *exec.HeaderError
+			var he *drive.HeaderError
 			if errors.As(err, &he) {
 				err = fmt.Errorf("%s:%d: %w", inName, lineNo, err)
 			}
@@ -633,11 +632,11 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // badKind names what went wrong with one event.
 func badKind(err error) string {
-	var de *exec.DecodeError
+	var de *drive.DecodeError
 	if errors.As(err, &de) {
 		return "malformed event"
 	}
-	var ee *exec.EvalError
+	var ee *drive.EvalError
 	if errors.As(err, &ee) {
 		return "evaluation error"
 	}
@@ -1033,9 +1032,10 @@ func writeDead(w io.Writer, input, query string, line int64, event []byte, err e
 // appendLate renders one late event: the query, the contract key of the
 // (group, window) it was for, the reason, its event time, the window and
 // the watermark, the decoded row (columns the query does not read are
-// NULL), and the whole input record as read with its line number, so the
-// event can be replayed.
-func appendLate(b []byte, query string, line int64, event []byte, ev *exec.LateEvent) []byte {
+// NULL), and the whole input record as read (ev.Event, which the driver
+// sets on every host) with its line number when the input has lines (a
+// file; 0 for a Kafka source), so the event can be replayed.
+func appendLate(b []byte, query string, line int64, ev *drive.LateEvent) []byte {
 	b = append(b, `{"query": `...)
 	b = changelog.AppendCell(b, types.Str(query))
 	if ev.Windowed {
@@ -1058,11 +1058,13 @@ func appendLate(b []byte, query string, line int64, event []byte, ev *exec.LateE
 	b = changelog.AppendCell(b, types.TS(ev.Watermark))
 	b = append(b, `, "row": `...)
 	b = changelog.AppendKey(b, ev.Row)
-	if event != nil {
-		b = append(b, `, "line": `...)
-		b = strconv.AppendInt(b, line, 10)
+	if ev.Event != nil {
+		if line > 0 {
+			b = append(b, `, "line": `...)
+			b = strconv.AppendInt(b, line, 10)
+		}
 		b = append(b, `, "event": `...)
-		b = changelog.AppendCell(b, types.Str(string(event)))
+		b = changelog.AppendCell(b, types.Str(string(ev.Event)))
 	}
 	return append(b, "}\n"...)
 }

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/kafka"
 	"github.com/ubiksql/ubik/sql/plan"
 )
@@ -151,7 +151,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	// runs of one query (restarts included) add to one file. A
 	// transaction that aborts is redone, so after an abort a late event
 	// can be written twice.
-	var onLate func(*exec.LateEvent)
+	var onLate func(*drive.LateEvent)
 	var lateErr error
 	if f.lateOutput != "" {
 		lf, err := os.OpenFile(f.lateOutput, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -161,10 +161,10 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		defer lf.Close()
 		var mu sync.Mutex
 		var buf []byte
-		onLate = func(ev *exec.LateEvent) {
+		onLate = func(ev *drive.LateEvent) {
 			mu.Lock()
 			defer mu.Unlock()
-			buf = appendLate(buf[:0], q.Name, 0, nil, ev)
+			buf = appendLate(buf[:0], q.Name, 0, ev)
 			if _, err := lf.Write(buf); err != nil && lateErr == nil {
 				lateErr = fmt.Errorf("--late-output %s: %w", f.lateOutput, err)
 			}
@@ -246,7 +246,7 @@ func sameFormat(s *plan.Source, src kafka.Endpoint) error {
 		}
 		return "json"
 	}
-	if want, err := exec.ParseMessageFormat(map[string]string{"format": f}); err == nil && want.CSV != src.Format.CSV {
+	if want, err := drive.ParseMessageFormat(map[string]string{"format": f}); err == nil && want.CSV != src.Format.CSV {
 		return fmt.Errorf("%w: CREATE SOURCE %s reads format %s, --source reads %s (its options replace the statement's): say format=%s in the URL",
 			ErrUsage, s.Name, name(want.CSV), name(src.Format.CSV), name(want.CSV))
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,13 @@ func TestRunKafkaUntilCaughtUpTwice(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) != 1 || !strings.Contains(lines[0], `"key": ["m1", "2026-07-18 10:00:00"]`) || !strings.Contains(lines[0], `"reason": "window already final"`) {
 		t.Fatalf("late output: %q, want one line for [\"m1\", \"2026-07-18 10:00:00\"]", b)
+	}
+	// The late line carries the record value as produced, as a file run's
+	// carries its input line, so the event can be replayed; a topic has no
+	// line numbers.
+	lateEvent := strings.SplitN(second, "\n", 2)[0]
+	if !strings.HasSuffix(lines[0], `, "event": `+strconv.Quote(lateEvent)+"}") || strings.Contains(lines[0], `"line"`) {
+		t.Fatalf("late output: %s, want it to end with the event %s and have no line number", lines[0], lateEvent)
 	}
 	want := map[string]string{
 		`["m1", "2026-07-18 10:05:00"]`: `{"merchant": "m1", "window_start": "2026-07-18 10:05:00", "orders": 1}`,
