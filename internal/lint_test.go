@@ -1,6 +1,8 @@
 // Package internal_test enforces the import direction of DESIGN.md: the core
-// never imports a lander, a store SDK or Kafka, and the Kafka runtime never
-// imports a lander (the record header codec they share is in changelog).
+// never imports a lander, a store SDK or Kafka, the Kafka runtime never
+// imports a lander (the record header codec they share is in changelog),
+// and the hosts that run an operator (kafka/, internal/cli) reach it only
+// through the one driver, internal/drive, never by importing exec.
 package internal_test
 
 import (
@@ -104,5 +106,66 @@ func TestImportDirectionControl(t *testing.T) {
 		if got := violations(t, ".", r); !slices.Equal(got, want) {
 			t.Errorf("%s over the fixture: %q, want %q", r.name, got, want)
 		}
+	}
+}
+
+// execPkg is the operator's package, which only the driver and the core
+// import.
+const execPkg = "github.com/ubiksql/ubik/exec"
+
+// driverRule: the hosts reach the operator through internal/drive.
+func driverRule(pkgs ...string) rule {
+	return rule{name: "a host of the driver", pkgs: pkgs, tests: true, forbidden: []string{execPkg}}
+}
+
+// directViolations runs go list in dir over r's packages and returns every
+// direct import (of a package or, with tests, of its test files) of a
+// package under r.forbidden. Only direct imports count: the driver that
+// the packages use imports exec itself, so go list -deps would show exec
+// below every one of them.
+func directViolations(t *testing.T, dir string, r rule) []string {
+	t.Helper()
+	format := `{{.ImportPath}}{{"\t"}}{{join .Imports " "}}`
+	if r.tests {
+		format += ` {{join .TestImports " "}} {{join .XTestImports " "}}`
+	}
+	cmd := exec.Command("go", append([]string{"list", "-f", format}, r.pkgs...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list in %s: %v\n%s", dir, err, out)
+	}
+	var vs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imps, _ := strings.Cut(line, "\t")
+		for _, imp := range strings.Fields(imps) {
+			if slices.ContainsFunc(r.forbidden, func(f string) bool { return under(imp, f) }) {
+				vs = append(vs, pkg+" imports "+imp)
+			}
+		}
+	}
+	slices.Sort(vs)
+	return slices.Compact(vs)
+}
+
+func TestDriverImports(t *testing.T) {
+	r := driverRule("./kafka/...", "./internal/cli/...")
+	for _, v := range directViolations(t, "..", r) {
+		t.Errorf("%s must reach the operator through internal/drive: %s", r.name, v)
+	}
+}
+
+// TestDriverImportsControl: the checker catches a deliberate direct
+// import of exec (testdata/badexec), and does not count the driver's own
+// import of exec against a package that imports only the driver
+// (testdata/drivehost, which has exec among its dependencies).
+func TestDriverImportsControl(t *testing.T) {
+	const fixture = "github.com/ubiksql/ubik/internal/testdata/badexec"
+	want := []string{fixture + " imports " + execPkg}
+	if got := directViolations(t, ".", driverRule("./testdata/badexec")); !slices.Equal(got, want) {
+		t.Errorf("the driver rule over the fixture: %q, want %q", got, want)
+	}
+	if got := directViolations(t, ".", driverRule("./testdata/drivehost")); len(got) != 0 {
+		t.Errorf("the driver rule over a package that imports only the driver: %q, want none", got)
 	}
 }
