@@ -311,21 +311,13 @@ func (d *Driver) admit() error {
 // that fails to evaluate returns an *EventError (counted) and the driver
 // goes on, unless Strict. ErrBackpressure means nothing was done, not even
 // the decoding: take records with Next and push the same record again.
-func (d *Driver) Push(raw []byte) error {
-	if err := d.admit(); err != nil {
-		return err
-	}
-	row, err := d.decode(raw)
-	if err != nil || row == nil {
-		return err
-	}
-	d.raw = raw
-	return d.apply(row, nil, false)
-}
+func (d *Driver) Push(raw []byte) error { return d.push(raw, nil, false) }
 
 // PushKeyed is Push for a record a router keyed: key is its canonical
 // group key (Route's result), so the GROUP BY is not evaluated again.
-func (d *Driver) PushKeyed(raw, key []byte) error {
+func (d *Driver) PushKeyed(raw, key []byte) error { return d.push(raw, key, true) }
+
+func (d *Driver) push(raw, key []byte, keyed bool) error {
 	if err := d.admit(); err != nil {
 		return err
 	}
@@ -334,7 +326,7 @@ func (d *Driver) PushKeyed(raw, key []byte) error {
 		return err
 	}
 	d.raw = raw
-	return d.apply(row, key, true)
+	return d.apply(row, key, keyed)
 }
 
 // PushRow applies one typed row, in the source's column order. A row of
