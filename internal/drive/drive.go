@@ -615,10 +615,13 @@ func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
 		return nil, fmt.Errorf("%w: bad position", exec.ErrBadState)
 	}
 	d.n.Records, d.n.Events, d.n.Malformed = events, events, bad
-	d.taken = d.Counts()
 	return pos[n+m:], nil
 }
 
 // FinishRestore completes a restore: the driver continues where the
 // checkpoint left it (revisions continue, no window finalizes twice).
-func (d *Driver) FinishRestore() { d.op.FinishRestore() }
+// What the checkpoint's counters held is not news to TakeCounts.
+func (d *Driver) FinishRestore() {
+	d.op.FinishRestore()
+	d.taken = d.Counts()
+}
