@@ -34,7 +34,7 @@ func events() [][]byte {
 		out = append(out, fmt.Appendf(nil, `{"merchant":"m%d","amount":%s,"event_time":"2026-07-18 10:%02d:%02d"}`,
 			i%3, cells[i%len(cells)], i/20, i%60))
 	}
-	out = append(out, []byte(`{"merchant":`)) // malformed
+	out = append(out, []byte(`{"merchant":`))                                                    // malformed
 	out = append(out, []byte(`{"merchant":"m0","amount":1,"event_time":"2026-07-18 10:00:01"}`)) // late
 	return out
 }
