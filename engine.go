@@ -118,7 +118,9 @@ type QueryOptions struct {
 	// of them are held at any time (see Query).
 	OnRecord func(changelog.Record) error
 	// OnLate, if set, receives each event that arrived for a window already
-	// final. Late events are counted either way.
+	// final, with LateEvent.Event the bytes given to Push (nil for
+	// PushRow); valid only during the call. Late events are counted either
+	// way.
 	OnLate func(*exec.LateEvent)
 	// Strict makes the first malformed event a fatal error for the query.
 	Strict bool

@@ -57,8 +57,9 @@ type Options struct {
 	// RepartitionPartitions is the partition count of the repartition and
 	// state topics. Default: the source topic's.
 	RepartitionPartitions int
-	// OnLate, if set, receives every late event (the row is valid only
-	// during the call). Late events are counted either way.
+	// OnLate, if set, receives every late event, with LateEvent.Event the
+	// source record's value (the row and the value are valid only during
+	// the call). Late events are counted either way.
 	OnLate func(*drive.LateEvent)
 	// OnBadEvent, if set, receives every input record that was not applied
 	// (malformed, or a runtime evaluation error). They are counted either way.
