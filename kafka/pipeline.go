@@ -425,6 +425,12 @@ type assignment struct {
 	mu      sync.Mutex
 	owned   map[int32]bool
 	changed bool
+	// dropped are the partitions revoked or lost since the last
+	// takeDropped, even if assigned back since: another instance may
+	// have owned one in between (this one paused past its session
+	// timeout, then rejoined) and changed its state, so whatever this
+	// instance holds in memory for it is stale.
+	dropped map[int32]bool
 }
 
 func (a *assignment) assign(_ context.Context, _ *kgo.Client, m map[string][]int32) {
@@ -444,9 +450,22 @@ func (a *assignment) revoke(_ context.Context, _ *kgo.Client, m map[string][]int
 	for _, ps := range m {
 		for _, x := range ps {
 			delete(a.owned, x)
+			if a.dropped == nil {
+				a.dropped = map[int32]bool{}
+			}
+			a.dropped[x] = true
 		}
 	}
 	a.changed = true
+}
+
+// takeDropped returns the partitions revoked or lost since the last call.
+func (a *assignment) takeDropped() map[int32]bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d := a.dropped
+	a.dropped = nil
+	return d
 }
 
 // snapshot returns the owned partitions if they changed since the last call.
@@ -601,6 +620,11 @@ func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, group s
 		p.c.commits.Add(1)
 	} else {
 		p.c.aborts.Add(1)
+	}
+	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {
+		txnID, _ := s.Client().OptValue(kgo.TransactionalID).(string)
+		err = fmt.Errorf("%w: transactional id %s: another process took it over, or the broker aborted this process's transaction at its timeout (%s) while the process was paused; the transaction is not committed; restart the process: %v",
+			ErrFenced, txnID, p.opts.TransactionTimeout, err)
 	}
 	return committed, err
 }

@@ -97,6 +97,9 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 			return err
 		}
 		if owned, ok := a.snapshot(); ok {
+			for part := range a.takeDropped() {
+				delete(st.tasks, part) // another instance may have changed it: restore
+			}
 			st.reassign(owned)
 			if st.end != nil {
 				if err := p.trackStarts(ctx, st.end, p.inGroup(), owned); err != nil {
