@@ -588,6 +588,9 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 		if err != nil {
 			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
 		}
+		if err := p.finiteWatermarks(t, tr); err != nil {
+			return err
+		}
 		if p.direct {
 			t.wm = newTracker(p.nSource)
 			t.wm.merge(tr) // the partition's own watermark; merged into the instance's below
