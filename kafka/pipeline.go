@@ -623,7 +623,7 @@ func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, group s
 	}
 	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {
 		txnID, _ := s.Client().OptValue(kgo.TransactionalID).(string)
-		err = fmt.Errorf("%w: transactional id %s: another process took it over, or the broker aborted this process's transaction at its timeout (%s) while the process was paused; the transaction is not committed; restart the process: %v",
+		err = fmt.Errorf("%w: transactional id %s: another process took it over, or the broker aborted this process's transaction at its timeout (%s) while the process was paused; the transaction is not committed; restart the process: %w",
 			ErrFenced, txnID, p.opts.TransactionTimeout, err)
 	}
 	return committed, err
