@@ -33,6 +33,17 @@ var (
 	ErrTopicMismatch = errors.New("kafka: topic layout does not match")
 	ErrNullValue     = errors.New("kafka: refusing to produce a record with a null value")
 	ErrClosed        = errors.New("kafka: pipeline closed")
+	// ErrFenced: the broker refused this process's transactional
+	// producer because its epoch is no longer current (another process
+	// took its transactional id, or the broker aborted its transaction
+	// at the transaction timeout while it was paused). Nothing of the
+	// refused transaction is committed; the process must restart.
+	ErrFenced = errors.New("kafka: transactional producer fenced")
+	// ErrOldState: the state topic holds state of an earlier ubik
+	// version that this one cannot continue (a watermark of +infinity,
+	// written at the end of an until-caught-up run before the drain
+	// stopped at the last window's end). Nothing is read or written.
+	ErrOldState = errors.New("kafka: state written by an earlier ubik version cannot be continued")
 )
 
 // SASL mechanisms.

@@ -124,6 +124,20 @@ func (h *selfKill) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
 		os.WriteFile(h.file, fmt.Appendf(nil, "%d %d\n", r.ProducerID, r.ProducerEpoch), 0o644)
 	}
 	syscall.Kill(os.Getpid(), h.sig)
+	// The signal is not synchronous in a process with several threads:
+	// the kernel may hand it to another thread, which must be scheduled
+	// to stop the rest, so on a loaded machine this one (and the
+	// transaction) ran on for milliseconds, sometimes past the commit.
+	// This hook holds the record's acknowledgement, so the transaction
+	// cannot end while it waits: until the process dies (SIGKILL) or a
+	// gap in the clock shows it was stopped and resumed (SIGSTOP).
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
+		t0 := time.Now()
+		time.Sleep(10 * time.Millisecond)
+		if time.Since(t0) > 5*time.Second {
+			return
+		}
+	}
 }
 
 // TestCrashRecovery kills the pipeline process with SIGKILL at random points

@@ -60,3 +60,30 @@ func TestIdlePartitionsNamed(t *testing.T) {
 		})
 	}
 }
+
+// TestAssignmentRemembersDropped: a partition revoked (or lost) and then
+// assigned back before the processing loop looks is reported as dropped,
+// so the loop restores its operator (another instance may have changed its
+// state in between) although the owned set looks unchanged.
+func TestAssignmentRemembersDropped(t *testing.T) {
+	a := &assignment{owned: map[int32]bool{}}
+	a.assign(nil, nil, map[string][]int32{"t": {0, 1}})
+	if owned, ok := a.snapshot(); !ok || len(owned) != 2 {
+		t.Fatalf("snapshot after the first assignment: %v %v", owned, ok)
+	}
+	if d := a.takeDropped(); len(d) != 0 {
+		t.Fatalf("dropped before any revoke: %v", d)
+	}
+	a.revoke(nil, nil, map[string][]int32{"t": {1}})
+	a.assign(nil, nil, map[string][]int32{"t": {1}})
+	owned, ok := a.snapshot()
+	if !ok || !owned[0] || !owned[1] || len(owned) != 2 {
+		t.Fatalf("snapshot after partition 1 left and came back: %v %v, want {0 1} changed", owned, ok)
+	}
+	if d := a.takeDropped(); len(d) != 1 || !d[1] {
+		t.Fatalf("dropped after partition 1 left and came back: %v, want {1}", d)
+	}
+	if d := a.takeDropped(); len(d) != 0 {
+		t.Fatalf("dropped reported twice: %v", d)
+	}
+}

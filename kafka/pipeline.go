@@ -425,6 +425,12 @@ type assignment struct {
 	mu      sync.Mutex
 	owned   map[int32]bool
 	changed bool
+	// dropped are the partitions revoked or lost since the last
+	// takeDropped, even if assigned back since: another instance may
+	// have owned one in between (this one paused past its session
+	// timeout, then rejoined) and changed its state, so whatever this
+	// instance holds in memory for it is stale.
+	dropped map[int32]bool
 }
 
 func (a *assignment) assign(_ context.Context, _ *kgo.Client, m map[string][]int32) {
@@ -444,9 +450,22 @@ func (a *assignment) revoke(_ context.Context, _ *kgo.Client, m map[string][]int
 	for _, ps := range m {
 		for _, x := range ps {
 			delete(a.owned, x)
+			if a.dropped == nil {
+				a.dropped = map[int32]bool{}
+			}
+			a.dropped[x] = true
 		}
 	}
 	a.changed = true
+}
+
+// takeDropped returns the partitions revoked or lost since the last call.
+func (a *assignment) takeDropped() map[int32]bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d := a.dropped
+	a.dropped = nil
+	return d
 }
 
 // snapshot returns the owned partitions if they changed since the last call.
@@ -602,24 +621,38 @@ func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, group s
 	} else {
 		p.c.aborts.Add(1)
 	}
+	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {
+		txnID, _ := s.Client().OptValue(kgo.TransactionalID).(string)
+		err = fmt.Errorf("%w: transactional id %s: another process took it over, or the broker aborted this process's transaction at its timeout (%s) while the process was paused; the transaction is not committed; restart the process: %w",
+			ErrFenced, txnID, p.opts.TransactionTimeout, err)
+	}
 	return committed, err
 }
 
 // stillMember reports whether this instance is still a member of the
-// group generation its transaction was built under. The broker fences a
-// zombie through the group generation only when a transaction commits
-// input offsets (KIP-447); a transaction that consumed nothing (an early
-// emission on a tick, markers, state entries) carries no offsets, so kgo
-// sends no TxnOffsetCommit and nothing would stop an instance that was
-// paused past its session timeout from committing records for partitions
-// another instance now owns. For such a transaction a heartbeat with the
-// generation asks the coordinator instead; any error (a new generation, an
-// unknown member, a rebalance in progress, no answer) aborts.
+// group generation its transaction was built under, asking the
+// coordinator with a heartbeat (its generation, member and instance id).
+//
+// For a transaction that consumed nothing (an early emission on a tick,
+// markers, state entries) this is the only fence: kgo sends no
+// TxnOffsetCommit, so the broker never checks the generation (KIP-447
+// fences through it) and nothing else would stop an instance paused past
+// its session timeout from committing records for partitions another
+// instance now owns. Any error (a new generation, an unknown member, a
+// rebalance in progress, no answer) aborts.
+//
+// A transaction that commits input offsets is fenced by the broker's
+// TxnOffsetCommit check, and may commit while a rebalance is in progress
+// (KIP-447: the new owner's stable offset fetch waits for it). It is
+// asked anyway, because kgo's End then waits for a forced heartbeat that
+// the group's heartbeat loop never answers once the member is gone (the
+// loop has quit, and the loss callback that would wake End waits for the
+// loop to allow the rebalance): End sat out its whole deadline, the
+// transaction timeout, before it aborted, and a stop landing there took
+// as long. A member the coordinator no longer knows aborts at once.
 func (p *Pipeline) stillMember(ctx context.Context, s *kgo.GroupTransactSession, group string) bool {
 	cl := s.Client()
-	if len(cl.UncommittedOffsets()) > 0 {
-		return true // End commits offsets, and the broker checks the generation
-	}
+	offsets := len(cl.UncommittedOffsets()) > 0
 	member, gen := cl.GroupMetadata()
 	if member == "" || gen < 0 {
 		return false
@@ -637,7 +670,7 @@ func (p *Pipeline) stillMember(ctx context.Context, s *kgo.GroupTransactSession,
 		p.log.Warn("kafka: checking the group membership before a commit", "group", req.Group, "err", err)
 		return false
 	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil && !(offsets && errors.Is(err, kerr.RebalanceInProgress)) {
 		p.log.Info("kafka: aborting a transaction: this instance is no longer in the group generation it worked under", "group", req.Group, "generation", gen, "err", err)
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -283,7 +284,10 @@ func TestRebalance(t *testing.T) {
 					t.Errorf("pipeline %s: %v", id, err)
 				}
 			case <-time.After(60 * time.Second):
-				t.Errorf("pipeline %s did not stop", id)
+				// Where it blocks: every goroutine's stack.
+				var b strings.Builder
+				pprof.Lookup("goroutine").WriteTo(&b, 2)
+				t.Errorf("pipeline %s did not stop within 60 s of its stop; goroutines:\n%s", id, b.String())
 			}
 			return h.fired.Load()
 		}

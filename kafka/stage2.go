@@ -88,6 +88,9 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 			return err
 		}
 		if owned, ok := a.snapshot(); ok {
+			for part := range a.takeDropped() {
+				delete(st.tasks, part) // another instance may have changed it: restore
+			}
 			st.reassign(owned)
 			if st.end != nil {
 				if err := p.trackStarts(ctx, st.end, p.inGroup(), owned); err != nil {
@@ -556,6 +559,9 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 		tr, err := decodeTracker(pos)
 		if err != nil {
 			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
+		}
+		if err := p.finiteWatermarks(t, tr); err != nil {
+			return err
 		}
 		if p.direct {
 			t.wm = newTracker(p.nSource)

@@ -42,6 +42,25 @@ type partWM struct {
 
 func newTracker(n int) *tracker { return &tracker{n: n, parts: map[int32]*partWM{}} }
 
+// finiteWatermarks refuses a restored operator whose watermark, or one of
+// whose source partitions' watermarks, is +infinity. An earlier version
+// moved every operator there at the end of an until-caught-up run and
+// checkpointed it; continued, every later event would be late, silently
+// (the restart semantics need the finite watermark the drain leaves now).
+// There is no exact migration: the finalized windows are gone from the
+// state, so the finite watermark that closes them is not known.
+func (p *Pipeline) finiteWatermarks(t *task, tr *tracker) error {
+	inf := t.op.Watermark() == math.MaxInt64
+	for _, pw := range tr.parts {
+		inf = inf || pw.wm == math.MaxInt64
+	}
+	if !inf {
+		return nil
+	}
+	return fmt.Errorf("%w: state topic %s partition %d holds the watermark +infinity, as earlier ubik versions wrote at the end of an --until-caught-up run; continued, every new event would count as late. Start the query over (ubik run --reset-state, Options.ResetState: it deletes the query's consumer groups and internal topics, so the input is read again as --from says, and the sink's keys restart at revision 1) or run it under another query name",
+		ErrOldState, p.stateTopic, t.part)
+}
+
 func (t *tracker) get(p int32) *partWM {
 	pw := t.parts[p]
 	if pw == nil {

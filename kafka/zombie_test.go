@@ -7,7 +7,6 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,9 +21,12 @@ import (
 // process with another id, takes its partitions once a's session times out,
 // and restores once the broker has aborted a's transaction at its timeout.
 // Then a is resumed with SIGCONT and carries on as if nothing happened. Not
-// one record of the zombie's transaction may become visible to a
-// read_committed consumer (its offsets commit in the same transaction, so
-// none of them either), and the finals equal the oracle.
+// one record of the zombie's transaction, nor of any later one of its
+// producer, may become visible to a read_committed consumer (its offsets
+// commit in the same transactions, so none of them either), and the finals
+// equal the oracle. (As on Kafka, the broker fenced the producer for good
+// when it aborted the transaction at its timeout: the zombie's stages stop
+// with ErrFenced.)
 func TestZombieFenced(t *testing.T) {
 	c := cluster(t)
 	addrs := c.ListenAddrs()
@@ -36,12 +38,19 @@ func TestZombieFenced(t *testing.T) {
 		produceSlowly(t, addrs, "events", 4, evs, 12*time.Second)
 	}()
 	stopFile := filepath.Join(t.TempDir(), "zombie")
+	logs := map[string]string{} // instance id -> its diagnostics file, shown when the test fails
+	var resumed string          // when a was resumed, as its log lines show the time
 	start := func(id string, env ...string) *osexec.Cmd {
 		cmd := osexec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), envCrashChild+"="+strings.Join(addrs, ","), envCrashInstance+"="+id,
-			envCrashTimeouts+"=6000,8000")
+			envCrashTimeouts+"=6000,8000", envCrashLog+"=1")
 		cmd.Env = append(cmd.Env, env...)
-		cmd.Stderr = os.Stderr
+		logf, err := os.Create(filepath.Join(t.TempDir(), id+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs[id] = logf.Name()
+		cmd.Stderr = logf
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting instance %s: %v", id, err)
 		}
@@ -49,18 +58,39 @@ func TestZombieFenced(t *testing.T) {
 			cmd.Process.Signal(syscall.SIGCONT)
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
+			logf.Close()
 		})
 		return cmd
 	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for id, name := range logs {
+			b, _ := os.ReadFile(name)
+			lines := strings.Split(string(b), "\n")
+			// From shortly before SIGCONT (the kgo log lines start with the time).
+			from := max(0, len(lines)-500)
+			if resumed != "" {
+				for i, l := range lines {
+					if len(l) > 12 && l[:12] >= resumed {
+						from = max(0, i-50)
+						break
+					}
+				}
+			}
+			lines = lines[from:min(len(lines), from+600)]
+			t.Logf("instance %s, %d lines of its log:\n%s", id, len(lines), strings.Join(lines, "\n"))
+		}
+	})
 	f := follow(t, addrs, "out", false)
 	a := start("zombie-a", envCrashStop+"=8", envCrashStopFile+"="+stopFile)
 	var pid int64
-	var epoch int16 // of the zombie's transaction, from its first EndTxn after SIGCONT
+	var acked int16 // the epoch of the acknowledged state entry the zombie stopped at (its open transaction's)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		f.poll(100 * time.Millisecond)
 		if b, err := os.ReadFile(stopFile); err == nil && len(b) > 0 {
-			var acked int16
 			if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &acked); err != nil {
 				t.Fatalf("stop file %q: %v", b, err)
 			}
@@ -71,17 +101,12 @@ func TestZombieFenced(t *testing.T) {
 		}
 	}
 	stoppedAt := time.Now()
-	t.Logf("a stopped inside a transaction (producer %d); %d records read", pid, f.n)
-	// The zombie's transaction is the one a's aggregate stage ends first
-	// after SIGCONT: observe that EndTxn (its epoch, commit or abort).
-	var emu sync.Mutex
-	var ends []*kmsg.EndTxnRequest
+	t.Logf("a stopped inside a transaction (producer %d, epoch %d); %d records read", pid, acked, f.n)
+	// Log the EndTxn requests of a's stages (diagnostics).
 	obs := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Observe: true, Count: -1,
 		When: func(r kmsg.Request) bool {
-			if e, ok := r.(*kmsg.EndTxnRequest); ok && e.TransactionalID == "crash.zombie-a" {
-				emu.Lock()
-				ends = append(ends, e)
-				emu.Unlock()
+			if e, ok := r.(*kmsg.EndTxnRequest); ok && strings.HasSuffix(e.TransactionalID, ".zombie-a") {
+				t.Logf("%s EndTxn %s producer %d epoch %d commit=%v", time.Now().Format("15:04:05.000"), e.TransactionalID, e.ProducerID, e.ProducerEpoch, e.Commit)
 			}
 			return false
 		}})
@@ -96,17 +121,14 @@ func TestZombieFenced(t *testing.T) {
 		}
 	}
 	t.Logf("b took over: %d new records; resuming a after %s", f.n-n, time.Since(stoppedAt).Round(time.Millisecond))
+	resumed = time.Now().Format("15:04:05.000")
+	t.Logf("%s SIGCONT", resumed)
 	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
+	// Give the zombie time to do whatever it would.
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); {
 		f.poll(100 * time.Millisecond)
-		emu.Lock()
-		n := len(ends)
-		emu.Unlock()
-		if n > 0 {
-			break
-		}
 	}
 	<-produced
 	f.waitFinals(t, tumbleOracle(evs), 2*time.Minute)
@@ -123,39 +145,29 @@ func TestZombieFenced(t *testing.T) {
 			<-done
 		}
 	}
-	emu.Lock()
-	var first *kmsg.EndTxnRequest
-	if len(ends) > 0 {
-		first = ends[0]
-	}
-	emu.Unlock()
-	if first == nil {
-		// It froze inside End: on SIGCONT the end's own deadline has
-		// passed, the stage stops with that error and never sends
-		// EndTxn; the broker aborted the transaction at its timeout.
-		// The finals and the invariants above are the check then.
-		t.Logf("after SIGCONT a stopped without ending its zombie transaction")
-		return
-	}
-	epoch = first.ProducerEpoch
-	// Whether it asks to commit depends on where it froze (in the flush,
-	// its bounded flush fails and it aborts; after it, it asks): either
-	// way the broker must refuse it, which the records below check.
-	t.Logf("after SIGCONT a ended its zombie transaction (epoch %d) with commit=%v", epoch, first.Commit)
+	// Nothing of the zombie commits after its stop: not the stopped
+	// transaction, and no later one (its producer is fenced for good once
+	// the broker aborted that transaction at its timeout; only this
+	// process uses its transactional id).
 	for _, topic := range []string{"out", "crash-state"} {
-		if k := zombieRecords(t, addrs, topic, pid, epoch); k > 0 {
-			t.Errorf("%d records of the zombie's transaction (producer %d epoch %d) are visible in %s", k, pid, epoch, topic)
+		byEpoch := producerRecords(t, addrs, topic, pid)
+		t.Logf("%s: committed records of producer %d by epoch: %v", topic, pid, byEpoch)
+		for e, k := range byEpoch {
+			if e >= acked && k > 0 {
+				t.Errorf("%d records of producer %d epoch %d (the transaction stopped at epoch %d, or a later one) are visible in %s", k, pid, e, acked, topic)
+			}
 		}
 	}
+	t.Logf("instance a: %v; instance b: %v", a.ProcessState, b.ProcessState)
 }
 
-// zombieRecords reads topic with read_committed until it is quiet and
-// counts the records of one producer epoch.
-func zombieRecords(t *testing.T, addrs []string, topic string, pid int64, epoch int16) int {
+// producerRecords reads topic with read_committed until it is quiet and
+// counts the records of one producer id by epoch.
+func producerRecords(t *testing.T, addrs []string, topic string, pid int64) map[int16]int {
 	t.Helper()
 	cl := client(t, addrs, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	n, total := 0, 0
+	n, total := map[int16]int{}, 0
 	for quiet := 0; quiet < 3; {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		fs := cl.PollFetches(ctx)
@@ -163,8 +175,8 @@ func zombieRecords(t *testing.T, addrs []string, topic string, pid int64, epoch 
 		got := 0
 		fs.EachRecord(func(r *kgo.Record) {
 			got++
-			if r.ProducerID == pid && r.ProducerEpoch == epoch {
-				n++
+			if r.ProducerID == pid {
+				n[r.ProducerEpoch]++
 			}
 		})
 		total += got

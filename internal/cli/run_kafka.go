@@ -142,6 +142,9 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	}
 	for _, c := range []kafka.Config{src.Config, sink.Config} {
 		if err := pingKafka(ctx, c); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped (SIGINT, SIGTERM) while starting: a clean stop, as later
+			}
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -252,4 +253,43 @@ func TestRunKafkaIdlePartitions(t *testing.T) {
 		"no events yet from source partitions 1, 2, 3 (they hold the watermark back, so windows wait, until --idle-timeout 1h0m0s passes)")
 	run("1s", `ubik_kafka_source_partitions_idle{query="totals"} 4`,
 		"idle source partitions 0, 1, 2, 3 (quiet for --idle-timeout 1s: they no longer hold the watermark back)")
+}
+
+// TestRunKafkaStopWhileConnecting: a stop (SIGINT, SIGTERM: the context
+// canceled) while the run still checks that the brokers answer is a clean
+// stop, exit 0, as a stop later is; the chaos test's supervisor stopped a
+// just-restarted instance there, and it exited 1 with "cannot reach Kafka:
+// context canceled".
+func TestRunKafkaStopWhileConnecting(t *testing.T) {
+	sql := filepath.Join(t.TempDir(), "q.sql")
+	if err := os.WriteFile(sql, []byte(`CREATE SOURCE events (merchant VARCHAR, amount BIGINT, event_time TIMESTAMP,
+  WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND);
+CREATE VIEW totals AS SELECT merchant, count(*) AS orders FROM events GROUP BY merchant;
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A port nothing answers on, so the check is still waiting when the stop comes.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr := &syncBuf{}
+	env := &Env{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: stderr, Getenv: func(string) string { return "" }}
+	code := make(chan int, 1)
+	go func() {
+		code <- Main(ctx, env, []string{"run", sql, "--source", "kafka://" + addr + "/events", "--sink", "kafka://" + addr + "/totals", "--instance-id", "a"})
+	}()
+	time.Sleep(500 * time.Millisecond)
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 || strings.Contains(stderr.String(), "cannot reach") {
+			t.Fatalf("a stop while connecting: exit %d:\n%s", c, stderr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a stop while connecting did not end the run within 20 s")
+	}
 }

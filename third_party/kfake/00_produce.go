@@ -202,7 +202,25 @@ func (c *Cluster) handleProduce(creq *clientReq) (kmsg.Response, error) {
 			var dup bool
 			var baseOffset, lso int64
 
-			if b.ProducerID >= 0 {
+			// ubik patch: a transactional batch of an epoch other
+			// than its producer's current one is refused before
+			// anything else, as Kafka's partition leader does (it
+			// verifies the batch with the transaction coordinator,
+			// which refuses the epoch, and answers
+			// INVALID_PRODUCER_EPOCH). Upstream first added the
+			// partition to a transaction at the current epoch: a
+			// fenced producer's late batch opened a transaction that
+			// nobody owned, which held the partition's last stable
+			// offset until it timed out.
+			staleTxn := false
+			if txnal && b.ProducerID >= 0 {
+				if pi := c.pids.getpid(b.ProducerID); pi != nil && pi.txid != "" && b.ProducerEpoch != pi.epoch {
+					staleTxn = true
+					errCode = kerr.InvalidProducerEpoch.Code
+				}
+			}
+
+			if b.ProducerID >= 0 && !staleTxn {
 				// For KIP-890 (v12+), pass pd to implicitly add
 				// the partition to the transaction if not yet added.
 				var implicit *partData
@@ -299,7 +317,7 @@ func (c *Cluster) handleProduce(creq *clientReq) (kmsg.Response, error) {
 						*bytesPtr += len(rp.Records)
 					}
 				}
-			} else {
+			} else if !staleTxn {
 				// Non-idempotent produce, no pids validation needed
 				baseOffset = pd.highWatermark
 				lso = pd.logStartOffset

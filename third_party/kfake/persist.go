@@ -442,6 +442,7 @@ type (
 		Timeout int32  `json:"timeout,omitempty"`
 		Commit  *bool  `json:"commit,omitempty"`
 		Fence   int16  `json:"fence,omitempty"` // ubik patch: pidinfo.fenceEpoch
+		Last    *int16 `json:"last,omitempty"`  // ubik patch: pidinfo.lastEpoch, absent if -1
 	}
 )
 
@@ -962,6 +963,7 @@ func (c *Cluster) savePIDsLog(fsys fs, dir string) error {
 			Epoch: pidinf.epoch,
 			TxID:  pidinf.txid,
 			Fence: pidinf.fenceEpoch,
+			Last:  lastEpochEntry(pidinf.lastEpoch),
 		}
 		if pidinf.txid != "" {
 			entry.Timeout = pidinf.txTimeout
@@ -1617,6 +1619,10 @@ func (c *Cluster) loadPIDsLog(fsys fs, dir string) error {
 				txTimeout:  entry.Timeout,
 				lastActive: time.Now(),
 				fenceEpoch: entry.Fence,
+				lastEpoch:  -1,
+			}
+			if entry.Last != nil {
+				pidinf.lastEpoch = *entry.Last
 			}
 			if entry.Commit != nil {
 				pidinf.lastWasCommit = *entry.Commit
@@ -1639,6 +1645,7 @@ func (c *Cluster) loadPIDsLog(fsys fs, dir string) error {
 			if ok {
 				pidinf.epoch = entry.Epoch
 				pidinf.inTx = false
+				pidinf.lastEpoch = -1 // ubik patch: fenced
 			}
 		}
 	}

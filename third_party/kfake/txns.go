@@ -80,6 +80,19 @@ type (
 		// transaction.
 		fenceEpoch int16
 
+		// ubik patch: lastEpoch is Kafka's lastProducerEpoch: the
+		// epoch that a retry of the last epoch bump a client asked for
+		// (an EndTxn v5+ or an InitProducerID) carries, answered with
+		// the current epoch and no new bump. A fence (a transaction
+		// timeout, an InitProducerID while a transaction is open, a
+		// new instance of the transactional ID) sets it to -1, so the
+		// fenced epoch is refused everywhere. Upstream took any
+		// EndTxn at the epoch just below the current one as a retry:
+		// a producer whose transaction had timed out got the bumped
+		// epoch back from its EndTxn abort and carried on as if it had
+		// never been fenced.
+		lastEpoch int16
+
 		// Whether the last completed transaction was a commit (true)
 		// or abort (false). Used for EndTxn retry detection: if the
 		// client retries an EndTxn after the transaction already
@@ -158,6 +171,7 @@ func (pids *pids) updateTimer() {
 			"txn timeout abort: txn_id=%s producer_id=%d epoch=%d timeout=%dms elapsed=%v",
 			minPid.txid, minPid.id, minPid.epoch, minPid.txTimeout, elapsed)
 		minPid = pids.bumpEpoch(minPid)
+		minPid.lastEpoch = -1 // ubik patch: the timed-out producer is fenced
 		minPid.endTx(false)
 		pids.c.persistPIDEntry(pidLogEntry{Type: "timeout", PID: minPid.id, Epoch: minPid.epoch})
 	}
@@ -236,24 +250,34 @@ func (pids *pids) doInitProducerID(creq *clientReq) kmsg.Response {
 			resp.ErrorCode = kerr.InvalidProducerIDMapping.Code
 			return resp
 		}
-		// Accept current or stale epoch (recovery after timeout
-		// bump). Only reject epochs above the server's, and (ubik
-		// patch) epochs of an instance that a newer one has fenced.
-		if req.ProducerEpoch > pidinf.epoch || req.ProducerEpoch < pidinf.fenceEpoch {
+		// ubik patch: Kafka's rule (TransactionMetadata
+		// prepareIncrementProducerEpoch): the expected epoch must be
+		// the current one (bumped) or the last one (a retry of that
+		// bump: the current epoch, no bump); any other is fenced.
+		// Upstream accepted any epoch up to the current one, so a
+		// producer whose transaction had timed out (or a zombie of an
+		// older instance) took a live epoch back. A refused request
+		// leaves an open transaction alone (Kafka would fence-abort it
+		// first: see the README's known differences).
+		if req.ProducerEpoch != pidinf.epoch && (pidinf.lastEpoch < 0 || req.ProducerEpoch != pidinf.lastEpoch) || req.ProducerEpoch < pidinf.fenceEpoch {
 			resp.ErrorCode = kerr.ProducerFenced.Code
 			return resp
 		}
-		// Abort any in-flight transaction before bumping. A real
-		// broker returns CONCURRENT_TRANSACTIONS and aborts async,
-		// but kfake is synchronous so we abort inline.
-		if pidinf.inTx {
-			pidinf.endTx(false)
-		}
-		pidinf = pids.bumpEpoch(pidinf)
+		if req.ProducerEpoch == pidinf.epoch {
+			// Abort any in-flight transaction before bumping. A real
+			// broker returns CONCURRENT_TRANSACTIONS and aborts async,
+			// but kfake is synchronous so we abort inline.
+			if pidinf.inTx {
+				pidinf.endTx(false)
+			}
+			last := pidinf.epoch
+			pidinf = pids.bumpEpoch(pidinf)
+			pidinf.lastEpoch = last
+		} // else a retry of the last bump: the current epoch
 		pidinf.lastActive = time.Now()
 		resp.ProducerID = pidinf.id
 		resp.ProducerEpoch = pidinf.epoch
-		pids.c.persistPIDEntry(pidLogEntry{Type: "init", PID: pidinf.id, Epoch: pidinf.epoch, TxID: pidinf.txid, Timeout: pidinf.txTimeout, Fence: pidinf.fenceEpoch})
+		pids.c.persistPIDEntry(pidLogEntry{Type: "init", PID: pidinf.id, Epoch: pidinf.epoch, TxID: pidinf.txid, Timeout: pidinf.txTimeout, Fence: pidinf.fenceEpoch, Last: lastEpochEntry(pidinf.lastEpoch)})
 		return resp
 	}
 
@@ -563,7 +587,9 @@ func (pids *pids) doEnd(creq *clientReq) kmsg.Response {
 		// KIP-890 retry detection: if the epoch is exactly one
 		// ahead and the producer is not in a transaction, the
 		// previous EndTxn already completed and bumped the epoch.
-		if req.Version >= 5 && pidinf.epoch == req.ProducerEpoch+1 && !pidinf.inTx {
+		// ubik patch: only at the epoch the last bump was asked
+		// at (lastEpoch): after a fence that is no epoch at all.
+		if req.Version >= 5 && pidinf.epoch == req.ProducerEpoch+1 && pidinf.lastEpoch == req.ProducerEpoch && !pidinf.inTx {
 			if req.Commit != pidinf.lastWasCommit {
 				resp.ErrorCode = kerr.InvalidTxnState.Code
 				return resp
@@ -580,10 +606,11 @@ func (pids *pids) doEnd(creq *clientReq) kmsg.Response {
 		// so the client uses a fresh epoch for the next transaction.
 		if req.Version >= 5 && !req.Commit {
 			pidinf = pids.bumpEpoch(pidinf)
+			pidinf.lastEpoch = req.ProducerEpoch // ubik patch
 			pidinf.lastWasCommit = false
 			resp.ProducerID = pidinf.id
 			resp.ProducerEpoch = pidinf.epoch
-			pids.c.persistPIDEntry(pidLogEntry{Type: "init", PID: pidinf.id, Epoch: pidinf.epoch, TxID: pidinf.txid, Timeout: pidinf.txTimeout, Fence: pidinf.fenceEpoch})
+			pids.c.persistPIDEntry(pidLogEntry{Type: "init", PID: pidinf.id, Epoch: pidinf.epoch, TxID: pidinf.txid, Timeout: pidinf.txTimeout, Fence: pidinf.fenceEpoch, Last: lastEpochEntry(pidinf.lastEpoch)})
 			return resp
 		}
 		// Retry detection: return success if the retry matches the
@@ -609,9 +636,10 @@ func (pids *pids) doEnd(creq *clientReq) kmsg.Response {
 	// KIP-890: For v5+ clients, bump epoch and return new ID/epoch.
 	if req.Version >= 5 {
 		pidinf = pids.bumpEpoch(pidinf)
+		pidinf.lastEpoch = req.ProducerEpoch // ubik patch
 		resp.ProducerID = pidinf.id
 		resp.ProducerEpoch = pidinf.epoch
-		pids.c.persistPIDEntry(pidLogEntry{Type: "init", PID: pidinf.id, Epoch: pidinf.epoch, TxID: pidinf.txid, Timeout: pidinf.txTimeout, Fence: pidinf.fenceEpoch})
+		pids.c.persistPIDEntry(pidLogEntry{Type: "init", PID: pidinf.id, Epoch: pidinf.epoch, TxID: pidinf.txid, Timeout: pidinf.txTimeout, Fence: pidinf.fenceEpoch, Last: lastEpochEntry(pidinf.lastEpoch)})
 	}
 
 	return resp
@@ -655,6 +683,7 @@ func (pids *pids) getOrCreateNonTx(id int64, epoch int16, t string, p int32) (*p
 			id:         id,
 			epoch:      epoch,
 			lastActive: time.Now(),
+			lastEpoch:  -1, // ubik patch
 		}
 		pids.ids[id] = pidinf
 	}
@@ -682,6 +711,7 @@ func (pids *pids) bumpEpoch(pidinf *pidinfo) *pidinfo {
 			txid:       pidinf.txid,
 			txTimeout:  pidinf.txTimeout,
 			lastActive: pidinf.lastActive,
+			lastEpoch:  -1, // ubik patch
 		}
 		pids.ids[newID] = newPidinf
 		delete(pids.ids, pidinf.id)
@@ -709,6 +739,7 @@ func (pids *pids) create(txidp *string, txTimeout int32) (int64, int16) {
 			pidinf = pids.bumpEpoch(pidinf)
 			pidinf.lastActive = time.Now()
 			pidinf.fenceEpoch = pidinf.epoch // ubik patch: fence older instances
+			pidinf.lastEpoch = -1            // ubik patch: and their retries
 			return pidinf.id, pidinf.epoch
 		}
 	}
@@ -728,6 +759,7 @@ func (pids *pids) create(txidp *string, txTimeout int32) (int64, int16) {
 		id:         id,
 		txTimeout:  txTimeout,
 		lastActive: time.Now(),
+		lastEpoch:  -1, // ubik patch
 	}
 	if txidp != nil {
 		pidinf.txid = *txidp
@@ -1159,4 +1191,13 @@ func (pids *pids) txnProducers(topic string, partition int32) []kmsg.DescribePro
 // findTxnID finds a producer info by transactional ID.
 func (pids *pids) findTxnID(txnID string) *pidinfo {
 	return pids.byTxid[txnID]
+}
+
+// lastEpochEntry is pidinfo.lastEpoch as persisted (ubik patch): absent
+// when there is none.
+func lastEpochEntry(e int16) *int16 {
+	if e < 0 {
+		return nil
+	}
+	return &e
 }

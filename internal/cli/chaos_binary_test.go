@@ -1,0 +1,475 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ubiksql/ubik/changelog"
+)
+
+const (
+	envChaosRounds  = "UBIK_E2E_CHAOS_ROUNDS"  // rounds; default 2
+	envChaosEvents  = "UBIK_E2E_CHAOS_EVENTS"  // events per round; default 30000 (the issue's size: 500000)
+	envChaosSeconds = "UBIK_E2E_CHAOS_SECONDS" // seconds of production under chaos per round; default 12
+	envChaosSeed    = "UBIK_E2E_CHAOS_SEED"
+)
+
+// chaosSQL is the query of the chaos rounds: input dedup, a 1-minute
+// TUMBLE per merchant with count, sum, max and approx_count_distinct,
+// early emissions every 100 ms. Its source has no connector: the Kafka
+// runs name their topics with --source/--sink, the oracle reads a file.
+const chaosSQL = `CREATE SOURCE events (event_id VARCHAR, merchant VARCHAR, customer VARCHAR, amount BIGINT, event_time TIMESTAMP,
+  WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND)
+  WITH (dedup_key = 'event_id', dedup_within = '10 minutes');
+CREATE VIEW chaos AS
+SELECT merchant, TUMBLE_START(event_time, INTERVAL '1' MINUTE) AS window_start,
+       count(*) AS orders, sum(amount) AS total, max(amount) AS biggest, approx_count_distinct(customer) AS customers
+FROM events
+GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE)
+EMIT EARLY EVERY INTERVAL '100' MILLISECOND;
+`
+
+// TestChaosBinary runs the real ubik binary over Kafka under chaos: three
+// processes (ubik run --instance-id ...) of one query, with a repartition
+// stage, over a 4-partition topic on an in-process broker that compacts
+// every second, while the events are produced; at random moments one is
+// killed with SIGKILL and restarted, or frozen with SIGSTOP for up to 12 s
+// (past its 10 s session timeout: the others take its partitions, and it
+// resumes as a zombie); one that exits by itself is restarted as a
+// supervisor would. Then all stop (SIGTERM), and one `ubik run
+// --until-caught-up` finishes the query. A read_committed consumer reads
+// the whole sink topic and checks: no (key, revision) twice, no revision
+// going backwards, nothing after a final, exactly one final per (merchant,
+// window), and the finals equal to the batch answer (the same query over a
+// file holding the same events, duplicates included: no event lost or
+// counted twice). CI runs two short rounds; by hand, 20 rounds of the
+// issue's size:
+//
+//	UBIK_E2E_CHAOS_ROUNDS=20 UBIK_E2E_CHAOS_EVENTS=500000 UBIK_E2E_CHAOS_SECONDS=120 \
+//	  go test -run TestChaosBinary -v -timeout 3h ./internal/cli
+func TestChaosBinary(t *testing.T) {
+	rounds, n, secs := 2, 30000, 12
+	for env, p := range map[string]*int{envChaosRounds: &rounds, envChaosEvents: &n, envChaosSeconds: &secs} {
+		if s := os.Getenv(env); s != "" {
+			v, err := strconv.Atoi(s)
+			if err != nil || v < 1 {
+				t.Fatalf("%s=%q is not a positive integer", env, s)
+			}
+			*p = v
+		}
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv(envChaosSeed); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	bin := buildUbik(t)
+	for i := 0; i < rounds; i++ {
+		t.Run(fmt.Sprintf("round=%d", i), func(t *testing.T) {
+			s := seed + uint64(i)
+			t.Logf("seed %d (rerun with %s=%d %s=1), %d events over %d s", s, envChaosSeed, s, envChaosRounds, n, secs)
+			chaosRound(t, bin, s, n, time.Duration(secs)*time.Second)
+		})
+	}
+}
+
+// chaosEvents generates n events over about 20 minutes of event time, 8
+// merchants, in time order with up to 2 s of disorder (the watermark
+// allows 5), and about 2% of them sent twice a few events later (the
+// source's dedup drops the second).
+func chaosEvents(r *rand.Rand, n int) [][]byte {
+	base := time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC)
+	step := 20 * time.Minute / time.Duration(n)
+	var out [][]byte
+	var dups []struct {
+		at int
+		ev []byte
+	}
+	for i := 0; i < n; i++ {
+		ts := base.Add(time.Duration(i)*step - time.Duration(r.IntN(2000))*time.Millisecond)
+		ev := fmt.Appendf(nil, `{"event_id":"e%d","merchant":"m%d","customer":"c%d","amount":%d,"event_time":"%s"}`,
+			i, r.IntN(8), r.IntN(300), 1+r.IntN(1000), ts.Format("2006-01-02 15:04:05.000"))
+		out = append(out, ev)
+		if r.IntN(50) == 0 {
+			dups = append(dups, struct {
+				at int
+				ev []byte
+			}{i + 1 + r.IntN(20), ev})
+		}
+		for len(dups) > 0 && dups[0].at <= i {
+			out = append(out, dups[0].ev)
+			dups = dups[1:]
+		}
+	}
+	for _, d := range dups {
+		out = append(out, d.ev)
+	}
+	return out
+}
+
+type chaosProc struct {
+	id     string
+	cmd    *exec.Cmd
+	log    string
+	done   chan struct{}
+	frozen bool
+}
+
+func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Duration) {
+	r := rand.New(rand.NewPCG(seed, 13))
+	dir := t.TempDir()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BrokerConfigs(map[string]string{"log.cleaner.backoff.ms": "1000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addr := c.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	const parts = 4
+	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), parts, -1, nil, "events"); err != nil {
+		t.Fatal(err)
+	}
+	sqlPath := filepath.Join(dir, "chaos.sql")
+	if err := os.WriteFile(sqlPath, []byte(chaosSQL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	evs := chaosEvents(r, n)
+
+	// The batch answer: the same query over a file of the same events.
+	input := filepath.Join(dir, "events.jsonl")
+	if err := os.WriteFile(input, append(joinLines(evs), '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oracleOut := filepath.Join(dir, "oracle.tsv")
+	if out, err := exec.Command(bin, "run", sqlPath, "--input", input, "--output", oracleOut).CombinedOutput(); err != nil {
+		t.Fatalf("the file run: %v\n%s", err, out)
+	}
+	want := readTSVFinals(t, oracleOut)
+	if len(want) < 100 {
+		t.Fatalf("the file run gave %d finals, want at least 100 (8 merchants over 20 one-minute windows)", len(want))
+	}
+
+	kafkaArgs := []string{"run", sqlPath, "--source", "kafka://" + addr + "/events", "--sink", "kafka://" + addr + "/out",
+		"--idle-timeout", "10m", "--log-level", "warn"}
+	var exits []string // instances that exited by themselves, and why
+	start := func(p *chaosProc) {
+		p.log = filepath.Join(dir, fmt.Sprintf("%s.%d.log", p.id, time.Now().UnixNano()))
+		f, err := os.Create(p.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.cmd = exec.Command(bin, append(kafkaArgs, "--instance-id", p.id)...)
+		p.cmd.Stdout, p.cmd.Stderr = f, f
+		if err := p.cmd.Start(); err != nil {
+			t.Fatalf("starting %s: %v", p.id, err)
+		}
+		p.done, p.frozen = make(chan struct{}), false
+		go func(cmd *exec.Cmd, done chan struct{}) {
+			cmd.Wait()
+			f.Close()
+			close(done)
+		}(p.cmd, p.done)
+	}
+	procs := make([]*chaosProc, 3)
+	for i := range procs {
+		procs[i] = &chaosProc{id: fmt.Sprintf("chaos-%d", i)}
+		start(procs[i])
+	}
+	t.Cleanup(func() {
+		for _, p := range procs {
+			p.cmd.Process.Signal(syscall.SIGCONT)
+			p.cmd.Process.Signal(syscall.SIGKILL)
+			<-p.done
+		}
+	})
+
+	// Produce while the chaos runs: round-robin over the partitions.
+	produced := make(chan error, 1)
+	go func() {
+		chunks := 40
+		per := (len(evs) + chunks - 1) / chunks
+		for i := 0; i < len(evs); i += per {
+			var recs []*kgo.Record
+			for j := i; j < min(i+per, len(evs)); j++ {
+				recs = append(recs, &kgo.Record{Topic: "events", Partition: int32(j % parts), Value: evs[j]})
+			}
+			if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+				produced <- err
+				return
+			}
+			time.Sleep(produceFor / time.Duration(chunks))
+		}
+		produced <- nil
+	}()
+	var kills, stops, restarts int
+	thaw := map[*chaosProc]time.Time{}
+	began := time.Now()
+	for producing := true; producing; {
+		select {
+		case err := <-produced:
+			if err != nil {
+				t.Fatalf("producing: %v", err)
+			}
+			producing = false
+		case <-time.After(time.Duration(300+r.IntN(1500)) * time.Millisecond):
+		}
+		for p, at := range thaw {
+			if time.Now().After(at) {
+				p.cmd.Process.Signal(syscall.SIGCONT)
+				p.frozen = false
+				delete(thaw, p)
+			}
+		}
+		for _, p := range procs {
+			select {
+			case <-p.done:
+				// It stopped by itself (a fenced zombie does): a
+				// supervisor restarts it.
+				exits = append(exits, fmt.Sprintf("%s (%v): %s", p.id, p.cmd.ProcessState, tail(p.log, 3)))
+				start(p)
+				restarts++
+			default:
+			}
+		}
+		if !producing {
+			break
+		}
+		p := procs[r.IntN(len(procs))]
+		if p.frozen {
+			continue
+		}
+		if r.IntN(3) == 0 {
+			p.cmd.Process.Signal(syscall.SIGSTOP)
+			p.frozen = true
+			thaw[p] = time.Now().Add(time.Duration(500+r.IntN(11500)) * time.Millisecond)
+			stops++
+			continue
+		}
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		<-p.done
+		start(p)
+		kills++
+	}
+	t.Logf("produced %d events in %s: %d kill -9, %d SIGSTOP, %d restarts after an exit", len(evs), time.Since(began).Round(time.Millisecond), kills, stops, restarts)
+	for _, e := range exits {
+		// Only a zombie fenced by the broker may stop by itself.
+		if !strings.Contains(e, "fenced") {
+			t.Errorf("an instance exited by itself: %s", e)
+		}
+	}
+	// Everyone stops cleanly; a stop that hangs is a bug.
+	stopping := time.Now()
+	for _, p := range procs {
+		p.cmd.Process.Signal(syscall.SIGCONT)
+		p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range procs {
+		select {
+		case <-p.done:
+			if !p.cmd.ProcessState.Success() && !strings.Contains(tail(p.log, 3), "fenced") {
+				t.Errorf("%s after SIGTERM: %v: %s", p.id, p.cmd.ProcessState, tail(p.log, 5))
+			}
+		case <-time.After(90 * time.Second):
+			t.Errorf("%s did not stop within 90 s of SIGTERM: %s", p.id, tail(p.log, 10))
+			p.cmd.Process.Signal(syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	t.Logf("all stopped %s after SIGTERM", time.Since(stopping).Round(time.Millisecond))
+	// One process finishes the query.
+	final := filepath.Join(dir, "final.log")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	fin := time.Now()
+	out, err := exec.CommandContext(ctx, bin, append(kafkaArgs, "--instance-id", "chaos-0", "--until-caught-up")...).CombinedOutput()
+	os.WriteFile(final, out, 0o644)
+	if err != nil || !strings.Contains(string(out), "caught up") {
+		t.Fatalf("ubik run --until-caught-up: %v\n%s", err, out)
+	}
+	t.Logf("--until-caught-up finished in %s: %s", time.Since(fin).Round(time.Millisecond), lastLine(string(out)))
+	checkChaosSink(t, addr, want)
+}
+
+// checkChaosSink reads the sink topic with read_committed to its end and
+// checks the changelog invariants and the finals.
+func checkChaosSink(t *testing.T, addr string, want map[string]map[string]any) {
+	t.Helper()
+	// Nothing writes to the sink any more: read every partition to its
+	// end offset. Control records are kept so that the last offset (often
+	// a transaction marker) is seen; a quiet spell is no proof of the end
+	// (under load the consumer took longer than that to start).
+	adm, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	ends, err := kadm.NewClient(adm).ListEndOffsets(context.Background(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rem := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			rem[o.Partition] = o.Offset
+		}
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	type last struct {
+		rev   uint64
+		final bool
+	}
+	seen := map[string]last{}
+	finals := map[string]map[string]any{}
+	var records, violations int
+	violate := func(format string, args ...any) {
+		violations++
+		if violations <= 20 {
+			t.Errorf(format, args...)
+		}
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for len(rem) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink was not read to its end within 3 minutes (partitions left: %v)", rem)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset+1 >= rem[r.Partition] {
+				delete(rem, r.Partition)
+			}
+			if r.Attrs.IsControl() {
+				return
+			}
+			records++
+			kr, err := changelog.DecodeHeaders(r.Key, r.Value, r.Headers)
+			if err != nil {
+				violate("sink record at partition %d offset %d: %v", r.Partition, r.Offset, err)
+				return
+			}
+			k := string(r.Key)
+			prev, ok := seen[k]
+			switch {
+			case ok && kr.Meta.Revision == prev.rev:
+				violate("duplicate (key, revision): %s revision %d (partition %d offset %d)", k, kr.Meta.Revision, r.Partition, r.Offset)
+			case ok && kr.Meta.Revision < prev.rev:
+				violate("revision backwards: %s revision %d after %d (partition %d offset %d)", k, kr.Meta.Revision, prev.rev, r.Partition, r.Offset)
+			case ok && prev.final:
+				violate("a record after the final: %s revision %d", k, kr.Meta.Revision)
+			}
+			seen[k] = last{kr.Meta.Revision, prev.final || kr.Meta.Final}
+			if kr.Meta.Final {
+				var v map[string]any
+				if err := json.Unmarshal(r.Value, &v); err != nil {
+					violate("sink value %q: %v", r.Value, err)
+				}
+				finals[k] = v
+			}
+		})
+	}
+	var bad []string
+	for k, v := range want {
+		got, ok := finals[k]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("%s: no final (want %v)", k, v))
+		case !reflect.DeepEqual(got, v):
+			bad = append(bad, fmt.Sprintf("%s: final %v, want %v", k, got, v))
+		}
+	}
+	for k := range seen {
+		if _, ok := want[k]; !ok {
+			bad = append(bad, fmt.Sprintf("%s: a key the batch answer does not have", k))
+		}
+	}
+	sort.Strings(bad)
+	if len(bad) > 0 {
+		n := len(bad)
+		if n > 15 {
+			bad = append(bad[:15], "...")
+		}
+		t.Errorf("%d of %d (merchant, window) finals differ from the batch answer:\n%s", n, len(want), strings.Join(bad, "\n"))
+	}
+	t.Logf("sink: %d records, %d keys, %d finals (%d expected), %d invariant violations", records, len(seen), len(finals), len(want), violations)
+}
+
+// readTSVFinals reads a file run's changelog (key TAB value per line) and
+// returns each key's last value, which is its final.
+func readTSVFinals(t *testing.T, path string) map[string]map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]map[string]any{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "\t")
+		if !ok {
+			t.Fatalf("%s: line %q is not key TAB value", path, sc.Text())
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(v), &m); err != nil {
+			t.Fatalf("%s: value %q: %v", path, v, err)
+		}
+		out[k] = m
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func joinLines(ls [][]byte) []byte {
+	var b []byte
+	for i, l := range ls {
+		if i > 0 {
+			b = append(b, '\n')
+		}
+		b = append(b, l...)
+	}
+	return b
+}
+
+// tail returns the last n lines of a file.
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return strings.Join(ls, " | ")
+}
+
+func lastLine(s string) string {
+	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return ls[len(ls)-1]
+}
