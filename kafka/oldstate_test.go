@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
 )
 
 // TestInfiniteWatermarkStateRefused: earlier versions ended an
@@ -36,25 +36,25 @@ func TestInfiniteWatermarkStateRefused(t *testing.T) {
 			// The old format: one event applied, then the watermark
 			// +infinity (the operator's and, in the position, the
 			// source partition's), checkpointed.
-			op, err := exec.New(q, exec.Config{Emit: func(*changelog.Record) error { return nil }, Nanotime: func() int64 { return 1 }})
+			d, err := drive.New(q, drive.Config{Emit: func(*changelog.Record) error { return nil }, Now: func() time.Time { return time.Unix(0, 0) }})
 			if err != nil {
 				t.Fatal(err)
 			}
 			evs := genEvents(1, 50)
-			row, err := exec.NewDecoder(q.Source).Decode(evs[0].json())
+			err = d.Push(evs[0].json())
 			if err == nil {
-				err = op.Process(row)
-			}
-			if err == nil {
-				err = op.AdvanceWatermark(math.MaxInt64)
+				err = d.AdvanceWatermark(math.MaxInt64)
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
+			if d.Watermark() != math.MaxInt64 {
+				t.Fatalf("the old-format operator's watermark is %d, want +infinity", d.Watermark())
+			}
 			pos := newTracker(1)
 			pos.observe(0, math.MaxInt64)
 			cl := client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-			err = op.Checkpoint(true, pos.appendTo(nil), func(k, v []byte) error {
+			err = d.Checkpoint(true, pos.appendTo(nil), func(k, v []byte) error {
 				r := &kgo.Record{Topic: q.Name + "-state", Partition: 0, Key: stateKey(0, k), Value: append([]byte(nil), v...)}
 				return cl.ProduceSync(context.Background(), r).FirstErr()
 			})
