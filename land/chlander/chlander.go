@@ -28,28 +28,22 @@
 package chlander
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"regexp"
 	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/land"
+	"github.com/ubiksql/ubik/land/chhttp"
 )
 
-// Errors of the package.
-var (
-	ErrServer = errors.New("chlander: server error")
-	ErrReply  = errors.New("chlander: unexpected reply")
-)
+// ErrReply is wrapped by a reply the lander cannot read. A server's error
+// answer is a *chhttp.ServerError.
+var ErrReply = errors.New("chlander: unexpected reply")
 
 // Options configure a Lander.
 type Options struct {
@@ -81,13 +75,11 @@ type Options struct {
 // Lander lands into ClickHouse. It is safe for concurrent use.
 type Lander struct {
 	o      Options
-	base   string
+	c      *chhttp.Client
 	table  string // db.table, quoted
 	view   string
 	closed atomic.Bool
 }
-
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // New validates opts and creates the table and view when missing.
 func New(ctx context.Context, opts Options) (*Lander, error) {
@@ -109,21 +101,22 @@ func New(ctx context.Context, opts Options) (*Lander, error) {
 	switch {
 	case !opts.Mode.Valid():
 		return nil, fmt.Errorf("chlander: invalid mode %v", opts.Mode)
-	case !identRE.MatchString(opts.Database) || !identRE.MatchString(opts.Table):
+	case !chhttp.ValidIdent(opts.Database) || !chhttp.ValidIdent(opts.Table):
 		return nil, fmt.Errorf("chlander: database %q and table %q must be plain identifiers", opts.Database, opts.Table)
 	case opts.BatchRows < 0:
 		return nil, fmt.Errorf("chlander: BatchRows %d is negative", opts.BatchRows)
 	}
-	u, err := url.Parse(opts.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("chlander: URL %q is not http(s)://host:port", redact(opts.URL))
+	// The lander reads whole tables in Scan: no bound on a reply.
+	c, err := chhttp.New(chhttp.Options{URL: opts.URL, User: opts.User, Password: opts.Password,
+		Database: opts.Database, HTTPClient: opts.HTTPClient, MaxResponse: -1})
+	if err != nil {
+		return nil, fmt.Errorf("chlander: %w", err)
 	}
-	u.User = nil
 	l := &Lander{
 		o:     opts,
-		base:  strings.TrimRight(u.String(), "/"),
-		table: fmt.Sprintf("`%s`.`%s`", opts.Database, opts.Table),
-		view:  fmt.Sprintf("`%s`.`%s_current`", opts.Database, opts.Table),
+		c:     c,
+		table: chhttp.QuoteIdent(opts.Database) + "." + chhttp.QuoteIdent(opts.Table),
+		view:  chhttp.QuoteIdent(opts.Database) + "." + chhttp.QuoteIdent(opts.Table+"_current"),
 	}
 	if !opts.NoCreate {
 		if err := l.create(ctx); err != nil {
@@ -131,14 +124,6 @@ func New(ctx context.Context, opts Options) (*Lander, error) {
 		}
 	}
 	return l, nil
-}
-
-func redact(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		u.User = url.User("xxx")
-		return u.String()
-	}
-	return s
 }
 
 // Table is the quoted database.table; View the collapsing view over it.
@@ -179,57 +164,19 @@ func (l *Lander) create(ctx context.Context) error {
   query String, group_key String, window_start Int64, revision UInt64,
   final UInt8, window_end Int64, key String, value String
 ) ENGINE = ReplacingMergeTree(revision) ORDER BY (query, group_key, window_start)`
-	if _, err := l.exec(ctx, ddl, nil); err != nil {
-		return err
+	if _, err := l.c.Exec(ctx, ddl, nil); err != nil {
+		return fmt.Errorf("chlander: creating %s: %w", l.table, err)
 	}
-	_, err := l.exec(ctx, "CREATE VIEW IF NOT EXISTS "+l.view+" AS "+l.CurrentSQL(""), nil)
-	return err
-}
-
-// exec sends one statement. With body, the statement goes in the URL and
-// body is its data; otherwise the statement is the body.
-func (l *Lander) exec(ctx context.Context, stmt string, body []byte) ([]byte, error) {
-	q := url.Values{}
-	q.Set("database", l.o.Database)
-	q.Set("output_format_json_quote_64bit_integers", "0")
-	var rd io.Reader
-	if body != nil {
-		q.Set("query", stmt)
-		rd = bytes.NewReader(body)
-	} else {
-		rd = strings.NewReader(stmt)
+	if _, err := l.c.Exec(ctx, "CREATE VIEW IF NOT EXISTS "+l.view+" AS "+l.CurrentSQL(""), nil); err != nil {
+		return fmt.Errorf("chlander: creating %s: %w", l.view, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.base+"/?"+q.Encode(), rd)
-	if err != nil {
-		return nil, fmt.Errorf("chlander: %w", err)
-	}
-	if l.o.User != "" {
-		req.Header.Set("X-ClickHouse-User", l.o.User)
-		req.Header.Set("X-ClickHouse-Key", l.o.Password)
-	}
-	resp, err := l.o.HTTPClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("chlander: %s: %w", l.base, err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("chlander: reading the reply: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		msg := string(out)
-		if len(msg) > 2000 {
-			msg = msg[:2000] + "..."
-		}
-		return nil, fmt.Errorf("%w: %s: %s", ErrServer, resp.Status, strings.TrimSpace(msg))
-	}
-	return out, nil
+	return nil
 }
 
 // Exec runs one statement and returns the reply body (for hosts and tests:
 // OPTIMIZE, SYSTEM STOP MERGES, ad-hoc reads).
 func (l *Lander) Exec(ctx context.Context, stmt string) ([]byte, error) {
-	return l.exec(ctx, stmt, nil)
+	return l.c.Exec(ctx, stmt, nil)
 }
 
 // Mode implements land.Lander.
@@ -282,8 +229,8 @@ func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, err
 	for _, it := range items {
 		body = appendRow(body, it)
 	}
-	if _, err := l.exec(ctx, "INSERT INTO "+l.table+" FORMAT JSONEachRow", body); err != nil {
-		return land.Result{}, err
+	if err := l.c.Insert(ctx, "INSERT INTO "+l.table+" (query, group_key, window_start, revision, final, window_end, key, value) FORMAT Values", body, nil); err != nil {
+		return land.Result{}, fmt.Errorf("chlander: appending %d rows to %s: %w", len(items), l.table, err)
 	}
 	res.Landed += len(items)
 	return res, nil
@@ -310,9 +257,9 @@ func (l *Lander) versions(ctx context.Context, items []land.Item) (map[identity]
 				in = append(in, ',')
 			}
 			in = append(in, '(')
-			in = appendLiteral(in, it.Query)
+			in = chhttp.AppendQuote(in, it.Query)
 			in = append(in, ',')
-			in = appendLiteral(in, string(it.Group))
+			in = chhttp.AppendQuote(in, string(it.Group))
 			if l.o.Mode == land.History {
 				in = append(in, ',')
 				in = strconv.AppendInt(in, it.WindowStart, 10)
@@ -323,33 +270,26 @@ func (l *Lander) versions(ctx context.Context, items []land.Item) (map[identity]
 		// Only the guard columns: the collapse of value and key is not needed.
 		q := "SELECT query, group_key, argMax(window_start, (window_start, revision)) AS ws, " +
 			"argMax(revision, (window_start, revision)) AS rev FROM " + l.table +
-			" WHERE (" + l.identityColumns() + ") IN (" + string(in) + ") GROUP BY " + l.identityColumns() +
-			" FORMAT JSONEachRow"
-		out, err := l.exec(ctx, q, nil)
-		if err != nil {
-			return nil, err
-		}
-		dec := json.NewDecoder(bytes.NewReader(out))
-		for {
+			" WHERE (" + l.identityColumns() + ") IN (" + string(in) + ") GROUP BY " + l.identityColumns()
+		err := l.c.SelectJSON(ctx, q, nil, func(dec *json.Decoder) error {
 			var r struct {
 				Query    string `json:"query"`
 				GroupKey string `json:"group_key"`
 				WS       int64  `json:"ws"`
 				Rev      uint64 `json:"rev"`
 			}
-			if err := dec.Decode(&r); err == io.EOF {
-				break
-			} else if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrReply, err)
+			if err := dec.Decode(&r); err != nil {
+				return err
 			}
 			id := identity{r.Query, r.GroupKey, 0}
 			if l.o.Mode == land.History {
 				id.ws = r.WS
 			}
 			m[id] = land.Version{WindowStart: r.WS, Revision: r.Rev}
-		}
+			return nil
+		})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("chlander: reading the stored versions in %s: %w", l.table, err)
 		}
 	}
 	return m, nil
@@ -367,21 +307,15 @@ type row struct {
 	Value       string `json:"value"`
 }
 
-func eachRow(out []byte, fn func(row) error) error {
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
+// eachRow runs the collapse with where and calls fn on each row.
+func (l *Lander) eachRow(ctx context.Context, where string, fn func(row) error) error {
+	return l.c.SelectJSON(ctx, l.CurrentSQL(where), nil, func(dec *json.Decoder) error {
 		var r row
-		err := dec.Decode(&r)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrReply, err)
-		}
-		if err := fn(r); err != nil {
+		if err := dec.Decode(&r); err != nil {
 			return err
 		}
-	}
+		return fn(r)
+	})
 }
 
 func (r row) stored() land.Stored {
@@ -393,16 +327,12 @@ func (r row) stored() land.Stored {
 
 // Get implements land.Lander: the collapsed state of one identity.
 func (l *Lander) Get(ctx context.Context, ref land.Ref) (land.Stored, error) {
-	where := "query = " + string(appendLiteral(nil, ref.Query)) + " AND group_key = " + string(appendLiteral(nil, string(ref.Group)))
+	where := "query = " + chhttp.Quote(ref.Query) + " AND group_key = " + chhttp.Quote(string(ref.Group))
 	if l.o.Mode == land.History {
 		where += " AND window_start = " + strconv.FormatInt(ref.WindowStart, 10)
 	}
-	out, err := l.exec(ctx, l.CurrentSQL(where)+" FORMAT JSONEachRow", nil)
-	if err != nil {
-		return land.Stored{}, err
-	}
 	var st *land.Stored
-	err = eachRow(out, func(r row) error {
+	err := l.eachRow(ctx, where, func(r row) error {
 		if st != nil {
 			return fmt.Errorf("%w: two rows for %v", ErrReply, ref)
 		}
@@ -421,11 +351,7 @@ func (l *Lander) Get(ctx context.Context, ref land.Ref) (land.Stored, error) {
 
 // Scan implements land.Scanner over the collapsed state.
 func (l *Lander) Scan(ctx context.Context, fn func(land.Ref, land.Stored) error) error {
-	out, err := l.exec(ctx, l.CurrentSQL("")+" FORMAT JSONEachRow", nil)
-	if err != nil {
-		return err
-	}
-	return eachRow(out, func(r row) error {
+	return l.eachRow(ctx, "", func(r row) error {
 		ref := land.Ref{Query: r.Query, Group: []byte(r.GroupKey)}
 		if l.o.Mode == land.History {
 			ref.WindowStart = r.WindowStart
@@ -440,67 +366,26 @@ func (l *Lander) Close() error {
 	return nil
 }
 
-// appendLiteral appends s as a ClickHouse string literal.
-func appendLiteral(dst []byte, s string) []byte {
-	dst = append(dst, '\'')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '\\', '\'':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case 0:
-			dst = append(dst, '\\', '0')
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '\'')
-}
-
-// appendRow appends one JSONEachRow line.
+// appendRow appends one row of INSERT ... FORMAT Values, in the column
+// order of write's INSERT.
 func appendRow(dst []byte, it land.Item) []byte {
-	dst = append(dst, `{"query":`...)
-	dst = appendJSONString(dst, it.Query)
-	dst = append(dst, `,"group_key":`...)
-	dst = appendJSONString(dst, string(it.Group))
-	dst = append(dst, `,"window_start":`...)
+	dst = append(dst, '(')
+	dst = chhttp.AppendQuote(dst, it.Query)
+	dst = append(dst, ',')
+	dst = chhttp.AppendQuote(dst, string(it.Group))
+	dst = append(dst, ',')
 	dst = strconv.AppendInt(dst, it.Version.WindowStart, 10)
-	dst = append(dst, `,"revision":`...)
+	dst = append(dst, ',')
 	dst = strconv.AppendUint(dst, it.Version.Revision, 10)
-	dst = append(dst, `,"final":`...)
 	if it.Final {
-		dst = append(dst, '1')
+		dst = append(dst, ",1,"...)
 	} else {
-		dst = append(dst, '0')
+		dst = append(dst, ",0,"...)
 	}
-	dst = append(dst, `,"window_end":`...)
 	dst = strconv.AppendInt(dst, it.WindowEnd, 10)
-	dst = append(dst, `,"key":`...)
-	dst = appendJSONString(dst, string(it.Key))
-	dst = append(dst, `,"value":`...)
-	dst = appendJSONString(dst, string(it.Value))
-	return append(dst, '}', '\n')
-}
-
-const hexDigits = "0123456789abcdef"
-
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
+	dst = append(dst, ',')
+	dst = chhttp.AppendQuote(dst, string(it.Key))
+	dst = append(dst, ',')
+	dst = chhttp.AppendQuote(dst, string(it.Value))
+	return append(dst, ')', '\n')
 }

@@ -167,8 +167,7 @@ func TestLiteralEscaping(t *testing.T) {
 }
 
 func mustJSON(t *testing.T, s string) []byte {
-	var b []byte
-	b = append(b, '[')
-	b = appendJSONString(b, s)
+	// changelog's string encoder: the bytes the engine writes.
+	b := append([]byte{'['}, changelog.AppendString(nil, s)...)
 	return append(b, ']')
 }
