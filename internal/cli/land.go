@@ -22,6 +22,7 @@ import (
 	"github.com/ubiksql/ubik/land/chlander"
 	"github.com/ubiksql/ubik/land/dynamolander"
 	"github.com/ubiksql/ubik/land/kafkasrc"
+	"github.com/ubiksql/ubik/land/landprom"
 	"github.com/ubiksql/ubik/land/pglander"
 	"github.com/ubiksql/ubik/land/redislander"
 	"github.com/ubiksql/ubik/sql/plan"
@@ -333,11 +334,11 @@ func runLand(ctx context.Context, env *Env, args []string) error {
 	}
 	var c land.Counters
 	c.Lag.Store(-1)
-	var metrics *landMetrics
+	opts := land.RunOptions{MaxInFlight: f.inFlight, Logger: logger, Counters: &c}
 	if f.metrics != "" {
 		reg := prometheus.NewRegistry()
-		metrics, err = newLandMetrics(reg, &c, src.Partitions,
-			landInfo{topic: topic, group: f.group, mode: mode.String(), store: storeKind(f.to)})
+		opts, err = landprom.Instrument(opts, landprom.Options{Reg: reg, Partitions: src.Partitions,
+			Info: landprom.Info{Topic: topic, Group: f.group, Mode: mode.String(), Store: storeKind(f.to)}})
 		if err != nil {
 			return err
 		}
@@ -367,10 +368,10 @@ func runLand(ctx context.Context, env *Env, args []string) error {
 			}
 		}()
 	}
-	opts := land.RunOptions{MaxInFlight: f.inFlight, Logger: logger, Counters: &c}
+	observe := opts.OnBatch
 	opts.OnBatch = func(s land.BatchStats) {
-		if metrics != nil {
-			metrics.observe(s)
+		if observe != nil {
+			observe(s)
 		}
 		if !f.untilCaughtUp || s.Lag != 0 {
 			return
