@@ -376,4 +376,3 @@ func ceiling(ctx context.Context, c config, store, name string, n int) (float64,
 	}
 	return 0, fmt.Errorf("unknown store %q", store)
 }
-

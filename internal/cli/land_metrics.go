@@ -2,7 +2,6 @@ package cli
 
 import (
 	"net/url"
-
 )
 
 // storeKind is the store a --to URL names (redis, dynamodb, postgres,
@@ -22,4 +21,3 @@ func storeKind(to string) string {
 	}
 	return "unknown"
 }
-
