@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -136,6 +137,25 @@ func (c *Client) Insert(ctx context.Context, stmt string, data []byte, settings 
 }
 
 func (c *Client) do(ctx context.Context, stmt string, data []byte, settings url.Values) ([]byte, error) {
+	return c.request(ctx, stmt, data, settings, nil)
+}
+
+// Table is data sent with a query as a temporary table the query reads
+// by Name (ClickHouse's "external data"), so that a long list of values is
+// parsed as data instead of as SQL text.
+type Table struct {
+	Name string
+	// Structure is the column list, e.g. "query String, group_key String".
+	Structure string
+	// Values holds the rows in FORMAT Values: "(...),(...)", each string
+	// through AppendQuote.
+	Values []byte
+}
+
+// request sends one statement: with ext, as a multipart form holding the
+// table, the statement in the URL; with data, the statement in the URL and
+// data as the body; otherwise the statement as the body.
+func (c *Client) request(ctx context.Context, stmt string, data []byte, settings url.Values, ext *Table) ([]byte, error) {
 	u := c.base
 	p := url.Values{}
 	if c.db != "" {
@@ -147,16 +167,38 @@ func (c *Client) do(ctx context.Context, stmt string, data []byte, settings url.
 		}
 	}
 	var rd io.Reader
-	if data != nil {
+	contentType := ""
+	switch {
+	case ext != nil:
+		p.Set("query", stmt)
+		p.Set(ext.Name+"_structure", ext.Structure)
+		p.Set(ext.Name+"_format", "Values")
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		fw, err := mw.CreateFormFile(ext.Name, ext.Name)
+		if err == nil {
+			_, err = fw.Write(ext.Values)
+		}
+		if err == nil {
+			err = mw.Close()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("clickhouse: encoding table %s: %w", ext.Name, err)
+		}
+		rd, contentType = &buf, mw.FormDataContentType()
+	case data != nil:
 		p.Set("query", stmt)
 		rd = bytes.NewReader(data)
-	} else {
+	default:
 		rd = strings.NewReader(stmt)
 	}
 	u.RawQuery = p.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), rd)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse: %w", err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	if c.user != "" {
 		req.Header.Set("X-ClickHouse-User", c.user)
@@ -209,6 +251,16 @@ func (c *Client) transport(err error) error {
 // JSON decoding replaces invalid UTF-8 with U+FFFD: select hex(column) for
 // a column that may hold arbitrary bytes.
 func (c *Client) SelectJSON(ctx context.Context, query string, settings url.Values, each func(dec *json.Decoder) error) error {
+	return c.selectJSON(ctx, query, settings, nil, each)
+}
+
+// SelectJSONWith is SelectJSON with t sent as a temporary table the query
+// can read (SELECT ... WHERE x IN (SELECT x FROM t.Name)).
+func (c *Client) SelectJSONWith(ctx context.Context, query string, settings url.Values, t Table, each func(dec *json.Decoder) error) error {
+	return c.selectJSON(ctx, query, settings, &t, each)
+}
+
+func (c *Client) selectJSON(ctx context.Context, query string, settings url.Values, ext *Table, each func(dec *json.Decoder) error) error {
 	s := url.Values{
 		"output_format_json_quote_64bit_integers": {"0"},
 		"wait_end_of_query":                       {"1"},
@@ -216,7 +268,7 @@ func (c *Client) SelectJSON(ctx context.Context, query string, settings url.Valu
 	for k, v := range settings {
 		s[k] = v
 	}
-	data, err := c.do(ctx, query+" FORMAT JSONEachRow", nil, s)
+	data, err := c.request(ctx, query+" FORMAT JSONEachRow", nil, s, ext)
 	if err != nil {
 		return err
 	}

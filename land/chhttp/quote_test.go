@@ -95,6 +95,29 @@ func roundTrip(t testing.TB, c *Client, table string, ss []string) {
 			t.Errorf("inserted %q as %s, read back %q", s, Quote(s), got[i])
 		}
 	}
+	// The same rows as a temporary table sent beside a query.
+	ext := map[int]string{}
+	err = c.SelectJSONWith(ctx, "SELECT i, hex(s) AS h FROM _t", nil, Table{Name: "_t", Structure: "i UInt32, s String", Values: rows},
+		func(d *json.Decoder) error {
+			var r struct {
+				I int
+				H string
+			}
+			if err := d.Decode(&r); err != nil {
+				return err
+			}
+			b, err := hex.DecodeString(r.H)
+			ext[r.I] = string(b)
+			return err
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range ss {
+		if ext[i] != s {
+			t.Errorf("sent %q as %s in a temporary table, read back %q", s, Quote(s), ext[i])
+		}
+	}
 	// Each literal in a WHERE clause finds its own row, in batches that
 	// keep the query under max_query_size.
 	for lo := 0; lo < len(ss); {

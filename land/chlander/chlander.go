@@ -241,56 +241,54 @@ type identity struct {
 	ws           int64
 }
 
-// maxInList bounds the bytes of one IN list, well under the server's
-// max_query_size (256 KiB by default).
-const maxInList = 128 << 10
-
-// versions reads the stored (window_start, revision) of items' identities.
+// versions reads the stored (window_start, revision) of items'
+// identities in one query. The identities go to the server as a temporary
+// table (external data), not as an IN list in the SQL text: the server
+// parses them as data, and one batch is one round trip whatever its size.
 func (l *Lander) versions(ctx context.Context, items []land.Item) (map[identity]land.Version, error) {
 	m := make(map[identity]land.Version, len(items))
-	for len(items) > 0 {
-		var in []byte
-		n := 0
-		for ; n < len(items) && len(in) < maxInList; n++ {
-			it := items[n]
-			if n > 0 {
-				in = append(in, ',')
-			}
-			in = append(in, '(')
-			in = chhttp.AppendQuote(in, it.Query)
-			in = append(in, ',')
-			in = chhttp.AppendQuote(in, string(it.Group))
-			if l.o.Mode == land.History {
-				in = append(in, ',')
-				in = strconv.AppendInt(in, it.WindowStart, 10)
-			}
-			in = append(in, ')')
+	ids := make([]byte, 0, len(items)*48)
+	for i, it := range items {
+		if i > 0 {
+			ids = append(ids, ',')
 		}
-		items = items[n:]
-		// Only the guard columns: the collapse of value and key is not needed.
-		q := "SELECT query, group_key, argMax(window_start, (window_start, revision)) AS ws, " +
-			"argMax(revision, (window_start, revision)) AS rev FROM " + l.table +
-			" WHERE (" + l.identityColumns() + ") IN (" + string(in) + ") GROUP BY " + l.identityColumns()
-		err := l.c.SelectJSON(ctx, q, nil, func(dec *json.Decoder) error {
-			var r struct {
-				Query    string `json:"query"`
-				GroupKey string `json:"group_key"`
-				WS       int64  `json:"ws"`
-				Rev      uint64 `json:"rev"`
-			}
-			if err := dec.Decode(&r); err != nil {
-				return err
-			}
-			id := identity{r.Query, r.GroupKey, 0}
-			if l.o.Mode == land.History {
-				id.ws = r.WS
-			}
-			m[id] = land.Version{WindowStart: r.WS, Revision: r.Rev}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("chlander: reading the stored versions in %s: %w", l.table, err)
+		ids = append(ids, '(')
+		ids = chhttp.AppendQuote(ids, it.Query)
+		ids = append(ids, ',')
+		ids = chhttp.AppendQuote(ids, string(it.Group))
+		if l.o.Mode == land.History {
+			ids = append(ids, ',')
+			ids = strconv.AppendInt(ids, it.WindowStart, 10)
 		}
+		ids = append(ids, ')')
+	}
+	structure := "query String, group_key String"
+	if l.o.Mode == land.History {
+		structure += ", window_start Int64"
+	}
+	// Only the guard columns: the collapse of value and key is not needed.
+	q := "SELECT query, group_key, argMax(window_start, (window_start, revision)) AS ws, " +
+		"argMax(revision, (window_start, revision)) AS rev FROM " + l.table +
+		" WHERE (" + l.identityColumns() + ") IN (SELECT " + l.identityColumns() + " FROM _ids) GROUP BY " + l.identityColumns()
+	err := l.c.SelectJSONWith(ctx, q, nil, chhttp.Table{Name: "_ids", Structure: structure, Values: ids}, func(dec *json.Decoder) error {
+		var r struct {
+			Query    string `json:"query"`
+			GroupKey string `json:"group_key"`
+			WS       int64  `json:"ws"`
+			Rev      uint64 `json:"rev"`
+		}
+		if err := dec.Decode(&r); err != nil {
+			return err
+		}
+		id := identity{r.Query, r.GroupKey, 0}
+		if l.o.Mode == land.History {
+			id.ws = r.WS
+		}
+		m[id] = land.Version{WindowStart: r.WS, Revision: r.Rev}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chlander: reading the stored versions in %s: %w", l.table, err)
 	}
 	return m, nil
 }
