@@ -6,7 +6,7 @@
 // (these machines are shared and noisy: only same-run ratios mean much).
 //
 //	ceilings:
-//	  redis       redis-benchmark -q -P 64 -n N -r K -t hset
+//	  redis       redis-benchmark -q -P 64 -n N -r K HSET of the lander's six fields, same sizes (and, beside it, a one-field HSET)
 //	  postgres    one plain COPY of the same N rows into an empty table of the lander's shape
 //	  clickhouse  the same rows appended in the lander's INSERT size, no guard read (chlander AppendOnly)
 //	  dynamodb    unconditional BatchWriteItem of the same rows, 25 per call, 16 calls in flight
@@ -120,7 +120,9 @@ func produce(ctx context.Context, brokers, topic string, recs []changelog.Record
 	return perr
 }
 
-type pair struct{ ceiling, lander float64 }
+// pair is one ceiling and one lander run, back to back; hset1 is Redis's
+// one-field HSET rate beside them.
+type pair struct{ ceiling, lander, hset1 float64 }
 
 func run(ctx context.Context, c config) error {
 	stamp := strconv.FormatInt(time.Now().Unix(), 36)
@@ -158,6 +160,11 @@ func run(ctx context.Context, c config) error {
 					return fmt.Errorf("%s: %w", store, err)
 				}
 			}
+			if store == "redis" {
+				if p.hset1, err = ceiling(ctx, c, "redis-hset1", name+"_h1", n); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(os.Stderr, "landbench: %s repeat %d: ceiling %.0f/s, lander %.0f/s, ratio %.2f\n", store, rep+1, p.ceiling, p.lander, p.lander/p.ceiling)
 			results[store] = append(results[store], p)
 		}
@@ -165,15 +172,18 @@ func run(ctx context.Context, c config) error {
 	fmt.Printf("| store | records | lander records/s | ceiling records/s | ratio (median of %d) |\n|---|---|---|---|---|\n", c.repeat)
 	for _, store := range c.stores {
 		ps := results[store]
-		var l, ce, r []float64
+		var l, ce, r, h1 []float64
 		for _, p := range ps {
-			l, ce, r = append(l, p.lander), append(ce, p.ceiling), append(r, p.lander/p.ceiling)
+			l, ce, r, h1 = append(l, p.lander), append(ce, p.ceiling), append(r, p.lander/p.ceiling), append(h1, p.lander/p.hset1)
 		}
 		n := c.n
 		if store == "dynamodb" {
 			n = c.dynN
 		}
 		fmt.Printf("| %s | %d | %.0f | %.0f | %.2f |\n", store, n, median(l), median(ce), median(r))
+		if store == "redis" {
+			fmt.Printf("| redis, against a one-field HSET (-t hset) | %d | | | %.2f |\n", n, median(h1))
+		}
 	}
 	return nil
 }
@@ -254,6 +264,23 @@ func cleanup(ctx context.Context, c config, store, name string) {
 	}
 }
 
+// redisBenchmark runs redis-benchmark -P 64 over cmd and returns its rate.
+func redisBenchmark(ctx context.Context, c config, n int, cmd ...string) (float64, error) {
+	args := append([]string{"-h", hostOf(c.redis), "-p", portOf(c.redis), "-q", "-P", "64",
+		"-n", strconv.Itoa(n), "-r", strconv.Itoa(c.keys)}, cmd...)
+	out, err := exec.CommandContext(ctx, "redis-benchmark", args...).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("redis-benchmark: %v\n%s", err, out)
+	}
+	// -q ends with "CMD ...: R requests per second", after progress lines
+	// separated by carriage returns.
+	m := regexp.MustCompile(`: ([0-9.]+) requests per second`).FindAllSubmatch(out, -1)
+	if m == nil {
+		return 0, fmt.Errorf("redis-benchmark printed no rate:\n%s", out)
+	}
+	return strconv.ParseFloat(string(m[len(m)-1][1]), 64)
+}
+
 func hostOf(a string) string { h, _, _ := strings.Cut(a, ":"); return h }
 func portOf(a string) string { _, p, _ := strings.Cut(a, ":"); return p }
 
@@ -269,16 +296,15 @@ func ceiling(ctx context.Context, c config, store, name string, n int) (float64,
 	defer cleanup(ctx, c, store, name)
 	switch store {
 	case "redis":
-		out, err := exec.CommandContext(ctx, "redis-benchmark", "-h", hostOf(c.redis), "-p", portOf(c.redis), "-q", "-P", "64",
-			"-n", strconv.Itoa(n), "-r", strconv.Itoa(c.keys), "-t", "hset").CombinedOutput()
-		if err != nil {
-			return 0, fmt.Errorf("redis-benchmark: %v\n%s", err, out)
-		}
-		m := regexp.MustCompile(`HSET: ([0-9.]+) requests per second`).FindSubmatch(out)
-		if m == nil {
-			return 0, fmt.Errorf("redis-benchmark printed no HSET rate:\n%s", out)
-		}
-		return strconv.ParseFloat(string(m[1]), 64)
+		// The lander's hash, all six fields, values of the same sizes, with
+		// no guard: what the server does per record minus the function.
+		r := records(1, c.keys)[0]
+		return redisBenchmark(ctx, c, n, "HSET", name+":__rand_int__", "value", string(r.Value),
+			"window_start", strconv.FormatInt(r.Meta.WindowStart, 10), "revision", "__rand_int__",
+			"final", "0", "window_end", strconv.FormatInt(r.Meta.WindowEnd, 10), "key", string(r.Key))
+	case "redis-hset1":
+		// The issue's first figure: one short field per key.
+		return redisBenchmark(ctx, c, n, "HSET", name+":__rand_int__", "f", "v")
 	case "postgres":
 		pool, err := pgxpool.New(ctx, c.pg)
 		if err != nil {
