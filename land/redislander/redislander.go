@@ -180,10 +180,12 @@ func isUnknownCommand(err error) bool {
 	return strings.Contains(s, "unknown command") || strings.Contains(s, "unknown subcommand")
 }
 
-// lost reports an error that means the server forgot the function or script.
+// lost reports an error that means the server forgot the function or
+// script. The reply is wrapped (by the pipeline and by the pool), so it is
+// found anywhere in the text.
 func lost(err error) bool {
 	s := err.Error()
-	return strings.HasPrefix(s, "NOSCRIPT") || strings.Contains(s, "Function not found") ||
+	return strings.Contains(s, "NOSCRIPT") || strings.Contains(s, "Function not found") ||
 		strings.Contains(s, "function not found")
 }
 
