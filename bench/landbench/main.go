@@ -65,7 +65,7 @@ func main() {
 	flag.IntVar(&c.keys, "keys", 100_000, "distinct keys")
 	flag.IntVar(&c.dynN, "dynamodb-records", 5000, "records for DynamoDB (dynalite lands about 1000/s)")
 	flag.IntVar(&c.repeat, "repeat", 1, "pairs per store")
-	flag.IntVar(&c.batch, "batch", 5000, "ubik land --batch")
+	flag.IntVar(&c.batch, "batch", 0, "ubik land --batch (default: ubik land's own, 5000; ClickHouse 50000)")
 	flag.StringVar(&stores, "stores", "redis,postgres,clickhouse,dynamodb", "stores to measure")
 	flag.Parse()
 	c.stores = strings.Split(stores, ",")
@@ -217,8 +217,12 @@ func lander(ctx context.Context, c config, store, topic, name string, n int) (fl
 	default:
 		return 0, fmt.Errorf("unknown store %q", store)
 	}
-	cmd := exec.CommandContext(ctx, c.ubik, "land", "--from", "kafka://"+c.brokers+"/"+topic, "--to", to,
-		"--mode", "latest", "--until-caught-up", "--group", name, "--batch", strconv.Itoa(c.batch), "--stats-interval", "0")
+	args := []string{"land", "--from", "kafka://" + c.brokers + "/" + topic, "--to", to,
+		"--mode", "latest", "--until-caught-up", "--group", name, "--stats-interval", "0"}
+	if c.batch > 0 {
+		args = append(args, "--batch", strconv.Itoa(c.batch))
+	}
+	cmd := exec.CommandContext(ctx, c.ubik, args...)
 	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=x", "AWS_SECRET_ACCESS_KEY=x")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -332,9 +336,13 @@ func ceiling(ctx context.Context, c config, store, name string, n int) (float64,
 			return 0, err
 		}
 		recs := records(n, c.keys)
+		batch := c.batch
+		if batch == 0 {
+			batch = 50000 // ubik land's default for ClickHouse: the same inserts
+		}
 		start := time.Now()
-		for i := 0; i < n; i += c.batch {
-			if _, err := l.Land(ctx, recs[i:min(i+c.batch, n)]); err != nil {
+		for i := 0; i < n; i += batch {
+			if _, err := l.Land(ctx, recs[i:min(i+batch, n)]); err != nil {
 				return 0, err
 			}
 		}

@@ -291,6 +291,48 @@ func (c *Client) selectJSON(ctx context.Context, query string, settings url.Valu
 	return sc.Err()
 }
 
+// SelectTSV runs query with FORMAT TabSeparated, with t (when not nil) as
+// a temporary table, and calls each with the fields of every row. The
+// fields are the server's text, unescaped only in that it is split at
+// tabs: use it for numeric columns, where the text is the number, and
+// SelectJSON for strings. It costs a fraction of a JSON decode a row.
+func (c *Client) SelectTSV(ctx context.Context, query string, settings url.Values, t *Table, each func(fields [][]byte) error) error {
+	s := url.Values{"wait_end_of_query": {"1"}}
+	for k, v := range settings {
+		s[k] = v
+	}
+	data, err := c.request(ctx, query+" FORMAT TabSeparated", nil, s, t)
+	if err != nil {
+		return err
+	}
+	var fields [][]byte
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if bytes.HasPrefix(line, []byte("Code: ")) {
+			return &ServerError{Status: http.StatusOK, Text: string(line)}
+		}
+		fields = fields[:0]
+		for {
+			i := bytes.IndexByte(line, '\t')
+			if i < 0 {
+				fields = append(fields, line)
+				break
+			}
+			fields = append(fields, line[:i])
+			line = line[i+1:]
+		}
+		if err := each(fields); err != nil {
+			return fmt.Errorf("%w: %w", ErrReply, err)
+		}
+	}
+	return nil
+}
+
 func truncate(b []byte, n int) string {
 	if len(b) > n {
 		return string(b[:n]) + "…"

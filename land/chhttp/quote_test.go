@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"strconv"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -93,6 +95,26 @@ func roundTrip(t testing.TB, c *Client, table string, ss []string) {
 	for i, s := range ss {
 		if got[i] != s {
 			t.Errorf("inserted %q as %s, read back %q", s, Quote(s), got[i])
+		}
+	}
+	// Numbers through SelectTSV, with the rows as a temporary table too.
+	lens := map[int]int{}
+	err = c.SelectTSV(ctx, "SELECT t.i, length(t.s), e.i FROM "+table+" AS t ANY INNER JOIN _t AS e USING (s)", nil,
+		&Table{Name: "_t", Structure: "i UInt32, s String", Values: rows}, func(f [][]byte) error {
+			if len(f) != 3 {
+				return fmt.Errorf("%d fields", len(f))
+			}
+			i, err1 := strconv.Atoi(string(f[0]))
+			n, err2 := strconv.Atoi(string(f[1]))
+			lens[i] = n
+			return errors.Join(err1, err2)
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range ss {
+		if lens[i] != len(s) {
+			t.Errorf("%q: length %d joined through a temporary table, want %d", s, lens[i], len(s))
 		}
 	}
 	// The same rows as a temporary table sent beside a query.

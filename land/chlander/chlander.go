@@ -28,6 +28,7 @@
 package chlander
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -243,16 +244,21 @@ type identity struct {
 
 // versions reads the stored (window_start, revision) of items'
 // identities in one query. The identities go to the server as a temporary
-// table (external data), not as an IN list in the SQL text: the server
-// parses them as data, and one batch is one round trip whatever its size.
+// table (external data) numbered by their index in items, not as an IN
+// list in the SQL text: the server parses them as data, one batch is one
+// round trip whatever its size, and the answer names each identity by its
+// number, so it is numbers only.
+//
+// The greatest revision of each (identity, window start) is a plain max,
+// and the greatest pair of an identity is picked here: argMax over a tuple
+// costs 18.16 tens of µs a row, through generic values.
 func (l *Lander) versions(ctx context.Context, items []land.Item) (map[identity]land.Version, error) {
 	m := make(map[identity]land.Version, len(items))
 	ids := make([]byte, 0, len(items)*48)
 	for i, it := range items {
-		if i > 0 {
-			ids = append(ids, ',')
-		}
 		ids = append(ids, '(')
+		ids = strconv.AppendInt(ids, int64(i), 10)
+		ids = append(ids, ',')
 		ids = chhttp.AppendQuote(ids, it.Query)
 		ids = append(ids, ',')
 		ids = chhttp.AppendQuote(ids, string(it.Group))
@@ -260,31 +266,33 @@ func (l *Lander) versions(ctx context.Context, items []land.Item) (map[identity]
 			ids = append(ids, ',')
 			ids = strconv.AppendInt(ids, it.WindowStart, 10)
 		}
-		ids = append(ids, ')')
+		ids = append(ids, ')', '\n')
 	}
-	structure := "query String, group_key String"
+	structure := "i UInt32, query String, group_key String"
 	if l.o.Mode == land.History {
 		structure += ", window_start Int64"
 	}
-	// Only the guard columns: the collapse of value and key is not needed.
-	q := "SELECT query, group_key, argMax(window_start, (window_start, revision)) AS ws, " +
-		"argMax(revision, (window_start, revision)) AS rev FROM " + l.table +
-		" WHERE (" + l.identityColumns() + ") IN (SELECT " + l.identityColumns() + " FROM _ids) GROUP BY " + l.identityColumns()
-	err := l.c.SelectJSONWith(ctx, q, nil, chhttp.Table{Name: "_ids", Structure: structure, Values: ids}, func(dec *json.Decoder) error {
-		var r struct {
-			Query    string `json:"query"`
-			GroupKey string `json:"group_key"`
-			WS       int64  `json:"ws"`
-			Rev      uint64 `json:"rev"`
+	q := "SELECT i, window_start, max(revision) FROM " + l.table +
+		" ANY INNER JOIN _ids USING (" + l.identityColumns() + ") GROUP BY i, window_start"
+	err := l.c.SelectTSV(ctx, q, nil, &chhttp.Table{Name: "_ids", Structure: structure, Values: ids}, func(f [][]byte) error {
+		if len(f) != 3 {
+			return fmt.Errorf("%d fields, want 3", len(f))
 		}
-		if err := dec.Decode(&r); err != nil {
-			return err
+		i, err1 := strconv.Atoi(string(f[0]))
+		ws, err2 := strconv.ParseInt(string(f[1]), 10, 64)
+		rev, err3 := strconv.ParseUint(string(f[2]), 10, 64)
+		if err := errors.Join(err1, err2, err3); err != nil || i < 0 || i >= len(items) {
+			return fmt.Errorf("row %q: identity %d of %d: %v", bytes.Join(f, []byte{'\t'}), i, len(items), err)
 		}
-		id := identity{r.Query, r.GroupKey, 0}
+		it := items[i]
+		id := identity{it.Query, string(it.Group), 0}
 		if l.o.Mode == land.History {
-			id.ws = r.WS
+			id.ws = it.WindowStart
 		}
-		m[id] = land.Version{WindowStart: r.WS, Revision: r.Rev}
+		v := land.Version{WindowStart: ws, Revision: rev}
+		if old, ok := m[id]; !ok || v.Compare(old) > 0 {
+			m[id] = v
+		}
 		return nil
 	})
 	if err != nil {
