@@ -21,10 +21,13 @@
 // return stale rows.
 //
 // Before appending, Land reads the stored versions of the batch's
-// identities and appends only records at or past them, which counts
-// duplicates and superseded records as the other stores do and keeps the
-// table small. The read and the append are not atomic; a racing writer may
-// still append a stale row, which the read path ignores.
+// identities and appends only records past them, which counts duplicates
+// and superseded records as the other stores do and keeps the table small.
+// The lander remembers the versions it read and appended (bounded,
+// Options.KnownVersions): stored versions only grow, so a remembered one
+// is a lower bound, and a batch of known identities needs no read. The
+// read and the append are not atomic; a racing writer may still append a
+// stale row, which the read path ignores.
 package chlander
 
 import (
@@ -35,6 +38,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/ubiksql/ubik/changelog"
@@ -69,6 +73,14 @@ type Options struct {
 	// appended and counted as Landed. Reads stay exact; the table holds
 	// more rows until merges run.
 	AppendOnly bool
+	// KnownVersions bounds the identities whose stored version the lander
+	// remembers (default 200000; negative: none). Stored versions only
+	// grow, so what the lander read or appended itself is a lower bound
+	// of the stored version, and a record at or below it needs no read:
+	// once the working set is known, a batch is one append and no guard
+	// read. Past the bound the memory is dropped and rebuilt from reads.
+	// It assumes the table is not emptied behind a running lander.
+	KnownVersions int
 	// HTTPClient (default: a client of its own).
 	HTTPClient *http.Client
 }
@@ -77,7 +89,9 @@ type Options struct {
 type Lander struct {
 	o      Options
 	c      *chhttp.Client
-	table  string // db.table, quoted
+	mu     sync.Mutex
+	known  map[identity]land.Version // see Options.KnownVersions
+	table  string                    // db.table, quoted
 	view   string
 	closed atomic.Bool
 }
@@ -95,6 +109,9 @@ func New(ctx context.Context, opts Options) (*Lander, error) {
 	}
 	if opts.BatchRows == 0 {
 		opts.BatchRows = 20000
+	}
+	if opts.KnownVersions == 0 {
+		opts.KnownVersions = 200000
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
@@ -205,7 +222,7 @@ func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result
 func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, error) {
 	var res land.Result
 	if !l.o.AppendOnly {
-		stored, err := l.versions(ctx, items)
+		stored, err := l.stored(ctx, items)
 		if err != nil {
 			return res, err
 		}
@@ -233,8 +250,68 @@ func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, err
 	if err := l.c.Insert(ctx, "INSERT INTO "+l.table+" (query, group_key, window_start, revision, final, window_end, key, value) FORMAT Values", body, nil); err != nil {
 		return land.Result{}, fmt.Errorf("chlander: appending %d rows to %s: %w", len(items), l.table, err)
 	}
+	l.remember(func(put func(identity, land.Version)) {
+		for _, it := range items {
+			put(identity{it.Query, string(it.Group), it.WindowStart}, it.Version)
+		}
+	})
 	res.Landed += len(items)
 	return res, nil
+}
+
+// stored returns the stored version of items' identities (absent: none
+// stored): from memory where the lander knows one, from one guard read
+// for the rest.
+func (l *Lander) stored(ctx context.Context, items []land.Item) (map[identity]land.Version, error) {
+	m := make(map[identity]land.Version, len(items))
+	var unknown []land.Item
+	l.mu.Lock()
+	for _, it := range items {
+		id := identity{it.Query, string(it.Group), it.WindowStart}
+		if v, ok := l.known[id]; ok {
+			m[id] = v
+		} else {
+			unknown = append(unknown, it)
+		}
+	}
+	l.mu.Unlock()
+	if len(unknown) == 0 {
+		return m, nil
+	}
+	read, err := l.versions(ctx, unknown)
+	if err != nil {
+		return nil, err
+	}
+	for id, v := range read {
+		m[id] = v
+	}
+	l.remember(func(put func(identity, land.Version)) {
+		for id, v := range read {
+			put(id, v)
+		}
+	})
+	return m, nil
+}
+
+// remember records versions known to be stored (a lower bound: the store
+// may hold a higher one written by someone else).
+func (l *Lander) remember(each func(put func(identity, land.Version))) {
+	if l.o.KnownVersions < 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.known == nil {
+		l.known = make(map[identity]land.Version)
+	}
+	each(func(id identity, v land.Version) {
+		if old, ok := l.known[id]; !ok || v.Compare(old) > 0 {
+			l.known[id] = v
+		}
+	})
+	if len(l.known) > l.o.KnownVersions {
+		l.known = nil // past the bound: start again from reads
+	}
 }
 
 type identity struct {
