@@ -35,6 +35,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -249,8 +250,19 @@ func lander(ctx context.Context, c config, store, topic, name string, n int) (fl
 func cleanup(ctx context.Context, c config, store, name string) {
 	switch store {
 	case "redis":
-		// redis-cli --scan is the simplest bounded delete of a prefix.
-		exec.CommandContext(ctx, "sh", "-c", "redis-cli -h "+hostOf(c.redis)+" -p "+portOf(c.redis)+" --scan --pattern '"+name+":*' | xargs -r -n 1000 redis-cli -h "+hostOf(c.redis)+" -p "+portOf(c.redis)+" del >/dev/null").Run()
+		r := redis.NewClient(&redis.Options{Addr: c.redis})
+		defer r.Close()
+		it := r.Scan(ctx, 0, name+":*", 1000).Iterator()
+		var keys []string
+		for it.Next(ctx) {
+			if keys = append(keys, it.Val()); len(keys) == 1000 {
+				r.Unlink(ctx, keys...)
+				keys = keys[:0]
+			}
+		}
+		if len(keys) > 0 {
+			r.Unlink(ctx, keys...)
+		}
 	case "postgres":
 		if p, err := pgxpool.New(ctx, c.pg); err == nil {
 			p.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
