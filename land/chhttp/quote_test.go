@@ -74,18 +74,7 @@ func roundTrip(t testing.TB, c *Client, table string, ss []string) {
 		t.Fatalf("inserting %d strings: %v", len(ss), err)
 	}
 	got := map[int]string{}
-	err := c.SelectJSON(ctx, "SELECT i, hex(s) AS h FROM "+table, nil, func(d *json.Decoder) error {
-		var r struct {
-			I int
-			H string
-		}
-		if err := d.Decode(&r); err != nil {
-			return err
-		}
-		b, err := hex.DecodeString(r.H)
-		got[r.I] = string(b)
-		return err
-	})
+	err := c.SelectJSON(ctx, "SELECT i, hex(s) AS h FROM "+table, nil, hexRows(got))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,19 +108,7 @@ func roundTrip(t testing.TB, c *Client, table string, ss []string) {
 	}
 	// The same rows as a temporary table sent beside a query.
 	ext := map[int]string{}
-	err = c.SelectJSONWith(ctx, "SELECT i, hex(s) AS h FROM _t", nil, Table{Name: "_t", Structure: "i UInt32, s String", Values: rows},
-		func(d *json.Decoder) error {
-			var r struct {
-				I int
-				H string
-			}
-			if err := d.Decode(&r); err != nil {
-				return err
-			}
-			b, err := hex.DecodeString(r.H)
-			ext[r.I] = string(b)
-			return err
-		})
+	err = c.SelectJSONWith(ctx, "SELECT i, hex(s) AS h FROM _t", nil, Table{Name: "_t", Structure: "i UInt32, s String", Values: rows}, hexRows(ext))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +146,22 @@ func roundTrip(t testing.TB, c *Client, table string, ss []string) {
 			}
 		}
 		lo = hi
+	}
+}
+
+// hexRows decodes rows {"i": N, "h": HEX} into into[N].
+func hexRows(into map[int]string) func(*json.Decoder) error {
+	return func(d *json.Decoder) error {
+		var r struct {
+			I int
+			H string
+		}
+		if err := d.Decode(&r); err != nil {
+			return err
+		}
+		b, err := hex.DecodeString(r.H)
+		into[r.I] = string(b)
+		return err
 	}
 }
 

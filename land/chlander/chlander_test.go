@@ -17,7 +17,15 @@ import (
 
 func open(t testing.TB, mode land.Mode, table string, appendOnly bool) *Lander {
 	t.Helper()
-	l, err := New(context.Background(), Options{URL: testenv.RequireClickHouse(t), Mode: mode, Table: table, AppendOnly: appendOnly})
+	return openWith(t, Options{Mode: mode, Table: table, AppendOnly: appendOnly})
+}
+
+// openWith opens a lander on the test server with o and drops its table
+// and view at the end of the test.
+func openWith(t testing.TB, o Options) *Lander {
+	t.Helper()
+	o.URL = testenv.RequireClickHouse(t)
+	l, err := New(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,15 +187,7 @@ func mustJSON(t *testing.T, s string) []byte {
 func TestConformanceReadsOnly(t *testing.T) {
 	landtest.Run(t, landtest.Harness{
 		Open: func(t testing.TB, mode land.Mode, ns string) land.Lander {
-			l, err := New(context.Background(), Options{URL: testenv.RequireClickHouse(t), Mode: mode, Table: ns + "_" + mode.String(), KnownVersions: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				l.Exec(context.Background(), "DROP TABLE IF EXISTS "+l.View())
-				l.Exec(context.Background(), "DROP TABLE IF EXISTS "+l.Table())
-			})
-			return l
+			return openWith(t, Options{Mode: mode, Table: ns + "_" + mode.String(), KnownVersions: -1})
 		},
 		ExactValue: true,
 		BatchScale: 20,
@@ -209,15 +209,7 @@ func TestKnownVersions(t *testing.T) {
 	ctx := context.Background()
 	var tr countingTransport
 	table := testenv.Name(t, "ch")
-	l, err := New(ctx, Options{URL: testenv.RequireClickHouse(t), Mode: land.Latest, Table: table, KnownVersions: 3,
-		HTTPClient: &http.Client{Transport: &tr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		l.Exec(ctx, "DROP TABLE IF EXISTS "+l.View())
-		l.Exec(ctx, "DROP TABLE IF EXISTS "+l.Table())
-	})
+	l := openWith(t, Options{Mode: land.Latest, Table: table, KnownVersions: 3, HTTPClient: &http.Client{Transport: &tr}})
 	recs := func(rev uint64, groups ...string) []changelog.Record {
 		var out []changelog.Record
 		for _, g := range groups {
