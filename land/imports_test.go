@@ -14,7 +14,7 @@ func TestImports(t *testing.T) {
 		"github.com/ubiksql/ubik/types":     true,
 		"github.com/ubiksql/ubik/land":      true,
 	}
-	for _, pkg := range []string{".", "./redislander", "./dynamolander", "./pglander", "./chlander", "./kafkasrc"} {
+	for _, pkg := range []string{".", "./redislander", "./dynamolander", "./pglander", "./chlander", "./kafkasrc", "./chhttp", "./landprom", "./internal/pool"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)

@@ -28,11 +28,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math/big"
 	"math/rand/v2"
-	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -48,7 +45,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/land"
+	"github.com/ubiksql/ubik/land/chhttp"
 	"github.com/ubiksql/ubik/land/kafkasrc"
+	"github.com/ubiksql/ubik/land/redislander"
 )
 
 // start is the first hour of the generated usage (UTC).
@@ -502,30 +503,43 @@ func check(ctx context.Context, args []string) error {
 	}
 	store := map[cell]landed{}
 	var bad []string
-	iter := c.Scan(ctx, 0, *query+":*", 1000).Iterator()
+	// The lander's own key layout and reader: no copy of either here.
+	rl, err := redislander.New(ctx, redislander.Options{Client: c, Mode: land.History, Query: *query})
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	defer rl.Close()
+	iter := c.Scan(ctx, 0, *query+land.QuerySeparator+"*", 1000).Iterator()
 	for iter.Next(ctx) {
 		k := iter.Val()
-		h, err := c.HGetAll(ctx, k).Result()
-		if err != nil {
-			return fmt.Errorf("check: HGETALL %s: %w", k, err)
-		}
-		if h["final"] != "1" {
-			bad = append(bad, fmt.Sprintf("%s: not final (revision %s)", k, h["revision"]))
+		q, rest, _ := strings.Cut(k, land.QuerySeparator)
+		i := strings.LastIndex(rest, land.QuerySeparator)
+		if q != *query || i < 0 {
+			bad = append(bad, fmt.Sprintf("%s: not a history key of %s", k, *query))
 			continue
 		}
-		v, total, err := parseRow([]byte(h["value"]))
+		ws, err := strconv.ParseInt(rest[i+1:], 10, 64)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s: window start %q", k, rest[i+1:]))
+			continue
+		}
+		st, err := rl.Get(ctx, land.Ref{Query: q, Group: []byte(rest[:i]), WindowStart: ws})
+		if err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+		if !st.Final {
+			bad = append(bad, fmt.Sprintf("%s: not final (revision %d)", k, st.Version.Revision))
+			continue
+		}
+		v, total, err := parseRow(st.Value)
 		if err != nil {
 			return fmt.Errorf("check: %s: %w", k, err)
 		}
-		ws, err := strconv.ParseInt(h["window_start"], 10, 64)
-		if err != nil {
-			return fmt.Errorf("check: %s: window_start %q", k, h["window_start"])
-		}
-		wantKey := fmt.Sprintf(`%s:["%s"]:%d`, *query, v.Customer, ws)
-		if k != wantKey {
+		ref := land.Ref{Query: *query, Group: append(changelog.AppendString([]byte("["), v.Customer), ']'), WindowStart: st.Version.WindowStart}
+		if wantKey := rl.Key(ref); k != wantKey {
 			bad = append(bad, fmt.Sprintf("%s: the value says %s", k, wantKey))
 		}
-		store[cell{v.Customer, ws / 1000}] = landed{total, v.Total.String(), v.Events}
+		store[cell{v.Customer, st.Version.WindowStart / 1000}] = landed{total, v.Total.String(), v.Events}
 	}
 	if err := iter.Err(); err != nil {
 		return fmt.Errorf("check: scanning Redis: %w", err)
@@ -687,7 +701,7 @@ func cleanup(ctx context.Context, args []string) error {
 		errs = append(errs, err)
 	}
 	if *table != "" && *ch != "" {
-		errs = append(errs, chExec(ctx, *ch, "DROP TABLE IF EXISTS `"+strings.ReplaceAll(*table, "`", "")+"`"))
+		errs = append(errs, dropCH(ctx, *ch, *table))
 	}
 	if *brokers != "" && (*topics != "" || *groups != "") {
 		errs = append(errs, deleteKafka(ctx, *brokers, split(*topics), split(*groups)))
@@ -705,21 +719,18 @@ func split(s string) []string {
 	return out
 }
 
-func chExec(ctx context.Context, base, stmt string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+"/?"+url.Values{"query": {stmt}}.Encode(), nil)
+// dropCH drops the usage log's table through the library's ClickHouse
+// client.
+func dropCH(ctx context.Context, base, table string) error {
+	if !chhttp.ValidIdent(table) {
+		return fmt.Errorf("cleanup: table %q is not a plain identifier", table)
+	}
+	c, err := chhttp.New(chhttp.Options{URL: base})
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("clickhouse: %w", err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("clickhouse: %s: %s", stmt, bytes.TrimSpace(body))
-	}
-	return nil
+	_, err = c.Exec(ctx, "DROP TABLE IF EXISTS "+chhttp.QuoteIdent(table), nil)
+	return err
 }
 
 func deleteKafka(ctx context.Context, brokers string, topics, groups []string) error {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ubiksql/ubik/changelog"
@@ -15,7 +17,15 @@ import (
 
 func open(t testing.TB, mode land.Mode, table string, appendOnly bool) *Lander {
 	t.Helper()
-	l, err := New(context.Background(), Options{URL: testenv.RequireClickHouse(t), Mode: mode, Table: table, AppendOnly: appendOnly})
+	return openWith(t, Options{Mode: mode, Table: table, AppendOnly: appendOnly})
+}
+
+// openWith opens a lander on the test server with o and drops its table
+// and view at the end of the test.
+func openWith(t testing.TB, o Options) *Lander {
+	t.Helper()
+	o.URL = testenv.RequireClickHouse(t)
+	l, err := New(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +177,70 @@ func TestLiteralEscaping(t *testing.T) {
 }
 
 func mustJSON(t *testing.T, s string) []byte {
-	var b []byte
-	b = append(b, '[')
-	b = appendJSONString(b, s)
+	// changelog's string encoder: the bytes the engine writes.
+	b := append([]byte{'['}, changelog.AppendString(nil, s)...)
 	return append(b, ']')
+}
+
+// TestConformanceReadsOnly runs the suite with no memory of stored
+// versions: every batch takes the guard read.
+func TestConformanceReadsOnly(t *testing.T) {
+	landtest.Run(t, landtest.Harness{
+		Open: func(t testing.TB, mode land.Mode, ns string) land.Lander {
+			return openWith(t, Options{Mode: mode, Table: ns + "_" + mode.String(), KnownVersions: -1})
+		},
+		ExactValue: true,
+		BatchScale: 20,
+	})
+}
+
+// countingTransport counts the requests a lander sends.
+type countingTransport struct{ n atomic.Int64 }
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestKnownVersions: what the lander appended or read it does not read
+// again; a record at or below a known version is counted without a
+// request; past the bound the memory is dropped and the reads come back.
+func TestKnownVersions(t *testing.T) {
+	ctx := context.Background()
+	var tr countingTransport
+	table := testenv.Name(t, "ch")
+	l := openWith(t, Options{Mode: land.Latest, Table: table, KnownVersions: 3, HTTPClient: &http.Client{Transport: &tr}})
+	recs := func(rev uint64, groups ...string) []changelog.Record {
+		var out []changelog.Record
+		for _, g := range groups {
+			out = append(out, landtest.Record(land.Latest, "q", g, landtest.Base(), rev, false))
+		}
+		return out
+	}
+	step := func(batch []changelog.Record, want land.Result, wantRequests int64) {
+		t.Helper()
+		before := tr.n.Load()
+		got, err := l.Land(ctx, batch)
+		if err != nil || got != want {
+			t.Fatalf("Land: %+v, %v; want %+v", got, err, want)
+		}
+		if n := tr.n.Load() - before; n != wantRequests {
+			t.Fatalf("%d requests, want %d", n, wantRequests)
+		}
+	}
+	step(recs(2, "a", "b"), land.Result{Landed: 2}, 2)                     // read + append
+	step(recs(2, "a", "b"), land.Result{Duplicate: 2}, 0)                  // known: no request
+	step(recs(1, "a", "b"), land.Result{Superseded: 2}, 0)                 // known: no request
+	step(recs(3, "a", "b"), land.Result{Landed: 2}, 1)                     // append only
+	step(recs(1, "c", "d"), land.Result{Landed: 2}, 2)                     // unknown: read + append; 4 > 3 known
+	step(recs(3, "a"), land.Result{Duplicate: 1}, 1)                       // memory dropped: read again
+	step(append(recs(2, "c"), recs(4, "b")...), land.Result{Landed: 2}, 2) // c known again? no: dropped, read + append
+	// A second lander knows nothing and reads what the first wrote.
+	l2, err := New(ctx, Options{URL: testenv.RequireClickHouse(t), Mode: land.Latest, Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l2.Land(ctx, recs(3, "a", "b", "c", "d")); err != nil || got != (land.Result{Duplicate: 1, Superseded: 1, Landed: 2}) {
+		t.Fatalf("second lander: %+v, %v", got, err)
+	}
 }

@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +33,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/land"
+	"github.com/ubiksql/ubik/land/internal/pool"
 )
 
 // Errors of the package.
@@ -160,42 +160,12 @@ func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result
 	if err != nil {
 		return land.Result{}, err
 	}
-	var (
-		mu       sync.Mutex
-		wg       sync.WaitGroup
-		firstErr error
-		next     atomic.Int64
-	)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for range min(l.o.Concurrency, len(items)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(items) {
-					return
-				}
-				r, err := l.put(ctx, items[i])
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-					cancel()
-				}
-				res = res.Add(r)
-				mu.Unlock()
-				if err != nil {
-					return
-				}
-			}
-		}()
+	r, err := pool.Run(ctx, len(items), 1, l.o.Concurrency, "dynamolander: records",
+		func(ctx context.Context, i, _ int) (land.Result, error) { return l.put(ctx, items[i]) })
+	if err != nil {
+		return land.Result{}, err
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return land.Result{}, firstErr
-	}
-	return res, nil
+	return res.Add(r), nil
 }
 
 func (l *Lander) put(ctx context.Context, it land.Item) (land.Result, error) {

@@ -103,6 +103,11 @@ func New(opts Options) (*Source, error) {
 		// this the group would stay one short of the end forever and
 		// CaughtUp would never say so.
 		kgo.KeepControlRecords(),
+		// One fetch can fill a whole batch (the default 1 MiB per
+		// partition holds some 4,000 changelog records), so that a store
+		// that wants large writes gets them from a single partition too.
+		kgo.FetchMaxPartitionBytes(fetchBytes(opts.MaxBatch)),
+		kgo.FetchMaxBytes(max(fetchBytes(opts.MaxBatch), 50<<20)),
 	}, opts.ClientOpts...)
 	s := &Source{opts: opts, log: lg, parts: map[partition]*progress{}}
 	kopts = append([]kgo.Opt{
@@ -116,6 +121,13 @@ func New(opts Options) (*Source, error) {
 	}
 	s.cl = cl
 	return s, nil
+}
+
+// fetchBytes is the per-partition fetch size for batches of maxBatch
+// records: 512 bytes a record (a changelog record with its headers is
+// typically 150 to 400), at least kgo's default 1 MiB, at most 256 MiB.
+func fetchBytes(maxBatch int) int32 {
+	return int32(min(max(1<<20, maxBatch*512), 256<<20))
 }
 
 func (s *Source) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {

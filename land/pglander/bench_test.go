@@ -13,7 +13,7 @@ import (
 // BenchmarkLand: go test -bench . -benchtime=1000000x ./land/pglander
 // (1M records over 100k keys), beside BenchmarkCopyCeiling.
 func BenchmarkLand(b *testing.B) {
-	p := pool(b)
+	p := testPool(b)
 	l, err := New(context.Background(), Options{Pool: p, Mode: land.Latest, Table: landtest.NS("bench")})
 	if err != nil {
 		b.Fatal(err)
@@ -26,7 +26,7 @@ func BenchmarkLand(b *testing.B) {
 // same rows into a table of the same shape, with no guard and no conflict.
 func BenchmarkCopyCeiling(b *testing.B) {
 	ctx := context.Background()
-	p := pool(b)
+	p := testPool(b)
 	l, err := New(ctx, Options{Pool: p, Mode: land.History, Table: landtest.NS("copy")})
 	if err != nil {
 		b.Fatal(err)

@@ -30,7 +30,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -38,6 +37,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/land"
+	"github.com/ubiksql/ubik/land/internal/pool"
 )
 
 // Errors of the package.
@@ -236,40 +236,13 @@ func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result
 	slices.SortFunc(items, func(a, b land.Item) int {
 		return cmp.Or(strings.Compare(a.Query, b.Query), bytes.Compare(a.Group, b.Group), cmp.Compare(a.WindowStart, b.WindowStart))
 	})
-	n := (len(items) + l.o.BatchRows - 1) / l.o.BatchRows
-	var (
-		mu    sync.Mutex
-		wg    sync.WaitGroup
-		first error
-		next  atomic.Int64
-	)
-	for range min(n, l.o.Parallel) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				r, err := l.write(ctx, items[i*l.o.BatchRows:min((i+1)*l.o.BatchRows, len(items))])
-				mu.Lock()
-				res = res.Add(r)
-				if err != nil && first == nil {
-					first = err
-				}
-				mu.Unlock()
-				if err != nil {
-					return
-				}
-			}
-		}()
+	r, err := pool.Run(ctx, len(items), l.o.BatchRows, l.o.Parallel, "pglander: records", func(ctx context.Context, lo, hi int) (land.Result, error) {
+		return l.write(ctx, items[lo:hi])
+	})
+	if err != nil {
+		return land.Result{}, err
 	}
-	wg.Wait()
-	if first != nil {
-		return land.Result{}, first
-	}
-	return res, nil
+	return res.Add(r), nil
 }
 
 func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, error) {

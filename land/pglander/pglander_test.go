@@ -13,7 +13,7 @@ import (
 	"github.com/ubiksql/ubik/land/landtest"
 )
 
-func pool(t testing.TB) *pgxpool.Pool {
+func testPool(t testing.TB) *pgxpool.Pool {
 	p, err := pgxpool.New(context.Background(), testenv.RequirePostgres(t))
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +23,7 @@ func pool(t testing.TB) *pgxpool.Pool {
 }
 
 func TestConformance(t *testing.T) {
-	p := pool(t)
+	p := testPool(t)
 	landtest.Run(t, landtest.Harness{
 		Open: func(t testing.TB, mode land.Mode, ns string) land.Lander {
 			table := ns + "_" + mode.String()
@@ -39,7 +39,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	p := pool(t)
+	p := testPool(t)
 	ctx := context.Background()
 	for _, bad := range []string{"a;b", "x.y.z", `"q"`, ""} {
 		if bad == "" {
@@ -70,7 +70,7 @@ func TestBadInput(t *testing.T) {
 // filtered and follow each landing.
 func TestGroupColumns(t *testing.T) {
 	ctx := context.Background()
-	p := pool(t)
+	p := testPool(t)
 	table := testenv.Name(t, "pg")
 	l, err := New(ctx, Options{Pool: p, Mode: land.Continuous, Table: table,
 		GroupColumns: []GroupColumn{{Name: "merchant"}, {Name: "shard", Type: "bigint"}}})

@@ -21,12 +21,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/land"
+	"github.com/ubiksql/ubik/land/internal/pool"
 )
 
 // Errors of the package.
@@ -180,10 +180,12 @@ func isUnknownCommand(err error) bool {
 	return strings.Contains(s, "unknown command") || strings.Contains(s, "unknown subcommand")
 }
 
-// lost reports an error that means the server forgot the function or script.
+// lost reports an error that means the server forgot the function or
+// script. The reply is wrapped (by the pipeline and by the pool), so it is
+// found anywhere in the text.
 func lost(err error) bool {
 	s := err.Error()
-	return strings.HasPrefix(s, "NOSCRIPT") || strings.Contains(s, "Function not found") ||
+	return strings.Contains(s, "NOSCRIPT") || strings.Contains(s, "Function not found") ||
 		strings.Contains(s, "function not found")
 }
 
@@ -230,45 +232,8 @@ func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result
 }
 
 func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, error) {
-	perPipe := l.o.KeysPerCall * l.o.CallsPerPipeline
-	n := (len(items) + perPipe - 1) / perPipe
-	if n <= 1 {
-		return l.pipeline(ctx, items)
-	}
-	var (
-		mu    sync.Mutex
-		wg    sync.WaitGroup
-		res   land.Result
-		first error
-		next  atomic.Int64
-	)
-	for range min(n, l.o.Pipelines) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				r, err := l.pipeline(ctx, items[i*perPipe:min((i+1)*perPipe, len(items))])
-				mu.Lock()
-				res = res.Add(r)
-				if err != nil && first == nil {
-					first = err
-				}
-				mu.Unlock()
-				if err != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if first != nil {
-		return land.Result{}, first
-	}
-	return res, nil
+	return pool.Run(ctx, len(items), l.o.KeysPerCall*l.o.CallsPerPipeline, l.o.Pipelines, "redislander: keys",
+		func(ctx context.Context, lo, hi int) (land.Result, error) { return l.pipeline(ctx, items[lo:hi]) })
 }
 
 // pipeline lands chunk in one round trip.

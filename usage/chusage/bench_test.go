@@ -28,7 +28,7 @@ func BenchmarkAggregate10M(b *testing.B) {
 		b.Fatalf("ClickHouse at %s is required: %v", chURL(), err)
 	}
 	var n int64
-	err = l.c.selectRows(ctx, `SELECT uniqExact(key) AS n FROM `+l.table, func(d *json.Decoder) error {
+	err = l.selectRows(ctx, `SELECT uniqExact(key) AS n FROM `+l.table, func(d *json.Decoder) error {
 		var r struct{ N json.Number }
 		err := d.Decode(&r)
 		n, _ = r.N.Int64()
@@ -48,7 +48,7 @@ func BenchmarkAggregate10M(b *testing.B) {
 				FROM system.numbers LIMIT ` + limit
 		}
 		for _, q := range []string{"TRUNCATE TABLE " + l.table, gen(strconv.Itoa(usagetest.BenchLoadRows), "0"), gen("100000", "1000")} {
-			if _, err := l.c.do(ctx, q, nil, nil); err != nil {
+			if _, err := l.c.Exec(ctx, q, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -54,12 +54,12 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/ubiksql/ubik/land/chhttp"
 	"github.com/ubiksql/ubik/usage"
 )
 
@@ -86,7 +86,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+// maxIdent bounds database and table names.
+const maxIdent = 64
+
+func validIdent(s string) bool { return len(s) <= maxIdent && chhttp.ValidIdent(s) }
 
 const (
 	prefilterAuto = iota
@@ -96,7 +99,7 @@ const (
 
 // Log is a usage.Log on ClickHouse.
 type Log struct {
-	c       *client
+	c       *chhttp.Client
 	db, tab string
 	table   string // quoted db.table
 	qidPre  string // query_id prefix of this log's INSERTs
@@ -117,21 +120,14 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 	if o.URL == "" {
 		return nil, fmt.Errorf("%w: URL is required", ErrInvalidOptions)
 	}
-	u, err := url.Parse(o.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: URL must be http(s)://host:port", ErrInvalidOptions)
-	}
-	if u.User != nil {
-		return nil, fmt.Errorf("%w: put credentials in User and Password, not in the URL", ErrInvalidOptions)
-	}
 	if o.Database == "" {
 		o.Database = "default"
 	}
 	if o.Table == "" {
 		o.Table = "usage_events"
 	}
-	if !identRE.MatchString(o.Database) || !identRE.MatchString(o.Table) {
-		return nil, fmt.Errorf("%w: database %q and table %q must match %s", ErrInvalidOptions, o.Database, o.Table, identRE)
+	if !validIdent(o.Database) || !validIdent(o.Table) {
+		return nil, fmt.Errorf("%w: database %q and table %q must be plain identifiers of at most %d characters", ErrInvalidOptions, o.Database, o.Table, maxIdent)
 	}
 	if o.MaxRowsPerInsert == 0 {
 		o.MaxRowsPerInsert = 10_000
@@ -145,11 +141,15 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	c, err := chhttp.New(chhttp.Options{URL: o.URL, User: o.User, Password: o.Password, HTTPClient: o.HTTPClient})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
 	l := &Log{
-		c:       &client{base: u, http: o.HTTPClient, user: o.User, password: o.Password},
+		c:       c,
 		db:      o.Database,
 		tab:     o.Table,
-		table:   quoteIdent(o.Database) + "." + quoteIdent(o.Table),
+		table:   chhttp.QuoteIdent(o.Database) + "." + chhttp.QuoteIdent(o.Table),
 		qidPre:  "ubik-usage-" + o.Database + "-" + o.Table + "-",
 		maxRows: o.MaxRowsPerInsert,
 		log:     o.Logger,
@@ -162,7 +162,7 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 
 func (l *Log) ensureSchema(ctx context.Context) error {
 	var n json.Number
-	err := l.c.selectRows(ctx, `SELECT count() AS n FROM system.functions WHERE name = 'now64'`, func(d *json.Decoder) error {
+	err := l.selectRows(ctx, `SELECT count() AS n FROM system.functions WHERE name = 'now64'`, func(d *json.Decoder) error {
 		var r struct{ N json.Number }
 		err := d.Decode(&r)
 		n = r.N
@@ -176,7 +176,7 @@ func (l *Log) ensureSchema(ctx context.Context) error {
 	if l.ms {
 		recorded = `toUnixTimestamp64Milli(now64(3))`
 	}
-	if _, err := l.c.do(ctx, `CREATE DATABASE IF NOT EXISTS `+quoteIdent(l.db), nil, nil); err != nil {
+	if _, err := l.c.Exec(ctx, `CREATE DATABASE IF NOT EXISTS `+chhttp.QuoteIdent(l.db), nil); err != nil {
 		return err
 	}
 	// Partitioned by event time: copies of one key with the same event time
@@ -194,7 +194,7 @@ func (l *Log) ensureSchema(ctx context.Context) error {
 	) ENGINE = ReplacingMergeTree(version)
 	PARTITION BY intDiv(event_ms, 2592000000)
 	ORDER BY key`
-	_, err = l.c.do(ctx, ddl, nil, nil)
+	_, err = l.c.Exec(ctx, ddl, nil)
 	return err
 }
 
@@ -243,11 +243,11 @@ func (l *Log) existing(ctx context.Context, rows []usage.Row) (map[string]struct
 		if i > 0 {
 			q.WriteByte(',')
 		}
-		q.WriteString(quoteString(r.Key))
+		q.WriteString(chhttp.Quote(r.Key))
 	}
 	q.WriteString(`)`)
 	present := map[string]struct{}{}
-	err := l.c.selectRows(ctx, q.String(), func(d *json.Decoder) error {
+	err := l.selectRows(ctx, q.String(), func(d *json.Decoder) error {
 		var r struct{ Key string }
 		if err := d.Decode(&r); err != nil {
 			return err
@@ -267,46 +267,44 @@ func (l *Log) insertRows(ctx context.Context, rows []usage.Row) error {
 	}
 	body := make([]byte, 0, len(rows)*128)
 	for _, r := range rows {
-		body = appendRowJSON(body, r)
+		body = appendRow(body, r)
 	}
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return err
 	}
 	settings := url.Values{"query_id": {l.qidPre + hex.EncodeToString(id[:])}}
-	_, err := l.c.do(ctx, `INSERT INTO `+l.table+` (key, event_ms, meter, quantity, dim_names, dim_kv) FORMAT JSONEachRow`, body, settings)
-	return err
+	return l.c.Insert(ctx, `INSERT INTO `+l.table+` (key, event_ms, meter, quantity, dim_names, dim_kv) FORMAT Values`, body, settings)
 }
 
-func appendRowJSON(b []byte, r usage.Row) []byte {
-	b = append(b, `{"key":`...)
-	b = appendJSONString(b, r.Key)
-	b = append(b, `,"event_ms":`...)
+// appendRow appends one row of INSERT ... FORMAT Values: strings through
+// the one literal rule (chhttp.AppendQuote), the quantity as its
+// fixed-point text, which the Values parser reads into Decimal(38, 9)
+// exactly.
+func appendRow(b []byte, r usage.Row) []byte {
+	b = append(b, '(')
+	b = chhttp.AppendQuote(b, r.Key)
+	b = append(b, ',')
 	b = strconv.AppendInt(b, r.Millis, 10)
-	b = append(b, `,"meter":`...)
-	b = appendJSONString(b, r.Meter)
-	b = append(b, `,"quantity":`...)
-	b = append(b, r.Quantity...) // fixed-point text is a valid JSON number
-	b = append(b, `,"dim_names":[`...)
+	b = append(b, ',')
+	b = chhttp.AppendQuote(b, r.Meter)
+	b = append(b, ',')
+	b = append(b, r.Quantity...)
+	b = append(b, ",["...)
 	for i, d := range r.Dims {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, d.Name)
+		b = chhttp.AppendQuote(b, d.Name)
 	}
-	b = append(b, `],"dim_kv":[`...)
+	b = append(b, "],["...)
 	for i, d := range r.Dims {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, encodeDim(d.Name, d.Value))
+		b = chhttp.AppendQuote(b, encodeDim(d.Name, d.Value))
 	}
-	return append(b, "]}\n"...)
-}
-
-func appendJSONString(b []byte, s string) []byte {
-	enc, _ := json.Marshal(s) // a Go string always marshals
-	return append(b, enc...)
+	return append(b, "])\n"...)
 }
 
 // Dimensions are stored as two parallel arrays: dim_names (to test absence)
@@ -360,7 +358,7 @@ func decodeDim(s string) (string, usage.Value, error) {
 func cond(meter string, fromMs, toMs int64, filters []usage.Filter) string {
 	var p []string
 	if meter != "" {
-		p = append(p, "meter = "+quoteString(meter))
+		p = append(p, "meter = "+chhttp.Quote(meter))
 	}
 	p = append(p, "event_ms >= "+quoteInt(fromMs), "event_ms < "+quoteInt(toMs))
 	for _, f := range filters {
@@ -372,9 +370,9 @@ func cond(meter string, fromMs, toMs int64, filters []usage.Filter) string {
 // filterPred is a dimension filter over the raw columns of one copy.
 func filterPred(f usage.Filter) string {
 	if f.Absent {
-		return "NOT has(dim_names, " + quoteString(f.Dim) + ")"
+		return "NOT has(dim_names, " + chhttp.Quote(f.Dim) + ")"
 	}
-	return "has(dim_kv, " + quoteString(encodeDim(f.Dim, f.Value)) + ")"
+	return "has(dim_kv, " + chhttp.Quote(encodeDim(f.Dim, f.Value)) + ")"
 }
 
 // winnerCond filters collapsed rows: meter and time on the winner's t and
@@ -382,7 +380,7 @@ func filterPred(f usage.Filter) string {
 func winnerCond(meter string, fromMs, toMs int64, nFilters int) string {
 	var p []string
 	if meter != "" {
-		p = append(p, "m = "+quoteString(meter))
+		p = append(p, "m = "+chhttp.Quote(meter))
 	}
 	p = append(p, "t >= "+quoteInt(fromMs), "t < "+quoteInt(toMs))
 	for i := 0; i < nFilters; i++ {
@@ -440,7 +438,7 @@ func (l *Log) usePrefilter(ctx context.Context, candidate string) (bool, error) 
 		return false, nil
 	}
 	var r struct{ C, N json.Number }
-	err := l.c.selectRows(ctx, `SELECT countIf(`+candidate+`) AS c, count() AS n FROM `+l.table, func(d *json.Decoder) error { return d.Decode(&r) })
+	err := l.selectRows(ctx, `SELECT countIf(`+candidate+`) AS c, count() AS n FROM `+l.table, func(d *json.Decoder) error { return d.Decode(&r) })
 	if err != nil {
 		return false, err
 	}
@@ -467,7 +465,7 @@ func (l *Log) Aggregate(ctx context.Context, q usage.AggregateQuery) (usage.Tota
 	group := []string{"bucket"}
 	for i, g := range spec.GroupBy {
 		alias := "g" + strconv.Itoa(i)
-		extra = append(extra, "argMax(if(has(dim_names, "+quoteString(g)+"), dim_kv[indexOf(dim_names, "+quoteString(g)+")], ''), version) AS "+alias)
+		extra = append(extra, "argMax(if(has(dim_names, "+chhttp.Quote(g)+"), dim_kv[indexOf(dim_names, "+chhttp.Quote(g)+")], ''), version) AS "+alias)
 		sel = append(sel, alias)
 		group = append(group, alias)
 	}
@@ -493,7 +491,7 @@ func (l *Log) Aggregate(ctx context.Context, q usage.AggregateQuery) (usage.Tota
 		` WHERE ` + winnerCond(spec.Meter, spec.FromMs, spec.ToMs, len(spec.Filters)) +
 		` GROUP BY ` + strings.Join(group, ", ")
 	var groups []usage.GroupTotals
-	err = l.c.selectRows(ctx, query, func(d *json.Decoder) error {
+	err = l.selectRows(ctx, query, func(d *json.Decoder) error {
 		var r map[string]any
 		if err := d.Decode(&r); err != nil {
 			return err
@@ -561,9 +559,9 @@ func num(v any) (int64, error) {
 // their query_id prefix) are seen, on a single server (system.processes is
 // per server), and the server clock must not step backwards.
 func (l *Log) watermark(ctx context.Context) (int64, error) {
-	q := `SELECT toInt64(toUInt32(now())) AS s, toFloat64(max(elapsed)) AS e, count() AS n FROM system.processes WHERE startsWith(query_id, ` + quoteString(l.qidPre) + `)`
+	q := `SELECT toInt64(toUInt32(now())) AS s, toFloat64(max(elapsed)) AS e, count() AS n FROM system.processes WHERE startsWith(query_id, ` + chhttp.Quote(l.qidPre) + `)`
 	var wm int64
-	err := l.c.selectRows(ctx, q, func(d *json.Decoder) error {
+	err := l.selectRows(ctx, q, func(d *json.Decoder) error {
 		var r struct {
 			S, N json.Number
 			E    json.Number
@@ -613,7 +611,7 @@ func (l *Log) ListEvents(ctx context.Context, q usage.ListQuery) (usage.Page, er
 	outer := winnerCond(spec.Meter, spec.FromMs, spec.ToMs, len(spec.Filters)) + " AND rec < " + quoteInt(wm)
 	if cur.Started {
 		candidate += " AND recorded_ms >= " + quoteInt(cur.A)
-		outer += " AND (rec > " + quoteInt(cur.A) + " OR (rec = " + quoteInt(cur.A) + " AND key > " + quoteString(cur.K) + "))"
+		outer += " AND (rec > " + quoteInt(cur.A) + " OR (rec = " + quoteInt(cur.A) + " AND key > " + chhttp.Quote(cur.K) + "))"
 	}
 	extra := append(filterFlags(spec.Filters), "argMax(dim_kv, version) AS kv", "argMax(recorded_ms, version) AS rec")
 	query := `SELECT key, t, m, q, kv, rec FROM (` + l.collapsed(extra, candidate) + `) WHERE ` + outer +
@@ -621,7 +619,7 @@ func (l *Log) ListEvents(ctx context.Context, q usage.ListQuery) (usage.Page, er
 	page := usage.Page{Events: []usage.Stored{}}
 	next := cur
 	next.Started = true
-	err = l.c.selectRows(ctx, query, func(d *json.Decoder) error {
+	err = l.selectRows(ctx, query, func(d *json.Decoder) error {
 		var r struct {
 			Key, M    string
 			Q, T, Rec json.Number
@@ -655,10 +653,10 @@ func (l *Log) Get(ctx context.Context, key string) (usage.Stored, bool, error) {
 	}
 	query := `SELECT key, t, m, q, kv, rec FROM (SELECT key, argMax(event_ms, version) AS t, argMax(meter, version) AS m, ` +
 		`argMax(quantity, version) AS q, argMax(dim_kv, version) AS kv, argMax(recorded_ms, version) AS rec FROM ` +
-		l.table + ` WHERE key = ` + quoteString(key) + ` GROUP BY key)`
+		l.table + ` WHERE key = ` + chhttp.Quote(key) + ` GROUP BY key)`
 	var out usage.Stored
 	found := false
-	err := l.c.selectRows(ctx, query, func(d *json.Decoder) error {
+	err := l.selectRows(ctx, query, func(d *json.Decoder) error {
 		var r struct {
 			Key, M    string
 			Q, T, Rec json.Number

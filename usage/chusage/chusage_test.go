@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ubiksql/ubik/land/chhttp"
 	"github.com/ubiksql/ubik/usage"
 	"github.com/ubiksql/ubik/usage/usagetest"
 )
@@ -52,7 +53,7 @@ func newLog(t testing.TB) (*Log, string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := l.c.do(ctx, "DROP TABLE IF EXISTS "+l.table, nil, nil); err != nil {
+		if _, err := l.c.Exec(ctx, "DROP TABLE IF EXISTS "+l.table, nil); err != nil {
 			t.Errorf("dropping %s: %v", table, err)
 		}
 	})
@@ -82,7 +83,7 @@ func TestTwoProcessWriters(t *testing.T) {
 
 func (l *Log) exec(t *testing.T, q string) {
 	t.Helper()
-	if _, err := l.c.do(context.Background(), q, nil, nil); err != nil {
+	if _, err := l.c.Exec(context.Background(), q, nil); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 }
@@ -90,7 +91,7 @@ func (l *Log) exec(t *testing.T, q string) {
 func (l *Log) scalar(t *testing.T, q string) string {
 	t.Helper()
 	var out string
-	err := l.c.selectRows(context.Background(), q, func(d *json.Decoder) error {
+	err := l.selectRows(context.Background(), q, func(d *json.Decoder) error {
 		var r map[string]any
 		if err := d.Decode(&r); err != nil {
 			return err
@@ -241,11 +242,11 @@ func TestVersionIsServerAssigned(t *testing.T) {
 	t.Parallel()
 	l, _ := newLog(t)
 	for _, col := range []string{"version", "recorded_ms", "tiebreak"} {
-		_, err := l.c.do(context.Background(), "INSERT INTO "+l.table+" (key, "+col+") FORMAT JSONEachRow", []byte(`{"key":"x","`+col+`":1}`+"\n"), nil)
+		err := l.c.Insert(context.Background(), "INSERT INTO "+l.table+" (key, "+col+") FORMAT JSONEachRow", []byte(`{"key":"x","`+col+`":1}`+"\n"), nil)
 		if err == nil {
 			t.Fatalf("inserting %s was accepted", col)
 		}
-		if se, ok := err.(*ServerError); !ok || se.Code() == 0 {
+		if se, ok := err.(*chhttp.ServerError); !ok || se.Code() == 0 {
 			t.Fatalf("inserting %s: %v, want a ClickHouse error with a code", col, err)
 		}
 	}
@@ -262,8 +263,8 @@ func TestVersionIsServerAssigned(t *testing.T) {
 func TestServerErrorSurfaces(t *testing.T) {
 	t.Parallel()
 	l, _ := newLog(t)
-	err := l.c.selectRows(context.Background(), "SELECT no_such_column FROM "+l.table, func(*json.Decoder) error { return nil })
-	se, ok := err.(*ServerError)
+	err := l.selectRows(context.Background(), "SELECT no_such_column FROM "+l.table, func(*json.Decoder) error { return nil })
+	se, ok := err.(*chhttp.ServerError)
 	if !ok || se.Code() != 47 || !strings.Contains(se.Text, "no_such_column") {
 		t.Fatalf("got %v, want ClickHouse error 47 naming the column", err)
 	}
