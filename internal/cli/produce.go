@@ -57,11 +57,23 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	if *to == "" {
 		return fmt.Errorf("%w: produce needs --to kafka://HOST:PORT/TOPIC", ErrUsage)
 	}
-	var csvKey *exec.Decoder // csv with --key-field: reads the key column
+	var csvKey *exec.Decoder  // csv with --key-field: reads the key column
+	var jsonKey *exec.Decoder // jsonl with --key-field: reads a string key as a query does
 	switch strings.ToLower(*format) {
 	case "jsonl", "json", "ndjson":
 		if *header || *delimiter != "," {
 			return fmt.Errorf("%w: --header and --delimiter are for --format csv", ErrUsage)
+		}
+		if *keyField != "" {
+			// A string key is the text a query's VARCHAR column holds
+			// (invalid UTF-8 repaired, escapes resolved), and the line
+			// is read by the engine's decoder, which takes every number
+			// spelling a query takes (NaN, -Infinity, 1e400): a topic
+			// keyed this way is partitioned by the group a query keyed
+			// by that column computes.
+			jsonKey = exec.NewDecoder(&plan.Source{Name: "--input", TimeCol: -1,
+				Columns: []plan.Column{{Name: *keyField, Type: types.Varchar}},
+				Options: map[string]string{"format": "jsonl"}})
 		}
 	case "csv":
 		if _, err := exec.ParseMessageFormat(map[string]string{"format": "csv", "delimiter": *delimiter}); err != nil {
@@ -149,8 +161,12 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 			if row, err := csvKey.Decode(line); err == nil && !row[0].Null {
 				rec.Key = []byte(row[0].S)
 			}
-		case *keyField != "":
-			if v, err := p.ParseBytes(line); err == nil {
+		case jsonKey != nil:
+			if row, err := jsonKey.Decode(line); err == nil && !row[0].Null {
+				rec.Key = []byte(row[0].S)
+			} else if v, err := p.ParseBytes(line); err == nil {
+				// Not a string key (a number, an object, null): its JSON
+				// text; an absent field: no key.
 				if k := v.Get(*keyField); k != nil {
 					if b, err := k.StringBytes(); err == nil {
 						rec.Key = append([]byte(nil), b...)
