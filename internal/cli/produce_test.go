@@ -54,7 +54,8 @@ func TestProduce(t *testing.T) {
 // group a query grouping by g computes: escapes resolved, invalid UTF-8
 // repaired (two different invalid bytes are one group, one key), and a
 // line the engine reads (non-finite number spellings in other fields)
-// keeps its key; JSON null keys as "null", an absent field sends no key.
+// keeps its key; a number or an object keys by its canonical JSON text,
+// JSON null as "null"; a line without the field goes without a key.
 func TestProduceKeyIsTheGroupText(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -64,13 +65,13 @@ func TestProduceKeyIsTheGroupText(t *testing.T) {
 	addr := c.ListenAddrs()[0]
 	lines := []string{
 		`{"g":"Bo\u00e9","x":1}`, `{"g":"Bo\u00E9","x":-NaN}`, "{\"g\":\"Bo\xc3\xa9\",\"x\":+Infinity}",
-		"{\"g\":\"\xff\",\"x\":Infinity}", "{\"g\":\"\xfe\",\"x\":-inf}", `{"g":null,"x":1e400}`, `{"x":nan}`, `{"g":12,"x":1}`,
+		"{\"g\":\"\xff\",\"x\":Infinity}", "{\"g\":\"\xfe\",\"x\":-inf}", `{"g":null,"x":1e400}`, `{"x":nan}`, `{"g":12,"x":-NaN}`, `{"g":{ "a" : 1 }}`, "not json",
 	}
 	env, _, errb := runTestEnv(strings.Join(lines, "\n") + "\n")
 	if code := Main(context.Background(), env, []string{"produce", "--to", "kafka://" + addr + "/ev", "--partitions", "3", "--key-field", "g"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
-	if !strings.Contains(errb.String(), "produced 8 records to ev (1 without a \"g\" field") {
+	if !strings.Contains(errb.String(), "produced 10 records to ev (2 without a \"g\" field") {
 		t.Fatalf("stderr: %s", errb)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("ev"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -99,7 +100,7 @@ func TestProduceKeyIsTheGroupText(t *testing.T) {
 			got[string(r.Value)] = kp{k, r.Partition}
 		})
 	}
-	wantKey := []string{"Boé", "Boé", "Boé", "\ufffd", "\ufffd", "null", "", "12"}
+	wantKey := []string{"Boé", "Boé", "Boé", "\ufffd", "\ufffd", "null", "", "12", `{"a":1}`, ""}
 	for i, l := range lines {
 		g := got[l]
 		switch {

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/testenv"
 )
@@ -46,9 +47,28 @@ func build(t *testing.T, dir string) *tools {
 	tl := &tools{root: root, ubik: filepath.Join(dir, "ubik"), lib: filepath.Join(dir, "libubik.so"),
 		capi: filepath.Join(dir, "capi_host"), python: filepath.Join(root, "python")}
 	tl.brokers = testenv.RequireKafka(t)
-	steps := [][]string{
+	// The two Go builds run side by side (each mostly links).
+	errs := make(chan error, 2)
+	for _, s := range [][]string{
 		{"go", "build", "-o", tl.ubik, "./cmd/ubik"},
 		{"go", "build", "-buildmode=c-shared", "-o", tl.lib, "./capi"},
+	} {
+		go func() {
+			cmd := exec.Command(s[0], s[1:]...)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := [][]string{
 		{"gcc", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror", "-O1", "-I" + filepath.Join(root, "capi"),
 			filepath.Join(root, "internal/metamorphic/testdata/capi_host.c"), "-L" + dir, "-lubik", "-Wl,-rpath," + dir, "-o", tl.capi},
 	}
@@ -200,6 +220,47 @@ func killer(cmd *exec.Cmd, r *rand.Rand, lo, hi time.Duration) (killed bool, err
 	return true, nil
 }
 
+// stepKill starts cmd stopped and lets it run in slices of slice (SIGCONT,
+// sleep, SIGSTOP), then SIGKILLs it after steps slices unless it ended
+// first; so a run of a few milliseconds is still killed at a random point
+// of its own progress, not of the machine's clock. It reports whether it
+// killed the process.
+func stepKill(cmd *exec.Cmd, steps int, slice time.Duration) (killed bool, err error) {
+	_, killed, err = stepRun(cmd, steps, slice)
+	return killed, err
+}
+
+// stepRun is stepKill; it also returns how many slices it gave the
+// process (with steps < 0 it never kills: the count measures a whole run).
+func stepRun(cmd *exec.Cmd, steps int, slice time.Duration) (given int, killed bool, err error) {
+	if err := cmd.Start(); err != nil {
+		return 0, false, err
+	}
+	p := cmd.Process
+	_ = p.Signal(syscall.SIGSTOP)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for i := 0; steps < 0 || i < steps; i++ {
+		_ = p.Signal(syscall.SIGCONT)
+		select {
+		case err := <-done:
+			return i + 1, false, err
+		case <-time.After(slice):
+		}
+		_ = p.Signal(syscall.SIGSTOP)
+	}
+	select {
+	case err := <-done:
+		return steps, false, err
+	default:
+	}
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		return steps, false, err
+	}
+	<-done
+	return steps, true, nil
+}
+
 // runFile runs c with `ubik run --state-dir`: once uninterrupted (to time
 // it), then under kills -9 at random points, each time rerunning the same
 // command, which resumes from the state directory; the resumed output is
@@ -211,11 +272,12 @@ func (tl *tools) runFile(t *testing.T, c *Case, dir string, r *rand.Rand, kills 
 	stats := filepath.Join(dir, "stats.json")
 	args := []string{"run", sql, "--input", input, "--output", out, "--format", "jsonl", "--no-progress",
 		"--state-dir", state, "--checkpoint-interval", "2ms", "--stats-json", stats}
-	start := time.Now()
-	if b, err := exec.Command(tl.ubik, args...).CombinedOutput(); err != nil {
-		return nil, 0, fmt.Errorf("file run: %v\n%s", err, b)
+	// The uninterrupted run, in slices: how many a whole run takes.
+	const slice = 500 * time.Microsecond
+	whole, _, err := stepRun(exec.Command(tl.ubik, args...), -1, slice)
+	if err != nil {
+		return nil, 0, fmt.Errorf("file run: %v", err)
 	}
-	whole := time.Since(start)
 	if err := os.RemoveAll(state); err != nil {
 		return nil, 0, err
 	}
@@ -224,7 +286,7 @@ func (tl *tools) runFile(t *testing.T, c *Case, dir string, r *rand.Rand, kills 
 		cmd := exec.Command(tl.ubik, args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		k, err := killer(cmd, r, time.Millisecond, whole+time.Millisecond)
+		k, err := stepKill(cmd, r.IntN(whole+1), slice)
 		if err != nil {
 			return nil, killed, fmt.Errorf("file run under kill: %v\n%s", err, stderr.String())
 		}
@@ -273,6 +335,7 @@ func (k kafkaRun) String() string {
 func (tl *tools) runKafka(t *testing.T, c *Case, dir string, r *rand.Rand, kr kafkaRun, want Finals) (*Result, bool, error) {
 	name := strings.ReplaceAll(testenv.Name(t, "mm"), "-", "_")
 	sql, input := caseFiles(t, c, dir, name)
+	_ = input
 	b := strings.Join(tl.brokers, ",")
 	src, sink := name+"_src", name+"_sink"
 	cl, err := kgo.NewClient(kgo.SeedBrokers(tl.brokers...))
@@ -291,12 +354,15 @@ func (tl *tools) runKafka(t *testing.T, c *Case, dir string, r *rand.Rand, kr ka
 	if _, err := adm.CreateTopic(ctx, int32(kr.partitions), -1, map[string]*string{"cleanup.policy": &delPolicy}, sink); err != nil {
 		return nil, false, fmt.Errorf("creating the sink topic: %w", err)
 	}
-	produce := []string{"produce", "--to", "kafka://" + b + "/" + src, "--input", input, "--partitions", strconv.Itoa(kr.partitions)}
 	if kr.direct {
-		produce = append(produce, "--key-field", "g")
-	}
-	if out, err := exec.Command(tl.ubik, produce...).CombinedOutput(); err != nil {
-		return nil, false, fmt.Errorf("ubik produce: %v\n%s", err, out)
+		if err := produceByGroup(ctx, cl, adm, src, kr.partitions, c.Lines); err != nil {
+			return nil, false, err
+		}
+	} else {
+		produce := []string{"produce", "--to", "kafka://" + b + "/" + src, "--input", input, "--partitions", strconv.Itoa(kr.partitions)}
+		if out, err := exec.Command(tl.ubik, produce...).CombinedOutput(); err != nil {
+			return nil, false, fmt.Errorf("ubik produce: %v\n%s", err, out)
+		}
 	}
 	run := []string{"run", sql, "--source", "kafka://" + b + "/" + src, "--sink", "kafka://" + b + "/" + sink,
 		"--instance-id", "a", "--allow-uncompacted-sink", "--log-level", "warn", "--no-progress", "--idle-timeout", "2s"}
@@ -324,6 +390,44 @@ func (tl *tools) runKafka(t *testing.T, c *Case, dir string, r *rand.Rand, kr ka
 	// The second run's summary counts only what it consumed.
 	res.Malformed, res.Duplicates = -1, -1
 	return res, killed, nil
+}
+
+// produceByGroup writes the lines to a new topic keyed by the engine's
+// own key of their g cell (a one-column continuous view over the same
+// decoder), so the topic is partitioned by the GROUP BY key, as a direct
+// run requires. `ubik produce --key-field g` sends a line without a key
+// when it holds g = null beside a number spelling its JSON parser does
+// not read (-NaN), which would split the NULL group over partitions.
+func produceByGroup(ctx context.Context, cl *kgo.Client, adm *kadm.Client, topic string, partitions int, lines [][]byte) error {
+	eng, err := ubik.Open(ubik.DefaultOptions())
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	var key []byte
+	q, err := eng.Start(`CREATE SOURCE ev (g VARCHAR) WITH (format = 'jsonl');
+CREATE VIEW keys AS SELECT g, count(*) AS c FROM ev GROUP BY g;`, ubik.QueryOptions{OnRecord: func(r changelog.Record) error {
+		key = append(key[:0], r.Key...)
+		return nil
+	}})
+	if err != nil {
+		return err
+	}
+	if _, err := adm.CreateTopic(ctx, int32(partitions), -1, nil, topic); err != nil {
+		return fmt.Errorf("creating the source topic: %w", err)
+	}
+	recs := make([]*kgo.Record, len(lines))
+	for i, l := range lines {
+		key = key[:0]
+		if err := q.Push(l); err != nil {
+			return fmt.Errorf("the key of line %d %q: %w", i, l, err)
+		}
+		if len(key) == 0 {
+			return fmt.Errorf("line %d %q gave no key", i, l)
+		}
+		recs[i] = &kgo.Record{Topic: topic, Key: append([]byte(nil), key...), Value: l}
+	}
+	return cl.ProduceSync(ctx, recs...).FirstErr()
 }
 
 // readSink reads the sink topic read_committed until it holds a final

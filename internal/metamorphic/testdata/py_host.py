@@ -4,7 +4,8 @@
 
 MODE "bytes" pushes each line as it is; "dict" parses each line with the
 standard json module and pushes the dict (json.dumps spells NaN and
-Infinity its own way, and re-escapes every string), falling back to the
+Infinity its own way, and re-escapes every string; the number -0 is read
+as the float -0.0, which json would make the integer 0), falling back to the
 bytes for a line json cannot read (invalid UTF-8). Records are printed as
     final<TAB>revision<TAB>key<TAB>value
 and last "#stats<TAB>{stats JSON}", as capi_host.c does.
@@ -14,6 +15,12 @@ import json
 import sys
 
 import ubik
+
+
+def _parse_int(s):
+    # json reads the number -0 as the integer 0, which loses the sign a
+    # DOUBLE column keeps (-0.0): the host's conversion, not the engine's.
+    return -0.0 if s == "-0" else int(s)
 
 
 def main():
@@ -36,7 +43,7 @@ def main():
         event = line
         if mode == "dict":
             try:
-                event = json.loads(line)
+                event = json.loads(line, parse_int=_parse_int)
             except ValueError:
                 fallbacks += 1
         while True:
