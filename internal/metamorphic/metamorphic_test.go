@@ -212,8 +212,28 @@ func long(t *testing.T, tl *tools) {
 	}
 	deadline := time.Now().Add(d)
 	seeds := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
-	n, failed := 0, 0
+	n, failed, inProc := 0, 0, 0
+	save := func(c *Case, fs []failure, m *Case) {
+		path := filepath.Join(found, fmt.Sprintf("seed%d.case", c.Seed))
+		m.Note = fmt.Sprintf("seed %d, %s: %s", c.Seed, fs[0].path, firstLine(fs[0].err.Error()))
+		if err := WriteCase(path, m); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("seed %d minimized to %d lines: %s", c.Seed, len(m.Lines), path)
+	}
 	for time.Now().Before(deadline) {
+		// The in-process configurations are cheap: many cases of them
+		// between two cases that take every path.
+		for range 20 {
+			seed := seeds.Uint64() >> 1
+			c := Generate(seed, Size{Events: 20 + seeds.IntN(3000)})
+			inProc++
+			if _, _, fs := runInProcessPaths(c, rand.New(rand.NewPCG(seed, 2))); len(fs) > 0 {
+				failed++
+				report(t, c, fs)
+				save(c, fs, minimizeFailure(t, tl, c, fs[0]))
+			}
+		}
 		seed := seeds.Uint64() >> 1
 		c := Generate(seed, Size{Events: 50 + seeds.IntN(longEvents)})
 		r := rand.New(rand.NewPCG(seed, 2))
@@ -228,15 +248,9 @@ func long(t *testing.T, tl *tools) {
 		}
 		failed++
 		report(t, c, fs)
-		m := minimizeFailure(t, tl, c, fs[0])
-		path := filepath.Join(found, fmt.Sprintf("seed%d.case", seed))
-		m.Note = fmt.Sprintf("seed %d, %s: %s", seed, fs[0].path, firstLine(fs[0].err.Error()))
-		if err := WriteCase(path, m); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("seed %d minimized to %d lines: %s", seed, len(m.Lines), path)
+		save(c, fs, minimizeFailure(t, tl, c, fs[0]))
 	}
-	t.Logf("long run: %d cases in %s, %d failed", n, d, failed)
+	t.Logf("long run: %d cases through every path and %d more in process in %s; %d failed", n, inProc, d, failed)
 }
 
 func firstLine(s string) string {

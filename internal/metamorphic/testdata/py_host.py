@@ -4,8 +4,8 @@
 
 MODE "bytes" pushes each line as it is; "dict" parses each line with the
 standard json module and pushes the dict (json.dumps spells NaN and
-Infinity its own way, and re-escapes every string; the number -0 is read
-as the float -0.0, which json would make the integer 0), falling back to the
+Infinity its own way, and re-escapes every string; x = -0 is passed as
+the float -0.0, which json would make the integer 0), falling back to the
 bytes for a line json cannot read (invalid UTF-8). Records are printed as
     final<TAB>revision<TAB>key<TAB>value
 and last "#stats<TAB>{stats JSON}", as capi_host.c does.
@@ -17,10 +17,23 @@ import sys
 import ubik
 
 
+class _NegZero(int):
+    """The integer -0 as json reads it (0), remembered: json.dumps writes
+    it 0, as a JSON column's canonical text has it."""
+
+
 def _parse_int(s):
-    # json reads the number -0 as the integer 0, which loses the sign a
-    # DOUBLE column keeps (-0.0): the host's conversion, not the engine's.
-    return -0.0 if s == "-0" else int(s)
+    return _NegZero(0) if s == "-0" else int(s)
+
+
+def _event(line):
+    # json reads the number -0 as the integer 0, which would lose the sign
+    # the DOUBLE column x keeps (-0.0): a host that knows x is a DOUBLE
+    # passes a float. That is the host's conversion, not the engine's.
+    event = json.loads(line, parse_int=_parse_int)
+    if isinstance(event.get("x"), _NegZero):
+        event["x"] = -0.0
+    return event
 
 
 def main():
@@ -43,7 +56,7 @@ def main():
         event = line
         if mode == "dict":
             try:
-                event = json.loads(line, parse_int=_parse_int)
+                event = _event(line)
             except ValueError:
                 fallbacks += 1
         while True:
