@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -214,6 +215,9 @@ func killer(cmd *exec.Cmd, r *rand.Rand, lo, hi time.Duration) (killed bool, err
 	case <-time.After(lo + time.Duration(r.Int64N(int64(hi-lo)))):
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
+			return false, <-done // it ended just now
+		}
 		return false, err
 	}
 	<-done
@@ -255,6 +259,9 @@ func stepRun(cmd *exec.Cmd, steps int, slice time.Duration) (given int, killed b
 	default:
 	}
 	if err := p.Signal(syscall.SIGKILL); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
+			return steps, false, <-done // it ended just now
+		}
 		return steps, false, err
 	}
 	<-done
