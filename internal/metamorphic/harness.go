@@ -22,7 +22,7 @@ func Reference(c *Case) (*Result, Finals, error) {
 // Configs draws the in-process configurations of one case: batch sizes 1,
 // 7 and 1000 pulled with Next under a random MaxPendingRecords, one with a
 // callback, and restore points at random events (full and incremental
-// checkpoints).
+// checkpoints; and crashes a few events after a checkpoint, replayed).
 func Configs(r *rand.Rand, events int) []Config {
 	pending := func() int { return []int{1, 2, 3, 7, 64, 1 + r.IntN(500)}[r.IntN(6)] }
 	restores := func() []int {
@@ -45,6 +45,8 @@ func Configs(r *rand.Rand, events int) []Config {
 		{Batch: 1 + r.IntN(50), MaxPending: pending(), RestoreAt: restores()},
 		{Batch: 1 + r.IntN(50), MaxPending: pending(), RestoreAt: restores(), Incremental: true},
 		{Batch: 1 + r.IntN(50), Callback: true, RestoreAt: restores(), Incremental: r.IntN(2) == 0},
+		{Batch: 1 + r.IntN(50), MaxPending: pending(), RestoreAt: restores(), Incremental: r.IntN(2) == 0, Crash: true},
+		{Batch: 1 + r.IntN(50), Callback: true, RestoreAt: restores(), Incremental: r.IntN(2) == 0, Crash: true},
 	}
 }
 

@@ -27,6 +27,12 @@ type Config struct {
 	// incremental one (only changed entries, nil deletes), applied to the
 	// host's copy of the state.
 	Incremental bool
+	// Crash: after a restore point's checkpoint the query goes on for a
+	// few events, then the host crashes: it forgets the records it took
+	// since the checkpoint, and a new query restored from the checkpoint
+	// replays the input from there (as `ubik run --state-dir` does after
+	// kill -9). The replay must give the same records.
+	Crash bool
 }
 
 func (c Config) String() string {
@@ -40,6 +46,9 @@ func (c Config) String() string {
 		s += fmt.Sprintf(" restore_at=%v", c.RestoreAt)
 		if c.Incremental {
 			s += " incremental"
+		}
+		if c.Crash {
+			s += " crash-and-replay"
 		}
 	}
 	return s
@@ -82,13 +91,36 @@ func RunInProcess(c *Case, cfg Config) (*Result, error) {
 	}
 	restores := cfg.RestoreAt
 	batch := max(cfg.Batch, 1)
-	for i, line := range c.Lines {
-		if len(restores) > 0 && restores[0] == i {
+	type crashPoint struct {
+		at, pos, recs int
+		st            ubik.Stats
+	}
+	var crash *crashPoint
+	for i := 0; i < len(c.Lines); i++ {
+		if crash != nil && i == crash.at {
+			h.res.Recs = h.res.Recs[:crash.recs]
+			if err := h.restore(crash.pos, crash.st); err != nil {
+				return nil, fmt.Errorf("%s: restore after a crash before event %d: %w", h.res.Path, i, err)
+			}
+			i, crash = crash.pos, nil
+		} else if len(restores) > 0 && restores[0] == i {
 			restores = restores[1:]
-			if err := h.restart(i); err != nil {
+			st, err := h.checkpoint(i)
+			if err != nil {
+				return nil, fmt.Errorf("%s: checkpoint before event %d: %w", h.res.Path, i, err)
+			}
+			// Crash before the next restore point, a few events on.
+			at := i + 1 + i%17
+			if len(restores) > 0 {
+				at = min(at, restores[0])
+			}
+			if cfg.Crash && at < len(c.Lines) {
+				crash = &crashPoint{at: at, pos: i, recs: len(h.res.Recs), st: st}
+			} else if err := h.restore(i, st); err != nil {
 				return nil, fmt.Errorf("%s: restore before event %d: %w", h.res.Path, i, err)
 			}
 		}
+		line := c.Lines[i]
 		if err := h.push(line); err != nil {
 			return nil, fmt.Errorf("%s: event %d %q: %w", h.res.Path, i, line, err)
 		}
@@ -172,10 +204,9 @@ func (h *inProc) push(line []byte) error {
 	}
 }
 
-// restart checkpoints the query (into the host's state copy), drops it,
-// starts a new one and restores it from the copy; the position stored is
-// the index of the next event, and the restore must give it back.
-func (h *inProc) restart(next int) error {
+// checkpoint writes the query's state into the host's copy, with the index
+// of the next event as the position, and returns the counters then.
+func (h *inProc) checkpoint(next int) (ubik.Stats, error) {
 	h.drain()
 	full := !h.cfg.Incremental || h.ckpts == 0
 	pos := binary.AppendUvarint(nil, uint64(next))
@@ -194,11 +225,16 @@ func (h *inProc) restart(next int) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+		return ubik.Stats{}, err
 	}
 	h.state = target
 	h.ckpts++
-	st := h.q.Stats()
+	return h.q.Stats(), nil
+}
+
+// restore drops the query, starts a new one and restores it from the
+// host's copy; the position must be next, and the counters st.
+func (h *inProc) restore(next int, st ubik.Stats) error {
 	// Dropped without Close: nothing finalizes; the new query takes over.
 	if err := h.start(); err != nil {
 		return err
