@@ -1,7 +1,6 @@
 package metamorphic
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -139,10 +138,4 @@ func Diff(want, got Finals) string {
 		return ""
 	}
 	return fmt.Sprintf("%d of %d keys differ (%d want, %d got):\n%s", bad, len(keys), len(want), len(got), b.String())
-}
-
-// Equal reports whether two records are byte-identical (key, value,
-// final, revision).
-func (r Rec) Equal(o Rec) bool {
-	return bytes.Equal(r.Key, o.Key) && bytes.Equal(r.Value, o.Value) && r.Final == o.Final && r.Revision == o.Revision
 }

@@ -81,7 +81,7 @@ func runOutsidePaths(t *testing.T, tl *tools, c *Case, r *rand.Rand, p paths, re
 			err = Compare(c, ref, want, res)
 		}
 		if err != nil {
-			name := "?"
+			name := "a path"
 			if res != nil {
 				name = res.Path
 			}
@@ -121,7 +121,14 @@ func runOutsidePaths(t *testing.T, tl *tools, c *Case, r *rand.Rand, p paths, re
 func report(t *testing.T, c *Case, fs []failure) {
 	t.Helper()
 	for _, f := range fs {
-		t.Errorf("seed %d (%s): %s: %v", c.Seed, c.Note, f.path, f.err)
+		msg := f.err.Error()
+		if !strings.HasPrefix(msg, f.path) {
+			msg = f.path + ": " + msg
+		}
+		if c.Note != "" {
+			msg = "(" + c.Note + ") " + msg
+		}
+		t.Errorf("seed %d %s", c.Seed, msg)
 	}
 	if len(fs) > 0 {
 		t.Logf("seed %d script:\n%s", c.Seed, c.SQL)

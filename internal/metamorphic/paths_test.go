@@ -342,7 +342,6 @@ func (k kafkaRun) String() string {
 func (tl *tools) runKafka(t *testing.T, c *Case, dir string, r *rand.Rand, kr kafkaRun, want Finals) (*Result, bool, error) {
 	name := strings.ReplaceAll(testenv.Name(t, "mm"), "-", "_")
 	sql, input := caseFiles(t, c, dir, name)
-	_ = input
 	b := strings.Join(tl.brokers, ",")
 	src, sink := name+"_src", name+"_sink"
 	cl, err := kgo.NewClient(kgo.SeedBrokers(tl.brokers...))
