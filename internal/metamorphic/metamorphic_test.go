@@ -158,7 +158,14 @@ func corpus(t *testing.T) []*Case {
 // TestInProcess: the corpus and 20 generated cases through every
 // in-process configuration (batch sizes 1, 7 and 1000, MaxPendingRecords
 // bounds, restore points).
+//
+// With UBIK_METAMORPHIC=long-inprocess it generates in-process cases only,
+// for UBIK_METAMORPHIC_DURATION, as the long run of TestPaths does.
 func TestInProcess(t *testing.T) {
+	if os.Getenv(envMode) == "long-inprocess" {
+		long(t, nil)
+		return
+	}
 	cases := corpus(t)
 	for seed := uint64(1); seed <= 20; seed++ {
 		cases = append(cases, Generate(seed, Size{Events: shortEvents}))
@@ -220,6 +227,7 @@ func one(t *testing.T, tl *tools, c *Case, p paths) {
 
 // long generates cases until the duration is up; a failing case is
 // minimized on the path that failed and written to the found directory.
+// Without tools (tl nil) it runs the in-process configurations only.
 func long(t *testing.T, tl *tools) {
 	d := 30 * time.Minute
 	if s := os.Getenv(envDuration); s != "" {
@@ -258,6 +266,9 @@ func long(t *testing.T, tl *tools) {
 				report(t, c, fs)
 				save(c, fs, minimizeFailure(t, tl, c, fs[0]))
 			}
+		}
+		if tl == nil {
+			continue
 		}
 		seed := seeds.Uint64() >> 1
 		c := Generate(seed, Size{Events: 50 + seeds.IntN(longEvents)})
