@@ -50,18 +50,33 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	header := fs.Bool("header", false, "csv: the first record is a header row: it names the columns for --key-field and is not sent")
 	delimiter := fs.String("delimiter", ",", "csv: the field delimiter (for --key-field)")
 	partitions := fs.Int("partitions", 4, "partitions of the topic if it has to be created")
-	keyField := fs.String("key-field", "", "use this top-level JSON field's text (csv: this header column's text) as the record key, partitioned by its hash as a Java producer does (default: no key, records spread round-robin over the partitions)")
+	keyField := fs.String("key-field", "", "use this top-level JSON field's text (csv: this header column's text) as the record key, partitioned by its hash as a Java producer does; the text is the group a query by that column computes (a string's characters, invalid UTF-8 repaired; another value's canonical JSON; null for JSON null; a line without the field goes without a key). Default: no key, records spread round-robin over the partitions")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *to == "" {
 		return fmt.Errorf("%w: produce needs --to kafka://HOST:PORT/TOPIC", ErrUsage)
 	}
-	var csvKey *drive.Decoder // csv with --key-field: reads the key column
+	var csvKey *drive.Decoder              // csv with --key-field: reads the key column
+	var jsonKey, jsonAnyKey *drive.Decoder // jsonl with --key-field: read the key as a query does
 	switch strings.ToLower(*format) {
 	case "jsonl", "json", "ndjson":
 		if *header || *delimiter != "," {
 			return fmt.Errorf("%w: --header and --delimiter are for --format csv", ErrUsage)
+		}
+		if *keyField != "" {
+			// A string key is the text a query's VARCHAR column holds
+			// (invalid UTF-8 repaired, escapes resolved), and the line
+			// is read by the engine's decoder, which takes every number
+			// spelling a query takes (NaN, -Infinity, 1e400): a topic
+			// keyed this way is partitioned by the group a query keyed
+			// by that column computes.
+			jsonKey = drive.NewDecoder(&plan.Source{Name: "--input", TimeCol: -1,
+				Columns: []plan.Column{{Name: *keyField, Type: types.Varchar}},
+				Options: map[string]string{"format": "jsonl"}})
+			jsonAnyKey = drive.NewDecoder(&plan.Source{Name: "--input", TimeCol: -1,
+				Columns: []plan.Column{{Name: *keyField, Type: types.Varchar, JSON: true}},
+				Options: map[string]string{"format": "jsonl"}})
 		}
 	case "csv":
 		if _, err := drive.ParseMessageFormat(map[string]string{"format": "csv", "delimiter": *delimiter}); err != nil {
@@ -111,8 +126,8 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 		defer f.Close()
 		in = f
 	}
-	var p fastjson.Parser
 	br := bufio.NewReaderSize(in, 1<<20)
+	var p fastjson.Parser
 	var sent, keyless, lineNo int64
 	needHeader := csvIn && *header
 	var mu sync.Mutex // the callbacks run on the client's goroutines
@@ -149,15 +164,19 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 			if row, err := csvKey.Decode(line); err == nil && !row[0].Null {
 				rec.Key = []byte(row[0].S)
 			}
-		case *keyField != "":
-			if v, err := p.ParseBytes(line); err == nil {
-				if k := v.Get(*keyField); k != nil {
-					if b, err := k.StringBytes(); err == nil {
-						rec.Key = append([]byte(nil), b...)
-					} else {
-						rec.Key = k.MarshalTo(nil)
-					}
+		case jsonKey != nil:
+			if row, err := jsonKey.Decode(line); err == nil && !row[0].Null {
+				rec.Key = []byte(row[0].S)
+			} else if err == nil {
+				// NULL: a JSON null keys as "null"; a missing field goes
+				// without a key (round-robin).
+				if v, err := p.ParseBytes(line); err == nil && v.Get(*keyField) != nil {
+					rec.Key = []byte("null")
 				}
+			} else if row, err := jsonAnyKey.Decode(line); err == nil && !row[0].Null {
+				// Not a string (a number, an object): its canonical JSON
+				// text, as a JSON column holds it.
+				rec.Key = []byte(row[0].S)
 			}
 		}
 		if *keyField != "" && rec.Key == nil {

@@ -49,6 +49,74 @@ func TestProduce(t *testing.T) {
 	}
 }
 
+// TestProduceKeyIsTheGroupText: --key-field keys a line by the text a
+// query's VARCHAR column holds, so a topic keyed by g is partitioned by the
+// group a query grouping by g computes: escapes resolved, invalid UTF-8
+// repaired (two different invalid bytes are one group, one key), and a
+// line the engine reads (non-finite number spellings in other fields)
+// keeps its key; a number or an object keys by its canonical JSON text,
+// JSON null as "null"; a line without the field goes without a key.
+func TestProduceKeyIsTheGroupText(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	lines := []string{
+		`{"g":"Bo\u00e9","x":1}`, `{"g":"Bo\u00E9","x":-NaN}`, "{\"g\":\"Bo\xc3\xa9\",\"x\":+Infinity}",
+		"{\"g\":\"\xff\",\"x\":Infinity}", "{\"g\":\"\xfe\",\"x\":-inf}", `{"g":null,"x":1e400}`, `{"x":nan}`, `{"g":12,"x":-NaN}`, `{"g":{ "a" : 1 }}`, "not json",
+	}
+	env, _, errb := runTestEnv(strings.Join(lines, "\n") + "\n")
+	if code := Main(context.Background(), env, []string{"produce", "--to", "kafka://" + addr + "/ev", "--partitions", "3", "--key-field", "g"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if !strings.Contains(errb.String(), "produced 10 records to ev (2 without a \"g\" field") {
+		t.Fatalf("stderr: %s", errb)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("ev"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	type kp struct {
+		key  *string
+		part int32
+	}
+	got := map[string]kp{}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for len(got) < len(lines) {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("got %v before the timeout", got)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			var k *string
+			if r.Key != nil {
+				s := string(r.Key)
+				k = &s
+			}
+			got[string(r.Value)] = kp{k, r.Partition}
+		})
+	}
+	wantKey := []string{"Boé", "Boé", "Boé", "\ufffd", "\ufffd", "null", "", "12", `{"a":1}`, ""}
+	for i, l := range lines {
+		g := got[l]
+		switch {
+		case wantKey[i] == "" && g.key != nil:
+			t.Errorf("line %q: key %q, want none", l, *g.key)
+		case wantKey[i] != "" && (g.key == nil || *g.key != wantKey[i]):
+			t.Errorf("line %q: key %v, want %q", l, g.key, wantKey[i])
+		}
+	}
+	for _, same := range [][2]int{{0, 1}, {0, 2}, {3, 4}} {
+		if a, b := got[lines[same[0]]].part, got[lines[same[1]]].part; a != b {
+			t.Errorf("lines %q and %q (one group) went to partitions %d and %d", lines[same[0]], lines[same[1]], a, b)
+		}
+	}
+}
+
 // TestProduceCSV: with --format csv a record is sent whole, quoted line
 // breaks included and its final line break dropped; --header drops the
 // header row and --key-field reads a column named by it, as a CSV source

@@ -1,0 +1,61 @@
+// Package metamorphic is a metamorphic test harness of the whole engine,
+// after Pebble's: one generated history is run under many configurations
+// and hosts, and every run's final changelog must be byte-identical.
+//
+// A case (Generate, by seed) is a query over one schema (Source) and a
+// history of events whose cells are adversarial: 0.0 and -0.0 in several
+// spellings, NaN and ±Infinity in every spelling the decoder accepts (NaN,
+// -NaN, Infinity, -inf, 1e400, ...), NULL and missing fields, invalid
+// UTF-8 bytes, JSON values with different escapes and whitespace (a
+// string "Bo\u00e9" and "Boé", an object with spaces and tabs), field
+// order shuffled, duplicates of recent events (the source's dedup_key),
+// and disorder within the watermark delay. The query is one of TUMBLE,
+// HOP, SESSION or a continuous view; grouped by g and optionally by x and
+// payload->'k'; over count, sum, min/max, avg, count DISTINCT and
+// approx_count_distinct; EMIT FINAL or EMIT EARLY; sometimes HAVING.
+//
+// The same case runs:
+//   - in process through the root API (RunInProcess): unbatched with a
+//     callback (the reference), batch sizes 1, 7 and 1000 pulled with Next
+//     under random MaxPendingRecords bounds, and runs that checkpoint, drop
+//     the query, start a new one and restore it at random events (full and
+//     incremental checkpoints);
+//   - through the C ABI (testdata/capi_host.c against libubik.so built with
+//     -buildmode=c-shared; ubik_push and ubik_push_lines) and Python
+//     (testdata/py_host.py over python/ubik; byte events and dict events);
+//   - with `ubik run --state-dir` killed with SIGKILL at random points of
+//     its progress and rerun until it finishes;
+//   - over Kafka: `ubik run --source kafka://... --sink kafka://...`
+//     against the broker of scripts/services.sh with 1, 3 and 4 source
+//     partitions, repartitioned and direct (--partitioned-by-key over a
+//     topic keyed by the engine's group key of g), killed with SIGKILL
+//     and run again with --until-caught-up; the sink (a delete-policy
+//     topic, so compaction removes nothing) is read back read_committed.
+//
+// On every path each key's revisions go 1, 2, 3, ..., no record follows a
+// key's final one, each (group, window) has exactly one final record, and
+// (without HAVING) a key's count never goes down; the final records (a
+// continuous view: the last record per key) must equal the reference's,
+// key bytes and value bytes, and so must the malformed and duplicate
+// counts where the path reports them. The batch oracle (PostgreSQL) checks
+// the reference itself: TestMetamorphicOracle in the root package loads
+// the generated events' values into it. That two rows share a group
+// exactly when their key bytes are equal is exec's
+// TestGroupIdentityProperty.
+//
+// A failure names the seed and the path. Replay a seed through every path:
+//
+//	UBIK_METAMORPHIC_SEED=123 go test -run TestPaths ./internal/metamorphic/
+//
+// The short version runs with `go test` (scripts/test.sh, which starts the
+// broker; an unreachable broker fails the test). The long version
+// generates cases for a while, minimizes each failure on the path that
+// failed and writes it to a directory:
+//
+//	eval "$(bash scripts/services.sh env)"
+//	UBIK_METAMORPHIC=long UBIK_METAMORPHIC_DURATION=30m UBIK_METAMORPHIC_FOUND=/tmp/found \
+//	  go test -v -timeout 90m -run TestPaths ./internal/metamorphic/
+//
+// A found case goes into testdata/corpus/ (the file format is ReadCase's);
+// every CI run replays the corpus.
+package metamorphic

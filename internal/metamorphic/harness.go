@@ -1,0 +1,70 @@
+package metamorphic
+
+import (
+	"fmt"
+	"math/rand/v2"
+)
+
+// Reference runs c unbatched in process (one event per push, records to a
+// callback): the run every other path is compared with.
+func Reference(c *Case) (*Result, Finals, error) {
+	res, err := RunInProcess(c, Config{Batch: 1, Callback: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := Check(res, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, f, nil
+}
+
+// Configs draws the in-process configurations of one case: batch sizes 1,
+// 7 and 1000 pulled with Next under a random MaxPendingRecords, one with a
+// callback, and restore points at random events (full and incremental
+// checkpoints; and crashes a few events after a checkpoint, replayed).
+func Configs(r *rand.Rand, events int) []Config {
+	pending := func() int { return []int{1, 2, 3, 7, 64, 1 + r.IntN(500)}[r.IntN(6)] }
+	restores := func() []int {
+		var at []int
+		for i := 0; i < events; i++ {
+			if r.IntN(events/3+1) == 0 {
+				at = append(at, i)
+			}
+		}
+		if len(at) == 0 && events > 1 {
+			at = []int{1 + r.IntN(events-1)}
+		}
+		return at
+	}
+	return []Config{
+		{Batch: 1, MaxPending: pending()},
+		{Batch: 7, MaxPending: pending()},
+		{Batch: 1000, MaxPending: pending()},
+		{Batch: 7, Callback: true},
+		{Batch: 1 + r.IntN(50), MaxPending: pending(), RestoreAt: restores()},
+		{Batch: 1 + r.IntN(50), MaxPending: pending(), RestoreAt: restores(), Incremental: true},
+		{Batch: 1 + r.IntN(50), Callback: true, RestoreAt: restores(), Incremental: r.IntN(2) == 0},
+		{Batch: 1 + r.IntN(50), MaxPending: pending(), RestoreAt: restores(), Incremental: r.IntN(2) == 0, Crash: true},
+		{Batch: 1 + r.IntN(50), Callback: true, RestoreAt: restores(), Incremental: r.IntN(2) == 0, Crash: true},
+	}
+}
+
+// Compare checks one path's result against the reference's finals and
+// counters, and the path's own invariants.
+func Compare(c *Case, ref *Result, want Finals, got *Result) error {
+	f, err := Check(got, c)
+	if err != nil {
+		return err
+	}
+	if d := Diff(want, f); d != "" {
+		return fmt.Errorf("%s: the final changelog differs from the unbatched in-process run: %s", got.Path, d)
+	}
+	if got.Malformed >= 0 && got.Malformed != ref.Malformed {
+		return fmt.Errorf("%s: %d malformed events, the unbatched in-process run %d", got.Path, got.Malformed, ref.Malformed)
+	}
+	if got.Duplicates >= 0 && got.Duplicates != ref.Duplicates {
+		return fmt.Errorf("%s: %d duplicates dropped, the unbatched in-process run %d", got.Path, got.Duplicates, ref.Duplicates)
+	}
+	return nil
+}

@@ -1,0 +1,273 @@
+package metamorphic
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/ubiksql/ubik"
+	"github.com/ubiksql/ubik/changelog"
+)
+
+// Config is one in-process configuration of the root API.
+type Config struct {
+	// Batch events are pushed between early emissions (EmitEarly) and
+	// drains (Next).
+	Batch int
+	// MaxPending is Options.MaxPendingRecords (0: the default). Pulled
+	// with Next; with Callback set records go to OnRecord instead.
+	MaxPending int
+	Callback   bool
+	// RestoreAt lists event indexes (ascending) before which the query is
+	// checkpointed, dropped, and a new one started and restored from the
+	// checkpoint entries.
+	RestoreAt []int
+	// Incremental makes every checkpoint after a restore's first an
+	// incremental one (only changed entries, nil deletes), applied to the
+	// host's copy of the state.
+	Incremental bool
+	// Crash: after a restore point's checkpoint the query goes on for a
+	// few events, then the host crashes: it forgets the records it took
+	// since the checkpoint, and a new query restored from the checkpoint
+	// replays the input from there (as `ubik run --state-dir` does after
+	// kill -9). The replay must give the same records.
+	Crash bool
+}
+
+func (c Config) String() string {
+	s := fmt.Sprintf("batch=%d", c.Batch)
+	if c.Callback {
+		s += " callback"
+	} else if c.MaxPending > 0 {
+		s += fmt.Sprintf(" max_pending=%d", c.MaxPending)
+	}
+	if len(c.RestoreAt) > 0 {
+		s += fmt.Sprintf(" restore_at=%v", c.RestoreAt)
+		if c.Incremental {
+			s += " incremental"
+		}
+		if c.Crash {
+			s += " crash-and-replay"
+		}
+	}
+	return s
+}
+
+// entry is one checkpoint entry of the host's copy; seq orders the last
+// writes.
+type entry struct {
+	val []byte
+	seq int
+}
+
+// inProc is one run's host: the engine, the live query, the host's copy
+// of the checkpoint entries, and the records taken so far.
+type inProc struct {
+	c     *Case
+	cfg   Config
+	eng   *ubik.Engine
+	q     *ubik.Query
+	state map[string]entry
+	seq   int
+	ckpts int
+	res   Result
+}
+
+// RunInProcess puts c through the root package API under cfg.
+func RunInProcess(c *Case, cfg Config) (*Result, error) {
+	opts := ubik.DefaultOptions()
+	if cfg.MaxPending > 0 {
+		opts.MaxPendingRecords = cfg.MaxPending
+	}
+	eng, err := ubik.Open(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	h := &inProc{c: c, cfg: cfg, eng: eng, state: map[string]entry{}, res: Result{Path: "in-process " + cfg.String()}}
+	if err := h.start(); err != nil {
+		return nil, err
+	}
+	restores := cfg.RestoreAt
+	batch := max(cfg.Batch, 1)
+	type crashPoint struct {
+		at, pos, recs int
+		st            ubik.Stats
+	}
+	var crash *crashPoint
+	for i := 0; i < len(c.Lines); i++ {
+		if crash != nil && i == crash.at {
+			h.res.Recs = h.res.Recs[:crash.recs]
+			if err := h.restore(crash.pos, crash.st); err != nil {
+				return nil, fmt.Errorf("%s: restore after a crash before event %d: %w", h.res.Path, i, err)
+			}
+			i, crash = crash.pos, nil
+		} else if len(restores) > 0 && restores[0] == i {
+			restores = restores[1:]
+			st, err := h.checkpoint(i)
+			if err != nil {
+				return nil, fmt.Errorf("%s: checkpoint before event %d: %w", h.res.Path, i, err)
+			}
+			// Crash before the next restore point, a few events on.
+			at := i + 1 + i%17
+			if len(restores) > 0 {
+				at = min(at, restores[0])
+			}
+			if cfg.Crash && at < len(c.Lines) {
+				crash = &crashPoint{at: at, pos: i, recs: len(h.res.Recs), st: st}
+			} else if err := h.restore(i, st); err != nil {
+				return nil, fmt.Errorf("%s: restore before event %d: %w", h.res.Path, i, err)
+			}
+		}
+		line := c.Lines[i]
+		if err := h.push(line); err != nil {
+			return nil, fmt.Errorf("%s: event %d %q: %w", h.res.Path, i, line, err)
+		}
+		if (i+1)%batch == 0 {
+			if err := h.q.EmitEarly(); err != nil {
+				return nil, fmt.Errorf("%s: early emission after event %d: %w", h.res.Path, i, err)
+			}
+			h.drain()
+		}
+	}
+	if err := h.q.Close(); err != nil {
+		return nil, fmt.Errorf("%s: close: %w", h.res.Path, err)
+	}
+	h.drain()
+	st := h.q.Stats()
+	h.res.Malformed, h.res.Duplicates = st.Malformed, st.Duplicates
+	if st.Pending != 0 || st.Queued {
+		return nil, fmt.Errorf("%s: after the last Next %d records are pending (queued: %v)", h.res.Path, st.Pending, st.Queued)
+	}
+	return &h.res, nil
+}
+
+func (h *inProc) start() error {
+	qo := ubik.QueryOptions{Name: QueryName}
+	if h.cfg.Callback {
+		qo.OnRecord = func(r changelog.Record) error {
+			h.take(r)
+			return nil
+		}
+	}
+	q, err := h.eng.Start(h.c.SQL, qo)
+	if err != nil {
+		return err
+	}
+	h.q = q
+	return nil
+}
+
+func (h *inProc) take(r changelog.Record) {
+	h.res.Recs = append(h.res.Recs, Rec{Key: append([]byte(nil), r.Key...), Value: append([]byte(nil), r.Value...),
+		Final: r.Meta.Final, Revision: r.Meta.Revision})
+}
+
+// drain takes every pending record and holds the bound: never more than
+// MaxPendingRecords are pending.
+func (h *inProc) drain() int {
+	n := 0
+	for {
+		if st := h.q.Stats(); h.cfg.MaxPending > 0 && st.Pending > h.cfg.MaxPending {
+			panic(fmt.Sprintf("%s: %d records pending, over MaxPendingRecords %d", h.res.Path, st.Pending, h.cfg.MaxPending))
+		}
+		r, ok := h.q.Next()
+		if !ok {
+			return n
+		}
+		h.take(r)
+		n++
+	}
+}
+
+// push pushes one event, draining while the query reports backpressure.
+// A malformed event is counted by the query (Stats) and is not an error
+// here: the comparison of counts across paths judges it.
+func (h *inProc) push(line []byte) error {
+	for tries := 0; ; tries++ {
+		err := h.q.Push(line)
+		if errors.Is(err, ubik.ErrBackpressure) {
+			if h.cfg.Callback {
+				return fmt.Errorf("backpressure with a callback: %w", err)
+			}
+			if h.drain() == 0 && tries > 0 {
+				return fmt.Errorf("backpressure twice with nothing to take: %w", err)
+			}
+			continue
+		}
+		var ee *ubik.EventError
+		if errors.As(err, &ee) {
+			return nil
+		}
+		return err
+	}
+}
+
+// checkpoint writes the query's state into the host's copy, with the index
+// of the next event as the position, and returns the counters then.
+func (h *inProc) checkpoint(next int) (ubik.Stats, error) {
+	h.drain()
+	full := !h.cfg.Incremental || h.ckpts == 0
+	pos := binary.AppendUvarint(nil, uint64(next))
+	target := h.state
+	if full {
+		// A full checkpoint replaces the host's copy.
+		target = map[string]entry{}
+	}
+	err := h.q.Checkpoint(full, pos, func(k, v []byte) error {
+		h.seq++
+		if v == nil {
+			delete(target, string(k))
+		} else {
+			target[string(k)] = entry{val: append([]byte(nil), v...), seq: h.seq}
+		}
+		return nil
+	})
+	if err != nil {
+		return ubik.Stats{}, err
+	}
+	h.state = target
+	h.ckpts++
+	return h.q.Stats(), nil
+}
+
+// restore drops the query, starts a new one and restores it from the
+// host's copy; the position must be next, and the counters st.
+func (h *inProc) restore(next int, st ubik.Stats) error {
+	// Dropped without Close: nothing finalizes; the new query takes over.
+	if err := h.start(); err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(h.state))
+	for k := range h.state {
+		keys = append(keys, k)
+	}
+	// In the order of each entry's last write, as a compacted state topic
+	// gives them back.
+	sort.Slice(keys, func(i, j int) bool { return h.state[keys[i]].seq < h.state[keys[j]].seq })
+	var got []byte
+	var meta string
+	for _, k := range keys {
+		p, err := h.q.Restore([]byte(k), h.state[k].val)
+		if err != nil {
+			return fmt.Errorf("restore entry %q: %w", k, err)
+		}
+		if p != nil {
+			got, meta = p, k
+		}
+	}
+	if meta == "" {
+		return fmt.Errorf("the checkpoint of %d entries has no meta entry", len(keys))
+	}
+	if err := h.q.FinishRestore(); err != nil {
+		return err
+	}
+	if v, n := binary.Uvarint(got); n <= 0 || v != uint64(next) {
+		return fmt.Errorf("restored position %x, want event %d", got, next)
+	}
+	if st2 := h.q.Stats(); st2.EventsIn != st.EventsIn || st2.Malformed != st.Malformed {
+		return fmt.Errorf("restored counters: %d events in, %d malformed; checkpointed %d, %d", st2.EventsIn, st2.Malformed, st.EventsIn, st.Malformed)
+	}
+	return nil
+}
