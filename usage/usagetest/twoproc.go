@@ -116,7 +116,7 @@ func RunTwoProcesses(t *testing.T, l usage.Log, target string, exactCounts bool)
 		t.Fatalf("count %d, want %d logical rows", tot.Count, n)
 	}
 	var sums []usage.Decimal
-	listed := listAll(t, l, usage.ListQuery{Meter: "race", Limit: 40}, n, 20*time.Second)
+	listed := listAll(t, l, usage.ListQuery{Meter: "race", Limit: 40}, n, listWait)
 	if len(listed) != n {
 		t.Fatalf("listing has %d keys, want %d", len(listed), n)
 	}
