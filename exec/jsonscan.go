@@ -2,8 +2,10 @@ package exec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -179,13 +181,16 @@ func (d *Decoder) scanValue(s *scanner, col int) bool {
 		if s.peek() != '"' {
 			return false
 		}
-		b, ok := s.str(&d.valScratch[col])
+		b, ascii, ok := s.strASCII(&d.valScratch[col])
 		if !ok {
 			return false
 		}
 		switch c.Type.Kind {
 		case types.KindVarchar:
-			d.row[col] = types.Value{Kind: types.KindVarchar, S: bytesString(repairUTF8(b))}
+			if !ascii {
+				b = repairUTF8(b)
+			}
+			d.row[col] = types.Value{Kind: types.KindVarchar, S: bytesString(b)}
 		case types.KindTimestamp:
 			us, err := d.ts.Parse(b)
 			if err != nil {
@@ -292,22 +297,60 @@ func (s *scanner) lit(w string) bool {
 // with them it unescapes into *scratch (fastjson's rules: invalid \u
 // sequences are kept as written, lone surrogates become U+FFFD).
 func (s *scanner) str(scratch *[]byte) ([]byte, bool) {
+	b, _, ok := s.strASCII(scratch)
+	return b, ok
+}
+
+// strASCII is str that also reports whether the string's raw bytes are all
+// ASCII (so it is valid UTF-8 and needs no repair). It finds the closing
+// quote or the first backslash eight bytes at a time (the strings of an
+// event are short: a call to bytes.IndexByte per delimiter costs more than
+// the scan), noting the bytes' high bits on the way.
+func (s *scanner) strASCII(scratch *[]byte) (b []byte, ascii, ok bool) {
 	if !s.eat('"') {
-		return nil, false
+		return nil, false, false
 	}
 	start := s.i
 	rest := s.b[s.i:]
-	q := bytes.IndexByte(rest, '"')
-	if q < 0 {
-		return nil, false
+	var high uint64 // the OR of the bytes before the delimiter
+	i := 0
+	for ; i+8 <= len(rest); i += 8 {
+		x := binary.LittleEndian.Uint64(rest[i:])
+		if m := delimMask(x); m != 0 {
+			n := bits.TrailingZeros64(m) / 8 // the first '"' or '\\'
+			high |= x & (1<<(8*n) - 1)
+			i += n
+			goto found
+		}
+		high |= x
 	}
-	if e := bytes.IndexByte(rest[:q], '\\'); e >= 0 {
-		s.i += e
-		return s.strEscaped(start, scratch)
+	for ; i < len(rest); i++ {
+		c := rest[i]
+		if c == '"' || c == '\\' {
+			goto found
+		}
+		high |= uint64(c)
+	}
+	return nil, false, false
+found:
+	if rest[i] == '\\' {
+		s.i += i
+		b, ok := s.strEscaped(start, scratch)
+		return b, false, ok
 	}
 	// Raw control characters are accepted, as the reference decoder does.
-	s.i += q + 1
-	return rest[:q], true
+	s.i += i + 1
+	return rest[:i], high&0x8080808080808080 == 0, true
+}
+
+// delimMask has the high bit of each byte of x that is '"' or '\\' set,
+// and no bit below the first such byte (the lowest set bit is exact; bits
+// above it may be spurious, from the borrow).
+func delimMask(x uint64) uint64 {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	q := x ^ ('"' * lo)
+	bs := x ^ ('\\' * lo)
+	return ((q - lo) &^ q | (bs - lo) &^ bs) & hi
 }
 
 func (s *scanner) strEscaped(start int, scratch *[]byte) ([]byte, bool) {

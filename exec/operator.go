@@ -114,6 +114,7 @@ type Operator struct {
 	groupBytes int64           // state estimate per (group, window), besides its key
 	argBuf     [][]types.Value // per aggregate: evaluated arguments of the current row
 	skipAgg    []bool          // per aggregate: its FILTER (WHERE ...) rejected the current row
+	anyFilter  bool            // some aggregate has a FILTER (WHERE ...): skipAgg is consulted
 	keyBuf     []byte          // binary group key of the current row
 	keys       *GroupKeys      // evaluates keyBuf
 	argCols    [][]int         // per aggregate argument: the same
@@ -206,6 +207,9 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 	o.seed = maphash.MakeSeed()
 	o.skipAgg = make([]bool, len(q.Aggs))
 	for i := range q.Aggs {
+		if q.Aggs[i].Filter != nil {
+			o.anyFilter = true
+		}
 		o.argBuf[i] = make([]types.Value, len(q.Aggs[i].Args))
 		cols := make([]int, len(q.Aggs[i].Args))
 		for j, a := range q.Aggs[i].Args {
@@ -310,7 +314,7 @@ func (o *Operator) process(row []types.Value, key []byte) error {
 		o.keyHash = maphash.Bytes(o.seed, o.keyBuf)
 	}
 	for i := range q.Aggs {
-		if f := q.Aggs[i].Filter; f != nil {
+		if f := q.Aggs[i].Filter; o.anyFilter && f != nil {
 			v, err := f.Eval(row)
 			if err != nil {
 				o.stats.EvalErrors++
@@ -549,17 +553,35 @@ func (o *Operator) dropGroup(g *group) {
 func (o *Operator) updateAggs(g *group) error {
 	l := o.layout
 	w := g.words(l.stride)
-	for i, k := range l.kernels {
-		if o.skipAgg[i] {
-			continue
+	// Without a FILTER no aggregate skips a row: the common loop reads no
+	// skip flags.
+	if o.anyFilter {
+		for i, k := range l.kernels {
+			if o.skipAgg[i] {
+				continue
+			}
+			if err := k.update(w[l.offs[i]:], o.argBuf[i]); err != nil {
+				return o.aggError(i, err)
+			}
 		}
-		if err := k.update(w[l.offs[i]:], o.argBuf[i]); err != nil {
-			o.takeGrowth()
-			return &EvalError{Where: "aggregate " + o.q.Aggs[i].Name, Err: err}
+	} else {
+		for i, k := range l.kernels {
+			if err := k.update(w[l.offs[i]:], o.argBuf[i]); err != nil {
+				return o.aggError(i, err)
+			}
 		}
 	}
-	o.takeGrowth()
+	if o.arena.grown != 0 {
+		o.takeGrowth()
+	}
 	return nil
+}
+
+// aggError is aggregate i's update error, after the growth so far is
+// counted.
+func (o *Operator) aggError(i int, err error) error {
+	o.takeGrowth()
+	return &EvalError{Where: "aggregate " + o.q.Aggs[i].Name, Err: err}
 }
 
 // takeGrowth adds what growing states grew by to the state gauge.

@@ -1,0 +1,83 @@
+package exec
+
+import (
+	"bytes"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestStrASCIIMatchesByteScan: the word-at-a-time string scan finds the
+// same end (closing quote, or the first backslash handed to strEscaped)
+// and the same ASCII verdict as a byte-by-byte scan, for every length
+// around the word size, every position of the delimiter, and high bytes
+// before, at and after it.
+func TestStrASCIIMatchesByteScan(t *testing.T) {
+	fills := []byte{'a', 0x00, 0x7f, 0x80, 0xc3, 0xff, '"' ^ 0x80, '\\' ^ 0x80, 0x21, 0x23, 0x5b, 0x5d}
+	for n := 0; n <= 26; n++ {
+		for _, fill := range fills {
+			for hi := -1; hi < n; hi++ { // position of one high byte in an ASCII body, -1: none
+				body := bytes.Repeat([]byte{'a'}, n)
+				if fill != 'a' {
+					for i := range body {
+						body[i] = fill
+					}
+				}
+				if hi >= 0 {
+					body[hi] = 0xe9
+				}
+				for _, tail := range []string{`"`, `\n"`, `\"x"`, `"` + "\xe9\xe9\xe9\xe9\xe9\xe9\xe9\xe9", ``} {
+					in := append(append([]byte{'"'}, body...), tail...)
+					checkStr(t, in)
+				}
+			}
+		}
+	}
+}
+
+func checkStr(t *testing.T, in []byte) {
+	t.Helper()
+	// The reference: the first '"' or '\' after the opening quote.
+	end := -1
+	for i := 1; i < len(in); i++ {
+		if in[i] == '"' || in[i] == '\\' {
+			end = i
+			break
+		}
+	}
+	var scratch []byte
+	s := scanner{b: in}
+	got, ascii, ok := s.strASCII(&scratch)
+	if end < 0 {
+		if ok {
+			t.Fatalf("%q: ok without a closing quote", in)
+		}
+		return
+	}
+	if in[end] == '\\' {
+		s2 := scanner{b: in, i: end}
+		want, wok := s2.strEscaped(1, &scratch)
+		if ok != wok || !bytes.Equal(got, want) || ascii {
+			t.Fatalf("%q: escaped string: got %q %v ascii=%v, want %q %v", in, got, ok, ascii, want, wok)
+		}
+		return
+	}
+	wantASCII := true
+	for _, c := range in[1:end] {
+		if c >= utf8.RuneSelf {
+			wantASCII = false
+		}
+	}
+	if !ok || !bytes.Equal(got, in[1:end]) || ascii != wantASCII || s.i != end+1 {
+		t.Fatalf("%q: got %q ok=%v ascii=%v at %d, want %q ascii=%v at %d", in, got, ok, ascii, s.i, in[1:end], wantASCII, end+1)
+	}
+}
+
+// FuzzStrASCII: the same agreement on arbitrary bytes.
+func FuzzStrASCII(f *testing.F) {
+	f.Add([]byte(`"merchant_0042"`))
+	f.Add([]byte(`"caf\u00e9 \"x\""`))
+	f.Add([]byte("\"\xe9t\xe9 2026-07-18 10:00:00.000\""))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkStr(t, append([]byte{'"'}, b...))
+	})
+}
