@@ -350,7 +350,7 @@ func delimMask(x uint64) uint64 {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	q := x ^ ('"' * lo)
 	bs := x ^ ('\\' * lo)
-	return ((q - lo) &^ q | (bs - lo) &^ bs) & hi
+	return ((q-lo)&^q | (bs-lo)&^bs) & hi
 }
 
 func (s *scanner) strEscaped(start int, scratch *[]byte) ([]byte, bool) {
