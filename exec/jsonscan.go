@@ -206,6 +206,10 @@ func (d *Decoder) scanValue(s *scanner, col int) bool {
 		}
 		return true
 	case types.KindDouble:
+		if x, ok := s.simpleNumber(); ok {
+			d.row[col] = types.Float(x)
+			return true
+		}
 		start := s.i
 		num, ok := s.number()
 		if !ok {
@@ -485,6 +489,59 @@ func simpleFloat(num []byte) (float64, bool) {
 	if neg {
 		x = -x
 	}
+	return x, true
+}
+
+// simpleNumber reads, in one pass, a number of the form simpleFloat
+// parses exactly: -?(0|[1-9][0-9]*)(\.[0-9]+)? with at most 15 digits, not
+// followed by an exponent or another digit. Anything else reports false
+// with s unmoved, for number and simpleFloat (or ParseFloat) to read.
+func (s *scanner) simpleNumber() (float64, bool) {
+	b, i := s.b, s.i
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	if i >= len(b) {
+		return 0, false
+	}
+	var m uint64
+	nd := 0
+	if b[i] == '0' {
+		i++
+		nd = 1
+	} else {
+		for i < len(b) && b[i]-'0' <= 9 {
+			m = m*10 + uint64(b[i]-'0')
+			nd++
+			i++
+		}
+		if nd == 0 {
+			return 0, false
+		}
+	}
+	frac := 0
+	if i < len(b) && b[i] == '.' {
+		i++
+		for i < len(b) && b[i]-'0' <= 9 {
+			m = m*10 + uint64(b[i]-'0')
+			frac++
+			i++
+		}
+		if frac == 0 {
+			return 0, false
+		}
+	}
+	// A digit here follows a leading 0 ("01": not JSON); an exponent
+	// needs the general path; 15 digits keep m below 2^53.
+	if i < len(b) && (b[i]-'0' <= 9 || b[i]|0x20 == 'e') || nd+frac > 15 {
+		return 0, false
+	}
+	x := float64(m) / pow10[frac]
+	if neg {
+		x = -x
+	}
+	s.i = i
 	return x, true
 }
 

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"math"
 	"testing"
 	"unicode/utf8"
 )
@@ -80,4 +81,36 @@ func FuzzStrASCII(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkStr(t, append([]byte{'"'}, b...))
 	})
+}
+
+// TestSimpleNumberMatches: the one-pass number read gives what number
+// then simpleFloat give, bit for bit, and leaves everything else (and
+// the scanner) to them.
+func TestSimpleNumberMatches(t *testing.T) {
+	ins := []string{"0", "-0", "1", "-1", "123.45", "0.5", "-0.001", "01", "-01", "1.", "-", "", ".5", "1e5", "1E-2", "1.5e3",
+		"123456789012345", "1234567890123456", "12345678901234.5", "1234567890123.45", "0.00000000000001", "0.000000000000001",
+		"9007199254740993", "1x", "1.2.3", "-x", "2,", "3}", "4 ", "00", "0.0", "499.99", "1.5E", "7e"}
+	for _, in := range ins {
+		for _, suffix := range []string{"", ",", "}", " ", "e", "5"} {
+			b := []byte(in + suffix)
+			s := scanner{b: b}
+			x, ok := s.simpleNumber()
+			r := scanner{b: b}
+			num, nok := r.number()
+			wx, wok := simpleFloat(num)
+			wantOK := nok && wok && (r.i == len(b) || (b[r.i] < '0' || b[r.i] > '9') && b[r.i]|0x20 != 'e')
+			if ok != wantOK {
+				t.Fatalf("%q: simpleNumber ok=%v, number+simpleFloat ok=%v", b, ok, wantOK)
+			}
+			if !ok {
+				if s.i != 0 {
+					t.Fatalf("%q: a refused number moved the scanner to %d", b, s.i)
+				}
+				continue
+			}
+			if math.Float64bits(x) != math.Float64bits(wx) || s.i != r.i {
+				t.Fatalf("%q: simpleNumber = %v at %d, want %v at %d", b, x, s.i, wx, r.i)
+			}
+		}
+	}
 }

@@ -627,18 +627,25 @@ func (o *Operator) AdvanceWatermark(wm int64) error {
 	}
 	switch {
 	case o.buckets != nil:
+		// An aligned window [s, s+size) ends at s+size (bucketAt), so the
+		// earliest one's close is known without the map: most advances
+		// (one per event that raises the event time) close nothing.
+		size := o.q.Window.Size
 		for o.starts.Len() > 0 {
 			s := o.starts[0]
-			b := o.buckets[s]
-			if satAdd(b.end, o.lateness) > wm {
+			if satAdd(s+size, o.lateness) > wm {
 				break
 			}
+			b := o.buckets[s]
 			heap.Pop(&o.starts)
 			o.dropBucket(s)
 			o.queueBucket(b)
 		}
 	case o.sessions != nil:
 		o.queueSessions(wm)
+	}
+	if o.workHead == len(o.work) {
+		return nil // nothing queued, nothing to render (pump would only find that)
 	}
 	return o.pump()
 }
