@@ -233,6 +233,10 @@ func (d *Decoder) scanValue(s *scanner, col int) bool {
 		d.row[col] = types.Float(x)
 		return true
 	case types.KindInteger, types.KindBigInt:
+		if x, ok := s.simpleInt(); ok && (c.Type.Kind == types.KindBigInt || x >= math.MinInt32 && x <= math.MaxInt32) {
+			d.row[col] = types.Value{Kind: c.Type.Kind, I: x}
+			return true
+		}
 		num, ok := s.number()
 		if !ok {
 			return false
@@ -538,6 +542,39 @@ func (s *scanner) simpleNumber() (float64, bool) {
 		return 0, false
 	}
 	x := float64(m) / pow10[frac]
+	if neg {
+		x = -x
+	}
+	s.i = i
+	return x, true
+}
+
+// simpleInt reads, in one pass, an integer of at most 18 digits (so it
+// cannot overflow int64): -?(0|[1-9][0-9]*) not followed by a digit, a
+// fraction or an exponent. Anything else reports false with s unmoved,
+// for number and ParseInt to read.
+func (s *scanner) simpleInt() (int64, bool) {
+	b, i := s.b, s.i
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	start := i
+	var x int64
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else {
+		for i < len(b) && b[i]-'0' <= 9 {
+			x = x*10 + int64(b[i]-'0')
+			i++
+		}
+	}
+	if n := i - start; n == 0 || n > 18 {
+		return 0, false
+	}
+	if i < len(b) && (b[i]-'0' <= 9 || b[i] == '.' || b[i]|0x20 == 'e') {
+		return 0, false
+	}
 	if neg {
 		x = -x
 	}

@@ -3,6 +3,8 @@ package exec
 import (
 	"bytes"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -110,6 +112,43 @@ func TestSimpleNumberMatches(t *testing.T) {
 			}
 			if math.Float64bits(x) != math.Float64bits(wx) || s.i != r.i {
 				t.Fatalf("%q: simpleNumber = %v at %d, want %v at %d", b, x, s.i, wx, r.i)
+			}
+		}
+	}
+}
+
+// TestSimpleIntMatches: the one-pass integer read gives what number then
+// ParseInt give, and leaves everything else (and the scanner) to them.
+func TestSimpleIntMatches(t *testing.T) {
+	ins := []string{"0", "-0", "1", "-1", "42", "01", "-01", "1.0", "1e3", "1E3", "-", "", "x", "123456789012345678",
+		"1234567890123456789", "-123456789012345678", "9223372036854775807", "-9223372036854775808", "2147483648", "00"}
+	for _, in := range ins {
+		for _, suffix := range []string{"", ",", "}", " ", "5", ".", "e"} {
+			b := []byte(in + suffix)
+			s := scanner{b: b}
+			x, ok := s.simpleInt()
+			r := scanner{b: b}
+			num, nok := r.number()
+			want, err := strconv.ParseInt(string(num), 10, 64)
+			next := byte(0)
+			if r.i < len(b) {
+				next = b[r.i]
+			}
+			// simpleInt takes the integers of up to 18 digits that number
+			// reads whole (no fraction or exponent) and ParseInt accepts.
+			digits := len(strings.TrimPrefix(string(num), "-"))
+			wantOK := nok && err == nil && digits <= 18 && !(next >= '0' && next <= '9')
+			if ok != wantOK {
+				t.Fatalf("%q: simpleInt ok=%v, want %v", b, ok, wantOK)
+			}
+			if !ok {
+				if s.i != 0 {
+					t.Fatalf("%q: a refused integer moved the scanner to %d", b, s.i)
+				}
+				continue
+			}
+			if x != want || s.i != r.i {
+				t.Fatalf("%q: simpleInt = %d at %d, want %d at %d", b, x, s.i, want, r.i)
 			}
 		}
 	}
