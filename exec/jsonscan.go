@@ -305,50 +305,84 @@ func (s *scanner) lit(w string) bool {
 // with them it unescapes into *scratch (fastjson's rules: invalid \u
 // sequences are kept as written, lone surrogates become U+FFFD).
 func (s *scanner) str(scratch *[]byte) ([]byte, bool) {
-	b, _, ok := s.strASCII(scratch)
-	return b, ok
+	if !s.eat('"') {
+		return nil, false
+	}
+	start := s.i
+	rest := s.b[s.i:]
+	i, _ := delimIndex(rest)
+	if i < 0 {
+		return nil, false
+	}
+	if rest[i] == '\\' {
+		s.i += i
+		return s.strEscaped(start, scratch)
+	}
+	// Raw control characters are accepted, as the reference decoder does.
+	s.i += i + 1
+	return rest[:i], true
 }
 
 // strASCII is str that also reports whether the string's raw bytes are all
-// ASCII (so it is valid UTF-8 and needs no repair). It finds the closing
-// quote or the first backslash eight bytes at a time (the strings of an
-// event are short: a call to bytes.IndexByte per delimiter costs more than
-// the scan), noting the bytes' high bits on the way.
+// ASCII (so it is valid UTF-8 and needs no repair).
 func (s *scanner) strASCII(scratch *[]byte) (b []byte, ascii, ok bool) {
 	if !s.eat('"') {
 		return nil, false, false
 	}
 	start := s.i
 	rest := s.b[s.i:]
-	var high uint64 // the OR of the bytes before the delimiter
-	i := 0
-	for ; i+8 <= len(rest); i += 8 {
-		x := binary.LittleEndian.Uint64(rest[i:])
-		if m := delimMask(x); m != 0 {
-			n := bits.TrailingZeros64(m) / 8 // the first '"' or '\\'
-			high |= x & (1<<(8*n) - 1)
-			i += n
-			goto found
-		}
-		high |= x
+	i, high := delimIndex(rest)
+	if i < 0 {
+		return nil, false, false
 	}
-	for ; i < len(rest); i++ {
-		c := rest[i]
-		if c == '"' || c == '\\' {
-			goto found
-		}
-		high |= uint64(c)
-	}
-	return nil, false, false
-found:
 	if rest[i] == '\\' {
 		s.i += i
 		b, ok := s.strEscaped(start, scratch)
 		return b, false, ok
 	}
-	// Raw control characters are accepted, as the reference decoder does.
 	s.i += i + 1
+	if i >= shortStr {
+		return rest[:i], isASCII(bytesString(rest[:i])), true
+	}
 	return rest[:i], high&0x8080808080808080 == 0, true
+}
+
+// shortStr is how far delimIndex looks eight bytes at a time.
+const shortStr = 16
+
+// delimIndex returns the index of the first '"' or '\\' in b, or -1.
+// Most strings of an event are short, and for them a call to
+// bytes.IndexByte per delimiter costs more than the scan: the first
+// shortStr bytes are read eight at a time, and only a longer string takes
+// the vector search. When the index is below shortStr, high is the OR of
+// the bytes before it (their high bits say whether they are ASCII).
+func delimIndex(b []byte) (i int, high uint64) {
+	for ; i < shortStr && i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if m := delimMask(x); m != 0 {
+			n := bits.TrailingZeros64(m) / 8
+			return i + n, high | x&(1<<(8*n)-1)
+		}
+		high |= x
+	}
+	if i < shortStr { // fewer than eight bytes left
+		for ; i < len(b); i++ {
+			c := b[i]
+			if c == '"' || c == '\\' {
+				return i, high
+			}
+			high |= uint64(c)
+		}
+		return -1, 0
+	}
+	q := bytes.IndexByte(b[i:], '"')
+	if q < 0 {
+		return -1, 0
+	}
+	if e := bytes.IndexByte(b[i:i+q], '\\'); e >= 0 {
+		q = e
+	}
+	return i + q, 0
 }
 
 // delimMask has the high bit of each byte of x that is '"' or '\\' set,

@@ -9,14 +9,14 @@ import (
 	"unicode/utf8"
 )
 
-// TestStrASCIIMatchesByteScan: the word-at-a-time string scan finds the
+// TestStrASCIIMatchesByteScan: the word-at-a-time (then vector) string scan finds the
 // same end (closing quote, or the first backslash handed to strEscaped)
 // and the same ASCII verdict as a byte-by-byte scan, for every length
 // around the word size, every position of the delimiter, and high bytes
 // before, at and after it.
 func TestStrASCIIMatchesByteScan(t *testing.T) {
 	fills := []byte{'a', 0x00, 0x7f, 0x80, 0xc3, 0xff, '"' ^ 0x80, '\\' ^ 0x80, 0x21, 0x23, 0x5b, 0x5d}
-	for n := 0; n <= 26; n++ {
+	for n := 0; n <= 40; n++ { // past shortStr and a few words beyond
 		for _, fill := range fills {
 			for hi := -1; hi < n; hi++ { // position of one high byte in an ASCII body, -1: none
 				body := bytes.Repeat([]byte{'a'}, n)
