@@ -348,7 +348,7 @@ func (s *scanner) strASCII(scratch *[]byte) (b []byte, ascii, ok bool) {
 }
 
 // shortStr is how far delimIndex looks eight bytes at a time.
-const shortStr = 16
+const shortStr = 32
 
 // delimIndex returns the index of the first '"' or '\\' in b, or -1.
 // Most strings of an event are short, and for them a call to
