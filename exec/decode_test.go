@@ -148,6 +148,10 @@ func FuzzScanMatchesFastjson(f *testing.F) {
 		`{"ts":"2026-07-18 10:00:00","d":-NaN}`, `{"ts":"2026-07-18 10:00:00","d":+inf}`, `{"ts":"2026-07-18 10:00:00","d":Infinit}`,
 		`{"ts":"2026-07-18 10:00:00","d":--inf}`, `{"ts":"2026-07-18 10:00:00","i":NaN}`, "{\"ts\":\"2026-07-18 10:00:00\",\"s\":\"a\xffb\xe2\x82\"}",
 		`{"ts":"2026-07-18 10:00:00","s":"\ud83d\u0041"}`, `{"ts":"2026-07-18 10:00:00","s":"\\ud800"}`,
+		// strings longer than a word (scanned eight bytes at a time), with a
+		// non-ASCII or invalid byte or an escape past the first word
+		"{\"ts\":\"2026-07-18 10:00:00\",\"s\":\"abcdefgh\xe9ijklmnop\"}", "{\"ts\":\"2026-07-18 10:00:00\",\"s\":\"abcdefghij\xffklmnop\"}",
+		`{"ts":"2026-07-18 10:00:00.123456","s":"abcdefghijklmnop\"q","d":123.45}`,
 	} {
 		f.Add([]byte(s))
 	}

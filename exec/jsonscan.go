@@ -2,8 +2,10 @@ package exec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -179,13 +181,16 @@ func (d *Decoder) scanValue(s *scanner, col int) bool {
 		if s.peek() != '"' {
 			return false
 		}
-		b, ok := s.str(&d.valScratch[col])
+		b, ascii, ok := s.strASCII(&d.valScratch[col])
 		if !ok {
 			return false
 		}
 		switch c.Type.Kind {
 		case types.KindVarchar:
-			d.row[col] = types.Value{Kind: types.KindVarchar, S: bytesString(repairUTF8(b))}
+			if !ascii {
+				b = repairUTF8(b)
+			}
+			d.row[col] = types.Value{Kind: types.KindVarchar, S: bytesString(b)}
 		case types.KindTimestamp:
 			us, err := d.ts.Parse(b)
 			if err != nil {
@@ -201,6 +206,10 @@ func (d *Decoder) scanValue(s *scanner, col int) bool {
 		}
 		return true
 	case types.KindDouble:
+		if x, ok := s.simpleNumber(); ok {
+			d.row[col] = types.Float(x)
+			return true
+		}
 		start := s.i
 		num, ok := s.number()
 		if !ok {
@@ -224,6 +233,10 @@ func (d *Decoder) scanValue(s *scanner, col int) bool {
 		d.row[col] = types.Float(x)
 		return true
 	case types.KindInteger, types.KindBigInt:
+		if x, ok := s.simpleInt(); ok && (c.Type.Kind == types.KindBigInt || x >= math.MinInt32 && x <= math.MaxInt32) {
+			d.row[col] = types.Value{Kind: c.Type.Kind, I: x}
+			return true
+		}
 		num, ok := s.number()
 		if !ok {
 			return false
@@ -297,17 +310,89 @@ func (s *scanner) str(scratch *[]byte) ([]byte, bool) {
 	}
 	start := s.i
 	rest := s.b[s.i:]
-	q := bytes.IndexByte(rest, '"')
-	if q < 0 {
+	i, _ := delimIndex(rest)
+	if i < 0 {
 		return nil, false
 	}
-	if e := bytes.IndexByte(rest[:q], '\\'); e >= 0 {
-		s.i += e
+	if rest[i] == '\\' {
+		s.i += i
 		return s.strEscaped(start, scratch)
 	}
 	// Raw control characters are accepted, as the reference decoder does.
-	s.i += q + 1
-	return rest[:q], true
+	s.i += i + 1
+	return rest[:i], true
+}
+
+// strASCII is str that also reports whether the string's raw bytes are all
+// ASCII (so it is valid UTF-8 and needs no repair).
+func (s *scanner) strASCII(scratch *[]byte) (b []byte, ascii, ok bool) {
+	if !s.eat('"') {
+		return nil, false, false
+	}
+	start := s.i
+	rest := s.b[s.i:]
+	i, high := delimIndex(rest)
+	if i < 0 {
+		return nil, false, false
+	}
+	if rest[i] == '\\' {
+		s.i += i
+		b, ok := s.strEscaped(start, scratch)
+		return b, false, ok
+	}
+	s.i += i + 1
+	if i >= shortStr {
+		return rest[:i], isASCII(bytesString(rest[:i])), true
+	}
+	return rest[:i], high&0x8080808080808080 == 0, true
+}
+
+// shortStr is how far delimIndex looks eight bytes at a time.
+const shortStr = 32
+
+// delimIndex returns the index of the first '"' or '\\' in b, or -1.
+// Most strings of an event are short, and for them a call to
+// bytes.IndexByte per delimiter costs more than the scan: the first
+// shortStr bytes are read eight at a time, and only a longer string takes
+// the vector search. When the index is below shortStr, high is the OR of
+// the bytes before it (their high bits say whether they are ASCII).
+func delimIndex(b []byte) (i int, high uint64) {
+	for ; i < shortStr && i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if m := delimMask(x); m != 0 {
+			n := bits.TrailingZeros64(m) / 8
+			return i + n, high | x&(1<<(8*n)-1)
+		}
+		high |= x
+	}
+	if i < shortStr { // fewer than eight bytes left
+		for ; i < len(b); i++ {
+			c := b[i]
+			if c == '"' || c == '\\' {
+				return i, high
+			}
+			high |= uint64(c)
+		}
+		return -1, 0
+	}
+	q := bytes.IndexByte(b[i:], '"')
+	if q < 0 {
+		return -1, 0
+	}
+	if e := bytes.IndexByte(b[i:i+q], '\\'); e >= 0 {
+		q = e
+	}
+	return i + q, 0
+}
+
+// delimMask has the high bit of each byte of x that is '"' or '\\' set,
+// and no bit below the first such byte (the lowest set bit is exact; bits
+// above it may be spurious, from the borrow).
+func delimMask(x uint64) uint64 {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	q := x ^ ('"' * lo)
+	bs := x ^ ('\\' * lo)
+	return ((q-lo)&^q | (bs-lo)&^bs) & hi
 }
 
 func (s *scanner) strEscaped(start int, scratch *[]byte) ([]byte, bool) {
@@ -442,6 +527,92 @@ func simpleFloat(num []byte) (float64, bool) {
 	if neg {
 		x = -x
 	}
+	return x, true
+}
+
+// simpleNumber reads, in one pass, a number of the form simpleFloat
+// parses exactly: -?(0|[1-9][0-9]*)(\.[0-9]+)? with at most 15 digits, not
+// followed by an exponent or another digit. Anything else reports false
+// with s unmoved, for number and simpleFloat (or ParseFloat) to read.
+func (s *scanner) simpleNumber() (float64, bool) {
+	b, i := s.b, s.i
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	if i >= len(b) {
+		return 0, false
+	}
+	var m uint64
+	nd := 0
+	if b[i] == '0' {
+		i++
+		nd = 1
+	} else {
+		for i < len(b) && b[i]-'0' <= 9 {
+			m = m*10 + uint64(b[i]-'0')
+			nd++
+			i++
+		}
+		if nd == 0 {
+			return 0, false
+		}
+	}
+	frac := 0
+	if i < len(b) && b[i] == '.' {
+		i++
+		for i < len(b) && b[i]-'0' <= 9 {
+			m = m*10 + uint64(b[i]-'0')
+			frac++
+			i++
+		}
+		if frac == 0 {
+			return 0, false
+		}
+	}
+	// A digit here follows a leading 0 ("01": not JSON); an exponent
+	// needs the general path; 15 digits keep m below 2^53.
+	if i < len(b) && (b[i]-'0' <= 9 || b[i]|0x20 == 'e') || nd+frac > 15 {
+		return 0, false
+	}
+	x := float64(m) / pow10[frac]
+	if neg {
+		x = -x
+	}
+	s.i = i
+	return x, true
+}
+
+// simpleInt reads, in one pass, an integer of at most 18 digits (so it
+// cannot overflow int64): -?(0|[1-9][0-9]*) not followed by a digit, a
+// fraction or an exponent. Anything else reports false with s unmoved,
+// for number and ParseInt to read.
+func (s *scanner) simpleInt() (int64, bool) {
+	b, i := s.b, s.i
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	start := i
+	var x int64
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else {
+		for i < len(b) && b[i]-'0' <= 9 {
+			x = x*10 + int64(b[i]-'0')
+			i++
+		}
+	}
+	if n := i - start; n == 0 || n > 18 {
+		return 0, false
+	}
+	if i < len(b) && (b[i]-'0' <= 9 || b[i] == '.' || b[i]|0x20 == 'e') {
+		return 0, false
+	}
+	if neg {
+		x = -x
+	}
+	s.i = i
 	return x, true
 }
 

@@ -118,6 +118,7 @@ type Operator struct {
 	groupBytes int64           // state estimate per (group, window), besides its key
 	argBuf     [][]types.Value // per aggregate: evaluated arguments of the current row
 	skipAgg    []bool          // per aggregate: its FILTER (WHERE ...) rejected the current row
+	anyFilter  bool            // some aggregate has a FILTER (WHERE ...): skipAgg is consulted
 	keyBuf     []byte          // binary group key of the current row
 	keys       *GroupKeys      // evaluates keyBuf
 	argCols    [][]int         // per aggregate argument: the same
@@ -210,6 +211,9 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 	o.seed = maphash.MakeSeed()
 	o.skipAgg = make([]bool, len(q.Aggs))
 	for i := range q.Aggs {
+		if q.Aggs[i].Filter != nil {
+			o.anyFilter = true
+		}
 		o.argBuf[i] = make([]types.Value, len(q.Aggs[i].Args))
 		cols := make([]int, len(q.Aggs[i].Args))
 		for j, a := range q.Aggs[i].Args {
@@ -314,7 +318,7 @@ func (o *Operator) process(row []types.Value, key []byte) error {
 		o.keyHash = maphash.Bytes(o.seed, o.keyBuf)
 	}
 	for i := range q.Aggs {
-		if f := q.Aggs[i].Filter; f != nil {
+		if f := q.Aggs[i].Filter; o.anyFilter && f != nil {
 			v, err := f.Eval(row)
 			if err != nil {
 				o.stats.EvalErrors++
@@ -553,17 +557,35 @@ func (o *Operator) dropGroup(g *group) {
 func (o *Operator) updateAggs(g *group) error {
 	l := o.layout
 	w := g.words(l.stride)
-	for i, k := range l.kernels {
-		if o.skipAgg[i] {
-			continue
+	// Without a FILTER no aggregate skips a row: the common loop reads no
+	// skip flags.
+	if o.anyFilter {
+		for i, k := range l.kernels {
+			if o.skipAgg[i] {
+				continue
+			}
+			if err := k.update(w[l.offs[i]:], o.argBuf[i]); err != nil {
+				return o.aggError(i, err)
+			}
 		}
-		if err := k.update(w[l.offs[i]:], o.argBuf[i]); err != nil {
-			o.takeGrowth()
-			return &EvalError{Where: "aggregate " + o.q.Aggs[i].Name, Err: err}
+	} else {
+		for i, k := range l.kernels {
+			if err := k.update(w[l.offs[i]:], o.argBuf[i]); err != nil {
+				return o.aggError(i, err)
+			}
 		}
 	}
-	o.takeGrowth()
+	if o.arena.grown != 0 {
+		o.takeGrowth()
+	}
 	return nil
+}
+
+// aggError is aggregate i's update error, after the growth so far is
+// counted.
+func (o *Operator) aggError(i int, err error) error {
+	o.takeGrowth()
+	return &EvalError{Where: "aggregate " + o.q.Aggs[i].Name, Err: err}
 }
 
 // takeGrowth adds what growing states grew by to the state gauge.
@@ -609,18 +631,25 @@ func (o *Operator) AdvanceWatermark(wm int64) error {
 	}
 	switch {
 	case o.buckets != nil:
+		// An aligned window [s, s+size) ends at s+size (bucketAt), so the
+		// earliest one's close is known without the map: most advances
+		// (one per event that raises the event time) close nothing.
+		size := o.q.Window.Size
 		for o.starts.Len() > 0 {
 			s := o.starts[0]
-			b := o.buckets[s]
-			if satAdd(b.end, o.lateness) > wm {
+			if satAdd(s+size, o.lateness) > wm {
 				break
 			}
+			b := o.buckets[s]
 			heap.Pop(&o.starts)
 			o.dropBucket(s)
 			o.queueBucket(b)
 		}
 	case o.sessions != nil:
 		o.queueSessions(wm)
+	}
+	if o.workHead == len(o.work) {
+		return nil // nothing queued, nothing to render (pump would only find that)
 	}
 	return o.pump()
 }

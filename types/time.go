@@ -232,12 +232,20 @@ type TimestampParser struct {
 	date [10]byte
 	days int64
 	ok   bool
+	// inner: days is far enough from the range's ends that any time of
+	// that day is in range, so days*MicrosPerDay + time is the value.
+	inner bool
 }
 
 // Parse parses b as ParseTimestamp does.
 func (p *TimestampParser) Parse(b []byte) (int64, error) {
 	t := trimSpace(b)
 	if p.ok && len(t) > 10 && [10]byte(t[:10]) == p.date {
+		if p.inner {
+			if tod, ok := clockTime(t[10:]); ok {
+				return p.days*MicrosPerDay + tod, nil
+			}
+		}
 		if us, st := parseTimeRest(t, 10, p.days); st == tsOK {
 			return us, nil
 		}
@@ -246,6 +254,7 @@ func (p *TimestampParser) Parse(b []byte) (int64, error) {
 	days, i, ok := parseDatePart(t)
 	if ok && i == 10 {
 		p.date, p.days, p.ok = [10]byte(t[:10]), days, true
+		p.inner = days >= minTimestampDay && days < maxTimestampDay
 	}
 	if ok {
 		if us, st := parseTimeRest(t, i, days); st == tsOK {
@@ -253,6 +262,44 @@ func (p *TimestampParser) Parse(b []byte) (int64, error) {
 		}
 	}
 	return ParseTimestamp(b)
+}
+
+// clockTime reads the common time part of an event time, " HH:MM:SS"
+// with an optional fraction of 1 to 6 digits (separator ' ', 'T' or 't',
+// no zone), as microseconds into the day; anything else (a zone, 24:00:00,
+// more digits, a bad field) reports false and goes to parseTimeRest, which
+// reads the same text to the same value.
+func clockTime(r []byte) (int64, bool) {
+	if len(r) < 9 || len(r) > 16 || (r[0] != ' ' && r[0] != 'T' && r[0] != 't') || r[3] != ':' || r[6] != ':' {
+		return 0, false
+	}
+	h1, h2, m1, m2, s1, s2 := r[1]-'0', r[2]-'0', r[4]-'0', r[5]-'0', r[7]-'0', r[8]-'0'
+	if h1 > 2 || h2 > 9 || m1 > 5 || m2 > 9 || s1 > 5 || s2 > 9 {
+		return 0, false
+	}
+	hh := int64(h1)*10 + int64(h2)
+	if hh > 23 {
+		return 0, false
+	}
+	tod := ((hh*60+int64(m1)*10+int64(m2))*60 + int64(s1)*10 + int64(s2)) * MicrosPerSecond
+	if len(r) == 9 {
+		return tod, true
+	}
+	if r[9] != '.' || len(r) == 10 {
+		return 0, false
+	}
+	frac := int64(0)
+	for _, c := range r[10:] {
+		d := c - '0'
+		if d > 9 {
+			return 0, false
+		}
+		frac = frac*10 + int64(d)
+	}
+	for k := len(r) - 10; k < 6; k++ {
+		frac *= 10
+	}
+	return tod + frac, true
 }
 
 func parseTimestamp(b []byte) (int64, tsStatus) {

@@ -538,7 +538,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if atStart {
 			line = bytes.TrimPrefix(line, utf8BOM) // a UTF-8 byte order mark is not data
 		}
-		if len(bytes.TrimSpace(line)) == 0 {
+		if blankLine(line) {
 			continue // an empty or blank line is no event
 		}
 		curLineNo = lineNo
@@ -874,7 +874,7 @@ var errTooLong = errors.New("record too long")
 // count of '"' is even, and that parity is kept line by line, so a quoted
 // field over many lines costs time linear in its size.
 func readRecord(br *bufio.Reader, csv bool) ([]byte, int64, error) {
-	line, open, tooLong, err := readLine(br)
+	line, open, tooLong, err := readLine(br, csv)
 	if !csv {
 		if tooLong {
 			return line, 1, errTooLong
@@ -895,7 +895,7 @@ func readRecord(br *bufio.Reader, csv bool) ([]byte, int64, error) {
 	for open {
 		var next []byte
 		var odd, nextTooLong bool
-		next, odd, nextTooLong, err = readLine(br)
+		next, odd, nextTooLong, err = readLine(br, true)
 		if len(next) == 0 && err != nil {
 			if tooLong {
 				return nil, n, errTooLong
@@ -925,12 +925,14 @@ func quoteParity(b []byte) bool {
 	return bytes.Count(b, []byte{'"'})%2 == 1
 }
 
-// readLine returns the next line without its newline, and whether it holds
-// an odd number of '"' (counted as it is read, over the whole line). A line
-// longer than maxLineBytes is consumed and reported with tooLong set.
-func readLine(br *bufio.Reader) (line []byte, odd, tooLong bool, err error) {
+// readLine returns the next line without its newline, and, when quotes is
+// set (CSV), whether it holds an odd number of '"' (counted as it is read,
+// over the whole line; a JSON line skips the count, a pass over every
+// byte). A line longer than maxLineBytes is consumed and reported with
+// tooLong set.
+func readLine(br *bufio.Reader, quotes bool) (line []byte, odd, tooLong bool, err error) {
 	line, err = br.ReadSlice('\n')
-	odd = quoteParity(line)
+	odd = quotes && quoteParity(line)
 	if err == nil {
 		return line[:len(line)-1], odd, false, nil
 	}
@@ -940,7 +942,7 @@ func readLine(br *bufio.Reader) (line []byte, odd, tooLong bool, err error) {
 	buf := append([]byte(nil), line...)
 	for {
 		line, err = br.ReadSlice('\n')
-		odd = odd != quoteParity(line)
+		odd = odd != (quotes && quoteParity(line))
 		if len(buf)+len(line) > maxLineBytes {
 			tooLong = true
 		} else {
@@ -959,6 +961,17 @@ func readLine(br *bufio.Reader) (line []byte, odd, tooLong bool, err error) {
 			return buf, odd, false, err
 		}
 	}
+}
+
+// blankLine reports whether line is empty or all white space (Unicode's,
+// as bytes.TrimSpace). An event line starts with '{' or a CSV field: a
+// first byte that is printable ASCII decides, and only a line that starts
+// with ASCII white space or a non-ASCII byte is trimmed.
+func blankLine(line []byte) bool {
+	if len(line) > 0 && line[0] > ' ' && line[0] < 0x80 {
+		return false
+	}
+	return len(bytes.TrimSpace(line)) == 0
 }
 
 func trimCR(b []byte) []byte {
