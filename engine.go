@@ -252,12 +252,15 @@ type Stats struct {
 // record and counts it in Stats.EvalErrors; the call that rendered it
 // returns the error, except Next, which cannot (a Strict query then fails).
 type Query struct {
-	eng   *Engine
-	plan  *plan.Query
-	opts  QueryOptions
-	dec   *exec.Decoder
-	op    *exec.Operator
-	start time.Time
+	eng  *Engine
+	plan *plan.Query
+	opts QueryOptions
+	dec  *exec.Decoder
+	op   *exec.Operator
+	// derive makes PushRow's rows for a source with computed or
+	// TIMESTAMP(p) columns (created on the first such PushRow).
+	derive *exec.Deriver
+	start  time.Time
 
 	every     time.Duration
 	nextEarly time.Time
@@ -333,7 +336,9 @@ func (q *Query) Push(event []byte) (err error) {
 	return q.process(row)
 }
 
-// PushRow applies one typed row, in the source's column order.
+// PushRow applies one typed row, in the source's column order. For a source
+// with computed columns, the row holds the physical columns only, or every
+// column with each computed cell NULL (see pushDerived).
 func (q *Query) PushRow(row []types.Value) (err error) {
 	if err := q.enter(); err != nil {
 		return err
@@ -343,6 +348,9 @@ func (q *Query) PushRow(row []types.Value) (err error) {
 		return err
 	}
 	q.eventsIn++
+	if q.plan.Source.HasDerived() {
+		return q.pushDerived(row)
+	}
 	if len(row) != len(q.plan.Source.Columns) {
 		q.malformed++
 		return q.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d columns", len(row), q.plan.Source.Name, len(q.plan.Source.Columns))})
@@ -369,6 +377,61 @@ func (q *Query) PushRow(row []types.Value) (err error) {
 		return q.eventErr(&exec.DecodeError{Column: q.plan.Source.Columns[tc].Name, Msg: "event time is null"})
 	}
 	return q.process(row)
+}
+
+// pushDerived is PushRow for a source with computed or TIMESTAMP(p)
+// columns: row holds the physical columns (in declaration order, computed
+// ones left out), or every column with each computed cell NULL; the
+// computed cells are evaluated and TIMESTAMP(p) cells rounded, as the
+// decoders do.
+func (q *Query) pushDerived(row []types.Value) error {
+	if q.derive == nil {
+		q.derive = exec.NewDeriver(q.plan.Source)
+		q.derive.SetUsed(q.plan.UsedColumns)
+	}
+	src := q.plan.Source
+	phys := q.derive.Physical()
+	if len(row) == len(src.Columns) && len(row) != len(phys.Columns) {
+		cells := make([]types.Value, 0, len(phys.Columns))
+		for i, c := range src.Columns {
+			if c.Computed == nil {
+				cells = append(cells, row[i])
+			} else if !row[i].Null {
+				q.malformed++
+				return q.eventErr(&exec.DecodeError{Column: c.Name, Msg: "a computed column's cell must be NULL: it is evaluated from the other columns"})
+			}
+		}
+		row = cells
+	}
+	if len(row) != len(phys.Columns) {
+		q.malformed++
+		return q.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d physical columns (of %d)", len(row), src.Name, len(phys.Columns), len(src.Columns))})
+	}
+	copied := false
+	for i, c := range phys.Columns {
+		if !row[i].Null && row[i].Kind != c.Type.Kind {
+			q.malformed++
+			return q.eventErr(&exec.DecodeError{Column: c.Name, Msg: fmt.Sprintf("cell is %s, column is %s", row[i].Kind, c.Type)})
+		}
+		if row[i].Kind == types.KindVarchar && !row[i].Null {
+			if s := changelog.RepairUTF8(row[i].S); s != row[i].S {
+				if !copied {
+					row, copied = append([]types.Value(nil), row...), true
+				}
+				row[i].S = s
+			}
+		}
+	}
+	if tc := phys.TimeCol; tc >= 0 && row[tc].Null {
+		q.malformed++
+		return q.eventErr(&exec.DecodeError{Column: phys.Columns[tc].Name, Msg: "event time is null"})
+	}
+	full, err := q.derive.Apply(row)
+	if err != nil {
+		q.malformed++
+		return q.eventErr(err)
+	}
+	return q.process(full)
 }
 
 // ReportMalformed counts one event the host could not even hand over (a
