@@ -263,6 +263,9 @@ func (p *parser) createSource(start int) (Statement, *Error) {
 				if err != nil {
 					return nil, err
 				}
+				if t := p.peek(); isKw(t, "AS") {
+					return nil, p.errAt(t.pos, "a computed column has no declared type (it takes its expression's): write %s AS expression, or CAST the expression", col.Name)
+				}
 				cs.Columns = append(cs.Columns, ColumnDef{Name: col, Type: tn})
 			}
 		}
