@@ -51,11 +51,11 @@ func (e *ColRef) String() string {
 
 // castExpr converts its operand.
 type castExpr struct {
-	x    Expr
-	to   types.Type
-	try  bool
-	fn   castFn
-	name string // "CAST" or "TRY_CAST"; "" for an implicit cast
+	x      Expr
+	to     types.Type
+	try    bool
+	fn     castFn
+	name   string // "CAST" or "TRY_CAST"; "" for an implicit cast
 	toText string // the target type as written when it says more than to does (TIMESTAMP(3))
 }
 
