@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // TestRunComputedColumns: a file run over epoch milliseconds with a
@@ -69,5 +72,40 @@ func TestRunInferEpochWindows(t *testing.T) {
 `
 	if out != want {
 		t.Errorf("got:\n%s\nwant:\n%s\n%s", out, want, errb)
+	}
+}
+
+// TestRunKafkaComputedBinding: over Kafka, a computed column is part of
+// what a query name is bound to: the same name with the computed
+// expression changed is refused, naming the columns before and after.
+func TestRunKafkaComputedBinding(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	if code, errs := kafkaCLI(t, `{"k":"a","ms":1784368800123}`+"\n", "produce", "--to", "kafka://"+addr+"/in"); code != 0 {
+		t.Fatalf("produce: exit %d: %s", code, errs)
+	}
+	src := `CREATE SOURCE clicks (k VARCHAR, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts) WITH (format = 'json');
+CREATE VIEW per_key AS SELECT k, max(ts) AS last FROM clicks GROUP BY k;
+`
+	sql := writeFile(t, "q.sql", src)
+	run := func() (int, string) {
+		return kafkaCLI(t, "", "run", sql, "--source", "kafka://"+addr+"/in", "--sink", "kafka://"+addr+"/out",
+			"--instance-id", "a", "--until-caught-up", "--log-level", "warn")
+	}
+	if code, errs := run(); code != 0 || !strings.Contains(errs, "1 events consumed, 0 malformed") {
+		t.Fatalf("first run: exit %d:\n%s", code, errs)
+	}
+	got := consumeLatest(t, addr, "out", map[string]string{`["a"]`: `{"k": "a", "last": "2026-07-18 10:00:00.123"}`}, 30*time.Second)
+	if got[`["a"]`] != `{"k": "a", "last": "2026-07-18 10:00:00.123"}` {
+		t.Errorf("sink: %v", got)
+	}
+	os.WriteFile(sql, []byte(strings.Replace(src, "TO_TIMESTAMP_LTZ(ms, 3)", "TO_TIMESTAMP_LTZ(ms, 0)", 1)), 0o644)
+	code, errs := run()
+	if code == 0 || !strings.Contains(errs, "ts TIMESTAMP AS to_timestamp_ltz(ms, 3)") || !strings.Contains(errs, "ts TIMESTAMP AS to_timestamp_ltz(ms, 0)") {
+		t.Errorf("a changed computed column under the same query name: exit %d:\n%s", code, errs)
 	}
 }
