@@ -66,3 +66,49 @@ FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY 
 		t.Errorf("events %d, malformed %d; want 6 and 3", st.EventsIn, st.Malformed)
 	}
 }
+
+// TestComputedColumnsConcurrentQueries: the queries of one engine share a
+// source declared with Exec, and so its compiled computed columns; queries
+// on different goroutines evaluate them at once (run with -race), and each
+// gets every result.
+func TestComputedColumnsConcurrentQueries(t *testing.T) {
+	eng, err := ubik.Open(ubik.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Exec(`CREATE SOURCE ev (meta JSON, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), k AS upper(meta->>'k'), day AS strftime(ts, '%Y-%m-%d'),
+  WATERMARK FOR ts AS ts)`); err != nil {
+		t.Fatal(err)
+	}
+	const queries, events = 4, 2000
+	errs := make(chan error, queries)
+	results := make([][]string, queries)
+	for i := 0; i < queries; i++ {
+		go func() {
+			q, err := eng.Start("SELECT k, day, count(*) AS n FROM ev GROUP BY k, day",
+				ubik.QueryOptions{OnRecord: func(r changelog.Record) error { results[i] = append(results[i], string(r.Value)); return nil }})
+			if err != nil {
+				errs <- err
+				return
+			}
+			for e := 0; e < events; e++ {
+				if err := q.Push([]byte(`{"meta":{"k":"k` + string(rune('a'+e%3)) + `"},"ms":1784368800123}`)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- q.Close()
+		}()
+	}
+	for i := 0; i < queries; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < queries; i++ {
+		last := results[i][len(results[i])-1]
+		if len(results[i]) != events || !strings.Contains(last, `"day": "2026-07-18"`) || !strings.Contains(last, `{"k": "KB", "day": "2026-07-18", "n": 667}`) {
+			t.Errorf("query %d: %d records, last %s", i, len(results[i]), last)
+		}
+	}
+}
