@@ -258,7 +258,10 @@ func (q *Query) Push(event []byte) (err error) {
 	return q.d.Push(event)
 }
 
-// PushRow applies one typed row, in the source's column order.
+// PushRow applies one typed row, in the source's column order. For a source
+// with computed columns, the row holds the physical columns only, or every
+// column with each computed cell NULL; the computed cells are evaluated and
+// TIMESTAMP(p) cells rounded, as the decoders do.
 func (q *Query) PushRow(row []types.Value) (err error) {
 	if err := q.d.Enter(); err != nil {
 		return err

@@ -102,13 +102,23 @@ type Decoder struct {
 	noScan     bool   // tests: force the reference path
 	used       []bool // columns to convert; nil: all
 	ts         types.TimestampParser
+
+	// derive, for a source with computed or TIMESTAMP(p) columns: the
+	// decoder reads the physical columns (src is then derive.Physical())
+	// and derive makes the source's row.
+	derive *Deriver
 }
 
 // NewDecoder returns a decoder for src's columns and format option
 // ('jsonl', the default, or 'csv'). A source it cannot read makes every
 // Decode fail with the reason (see Err).
 func NewDecoder(src *plan.Source) *Decoder {
+	dv := NewDeriver(src)
+	if dv != nil {
+		src = dv.Physical()
+	}
 	d := newJSONDecoder(src)
+	d.derive = dv
 	switch f := strings.ToLower(src.Options["format"]); f {
 	case "", "jsonl", "json", "ndjson":
 	case "csv":
@@ -125,7 +135,12 @@ func NewDecoder(src *plan.Source) *Decoder {
 // the columns by position (see MessageFormat). A decoder that cannot read
 // src makes every Decode fail with the reason (see Err).
 func NewMessageDecoder(src *plan.Source, f MessageFormat) *Decoder {
+	dv := NewDeriver(src)
+	if dv != nil {
+		src = dv.Physical()
+	}
 	d := newJSONDecoder(src)
+	d.derive = dv
 	if f.CSV {
 		d.csv, d.bad = newCSVMessageDecoder(src, f)
 	}
@@ -153,6 +168,9 @@ func newJSONDecoder(src *plan.Source) *Decoder {
 func NewQueryDecoder(q *plan.Query) *Decoder {
 	d := NewDecoder(q.Source)
 	d.used = q.UsedColumns
+	if d.derive != nil {
+		d.used = d.derive.SetUsed(q.UsedColumns)
+	}
 	return d
 }
 
@@ -168,6 +186,18 @@ func (d *Decoder) IsCSV() bool { return d.csv != nil }
 // record is the header: Decode returns a nil row and no error for it (for a
 // message decoder, every header record it is told to skip).
 func (d *Decoder) Decode(line []byte) ([]types.Value, error) {
+	if d.derive != nil {
+		row, err := d.decode(line)
+		if row == nil || err != nil {
+			return row, err
+		}
+		return d.derive.Apply(row)
+	}
+	return d.decode(line)
+}
+
+// decode decodes the columns of d.src (the physical ones, with a Deriver).
+func (d *Decoder) decode(line []byte) ([]types.Value, error) {
 	if d.bad != nil {
 		return nil, d.bad
 	}

@@ -42,7 +42,32 @@ func FuzzDecode(f *testing.F) {
 	jsrc := fuzzSource()
 	jsrc.Columns = append(jsrc.Columns, plan.Column{Name: "j", Type: types.Varchar, JSON: true})
 	jd := NewDecoder(jsrc)
+	// The same line through a source with derived columns (computed and
+	// TIMESTAMP(3)).
+	dprog, err := plan.Compile(`CREATE SOURCE dv (s VARCHAR, b BIGINT, ts TIMESTAMP(3), c AS TO_TIMESTAMP_LTZ(b, 3), u AS upper(s),
+  WATERMARK FOR c AS c); SELECT count(*) FROM dv`, plan.CompileOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	dd := NewDecoder(dprog.Queries[0].Source)
+	f.Add([]byte(`{"s":"é","b":1784368800123,"ts":"2026-07-18 10:00:00.1235"}`))
+	f.Add([]byte(`{"b":9223372036854775807}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
+		if drow, err := dd.Decode(line); err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("derived source: error %v is not malformed", err)
+			}
+		} else {
+			if drow[3].Null || drow[3].I != drow[1].I*1000 {
+				t.Fatalf("computed event time %v from %v", drow[3], drow[1])
+			}
+			if !drow[2].Null && drow[2].I%1000 != 0 {
+				t.Fatalf("TIMESTAMP(3) cell %d has more than 3 digits", drow[2].I)
+			}
+			if drow[0].Null != drow[4].Null || !drow[0].Null && drow[4].Kind != types.KindVarchar {
+				t.Fatalf("upper(s) = %v for s = %v", drow[4], drow[0])
+			}
+		}
 		row, err := d.Decode(line)
 		if err != nil {
 			var de *DecodeError

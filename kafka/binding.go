@@ -53,7 +53,11 @@ func (p *Pipeline) binding() binding {
 	}
 	var cols []string
 	for _, c := range q.Source.Columns {
-		cols = append(cols, c.Name+" "+c.Type.String())
+		d := c.Name + " " + c.Type.String()
+		if c.Computed != nil || c.TimeUnit > 1 {
+			d = c.Decl() // a changed expression or precision is a changed source
+		}
+		cols = append(cols, d)
 	}
 	schema := strings.Join(cols, ", ")
 	if tc := q.Source.TimeCol; tc >= 0 && tc < len(q.Source.Columns) {

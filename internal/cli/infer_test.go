@@ -40,7 +40,7 @@ func TestInferPrintsCompilingSQL(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
-	for _, w := range []string{"  id VARCHAR,", "  meta JSON,", "epoch_ms(ts_ms)", "-- skipped 1 malformed lines (first at line 3", "WATERMARK FOR at AS at - INTERVAL '4' SECOND"} {
+	for _, w := range []string{"  id VARCHAR,", "  meta JSON,", "TO_TIMESTAMP_LTZ(ts_ms, 3)", "-- skipped 1 malformed lines (first at line 3", "WATERMARK FOR at AS at - INTERVAL '4' SECOND"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("missing %q in\n%s", w, out)
 		}

@@ -205,6 +205,10 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	err = pl.Run(ctx)
 	close(watchDone)
 	st := pl.Stats()
+	// A stop (SIGINT, SIGTERM) is a clean end, as for a file run: the open
+	// transaction has ended, the summary says why the run ended, and the
+	// exit status is 128 + the signal number.
+	stopped := err == nil && ctx.Err() != nil
 	if !f.quiet {
 		el := time.Since(started).Seconds()
 		end := ""
@@ -225,11 +229,18 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 				end += fmt.Sprintf(", idle source partitions %s (quiet for --idle-timeout %s: they no longer hold the watermark back)", joinParts(st.IdlePartitions), idleTimeout)
 			}
 		}
-		fmt.Fprintf(env.Stderr, "ubik: %s: %d events consumed, %d malformed, %d eval errors, %d late, %d records produced, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s%s\n",
-			q.Name, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
+		how := ""
+		if stopped {
+			how = "stopped (" + stopCause(ctx).Error() + "): "
+		}
+		fmt.Fprintf(env.Stderr, "ubik: %s: %s%d events consumed, %d malformed, %d eval errors, %d late, %d records produced, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s%s\n",
+			q.Name, how, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
 	}
 	if err == nil {
 		err = lateErr
+	}
+	if err == nil && stopped {
+		err = stopCause(ctx)
 	}
 	return err
 }

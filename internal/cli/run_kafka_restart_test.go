@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -211,7 +212,8 @@ func TestRunKafkaIdlePartitions(t *testing.T) {
 	metricsAddr := regexp.MustCompile(`metrics on (http://\S+/metrics)`)
 	run := func(idleTimeout, want string, wantSummary string) {
 		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancelCause := context.WithCancelCause(context.Background())
+		cancel := func() { cancelCause(StopSignal{Signal: syscall.SIGTERM}) }
 		defer cancel()
 		stderr := &syncBuf{}
 		env := &Env{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: stderr, Getenv: func(string) string { return "" }}
@@ -242,8 +244,8 @@ func TestRunKafkaIdlePartitions(t *testing.T) {
 			body = string(b)
 		}
 		cancel()
-		if c := <-code; c != 0 {
-			t.Fatalf("exit %d:\n%s", c, stderr)
+		if c := <-code; c != 143 { // stopped by SIGTERM
+			t.Fatalf("exit %d, want 143:\n%s", c, stderr)
 		}
 		if !strings.Contains(stderr.String(), wantSummary) {
 			t.Errorf("summary does not say %q:\n%s", wantSummary, stderr)

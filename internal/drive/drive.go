@@ -104,6 +104,7 @@ type Driver struct {
 	dec    *exec.Decoder
 	op     *exec.Operator  // nil for a router
 	keys   *exec.GroupKeys // a router's
+	derive *exec.Deriver   // PushRow's, for a source with computed or TIMESTAMP(p) columns (made on first use)
 	emit   func(*changelog.Record) error
 	late   func(*exec.LateEvent)
 	now    func() time.Time
@@ -330,7 +331,11 @@ func (d *Driver) push(raw, key []byte, keyed bool) error {
 }
 
 // PushRow applies one typed row, in the source's column order. A row of
-// the wrong shape or kinds, or without an event time, is malformed.
+// the wrong shape or kinds, or without an event time, is malformed. For a
+// source with computed or TIMESTAMP(p) columns the row holds the physical
+// columns (in declaration order, computed ones left out), or every column
+// with each computed cell NULL; the computed cells are evaluated and the
+// TIMESTAMP(p) cells rounded, as the decoders do.
 func (d *Driver) PushRow(row []types.Value) error {
 	if err := d.admit(); err != nil {
 		return err
@@ -338,12 +343,36 @@ func (d *Driver) PushRow(row []types.Value) error {
 	d.n.Records++
 	d.n.Events++
 	src := d.q.Source
-	if len(row) != len(src.Columns) {
+	cols, tc := src.Columns, src.TimeCol
+	if src.HasDerived() {
+		if d.derive == nil {
+			d.derive = exec.NewDeriver(src)
+			d.derive.SetUsed(d.q.UsedColumns)
+		}
+		phys := d.derive.Physical()
+		if len(row) == len(src.Columns) && len(row) != len(phys.Columns) {
+			cells := make([]types.Value, 0, len(phys.Columns))
+			for i, c := range src.Columns {
+				if c.Computed == nil {
+					cells = append(cells, row[i])
+				} else if !row[i].Null {
+					d.n.Malformed++
+					return d.eventErr(&exec.DecodeError{Column: c.Name, Msg: "a computed column's cell must be NULL: it is evaluated from the other columns"})
+				}
+			}
+			row = cells
+		}
+		if len(row) != len(phys.Columns) {
+			d.n.Malformed++
+			return d.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d physical columns (of %d)", len(row), src.Name, len(phys.Columns), len(src.Columns))})
+		}
+		cols, tc = phys.Columns, phys.TimeCol
+	} else if len(row) != len(cols) {
 		d.n.Malformed++
-		return d.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d columns", len(row), src.Name, len(src.Columns))})
+		return d.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d columns", len(row), src.Name, len(cols))})
 	}
 	copied := false
-	for i, c := range src.Columns {
+	for i, c := range cols {
 		if !row[i].Null && row[i].Kind != c.Type.Kind {
 			d.n.Malformed++
 			return d.eventErr(&exec.DecodeError{Column: c.Name, Msg: fmt.Sprintf("cell is %s, column is %s", row[i].Kind, c.Type)})
@@ -358,6 +387,18 @@ func (d *Driver) PushRow(row []types.Value) error {
 				row[i].S = s
 			}
 		}
+	}
+	if tc >= 0 && row[tc].Null {
+		d.n.Malformed++
+		return d.eventErr(&exec.DecodeError{Column: cols[tc].Name, Msg: "event time is null"})
+	}
+	if d.derive != nil {
+		full, err := d.derive.Apply(row)
+		if err != nil {
+			d.n.Malformed++
+			return d.eventErr(err)
+		}
+		row = full
 	}
 	if tc := src.TimeCol; tc >= 0 {
 		if row[tc].Null {

@@ -44,6 +44,10 @@ type Column struct {
 	// min, max: the range of an integer column (ints counts its values),
 	// to offer one that holds epoch seconds or milliseconds as event time.
 	min, max, ints int64
+	// intLatest is the largest integer seen so far; intLag the largest
+	// amount a later value was behind it, at line intLagLine (an epoch
+	// column's disorder, in its unit).
+	intLatest, intLag, intLagLine int64
 	// latest is the largest TIMESTAMP seen so far; lag the largest amount
 	// a later record was behind it, at line lagLine.
 	latest       int64
@@ -51,8 +55,14 @@ type Column struct {
 	ordered      int // TIMESTAMP values seen
 }
 
-// int records an integer value.
-func (c *Column) int(n int64) {
+// int records an integer value read at line.
+func (c *Column) int(n, line int64) {
+	if c.ints > 0 && n < c.intLatest && c.intLatest-n > c.intLag {
+		c.intLag, c.intLagLine = c.intLatest-n, line
+	}
+	if c.ints == 0 || n > c.intLatest {
+		c.intLatest = n
+	}
 	if c.ints == 0 || n < c.min {
 		c.min = n
 	}
@@ -79,12 +89,13 @@ func (c *Column) at(us, line int64) {
 // column all of whose values fall in [2000-01-01, 2100-01-01) in one unit
 // is offered as an event-time candidate, with the function that reads it.
 var epochs = []struct {
-	unit, fn string
-	us       int64 // microseconds per unit
+	unit      string
+	precision int   // TO_TIMESTAMP_LTZ's precision argument for the unit
+	us        int64 // microseconds per unit
 }{
-	{"seconds", "to_timestamp", 1_000_000},
-	{"milliseconds", "epoch_ms", 1000},
-	{"microseconds", "make_timestamp", 1},
+	{"seconds", 0, 1_000_000},
+	{"milliseconds", 3, 1000},
+	{"microseconds", 6, 1},
 }
 
 const (
@@ -131,7 +142,11 @@ type Schema struct {
 	Path    string
 	Columns []Column
 	TimeCol int // -1 when no TIMESTAMP column
-	Records int
+	// EpochCol, when there is no TIMESTAMP column, is the integer column of
+	// epoch seconds, milliseconds or microseconds that SQL turns into the
+	// event time with a computed column; -1 when none.
+	EpochCol int
+	Records  int
 	// Skipped counts the lines that were not events; FirstBad describes
 	// the first of them.
 	Skipped  int
@@ -200,7 +215,7 @@ func Infer(r io.Reader, opts Options) (*Schema, error) {
 	if opts.Format == "" {
 		opts.Format = "jsonl"
 	}
-	s := &Schema{Name: opts.Name, Format: opts.Format, Path: opts.Path, TimeCol: -1}
+	s := &Schema{Name: opts.Name, Format: opts.Format, Path: opts.Path, TimeCol: -1, EpochCol: -1}
 	idx := map[string]int{}
 	line := 0
 	col := func(name string) *Column {
@@ -235,7 +250,7 @@ func Infer(r io.Reader, opts Options) (*Schema, error) {
 		switch t.Kind {
 		case types.KindBigInt:
 			n, _ := strconv.ParseInt(v, 10, 64)
-			c.int(n)
+			c.int(n, int64(line))
 		case types.KindTimestamp:
 			us, _ := types.ParseTimestamp([]byte(v))
 			c.at(us, int64(line))
@@ -336,12 +351,35 @@ func Infer(r io.Reader, opts Options) (*Schema, error) {
 		if s.TimeCol < 0 {
 			s.TimeCol = i
 		}
-		if n := strings.ToLower(c.Name); strings.Contains(n, "time") || n == "ts" || strings.HasSuffix(n, "_at") {
+		if timeLike(c.Name) {
 			s.TimeCol = i
 			break
 		}
 	}
+	// Without one, an epoch column (named like a time, else the first)
+	// becomes the event time through a computed column.
+	if s.TimeCol < 0 {
+		for i := range s.Columns {
+			if s.Columns[i].epoch() < 0 {
+				continue
+			}
+			if s.EpochCol < 0 {
+				s.EpochCol = i
+			}
+			if timeLike(s.Columns[i].Name) {
+				s.EpochCol = i
+				break
+			}
+		}
+	}
 	return s, nil
+}
+
+// timeLike reports whether a column name reads as an event time: …time…,
+// ts…, …_at, …_ms.
+func timeLike(name string) bool {
+	n := strings.ToLower(name)
+	return strings.Contains(n, "time") || strings.HasPrefix(n, "ts") || strings.HasSuffix(n, "_at") || strings.HasSuffix(n, "_ms")
 }
 
 func splitCSV(line string) []string {
@@ -384,36 +422,54 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'
 // SQL renders the schema as a CREATE SOURCE statement. The watermark delay
 // covers the largest disorder the records showed in the event-time column
 // (at least one second). An integer column of epoch seconds, milliseconds
-// or microseconds is offered as event time in a comment: CREATE SOURCE
-// declares no computed column, so it says which function reads it.
+// or microseconds is offered as event time in a comment, with the
+// TO_TIMESTAMP_LTZ call that reads it; without a TIMESTAMP column, the
+// first such column (one named like a time first) becomes the event time
+// through a computed column, event_time AS TO_TIMESTAMP_LTZ(col, p), with
+// the WATERMARK on it.
 func (s *Schema) SQL() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "-- inferred from %d records; check the types and the watermark delay\n", s.Records)
 	if s.Skipped > 0 {
 		fmt.Fprintf(&b, "-- skipped %d malformed lines (first at %s)\n", s.Skipped, oneLine(s.FirstBad))
 	}
-	for _, c := range s.Columns {
+	evName := ""
+	if s.EpochCol >= 0 {
+		evName = s.computedName()
+	}
+	for i, c := range s.Columns {
 		if u := c.epoch(); u >= 0 {
 			e := epochs[u]
 			n := oneLine(ident(c.Name))
-			fmt.Fprintf(&b, "-- event-time candidate: %s holds epoch %s (%s to %s); %s(%s) reads it as a TIMESTAMP in a query; a WATERMARK needs a TIMESTAMP column, so for windows have the producer write it as a timestamp string\n",
-				n, e.unit, fmtTS(c.min*e.us), fmtTS(c.max*e.us), e.fn, n)
+			fmt.Fprintf(&b, "-- event-time candidate: %s holds epoch %s (%s to %s); TO_TIMESTAMP_LTZ(%s, %d) reads it as a TIMESTAMP",
+				n, e.unit, fmtTS(c.min*e.us), fmtTS(c.max*e.us), n, e.precision)
+			if i == s.EpochCol {
+				fmt.Fprintf(&b, ", as the computed column %s does", ident(evName))
+			}
+			b.WriteString("\n")
 		}
 	}
 	delay := int64(1)
-	if s.TimeCol >= 0 {
-		c := s.Columns[s.TimeCol]
-		if c.lag > 0 {
-			delay = (c.lag + 999_999) / 1_000_000
-			fmt.Fprintf(&b, "-- the largest disorder seen in %s: %s behind the latest before it (line %d)\n", oneLine(ident(c.Name)), time.Duration(c.lag)*time.Microsecond, c.lagLine)
+	disorder := func(name string, lag, line int64) {
+		if lag > 0 {
+			delay = (lag + 999_999) / 1_000_000
+			fmt.Fprintf(&b, "-- the largest disorder seen in %s: %s behind the latest before it (line %d)\n", oneLine(name), time.Duration(lag)*time.Microsecond, line)
 		} else {
-			fmt.Fprintf(&b, "-- %s was in order in these records; the watermark delay is the smallest, raise it if later input is out of order\n", oneLine(ident(c.Name)))
+			fmt.Fprintf(&b, "-- %s was in order in these records; the watermark delay is the smallest, raise it if later input is out of order\n", oneLine(name))
 		}
+	}
+	switch {
+	case s.TimeCol >= 0:
+		c := s.Columns[s.TimeCol]
+		disorder(ident(c.Name), c.lag, c.lagLine)
+	case s.EpochCol >= 0:
+		c := s.Columns[s.EpochCol]
+		disorder(ident(c.Name), c.intLag*epochs[c.epoch()].us, c.intLagLine)
 	}
 	fmt.Fprintf(&b, "CREATE SOURCE %s (\n", ident(s.Name))
 	for i, c := range s.Columns {
 		sep := ","
-		if i == len(s.Columns)-1 && s.TimeCol < 0 {
+		if i == len(s.Columns)-1 && s.TimeCol < 0 && s.EpochCol < 0 {
 			sep = ""
 		}
 		note := ""
@@ -431,9 +487,19 @@ func (s *Schema) SQL() string {
 		}
 		fmt.Fprintf(&b, "  %s %s%s%s\n", ident(c.Name), typ, sep, note)
 	}
-	if s.TimeCol >= 0 {
-		n := ident(s.Columns[s.TimeCol].Name)
-		fmt.Fprintf(&b, "  WATERMARK FOR %s AS %s - INTERVAL '%d' SECOND\n", n, n, delay)
+	if s.EpochCol >= 0 {
+		c := s.Columns[s.EpochCol]
+		fmt.Fprintf(&b, "  %s AS TO_TIMESTAMP_LTZ(%s, %d),\n", ident(evName), ident(c.Name), epochs[c.epoch()].precision)
+	}
+	wm := ""
+	switch {
+	case s.TimeCol >= 0:
+		wm = ident(s.Columns[s.TimeCol].Name)
+	case s.EpochCol >= 0:
+		wm = ident(evName)
+	}
+	if wm != "" {
+		fmt.Fprintf(&b, "  WATERMARK FOR %s AS %s - INTERVAL '%d' SECOND\n", wm, wm, delay)
 	}
 	opts := []string{"format = " + quote(s.Format)}
 	if s.Path != "" {
@@ -441,4 +507,22 @@ func (s *Schema) SQL() string {
 	}
 	fmt.Fprintf(&b, ") WITH (%s);\n", strings.Join(opts, ", "))
 	return b.String()
+}
+
+// computedName names the computed event-time column: event_time, or, if a
+// column has that name, event_time_2, event_time_3, ...
+func (s *Schema) computedName() string {
+	taken := func(n string) bool {
+		for _, c := range s.Columns {
+			if strings.EqualFold(c.Name, n) {
+				return true
+			}
+		}
+		return false
+	}
+	name := "event_time"
+	for i := 2; taken(name); i++ {
+		name = fmt.Sprintf("event_time_%d", i)
+	}
+	return name
 }

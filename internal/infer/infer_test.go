@@ -85,6 +85,7 @@ func TestInferNestedIsJSON(t *testing.T) {
 func TestInferEpochCandidate(t *testing.T) {
 	in := `{"id":"a","ts_ms":1784368800001,"n":3,"sec":1784368800,"us":1784368800000002}
 {"id":"b","ts_ms":1784368801500,"n":4,"sec":1784368801,"us":1784368800000003}
+{"id":"c","ts_ms":1784368798200,"n":5,"sec":1784368801,"us":1784368800000003}
 `
 	s, err := Infer(strings.NewReader(in), Options{})
 	if err != nil {
@@ -93,23 +94,39 @@ func TestInferEpochCandidate(t *testing.T) {
 	got := compiles(t, s)
 	for _, w := range []string{
 		"  ts_ms BIGINT,",
-		"-- event-time candidate: ts_ms holds epoch milliseconds (2026-07-18 10:00:00.001 to 2026-07-18 10:00:01.5); epoch_ms(ts_ms) reads it as a TIMESTAMP",
-		"-- event-time candidate: sec holds epoch seconds (2026-07-18 10:00:00 to 2026-07-18 10:00:01); to_timestamp(sec) reads it as a TIMESTAMP",
-		"-- event-time candidate: us holds epoch microseconds (2026-07-18 10:00:00.000002 to 2026-07-18 10:00:00.000003); make_timestamp(us) reads it as a TIMESTAMP",
+		"-- event-time candidate: ts_ms holds epoch milliseconds (2026-07-18 09:59:58.2 to 2026-07-18 10:00:01.5); TO_TIMESTAMP_LTZ(ts_ms, 3) reads it as a TIMESTAMP, as the computed column event_time does",
+		"-- event-time candidate: sec holds epoch seconds (2026-07-18 10:00:00 to 2026-07-18 10:00:01); TO_TIMESTAMP_LTZ(sec, 0) reads it as a TIMESTAMP\n",
+		"-- event-time candidate: us holds epoch microseconds (2026-07-18 10:00:00.000002 to 2026-07-18 10:00:00.000003); TO_TIMESTAMP_LTZ(us, 6) reads it as a TIMESTAMP\n",
+		// The disorder of the epoch column sets the delay: 3.3 s -> 4 s.
+		"-- the largest disorder seen in ts_ms: 3.3s behind the latest before it (line 3)",
+		"  event_time AS TO_TIMESTAMP_LTZ(ts_ms, 3),\n  WATERMARK FOR event_time AS event_time - INTERVAL '4' SECOND\n",
 	} {
 		if !strings.Contains(got, w) {
 			t.Errorf("missing %q in\n%s", w, got)
 		}
 	}
-	// The functions the comments name read the columns in a query.
-	for _, e := range []string{"epoch_ms(ts_ms)", "to_timestamp(sec)", "make_timestamp(us)"} {
+	// The calls the comments name read the columns in a query, and the
+	// computed event time carries windows.
+	for _, e := range []string{"TO_TIMESTAMP_LTZ(ts_ms, 3)", "TO_TIMESTAMP_LTZ(sec, 0)", "TO_TIMESTAMP_LTZ(us, 6)", "event_time"} {
 		q := got + "SELECT date_trunc('minute', " + e + ") AS m, count(*) AS c FROM events GROUP BY date_trunc('minute', " + e + ")"
 		if _, err := plan.Compile(q, plan.CompileOptions{}); err != nil {
 			t.Errorf("%s: %v", e, err)
 		}
 	}
-	if strings.Contains(got, "candidate: n ") || strings.Contains(got, "WATERMARK FOR") {
-		t.Errorf("a small count is no epoch, and no TIMESTAMP column means no WATERMARK:\n%s", got)
+	q := got + "SELECT window_start, count(*) AS c FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(event_time), INTERVAL '1' MINUTE)) GROUP BY window_start"
+	if _, err := plan.Compile(q, plan.CompileOptions{}); err != nil {
+		t.Errorf("window over the computed event time: %v", err)
+	}
+	if strings.Contains(got, "candidate: n ") {
+		t.Errorf("a small count is no epoch:\n%s", got)
+	}
+	// A column already named event_time: the computed one takes another name.
+	s, err = Infer(strings.NewReader(`{"event_time":"x","sec":1784368800}`+"\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := compiles(t, s); !strings.Contains(got, "  event_time_2 AS TO_TIMESTAMP_LTZ(sec, 0),") {
+		t.Errorf("want event_time_2:\n%s", got)
 	}
 }
 

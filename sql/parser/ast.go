@@ -52,7 +52,8 @@ type Ident struct {
 
 // ---- statements ----
 
-// CreateSource is CREATE SOURCE name (columns, WATERMARK ...) WITH (...).
+// CreateSource is CREATE SOURCE name (columns, computed columns, WATERMARK
+// ...) WITH (...).
 type CreateSource struct {
 	P, End    int
 	Name      Ident
@@ -61,10 +62,13 @@ type CreateSource struct {
 	Options   []Option
 }
 
-// ColumnDef is one declared column.
+// ColumnDef is one declared column: a physical column (name type), read
+// from each event, or a computed column (name AS expr), evaluated over the
+// event's physical columns after decoding.
 type ColumnDef struct {
 	Name Ident
-	Type TypeName
+	Type TypeName // zero for a computed column
+	Expr Expr     // the computed column's expression; nil for a physical column
 }
 
 // TypeName is a type as written: the upper-cased name and its numeric

@@ -39,12 +39,19 @@ func ident(b *strings.Builder, id Ident, canon bool) {
 	}
 }
 
+// callKeywords are not reserved, but inside SUBSTRING(... FROM ... FOR
+// ...) and TRIM(BOTH|LEADING|TRAILING ... FROM ...) they select the
+// keyword form of the call: a column of such a name, printed bare in a
+// call's arguments, would parse back as the keyword (substring(for, 1)
+// reads as the FOR form), so the printer quotes it.
+var callKeywords = map[string]bool{"FOR": true, "BOTH": true, "LEADING": true, "TRAILING": true}
+
 // needsQuote reports whether s must be written quoted to lex back as the
 // same identifier: the lexer's rule for unquoted identifiers is a letter or
 // '_', then letters, digits, '_' or '$' (letters may be any Unicode letter;
 // invalid UTF-8 never lexes unquoted).
 func needsQuote(s string) bool {
-	if s == "" || reserved[strings.ToUpper(s)] {
+	if s == "" || reserved[strings.ToUpper(s)] || callKeywords[strings.ToUpper(s)] {
 		return true
 	}
 	for i, r := range s {

@@ -43,6 +43,8 @@ var parseSeeds = []string{
 	"SELECT \"\" FROM t",
 	"SELECT 'a''b', \"c\"\"d\" FROM t",
 	"SELECT x FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) AS",
+	"CREATE SOURCE c (ms BIGINT, at TIMESTAMP(3), ts AS TO_TIMESTAMP_LTZ(ms, 3), d AS CAST(at AS TIMESTAMP(0)) + INTERVAL '1' DAY, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH (format = 'json')",
+	"CREATE SOURCE c (ts AS, ms BIGINT)", "CREATE SOURCE c (ts TIMESTAMP AS ms)", "CREATE SOURCE c (ts AS AS ms)", "CREATE SOURCE c (a AS (b AS c))",
 }
 
 func FuzzParse(f *testing.F) {
@@ -70,14 +72,25 @@ func FuzzParse(f *testing.F) {
 			if a < 0 || b > len(sql) || a > b {
 				t.Fatalf("Parse(%q): statement span [%d,%d) outside text", sql, a, b)
 			}
+			var exprs []Expr
+			if cs, ok := st.(*CreateSource); ok {
+				// Computed columns and the watermark round-trip too.
+				for _, c := range cs.Columns {
+					if c.Expr != nil {
+						exprs = append(exprs, c.Expr)
+					}
+				}
+				if cs.Watermark != nil {
+					exprs = append(exprs, cs.Watermark.Expr)
+				}
+			}
 			sel, ok := st.(*Select)
 			if cv, isView := st.(*CreateView); isView {
 				sel, ok = cv.Query, true
 			}
 			if !ok {
-				continue
+				sel = &Select{}
 			}
-			var exprs []Expr
 			for _, it := range sel.Items {
 				if it.Expr != nil {
 					exprs = append(exprs, it.Expr)

@@ -251,11 +251,23 @@ func (p *parser) createSource(start int) (Statement, *Error) {
 			if err != nil {
 				return nil, err
 			}
-			tn, err := p.typeName()
-			if err != nil {
-				return nil, err
+			if p.acceptKw("AS") {
+				// A computed column, as in Flink: name AS expression.
+				e, err := p.expr()
+				if err != nil {
+					return nil, err
+				}
+				cs.Columns = append(cs.Columns, ColumnDef{Name: col, Expr: e})
+			} else {
+				tn, err := p.typeName()
+				if err != nil {
+					return nil, err
+				}
+				if t := p.peek(); isKw(t, "AS") {
+					return nil, p.errAt(t.pos, "a computed column has no declared type (it takes its expression's): write %s AS expression, or CAST the expression", col.Name)
+				}
+				cs.Columns = append(cs.Columns, ColumnDef{Name: col, Type: tn})
 			}
-			cs.Columns = append(cs.Columns, ColumnDef{Name: col, Type: tn})
 		}
 		if p.acceptOp(",") {
 			continue

@@ -22,6 +22,9 @@ type queryBinder struct {
 	aggIndex   map[string]int // canonical aggregate call -> index in q.Aggs
 	metaRefs   []metaRef
 	items      []parser.SelectItem
+	// deps collects the source ordinals an expression reads, when binding
+	// a computed column (q is nil then).
+	deps map[int]bool
 }
 
 // metaRef is a reference to one of the four trailing slots of the
@@ -447,13 +450,21 @@ func (qb *queryBinder) column(r *parser.ColumnRef, sc *scope) (Expr, error) {
 // use marks source column idx as read by the query (the decoder converts
 // only those).
 func (qb *queryBinder) use(idx int) {
+	if qb.deps != nil {
+		qb.deps[idx] = true
+	}
 	if qb.q == nil {
-		return // a lone expression (CompileExpr), not a query
+		return // a lone expression (CompileExpr) or a computed column, not a query
 	}
 	if qb.q.UsedColumns == nil {
 		qb.q.UsedColumns = make([]bool, len(qb.src.Columns))
 	}
 	qb.q.UsedColumns[idx] = true
+	// A computed column is evaluated from the columns it reads: the
+	// decoder must convert those too.
+	for _, d := range qb.src.Columns[idx].Deps {
+		qb.q.UsedColumns[d] = true
+	}
 }
 
 func (qb *queryBinder) meta(slot int, t types.Type, name string) Expr {

@@ -161,6 +161,21 @@ func (b *binder) bindExpr(e parser.Expr, sc *scope) (Expr, error) {
 		// error is raised only if the cast is evaluated (it may sit in a
 		// CASE branch that is never taken).
 		ce := &castExpr{x: x, to: t, try: n.Try, fn: fn, name: name}
+		if unit := timeUnit(n.Type); unit > 1 {
+			// CAST(x AS TIMESTAMP(p)): the timestamp, rounded to p digits.
+			ce.fn = func(v types.Value) (types.Value, error) {
+				r, err := fn(v)
+				if err != nil {
+					return r, err
+				}
+				us, ok := RoundTimestamp(r.I, unit)
+				if !ok {
+					return types.Value{}, rangeErr("%s rounded to %s is out of the TIMESTAMP range", ValueText(r), parser.FormatType(n.Type))
+				}
+				return types.TS(us), nil
+			}
+			ce.toText = parser.FormatType(n.Type)
+		}
 		return fold(ce, x), nil
 	case *parser.CaseExpr:
 		return b.bindCase(n, sc)
@@ -505,7 +520,13 @@ func (b *binder) typeOf(tn parser.TypeName) (types.Type, error) {
 		}
 		return types.Varchar, nil
 	case "TIMESTAMP", "DATETIME":
-		return noArgs(types.Timestamp)
+		switch {
+		case len(tn.Args) > 1:
+			return types.Type{}, b.errAt(tn.P, "%s takes at most one argument, the precision (fractional-second digits, 0 to 6)", tn.Name)
+		case len(tn.Args) == 1 && tn.Args[0] > 6:
+			return types.Type{}, b.errAt(tn.P, "%s precision must be between 0 and 6 (fractional-second digits), got %d", tn.Name, tn.Args[0])
+		}
+		return types.Timestamp, nil
 	case "DATE":
 		return noArgs(types.Date)
 	case "INTERVAL":
@@ -514,6 +535,20 @@ func (b *binder) typeOf(tn parser.TypeName) (types.Type, error) {
 		return types.Type{}, b.errAt(tn.P, "TIMESTAMPTZ is not supported: ubik timestamps are UTC; use TIMESTAMP")
 	}
 	return types.Type{}, b.errAt(tn.P, "unknown type %s (supported: BOOLEAN, INTEGER, BIGINT, HUGEINT, DOUBLE, DECIMAL(p,s), VARCHAR, TIMESTAMP, DATE, INTERVAL)", tn.Name)
+}
+
+// timeUnit is the rounding unit in microseconds of a TIMESTAMP(p) type
+// name with p < 6 (10^(6-p)), or 0: TIMESTAMP and TIMESTAMP(6) keep
+// microseconds. typeOf has checked the arguments.
+func timeUnit(tn parser.TypeName) int64 {
+	if (tn.Name != "TIMESTAMP" && tn.Name != "DATETIME") || len(tn.Args) != 1 || tn.Args[0] >= 6 {
+		return 0
+	}
+	u := int64(1)
+	for range 6 - tn.Args[0] {
+		u *= 10
+	}
+	return u
 }
 
 // levenshtein distance, for "did you mean" hints.

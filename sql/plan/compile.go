@@ -59,7 +59,7 @@ func validateSource(s *Source) error {
 		return fmt.Errorf("%w: source %q has no columns", ErrInvalidSource, s.Name)
 	}
 	seen := map[string]bool{}
-	for _, c := range s.Columns {
+	for i, c := range s.Columns {
 		k := strings.ToLower(c.Name)
 		if c.Name == "" || seen[k] {
 			return fmt.Errorf("%w: source %q has an empty or repeated column name %q", ErrInvalidSource, s.Name, c.Name)
@@ -71,6 +71,25 @@ func validateSource(s *Source) error {
 		}
 		if c.JSON && c.Type.Kind != types.KindVarchar {
 			return fmt.Errorf("%w: source %q JSON column %q must have type VARCHAR, not %s", ErrInvalidSource, s.Name, c.Name, c.Type)
+		}
+		if c.TimeUnit > 1 && c.Type.Kind != types.KindTimestamp {
+			return fmt.Errorf("%w: source %q column %q has a TimeUnit but is %s, not TIMESTAMP", ErrInvalidSource, s.Name, c.Name, c.Type)
+		}
+		if c.Computed == nil {
+			if len(c.Deps) > 0 {
+				return fmt.Errorf("%w: source %q column %q has Deps but is not computed", ErrInvalidSource, s.Name, c.Name)
+			}
+			continue
+		}
+		if c.Computed.Type() != c.Type || c.JSON {
+			return fmt.Errorf("%w: source %q computed column %q has type %s but its expression is %s", ErrInvalidSource, s.Name, c.Name, c.Type, c.Computed.Type())
+		}
+		for _, d := range c.Deps {
+			// Computed columns are evaluated in order: one reads only
+			// earlier computed columns.
+			if d < 0 || d >= len(s.Columns) || d == i || d > i && s.Columns[d].Computed != nil {
+				return fmt.Errorf("%w: source %q computed column %q depends on column %d, which is not a physical column or an earlier computed column", ErrInvalidSource, s.Name, c.Name, d)
+			}
 		}
 	}
 	if s.TimeCol < -1 || s.TimeCol >= len(s.Columns) {
@@ -258,6 +277,11 @@ func (b *binder) source(n *parser.CreateSource) (*Source, error) {
 		if src.ColumnIndex(c.Name.Name) >= 0 {
 			return nil, b.errAt(c.Name.P, "column %q is declared twice", c.Name.Name)
 		}
+		if c.Expr != nil {
+			// Typed once every column is known (computedColumn).
+			src.Columns = append(src.Columns, Column{Name: c.Name.Name})
+			continue
+		}
 		if c.Type.Name == "JSON" {
 			if len(c.Type.Args) > 0 {
 				return nil, b.errAt(c.Type.P, "type JSON takes no arguments")
@@ -269,10 +293,23 @@ func (b *binder) source(n *parser.CreateSource) (*Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		src.Columns = append(src.Columns, Column{Name: c.Name.Name, Type: t})
+		src.Columns = append(src.Columns, Column{Name: c.Name.Name, Type: t, TimeUnit: timeUnit(c.Type)})
 	}
 	if len(src.Columns) == 0 {
 		return nil, b.errAt(n.Name.P, "source %s declares no columns", n.Name.Name)
+	}
+	physical := 0
+	for i, c := range n.Columns {
+		if c.Expr == nil {
+			physical++
+			continue
+		}
+		if err := b.computedColumn(src, n, i); err != nil {
+			return nil, err
+		}
+	}
+	if physical == 0 {
+		return nil, b.errAt(n.Name.P, "source %s declares only computed columns: an event needs at least one physical column to be read from", n.Name.Name)
 	}
 	if w := n.Watermark; w != nil {
 		i := src.ColumnIndex(w.Column.Name)
@@ -297,6 +334,54 @@ func (b *binder) source(n *parser.CreateSource) (*Source, error) {
 		return nil, err
 	}
 	return src, nil
+}
+
+// computedColumn binds computed column i of n (name AS expr) over src: it
+// may read the physical columns (declared anywhere) and the computed
+// columns declared before it, so the decoder can evaluate the computed
+// columns in declaration order in one pass.
+func (b *binder) computedColumn(src *Source, n *parser.CreateSource, i int) error {
+	c := n.Columns[i]
+	var bad error
+	parser.Walk(c.Expr, func(e parser.Expr) bool {
+		r, ok := e.(*parser.ColumnRef)
+		if !ok || bad != nil {
+			return bad == nil
+		}
+		switch j := src.ColumnIndex(r.Name.Name); {
+		case j == i:
+			bad = b.errAt(r.Pos(), "computed column %s refers to itself", c.Name.Name)
+		case j > i && n.Columns[j].Expr != nil:
+			bad = b.errAt(r.Pos(), "computed column %s refers to computed column %s, which is declared after it: a computed column reads the physical columns and the computed columns declared before it", c.Name.Name, n.Columns[j].Name.Name)
+		}
+		return bad == nil
+	})
+	if bad != nil {
+		return bad
+	}
+	what := "computed column " + c.Name.Name
+	qb := &queryBinder{b: b, src: src, quals: []string{src.Name}, groupCanon: map[string]int{}, aggIndex: map[string]int{}, deps: map[int]bool{}}
+	x, err := b.bindExpr(c.Expr, &scope{clause: what, q: qb})
+	if err != nil {
+		return err
+	}
+	if x.Type().Kind == types.KindNull {
+		return b.errAt(c.Expr.Pos(), "%s has no type (its expression is NULL); give it one with CAST, as in CAST(NULL AS BIGINT)", what)
+	}
+	deps := map[int]bool{}
+	for d := range qb.deps {
+		deps[d] = true
+		for _, dd := range src.Columns[d].Deps {
+			deps[dd] = true
+		}
+	}
+	col := &src.Columns[i]
+	col.Type, col.Computed, col.ComputedSQL = x.Type(), x, parser.Format(c.Expr)
+	for d := range deps {
+		col.Deps = append(col.Deps, d)
+	}
+	slices.Sort(col.Deps)
+	return nil
 }
 
 // dedup binds the input-deduplication options: dedup_key names the column

@@ -42,11 +42,8 @@ func explainOptions(m map[string]string) string {
 
 func explainSource(s *Source) string {
 	cols := make([]string, len(s.Columns))
-	for i, c := range s.Columns {
-		cols[i] = c.Name + " " + c.Type.String()
-		if c.JSON {
-			cols[i] = c.Name + " JSON"
-		}
+	for i := range s.Columns {
+		cols[i] = s.Columns[i].Decl()
 	}
 	wm := "no watermark"
 	if s.TimeCol >= 0 {

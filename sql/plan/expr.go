@@ -51,11 +51,12 @@ func (e *ColRef) String() string {
 
 // castExpr converts its operand.
 type castExpr struct {
-	x    Expr
-	to   types.Type
-	try  bool
-	fn   castFn
-	name string // "CAST" or "TRY_CAST"; "" for an implicit cast
+	x      Expr
+	to     types.Type
+	try    bool
+	fn     castFn
+	name   string // "CAST" or "TRY_CAST"; "" for an implicit cast
+	toText string // the target type as written when it says more than to does (TIMESTAMP(3))
 }
 
 func (e *castExpr) Type() types.Type { return e.to }
@@ -81,7 +82,11 @@ func (e *castExpr) String() string {
 	if n == "" {
 		n = "CAST"
 	}
-	return n + "(" + e.x.String() + " AS " + e.to.String() + ")"
+	to := e.toText
+	if to == "" {
+		to = e.to.String()
+	}
+	return n + "(" + e.x.String() + " AS " + to + ")"
 }
 
 // binFn computes a binary operation over two non-NULL values.

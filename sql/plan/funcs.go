@@ -54,6 +54,7 @@ func init() {
 		"epoch_us":            {1, 1, bindEpochUs},
 		"epoch":               {1, 1, bindEpoch},
 		"to_timestamp":        {1, 1, bindToTimestamp},
+		"to_timestamp_ltz":    {2, 2, nil}, // bindToTimestampLTZ: its errors point at an argument
 		"strftime":            {2, 2, bindStrftime},
 		"json_extract":        {2, 2, bindJSONExtract},
 		"json_extract_string": {2, 2, bindJSONExtract},
@@ -165,6 +166,9 @@ func (b *binder) bindCall(n *parser.FuncCall, sc *scope) (Expr, error) {
 			return nil, err
 		}
 		args[i] = x
+	}
+	if name == "to_timestamp_ltz" {
+		return b.bindToTimestampLTZ(n, args)
 	}
 	x, msg := f.bind(b, name, args)
 	if msg != "" {

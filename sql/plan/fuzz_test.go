@@ -50,6 +50,12 @@ var compileSeeds = []string{
 	"SELECT approx_count_distinct(customer), approx_count_distinct(DISTINCT ts), approx_quantile(price, 0.5), approx_quantile(qty, 0), approx_quantile(amount, 1) FROM events",
 	"SELECT approx_quantile(price, 2), approx_quantile(price, qty), approx_quantile(ts, 0.5), min_by(DISTINCT qty, price), count(DISTINCT *) FROM events",
 	"SELECT first(v), last(v) FROM nowm",
+	// computed columns, TO_TIMESTAMP_LTZ, TIMESTAMP(p)
+	"CREATE SOURCE c (k VARCHAR, ms BIGINT, at TIMESTAMP(3), ts AS TO_TIMESTAMP_LTZ(ms, 3), sec AS TO_TIMESTAMP_LTZ(ms / 1000.0, 0), d AS CAST(at AS TIMESTAMP(0)), u AS upper(k) || '!', WATERMARK FOR ts AS ts - INTERVAL '5' SECOND); SELECT u, window_start, count(*), max(d), min(sec) FROM TABLE(TUMBLE(TABLE c, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) WHERE ts > at GROUP BY u, window_start",
+	"CREATE SOURCE c (ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 6), WATERMARK FOR ts AS ts); SELECT count(*) FROM c GROUP BY TUMBLE(ts, INTERVAL '1' SECOND)",
+	"CREATE SOURCE c (ms BIGINT, a AS b, b AS a); SELECT count(*) FROM c",
+	"CREATE SOURCE c (ms BIGINT, a AS TO_TIMESTAMP_LTZ(ms, ms), b AS TO_TIMESTAMP_LTZ(NULL, 3), e AS count(ms)); SELECT count(*) FROM c",
+	"SELECT TO_TIMESTAMP_LTZ(big, 0), TO_TIMESTAMP_LTZ(price, 3), TO_TIMESTAMP_LTZ(amount, 6), CAST(ts AS TIMESTAMP(2)), TRY_CAST(customer AS TIMESTAMP(5)), count(*) FROM events GROUP BY big, price, amount, ts, customer",
 }
 
 // FuzzCompile checks that Compile never panics, that every error is a
@@ -78,6 +84,13 @@ func FuzzCompile(f *testing.F) {
 			}
 			_ = pe.Caret()
 			return
+		}
+		for _, src := range prog.Sources {
+			// A compiled source is a valid registered one (Engine.Exec
+			// hands its sources back to later compiles).
+			if err := validateSource(src); err != nil {
+				t.Fatalf("Compile(%q): its source does not validate: %v", sql, err)
+			}
 		}
 		for _, q := range prog.Queries {
 			exerciseQuery(t, sql, q)
@@ -158,6 +171,11 @@ func exerciseQuery(t *testing.T, sql string, q *Query) {
 		t.Fatalf("post-aggregation width %d, want %d", len(postTypes), q.PostAggWidth())
 	}
 	var src, post []Expr
+	for _, c := range q.Source.Columns {
+		if c.Computed != nil {
+			src = append(src, c.Computed)
+		}
+	}
 	if q.Filter != nil {
 		src = append(src, q.Filter)
 	}

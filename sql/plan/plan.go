@@ -15,6 +15,8 @@
 package plan
 
 import (
+	"fmt"
+
 	"github.com/ubiksql/ubik/types"
 )
 
@@ -38,6 +40,82 @@ type Column struct {
 	// decoder stores the field's raw JSON text (any JSON value, a string
 	// with its quotes), for access with ->, ->> and json_extract.
 	JSON bool
+	// Computed, when not nil, makes this a computed column (CREATE SOURCE
+	// s (..., name AS expr)): it is not read from the event; after the
+	// physical columns are decoded, the computed columns are evaluated over
+	// the row in declaration order, so one may read the physical columns
+	// and the computed columns declared before it. Type is Computed.Type().
+	Computed Expr
+	// ComputedSQL is the computed column's expression as SQL text (for
+	// explain and for recognizing a changed source across restarts).
+	ComputedSQL string
+	// Deps are the ordinals of the columns Computed reads, directly or
+	// through earlier computed columns (physical and computed ones).
+	Deps []int
+	// TimeUnit is set for a TIMESTAMP(p) column with p < 6: 10^(6-p)
+	// microseconds. Each value is rounded to a multiple of it (see
+	// RoundTimestamp) when decoded. 0 or 1 keeps microseconds.
+	TimeUnit int64
+}
+
+// TypeText is the column's type as declared: JSON, TIMESTAMP(p), or the type.
+func (c *Column) TypeText() string {
+	switch {
+	case c.JSON:
+		return "JSON"
+	case c.TimeUnit > 1:
+		p := 6
+		for u := c.TimeUnit; u > 1; u /= 10 {
+			p--
+		}
+		return fmt.Sprintf("TIMESTAMP(%d)", p)
+	}
+	return c.Type.String()
+}
+
+// Decl renders the column as declared: "name TYPE", or "name TYPE AS
+// expr" (the expression's type) for a computed column.
+func (c *Column) Decl() string {
+	if c.Computed != nil {
+		return c.Name + " " + c.Type.String() + " AS " + c.ComputedSQL
+	}
+	return c.Name + " " + c.TypeText()
+}
+
+// HasDerived reports whether any column is computed or rounded after
+// decoding (the decoders then decode the physical columns and derive the
+// rest; see exec.Deriver).
+func (s *Source) HasDerived() bool {
+	for _, c := range s.Columns {
+		if c.Computed != nil || c.TimeUnit > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// RoundTimestamp rounds us (microseconds since the epoch) to a multiple of
+// unit microseconds, the value of a TIMESTAMP(p) with unit = 10^(6-p): to
+// the nearest multiple, a half rounding to the later instant. That is
+// PostgreSQL's result for every time from 2000-01-01 on (PostgreSQL rounds
+// a half away from its 2000-01-01 epoch, so before 2000 it rounds a half
+// to the earlier instant); the rule here does not depend on an epoch. It
+// reports false when the result leaves the TIMESTAMP range.
+func RoundTimestamp(us, unit int64) (int64, bool) {
+	if unit <= 1 {
+		return us, true
+	}
+	q, r := us/unit, us%unit // truncated toward zero
+	if r < 0 {
+		q, r = q-1, r+unit // floor
+	}
+	if 2*r >= unit {
+		q++
+	}
+	if q > types.MaxTimestamp/unit || q < types.MinTimestamp/unit {
+		return 0, false
+	}
+	return q * unit, true
 }
 
 // Source is a declared input stream (CREATE SOURCE, or registered through the

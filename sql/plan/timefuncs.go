@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/ubiksql/ubik/sql/parser"
 	"math"
 	"strconv"
 	"strings"
@@ -458,6 +459,64 @@ func bindToTimestamp(b *binder, name string, args []Expr) (Expr, string) {
 			}
 			return types.TS(int64(us)), nil
 		}}, ""
+}
+
+// bindToTimestampLTZ is Flink's TO_TIMESTAMP_LTZ(n, precision): n units
+// since the epoch to TIMESTAMP, where precision is a constant 0 (n is
+// seconds), 3 (milliseconds) or 6 (microseconds; Flink takes only 0 and 3).
+// Flink's result is a TIMESTAMP_LTZ, an instant shown in the session time
+// zone; ubik's timestamps are UTC instants, so the result is the same
+// instant. An integer n converts exactly; a DOUBLE or DECIMAL n is rounded
+// half to even to the microsecond. A result outside the TIMESTAMP range is
+// an error, NULL in is NULL out.
+func (b *binder) bindToTimestampLTZ(n *parser.FuncCall, args []Expr) (Expr, error) {
+	const name = "to_timestamp_ltz"
+	pc, ok := args[1].(*Const)
+	if !ok || pc.T.Kind != types.KindInteger && pc.T.Kind != types.KindBigInt || pc.V.Null {
+		return nil, b.errAt(n.Args[1].Pos(), "%s's precision must be a constant integer: 0 (seconds), 3 (milliseconds) or 6 (microseconds), got %s", name, parser.Format(n.Args[1]))
+	}
+	var mul int64
+	switch pc.V.I {
+	case 0:
+		mul = 1_000_000
+	case 3:
+		mul = 1000
+	case 6:
+		mul = 1
+	default:
+		return nil, b.errAt(n.Args[1].Pos(), "%s's precision must be 0 (seconds), 3 (milliseconds) or 6 (microseconds), got %s", name, parser.Format(n.Args[1]))
+	}
+	x := args[0]
+	t := x.Type()
+	switch {
+	case t.Kind == types.KindNull:
+		return &Const{V: types.NullOf(types.Timestamp), T: types.Timestamp, Text: "NULL"}, nil
+	case t.Kind == types.KindInteger || t.Kind == types.KindBigInt:
+		x, _ = coerce(x, types.BigInt)
+		return fold(&funcExpr{name: name, args: []Expr{x, args[1]}, t: types.Timestamp, strict: true,
+			fn1: func(_ *funcExpr, v types.Value) (types.Value, error) {
+				if v.I > types.MaxTimestamp/mul || v.I < types.MinTimestamp/mul {
+					return types.Value{}, rangeErr("%s: %d is out of the TIMESTAMP range (%s to %s)", name, v.I, types.MinTimestampText, types.MaxTimestampText)
+				}
+				return types.TS(v.I * mul), nil
+			}}, x), nil
+	case t.Kind == types.KindDouble || t.Kind == types.KindDecimal:
+		x, err := coerce(x, types.Double)
+		if err != nil {
+			return nil, b.errAt(n.Args[0].Pos(), "%s", err.Error())
+		}
+		return fold(&funcExpr{name: name, args: []Expr{x, args[1]}, t: types.Timestamp, strict: true,
+			fn1: func(_ *funcExpr, v types.Value) (types.Value, error) {
+				us := math.RoundToEven(v.F * float64(mul))
+				// float64(MaxTimestamp) rounds up to 2^63, so the upper
+				// bound is exclusive.
+				if math.IsNaN(us) || us < float64(types.MinTimestamp) || us >= float64(types.MaxTimestamp) {
+					return types.Value{}, rangeErr("%s: %s is out of the TIMESTAMP range (%s to %s)", name, ValueText(v), types.MinTimestampText, types.MaxTimestampText)
+				}
+				return types.TS(int64(us)), nil
+			}}, x), nil
+	}
+	return nil, b.errAt(n.Args[0].Pos(), "%s needs a number of seconds, milliseconds or microseconds since the epoch (INTEGER, BIGINT, DOUBLE or DECIMAL), got %s", name, t)
 }
 
 // bindStrftime is strftime(ts, format): the timestamp (or date) as text,
