@@ -4,12 +4,16 @@
 # With --check it changes nothing and fails if any module is not tidy
 # (go mod tidy -diff prints what would change).
 #
-# cmd/ubik's go.mod carries no replace directives, because `go install
-# github.com/ubiksql/ubik/cmd/ubik@VERSION` refuses a module that has any;
-# inside the repository its requirements on the other modules (v0.0.0)
-# resolve through go.work. `go mod tidy` ignores go.work, so for such a
-# module this script adds a replace to the checkout for each repository
-# module it requires and does not replace, tidies, and takes them out again.
+# The repository's modules require each other at v0.0.0. `go mod tidy`
+# ignores go.work, so for the run this script replaces every other module of
+# the workspace with its directory. Afterwards (not with --check) a module
+# keeps, for each repository module it now requires, the requirement at
+# v0.0.0 and a replace by relative path, so it builds with GOWORK=off too;
+# except the modules in no_replace (cmd/ubik): `go install
+# github.com/ubiksql/ubik/cmd/ubik@VERSION` refuses a module with any replace
+# directive, and inside the repository go.work resolves its requirements.
+# So after a merge that adds an import of another repository module, or a
+# new dependency, `bash scripts/tidy.sh` is the whole fix.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 case ":$PATH:" in *:/usr/local/go/bin:*) ;; *) export PATH="$PATH:/usr/local/go/bin" ;; esac
@@ -37,29 +41,75 @@ reqs_and_replaces() {
 		inrep && NF { print "rep", $1 }'
 }
 
-tidy_one() { # path dir
-	local path=$1 dir=$2 gomod=$2/go.mod backup added=() m p d
-	local listed
+# no_replace: modules (directories) whose go.mod must carry no replace.
+no_replace=(cmd/ubik)
+
+# relpath FROM TO: TO relative to FROM, as go.mod wants a local path.
+relpath() {
+	local r
+	r=$(realpath --relative-to="$1" "$2")
+	case $r in ../*) echo "$r" ;; *) echo "./$r" ;; esac
+}
+
+# seed DIR GOMOD: a module the module's packages or tests now use and its
+# go.mod does not list yet is required at the version the workspace
+# selects, so that tidy does not pick the newest one and the modules drift
+# apart (go.work builds every module with the highest version any requires).
+seed() {
+	local dir=$1 gomod=$2 listed p v
 	listed=$(reqs_and_replaces "$gomod")
+	(cd "$dir" && GOWORK="$root/go.work" go list -e -deps -test \
+		-f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}}{{end}}{{end}}' ./...) | sort -u |
+		while read -r p v; do
+			case $p in github.com/ubiksql/ubik | github.com/ubiksql/ubik/*) continue ;; esac
+			[ -n "$v" ] && ! grep -qx "req $p" <<<"$listed" || continue
+			go mod edit -require="$p@$v" "$gomod"
+		done
+}
+
+tidy_one() { # path dir
+	local path=$1 dir=$2 gomod=$2/go.mod backup added=() m p d listed rc=0 rel keep
+	[ "$check" = 1 ] || seed "$dir" "$gomod"
+	listed=$(reqs_and_replaces "$gomod")
+	backup=$(mktemp)
+	cp "$gomod" "$backup"
 	for m in "${mods[@]}"; do
 		p=${m%% *} d=${m#* }
 		[ "$p" = "$path" ] && continue
-		if grep -qx "req $p" <<<"$listed" && ! grep -qx "rep $p" <<<"$listed"; then
-			added+=("$p=$d")
+		if ! grep -qx "rep $p" <<<"$listed"; then
+			added+=("$p")
+			go mod edit -replace="$p=$d" "$gomod"
 		fi
 	done
-	backup=$(mktemp)
-	cp "$gomod" "$backup"
-	local r rc=0
-	for r in "${added[@]}"; do go mod edit -replace="$r" "$gomod"; done
 	if [ "$check" = 1 ]; then
 		(cd "$dir" && GOWORK=off go mod tidy -diff) || rc=$?
 		cp "$backup" "$gomod"
-	else
-		(cd "$dir" && GOWORK=off go mod tidy) || rc=$?
-		for r in "${added[@]}"; do go mod edit -dropreplace="${r%%=*}" "$gomod"; done
+		rm -f "$backup"
+		return $rc
 	fi
 	rm -f "$backup"
+	(cd "$dir" && GOWORK=off go mod tidy) || rc=$?
+	listed=$(reqs_and_replaces "$gomod")
+	rel=${dir#"$root"/}
+	keep=1
+	for m in "${no_replace[@]}"; do [ "$rel" = "$m" ] && keep=0; done
+	[ $rc = 0 ] || return $rc
+	for m in "${mods[@]}"; do # a replace of a repository module no longer required goes
+		p=${m%% *}
+		if [ "$p" != "$path" ] && grep -qx "rep $p" <<<"$listed" && ! grep -qx "req $p" <<<"$listed"; then
+			go mod edit -dropreplace="$p" "$gomod"
+		fi
+	done
+	for p in "${added[@]}"; do
+		go mod edit -dropreplace="$p" "$gomod"
+		grep -qx "req $p" <<<"$listed" || continue
+		go mod edit -require="$p@v0.0.0" "$gomod"
+		if [ $keep = 1 ]; then
+			for m in "${mods[@]}"; do
+				[ "${m%% *}" = "$p" ] && go mod edit -replace="$p=$(relpath "$dir" "${m#* }")" "$gomod"
+			done
+		fi
+	done
 	return $rc
 }
 
