@@ -9,7 +9,8 @@
 // reports green while testing nothing.
 //
 // It uses the standard library only, so importing it adds no SDK to a test
-// binary.
+// binary: PGScript talks to PostgreSQL through the psql binary, for the
+// root module's oracle tests, whose module must not require a driver.
 package testenv
 
 import (
