@@ -42,7 +42,7 @@ func (s *PGScript) Exec(sql string) {
 }
 
 // CopyIn adds rows to table (columns cols). A cell is nil (NULL), a
-// string, an int64 or int, a float64 (written in the shortest form that
+// string, an int64, int or bool, a float64 (written in the shortest form that
 // parses back to the same double; NaN and infinities by name) or a
 // time.Time (written as a UTC timestamp with microseconds).
 func (s *PGScript) CopyIn(t testing.TB, table string, cols []string, rows [][]any) {
@@ -139,6 +139,8 @@ func pgCopyCell(c any) (string, error) {
 		return strconv.FormatInt(v, 10), nil
 	case int:
 		return strconv.Itoa(v), nil
+	case bool:
+		return strconv.FormatBool(v), nil
 	case float64:
 		switch {
 		case math.IsNaN(v):
@@ -152,7 +154,7 @@ func pgCopyCell(c any) (string, error) {
 	case time.Time:
 		return v.UTC().Format("2006-01-02 15:04:05.999999"), nil
 	}
-	return "", fmt.Errorf("a %T cell (want nil, string, int64, int, float64 or time.Time)", c)
+	return "", fmt.Errorf("a %T cell (want nil, string, int64, int, bool, float64 or time.Time)", c)
 }
 
 // pgCopyEscape escapes the bytes COPY's text format gives a meaning to.

@@ -46,12 +46,12 @@ func TestPGScriptRoundTrip(t *testing.T) {
 			}
 		}
 		ts := time.UnixMicro(r.Int64N(4e15) - 2e15).UTC() // about 1906 to 2033
-		rows = append(rows, []any{i, s, f, r.Int64() - r.Int64(), ts})
+		rows = append(rows, []any{i, s, f, r.Int64() - r.Int64(), ts, i%3 == 0})
 	}
 	var sc PGScript
-	sc.Exec(`SET TIME ZONE 'UTC'; SET extra_float_digits = 1; CREATE TEMP TABLE rt (id int, s text, f float8, i bigint, ts timestamp)`)
-	sc.CopyIn(t, "rt", []string{"id", "s", "f", "i", "ts"}, rows)
-	q := sc.Query(`SELECT id, s, md5(convert_to(s, 'UTF8')), f::text, i::text, (extract(epoch FROM ts) * 1000000)::bigint::text FROM rt ORDER BY id`)
+	sc.Exec(`SET TIME ZONE 'UTC'; SET extra_float_digits = 1; CREATE TEMP TABLE rt (id int, s text, f float8, i bigint, ts timestamp, b bool)`)
+	sc.CopyIn(t, "rt", []string{"id", "s", "f", "i", "ts", "b"}, rows)
+	q := sc.Query(`SELECT id, s, md5(convert_to(s, 'UTF8')), f::text, i::text, (extract(epoch FROM ts) * 1000000)::bigint::text, b::text FROM rt ORDER BY id`)
 	empty := sc.Query(`SELECT 1 WHERE false`)
 	res := sc.Run(t, dsn)
 	if len(res[empty]) != 0 {
@@ -62,7 +62,7 @@ func TestPGScriptRoundTrip(t *testing.T) {
 		t.Fatalf("%d rows back, want %d", len(got), n)
 	}
 	for i, row := range got {
-		if len(row) != 6 || row[0] == nil || *row[0] != strconv.Itoa(i) {
+		if len(row) != 7 || row[0] == nil || *row[0] != strconv.Itoa(i) {
 			t.Fatalf("row %d: %q", i, derefAll(row))
 		}
 		switch {
@@ -87,6 +87,9 @@ func TestPGScriptRoundTrip(t *testing.T) {
 		}
 		if wt := strconv.FormatInt(rows[i][4].(time.Time).UnixMicro(), 10); deref(row[5]) != wt {
 			t.Errorf("row %d: timestamp %s µs came back, want %s", i, deref(row[5]), wt)
+		}
+		if wb := strconv.FormatBool(rows[i][5].(bool)); deref(row[6]) != wb {
+			t.Errorf("row %d: bool %s came back, want %s", i, deref(row[6]), wb)
 		}
 	}
 }
