@@ -1,12 +1,9 @@
 package ubik_test
 
 import (
-	"context"
 	"math"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/metamorphic"
@@ -31,15 +28,18 @@ FROM ev GROUP BY g, x, payload->'k', TUMBLE(ts, INTERVAL '10' SECOND);
 // each key cell as the identity rules make it.
 func TestMetamorphicOracle(t *testing.T) {
 	dsn := testenv.RequirePostgres(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("postgres: %v", err)
+	// The four seeds' events load and their oracle queries run in one psql
+	// session; the comparison follows.
+	var sc testenv.PGScript
+	sc.Exec(`SET TIME ZONE 'UTC'; SET extra_float_digits = 1`)
+	type run struct {
+		seed       uint64
+		q          int
+		got        metamorphic.Finals
+		events     int
+		duplicates int64
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `SET TIME ZONE 'UTC'; SET extra_float_digits = 1`); err != nil {
-		t.Fatal(err)
-	}
+	var runs []run
 	for _, seed := range []uint64{11, 12, 13, 14} {
 		c := metamorphic.Generate(seed, metamorphic.Size{Events: 3000})
 		c.SQL = metamorphic.Source + metamorphicOracleSQL
@@ -52,9 +52,7 @@ func TestMetamorphicOracle(t *testing.T) {
 		if ref.Malformed != 0 {
 			t.Fatalf("seed %d: %d malformed events", seed, ref.Malformed)
 		}
-		if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS mev; CREATE TEMP TABLE mev (g text, xk float8, xnull bool, n bigint, k text, ts timestamp)`); err != nil {
-			t.Fatal(err)
-		}
+		sc.Exec(`DROP TABLE IF EXISTS mev; CREATE TEMP TABLE mev (g text, xk float8, xnull bool, n bigint, k text, ts timestamp)`)
 		var rows [][]any
 		for _, e := range c.Events {
 			if e.Dup {
@@ -75,22 +73,21 @@ func TestMetamorphicOracle(t *testing.T) {
 			}
 			rows = append(rows, []any{g, xk, e.X.Null, n, k, time.UnixMicro(e.TS).UTC()})
 		}
-		if _, err := conn.CopyFrom(ctx, pgx.Identifier{"mev"}, []string{"g", "xk", "xnull", "n", "k", "ts"}, pgx.CopyFromRows(rows)); err != nil {
-			t.Fatal(err)
-		}
-		res, err := conn.Query(ctx, `SELECT g, xk::text, k, date_bin('10 seconds', ts, timestamp '1970-01-01') AS ws,
+		sc.CopyIn(t, "mev", []string{"g", "xk", "xnull", "n", "k", "ts"}, rows)
+		q := sc.Query(`SELECT g, xk::text, k, date_bin('10 seconds', ts, timestamp '1970-01-01') AS ws,
 			count(*)::text, (count(*) FILTER (WHERE NOT xnull))::text, sum(n)::text, min(n)::text, max(n)::text, count(DISTINCT k)::text
 			FROM mev GROUP BY 1, 2, 3, 4`)
-		if err != nil {
-			t.Fatal(err)
-		}
+		runs = append(runs, run{seed, q, got, len(c.Events), ref.Duplicates})
+	}
+	res := sc.Run(t, dsn)
+	cols := []string{"g", "x", "k", "ws", "c", "cx", "sn", "ln", "hn", "dk"}
+	typs := []types.Type{types.Varchar, types.Double, types.Varchar, types.Timestamp, types.BigInt, types.BigInt, types.HugeInt, types.BigInt, types.BigInt, types.BigInt}
+	for _, r := range runs {
+		seed, got := r.seed, r.got
 		want := metamorphic.Finals{}
-		cols := []string{"g", "x", "k", "ws", "c", "cx", "sn", "ln", "hn", "dk"}
-		typs := []types.Type{types.Varchar, types.Double, types.Varchar, types.Timestamp, types.BigInt, types.BigInt, types.HugeInt, types.BigInt, types.BigInt, types.BigInt}
-		for res.Next() {
-			vals, err := res.Values()
-			if err != nil {
-				t.Fatal(err)
+		for _, vals := range res[r.q] {
+			if len(vals) != len(typs) {
+				t.Fatalf("seed %d: an oracle row has %d cells, want %d", seed, len(vals), len(typs))
 			}
 			cells := make([]types.Value, len(typs))
 			for i, typ := range typs {
@@ -98,12 +95,9 @@ func TestMetamorphicOracle(t *testing.T) {
 			}
 			want[string(changelog.AppendKey(nil, cells[:4]))] = string(changelog.AppendValue(nil, cols, cells))
 		}
-		if res.Err() != nil {
-			t.Fatal(res.Err())
-		}
 		if d := metamorphic.Diff(want, got); d != "" {
 			t.Errorf("seed %d: the reference run differs from PostgreSQL: %s", seed, d)
 		}
-		t.Logf("seed %d: %d events, %d retries, %d (group, window) agree", seed, len(c.Events), ref.Duplicates, len(want))
+		t.Logf("seed %d: %d events, %d retries, %d (group, window) agree", seed, r.events, r.duplicates, len(want))
 	}
 }

@@ -1,7 +1,6 @@
 package ubik_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
@@ -249,25 +246,17 @@ func oracleCases() []oracleCase {
 // batch GROUP BY over the same events. Exact double sums are checked
 // against PostgreSQL's exact numeric sum of each double's exact decimal
 // expansion, rounded once.
-// loadOracle connects to PostgreSQL and loads n generated events (seed)
-// into a temporary table ev; amounts also go in as the exact decimal
-// expansion of each double (column exact), so PostgreSQL's numeric sums are
-// exact.
-func loadOracle(t *testing.T, seed uint64, n int) (*pgx.Conn, []oracleEvent) {
+// loadOracle makes a PostgreSQL session (through psql) that loads n
+// generated events (seed) into a temporary table ev; amounts also go in as
+// the exact decimal expansion of each double (column exact), so
+// PostgreSQL's numeric sums are exact. The caller adds its queries and
+// runs the script against the returned DSN.
+func loadOracle(t *testing.T, seed uint64, n int) (*testenv.PGScript, string, []oracleEvent) {
 	t.Helper()
 	dsn := testenv.RequirePostgres(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("postgres: %v", err)
-	}
-	t.Cleanup(func() { conn.Close(ctx) })
-	if _, err := conn.Exec(ctx, `SET TIME ZONE 'UTC'; SET extra_float_digits = 1`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE ev (k text, amount float8, exact numeric, qty bigint, price numeric(12,3), ts timestamp)`); err != nil {
-		t.Fatal(err)
-	}
+	sc := &testenv.PGScript{}
+	sc.Exec(`SET TIME ZONE 'UTC'; SET extra_float_digits = 1`)
+	sc.Exec(`CREATE TEMP TABLE ev (k text, amount float8, exact numeric, qty bigint, price numeric(12,3), ts timestamp)`)
 	evs := genOracleEvents(seed, n)
 	rows := make([][]any, len(evs))
 	for i, e := range evs {
@@ -281,28 +270,25 @@ func loadOracle(t *testing.T, seed uint64, n int) (*pgx.Conn, []oracleEvent) {
 		}
 		rows[i] = []any{k, amount, exact, e.qty, e.price, time.UnixMicro(e.tsUS).UTC()}
 	}
-	if _, err := conn.CopyFrom(ctx, pgx.Identifier{"ev"}, []string{"k", "amount", "exact", "qty", "price", "ts"}, pgx.CopyFromRows(rows)); err != nil {
-		t.Fatal(err)
-	}
-	return conn, evs
+	sc.CopyIn(t, "ev", []string{"k", "amount", "exact", "qty", "price", "ts"}, rows)
+	return sc, dsn, evs
 }
 
 func TestOracle(t *testing.T) {
-	ctx := context.Background()
-	conn, evs := loadOracle(t, 1, 20000)
-	for _, c := range oracleCases() {
+	sc, dsn, evs := loadOracle(t, 1, 20000)
+	cases := oracleCases()
+	queries := make([]int, len(cases))
+	for i, c := range cases {
+		queries[i] = sc.Query(c.pgsql)
+	}
+	results := sc.Run(t, dsn)
+	for ci, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, _ := runFinal(t, c.sql, evs, 1000)
 			want := map[string]string{}
-			res, err := conn.Query(ctx, c.pgsql)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Close()
-			for res.Next() {
-				vals, err := res.Values()
-				if err != nil {
-					t.Fatal(err)
+			for _, vals := range results[queries[ci]] {
+				if len(vals) != len(c.key)+len(c.cols) {
+					t.Fatalf("an oracle row has %d cells, want %d", len(vals), len(c.key)+len(c.cols))
 				}
 				keyCells := make([]types.Value, len(c.key))
 				for i, kt := range c.key {
@@ -313,9 +299,6 @@ func TestOracle(t *testing.T) {
 					cells[i] = pgCell(t, vals[len(c.key)+i], vt)
 				}
 				want[string(changelog.AppendKey(nil, keyCells))] = string(changelog.AppendValue(nil, c.cols, cells))
-			}
-			if res.Err() != nil {
-				t.Fatal(res.Err())
 			}
 			if len(got) != len(want) {
 				t.Errorf("ubik has %d keys, the oracle %d", len(got), len(want))
@@ -341,20 +324,14 @@ func TestOracle(t *testing.T) {
 	}
 }
 
-// pgCell converts one oracle result cell (text, or a timestamp / string
-// key) to a Value of type t.
-func pgCell(t *testing.T, v any, typ types.Type) types.Value {
+// pgCell converts one oracle result cell (PostgreSQL's text; nil is NULL)
+// to a Value of type t.
+func pgCell(t *testing.T, v *string, typ types.Type) types.Value {
 	t.Helper()
 	if v == nil {
 		return types.NullOf(typ)
 	}
-	if tm, ok := v.(time.Time); ok {
-		return types.TS(tm.UnixMicro())
-	}
-	s, ok := v.(string)
-	if !ok {
-		t.Fatalf("oracle cell %v (%T) is not text", v, v)
-	}
+	s := *v
 	switch typ.Kind {
 	case types.KindVarchar:
 		return types.Str(s)
@@ -505,30 +482,24 @@ func checkRevisions(t *testing.T, all []changelog.Record, windowed bool) {
 // values within 1%; approx_quantile within 1% (relative) of the exact
 // values at the neighbouring ranks of q*(n-1).
 func TestOracleStatistics(t *testing.T) {
-	ctx := context.Background()
-	conn, evs := loadOracle(t, 3, 20000)
+	sc, dsn, evs := loadOracle(t, 3, 20000)
 	got, _ := runFinal(t, oracleSource+`SELECT k, var_samp(amount) AS vs, var_pop(amount) AS vp, stddev_samp(amount) AS ss,
 		stddev_pop(amount) AS sp, approx_count_distinct(qty % 3000) AS acd, approx_count_distinct(amount) AS acda,
 		approx_quantile(amount, 0.1) AS q1, approx_quantile(amount, 0.5) AS q5, approx_quantile(amount, 0.99) AS q9
 		FROM ev GROUP BY k`, evs, 1000)
-	res, err := conn.Query(ctx, `SELECT k, var_samp(exact)::text, var_pop(exact)::text, sqrt(var_samp(exact))::text, sqrt(var_pop(exact))::text,
+	q := sc.Query(`SELECT k, var_samp(exact)::text, var_pop(exact)::text, sqrt(var_samp(exact))::text, sqrt(var_pop(exact))::text,
 		count(DISTINCT qty % 3000), count(DISTINCT amount), count(amount),
 		(array_agg(amount ORDER BY amount) FILTER (WHERE amount IS NOT NULL))::float8[]
 		FROM ev GROUP BY k`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Close()
 	n := 0
 	worst := 0.0
-	for res.Next() {
-		var k *string
-		var vs, vp, ss, sp *string
-		var dq, da, cnt int64
-		var sorted []float64
-		if err := res.Scan(&k, &vs, &vp, &ss, &sp, &dq, &da, &cnt, &sorted); err != nil {
-			t.Fatal(err)
+	for _, row := range sc.Run(t, dsn)[q] {
+		if len(row) != 9 {
+			t.Fatalf("an oracle row has %d cells, want 9", len(row))
 		}
+		k, vs, vp, ss, sp := row[0], row[1], row[2], row[3], row[4]
+		dq, da, cnt := pgInt(t, row[5]), pgInt(t, row[6]), pgInt(t, row[7])
+		sorted := pgFloats(t, row[8])
 		kc := types.NullOf(types.Varchar)
 		if k != nil {
 			kc = types.Str(*k)
@@ -592,11 +563,47 @@ func TestOracleStatistics(t *testing.T) {
 			}
 		}
 	}
-	if res.Err() != nil {
-		t.Fatal(res.Err())
-	}
 	if n != len(got) || n < 5 {
 		t.Fatalf("oracle has %d keys, ubik %d", n, len(got))
 	}
 	t.Logf("%d keys; largest relative difference of the variance aggregates from PostgreSQL's numeric: %g", n, worst)
+}
+
+// pgInt parses a non-NULL bigint cell.
+func pgInt(t *testing.T, v *string) int64 {
+	t.Helper()
+	if v == nil {
+		t.Fatal("oracle: a count is NULL")
+	}
+	n, err := strconv.ParseInt(*v, 10, 64)
+	if err != nil {
+		t.Fatalf("oracle: %v", err)
+	}
+	return n
+}
+
+// pgFloats parses a float8[] cell without NULL elements ({1.5,-2,1e+100});
+// NULL is an empty slice.
+func pgFloats(t *testing.T, v *string) []float64 {
+	t.Helper()
+	if v == nil {
+		return nil
+	}
+	body, ok := strings.CutPrefix(*v, "{")
+	if body, ok = strings.CutSuffix(body, "}"); !ok {
+		t.Fatalf("oracle: %q is not an array", *v)
+	}
+	if body == "" {
+		return nil
+	}
+	parts := strings.Split(body, ",")
+	out := make([]float64, len(parts))
+	for i, p := range parts {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil {
+			t.Fatalf("oracle: array element %d: %v", i, err)
+		}
+		out[i] = f
+	}
+	return out
 }

@@ -1,21 +1,36 @@
-// Package internal_test enforces the import direction of DESIGN.md: the core
-// never imports a lander, a store SDK or Kafka, the Kafka runtime never
-// imports a lander (the record header codec they share is in changelog),
-// and the hosts that run an operator (kafka/, internal/cli) reach it only
-// through the one driver, internal/drive, never by importing exec.
+// Package internal_test enforces the import direction and the module map of
+// DESIGN.md: the core never imports a lander, a store SDK or Kafka, the
+// Kafka runtime never imports a lander (the record header codec they share
+// is in changelog), the hosts that run an operator (kafka/, internal/cli)
+// reach it only through the one driver, internal/drive, never by importing
+// exec, and no package or test of the root module imports another module
+// of the repository or a host-side SDK, so an embedder's module graph holds
+// none of them.
 package internal_test
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ubiksql/ubik/internal/testenv"
 )
+
+// rootModule is the engine's module path.
+const rootModule = "github.com/ubiksql/ubik"
 
 // storeSDKs are the store clients only landers and usage logs may import.
 func storeSDKs() []string {
 	return []string{"github.com/redis/", "github.com/jackc/", "github.com/aws/", "github.com/ClickHouse/"}
+}
+
+// hostSDKs are the store clients and the CLI's own libraries (metrics,
+// progress bar): the modules of the host side, never the root module's.
+func hostSDKs() []string {
+	return append(storeSDKs(), "github.com/prometheus/", "github.com/schollz/")
 }
 
 // rule is one import-direction rule: the packages pkgs (and, with tests,
@@ -32,6 +47,23 @@ func coreRule(pkgs ...string) rule {
 		"github.com/ubiksql/ubik/land", "github.com/ubiksql/ubik/usage", "github.com/ubiksql/ubik/kafka",
 		"github.com/twmb/", "github.com/ubiksql/ubik/internal/cli",
 	}, storeSDKs()...)}
+}
+
+// moduleRule: the root module's packages and their tests import no other
+// module of the workspace (nested ones: land, usage, internal/cli, ...) and
+// no host SDK. Its go.mod would have to require them otherwise, and every
+// program that embeds the engine would get them in its module graph.
+func moduleRule(t *testing.T, pkgs ...string) rule {
+	var others []string
+	for _, m := range workspaceModules(t) {
+		if m.path != rootModule {
+			others = append(others, m.path)
+		}
+	}
+	if len(others) == 0 {
+		t.Fatal("go.work lists no module besides the root one")
+	}
+	return rule{name: "the root module", pkgs: pkgs, tests: true, forbidden: append(others, hostSDKs()...)}
 }
 
 func kafkaRule(pkgs ...string) rule {
@@ -58,6 +90,9 @@ func violations(t *testing.T, dir string, r rule) []string {
 		"-f", `{{.ImportPath}}{{"\t"}}{{join .Imports " "}}`}
 	cmd := exec.Command("go", append(args, r.pkgs...)...)
 	cmd.Dir = dir
+	// The fixture imports a lander, which is in another module: resolve
+	// through the repository's workspace also when the test runs without.
+	cmd.Env = append(os.Environ(), "GOWORK="+testenv.GoWork(t))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list in %s: %v\n%s", dir, err, out)
@@ -86,6 +121,9 @@ func TestImportDirection(t *testing.T) {
 	for _, r := range []rule{
 		coreRule(".", "./types", "./changelog", "./sql/...", "./exec"),
 		kafkaRule("./kafka/..."),
+		// In workspace mode ./... at the root matches the root module's
+		// packages only; each nested module is matched from its own dir.
+		moduleRule(t, "./..."),
 	} {
 		for _, v := range violations(t, "..", r) {
 			t.Errorf("%s must not depend on it: %s", r.name, v)
@@ -94,15 +132,15 @@ func TestImportDirection(t *testing.T) {
 }
 
 // TestImportDirectionControl: the checker catches a deliberate bad import.
-// testdata/badimport imports land/kafkasrc (which imports franz-go), so
-// under each rule it must report exactly that edge.
+// testdata/badimport imports land/kafkasrc (which imports franz-go, and is
+// in the land module), so under each rule it must report exactly that edge.
 func TestImportDirectionControl(t *testing.T) {
 	const (
 		fixture = "github.com/ubiksql/ubik/internal/testdata/badimport"
 		lander  = "github.com/ubiksql/ubik/land/kafkasrc"
 	)
 	want := []string{fixture + " imports " + lander}
-	for _, r := range []rule{coreRule("./testdata/badimport"), kafkaRule("./testdata/badimport")} {
+	for _, r := range []rule{coreRule("./testdata/badimport"), kafkaRule("./testdata/badimport"), moduleRule(t, "./testdata/badimport")} {
 		if got := violations(t, ".", r); !slices.Equal(got, want) {
 			t.Errorf("%s over the fixture: %q, want %q", r.name, got, want)
 		}
@@ -131,6 +169,7 @@ func directViolations(t *testing.T, dir string, r rule) []string {
 	}
 	cmd := exec.Command("go", append([]string{"list", "-f", format}, r.pkgs...)...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK="+testenv.GoWork(t)) // internal/cli is its own module
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list in %s: %v\n%s", dir, err, out)

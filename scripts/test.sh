@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command named in README.md. On a fresh machine it installs and
-# starts every server the tests use (scripts/services.sh), checks formatting
-# and vet, runs every Go test (fuzz targets run their seed corpus), and the
-# end-to-end scripts in test/e2e. It stops only the servers it started.
+# starts every server the tests use (scripts/services.sh), checks formatting,
+# that every module is tidy, and vet, runs every Go test of every module in
+# go.work (fuzz targets run their seed corpus), and the end-to-end scripts in
+# test/e2e. It stops only the servers it started.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CI=${CI:-true}
@@ -20,14 +21,23 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
+# The repository is several modules (see DESIGN.md, "Modules"); in
+# workspace mode ./... at the root matches the root module only, so every
+# module of go.work is named: ./... for the root, ./DIR/... for the others.
+# internal/modules_test.go checks that go.work lists every go.mod.
+mapfile -t pkgs < <(go list -m -f '{{.Dir}}' | while read -r d; do
+  if [ "$d" = "$PWD" ]; then echo ./...; else echo "./${d#"$PWD"/}/..."; fi
+done)
+echo "== modules: ${pkgs[*]}"
+
+echo "== go mod tidy (every module, as its users see it)"
+bash scripts/tidy.sh --check
+
 echo "== go vet"
-go vet ./...
+go vet "${pkgs[@]}"
 
-echo "== go test"
-go test -count=1 -timeout 25m ./...
-
-echo "== bench/duckref (a separate module: DuckDB through cgo; the build is cached)"
-(cd bench/duckref && go vet ./... && go test -count=1 -timeout 10m ./...)
+echo "== go test (bench/duckref builds DuckDB through cgo; the build is cached)"
+go test -count=1 -timeout 25m "${pkgs[@]}"
 
 echo "== example (README's first command)"
 go run ./cmd/ubik run examples/merchant_totals.sql --input examples/events.jsonl --no-progress > /tmp/ubik-example.out

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/ubiksql/ubik/internal/testenv"
 )
 
 // TestHelpEveryCommand: --help, -h and "ubik help CMD" of every command
@@ -73,7 +75,7 @@ func TestHelpEveryCommand(t *testing.T) {
 func TestVersion(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "ubik")
 	cmd := exec.Command("go", "build", "-o", bin, "github.com/ubiksql/ubik/cmd/ubik")
-	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=true")
+	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=true", "GOWORK="+testenv.GoWork(t)) // cmd/ubik is its own module
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

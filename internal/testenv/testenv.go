@@ -9,7 +9,8 @@
 // reports green while testing nothing.
 //
 // It uses the standard library only, so importing it adds no SDK to a test
-// binary.
+// binary: PGScript talks to PostgreSQL through the psql binary, for the
+// root module's oracle tests, whose module must not require a driver.
 package testenv
 
 import (
@@ -22,6 +23,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -303,4 +305,28 @@ func RandomHex(n int) string {
 		panic("testenv: crypto/rand failed: " + err.Error()) // never happens on Linux
 	}
 	return hex.EncodeToString(b)
+}
+
+// GoWork returns the repository's go.work: the nearest one in the working
+// directory or above it. A test that runs the go command on another module
+// of the repository (the ubik binary from internal/cli's tests, the import
+// rules over every module) passes it as GOWORK, so it works the same when
+// the test itself runs with GOWORK=off.
+func GoWork(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	for {
+		p := filepath.Join(dir, "go.work")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("testenv: no go.work in the working directory or above it: the repository's modules build together through it")
+		}
+		dir = parent
+	}
 }

@@ -1,17 +1,16 @@
 package plan
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/ubiksql/ubik/internal/testenv"
 	"github.com/ubiksql/ubik/types"
 )
 
@@ -32,16 +31,7 @@ import (
 //     have none.
 //   - upper: DuckDB maps ß to ẞ; PostgreSQL keeps ß.
 func TestPostgresFunctionOracle(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pgDSN())
-	if err != nil {
-		t.Fatalf("PostgreSQL oracle: cannot connect to %s (set UBIK_PG_DSN): %v", pgDSN(), err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "SET TIME ZONE 'UTC'; SET extra_float_digits = 1"); err != nil {
-		t.Fatal(err)
-	}
+	dsn := testenv.RequirePostgres(t)
 	seed := time.Now().UnixNano()
 	if s := os.Getenv("UBIK_ORACLE_SEED"); s != "" {
 		fmt.Sscan(s, &seed)
@@ -116,8 +106,17 @@ func TestPostgresFunctionOracle(t *testing.T) {
 		{"j->>'/a/0'", "j::jsonb#>>'{a,0}'"},
 	}
 	words := []string{"", "a", "ab", "ba", " a b ", "héllo", "ÀÉÎ", "naïve", "abab", "x_y", "  ", "😀a", "a%", "Straße"}
+	// The rows go into a table r with the columns' types; one query
+	// evaluates every pair's PostgreSQL side over each row.
 	const rows = 120
-	compared := 0
+	type row struct {
+		s, u, jv string
+		us       int64
+		f        float64
+		i        int64
+	}
+	rs := make([]row, rows)
+	copyRows := make([][]any, rows)
 	for n := 0; n < rows; n++ {
 		s := words[r.Intn(len(words))] + words[r.Intn(len(words))]
 		u := words[r.Intn(len(words))]
@@ -135,8 +134,30 @@ func TestPostgresFunctionOracle(t *testing.T) {
 			`{"o":{"s":"é\"x"}}`,
 			`[1,2]`,
 		}[r.Intn(5)]
+		rs[n] = row{s: s, u: u, jv: jv, us: us, f: f, i: i}
+		copyRows[n] = []any{n, s, u, time.UnixMicro(us).UTC(), f, i, jv}
+	}
+	var sc testenv.PGScript
+	sc.Exec(`SET TIME ZONE 'UTC'; SET extra_float_digits = 1`)
+	sc.Exec(`CREATE TEMP TABLE r (n int, s text, u text, t timestamp, f float8, i bigint, j text)`)
+	sc.CopyIn(t, "r", []string{"n", "s", "u", "t", "f", "i", "j"}, copyRows)
+	sel := []string{"n"}
+	for _, p := range pairs {
+		sel = append(sel, "("+p.pg+")::text")
+	}
+	q := sc.Query("SELECT " + strings.Join(sel, ", ") + " FROM r ORDER BY n")
+	pg := sc.Run(t, dsn)[q]
+	if len(pg) != rows {
+		t.Fatalf("PostgreSQL returned %d of %d rows", len(pg), rows)
+	}
+	compared := 0
+	for n, rw := range rs {
+		s, u, us, f, i, jv := rw.s, rw.u, rw.us, rw.f, rw.i, rw.jv
+		if len(pg[n]) != len(pairs)+1 || pg[n][0] == nil || *pg[n][0] != strconv.Itoa(n) {
+			t.Fatalf("PostgreSQL row %d is out of order or malformed", n)
+		}
 		row := []types.Value{types.Str(s), types.Str(u), types.TS(us), types.Float(f), types.Big(i), types.Str(jv)}
-		for _, p := range pairs {
+		for pi, p := range pairs {
 			x, err := CompileExpr(p.ubik, src)
 			if err != nil {
 				t.Fatalf("%s: %v", p.ubik, err)
@@ -149,11 +170,7 @@ func TestPostgresFunctionOracle(t *testing.T) {
 			if !v.Null {
 				ours = ValueText(v)
 			}
-			var theirs *string
-			q := "SELECT (" + p.pg + ")::text FROM (SELECT $1::text AS s, $2::text AS u, $3::timestamp AS t, $4::float8 AS f, $5::bigint AS i, $6::text AS j) r"
-			if err := conn.QueryRow(ctx, q, s, u, time.UnixMicro(us).UTC(), f, i, jv).Scan(&theirs); err != nil {
-				t.Fatalf("postgres %s: %v", p.pg, err)
-			}
+			theirs := pg[n][pi+1]
 			want := "NULL"
 			if theirs != nil {
 				want = normalizePG(*theirs, x.Type())

@@ -1,16 +1,17 @@
 package plan
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"math/rand"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/ubiksql/ubik/internal/testenv"
 )
 
 // The PostgreSQL oracle: random scalar expressions in the part of SQL where
@@ -25,13 +26,6 @@ import (
 //   - division by zero: DuckDB and ubik give NULL, PostgreSQL raises.
 //   - numeric text: PostgreSQL's numeric keeps each value's own scale while
 //     DuckDB's DECIMAL keeps the type's scale; numbers compare by value.
-
-func pgDSN() string {
-	if v := os.Getenv("UBIK_PG_DSN"); v != "" {
-		return v
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
 
 type exprGen struct {
 	r *rand.Rand
@@ -161,14 +155,7 @@ func (g *exprGen) timestamp() pair {
 }
 
 func TestPostgresOracle(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pgDSN())
-	if err != nil {
-		t.Fatalf("PostgreSQL oracle: cannot connect to %s (set UBIK_PG_DSN): %v", pgDSN(), err)
-	}
-	defer conn.Close(context.Background())
-
+	dsn := testenv.RequirePostgres(t)
 	seed := time.Now().UnixNano()
 	if s := os.Getenv("UBIK_ORACLE_SEED"); s != "" {
 		fmt.Sscan(s, &seed)
@@ -187,11 +174,11 @@ func TestPostgresOracle(t *testing.T) {
 			pairs = append(pairs, g.num(4, false))
 		}
 	}
+	pgRes := pgEvalAll(t, dsn, pairs)
 	compared, errorsBoth, lazy := 0, 0, 0
-	for _, p := range pairs {
+	for i, p := range pairs {
 		ours, oursErr := evalConst(p.ubik)
-		var pgText *string
-		pgErr := conn.QueryRow(ctx, "SELECT ("+p.pg+")::text").Scan(&pgText)
+		pgText, pgErr := pgRes[i].text, pgRes[i].err
 		switch {
 		case oursErr != "" && pgErr != nil:
 			errorsBoth++
@@ -231,6 +218,49 @@ func TestPostgresOracle(t *testing.T) {
 	if compared < n/3 {
 		t.Fatalf("only %d of %d expressions were comparable", compared, n)
 	}
+}
+
+// pgResult is one expression's value in PostgreSQL, or its error.
+type pgResult struct {
+	text *string
+	err  error
+}
+
+// pgEvalAll evaluates each pair's PostgreSQL side as SELECT (pg)::text in
+// one session. A PL/pgSQL function runs each one with EXECUTE and catches
+// its error, so that one failing expression (division by zero, overflow)
+// is a result, as it was one statement of its own.
+func pgEvalAll(t *testing.T, dsn string, pairs []pair) []pgResult {
+	t.Helper()
+	var sc testenv.PGScript
+	sc.Exec(`CREATE FUNCTION pg_temp.ubik_try(q text, OUT val text, OUT err text) LANGUAGE plpgsql AS $$
+		BEGIN
+			EXECUTE q INTO val;
+		EXCEPTION WHEN OTHERS THEN
+			err := 'ERROR: ' || SQLERRM || ' (SQLSTATE ' || SQLSTATE || ')';
+		END $$`)
+	sc.Exec(`CREATE TEMP TABLE expr (id int, q text)`)
+	rows := make([][]any, len(pairs))
+	for i, p := range pairs {
+		rows[i] = []any{i, "SELECT (" + p.pg + ")::text"}
+	}
+	sc.CopyIn(t, "expr", []string{"id", "q"}, rows)
+	q := sc.Query(`SELECT e.id, r.val, r.err FROM expr e, LATERAL pg_temp.ubik_try(e.q) r ORDER BY e.id`)
+	got := sc.Run(t, dsn)[q]
+	if len(got) != len(pairs) {
+		t.Fatalf("PostgreSQL evaluated %d of %d expressions", len(got), len(pairs))
+	}
+	res := make([]pgResult, len(pairs))
+	for i, row := range got {
+		if len(row) != 3 || row[0] == nil || *row[0] != strconv.Itoa(i) {
+			t.Fatalf("PostgreSQL result %d is out of order or malformed", i)
+		}
+		res[i].text = row[1]
+		if row[2] != nil {
+			res[i].err = errors.New(*row[2])
+		}
+	}
+	return res
 }
 
 func deref(s *string) string {

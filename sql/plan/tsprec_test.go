@@ -1,13 +1,11 @@
 package plan
 
 import (
-	"context"
 	"fmt"
+	"strconv"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/ubiksql/ubik/internal/testenv"
 	"github.com/ubiksql/ubik/types"
 )
 
@@ -18,13 +16,16 @@ import (
 // the same from 2000 on). Before 2000 it checks the values that are not
 // halves against PostgreSQL and the halves against the rule.
 func TestTimestampPrecisionPostgres(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, pgDSN())
-	if err != nil {
-		t.Fatalf("PostgreSQL at %s (scripts/services.sh starts it): %v", pgDSN(), err)
+	dsn := testenv.RequirePostgres(t)
+	// ubik's values first; PostgreSQL's come from one psql session.
+	type check struct {
+		ts string
+		p  int
+		v  types.Value
+		q  int
 	}
-	defer conn.Close(ctx)
+	var checks []check
+	var sc testenv.PGScript
 	post2000 := []string{"2026-07-18 10:00:00.1234", "2026-07-18 10:00:00.1235", "2026-07-18 10:00:00.5", "2026-07-18 10:00:59.999999",
 		"2026-07-18 23:59:59.9995", "2000-01-01 00:00:00.000005", "2000-01-01 00:00:00.5", "2100-12-31 23:59:59.5", "2026-07-18 10:00:00.123456"}
 	pre2000 := []string{"1999-12-31 23:59:59.4", "1969-12-31 23:59:59.9996", "1970-01-01 00:00:00.0004", "1900-02-28 12:34:56.789012", "0001-01-01 00:00:00.7"}
@@ -44,13 +45,8 @@ func TestTimestampPrecisionPostgres(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s to TIMESTAMP(%d): %v", ts, p, err)
 				}
-				var want int64
-				if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT (extract(epoch FROM '%s'::timestamp(%d)) * 1000000)::bigint", ts, p)).Scan(&want); err != nil {
-					t.Fatal(err)
-				}
-				if v.I != want {
-					t.Errorf("%s to TIMESTAMP(%d): ubik %s, PostgreSQL %s", ts, p, ValueText(v), ValueText(types.TS(want)))
-				}
+				q := sc.Query(fmt.Sprintf("SELECT (extract(epoch FROM '%s'::timestamp(%d)) * 1000000)::bigint", ts, p))
+				checks = append(checks, check{ts, p, v, q})
 			}
 		}
 		for ts, want := range halves {
@@ -58,6 +54,20 @@ func TestTimestampPrecisionPostgres(t *testing.T) {
 			if v, err := x.Eval(nil); err != nil || ValueText(v) != want[p] {
 				t.Errorf("%s to TIMESTAMP(%d): %s %v, want %s", ts, p, ValueText(v), err, want[p])
 			}
+		}
+	}
+	res := sc.Run(t, dsn)
+	for _, c := range checks {
+		rows := res[c.q]
+		if len(rows) != 1 || len(rows[0]) != 1 || rows[0][0] == nil {
+			t.Fatalf("%s to timestamp(%d): PostgreSQL gave no single value", c.ts, c.p)
+		}
+		want, err := strconv.ParseInt(*rows[0][0], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.v.I != want {
+			t.Errorf("%s to TIMESTAMP(%d): ubik %s, PostgreSQL %s", c.ts, c.p, ValueText(c.v), ValueText(types.TS(want)))
 		}
 	}
 	// At the top of the range, rounding up leaves it: an error, NULL for
