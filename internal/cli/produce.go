@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/valyala/fastjson"
 
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/kafka"
@@ -50,7 +49,7 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	header := fs.Bool("header", false, "csv: the first record is a header row: it names the columns for --key-field and is not sent")
 	delimiter := fs.String("delimiter", ",", "csv: the field delimiter (for --key-field)")
 	partitions := fs.Int("partitions", 4, "partitions of the topic if it has to be created")
-	keyField := fs.String("key-field", "", "use this top-level JSON field's text (csv: this header column's text) as the record key, partitioned by its hash as a Java producer does; the text is the group a query by that column computes (a string's characters, invalid UTF-8 repaired; another value's canonical JSON; null for JSON null; a line without the field goes without a key). Default: no key, records spread round-robin over the partitions")
+	keyField := fs.String("key-field", "", "use this top-level JSON field's text (csv: this header column's text) as the record key, partitioned by its hash as a Java producer does; the text is the group a query by that column computes (a string's characters, invalid UTF-8 repaired; another value's canonical JSON; null for JSON null and for a line without the field, both the NULL group; only a line that is not JSON goes without a key). Default: no key, records spread round-robin over the partitions")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -127,7 +126,6 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 		in = f
 	}
 	br := bufio.NewReaderSize(in, 1<<20)
-	var p fastjson.Parser
 	var sent, keyless, lineNo int64
 	needHeader := csvIn && *header
 	var mu sync.Mutex // the callbacks run on the client's goroutines
@@ -163,16 +161,17 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 		case csvKey != nil:
 			if row, err := csvKey.Decode(line); err == nil && !row[0].Null {
 				rec.Key = []byte(row[0].S)
+			} else if err == nil {
+				rec.Key = []byte("null") // the NULL group, as for JSON lines
 			}
 		case jsonKey != nil:
 			if row, err := jsonKey.Decode(line); err == nil && !row[0].Null {
 				rec.Key = []byte(row[0].S)
 			} else if err == nil {
-				// NULL: a JSON null keys as "null"; a missing field goes
-				// without a key (round-robin).
-				if v, err := p.ParseBytes(line); err == nil && v.Get(*keyField) != nil {
-					rec.Key = []byte("null")
-				}
+				// NULL (a JSON null, or no such field: a query reads both
+				// as NULL, one group) keys as "null", so the NULL group
+				// is on one partition as every other group is.
+				rec.Key = []byte("null")
 			} else if row, err := jsonAnyKey.Decode(line); err == nil && !row[0].Null {
 				// Not a string (a number, an object): its canonical JSON
 				// text, as a JSON column holds it.
@@ -204,7 +203,7 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stderr, "ubik: produced %d records to %s", sent, ep.Topic)
 	if keyless > 0 {
-		fmt.Fprintf(env.Stderr, " (%d without a %q field, sent without a key)", keyless, *keyField)
+		fmt.Fprintf(env.Stderr, " (%d not readable for a %q key, sent without a key)", keyless, *keyField)
 	}
 	if len(perPart) > 0 {
 		parts := make([]int32, 0, len(perPart))

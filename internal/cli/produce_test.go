@@ -23,7 +23,7 @@ func TestProduce(t *testing.T) {
 	if code := Main(context.Background(), env, []string{"produce", "--to", "kafka://" + addr + "/ev", "--partitions", "3", "--key-field", "id"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
-	if !strings.Contains(errb.String(), "produced 3 records to ev (1 without a \"id\" field") {
+	if !strings.Contains(errb.String(), "produced 3 records to ev (1 not readable for a \"id\" key") {
 		t.Fatalf("stderr: %s", errb)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("ev"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -55,7 +55,8 @@ func TestProduce(t *testing.T) {
 // repaired (two different invalid bytes are one group, one key), and a
 // line the engine reads (non-finite number spellings in other fields)
 // keeps its key; a number or an object keys by its canonical JSON text,
-// JSON null as "null"; a line without the field goes without a key.
+// JSON null and a line without the field (both the NULL group) as "null";
+// only a line that is not JSON goes without a key.
 func TestProduceKeyIsTheGroupText(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -71,7 +72,7 @@ func TestProduceKeyIsTheGroupText(t *testing.T) {
 	if code := Main(context.Background(), env, []string{"produce", "--to", "kafka://" + addr + "/ev", "--partitions", "3", "--key-field", "g"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
-	if !strings.Contains(errb.String(), "produced 10 records to ev (2 without a \"g\" field") {
+	if !strings.Contains(errb.String(), "produced 10 records to ev (1 not readable for a \"g\" key") {
 		t.Fatalf("stderr: %s", errb)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("ev"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -100,7 +101,7 @@ func TestProduceKeyIsTheGroupText(t *testing.T) {
 			got[string(r.Value)] = kp{k, r.Partition}
 		})
 	}
-	wantKey := []string{"Boé", "Boé", "Boé", "\ufffd", "\ufffd", "null", "", "12", `{"a":1}`, ""}
+	wantKey := []string{"Boé", "Boé", "Boé", "\ufffd", "\ufffd", "null", "null", "12", `{"a":1}`, ""}
 	for i, l := range lines {
 		g := got[l]
 		switch {
@@ -120,7 +121,8 @@ func TestProduceKeyIsTheGroupText(t *testing.T) {
 // TestProduceCSV: with --format csv a record is sent whole, quoted line
 // breaks included and its final line break dropped; --header drops the
 // header row and --key-field reads a column named by it, as a CSV source
-// reads it (NULL when empty and unquoted, then no key).
+// reads it (NULL when empty and unquoted, keyed "null" as the NULL group;
+// a record that does not fit the header goes without a key).
 func TestProduceCSV(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -141,7 +143,7 @@ func TestProduceCSV(t *testing.T) {
 		"--header", "--delimiter", ";", "--key-field", "ID"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
-	if !strings.Contains(errb.String(), "produced 6 records to csv (2 without a \"ID\" field") {
+	if !strings.Contains(errb.String(), "produced 6 records to csv (1 not readable for a \"ID\" key") {
 		t.Fatalf("stderr: %s", errb)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("csv"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -168,7 +170,7 @@ func TestProduceCSV(t *testing.T) {
 	}
 	str := func(s string) *string { return &s }
 	want := map[string]*string{
-		"a;1": str("a"), "\"b;\"\"x\"\"\ny\";2": str("b;\"x\"\ny"), ";3": nil, "\"\";4": str(""),
+		"a;1": str("a"), "\"b;\"\"x\"\"\ny\";2": str("b;\"x\"\ny"), ";3": str("null"), "\"\";4": str(""),
 		"only one field": nil, "c;\"5\r\n6\"": str("c"),
 	}
 	for v, k := range want {
@@ -270,8 +272,13 @@ func TestProduceSpreads(t *testing.T) {
 			}
 		}
 	}
-	if len(keyless) != 4 {
-		t.Errorf("records without the key field: %v by partition, want one on each of the 4", keyless)
+	// A line without the field is the NULL group, keyed "null": one
+	// partition, as for every other group.
+	if len(keyless) != 0 {
+		t.Errorf("records without a key: %v by partition, want none (a missing field keys as \"null\")", keyless)
+	}
+	if _, ok := keyPart["null"]; !ok {
+		t.Errorf("no record keyed \"null\" (the lines without the field)")
 	}
 }
 
