@@ -24,7 +24,6 @@ require (
 	github.com/ubiksql/ubik v0.0.0
 	github.com/ubiksql/ubik/land v0.0.0
 	github.com/ubiksql/ubik/usage v0.0.0
-	github.com/valyala/fastjson v1.6.10
 )
 
 require (
@@ -51,6 +50,7 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
+	github.com/valyala/fastjson v1.6.10 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
