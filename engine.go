@@ -261,6 +261,17 @@ type Query struct {
 // Plan returns the compiled query.
 func (q *Query) Plan() *plan.Query { return q.plan }
 
+// Flush delivers to OnRecord every record of the events pushed so far
+// (a query on several threads delivers them up to two batches late; on
+// one thread it has nothing to do).
+func (q *Query) Flush() (err error) {
+	if err := q.d.Enter(); err != nil {
+		return err
+	}
+	defer q.d.Leave(&err)
+	return q.d.Flush()
+}
+
 // Threads is the number of shards the query runs on (see
 // QueryOptions.Threads); 1 when it runs on the pushing goroutine.
 func (q *Query) Threads() int { return q.d.Threads() }

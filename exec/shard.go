@@ -217,22 +217,24 @@ func (a *Admission) Check(dst []byte, row []types.Value) (key []byte, pass bool,
 	return key, true, nil
 }
 
-// NoFilter returns a copy of q without its WHERE, for an operator that
-// receives only rows an Admission passed.
+// NoFilter returns a copy of q without its WHERE and its input dedup,
+// for an operator that receives only rows an Admission (and a Dedup)
+// passed.
 func NoFilter(q *plan.Query) *plan.Query {
 	c := *q
 	c.Filter = nil
+	if q.Source.Dedup != nil {
+		src := *q.Source
+		src.Dedup = nil
+		c.Source = &src
+	}
 	return &c
 }
 
 // Sharded reports whether q's groups can be split among several
 // operators by group key: it has GROUP BY terms (a global aggregate is
-// one group, and its empty-input row must come from one operator) and no
-// input dedup (which is keyed by the dedup column, not the group).
+// one group, and its empty-input row must come from one operator).
 func Sharded(q *plan.Query) bool {
-	if q.Source.Dedup != nil {
-		return false
-	}
 	for _, k := range q.Keys {
 		if k.Kind == plan.KeyExpr {
 			return true
@@ -247,3 +249,68 @@ func SatAdd(a, b int64) int64 { return satAdd(a, b) }
 // errWindowTimeNull is the error processAligned and processSession give
 // an event without a window time.
 var errWindowTimeNull = errors.New("window time column is NULL")
+
+// Dedup is a source's input dedup (dedup_key) on its own, for a host that
+// routes events to several operators: the first copy of a key is decided
+// in input order, before routing, so it runs once, on the reader (the
+// operators run with NoFilter, which leaves it out).
+type Dedup struct {
+	d        *dedupState
+	tc       int
+	tracking bool
+}
+
+// NewDedup returns q's dedup, nil if its source declares no dedup_key.
+func NewDedup(q *plan.Query) *Dedup {
+	if q.Source.Dedup == nil {
+		return nil
+	}
+	return &Dedup{d: newDedup(q.Source.Dedup), tc: q.Source.TimeCol}
+}
+
+// Admit is Process's first step: dup for a later copy of a key within the
+// horizon (dropped; it still advances the watermark), beyond for an event
+// older than the horizon (dropped; it does not).
+func (x *Dedup) Admit(row []types.Value, watermark int64) (dup, beyond bool) {
+	return x.d.admit(row, row[x.tc].I, watermark)
+}
+
+// Evict forgets the keys the watermark has passed (AdvanceWatermark's).
+func (x *Dedup) Evict(watermark int64) { x.d.evict(watermark) }
+
+// Keys and Bytes are the Stats gauges DedupKeys and DedupBytes.
+func (x *Dedup) Keys() int64  { return int64(len(x.d.seen)) }
+func (x *Dedup) Bytes() int64 { return x.d.bytes }
+
+// Checkpoint writes the dedup entries ("d" + key) as an operator's
+// Checkpoint does: the first time all of them, whatever full says.
+func (x *Dedup) Checkpoint(full bool, put func(key, val []byte) error) error {
+	if !x.tracking {
+		full, x.tracking = true, true
+		x.d.tracking = true
+	}
+	return x.d.checkpoint(full, put)
+}
+
+// IsEntry reports whether key is a dedup entry's.
+func (x *Dedup) IsEntry(key []byte) bool { return len(key) > 1 && key[0] == 'd' }
+
+// Restore loads one dedup entry.
+func (x *Dedup) Restore(key, val []byte) error {
+	x.tracking, x.d.tracking = true, true
+	if len(val) == 0 {
+		return nil
+	}
+	if val[0] != stateVersion {
+		return fmt.Errorf("%w: unknown state version %d", ErrBadState, val[0])
+	}
+	r := &reader{b: val[1:]}
+	ts := r.varint()
+	if r.err != nil {
+		return r.err
+	}
+	if _, ok := x.d.seen[string(key[1:])]; !ok {
+		x.d.add(string(key[1:]), ts)
+	}
+	return nil
+}

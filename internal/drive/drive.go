@@ -568,16 +568,23 @@ func (d *Driver) parErr(err error) error {
 }
 
 // Tick performs the early emission that is due by the processing clock
-// (EMIT EARLY queries; otherwise a no-op). Push looks at the clock itself
-// every few hundred events; a host whose input goes quiet calls Tick.
+// (EMIT EARLY queries; otherwise a no-op), and a parallel driver delivers
+// the records still in flight. Push looks at the clock itself every few
+// hundred events; a host whose input goes quiet calls Tick.
 func (d *Driver) Tick() error {
-	if d.every == 0 || d.closed {
+	if d.closed {
 		return nil
 	}
-	if err := d.tick(); err != nil || d.par == nil {
-		return err
+	if d.every > 0 {
+		if err := d.tick(); err != nil {
+			return err
+		}
 	}
-	return d.parErr(d.par.sync())
+	if d.par != nil {
+		// A quiet input: what is in flight is delivered now.
+		return d.parErr(d.par.sync())
+	}
+	return nil
 }
 
 // EmitEarly publishes now every (group, window) changed since its last
@@ -594,6 +601,16 @@ func (d *Driver) EmitEarly() error {
 	}
 	d.setRoom()
 	return d.op.EmitEarly()
+}
+
+// Flush delivers every record of the events pushed so far: a parallel
+// driver's in-flight batches are applied and merged. One thread's
+// records are delivered as they are rendered, so it has nothing to do.
+func (d *Driver) Flush() error {
+	if d.par == nil || d.closed {
+		return nil
+	}
+	return d.parErr(d.par.sync())
 }
 
 // Watermark is the operator's watermark (µs).

@@ -188,6 +188,7 @@ type shard struct {
 type par struct {
 	q         *plan.Query
 	adm       *exec.Admission
+	dedup     *exec.Dedup // nil without a dedup_key
 	shards    []*shard
 	seed      maphash.Seed
 	lateness  int64
@@ -210,6 +211,8 @@ type par struct {
 	rows     int64
 	filtered int64
 	evalErrs int64
+	dups     int64
+	beyond   int64
 
 	cur      *batch
 	inflight *batch
@@ -227,13 +230,13 @@ func eligible(q *plan.Query, cfg Config) (bool, string) {
 	case cfg.Strict:
 		return false, "strict mode stops at the first failing event"
 	case !exec.Sharded(q):
-		return false, "the query has no GROUP BY key or deduplicates its input"
+		return false, "the query has no GROUP BY key (one group)"
 	}
 	return true, ""
 }
 
 func newPar(q *plan.Query, cfg Config, threads int) (*par, error) {
-	p := &par{q: q, adm: exec.NewAdmission(q), seed: maphash.MakeSeed(), lateness: q.Emit.AllowedLateness,
+	p := &par{q: q, adm: exec.NewAdmission(q), dedup: exec.NewDedup(q), seed: maphash.MakeSeed(), lateness: q.Emit.AllowedLateness,
 		delay: q.Source.WatermarkDelay, external: cfg.ExternalWatermark, perEvent: 1, seqBase: 1,
 		width: len(q.Source.Columns), emit: cfg.Emit, wm: math.MinInt64, maxTime: math.MinInt64}
 	if q.Window != nil {
@@ -279,6 +282,17 @@ func (p *par) nextOp() uint64 { p.op++; return p.op }
 func (p *par) push(row []types.Value) error {
 	p.rows++
 	op := p.nextOp()
+	if p.dedup != nil {
+		switch dup, beyond := p.dedup.Admit(row, p.wm); {
+		case dup:
+			p.dups++
+			p.observe(row)
+			return p.dispatchIfFull()
+		case beyond:
+			p.beyond++
+			return p.dispatchIfFull()
+		}
+	}
 	key, pass, err := p.adm.Check(p.keyBuf[:0], row)
 	switch {
 	case err != nil:
@@ -290,12 +304,17 @@ func (p *par) push(row []types.Value) error {
 		p.route(op, row, key)
 	}
 	p.observe(row)
-	if p.cur.events >= batchEvents {
-		if derr := p.dispatch(); derr != nil {
-			return derr
-		}
+	if derr := p.dispatchIfFull(); derr != nil {
+		return derr
 	}
 	return err
+}
+
+func (p *par) dispatchIfFull() error {
+	if p.cur.events >= batchEvents {
+		return p.dispatch()
+	}
+	return nil
 }
 
 func (p *par) route(op uint64, row []types.Value, key []byte) {
@@ -305,9 +324,9 @@ func (p *par) route(op uint64, row []types.Value, key []byte) {
 	it := item{kind: itemEvent, op: op, wm: p.wm, row: int32(len(pt.cells)), key0: int32(len(pt.keys))}
 	pt.keys = append(pt.keys, key...)
 	it.key1 = int32(len(pt.keys))
-	for i, c := range row[:p.width] {
+	for _, c := range row[:p.width] {
 		if len(c.S) > 0 {
-			pt.fixes = append(pt.fixes, int32(len(pt.cells)+i), int32(len(pt.strs)), int32(len(c.S)))
+			pt.fixes = append(pt.fixes, int32(len(pt.cells)), int32(len(pt.strs)), int32(len(c.S)))
 			pt.strs = append(pt.strs, c.S...)
 			c.S = ""
 		}
@@ -340,6 +359,9 @@ func (p *par) advance(wm int64) {
 		return
 	}
 	p.wm = wm
+	if p.dedup != nil {
+		p.dedup.Evict(wm)
+	}
 	p.cur.advances = append(p.cur.advances, advance{op: p.nextOp(), wm: wm})
 }
 
@@ -390,7 +412,10 @@ func (p *par) sync() error {
 	if p.stopped {
 		return nil
 	}
-	err := p.dispatch()
+	var err error
+	if b := p.cur; b.events > 0 || len(b.advances) > 0 {
+		err = p.dispatch()
+	}
 	if b := p.inflight; b != nil {
 		p.inflight = nil
 		if cerr := p.collect(b); err == nil {
@@ -502,6 +527,8 @@ func (p *par) stats() exec.Stats {
 		s.Filtered += t.Filtered
 		s.EvalErrors += t.EvalErrors
 		s.Late += t.Late
+		s.Duplicates += t.Duplicates // restored counters
+		s.DedupLate += t.DedupLate
 		s.RecordsOut += t.RecordsOut
 		s.HavingSuppressed += t.HavingSuppressed
 		s.WindowsFinalized += t.WindowsFinalized
@@ -514,9 +541,14 @@ func (p *par) stats() exec.Stats {
 		s.LatencyMax = max(s.LatencyMax, t.LatencyMax)
 		s.LatencyCount += t.LatencyCount
 	}
-	s.Rows += p.filtered + p.evalErrs // the shards count the rows routed to them
+	s.Rows += p.filtered + p.evalErrs + p.dups + p.beyond // the shards count the rows routed to them
 	s.Filtered += p.filtered
 	s.EvalErrors += p.evalErrs
+	s.Duplicates += p.dups
+	s.DedupLate += p.beyond
+	if p.dedup != nil {
+		s.DedupKeys, s.DedupBytes = p.dedup.Keys(), p.dedup.Bytes()
+	}
 	s.Watermark = p.wm
 	s.MaxEventTime = p.maxTime
 	return s
@@ -547,9 +579,16 @@ func (p *par) checkpoint(full bool, position []byte, put func(key, val []byte) e
 			return err
 		}
 	}
-	m.Counters[0] += p.filtered + p.evalErrs // Rows: the shards count only the rows routed to them
+	if p.dedup != nil {
+		if err := p.dedup.Checkpoint(full, put); err != nil {
+			return err
+		}
+	}
+	m.Counters[0] += p.filtered + p.evalErrs + p.dups + p.beyond // Rows: the shards count only the rows routed to them
 	m.Counters[1] += p.filtered
 	m.Counters[2] += p.evalErrs
+	m.Counters[7] += p.dups
+	m.Counters[8] += p.beyond
 	m.Seq = max(m.Seq, p.seqBase+p.op*p.perEvent)
 	return put([]byte(exec.MetaKey), exec.AppendMeta(nil, m))
 }
@@ -576,6 +615,9 @@ func (p *par) restore(key, val []byte) ([]byte, error) {
 			}
 		}
 		return m.Position, nil
+	}
+	if p.dedup != nil && p.dedup.IsEntry(key) {
+		return nil, p.dedup.Restore(key, val)
 	}
 	s := p.shards[0]
 	if gk, ok := exec.EntryGroupKey(key); ok {

@@ -23,9 +23,10 @@ import (
 // processing clock that moves only with the input, so the ticks of EMIT
 // EARLY fall at the same events in every run.
 
-const parSource = `CREATE SOURCE ev (g VARCHAR, x DOUBLE, n BIGINT, ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);
-`
+const parSource = `CREATE SOURCE ev (id VARCHAR, g VARCHAR, x DOUBLE, n BIGINT, ts TIMESTAMP,
+  WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)`
+
+const parDedup = ` WITH (dedup_key = 'id', dedup_within = '3 seconds')`
 
 // parWindows and parEmits are combined into the queries of the cases.
 var parWindows = []struct{ sel, grp string }{
@@ -48,7 +49,7 @@ func parQuery(r *rand.Rand) string {
 		grp = append(grp, w.grp)
 	}
 	sel = append(sel, "count(*) AS c")
-	for _, a := range []string{"sum(n) AS sn", "max(x) AS hi", "min(x) AS lo", "sum(x) AS sx", "avg(n) AS an", "count(DISTINCT n) AS dn", "sum(n) FILTER (WHERE n > 2) AS fn"} {
+	for _, a := range []string{"sum(n) AS sn", "max(x) AS hi", "min(x) AS lo", "sum(x) AS sx", "avg(n) AS an", "count(DISTINCT n) AS dn", "sum(n) FILTER (WHERE n > 2) AS fn", "max(g) AS mg", "min(id) AS mi", "count(DISTINCT g) AS dg"} {
 		if r.IntN(3) == 0 {
 			sel = append(sel, a)
 		}
@@ -74,7 +75,11 @@ func parQuery(r *rand.Rand) string {
 	if windowed && r.IntN(3) == 0 {
 		s += " ALLOWED LATENESS INTERVAL '1' SECOND"
 	}
-	return parSource + s
+	src := parSource
+	if r.IntN(2) == 0 {
+		src += parDedup
+	}
+	return src + ";\n" + s
 }
 
 // parCells are the edge cells of the group key and the aggregates.
@@ -115,7 +120,8 @@ func parHistory(r *rand.Rand, n int) []parStep {
 		case k == 1:
 			line = fmt.Appendf(nil, `{"g":"a","x":1,"n":1}`) // no event time
 		default:
-			line = fmt.Appendf(nil, `{"g":%s,"x":%s,"n":%s,"ts":"%s"}`, parG[r.IntN(len(parG))], parX[r.IntN(len(parX))], parN[r.IntN(len(parN))], t)
+			// ids repeat (retries), some of them beyond the dedup horizon
+			line = fmt.Appendf(nil, `{"id":"e%d","g":%s,"x":%s,"n":%s,"ts":"%s"}`, max(0, i-r.IntN(3)*r.IntN(40)), parG[r.IntN(len(parG))], parX[r.IntN(len(parX))], parN[r.IntN(len(parN))], t)
 		}
 		steps[i] = parStep{line: line, nowStep: time.Duration(r.IntN(3)) * time.Millisecond}
 		switch k := r.IntN(200); {
@@ -203,11 +209,11 @@ func parRun(t *testing.T, q *plan.Query, steps []parStep, threads []int) ([]byte
 		t.Fatal(err)
 	}
 	st := d.Stats()
-	return out.Bytes(), d.Counts(), exec2Stats{st.RecordsOut, st.Late, st.Filtered, st.WindowsFinalized, st.Watermark, st.MaxEventTime}
+	return out.Bytes(), d.Counts(), exec2Stats{st.RecordsOut, st.Late, st.Filtered, st.WindowsFinalized, st.Watermark, st.MaxEventTime, st.Duplicates, st.DedupLate, st.DedupKeys, st.Rows}
 }
 
 type exec2Stats struct {
-	RecordsOut, Late, Filtered, WindowsFinalized, Watermark, MaxEventTime int64
+	RecordsOut, Late, Filtered, WindowsFinalized, Watermark, MaxEventTime, Duplicates, DedupLate, DedupKeys, Rows int64
 }
 
 func TestParallelChangelogIdentical(t *testing.T) {
@@ -274,7 +280,7 @@ func TestParallelEligible(t *testing.T) {
 		{grouped, Config{Emit: emit, Threads: 3, Strict: true}, 1},
 		{grouped, Config{Emit: emit, Threads: 3, Late: func(*LateEvent) {}}, 1},
 		{global, Config{Emit: emit, Threads: 3}, 1},
-		{dedup, Config{Emit: emit, Threads: 3}, 1},
+		{dedup, Config{Emit: emit, Threads: 3}, 3},
 	} {
 		d, err := New(c.q, c.cfg)
 		if err != nil {
