@@ -204,6 +204,7 @@ type par struct {
 	keyBuf    []byte
 	rec       changelog.Record
 	lastStats []exec.Stats
+	testStep  func(shard int, op uint64) // tests only: called before each step of a shard
 
 	op       uint64
 	wm       int64
@@ -682,6 +683,9 @@ func (s *shard) steps(b *batch) (err error) {
 	pt := &b.parts[s.idx]
 	w := s.p.width
 	for _, it := range pt.items {
+		if s.p.testStep != nil {
+			s.p.testStep(s.idx, it.op)
+		}
 		if err := s.advance(it.wm); err != nil {
 			return err
 		}

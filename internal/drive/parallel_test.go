@@ -90,11 +90,12 @@ var (
 )
 
 type parStep struct {
-	line    []byte
-	early   bool  // host EmitEarly before the line
-	advance int64 // host AdvanceWatermark (µs) before the line, if nonzero
-	ckpt    bool  // checkpoint and restore before the line
-	nowStep time.Duration
+	line     []byte
+	early    bool  // host EmitEarly before the line
+	advance  int64 // host AdvanceWatermark (µs) before the line, if nonzero
+	ckpt     bool  // checkpoint and restore before the line
+	closeAll bool  // CloseOpenWindows before the line
+	nowStep  time.Duration
 }
 
 func parHistory(r *rand.Rand, n int) []parStep {
@@ -131,6 +132,8 @@ func parHistory(r *rand.Rand, n int) []parStep {
 			steps[i].advance = ts - int64(r.IntN(5_000_000))
 		case k < 7:
 			steps[i].ckpt = true
+		case k < 8:
+			steps[i].closeAll = true
 		}
 	}
 	return steps
@@ -166,6 +169,11 @@ func parRun(t *testing.T, q *plan.Query, steps []parStep, threads []int) ([]byte
 		}
 		if s.advance != 0 {
 			if err := d.AdvanceWatermark(s.advance); err != nil && !Skipped(err) {
+				t.Fatal(err)
+			}
+		}
+		if s.closeAll {
+			if err := d.CloseOpenWindows(); err != nil && !Skipped(err) {
 				t.Fatal(err)
 			}
 		}
@@ -388,5 +396,42 @@ SELECT g, count(*) AS c FROM ev GROUP BY g, TUMBLE(ts, INTERVAL '1' MINUTE)`)
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestParallelPanic: a panic in a shard becomes the driver's ErrInternal
+// (returned by a later call, the driver failed from then on), never a
+// crash, and the goroutines end.
+func TestParallelPanic(t *testing.T) {
+	q := compile(t, testSQL)
+	base := runtime.NumGoroutine()
+	d, err := New(q, Config{Threads: 3, Emit: func(*changelog.Record) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.par.testStep = func(shard int, op uint64) {
+		if op == 7 {
+			panic("boom")
+		}
+	}
+	var got error
+	for i := 0; i < 5000 && got == nil; i++ {
+		err := d.Push(fmt.Appendf(nil, `{"merchant":"m%d","amount":1,"event_time":"2026-07-18 10:00:00"}`, i))
+		if err != nil && !errors.As(err, new(*EventError)) {
+			got = err
+		}
+	}
+	if got == nil {
+		got = d.Close()
+	}
+	if !errors.Is(got, ErrInternal) || !strings.Contains(got.Error(), "boom") {
+		t.Fatalf("got %v, want ErrInternal with the panic", got)
+	}
+	if err := d.Push(events()[0]); !errors.Is(err, ErrInternal) {
+		t.Fatalf("push after the panic: %v", err)
+	}
+	d.par.stop()
+	if n := runtime.NumGoroutine(); n > base {
+		t.Fatalf("%d goroutines after stop, %d before", n, base)
 	}
 }
