@@ -129,7 +129,7 @@ type QueryOptions struct {
 	// decodes events and merges the shards' records: the changelog is
 	// byte for byte the one-thread changelog (records and order). It
 	// applies to a query with OnRecord, no OnLate, not Strict, with a
-	// GROUP BY key and no dedup_key; any other runs on one thread
+	// GROUP BY key; any other runs on one thread
 	// (Query.Threads says which). Records of pushed events may reach
 	// OnRecord up to two batches (about 2,000 events) after their Push;
 	// Tick, EmitEarly, AdvanceWatermark, Close and Checkpoint deliver

@@ -84,8 +84,8 @@ type Config struct {
 	// goroutine, the groups split among them by key, with this driver's
 	// goroutine decoding and merging (parallel.go): the changelog is byte
 	// for byte the one thread's. It applies to a driver with Emit, no Late
-	// hook, not Strict, for a query with a GROUP BY key and no input
-	// dedup; any other runs on one thread (Threads reports which). The
+	// hook, not Strict, for a query with a GROUP BY key; any other runs
+	// on one thread (Threads reports which). The
 	// records of pushed events reach Emit up to two batches of events
 	// later; every call but Push and PushRow (Tick, EmitEarly,
 	// AdvanceWatermark, CloseOpenWindows, Close, Checkpoint) delivers
