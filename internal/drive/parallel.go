@@ -15,7 +15,8 @@ import (
 )
 
 // Parallelism inside one query (Config.Threads). The driver's own
-// goroutine stays the reader: it decodes, counts, checks each event as
+// goroutine stays the reader: it decodes, counts, runs the input dedup
+// (exec.Dedup: the first copy is decided in input order), checks each event as
 // one operator would before touching state (exec.Admission: WHERE, the
 // group key, the aggregates' FILTERs and arguments, the window time), so
 // a bad event is reported by the push that carried it; it keeps the

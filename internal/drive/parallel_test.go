@@ -435,3 +435,35 @@ func TestParallelPanic(t *testing.T) {
 		t.Fatalf("%d goroutines after stop, %d before", n, base)
 	}
 }
+
+// BenchmarkThreads: the standard query's shape (per key a 1-minute
+// TUMBLE, count, sum, max, early every second) on 1 and 2-3 threads.
+func BenchmarkThreads(b *testing.B) {
+	q := compile(&testing.T{}, `CREATE SOURCE ev (g VARCHAR, x DOUBLE, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);
+SELECT g, count(*) AS c, sum(x) AS s, max(x) AS m FROM ev GROUP BY g, TUMBLE(ts, INTERVAL '1' MINUTE) EMIT EARLY EVERY INTERVAL '1' SECOND`)
+	lines := make([][]byte, 100_000)
+	base := time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC)
+	for i := range lines {
+		lines[i] = fmt.Appendf(nil, `{"g":"m%d","x":%d.25,"ts":"%s"}`, (i*7919)%10_000, i%1000, base.Add(time.Duration(i)*time.Millisecond).Format("2006-01-02 15:04:05.000"))
+	}
+	for _, threads := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				d, err := New(q, Config{Threads: threads, Emit: func(*changelog.Record) error { return nil }})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, l := range lines {
+					if err := d.Push(l); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := d.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/event")
+		})
+	}
+}
