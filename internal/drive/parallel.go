@@ -184,6 +184,7 @@ type shard struct {
 	flushTags []uint64
 	c         *chunk
 	err       error
+	row       []types.Value // the row handed to the operator: the batch's cells spread over the columns, NULL elsewhere
 }
 
 type par struct {
@@ -198,6 +199,7 @@ type par struct {
 	perEvent  uint64 // creation numbers per event (HOP: windows per event)
 	seqBase   uint64 // above every restored creation number
 	width     int    // cells per row
+	cols      []int  // the columns the query reads: the only cells a batch carries
 	emit      func(*changelog.Record) error
 	wg        sync.WaitGroup
 	stopped   bool
@@ -244,6 +246,11 @@ func newPar(q *plan.Query, cfg Config, threads int) (*par, error) {
 	if q.Window != nil {
 		p.perEvent = uint64(q.Window.WindowsPerEvent())
 	}
+	for i := 0; i < p.width; i++ {
+		if q.UsedColumns == nil || q.UsedColumns[i] {
+			p.cols = append(p.cols, i)
+		}
+	}
 	sq := exec.NoFilter(q)
 	start := time.Now()
 	for i := 0; i < threads; i++ {
@@ -255,6 +262,10 @@ func newPar(q *plan.Query, cfg Config, threads int) (*par, error) {
 			return nil, err
 		}
 		s.op = op
+		s.row = make([]types.Value, p.width)
+		for j, c := range q.Source.Columns {
+			s.row[j] = types.NullOf(c.Type)
+		}
 		p.shards = append(p.shards, s)
 	}
 	p.lastStats = make([]exec.Stats, threads)
@@ -326,7 +337,8 @@ func (p *par) route(op uint64, row []types.Value, key []byte) {
 	it := item{kind: itemEvent, op: op, wm: p.wm, row: int32(len(pt.cells)), key0: int32(len(pt.keys))}
 	pt.keys = append(pt.keys, key...)
 	it.key1 = int32(len(pt.keys))
-	for _, c := range row[:p.width] {
+	for _, j := range p.cols {
+		c := row[j]
 		if len(c.S) > 0 {
 			pt.fixes = append(pt.fixes, int32(len(pt.cells)), int32(len(pt.strs)), int32(len(c.S)))
 			pt.strs = append(pt.strs, c.S...)
@@ -682,7 +694,7 @@ func (s *shard) apply(b *batch) {
 func (s *shard) steps(b *batch) (err error) {
 	defer Recover(&err)
 	pt := &b.parts[s.idx]
-	w := s.p.width
+	cols := s.p.cols
 	for _, it := range pt.items {
 		if s.p.testStep != nil {
 			s.p.testStep(s.idx, it.op)
@@ -694,7 +706,10 @@ func (s *shard) steps(b *batch) (err error) {
 		switch it.kind {
 		case itemEvent:
 			s.op.SetSeq(s.p.seqBase + it.op*s.p.perEvent)
-			err := s.op.ProcessKeyed(pt.cells[it.row:int(it.row)+w:int(it.row)+w], pt.keys[it.key0:it.key1])
+			for j, c := range pt.cells[it.row : int(it.row)+len(cols)] {
+				s.row[cols[j]] = c
+			}
+			err := s.op.ProcessKeyed(s.row, pt.keys[it.key0:it.key1])
 			if err != nil && !Skipped(err) {
 				return err
 			}
