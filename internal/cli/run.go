@@ -258,6 +258,10 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if t.q, err = eng.StartPlan(t.pq, qo); err != nil {
 			return err
 		}
+		if f.set["threads"] && f.threads > 1 && t.q.Threads() == 1 && !f.quiet {
+			why := drive.ThreadsFallback(t.pq, drive.Config{Emit: func(*changelog.Record) error { return nil }, Late: onLate, Strict: f.strict})
+			fmt.Fprintf(env.Stderr, "ubik: %s: runs on one thread: %s\n", name, why)
+		}
 	}
 	q := targets[0].q
 	var resume ckptHeader
