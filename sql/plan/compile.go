@@ -106,6 +106,7 @@ func validateSource(s *Source) error {
 
 type binder struct {
 	sql   string
+	views map[string]*Source // the script's views as their readers see them (view.go)
 	depth int // nesting of the expression being bound (a left operand is not a level)
 	chain int // recursion depth of the expression being bound, left operands included
 }
@@ -171,6 +172,7 @@ func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error
 				return nil, err
 			}
 			queries[strings.ToLower(name)] = q
+			b.addView(q)
 			queryPos[q] = pos
 			prog.Queries = append(prog.Queries, q)
 		case *parser.CreateSink:
@@ -208,8 +210,8 @@ func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error
 	byOutput := map[string]*Query{}
 	for _, q := range prog.Queries {
 		key := strings.ToLower(q.Output)
-		if q.Output == "" && opts.OwnOutputs {
-			continue
+		if q.Output == "" && (opts.OwnOutputs || len(prog.ViewReaders(q)) > 0) {
+			continue // its own output, or a view other queries read
 		}
 		if prev := byOutput[key]; prev != nil {
 			out := "the default output"
