@@ -106,9 +106,10 @@ func validateSource(s *Source) error {
 
 type binder struct {
 	sql   string
+	depth int // nesting of the expression being bound (a left operand is not a level)
+	chain int // recursion depth of the expression being bound, left operands included
+
 	views map[string]*Source // the script's views as their readers see them (view.go)
-	depth int                // nesting of the expression being bound (a left operand is not a level)
-	chain int                // recursion depth of the expression being bound, left operands included
 }
 
 func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error) {
