@@ -176,3 +176,22 @@ func (b *binder) lookupView(id parser.Ident, sources map[string]*Source) (*Sourc
 	}
 	return v, nil
 }
+
+// Graph renders the program's views over views, one line per path from a
+// declared source to a query no other query reads ("events -> minute_totals
+// -> hourly"); empty when no query reads a view.
+func (p *Program) Graph() []string {
+	var lines []string
+	for _, q := range p.Queries {
+		if len(p.ViewReaders(q)) > 0 || q.Source.View == nil {
+			continue
+		}
+		ups := q.Upstream()
+		path := []string{ups[len(ups)-1].Source.Name}
+		for i := len(ups) - 1; i >= 0; i-- {
+			path = append(path, ups[i].Name)
+		}
+		lines = append(lines, strings.Join(append(path, q.Name), " -> "))
+	}
+	return lines
+}
