@@ -137,4 +137,3 @@ func (q *Query) ViewStats(name string) (Stats, bool) {
 	c := d.Counts()
 	return Stats{Stats: d.Stats(), EventsIn: c.Events, Malformed: c.Malformed, Pending: d.Pending(), Queued: d.Queued()}, true
 }
-
