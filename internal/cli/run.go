@@ -375,7 +375,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			return
 		}
 		who := ""
-		if len(targets) > 1 {
+		if len(owners) > 1 { // a graph reads its input once: its bad events are the input's
 			who = t.pq.Name + ": "
 		}
 		if reported < reportMalformed {
@@ -390,7 +390,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			return
 		}
 		query := ""
-		if len(targets) > 1 {
+		if len(owners) > 1 {
 			query = t.pq.Name
 		}
 		if werr := writeDead(dead, inName, query, lineNo, event, err); werr != nil && sideErr == nil {
