@@ -205,6 +205,9 @@ func runViews(t *testing.T, o viewOpts) viewRun {
 	do := func(f func() error) {
 		for {
 			err := f()
+			if st := q.Stats(); o.pull && st.Pending > o.maxPend {
+				t.Fatalf("%d records buffered, more than MaxPendingRecords %d", st.Pending, o.maxPend)
+			}
 			if errors.Is(err, ubik.ErrBackpressure) {
 				drain()
 				continue
