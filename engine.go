@@ -132,6 +132,9 @@ type QueryOptions struct {
 	// the graph: the views the query reads and the With queries, each
 	// with Record.Meta.Query naming it (see StartGraph). Nil drops them.
 	OnViewRecord func(changelog.Record) error
+	// OnViewLate, if set, receives the late events of every other query of
+	// the graph with its name (else they go to OnLate).
+	OnViewLate func(query string, ev *exec.LateEvent)
 }
 
 // Start compiles script (CREATE SOURCE statements plus queries) and starts

@@ -79,7 +79,7 @@ func (e *Engine) StartGraph(pq *plan.Query, with []*plan.Query, qo QueryOptions)
 		on := qo.OnViewRecord
 		viewEmit = func(r *changelog.Record) error { return on(*r) }
 	}
-	g, err := drive.NewGraph(pq, with, cfg, viewEmit)
+	g, err := drive.NewGraph(pq, with, cfg, viewEmit, qo.OnViewLate)
 	if err != nil {
 		return nil, fmt.Errorf("ubik: %w", err)
 	}

@@ -81,6 +81,7 @@ func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook 
 		writers[name] = write(t)
 	}
 	qo := options(owner)
+	qo.OnViewLate = lateHook
 	qo.OnViewRecord = func(r changelog.Record) error {
 		if w := writers[r.Meta.Query]; w != nil {
 			return w(r)

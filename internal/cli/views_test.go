@@ -68,7 +68,7 @@ func TestRunViews(t *testing.T) {
 			t.Errorf("%s:\n%s\nwant:\n%s", name, got, w)
 		}
 	}
-	if late := read("late.jsonl"); strings.Count(late, "\n") != 1 || !strings.Contains(late, `09:00:00`) {
+	if late := read("late.jsonl"); strings.Count(late, "\n") != 1 || !strings.Contains(late, `09:00:00`) || !strings.HasPrefix(late, `{"query": "tens"`) {
 		t.Errorf("late output: %s", late)
 	}
 	for _, s := range []string{"tens: 6 events read, 1 malformed", "mins: 4 events read", "per_merchant: 6 events read, 1 malformed"} {

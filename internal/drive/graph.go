@@ -86,7 +86,10 @@ type gitem struct {
 // must read one source; with may name queries that read a view or the
 // same source, and needs a primary with a callback, since only the
 // primary may buffer and it must then have no readers.
-func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func(*changelog.Record) error) (*Graph, error) {
+//
+// viewLate, if set, receives the late events of the other nodes with
+// their query's name (instead of cfg.Late).
+func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent)) (*Graph, error) {
 	g := &Graph{}
 	byQuery := map[*plan.Query]*gnode{}
 	var add func(q *plan.Query)
@@ -137,6 +140,9 @@ func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		c := Config{Late: cfg.Late, Now: cfg.Now, Strict: cfg.Strict, CountsInCheckpoint: cfg.CountsInCheckpoint, Emit: emitView}
 		if n == g.primary {
 			c = cfg
+		} else if viewLate != nil {
+			name := n.q.Name
+			c.Late = func(ev *exec.LateEvent) { viewLate(name, ev) }
 		}
 		if n.q.Source.View != nil {
 			c.ExternalWatermark = true // moved by the view's markers only

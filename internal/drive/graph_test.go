@@ -33,13 +33,13 @@ func graphQueries(t *testing.T) map[string]*plan.Query {
 func TestGraphRefusals(t *testing.T) {
 	qs := graphQueries(t)
 	emit := func(*changelog.Record) error { return nil }
-	if _, err := NewGraph(qs["ra"], []*plan.Query{qs["vb"]}, Config{Emit: emit}, nil); err == nil || !strings.Contains(err.Error(), "different sources") {
+	if _, err := NewGraph(qs["ra"], []*plan.Query{qs["vb"]}, Config{Emit: emit}, nil, nil); err == nil || !strings.Contains(err.Error(), "different sources") {
 		t.Errorf("two sources: %v", err)
 	}
-	if _, err := NewGraph(qs["va"], []*plan.Query{qs["ra"]}, Config{MaxPending: 4}, nil); err == nil || !strings.Contains(err.Error(), "callback") {
+	if _, err := NewGraph(qs["va"], []*plan.Query{qs["ra"]}, Config{MaxPending: 4}, nil, nil); err == nil || !strings.Contains(err.Error(), "callback") {
 		t.Errorf("a pulled primary with a reader: %v", err)
 	}
-	g, err := NewGraph(qs["ra"], nil, Config{MaxPending: 1}, nil)
+	g, err := NewGraph(qs["ra"], nil, Config{MaxPending: 1}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestGraphRefusals(t *testing.T) {
 // meanwhile, and every record arrives in order.
 func TestGraphBackpressure(t *testing.T) {
 	qs := graphQueries(t)
-	g, err := NewGraph(qs["ra"], nil, Config{MaxPending: 1}, nil)
+	g, err := NewGraph(qs["ra"], nil, Config{MaxPending: 1}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
