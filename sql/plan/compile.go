@@ -147,6 +147,9 @@ func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error
 			if byName[key] != nil {
 				return nil, b.errAt(n.Name.P, "source %q is already defined", src.Name)
 			}
+			if queries[key] != nil {
+				return nil, b.errAt(n.Name.P, "source %q has the name of a query declared before it", src.Name)
+			}
 			byName[key] = src
 			prog.Sources = append(prog.Sources, src)
 		case *parser.CreateView, *parser.Select:

@@ -1,10 +1,13 @@
 package plan
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
+	"github.com/ubiksql/ubik/sql/parser"
 	"github.com/ubiksql/ubik/types"
 )
 
@@ -56,4 +59,45 @@ func TestViewWatermark(t *testing.T) {
 	if got := (&Query{Window: &Window{Kind: Session, Gap: 5}}).ViewWatermark(100); got != math.MinInt64 {
 		t.Errorf("session: %d", got)
 	}
+}
+
+// FuzzCompileViews is FuzzCompile's check over scripts with views over
+// views: no panic, every error positioned inside the text, every compiled
+// expression evaluates; and a reader's source is the view's SELECT list.
+func FuzzCompileViews(f *testing.F) {
+	for _, s := range []string{
+		"CREATE VIEW m AS SELECT customer, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, sum(amount) AS t FROM events GROUP BY customer, TUMBLE(ts, INTERVAL '1' MINUTE); SELECT customer, TUMBLE_START(ws, INTERVAL '1' HOUR), sum(t) FROM m GROUP BY customer, TUMBLE(ws, INTERVAL '1' HOUR)",
+		"CREATE VIEW m AS SELECT window_start, count(*) AS n FROM TABLE(HOP(TABLE events, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '5' MINUTE)) GROUP BY window_start EMIT FINAL ALLOWED LATENESS INTERVAL '1' MINUTE; CREATE VIEW h AS SELECT n, count(*) FROM m GROUP BY n; CREATE SINK s FROM h WITH (path = 'x')",
+		"CREATE VIEW c AS SELECT customer, count(*) AS n FROM events GROUP BY customer; SELECT sum(n) FROM c",
+		"CREATE VIEW s AS SELECT customer, SESSION_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM events GROUP BY customer, SESSION(ts, INTERVAL '1' MINUTE); SELECT window_start, sum(n) FROM TABLE(TUMBLE(TABLE s, DESCRIPTOR(ws), INTERVAL '1' HOUR)) GROUP BY window_start",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, sql string) {
+		prog, err := Compile(sql, CompileOptions{Sources: testSources(), DefaultName: "q"})
+		if err != nil {
+			if strings.Contains(err.Error(), "internal error") {
+				t.Fatalf("Compile(%q) panicked: %v", sql, err)
+			}
+			var pe *parser.Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("Compile(%q): non-positioned error %T %v", sql, err, err)
+			}
+			if pe.Pos < 0 || pe.Pos > len(sql) {
+				t.Fatalf("Compile(%q): position %d outside the text", sql, pe.Pos)
+			}
+			return
+		}
+		for _, q := range prog.Queries {
+			exerciseQuery(t, sql, q)
+			if v := q.Source.View; v != nil {
+				if len(q.Source.Columns) != len(v.Select) || v.Window == nil || v.Emit.Mode != EmitFinal {
+					t.Fatalf("Compile(%q): %s reads %s, which is not a final view, or its columns are not the view's", sql, q.Name, v.Name)
+				}
+				if err := q.Validate(); err != nil {
+					t.Fatalf("Compile(%q): %v", sql, err)
+				}
+			}
+		}
+	})
 }
