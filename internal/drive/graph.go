@@ -377,11 +377,20 @@ func (g *Graph) all(f func(*Driver) error) error {
 			continue // its turn comes after its inbox
 		}
 		if err := f(n.d); err != nil {
-			return g.fail(err)
+			return g.failIfFatal(n, err)
 		}
 		g.marked(n)
 	}
 	return g.pump()
+}
+
+// failIfFatal makes err the graph's fatal error when it is n's (a closed
+// driver's ErrClosed, an event's error, are not).
+func (g *Graph) failIfFatal(n *gnode, err error) error {
+	if n.d.fatal != nil {
+		return g.fail(err)
+	}
+	return err
 }
 
 // AdvanceWatermark moves the input's watermark (the roots'); the readers
@@ -407,10 +416,8 @@ func (g *Graph) control(f func(*Driver) error, pass gitemKind) error {
 		return g.fatal
 	}
 	for _, n := range g.roots {
-		if err := f(n.d); err != nil {
-			if !g.skipped(n, err) {
-				return g.fail(err)
-			}
+		if err := f(n.d); err != nil && !g.skipped(n, err) {
+			return g.failIfFatal(n, err)
 		}
 		g.marked(n)
 		if pass != 0 {

@@ -109,3 +109,28 @@ func TestGraphBackpressure(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGraphClosed: after Close, the calls that a closed driver refuses
+// return ErrClosed and the graph stays usable for Next and Stats.
+func TestGraphClosed(t *testing.T) {
+	qs := graphQueries(t)
+	var n int
+	g, err := NewGraph(qs["ra"], nil, Config{Emit: func(*changelog.Record) error { n++; return nil }}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Push([]byte(`{"g":"a","ts":"2026-01-01 00:00:01"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil || n != 1 {
+		t.Fatalf("close: %v, %d records", err, n)
+	}
+	for _, f := range []func() error{g.EmitEarly, func() error { return g.AdvanceWatermark(1 << 60) }, func() error { return g.Push([]byte(`{}`)) }} {
+		if err := f(); !errors.Is(err, ErrClosed) {
+			t.Errorf("after close: %v", err)
+		}
+	}
+	if err := g.Close(); err != nil || g.Err() != nil {
+		t.Errorf("second close: %v, fatal %v", err, g.Err())
+	}
+}
