@@ -138,6 +138,17 @@ type QueryOptions struct {
 	// while rendering, is counted and skipped as with one thread, but not
 	// returned by the Push that caused it. 0 or 1: one thread.
 	Threads int
+
+	// With names further queries of the script to run in the same graph
+	// (see StartGraph); it needs OnRecord.
+	With []string
+	// OnViewRecord, if set, receives the records of every other query of
+	// the graph: the views the query reads and the With queries, each
+	// with Record.Meta.Query naming it (see StartGraph). Nil drops them.
+	OnViewRecord func(changelog.Record) error
+	// OnViewLate, if set, receives the late events of every other query of
+	// the graph with its name (else they go to OnLate).
+	OnViewLate func(query string, ev *exec.LateEvent)
 }
 
 // Start compiles script (CREATE SOURCE statements plus queries) and starts
@@ -151,6 +162,13 @@ func (e *Engine) Start(script string, qo QueryOptions) (q *Query, err error) {
 	pq, err := pickQuery(prog, qo.Name)
 	if err != nil {
 		return nil, err
+	}
+	if len(qo.With) > 0 {
+		with, err := withQueries(prog, qo.With)
+		if err != nil {
+			return nil, err
+		}
+		return e.StartGraph(pq, with, qo)
 	}
 	return e.StartPlan(pq, qo)
 }
@@ -183,6 +201,9 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error
 		}
 	}()
 	defer drive.Recover(&err)
+	if pq != nil && pq.Source != nil && pq.Source.View != nil {
+		return e.StartGraph(pq, nil, qo)
+	}
 	cfg := drive.Config{
 		MaxPending:         e.opts.MaxPendingRecords,
 		Late:               qo.OnLate,
@@ -255,7 +276,7 @@ type Stats struct {
 type Query struct {
 	plan     *plan.Query
 	callback bool
-	d        *drive.Driver
+	d        runner // a *drive.Driver, or a *drive.Graph for a query over views
 }
 
 // Plan returns the compiled query.

@@ -23,7 +23,9 @@ var update = flag.Bool("update", false, "rewrite the expect blocks of testdata/s
 // sequence of commands, each a line starting with "> ", followed by its
 // block:
 //
-//	> sql                    the script to start (CREATE SOURCE ...; SELECT ...)
+//	> sql [NAME]             the script to start (CREATE SOURCE ...; SELECT ...), and
+//	                         which query (a query over views prints the views'
+//	                         records and late events prefixed "VIEW: ")
 //	> push                   one JSON event per line
 //	> watermark TIMESTAMP    advance the watermark
 //	> early                  force early emission now
@@ -94,7 +96,18 @@ func runScript(t *testing.T, path string) {
 		out = append(out, fmt.Sprintf("%s rev=%d %s\t%s", kind, r.Meta.Revision, r.Key, r.Value))
 		return nil
 	}
-	late := func(ev *exec.LateEvent) {
+	// A view's records and late events (a query over views) name the view.
+	viewRecord := func(r changelog.Record) error {
+		record(r)
+		out[len(out)-1] = r.Meta.Query + ": " + out[len(out)-1]
+		return nil
+	}
+	var late func(ev *exec.LateEvent)
+	viewLate := func(query string, ev *exec.LateEvent) {
+		late(ev)
+		out[len(out)-1] = query + ": " + out[len(out)-1]
+	}
+	late = func(ev *exec.LateEvent) {
 		w := "-"
 		if ev.Windowed {
 			w = fmt.Sprintf("[%s, %s)", ts(ev.WindowStart), ts(ev.WindowEnd))
@@ -110,7 +123,8 @@ func runScript(t *testing.T, path string) {
 		}
 		switch c.name {
 		case "sql":
-			q, err = eng.Start(strings.Join(c.block, "\n"), ubik.QueryOptions{Name: c.arg, OnRecord: record, OnLate: late})
+			q, err = eng.Start(strings.Join(c.block, "\n"), ubik.QueryOptions{Name: c.arg, OnRecord: record, OnLate: late,
+				OnViewRecord: viewRecord, OnViewLate: viewLate})
 			if err != nil {
 				out = append(out, "! "+err.Error())
 				type caret interface{ Caret() string }

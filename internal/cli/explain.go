@@ -50,6 +50,9 @@ func runExplain(ctx context.Context, env *Env, args []string) error {
 	for _, s := range prog.Sources {
 		b.WriteString(strings.SplitN((&plan.Program{Sources: []*plan.Source{s}}).Explain(), "\n", 2)[0] + "\n")
 	}
+	for _, g := range prog.Graph() {
+		b.WriteString("graph: " + g + "\n")
+	}
 	found := false
 	for _, q := range prog.Queries {
 		if *query != "" && q.Name != *query {

@@ -236,6 +236,72 @@ EMIT EARLY EVERY INTERVAL '500' MILLISECOND;`: func(t *testing.T, r *readmeEnv) 
 			t.Errorf("the README's query and hourly_usage.sql differ:\n%s\nvs\n%s", a, b)
 		}
 	},
+	// Queries over views: the README's two views are examples/views.sql's
+	// (same plan), and the command runs them from a copy of examples/.
+	`CREATE VIEW minute_totals AS
+SELECT merchant, TUMBLE_START(event_time, INTERVAL '1' MINUTE) AS window_start,
+       count(*) AS orders, sum(amount) AS total
+FROM events
+GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE)
+EMIT FINAL;
+
+CREATE VIEW hourly AS
+SELECT merchant, TUMBLE_START(window_start, INTERVAL '1' HOUR) AS hour,
+       sum(orders) AS orders, sum(total) AS total, count(*) AS minutes
+FROM minute_totals
+GROUP BY merchant, TUMBLE(window_start, INTERVAL '1' HOUR);`: func(t *testing.T, r *readmeEnv) {
+		file, err := os.ReadFile(filepath.Join(r.root, "examples", "views.sql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _, _ := strings.Cut(string(file), "CREATE VIEW")
+		a := compileBlock(t, src+readmeText(t, "CREATE VIEW minute_totals AS"), "")
+		if b := compileBlock(t, string(file), ""); a != b {
+			t.Errorf("the README's views and examples/views.sql differ:\n%s\nvs\n%s", a, b)
+		}
+	},
+	"ubik run examples/views.sql --output-dir out/": func(t *testing.T, r *readmeEnv) {
+		dir := t.TempDir()
+		os.Mkdir(filepath.Join(dir, "examples"), 0o755)
+		for _, f := range []string{"views.sql", "events.jsonl"} {
+			copyFile(t, filepath.Join(r.root, "examples", f), filepath.Join(dir, "examples", f))
+		}
+		if out, errb, code := r.sh(t, dir, readmeText(t, "ubik run examples/views.sql")); code != 0 {
+			t.Fatalf("exit %d\n%s%s", code, out, errb)
+		}
+		// Each hour's orders are the sum of its minutes' orders.
+		orders := map[string]int{}
+		events := 0
+		for _, name := range []string{"minute_totals", "hourly"} {
+			b, err := os.ReadFile(filepath.Join(dir, "out", name+".tsv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				var n int
+				var m, ts string
+				k, v, _ := strings.Cut(l, "\t")
+				fmt.Sscanf(k, "[%q, %q]", &m, &ts)
+				_, o, _ := strings.Cut(v, `"orders": `)
+				fmt.Sscanf(o, "%d", &n)
+				hour := m + " " + ts[:13]
+				if name == "hourly" {
+					orders[hour] -= n
+				} else {
+					orders[hour] += n
+					events += n
+				}
+			}
+		}
+		if events != 400 { // examples/events.jsonl: 401 lines, one malformed
+			t.Fatalf("the minutes count %d orders, want 400", events)
+		}
+		for h, n := range orders {
+			if n != 0 {
+				t.Errorf("%s: the minutes' orders and the hour's differ by %d", h, n)
+			}
+		}
+	},
 	// Output of the first command: this line is in it.
 	`["acme", "2026-07-18 10:00:00"]	{"merchant": "acme", "window_start": "2026-07-18 10:00:00", "orders": 24, "total": 5918.42, "biggest": 463.26}`: func(t *testing.T, r *readmeEnv) {
 		out, _ := r.first(t)

@@ -63,6 +63,9 @@ type runTarget struct {
 	outBuf []byte
 	bad    int64  // events of this query that were malformed or failed to evaluate
 	limit  string // the bad-input limit it crossed, if any
+	// via is the target whose graph runs this one (run_views.go); q is
+	// then nil.
+	via *runTarget
 }
 
 func runRun(ctx context.Context, env *Env, args []string) error {
@@ -171,8 +174,11 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	for _, pq := range pqs {
-		if !kf.wanted(prog, pq) {
+		if !kf.wanted(prog, pq) && !(pq.Source.View != nil && kf.wanted(prog, inputQuery(pq))) {
 			continue
+		}
+		if pq.Source.View != nil {
+			return fmt.Errorf("%w: query %s reads view %s, and a query over a view runs on files (--input) for now, not over Kafka", ErrUsage, pq.Name, pq.Source.View.Name)
 		}
 		if len(pqs) > 1 {
 			return fmt.Errorf("%w: query %s runs over Kafka, and a Kafka run runs one query: choose it with --query", ErrUsage, pq.Name)
@@ -181,12 +187,12 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	if len(pqs) > 1 {
 		for _, pq := range pqs[1:] {
-			if pq.Source != pqs[0].Source {
-				return fmt.Errorf("%w: queries %s and %s read different sources (%s, %s), and a run reads one input: run each with --query", ErrUsage, pqs[0].Name, pq.Name, pqs[0].Source.Name, pq.Source.Name)
+			if a, b := inputQuery(pqs[0]).Source, inputQuery(pq).Source; a != b {
+				return fmt.Errorf("%w: queries %s and %s read different sources (%s, %s), and a run reads one input: run each with --query", ErrUsage, pqs[0].Name, pq.Name, a.Name, b.Name)
 			}
 		}
-		if f.stateDir != "" {
-			return fmt.Errorf("%w: --state-dir checkpoints one query; choose it with --query", ErrUsage)
+		if f.stateDir != "" && !readsView(pqs) {
+			return fmt.Errorf("%w: --state-dir checkpoints one query, or the queries of one graph of views; choose one with --query", ErrUsage)
 		}
 		if f.set["output"] {
 			return fmt.Errorf("%w: the script runs %d queries; --output-dir DIR gives each its own file (--output is for one query)", ErrUsage, len(pqs))
@@ -202,21 +208,24 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	pq := pqs[0]
+	input := inputQuery(pq).Source // the declared source the run reads (a view's, for a query over views)
 
 	inPath := f.input
 	if inPath == "" {
-		inPath = pq.Source.Options["path"]
+		inPath = input.Options["path"]
 	}
 	var ck *checkpointFile
 	if f.stateDir != "" {
 		if inPath == "" || inPath == "-" {
 			return fmt.Errorf("%w: --state-dir needs an input file to resume from (not stdin)", ErrUsage)
 		}
-		if targets[0].out == "-" {
-			return fmt.Errorf("%w: --state-dir needs --output FILE: a resumed run cuts the output back to its last checkpoint", ErrUsage)
+		for _, t := range targets {
+			if t.out == "-" {
+				return fmt.Errorf("%w: --state-dir needs --output FILE (or --output-dir DIR): a resumed run cuts the output back to its last checkpoint", ErrUsage)
+			}
 		}
 		abs, _ := filepath.Abs(inPath)
-		if ck, err = newCheckpointFile(f.stateDir, string(sqlText), pq.Name, abs); err != nil {
+		if ck, err = newCheckpointFile(f.stateDir, string(sqlText), targetNames(targets), abs); err != nil {
 			return err
 		}
 	}
@@ -237,33 +246,11 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			}
 		}
 	}
-	for _, t := range targets {
-		t := t
-		name := t.pq.Name
-		var onLate func(*drive.LateEvent)
-		if lateHook != nil {
-			onLate = func(ev *drive.LateEvent) { lateHook(name, ev) }
-		}
-		qo := ubik.QueryOptions{
-			Name:    name,
-			Strict:  f.strict,
-			OnLate:  onLate,
-			Threads: f.threads,
-			OnRecord: func(r changelog.Record) error {
-				t.outBuf = formatRecord(t.outBuf[:0], f.format, &r)
-				_, err := t.w.Write(t.outBuf)
-				return err
-			},
-		}
-		if t.q, err = eng.StartPlan(t.pq, qo); err != nil {
-			return err
-		}
-		if f.set["threads"] && f.threads > 1 && t.q.Threads() == 1 && !f.quiet {
-			why := drive.ThreadsFallback(t.pq, drive.Config{Emit: func(*changelog.Record) error { return nil }, Late: onLate, Strict: f.strict})
-			fmt.Fprintf(env.Stderr, "ubik: %s: runs on one thread: %s\n", name, why)
-		}
+	owners, err := startTargets(eng, targets, &f, lateHook, env.Stderr)
+	if err != nil {
+		return err
 	}
-	q := targets[0].q
+	q := owners[0].q
 	var resume ckptHeader
 	if ck != nil {
 		h, err := ck.load(q)
@@ -291,6 +278,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	var files [3]*resumableFile // with --state-dir: changelog, dead letters, late events
+	var extra []*resumableFile  // with --state-dir: the other changelogs of a graph of views
 	var finish []func() error   // flush and close every output, at the end
 	var liveFlush []func() error
 	if ck != nil {
@@ -305,6 +293,21 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			defer files[i].Close()
 		}
 		targets[0].w = files[0]
+		for i, t := range targets[1:] { // the further outputs of a graph of views
+			var keep int64
+			if i < len(resume.Extra) {
+				keep = resume.Extra[i]
+			}
+			rf, err := openResumable(t.out, keep)
+			if err != nil {
+				return err
+			}
+			defer rf.Close()
+			t.w = rf
+			extra = append(extra, rf)
+			finish = append(finish, func() error { _, err := rf.sync(); return err })
+			liveFlush = append(liveFlush, rf.w.Flush)
+		}
 		if files[1] != nil {
 			dead = files[1]
 		}
@@ -375,7 +378,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			return
 		}
 		who := ""
-		if len(targets) > 1 {
+		if len(owners) > 1 { // a graph reads its input once: its bad events are the input's
 			who = t.pq.Name + ": "
 		}
 		if reported < reportMalformed {
@@ -390,7 +393,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			return
 		}
 		query := ""
-		if len(targets) > 1 {
+		if len(owners) > 1 {
 			query = t.pq.Name
 		}
 		if werr := writeDead(dead, inName, query, lineNo, event, err); werr != nil && sideErr == nil {
@@ -408,7 +411,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	var metrics []*queryMetrics
 	publish := func() {
 		for i, m := range metrics {
-			m.publish(targets[i].q.Stats())
+			m.publish(targets[i].stats())
 		}
 	}
 	if f.metrics != "" {
@@ -443,12 +446,19 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			}
 			h.Outputs[i] = n
 		}
+		for _, rf := range extra {
+			n, err := rf.sync()
+			if err != nil {
+				return err
+			}
+			h.Extra = append(h.Extra, n)
+		}
 		return ck.save(q, h)
 	}
 	lastCkpt := time.Now()
 
-	csvInput := strings.EqualFold(pq.Source.Options["format"], "csv")
-	if csvInput && resume.InputOffset > 0 && !strings.EqualFold(pq.Source.Options["header"], "false") {
+	csvInput := strings.EqualFold(input.Options["format"], "csv")
+	if csvInput && resume.InputOffset > 0 && !strings.EqualFold(input.Options["header"], "false") {
 		// The header names the columns: read it again from the start.
 		hf, err := os.Open(inPath)
 		if err != nil {
@@ -472,14 +482,14 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		// The first query's early interval paces the ticks; the others
 		// tick with it.
 		tickAll := func() error {
-			for _, t := range targets[1:] {
+			for _, t := range owners[1:] {
 				if err := t.q.Tick(); err != nil {
 					return err
 				}
 			}
 			return flushAll()
 		}
-		next = liveRecords(ctx, br, csvInput, targets[0].q, tickAll, stop)
+		next = liveRecords(ctx, br, csvInput, owners[0].q, tickAll, stop)
 	}
 	lineNo := resume.Line
 	readBytes := resume.InputOffset
@@ -540,7 +550,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 		if tooLong {
 			err := fmt.Errorf("line longer than %d bytes", maxLineBytes)
-			for _, t := range targets {
+			for _, t := range owners {
 				t.q.ReportMalformed()
 				writeDeadLetter(t, lineNo, nil, err)
 				badLine(t, err)
@@ -555,7 +565,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			continue // an empty or blank line is no event
 		}
 		curLineNo = lineNo
-		for _, t := range targets {
+		for _, t := range owners {
 			err := t.q.Push(line)
 			if err == nil {
 				continue
@@ -581,7 +591,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	if firstErr == nil && !stopped {
-		for _, t := range targets {
+		for _, t := range owners {
 			if firstErr = t.q.Close(); firstErr != nil {
 				break
 			}
@@ -605,7 +615,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	publish()
 	var sums []summary
 	for _, t := range targets {
-		st := t.q.Stats()
+		st := t.stats()
 		if firstErr == nil && !stopped {
 			if lim := limit.crossedAtEnd(t.bad, st.EventsIn); lim != "" {
 				t.limit = lim

@@ -28,6 +28,10 @@ import (
 
 const ckptMagic = "UBIKCKP1"
 
+// ckptMagic2 marks a checkpoint whose header also holds the lengths of
+// the further changelog outputs of a graph of views (ckptHeader.Extra).
+const ckptMagic2 = "UBIKCKP2"
+
 // ErrStateMismatch is returned when a state dir belongs to another query.
 var ErrStateMismatch = errors.New("ubik: the state dir belongs to a different query or input")
 
@@ -36,6 +40,7 @@ type ckptHeader struct {
 	InputOffset int64
 	Line        int64
 	Outputs     [3]int64 // changelog, dead letters, late events
+	Extra       []int64  // the changelogs of the other queries of a graph of views, in target order
 }
 
 type checkpointFile struct {
@@ -62,7 +67,11 @@ func (c *checkpointFile) path() string { return filepath.Join(c.dir, "checkpoint
 // save writes a full checkpoint of q with header h.
 func (c *checkpointFile) save(q *ubik.Query, h ckptHeader) error {
 	var b bytes.Buffer
-	b.WriteString(ckptMagic)
+	if h.Extra != nil {
+		b.WriteString(ckptMagic2)
+	} else {
+		b.WriteString(ckptMagic)
+	}
 	b.Write(c.identity[:])
 	var num []byte
 	if h.Finished {
@@ -72,6 +81,12 @@ func (c *checkpointFile) save(q *ubik.Query, h ckptHeader) error {
 	}
 	for _, v := range []int64{h.InputOffset, h.Line, h.Outputs[0], h.Outputs[1], h.Outputs[2]} {
 		num = binary.AppendVarint(num, v)
+	}
+	if h.Extra != nil {
+		num = binary.AppendUvarint(num, uint64(len(h.Extra)))
+		for _, v := range h.Extra {
+			num = binary.AppendVarint(num, v)
+		}
 	}
 	b.Write(num)
 	err := q.Checkpoint(true, nil, func(key, val []byte) error {
@@ -131,9 +146,10 @@ func (c *checkpointFile) load(q *ubik.Query) (*ckptHeader, error) {
 	bad := func(what string) error {
 		return fmt.Errorf("ubik: checkpoint %s is corrupt (%s); remove the state dir to start over", c.path(), what)
 	}
-	if len(data) < len(ckptMagic)+32+4 || string(data[:len(ckptMagic)]) != ckptMagic {
+	if len(data) < len(ckptMagic)+32+4 || string(data[:len(ckptMagic)]) != ckptMagic && string(data[:len(ckptMagic)]) != ckptMagic2 {
 		return nil, bad("no header")
 	}
+	v2 := string(data[:len(ckptMagic)]) == ckptMagic2
 	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
 	if crc32.ChecksumIEEE(body) != sum {
 		return nil, bad("checksum mismatch")
@@ -151,6 +167,18 @@ func (c *checkpointFile) load(q *ubik.Query) (*ckptHeader, error) {
 	for _, p := range []*int64{&h.InputOffset, &h.Line, &h.Outputs[0], &h.Outputs[1], &h.Outputs[2]} {
 		if *p, err = binary.ReadVarint(r); err != nil {
 			return nil, bad("header")
+		}
+	}
+	if v2 {
+		n, err := binary.ReadUvarint(r)
+		if err != nil || n > 1<<16 {
+			return nil, bad("header")
+		}
+		h.Extra = make([]int64, n)
+		for i := range h.Extra {
+			if h.Extra[i], err = binary.ReadVarint(r); err != nil {
+				return nil, bad("header")
+			}
 		}
 	}
 	for {

@@ -91,6 +91,11 @@ type Config struct {
 	// AdvanceWatermark, CloseOpenWindows, Close, Checkpoint) delivers
 	// everything before it returns.
 	Threads int
+
+	// OnRow, if set, receives the projected row of every record, typed,
+	// just before the record is delivered (or buffered); valid only during
+	// the call. A Graph feeds a view's readers with it.
+	OnRow func(row []types.Value) error
 }
 
 // Counts are a driver's input counters.
@@ -178,6 +183,15 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 	}
 	if cfg.Late != nil {
 		ecfg.Late = d.onLate
+	}
+	if cfg.OnRow != nil {
+		deliver, onRow := ecfg.Emit, cfg.OnRow
+		ecfg.Emit = func(r *changelog.Record) error {
+			if err := onRow(d.op.EmittedRow()); err != nil {
+				return err
+			}
+			return deliver(r)
+		}
 	}
 	if d.op, err = exec.New(q, ecfg); err != nil {
 		return nil, err

@@ -233,6 +233,8 @@ func eligible(q *plan.Query, cfg Config) (bool, string) {
 		return false, "a late-event hook receives events in input order"
 	case cfg.Strict:
 		return false, "strict mode stops at the first failing event"
+	case cfg.OnRow != nil:
+		return false, "its rows feed another query in order (a view another query reads)"
 	case !exec.Sharded(q):
 		return false, "the query has no GROUP BY key (one group)"
 	}

@@ -13,6 +13,10 @@
 // HOP, SESSION or a continuous view; grouped by g and optionally by x and
 // payload->'k'; over count, sum, min/max, avg, count DISTINCT and
 // approx_count_distinct; EMIT FINAL or EMIT EARLY; sometimes HAVING.
+// A view case (GenerateView) reads the generated query, made a TUMBLE or
+// HOP with EMIT FINAL, through a second query that groups the view's
+// final rows again by the same cells (a query over a view); it takes
+// every path but Kafka (TestViewInProcess, TestViewPaths).
 //
 // The same case runs:
 //   - in process through the root API (RunInProcess): unbatched with a

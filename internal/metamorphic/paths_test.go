@@ -278,7 +278,7 @@ func (tl *tools) runFile(t *testing.T, c *Case, dir string, r *rand.Rand, kills 
 	state := filepath.Join(dir, "state")
 	stats := filepath.Join(dir, "stats.json")
 	args := []string{"run", sql, "--input", input, "--output", out, "--format", "jsonl", "--no-progress",
-		"--state-dir", state, "--checkpoint-interval", "2ms", "--stats-json", stats}
+		"--state-dir", state, "--checkpoint-interval", "2ms", "--stats-json", stats, "--query", QueryName}
 	// The uninterrupted run, in slices: how many a whole run takes.
 	const slice = 500 * time.Microsecond
 	whole, _, err := stepRun(exec.Command(tl.ubik, args...), -1, slice)

@@ -149,7 +149,7 @@ func (qb *queryBinder) from(ref parser.TableRef, sources map[string]*Source) err
 	lookup := func(id parser.Ident) (*Source, error) {
 		s := sources[strings.ToLower(id.Name)]
 		if s == nil {
-			return nil, b.errAt(id.P, "unknown source %q%s", id.Name, suggest(id.Name, sourceNames(sources)))
+			return b.lookupView(id, sources)
 		}
 		return s, nil
 	}
@@ -345,6 +345,9 @@ func (qb *queryBinder) checkWindow(sel *parser.Select) error {
 		return b.errAt(sel.From.Pos(), "a query over a window table function must GROUP BY window_start (and optionally window_end): otherwise rows of different windows would be mixed")
 	}
 	src := qb.src
+	if src.View != nil {
+		return qb.checkViewWindow(sel)
+	}
 	col := src.Columns[w.TimeCol].Name
 	switch {
 	case src.TimeCol < 0:

@@ -108,6 +108,8 @@ type binder struct {
 	sql   string
 	depth int // nesting of the expression being bound (a left operand is not a level)
 	chain int // recursion depth of the expression being bound, left operands included
+
+	views map[string]*Source // the script's views as their readers see them (view.go)
 }
 
 func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error) {
@@ -145,6 +147,9 @@ func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error
 			if byName[key] != nil {
 				return nil, b.errAt(n.Name.P, "source %q is already defined", src.Name)
 			}
+			if queries[key] != nil {
+				return nil, b.errAt(n.Name.P, "source %q has the name of a query declared before it", src.Name)
+			}
 			byName[key] = src
 			prog.Sources = append(prog.Sources, src)
 		case *parser.CreateView, *parser.Select:
@@ -171,6 +176,7 @@ func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error
 				return nil, err
 			}
 			queries[strings.ToLower(name)] = q
+			b.addView(q)
 			queryPos[q] = pos
 			prog.Queries = append(prog.Queries, q)
 		case *parser.CreateSink:
@@ -208,8 +214,8 @@ func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error
 	byOutput := map[string]*Query{}
 	for _, q := range prog.Queries {
 		key := strings.ToLower(q.Output)
-		if q.Output == "" && opts.OwnOutputs {
-			continue
+		if q.Output == "" && (opts.OwnOutputs || len(prog.ViewReaders(q)) > 0) {
+			continue // its own output, or a view other queries read
 		}
 		if prev := byOutput[key]; prev != nil {
 			out := "the default output"

@@ -62,6 +62,9 @@ func (q *Query) Explain() string {
 		out = "(default)"
 	}
 	fmt.Fprintf(&b, "query %s -> %s from %s\n", q.Name, out, q.Source.Name)
+	if q.Source.View != nil {
+		b.WriteString(explainView(q.Source))
+	}
 	if w := q.Window; w != nil {
 		col := q.Source.Columns[w.TimeCol].Name
 		switch w.Kind {

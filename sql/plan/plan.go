@@ -135,6 +135,14 @@ type Source struct {
 	// Dedup, when set, drops later copies of an event (WITH dedup_key,
 	// dedup_within).
 	Dedup *Dedup
+
+	// View, when set, makes this the source a query over another query
+	// of the script reads: the final rows of the windowed EMIT FINAL view
+	// View (see view.go). Its columns are the view's SELECT list, its
+	// event time the view's window start; it has no options and is not
+	// decoded from input: hosts push the view's rows and move its
+	// watermark by View.ViewWatermark.
+	View *Query
 }
 
 // Dedup is a source's input deduplication: within Within microseconds of

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ubiksql/ubik"
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/sql/plan"
+)
+
+// A file run of queries over views (CREATE VIEW v ... EMIT FINAL, named in
+// another query's FROM) runs one graph in one process: every selected
+// query and the views they read, each with its own operator, changelog
+// and key. The last selected query is the graph's primary; the others'
+// records arrive by the graph's view callback, named by
+// Record.Meta.Query, and go to their own outputs (--output-dir DIR gives
+// DIR/QUERY.tsv, or each CREATE SINK's path). A view no selected query
+// writes (--query hourly runs minute_totals too) publishes nowhere.
+
+// inputQuery returns the query of q's chain that reads the declared
+// source: q itself, or the view at the head of its chain.
+func inputQuery(q *plan.Query) *plan.Query {
+	for q.Source.View != nil {
+		q = q.Source.View
+	}
+	return q
+}
+
+// stats returns the counters of the target's query.
+func (t *runTarget) stats() ubik.Stats {
+	if t.via == nil {
+		return t.q.Stats()
+	}
+	st, _ := t.via.q.ViewStats(t.pq.Name)
+	return st
+}
+
+// startTargets starts the targets' queries and returns those that own a
+// ubik.Query (the ones to push to): each target on its own, or, when one
+// reads a view, all of them in one graph owned by the last.
+func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook func(string, *drive.LateEvent), stderr io.Writer) ([]*runTarget, error) {
+	write := func(t *runTarget) func(changelog.Record) error {
+		return func(r changelog.Record) error {
+			t.outBuf = formatRecord(t.outBuf[:0], f.format, &r)
+			_, err := t.w.Write(t.outBuf)
+			return err
+		}
+	}
+	options := func(t *runTarget) ubik.QueryOptions {
+		name := t.pq.Name
+		var onLate func(*drive.LateEvent)
+		if lateHook != nil {
+			onLate = func(ev *drive.LateEvent) { lateHook(name, ev) }
+		}
+		return ubik.QueryOptions{Name: name, Strict: f.strict, OnLate: onLate, OnRecord: write(t), Threads: f.threads}
+	}
+	// An explicit --threads that a query cannot use is said, with why.
+	noteThreads := func(t *runTarget, qo ubik.QueryOptions, why string) {
+		if !f.set["threads"] || f.threads <= 1 || t.q.Threads() != 1 || f.quiet {
+			return
+		}
+		if why == "" {
+			why = drive.ThreadsFallback(t.pq, drive.Config{Emit: func(*changelog.Record) error { return nil }, Late: qo.OnLate, Strict: qo.Strict})
+		}
+		fmt.Fprintf(stderr, "ubik: %s: runs on one thread: %s\n", t.pq.Name, why)
+	}
+	graph := false
+	for _, t := range targets {
+		graph = graph || t.pq.Source.View != nil
+	}
+	if !graph {
+		for _, t := range targets {
+			var err error
+			qo := options(t)
+			if t.q, err = eng.StartPlan(t.pq, qo); err != nil {
+				return nil, err
+			}
+			noteThreads(t, qo, "")
+		}
+		return targets, nil
+	}
+	owner := targets[len(targets)-1]
+	byName := map[string]*runTarget{}
+	var with []*plan.Query
+	for _, t := range targets[:len(targets)-1] {
+		t.via = owner
+		byName[t.pq.Name] = t
+		with = append(with, t.pq)
+	}
+	writers := map[string]func(changelog.Record) error{}
+	for name, t := range byName {
+		writers[name] = write(t)
+	}
+	qo := options(owner)
+	qo.OnViewLate = lateHook
+	qo.OnViewRecord = func(r changelog.Record) error {
+		if w := writers[r.Meta.Query]; w != nil {
+			return w(r)
+		}
+		return nil // a view no selected query writes
+	}
+	q, err := eng.StartGraph(owner.pq, with, qo)
+	if err != nil {
+		return nil, err
+	}
+	owner.q = q
+	noteThreads(owner, qo, "a query over views runs its graph on one thread")
+	return []*runTarget{owner}, nil
+}
+
+// readsView reports whether any of qs reads a view (the run is a graph).
+func readsView(qs []*plan.Query) bool {
+	for _, q := range qs {
+		if q.Source.View != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// targetNames names the run's queries for the state dir's identity.
+func targetNames(targets []*runTarget) string {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.pq.Name
+	}
+	return strings.Join(names, ",")
+}

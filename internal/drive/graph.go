@@ -1,0 +1,554 @@
+package drive
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+// A Graph runs a query over views: the query (the primary), every view it
+// reads, directly or through other views, and any further queries the host
+// asks for, each with its own driver, operator, changelog and key. The
+// nodes that read the declared source (the roots) take the host's input;
+// every other node reads the final rows of the view it names.
+//
+// The rows between two nodes are the view's projected rows, typed, as the
+// view computed them (Config.OnRow), so exact decimals, HUGEINT sums, NaN,
+// infinities and -0.0 reach the reader unchanged and meet its GROUP BY
+// under the key rules. They wait in the reader's inbox with the view's
+// watermark markers, in the order the view produced them:
+//
+//   - after every call on a view's driver (an input record, a row, a
+//     watermark, a close) its reader's inbox gets a marker
+//     plan.Query.ViewWatermark(the view's watermark) when that moved
+//     forward: the earliest window start a final row of the view can still
+//     have. The reader's watermark is moved only by these markers
+//     (Config.ExternalWatermark), never by the rows, so it is a function of
+//     the view's input history alone, whatever the batching: a reader's
+//     window finalizes once no final row that could fall in it can come,
+//     and no row of a view is ever late at its reader.
+//   - Close and CloseOpenWindows pass to a reader after the view's last
+//     rows.
+//
+// Inboxes are applied in topological order after every host call. Only
+// the primary buffers records (when the host pulls them); a push to it
+// that meets backpressure stops the flow, and the rest waits in its inbox
+// until the host takes records, so the buffer bound holds for the graph.
+// The host's next push is refused (ErrBackpressure) until every inbox is
+// empty. A checkpoint writes every node's entries under its name, and
+// only with every inbox empty, so a restore resumes the whole graph at one
+// input position.
+type Graph struct {
+	nodes   []*gnode // upstream before downstream
+	primary *gnode
+	roots   []*gnode // the nodes reading the declared source
+	// reporter is the root whose input counters and event errors the
+	// graph reports: the primary when it reads the source, else the first.
+	reporter *gnode
+	fatal    error
+}
+
+type gnode struct {
+	q       *plan.Query
+	d       *Driver
+	readers []*gnode // nodes of the graph reading this one
+	in      []gitem  // what waits to enter d, oldest first
+	head    int
+	mark    int64 // the last watermark marker put into in
+}
+
+type gitemKind uint8
+
+const (
+	itemRow gitemKind = iota
+	itemWatermark
+	itemCloseOpen
+	itemClose
+)
+
+type gitem struct {
+	kind gitemKind
+	row  []types.Value
+	wm   int64
+}
+
+// NewGraph returns the graph of primary, the queries in with, and every
+// view they read. cfg configures the primary (its Emit nil: buffered, for
+// Next); the other nodes deliver their records to viewEmit (nil: dropped)
+// and share cfg's Late, Now, Strict and CountsInCheckpoint. Every root
+// must read one source; with may name queries that read a view or the
+// same source, and needs a primary with a callback, since only the
+// primary may buffer and it must then have no readers.
+//
+// viewLate, if set, receives the late events of the other nodes with
+// their query's name (instead of cfg.Late).
+func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent)) (*Graph, error) {
+	g := &Graph{}
+	byQuery := map[*plan.Query]*gnode{}
+	var add func(q *plan.Query)
+	add = func(q *plan.Query) {
+		if byQuery[q] != nil {
+			return
+		}
+		if v := q.Source.View; v != nil {
+			add(v)
+		}
+		n := &gnode{q: q, mark: math.MinInt64}
+		byQuery[q] = n
+		g.nodes = append(g.nodes, n) // after its view: topological
+	}
+	add(primary)
+	for _, q := range with {
+		if q == nil {
+			return nil, errors.New("drive: a nil query in a graph")
+		}
+		add(q)
+	}
+	g.primary = byQuery[primary]
+	var src *plan.Source
+	for _, n := range g.nodes {
+		if v := n.q.Source.View; v != nil {
+			up := byQuery[v]
+			up.readers = append(up.readers, n)
+			continue
+		}
+		if src != nil && n.q.Source != src {
+			return nil, fmt.Errorf("drive: queries %s and %s read different sources (%s, %s); a graph reads one input", g.roots[0].q.Name, n.q.Name, src.Name, n.q.Source.Name)
+		}
+		src = n.q.Source
+		g.roots = append(g.roots, n)
+	}
+	g.reporter = g.roots[0]
+	if g.primary.q.Source.View == nil {
+		g.reporter = g.primary
+	}
+	if len(g.primary.readers) > 0 && cfg.Emit == nil {
+		return nil, fmt.Errorf("drive: query %s is read by %s: a query that feeds others delivers its records by callback, not for Next", primary.Name, g.primary.readers[0].q.Name)
+	}
+	emitView := func(*changelog.Record) error { return nil }
+	if viewEmit != nil {
+		emitView = viewEmit
+	}
+	for _, n := range g.nodes {
+		c := Config{Late: cfg.Late, Now: cfg.Now, Strict: cfg.Strict, CountsInCheckpoint: cfg.CountsInCheckpoint, Emit: emitView}
+		if n == g.primary {
+			c = cfg
+		} else if viewLate != nil {
+			name := n.q.Name
+			c.Late = func(ev *exec.LateEvent) { viewLate(name, ev) }
+		}
+		if n.q.Source.View != nil {
+			c.ExternalWatermark = true // moved by the view's markers only
+			c.Decoder = nil
+		} else if n != g.primary {
+			c.Decoder = nil
+		}
+		if len(n.readers) > 0 {
+			n := n
+			c.OnRow = func(row []types.Value) error {
+				for _, r := range n.readers {
+					r.in = append(r.in, gitem{kind: itemRow, row: slices.Clone(row)})
+				}
+				return nil
+			}
+		}
+		d, err := New(n.q, c)
+		if err != nil {
+			return nil, fmt.Errorf("query %s: %w", n.q.Name, err)
+		}
+		n.d = d
+	}
+	return g, nil
+}
+
+// Primary returns the primary's driver.
+func (g *Graph) Primary() *Driver { return g.primary.d }
+
+// Queries returns the graph's queries, upstream before downstream.
+func (g *Graph) Queries() []*plan.Query {
+	qs := make([]*plan.Query, len(g.nodes))
+	for i, n := range g.nodes {
+		qs[i] = n.q
+	}
+	return qs
+}
+
+// Driver returns the driver of the named query of the graph, or nil.
+func (g *Graph) Driver(name string) *Driver {
+	for _, n := range g.nodes {
+		if n.q.Name == name {
+			return n.d
+		}
+	}
+	return nil
+}
+
+// Enter and Leave bracket a host call, as Driver's do (on the primary).
+func (g *Graph) Enter() error {
+	if err := g.primary.d.Enter(); err != nil {
+		return err
+	}
+	if g.fatal != nil {
+		g.primary.d.busy.Store(false)
+		return g.fatal
+	}
+	return nil
+}
+
+// Leave ends a call begun by Enter.
+func (g *Graph) Leave(err *error) { g.primary.d.Leave(err) }
+
+// Err returns the graph's fatal error, if it failed.
+func (g *Graph) Err() error {
+	if g.fatal != nil {
+		return g.fatal
+	}
+	return g.primary.d.fatal
+}
+
+func (g *Graph) fail(err error) error {
+	if g.fatal == nil {
+		g.fatal = err
+	}
+	return err
+}
+
+// waiting reports whether any inbox holds something.
+func (g *Graph) waiting() bool {
+	for _, n := range g.nodes {
+		if n.head < len(n.in) {
+			return true
+		}
+	}
+	return false
+}
+
+// marked is called after every call on n's driver: it gives n's readers
+// the watermark marker of n's watermark, when it moved.
+func (g *Graph) marked(n *gnode) {
+	if len(n.readers) == 0 {
+		return
+	}
+	wm := n.q.ViewWatermark(n.d.Watermark())
+	for _, r := range n.readers {
+		if wm > r.mark {
+			r.mark = wm
+			r.in = append(r.in, gitem{kind: itemWatermark, wm: wm})
+		}
+	}
+}
+
+// pass appends an item (close, close open windows) to n's readers.
+func (g *Graph) pass(n *gnode, kind gitemKind) {
+	for _, r := range n.readers {
+		r.in = append(r.in, gitem{kind: kind})
+	}
+}
+
+// pump applies the inboxes in topological order until they are empty or
+// the primary refuses a row (backpressure; the rest waits).
+func (g *Graph) pump() error {
+	if g.fatal != nil {
+		return g.fatal
+	}
+	for _, n := range g.nodes {
+		for n.head < len(n.in) {
+			it := &n.in[n.head]
+			var err error
+			switch it.kind {
+			case itemRow:
+				err = n.d.PushRow(it.row)
+				if errors.Is(err, ErrBackpressure) {
+					return nil
+				}
+			case itemWatermark:
+				err = n.d.AdvanceWatermark(it.wm)
+			case itemCloseOpen:
+				err = n.d.CloseOpenWindows()
+			case itemClose:
+				err = n.d.Close()
+			}
+			kind := it.kind
+			*it = gitem{}
+			n.head++
+			if n.head == len(n.in) {
+				n.in, n.head = n.in[:0], 0
+			}
+			if err != nil && !g.skipped(n, err) {
+				return g.fail(fmt.Errorf("query %s: %w", n.q.Name, err))
+			}
+			g.marked(n)
+			if kind >= itemCloseOpen {
+				g.pass(n, kind)
+			}
+		}
+	}
+	return nil
+}
+
+// skipped reports whether err is an error of one row or record that the
+// node counted and went past (a SELECT that failed for one group).
+func (g *Graph) skipped(n *gnode, err error) bool {
+	var ee *EventError
+	if errors.As(err, &ee) || Skipped(err) {
+		return n.d.fatal == nil
+	}
+	return false
+}
+
+// admit refuses a host push while anything waits before it.
+func (g *Graph) admit() error {
+	if err := g.pump(); err != nil {
+		return err
+	}
+	if g.waiting() {
+		return ErrBackpressure
+	}
+	for _, n := range g.roots {
+		if err := n.d.admit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// each runs f on every root (the host's input goes to all of them) and
+// returns the reporter's error; a fatal error stops it.
+func (g *Graph) each(f func(d *Driver) error) error {
+	var res error
+	for _, n := range g.roots {
+		err := f(n.d)
+		g.marked(n)
+		if err != nil && n.d.fatal != nil {
+			return g.fail(err)
+		}
+		if n == g.reporter {
+			res = err
+		}
+	}
+	if err := g.pump(); err != nil {
+		return err
+	}
+	return res
+}
+
+// Push decodes one input record and applies it to every root.
+func (g *Graph) Push(raw []byte) error {
+	if err := g.admit(); err != nil {
+		return err
+	}
+	return g.each(func(d *Driver) error { return d.Push(raw) })
+}
+
+// PushRow applies one typed row of the declared source to every root.
+func (g *Graph) PushRow(row []types.Value) error {
+	if err := g.admit(); err != nil {
+		return err
+	}
+	return g.each(func(d *Driver) error { return d.PushRow(row) })
+}
+
+// ReportMalformed counts an input record the host could not hand over.
+func (g *Graph) ReportMalformed() {
+	for _, n := range g.roots {
+		n.d.ReportMalformed()
+	}
+}
+
+// Tick performs the early emissions due (every node's).
+func (g *Graph) Tick() error { return g.all((*Driver).Tick) }
+
+// EmitEarly publishes every node's changed groups now.
+func (g *Graph) EmitEarly() error { return g.all((*Driver).EmitEarly) }
+
+func (g *Graph) all(f func(*Driver) error) error {
+	if err := g.pump(); err != nil {
+		return err
+	}
+	for _, n := range g.nodes {
+		if n.head < len(n.in) {
+			continue // its turn comes after its inbox
+		}
+		if err := f(n.d); err != nil {
+			return g.failIfFatal(n, err)
+		}
+		g.marked(n)
+	}
+	return g.pump()
+}
+
+// failIfFatal makes err the graph's fatal error when it is n's (a closed
+// driver's ErrClosed, an event's error, are not).
+func (g *Graph) failIfFatal(n *gnode, err error) error {
+	if n.d.fatal != nil {
+		return g.fail(err)
+	}
+	return err
+}
+
+// AdvanceWatermark moves the input's watermark (the roots'); the readers
+// follow by their markers.
+func (g *Graph) AdvanceWatermark(wm int64) error {
+	return g.control(func(d *Driver) error { return d.AdvanceWatermark(wm) }, 0)
+}
+
+// CloseOpenWindows finalizes the roots' open windows, then, after those
+// rows, every reader's.
+func (g *Graph) CloseOpenWindows() error {
+	return g.control((*Driver).CloseOpenWindows, itemCloseOpen)
+}
+
+// Close ends the input: the roots close, then each reader after its
+// view's last rows.
+func (g *Graph) Close() error {
+	return g.control((*Driver).Close, itemClose)
+}
+
+func (g *Graph) control(f func(*Driver) error, pass gitemKind) error {
+	if g.fatal != nil {
+		return g.fatal
+	}
+	for _, n := range g.roots {
+		if err := f(n.d); err != nil && !g.skipped(n, err) {
+			return g.failIfFatal(n, err)
+		}
+		g.marked(n)
+		if pass != 0 {
+			g.pass(n, pass)
+		}
+	}
+	return g.pump()
+}
+
+// Watermark is the primary's watermark.
+func (g *Graph) Watermark() int64 { return g.primary.d.Watermark() }
+
+// Next pops the primary's next buffered record.
+func (g *Graph) Next() (changelog.Record, bool) { return g.primary.d.Next() }
+
+// Refill renders queued records of the primary and moves waiting rows on
+// until a record is buffered or nothing waits.
+func (g *Graph) Refill() (bool, error) {
+	for {
+		ok, err := g.primary.d.Refill()
+		if ok || err != nil || !g.waiting() {
+			return ok, err
+		}
+		before := g.backlog()
+		if err := g.pump(); err != nil {
+			return false, err
+		}
+		if g.backlog() == before && g.primary.d.Pending() == 0 && !g.primary.d.Queued() {
+			return false, nil // no progress (cannot happen with an empty buffer; never spin)
+		}
+	}
+}
+
+// backlog counts the items waiting in the inboxes.
+func (g *Graph) backlog() int {
+	k := 0
+	for _, n := range g.nodes {
+		k += len(n.in) - n.head
+	}
+	return k
+}
+
+// Threads is 1: every query of a graph runs on the pushing goroutine
+// (a view hands its rows to its readers as it renders them, in order).
+func (g *Graph) Threads() int { return 1 }
+
+// Flush has nothing to deliver: no query of a graph runs on shards.
+func (g *Graph) Flush() error { return nil }
+
+// Pending is the number of the primary's buffered records.
+func (g *Graph) Pending() int { return g.primary.d.Pending() }
+
+// Queued reports whether work waits: the primary's queue or an inbox.
+func (g *Graph) Queued() bool { return g.primary.d.Queued() || g.waiting() }
+
+// Stats are the primary's operator counters.
+func (g *Graph) Stats() exec.Stats { return g.primary.d.Stats() }
+
+// Counts are the reporter's input counters (every root reads the same
+// input), with the primary's late and evaluation-error counts.
+func (g *Graph) Counts() Counts {
+	c := g.reporter.d.Counts()
+	if g.primary != g.reporter {
+		p := g.primary.d.Counts()
+		c.EvalErrors, c.Late = p.EvalErrors, p.Late
+	}
+	return c
+}
+
+// graphKey prefixes a node's checkpoint key with its query name.
+func graphKey(dst []byte, name string, key []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(name)))
+	dst = append(dst, name...)
+	return append(dst, key...)
+}
+
+// Checkpoint writes every node's state entries under its query name; each
+// node's meta entry carries position, the primary's comes last. It
+// refuses (ErrBackpressure, nothing written) while an inbox or the
+// primary's queue holds work.
+func (g *Graph) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
+	if err := g.pump(); err != nil {
+		return err
+	}
+	if g.primary.d.buffered {
+		if err := g.primary.d.drain(); err != nil {
+			return err
+		}
+	}
+	if g.waiting() || g.primary.d.Queued() {
+		return fmt.Errorf("%w: a checkpoint waits until the rows between the views and the records of finalized windows are taken", ErrBackpressure)
+	}
+	var kb []byte
+	order := append(slices.DeleteFunc(slices.Clone(g.nodes), func(n *gnode) bool { return n == g.primary }), g.primary)
+	for _, n := range order {
+		name := n.q.Name
+		err := n.d.Checkpoint(full, position, func(key, val []byte) error {
+			kb = graphKey(kb[:0], name, key)
+			return put(kb, val)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Restore loads one entry written by Checkpoint into its node. It returns
+// the host's position for the primary's meta entry.
+func (g *Graph) Restore(key, val []byte) ([]byte, error) {
+	l, n := binary.Uvarint(key)
+	if n <= 0 || uint64(len(key)-n) < l {
+		return nil, fmt.Errorf("%w: a graph checkpoint entry without its query name", exec.ErrBadState)
+	}
+	name := string(key[n : n+int(l)])
+	for _, nd := range g.nodes {
+		if nd.q.Name == name {
+			pos, err := nd.d.Restore(key[n+int(l):], val)
+			if nd != g.primary {
+				pos = nil
+			}
+			return pos, err
+		}
+	}
+	return nil, fmt.Errorf("%w: the checkpoint holds query %q, which this graph does not run", exec.ErrBadState, name)
+}
+
+// FinishRestore completes every node's restore.
+func (g *Graph) FinishRestore() {
+	for _, n := range g.nodes {
+		n.d.FinishRestore()
+		n.mark = math.MinInt64
+	}
+}

@@ -1,0 +1,136 @@
+package drive
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/sql/plan"
+)
+
+const graphScript = `CREATE SOURCE a (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE SOURCE b (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE VIEW va AS SELECT g, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM a GROUP BY g, TUMBLE(ts, INTERVAL '1' SECOND);
+CREATE VIEW ra AS SELECT g, TUMBLE_START(ws, INTERVAL '10' SECOND) AS w, sum(n) AS n FROM va GROUP BY g, TUMBLE(ws, INTERVAL '10' SECOND);
+CREATE VIEW vb AS SELECT g, count(*) AS n FROM b GROUP BY g;`
+
+func graphQueries(t *testing.T) map[string]*plan.Query {
+	t.Helper()
+	prog, err := plan.Compile(graphScript, plan.CompileOptions{OwnOutputs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]*plan.Query{}
+	for _, q := range prog.Queries {
+		m[q.Name] = q
+	}
+	return m
+}
+
+// TestGraphRefusals: a graph reads one input, and a query that feeds
+// another delivers by callback.
+func TestGraphRefusals(t *testing.T) {
+	qs := graphQueries(t)
+	emit := func(*changelog.Record) error { return nil }
+	if _, err := NewGraph(qs["ra"], []*plan.Query{qs["vb"]}, Config{Emit: emit}, nil, nil); err == nil || !strings.Contains(err.Error(), "different sources") {
+		t.Errorf("two sources: %v", err)
+	}
+	if _, err := NewGraph(qs["va"], []*plan.Query{qs["ra"]}, Config{MaxPending: 4}, nil, nil); err == nil || !strings.Contains(err.Error(), "callback") {
+		t.Errorf("a pulled primary with a reader: %v", err)
+	}
+	g, err := NewGraph(qs["ra"], nil, Config{MaxPending: 1}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Queries()) != 2 || g.Queries()[0].Name != "va" {
+		t.Errorf("queries %v", g.Queries())
+	}
+}
+
+// TestGraphBackpressure pulls a reader one record at a time: a push that
+// finalizes many of the view's windows leaves rows in the reader's inbox,
+// the next push is refused until they are taken, a checkpoint is refused
+// meanwhile, and every record arrives in order.
+func TestGraphBackpressure(t *testing.T) {
+	qs := graphQueries(t)
+	g, err := NewGraph(qs["ra"], nil, Config{MaxPending: 1}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		if err := g.Push([]byte(`{"g":"k` + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `","ts":"2026-01-01 00:00:01"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The view's second and the reader's ten seconds close: 50 finals
+	// wait in the reader's queue, so a checkpoint is refused.
+	if err := g.Push([]byte(`{"g":"z","ts":"2026-01-01 00:00:30"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Checkpoint(true, nil, func(k, v []byte) error { return nil }); !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("checkpoint with records waiting: %v", err)
+	}
+	// This closes the view's second 30: its row waits in the reader's
+	// inbox (the reader's queue is not empty), so the next push is refused.
+	if err := g.Push([]byte(`{"g":"z","ts":"2026-01-01 00:00:31"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !g.waiting() {
+		t.Fatal("nothing waits in the reader's inbox")
+	}
+	if err := g.Push([]byte(`{"g":"z","ts":"2026-01-01 00:00:32"}`)); !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("push with rows waiting: %v", err)
+	}
+	n := 0
+	for {
+		if g.Pending() > 1 {
+			t.Fatalf("%d records buffered", g.Pending())
+		}
+		if _, ok := g.Next(); ok {
+			n++
+			continue
+		}
+		ok, err := g.Refill()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+	}
+	if n != 50 || g.Queued() {
+		t.Fatalf("%d records, queued %v", n, g.Queued())
+	}
+	if err := g.Push([]byte(`{"g":"z","ts":"2026-01-01 00:00:32"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Checkpoint(true, nil, func(k, v []byte) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGraphClosed: after Close, the calls that a closed driver refuses
+// return ErrClosed and the graph stays usable for Next and Stats.
+func TestGraphClosed(t *testing.T) {
+	qs := graphQueries(t)
+	var n int
+	g, err := NewGraph(qs["ra"], nil, Config{Emit: func(*changelog.Record) error { n++; return nil }}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Push([]byte(`{"g":"a","ts":"2026-01-01 00:00:01"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil || n != 1 {
+		t.Fatalf("close: %v, %d records", err, n)
+	}
+	for _, f := range []func() error{g.EmitEarly, func() error { return g.AdvanceWatermark(1 << 60) }, func() error { return g.Push([]byte(`{}`)) }} {
+		if err := f(); !errors.Is(err, ErrClosed) {
+			t.Errorf("after close: %v", err)
+		}
+	}
+	if err := g.Close(); err != nil || g.Err() != nil {
+		t.Errorf("second close: %v, fatal %v", err, g.Err())
+	}
+}

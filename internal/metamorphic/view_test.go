@@ -1,0 +1,31 @@
+package metamorphic
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestViewInProcess runs view cases (GenerateView) through every
+// in-process configuration: batch sizes, output bounds, checkpoints and
+// restores of the whole graph.
+func TestViewInProcess(t *testing.T) {
+	for seed := uint64(300); seed < 310; seed++ {
+		c := GenerateView(seed, Size{Events: shortEvents})
+		_, want, fs := runInProcessPaths(c, rand.New(rand.NewPCG(seed, 3)))
+		report(t, c, fs)
+		t.Logf("seed %d: %d finals of\n%s", seed, len(want), c.SQL)
+		if len(want) == 0 {
+			t.Errorf("seed %d: no final records", seed)
+		}
+	}
+}
+
+// TestViewPaths runs two view cases through the C ABI, Python and
+// `ubik run --state-dir` under kill -9 (not Kafka: a query over a view
+// does not run there).
+func TestViewPaths(t *testing.T) {
+	tl := build(t, t.TempDir())
+	for _, seed := range []uint64{201, 202} {
+		one(t, tl, GenerateView(seed, Size{Events: shortEvents}), paths{capi: true, python: true, file: true, short: true})
+	}
+}

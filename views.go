@@ -1,0 +1,141 @@
+package ubik
+
+import (
+	"fmt"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+// runner is what a Query drives: one query's driver, or the graph of a
+// query over views.
+type runner interface {
+	Enter() error
+	Leave(err *error)
+	Push(raw []byte) error
+	PushRow(row []types.Value) error
+	ReportMalformed()
+	Tick() error
+	EmitEarly() error
+	AdvanceWatermark(wm int64) error
+	Close() error
+	Next() (changelog.Record, bool)
+	Refill() (bool, error)
+	Pending() int
+	Queued() bool
+	Stats() exec.Stats
+	Counts() drive.Counts
+	Checkpoint(full bool, position []byte, put func(key, val []byte) error) error
+	Restore(key, val []byte) ([]byte, error)
+	FinishRestore()
+	Flush() error
+	Threads() int
+}
+
+var (
+	_ runner = (*drive.Driver)(nil)
+	_ runner = (*drive.Graph)(nil)
+)
+
+// StartGraph starts pq together with the queries in with, and every view
+// any of them reads (CREATE VIEW v AS SELECT ... EMIT FINAL, named in
+// another query's FROM), in one graph: each query has its own operator,
+// changelog and key; the view's final rows feed its readers in process,
+// typed; the watermark of a reader follows its view's
+// (plan.Query.ViewWatermark). pq's records go to OnRecord or Next, as
+// for StartPlan; the other queries' to OnViewRecord, each naming its
+// query in Record.Meta.Query. Push, PushRow, AdvanceWatermark and Close
+// act on the queries that read the declared source; Checkpoint and
+// Restore cover the whole graph at one input position; Stats are pq's,
+// with the input counters of the source (see ViewStats for the others).
+//
+// A query that other queries of the graph read must deliver by callback:
+// with a non-empty with, OnRecord is required when pq is read by one of
+// them.
+func (e *Engine) StartGraph(pq *plan.Query, with []*plan.Query, qo QueryOptions) (q *Query, err error) {
+	defer func() {
+		if err != nil {
+			q = nil
+		}
+	}()
+	defer drive.Recover(&err)
+	if pq == nil {
+		return nil, ErrNoQuery
+	}
+	cfg := drive.Config{
+		MaxPending:         e.opts.MaxPendingRecords,
+		Late:               qo.OnLate,
+		Now:                e.opts.Now,
+		Strict:             qo.Strict,
+		CountsInCheckpoint: true,
+	}
+	if qo.OnRecord != nil {
+		onRecord := qo.OnRecord
+		cfg.Emit = func(r *changelog.Record) error { return onRecord(*r) }
+	}
+	var viewEmit func(*changelog.Record) error
+	if qo.OnViewRecord != nil {
+		on := qo.OnViewRecord
+		viewEmit = func(r *changelog.Record) error { return on(*r) }
+	}
+	g, err := drive.NewGraph(pq, with, cfg, viewEmit, qo.OnViewLate)
+	if err != nil {
+		return nil, fmt.Errorf("ubik: %w", err)
+	}
+	return &Query{plan: pq, callback: qo.OnRecord != nil, d: g}, nil
+}
+
+// withQueries resolves QueryOptions.With.
+func withQueries(prog *plan.Program, names []string) ([]*plan.Query, error) {
+	var out []*plan.Query
+	for _, name := range names {
+		var found *plan.Query
+		for _, q := range prog.Queries {
+			if q.Name == name {
+				found = q
+			}
+		}
+		if found == nil {
+			return nil, fmt.Errorf("ubik: QueryOptions.With names %q, which is not a query of the script", name)
+		}
+		out = append(out, found)
+	}
+	return out, nil
+}
+
+// Queries returns the names of the queries the Query runs: its own, or
+// for a query over views every query of its graph, upstream first.
+func (q *Query) Queries() []string {
+	g, ok := q.d.(*drive.Graph)
+	if !ok {
+		return []string{q.plan.Name}
+	}
+	var names []string
+	for _, p := range g.Queries() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// ViewStats returns the counters of one query of the graph (the query
+// itself, a view it reads, a With query): its operator's, with the
+// events (or view rows) it was given.
+func (q *Query) ViewStats(name string) (Stats, bool) {
+	var d *drive.Driver
+	switch r := q.d.(type) {
+	case *drive.Driver:
+		if name == q.plan.Name {
+			d = r
+		}
+	case *drive.Graph:
+		d = r.Driver(name)
+	}
+	if d == nil {
+		return Stats{}, false
+	}
+	c := d.Counts()
+	return Stats{Stats: d.Stats(), EventsIn: c.Events, Malformed: c.Malformed, Pending: d.Pending(), Queued: d.Queued()}, true
+}
