@@ -333,6 +333,9 @@ func (b *binder) source(n *parser.CreateSource) (*Source, error) {
 	if err := b.dedup(src, n.Options); err != nil {
 		return nil, err
 	}
+	if err := b.versionedTable(src, n); err != nil {
+		return nil, err
+	}
 	return src, nil
 }
 
