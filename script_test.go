@@ -28,6 +28,10 @@ var update = flag.Bool("update", false, "rewrite the expect blocks of testdata/s
 //	> watermark TIMESTAMP    advance the watermark
 //	> early                  force early emission now
 //	> close                  end of input
+//	> table                  one JSON row of the versioned table per line (a temporal join)
+//	> table-watermark TS     advance the table's watermark
+//	> end-table              end the table's input
+//	> join-stats             print the temporal join's counters
 //	> stats                  print the counters
 //	> expect                 the output since the previous expect, verbatim
 //
@@ -110,7 +114,7 @@ func runScript(t *testing.T, path string) {
 		}
 		switch c.name {
 		case "sql":
-			q, err = eng.Start(strings.Join(c.block, "\n"), ubik.QueryOptions{Name: c.arg, OnRecord: record, OnLate: late})
+			q, err = eng.Start(strings.Join(c.block, "\n"), ubik.QueryOptions{Name: c.arg, OnRecord: record, OnLate: late, OnLateTable: late, JoinBuffer: 4})
 			if err != nil {
 				out = append(out, "! "+err.Error())
 				type caret interface{ Caret() string }
@@ -125,6 +129,8 @@ func runScript(t *testing.T, path string) {
 					out = append(out, "! "+err.Error())
 				}
 			}
+		case "table", "table-watermark", "end-table", "join-stats":
+			out = append(out, joinScriptCmd(t, q, c)...)
 		case "watermark":
 			us, perr := types.ParseTimestamp([]byte(c.arg))
 			if perr != nil {
