@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/internal/drive"
 )
@@ -112,4 +114,50 @@ func newJoinSummary(st ubik.Stats) *joinSummary {
 func (j *joinSummary) text() string {
 	return fmt.Sprintf("; join: %d table rows read, %d malformed, %d late; %d events joined, %d unmatched, %d late at the join",
 		j.TableRows, j.TableMalformed, j.TableLate, j.Joined, j.Unmatched, j.JoinLate)
+}
+
+// joinMetrics are a temporal join's metrics (exported only for a query
+// with a versioned table input).
+type joinMetrics struct {
+	tableRows, tableLate, tableMalformed, joined, unmatched, lateAtJoin *prometheus.Desc
+	buffered, versions, keys, tableWM                                   *prometheus.Desc
+}
+
+func newJoinMetrics(d func(n, help string) *prometheus.Desc) joinMetrics {
+	return joinMetrics{
+		tableRows:      d("table_rows_read_total", "Rows read from the versioned table input of a temporal join."),
+		tableLate:      d("table_rows_late_total", "Table rows behind the table's watermark (not applied)."),
+		tableMalformed: d("table_rows_malformed_total", "Table rows that could not be decoded or have a NULL primary key cell."),
+		joined:         d("join_events_joined_total", "Events joined with a version of their key."),
+		unmatched:      d("join_events_unmatched_total", "Events with no version (dropped by JOIN, NULL-extended by LEFT JOIN)."),
+		lateAtJoin:     d("join_events_late_total", "Events behind the stream watermark less the allowed lateness at the join."),
+		buffered:       d("join_buffered_events", "Events waiting for the table's watermark to pass their time."),
+		versions:       d("join_versions", "Versions of the table held by the join."),
+		keys:           d("join_keys", "Keys of the table with at least one version held."),
+		tableWM:        d("table_watermark_seconds", "The versioned table's watermark, Unix seconds."),
+	}
+}
+
+func (j *joinMetrics) describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{j.tableRows, j.tableLate, j.tableMalformed, j.joined, j.unmatched, j.lateAtJoin, j.buffered, j.versions, j.keys, j.tableWM} {
+		ch <- d
+	}
+}
+
+func (j *joinMetrics) collect(s *ubik.Stats, c, g func(*prometheus.Desc, float64)) {
+	if s.Table.RowsIn == 0 && s.Join.Events == 0 {
+		return
+	}
+	c(j.tableRows, float64(s.Table.RowsIn))
+	c(j.tableLate, float64(s.Table.Late))
+	c(j.tableMalformed, float64(s.Table.Malformed))
+	c(j.joined, float64(s.Join.Joined))
+	c(j.unmatched, float64(s.Join.Unmatched))
+	c(j.lateAtJoin, float64(s.Join.LateEvents))
+	g(j.buffered, float64(s.Join.Buffered))
+	g(j.versions, float64(s.Join.Versions))
+	g(j.keys, float64(s.Join.Keys))
+	if wm := s.Join.TableWM; wm != minInt64 && wm < 1<<62 {
+		g(j.tableWM, float64(wm)/1e6)
+	}
 }

@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ubiksql/ubik"
 )
 
 const joinRunSQL = `CREATE SOURCE usage (customer VARCHAR, plan VARCHAR, qty DECIMAL(10,2), ts TIMESTAMP,
@@ -179,5 +183,48 @@ func TestKill9ResumeJoin(t *testing.T) {
 	gotB, _ := os.ReadFile(got)
 	if len(refB) == 0 || !bytes.Equal(refB, gotB) {
 		t.Fatalf("after %d kills the changelog differs from the uninterrupted run (%d vs %d bytes)", kills, len(refB), len(gotB))
+	}
+}
+
+func TestJoinMetricsAndExplain(t *testing.T) {
+	m := newQueryMetrics("q1")
+	stop, addr, err := serveMetrics(context.Background(), "127.0.0.1:0", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var st ubik.Stats
+	st.Watermark = minInt64
+	st.Table.RowsIn, st.Table.Late, st.Join.Events, st.Join.Joined, st.Join.Unmatched, st.Join.Buffered, st.Join.Versions = 9, 1, 20, 15, 5, 3, 8
+	st.Join.TableWM = time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC).UnixMicro()
+	m.publish(st)
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`ubik_table_rows_read_total{query="q1"} 9`, `ubik_table_rows_late_total{query="q1"} 1`,
+		`ubik_join_events_joined_total{query="q1"} 15`, `ubik_join_events_unmatched_total{query="q1"} 5`,
+		`ubik_join_buffered_events{query="q1"} 3`, `ubik_join_versions{query="q1"} 8`,
+		`ubik_table_watermark_seconds{query="q1"} 1.7843688e+09`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+	dir := t.TempDir()
+	sql := filepath.Join(dir, "q.sql")
+	os.WriteFile(sql, fmt.Appendf(nil, joinRunSQL, "p.jsonl", "LEFT"), 0o644)
+	env, out, errb := runTestEnv("")
+	if code := Main(context.Background(), env, []string{"explain", sql}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	for _, want := range []string{"table prices (", "primary key (plan)", "temporal join (left) prices AS p FOR SYSTEM_TIME AS OF u.ts",
+		"events wait until the table watermark (valid_from - 00:00:01) passes their time, at most 1048576"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("explain lacks %q:\n%s", want, out)
+		}
 	}
 }
