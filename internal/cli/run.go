@@ -174,6 +174,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if len(pqs) > 1 {
 			return fmt.Errorf("%w: query %s runs over Kafka, and a Kafka run runs one query: choose it with --query", ErrUsage, pq.Name)
 		}
+		if pq.Join != nil {
+			return fmt.Errorf("%w: query %s has a temporal join, which runs from files (or the Go API); over Kafka it is not supported yet", ErrUsage, pq.Name)
+		}
 		return runKafka(ctx, env, kf, &f, prog, pq)
 	}
 	if len(pqs) > 1 {

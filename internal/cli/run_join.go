@@ -31,6 +31,9 @@ import (
 func loadTable(env *Env, q *ubik.Query, pq *planQuery, dead io.Writer, curLine *int64) error {
 	t := pq.Join.Table
 	path := t.Options["path"]
+	if strings.EqualFold(t.Options["connector"], "kafka") {
+		return fmt.Errorf("%w: table %s: a versioned table from a Kafka compacted topic is not supported yet; give it a file (WITH (path = 'FILE'))", ErrUsage, t.Name)
+	}
 	if path == "" {
 		return fmt.Errorf("%w: table %s has no path option: a file run reads a versioned table from WITH (path = 'FILE')", ErrUsage, t.Name)
 	}

@@ -228,3 +228,26 @@ func TestJoinMetricsAndExplain(t *testing.T) {
 		}
 	}
 }
+
+func TestRunTemporalJoinRefusals(t *testing.T) {
+	dir := t.TempDir()
+	for name, sql := range map[string]string{
+		"no path": `CREATE SOURCE s (k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts) WITH (format = 'jsonl');
+CREATE TABLE t (k VARCHAR, vt TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vt AS vt);
+SELECT s.k, count(*) FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts ON s.k = t.k GROUP BY s.k`,
+		"kafka table": `CREATE SOURCE s (k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts) WITH (format = 'jsonl');
+CREATE TABLE t (k VARCHAR, vt TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vt AS vt) WITH (connector = 'kafka', topic = 'prices');
+SELECT s.k, count(*) FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts ON s.k = t.k GROUP BY s.k`,
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".sql")
+		os.WriteFile(p, []byte(sql), 0o644)
+		env, _, errb := runTestEnv(`{"k":"a","ts":"2026-07-18 10:00:00"}` + "\n")
+		if code := Main(context.Background(), env, []string{"run", p}); code != 2 {
+			t.Errorf("%s: exit %d, want 2 (usage): %s", name, code, errb)
+		}
+		want := map[string]string{"no path": "has no path option", "kafka table": "Kafka compacted topic is not supported yet"}[name]
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("%s: %s", name, errb)
+		}
+	}
+}
