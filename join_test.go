@@ -13,6 +13,7 @@ import (
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/testenv"
+	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
 )
 
@@ -372,5 +373,66 @@ GROUP BY u.customer, p.plan, date_trunc('minute', u.ts)`
 				t.Fatalf("ubik differs from PostgreSQL:\n%s", d)
 			}
 		})
+	}
+}
+
+// TestTemporalJoinAPI: typed rows on both inputs (a stream with a computed
+// event time), inputs by name, a registered versioned table checked at
+// compile time, and a query without a table refusing table input.
+func TestTemporalJoinAPI(t *testing.T) {
+	eng, err := ubik.Open(ubik.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	q, err := eng.Start(`CREATE SOURCE s (k VARCHAR, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts AS ts);
+CREATE TABLE t (k VARCHAR, x BIGINT, vt TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vt AS vt);
+SELECT s.k, sum(t.x) AS total FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts ON s.k = t.k GROUP BY s.k`,
+		ubik.QueryOptions{OnRecord: func(r changelog.Record) error { out = append(out, string(r.Value)); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.PushTableRow([]types.Value{types.Str("a"), types.Big(7), types.TS(joinBase)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.PushTableRow([]types.Value{types.Str("a"), types.Str("x"), types.TS(joinBase)}); err == nil {
+		t.Fatal("a table row of the wrong kinds was taken")
+	}
+	if err := q.PushRow([]types.Value{types.Str("a"), types.Big(joinBase/1000 + 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.PushInput("T", []byte(`{"k":"a","x":1,"vt":"2026-07-18 10:00:05"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.PushInput("s", []byte(`{"k":"a","ms":1784368806000}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.PushInput("nope", nil); err == nil || !strings.Contains(err.Error(), "its inputs: s, t") {
+		t.Fatalf("an unknown input: %v", err)
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 || out[len(out)-1] != `{"k": "a", "total": 8}` {
+		t.Fatalf("records %q", out)
+	}
+	if st := q.Stats(); st.Table.RowsIn != 3 || st.Table.Malformed != 1 || st.Join.Joined != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	plain, err := eng.Start(`CREATE SOURCE s2 (k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts); SELECT k, count(*) FROM s2 GROUP BY k`, ubik.QueryOptions{Name: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.PushTable([]byte(`{}`)); err == nil {
+		t.Fatal("a query without a table took a table row")
+	}
+	bad := ubik.DefaultOptions()
+	e2, _ := ubik.Open(bad)
+	if err := e2.RegisterSource(plan.Source{Name: "v", Columns: []plan.Column{{Name: "k", Type: types.Varchar}}, TimeCol: -1, PrimaryKey: []int{0}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e2.Start(`CREATE SOURCE s3 (k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts); SELECT s3.k, count(*) FROM s3 JOIN v FOR SYSTEM_TIME AS OF s3.ts ON s3.k = v.k GROUP BY s3.k`, ubik.QueryOptions{})
+	if !errors.Is(err, plan.ErrInvalidSource) {
+		t.Fatalf("a versioned table without a time: %v", err)
 	}
 }

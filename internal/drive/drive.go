@@ -387,7 +387,11 @@ func (d *Driver) PushRow(row []types.Value) error {
 	if src.HasDerived() {
 		if d.derive == nil {
 			d.derive = exec.NewDeriver(src)
-			d.derive.SetUsed(d.q.UsedColumns)
+			if d.join != nil {
+				d.derive.SetUsed(d.q.StreamUsed())
+			} else {
+				d.derive.SetUsed(d.q.UsedColumns)
+			}
 		}
 		phys := d.derive.Physical()
 		if len(row) == len(src.Columns) && len(row) != len(phys.Columns) {

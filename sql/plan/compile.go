@@ -101,7 +101,7 @@ func validateSource(s *Source) error {
 	if s.WatermarkDelay < 0 {
 		return fmt.Errorf("%w: source %q has a negative WatermarkDelay", ErrInvalidSource, s.Name)
 	}
-	return nil
+	return validateTable(s)
 }
 
 type binder struct {

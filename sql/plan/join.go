@@ -512,3 +512,28 @@ func (qb *queryBinder) sameColumns(e parser.Expr, i int) bool {
 	}
 	return true
 }
+
+// validateTable checks a registered versioned table (PrimaryKey set): key
+// ordinals of distinct physical, non-JSON columns, an event time, no dedup.
+func validateTable(s *Source) error {
+	if s.PrimaryKey == nil {
+		return nil
+	}
+	if s.TimeCol < 0 {
+		return fmt.Errorf("%w: versioned table %q has no event-time column (TimeCol)", ErrInvalidSource, s.Name)
+	}
+	if s.Dedup != nil {
+		return fmt.Errorf("%w: versioned table %q has a Dedup; deduplication applies to a stream", ErrInvalidSource, s.Name)
+	}
+	if len(s.PrimaryKey) == 0 {
+		return fmt.Errorf("%w: versioned table %q has an empty PrimaryKey", ErrInvalidSource, s.Name)
+	}
+	seen := map[int]bool{}
+	for _, k := range s.PrimaryKey {
+		if k < 0 || k >= len(s.Columns) || seen[k] || s.Columns[k].Computed != nil || s.Columns[k].JSON {
+			return fmt.Errorf("%w: versioned table %q PrimaryKey ordinal %d is not a distinct physical, non-JSON column", ErrInvalidSource, s.Name, k)
+		}
+		seen[k] = true
+	}
+	return nil
+}
