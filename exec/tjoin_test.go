@@ -176,3 +176,49 @@ func TestTemporalJoinStateRoundTrip(t *testing.T) {
 		t.Fatalf("restore into a used join: %v", err)
 	}
 }
+
+// BenchmarkTemporalJoin: per event, one push, its release and lookup
+// among 1,000 keys; a new version of some key every 10 events.
+func BenchmarkTemporalJoin(b *testing.B) {
+	prog, err := plan.Compile(`CREATE SOURCE s (k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '10' SECOND);
+CREATE TABLE v (k VARCHAR, x BIGINT, vt TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vt AS vt - INTERVAL '2' SECOND);
+SELECT s.k, sum(v.x) FROM s JOIN v FOR SYSTEM_TIME AS OF s.ts ON s.k = v.k GROUP BY s.k`, plan.CompileOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = "key" + string(rune('a'+i%26)) + string(rune('a'+i/26%26))
+	}
+	j, _ := NewTemporalJoin(prog.Queries[0], 0)
+	for i := range keys {
+		j.PushTable(ver(keys[i], int64(i), 0))
+	}
+	evRow := ev("", 0)
+	vRow := ver("", 0, 0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ts := int64(i) * 1000
+		if i%10 == 0 {
+			vRow[0], vRow[1], vRow[2] = types.Str(keys[(i*7)%len(keys)]), types.Big(int64(i)), types.TS(ts)
+			if _, err := j.PushTable(vRow); err != nil {
+				b.Fatal(err)
+			}
+		}
+		evRow[0], evRow[1] = types.Str(keys[i%len(keys)]), types.TS(ts)
+		if _, err := j.PushEvent(evRow); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			_, ok, _ := j.Release()
+			if !ok {
+				break
+			}
+		}
+	}
+	b.StopTimer()
+	if st := j.Stats(); st.Versions > 5000 {
+		b.Fatalf("versions not bounded: %+v", st)
+	}
+}
