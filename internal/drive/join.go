@@ -325,10 +325,11 @@ func (d *Driver) JoinStats() JoinStats {
 // HasJoin reports whether the query has a temporal join (a table input).
 func (d *Driver) HasJoin() bool { return d.join != nil }
 
-// joinCounts prefixes the join entry with the table input's counters.
+// joinCounts prefixes the join entry with the table input's counters and
+// the watermark the host advanced to.
 func (d *Driver) joinCounts(b []byte) []byte {
 	t := d.join.tn
-	for _, x := range []int64{t.Records, t.Events, t.Malformed, t.Headers, t.Applied, t.Late, d.join.evalErrs} {
+	for _, x := range []int64{t.Records, t.Events, t.Malformed, t.Headers, t.Applied, t.Late, d.join.evalErrs, d.join.hostWM} {
 		b = binary.AppendVarint(b, x)
 	}
 	return b
@@ -336,7 +337,7 @@ func (d *Driver) joinCounts(b []byte) []byte {
 
 func (d *Driver) restoreJoin(val []byte) error {
 	t := &d.join.tn
-	for _, p := range []*int64{&t.Records, &t.Events, &t.Malformed, &t.Headers, &t.Applied, &t.Late, &d.join.evalErrs} {
+	for _, p := range []*int64{&t.Records, &t.Events, &t.Malformed, &t.Headers, &t.Applied, &t.Late, &d.join.evalErrs, &d.join.hostWM} {
 		x, n := binary.Varint(val)
 		if n <= 0 {
 			return fmt.Errorf("%w: bad temporal join counters", exec.ErrBadState)
