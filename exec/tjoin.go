@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -87,20 +86,61 @@ type waiting struct {
 	row []types.Value
 }
 
+// eventHeap is a min-heap by (time, arrival); hand-written rather than
+// container/heap so a push does not box each event in an interface.
 type eventHeap []waiting
 
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
+func (h eventHeap) less(i, j int) bool {
 	return h[i].t < h[j].t || h[i].t == h[j].t && h[i].seq < h[j].seq
 }
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(waiting)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	old[len(old)-1] = waiting{}
-	*h = old[:len(old)-1]
-	return x
+
+func (h *eventHeap) push(w waiting) {
+	*h = append(*h, w)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a.less(i, p) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() waiting {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a[n] = waiting{}
+	a = a[:n]
+	a.down(0)
+	*h = a
+	return top
+}
+
+func (h eventHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func (h eventHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }
 
 // NewTemporalJoin returns the join state of q (q.Join set). maxBuffered
@@ -163,7 +203,7 @@ func (t *TemporalJoin) PushEvent(row []types.Value) (late bool, err error) {
 	}
 	t.stats.Events++
 	t.seq++
-	heap.Push(&t.buf, waiting{t: ts, seq: t.seq, row: cloneRow(row)})
+	t.buf.push(waiting{t: ts, seq: t.seq, row: cloneRow(row)})
 	if n := int64(len(t.buf)); n > t.stats.BufferedPeak {
 		t.stats.BufferedPeak = n
 	}
@@ -318,7 +358,7 @@ func (t *TemporalJoin) Release() ([]types.Value, bool, error) {
 	if !t.Ready() {
 		return nil, false, nil
 	}
-	ev := heap.Pop(&t.buf).(waiting)
+	ev := t.buf.pop()
 	j := t.j
 	n := copy(t.out, ev.row)
 	key, err := t.keyOf(j.StreamKey, ev.row)
@@ -457,7 +497,7 @@ func (t *TemporalJoin) RestoreState(val []byte) error {
 			t.buf = append(t.buf, waiting{t: row[t.j.Stream.TimeCol].I, seq: seq, row: row})
 		}
 	}
-	heap.Init(&t.buf)
+	t.buf.init()
 	nk := int(r.uvarint())
 	clear(t.versions)
 	t.nver = 0
