@@ -131,6 +131,20 @@ type QueryOptions struct {
 	// OnLateTable, if set, receives each row of a versioned table behind
 	// the table's watermark (not applied; counted either way).
 	OnLateTable func(*exec.LateEvent)
+	// Threads > 1 runs the query's groups as that many shards on their
+	// own goroutines, split by group key, while the pushing goroutine
+	// decodes events and merges the shards' records: the changelog is
+	// byte for byte the one-thread changelog (records and order). It
+	// applies to a query with OnRecord, no OnLate, not Strict, with a
+	// GROUP BY key; any other runs on one thread
+	// (Query.Threads says which). Records of pushed events may reach
+	// OnRecord up to two batches (about 2,000 events) after their Push;
+	// Tick, EmitEarly, AdvanceWatermark, Close and Checkpoint deliver
+	// everything before they return. An aggregate that fails while
+	// folding an event (an overflow), or a HAVING or SELECT that fails
+	// while rendering, is counted and skipped as with one thread, but not
+	// returned by the Push that caused it. 0 or 1: one thread.
+	Threads int
 }
 
 // Start compiles script (CREATE SOURCE statements plus queries) and starts
@@ -184,6 +198,7 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error
 		CountsInCheckpoint: true, // the summary continues across a restart
 		JoinBuffer:         qo.JoinBuffer,
 		LateTable:          qo.OnLateTable,
+		Threads:            qo.Threads,
 	}
 	if qo.OnRecord != nil {
 		onRecord := qo.OnRecord
@@ -258,6 +273,21 @@ type Query struct {
 
 // Plan returns the compiled query.
 func (q *Query) Plan() *plan.Query { return q.plan }
+
+// Flush delivers to OnRecord every record of the events pushed so far
+// (a query on several threads delivers them up to two batches late; on
+// one thread it has nothing to do).
+func (q *Query) Flush() (err error) {
+	if err := q.d.Enter(); err != nil {
+		return err
+	}
+	defer q.d.Leave(&err)
+	return q.d.Flush()
+}
+
+// Threads is the number of shards the query runs on (see
+// QueryOptions.Threads); 1 when it runs on the pushing goroutine.
+func (q *Query) Threads() int { return q.d.Threads() }
 
 // Push decodes and applies one JSON event. A malformed event returns an
 // *EventError (counted in Stats.Malformed) and the query continues, unless

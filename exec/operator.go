@@ -138,7 +138,8 @@ type Operator struct {
 	closeHeap  sessionHeap
 	seq        uint64
 
-	dirty []*group
+	dirty    []*group
+	emitting *group // the group emit is publishing (EmitOrder, shard.go)
 
 	tracking     bool // a host checkpoints: record changes between checkpoints
 	ckptChanged  []*group
@@ -270,7 +271,28 @@ func (o *Operator) ProcessKeyed(row []types.Value, key []byte) error {
 	return o.process(row, key)
 }
 
+// process applies one row. An event rejected by an evaluation error still
+// advances the watermark by its event time, as a source assigns
+// watermarks before anything is evaluated (Flink's rule, and a Kafka
+// partition's watermark here): so the watermark is a function of the
+// decoded event times alone, whatever fails to evaluate, and a host that
+// routes events to several operators computes the same one.
 func (o *Operator) process(row []types.Value, key []byte) error {
+	err := o.processRow(row, key)
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*EvalError); ok {
+		if werr := o.observeTime(row); werr != nil {
+			if _, ok := werr.(*EvalError); !ok {
+				return werr
+			}
+		}
+	}
+	return err
+}
+
+func (o *Operator) processRow(row []types.Value, key []byte) error {
 	if o.finished {
 		return ErrFinished
 	}
@@ -751,6 +773,7 @@ func (o *Operator) CloseOpenWindows() error {
 // emit builds and publishes the record of g: key cells, aggregate results,
 // metadata, HAVING, projection, then the one encoder.
 func (o *Operator) emit(g *group, final bool) error {
+	o.emitting = g
 	q := o.q
 	row := o.postRow
 	ci := 0

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -47,6 +48,7 @@ type runFlags struct {
 	infer      bool
 	cpuProfile string
 	metrics    string
+	threads    int
 
 	checkpointEvery time.Duration
 	set             map[string]bool // the flags given on the command line
@@ -79,6 +81,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&f.quiet, "quiet", false, "do not print the summary")
 	fs.StringVar(&f.deadLetter, "dead-letter", "", "write each malformed event with its line number and error to this file (JSON lines)")
 	fs.StringVar(&f.lateOutput, "late-output", "", "write each late event (its input line, its line number, the key it was for, the reason) to this file (JSON lines)")
+	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "run each query's groups as N shards on their own threads, split by group key, while the reading thread decodes and merges; the changelog is byte for byte the one-thread changelog. 1: one thread. A query with no GROUP BY key (one group), and a run with --strict or --late-output, run on one thread. Default: the number of cores")
 	fs.StringVar(&f.stateDir, "state-dir", "", "checkpoint state, input position and output lengths here; rerunning the same command after a crash or a stop resumes")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (for performance work)")
 	fs.BoolVar(&f.infer, "infer", false, "when the query reads a source the script does not declare, infer it from the first records of --input and print the CREATE SOURCE")
@@ -249,6 +252,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			Strict:      f.strict,
 			OnLate:      onLate,
 			OnLateTable: onLate,
+			Threads:     f.threads,
 			OnRecord: func(r changelog.Record) error {
 				t.outBuf = formatRecord(t.outBuf[:0], f.format, &r)
 				_, err := t.w.Write(t.outBuf)
@@ -257,6 +261,10 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 		if t.q, err = eng.StartPlan(t.pq, qo); err != nil {
 			return err
+		}
+		if f.set["threads"] && f.threads > 1 && t.q.Threads() == 1 && !f.quiet {
+			why := drive.ThreadsFallback(t.pq, drive.Config{Emit: func(*changelog.Record) error { return nil }, Late: onLate, Strict: f.strict})
+			fmt.Fprintf(env.Stderr, "ubik: %s: runs on one thread: %s\n", name, why)
 		}
 	}
 	q := targets[0].q
@@ -426,6 +434,11 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	// the state and the input position in one atomic file.
 	checkpoint := func(pos, line int64, finished bool) error {
 		h := ckptHeader{Finished: finished, InputOffset: pos, Line: line}
+		// Every record of the events read so far reaches the outputs
+		// before their lengths are taken.
+		if err := q.Flush(); err != nil {
+			return err
+		}
 		for i, rf := range files {
 			if rf == nil {
 				continue

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -89,6 +90,17 @@ type Config struct {
 	TableDecoder *exec.Decoder
 	JoinBuffer   int
 	LateTable    func(*exec.LateEvent)
+	// Threads > 1 runs the operator as that many shards, each on its own
+	// goroutine, the groups split among them by key, with this driver's
+	// goroutine decoding and merging (parallel.go): the changelog is byte
+	// for byte the one thread's. It applies to a driver with Emit, no Late
+	// hook, not Strict, for a query with a GROUP BY key; any other runs
+	// on one thread (Threads reports which). The
+	// records of pushed events reach Emit up to two batches of events
+	// later; every call but Push and PushRow (Tick, EmitEarly,
+	// AdvanceWatermark, CloseOpenWindows, Close, Checkpoint) delivers
+	// everything before it returns.
+	Threads int
 }
 
 // Counts are a driver's input counters.
@@ -112,7 +124,8 @@ func (c Counts) minus(o Counts) Counts {
 type Driver struct {
 	q      *plan.Query
 	dec    *exec.Decoder
-	op     *exec.Operator  // nil for a router
+	op     *exec.Operator  // nil for a router and a parallel driver
+	par    *par            // a parallel driver's shards (Config.Threads)
 	keys   *exec.GroupKeys // a router's
 	derive *exec.Deriver   // PushRow's, for a source with computed or TIMESTAMP(p) columns (made on first use)
 	emit   func(*changelog.Record) error
@@ -157,6 +170,19 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 	if cfg.Emit == nil && cfg.MaxPending < 1 {
 		return nil, fmt.Errorf("drive: a buffering driver needs MaxPending >= 1, got %d", cfg.MaxPending)
 	}
+	if q.Emit.Mode == plan.EmitEarly {
+		d.every = time.Duration(q.Emit.EarlyEvery) * time.Microsecond
+		d.nextEarly = d.start.Add(d.every)
+	}
+	if ok, _ := eligible(q, cfg); ok && cfg.Threads > 1 {
+		if d.par, err = newPar(q, cfg, cfg.Threads); err != nil {
+			return nil, err
+		}
+		// A host that drops the driver without closing it leaves no
+		// goroutine behind.
+		runtime.AddCleanup(d, func(p *par) { p.cleanup() }, d.par)
+		return d, nil
+	}
 	ecfg := exec.Config{
 		Emit:              d.onRecord,
 		Nanotime:          func() int64 { return int64(d.now().Sub(d.start)) + 1 },
@@ -175,10 +201,6 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 		if err := d.initJoin(cfg); err != nil {
 			return nil, err
 		}
-	}
-	if q.Emit.Mode == plan.EmitEarly {
-		d.every = time.Duration(q.Emit.EarlyEvery) * time.Microsecond
-		d.nextEarly = d.start.Add(d.every)
 	}
 	return d, nil
 }
@@ -222,6 +244,22 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// Threads is the number of shards the driver runs (1: the operator runs
+// on the caller's goroutine).
+func (d *Driver) Threads() int {
+	if d.par != nil {
+		return len(d.par.shards)
+	}
+	return 1
+}
+
+// ThreadsFallback says why a query configured with Threads > 1 runs on
+// one thread ("" when it would run on several).
+func ThreadsFallback(q *plan.Query, cfg Config) string {
+	_, why := eligible(q, cfg)
+	return why
 }
 
 // Query returns the driven query.
@@ -470,27 +508,38 @@ func (d *Driver) apply(row []types.Value, key []byte, keyed bool) error {
 	d.setRoom()
 	d.n.Applied++
 	var err error
-	if keyed {
+	if d.par != nil {
+		err = d.par.push(row)
+	} else if keyed {
 		err = d.op.ProcessKeyed(row, key)
 	} else {
 		err = d.op.Process(row)
 	}
 	if err != nil {
 		var ee *exec.EvalError
-		if errors.As(err, &ee) {
-			return d.eventErr(err)
+		if !errors.As(err, &ee) {
+			d.fatal = err
+			return err
 		}
-		d.fatal = err
-		return err
+		// The event counts toward the next look at the clock, as any
+		// applied event does, so where ticks fall never depends on
+		// which events fail to evaluate (a parallel driver's reader sees
+		// only its own checks fail).
+		err = d.eventErr(err)
+		if d.strict {
+			return err
+		}
 	}
 	if d.every > 0 {
 		d.sinceTick++
 		if d.sinceTick >= tickEvery {
 			d.sinceTick = 0
-			return d.tick()
+			if terr := d.tick(); terr != nil {
+				return terr
+			}
 		}
 	}
-	return nil
+	return err
 }
 
 // Route decodes one input record and appends its canonical group key
@@ -524,7 +573,7 @@ func (d *Driver) setRoom() {
 // by an evaluation error is counted by the operator; it fails a Strict
 // driver.
 func (d *Driver) drain() error {
-	if !d.op.Queued() {
+	if d.op == nil || !d.op.Queued() {
 		return nil
 	}
 	d.op.SetRoom(d.room())
@@ -549,18 +598,40 @@ func (d *Driver) tick() error {
 		return nil
 	}
 	d.nextEarly = now.Add(d.every)
+	if d.par != nil {
+		return d.parErr(d.par.flush())
+	}
 	d.setRoom()
 	return d.op.EmitEarly()
 }
 
+// parErr makes an error of the shards (other than a skipped record's)
+// the driver's fatal error.
+func (d *Driver) parErr(err error) error {
+	if err != nil && !Skipped(err) {
+		d.fatal = err
+	}
+	return err
+}
+
 // Tick performs the early emission that is due by the processing clock
-// (EMIT EARLY queries; otherwise a no-op). Push looks at the clock itself
-// every few hundred events; a host whose input goes quiet calls Tick.
+// (EMIT EARLY queries; otherwise a no-op), and a parallel driver delivers
+// the records still in flight. Push looks at the clock itself every few
+// hundred events; a host whose input goes quiet calls Tick.
 func (d *Driver) Tick() error {
-	if d.every == 0 || d.closed {
+	if d.closed {
 		return nil
 	}
-	return d.tick()
+	if d.every > 0 {
+		if err := d.tick(); err != nil {
+			return err
+		}
+	}
+	if d.par != nil {
+		// A quiet input: what is in flight is delivered now.
+		return d.parErr(d.par.sync())
+	}
+	return nil
 }
 
 // EmitEarly publishes now every (group, window) changed since its last
@@ -569,12 +640,33 @@ func (d *Driver) EmitEarly() error {
 	if d.closed {
 		return ErrClosed
 	}
+	if d.par != nil {
+		if err := d.par.flush(); err != nil {
+			return d.parErr(err)
+		}
+		return d.parErr(d.par.sync())
+	}
 	d.setRoom()
 	return d.op.EmitEarly()
 }
 
+// Flush delivers every record of the events pushed so far: a parallel
+// driver's in-flight batches are applied and merged. One thread's
+// records are delivered as they are rendered, so it has nothing to do.
+func (d *Driver) Flush() error {
+	if d.par == nil || d.closed {
+		return nil
+	}
+	return d.parErr(d.par.sync())
+}
+
 // Watermark is the operator's watermark (µs).
-func (d *Driver) Watermark() int64 { return d.op.Watermark() }
+func (d *Driver) Watermark() int64 {
+	if d.par != nil {
+		return d.par.wm
+	}
+	return d.op.Watermark()
+}
 
 // AdvanceWatermark moves the watermark to wm (µs) if that is later;
 // windows it passes finalize (when buffering, their records wait for Next).
@@ -589,6 +681,10 @@ func (d *Driver) AdvanceWatermark(wm int64) error {
 		d.join.hostWM = max(d.join.hostWM, wm)
 		return d.pump()
 	}
+	if d.par != nil {
+		d.par.advance(wm)
+		return d.parErr(d.par.sync())
+	}
 	d.setRoom()
 	return d.op.AdvanceWatermark(wm)
 }
@@ -599,6 +695,9 @@ func (d *Driver) AdvanceWatermark(wm int64) error {
 func (d *Driver) CloseOpenWindows() error {
 	if d.closed {
 		return ErrClosed
+	}
+	if d.par != nil {
+		return d.parErr(d.par.closeOpenWindows())
 	}
 	d.setRoom()
 	if err := d.op.CloseOpenWindows(); err != nil {
@@ -621,6 +720,9 @@ func (d *Driver) Close() error {
 		d.join.j.AdvanceTable(math.MaxInt64)
 		d.join.finish = true
 		return d.pump()
+	}
+	if d.par != nil {
+		return d.parErr(d.par.finish())
 	}
 	d.setRoom()
 	return d.op.Finish()
@@ -661,17 +763,25 @@ func (d *Driver) Queued() bool {
 	if d.join != nil && (d.join.j.Ready() || d.join.finish && !d.join.finished) {
 		return true
 	}
-	return d.op.Queued()
+	return d.par == nil && d.op.Queued()
 }
 
-// Stats are the operator's counters.
-func (d *Driver) Stats() exec.Stats { return d.op.Stats() }
+// Stats are the operator's counters. A parallel driver's are the shards'
+// as of the last batch merged (exact after a call that delivers
+// everything); its peaks are the sums of the shards' peaks, its latency
+// quantiles the largest shard's.
+func (d *Driver) Stats() exec.Stats {
+	if d.par != nil {
+		return d.par.stats()
+	}
+	return d.op.Stats()
+}
 
 // Counts returns the input counters.
 func (d *Driver) Counts() Counts {
 	c := d.n
-	if d.op != nil {
-		s := d.op.Stats()
+	if d.op != nil || d.par != nil {
+		s := d.Stats()
 		c.EvalErrors, c.Late = s.EvalErrors, s.Late
 		if d.join != nil {
 			c.EvalErrors += d.join.evalErrs
@@ -719,6 +829,9 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 			return err
 		}
 	}
+	if d.par != nil {
+		return d.parErr(d.par.checkpoint(full, position, put))
+	}
 	err := d.op.Checkpoint(full, position, put)
 	if errors.Is(err, exec.ErrQueued) {
 		return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
@@ -733,7 +846,12 @@ func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
 	if d.join != nil && string(key) == exec.JoinStateKey {
 		return nil, d.restoreJoin(val)
 	}
-	pos, err := d.op.Restore(key, val)
+	var pos []byte
+	if d.par != nil {
+		pos, err = d.par.restore(key, val)
+	} else {
+		pos, err = d.op.Restore(key, val)
+	}
 	if err != nil || pos == nil || !d.counts {
 		return pos, err
 	}
@@ -753,6 +871,10 @@ func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
 // checkpoint left it (revisions continue, no window finalizes twice).
 // What the checkpoint's counters held is not news to TakeCounts.
 func (d *Driver) FinishRestore() {
-	d.op.FinishRestore()
+	if d.par != nil {
+		d.par.finishRestore()
+	} else {
+		d.op.FinishRestore()
+	}
 	d.taken = d.Counts()
 }

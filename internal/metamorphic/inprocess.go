@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
@@ -33,6 +34,26 @@ type Config struct {
 	// replays the input from there (as `ubik run --state-dir` does after
 	// kill -9). The replay must give the same records.
 	Crash bool
+	// Threads > 1 runs the query on that many shards (QueryOptions.Threads;
+	// with Callback). Each restore starts the new query on another count
+	// (Threads, then 1, 3, 2, 4, ... in turn), so a checkpoint of one
+	// count restores into another.
+	Threads int
+	// FixedClock stops the processing clock (Options.Now), so early
+	// emission happens only at the harness's EmitEarly calls and two
+	// runs can be compared record by record.
+	FixedClock bool
+}
+
+// threadsAt is the thread count of the query started after n restores.
+func (c Config) threadsAt(n int) int {
+	if c.Threads <= 1 {
+		return c.Threads
+	}
+	if n == 0 {
+		return c.Threads
+	}
+	return []int{1, 3, 2, 4}[(n-1)%4]
 }
 
 func (c Config) String() string {
@@ -41,6 +62,9 @@ func (c Config) String() string {
 		s += " callback"
 	} else if c.MaxPending > 0 {
 		s += fmt.Sprintf(" max_pending=%d", c.MaxPending)
+	}
+	if c.Threads > 1 {
+		s += fmt.Sprintf(" threads=%d", c.Threads)
 	}
 	if len(c.RestoreAt) > 0 {
 		s += fmt.Sprintf(" restore_at=%v", c.RestoreAt)
@@ -64,14 +88,15 @@ type entry struct {
 // inProc is one run's host: the engine, the live query, the host's copy
 // of the checkpoint entries, and the records taken so far.
 type inProc struct {
-	c     *Case
-	cfg   Config
-	eng   *ubik.Engine
-	q     *ubik.Query
-	state map[string]entry
-	seq   int
-	ckpts int
-	res   Result
+	c      *Case
+	cfg    Config
+	eng    *ubik.Engine
+	q      *ubik.Query
+	state  map[string]entry
+	seq    int
+	ckpts  int
+	starts int
+	res    Result
 }
 
 // RunInProcess puts c through the root package API under cfg.
@@ -79,6 +104,10 @@ func RunInProcess(c *Case, cfg Config) (*Result, error) {
 	opts := ubik.DefaultOptions()
 	if cfg.MaxPending > 0 {
 		opts.MaxPendingRecords = cfg.MaxPending
+	}
+	if cfg.FixedClock {
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		opts.Now = func() time.Time { return at }
 	}
 	eng, err := ubik.Open(opts)
 	if err != nil {
@@ -144,7 +173,8 @@ func RunInProcess(c *Case, cfg Config) (*Result, error) {
 }
 
 func (h *inProc) start() error {
-	qo := ubik.QueryOptions{Name: QueryName}
+	qo := ubik.QueryOptions{Name: QueryName, Threads: h.cfg.threadsAt(h.starts)}
+	h.starts++
 	if h.cfg.Callback {
 		qo.OnRecord = func(r changelog.Record) error {
 			h.take(r)
@@ -154,6 +184,9 @@ func (h *inProc) start() error {
 	q, err := h.eng.Start(h.c.SQL, qo)
 	if err != nil {
 		return err
+	}
+	if qo.Threads > 1 && q.Threads() != qo.Threads {
+		return fmt.Errorf("the query runs on %d threads, configured %d", q.Threads(), qo.Threads)
 	}
 	h.q = q
 	return nil

@@ -60,6 +60,14 @@ func runInProcessPaths(c *Case, r *rand.Rand) (*Result, Finals, []failure) {
 		if err == nil {
 			err = Compare(c, ref, want, got)
 		}
+		if err == nil && cfg.Threads > 1 {
+			one := cfg
+			one.Threads = 0
+			var base *Result
+			if base, err = RunInProcess(c, one); err == nil {
+				err = SameChangelog(base, got)
+			}
+		}
 		if err != nil {
 			fs = append(fs, failure{"in-process " + cfg.String(), err})
 		}
