@@ -68,12 +68,17 @@ func TestRunTemporalJoin(t *testing.T) {
 			os.WriteFile(sql, fmt.Appendf(nil, joinRunSQL, prices, tc.kind), 0o644)
 			late, dead, stats := filepath.Join(dir, "late"+tc.kind), filepath.Join(dir, "dead"+tc.kind), filepath.Join(dir, "stats"+tc.kind)
 			env, out, errb := runTestEnv("")
-			code := Main(context.Background(), env, []string{"run", sql, "--input", usage, "--late-output", late, "--dead-letter", dead, "--stats-json", stats})
+			// --threads does not apply to a join (it runs on one thread).
+			code := Main(context.Background(), env, []string{"run", sql, "--input", usage, "--late-output", late, "--dead-letter", dead, "--stats-json", stats, "--threads", "3"})
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errb)
 			}
 			if out.String() != tc.want {
 				t.Fatalf("changelog:\n%s\nwant:\n%s", out, tc.want)
+			}
+			env2, out2, errb2 := runTestEnv("")
+			if code := Main(context.Background(), env2, []string{"run", sql, "--input", usage, "--threads", "3"}); code != 0 || out2.String() != tc.want {
+				t.Fatalf("--threads 3: exit %d, changelog:\n%s%s", code, out2, errb2)
 			}
 			l, _ := os.ReadFile(late)
 			if !strings.Contains(string(l), `"reason": "table row behind the table watermark: not applied"`) || !strings.Contains(string(l), `"line": 4`) ||
