@@ -124,6 +124,13 @@ type QueryOptions struct {
 	OnLate func(*exec.LateEvent)
 	// Strict makes the first malformed event a fatal error for the query.
 	Strict bool
+	// JoinBuffer bounds the events a temporal join holds while they wait
+	// for the table's watermark (default plan.DefaultJoinBuffer): beyond
+	// it Push returns ErrJoinBuffer, having done nothing.
+	JoinBuffer int
+	// OnLateTable, if set, receives each row of a versioned table behind
+	// the table's watermark (not applied; counted either way).
+	OnLateTable func(*exec.LateEvent)
 	// Threads > 1 runs the query's groups as that many shards on their
 	// own goroutines, split by group key, while the pushing goroutine
 	// decodes events and merges the shards' records: the changelog is
@@ -210,6 +217,8 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error
 		Now:                e.opts.Now,
 		Strict:             qo.Strict,
 		CountsInCheckpoint: true, // the summary continues across a restart
+		JoinBuffer:         qo.JoinBuffer,
+		LateTable:          qo.OnLateTable,
 		Threads:            qo.Threads,
 	}
 	if qo.OnRecord != nil {
@@ -235,6 +244,10 @@ type Stats struct {
 	Malformed int64 // events that could not be decoded
 	Pending   int   // rendered records buffered for Next (at most MaxPendingRecords)
 	Queued    bool  // finalized windows or flushes wait, unrendered, for Next
+	// Join holds a temporal join's counters and state sizes, and Table
+	// the versioned table input's (zero without a join).
+	Join  exec.JoinStats
+	Table TableStats
 }
 
 // Query is one running query. It is not safe for concurrent use: one
@@ -404,7 +417,9 @@ func (q *Query) Records() iter.Seq[changelog.Record] {
 // Stats returns the query's counters.
 func (q *Query) Stats() Stats {
 	c := q.d.Counts()
-	return Stats{Stats: q.d.Stats(), EventsIn: c.Events, Malformed: c.Malformed, Pending: q.d.Pending(), Queued: q.d.Queued()}
+	t := q.d.TableCounts()
+	return Stats{Stats: q.d.Stats(), EventsIn: c.Events, Malformed: c.Malformed, Pending: q.d.Pending(), Queued: q.d.Queued(),
+		Join: q.d.JoinStats(), Table: TableStats{RowsIn: t.Events, Malformed: t.Malformed, Late: t.Late}}
 }
 
 // Checkpoint writes the query's state entries through put: all of them when

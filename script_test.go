@@ -30,6 +30,10 @@ var update = flag.Bool("update", false, "rewrite the expect blocks of testdata/s
 //	> watermark TIMESTAMP    advance the watermark
 //	> early                  force early emission now
 //	> close                  end of input
+//	> table                  one JSON row of the versioned table per line (a temporal join)
+//	> table-watermark TS     advance the table's watermark
+//	> end-table              end the table's input
+//	> join-stats             print the temporal join's counters
 //	> stats                  print the counters
 //	> expect                 the output since the previous expect, verbatim
 //
@@ -124,7 +128,7 @@ func runScript(t *testing.T, path string) {
 		switch c.name {
 		case "sql":
 			q, err = eng.Start(strings.Join(c.block, "\n"), ubik.QueryOptions{Name: c.arg, OnRecord: record, OnLate: late,
-				OnViewRecord: viewRecord, OnViewLate: viewLate})
+				OnViewRecord: viewRecord, OnViewLate: viewLate, OnLateTable: late, JoinBuffer: 4})
 			if err != nil {
 				out = append(out, "! "+err.Error())
 				type caret interface{ Caret() string }
@@ -139,6 +143,8 @@ func runScript(t *testing.T, path string) {
 					out = append(out, "! "+err.Error())
 				}
 			}
+		case "table", "table-watermark", "end-table", "join-stats":
+			out = append(out, joinScriptCmd(t, q, c)...)
 		case "watermark":
 			us, perr := types.ParseTimestamp([]byte(c.arg))
 			if perr != nil {

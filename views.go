@@ -33,6 +33,12 @@ type runner interface {
 	FinishRestore()
 	Flush() error
 	Threads() int
+	PushTable(raw []byte) error
+	PushTableRow(row []types.Value) error
+	AdvanceTableWatermark(wm int64) error
+	EndTable() error
+	TableCounts() drive.Counts
+	JoinStats() drive.JoinStats
 }
 
 var (

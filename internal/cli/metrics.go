@@ -27,6 +27,7 @@ type queryMetrics struct {
 	eventsIn, malformed, late, evalErrors, recordsOut, finalized *prometheus.Desc
 	liveGroups, stateBytes, watermark, watermarkLag, emitP99     *prometheus.Desc
 	duplicates, dedupLate, dedupKeys, dedupBytes                 *prometheus.Desc
+	join                                                         joinMetrics
 }
 
 func newQueryMetrics(name string) *queryMetrics {
@@ -50,6 +51,7 @@ func newQueryMetrics(name string) *queryMetrics {
 		dedupLate:    d("events_dedup_late_total", "Events beyond the dedup horizon (a retry can no longer be told from a new event)."),
 		dedupKeys:    d("dedup_keys", "Keys remembered for input deduplication."),
 		dedupBytes:   d("dedup_state_bytes", "Estimated bytes of the dedup state."),
+		join:         newJoinMetrics(d),
 	}
 }
 
@@ -60,6 +62,7 @@ func (m *queryMetrics) Describe(ch chan<- *prometheus.Desc) {
 		m.liveGroups, m.stateBytes, m.watermark, m.watermarkLag, m.emitP99, m.duplicates, m.dedupLate, m.dedupKeys, m.dedupBytes} {
 		ch <- d
 	}
+	m.join.describe(ch)
 }
 
 func (m *queryMetrics) Collect(ch chan<- prometheus.Metric) {
@@ -84,6 +87,7 @@ func (m *queryMetrics) Collect(ch chan<- prometheus.Metric) {
 	c(m.dedupLate, float64(s.DedupLate))
 	g(m.dedupKeys, float64(s.DedupKeys))
 	g(m.dedupBytes, float64(s.DedupBytes))
+	m.join.collect(s, c, g)
 	if s.Watermark != minInt64 {
 		wm := float64(s.Watermark) / 1e6
 		g(m.watermark, wm)

@@ -374,6 +374,37 @@ CREATE VIEW `+testenv.Name(t, "q")+` AS SELECT merchant, count(*) AS orders, sum
 			t.Errorf("the header record was not skipped:\n%s", errb)
 		}
 	},
+	// Temporal joins: the README's query over a usage file and a price
+	// table with a mid-hour change, and its command.
+	`CREATE SOURCE metered_usage (customer VARCHAR, plan VARCHAR, qty DECIMAL(10,2), ts TIMESTAMP,
+  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+  WITH (format = 'jsonl', path = 'usage.jsonl');
+CREATE TABLE prices (plan VARCHAR, price DECIMAL(12,6), valid_from TIMESTAMP,
+  PRIMARY KEY (plan) NOT ENFORCED,
+  WATERMARK FOR valid_from AS valid_from - INTERVAL '5' SECOND)
+  WITH (format = 'jsonl', path = 'prices.jsonl');
+CREATE VIEW hourly_charge AS
+SELECT u.customer, TUMBLE_START(u.ts, INTERVAL '1' HOUR) AS hour,
+       sum(u.qty * p.price) AS charge, count(*) AS events
+FROM metered_usage u
+JOIN prices FOR SYSTEM_TIME AS OF u.ts AS p ON u.plan = p.plan
+GROUP BY u.customer, TUMBLE(u.ts, INTERVAL '1' HOUR);`: func(t *testing.T, r *readmeEnv) {},
+	"ubik run hourly_charge.sql": func(t *testing.T, r *readmeEnv) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "hourly_charge.sql"), []byte(readmeText(t, "CREATE SOURCE metered_usage")), 0o644)
+		os.WriteFile(filepath.Join(dir, "prices.jsonl"), []byte(`{"plan":"basic","price":"0.100000","valid_from":"2026-07-18 10:00:00"}
+{"plan":"basic","price":"0.150000","valid_from":"2026-07-18 10:30:00"}
+`), 0o644)
+		os.WriteFile(filepath.Join(dir, "usage.jsonl"), []byte(`{"customer":"c1","plan":"basic","qty":"10.00","ts":"2026-07-18 10:10:00"}
+{"customer":"c1","plan":"basic","qty":"10.00","ts":"2026-07-18 10:40:00"}
+{"customer":"c1","plan":"free","qty":"99.00","ts":"2026-07-18 10:41:00"}
+`), 0o644)
+		out, errb, code := r.sh(t, dir, readmeText(t, "ubik run hourly_charge.sql"))
+		want := `["c1", "2026-07-18 10:00:00"]	{"customer": "c1", "hour": "2026-07-18 10:00:00", "charge": 2.50000000, "events": 2}` + "\n"
+		if code != 0 || out != want || !strings.Contains(errb, "2 events joined, 1 unmatched") {
+			t.Errorf("exit %d\n%s%s", code, out, errb)
+		}
+	},
 	// Input deduplication: a copy of an event within the horizon is not
 	// counted.
 	`CREATE SOURCE usage (event_id VARCHAR, customer VARCHAR, qty BIGINT, ts TIMESTAMP,

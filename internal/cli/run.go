@@ -183,6 +183,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if len(pqs) > 1 {
 			return fmt.Errorf("%w: query %s runs over Kafka, and a Kafka run runs one query: choose it with --query", ErrUsage, pq.Name)
 		}
+		if pq.Join != nil {
+			return fmt.Errorf("%w: query %s has a temporal join, which runs from files (or the Go API); over Kafka it is not supported yet", ErrUsage, pq.Name)
+		}
 		return runKafka(ctx, env, kf, &f, prog, pq)
 	}
 	if len(pqs) > 1 {
@@ -252,12 +255,14 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	q := owners[0].q
 	var resume ckptHeader
+	resumed := false // the state came from a checkpoint (a join's table with it)
 	if ck != nil {
 		h, err := ck.load(q)
 		if err != nil {
 			return err
 		}
 		if h != nil {
+			resumed = true
 			if h.Finished {
 				fmt.Fprintf(env.Stderr, "ubik: %s: the run checkpointed in %s already completed; remove the state dir to run again\n", pq.Name, f.stateDir)
 				return nil
@@ -472,6 +477,11 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 
 	started := time.Now()
+	if pq.Join != nil && !resumed {
+		if err := loadTable(env, q, pq, dead, &curLineNo); err != nil {
+			return err
+		}
+	}
 	br := bufio.NewReaderSize(in, 1<<20)
 	next := func() ([]byte, int64, error) { return readRecord(br, csvInput) }
 	if size == 0 {
@@ -1109,30 +1119,31 @@ func appendLate(b []byte, query string, line int64, ev *drive.LateEvent) []byte 
 // --stats-json use the same names (README.md, "Run summary"), and the
 // Prometheus metrics are ubik_<name>_total for the counters.
 type summary struct {
-	Query              string  `json:"query"`
-	EventsRead         int64   `json:"events_read"`
-	Malformed          int64   `json:"malformed"`
-	EvalErrors         int64   `json:"eval_errors"`
-	Filtered           int64   `json:"filtered"`
-	Late               int64   `json:"late"`
-	Duplicates         int64   `json:"duplicates"`
-	DedupLate          int64   `json:"dedup_late"`
-	DedupKeys          int64   `json:"dedup_keys"`
-	RecordsEmitted     int64   `json:"records_emitted"`
-	HavingSuppressed   int64   `json:"having_suppressed"`
-	WindowsFinalized   int64   `json:"windows_finalized"`
-	WallSeconds        float64 `json:"wall_seconds"`
-	EventsPerSecond    float64 `json:"events_per_second"`
-	EmitLatencyP50Ms   float64 `json:"emit_latency_p50_ms"`
-	EmitLatencyP99Ms   float64 `json:"emit_latency_p99_ms"`
-	StateBytes         int64   `json:"state_bytes"`
-	StateBytesPeak     int64   `json:"state_bytes_peak"`
-	LiveGroupsPeak     int64   `json:"live_groups_peak"`
-	StateBytesPerGroup float64 `json:"state_bytes_per_group"`
-	Watermark          string  `json:"watermark,omitempty"`
-	BadInputLimit      string  `json:"bad_input_limit_crossed,omitempty"`
-	Stopped            string  `json:"stopped,omitempty"`
-	StoppedAtLine      int64   `json:"stopped_at_line,omitempty"`
+	Query              string       `json:"query"`
+	EventsRead         int64        `json:"events_read"`
+	Malformed          int64        `json:"malformed"`
+	EvalErrors         int64        `json:"eval_errors"`
+	Filtered           int64        `json:"filtered"`
+	Late               int64        `json:"late"`
+	Duplicates         int64        `json:"duplicates"`
+	DedupLate          int64        `json:"dedup_late"`
+	DedupKeys          int64        `json:"dedup_keys"`
+	RecordsEmitted     int64        `json:"records_emitted"`
+	HavingSuppressed   int64        `json:"having_suppressed"`
+	WindowsFinalized   int64        `json:"windows_finalized"`
+	WallSeconds        float64      `json:"wall_seconds"`
+	EventsPerSecond    float64      `json:"events_per_second"`
+	EmitLatencyP50Ms   float64      `json:"emit_latency_p50_ms"`
+	EmitLatencyP99Ms   float64      `json:"emit_latency_p99_ms"`
+	StateBytes         int64        `json:"state_bytes"`
+	StateBytesPeak     int64        `json:"state_bytes_peak"`
+	LiveGroupsPeak     int64        `json:"live_groups_peak"`
+	StateBytesPerGroup float64      `json:"state_bytes_per_group"`
+	Watermark          string       `json:"watermark,omitempty"`
+	BadInputLimit      string       `json:"bad_input_limit_crossed,omitempty"`
+	Stopped            string       `json:"stopped,omitempty"`
+	StoppedAtLine      int64        `json:"stopped_at_line,omitempty"`
+	Join               *joinSummary `json:"join,omitempty"`
 }
 
 type planQuery = plan.Query
@@ -1167,6 +1178,9 @@ func newSummary(name string, st ubik.Stats, elapsed time.Duration) summary {
 	if st.Watermark != minInt64 {
 		s.Watermark = plan.ValueText(types.TS(st.Watermark))
 	}
+	if st.Table.RowsIn > 0 || st.Join.Events > 0 {
+		s.Join = newJoinSummary(st)
+	}
 	return s
 }
 
@@ -1184,6 +1198,9 @@ func (s summary) print(w io.Writer) {
 	}
 	fmt.Fprintf(&b, ", %d records emitted, %d windows finalized, %s, %.0f events/s",
 		s.RecordsEmitted, s.WindowsFinalized, formatWall(s.WallSeconds), s.EventsPerSecond)
+	if s.Join != nil {
+		b.WriteString(s.Join.text())
+	}
 	if s.BadInputLimit != "" {
 		fmt.Fprintf(&b, "; failed: %s", s.BadInputLimit)
 	}

@@ -55,7 +55,7 @@ func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook 
 		if lateHook != nil {
 			onLate = func(ev *drive.LateEvent) { lateHook(name, ev) }
 		}
-		return ubik.QueryOptions{Name: name, Strict: f.strict, OnLate: onLate, OnRecord: write(t), Threads: f.threads}
+		return ubik.QueryOptions{Name: name, Strict: f.strict, OnLate: onLate, OnLateTable: onLate, OnRecord: write(t), Threads: f.threads}
 	}
 	// An explicit --threads that a query cannot use is said, with why.
 	noteThreads := func(t *runTarget, qo ubik.QueryOptions, why string) {

@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"sync/atomic"
@@ -80,6 +81,15 @@ type Config struct {
 	// checkpoint's meta entry, before the host's position, and restores
 	// them, so a host's summary continues across a restart.
 	CountsInCheckpoint bool
+	// A query with a temporal join: TableDecoder reads the table's
+	// records (default: JSON or CSV per the table's options); JoinBuffer
+	// bounds the events that wait for the table's watermark (default
+	// plan.DefaultJoinBuffer; beyond it a push returns ErrJoinBuffer);
+	// LateTable receives the table rows behind its watermark (default:
+	// none are handed over; they are counted either way).
+	TableDecoder *exec.Decoder
+	JoinBuffer   int
+	LateTable    func(*exec.LateEvent)
 	// Threads > 1 runs the operator as that many shards, each on its own
 	// goroutine, the groups split among them by key, with this driver's
 	// goroutine decoding and merging (parallel.go): the changelog is byte
@@ -143,6 +153,11 @@ type Driver struct {
 	nextEarly time.Time
 	sinceTick int
 
+	// A temporal join's part (nil without one): see join.go.
+	join       *joinState
+	joinBuffer int
+	lateTable  func(*exec.LateEvent)
+
 	n, taken  Counts
 	routeErrs int64 // a router's evaluation errors (it has no operator to count them)
 	closed    bool
@@ -196,6 +211,11 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 	if d.op, err = exec.New(q, ecfg); err != nil {
 		return nil, err
 	}
+	if q.Join != nil {
+		if err := d.initJoin(cfg); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
 }
 
@@ -204,6 +224,9 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 // host's mode, whose keys the aggregating host hands to PushKeyed, so the
 // GROUP BY is evaluated once.
 func NewRouter(q *plan.Query, cfg Config) (*Driver, error) {
+	if q != nil && q.Join != nil {
+		return nil, fmt.Errorf("drive: query %s has a temporal join, which runs in one driver (no repartitioning)", q.Name)
+	}
 	d, err := newDriver(q, cfg)
 	if err != nil {
 		return nil, err
@@ -217,13 +240,19 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{q: q, dec: cfg.Decoder, emit: cfg.Emit, late: cfg.Late, now: cfg.Now, strict: cfg.Strict,
-		counts: cfg.CountsInCheckpoint, buffered: cfg.Emit == nil, max: cfg.MaxPending}
+		counts: cfg.CountsInCheckpoint, buffered: cfg.Emit == nil, max: cfg.MaxPending,
+		joinBuffer: cfg.JoinBuffer, lateTable: cfg.LateTable}
 	if d.now == nil {
 		d.now = time.Now
 	}
 	d.start = d.now()
 	if d.dec == nil {
-		d.dec = exec.NewQueryDecoder(q)
+		if q.Join != nil {
+			// The events are the stream's; the query reads the joined row.
+			d.dec = exec.NewSourceDecoder(q.Join.Stream, q.StreamUsed())
+		} else {
+			d.dec = exec.NewQueryDecoder(q)
+		}
 	}
 	if err := d.dec.Err(); err != nil {
 		return nil, err
@@ -353,9 +382,17 @@ func (d *Driver) admit() error {
 		if err := d.drain(); err != nil {
 			return err
 		}
-		if d.op.Queued() || d.room() <= 0 {
+		if d.join != nil {
+			if err := d.pump(); err != nil {
+				return err
+			}
+		}
+		if d.op.Queued() || d.room() <= 0 || d.join != nil && d.join.j.Ready() {
 			return ErrBackpressure
 		}
+	}
+	if d.join != nil {
+		return d.joinFull()
 	}
 	return nil
 }
@@ -395,11 +432,18 @@ func (d *Driver) PushRow(row []types.Value) error {
 	d.n.Records++
 	d.n.Events++
 	src := d.q.Source
+	if d.join != nil {
+		src = d.q.Join.Stream
+	}
 	cols, tc := src.Columns, src.TimeCol
 	if src.HasDerived() {
 		if d.derive == nil {
 			d.derive = exec.NewDeriver(src)
-			d.derive.SetUsed(d.q.UsedColumns)
+			if d.join != nil {
+				d.derive.SetUsed(d.q.StreamUsed())
+			} else {
+				d.derive.SetUsed(d.q.UsedColumns)
+			}
 		}
 		phys := d.derive.Physical()
 		if len(row) == len(src.Columns) && len(row) != len(phys.Columns) {
@@ -472,6 +516,9 @@ func (d *Driver) ReportMalformed() {
 }
 
 func (d *Driver) apply(row []types.Value, key []byte, keyed bool) error {
+	if d.join != nil {
+		return d.joinEvent(row)
+	}
 	d.setRoom()
 	d.n.Applied++
 	var err error
@@ -641,6 +688,13 @@ func (d *Driver) AdvanceWatermark(wm int64) error {
 	if d.closed {
 		return ErrClosed
 	}
+	if d.join != nil {
+		// The join's state follows the stream watermark; the operator's
+		// waits for the oldest waiting event.
+		d.join.j.AdvanceStream(wm)
+		d.join.hostWM = max(d.join.hostWM, wm)
+		return d.pump()
+	}
 	if d.par != nil {
 		d.par.advance(wm)
 		return d.parErr(d.par.sync())
@@ -673,6 +727,14 @@ func (d *Driver) Close() error {
 		return nil
 	}
 	d.closed = true
+	if d.join != nil {
+		// Both inputs end: every waiting event joins, then the windows
+		// finalize (when buffering, as Next makes room).
+		d.join.j.EndTable()
+		d.join.j.AdvanceTable(math.MaxInt64)
+		d.join.finish = true
+		return d.pump()
+	}
 	if d.par != nil {
 		return d.parErr(d.par.finish())
 	}
@@ -698,6 +760,12 @@ func (d *Driver) Next() (rec changelog.Record, ok bool) {
 // whether any record is buffered.
 func (d *Driver) Refill() (bool, error) {
 	err := d.drain()
+	if err == nil && d.join != nil {
+		err = d.pump()
+		if err == nil {
+			err = d.drain()
+		}
+	}
 	return d.head < len(d.pending), err
 }
 
@@ -705,7 +773,12 @@ func (d *Driver) Refill() (bool, error) {
 func (d *Driver) Pending() int { return len(d.pending) - d.head }
 
 // Queued reports whether finalized windows or flushes wait, unrendered.
-func (d *Driver) Queued() bool { return d.par == nil && d.op.Queued() }
+func (d *Driver) Queued() bool {
+	if d.join != nil && (d.join.j.Ready() || d.join.finish && !d.join.finished) {
+		return true
+	}
+	return d.par == nil && d.op.Queued()
+}
 
 // Stats are the operator's counters. A parallel driver's are the shards'
 // as of the last batch merged (exact after a call that delivers
@@ -724,6 +797,10 @@ func (d *Driver) Counts() Counts {
 	if d.op != nil || d.par != nil {
 		s := d.Stats()
 		c.EvalErrors, c.Late = s.EvalErrors, s.Late
+		if d.join != nil {
+			c.EvalErrors += d.join.evalErrs
+			c.Late += d.join.j.Stats().LateEvents
+		}
 	} else {
 		c.EvalErrors = d.routeErrs
 	}
@@ -756,6 +833,16 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 		b = binary.AppendVarint(b, d.n.Malformed)
 		position = append(b, position...)
 	}
+	if d.join != nil {
+		// The join's entry first, whole (events and versions), so the
+		// meta entry stays last; nothing is written while work is queued.
+		if d.op.Queued() {
+			return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
+		}
+		if err := put([]byte(exec.JoinStateKey), d.join.j.AppendState(d.joinCounts(nil))); err != nil {
+			return err
+		}
+	}
 	if d.par != nil {
 		return d.parErr(d.par.checkpoint(full, position, put))
 	}
@@ -770,6 +857,9 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 // nothing yet. For the meta entry (key exec.MetaKey) it returns the
 // host's position given to Checkpoint. Call FinishRestore after the last.
 func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
+	if d.join != nil && string(key) == exec.JoinStateKey {
+		return nil, d.restoreJoin(val)
+	}
 	var pos []byte
 	if d.par != nil {
 		pos, err = d.par.restore(key, val)

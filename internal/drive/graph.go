@@ -552,3 +552,26 @@ func (g *Graph) FinishRestore() {
 		n.mark = math.MinInt64
 	}
 }
+
+// ErrGraphTable is returned by a graph's table calls: a query over views
+// has no versioned table input (the binder refuses a temporal join in a
+// graph).
+var ErrGraphTable = errors.New("a query over views has no versioned table input")
+
+// PushTable refuses: see ErrGraphTable.
+func (g *Graph) PushTable([]byte) error { return ErrGraphTable }
+
+// PushTableRow refuses: see ErrGraphTable.
+func (g *Graph) PushTableRow([]types.Value) error { return ErrGraphTable }
+
+// AdvanceTableWatermark refuses: see ErrGraphTable.
+func (g *Graph) AdvanceTableWatermark(int64) error { return ErrGraphTable }
+
+// EndTable refuses: see ErrGraphTable.
+func (g *Graph) EndTable() error { return ErrGraphTable }
+
+// TableCounts is zero: a graph has no table input.
+func (g *Graph) TableCounts() Counts { return Counts{} }
+
+// JoinStats is zero: a graph has no temporal join.
+func (g *Graph) JoinStats() JoinStats { return JoinStats{} }

@@ -60,6 +60,11 @@ type CreateSource struct {
 	Columns   []ColumnDef
 	Watermark *Watermark // nil when absent
 	Options   []Option
+	// Table marks CREATE TABLE: a versioned table (joined FOR SYSTEM_TIME
+	// AS OF), with PrimaryKey (nil when absent) at PrimaryKeyP.
+	Table       bool
+	PrimaryKey  []Ident
+	PrimaryKeyP int
 }
 
 // ColumnDef is one declared column: a physical column (name type), read

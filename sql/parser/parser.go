@@ -208,10 +208,14 @@ func (p *parser) statement() (Statement, *Error) {
 			return p.createView(t.pos)
 		case p.acceptKw("SINK"):
 			return p.createSink(t.pos)
-		case isKw(p.peek(), "TABLE"):
-			return nil, p.errAt(p.peek().pos, "CREATE TABLE is not supported: declare an input with CREATE SOURCE")
+		case p.acceptKw("TABLE"):
+			st, err := p.createSource(t.pos)
+			if err == nil {
+				st.(*CreateSource).Table = true
+			}
+			return st, err
 		}
-		return nil, p.unexpected("SOURCE, VIEW or SINK after CREATE")
+		return nil, p.unexpected("SOURCE, TABLE, VIEW or SINK after CREATE")
 	}
 	return nil, p.unexpected("SELECT or CREATE")
 }
@@ -226,7 +230,11 @@ func (p *parser) createSource(start int) (Statement, *Error) {
 		return nil, err
 	}
 	for {
-		if isKw(p.peek(), "WATERMARK") {
+		if isKw(p.peek(), "PRIMARY") {
+			if err := p.primaryKey(cs, p.next().pos); err != nil {
+				return nil, err
+			}
+		} else if isKw(p.peek(), "WATERMARK") {
 			wt := p.next()
 			if cs.Watermark != nil {
 				return nil, p.errAt(wt.pos, "only one WATERMARK clause is allowed per source")
@@ -462,8 +470,8 @@ func (p *parser) selectStmt() (*Select, *Error) {
 		return nil, err
 	}
 	s.From = from
-	if p.isOp(",") || isKw(p.peek(), "JOIN") || isKw(p.peek(), "INNER") || isKw(p.peek(), "LEFT") || isKw(p.peek(), "CROSS") {
-		return nil, p.errAt(p.peek().pos, "joins are not supported: a query reads one source")
+	if s.From, err = p.joinTail(from); err != nil {
+		return nil, err
 	}
 	if p.acceptKw("WHERE") {
 		if s.Where, err = p.expr(); err != nil {
@@ -537,7 +545,7 @@ func (p *parser) optAlias() (*Ident, *Error) {
 		return &id, nil
 	}
 	t := p.peek()
-	if t.kind == tQIdent || t.kind == tIdent && !reserved[strings.ToUpper(t.text)] {
+	if t.kind == tQIdent || t.kind == tIdent && !reserved[strings.ToUpper(t.text)] && !joinWords[strings.ToUpper(t.text)] {
 		id, _ := p.ident("alias")
 		return &id, nil
 	}

@@ -25,6 +25,10 @@ type queryBinder struct {
 	// deps collects the source ordinals an expression reads, when binding
 	// a computed column (q is nil then).
 	deps map[int]bool
+	// sides are the two inputs of a temporal join (nil without one).
+	sides []joinSide
+	// keyExprs are the GROUP BY terms as bound, by key index.
+	keyExprs []parser.Expr
 }
 
 // metaRef is a reference to one of the four trailing slots of the
@@ -154,10 +158,15 @@ func (qb *queryBinder) from(ref parser.TableRef, sources map[string]*Source) err
 		return s, nil
 	}
 	switch n := ref.(type) {
+	case *parser.JoinRef:
+		return qb.join(n, sources)
 	case *parser.TableName:
 		s, err := lookup(n.Name)
 		if err != nil {
 			return err
+		}
+		if s.PrimaryKey != nil {
+			return b.errAt(n.Name.P, "%s is a versioned table: it is joined to a stream (FROM <stream> s JOIN %s FOR SYSTEM_TIME AS OF s.<time> ON ...), not read on its own", s.Name, s.Name)
 		}
 		qb.src, qb.q.Source = s, s
 		qb.quals = []string{s.Name}
@@ -170,6 +179,9 @@ func (qb *queryBinder) from(ref parser.TableRef, sources map[string]*Source) err
 		if err != nil {
 			return err
 		}
+		if s.PrimaryKey != nil {
+			return b.errAt(n.Table.P, "%s is a versioned table: it is joined to a stream, not windowed", s.Name)
+		}
 		qb.src, qb.q.Source, qb.tvf = s, s, true
 		qb.quals = []string{s.Name}
 		if n.Alias != nil {
@@ -181,7 +193,7 @@ func (qb *queryBinder) from(ref parser.TableRef, sources map[string]*Source) err
 			}
 		}
 		kind := windowGroupFuncs[strings.ToLower(n.Func.Name)]
-		w, err := qb.window(kind, n.Func, n.TimeCol, n.Args, "DESCRIPTOR")
+		w, err := qb.window(kind, n.Func, nil, n.TimeCol, n.Args, "DESCRIPTOR")
 		if err != nil {
 			return err
 		}
@@ -192,10 +204,13 @@ func (qb *queryBinder) from(ref parser.TableRef, sources map[string]*Source) err
 }
 
 // window checks a window's time column and sizes.
-func (qb *queryBinder) window(kind WindowKind, fn parser.Ident, timeCol parser.Ident, args []parser.Expr, how string) (*Window, error) {
+func (qb *queryBinder) window(kind WindowKind, fn parser.Ident, qual *parser.Ident, timeCol parser.Ident, args []parser.Expr, how string) (*Window, error) {
 	b := qb.b
 	src := qb.src
-	idx := src.ColumnIndex(timeCol.Name)
+	idx, err := qb.colIndex(qual, timeCol)
+	if err != nil {
+		return nil, err
+	}
 	if idx < 0 {
 		return nil, b.errAt(timeCol.P, "unknown column %q in %s%s", timeCol.Name, how, suggest(timeCol.Name, columnNames(src)))
 	}
@@ -281,7 +296,7 @@ func (qb *queryBinder) groupBy(terms []parser.Expr) error {
 				continue
 			}
 			// A SELECT alias (when no source column has that name).
-			if r.Qualifier == nil && qb.src.ColumnIndex(r.Name.Name) < 0 {
+			if r.Qualifier == nil && !qb.knownColumn(r.Name.Name) {
 				for _, it := range qb.items {
 					if it.Alias != nil && strings.EqualFold(it.Alias.Name, r.Name.Name) {
 						e = unparen(it.Expr)
@@ -303,6 +318,7 @@ func (qb *queryBinder) groupBy(terms []parser.Expr) error {
 }
 
 func (qb *queryBinder) addKey(k KeyTerm, e parser.Expr) {
+	qb.keyExprs = append(qb.keyExprs, e)
 	qb.q.Keys = append(qb.q.Keys, k)
 	c := parser.Canonical(e)
 	if _, dup := qb.groupCanon[c]; !dup {
@@ -325,7 +341,7 @@ func (qb *queryBinder) legacyWindow(fc *parser.FuncCall, kind WindowKind) error 
 	if err := qb.checkQual(col); err != nil {
 		return err
 	}
-	w, err := qb.window(kind, fc.Name, col.Name, fc.Args[1:], kind.String()+"(...)")
+	w, err := qb.window(kind, fc.Name, col.Qualifier, col.Name, fc.Args[1:], kind.String()+"(...)")
 	if err != nil {
 		return err
 	}
@@ -347,6 +363,9 @@ func (qb *queryBinder) checkWindow(sel *parser.Select) error {
 	src := qb.src
 	if src.View != nil {
 		return qb.checkViewWindow(sel)
+	}
+	if err := qb.joinWindow(sel, w); err != nil {
+		return err
 	}
 	col := src.Columns[w.TimeCol].Name
 	switch {
@@ -389,6 +408,9 @@ func (qb *queryBinder) postLookup(e parser.Expr, sc *scope) (Expr, bool, error) 
 		return nil, false, nil
 	}
 	i, ok := qb.groupCanon[parser.Canonical(e)]
+	if ok && qb.sides != nil {
+		i, ok = qb.joinKey(e, i)
+	}
 	if !ok {
 		return nil, false, nil
 	}
@@ -415,6 +437,9 @@ func (qb *queryBinder) column(r *parser.ColumnRef, sc *scope) (Expr, error) {
 	b := qb.b
 	if qb.src == nil {
 		return nil, b.errAt(r.Pos(), "column references are not allowed in %s", sc.clause)
+	}
+	if qb.sides != nil {
+		return qb.joinedColumn(r, sc)
 	}
 	if err := qb.checkQual(r); err != nil {
 		return nil, err
@@ -508,7 +533,13 @@ func (qb *queryBinder) windowBound(fc *parser.FuncCall, sc *scope) (Expr, error)
 	same := len(fc.Args) == len(qb.legacy.Args)
 	if same {
 		col, ok := unparen(fc.Args[0]).(*parser.ColumnRef)
-		same = ok && qb.src.ColumnIndex(col.Name.Name) == qb.q.Window.TimeCol
+		if ok {
+			idx, err := qb.colIndex(col.Qualifier, col.Name)
+			if err != nil {
+				return nil, err
+			}
+			same = idx == qb.q.Window.TimeCol
+		}
 		for i := 1; same && i < len(fc.Args); i++ {
 			got, err := b.fixedInterval(fc.Args[i], upper+" argument", false)
 			if err != nil {

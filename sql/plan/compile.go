@@ -101,7 +101,7 @@ func validateSource(s *Source) error {
 	if s.WatermarkDelay < 0 {
 		return fmt.Errorf("%w: source %q has a negative WatermarkDelay", ErrInvalidSource, s.Name)
 	}
-	return nil
+	return validateTable(s)
 }
 
 type binder struct {
@@ -337,6 +337,9 @@ func (b *binder) source(n *parser.CreateSource) (*Source, error) {
 	}
 	src.Options = opts
 	if err := b.dedup(src, n.Options); err != nil {
+		return nil, err
+	}
+	if err := b.versionedTable(src, n); err != nil {
 		return nil, err
 	}
 	return src, nil

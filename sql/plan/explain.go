@@ -49,7 +49,16 @@ func explainSource(s *Source) string {
 	if s.TimeCol >= 0 {
 		wm = fmt.Sprintf("watermark %s - %s", s.Columns[s.TimeCol].Name, ValueText(types.Interv(0, 0, s.WatermarkDelay)))
 	}
-	return fmt.Sprintf("source %s (%s) %s%s\n", s.Name, strings.Join(cols, ", "), wm, explainOptions(s.Options))
+	kind := "source"
+	if s.PrimaryKey != nil {
+		kind = "table"
+		pk := make([]string, len(s.PrimaryKey))
+		for i, c := range s.PrimaryKey {
+			pk[i] = s.Columns[c].Name
+		}
+		wm += ", primary key (" + strings.Join(pk, ", ") + ")"
+	}
+	return fmt.Sprintf("%s %s (%s) %s%s\n", kind, s.Name, strings.Join(cols, ", "), wm, explainOptions(s.Options))
 }
 
 func us(d int64) string { return ValueText(types.Interv(0, 0, d)) }
@@ -64,6 +73,9 @@ func (q *Query) Explain() string {
 	fmt.Fprintf(&b, "query %s -> %s from %s\n", q.Name, out, q.Source.Name)
 	if q.Source.View != nil {
 		b.WriteString(explainView(q.Source))
+	}
+	if q.Join != nil {
+		b.WriteString(q.Join.explain())
 	}
 	if w := q.Window; w != nil {
 		col := q.Source.Columns[w.TimeCol].Name

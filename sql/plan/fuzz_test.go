@@ -11,6 +11,8 @@ import (
 )
 
 var compileSeeds = []string{
+	"CREATE SOURCE u (k VARCHAR, q DECIMAL(10,2), ts TIMESTAMP, WATERMARK FOR ts AS ts); CREATE TABLE p (k VARCHAR, price DECIMAL(12,6), vt TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vt AS vt); SELECT u.k, sum(u.q * p.price) FROM u LEFT JOIN p FOR SYSTEM_TIME AS OF u.ts ON u.k = p.k GROUP BY u.k, TUMBLE(u.ts, INTERVAL '1' MINUTE)",
+	"CREATE SOURCE u (k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts); CREATE TABLE p (k VARCHAR, ts TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR ts AS ts); SELECT k, count(*) FROM u JOIN p FOR SYSTEM_TIME AS OF ts ON k = k GROUP BY k",
 	"SELECT customer, count(*) FROM events GROUP BY customer",
 	"SELECT customer, TUMBLE_START(ts, INTERVAL '1' MINUTE), sum(amount) / count(*) FROM events WHERE amount > 0 GROUP BY customer, TUMBLE(ts, INTERVAL '1' MINUTE) HAVING count(*) > 1 EMIT EARLY EVERY INTERVAL '1' SECOND ALLOWED LATENESS INTERVAL '30' SECOND",
 	"SELECT window_start, window_end, customer, max(price), is_final(), revision() FROM TABLE(HOP(TABLE events, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '5' MINUTE)) GROUP BY window_start, window_end, customer",

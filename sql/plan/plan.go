@@ -143,6 +143,10 @@ type Source struct {
 	// decoded from input: hosts push the view's rows and move its
 	// watermark by View.ViewWatermark.
 	View *Query
+	// PrimaryKey, set for a versioned table (CREATE TABLE ... PRIMARY KEY
+	// (...) NOT ENFORCED), holds the ordinals of its key columns; a
+	// versioned table is only joined (see TemporalJoin).
+	PrimaryKey []int
 }
 
 // Dedup is a source's input deduplication: within Within microseconds of
@@ -330,6 +334,9 @@ type Query struct {
 	// Output names where the changelog goes ("" = the default output). Two
 	// queries of one program with the same Output are rejected by Compile.
 	Output string
+	// Join, when set, is the temporal join the query reads: Source is then
+	// the joined row (see TemporalJoin).
+	Join *TemporalJoin
 }
 
 // Offsets into the post-aggregation row.

@@ -1,0 +1,536 @@
+package exec
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+// ErrJoinBuffer is returned for an event a temporal join cannot hold: as
+// many events as its bound wait already for the table's watermark to pass
+// their time. The event is not applied (nor counted); the host pushes
+// table rows, or advances the table's watermark, and pushes it again.
+var ErrJoinBuffer = errors.New("exec: temporal join buffer full")
+
+// JoinStateKey is the key of a temporal join's checkpoint entry.
+const JoinStateKey = "j"
+
+// JoinStats are a temporal join's counters and state sizes.
+type JoinStats struct {
+	Events        int64 // events pushed to the join (late ones included)
+	LateEvents    int64 // events behind the stream watermark less the allowed lateness: not joined
+	Joined        int64 // events joined with a version
+	Unmatched     int64 // events with no version (a NULL join key included): dropped by JOIN, NULL-extended by LEFT JOIN
+	NullKeys      int64 // events whose join key has a NULL (they never match)
+	TableRows     int64 // table rows applied as versions
+	LateTableRows int64 // table rows behind the table watermark: not applied
+	BadTableRows  int64 // table rows with a NULL primary key cell: not applied
+	Buffered      int64 // events waiting for the table watermark now
+	BufferedPeak  int64
+	Versions      int64 // versions held now
+	VersionsPeak  int64
+	Keys          int64 // keys with at least one version
+	Dropped       int64 // versions dropped as no waiting or future event can need them
+	TableWM       int64 // the table's watermark (µs); math.MinInt64 before its first row
+	StreamWM      int64 // the stream's watermark as the join sees it
+}
+
+// TemporalJoin is the state of an event-time temporal join (see
+// plan.TemporalJoin): the versions of each key of the table, and the
+// events waiting until the table's watermark has passed their time.
+//
+// An event of time t is released once the table watermark is above t (no
+// table row at or before t can still come: rows behind the watermark are
+// late) or the table has ended, and joins the latest version of its key
+// with a time at or before t. Released events come out in (time, arrival)
+// order. Per key, every version older than the newest one at or before the
+// horizon (the stream watermark less the allowed lateness, or the oldest
+// waiting event if earlier) is dropped: no waiting or future event that is
+// not late can need it. So the state is bounded by the two watermarks.
+//
+// Not safe for concurrent use.
+type TemporalJoin struct {
+	j        *plan.TemporalJoin
+	lateness int64
+	max      int
+
+	buf      eventHeap
+	seq      uint64
+	versions map[string][]version
+	nver     int64
+	sweepAt  int64
+	ended    bool // the table input ended: every event is releasable
+
+	streamMax, tableMax int64
+	stats               JoinStats
+	key                 []byte
+	cells               []types.Value
+	nullAt              int
+	out                 []types.Value
+}
+
+type version struct {
+	t   int64
+	row []types.Value
+}
+
+type waiting struct {
+	t   int64
+	seq uint64
+	row []types.Value
+}
+
+// eventHeap is a min-heap by (time, arrival); hand-written rather than
+// container/heap so a push does not box each event in an interface.
+type eventHeap []waiting
+
+func (h eventHeap) less(i, j int) bool {
+	return h[i].t < h[j].t || h[i].t == h[j].t && h[i].seq < h[j].seq
+}
+
+func (h *eventHeap) push(w waiting) {
+	*h = append(*h, w)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a.less(i, p) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() waiting {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a[n] = waiting{}
+	a = a[:n]
+	a.down(0)
+	*h = a
+	return top
+}
+
+func (h eventHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func (h eventHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+// NewTemporalJoin returns the join state of q (q.Join set). maxBuffered
+// bounds the waiting events (0: plan.DefaultJoinBuffer).
+func NewTemporalJoin(q *plan.Query, maxBuffered int) (*TemporalJoin, error) {
+	j := q.Join
+	if j == nil {
+		return nil, fmt.Errorf("exec: query %s has no temporal join", q.Name)
+	}
+	if j.Stream.TimeCol < 0 || j.Table.TimeCol < 0 || len(j.StreamKey) != len(j.TableKey) || len(j.TableKey) == 0 {
+		return nil, fmt.Errorf("exec: query %s: malformed temporal join", q.Name)
+	}
+	if maxBuffered <= 0 {
+		maxBuffered = plan.DefaultJoinBuffer
+	}
+	t := &TemporalJoin{j: j, lateness: q.Emit.AllowedLateness, max: maxBuffered, versions: map[string][]version{},
+		streamMax: math.MinInt64, tableMax: math.MinInt64, sweepAt: 1024}
+	t.stats.TableWM, t.stats.StreamWM = math.MinInt64, math.MinInt64
+	t.out = make([]types.Value, len(j.Stream.Columns)+len(j.Table.Columns))
+	return t, nil
+}
+
+// Stats returns the counters.
+func (t *TemporalJoin) Stats() JoinStats {
+	s := t.stats
+	s.Buffered, s.Versions, s.Keys = int64(len(t.buf)), t.nver, int64(len(t.versions))
+	return s
+}
+
+// TableWatermark is the table's watermark (µs).
+func (t *TemporalJoin) TableWatermark() int64 { return t.stats.TableWM }
+
+// horizon: no event that is not late, waiting or to come, is before it.
+func (t *TemporalJoin) horizon() int64 {
+	h := satSub(t.stats.StreamWM, t.lateness)
+	if len(t.buf) > 0 && t.buf[0].t < h {
+		h = t.buf[0].t
+	}
+	return h
+}
+
+// Late reports whether an event of time ts is late at the join: behind
+// the stream watermark less the allowed lateness, where the versions it
+// would need may be gone.
+func (t *TemporalJoin) Late(ts int64) bool { return ts < satSub(t.stats.StreamWM, t.lateness) }
+
+// PushEvent takes one stream row (the stream source's columns). A late
+// event is counted and reported (true), not kept. ErrJoinBuffer: the
+// buffer is full and nothing was done. The row is copied.
+func (t *TemporalJoin) PushEvent(row []types.Value) (late bool, err error) {
+	ts := row[t.j.Stream.TimeCol].I
+	if t.Late(ts) {
+		t.stats.Events++
+		t.stats.LateEvents++
+		return true, nil
+	}
+	if len(t.buf) >= t.max {
+		return false, fmt.Errorf("%w: %d events wait for the table watermark of %s (%s) to pass their time; push table rows first",
+			ErrJoinBuffer, len(t.buf), t.j.Table.Name, wmText(t.stats.TableWM))
+	}
+	t.stats.Events++
+	t.seq++
+	t.buf.push(waiting{t: ts, seq: t.seq, row: cloneRow(row)})
+	if n := int64(len(t.buf)); n > t.stats.BufferedPeak {
+		t.stats.BufferedPeak = n
+	}
+	if ts > t.streamMax {
+		t.streamMax = ts
+		t.AdvanceStream(satSub(ts, t.j.Stream.WatermarkDelay))
+	}
+	return false, nil
+}
+
+// AdvanceStream moves the stream watermark to wm if that is later (the
+// host knows no earlier event will come).
+func (t *TemporalJoin) AdvanceStream(wm int64) {
+	if wm > t.stats.StreamWM {
+		t.stats.StreamWM = wm
+		t.maybeSweep()
+	}
+}
+
+// AdvanceTable moves the table watermark to wm if that is later.
+func (t *TemporalJoin) AdvanceTable(wm int64) {
+	if wm > t.stats.TableWM {
+		t.stats.TableWM = wm
+	}
+}
+
+// EndTable marks the table input ended: no row will come, so every
+// waiting event is releasable.
+func (t *TemporalJoin) EndTable() { t.ended = true }
+
+func wmText(wm int64) string {
+	if wm == math.MinInt64 {
+		return "no row yet"
+	}
+	return plan.ValueText(types.Value{Kind: types.KindTimestamp, I: wm})
+}
+
+// PushTable takes one table row (the table's columns): the version of its
+// key valid from its time. A row behind the table watermark is late
+// (counted, reported, not applied); a row with a NULL key cell is an
+// error (counted, not applied). A second version of a key at the same
+// time replaces the first (an upsert). The row is copied.
+func (t *TemporalJoin) PushTable(row []types.Value) (late bool, err error) {
+	tc := t.j.Table.TimeCol
+	ts := row[tc].I
+	if ts < t.stats.TableWM {
+		t.stats.LateTableRows++
+		return true, nil
+	}
+	key, err := t.keyOf(t.j.TableKey, row)
+	if err != nil {
+		t.stats.BadTableRows++
+		return false, err
+	}
+	if key == nil {
+		t.stats.BadTableRows++
+		return false, &DecodeError{Column: t.j.Table.Columns[t.j.Table.PrimaryKey[t.nullAt]].Name, Msg: "a primary key cell is NULL: the row is the version of no key"}
+	}
+	t.stats.TableRows++
+	vs := t.versions[string(key)]
+	i, found := slices.BinarySearchFunc(vs, ts, func(v version, ts int64) int { return cmpInt(v.t, ts) })
+	r := cloneRow(row)
+	if found {
+		vs[i].row = r
+	} else {
+		vs = slices.Insert(vs, i, version{t: ts, row: r})
+		t.nver++
+		if t.nver > t.stats.VersionsPeak {
+			t.stats.VersionsPeak = t.nver
+		}
+	}
+	t.versions[string(key)] = t.prune(string(key), vs)
+	if ts > t.tableMax {
+		t.tableMax = ts
+		t.AdvanceTable(satSub(ts, t.j.Table.WatermarkDelay))
+	}
+	t.maybeSweep()
+	return false, nil
+}
+
+// keyOf evaluates key expressions over row and returns the key bytes (the
+// group key rules: NaN is one value, -0.0 is 0.0), or nil when a cell is
+// NULL (t.nullAt is its position).
+func (t *TemporalJoin) keyOf(exprs []plan.Expr, row []types.Value) ([]byte, error) {
+	t.cells = t.cells[:0]
+	for i, e := range exprs {
+		v, err := e.Eval(row)
+		if err != nil {
+			return nil, &EvalError{Where: "join key " + e.String(), Err: err}
+		}
+		if v.Null {
+			t.nullAt = i
+			return nil, nil
+		}
+		t.cells = append(t.cells, v)
+	}
+	t.key = AppendGroupKey(t.key[:0], t.cells)
+	return t.key, nil
+}
+
+// prune drops the versions of one key that no event can need: all before
+// the newest one at or before the horizon.
+func (t *TemporalJoin) prune(key string, vs []version) []version {
+	h := t.horizon()
+	n := 0
+	for n+1 < len(vs) && vs[n+1].t <= h {
+		n++
+	}
+	if n == 0 {
+		return vs
+	}
+	clear(vs[:n])
+	t.nver -= int64(n)
+	t.stats.Dropped += int64(n)
+	return slices.Delete(vs, 0, n)
+}
+
+// maybeSweep prunes every key once the versions have doubled since the
+// last sweep, so keys no longer updated do not hold old versions forever
+// and the cost stays amortized O(1) per version.
+func (t *TemporalJoin) maybeSweep() {
+	if t.nver < t.sweepAt {
+		return
+	}
+	for k, vs := range t.versions {
+		t.versions[k] = t.prune(k, vs)
+	}
+	t.sweepAt = max(2*t.nver, 1024)
+}
+
+// Ready reports whether a waiting event can be released.
+func (t *TemporalJoin) Ready() bool {
+	return len(t.buf) > 0 && (t.ended || t.buf[0].t < t.stats.TableWM)
+}
+
+// Waiting is how many events wait.
+func (t *TemporalJoin) Waiting() int { return len(t.buf) }
+
+// Oldest is the time of the oldest waiting event (math.MaxInt64 when none
+// waits): the downstream watermark may not pass it.
+func (t *TemporalJoin) Oldest() int64 {
+	if len(t.buf) == 0 {
+		return math.MaxInt64
+	}
+	return t.buf[0].t
+}
+
+// Release pops the oldest releasable event and joins it: the joined row
+// (valid until the next call) and true, or, for an inner join's event
+// without a version, nil and true (counted). false: nothing releasable.
+func (t *TemporalJoin) Release() ([]types.Value, bool, error) {
+	if !t.Ready() {
+		return nil, false, nil
+	}
+	ev := t.buf.pop()
+	j := t.j
+	n := copy(t.out, ev.row)
+	key, err := t.keyOf(j.StreamKey, ev.row)
+	if err != nil {
+		return nil, true, err
+	}
+	var v *version
+	if key == nil {
+		t.stats.NullKeys++
+	} else if vs := t.versions[string(key)]; len(vs) > 0 {
+		i, found := slices.BinarySearchFunc(vs, ev.t, func(v version, ts int64) int { return cmpInt(v.t, ts) })
+		if found {
+			v = &vs[i]
+		} else if i > 0 {
+			v = &vs[i-1]
+		}
+	}
+	if v == nil {
+		t.stats.Unmatched++
+		if !j.Left {
+			return nil, true, nil
+		}
+		for i, c := range j.Table.Columns {
+			t.out[n+i] = types.NullOf(c.Type)
+		}
+		return t.out, true, nil
+	}
+	t.stats.Joined++
+	copy(t.out[n:], v.row)
+	return t.out, true, nil
+}
+
+// AppendState appends the join's checkpoint entry: watermarks, counters,
+// the waiting events and the versions. Keys are written in sorted order,
+// so equal states give equal bytes.
+func (t *TemporalJoin) AppendState(b []byte) []byte {
+	b = append(b, stateVersion)
+	s := &t.stats
+	for _, x := range []int64{t.streamMax, t.tableMax, s.StreamWM, s.TableWM, int64(t.seq), s.Events, s.LateEvents, s.Joined,
+		s.Unmatched, s.NullKeys, s.TableRows, s.LateTableRows, s.BadTableRows, s.BufferedPeak, s.VersionsPeak, s.Dropped} {
+		b = binary.AppendVarint(b, x)
+	}
+	if t.ended {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	evs := slices.Clone(t.buf)
+	slices.SortFunc(evs, func(a, c waiting) int {
+		if a.t != c.t {
+			return cmpInt(a.t, c.t)
+		}
+		return cmpInt(int64(a.seq), int64(c.seq))
+	})
+	b = binary.AppendUvarint(b, uint64(len(evs)))
+	for _, e := range evs {
+		b = binary.AppendUvarint(b, e.seq)
+		b = appendRow(b, e.row)
+	}
+	keys := make([]string, 0, len(t.versions))
+	for k := range t.versions {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		vs := t.versions[k]
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(vs)))
+		for _, v := range vs {
+			b = appendRow(b, v.row)
+		}
+	}
+	return b
+}
+
+// cloneRow copies a row and its strings: a decoder's cells may alias its
+// input or scratch buffers, which the next record reuses.
+func cloneRow(row []types.Value) []types.Value {
+	out := slices.Clone(row)
+	for i := range out {
+		if out[i].S != "" {
+			out[i].S = strings.Clone(out[i].S)
+		}
+	}
+	return out
+}
+
+func appendRow(b []byte, row []types.Value) []byte {
+	b = binary.AppendUvarint(b, uint64(len(row)))
+	for _, v := range row {
+		b = appendValue(b, v)
+	}
+	return b
+}
+
+func (r *reader) row(width int) []types.Value {
+	n := int(r.uvarint())
+	if n != width {
+		r.fail("row width")
+		return nil
+	}
+	row := make([]types.Value, n)
+	for i := range row {
+		row[i] = r.value()
+	}
+	return row
+}
+
+// RestoreState loads an entry AppendState wrote into a join that has
+// taken nothing yet.
+func (t *TemporalJoin) RestoreState(val []byte) error {
+	if t.stats.Events != 0 || t.stats.TableRows != 0 || t.stats.LateTableRows != 0 {
+		return fmt.Errorf("%w: restore into a temporal join that already ran", ErrBadState)
+	}
+	if len(val) == 0 || val[0] != stateVersion {
+		return fmt.Errorf("%w: bad temporal join entry", ErrBadState)
+	}
+	r := &reader{b: val[1:]}
+	s := &t.stats
+	var seq int64
+	for _, p := range []*int64{&t.streamMax, &t.tableMax, &s.StreamWM, &s.TableWM, &seq, &s.Events, &s.LateEvents, &s.Joined,
+		&s.Unmatched, &s.NullKeys, &s.TableRows, &s.LateTableRows, &s.BadTableRows, &s.BufferedPeak, &s.VersionsPeak, &s.Dropped} {
+		*p = r.varint()
+	}
+	t.seq = uint64(seq)
+	t.ended = r.byte1() == 1
+	sw, tw := len(t.j.Stream.Columns), len(t.j.Table.Columns)
+	ne := int(r.uvarint())
+	t.buf = t.buf[:0]
+	for i := 0; i < ne && r.err == nil; i++ {
+		seq := r.uvarint()
+		row := r.row(sw)
+		if r.err == nil {
+			t.buf = append(t.buf, waiting{t: row[t.j.Stream.TimeCol].I, seq: seq, row: row})
+		}
+	}
+	t.buf.init()
+	nk := int(r.uvarint())
+	clear(t.versions)
+	t.nver = 0
+	for i := 0; i < nk && r.err == nil; i++ {
+		k := string(r.bytes(int(r.uvarint())))
+		nv := int(r.uvarint())
+		vs := make([]version, 0, min(nv, 1024))
+		for k := 0; k < nv && r.err == nil; k++ {
+			row := r.row(tw)
+			if r.err == nil {
+				vs = append(vs, version{t: row[t.j.Table.TimeCol].I, row: row})
+			}
+		}
+		t.versions[k] = vs
+		t.nver += int64(len(vs))
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("trailing bytes")
+	}
+	if r.err != nil {
+		return fmt.Errorf("%w: temporal join entry: %v", ErrBadState, r.err)
+	}
+	t.sweepAt = max(2*t.nver, 1024)
+	return nil
+}
+
+// NewSourceDecoder returns a decoder of src (a join's stream or table)
+// converting only the columns used marks.
+func NewSourceDecoder(src *plan.Source, used []bool) *Decoder {
+	d := NewDecoder(src)
+	d.used = used
+	if d.derive != nil {
+		d.used = d.derive.SetUsed(used)
+	}
+	return d
+}

@@ -1,0 +1,355 @@
+package drive
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+// A query with a temporal join (plan.Query.Join) has two inputs: the
+// stream, pushed with Push and PushRow as any query's events, and the
+// versioned table, pushed with PushTable and PushTableRow. The driver
+// holds the join state (exec.TemporalJoin) in front of the operator:
+// every event waits in it until the table's watermark has passed its time
+// (or the table has ended), then the joined row goes to the operator.
+//
+// Released rows are applied under the same rule as pushed events: when
+// buffering, only while nothing is queued and the buffer has room; the
+// rest wait in the join, releasable, and Refill (Next) applies them. The
+// operator's watermark follows the joined rows' times; a watermark the
+// host advances reaches it only as far as the oldest waiting event, so no
+// waiting event is late when it is released.
+
+// ErrJoinBuffer: see exec.ErrJoinBuffer.
+var ErrJoinBuffer = exec.ErrJoinBuffer
+
+// JoinStats are a temporal join's counters (exec.JoinStats).
+type JoinStats = exec.JoinStats
+
+// JoinStateKey is the key of the join's checkpoint entry.
+const JoinStateKey = exec.JoinStateKey
+
+// joinState is a join driver's part.
+type joinState struct {
+	j        *exec.TemporalJoin
+	tdec     *exec.Decoder
+	tn       Counts // the table input's counters
+	hostWM   int64  // the stream watermark the host advanced to
+	finish   bool   // Close was called: the operator finishes once the join is empty
+	finished bool
+	evalErrs int64 // released events rejected by a join key evaluation error
+}
+
+func (d *Driver) initJoin(cfg Config) error {
+	q := d.q
+	if cfg.ExternalWatermark {
+		return fmt.Errorf("drive: query %s: a temporal join runs with its inputs' own watermarks", q.Name)
+	}
+	j, err := exec.NewTemporalJoin(q, cfg.JoinBuffer)
+	if err != nil {
+		return err
+	}
+	js := &joinState{j: j, tdec: cfg.TableDecoder, hostWM: math.MinInt64}
+	if js.tdec == nil {
+		js.tdec = exec.NewSourceDecoder(q.Join.Table, q.TableUsed())
+	}
+	if err := js.tdec.Err(); err != nil {
+		return fmt.Errorf("table %s: %w", q.Join.Table.Name, err)
+	}
+	d.join = js
+	return nil
+}
+
+// joinEvent hands one decoded stream row to the join.
+func (d *Driver) joinEvent(row []types.Value) error {
+	d.n.Applied++
+	late, err := d.join.j.PushEvent(row)
+	if err != nil {
+		d.n.Applied--
+		return err
+	}
+	if late {
+		if d.late != nil {
+			st := d.join.j.Stats()
+			d.late(&exec.LateEvent{Row: row, EventTime: row[d.q.Join.Stream.TimeCol].I, Watermark: st.StreamWM, Event: d.raw,
+				Reason: "behind the stream watermark less the allowed lateness at the temporal join"})
+		}
+		return nil
+	}
+	return d.pump()
+}
+
+// joinFull refuses a stream push while the join's buffer is full (before
+// anything is decoded or counted).
+func (d *Driver) joinFull() error {
+	if d.join.j.Waiting() < d.joinMax() {
+		return nil
+	}
+	st := d.join.j.Stats()
+	return fmt.Errorf("%w: %d events wait for the watermark of table %s (at %s) to pass their time; push table rows first (or end the table input)",
+		ErrJoinBuffer, st.Buffered, d.q.Join.Table.Name, wmText(st.TableWM))
+}
+
+func (d *Driver) joinMax() int {
+	if d.joinBuffer > 0 {
+		return d.joinBuffer
+	}
+	return plan.DefaultJoinBuffer
+}
+
+// pump applies the releasable joined rows the operator may take now, then
+// lets the host's watermark through as far as the oldest waiting event.
+func (d *Driver) pump() error {
+	js := d.join
+	for js.j.Ready() {
+		if d.buffered && (d.op.Queued() || d.room() <= 0) {
+			return nil
+		}
+		row, ok, err := js.j.Release()
+		if !ok {
+			break
+		}
+		if err != nil {
+			js.evalErrs++
+			if d.strict {
+				d.fatal = err
+				return err
+			}
+			continue
+		}
+		if row == nil {
+			continue // an inner join's event without a version
+		}
+		d.raw = nil
+		d.setRoom()
+		if err := d.op.Process(row); err != nil {
+			var ee *exec.EvalError
+			if errors.As(err, &ee) {
+				if d.strict {
+					d.fatal = err
+					return err
+				}
+				continue
+			}
+			d.fatal = err
+			return err
+		}
+	}
+	if wm := min(js.hostWM, js.j.Oldest()); wm > d.op.Watermark() && wm != math.MaxInt64 {
+		d.setRoom()
+		if err := d.op.AdvanceWatermark(wm); err != nil {
+			return err
+		}
+	}
+	if js.finish && !js.finished && !js.j.Ready() && js.j.Waiting() == 0 && !(d.buffered && d.op.Queued()) {
+		js.finished = true
+		d.setRoom()
+		return d.op.Finish()
+	}
+	return nil
+}
+
+// PushTable decodes one record of the versioned table and applies it: the
+// version of its key valid from its time. A malformed row is an
+// *EventError (counted in TableCounts); a late one is counted and handed
+// to the late hook. Waiting events it releases are joined and applied.
+func (d *Driver) PushTable(raw []byte) error {
+	if err := d.joinAdmit(); err != nil {
+		return err
+	}
+	js := d.join
+	js.tn.Records++
+	row, err := js.tdec.Decode(raw)
+	if err != nil {
+		var he *exec.HeaderError
+		if errors.As(err, &he) {
+			d.fatal = fmt.Errorf("table %s: %w", d.q.Join.Table.Name, err)
+			return d.fatal
+		}
+		js.tn.Events++
+		js.tn.Malformed++
+		return d.tableErr(err)
+	}
+	if row == nil {
+		js.tn.Headers++
+		return nil
+	}
+	js.tn.Events++
+	return d.tableRow(row, raw)
+}
+
+func (d *Driver) tableErr(err error) error {
+	e := &EventError{Seq: d.join.tn.Events, Err: fmt.Errorf("table %s: %w", d.q.Join.Table.Name, err)}
+	if d.strict {
+		d.fatal = e
+	}
+	return e
+}
+
+func (d *Driver) tableRow(row []types.Value, raw []byte) error {
+	js := d.join
+	late, err := js.j.PushTable(row)
+	if err != nil {
+		js.tn.Malformed++
+		return d.tableErr(err)
+	}
+	js.tn.Applied++
+	if late {
+		js.tn.Late++
+		if d.lateTable != nil {
+			tc := d.q.Join.Table.TimeCol
+			d.lateTable(&exec.LateEvent{Row: row, EventTime: row[tc].I, Watermark: js.j.TableWatermark(), Event: raw,
+				Reason: "table row behind the table watermark: not applied"})
+		}
+		return nil
+	}
+	return d.pump()
+}
+
+// PushTableRow applies one typed table row, in the table's column order
+// (a table with computed or TIMESTAMP(p) columns takes its rows through
+// PushTable). A row of the wrong shape or kinds, or without a time, is
+// malformed.
+func (d *Driver) PushTableRow(row []types.Value) error {
+	if err := d.joinAdmit(); err != nil {
+		return err
+	}
+	js := d.join
+	js.tn.Records++
+	js.tn.Events++
+	t := d.q.Join.Table
+	bad := func(col, msg string) error {
+		js.tn.Malformed++
+		return d.tableErr(&exec.DecodeError{Column: col, Msg: msg})
+	}
+	if t.HasDerived() {
+		return bad("", "a table with computed or TIMESTAMP(p) columns takes its rows as records (PushTable)")
+	}
+	if len(row) != len(t.Columns) {
+		return bad("", fmt.Sprintf("row has %d cells, table %q has %d columns", len(row), t.Name, len(t.Columns)))
+	}
+	copied := false
+	for i, c := range t.Columns {
+		if !row[i].Null && row[i].Kind != c.Type.Kind {
+			return bad(c.Name, fmt.Sprintf("cell is %s, column is %s", row[i].Kind, c.Type))
+		}
+		if row[i].Kind == types.KindVarchar && !row[i].Null {
+			if s := changelog.RepairUTF8(row[i].S); s != row[i].S {
+				if !copied {
+					row, copied = append([]types.Value(nil), row...), true
+				}
+				row[i].S = s
+			}
+		}
+	}
+	if row[t.TimeCol].Null {
+		return bad(t.Columns[t.TimeCol].Name, "event time is null")
+	}
+	return d.tableRow(row, nil)
+}
+
+// joinAdmit refuses table input on a driver that is not a join's, failed
+// or closed; when buffering it first applies what waits.
+func (d *Driver) joinAdmit() error {
+	if d.join == nil {
+		return fmt.Errorf("drive: query %s has no versioned table input", d.q.Name)
+	}
+	if d.fatal != nil {
+		return d.fatal
+	}
+	if d.closed {
+		return ErrClosed
+	}
+	if d.buffered {
+		if err := d.drain(); err != nil {
+			return err
+		}
+		if err := d.pump(); err != nil {
+			return err
+		}
+		if d.op.Queued() || d.room() <= 0 || d.join.j.Ready() {
+			return ErrBackpressure
+		}
+	}
+	return nil
+}
+
+// AdvanceTableWatermark moves the table's watermark to wm (µs) if that is
+// later: a table input that is idle, or whose host knows no earlier row
+// will come. Waiting events it passes are joined.
+func (d *Driver) AdvanceTableWatermark(wm int64) error {
+	if d.join == nil {
+		return fmt.Errorf("drive: query %s has no versioned table input", d.q.Name)
+	}
+	if d.closed {
+		return ErrClosed
+	}
+	d.join.j.AdvanceTable(wm)
+	return d.pump()
+}
+
+// EndTable ends the table input: no row will come, so every waiting event
+// joins the versions there are. Later table rows are refused (late).
+func (d *Driver) EndTable() error {
+	if d.join == nil {
+		return fmt.Errorf("drive: query %s has no versioned table input", d.q.Name)
+	}
+	d.join.j.EndTable()
+	d.join.j.AdvanceTable(math.MaxInt64)
+	return d.pump()
+}
+
+// TableCounts returns the table input's counters (Late: rows behind the
+// table watermark; Applied: rows taken as versions or late).
+func (d *Driver) TableCounts() Counts {
+	if d.join == nil {
+		return Counts{}
+	}
+	return d.join.tn
+}
+
+// JoinStats returns the join's counters and state sizes (zero without a join).
+func (d *Driver) JoinStats() JoinStats {
+	if d.join == nil {
+		return JoinStats{}
+	}
+	return d.join.j.Stats()
+}
+
+// HasJoin reports whether the query has a temporal join (a table input).
+func (d *Driver) HasJoin() bool { return d.join != nil }
+
+// joinCounts prefixes the join entry with the table input's counters and
+// the watermark the host advanced to.
+func (d *Driver) joinCounts(b []byte) []byte {
+	t := d.join.tn
+	for _, x := range []int64{t.Records, t.Events, t.Malformed, t.Headers, t.Applied, t.Late, d.join.evalErrs, d.join.hostWM} {
+		b = binary.AppendVarint(b, x)
+	}
+	return b
+}
+
+func (d *Driver) restoreJoin(val []byte) error {
+	t := &d.join.tn
+	for _, p := range []*int64{&t.Records, &t.Events, &t.Malformed, &t.Headers, &t.Applied, &t.Late, &d.join.evalErrs, &d.join.hostWM} {
+		x, n := binary.Varint(val)
+		if n <= 0 {
+			return fmt.Errorf("%w: bad temporal join counters", exec.ErrBadState)
+		}
+		*p, val = x, val[n:]
+	}
+	return d.join.j.RestoreState(val)
+}
+
+func wmText(wm int64) string {
+	if wm == math.MinInt64 {
+		return "no row yet"
+	}
+	return plan.ValueText(types.Value{Kind: types.KindTimestamp, I: wm})
+}
