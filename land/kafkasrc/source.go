@@ -103,12 +103,11 @@ func New(opts Options) (*Source, error) {
 		// this the group would stay one short of the end forever and
 		// CaughtUp would never say so.
 		kgo.KeepControlRecords(),
-		// A fetch is sized to about one batch (fetchBytes), so that the
-		// first fetch returns quickly and the next one runs while a batch
-		// lands, instead of the first fetch buffering the whole backlog
+		// A fetch holds a batch or a few (fetchBytes), so that the first
+		// fetch returns quickly instead of buffering the whole backlog
 		// before anything lands.
 		kgo.FetchMaxPartitionBytes(fetchBytes(opts.MaxBatch)),
-		kgo.FetchMaxBytes(max(fetchBytes(opts.MaxBatch), 16<<20)),
+		kgo.FetchMaxBytes(max(fetchBytes(opts.MaxBatch), 50<<20)),
 	}, opts.ClientOpts...)
 	s := &Source{opts: opts, log: lg, parts: map[partition]*progress{}}
 	kopts = append([]kgo.Opt{
@@ -125,16 +124,15 @@ func New(opts Options) (*Source, error) {
 }
 
 // fetchBytes is the per-partition fetch size for batches of maxBatch
-// records: 64 bytes a record, at least kgo's default 1 MiB, at most
-// 64 MiB. Fetch sizes count the record batches as stored, compressed: a
-// changelog record of 150 to 400 bytes with its headers takes some 20 to
-// 100 bytes in a compressed batch (a producer's batch of one query's
-// records compresses well), so a fetch holds about one batch or a few.
-// Sized by the uncompressed record (512 bytes), the first fetch of a
-// backlog of a million records returned all of them in one 10 s fetch,
+// records: 512 bytes a record (a changelog record with its headers is
+// typically 150 to 400), at least kgo's default 1 MiB, at most 4 MiB.
+// Fetch sizes count the record batches as stored, compressed (some 20 to
+// 100 bytes a changelog record), so 4 MiB already holds a 50,000-record
+// batch or more; without the bound, the first fetch of a backlog of a
+// million records returned all of them (25 MiB) in one 10 to 15 s fetch,
 // holding 2 GiB, while nothing landed.
 func fetchBytes(maxBatch int) int32 {
-	return int32(min(max(1<<20, maxBatch*64), 64<<20))
+	return int32(min(max(1<<20, maxBatch*512), 4<<20))
 }
 
 func (s *Source) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
