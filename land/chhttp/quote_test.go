@@ -212,6 +212,26 @@ func TestQuoteServer(t *testing.T) {
 	var n ids
 	roundTrip(t, c, table, &n, time.Minute, quoteSeeds())
 	roundTrip(t, c, table, &n, time.Minute, quoteSeeds())
+	// A temporary table read back on its own, through SelectJSONWith.
+	ss := quoteSeeds()
+	var rows []byte
+	for i, s := range ss {
+		rows = fmt.Appendf(rows, "(%d,", i)
+		rows = AppendQuote(rows, s)
+		rows = append(rows, ')', '\n')
+	}
+	ext := map[int]string{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := c.SelectJSONWith(ctx, "SELECT i, hex(s) AS h FROM _t", nil, Table{Name: "_t", Structure: "i UInt32, s String", Values: rows}, hexRows(ext))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range ss {
+		if ext[i] != s {
+			t.Errorf("sent %q as %s in a temporary table, read back %q", s, Quote(s), ext[i])
+		}
+	}
 }
 
 // fuzzBudget bounds one fuzz iteration's requests, under the 10 s after
