@@ -165,6 +165,17 @@ func TestEmbedderModuleGraph(t *testing.T) {
 	if !slices.ContainsFunc(ctl, func(m string) bool { return strings.HasPrefix(m, "github.com/jackc/pgx/v5 ") }) {
 		t.Errorf("the control, a module that imports land/pglander, does not see pgx: %q", ctl)
 	}
+	// A host that lands into PostgreSQL gets no Prometheus client: the
+	// metrics are land/landprom, a module of their own.
+	for _, m := range ctl {
+		if strings.HasPrefix(m, "github.com/prometheus/") {
+			t.Errorf("a module that imports only land/pglander gets %s", m)
+		}
+	}
+	prom := embedderGraph(t, root, "github.com/ubiksql/ubik/land/landprom", []string{"land", "land/landprom"})
+	if !slices.ContainsFunc(prom, func(m string) bool { return strings.HasPrefix(m, "github.com/prometheus/client_golang ") }) {
+		t.Errorf("the control, a module that imports land/landprom, does not see client_golang: %q", prom)
+	}
 }
 
 // embedderGraph makes a module in a temporary directory whose main imports

@@ -39,6 +39,7 @@ require (
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
 	github.com/ubiksql/ubik v0.0.0 // indirect
 	github.com/ubiksql/ubik/land v0.0.0 // indirect
+	github.com/ubiksql/ubik/land/landprom v0.0.0 // indirect
 	github.com/ubiksql/ubik/usage v0.0.0 // indirect
 	github.com/valyala/fastjson v1.6.10 // indirect
 	go.uber.org/atomic v1.12.0 // indirect

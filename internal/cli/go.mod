@@ -23,6 +23,7 @@ require (
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/ubiksql/ubik v0.0.0
 	github.com/ubiksql/ubik/land v0.0.0
+	github.com/ubiksql/ubik/land/landprom v0.0.0
 	github.com/ubiksql/ubik/usage v0.0.0
 )
 
@@ -58,3 +59,5 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/ubiksql/ubik/land/landprom => ../../land/landprom

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -79,7 +81,7 @@ type landFlags struct {
 	batch, inFlight              int
 	skipBad, untilCaughtUp       bool
 	statsEvery                   time.Duration
-	metrics                      string
+	metrics, cpuProfile          string
 }
 
 func parseLandFlags(args []string, env *Env) (landFlags, error) {
@@ -100,6 +102,7 @@ func parseLandFlags(args []string, env *Env) (landFlags, error) {
 	fs.BoolVar(&f.untilCaughtUp, "until-caught-up", false, "exit once every partition is landed and committed up to its end")
 	fs.DurationVar(&f.statsEvery, "stats-interval", 10*time.Second, "how often to print the counters on stderr (0: only at exit)")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9465); off by default")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (for performance work)")
 	if err := parseFlags(fs, args); err != nil {
 		return f, err
 	}
@@ -318,6 +321,17 @@ func runLand(ctx context.Context, env *Env, args []string) error {
 		if storeKind(f.to) == "clickhouse" {
 			f.batch = defaultBatchClickHouse
 		}
+	}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			pf.Close()
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); pf.Close() }()
 	}
 	lander, closeStore, err := openStore(ctx, env, f.to, mode, f.query)
 	if err != nil {

@@ -106,7 +106,7 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestFetchBytes(t *testing.T) {
-	for maxBatch, want := range map[int]int32{1: 1 << 20, 5000: 5000 * 512, 50000: 50000 * 512, 1 << 20: 256 << 20} {
+	for maxBatch, want := range map[int]int32{1: 1 << 20, 5000: 5000 * 512, 9000: 4 << 20, 50000: 4 << 20, 1 << 20: 4 << 20} {
 		if got := fetchBytes(maxBatch); got != want {
 			t.Errorf("fetchBytes(%d) = %d, want %d", maxBatch, got, want)
 		}

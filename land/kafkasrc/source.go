@@ -103,9 +103,9 @@ func New(opts Options) (*Source, error) {
 		// this the group would stay one short of the end forever and
 		// CaughtUp would never say so.
 		kgo.KeepControlRecords(),
-		// One fetch can fill a whole batch (the default 1 MiB per
-		// partition holds some 4,000 changelog records), so that a store
-		// that wants large writes gets them from a single partition too.
+		// A fetch holds a batch or a few (fetchBytes), so that the first
+		// fetch returns quickly instead of buffering the whole backlog
+		// before anything lands.
 		kgo.FetchMaxPartitionBytes(fetchBytes(opts.MaxBatch)),
 		kgo.FetchMaxBytes(max(fetchBytes(opts.MaxBatch), 50<<20)),
 	}, opts.ClientOpts...)
@@ -125,9 +125,14 @@ func New(opts Options) (*Source, error) {
 
 // fetchBytes is the per-partition fetch size for batches of maxBatch
 // records: 512 bytes a record (a changelog record with its headers is
-// typically 150 to 400), at least kgo's default 1 MiB, at most 256 MiB.
+// typically 150 to 400), at least kgo's default 1 MiB, at most 4 MiB.
+// Fetch sizes count the record batches as stored, compressed (some 20 to
+// 100 bytes a changelog record), so 4 MiB already holds a 50,000-record
+// batch or more; without the bound, the first fetch of a backlog of a
+// million records returned all of them (25 MiB) in one 10 to 15 s fetch,
+// holding 2 GiB, while nothing landed.
 func fetchBytes(maxBatch int) int32 {
-	return int32(min(max(1<<20, maxBatch*512), 256<<20))
+	return int32(min(max(1<<20, maxBatch*512), 4<<20))
 }
 
 func (s *Source) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
