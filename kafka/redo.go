@@ -60,7 +60,7 @@ func beginFailed(err error) error {
 // followed by a new one, after a short pause, until one has committed
 // nothing for redoWithin (the error is then returned). Every other end
 // of a session (a stop, a fatal error, caught up) is the stage's.
-func (p *Pipeline) redo(ctx context.Context, name string, session func(context.Context, *time.Time) error) error {
+func (p *Pipeline) redo(ctx context.Context, name, group string, session func(context.Context, *time.Time) error) error {
 	committedAt := time.Now()
 	pause := 250 * time.Millisecond
 	for {
@@ -70,7 +70,8 @@ func (p *Pipeline) redo(ctx context.Context, name string, session func(context.C
 			return err
 		}
 		if ctx.Err() != nil {
-			return nil // stopped: the next session would not start
+			p.leave(group) // a clean stop: the session that ended kept the membership
+			return nil
 		}
 		if committedAt != before {
 			pause = 250 * time.Millisecond // it made progress since the last redo
@@ -83,6 +84,7 @@ func (p *Pipeline) redo(ctx context.Context, name string, session func(context.C
 			"stage", name, "err", err, "pause", pause)
 		select {
 		case <-ctx.Done():
+			p.leave(group)
 			return nil
 		case <-time.After(pause):
 		}

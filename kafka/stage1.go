@@ -29,7 +29,7 @@ const routeKeyVersion = 1
 // also carries the source offsets and, to every repartition partition, a
 // watermark marker with this instance's per-source-partition watermarks.
 func (p *Pipeline) runStage1(ctx context.Context) error {
-	return p.redo(ctx, "repartition stage", p.stage1Session)
+	return p.redo(ctx, "repartition stage", p.inGroup(), p.stage1Session)
 }
 
 // stage1Session is one session of the repartitioning stage: from a new

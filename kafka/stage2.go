@@ -53,7 +53,7 @@ type stage2 struct {
 // the changelog records to the sink topic, the changed state entries to the
 // state topic, and commits its input offsets.
 func (p *Pipeline) runStage2(ctx context.Context) error {
-	return p.redo(ctx, "aggregate stage", p.stage2Session)
+	return p.redo(ctx, "aggregate stage", p.q.Name, p.stage2Session)
 }
 
 // stage2Session is one session of the aggregating stage (see
