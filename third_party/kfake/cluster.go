@@ -1543,6 +1543,14 @@ func (c *Cluster) compactIntervalMs() int64 {
 // any topic has cleanup.policy=compact or has retention configs explicitly set.
 // Must be called from Cluster.run().
 func (c *Cluster) refreshCompactTicker() {
+	// ubik patch: a topic created, deleted or reconfigured (its
+	// delete.retention.ms, say) may compact differently: the next pass
+	// cleans every partition again (see compact).
+	for t := range c.data.tps {
+		for _, pd := range c.data.tps[t] {
+			pd.cleanedTo = 0
+		}
+	}
 	needsTicker := false
 	for t := range c.data.tps {
 		if c.data.isCompactTopic(t) {

@@ -132,6 +132,14 @@ type (
 		watch      map[*watchFetch]struct{}
 		shareWatch map[*watchShareFetch]struct{}
 
+		// ubik patch: cleanedTo is the end (exclusive) of the range the
+		// last compaction cleaned, and tombstoneDue when the earliest
+		// tombstone it kept expires (0: none). A pass with nothing new
+		// below the LSO and no tombstone due would change nothing, and
+		// is skipped: see compact.
+		cleanedTo    int64
+		tombstoneDue int64
+
 		createdAt time.Time
 		// rolledAt is when the log last became empty (creation, or the
 		// trim or compaction that removed every segment): a real broker
@@ -1369,16 +1377,32 @@ func (c *Cluster) compact(pd *partData, topic string) {
 	// of cleanable batches. We stream batches from disk in each pass to
 	// avoid holding all decoded batches in memory at once.
 	cleanable := 0
+	var cleanEnd int64
 	pd.eachBatchMeta(func(_, _ int, m *batchMeta) bool {
 		if cleanable >= total-1 || m.firstOffset+int64(m.lastOffsetDelta) >= pd.lastStableOffset {
 			return false
 		}
 		cleanable++
+		cleanEnd = m.firstOffset + int64(m.lastOffsetDelta) + 1
 		return true
 	})
 	if cleanable == 0 {
 		return
 	}
+	// ubik patch: a partition whose cleanable range has not grown since
+	// the last pass cleaned it, with no kept tombstone due, is already
+	// clean: the pass would rewrite it unchanged. Upstream read and
+	// rewrote every batch of every compacted partition at every tick (each
+	// second in cmd/ubik-broker) on the cluster goroutine, which serves
+	// every request: a broker holding a few large state topics spent its
+	// time recompacting them while idle and answered a metadata request in
+	// seconds under CPU load, so clients hit their deadlines. Kafka's
+	// cleaner likewise cleans only a log's dirty part (from its first
+	// dirty offset), in threads of its own.
+	if cleanEnd == pd.cleanedTo && (pd.tombstoneDue == 0 || now < pd.tombstoneDue) {
+		return
+	}
+	tombstoneDue := int64(0)
 
 	// Pass 1: stream batches to build key => highest offset map.
 	keyOffsets := make(map[string]int64)
@@ -1461,6 +1485,9 @@ func (c *Cluster) compact(pd *partData, topic string) {
 				if now-recTs >= deleteRetentionMs {
 					return true
 				}
+				if due := recTs + deleteRetentionMs; tombstoneDue == 0 || due < tombstoneDue {
+					tombstoneDue = due
+				}
 			}
 
 			surviving = append(surviving, rec)
@@ -1527,6 +1554,7 @@ func (c *Cluster) compact(pd *partData, topic string) {
 
 	// Prune aborted txn entries that are now before logStartOffset.
 	pd.trimAbortedTxns()
+	pd.cleanedTo, pd.tombstoneDue = cleanEnd, tombstoneDue
 }
 
 // trimAbortedTxns prunes aborted txn entries fully before logStartOffset.
