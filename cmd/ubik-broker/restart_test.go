@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -214,10 +216,10 @@ func TestCleanPartitionNotRewritten(t *testing.T) {
 }
 
 // segmentFiles lists the segment files under dir with their inode numbers
-// (a rewrite removes a file and writes a new one).
-func segmentFiles(t *testing.T, dir string) map[string]uint64 {
+// and modification times (a rewrite removes a file and writes a new one).
+func segmentFiles(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	out := map[string]uint64{}
+	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".dat") {
 			return err
@@ -226,11 +228,58 @@ func segmentFiles(t *testing.T, dir string) map[string]uint64 {
 		if err != nil {
 			return err
 		}
-		out[path] = fi.Sys().(*syscall.Stat_t).Ino
+		out[path] = fmt.Sprintf("inode %d modified %s", fi.Sys().(*syscall.Stat_t).Ino, fi.ModTime().Format(time.RFC3339Nano))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestCleanerWaitsForDirtyRatio: the cleaner's passes wait, as Kafka's do
+// (min.cleanable.dirty.ratio 0.5), until what was written since the last
+// pass is half of the cleanable log, so a topic written all the time is
+// not read and rewritten whole at every tick; then it cleans.
+func TestCleanerWaitsForDirtyRatio(t *testing.T) {
+	dir := t.TempDir()
+	ctx := testCtx(t)
+	addr, _ := startRun(t, "--data-dir", dir, "--broker-config", "log.cleaner.backoff.ms=50")
+	compactedTopic(t, ctx, addr, "c")
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	wait := func(want func([]string) bool, what string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			got, _ := snapshot(t, ctx, addr, "c", false)
+			if want(got) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the topic reads %q: %s", got, what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	var clean []string
+	for i := 0; i < 20; i++ {
+		clean = append(clean, fmt.Sprintf("K%d=v", i))
+	}
+	produce(t, ctx, cl, "c", append([]string{"K0=old"}, clean...)...)
+	wait(func(got []string) bool { return len(got) == 20 }, "want K0=old cleaned away")
+	// Two small batches against twenty clean ones: below the ratio, the
+	// superseded K1=v stays.
+	produce(t, ctx, cl, "c", "K1=w", "X=x")
+	time.Sleep(time.Second) // about twenty cleaner ticks
+	if got, _ := snapshot(t, ctx, addr, "c", false); !slices.Contains(got, "K1=v") {
+		t.Errorf("the log was cleaned with 2 dirty batches of 21 cleanable: %q", got)
+	}
+	// Past the ratio: the superseded K1=v goes.
+	var more []string
+	for i := 0; i < 20; i++ {
+		more = append(more, fmt.Sprintf("M%d=m", i))
+	}
+	produce(t, ctx, cl, "c", more...)
+	wait(func(got []string) bool { return !slices.Contains(got, "K1=v") && slices.Contains(got, "K1=w") },
+		"want K1=v cleaned once the dirty part passed half of the log")
 }

@@ -1313,6 +1313,19 @@ func (d *data) hasRetentionConfig(t string) bool {
 	return hasMs || hasBytes
 }
 
+// dirtyRatio is the topic's min.cleanable.dirty.ratio, Kafka's default
+// 0.5 when unset or unreadable (ubik patch, see compact).
+func (d *data) dirtyRatio(t string) float64 {
+	if tcfg, ok := d.tcfgs[t]; ok {
+		if v, ok := tcfg["min.cleanable.dirty.ratio"]; ok && v != nil {
+			if r, err := strconv.ParseFloat(*v, 64); err == nil && r >= 0 && r <= 1 {
+				return r
+			}
+		}
+	}
+	return 0.5
+}
+
 func (d *data) isCompactTopic(t string) bool {
 	if tcfg, ok := d.tcfgs[t]; ok {
 		if v, ok := tcfg["cleanup.policy"]; ok && v != nil {
@@ -1355,7 +1368,7 @@ func (pd *partData) isBatchAborted(batch *partBatch) bool {
 // longer moves the log start offset: Kafka's cleaned segments keep their
 // base offsets, so an offset that was valid stays valid (a fetch from it
 // reads from the next surviving batch) instead of becoming out of range.
-func (c *Cluster) compact(pd *partData, topic string) {
+func (c *Cluster) compact(pd *partData, topic string, dirtyRatio float64) {
 	if !pd.hasNBatches(2) { // need at least 2 batches: compaction keeps the last batch unconditionally
 		return
 	}
@@ -1377,13 +1390,18 @@ func (c *Cluster) compact(pd *partData, topic string) {
 	// of cleanable batches. We stream batches from disk in each pass to
 	// avoid holding all decoded batches in memory at once.
 	cleanable := 0
-	var cleanEnd int64
+	var cleanEnd, cleanBytes, dirtyBytes int64
 	pd.eachBatchMeta(func(_, _ int, m *batchMeta) bool {
 		if cleanable >= total-1 || m.firstOffset+int64(m.lastOffsetDelta) >= pd.lastStableOffset {
 			return false
 		}
 		cleanable++
 		cleanEnd = m.firstOffset + int64(m.lastOffsetDelta) + 1
+		if m.firstOffset >= pd.cleanedTo {
+			dirtyBytes += int64(m.nbytes)
+		} else {
+			cleanBytes += int64(m.nbytes)
+		}
 		return true
 	})
 	if cleanable == 0 {
@@ -1399,7 +1417,18 @@ func (c *Cluster) compact(pd *partData, topic string) {
 	// seconds under CPU load, so clients hit their deadlines. Kafka's
 	// cleaner likewise cleans only a log's dirty part (from its first
 	// dirty offset), in threads of its own.
-	if cleanEnd == pd.cleanedTo && (pd.tombstoneDue == 0 || now < pd.tombstoneDue) {
+	//
+	// The cleaner's own passes (dirtyRatio > 0) also wait, as Kafka's do
+	// (min.cleanable.dirty.ratio, default 0.5), until the part written
+	// since the last pass is at least that share of the cleanable bytes:
+	// a state topic written by every transaction was otherwise read and
+	// rewritten whole every second, and the cost of a pass grows with the
+	// topic. Compact (an explicit call) cleans whatever is new.
+	due := pd.tombstoneDue != 0 && now >= pd.tombstoneDue
+	if cleanEnd == pd.cleanedTo && !due {
+		return
+	}
+	if dirtyRatio > 0 && pd.cleanedTo > 0 && !due && float64(dirtyBytes) < dirtyRatio*float64(cleanBytes+dirtyBytes) {
 		return
 	}
 	tombstoneDue := int64(0)
