@@ -123,7 +123,8 @@ type Stats struct {
 	Aborts          int64 // transactions aborted (both stages)
 	Restores        int64 // operators restored from the state topic
 	RestoredEntries int64
-	CaughtUp        bool // UntilCaughtUp: the input was consumed to its end and every window finalized
+	Redos           int64 // stage sessions started again after a transaction end failed (its outcome unknown)
+	CaughtUp        bool  // UntilCaughtUp: the input was consumed to its end and every window finalized
 	// Gauges over the operators this process owns, as of the last
 	// transaction: live (group, window) states and their estimated bytes,
 	// and the input-dedup state. Duplicates and DedupLate are the owned
@@ -139,7 +140,7 @@ type Stats struct {
 
 type counters struct {
 	eventsIn, applied, malformed, headers, evalErrors, late, recordsOut, stateOut, markersOut,
-	commits, aborts, restores, restoredEntries atomic.Int64
+	commits, aborts, restores, restoredEntries, redos atomic.Int64
 	liveGroups, stateBytes, duplicates, dedupLate, dedupKeys, dedupBytes atomic.Int64
 }
 
@@ -262,7 +263,7 @@ func (p *Pipeline) Stats() Stats {
 		EventsIn: c.eventsIn.Load(), EventsApplied: c.applied.Load(), Malformed: c.malformed.Load(), HeadersSkipped: c.headers.Load(),
 		EvalErrors: c.evalErrors.Load(), Late: c.late.Load(), RecordsOut: c.recordsOut.Load(),
 		StateEntriesOut: c.stateOut.Load(), MarkersOut: c.markersOut.Load(), Commits: c.commits.Load(),
-		Aborts: c.aborts.Load(), Restores: c.restores.Load(), RestoredEntries: c.restoredEntries.Load(),
+		Aborts: c.aborts.Load(), Restores: c.restores.Load(), RestoredEntries: c.restoredEntries.Load(), Redos: c.redos.Load(),
 		CaughtUp:   p.caughtUp.Load(),
 		LiveGroups: c.liveGroups.Load(), StateBytes: c.stateBytes.Load(), Duplicates: c.duplicates.Load(),
 		DedupLate: c.dedupLate.Load(), DedupKeys: c.dedupKeys.Load(), DedupBytes: c.dedupBytes.Load(),

@@ -296,10 +296,15 @@ func TestRebalance(t *testing.T) {
 	a, _ := runPipeline(t, opts("a"))
 	armB, waitB := midTxn("b")
 	f := follow(t, addrs, "out", false)
+	// The last fifth of the input waits for the restarted b (below).
+	cut := len(evs) * 4 / 5
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		produceSlowly(t, addrs, "events", 4, evs, 6*time.Second)
+		for i, n := 0, cut/16; i < cut; i += n {
+			produceEvents(t, addrs, "events", 4, evs[i:min(i+n, cut)], false)
+			time.Sleep(300 * time.Millisecond)
+		}
 	}()
 	armC, waitC := midTxn("c")
 	time.Sleep(time.Duration(500+r.IntN(1000)) * time.Millisecond)
@@ -313,6 +318,16 @@ func TestRebalance(t *testing.T) {
 	f.poll(100 * time.Millisecond)
 	b, _ := runPipeline(t, opts("b"))
 	<-done
+	// Under load, a could consume all of the input before b's join
+	// completes, and no partition with work pending would move to b: the
+	// rest of the input is produced once b has taken (and restored)
+	// aggregating partitions.
+	for deadline := time.Now().Add(90 * time.Second); b.Stats().Restores == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the restarted b restored no operator within 90 s")
+		}
+	}
+	produceSlowly(t, addrs, "events", 4, evs[cut:], time.Second)
 	hits := faults.Hits()
 	faults.Remove()
 	f.waitFinals(t, tumbleOracle(evs), 90*time.Second)

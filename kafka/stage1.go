@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -30,6 +29,13 @@ const routeKeyVersion = 1
 // also carries the source offsets and, to every repartition partition, a
 // watermark marker with this instance's per-source-partition watermarks.
 func (p *Pipeline) runStage1(ctx context.Context) error {
+	return p.redo(ctx, "repartition stage", p.inGroup(), p.stage1Session)
+}
+
+// stage1Session is one session of the repartitioning stage: from a new
+// transactional client to a stop, a failure, or (a *redoError) a
+// transaction whose end failed, after which runStage1 starts another.
+func (p *Pipeline) stage1Session(ctx context.Context, committedAt *time.Time) (retErr error) {
 	a := &assignment{owned: map[int32]bool{}}
 	topic := p.opts.Source.Topic
 	txnID := p.q.Name + "-in." + p.opts.InstanceID
@@ -40,7 +46,9 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 	defer func() {
 		s.AllowRebalance() // the last poll may hold the rebalance lock
 		s.Close()
-		p.leave(p.inGroup())
+		if !isRedo(retErr) {
+			p.leave(p.inGroup()) // a redo keeps the membership: the next session takes the same partitions back
+		}
 	}()
 	if err := p.fence(ctx, s, txnID); err != nil {
 		if ctx.Err() != nil {
@@ -110,7 +118,7 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 			}
 		}
 		if err := s.Begin(); err != nil {
-			return fmt.Errorf("kafka: begin transaction: %w", err)
+			return beginFailed(err)
 		}
 		workErr := func() (err error) {
 			defer drive.Recover(&err)
@@ -188,7 +196,10 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("kafka: ending transaction: %w", err)
+			return endFailed(err)
+		}
+		if committed {
+			*committedAt = time.Now()
 		}
 		if end != nil {
 			if committed {

@@ -53,6 +53,13 @@ type stage2 struct {
 // the changelog records to the sink topic, the changed state entries to the
 // state topic, and commits its input offsets.
 func (p *Pipeline) runStage2(ctx context.Context) error {
+	return p.redo(ctx, "aggregate stage", p.q.Name, p.stage2Session)
+}
+
+// stage2Session is one session of the aggregating stage (see
+// stage1Session): its operators live as long as the session, and the
+// next session restores them from the state topic.
+func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (retErr error) {
 	a := &assignment{owned: map[int32]bool{}}
 	topic, reset := p.repTopic, kgo.NewOffset().AtStart()
 	if p.direct {
@@ -66,7 +73,9 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 	defer func() {
 		s.AllowRebalance() // the last poll may hold the rebalance lock
 		s.Close()
-		p.leave(p.q.Name)
+		if !isRedo(retErr) {
+			p.leave(p.q.Name)
+		}
 	}()
 	if err := p.fence(ctx, s, txnID); err != nil {
 		if ctx.Err() != nil {
@@ -108,7 +117,7 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 			return err
 		}
 		if err := s.Begin(); err != nil {
-			return fmt.Errorf("kafka: begin transaction: %w", err)
+			return beginFailed(err)
 		}
 		workErr := st.process(fs)
 		if workErr == nil {
@@ -122,6 +131,9 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 		}
 		committed, err := p.end(ctx, s, p.q.Name, workErr == nil)
 		st.perr.take()
+		if committed {
+			*committedAt = time.Now()
+		}
 		if st.end != nil {
 			if committed {
 				st.end.commit()
@@ -153,7 +165,7 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("kafka: ending transaction: %w", err)
+			return endFailed(err)
 		}
 		if ctx.Err() != nil {
 			return nil

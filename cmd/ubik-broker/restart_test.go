@@ -3,8 +3,13 @@ package main
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -166,4 +171,115 @@ func TestBrokerCrashAbortsOpenTxn(t *testing.T) {
 	q := txnClient(t, addr, "p")
 	inTxn(t, ctx, q, "s", true, "K=v3")
 	wantRecords(t, ctx, addr, "s", true, "K=v1", "K=v3")
+}
+
+// TestCleanPartitionNotRewritten: the cleaner leaves a partition it has
+// cleaned alone until something new is cleanable, as Kafka's cleaner
+// cleans only a log's dirty part. It used to read and rewrite every batch
+// of every compacted partition at every tick, on the goroutine that serves
+// every request: a broker holding large state topics answered requests in
+// seconds while idle under CPU load. The segment files on --data-dir show
+// it: a rewrite replaces them.
+func TestCleanPartitionNotRewritten(t *testing.T) {
+	dir := t.TempDir()
+	ctx := testCtx(t)
+	addr, _ := startRun(t, "--data-dir", dir, "--broker-config", "log.cleaner.backoff.ms=50")
+	compactedTopic(t, ctx, addr, "c")
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	waitRecords := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			got, _ := snapshot(t, ctx, addr, "c", false)
+			if strings.Join(got, " ") == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the topic reads %q, want %q: the cleaner did not run", got, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	produce(t, ctx, cl, "c", "K=a", "K=b", "F=f")
+	waitRecords("K=b F=f")
+	before := segmentFiles(t, dir)
+	if len(before) == 0 {
+		t.Fatalf("no segment file under %s", dir)
+	}
+	time.Sleep(time.Second) // about twenty cleaner ticks
+	if after := segmentFiles(t, dir); !reflect.DeepEqual(before, after) {
+		t.Errorf("a clean partition was rewritten with nothing new to clean:\nbefore %v\nafter  %v", before, after)
+	}
+	// Something new to clean: the cleaner runs again.
+	produce(t, ctx, cl, "c", "F=g", "J=j")
+	waitRecords("K=b F=g J=j")
+}
+
+// segmentFiles lists the segment files under dir with their inode numbers
+// and modification times (a rewrite removes a file and writes a new one).
+func segmentFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".dat") {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out[path] = fmt.Sprintf("inode %d modified %s", fi.Sys().(*syscall.Stat_t).Ino, fi.ModTime().Format(time.RFC3339Nano))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestCleanerWaitsForDirtyRatio: the cleaner's passes wait, as Kafka's do
+// (min.cleanable.dirty.ratio 0.5), until what was written since the last
+// pass is half of the cleanable log, so a topic written all the time is
+// not read and rewritten whole at every tick; then it cleans.
+func TestCleanerWaitsForDirtyRatio(t *testing.T) {
+	dir := t.TempDir()
+	ctx := testCtx(t)
+	addr, _ := startRun(t, "--data-dir", dir, "--broker-config", "log.cleaner.backoff.ms=50")
+	compactedTopic(t, ctx, addr, "c")
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	wait := func(want func([]string) bool, what string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			got, _ := snapshot(t, ctx, addr, "c", false)
+			if want(got) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the topic reads %q: %s", got, what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	var clean []string
+	for i := 0; i < 20; i++ {
+		clean = append(clean, fmt.Sprintf("K%d=v", i))
+	}
+	produce(t, ctx, cl, "c", append([]string{"K0=old"}, clean...)...)
+	wait(func(got []string) bool { return len(got) == 20 }, "want K0=old cleaned away")
+	// Two small batches against twenty clean ones: below the ratio, the
+	// superseded K1=v stays.
+	produce(t, ctx, cl, "c", "K1=w", "X=x")
+	time.Sleep(time.Second) // about twenty cleaner ticks
+	if got, _ := snapshot(t, ctx, addr, "c", false); !slices.Contains(got, "K1=v") {
+		t.Errorf("the log was cleaned with 2 dirty batches of 21 cleanable: %q", got)
+	}
+	// Past the ratio: the superseded K1=v goes.
+	var more []string
+	for i := 0; i < 20; i++ {
+		more = append(more, fmt.Sprintf("M%d=m", i))
+	}
+	produce(t, ctx, cl, "c", more...)
+	wait(func(got []string) bool { return !slices.Contains(got, "K1=v") && slices.Contains(got, "K1=w") },
+		"want K1=v cleaned once the dirty part passed half of the log")
 }

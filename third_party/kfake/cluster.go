@@ -1488,7 +1488,7 @@ func (c *Cluster) SetFollowers(topic string, partition int32, followers []int32)
 // Tombstones (nil value) older than delete.retention.ms are removed.
 func (c *Cluster) Compact() {
 	c.admin(func() {
-		c.compactAll()
+		c.compactAllWith(false)
 	})
 }
 
@@ -1502,11 +1502,19 @@ func (c *Cluster) ApplyRetention() {
 
 // compactAll compacts and applies retention on all eligible topics.
 // Must be called from Cluster.run().
-func (c *Cluster) compactAll() {
+func (c *Cluster) compactAll() { c.compactAllWith(true) }
+
+// compactAllWith is compactAll; byRatio (the cleaner's ticks) applies
+// each topic's min.cleanable.dirty.ratio (ubik patch, see compact).
+func (c *Cluster) compactAllWith(byRatio bool) {
 	for t := range c.data.tps {
+		ratio := 0.0
+		if byRatio {
+			ratio = c.data.dirtyRatio(t)
+		}
 		for _, pd := range c.data.tps[t] {
 			if c.data.isCompactTopic(t) {
-				c.compact(pd, t)
+				c.compact(pd, t, ratio)
 			}
 			c.applyRetention(pd, t)
 		}
@@ -1543,6 +1551,14 @@ func (c *Cluster) compactIntervalMs() int64 {
 // any topic has cleanup.policy=compact or has retention configs explicitly set.
 // Must be called from Cluster.run().
 func (c *Cluster) refreshCompactTicker() {
+	// ubik patch: a topic created, deleted or reconfigured (its
+	// delete.retention.ms, say) may compact differently: the next pass
+	// cleans every partition again (see compact).
+	for t := range c.data.tps {
+		for _, pd := range c.data.tps[t] {
+			pd.cleanedTo = 0
+		}
+	}
 	needsTicker := false
 	for t := range c.data.tps {
 		if c.data.isCompactTopic(t) {

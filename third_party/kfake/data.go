@@ -132,6 +132,14 @@ type (
 		watch      map[*watchFetch]struct{}
 		shareWatch map[*watchShareFetch]struct{}
 
+		// ubik patch: cleanedTo is the end (exclusive) of the range the
+		// last compaction cleaned, and tombstoneDue when the earliest
+		// tombstone it kept expires (0: none). A pass with nothing new
+		// below the LSO and no tombstone due would change nothing, and
+		// is skipped: see compact.
+		cleanedTo    int64
+		tombstoneDue int64
+
 		createdAt time.Time
 		// rolledAt is when the log last became empty (creation, or the
 		// trim or compaction that removed every segment): a real broker
@@ -1305,6 +1313,19 @@ func (d *data) hasRetentionConfig(t string) bool {
 	return hasMs || hasBytes
 }
 
+// dirtyRatio is the topic's min.cleanable.dirty.ratio, Kafka's default
+// 0.5 when unset or unreadable (ubik patch, see compact).
+func (d *data) dirtyRatio(t string) float64 {
+	if tcfg, ok := d.tcfgs[t]; ok {
+		if v, ok := tcfg["min.cleanable.dirty.ratio"]; ok && v != nil {
+			if r, err := strconv.ParseFloat(*v, 64); err == nil && r >= 0 && r <= 1 {
+				return r
+			}
+		}
+	}
+	return 0.5
+}
+
 func (d *data) isCompactTopic(t string) bool {
 	if tcfg, ok := d.tcfgs[t]; ok {
 		if v, ok := tcfg["cleanup.policy"]; ok && v != nil {
@@ -1347,7 +1368,7 @@ func (pd *partData) isBatchAborted(batch *partBatch) bool {
 // longer moves the log start offset: Kafka's cleaned segments keep their
 // base offsets, so an offset that was valid stays valid (a fetch from it
 // reads from the next surviving batch) instead of becoming out of range.
-func (c *Cluster) compact(pd *partData, topic string) {
+func (c *Cluster) compact(pd *partData, topic string, dirtyRatio float64) {
 	if !pd.hasNBatches(2) { // need at least 2 batches: compaction keeps the last batch unconditionally
 		return
 	}
@@ -1369,16 +1390,48 @@ func (c *Cluster) compact(pd *partData, topic string) {
 	// of cleanable batches. We stream batches from disk in each pass to
 	// avoid holding all decoded batches in memory at once.
 	cleanable := 0
+	var cleanEnd, cleanBytes, dirtyBytes int64
 	pd.eachBatchMeta(func(_, _ int, m *batchMeta) bool {
 		if cleanable >= total-1 || m.firstOffset+int64(m.lastOffsetDelta) >= pd.lastStableOffset {
 			return false
 		}
 		cleanable++
+		cleanEnd = m.firstOffset + int64(m.lastOffsetDelta) + 1
+		if m.firstOffset >= pd.cleanedTo {
+			dirtyBytes += int64(m.nbytes)
+		} else {
+			cleanBytes += int64(m.nbytes)
+		}
 		return true
 	})
 	if cleanable == 0 {
 		return
 	}
+	// ubik patch: a partition whose cleanable range has not grown since
+	// the last pass cleaned it, with no kept tombstone due, is already
+	// clean: the pass would rewrite it unchanged. Upstream read and
+	// rewrote every batch of every compacted partition at every tick (each
+	// second in cmd/ubik-broker) on the cluster goroutine, which serves
+	// every request: a broker holding a few large state topics spent its
+	// time recompacting them while idle and answered a metadata request in
+	// seconds under CPU load, so clients hit their deadlines. Kafka's
+	// cleaner likewise cleans only a log's dirty part (from its first
+	// dirty offset), in threads of its own.
+	//
+	// The cleaner's own passes (dirtyRatio > 0) also wait, as Kafka's do
+	// (min.cleanable.dirty.ratio, default 0.5), until the part written
+	// since the last pass is at least that share of the cleanable bytes:
+	// a state topic written by every transaction was otherwise read and
+	// rewritten whole every second, and the cost of a pass grows with the
+	// topic. Compact (an explicit call) cleans whatever is new.
+	due := pd.tombstoneDue != 0 && now >= pd.tombstoneDue
+	if cleanEnd == pd.cleanedTo && !due {
+		return
+	}
+	if dirtyRatio > 0 && pd.cleanedTo > 0 && !due && float64(dirtyBytes) < dirtyRatio*float64(cleanBytes+dirtyBytes) {
+		return
+	}
+	tombstoneDue := int64(0)
 
 	// Pass 1: stream batches to build key => highest offset map.
 	keyOffsets := make(map[string]int64)
@@ -1461,6 +1514,9 @@ func (c *Cluster) compact(pd *partData, topic string) {
 				if now-recTs >= deleteRetentionMs {
 					return true
 				}
+				if due := recTs + deleteRetentionMs; tombstoneDue == 0 || due < tombstoneDue {
+					tombstoneDue = due
+				}
 			}
 
 			surviving = append(surviving, rec)
@@ -1527,6 +1583,7 @@ func (c *Cluster) compact(pd *partData, topic string) {
 
 	// Prune aborted txn entries that are now before logStartOffset.
 	pd.trimAbortedTxns()
+	pd.cleanedTo, pd.tombstoneDue = cleanEnd, tombstoneDue
 }
 
 // trimAbortedTxns prunes aborted txn entries fully before logStartOffset.

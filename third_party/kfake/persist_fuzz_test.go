@@ -1422,7 +1422,7 @@ func TestCompactBailsOnPartialReadError(t *testing.T) {
 	f.Close()
 
 	// Compact should bail out without destroying data.
-	c.compact(pd, "compact-err")
+	c.compact(pd, "compact-err", 0)
 
 	if pd.totalBatches() != totalBefore {
 		t.Fatalf("compaction should not have changed batch count: before=%d after=%d",

@@ -1,0 +1,171 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// lostEndTxn stalls, on the client's side, the answer to chosen EndTxn
+// commit requests: the broker receives and commits the transaction, and
+// the client hears nothing until its deadline passes (a broker paused
+// right after the commit, or a process starved of CPU while the answer
+// waits in its socket). End then fails with a deadline, and the outcome
+// of the transaction, committed, is unknown to the client.
+type lostEndTxn struct {
+	stall   time.Duration
+	mu      sync.Mutex
+	targets map[string]int // transactional id -> commits to let through before stalling one
+	fired   atomic.Int32
+}
+
+func (h *lostEndTxn) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, host)
+	if err != nil {
+		return nil, err
+	}
+	return &stallConn{Conn: c, h: h, wake: make(chan struct{})}, nil
+}
+
+// matches reports whether the request in b is an EndTxn commit of a
+// target whose turn it is. A kgo request is one Write: size, key,
+// version, correlation id, client id, then (flexible versions) tags.
+func (h *lostEndTxn) matches(b []byte) bool {
+	if len(b) < 14 || int16(binary.BigEndian.Uint16(b[4:])) != kmsg.EndTxn.Int16() {
+		return false
+	}
+	req := kmsg.NewPtrEndTxnRequest()
+	req.Version = int16(binary.BigEndian.Uint16(b[6:]))
+	off := 14 + max(int(int16(binary.BigEndian.Uint16(b[12:]))), 0)
+	if off > len(b) {
+		return false
+	}
+	r := kbin.Reader{Src: b[off:]}
+	if req.IsFlexible() {
+		kmsg.SkipTags(&r)
+	}
+	if err := req.ReadFrom(r.Src); err != nil || !req.Commit {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n, ok := h.targets[req.TransactionalID]
+	if !ok {
+		return false
+	}
+	if n > 0 {
+		h.targets[req.TransactionalID] = n - 1
+		return false
+	}
+	delete(h.targets, req.TransactionalID)
+	h.fired.Add(1)
+	return true
+}
+
+// stallConn is a connection whose next read after a matching write waits
+// for the stall, or until its read deadline (kgo sets it when the
+// request's context ends) and then fails as a deadline does.
+type stallConn struct {
+	net.Conn
+	h        *lostEndTxn
+	mu       sync.Mutex
+	stalled  bool
+	deadline time.Time
+	wake     chan struct{} // closed when the deadline changes
+}
+
+func (c *stallConn) Write(b []byte) (int, error) {
+	if c.h.matches(b) {
+		c.mu.Lock()
+		c.stalled = true
+		c.mu.Unlock()
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *stallConn) setDeadline(t time.Time) {
+	c.mu.Lock()
+	c.deadline = t
+	close(c.wake)
+	c.wake = make(chan struct{})
+	c.mu.Unlock()
+}
+
+func (c *stallConn) SetReadDeadline(t time.Time) error {
+	c.setDeadline(t)
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *stallConn) SetDeadline(t time.Time) error {
+	c.setDeadline(t)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *stallConn) Read(b []byte) (int, error) {
+	c.mu.Lock()
+	if c.stalled {
+		c.stalled = false
+		until := time.Now().Add(c.h.stall)
+		for time.Now().Before(until) {
+			dl, wake := c.deadline, c.wake
+			if !dl.IsZero() && !time.Now().Before(dl) {
+				c.mu.Unlock()
+				return 0, os.ErrDeadlineExceeded
+			}
+			wait := time.Until(until)
+			if !dl.IsZero() && time.Until(dl) < wait {
+				wait = time.Until(dl)
+			}
+			c.mu.Unlock()
+			select {
+			case <-wake:
+			case <-time.After(wait):
+			}
+			c.mu.Lock()
+		}
+	}
+	c.mu.Unlock()
+	return c.Conn.Read(b)
+}
+
+// TestEndTxnAnswerLost: the answer to an EndTxn commit of each stage is
+// lost past the client's deadline, after the broker committed (the
+// ambiguous end a CPU-starved `--until-caught-up` run met and exited 1
+// on). Each stage must start over from what the broker committed, not
+// from what the client last saw committed (that would apply the
+// committed transaction's input twice), and not fail: the run catches up
+// by itself, and the read_committed changelog has every final equal to
+// the oracle, no (key, revision) twice and no revision going backwards.
+func TestEndTxnAnswerLost(t *testing.T) {
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 3, nil)
+	evs := genEvents(13, 12000)
+	produceEvents(t, addrs, "events", 3, evs, false)
+	q := tumbleQuery("lost", 100*time.Millisecond)
+	tt := 5 * time.Second
+	h := &lostEndTxn{stall: tt + time.Second, targets: map[string]int{q.Name + "-in.a": 2, q.Name + ".a": 2}}
+	st := runUntilCaughtUp(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a",
+		Logger: testLogger(t), MaxPollRecords: 1000, TransactionTimeout: tt, ClientOpts: []kgo.Opt{kgo.Dialer(h.dial)}})
+	if n := h.fired.Load(); n != 2 {
+		t.Fatalf("%d EndTxn answers stalled, want 2 (one per stage)", n)
+	}
+	f := follow(t, addrs, "out", false)
+	f.waitFinals(t, tumbleOracle(evs), 30*time.Second)
+	if st.EventsIn != int64(len(evs)) {
+		t.Errorf("%d events consumed, want %d (a transaction's input consumed again)", st.EventsIn, len(evs))
+	}
+	if st.Redos < 2 {
+		t.Errorf("%d sessions started again after a failed end, want at least 2", st.Redos)
+	}
+}
