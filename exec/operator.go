@@ -155,7 +155,12 @@ type Operator struct {
 	// emission scratch
 	postRow []types.Value
 	outRow  []types.Value
-	colName []string
+	enc     *changelog.Encoder
+	// selKey[i] >= 0: SELECT column i is a bare reference to a value the
+	// key holds in cell selKey[i] (a GROUP BY column, or the window start
+	// or end), so its cell text is copied from the key's bytes.
+	selKey  []int
+	keySpan []int // keySpan[2i], keySpan[2i+1]: cell i's bytes in keyOut
 	rec     changelog.Record
 	keyOut  []byte
 	valOut  []byte
@@ -222,9 +227,13 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 		o.argCols = append(o.argCols, cols)
 	}
 	o.keys = NewGroupKeys(q)
-	for _, c := range q.Select {
-		o.colName = append(o.colName, c.Name)
+	names := make([]string, len(q.Select))
+	for i, c := range q.Select {
+		names[i] = c.Name
 	}
+	o.enc = changelog.NewEncoder(names)
+	o.selKey = selectKeyCells(q)
+	o.keySpan = make([]int, 2*len(q.Keys))
 	o.rec.Meta = changelog.Meta{
 		Query:           q.Name,
 		Windowed:        q.Window != nil,
@@ -806,8 +815,7 @@ func (o *Operator) emit(g *group, final bool) error {
 	}
 	g.revision++
 	o.markCkpt(g)
-	o.keyOut = changelog.AppendKey(o.keyOut[:0], row[:len(q.Keys)])
-	o.valOut = changelog.AppendValue(o.valOut[:0], o.colName, o.outRow)
+	o.encodeRecord(row[:len(q.Keys)])
 	o.rec.Key = o.keyOut
 	o.rec.Value = o.valOut
 	o.rec.Meta.Final = final
@@ -821,6 +829,63 @@ func (o *Operator) emit(g *group, final bool) error {
 		o.hist.record(o.emitClock() - dirtyAt)
 	}
 	return o.cfg.Emit(&o.rec)
+}
+
+// encodeRecord renders the key array of keys and the value object of
+// o.outRow into o.keyOut and o.valOut: the bytes of changelog.AppendKey and
+// changelog.AppendValue (TestEncodeRecordMatchesChangelog holds it to
+// them), with a SELECT column that repeats a key cell copied from the key's
+// bytes instead of rendered again.
+func (o *Operator) encodeRecord(keys []types.Value) {
+	k := append(o.keyOut[:0], '[')
+	for i, c := range keys {
+		if i > 0 {
+			k = append(k, ',', ' ')
+		}
+		o.keySpan[2*i] = len(k)
+		k = changelog.AppendCell(k, c)
+		o.keySpan[2*i+1] = len(k)
+	}
+	o.keyOut = append(k, ']')
+	v := append(o.valOut[:0], '{')
+	for i, c := range o.outRow {
+		v = o.enc.AppendPrefix(v, i)
+		if j := o.selKey[i]; j >= 0 {
+			v = append(v, o.keyOut[o.keySpan[2*j]:o.keySpan[2*j+1]]...)
+		} else {
+			v = changelog.AppendCell(v, c)
+		}
+	}
+	o.valOut = append(v, '}')
+}
+
+// selectKeyCells returns, per SELECT column, the key cell whose value the
+// column always equals (a bare reference to a key slot, or to the window
+// start or end slot when a key cell is that window bound), or -1.
+func selectKeyCells(q *plan.Query) []int {
+	out := make([]int, len(q.Select))
+	for i, c := range q.Select {
+		out[i] = -1
+		ref, ok := c.Expr.(*plan.ColRef)
+		if !ok {
+			continue
+		}
+		if ref.Index < len(q.Keys) {
+			out[i] = ref.Index
+			continue
+		}
+		if q.Window == nil {
+			continue
+		}
+		for j, k := range q.Keys {
+			if (k.Kind == plan.KeyWindowStart && ref.Index == q.WindowStartSlot()) ||
+				(k.Kind == plan.KeyWindowEnd && ref.Index == q.WindowEndSlot()) {
+				out[i] = j
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Stats returns a snapshot of the counters.
