@@ -8,6 +8,7 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
 )
 
 // TestEncodeRecordMatchesChangelog holds the operator's record encoding
@@ -53,7 +54,15 @@ func TestEncodeRecordMatchesChangelog(t *testing.T) {
 				Emit: func(r *changelog.Record) error {
 					records++
 					wantKey := changelog.AppendKey(nil, op.postRow[:len(q.Keys)])
-					wantVal := changelog.AppendValue(nil, names, op.outRow)
+					cells := make([]types.Value, len(q.Select))
+					for i, c := range q.Select {
+						v, err := c.Expr.Eval(op.postRow)
+						if err != nil {
+							t.Fatal(err)
+						}
+						cells[i] = v
+					}
+					wantVal := changelog.AppendValue(nil, names, cells)
 					if !bytes.Equal(r.Key, wantKey) || !bytes.Equal(r.Value, wantVal) {
 						t.Fatalf("record\n key %s\n val %s\nwant\n key %s\n val %s", r.Key, r.Value, wantKey, wantVal)
 					}

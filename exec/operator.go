@@ -159,8 +159,17 @@ type Operator struct {
 	// selKey[i] >= 0: SELECT column i is a bare reference to a value the
 	// key holds in cell selKey[i] (a GROUP BY column, or the window start
 	// or end), so its cell text is copied from the key's bytes.
-	selKey  []int
-	keySpan []int // keySpan[2i], keySpan[2i+1]: cell i's bytes in keyOut
+	selKey []int
+	// selRef[i] >= 0: SELECT column i is a bare reference to that slot of
+	// the post-aggregation row (no expression to evaluate).
+	selRef   []int
+	prefixes [][]byte // the value object's fragment before each cell (Encoder.AppendPrefix)
+	keySpan  []int    // keySpan[2i], keySpan[2i+1]: cell i's bytes in keyOut
+	// the last TIMESTAMP key cell rendered and its text (quotes included):
+	// the window start repeats across the records of a window.
+	tsCached bool
+	tsMicros int64
+	tsText   []byte
 	rec     changelog.Record
 	keyOut  []byte
 	valOut  []byte
@@ -233,6 +242,15 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 	}
 	o.enc = changelog.NewEncoder(names)
 	o.selKey = selectKeyCells(q)
+	o.selRef = make([]int, len(q.Select))
+	o.prefixes = make([][]byte, len(q.Select))
+	for i, c := range q.Select {
+		o.selRef[i] = -1
+		if ref, ok := c.Expr.(*plan.ColRef); ok {
+			o.selRef[i] = ref.Index
+		}
+		o.prefixes[i] = o.enc.AppendPrefix(nil, i)
+	}
 	o.keySpan = make([]int, 2*len(q.Keys))
 	o.rec.Meta = changelog.Meta{
 		Query:           q.Name,
@@ -806,6 +824,13 @@ func (o *Operator) emit(g *group, final bool) error {
 		}
 	}
 	for i, c := range q.Select {
+		if o.selKey[i] >= 0 {
+			continue // its text is the key cell's (encodeRecord)
+		}
+		if r := o.selRef[i]; r >= 0 {
+			o.outRow[i] = row[r]
+			continue
+		}
 		v, err := c.Expr.Eval(row)
 		if err != nil {
 			o.stats.EvalErrors++
@@ -835,21 +860,31 @@ func (o *Operator) emit(g *group, final bool) error {
 // o.outRow into o.keyOut and o.valOut: the bytes of changelog.AppendKey and
 // changelog.AppendValue (TestEncodeRecordMatchesChangelog holds it to
 // them), with a SELECT column that repeats a key cell copied from the key's
-// bytes instead of rendered again.
+// bytes instead of rendered again (its o.outRow slot is not set), and a
+// TIMESTAMP key cell equal to the previous one copied from its text.
 func (o *Operator) encodeRecord(keys []types.Value) {
 	k := append(o.keyOut[:0], '[')
-	for i, c := range keys {
+	for i := range keys {
+		c := &keys[i]
 		if i > 0 {
 			k = append(k, ',', ' ')
 		}
 		o.keySpan[2*i] = len(k)
-		k = changelog.AppendCell(k, c)
+		if c.Kind == types.KindTimestamp && !c.Null {
+			if !o.tsCached || o.tsMicros != c.I {
+				o.tsText = changelog.AppendCell(o.tsText[:0], *c)
+				o.tsMicros, o.tsCached = c.I, true
+			}
+			k = append(k, o.tsText...)
+		} else {
+			k = changelog.AppendCell(k, *c)
+		}
 		o.keySpan[2*i+1] = len(k)
 	}
 	o.keyOut = append(k, ']')
 	v := append(o.valOut[:0], '{')
 	for i, c := range o.outRow {
-		v = o.enc.AppendPrefix(v, i)
+		v = append(v, o.prefixes[i]...)
 		if j := o.selKey[i]; j >= 0 {
 			v = append(v, o.keyOut[o.keySpan[2*j]:o.keySpan[2*j+1]]...)
 		} else {
