@@ -147,6 +147,9 @@ type Operator struct {
 	restoredRows int64
 	pending      []*group // restored groups of buckets, placed by FinishRestore
 
+	// rowClock is the clock read for the event being processed (0: not
+	// read yet), shared by the groups it makes dirty.
+	rowClock     int64
 	watermark    int64
 	maxEventTime int64
 	lateness     int64
@@ -306,6 +309,7 @@ func (o *Operator) process(row []types.Value, key []byte) error {
 	}
 	o.restored = true
 	o.stats.Rows++
+	o.rowClock = 0
 	q := o.q
 	if o.dedup != nil {
 		tc := q.Source.TimeCol
@@ -627,10 +631,15 @@ func (o *Operator) takeGrowth() {
 func (o *Operator) changed(g *group) error {
 	o.markCkpt(g)
 	if g.dirtyAt == 0 {
-		g.dirtyAt = o.cfg.Nanotime()
-		if g.dirtyAt == 0 {
-			g.dirtyAt = 1
+		// One clock read per event, however many windows it changes (a
+		// HOP event dirties several groups at once).
+		if o.rowClock == 0 {
+			o.rowClock = o.cfg.Nanotime()
+			if o.rowClock == 0 {
+				o.rowClock = 1
+			}
 		}
+		g.dirtyAt = o.rowClock
 	}
 	switch o.q.Emit.Mode {
 	case plan.EmitChanges:
