@@ -132,7 +132,11 @@ type Operator struct {
 
 	cont       *bucket           // continuous view
 	buckets    map[int64]*bucket // aligned windows by start
-	lastBucket *bucket           // the bucket bucketAt returned last (nil once dropped)
+	// recent holds the buckets bucketAt returned last (nil once dropped),
+	// replaced round robin: an event falls into the windows the previous
+	// one did (one for TUMBLE, size/slide for HOP).
+	recent     [8]*bucket
+	recentNext int
 	starts     int64Heap         // starts of live buckets
 	sessions   map[string]*sessionGroup
 	closeHeap  sessionHeap
@@ -507,8 +511,10 @@ func (o *Operator) newBucket(start, end int64) *bucket {
 // bucketAt returns the bucket of the aligned window [start, end), opening
 // it if needed.
 func (o *Operator) bucketAt(start, end int64) *bucket {
-	if b := o.lastBucket; b != nil && b.start == start {
-		return b // most events fall into the window the previous one did
+	for _, b := range &o.recent {
+		if b != nil && b.start == start {
+			return b
+		}
 	}
 	b := o.buckets[start]
 	if b == nil {
@@ -516,15 +522,18 @@ func (o *Operator) bucketAt(start, end int64) *bucket {
 		o.buckets[start] = b
 		heap.Push(&o.starts, start)
 	}
-	o.lastBucket = b
+	o.recent[o.recentNext] = b
+	o.recentNext = (o.recentNext + 1) % len(o.recent)
 	return b
 }
 
 // dropBucket forgets a finalized bucket.
 func (o *Operator) dropBucket(start int64) {
 	delete(o.buckets, start)
-	if o.lastBucket != nil && o.lastBucket.start == start {
-		o.lastBucket = nil
+	for i, b := range &o.recent {
+		if b != nil && b.start == start {
+			o.recent[i] = nil
+		}
 	}
 }
 
