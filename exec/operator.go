@@ -130,14 +130,14 @@ type Operator struct {
 	arena  aggArena   // boxed aggregate states
 	seed   maphash.Seed
 
-	cont       *bucket           // continuous view
-	buckets    map[int64]*bucket // aligned windows by start
+	cont    *bucket           // continuous view
+	buckets map[int64]*bucket // aligned windows by start
 	// recent holds the buckets bucketAt returned last (nil once dropped),
 	// replaced round robin: an event falls into the windows the previous
 	// one did (one for TUMBLE, size/slide for HOP).
 	recent     [8]*bucket
 	recentNext int
-	starts     int64Heap         // starts of live buckets
+	starts     int64Heap // starts of live buckets
 	sessions   map[string]*sessionGroup
 	closeHeap  sessionHeap
 	seq        uint64
@@ -177,9 +177,9 @@ type Operator struct {
 	tsCached bool
 	tsMicros int64
 	tsText   []byte
-	rec     changelog.Record
-	keyOut  []byte
-	valOut  []byte
+	rec      changelog.Record
+	keyOut   []byte
+	valOut   []byte
 
 	stats Stats
 	hist  latencyHist
