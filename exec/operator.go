@@ -137,6 +137,7 @@ type Operator struct {
 	// one did (one for TUMBLE, size/slide for HOP).
 	recent     [8]*bucket
 	recentNext int
+	recentLast int       // the slot bucketAt found last
 	starts     int64Heap // starts of live buckets
 	sessions   map[string]*sessionGroup
 	closeHeap  sessionHeap
@@ -511,8 +512,12 @@ func (o *Operator) newBucket(start, end int64) *bucket {
 // bucketAt returns the bucket of the aligned window [start, end), opening
 // it if needed.
 func (o *Operator) bucketAt(start, end int64) *bucket {
-	for _, b := range &o.recent {
+	if b := o.recent[o.recentLast]; b != nil && b.start == start {
+		return b // most events fall into the window the previous one did
+	}
+	for i, b := range &o.recent {
 		if b != nil && b.start == start {
+			o.recentLast = i
 			return b
 		}
 	}
@@ -523,6 +528,7 @@ func (o *Operator) bucketAt(start, end int64) *bucket {
 		heap.Push(&o.starts, start)
 	}
 	o.recent[o.recentNext] = b
+	o.recentLast = o.recentNext
 	o.recentNext = (o.recentNext + 1) % len(o.recent)
 	return b
 }
