@@ -159,6 +159,19 @@ func (e *Encoder) AppendValue(dst []byte, cells []types.Value) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
+// AppendPrefix appends the fragment written before column i's cell in a
+// value object: `"col0": ` for the first column, `, "colN": ` for the
+// others. With AppendCell (or the bytes AppendCell wrote for an equal cell
+// earlier) it lets a hot path build the same object as AppendValue piece by
+// piece: '{', then per column the prefix and the cell, then '}'.
+func (e *Encoder) AppendPrefix(dst []byte, i int) []byte {
+	start := 0
+	if i > 0 {
+		start = e.ends[i-1]
+	}
+	return append(dst, e.prefix[start:e.ends[i]]...)
+}
+
 // AppendText appends DuckDB's CAST(v AS VARCHAR) text of a non-NULL value:
 // the cell rendering without JSON quoting, with nan, inf and -inf for the
 // non-finite doubles. SQL casts to VARCHAR use it, so a cast and a key cell

@@ -16,6 +16,73 @@ func appendDouble(dst []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(dst, "null"...)
 	}
+	if out, ok := appendShortDecimal(dst, f); ok {
+		return out
+	}
+	return appendDoubleGeneral(dst, f)
+}
+
+// pow10 holds the exact doubles 10^0 .. 10^8.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8}
+
+// appendShortDecimal is appendDouble's shortcut for a double that is the
+// correctly rounded value of a decimal n / 10^k with k <= 8 and at most 15
+// significant digits in n, 1e-4 <= |f| < 1e15 (prices, sums of prices,
+// counts as doubles). Such a decimal's digits are the shortest that round-trip:
+// any two decimals of at most 15 significant digits round to different
+// doubles (10^15 < 2^52), so no shorter string, and no other of the same
+// length, gives f back. It reports false for anything else, which takes
+// the general path; FuzzAppendDouble holds the two to the same bytes.
+func appendShortDecimal(dst []byte, f float64) ([]byte, bool) {
+	a := math.Abs(f)
+	if !(a >= 1e-4 && a < 1e15) {
+		return dst, false
+	}
+	for k, p := range pow10 {
+		m := a * p
+		if m >= 1e15 {
+			return dst, false
+		}
+		n := uint64(m + 0.5)
+		if float64(n)/p != a {
+			continue
+		}
+		// n / 10^k is f's decimal; n has no trailing zero unless k = 0
+		// (a smaller k would have matched). Write it fixed: the integer
+		// digits, '.', k fraction digits (zero-padded), or ".0".
+		var buf [24]byte
+		i := len(buf)
+		for j := 0; j < k; j++ {
+			i--
+			buf[i] = byte('0' + n%10)
+			n /= 10
+		}
+		if k == 0 {
+			i--
+			buf[i] = '0'
+		}
+		i--
+		buf[i] = '.'
+		for {
+			i--
+			buf[i] = byte('0' + n%10)
+			n /= 10
+			if n == 0 {
+				break
+			}
+		}
+		if f < 0 {
+			i--
+			buf[i] = '-'
+		}
+		return append(dst, buf[i:]...), true
+	}
+	return dst, false
+}
+
+// appendDoubleGeneral is appendDouble for a finite f by strconv's shortest
+// digits.
+func appendDoubleGeneral(dst []byte, f float64) []byte {
 	// Go's shortest 'e' form has the same digits and exponent syntax as
 	// Python's repr in scientific notation; both pick the shortest digit
 	// string that round-trips, nearest to the exact value on ties.

@@ -130,10 +130,15 @@ type Operator struct {
 	arena  aggArena   // boxed aggregate states
 	seed   maphash.Seed
 
-	cont       *bucket           // continuous view
-	buckets    map[int64]*bucket // aligned windows by start
-	lastBucket *bucket           // the bucket bucketAt returned last (nil once dropped)
-	starts     int64Heap         // starts of live buckets
+	cont    *bucket           // continuous view
+	buckets map[int64]*bucket // aligned windows by start
+	// recent holds the buckets bucketAt returned last (nil once dropped),
+	// replaced round robin: an event falls into the windows the previous
+	// one did (one for TUMBLE, size/slide for HOP).
+	recent     [8]*bucket
+	recentNext int
+	recentLast int       // the slot bucketAt found last
+	starts     int64Heap // starts of live buckets
 	sessions   map[string]*sessionGroup
 	closeHeap  sessionHeap
 	seq        uint64
@@ -148,6 +153,9 @@ type Operator struct {
 	restoredRows int64
 	pending      []*group // restored groups of buckets, placed by FinishRestore
 
+	// rowClock is the clock read for the event being processed (0: not
+	// read yet), shared by the groups it makes dirty.
+	rowClock     int64
 	watermark    int64
 	maxEventTime int64
 	lateness     int64
@@ -156,10 +164,24 @@ type Operator struct {
 	// emission scratch
 	postRow []types.Value
 	outRow  []types.Value
-	colName []string
-	rec     changelog.Record
-	keyOut  []byte
-	valOut  []byte
+	enc     *changelog.Encoder
+	// selKey[i] >= 0: SELECT column i is a bare reference to a value the
+	// key holds in cell selKey[i] (a GROUP BY column, or the window start
+	// or end), so its cell text is copied from the key's bytes.
+	selKey []int
+	// selRef[i] >= 0: SELECT column i is a bare reference to that slot of
+	// the post-aggregation row (no expression to evaluate).
+	selRef   []int
+	prefixes [][]byte // the value object's fragment before each cell (Encoder.AppendPrefix)
+	keySpan  []int    // keySpan[2i], keySpan[2i+1]: cell i's bytes in keyOut
+	// the last TIMESTAMP key cell rendered and its text (quotes included):
+	// the window start repeats across the records of a window.
+	tsCached bool
+	tsMicros int64
+	tsText   []byte
+	rec      changelog.Record
+	keyOut   []byte
+	valOut   []byte
 
 	stats Stats
 	hist  latencyHist
@@ -223,9 +245,22 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 		o.argCols = append(o.argCols, cols)
 	}
 	o.keys = NewGroupKeys(q)
-	for _, c := range q.Select {
-		o.colName = append(o.colName, c.Name)
+	names := make([]string, len(q.Select))
+	for i, c := range q.Select {
+		names[i] = c.Name
 	}
+	o.enc = changelog.NewEncoder(names)
+	o.selKey = selectKeyCells(q)
+	o.selRef = make([]int, len(q.Select))
+	o.prefixes = make([][]byte, len(q.Select))
+	for i, c := range q.Select {
+		o.selRef[i] = -1
+		if ref, ok := c.Expr.(*plan.ColRef); ok {
+			o.selRef[i] = ref.Index
+		}
+		o.prefixes[i] = o.enc.AppendPrefix(nil, i)
+	}
+	o.keySpan = make([]int, 2*len(q.Keys))
 	o.rec.Meta = changelog.Meta{
 		Query:           q.Name,
 		Windowed:        q.Window != nil,
@@ -301,6 +336,7 @@ func (o *Operator) processRow(row []types.Value, key []byte) error {
 	}
 	o.restored = true
 	o.stats.Rows++
+	o.rowClock = 0
 	q := o.q
 	if o.dedup != nil {
 		tc := q.Source.TimeCol
@@ -498,8 +534,14 @@ func (o *Operator) newBucket(start, end int64) *bucket {
 // bucketAt returns the bucket of the aligned window [start, end), opening
 // it if needed.
 func (o *Operator) bucketAt(start, end int64) *bucket {
-	if b := o.lastBucket; b != nil && b.start == start {
+	if b := o.recent[o.recentLast]; b != nil && b.start == start {
 		return b // most events fall into the window the previous one did
+	}
+	for i, b := range &o.recent {
+		if b != nil && b.start == start {
+			o.recentLast = i
+			return b
+		}
 	}
 	b := o.buckets[start]
 	if b == nil {
@@ -507,15 +549,19 @@ func (o *Operator) bucketAt(start, end int64) *bucket {
 		o.buckets[start] = b
 		heap.Push(&o.starts, start)
 	}
-	o.lastBucket = b
+	o.recent[o.recentNext] = b
+	o.recentLast = o.recentNext
+	o.recentNext = (o.recentNext + 1) % len(o.recent)
 	return b
 }
 
 // dropBucket forgets a finalized bucket.
 func (o *Operator) dropBucket(start int64) {
 	delete(o.buckets, start)
-	if o.lastBucket != nil && o.lastBucket.start == start {
-		o.lastBucket = nil
+	for i, b := range &o.recent {
+		if b != nil && b.start == start {
+			o.recent[i] = nil
+		}
 	}
 }
 
@@ -622,10 +668,15 @@ func (o *Operator) takeGrowth() {
 func (o *Operator) changed(g *group) error {
 	o.markCkpt(g)
 	if g.dirtyAt == 0 {
-		g.dirtyAt = o.cfg.Nanotime()
-		if g.dirtyAt == 0 {
-			g.dirtyAt = 1
+		// One clock read per event, however many windows it changes (a
+		// HOP event dirties several groups at once).
+		if o.rowClock == 0 {
+			o.rowClock = o.cfg.Nanotime()
+			if o.rowClock == 0 {
+				o.rowClock = 1
+			}
 		}
+		g.dirtyAt = o.rowClock
 	}
 	switch o.q.Emit.Mode {
 	case plan.EmitChanges:
@@ -820,6 +871,13 @@ func (o *Operator) emit(g *group, final bool) error {
 		}
 	}
 	for i, c := range q.Select {
+		if o.selKey[i] >= 0 {
+			continue // its text is the key cell's (encodeRecord)
+		}
+		if r := o.selRef[i]; r >= 0 {
+			o.outRow[i] = row[r]
+			continue
+		}
 		v, err := c.Expr.Eval(row)
 		if err != nil {
 			o.stats.EvalErrors++
@@ -829,8 +887,7 @@ func (o *Operator) emit(g *group, final bool) error {
 	}
 	g.revision++
 	o.markCkpt(g)
-	o.keyOut = changelog.AppendKey(o.keyOut[:0], row[:len(q.Keys)])
-	o.valOut = changelog.AppendValue(o.valOut[:0], o.colName, o.outRow)
+	o.encodeRecord(row[:len(q.Keys)])
 	o.rec.Key = o.keyOut
 	o.rec.Value = o.valOut
 	o.rec.Meta.Final = final
@@ -844,6 +901,73 @@ func (o *Operator) emit(g *group, final bool) error {
 		o.hist.record(o.emitClock() - dirtyAt)
 	}
 	return o.cfg.Emit(&o.rec)
+}
+
+// encodeRecord renders the key array of keys and the value object of
+// o.outRow into o.keyOut and o.valOut: the bytes of changelog.AppendKey and
+// changelog.AppendValue (TestEncodeRecordMatchesChangelog holds it to
+// them), with a SELECT column that repeats a key cell copied from the key's
+// bytes instead of rendered again (its o.outRow slot is not set), and a
+// TIMESTAMP key cell equal to the previous one copied from its text.
+func (o *Operator) encodeRecord(keys []types.Value) {
+	k := append(o.keyOut[:0], '[')
+	for i := range keys {
+		c := &keys[i]
+		if i > 0 {
+			k = append(k, ',', ' ')
+		}
+		o.keySpan[2*i] = len(k)
+		if c.Kind == types.KindTimestamp && !c.Null {
+			if !o.tsCached || o.tsMicros != c.I {
+				o.tsText = changelog.AppendCell(o.tsText[:0], *c)
+				o.tsMicros, o.tsCached = c.I, true
+			}
+			k = append(k, o.tsText...)
+		} else {
+			k = changelog.AppendCell(k, *c)
+		}
+		o.keySpan[2*i+1] = len(k)
+	}
+	o.keyOut = append(k, ']')
+	v := append(o.valOut[:0], '{')
+	for i, c := range o.outRow {
+		v = append(v, o.prefixes[i]...)
+		if j := o.selKey[i]; j >= 0 {
+			v = append(v, o.keyOut[o.keySpan[2*j]:o.keySpan[2*j+1]]...)
+		} else {
+			v = changelog.AppendCell(v, c)
+		}
+	}
+	o.valOut = append(v, '}')
+}
+
+// selectKeyCells returns, per SELECT column, the key cell whose value the
+// column always equals (a bare reference to a key slot, or to the window
+// start or end slot when a key cell is that window bound), or -1.
+func selectKeyCells(q *plan.Query) []int {
+	out := make([]int, len(q.Select))
+	for i, c := range q.Select {
+		out[i] = -1
+		ref, ok := c.Expr.(*plan.ColRef)
+		if !ok {
+			continue
+		}
+		if ref.Index < len(q.Keys) {
+			out[i] = ref.Index
+			continue
+		}
+		if q.Window == nil {
+			continue
+		}
+		for j, k := range q.Keys {
+			if (k.Kind == plan.KeyWindowStart && ref.Index == q.WindowStartSlot()) ||
+				(k.Kind == plan.KeyWindowEnd && ref.Index == q.WindowEndSlot()) {
+				out[i] = j
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Stats returns a snapshot of the counters.
