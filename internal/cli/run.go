@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -84,7 +83,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&f.quiet, "quiet", false, "do not print the summary")
 	fs.StringVar(&f.deadLetter, "dead-letter", "", "write each malformed event with its line number and error to this file (JSON lines)")
 	fs.StringVar(&f.lateOutput, "late-output", "", "write each late event (its input line, its line number, the key it was for, the reason) to this file (JSON lines)")
-	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "run each query's groups as N shards on their own threads, split by group key, while the reading thread decodes and merges; the changelog is byte for byte the one-thread changelog. 1: one thread. A query with no GROUP BY key (one group), and a run with --strict or --late-output, run on one thread. Default: the number of cores")
+	fs.IntVar(&f.threads, "threads", 1, "run each query's groups as N shards on their own threads, split by group key, while the reading thread decodes and merges; the changelog is byte for byte the one-thread changelog. A query with no GROUP BY key (one group), and a run with --strict or --late-output, run on one thread. Today the reading thread is the bottleneck, so more threads cost CPU without shortening the run; the default is one thread")
 	fs.StringVar(&f.stateDir, "state-dir", "", "checkpoint state, input position and output lengths here; rerunning the same command after a crash or a stop resumes")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (for performance work)")
 	fs.BoolVar(&f.infer, "infer", false, "when the query reads a source the script does not declare, infer it from the first records of --input and print the CREATE SOURCE")
