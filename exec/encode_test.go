@@ -66,6 +66,14 @@ func TestEncodeRecordMatchesChangelog(t *testing.T) {
 					if !bytes.Equal(r.Key, wantKey) || !bytes.Equal(r.Value, wantVal) {
 						t.Fatalf("record\n key %s\n val %s\nwant\n key %s\n val %s", r.Key, r.Value, wantKey, wantVal)
 					}
+					// A view's reader takes the typed row, not the bytes:
+					// every cell, the ones copied from the key included.
+					got := op.EmittedRow()
+					for i := range cells {
+						if !bytes.Equal(changelog.AppendCell(nil, got[i]), changelog.AppendCell(nil, cells[i])) || got[i].Null != cells[i].Null || got[i].Kind != cells[i].Kind {
+							t.Fatalf("EmittedRow()[%d] (%s) = %#v, want %#v", i, names[i], got[i], cells[i])
+						}
+					}
 					return nil
 				},
 				Nanotime: func() int64 { clock++; return clock },

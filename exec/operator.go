@@ -871,8 +871,11 @@ func (o *Operator) emit(g *group, final bool) error {
 		}
 	}
 	for i, c := range q.Select {
-		if o.selKey[i] >= 0 {
-			continue // its text is the key cell's (encodeRecord)
+		if j := o.selKey[i]; j >= 0 {
+			// Its text is copied from the key's (encodeRecord); the typed
+			// value is still the row's, for EmittedRow.
+			o.outRow[i] = row[j]
+			continue
 		}
 		if r := o.selRef[i]; r >= 0 {
 			o.outRow[i] = row[r]
@@ -907,7 +910,8 @@ func (o *Operator) emit(g *group, final bool) error {
 // o.outRow into o.keyOut and o.valOut: the bytes of changelog.AppendKey and
 // changelog.AppendValue (TestEncodeRecordMatchesChangelog holds it to
 // them), with a SELECT column that repeats a key cell copied from the key's
-// bytes instead of rendered again (its o.outRow slot is not set), and a
+// bytes instead of rendered again (its o.outRow slot holds the key cell,
+// read only by EmittedRow), and a
 // TIMESTAMP key cell equal to the previous one copied from its text.
 func (o *Operator) encodeRecord(keys []types.Value) {
 	k := append(o.keyOut[:0], '[')
