@@ -252,6 +252,12 @@ func spreadPartitioner() kgo.Partitioner {
 // pingKafka checks, within a bound, that the brokers answer and accept the
 // TLS and SASL settings: a client would otherwise retry a refused login
 // until its caller gives up, and a command would seem to hang.
+//
+// The bound is pingTimeout of the process's own running time: an attempt
+// that ran out while the process itself was stopped (SIGSTOP, a paused
+// container or VM) or starved for a while is not the brokers' silence, so
+// it is tried again, up to pingAttempts times; an attempt the process ran
+// through without a stall fails the check.
 func pingKafka(ctx context.Context, cfg kafka.Config) error {
 	opts, err := cfg.ClientOpts()
 	if err != nil {
@@ -262,12 +268,74 @@ func pingKafka(ctx context.Context, cfg kafka.Config) error {
 		return err
 	}
 	defer cl.Close()
-	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	if err := cl.Ping(pctx); err != nil {
-		return fmt.Errorf("cannot reach Kafka at %s (check the address and the TLS and SASL settings): %w", strings.Join(cfg.Brokers, ","), err)
+	if _, err := retryStalled(ctx, cl.Ping, pingTimeout, pingAttempts, pingStall); err != nil {
+		return fmt.Errorf("cannot reach Kafka at %s within %s (check the address and the TLS and SASL settings): %w", strings.Join(cfg.Brokers, ","), pingTimeout, err)
 	}
 	return nil
+}
+
+// retryStalled runs try under a timeout, again (up to attempts in all)
+// only when it failed and the process stalled for longer than stall while
+// it ran. It returns the attempts made and the last error.
+func retryStalled(ctx context.Context, try func(context.Context) error, timeout time.Duration, attempts int, stall time.Duration) (int, error) {
+	for attempt := 1; ; attempt++ {
+		w := newStallWatch(stall)
+		tctx, cancel := context.WithTimeout(ctx, timeout)
+		err := try(tctx)
+		cancel()
+		stalled := w.stop()
+		if err == nil || ctx.Err() != nil || !stalled || attempt >= attempts {
+			return attempt, err
+		}
+	}
+}
+
+const (
+	pingTimeout  = 15 * time.Second
+	pingAttempts = 4
+	// pingStall is a gap in the process's own ticks that means it was not
+	// running (stopped, or starved): far above any scheduling delay.
+	pingStall = 2 * time.Second
+)
+
+// stallWatch notices whether the process stopped running for longer than
+// a bound while it watched: a ticker goroutine records the longest gap
+// between its ticks.
+type stallWatch struct {
+	done   chan struct{}
+	result chan bool
+}
+
+func newStallWatch(bound time.Duration) *stallWatch {
+	w := &stallWatch{done: make(chan struct{}), result: make(chan bool, 1)}
+	// The watch starts now, not when its goroutine first runs: on a busy
+	// process that may be after the stall.
+	begun := time.Now()
+	go func() {
+		const tick = 100 * time.Millisecond
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		last, stalled := begun, false
+		for {
+			select {
+			case <-w.done:
+				w.result <- stalled || time.Since(last) > bound
+				return
+			case now := <-t.C:
+				if now.Sub(last) > bound {
+					stalled = true
+				}
+				last = now
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the watch and reports whether a stall was seen.
+func (w *stallWatch) stop() bool {
+	close(w.done)
+	return <-w.result
 }
 
 // csvHeaderHasKey reads the header record into dec (a CSV decoder with a
