@@ -617,6 +617,21 @@ func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, group s
 		try = kgo.TryAbort
 	}
 	committed, err := s.End(ectx, try)
+	if err != nil && !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
+		// An end whose outcome is unknown is redone by a new session
+		// only while this instance is still a member of the generation it
+		// worked under: a process paused past its session timeout (a
+		// zombie another instance took over from) stops as fenced.
+		mctx, mcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		member := p.stillMember(mctx, s, group)
+		mcancel()
+		if !member {
+			p.c.aborts.Add(1)
+			txnID, _ := s.Client().OptValue(kgo.TransactionalID).(string)
+			return false, fmt.Errorf("%w: transactional id %s: the end of a transaction failed and this instance is no longer a member of the group generation it worked under (paused or cut off past its session timeout); the transaction is not committed; restart the process: %w",
+				ErrFenced, txnID, err)
+		}
+	}
 	if committed {
 		p.c.commits.Add(1)
 	} else {
