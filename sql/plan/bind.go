@@ -465,7 +465,11 @@ func (qb *queryBinder) column(r *parser.ColumnRef, sc *scope) (Expr, error) {
 		if !qb.tvf && (name == "window_start" || name == "window_end") {
 			hint = "; window_start and window_end are columns of the window table functions (FROM TABLE(TUMBLE(...))); with GROUP BY TUMBLE(...) use TUMBLE_START(...) / TUMBLE_END(...)"
 		}
-		return nil, b.errAt(r.Pos(), "unknown column %q in source %s%s", r.Name.Name, qb.src.Name, hint)
+		what := "source"
+		if qb.src.View != nil {
+			what = "view"
+		}
+		return nil, b.errAt(r.Pos(), "unknown column %q in %s %s%s", r.Name.Name, what, qb.src.Name, hint)
 	}
 	if sc.post {
 		return nil, b.errAt(r.Pos(), "column %q must appear in the GROUP BY clause or be used in an aggregate function", r.Name.Name)

@@ -110,6 +110,10 @@ type binder struct {
 	chain int // recursion depth of the expression being bound, left operands included
 
 	views map[string]*Source // the script's views as their readers see them (view.go)
+	// declared holds the position of every CREATE VIEW name in the script,
+	// so that a FROM naming a view declared further down gets an error that
+	// says so instead of "unknown source".
+	declared map[string]int
 }
 
 func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error) {
@@ -136,6 +140,14 @@ func (b *binder) program(s *parser.Script, opts CompileOptions) (*Program, error
 	queries := map[string]*Query{}
 	queryPos := map[*Query]int{}
 	var sinks []*parser.CreateSink
+	b.declared = map[string]int{}
+	for _, st := range s.Stmts {
+		if v, ok := st.(*parser.CreateView); ok {
+			if _, dup := b.declared[strings.ToLower(v.Name.Name)]; !dup {
+				b.declared[strings.ToLower(v.Name.Name)] = v.Name.P
+			}
+		}
+	}
 	for _, st := range s.Stmts {
 		switch n := st.(type) {
 		case *parser.CreateSource:

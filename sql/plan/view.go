@@ -167,6 +167,13 @@ func (b *binder) addView(q *Query) {
 func (b *binder) lookupView(id parser.Ident, sources map[string]*Source) (*Source, error) {
 	v := b.views[strings.ToLower(id.Name)]
 	if v == nil {
+		if pos, declared := b.declared[strings.ToLower(id.Name)]; declared {
+			if pos < id.P { // the view being bound names itself
+				return nil, b.errAt(id.P, "view %q reads itself; a query reads only sources and views declared before it", id.Name)
+			}
+			line, _ := parser.LineCol(b.sql, pos)
+			return nil, b.errAt(id.P, "view %q is declared later in the script (line %d); a query reads only views declared before it, so move its CREATE VIEW above this query", id.Name, line)
+		}
 		if len(b.views) == 0 {
 			return nil, b.errAt(id.P, "unknown source %q%s", id.Name, suggest(id.Name, sourceNames(sources)))
 		}
