@@ -1,6 +1,7 @@
 package ubik
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,6 +15,10 @@ import (
 // watermark to pass their time. Nothing was done; push table rows (or
 // end the table input) and push the event again.
 var ErrJoinBuffer = drive.ErrJoinBuffer
+
+// ErrUnknownInput is returned by PushInput for a name that is none of the
+// query's inputs; nothing was done.
+var ErrUnknownInput = errors.New("ubik: unknown input")
 
 // TableStats are the counters of a query's versioned table input.
 type TableStats struct {
@@ -82,7 +87,7 @@ func (q *Query) inputKind(input string) (string, error) {
 	if j := q.plan.Join; j != nil {
 		names += ", " + j.Table.Name
 	}
-	return "", fmt.Errorf("ubik: query %s has no input %q (its inputs: %s)", q.plan.Name, input, names)
+	return "", fmt.Errorf("%w: query %s has no input %q (its inputs: %s)", ErrUnknownInput, q.plan.Name, input, names)
 }
 
 // AdvanceTableWatermark moves the versioned table's watermark forward (an
@@ -97,7 +102,8 @@ func (q *Query) AdvanceTableWatermark(t time.Time) (err error) {
 }
 
 // EndTable ends the versioned table's input: every waiting event, and
-// every later one, joins the versions there are.
+// every later one, joins the versions there are. A table row pushed after
+// it returns ErrClosed; ending the table twice is a no-op.
 func (q *Query) EndTable() (err error) {
 	if err := q.d.Enter(); err != nil {
 		return err

@@ -45,6 +45,7 @@ var codes = [...]code{
 	{C.UBIK_ERR_CLOSED, "UBIK_ERR_CLOSED", false, "the engine or the query's input is closed"},
 	{C.UBIK_ERR_QUERY_FAILED, "UBIK_ERR_QUERY_FAILED", false, "the query stopped on an earlier fatal error"},
 	{C.UBIK_ERR_INTERNAL, "UBIK_ERR_INTERNAL", false, "an internal error in ubik (a recovered panic)"},
+	{C.UBIK_ERR_JOIN_BUFFER, "UBIK_ERR_JOIN_BUFFER", true, "the temporal join's buffer of events waiting for the table's watermark is full and nothing was applied; push table rows or end the table, then push again"},
 }
 
 // unknownCode describes a number that is not in the table.
@@ -95,6 +96,10 @@ func codeOf(err error, compiling bool) C.int {
 		return C.UBIK_ERR_INTERNAL
 	case errors.Is(err, ubik.ErrBackpressure):
 		return C.UBIK_ERR_BACKPRESSURE
+	case errors.Is(err, ubik.ErrJoinBuffer):
+		return C.UBIK_ERR_JOIN_BUFFER
+	case errors.Is(err, ubik.ErrUnknownInput):
+		return C.UBIK_ERR_INVALID_ARGUMENT
 	case errors.Is(err, ubik.ErrClosed):
 		return C.UBIK_ERR_CLOSED
 	case errors.Is(err, ubik.ErrNoQuery):

@@ -16,6 +16,7 @@ import (
 	"io"
 	"math"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -100,8 +101,9 @@ type engineOptions struct {
 }
 
 type queryOptions struct {
-	Name   string `json:"name"`
-	Strict bool   `json:"strict"`
+	Name       string `json:"name"`
+	Strict     bool   `json:"strict"`
+	JoinBuffer int    `json:"join_buffer"`
 }
 
 // decodeOptions parses an options object strictly: unknown fields, a
@@ -207,7 +209,10 @@ func ubik_query_start(h C.ubik_engine, sql *C.char, optionsJSON *C.char, out *C.
 	if err := decodeOptions(optionsJSON, &qo); err != nil {
 		return fail(C.UBIK_ERR_INVALID_OPTIONS, err)
 	}
-	q, err := e.eng.Start(C.GoString(sql), ubik.QueryOptions{Name: qo.Name, Strict: qo.Strict})
+	if qo.JoinBuffer < 0 {
+		return fail(C.UBIK_ERR_INVALID_OPTIONS, fmt.Errorf("%w: join_buffer must be 0 (the default) or more, not %d", errInvalidOptions, qo.JoinBuffer))
+	}
+	q, err := e.eng.Start(C.GoString(sql), ubik.QueryOptions{Name: qo.Name, Strict: qo.Strict, JoinBuffer: qo.JoinBuffer})
 	if err != nil {
 		return fail(codeOf(err, true), sqlMessage(err))
 	}
@@ -248,7 +253,8 @@ func (o *queryObj) live() C.int {
 
 // result classifies the error of one root API call on the query, and
 // records it as the query's failure when it is fatal: everything except a
-// skipped event of a non-strict query, backpressure and a closed input.
+// skipped event of a non-strict query, backpressure, a full join buffer
+// and a closed input.
 func (o *queryObj) result(err error) C.int {
 	if err == nil {
 		return C.UBIK_OK
@@ -259,7 +265,7 @@ func (o *queryObj) result(err error) C.int {
 		if o.strict {
 			o.failed = err
 		}
-	case C.UBIK_ERR_BACKPRESSURE, C.UBIK_ERR_CLOSED:
+	case C.UBIK_ERR_BACKPRESSURE, C.UBIK_ERR_JOIN_BUFFER, C.UBIK_ERR_CLOSED:
 	default:
 		o.failed = err
 	}
@@ -456,6 +462,69 @@ func boolInt32(b bool) C.int32_t {
 	return 0
 }
 
+//export ubik_push_input
+func ubik_push_input(h C.ubik_query, input *C.char, record *C.char, n C.size_t) (rc C.int) {
+	defer recoverExport(&rc)
+	return withQuery(h, func(o *queryObj) C.int {
+		if rc := o.live(); rc != C.UBIK_OK {
+			return rc
+		}
+		if input == nil || (record == nil && n > 0) {
+			return fail(C.UBIK_ERR_INVALID_ARGUMENT, fmt.Errorf("%w: ubik_push_input: input and record must not be NULL", errInvalidArgument))
+		}
+		// Each input's decoder may alias its last record until its next
+		// push, so the table's rows are copied into a buffer of their own.
+		name := C.GoString(input)
+		buf := &o.in
+		if p := o.q.Plan(); p != nil && p.Join != nil && strings.EqualFold(name, p.Join.Table.Name) {
+			buf = &o.tin
+		}
+		*buf = append((*buf)[:0], cBytes(record, n)...)
+		err := o.q.PushInput(name, *buf)
+		if errors.Is(err, ubik.ErrUnknownInput) {
+			return fail(C.UBIK_ERR_INVALID_ARGUMENT, err) // not the query's failure
+		}
+		return o.result(err)
+	})
+}
+
+// needJoin refuses a table call on a query without a temporal join, without
+// failing the query.
+func (o *queryObj) needJoin(what string) C.int {
+	if p := o.q.Plan(); p == nil || p.Join == nil {
+		return fail(C.UBIK_ERR_INVALID_ARGUMENT, fmt.Errorf("%w: %s: the query has no temporal join, so no versioned table input", errInvalidArgument, what))
+	}
+	return C.UBIK_OK
+}
+
+//export ubik_advance_table_watermark
+func ubik_advance_table_watermark(h C.ubik_query, micros C.int64_t) (rc C.int) {
+	defer recoverExport(&rc)
+	return withQuery(h, func(o *queryObj) C.int {
+		if rc := o.live(); rc != C.UBIK_OK {
+			return rc
+		}
+		if rc := o.needJoin("ubik_advance_table_watermark"); rc != C.UBIK_OK {
+			return rc
+		}
+		return o.result(o.q.AdvanceTableWatermark(time.UnixMicro(int64(micros))))
+	})
+}
+
+//export ubik_end_table
+func ubik_end_table(h C.ubik_query) (rc C.int) {
+	defer recoverExport(&rc)
+	return withQuery(h, func(o *queryObj) C.int {
+		if rc := o.live(); rc != C.UBIK_OK {
+			return rc
+		}
+		if rc := o.needJoin("ubik_end_table"); rc != C.UBIK_OK {
+			return rc
+		}
+		return o.result(o.q.EndTable())
+	})
+}
+
 //export ubik_advance_watermark
 func ubik_advance_watermark(h C.ubik_query, micros C.int64_t) (rc C.int) {
 	defer recoverExport(&rc)
@@ -506,19 +575,47 @@ func ubik_query_close(h C.ubik_query) (rc C.int) {
 
 // statsJSON is the shape of ubik_query_stats (documented in ubik.h).
 type statsJSON struct {
-	EventsIn         int64  `json:"events_in"`
-	Malformed        int64  `json:"malformed"`
-	Pending          int    `json:"pending"`
-	Rows             int64  `json:"rows"`
-	Filtered         int64  `json:"filtered"`
-	EvalErrors       int64  `json:"eval_errors"`
-	Late             int64  `json:"late"`
-	RecordsOut       int64  `json:"records_out"`
-	HavingSuppressed int64  `json:"having_suppressed"`
-	WindowsFinalized int64  `json:"windows_finalized"`
-	LiveGroups       int64  `json:"live_groups"`
-	StateBytes       int64  `json:"state_bytes"`
-	WatermarkUs      *int64 `json:"watermark_us"`
+	EventsIn         int64           `json:"events_in"`
+	Malformed        int64           `json:"malformed"`
+	Pending          int             `json:"pending"`
+	Rows             int64           `json:"rows"`
+	Filtered         int64           `json:"filtered"`
+	EvalErrors       int64           `json:"eval_errors"`
+	Late             int64           `json:"late"`
+	RecordsOut       int64           `json:"records_out"`
+	HavingSuppressed int64           `json:"having_suppressed"`
+	WindowsFinalized int64           `json:"windows_finalized"`
+	LiveGroups       int64           `json:"live_groups"`
+	StateBytes       int64           `json:"state_bytes"`
+	WatermarkUs      *int64          `json:"watermark_us"`
+	Table            *tableStatsJSON `json:"table,omitempty"`
+	Join             *joinStatsJSON  `json:"join,omitempty"`
+}
+
+// tableStatsJSON and joinStatsJSON are a temporal join's part of
+// ubik_query_stats.
+type tableStatsJSON struct {
+	RowsIn    int64 `json:"rows_in"`
+	Malformed int64 `json:"malformed"`
+	Late      int64 `json:"late"`
+}
+
+type joinStatsJSON struct {
+	Events        int64  `json:"events"`
+	LateEvents    int64  `json:"late_events"`
+	Joined        int64  `json:"joined"`
+	Unmatched     int64  `json:"unmatched"`
+	NullKeys      int64  `json:"null_keys"`
+	TableRows     int64  `json:"table_rows"`
+	LateTableRows int64  `json:"late_table_rows"`
+	BadTableRows  int64  `json:"bad_table_rows"`
+	Buffered      int64  `json:"buffered"`
+	BufferedPeak  int64  `json:"buffered_peak"`
+	Versions      int64  `json:"versions"`
+	VersionsPeak  int64  `json:"versions_peak"`
+	Keys          int64  `json:"keys"`
+	Dropped       int64  `json:"dropped"`
+	TableWMUs     *int64 `json:"table_watermark_us"`
 }
 
 //export ubik_query_stats
@@ -539,6 +636,17 @@ func ubik_query_stats(h C.ubik_query, out **C.char, n *C.size_t) (rc C.int) {
 		// advance; no event time seen and 0 means none yet.
 		if st.Watermark != math.MinInt64 && (st.Watermark != 0 || st.MaxEventTime != math.MinInt64) {
 			s.WatermarkUs = &st.Watermark
+		}
+		if p := o.q.Plan(); p != nil && p.Join != nil {
+			s.Table = &tableStatsJSON{RowsIn: st.Table.RowsIn, Malformed: st.Table.Malformed, Late: st.Table.Late}
+			j := st.Join
+			s.Join = &joinStatsJSON{Events: j.Events, LateEvents: j.LateEvents, Joined: j.Joined, Unmatched: j.Unmatched,
+				NullKeys: j.NullKeys, TableRows: j.TableRows, LateTableRows: j.LateTableRows, BadTableRows: j.BadTableRows,
+				Buffered: j.Buffered, BufferedPeak: j.BufferedPeak, Versions: j.Versions, VersionsPeak: j.VersionsPeak,
+				Keys: j.Keys, Dropped: j.Dropped}
+			if j.TableWM != math.MinInt64 {
+				s.Join.TableWMUs = &j.TableWM
+			}
 		}
 		js, err := json.Marshal(s)
 		if err != nil {

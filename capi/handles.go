@@ -43,7 +43,8 @@ type queryObj struct {
 	ended  bool  // the input was closed without error
 	failed error // the query stopped; every later call but next/stats/free reports it
 
-	in []byte // the event being pushed, copied out of the caller's memory
+	in  []byte // the event being pushed, copied out of the caller's memory
+	tin []byte // the same for the versioned table's row (ubik_push_input)
 
 	rec     cbuf // key bytes then value bytes of the last record from next
 	pos     cbuf // int32 window positions of that record

@@ -148,6 +148,12 @@ extern "C" {
 /* A bug in ubik (a recovered panic). The message carries the detail; the
  * query involved has failed. */
 #define UBIK_ERR_INTERNAL -11
+/* A query with a temporal join holds as many events as it may (options:
+ * join_buffer) waiting for its versioned table's watermark to pass their
+ * time; nothing was applied. Push table rows (ubik_push_input), advance the
+ * table's watermark or end the table (ubik_end_table), then push the same
+ * event again. Only a push to the stream returns it. Retryable. */
+#define UBIK_ERR_JOIN_BUFFER -12
 
 /* ---- handles and record metadata ---------------------------------------- */
 
@@ -208,7 +214,7 @@ const char *ubik_error_name(int code);
 const char *ubik_error_description(int code);
 
 /* 1 if the same call may succeed when repeated later (after draining), else
- * 0. Only UBIK_ERR_BACKPRESSURE is retryable. */
+ * 0. Only UBIK_ERR_BACKPRESSURE and UBIK_ERR_JOIN_BUFFER are retryable. */
 int ubik_error_retryable(int code);
 
 /* ---- engine ------------------------------------------------------------- */
@@ -243,6 +249,10 @@ int ubik_engine_close(ubik_engine eng);
  *             named "query".
  *   "strict": boolean, default false - the first malformed or failing event
  *             fails the query instead of being skipped.
+ *   "join_buffer": integer >= 0, default 0 = the engine's default
+ *             (1,000,000) - for a temporal join, the most events held
+ *             waiting for the table's watermark (UBIK_ERR_JOIN_BUFFER
+ *             beyond it).
  * On success stores the handle in *out. */
 int ubik_query_start(ubik_engine eng, const char *sql, const char *options_json, ubik_query *out);
 
@@ -286,6 +296,33 @@ int ubik_next_keyed(ubik_query q, const uint8_t **key, size_t *key_len,
  * idle source, or a host that knows no earlier event will come. */
 int ubik_advance_watermark(ubik_query q, int64_t micros);
 
+/* Pushes one record (n bytes of one JSON object, or one CSV line, as the
+ * input's format) to the query's input named input (NUL-terminated, case
+ * insensitive): its stream, as ubik_push, or, for a query with a temporal
+ * join (FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts ...), its versioned table t.
+ * A table row is the version of its primary key valid from its time; a row
+ * behind the table's watermark is late (counted in the stats' table.late,
+ * not applied); a row that does not decode, or with a NULL primary key cell,
+ * returns UBIK_ERR_MALFORMED_EVENT (counted in table.malformed). An event
+ * waits until the table's watermark passes its time, then joins the version
+ * valid then, so the result does not depend on how the two inputs
+ * interleave. Returns the codes of ubik_push, UBIK_ERR_JOIN_BUFFER, and
+ * UBIK_ERR_INVALID_ARGUMENT for a name that is none of the query's inputs
+ * (the message lists them; the query goes on). */
+int ubik_push_input(ubik_query q, const char *input, const char *record, size_t n);
+
+/* Moves the versioned table's watermark to micros (microseconds since the
+ * Unix epoch) if that is later: for an idle table, or a host that knows no
+ * earlier table row will come. Waiting events it passes are joined.
+ * UBIK_ERR_INVALID_ARGUMENT for a query without a temporal join. */
+int ubik_advance_table_watermark(ubik_query q, int64_t micros);
+
+/* Ends the versioned table's input: every waiting event, and every later
+ * one, joins the versions there are; further table rows return
+ * UBIK_ERR_CLOSED. ubik_query_close ends both inputs.
+ * UBIK_ERR_INVALID_ARGUMENT for a query without a temporal join. */
+int ubik_end_table(ubik_query q);
+
 /* Publishes now every (group, window) changed since its last emission (EMIT
  * EARLY queries; a no-op otherwise). */
 int ubik_flush(ubik_query q);
@@ -304,7 +341,11 @@ int ubik_query_close(ubik_query q);
 /* Stores in *json and *len (len may be NULL; the text is also
  * NUL-terminated) the query's counters as a JSON object: events_in, malformed, pending, rows, filtered, eval_errors, late,
  * records_out, having_suppressed, windows_finalized, live_groups,
- * state_bytes, watermark_us (null before the first event). Owned by q; valid
+ * state_bytes, watermark_us (null before the first event); for a query with
+ * a temporal join also "table" (rows_in, malformed, late) and "join" (the
+ * join's counters: events, late_events, joined, unmatched, null_keys,
+ * table_rows, late_table_rows, bad_table_rows, buffered, buffered_peak,
+ * versions, versions_peak, keys, dropped, table_watermark_us). Owned by q; valid
  * until the next ubik_query_stats on q or ubik_query_free. */
 int ubik_query_stats(ubik_query q, const char **json, size_t *len);
 

@@ -234,6 +234,10 @@ func (t *TemporalJoin) AdvanceTable(wm int64) {
 // waiting event is releasable.
 func (t *TemporalJoin) EndTable() { t.ended = true }
 
+// Ended reports whether the table input has ended (EndTable, also after a
+// restore of a checkpoint taken after it).
+func (t *TemporalJoin) Ended() bool { return t.ended }
+
 func wmText(wm int64) string {
 	if wm == math.MinInt64 {
 		return "no row yet"

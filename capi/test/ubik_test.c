@@ -153,6 +153,7 @@ static void test_error_table(void) {
 	    {UBIK_ERR_CLOSED, "UBIK_ERR_CLOSED", 0},
 	    {UBIK_ERR_QUERY_FAILED, "UBIK_ERR_QUERY_FAILED", 0},
 	    {UBIK_ERR_INTERNAL, "UBIK_ERR_INTERNAL", 0},
+	    {UBIK_ERR_JOIN_BUFFER, "UBIK_ERR_JOIN_BUFFER", 1},
 	};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
 		CHECK(strcmp(ubik_error_name(want[i].code), want[i].name) == 0, "name of %d is %s", want[i].code,
@@ -637,6 +638,88 @@ static void test_threads(void) {
 	OK(ubik_engine_close(eng));
 }
 
+/* A temporal join through the C ABI: table rows by ubik_push_input, an event
+ * waits for the table's watermark, the join buffer's bound, the table's own
+ * watermark and end, and its counters in the stats. */
+static const char *join_sql =
+    "CREATE SOURCE s (k VARCHAR, n BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts) WITH (format = 'jsonl');\n"
+    "CREATE TABLE t (k VARCHAR, x BIGINT, vt TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED,\n"
+    "  WATERMARK FOR vt AS vt) WITH (format = 'jsonl');\n"
+    "SELECT s.k, sum(s.n * t.x) AS total, count(*) AS n FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts ON s.k = t.k\n"
+    "GROUP BY s.k";
+
+static int push_in(ubik_query q, const char *input, const char *rec) {
+	return ubik_push_input(q, input, rec, strlen(rec));
+}
+
+static void test_temporal_join(void) {
+	ubik_engine eng;
+	ubik_query q;
+	const uint8_t *k, *v;
+	size_t kl, vl;
+	OK(ubik_engine_open(NULL, &eng));
+	EXPECT_RC(UBIK_ERR_INVALID_OPTIONS, ubik_query_start(eng, join_sql, "{\"join_buffer\": -1}", &q));
+	CHECK(contains(ubik_last_error(), "join_buffer"), "%s", ubik_last_error());
+	OK(ubik_query_start(eng, join_sql, "{\"join_buffer\": 2}", &q));
+	/* Versions of a: x=10 from 10:00:00, x=100 from 10:00:10. */
+	OK(push_in(q, "T", "{\"k\":\"a\",\"x\":10,\"vt\":\"2026-07-18 10:00:00\"}"));
+	/* Two events wait for the table's watermark (now 10:00:00) to pass 10:00:05. */
+	OK(push_in(q, "s", "{\"k\":\"a\",\"n\":1,\"ts\":\"2026-07-18 10:00:05\"}"));
+	OK(push_str(q, "{\"k\":\"a\",\"n\":2,\"ts\":\"2026-07-18 10:00:06\"}"));
+	/* The third is beyond join_buffer: nothing applied, the query goes on. */
+	EXPECT_RC(UBIK_ERR_JOIN_BUFFER, push_in(q, "s", "{\"k\":\"a\",\"n\":4,\"ts\":\"2026-07-18 10:00:12\"}"));
+	CHECK(ubik_error_retryable(UBIK_ERR_JOIN_BUFFER), "join buffer not retryable");
+	/* An unknown input and a bad table row: errors, not the query's failure. */
+	EXPECT_RC(UBIK_ERR_INVALID_ARGUMENT, push_in(q, "prices", "{}"));
+	CHECK(contains(ubik_last_error(), "its inputs: s, t"), "%s", ubik_last_error());
+	EXPECT_RC(UBIK_ERR_INVALID_ARGUMENT, ubik_push_input(q, NULL, "{}", 2));
+	EXPECT_RC(UBIK_ERR_MALFORMED_EVENT, push_in(q, "t", "{\"k\":null,\"x\":1,\"vt\":\"2026-07-18 10:00:01\"}"));
+	/* The second version moves the table's watermark to 10:00:10: both
+	 * waiting events join x=10, and the third fits again. */
+	OK(push_in(q, "t", "{\"k\":\"a\",\"x\":100,\"vt\":\"2026-07-18 10:00:10\"}"));
+	OK(push_in(q, "s", "{\"k\":\"a\",\"n\":4,\"ts\":\"2026-07-18 10:00:12\"}"));
+	/* A row behind the table's watermark is late: counted, not applied. */
+	OK(push_in(q, "t", "{\"k\":\"a\",\"x\":7,\"vt\":\"2026-07-18 10:00:02\"}"));
+	const char *js;
+	OK(ubik_query_stats(q, &js, NULL));
+	CHECK(contains(js, "\"table\":{\"rows_in\":4,\"malformed\":1,\"late\":1}"), "%s", js);
+	CHECK(contains(js, "\"joined\":2") && contains(js, "\"buffered\":1"), "%s", js);
+	/* The table's own watermark releases the event at 10:00:12 (x=100). */
+	OK(ubik_advance_table_watermark(q, INT64_C(1784368813000000)));
+	OK(ubik_query_stats(q, &js, NULL));
+	CHECK(contains(js, "\"joined\":3") && contains(js, "\"buffered\":0"), "%s", js);
+	CHECK(contains(js, "\"table_watermark_us\":1784368813000000"), "%s", js);
+	OK(ubik_end_table(q));
+	EXPECT_RC(UBIK_ERR_CLOSED, push_in(q, "t", "{\"k\":\"a\",\"x\":1,\"vt\":\"2026-07-18 11:00:00\"}"));
+	/* After the end every event joins at once. */
+	OK(push_in(q, "s", "{\"k\":\"a\",\"n\":1,\"ts\":\"2026-07-18 11:00:00\"}"));
+	OK(ubik_query_close(q));
+	/* The continuous view's records; the last carries 1*10 + 2*10 + 4*100 + 1*100. */
+	rec r, last = {0};
+	int have = 0, rc;
+	while ((rc = next_rec(q, &r)) == UBIK_OK) {
+		if (have) rec_free(&last);
+		last = r;
+		have = 1;
+	}
+	EXPECT_RC(UBIK_END, rc);
+	CHECK(have && strcmp(last.value, "{\"k\": \"a\", \"total\": 530, \"n\": 4}") == 0, "last %s",
+	      have ? last.value : "(none)");
+	rec_free(&last);
+	EXPECT_RC(UBIK_END, ubik_next_keyed(q, &k, &kl, &v, &vl, NULL));
+	OK(ubik_query_free(q));
+	/* A query without a join has no table input. */
+	OK(ubik_query_start(eng, view_sql, NULL, &q));
+	EXPECT_RC(UBIK_ERR_INVALID_ARGUMENT, ubik_end_table(q));
+	EXPECT_RC(UBIK_ERR_INVALID_ARGUMENT, ubik_advance_table_watermark(q, 0));
+	EXPECT_RC(UBIK_ERR_INVALID_ARGUMENT, push_in(q, "t", "{}"));
+	OK(push_in(q, "ev", "{\"k\":\"x\",\"v\":1}"));
+	OK(ubik_query_stats(q, &js, NULL));
+	CHECK(!contains(js, "\"table\"") && contains(js, "\"events_in\":1"), "%s", js);
+	OK(ubik_query_free(q));
+	OK(ubik_engine_close(eng));
+}
+
 static int selftest(void) {
 	test_error_table();
 	test_open_errors();
@@ -647,6 +730,7 @@ static int selftest(void) {
 	test_backpressure_bound();
 	test_pointer_lifetime();
 	test_threads();
+	test_temporal_join();
 	printf("selftest ok\n");
 	return 0;
 }

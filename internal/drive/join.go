@@ -266,6 +266,9 @@ func (d *Driver) joinAdmit() error {
 	if d.closed {
 		return ErrClosed
 	}
+	if d.join.j.Ended() {
+		return fmt.Errorf("%w: the input of table %s has ended", ErrClosed, d.q.Join.Table.Name)
+	}
 	if d.buffered {
 		if err := d.drain(); err != nil {
 			return err

@@ -384,8 +384,56 @@ class QueryTest(unittest.TestCase):
             self.assertTrue(name.startswith("UBIK_ERR_"), name)
             # the Python constant of that name has that number
             self.assertEqual(getattr(errors, name[len("UBIK_"):]), code)
-            self.assertEqual(bool(lib.ubik_error_retryable(code)), cls is ubik.BackpressureError)
+            self.assertEqual(
+                bool(lib.ubik_error_retryable(code)), cls in (ubik.BackpressureError, ubik.JoinBufferError)
+            )
         self.assertEqual(lib.ubik_error_name(999), b"UBIK_UNKNOWN")
+
+    def test_temporal_join(self):
+        # Each usage event joins the price valid at its time; an event waits
+        # for the table's watermark, so the inputs may come in any order.
+        sql = """
+CREATE SOURCE usage (customer VARCHAR, plan VARCHAR, qty DECIMAL(10,2), ts TIMESTAMP,
+  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);
+CREATE TABLE prices (plan VARCHAR, price DECIMAL(12,6), valid_from TIMESTAMP,
+  PRIMARY KEY (plan) NOT ENFORCED, WATERMARK FOR valid_from AS valid_from);
+SELECT u.customer, TUMBLE_START(u.ts, INTERVAL '1' HOUR) AS hour, sum(u.qty * p.price) AS charge, count(*) AS events
+FROM usage u JOIN prices FOR SYSTEM_TIME AS OF u.ts AS p ON u.plan = p.plan
+GROUP BY u.customer, TUMBLE(u.ts, INTERVAL '1' HOUR)
+"""
+        with ubik.Engine() as eng, eng.start(sql, join_buffer=2) as q:
+            q.push_input("usage", {"customer": "c1", "plan": "pro", "qty": decimal.Decimal("3.00"), "ts": "2026-07-18 10:10:00"})
+            q.push_input("USAGE", '{"customer":"c1","plan":"pro","qty":"1.50","ts":"2026-07-18 10:40:00"}')
+            with self.assertRaises(ubik.JoinBufferError) as cm:
+                q.push_input("usage", {"customer": "c2", "plan": "pro", "qty": "1", "ts": "2026-07-18 10:50:00"})
+            self.assertTrue(cm.exception.retryable)
+            with self.assertRaises(ubik.InvalidArgumentError) as cm:
+                q.push_input("price", {"plan": "pro"})
+            self.assertIn("its inputs: usage, prices", cm.exception.message)
+            q.push_input("prices", {"plan": "pro", "price": decimal.Decimal("0.100000"), "valid_from": "2026-07-18 10:00:00"})
+            q.push_input("prices", b'{"plan":"pro","price":"0.300000","valid_from":"2026-07-18 10:30:00"}')
+            q.advance_table_watermark(datetime.datetime(2026, 7, 18, 11, 0))
+            st = q.stats()
+            self.assertEqual(st["join"]["joined"], 2)
+            self.assertEqual(st["join"]["buffered"], 0)
+            self.assertEqual(st["table"], {"rows_in": 2, "malformed": 0, "late": 0})
+            self.assertEqual(st["join"]["table_watermark_us"], 1784372400000000)
+            q.push_input("usage", {"customer": "c2", "plan": "pro", "qty": "1", "ts": "2026-07-18 10:50:00"})
+            q.end_table()
+            with self.assertRaises(ubik.ClosedError):
+                q.push_input("prices", {"plan": "pro", "price": "9", "valid_from": "2026-07-18 12:00:00"})
+            q.close()
+            finals = {r.key: r.row for r in q.records() if r.final}
+            # c1: 3.00 * 0.10 + 1.50 * 0.30, exactly; c2: 1 * 0.30
+            self.assertEqual(finals[b'["c1", "2026-07-18 10:00:00"]']["charge"], decimal.Decimal("0.75000000"))
+            self.assertEqual(finals[b'["c2", "2026-07-18 10:00:00"]']["charge"], decimal.Decimal("0.30000000"))
+        with ubik.Engine() as eng, eng.start(VIEW_SQL) as q:
+            with self.assertRaises(ubik.InvalidArgumentError):
+                q.end_table()
+            with self.assertRaises(ubik.InvalidArgumentError):
+                q.advance_table_watermark(0)
+            q.push_input("ev", {"k": "x", "v": 1})
+            self.assertNotIn("table", q.stats())
 
     def test_threads(self):
         # One thread pushes while this one takes records from the same query.

@@ -13,6 +13,15 @@ from . import errors as _errors
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
+
+def _micros(t):
+    """A datetime (naive = UTC) or an integer as microseconds since the epoch."""
+    if isinstance(t, datetime.datetime):
+        if t.tzinfo is None:
+            t = t.replace(tzinfo=datetime.timezone.utc)
+        return (t - _EPOCH) // datetime.timedelta(microseconds=1)
+    return int(t)
+
 # Lines are pushed to the library in batches of about this many bytes, so a
 # Python-level loop does one C call per batch instead of one per event.
 _BATCH_BYTES = 256 << 10
@@ -277,14 +286,18 @@ class Engine:
         """Registers the sources of a script of CREATE SOURCE statements."""
         _check(self._lib, self._lib.ubik_engine_register_source(self._handle(), sql.encode("utf-8")))
 
-    def start(self, sql, name=None, strict=False):
-        """Starts a query (a script of optional CREATE SOURCE statements and
-        queries); name picks one when the script has several."""
+    def start(self, sql, name=None, strict=False, join_buffer=None):
+        """Starts a query (a script of optional CREATE SOURCE / CREATE TABLE
+        statements and queries); name picks one when the script has several.
+        join_buffer bounds the events a temporal join holds waiting for its
+        table's watermark (default 1,000,000)."""
         opts = {}
         if name is not None:
             opts["name"] = name
         if strict:
             opts["strict"] = True
+        if join_buffer is not None:
+            opts["join_buffer"] = join_buffer
         h = ctypes.c_uint64()
         _check(
             self._lib,
@@ -442,11 +455,31 @@ class Query:
     def advance_watermark(self, t):
         """Moves the event-time watermark to t (a datetime, naive = UTC, or
         microseconds since the epoch): windows it passes finalize."""
-        if isinstance(t, datetime.datetime):
-            if t.tzinfo is None:
-                t = t.replace(tzinfo=datetime.timezone.utc)
-            t = (t - _EPOCH) // datetime.timedelta(microseconds=1)
-        _check(self._lib, self._lib.ubik_advance_watermark(self._handle(), int(t)))
+        _check(self._lib, self._lib.ubik_advance_watermark(self._handle(), _micros(t)))
+
+    def push_input(self, input, record):
+        """Pushes one record (dict, str or bytes, as push) to the input
+        named input: the query's stream, or, for a query with a temporal join
+        (FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts ...), its versioned table
+        t, whose rows are versions of their key valid from their time. An
+        event waits until the table's watermark passes its time. Raises
+        InvalidArgumentError for a name that is none of the query's inputs,
+        JoinBufferError when the join holds as many waiting events as it may
+        (push table rows, then the event again), and push's errors."""
+        b = encode_event(record)
+        _check(self._lib, self._lib.ubik_push_input(self._handle(), input.encode("utf-8"), b, len(b)))
+
+    def advance_table_watermark(self, t):
+        """Moves the versioned table's watermark to t (a datetime, naive =
+        UTC, or microseconds since the epoch): waiting events it passes are
+        joined. For an idle table, or a host that knows no earlier row will
+        come."""
+        _check(self._lib, self._lib.ubik_advance_table_watermark(self._handle(), _micros(t)))
+
+    def end_table(self):
+        """Ends the versioned table's input: waiting and later events join
+        the versions there are; later table rows raise ClosedError."""
+        _check(self._lib, self._lib.ubik_end_table(self._handle()))
 
     def flush(self):
         """Publishes now every (group, window) changed since its last

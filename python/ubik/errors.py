@@ -16,6 +16,7 @@ ERR_BACKPRESSURE = -8
 ERR_CLOSED = -9
 ERR_QUERY_FAILED = -10
 ERR_INTERNAL = -11
+ERR_JOIN_BUFFER = -12
 
 
 class UbikError(Exception):
@@ -25,7 +26,7 @@ class UbikError(Exception):
         code: the numeric status code (negative), as in ubik.h.
         name: its name in the library's table, e.g. "UBIK_ERR_SQL".
         retryable: whether repeating the call later may succeed (only
-            backpressure is).
+            backpressure and a full join buffer are).
         message: the library's message (ubik_last_error).
     """
 
@@ -81,6 +82,12 @@ class InternalError(UbikError):
     """A bug in ubik (a recovered panic)."""
 
 
+class JoinBufferError(UbikError):
+    """A temporal join holds as many events as it may waiting for its
+    table's watermark; nothing was applied. Push table rows, advance the
+    table's watermark or end the table, then push the event again."""
+
+
 _BY_CODE = {
     ERR_INVALID_ARGUMENT: InvalidArgumentError,
     ERR_INVALID_HANDLE: InvalidHandleError,
@@ -93,6 +100,7 @@ _BY_CODE = {
     ERR_CLOSED: ClosedError,
     ERR_QUERY_FAILED: QueryFailedError,
     ERR_INTERNAL: InternalError,
+    ERR_JOIN_BUFFER: JoinBufferError,
 }
 
 
