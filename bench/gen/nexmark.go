@@ -29,8 +29,9 @@ import (
 //
 // So a person file and an auction file fit together when both are
 // generated with the same --start and --disorder, and the person file has
-// at least about (1+UpdateRate)/3 lines per auction line (with fewer, the
-// last auctions name persons the file does not have).
+// at least about (1+UpdateRate)/3 lines per auction line, plus as many for
+// the --disorder before --start (with fewer, the last auctions name
+// persons the file does not have).
 
 // personEveryMS is Nexmark's proportion: one new person per three auctions.
 const personEveryMS = 3
