@@ -273,7 +273,6 @@ func writePrices(path string, vs []priceVersion) error {
 	return f.Close()
 }
 
-
 // ---------------------------------------------------------------- decimals
 
 // dec parses an exact decimal (a JSON number's text or the usage log's
