@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const bidsInput = `{"auction":1,"bidder":7,"price":100,"channel":"Google","url":"u","date_time":"2026-07-18 10:00:05.000"}
@@ -208,5 +211,57 @@ func TestCLIErrors(t *testing.T) {
 	var out bytes.Buffer
 	if err := run(ctx, []string{"--query", "q11", "--print-sql"}, &out, &bytes.Buffer{}); err != nil || !strings.Contains(out.String(), "marked AS (") {
 		t.Errorf("print-sql: %v\n%s", err, out.String())
+	}
+}
+
+// TestQ3AsOf holds q3's window formulation to the ASOF JOIN, over the
+// hand-made rows and over random persons who move often (several versions
+// at nearby times, auctions at a version's own time, sellers that do not
+// exist yet).
+func TestQ3AsOf(t *testing.T) {
+	dir := t.TempDir()
+	var persons, auctions strings.Builder
+	persons.WriteString(personInput)
+	auctions.WriteString(auctionInput)
+	r := rand.New(rand.NewPCG(3, 4))
+	states := [][2]string{{"Boise", "ID"}, {"Portland", "OR"}, {"Bend", "OR"}, {"Seattle", "WA"}, {"Los Angeles", "CA"}}
+	ts := func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000") }
+	base := time.Date(2026, 7, 18, 11, 0, 0, 0, time.UTC).UnixMilli()
+	var times []int64
+	for id := 100; id < 400; id++ {
+		at := base + r.Int64N(60_000)
+		for v := 0; v < 1+r.IntN(4); v++ {
+			at += 1 + r.Int64N(5_000)
+			st := states[r.IntN(len(states))]
+			fmt.Fprintf(&persons, `{"id":%d,"name":"n","email":"e","city":%q,"state":%q,"date_time":%q}`+"\n", id, st[0], st[1], ts(at))
+			times = append(times, at)
+		}
+	}
+	for i := 0; i < 5000; i++ {
+		at := base + r.Int64N(90_000)
+		if r.IntN(10) == 0 {
+			at = times[r.IntN(len(times))] // at some version's own time
+		}
+		fmt.Fprintf(&auctions, `{"id":%d,"item_name":"x","seller":%d,"category":%d,"initial_bid":%d,"reserve":0,"date_time":%q,"expires":%q}`+"\n",
+			i, 100+r.IntN(310), 10+r.IntN(2), r.IntN(1000), ts(at), ts(at))
+	}
+	pf, af := filepath.Join(dir, "person.jsonl"), filepath.Join(dir, "auction.jsonl")
+	if err := errors.Join(os.WriteFile(pf, []byte(persons.String()), 0o644), os.WriteFile(af, []byte(auctions.String()), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	var outs [2][]byte
+	for i, q := range []Query{queries["q3"], q3AsOf} {
+		out := filepath.Join(dir, fmt.Sprintf("q3.%d.jsonl", i))
+		if _, err := Run(context.Background(), q, Options{Query: "q3", Input: af, Persons: pf, Threads: 2, Out: out}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs[i] = b
+	}
+	if n := bytes.Count(outs[0], []byte("\n")); n < 20 || !bytes.Equal(outs[0], outs[1]) {
+		t.Errorf("q3 (%d rows) and its ASOF JOIN differ:\n%s\nASOF:\n%s", n, outs[0], outs[1])
 	}
 }
