@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const bidsInput = `{"auction":1,"bidder":7,"price":100,"channel":"Google","url":"u","date_time":"2026-07-18 10:00:05.000"}
@@ -24,6 +27,28 @@ const merchantInput = `{"event_id":"a","merchant":"m1","customer":"c1","amount":
 {"event_id":"b","merchant":"m1","customer":"c2","amount":1.25,"event_time":"2026-07-18 10:00:00.000"}
 {"event_id":"c","merchant":"m\"2","customer":"c2","amount":3.00,"event_time":"2026-07-18 10:01:00.000"}
 {"event_id":"a","merchant":"m1","customer":"c1","amount":10.50,"event_time":"2026-07-18 10:00:59.999"}
+`
+
+// Two persons move (1 from Boise to Seattle at :05, 2 from Seattle to
+// Portland at :12); 3 appears at :12.5.
+const personInput = `{"id":1,"name":"A","email":"a@x.com","city":"Boise","state":"ID","date_time":"2026-07-18 10:00:00.000"}
+{"id":2,"name":"B","email":"b@x.com","city":"Seattle","state":"WA","date_time":"2026-07-18 10:00:01.000"}
+{"id":1,"name":"A","email":"a@x.com","city":"Seattle","state":"WA","date_time":"2026-07-18 10:00:05.000"}
+{"id":2,"name":"B","email":"b@x.com","city":"Portland","state":"OR","date_time":"2026-07-18 10:00:12.000"}
+{"id":3,"name":"C","email":"c@x.com","city":"Bend","state":"OR","date_time":"2026-07-18 10:00:12.500"}
+`
+
+// Out of order by less than 5 s, so that ubik, with q3.sql's watermark,
+// sees no late auction and ends with the same rows.
+const auctionInput = `{"id":11,"item_name":"x","seller":1,"category":10,"initial_bid":100,"reserve":200,"date_time":"2026-07-18 10:00:02.000","expires":"2026-07-18 10:01:00.000"}
+{"id":12,"item_name":"x","seller":1,"category":10,"initial_bid":50,"reserve":200,"date_time":"2026-07-18 10:00:05.000","expires":"2026-07-18 10:01:00.000"}
+{"id":16,"item_name":"x","seller":1,"category":10,"initial_bid":30,"reserve":200,"date_time":"2026-07-18 10:00:04.999","expires":"2026-07-18 10:01:00.000"}
+{"id":13,"item_name":"x","seller":2,"category":10,"initial_bid":7,"reserve":200,"date_time":"2026-07-18 10:00:11.000","expires":"2026-07-18 10:01:00.000"}
+{"id":14,"item_name":"x","seller":2,"category":10,"initial_bid":8,"reserve":200,"date_time":"2026-07-18 10:00:12.000","expires":"2026-07-18 10:01:00.000"}
+{"id":15,"item_name":"x","seller":2,"category":11,"initial_bid":9,"reserve":200,"date_time":"2026-07-18 10:00:13.000","expires":"2026-07-18 10:01:00.000"}
+{"id":14,"item_name":"x","seller":2,"category":10,"initial_bid":8,"reserve":200,"date_time":"2026-07-18 10:00:12.000","expires":"2026-07-18 10:01:00.000"}
+{"id":17,"item_name":"x","seller":3,"category":10,"initial_bid":5,"reserve":200,"date_time":"2026-07-18 10:00:12.000","expires":"2026-07-18 10:01:00.000"}
+{"id":18,"item_name":"x","seller":3,"category":10,"initial_bid":6,"reserve":200,"date_time":"2026-07-18 10:00:19.999","expires":"2026-07-18 10:01:00.000"}
 `
 
 // want holds the reference rows per query, worked out by hand from the
@@ -60,6 +85,20 @@ var want = map[string]string{
 {"key": [2, "2026-07-18 23:59:58"], "value": {"auction": 2, "window_start": "2026-07-18 23:59:58", "num": 1}}
 {"key": [2, "2026-07-19 00:00:00"], "value": {"auction": 2, "window_start": "2026-07-19 00:00:00", "num": 1}}
 `,
+	// The version valid at the auction's time: 11 and 16 see seller 1 in
+	// Boise; 12 (at the move's own time) sees Seattle; 13 sees 2 in
+	// Seattle, 14 (twice) in Portland; 17 comes before 3 exists (no row);
+	// 15 is in category 11.
+	"q3": `{"key": ["ID", "Boise", "2026-07-18 10:00:00"], "value": {"state": "ID", "city": "Boise", "window_start": "2026-07-18 10:00:00", "auctions": 2, "sellers": 1, "initial_bids": 130}}
+{"key": ["OR", "Bend", "2026-07-18 10:00:10"], "value": {"state": "OR", "city": "Bend", "window_start": "2026-07-18 10:00:10", "auctions": 1, "sellers": 1, "initial_bids": 6}}
+{"key": ["OR", "Portland", "2026-07-18 10:00:10"], "value": {"state": "OR", "city": "Portland", "window_start": "2026-07-18 10:00:10", "auctions": 2, "sellers": 1, "initial_bids": 16}}
+`,
+	// Person windows (1, :00), (2, :00), (2, :10), (3, :10); seller windows
+	// (1, :00), (2, :10), (3, :10).
+	"q8": `{"key": [1, "2026-07-18 10:00:00"], "value": {"id": 1, "name": "A", "window_start": "2026-07-18 10:00:00"}}
+{"key": [2, "2026-07-18 10:00:10"], "value": {"id": 2, "name": "B", "window_start": "2026-07-18 10:00:10"}}
+{"key": [3, "2026-07-18 10:00:10"], "value": {"id": 3, "name": "C", "window_start": "2026-07-18 10:00:10"}}
+`,
 	"q7": `{"key": ["2026-07-18 10:00:00"], "value": {"window_start": "2026-07-18 10:00:00", "max_price": 300}}
 {"key": ["2026-07-18 10:00:10"], "value": {"window_start": "2026-07-18 10:00:10", "max_price": 7}}
 {"key": ["2026-07-18 10:00:20"], "value": {"window_start": "2026-07-18 10:00:20", "max_price": 999}}
@@ -86,14 +125,22 @@ var want = map[string]string{
 
 func TestQueries(t *testing.T) {
 	dir := t.TempDir()
-	files := map[string]string{"bids": filepath.Join(dir, "bids.jsonl"), "merchant": filepath.Join(dir, "merchant.jsonl")}
-	os.WriteFile(files["bids"], []byte(bidsInput), 0o644)
-	os.WriteFile(files["merchant"], []byte(merchantInput), 0o644)
+	files := map[string]string{}
+	for name, text := range map[string]string{"bids": bidsInput, "merchant": merchantInput, "auction": auctionInput, "person": personInput} {
+		files[name] = filepath.Join(dir, name+".jsonl")
+		if err := os.WriteFile(files[name], []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, name := range queryNames() {
 		t.Run(name, func(t *testing.T) {
 			q := queries[name]
 			out := filepath.Join(dir, name+".out.jsonl")
-			st, err := Run(context.Background(), q, Options{Query: name, Input: files[q.Input], Threads: 2, Out: out})
+			o := Options{Query: name, Input: files[q.Input], Threads: 2, Out: out}
+			if q.Persons {
+				o.Persons = files["person"]
+			}
+			st, err := Run(context.Background(), q, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +194,13 @@ func TestRenderJSONString(t *testing.T) {
 
 func TestCLIErrors(t *testing.T) {
 	ctx := context.Background()
-	for _, args := range [][]string{{"--query", "q99"}, {"--query", "std"}, {"--query", "std", "--input", "x", "--threads", "0"}, {"--query", "std", "extra"}} {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--query", "q99"}, {"--query", "std"}, {"--query", "std", "--input", "x", "--threads", "0"}, {"--query", "std", "extra"},
+		{"--query", "q3", "--input", in}, {"--query", "q12", "--input", in, "--persons", in}} {
 		if err := run(ctx, args, &bytes.Buffer{}, &bytes.Buffer{}); !errors.Is(err, ErrUsage) {
 			t.Errorf("run(%q): %v, want ErrUsage", args, err)
 		}
@@ -158,5 +211,57 @@ func TestCLIErrors(t *testing.T) {
 	var out bytes.Buffer
 	if err := run(ctx, []string{"--query", "q11", "--print-sql"}, &out, &bytes.Buffer{}); err != nil || !strings.Contains(out.String(), "marked AS (") {
 		t.Errorf("print-sql: %v\n%s", err, out.String())
+	}
+}
+
+// TestQ3AsOf holds q3's window formulation to the ASOF JOIN, over the
+// hand-made rows and over random persons who move often (several versions
+// at nearby times, auctions at a version's own time, sellers that do not
+// exist yet).
+func TestQ3AsOf(t *testing.T) {
+	dir := t.TempDir()
+	var persons, auctions strings.Builder
+	persons.WriteString(personInput)
+	auctions.WriteString(auctionInput)
+	r := rand.New(rand.NewPCG(3, 4))
+	states := [][2]string{{"Boise", "ID"}, {"Portland", "OR"}, {"Bend", "OR"}, {"Seattle", "WA"}, {"Los Angeles", "CA"}}
+	ts := func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000") }
+	base := time.Date(2026, 7, 18, 11, 0, 0, 0, time.UTC).UnixMilli()
+	var times []int64
+	for id := 100; id < 400; id++ {
+		at := base + r.Int64N(60_000)
+		for v := 0; v < 1+r.IntN(4); v++ {
+			at += 1 + r.Int64N(5_000)
+			st := states[r.IntN(len(states))]
+			fmt.Fprintf(&persons, `{"id":%d,"name":"n","email":"e","city":%q,"state":%q,"date_time":%q}`+"\n", id, st[0], st[1], ts(at))
+			times = append(times, at)
+		}
+	}
+	for i := 0; i < 5000; i++ {
+		at := base + r.Int64N(90_000)
+		if r.IntN(10) == 0 {
+			at = times[r.IntN(len(times))] // at some version's own time
+		}
+		fmt.Fprintf(&auctions, `{"id":%d,"item_name":"x","seller":%d,"category":%d,"initial_bid":%d,"reserve":0,"date_time":%q,"expires":%q}`+"\n",
+			i, 100+r.IntN(310), 10+r.IntN(2), r.IntN(1000), ts(at), ts(at))
+	}
+	pf, af := filepath.Join(dir, "person.jsonl"), filepath.Join(dir, "auction.jsonl")
+	if err := errors.Join(os.WriteFile(pf, []byte(persons.String()), 0o644), os.WriteFile(af, []byte(auctions.String()), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	var outs [2][]byte
+	for i, q := range []Query{queries["q3"], q3AsOf} {
+		out := filepath.Join(dir, fmt.Sprintf("q3.%d.jsonl", i))
+		if _, err := Run(context.Background(), q, Options{Query: "q3", Input: af, Persons: pf, Threads: 2, Out: out}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs[i] = b
+	}
+	if n := bytes.Count(outs[0], []byte("\n")); n < 20 || !bytes.Equal(outs[0], outs[1]) {
+		t.Errorf("q3 (%d rows) and its ASOF JOIN differ:\n%s\nASOF:\n%s", n, outs[0], outs[1])
 	}
 }

@@ -32,6 +32,7 @@ var ErrUsage = errors.New("duckref: usage")
 type Options struct {
 	Query   string // a key of queries; required
 	Input   string // JSON lines file from bench/gen; required
+	Persons string // bench/gen's person file; required by the queries that read it (q3, q8)
 	Threads int    // DuckDB threads; default 2 (the machine's cores)
 	Out     string // optional: write the result rows here as changelog lines
 	Stats   string // optional: write the summary JSON here (else to stdout)
@@ -43,6 +44,7 @@ type Stats struct {
 	Version          string  `json:"version"`
 	Query            string  `json:"query"`
 	Input            string  `json:"input"`
+	Persons          string  `json:"persons,omitempty"`
 	Threads          int     `json:"threads"`
 	Rows             int64   `json:"rows"`
 	QueryWallSeconds float64 `json:"query_wall_seconds"`
@@ -71,6 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.Query, "query", "", "query: "+strings.Join(queryNames(), ", "))
 	fs.StringVar(&o.Input, "input", "", "JSON lines file written by bench/gen")
+	fs.StringVar(&o.Persons, "persons", "", "q3, q8: bench/gen's person file (--kind person)")
 	fs.IntVar(&o.Threads, "threads", o.Threads, "DuckDB worker threads")
 	fs.StringVar(&o.Out, "out", "", "write the result rows as contract changelog lines to this file")
 	fs.StringVar(&o.Stats, "stats-json", "", "write the summary JSON to this file instead of stdout")
@@ -95,11 +98,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: --query %q: want one of %s", ErrUsage, o.Query, strings.Join(queryNames(), ", "))
 	}
 	if *printSQL {
-		input := o.Input
+		input, persons := o.Input, o.Persons
 		if input == "" {
 			input = "FILE.jsonl"
 		}
-		_, err := fmt.Fprintln(stdout, fullSQL(q, input)+";")
+		if persons == "" {
+			persons = "PERSONS.jsonl"
+		}
+		_, err := fmt.Fprintln(stdout, fullSQL(q, input, persons)+";")
 		return err
 	}
 	if o.Input == "" {
@@ -110,6 +116,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if _, err := os.Stat(o.Input); err != nil {
 		return fmt.Errorf("input: %w", err)
+	}
+	switch {
+	case q.Persons && o.Persons == "":
+		return fmt.Errorf("%w: query %s also reads the persons: --persons FILE is required", ErrUsage, q.Name)
+	case !q.Persons && o.Persons != "":
+		return fmt.Errorf("%w: query %s does not read the persons: drop --persons", ErrUsage, q.Name)
+	case q.Persons:
+		if _, err := os.Stat(o.Persons); err != nil {
+			return fmt.Errorf("persons: %w", err)
+		}
 	}
 	st, err := Run(ctx, q, o)
 	if err != nil {
@@ -126,7 +142,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // Run executes q over o.Input in a fresh in-memory DuckDB.
 func Run(ctx context.Context, q Query, o Options) (Stats, error) {
-	st := Stats{Engine: "duckdb", Query: q.Name, Input: o.Input, Threads: o.Threads}
+	st := Stats{Engine: "duckdb", Query: q.Name, Input: o.Input, Persons: o.Persons, Threads: o.Threads}
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return st, fmt.Errorf("open duckdb: %w", err)
@@ -147,7 +163,7 @@ func Run(ctx context.Context, q Query, o Options) (Stats, error) {
 
 	// The result is materialized into a table so that every aggregate is
 	// computed; a count(*) over the query would let the optimizer drop them.
-	stmt := fullSQL(q, o.Input)
+	stmt := fullSQL(q, o.Input, o.Persons)
 	t0, c0 := time.Now(), cpuTime()
 	if _, err := conn.ExecContext(ctx, stmt); err != nil {
 		return st, fmt.Errorf("query %s: %w", q.Name, err)

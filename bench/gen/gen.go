@@ -21,6 +21,19 @@ const (
 	// KindBids is a Nexmark-style bid stream:
 	// {"auction","bidder","price","channel","url","date_time"}.
 	KindBids Kind = "bids"
+	// KindPerson is Nexmark's person stream, usable as a versioned table
+	// (PRIMARY KEY id, event time date_time):
+	// {"id","name","email","city","state","date_time"}. Person p is created
+	// at Start + 3p ms (Nexmark's one person per three auctions); a fraction
+	// UpdateRate of the creations is followed by a new version of an older
+	// person (a move: a new city and state, the same name and email).
+	KindPerson Kind = "person"
+	// KindAuction is Nexmark's auction stream:
+	// {"id","item_name","seller","category","initial_bid","reserve","date_time","expires"}.
+	// Auction i is at Start + i ms (delayed and re-sent as bids are); its
+	// seller is a person that the person stream of the same Start has
+	// created by then.
+	KindAuction Kind = "auction"
 )
 
 // Dist names how keys (merchants, auctions, bidders) are drawn.
@@ -61,6 +74,9 @@ type Config struct {
 	DupRate float64
 	// Start is the event time of the first event, UTC. Default 2026-07-18 10:00:00.
 	Start time.Time
+	// UpdateRate (person only) is the probability that a person's creation
+	// is followed by a new version of an older person. Default 0.1.
+	UpdateRate float64
 }
 
 // DefaultConfig returns the standard workload of docs/performance.md.
@@ -76,14 +92,16 @@ func DefaultConfig() Config {
 		LateFrac: 0.1,
 		DupRate:  0.001,
 		Start:    time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC),
+
+		UpdateRate: 0.1,
 	}
 }
 
 // Validate reports the first invalid field.
 func (c Config) Validate() error {
 	switch {
-	case c.Kind != KindMerchant && c.Kind != KindBids:
-		return fmt.Errorf("%w: kind %q: want merchant or bids", ErrConfig, c.Kind)
+	case c.Kind != KindMerchant && c.Kind != KindBids && c.Kind != KindPerson && c.Kind != KindAuction:
+		return fmt.Errorf("%w: kind %q: want merchant, bids, person or auction", ErrConfig, c.Kind)
 	case c.Events < 0:
 		return fmt.Errorf("%w: events %d < 0", ErrConfig, c.Events)
 	case c.Groups < 1:
@@ -98,6 +116,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: late-frac %v: want 0 to 1", ErrConfig, c.LateFrac)
 	case !(c.DupRate >= 0 && c.DupRate < 1):
 		return fmt.Errorf("%w: dup-rate %v: want 0 <= rate < 1", ErrConfig, c.DupRate)
+	case !(c.UpdateRate >= 0 && c.UpdateRate <= 1):
+		return fmt.Errorf("%w: update-rate %v: want 0 to 1", ErrConfig, c.UpdateRate)
 	case c.Start.Year() < 1970 || c.Start.Year() > 9000:
 		return fmt.Errorf("%w: start %v: want a year from 1970 to 9000", ErrConfig, c.Start)
 	}
@@ -109,6 +129,7 @@ type Stats struct {
 	Lines      int64 // lines written
 	Duplicates int64 // re-sent lines among them
 	Delayed    int64 // fresh events whose time was moved back
+	Updates    int64 // person: new versions of an existing person among the lines
 }
 
 // Generate writes cfg.Events JSON lines to w. w should be buffered: Generate
@@ -124,6 +145,9 @@ func Generate(w io.Writer, cfg Config) (Stats, error) {
 	var st Stats
 	if err := cfg.Validate(); err != nil {
 		return st, err
+	}
+	if cfg.Kind == KindPerson {
+		return generatePersons(w, cfg)
 	}
 	g := newGenerator(cfg)
 	disorderMS := cfg.Disorder.Milliseconds()
@@ -179,7 +203,14 @@ type generator struct {
 }
 
 func newGenerator(cfg Config) *generator {
-	g := &generator{cfg: cfg, rng: newRNG(cfg.Seed), lastSec: math.MinInt64}
+	seed := cfg.Seed
+	switch cfg.Kind { // the Nexmark streams have their own seed streams
+	case KindPerson:
+		seed = mix64(seed ^ 0x70657273)
+	case KindAuction:
+		seed = mix64(seed ^ 0x61756374)
+	}
+	g := &generator{cfg: cfg, rng: newRNG(seed), lastSec: math.MinInt64}
 	g.idMask = splitmix(&[]uint64{cfg.Seed ^ 0x5bd1e995}[0])
 	if cfg.Dist == DistZipf {
 		g.zipf = newZipf(cfg.ZipfS, uint64(cfg.Groups-1))
@@ -195,8 +226,11 @@ func (g *generator) key() uint64 {
 }
 
 func (g *generator) appendEvent(b []byte, n, ms int64) []byte {
-	if g.cfg.Kind == KindBids {
+	switch g.cfg.Kind {
+	case KindBids:
 		return g.appendBid(b, ms)
+	case KindAuction:
+		return g.appendAuction(b, n, ms)
 	}
 	return g.appendMerchant(b, n, ms)
 }

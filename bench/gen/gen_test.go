@@ -316,6 +316,8 @@ func TestValidate(t *testing.T) {
 		func(c *Config) { c.LateFrac = 1.5 },
 		func(c *Config) { c.DupRate = 1 },
 		func(c *Config) { c.DupRate = math.NaN() },
+		func(c *Config) { c.UpdateRate = 1.5 },
+		func(c *Config) { c.UpdateRate = math.NaN() },
 		func(c *Config) { c.Start = time.Time{} },
 	}
 	for i, f := range bad {
@@ -411,32 +413,40 @@ func TestQueriesMatchWorkload(t *testing.T) {
 		}
 		return names
 	}
-	want := map[Kind]string{KindMerchant: strings.Join(fieldsOf(KindMerchant), ","), KindBids: strings.Join(fieldsOf(KindBids), ",")}
-	files, err := filepath.Glob(filepath.Join("..", "queries", "*.sql"))
-	if err != nil || len(files) != 6 {
-		t.Fatalf("bench/queries: %v %v, want 6 files", files, err)
+	want := map[Kind]string{}
+	for _, k := range []Kind{KindMerchant, KindBids, KindPerson, KindAuction} {
+		want[k] = strings.Join(fieldsOf(k), ",")
 	}
-	source := regexp.MustCompile(`(?s)CREATE SOURCE (\w+) \((.*?),\s*WATERMARK FOR (\w+)`)
+	// The relation each declaration reads, by its name.
+	kindOf := map[string]Kind{"events": KindMerchant, "bids": KindBids, "person": KindPerson, "auction": KindAuction}
+	files, err := filepath.Glob(filepath.Join("..", "queries", "*.sql"))
+	if err != nil || len(files) != 8 {
+		t.Fatalf("bench/queries: %v %v, want 8 files", files, err)
+	}
+	decl := regexp.MustCompile(`(?s)CREATE (?:SOURCE|TABLE) (\w+) \((.*?),\s*(?:PRIMARY KEY \(\w+\) NOT ENFORCED,\s*)?WATERMARK FOR (\w+)`)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := source.FindSubmatch(b)
-		if m == nil {
+		ms := decl.FindAllSubmatch(b, -1)
+		if ms == nil {
 			t.Errorf("%s: no CREATE SOURCE ... WATERMARK FOR", f)
 			continue
 		}
-		var cols []string
-		for _, c := range strings.Split(string(m[2]), ",") {
-			cols = append(cols, strings.Fields(c)[0])
-		}
-		kind := KindBids
-		if filepath.Base(f) == "std.sql" {
-			kind = KindMerchant
-		}
-		if got := strings.Join(cols, ","); got != want[kind] {
-			t.Errorf("%s: source columns %s, want the %s workload's %s", f, got, kind, want[kind])
+		for _, m := range ms {
+			kind, ok := kindOf[string(m[1])]
+			if !ok {
+				t.Errorf("%s: %s is not a workload's name (%v)", f, m[1], kindOf)
+				continue
+			}
+			var cols []string
+			for _, c := range strings.Split(string(m[2]), ",") {
+				cols = append(cols, strings.Fields(c)[0])
+			}
+			if got := strings.Join(cols, ","); got != want[kind] {
+				t.Errorf("%s: %s columns %s, want the %s workload's %s", f, m[1], got, kind, want[kind])
+			}
 		}
 	}
 }

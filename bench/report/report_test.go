@@ -93,6 +93,12 @@ func fixture(t *testing.T, ubikSkipped bool) string {
 	if !ubikSkipped {
 		fmt.Fprintf(&tsv, "main\tq12\tbids\t1000000\t10000\tzipf\t1\tubik\tran\t%s\t\truns/fail.log\n", fail)
 	}
+	if !ubikSkipped {
+		// q8: ubik refuses the query, DuckDB runs it.
+		fmt.Fprintf(&tsv, "main\tq8\tauction\t1000000\t10000\tzipf\t1\tubik\tskipped: not built (ubik run refuses q8: unknown source)\t\t\t\n")
+		q8 := timeFile("q8d.time", 0.2, 0.1, 0.25, 90*1024)
+		fmt.Fprintf(&tsv, "main\tq8\tauction\t1000000\t10000\tzipf\t1\tduckdb\tran\t%s\t\t\n", q8)
+	}
 	d := timeFile("q12d.time", 0.3, 0.1, 0.25, 90*1024)
 	fmt.Fprintf(&tsv, "main\tq12\tbids\t1000000\t10000\tzipf\t1\tduckdb\tran\t%s\t\t\n", d)
 	path := filepath.Join(dir, "runs.tsv")
@@ -125,8 +131,15 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs
 
 func TestSummarize(t *testing.T) {
 	res := summarizeFixture(t, false)
-	if len(res.Rows) != 2 {
-		t.Fatalf("%d rows, want 2", len(res.Rows))
+	if len(res.Rows) != 3 {
+		t.Fatalf("%d rows, want 3", len(res.Rows))
+	}
+	byQuery := map[string]Row{}
+	for _, r := range res.Rows {
+		byQuery[r.Query] = r
+	}
+	if q8 := byQuery["q8"]; q8.Ubik.Status != "not built (ubik run refuses q8: unknown source)" || q8.DuckDB.Status != "ok" || q8.CPURatio != nil {
+		t.Errorf("q8 (ubik refuses it): %+v", q8)
 	}
 	std := res.Rows[0]
 	if std.Ubik.Status != "ok" || std.Ubik.Runs != 2 || std.DuckDB.Runs != 2 {
@@ -146,7 +159,7 @@ func TestSummarize(t *testing.T) {
 	if std.Ubik.Stats["state_bytes_per_group"] != 96 || std.DuckDB.Stats["rows"] != 101458 {
 		t.Errorf("stats: %v / %v", std.Ubik.Stats, std.DuckDB.Stats)
 	}
-	q12 := res.Rows[1]
+	q12 := byQuery["q12"]
 	if !strings.HasPrefix(q12.Ubik.Status, "failed: rep 1 exit 1") || !strings.Contains(q12.Ubik.Status, "out of memory") {
 		t.Errorf("q12 ubik status %q", q12.Ubik.Status)
 	}
@@ -171,7 +184,8 @@ func TestSummarize(t *testing.T) {
 	if err := writeMarkdown(&md, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"| std | 1M | 2.00M | 0.45 | 60 | 400.0 / 1004.0 | 96 |", "| 0.90 |", "failed", "out of memory"} {
+	for _, s := range []string{"| std | 1M | 2.00M | 0.45 | 60 | 400.0 / 1004.0 | 96 |", "| 0.90 |", "failed", "out of memory",
+		"| q8 | 1M | not built |", "- ubik q8 1M events, 10k groups: not built (ubik run refuses q8: unknown source)"} {
 		if !strings.Contains(md.String(), s) {
 			t.Errorf("markdown lacks %q:\n%s", s, md.String())
 		}

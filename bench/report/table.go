@@ -75,13 +75,14 @@ func writeMarkdown(w io.Writer, res Results) error {
 		}
 	}
 	var notes []string
+	someRan := ubikStatus(res.Rows) == "" // else the one reason is said above
 	for _, r := range res.Rows {
 		for _, e := range []struct {
 			name string
 			m    Measure
 		}{{"ubik", r.Ubik}, {"DuckDB", r.DuckDB}} {
 			prefix := fmt.Sprintf("%s %s %s events, %s groups: ", e.name, r.Query, humanCount(r.Events), humanCount(r.Groups))
-			if strings.HasPrefix(e.m.Status, "failed") {
+			if strings.HasPrefix(e.m.Status, "failed") || (someRan && strings.HasPrefix(e.m.Status, "not built")) {
 				notes = append(notes, prefix+e.m.Status)
 			}
 			for _, n := range e.m.Notes {

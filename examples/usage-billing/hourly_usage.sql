@@ -1,4 +1,5 @@
--- Hourly usage per customer, for billing.
+-- Hourly usage per customer, for billing, and the hourly charge at the
+-- price each event's plan had when the event happened.
 --
 -- Producers retry, so the input holds copies of some events (same event_id,
 -- same payload, arriving later). dedup_key lets only the first copy of an
@@ -13,6 +14,7 @@
 CREATE SOURCE usage_events (
   event_id VARCHAR,
   customer VARCHAR,
+  plan     VARCHAR,
   qty      DECIMAL(18,9),
   ts       TIMESTAMP,
   WATERMARK FOR ts AS ts - INTERVAL '3' MINUTE
@@ -30,3 +32,30 @@ SELECT customer,
 FROM usage_events
 GROUP BY customer, TUMBLE(ts, INTERVAL '1' HOUR)
 EMIT EARLY EVERY INTERVAL '500' MILLISECOND;
+
+-- The price plans: a versioned table. A plan's price changes at any
+-- instant, mid-hour too; a row is the price valid from valid_from on, until
+-- the plan's next row. The file is read whole before the events.
+CREATE TABLE prices (
+  plan       VARCHAR,
+  price      DECIMAL(12,6),
+  valid_from TIMESTAMP,
+  PRIMARY KEY (plan) NOT ENFORCED,
+  WATERMARK FOR valid_from AS valid_from - INTERVAL '5' SECOND
+) WITH (format = 'jsonl', path = 'prices.jsonl');
+
+-- The hourly charge: each event at the price of its plan valid at the
+-- event's time (an event-time temporal join: the latest version at or
+-- before u.ts), so an hour with a price change is billed at both prices.
+-- qty * price is DECIMAL(30,15) and its sum DECIMAL(38,15): exact. Emitted
+-- once per (customer, hour), when the watermark passes the hour's end.
+-- The temporal join runs from files (ubik run --query hourly_charge --input
+-- events.jsonl, in the folder of prices.jsonl), not over Kafka yet.
+CREATE VIEW hourly_charge AS
+SELECT u.customer,
+       TUMBLE_START(u.ts, INTERVAL '1' HOUR) AS hour,
+       sum(u.qty * p.price) AS charge,
+       count(*) AS events
+FROM usage_events u
+JOIN prices FOR SYSTEM_TIME AS OF u.ts AS p ON u.plan = p.plan
+GROUP BY u.customer, TUMBLE(u.ts, INTERVAL '1' HOUR);

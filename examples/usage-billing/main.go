@@ -7,6 +7,12 @@
 //	usage-billing gen --out DIR [--seed 1] [--customers 1000] [--hours 6] [--per-hour 4] [--retry 0.01]
 //	    DIR/events.jsonl: the stream, in arrival order, retried copies included
 //	    DIR/usage.jsonl:  the same events in the usage log's shape, same order
+//	    DIR/prices.jsonl: the price plans' versions, in valid_from order
+//	usage-billing intervals --prices FILE --from T --to T
+//	    prints the [from, to) intervals between the hour boundaries and the
+//	    price changes, one "FROM TO" line each
+//	usage-billing check-charge --charges FILE --prices FILE --customers C --hours H --logs FILE...
+//	    checks ubik's hourly charges against the usage log's sums per price interval
 //	usage-billing watch --brokers B --topic T --expect N
 //	    follows the changelog topic (read_committed) from its start until it
 //	    has seen N final records; checks every provisional total <= the final
@@ -61,10 +67,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if len(os.Args) < 2 {
-		fail(errors.New("usage: usage-billing gen|watch|wait-topic|wait-store|check|cleanup [flags]"))
+		fail(errors.New("usage: usage-billing gen|watch|wait-topic|wait-store|check|intervals|check-charge|cleanup [flags]"))
 	}
 	cmds := map[string]func(context.Context, []string) error{
 		"gen": gen, "watch": watch, "wait-topic": waitTopic, "wait-store": waitStore, "check": check, "cleanup": cleanup,
+		"intervals": intervals, "check-charge": checkCharge,
 	}
 	f, ok := cmds[os.Args[1]]
 	if !ok {
@@ -85,6 +92,7 @@ func fail(err error) {
 type event struct {
 	id       string
 	customer string
+	plan     string
 	qtyNano  int64 // quantity in billionths: DECIMAL(18,9), 18 significant digits
 	ms       int64 // event time, epoch ms
 	arrival  int64 // when it reaches the topic and the log (ms), for ordering
@@ -125,7 +133,7 @@ func gen(_ context.Context, args []string) error {
 			k := 1 + r.IntN(2**perHour-1)
 			for i := 0; i < k; i++ {
 				ms := hour + r.Int64N(3_600_000)
-				e := event{id: fmt.Sprintf("evt-%07d", n), customer: fmt.Sprintf("c%04d", c),
+				e := event{id: fmt.Sprintf("evt-%07d", n), customer: fmt.Sprintf("c%04d", c), plan: plans[c%len(plans)].name,
 					qtyNano: 100_000_000_000_000_000 + r.Int64N(900_000_000_000_000_000), ms: ms, arrival: ms + r.Int64N(120_000)}
 				n++
 				evs = append(evs, e)
@@ -150,6 +158,7 @@ func gen(_ context.Context, args []string) error {
 		}
 		return evs[i].seq < evs[j].seq
 	})
+	versions := priceVersions(r, evs, *hours)
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
@@ -170,18 +179,98 @@ func gen(_ context.Context, args []string) error {
 	}
 	ts := func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
 	if err := write("events.jsonl", func(w *bufio.Writer, e event) {
-		fmt.Fprintf(w, `{"event_id":%q,"customer":%q,"qty":%s,"ts":%q}`+"\n", e.id, e.customer, e.qty(), ts(e.ms))
+		fmt.Fprintf(w, `{"event_id":%q,"customer":%q,"plan":%q,"qty":%s,"ts":%q}`+"\n", e.id, e.customer, e.plan, e.qty(), ts(e.ms))
 	}); err != nil {
 		return err
 	}
 	if err := write("usage.jsonl", func(w *bufio.Writer, e event) {
-		fmt.Fprintf(w, `{"key":%q,"time":%q,"meter":%q,"quantity":%s,"dims":{"customer":%q}}`+"\n", e.id, ts(e.ms), meter, e.qty(), e.customer)
+		fmt.Fprintf(w, `{"key":%q,"time":%q,"meter":%q,"quantity":%s,"dims":{"customer":%q,"plan":%q}}`+"\n", e.id, ts(e.ms), meter, e.qty(), e.customer, e.plan)
 	}); err != nil {
 		return err
 	}
-	fmt.Printf("generated %d events (%d distinct, %d retried copies) for %d customers over %d hours from %s\n",
-		len(evs), n, copies, *customers, *hours, start.Format(time.RFC3339))
+	if err := writePrices(filepath.Join(*out, "prices.jsonl"), versions); err != nil {
+		return err
+	}
+	fmt.Printf("generated %d events (%d distinct, %d retried copies) for %d customers over %d hours from %s; %d price versions of %d plans\n",
+		len(evs), n, copies, *customers, *hours, start.Format(time.RFC3339), len(versions), len(plans))
 	return nil
+}
+
+// ---------------------------------------------------------------- prices
+
+// plans are the price plans; customer c is on plans[c % 3]. A price is per
+// unit of quantity, DECIMAL(12,6), in millionths.
+var plans = []struct {
+	name    string
+	initial int64
+}{{"starter", 12_000}, {"growth", 9_500}, {"scale", 7_250}}
+
+// priceVersion is one row of the prices table.
+type priceVersion struct {
+	plan      string
+	micros    int64 // the price in millionths
+	validFrom int64 // epoch ms
+}
+
+func (v priceVersion) price() string {
+	return fmt.Sprintf("%d.%06d", v.micros/1_000_000, v.micros%1_000_000)
+}
+
+// priceVersions draws the price versions: every plan's initial price,
+// valid from an hour before the first event, then two changes per plan at
+// random instants inside the hours (never on an hour boundary), and one
+// more change of the second plan at the exact time of one of its events
+// (the event takes the new price: a version is valid from its valid_from
+// on). The versions are in valid_from order; no plan has two versions at
+// the same time.
+func priceVersions(r *rand.Rand, evs []event, hours int) []priceVersion {
+	var vs []priceVersion
+	taken := map[priceVersion]bool{}
+	add := func(plan string, micros, at int64) {
+		for taken[priceVersion{plan: plan, validFrom: at}] {
+			at++
+		}
+		taken[priceVersion{plan: plan, validFrom: at}] = true
+		vs = append(vs, priceVersion{plan, micros, at})
+	}
+	for _, p := range plans {
+		add(p.name, p.initial, start.Add(-time.Hour).UnixMilli())
+		price := p.initial
+		for i := 0; i < 2; i++ {
+			hour := start.Add(time.Duration(r.IntN(hours)) * time.Hour).UnixMilli()
+			price += r.Int64N(price/2) - price/4 // -25% to +25%
+			add(p.name, price, hour+1+r.Int64N(3_599_999))
+		}
+	}
+	var ofPlan []event
+	for _, e := range evs {
+		if e.plan == plans[1].name {
+			ofPlan = append(ofPlan, e)
+		}
+	}
+	if len(ofPlan) > 0 {
+		e := ofPlan[r.IntN(len(ofPlan))]
+		add(e.plan, plans[1].initial*3/2, e.ms)
+	}
+	sort.SliceStable(vs, func(i, j int) bool { return vs[i].validFrom < vs[j].validFrom })
+	return vs
+}
+
+func writePrices(path string, vs []priceVersion) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for _, v := range vs {
+		fmt.Fprintf(w, `{"plan":%q,"price":%s,"valid_from":%q}`+"\n", v.plan, v.price(),
+			time.UnixMilli(v.validFrom).UTC().Format("2006-01-02T15:04:05.000Z"))
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // ---------------------------------------------------------------- decimals
@@ -760,4 +849,295 @@ func deleteKafka(ctx context.Context, brokers string, topics, groups []string) e
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ---------------------------------------------------------------- charges
+
+const tsLayout = "2006-01-02T15:04:05.000Z"
+
+// readPrices reads prices.jsonl: per plan, its versions in valid_from order.
+func readPrices(path string) (map[string][]pricedAt, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]pricedAt{}
+	for i, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var v struct {
+			Plan      string      `json:"plan"`
+			Price     json.Number `json:"price"`
+			ValidFrom string      `json:"valid_from"`
+		}
+		d := json.NewDecoder(bytes.NewReader(l))
+		d.UseNumber()
+		if err := d.Decode(&v); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
+		}
+		t, err := time.Parse(time.RFC3339Nano, v.ValidFrom)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: valid_from: %w", path, i+1, err)
+		}
+		p, err := dec(v.Price.String())
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: price: %w", path, i+1, err)
+		}
+		out[v.Plan] = append(out[v.Plan], pricedAt{t.UnixMilli(), p})
+	}
+	for _, vs := range out {
+		sort.SliceStable(vs, func(i, j int) bool { return vs[i].from < vs[j].from })
+	}
+	return out, nil
+}
+
+type pricedAt struct {
+	from  int64 // epoch ms
+	price *big.Rat
+}
+
+// priceAt is the plan's version valid at ms: the latest at or before it.
+func priceAt(vs []pricedAt, ms int64) (*big.Rat, bool) {
+	i := sort.Search(len(vs), func(i int) bool { return vs[i].from > ms }) - 1
+	if i < 0 {
+		return nil, false
+	}
+	return vs[i].price, true
+}
+
+// intervals prints the [from, to) pieces of [--from, --to) cut at every
+// hour boundary and every price change: within a piece no plan's price
+// changes, so a plan's charge over it is its usage times one price.
+func intervals(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("intervals", flag.ContinueOnError)
+	prices := fs.String("prices", "", "prices.jsonl")
+	from := fs.String("from", "", "start (RFC 3339)")
+	to := fs.String("to", "", "end (RFC 3339)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	a, err1 := time.Parse(time.RFC3339Nano, *from)
+	b, err2 := time.Parse(time.RFC3339Nano, *to)
+	if err := errors.Join(err1, err2); err != nil || *prices == "" || !a.Before(b) {
+		return fmt.Errorf("intervals: need --prices and --from < --to (RFC 3339): %v", err)
+	}
+	vs, err := readPrices(*prices)
+	if err != nil {
+		return err
+	}
+	cuts := map[int64]bool{a.UnixMilli(): true, b.UnixMilli(): true}
+	for t := a.Truncate(time.Hour).Add(time.Hour); t.Before(b); t = t.Add(time.Hour) {
+		cuts[t.UnixMilli()] = true
+	}
+	for _, pv := range vs {
+		for _, v := range pv {
+			if v.from > a.UnixMilli() && v.from < b.UnixMilli() {
+				cuts[v.from] = true
+			}
+		}
+	}
+	ms := make([]int64, 0, len(cuts))
+	for t := range cuts {
+		ms = append(ms, t)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i] < ms[j] })
+	for i := 1; i < len(ms); i++ {
+		fmt.Printf("%s %s\n", time.UnixMilli(ms[i-1]).UTC().Format(tsLayout), time.UnixMilli(ms[i]).UTC().Format(tsLayout))
+	}
+	return nil
+}
+
+// charge is the value of an hourly_charge record.
+type charge struct {
+	Customer string      `json:"customer"`
+	Hour     string      `json:"hour"`
+	Charge   json.Number `json:"charge"`
+	Events   int64       `json:"events"`
+}
+
+// checkCharge compares ubik's hourly charges (the final record of every
+// (customer, hour) in `ubik run --format jsonl` output) with the batch
+// computation from the usage log: for every piece of an hour in which no
+// price changes, the log's usage per (customer, plan) (`ubik usage
+// aggregate --group-by customer --group-by plan`) times the plan's price
+// valid over the piece, summed per (customer, hour). Exact: decimals as
+// rationals, and ubik's text must be the exact sum printed at the result's
+// scale.
+func checkCharge(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("check-charge", flag.ContinueOnError)
+	charges := fs.String("charges", "", "ubik run --format jsonl output of hourly_charge")
+	pricesPath := fs.String("prices", "", "prices.jsonl")
+	customers := fs.Int("customers", 1000, "customers")
+	hours := fs.Int("hours", 6, "hours")
+	scale := fs.Int("scale", 15, "fractional digits of the charge (sum of DECIMAL(18,9) * DECIMAL(12,6))")
+	var lists []string
+	fs.Func("logs", "a file of 'FROM TO AGGREGATE.json' lines, one backend's aggregates per interval (repeatable)", func(s string) error { lists = append(lists, s); return nil })
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *charges == "" || *pricesPath == "" || len(lists) == 0 {
+		return errors.New("check-charge: need --charges, --prices and at least one --logs")
+	}
+	want := *customers * *hours
+	prices, err := readPrices(*pricesPath)
+	if err != nil {
+		return err
+	}
+
+	type billed struct {
+		charge *big.Rat
+		text   string
+		events int64
+	}
+	got := map[cell]billed{}
+	var bad []string
+	b, err := os.ReadFile(*charges)
+	if err != nil {
+		return err
+	}
+	for i, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var rec struct {
+			Value json.RawMessage `json:"value"`
+			Final bool            `json:"final"`
+		}
+		if err := json.Unmarshal(l, &rec); err != nil {
+			return fmt.Errorf("check-charge: %s:%d: %w", *charges, i+1, err)
+		}
+		if !rec.Final {
+			continue
+		}
+		var v charge
+		d := json.NewDecoder(bytes.NewReader(rec.Value))
+		d.UseNumber()
+		if err := d.Decode(&v); err != nil {
+			return fmt.Errorf("check-charge: %s:%d: %w", *charges, i+1, err)
+		}
+		h, err := time.Parse("2006-01-02 15:04:05", v.Hour)
+		if err != nil {
+			return fmt.Errorf("check-charge: %s:%d: hour: %w", *charges, i+1, err)
+		}
+		c, err := dec(v.Charge.String())
+		if err != nil {
+			return fmt.Errorf("check-charge: %s:%d: charge: %w", *charges, i+1, err)
+		}
+		k := cell{v.Customer, h.UnixMilli()}
+		if _, dup := got[k]; dup {
+			bad = append(bad, fmt.Sprintf("%s %s: two final records", v.Customer, v.Hour))
+		}
+		got[k] = billed{c, v.Charge.String(), v.Events}
+	}
+	if len(got) != want {
+		bad = append(bad, fmt.Sprintf("ubik emitted %d final (customer, hour) charges, want %d", len(got), want))
+	}
+
+	spanning := 0 // (customer, hour) whose plan changed price inside the hour
+	for _, list := range lists {
+		lb, err := os.ReadFile(list)
+		if err != nil {
+			return err
+		}
+		expect := map[cell]*big.Rat{}
+		counts := map[cell]int64{}
+		changed := map[cell]bool{}
+		opening := map[cell]*big.Rat{} // the hour's usage times the price at the hour's start
+		pieces := 0
+		for _, line := range strings.Split(strings.TrimSpace(string(lb)), "\n") {
+			f := strings.Fields(line)
+			if len(f) != 3 {
+				return fmt.Errorf("check-charge: %s: line %q: want FROM TO FILE", list, line)
+			}
+			from, err1 := time.Parse(time.RFC3339Nano, f[0])
+			to, err2 := time.Parse(time.RFC3339Nano, f[1])
+			if err := errors.Join(err1, err2); err != nil {
+				return fmt.Errorf("check-charge: %s: %w", list, err)
+			}
+			hour := from.Truncate(time.Hour)
+			if to.After(hour.Add(time.Hour)) {
+				return fmt.Errorf("check-charge: %s: [%s, %s) crosses an hour", list, f[0], f[1])
+			}
+			ab, err := os.ReadFile(f[2])
+			if err != nil {
+				return err
+			}
+			var lt logTotals
+			if err := json.Unmarshal(ab, &lt); err != nil {
+				return fmt.Errorf("check-charge: %s: %w", f[2], err)
+			}
+			pieces++
+			for _, g := range lt.Groups {
+				dims := map[string]string{}
+				for _, dm := range g.Dims {
+					var s string
+					if err := json.Unmarshal(dm.Value, &s); err != nil || !dm.Present {
+						return fmt.Errorf("check-charge: %s: dimension %s = %s", f[2], dm.Name, dm.Value)
+					}
+					dims[dm.Name] = s
+				}
+				cust, plan := dims["customer"], dims["plan"]
+				vs := prices[plan]
+				price, ok := priceAt(vs, from.UnixMilli())
+				if !ok || cust == "" {
+					return fmt.Errorf("check-charge: %s: group %v has no price at %s", f[2], dims, f[0])
+				}
+				for _, v := range vs {
+					if v.from > from.UnixMilli() && v.from < to.UnixMilli() {
+						return fmt.Errorf("check-charge: %s: plan %s changes price inside [%s, %s)", list, plan, f[0], f[1])
+					}
+				}
+				sum, err := dec(g.Sum)
+				if err != nil {
+					return fmt.Errorf("check-charge: %s: %w", f[2], err)
+				}
+				k := cell{cust, hour.UnixMilli()}
+				if expect[k] == nil {
+					expect[k], opening[k] = new(big.Rat), new(big.Rat)
+				}
+				expect[k].Add(expect[k], new(big.Rat).Mul(sum, price))
+				p0, _ := priceAt(vs, hour.UnixMilli())
+				opening[k].Add(opening[k], new(big.Rat).Mul(sum, p0))
+				if p0.Cmp(price) != 0 {
+					changed[k] = true
+				}
+				counts[k] += g.Count
+			}
+		}
+		if len(expect) != want {
+			bad = append(bad, fmt.Sprintf("%s: %d (customer, hour) in the log, want %d", list, len(expect), want))
+		}
+		equal := 0
+		for k, e := range expect {
+			g, ok := got[k]
+			hour := time.UnixMilli(k.hourMS).UTC().Format("2006-01-02 15:04")
+			switch {
+			case !ok:
+				bad = append(bad, fmt.Sprintf("%s: %s %s: in the log, no final charge from ubik", list, k.customer, hour))
+			case g.charge.Cmp(e) != 0:
+				bad = append(bad, fmt.Sprintf("%s: %s %s: ubik %s, batch %s", list, k.customer, hour, g.text, e.FloatString(*scale)))
+			case g.text != e.FloatString(*scale):
+				bad = append(bad, fmt.Sprintf("%s: %s %s: ubik prints %s, batch %s", list, k.customer, hour, g.text, e.FloatString(*scale)))
+			case g.events != counts[k]:
+				bad = append(bad, fmt.Sprintf("%s: %s %s: ubik counts %d events, the log %d", list, k.customer, hour, g.events, counts[k]))
+			default:
+				equal++
+			}
+		}
+		n := 0
+		for k := range changed {
+			if expect[k].Cmp(opening[k]) != 0 {
+				n++
+			}
+		}
+		spanning = n
+		fmt.Printf("check-charge: %s: %d of %d (customer, hour) charges equal the batch computation exactly (%d price pieces); %d of them span a price change\n",
+			filepath.Base(list), equal, want, pieces, n)
+	}
+	if spanning == 0 {
+		bad = append(bad, "no (customer, hour) spans a price change: the data does not exercise the temporal join")
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		if len(bad) > 15 {
+			bad = append(bad[:15], fmt.Sprintf("... %d more", len(bad)-15))
+		}
+		return fmt.Errorf("check-charge failed:\n  %s", strings.Join(bad, "\n  "))
+	}
+	return nil
 }

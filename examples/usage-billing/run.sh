@@ -18,7 +18,14 @@
 #      1h windows being [hour, hour + 1h)); and, from a read_committed
 #      consumer that follows the changelog topic while the stream runs
 #      (usage-billing watch), that every provisional total was at most the
-#      final one.
+#      final one;
+#   5. ubik run computes the hourly charge from the events file: each event
+#      at the price its plan had at the event's time (a temporal join with
+#      the versioned table prices.jsonl, whose prices change mid-hour), and
+#      checks every (customer, hour) charge against the usage log's sums
+#      per price interval times the interval's price, exactly, on both
+#      backends (usage-billing intervals, ubik usage aggregate --group-by
+#      customer --group-by plan, usage-billing check-charge).
 #
 # Servers: Kafka ($UBIK_KAFKA_BROKERS), Redis ($UBIK_REDIS_ADDR, database
 # $UBIK_USAGE_BILLING_DB, default 14), PostgreSQL ($UBIK_PG_DSN) and
@@ -109,7 +116,7 @@ grep -q "CREATE VIEW $Q AS" "$TMP/query.sql" || fail "hourly_usage.sql no longer
 "$UBIK" produce --to "kafka://$BROKERS/$IN_TOPIC" --partitions 4 </dev/null 2>"$TMP/produce.log" ||
 	fail "ubik produce could not create $IN_TOPIC on $BROKERS: $(cat "$TMP/produce.log")"
 
-"$UBIK" run "$TMP/query.sql" --source "kafka://$BROKERS/$IN_TOPIC" --sink "kafka://$BROKERS/$OUT_TOPIC" \
+"$UBIK" run "$TMP/query.sql" --query "$Q" --source "kafka://$BROKERS/$IN_TOPIC" --sink "kafka://$BROKERS/$OUT_TOPIC" \
 	--instance-id "$Q" --log-level warn 2>"$TMP/run.log" &
 RUN_PID=$!
 PIDS+=("$RUN_PID")
@@ -149,7 +156,7 @@ rc=0
 wait "$RUN_PID" || rc=$?
 [ "$rc" -eq 143 ] && grep -q 'stopped (terminated by SIGTERM)' "$TMP/run.log" ||
 	fail "ubik run did not stop cleanly (exit $rc): $(tail -n 5 "$TMP/run.log")"
-timeout 120 "$UBIK" run "$TMP/query.sql" --source "kafka://$BROKERS/$IN_TOPIC" --sink "kafka://$BROKERS/$OUT_TOPIC" \
+timeout 120 "$UBIK" run "$TMP/query.sql" --query "$Q" --source "kafka://$BROKERS/$IN_TOPIC" --sink "kafka://$BROKERS/$OUT_TOPIC" \
 	--instance-id "$Q" --log-level warn --until-caught-up 2>"$TMP/run-final.log" ||
 	fail "ubik run --until-caught-up failed or did not stop: $(tail -n 5 "$TMP/run-final.log")"
 grep -q ', caught up' "$TMP/run-final.log" || fail "ubik run --until-caught-up did not catch up: $(cat "$TMP/run-final.log")"
@@ -179,4 +186,28 @@ done
 "$HELP" check --redis "$REDIS" --db "$REDIS_DB" --query "$Q" --events "$TMP/events.jsonl" \
 	--customers "$CUSTOMERS" --hours "$HOURS" --log "$TMP/log.postgres.json" --log "$TMP/log.clickhouse.json" |
 	sed "s/^/$NAME: /"
+
+# 5. The hourly charge, from the events file (the temporal join runs from
+# files, not over Kafka yet), in the folder of prices.jsonl (the table's
+# path). The same dedup key keeps a retried copy from being charged twice.
+(cd "$TMP" && "$UBIK" run "$ROOT/examples/usage-billing/hourly_usage.sql" --query hourly_charge --input events.jsonl \
+	--output charge.jsonl --format jsonl 2>"$TMP/charge.log") || fail "ubik run hourly_charge: $(tail -n 5 "$TMP/charge.log")"
+say "ubik run hourly_charge: $(sed 's/^ubik: [^:]*: //' "$TMP/charge.log")"
+# The batch computation: the usage log's sums per (customer, plan) over
+# every piece of an hour in which no price changes.
+"$HELP" intervals --prices "$TMP/prices.jsonl" --from "$FROM" --to "$TO" >"$TMP/intervals.txt"
+for store in "postgres:$PG_DSN" "clickhouse:$CH_STORE"; do
+	backend=${store%%:*}
+	: >"$TMP/pieces.$backend.txt"
+	i=0
+	while read -r a b; do
+		f=$TMP/piece.$backend.$i.json
+		"$UBIK" usage aggregate --store "${store#*:}" --table "$TABLE" --meter gb_processed --from "$a" --to "$b" \
+			--group-by customer --group-by plan >"$f" || fail "ubik usage aggregate [$a, $b) on $backend failed"
+		echo "$a $b $f" >>"$TMP/pieces.$backend.txt"
+		i=$((i + 1))
+	done <"$TMP/intervals.txt"
+done
+"$HELP" check-charge --charges "$TMP/charge.jsonl" --prices "$TMP/prices.jsonl" --customers "$CUSTOMERS" --hours "$HOURS" \
+	--logs "$TMP/pieces.postgres.txt" --logs "$TMP/pieces.clickhouse.txt" | sed "s/^/$NAME: /"
 say "ok in $((SECONDS - started))s"

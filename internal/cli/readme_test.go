@@ -217,13 +217,23 @@ UBIK_METAMORPHIC=long UBIK_METAMORPHIC_DURATION=30m UBIK_METAMORPHIC_FOUND=/tmp/
 	},
 	// The walkthrough's query is the one examples/usage-billing/run.sh
 	// runs (CI runs it as test/e2e/usage_billing.sh): same plan.
-	`CREATE SOURCE usage_events (event_id VARCHAR, customer VARCHAR, qty DECIMAL(18,9), ts TIMESTAMP,
+	`CREATE SOURCE usage_events (event_id VARCHAR, customer VARCHAR, plan VARCHAR, qty DECIMAL(18,9), ts TIMESTAMP,
   WATERMARK FOR ts AS ts - INTERVAL '3' MINUTE)
   WITH (format = 'jsonl', dedup_key = 'event_id', dedup_within = '2 hours');
 CREATE VIEW hourly_usage AS
 SELECT customer, TUMBLE_START(ts, INTERVAL '1' HOUR) AS hour, sum(qty) AS total, count(*) AS events
 FROM usage_events GROUP BY customer, TUMBLE(ts, INTERVAL '1' HOUR)
-EMIT EARLY EVERY INTERVAL '500' MILLISECOND;`: func(t *testing.T, r *readmeEnv) {
+EMIT EARLY EVERY INTERVAL '500' MILLISECOND;
+
+CREATE TABLE prices (plan VARCHAR, price DECIMAL(12,6), valid_from TIMESTAMP,
+  PRIMARY KEY (plan) NOT ENFORCED,
+  WATERMARK FOR valid_from AS valid_from - INTERVAL '5' SECOND)
+  WITH (format = 'jsonl', path = 'prices.jsonl');
+CREATE VIEW hourly_charge AS
+SELECT u.customer, TUMBLE_START(u.ts, INTERVAL '1' HOUR) AS hour, sum(u.qty * p.price) AS charge, count(*) AS events
+FROM usage_events u
+JOIN prices FOR SYSTEM_TIME AS OF u.ts AS p ON u.plan = p.plan
+GROUP BY u.customer, TUMBLE(u.ts, INTERVAL '1' HOUR);`: func(t *testing.T, r *readmeEnv) {
 		file, err := os.ReadFile(filepath.Join(r.root, "examples", "usage-billing", "hourly_usage.sql"))
 		if err != nil {
 			t.Fatal(err)
