@@ -138,6 +138,9 @@ type Operator struct {
 	recent     [8]*bucket
 	recentNext int
 	recentLast int       // the slot bucketAt found last
+	// lastN is how many groups the window finalized last held: a new
+	// window's index is sized for as many (bucket.reserve).
+	lastN int
 	starts     int64Heap // starts of live buckets
 	sessions   map[string]*sessionGroup
 	closeHeap  sessionHeap
@@ -546,6 +549,7 @@ func (o *Operator) bucketAt(start, end int64) *bucket {
 	b := o.buckets[start]
 	if b == nil {
 		b = o.newBucket(start, end)
+		b.reserve(o.lastN)
 		o.buckets[start] = b
 		heap.Push(&o.starts, start)
 	}
@@ -557,6 +561,9 @@ func (o *Operator) bucketAt(start, end int64) *bucket {
 
 // dropBucket forgets a finalized bucket.
 func (o *Operator) dropBucket(start int64) {
+	if b := o.buckets[start]; b != nil {
+		o.lastN = b.n
+	}
 	delete(o.buckets, start)
 	for i, b := range &o.recent {
 		if b != nil && b.start == start {
