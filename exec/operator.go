@@ -540,6 +540,12 @@ func (o *Operator) bucketAt(start, end int64) *bucket {
 	if b := o.recent[o.recentLast]; b != nil && b.start == start {
 		return b // most events fall into the window the previous one did
 	}
+	// A HOP event's windows come oldest first, and buckets open in that
+	// order too, so the next window is usually in the next slot.
+	if i := (o.recentLast + 1) % len(o.recent); o.recent[i] != nil && o.recent[i].start == start {
+		o.recentLast = i
+		return o.recent[i]
+	}
 	for i, b := range &o.recent {
 		if b != nil && b.start == start {
 			o.recentLast = i
