@@ -137,14 +137,14 @@ type Operator struct {
 	// one did (one for TUMBLE, size/slide for HOP).
 	recent     [8]*bucket
 	recentNext int
-	recentLast int       // the slot bucketAt found last
+	recentLast int // the slot bucketAt found last
 	// lastN is how many groups the window finalized last held: a new
 	// window's index is sized for as many (bucket.reserve).
-	lastN int
-	starts     int64Heap // starts of live buckets
-	sessions   map[string]*sessionGroup
-	closeHeap  sessionHeap
-	seq        uint64
+	lastN     int
+	starts    int64Heap // starts of live buckets
+	sessions  map[string]*sessionGroup
+	closeHeap sessionHeap
+	seq       uint64
 
 	dirty    []*group
 	emitting *group // the group emit is publishing (EmitOrder, shard.go)
