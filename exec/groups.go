@@ -161,6 +161,27 @@ func (b *bucket) grow() {
 	if len(b.index) > 0 {
 		size = len(b.index) * 2
 	}
+	b.resize(size)
+}
+
+// reserve sizes an empty bucket's index for n groups at most 3/4 full, as
+// growing to n would, so filling it to n rehashes nothing: a window's
+// groups are usually about as many as its predecessor's, and at millions
+// of groups the doublings (every key hashed again, into a cold index) cost
+// more than the groups' own creation.
+func (b *bucket) reserve(n int) {
+	if b.n > 0 || n <= 6 {
+		return
+	}
+	size := 8
+	for n*4 > size*3 {
+		size *= 2
+	}
+	b.resize(size)
+	b.chunks = make([][]group, 0, (n+chunkSize-1)/chunkSize)
+}
+
+func (b *bucket) resize(size int) {
 	b.index = make([]uint32, size)
 	b.tags = make([]uint8, size)
 	for i := 0; i < b.n; i++ {

@@ -137,11 +137,14 @@ type Operator struct {
 	// one did (one for TUMBLE, size/slide for HOP).
 	recent     [8]*bucket
 	recentNext int
-	recentLast int       // the slot bucketAt found last
-	starts     int64Heap // starts of live buckets
-	sessions   map[string]*sessionGroup
-	closeHeap  sessionHeap
-	seq        uint64
+	recentLast int // the slot bucketAt found last
+	// lastN is how many groups the window finalized last held: a new
+	// window's index is sized for as many (bucket.reserve).
+	lastN     int
+	starts    int64Heap // starts of live buckets
+	sessions  map[string]*sessionGroup
+	closeHeap sessionHeap
+	seq       uint64
 
 	dirty    []*group
 	emitting *group // the group emit is publishing (EmitOrder, shard.go)
@@ -537,6 +540,12 @@ func (o *Operator) bucketAt(start, end int64) *bucket {
 	if b := o.recent[o.recentLast]; b != nil && b.start == start {
 		return b // most events fall into the window the previous one did
 	}
+	// A HOP event's windows come oldest first, and buckets open in that
+	// order too, so the next window is usually in the next slot.
+	if i := (o.recentLast + 1) % len(o.recent); o.recent[i] != nil && o.recent[i].start == start {
+		o.recentLast = i
+		return o.recent[i]
+	}
 	for i, b := range &o.recent {
 		if b != nil && b.start == start {
 			o.recentLast = i
@@ -546,6 +555,7 @@ func (o *Operator) bucketAt(start, end int64) *bucket {
 	b := o.buckets[start]
 	if b == nil {
 		b = o.newBucket(start, end)
+		b.reserve(o.lastN)
 		o.buckets[start] = b
 		heap.Push(&o.starts, start)
 	}
@@ -557,6 +567,9 @@ func (o *Operator) bucketAt(start, end int64) *bucket {
 
 // dropBucket forgets a finalized bucket.
 func (o *Operator) dropBucket(start int64) {
+	if b := o.buckets[start]; b != nil {
+		o.lastN = b.n
+	}
 	delete(o.buckets, start)
 	for i, b := range &o.recent {
 		if b != nil && b.start == start {

@@ -109,9 +109,37 @@ func TestPackedMatchesAggState(t *testing.T) {
 
 // TestBucketIndex: the bucket's own hash index finds every key it holds
 // and none it does not, across growth, with keys that share prefixes and
-// the empty key.
+// the empty key; and with the index reserved for fewer, as many or more
+// groups than it gets (bucket.reserve): reserved for as many, it ends as
+// large as growing made it and never grows.
 func TestBucketIndex(t *testing.T) {
+	grown, n := testBucketIndex(t, -1)
+	if size, _ := testBucketIndex(t, n); size != grown {
+		t.Errorf("reserved for its %d groups: index of %d slots, growing gave %d", n, size, grown)
+	}
+	for _, hint := range []int{1, 7, 100, n - 1, n + 1, 4 * n} {
+		testBucketIndex(t, hint)
+	}
+}
+
+// testBucketIndex fills a bucket (its index first reserved for hint
+// groups unless hint < 0) and returns its index size and group count.
+func testBucketIndex(t *testing.T, hint int) (int, int) {
+	t.Helper()
 	b := newBucket(0, 0, maphash.MakeSeed(), 2)
+	reserved := 0
+	if hint >= 0 {
+		b.reserve(hint)
+		reserved = len(b.index)
+		if hint > 6 && reserved*3 < hint*4 {
+			t.Fatalf("reserved %d slots for %d groups: more than 3/4 full", reserved, hint)
+		}
+		b.reserve(hint * 2) // an empty bucket may be reserved again
+		b.reserve(hint)
+		if len(b.index) != reserved {
+			t.Fatalf("reserving again changed the index from %d to %d slots", reserved, len(b.index))
+		}
+	}
 	keys := []string{""}
 	for i := 0; i < 5000; i++ {
 		keys = append(keys, string(appendKeyBytes(nil, types.Str(string(rune('a'+i%26))+string(make([]byte, i%40))))), string(appendKeyBytes(nil, types.Big(int64(i)))))
@@ -147,6 +175,15 @@ func TestBucketIndex(t *testing.T) {
 			t.Fatalf("group %d holds word %d: words are not per group", j, got)
 		}
 	}
+	if hint >= b.n && len(b.index) != reserved {
+		t.Fatalf("reserved for %d, %d groups grew the index from %d to %d slots", hint, b.n, reserved, len(b.index))
+	}
+	size := len(b.index)
+	b.reserve(hint + 100000) // a bucket with groups is never resized
+	if len(b.index) != size {
+		t.Fatalf("reserve on a bucket of %d groups resized its index", b.n)
+	}
+	return size, b.n
 }
 
 // TestKeySet: the DISTINCT set agrees with a Go map over random keys of
