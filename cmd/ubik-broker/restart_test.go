@@ -184,7 +184,7 @@ func TestCleanPartitionNotRewritten(t *testing.T) {
 	dir := t.TempDir()
 	ctx := testCtx(t)
 	addr, _ := startRun(t, "--data-dir", dir, "--broker-config", "log.cleaner.backoff.ms=50")
-	compactedTopic(t, ctx, addr, "c")
+	compactedTopic(t, ctx, addr, "c", "min.cleanable.dirty.ratio", "0.01")
 	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	waitRecords := func(want string) {
 		t.Helper()
@@ -210,8 +210,17 @@ func TestCleanPartitionNotRewritten(t *testing.T) {
 	if after := segmentFiles(t, dir); !reflect.DeepEqual(before, after) {
 		t.Errorf("a clean partition was rewritten with nothing new to clean:\nbefore %v\nafter  %v", before, after)
 	}
-	// Something new to clean: the cleaner runs again.
-	produce(t, ctx, cl, "c", "F=g", "J=j")
+	// Something new to clean: the cleaner runs again. A pass between the
+	// two records (the broker's ticks are 50 ms apart) cleans while F=g is
+	// the active batch, which it never cleans, so F=f stays; the pass after
+	// J=j must then remove it. That pass waits for the dirty ratio: with
+	// Kafka's 0.5, J=j's one dirty batch against three clean ones would
+	// wait for more writes (as Kafka does; TestCleanerWaitsForDirtyRatio
+	// holds that), so this topic's ratio is 0.01. Before, the test wrote
+	// both records at once and failed whenever a pass fell between them.
+	produce(t, ctx, cl, "c", "F=g")
+	time.Sleep(300 * time.Millisecond)
+	produce(t, ctx, cl, "c", "J=j")
 	waitRecords("K=b F=g J=j")
 }
 
