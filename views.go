@@ -39,6 +39,7 @@ type runner interface {
 	EndTable() error
 	TableCounts() drive.Counts
 	JoinStats() drive.JoinStats
+	IntervalStats() drive.IntervalStats
 }
 
 var (

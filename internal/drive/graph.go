@@ -575,3 +575,6 @@ func (g *Graph) TableCounts() Counts { return Counts{} }
 
 // JoinStats is zero: a graph has no temporal join.
 func (g *Graph) JoinStats() JoinStats { return JoinStats{} }
+
+// IntervalStats are the primary's interval join's (zero without one).
+func (g *Graph) IntervalStats() IntervalStats { return IntervalStats{} }
