@@ -157,8 +157,8 @@ type Driver struct {
 	join       *joinState
 	joinBuffer int
 	// An interval join's part (nil without one): see ijoin.go.
-	ij *ijState
-	lateTable  func(*exec.LateEvent)
+	ij        *ijState
+	lateTable func(*exec.LateEvent)
 
 	n, taken  Counts
 	routeErrs int64 // a router's evaluation errors (it has no operator to count them)

@@ -420,7 +420,7 @@ func (j *IntervalJoin) explain() string {
 		tside = rt
 	}
 	return fmt.Sprintf("  interval join (inner) %s AS %s JOIN %s AS %s ON %s AND %s %s %s - %s %s %s\n"+
-		"    [state: a %s row is kept until the %s watermark less the allowed lateness passes %s + %s; a %s row until the %s watermark less the allowed lateness passes %s - %s]\n"+
+		"    [state: a row of %s is kept until the watermark of %s less the allowed lateness passes %s + %s; a row of %s until the watermark of %s less the allowed lateness passes %s - %s]\n"+
 		"    joined rows: append-only, event time %s, watermark %s\n",
 		j.Left.Name, j.LeftAlias, j.Right.Name, j.RightAlias, strings.Join(keys, " AND "),
 		signedUS(j.Lower), lop, rt, lt, uop, signedUS(j.Upper),
