@@ -118,6 +118,12 @@ func (q *Query) EndInput(input string) error {
 	return q.EndTable()
 }
 
+// InputWatermarks returns the watermarks (µs) of a join's two inputs:
+// the first (Push) and the second (PushTable); math.MinInt64 before an
+// input's first row, or for a query without a join. A host reading two
+// inputs feeds the one behind.
+func (q *Query) InputWatermarks() (first, second int64) { return q.d.InputWatermarks() }
+
 // inputKind reports whether input names the query's second input.
 func (q *Query) inputKind(input string) (bool, error) {
 	src := q.plan.Source

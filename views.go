@@ -40,6 +40,7 @@ type runner interface {
 	TableCounts() drive.Counts
 	JoinStats() drive.JoinStats
 	IntervalStats() drive.IntervalStats
+	InputWatermarks() (int64, int64)
 }
 
 var (

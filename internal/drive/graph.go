@@ -576,5 +576,8 @@ func (g *Graph) TableCounts() Counts { return Counts{} }
 // JoinStats is zero: a graph has no temporal join.
 func (g *Graph) JoinStats() JoinStats { return JoinStats{} }
 
+// InputWatermarks: a graph's queries read one declared input.
+func (g *Graph) InputWatermarks() (int64, int64) { return math.MinInt64, math.MinInt64 }
+
 // IntervalStats are the primary's interval join's (zero without one).
 func (g *Graph) IntervalStats() IntervalStats { return IntervalStats{} }

@@ -281,3 +281,17 @@ func (d *Driver) restoreIJoin(val []byte) error {
 	}
 	return d.ij.j.RestoreState(val)
 }
+
+// InputWatermarks are the watermarks (µs) of a join's two inputs: an
+// interval join's left and right, a temporal join's stream and table
+// (math.MinInt64 without a join, or before an input's first row).
+func (d *Driver) InputWatermarks() (first, second int64) {
+	switch {
+	case d.ij != nil:
+		return d.ij.j.Watermark(0), d.ij.j.Watermark(1)
+	case d.join != nil:
+		st := d.join.j.Stats()
+		return st.StreamWM, st.TableWM
+	}
+	return math.MinInt64, math.MinInt64
+}
