@@ -208,7 +208,7 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error
 		}
 	}()
 	defer drive.Recover(&err)
-	if pq != nil && pq.Source != nil && pq.Source.View != nil {
+	if pq != nil && pq.Source != nil && len(pq.Views()) > 0 {
 		return e.StartGraph(pq, nil, qo)
 	}
 	cfg := drive.Config{

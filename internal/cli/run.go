@@ -173,11 +173,11 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	for _, pq := range pqs {
-		if !kf.wanted(prog, pq) && !(pq.Source.View != nil && kf.wanted(prog, inputQuery(pq))) {
+		if !kf.wanted(prog, pq) && !(len(pq.Views()) > 0 && kf.wanted(prog, inputQuery(pq))) {
 			continue
 		}
-		if pq.Source.View != nil {
-			return fmt.Errorf("%w: query %s reads view %s, and a query over a view runs on files (--input) for now, not over Kafka", ErrUsage, pq.Name, pq.Source.View.Name)
+		if vs := pq.Views(); len(vs) > 0 {
+			return fmt.Errorf("%w: query %s reads view %s, and a query over a view runs on files (--input) for now, not over Kafka", ErrUsage, pq.Name, vs[0].Name)
 		}
 		if len(pqs) > 1 {
 			return fmt.Errorf("%w: query %s runs over Kafka, and a Kafka run runs one query: choose it with --query", ErrUsage, pq.Name)
@@ -214,7 +214,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	pq := pqs[0]
 	input := inputQuery(pq).Source // the declared source the run reads (a view's, for a query over views)
-	if pq.IJoin != nil && len(pqs) > 1 {
+	if pq.IJoin != nil && len(pq.Views()) == 0 && len(pqs) > 1 {
 		return fmt.Errorf("%w: query %s is an interval join of two inputs, which runs alone: choose it with --query", ErrUsage, pq.Name)
 	}
 
@@ -485,7 +485,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 
-	if pq.IJoin != nil {
+	if pq.IJoin != nil && len(pq.Views()) == 0 {
 		if right, err = openRightInput(pq, resume.RightOffset, resume.RightLine); err != nil {
 			return err
 		}

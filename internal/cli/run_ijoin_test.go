@@ -213,7 +213,7 @@ func TestIntervalJoinMetricsAndExplain(t *testing.T) {
 	if code := Main(context.Background(), env, []string{"explain", sql}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
-	for _, want := range []string{"interval join (inner) impressions AS i JOIN clicks AS c ON id = impression_id AND 00:00:00 <= c.ts - i.ts <= 00:05:00",
+	for _, want := range []string{"interval join (inner) impressions AS i JOIN clicks AS c ON i.id = c.impression_id AND 00:00:00 <= c.ts - i.ts <= 00:05:00",
 		"a row of i is kept until the watermark of c less the allowed lateness passes i.ts + 00:05:00",
 		"joined rows: append-only, event time c.ts, watermark min(c watermark, i watermark + 00:00:00)"} {
 		if !strings.Contains(out.String(), want) {

@@ -109,7 +109,7 @@ func sideUsed(s *Source, from []bool) []bool {
 	return used
 }
 
-const intervalShape = "an interval join of two streams is an inner join ON equalities between the two inputs (l.k = r.k, one or more, joined with AND) and a time bound on both sides of their event-time columns: r.ts BETWEEN l.ts - INTERVAL 'a' AND l.ts + INTERVAL 'b', or the pair r.ts >= l.ts - INTERVAL 'a' AND r.ts <= l.ts + INTERVAL 'b' (>, < too, the bounds as INTERVAL offsets on either side)"
+const intervalShape = "an interval join of two streams is an inner join ON equalities between the two inputs (l.k = r.k, one or more, joined with AND) and a time bound on both sides of their event-time columns: r.ts BETWEEN l.ts - INTERVAL 'a' AND l.ts + INTERVAL 'b', or the pair r.ts >= l.ts - INTERVAL 'a' AND r.ts <= l.ts + INTERVAL 'b' (>, < too, the bounds as INTERVAL offsets on either side), or r.ts = l.ts (of two views, their window starts)"
 
 // intervalJoin binds FROM l JOIN r ON ... where both are streams (or
 // EMIT FINAL views).
@@ -233,6 +233,14 @@ func (qb *queryBinder) intervalOn(on parser.Expr, j *IntervalJoin) error {
 				set(bd, x.P)
 				continue
 			case "=":
+				// The two inputs' times equal (up to an offset): both bounds.
+				// Other columns (a TIMESTAMP that is not the event time
+				// included) make a key equality.
+				if bd, ok, err := qb.timeBound(x.L, ">=", x.R, j); err == nil && ok {
+					set(bound{lower: true, c: bd.c}, x.P)
+					set(bound{c: bd.c}, x.P)
+					continue
+				}
 				sl, err := qb.exprSide(x.L)
 				if err != nil {
 					return err
@@ -404,8 +412,14 @@ func (qb *queryBinder) intervalWindow(sel *parser.Select, w *Window) error {
 // and the joined stream's watermark.
 func (j *IntervalJoin) explain() string {
 	keys := make([]string, len(j.LeftKey))
+	qual := func(alias string, e Expr) string {
+		if _, ok := e.(*ColRef); ok {
+			return alias + "." + e.String()
+		}
+		return e.String()
+	}
 	for i := range j.LeftKey {
-		keys[i] = j.LeftKey[i].String() + " = " + j.RightKey[i].String()
+		keys[i] = qual(j.LeftAlias, j.LeftKey[i]) + " = " + qual(j.RightAlias, j.RightKey[i])
 	}
 	lop, uop := "<=", "<="
 	if j.LowerStrict {
