@@ -488,3 +488,38 @@ CREATE SOURCE r (k VARCHAR, q BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INT
 		})
 	}
 }
+
+// TestIntervalJoinRangeEdges: rows at the ends of the TIMESTAMP range
+// with bounds of a day on either side match without wrapping.
+func TestIntervalJoinRangeEdges(t *testing.T) {
+	eng, err := ubik.Open(ubik.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	q, err := eng.Start(`CREATE SOURCE l (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE SOURCE r (k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+SELECT l.k, count(*) AS n FROM l JOIN r ON l.k = r.k AND r.ts BETWEEN l.ts - INTERVAL '1' DAY AND l.ts + INTERVAL '1' DAY GROUP BY l.k`,
+		ubik.QueryOptions{OnRecord: func(r changelog.Record) error { out = append(out, string(r.Value)); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		in, line string
+	}{
+		{"r", `{"k":2,"ts":"290309-12-22 (BC) 00:00:00"}`},
+		{"l", `{"k":2,"ts":"290309-12-22 (BC) 00:00:01"}`},
+		{"l", `{"k":1,"ts":"294247-01-10 04:00:00"}`},
+		{"r", `{"k":1,"ts":"294247-01-10 04:00:54"}`},
+	} {
+		if err := q.PushInput(x.in, []byte(x.line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := q.Stats().Interval; st.Matches != 2 || len(out) != 2 {
+		t.Fatalf("matches %d, records %q", st.Matches, out)
+	}
+}

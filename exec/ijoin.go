@@ -269,10 +269,12 @@ func (t *IntervalJoin) probe(side int, ts int64, row []types.Value, other []ijRo
 	// for a right row, ts-Upper..ts-Lower.
 	var lo, hi int64
 	var loStrict, hiStrict bool
+	// Saturating: an event time near either end of the TIMESTAMP range
+	// plus a bound stays in int64 (no real time lies beyond it).
 	if side == 0 {
-		lo, hi, loStrict, hiStrict = ts+j.Lower, ts+j.Upper, j.LowerStrict, j.UpperStrict
+		lo, hi, loStrict, hiStrict = satAdd(ts, j.Lower), satAdd(ts, j.Upper), j.LowerStrict, j.UpperStrict
 	} else {
-		lo, hi, loStrict, hiStrict = ts-j.Upper, ts-j.Lower, j.UpperStrict, j.LowerStrict
+		lo, hi, loStrict, hiStrict = satSub(ts, j.Upper), satSub(ts, j.Lower), j.UpperStrict, j.LowerStrict
 	}
 	i, _ := slices.BinarySearchFunc(other, lo, func(r ijRow, lo int64) int {
 		if r.t < lo || loStrict && r.t == lo {

@@ -388,6 +388,9 @@ func (b *binder) signedInterval(e parser.Expr) (int64, error) {
 	if m != 0 {
 		return 0, b.errAt(e.Pos(), "a time bound's offset must have a fixed length: months and years vary in length; use days, hours, minutes or seconds")
 	}
+	if d > 100_000_000 || d < -100_000_000 {
+		return 0, b.errAt(e.Pos(), "a time bound's offset of %d days is beyond the TIMESTAMP range", d)
+	}
 	return int64(d)*usPerDay + micros, nil
 }
 
