@@ -185,6 +185,9 @@ func (t *IntervalJoin) Push(side int, row []types.Value) (late bool, err error) 
 	if key == nil {
 		t.stats.NullKeys++
 	} else {
+		// One copy of the row (its strings may alias the decoder's
+		// buffers) serves every joined row it makes and the held row.
+		row = cloneRow(row)
 		t.probe(side, ts, row, o.rows[string(key)])
 		if ts >= t.threshold(side) {
 			t.seq++
@@ -196,7 +199,7 @@ func (t *IntervalJoin) Push(side int, row []types.Value) (late bool, err error) 
 				}
 				return 1
 			})
-			list = slices.Insert(list, i, ijRow{t: ts, seq: t.seq, row: cloneRow(row)})
+			list = slices.Insert(list, i, ijRow{t: ts, seq: t.seq, row: row})
 			s.rows[k] = list
 			s.exp.push(expEntry{t: ts, key: k})
 			s.held++
@@ -258,8 +261,8 @@ func appendJoinKey(b []byte, cells []types.Value) []byte {
 	return b
 }
 
-// probe queues the joined rows of a new row of side at time ts with the
-// other input's held rows of its key.
+// probe queues the joined rows of a new row of side at time ts (an owned
+// copy) with the other input's held rows of its key.
 func (t *IntervalJoin) probe(side int, ts int64, row []types.Value, other []ijRow) {
 	if len(other) == 0 {
 		return
@@ -295,17 +298,10 @@ func (t *IntervalJoin) probe(side int, ts int64, row []types.Value, other []ijRo
 			copy(out, r.row)
 			copy(out[j.Offset:], row)
 		}
-		for k := range out {
-			if out[k].S != "" {
-				out[k].S = cloneString(out[k].S)
-			}
-		}
-		t.out = append(t.out, out)
+		t.out = append(t.out, out) // the cells' strings are owned copies: shared, never changed
 		t.stats.Matches++
 	}
 }
-
-func cloneString(s string) string { return string(append([]byte(nil), s...)) }
 
 // threshold is the time below which a row of side can match no row of
 // the other input still to come (that is not late).
