@@ -208,7 +208,7 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error
 		}
 	}()
 	defer drive.Recover(&err)
-	if pq != nil && pq.Source != nil && pq.Source.View != nil {
+	if pq != nil && pq.Source != nil && len(pq.Views()) > 0 {
 		return e.StartGraph(pq, nil, qo)
 	}
 	cfg := drive.Config{
@@ -248,6 +248,9 @@ type Stats struct {
 	// the versioned table input's (zero without a join).
 	Join  exec.JoinStats
 	Table TableStats
+	// Interval holds an interval join's counters and state sizes (zero
+	// without one); Table is then its right input's counters.
+	Interval exec.IntervalStats
 }
 
 // Query is one running query. It is not safe for concurrent use: one
@@ -419,7 +422,8 @@ func (q *Query) Stats() Stats {
 	c := q.d.Counts()
 	t := q.d.TableCounts()
 	return Stats{Stats: q.d.Stats(), EventsIn: c.Events, Malformed: c.Malformed, Pending: q.d.Pending(), Queued: q.d.Queued(),
-		Join: q.d.JoinStats(), Table: TableStats{RowsIn: t.Events, Malformed: t.Malformed, Late: t.Late}}
+		Join: q.d.JoinStats(), Table: TableStats{RowsIn: t.Events, Malformed: t.Malformed, Late: t.Late},
+		Interval: q.d.IntervalStats()}
 }
 
 // Checkpoint writes the query's state entries through put: all of them when

@@ -27,6 +27,14 @@ type TableStats struct {
 	Late      int64 // rows behind the table's watermark (not applied)
 }
 
+// A query with an interval join of two streams (FROM l JOIN r ON l.k =
+// r.k AND r.ts BETWEEN l.ts - INTERVAL ... AND l.ts + INTERVAL ...) has
+// two inputs too: l, pushed with Push and PushRow, and r, pushed with
+// PushTable and PushTableRow, both also by name (PushInput, PushInputRow,
+// AdvanceInputWatermark, EndInput). A row is matched with the other
+// input's rows when it arrives; a row is kept until the other input's
+// watermark makes a match impossible. Stats.Interval has its counters.
+
 // A query with a temporal join (FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts
 // ON ...) has two inputs: the stream s, pushed with Push and PushRow, and
 // the versioned table t, pushed with PushTable and PushTableRow (or both
@@ -60,34 +68,88 @@ func (q *Query) PushTableRow(row []types.Value) (err error) {
 }
 
 // PushInput pushes one record to the input named input: the query's
-// stream (as Push) or its versioned table (as PushTable).
+// stream (as Push), its versioned table (as PushTable), or either stream
+// of an interval join (the left as Push, the right as PushTable).
 func (q *Query) PushInput(input string, record []byte) error {
-	name, err := q.inputKind(input)
+	second, err := q.inputKind(input)
 	if err != nil {
 		return err
 	}
-	if name == "table" {
+	if second {
 		return q.PushTable(record)
 	}
 	return q.Push(record)
 }
 
-func (q *Query) inputKind(input string) (string, error) {
+// PushInputRow pushes one typed row, in its source's column order, to the
+// input named input (see PushInput).
+func (q *Query) PushInputRow(input string, row []types.Value) error {
+	second, err := q.inputKind(input)
+	if err != nil {
+		return err
+	}
+	if second {
+		return q.PushTableRow(row)
+	}
+	return q.PushRow(row)
+}
+
+// AdvanceInputWatermark moves the watermark of the input named input
+// forward (an idle input, or a host that knows no earlier row will come).
+// For a query with one input, or the first input of a join, it is
+// AdvanceWatermark.
+func (q *Query) AdvanceInputWatermark(input string, t time.Time) error {
+	second, err := q.inputKind(input)
+	if err != nil {
+		return err
+	}
+	if second {
+		return q.AdvanceTableWatermark(t)
+	}
+	return q.AdvanceWatermark(t)
+}
+
+// EndInput ends the second input of a join, named input (a versioned
+// table, or an interval join's right stream): no row of it will come.
+// The first input ends with Close.
+func (q *Query) EndInput(input string) error {
+	second, err := q.inputKind(input)
+	if err != nil {
+		return err
+	}
+	if !second {
+		return fmt.Errorf("ubik: %s is the first input of query %s: it ends with Close", input, q.plan.Name)
+	}
+	return q.EndTable()
+}
+
+// InputWatermarks returns the watermarks (µs) of a join's two inputs:
+// the first (Push) and the second (PushTable); math.MinInt64 before an
+// input's first row, or for a query without a join. A host reading two
+// inputs feeds the one behind.
+func (q *Query) InputWatermarks() (first, second int64) { return q.d.InputWatermarks() }
+
+// inputKind reports whether input names the query's second input.
+func (q *Query) inputKind(input string) (bool, error) {
 	src := q.plan.Source
-	if j := q.plan.Join; j != nil {
-		if strings.EqualFold(input, j.Table.Name) {
-			return "table", nil
-		}
-		src = j.Stream
+	var second string
+	switch {
+	case q.plan.Join != nil:
+		src, second = q.plan.Join.Stream, q.plan.Join.Table.Name
+	case q.plan.IJoin != nil:
+		src, second = q.plan.IJoin.Left, q.plan.IJoin.Right.Name
+	}
+	if second != "" && strings.EqualFold(input, second) {
+		return true, nil
 	}
 	if strings.EqualFold(input, src.Name) {
-		return "stream", nil
+		return false, nil
 	}
 	names := src.Name
-	if j := q.plan.Join; j != nil {
-		names += ", " + j.Table.Name
+	if second != "" {
+		names += ", " + second
 	}
-	return "", fmt.Errorf("%w: query %s has no input %q (its inputs: %s)", ErrUnknownInput, q.plan.Name, input, names)
+	return false, fmt.Errorf("%w: query %s has no input %q (its inputs: %s)", ErrUnknownInput, q.plan.Name, input, names)
 }
 
 // AdvanceTableWatermark moves the versioned table's watermark forward (an

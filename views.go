@@ -39,6 +39,8 @@ type runner interface {
 	EndTable() error
 	TableCounts() drive.Counts
 	JoinStats() drive.JoinStats
+	IntervalStats() drive.IntervalStats
+	InputWatermarks() (int64, int64)
 }
 
 var (

@@ -476,7 +476,7 @@ func ubik_push_input(h C.ubik_query, input *C.char, record *C.char, n C.size_t) 
 		// push, so the table's rows are copied into a buffer of their own.
 		name := C.GoString(input)
 		buf := &o.in
-		if p := o.q.Plan(); p != nil && p.Join != nil && strings.EqualFold(name, p.Join.Table.Name) {
+		if second := secondInput(o.q); second != "" && strings.EqualFold(name, second) {
 			buf = &o.tin
 		}
 		*buf = append((*buf)[:0], cBytes(record, n)...)
@@ -488,11 +488,24 @@ func ubik_push_input(h C.ubik_query, input *C.char, record *C.char, n C.size_t) 
 	})
 }
 
-// needJoin refuses a table call on a query without a temporal join, without
-// failing the query.
+// secondInput is the name of a join's second input: a temporal join's
+// versioned table or an interval join's right stream ("" without a join).
+func secondInput(q *ubik.Query) string {
+	switch p := q.Plan(); {
+	case p == nil:
+	case p.Join != nil:
+		return p.Join.Table.Name
+	case p.IJoin != nil:
+		return p.IJoin.Right.Name
+	}
+	return ""
+}
+
+// needJoin refuses a call on a join's second input for a query without a
+// join, without failing the query.
 func (o *queryObj) needJoin(what string) C.int {
-	if p := o.q.Plan(); p == nil || p.Join == nil {
-		return fail(C.UBIK_ERR_INVALID_ARGUMENT, fmt.Errorf("%w: %s: the query has no temporal join, so no versioned table input", errInvalidArgument, what))
+	if secondInput(o.q) == "" {
+		return fail(C.UBIK_ERR_INVALID_ARGUMENT, fmt.Errorf("%w: %s: the query has no join, so no second input (a versioned table or an interval join's right stream)", errInvalidArgument, what))
 	}
 	return C.UBIK_OK
 }
@@ -575,21 +588,39 @@ func ubik_query_close(h C.ubik_query) (rc C.int) {
 
 // statsJSON is the shape of ubik_query_stats (documented in ubik.h).
 type statsJSON struct {
-	EventsIn         int64           `json:"events_in"`
-	Malformed        int64           `json:"malformed"`
-	Pending          int             `json:"pending"`
-	Rows             int64           `json:"rows"`
-	Filtered         int64           `json:"filtered"`
-	EvalErrors       int64           `json:"eval_errors"`
-	Late             int64           `json:"late"`
-	RecordsOut       int64           `json:"records_out"`
-	HavingSuppressed int64           `json:"having_suppressed"`
-	WindowsFinalized int64           `json:"windows_finalized"`
-	LiveGroups       int64           `json:"live_groups"`
-	StateBytes       int64           `json:"state_bytes"`
-	WatermarkUs      *int64          `json:"watermark_us"`
-	Table            *tableStatsJSON `json:"table,omitempty"`
-	Join             *joinStatsJSON  `json:"join,omitempty"`
+	EventsIn         int64              `json:"events_in"`
+	Malformed        int64              `json:"malformed"`
+	Pending          int                `json:"pending"`
+	Rows             int64              `json:"rows"`
+	Filtered         int64              `json:"filtered"`
+	EvalErrors       int64              `json:"eval_errors"`
+	Late             int64              `json:"late"`
+	RecordsOut       int64              `json:"records_out"`
+	HavingSuppressed int64              `json:"having_suppressed"`
+	WindowsFinalized int64              `json:"windows_finalized"`
+	LiveGroups       int64              `json:"live_groups"`
+	StateBytes       int64              `json:"state_bytes"`
+	WatermarkUs      *int64             `json:"watermark_us"`
+	Table            *tableStatsJSON    `json:"table,omitempty"`
+	Join             *joinStatsJSON     `json:"join,omitempty"`
+	Interval         *intervalStatsJSON `json:"interval,omitempty"`
+}
+
+// intervalStatsJSON is an interval join's part of ubik_query_stats.
+type intervalStatsJSON struct {
+	LeftRows  int64  `json:"left_rows"`
+	RightRows int64  `json:"right_rows"`
+	LateLeft  int64  `json:"late_left"`
+	LateRight int64  `json:"late_right"`
+	NullKeys  int64  `json:"null_keys"`
+	Matches   int64  `json:"matches"`
+	LeftHeld  int64  `json:"left_held"`
+	RightHeld int64  `json:"right_held"`
+	LeftPeak  int64  `json:"left_peak"`
+	RightPeak int64  `json:"right_peak"`
+	Dropped   int64  `json:"dropped"`
+	LeftWMUs  *int64 `json:"left_watermark_us"`
+	RightWMUs *int64 `json:"right_watermark_us"`
 }
 
 // tableStatsJSON and joinStatsJSON are a temporal join's part of
@@ -646,6 +677,18 @@ func ubik_query_stats(h C.ubik_query, out **C.char, n *C.size_t) (rc C.int) {
 				Keys: j.Keys, Dropped: j.Dropped}
 			if j.TableWM != math.MinInt64 {
 				s.Join.TableWMUs = &j.TableWM
+			}
+		}
+		if p := o.q.Plan(); p != nil && p.IJoin != nil {
+			iv := st.Interval
+			s.Interval = &intervalStatsJSON{LeftRows: iv.LeftRows, RightRows: iv.RightRows, LateLeft: iv.LateLeft,
+				LateRight: iv.LateRight, NullKeys: iv.NullKeys, Matches: iv.Matches, LeftHeld: iv.LeftHeld,
+				RightHeld: iv.RightHeld, LeftPeak: iv.LeftPeak, RightPeak: iv.RightPeak, Dropped: iv.Dropped}
+			if iv.LeftWM != math.MinInt64 {
+				s.Interval.LeftWMUs = &iv.LeftWM
+			}
+			if iv.RightWM != math.MinInt64 {
+				s.Interval.RightWMUs = &iv.RightWM
 			}
 		}
 		js, err := json.Marshal(s)

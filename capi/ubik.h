@@ -306,21 +306,25 @@ int ubik_advance_watermark(ubik_query q, int64_t micros);
  * returns UBIK_ERR_MALFORMED_EVENT (counted in table.malformed). An event
  * waits until the table's watermark passes its time, then joins the version
  * valid then, so the result does not depend on how the two inputs
- * interleave. Returns the codes of ubik_push, UBIK_ERR_JOIN_BUFFER, and
+ * interleave. For an interval join of two streams (FROM l JOIN r ON ...
+ * AND r.ts BETWEEN l.ts ... AND l.ts ...) input names either stream; a row
+ * is matched with the other stream's rows when it arrives. Returns the
+ * codes of ubik_push, UBIK_ERR_JOIN_BUFFER, and
  * UBIK_ERR_INVALID_ARGUMENT for a name that is none of the query's inputs
  * (the message lists them; the query goes on). */
 int ubik_push_input(ubik_query q, const char *input, const char *record, size_t n);
 
-/* Moves the versioned table's watermark to micros (microseconds since the
- * Unix epoch) if that is later: for an idle table, or a host that knows no
- * earlier table row will come. Waiting events it passes are joined.
- * UBIK_ERR_INVALID_ARGUMENT for a query without a temporal join. */
+/* Moves the versioned table's watermark (an interval join's: its second,
+ * right stream's) to micros (microseconds since the Unix epoch) if that is
+ * later: for an idle input, or a host that knows no earlier row will come.
+ * Waiting events it passes are joined. UBIK_ERR_INVALID_ARGUMENT for a
+ * query without a join. */
 int ubik_advance_table_watermark(ubik_query q, int64_t micros);
 
-/* Ends the versioned table's input: every waiting event, and every later
- * one, joins the versions there are; further table rows return
- * UBIK_ERR_CLOSED. ubik_query_close ends both inputs.
- * UBIK_ERR_INVALID_ARGUMENT for a query without a temporal join. */
+/* Ends the versioned table's input (an interval join's right stream):
+ * every waiting event, and every later one, joins the versions there are;
+ * further rows of it return UBIK_ERR_CLOSED. ubik_query_close ends both
+ * inputs. UBIK_ERR_INVALID_ARGUMENT for a query without a join. */
 int ubik_end_table(ubik_query q);
 
 /* Publishes now every (group, window) changed since its last emission (EMIT
@@ -345,7 +349,10 @@ int ubik_query_close(ubik_query q);
  * a temporal join also "table" (rows_in, malformed, late) and "join" (the
  * join's counters: events, late_events, joined, unmatched, null_keys,
  * table_rows, late_table_rows, bad_table_rows, buffered, buffered_peak,
- * versions, versions_peak, keys, dropped, table_watermark_us). Owned by q; valid
+ * versions, versions_peak, keys, dropped, table_watermark_us); for an
+ * interval join "interval" (left_rows, right_rows, late_left, late_right,
+ * null_keys, matches, left_held, right_held, left_peak, right_peak, dropped,
+ * left_watermark_us, right_watermark_us). Owned by q; valid
  * until the next ubik_query_stats on q or ubik_query_free. */
 int ubik_query_stats(ubik_query q, const char **json, size_t *len);
 

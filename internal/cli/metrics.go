@@ -28,6 +28,7 @@ type queryMetrics struct {
 	liveGroups, stateBytes, watermark, watermarkLag, emitP99     *prometheus.Desc
 	duplicates, dedupLate, dedupKeys, dedupBytes                 *prometheus.Desc
 	join                                                         joinMetrics
+	interval                                                     intervalMetrics
 }
 
 func newQueryMetrics(name string) *queryMetrics {
@@ -52,6 +53,9 @@ func newQueryMetrics(name string) *queryMetrics {
 		dedupKeys:    d("dedup_keys", "Keys remembered for input deduplication."),
 		dedupBytes:   d("dedup_state_bytes", "Estimated bytes of the dedup state."),
 		join:         newJoinMetrics(d),
+		interval: newIntervalMetrics(d, func(n, help string) *prometheus.Desc {
+			return prometheus.NewDesc("ubik_"+n, help, []string{"input"}, l)
+		}),
 	}
 }
 
@@ -63,6 +67,7 @@ func (m *queryMetrics) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	m.join.describe(ch)
+	m.interval.describe(ch)
 }
 
 func (m *queryMetrics) Collect(ch chan<- prometheus.Metric) {
@@ -88,6 +93,11 @@ func (m *queryMetrics) Collect(ch chan<- prometheus.Metric) {
 	g(m.dedupKeys, float64(s.DedupKeys))
 	g(m.dedupBytes, float64(s.DedupBytes))
 	m.join.collect(s, c, g)
+	m.interval.collect(s, func(d *prometheus.Desc, v float64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, lv...)
+	}, func(d *prometheus.Desc, v float64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+	})
 	if s.Watermark != minInt64 {
 		wm := float64(s.Watermark) / 1e6
 		g(m.watermark, wm)

@@ -415,6 +415,65 @@ GROUP BY u.customer, TUMBLE(u.ts, INTERVAL '1' HOUR);`: func(t *testing.T, r *re
 			t.Errorf("exit %d\n%s%s", code, out, errb)
 		}
 	},
+	// The interval join of two streams: the script, then its run over two
+	// files.
+	`CREATE SOURCE impressions (id BIGINT, campaign VARCHAR, ts TIMESTAMP,
+  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+  WITH (format = 'jsonl', path = 'impressions.jsonl');
+CREATE SOURCE clicks (impression_id BIGINT, ts TIMESTAMP,
+  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+  WITH (format = 'jsonl', path = 'clicks.jsonl');
+CREATE VIEW clicks_after_view AS
+SELECT i.campaign, TUMBLE_START(c.ts, INTERVAL '10' MINUTE) AS w, count(*) AS clicks_after_view
+FROM impressions i JOIN clicks c
+  ON c.impression_id = i.id AND c.ts BETWEEN i.ts AND i.ts + INTERVAL '5' MINUTE
+GROUP BY i.campaign, TUMBLE(c.ts, INTERVAL '10' MINUTE);`: func(t *testing.T, r *readmeEnv) {},
+	"ubik run clicks_after_view.sql": func(t *testing.T, r *readmeEnv) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "clicks_after_view.sql"), []byte(readmeText(t, "CREATE SOURCE impressions")), 0o644)
+		os.WriteFile(filepath.Join(dir, "impressions.jsonl"), []byte(`{"id":1,"campaign":"spring","ts":"2026-07-18 10:00:00"}
+{"id":2,"campaign":"spring","ts":"2026-07-18 10:06:00"}
+`), 0o644)
+		os.WriteFile(filepath.Join(dir, "clicks.jsonl"), []byte(`{"impression_id":1,"ts":"2026-07-18 10:02:00"}
+{"impression_id":1,"ts":"2026-07-18 10:07:00"}
+{"impression_id":2,"ts":"2026-07-18 10:09:00"}
+`), 0o644)
+		out, errb, code := r.sh(t, dir, readmeText(t, "ubik run clicks_after_view.sql"))
+		want := `["spring", "2026-07-18 10:00:00"]	{"campaign": "spring", "w": "2026-07-18 10:00:00", "clicks_after_view": 2}` + "\n"
+		if code != 0 || out != want || !strings.Contains(errb, "3 right rows read, 0 malformed; 2 joined rows") {
+			t.Errorf("exit %d\n%s%s", code, out, errb)
+		}
+	},
+	// The window join of two views (Nexmark q8's shape).
+	`CREATE SOURCE events (kind VARCHAR, id BIGINT, name VARCHAR, seller BIGINT, ts TIMESTAMP,
+  WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
+  WITH (format = 'jsonl', path = 'events.jsonl');
+CREATE VIEW new_people AS
+SELECT id, name, TUMBLE_START(ts, INTERVAL '10' SECOND) AS starttime, count(*) AS n
+FROM events WHERE kind = 'person' GROUP BY id, name, TUMBLE(ts, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW new_sellers AS
+SELECT seller, TUMBLE_START(ts, INTERVAL '10' SECOND) AS starttime, count(*) AS auctions
+FROM events WHERE kind = 'auction' GROUP BY seller, TUMBLE(ts, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW q8 AS
+SELECT p.id, p.name, TUMBLE_START(p.starttime, INTERVAL '10' SECOND) AS starttime, sum(a.auctions) AS auctions
+FROM new_people p JOIN new_sellers a ON p.id = a.seller AND p.starttime = a.starttime
+GROUP BY p.id, p.name, TUMBLE(p.starttime, INTERVAL '10' SECOND);`: func(t *testing.T, r *readmeEnv) {},
+	"ubik run q8.sql --query q8": func(t *testing.T, r *readmeEnv) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "q8.sql"), []byte(readmeText(t, "CREATE SOURCE events (kind")), 0o644)
+		os.WriteFile(filepath.Join(dir, "events.jsonl"), []byte(`{"kind":"person","id":7,"name":"ann","ts":"2026-07-18 10:00:01"}
+{"kind":"auction","seller":7,"ts":"2026-07-18 10:00:03"}
+{"kind":"auction","seller":7,"ts":"2026-07-18 10:00:04"}
+{"kind":"person","id":8,"name":"bob","ts":"2026-07-18 10:00:05"}
+{"kind":"auction","seller":8,"ts":"2026-07-18 10:00:12"}
+{"kind":"auction","seller":9,"ts":"2026-07-18 10:00:13"}
+`), 0o644)
+		out, errb, code := r.sh(t, dir, readmeText(t, "ubik run q8.sql --query q8"))
+		want := `[7, "ann", "2026-07-18 10:00:00"]	{"id": 7, "name": "ann", "starttime": "2026-07-18 10:00:00", "auctions": 2}` + "\n"
+		if code != 0 || out != want {
+			t.Errorf("exit %d\n%s%s", code, out, errb)
+		}
+	},
 	// Input deduplication: a copy of an event within the horizon is not
 	// counted.
 	`CREATE SOURCE usage (event_id VARCHAR, customer VARCHAR, qty BIGINT, ts TIMESTAMP,

@@ -173,17 +173,20 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	for _, pq := range pqs {
-		if !kf.wanted(prog, pq) && !(pq.Source.View != nil && kf.wanted(prog, inputQuery(pq))) {
+		if !kf.wanted(prog, pq) && !(len(pq.Views()) > 0 && kf.wanted(prog, inputQuery(pq))) {
 			continue
 		}
-		if pq.Source.View != nil {
-			return fmt.Errorf("%w: query %s reads view %s, and a query over a view runs on files (--input) for now, not over Kafka", ErrUsage, pq.Name, pq.Source.View.Name)
+		if vs := pq.Views(); len(vs) > 0 {
+			return fmt.Errorf("%w: query %s reads view %s, and a query over a view runs on files (--input) for now, not over Kafka", ErrUsage, pq.Name, vs[0].Name)
 		}
 		if len(pqs) > 1 {
 			return fmt.Errorf("%w: query %s runs over Kafka, and a Kafka run runs one query: choose it with --query", ErrUsage, pq.Name)
 		}
 		if pq.Join != nil {
 			return fmt.Errorf("%w: query %s has a temporal join, which runs from files (or the Go API); over Kafka it is not supported yet", ErrUsage, pq.Name)
+		}
+		if pq.IJoin != nil {
+			return fmt.Errorf("%w: query %s is an interval join of two streams, which runs from files (or the Go API); over Kafka it is not supported yet", ErrUsage, pq.Name)
 		}
 		return runKafka(ctx, env, kf, &f, prog, pq)
 	}
@@ -211,6 +214,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	pq := pqs[0]
 	input := inputQuery(pq).Source // the declared source the run reads (a view's, for a query over views)
+	if pq.IJoin != nil && len(pq.Views()) == 0 && len(pqs) > 1 {
+		return fmt.Errorf("%w: query %s is an interval join of two inputs, which runs alone: choose it with --query", ErrUsage, pq.Name)
+	}
 
 	inPath := f.input
 	if inPath == "" {
@@ -431,10 +437,14 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "ubik: metrics on http://%s/metrics\n", bound)
 	}
 
+	var right *rightInput // an interval join's right input
 	// checkpoint makes the outputs durable, then records their lengths with
 	// the state and the input position in one atomic file.
 	checkpoint := func(pos, line int64, finished bool) error {
 		h := ckptHeader{Finished: finished, InputOffset: pos, Line: line}
+		if right != nil {
+			h.Right, h.RightOffset, h.RightLine = true, right.offset, right.line
+		}
 		// Every record of the events read so far reaches the outputs
 		// before their lengths are taken.
 		if err := q.Flush(); err != nil {
@@ -475,6 +485,15 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 
+	if pq.IJoin != nil && len(pq.Views()) == 0 {
+		if right, err = openRightInput(pq, resume.RightOffset, resume.RightLine); err != nil {
+			return err
+		}
+		defer right.fh.Close()
+		if err := right.csvHeader(q, resumed, pq.IJoin.Right.Options["header"]); err != nil {
+			return err
+		}
+	}
 	started := time.Now()
 	if pq.Join != nil && !resumed {
 		if err := loadTable(env, q, pq, dead, &curLineNo); err != nil {
@@ -573,6 +592,12 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if blankLine(line) {
 			continue // an empty or blank line is no event
 		}
+		for right != nil && firstErr == nil && right.behind(q) {
+			firstErr = right.pushOne(env, q, pq.Name, dead, &curLineNo)
+		}
+		if firstErr != nil {
+			break
+		}
 		curLineNo = lineNo
 		for _, t := range owners {
 			err := t.q.Push(line)
@@ -598,6 +623,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if firstErr == nil && sideErr != nil {
 			firstErr = sideErr
 		}
+	}
+	for right != nil && firstErr == nil && !stopped && !right.done {
+		firstErr = right.pushOne(env, q, pq.Name, dead, &curLineNo)
 	}
 	if firstErr == nil && !stopped {
 		for _, t := range owners {
@@ -1118,31 +1146,32 @@ func appendLate(b []byte, query string, line int64, ev *drive.LateEvent) []byte 
 // --stats-json use the same names (README.md, "Run summary"), and the
 // Prometheus metrics are ubik_<name>_total for the counters.
 type summary struct {
-	Query              string       `json:"query"`
-	EventsRead         int64        `json:"events_read"`
-	Malformed          int64        `json:"malformed"`
-	EvalErrors         int64        `json:"eval_errors"`
-	Filtered           int64        `json:"filtered"`
-	Late               int64        `json:"late"`
-	Duplicates         int64        `json:"duplicates"`
-	DedupLate          int64        `json:"dedup_late"`
-	DedupKeys          int64        `json:"dedup_keys"`
-	RecordsEmitted     int64        `json:"records_emitted"`
-	HavingSuppressed   int64        `json:"having_suppressed"`
-	WindowsFinalized   int64        `json:"windows_finalized"`
-	WallSeconds        float64      `json:"wall_seconds"`
-	EventsPerSecond    float64      `json:"events_per_second"`
-	EmitLatencyP50Ms   float64      `json:"emit_latency_p50_ms"`
-	EmitLatencyP99Ms   float64      `json:"emit_latency_p99_ms"`
-	StateBytes         int64        `json:"state_bytes"`
-	StateBytesPeak     int64        `json:"state_bytes_peak"`
-	LiveGroupsPeak     int64        `json:"live_groups_peak"`
-	StateBytesPerGroup float64      `json:"state_bytes_per_group"`
-	Watermark          string       `json:"watermark,omitempty"`
-	BadInputLimit      string       `json:"bad_input_limit_crossed,omitempty"`
-	Stopped            string       `json:"stopped,omitempty"`
-	StoppedAtLine      int64        `json:"stopped_at_line,omitempty"`
-	Join               *joinSummary `json:"join,omitempty"`
+	Query              string           `json:"query"`
+	EventsRead         int64            `json:"events_read"`
+	Malformed          int64            `json:"malformed"`
+	EvalErrors         int64            `json:"eval_errors"`
+	Filtered           int64            `json:"filtered"`
+	Late               int64            `json:"late"`
+	Duplicates         int64            `json:"duplicates"`
+	DedupLate          int64            `json:"dedup_late"`
+	DedupKeys          int64            `json:"dedup_keys"`
+	RecordsEmitted     int64            `json:"records_emitted"`
+	HavingSuppressed   int64            `json:"having_suppressed"`
+	WindowsFinalized   int64            `json:"windows_finalized"`
+	WallSeconds        float64          `json:"wall_seconds"`
+	EventsPerSecond    float64          `json:"events_per_second"`
+	EmitLatencyP50Ms   float64          `json:"emit_latency_p50_ms"`
+	EmitLatencyP99Ms   float64          `json:"emit_latency_p99_ms"`
+	StateBytes         int64            `json:"state_bytes"`
+	StateBytesPeak     int64            `json:"state_bytes_peak"`
+	LiveGroupsPeak     int64            `json:"live_groups_peak"`
+	StateBytesPerGroup float64          `json:"state_bytes_per_group"`
+	Watermark          string           `json:"watermark,omitempty"`
+	BadInputLimit      string           `json:"bad_input_limit_crossed,omitempty"`
+	Stopped            string           `json:"stopped,omitempty"`
+	StoppedAtLine      int64            `json:"stopped_at_line,omitempty"`
+	Join               *joinSummary     `json:"join,omitempty"`
+	Interval           *intervalSummary `json:"interval_join,omitempty"`
 }
 
 type planQuery = plan.Query
@@ -1177,7 +1206,9 @@ func newSummary(name string, st ubik.Stats, elapsed time.Duration) summary {
 	if st.Watermark != minInt64 {
 		s.Watermark = plan.ValueText(types.TS(st.Watermark))
 	}
-	if st.Table.RowsIn > 0 || st.Join.Events > 0 {
+	if st.Interval.LeftRows > 0 || st.Interval.RightRows > 0 {
+		s.Interval = newIntervalSummary(st)
+	} else if st.Table.RowsIn > 0 || st.Join.Events > 0 {
 		s.Join = newJoinSummary(st)
 	}
 	return s
@@ -1197,6 +1228,9 @@ func (s summary) print(w io.Writer) {
 	}
 	fmt.Fprintf(&b, ", %d records emitted, %d windows finalized, %s, %.0f events/s",
 		s.RecordsEmitted, s.WindowsFinalized, formatWall(s.WallSeconds), s.EventsPerSecond)
+	if s.Interval != nil {
+		b.WriteString(s.Interval.text())
+	}
 	if s.Join != nil {
 		b.WriteString(s.Join.text())
 	}

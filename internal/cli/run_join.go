@@ -164,3 +164,199 @@ func (j *joinMetrics) collect(s *ubik.Stats, c, g func(*prometheus.Desc, float64
 		g(j.tableWM, float64(wm)/1e6)
 	}
 }
+
+// A query with an interval join of two streams reads two files too: the
+// left stream (--input or its source's path) and the right stream (its
+// source's WITH (path = 'FILE')). The two are read together, each record
+// taken from the input whose watermark is behind, so the rows each side
+// holds stay those of the join's bound (the result does not depend on how
+// the inputs interleave). When the right file ends, its input ends; when
+// the left file ends, the rest of the right file is read. With
+// --state-dir both files' positions are in the checkpoint.
+
+// rightInput reads the right stream's file of an interval join.
+type rightInput struct {
+	name, path string
+	fh         *os.File
+	br         *bufio.Reader
+	csv        bool
+	offset     int64 // bytes consumed
+	line       int64
+	done       bool
+	reported   int
+}
+
+func openRightInput(pq *planQuery, offset, line int64) (*rightInput, error) {
+	r := pq.IJoin.Right
+	if strings.EqualFold(r.Options["connector"], "kafka") {
+		return nil, fmt.Errorf("%w: source %s is a Kafka topic: an interval join runs from files (or the Go API); give %s a file (WITH (path = 'FILE'))", ErrUsage, r.Name, r.Name)
+	}
+	path := r.Options["path"]
+	if path == "" {
+		return nil, fmt.Errorf("%w: source %s has no path option: a file run of an interval join reads its right input, %s, from WITH (path = 'FILE') (the left, %s, from --input or its path)", ErrUsage, r.Name, r.Name, pq.IJoin.Left.Name)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", r.Name, err)
+	}
+	if offset > 0 {
+		if _, err := fh.Seek(offset, io.SeekStart); err != nil {
+			fh.Close()
+			return nil, fmt.Errorf("resume: %w", err)
+		}
+	}
+	return &rightInput{name: r.Name, path: path, fh: fh, br: bufio.NewReaderSize(fh, 1<<20),
+		csv: strings.EqualFold(r.Options["format"], "csv"), offset: offset, line: line}, nil
+}
+
+// csvHeader pushes the CSV header of a file resumed past it.
+func (ri *rightInput) csvHeader(q *ubik.Query, resumed bool, header string) error {
+	if !ri.csv || !resumed || ri.offset == 0 || strings.EqualFold(header, "false") {
+		return nil
+	}
+	hf, err := os.Open(ri.path)
+	if err != nil {
+		return err
+	}
+	hdr, _, _ := readRecord(bufio.NewReader(hf), true)
+	hf.Close()
+	if err := q.PushInput(ri.name, bytes.TrimPrefix(trimCR(hdr), utf8BOM)); err != nil {
+		return fmt.Errorf("resume: %s: CSV header: %w", ri.name, err)
+	}
+	return nil
+}
+
+// behind reports whether the right input should be read before the
+// next left record: its watermark is not ahead of the left's.
+func (ri *rightInput) behind(q *ubik.Query) bool {
+	if ri.done {
+		return false
+	}
+	l, r := q.InputWatermarks()
+	return r <= l
+}
+
+// pushOne pushes the right file's next record (ending the input at the
+// end of the file). curLine is the late output's line number; dead, when
+// set, receives the malformed rows.
+func (ri *rightInput) pushOne(env *Env, q *ubik.Query, pqName string, dead io.Writer, curLine *int64) error {
+	for {
+		line, n, rerr := readRecord(ri.br, ri.csv)
+		if len(line) == 0 && rerr != nil {
+			if rerr != io.EOF {
+				return fmt.Errorf("source %s: %w", ri.name, rerr)
+			}
+			ri.done = true
+			*curLine = 0
+			return q.EndInput(ri.name)
+		}
+		atStart := ri.offset == 0
+		ri.line += n
+		ri.offset += int64(len(line)) + n
+		if rerr != nil && !errors.Is(rerr, errTooLong) {
+			ri.offset-- // the last line had no newline
+		}
+		if errors.Is(rerr, errTooLong) {
+			return fmt.Errorf("%s:%d: line longer than %d bytes", ri.path, ri.line, maxLineBytes)
+		}
+		line = trimCR(line)
+		if atStart {
+			line = bytes.TrimPrefix(line, utf8BOM)
+		}
+		if blankLine(line) {
+			continue
+		}
+		*curLine = ri.line
+		err := q.PushInput(ri.name, line)
+		*curLine = 0
+		if err == nil {
+			return nil
+		}
+		var ee *ubik.EventError
+		if !errors.As(err, &ee) {
+			var he *drive.HeaderError
+			if errors.As(err, &he) {
+				return fmt.Errorf("%s:%d: %w", ri.path, ri.line, err)
+			}
+			return err
+		}
+		if dead != nil {
+			return writeDead(dead, ri.path, pqName, ri.line, line, ee.Err)
+		}
+		if ri.reported < 10 {
+			fmt.Fprintf(env.Stderr, "ubik: %s:%d: %s: %s\n", ri.path, ri.line, badKind(ee.Err), cleanMessage(ee.Err.Error()))
+		}
+		ri.reported++
+		return nil
+	}
+}
+
+// intervalSummary is the run summary's part for an interval join.
+type intervalSummary struct {
+	RightRows      int64 `json:"right_rows_read"`
+	RightMalformed int64 `json:"right_malformed"`
+	LateLeft       int64 `json:"left_late_at_join"`
+	LateRight      int64 `json:"right_late_at_join"`
+	NullKeys       int64 `json:"null_keys"`
+	Matches        int64 `json:"joined_rows"`
+	LeftPeak       int64 `json:"left_held_peak"`
+	RightPeak      int64 `json:"right_held_peak"`
+	Dropped        int64 `json:"rows_dropped"`
+}
+
+func newIntervalSummary(st ubik.Stats) *intervalSummary {
+	j := st.Interval
+	return &intervalSummary{RightRows: st.Table.RowsIn, RightMalformed: st.Table.Malformed, LateLeft: j.LateLeft, LateRight: j.LateRight,
+		NullKeys: j.NullKeys, Matches: j.Matches, LeftPeak: j.LeftPeak, RightPeak: j.RightPeak, Dropped: j.Dropped}
+}
+
+func (j *intervalSummary) text() string {
+	return fmt.Sprintf("; interval join: %d right rows read, %d malformed; %d joined rows; late at the join: %d left, %d right; held at most %d left, %d right rows",
+		j.RightRows, j.RightMalformed, j.Matches, j.LateLeft, j.LateRight, j.LeftPeak, j.RightPeak)
+}
+
+// intervalMetrics are an interval join's metrics (exported only for a
+// query with one).
+type intervalMetrics struct {
+	rows, late, matches, nullKeys, dropped *prometheus.Desc
+	held, wm                               *prometheus.Desc
+}
+
+func newIntervalMetrics(d func(n, help string) *prometheus.Desc, side func(n, help string) *prometheus.Desc) intervalMetrics {
+	return intervalMetrics{
+		rows:     side("interval_join_rows_total", "Rows pushed to an input of the interval join, by input (left, right)."),
+		late:     side("interval_join_rows_late_total", "Rows behind their input's watermark less the allowed lateness (not joined), by input."),
+		matches:  d("interval_join_matches_total", "Joined rows the interval join produced."),
+		nullKeys: d("interval_join_null_keys_total", "Rows whose join key has a NULL (they never match)."),
+		dropped:  d("interval_join_rows_dropped_total", "Rows dropped once the other input's watermark made a match impossible."),
+		held:     side("interval_join_rows_held", "Rows the interval join holds now, by input."),
+		wm:       side("interval_join_watermark_seconds", "An interval join input's watermark, Unix seconds, by input."),
+	}
+}
+
+func (j *intervalMetrics) describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{j.rows, j.late, j.matches, j.nullKeys, j.dropped, j.held, j.wm} {
+		ch <- d
+	}
+}
+
+func (j *intervalMetrics) collect(s *ubik.Stats, c, g func(*prometheus.Desc, float64, ...string)) {
+	st := s.Interval
+	if st.LeftRows == 0 && st.RightRows == 0 {
+		return
+	}
+	c(j.rows, float64(st.LeftRows), "left")
+	c(j.rows, float64(st.RightRows), "right")
+	c(j.late, float64(st.LateLeft), "left")
+	c(j.late, float64(st.LateRight), "right")
+	c(j.matches, float64(st.Matches))
+	c(j.nullKeys, float64(st.NullKeys))
+	c(j.dropped, float64(st.Dropped))
+	g(j.held, float64(st.LeftHeld), "left")
+	g(j.held, float64(st.RightHeld), "right")
+	for i, wm := range []int64{st.LeftWM, st.RightWM} {
+		if wm != minInt64 && wm < 1<<62 {
+			g(j.wm, float64(wm)/1e6, []string{"left", "right"}[i])
+		}
+	}
+}

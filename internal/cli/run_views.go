@@ -23,8 +23,8 @@ import (
 // inputQuery returns the query of q's chain that reads the declared
 // source: q itself, or the view at the head of its chain.
 func inputQuery(q *plan.Query) *plan.Query {
-	for q.Source.View != nil {
-		q = q.Source.View
+	for vs := q.Views(); len(vs) > 0; vs = q.Views() {
+		q = vs[0] // the views of a join of two views read one source
 	}
 	return q
 }
@@ -69,7 +69,7 @@ func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook 
 	}
 	graph := false
 	for _, t := range targets {
-		graph = graph || t.pq.Source.View != nil
+		graph = graph || len(t.pq.Views()) > 0
 	}
 	if !graph {
 		for _, t := range targets {
@@ -114,7 +114,7 @@ func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook 
 // readsView reports whether any of qs reads a view (the run is a graph).
 func readsView(qs []*plan.Query) bool {
 	for _, q := range qs {
-		if q.Source.View != nil {
+		if len(q.Views()) > 0 {
 			return true
 		}
 	}

@@ -32,6 +32,10 @@ const ckptMagic = "UBIKCKP1"
 // the further changelog outputs of a graph of views (ckptHeader.Extra).
 const ckptMagic2 = "UBIKCKP2"
 
+// ckptMagic3 marks a checkpoint whose header holds, after the lengths of
+// ckptMagic2, the position in an interval join's right input.
+const ckptMagic3 = "UBIKCKP3"
+
 // ErrStateMismatch is returned when a state dir belongs to another query.
 var ErrStateMismatch = errors.New("ubik: the state dir belongs to a different query or input")
 
@@ -41,6 +45,10 @@ type ckptHeader struct {
 	Line        int64
 	Outputs     [3]int64 // changelog, dead letters, late events
 	Extra       []int64  // the changelogs of the other queries of a graph of views, in target order
+	// Right: an interval join's right input, read to RightOffset (bytes)
+	// and RightLine.
+	Right                  bool
+	RightOffset, RightLine int64
 }
 
 type checkpointFile struct {
@@ -67,7 +75,9 @@ func (c *checkpointFile) path() string { return filepath.Join(c.dir, "checkpoint
 // save writes a full checkpoint of q with header h.
 func (c *checkpointFile) save(q *ubik.Query, h ckptHeader) error {
 	var b bytes.Buffer
-	if h.Extra != nil {
+	if h.Right {
+		b.WriteString(ckptMagic3)
+	} else if h.Extra != nil {
 		b.WriteString(ckptMagic2)
 	} else {
 		b.WriteString(ckptMagic)
@@ -82,11 +92,15 @@ func (c *checkpointFile) save(q *ubik.Query, h ckptHeader) error {
 	for _, v := range []int64{h.InputOffset, h.Line, h.Outputs[0], h.Outputs[1], h.Outputs[2]} {
 		num = binary.AppendVarint(num, v)
 	}
-	if h.Extra != nil {
+	if h.Extra != nil || h.Right {
 		num = binary.AppendUvarint(num, uint64(len(h.Extra)))
 		for _, v := range h.Extra {
 			num = binary.AppendVarint(num, v)
 		}
+	}
+	if h.Right {
+		num = binary.AppendVarint(num, h.RightOffset)
+		num = binary.AppendVarint(num, h.RightLine)
 	}
 	b.Write(num)
 	err := q.Checkpoint(true, nil, func(key, val []byte) error {
@@ -146,10 +160,11 @@ func (c *checkpointFile) load(q *ubik.Query) (*ckptHeader, error) {
 	bad := func(what string) error {
 		return fmt.Errorf("ubik: checkpoint %s is corrupt (%s); remove the state dir to start over", c.path(), what)
 	}
-	if len(data) < len(ckptMagic)+32+4 || string(data[:len(ckptMagic)]) != ckptMagic && string(data[:len(ckptMagic)]) != ckptMagic2 {
+	if len(data) < len(ckptMagic)+32+4 || string(data[:len(ckptMagic)]) != ckptMagic && string(data[:len(ckptMagic)]) != ckptMagic2 && string(data[:len(ckptMagic)]) != ckptMagic3 {
 		return nil, bad("no header")
 	}
-	v2 := string(data[:len(ckptMagic)]) == ckptMagic2
+	v3 := string(data[:len(ckptMagic)]) == ckptMagic3
+	v2 := v3 || string(data[:len(ckptMagic)]) == ckptMagic2
 	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
 	if crc32.ChecksumIEEE(body) != sum {
 		return nil, bad("checksum mismatch")
@@ -177,6 +192,14 @@ func (c *checkpointFile) load(q *ubik.Query) (*ckptHeader, error) {
 		h.Extra = make([]int64, n)
 		for i := range h.Extra {
 			if h.Extra[i], err = binary.ReadVarint(r); err != nil {
+				return nil, bad("header")
+			}
+		}
+	}
+	if v3 {
+		h.Right = true
+		for _, p := range []*int64{&h.RightOffset, &h.RightLine} {
+			if *p, err = binary.ReadVarint(r); err != nil {
 				return nil, bad("header")
 			}
 		}

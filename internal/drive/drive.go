@@ -156,7 +156,9 @@ type Driver struct {
 	// A temporal join's part (nil without one): see join.go.
 	join       *joinState
 	joinBuffer int
-	lateTable  func(*exec.LateEvent)
+	// An interval join's part (nil without one): see ijoin.go.
+	ij        *ijState
+	lateTable func(*exec.LateEvent)
 
 	n, taken  Counts
 	routeErrs int64 // a router's evaluation errors (it has no operator to count them)
@@ -191,7 +193,7 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 	ecfg := exec.Config{
 		Emit:              d.onRecord,
 		Nanotime:          func() int64 { return int64(d.now().Sub(d.start)) + 1 },
-		ExternalWatermark: cfg.ExternalWatermark,
+		ExternalWatermark: cfg.ExternalWatermark || q.IJoin != nil,
 	}
 	if cfg.Emit != nil {
 		ecfg.Emit = cfg.Emit
@@ -216,6 +218,11 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 			return nil, err
 		}
 	}
+	if q.IJoin != nil {
+		if err := d.initIJoin(cfg); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
 }
 
@@ -226,6 +233,9 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 func NewRouter(q *plan.Query, cfg Config) (*Driver, error) {
 	if q != nil && q.Join != nil {
 		return nil, fmt.Errorf("drive: query %s has a temporal join, which runs in one driver (no repartitioning)", q.Name)
+	}
+	if q != nil && q.IJoin != nil {
+		return nil, fmt.Errorf("drive: query %s has an interval join, which runs in one driver (no repartitioning)", q.Name)
 	}
 	d, err := newDriver(q, cfg)
 	if err != nil {
@@ -250,6 +260,8 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 		if q.Join != nil {
 			// The events are the stream's; the query reads the joined row.
 			d.dec = exec.NewSourceDecoder(q.Join.Stream, q.StreamUsed())
+		} else if q.IJoin != nil {
+			d.dec = exec.NewSourceDecoder(q.IJoin.Left, q.LeftUsed())
 		} else {
 			d.dec = exec.NewQueryDecoder(q)
 		}
@@ -340,8 +352,8 @@ func (d *Driver) decode(raw []byte) ([]types.Value, error) {
 			return nil, nil
 		}
 		d.n.Events++
-		if tc := d.q.Source.TimeCol; tc >= 0 {
-			d.mark, d.marked = row[tc].I-d.q.Source.WatermarkDelay, true
+		if src := d.inputSource(); src.TimeCol >= 0 {
+			d.mark, d.marked = row[src.TimeCol].I-src.WatermarkDelay, true
 		}
 		return row, nil
 	}
@@ -387,7 +399,12 @@ func (d *Driver) admit() error {
 				return err
 			}
 		}
-		if d.op.Queued() || d.room() <= 0 || d.join != nil && d.join.j.Ready() {
+		if d.ij != nil {
+			if err := d.ijPump(); err != nil {
+				return err
+			}
+		}
+		if d.op.Queued() || d.room() <= 0 || d.join != nil && d.join.j.Ready() || d.ij != nil && d.ij.j.Pending() > 0 {
 			return ErrBackpressure
 		}
 	}
@@ -431,16 +448,15 @@ func (d *Driver) PushRow(row []types.Value) error {
 	}
 	d.n.Records++
 	d.n.Events++
-	src := d.q.Source
-	if d.join != nil {
-		src = d.q.Join.Stream
-	}
+	src := d.inputSource()
 	cols, tc := src.Columns, src.TimeCol
 	if src.HasDerived() {
 		if d.derive == nil {
 			d.derive = exec.NewDeriver(src)
 			if d.join != nil {
 				d.derive.SetUsed(d.q.StreamUsed())
+			} else if d.ij != nil {
+				d.derive.SetUsed(d.q.LeftUsed())
 			} else {
 				d.derive.SetUsed(d.q.UsedColumns)
 			}
@@ -518,6 +534,9 @@ func (d *Driver) ReportMalformed() {
 func (d *Driver) apply(row []types.Value, key []byte, keyed bool) error {
 	if d.join != nil {
 		return d.joinEvent(row)
+	}
+	if d.ij != nil {
+		return d.ijRow(0, row, d.raw)
 	}
 	d.setRoom()
 	d.n.Applied++
@@ -695,6 +714,9 @@ func (d *Driver) AdvanceWatermark(wm int64) error {
 		d.join.hostWM = max(d.join.hostWM, wm)
 		return d.pump()
 	}
+	if d.ij != nil {
+		return d.advanceSide(0, wm)
+	}
 	if d.par != nil {
 		d.par.advance(wm)
 		return d.parErr(d.par.sync())
@@ -735,6 +757,12 @@ func (d *Driver) Close() error {
 		d.join.finish = true
 		return d.pump()
 	}
+	if d.ij != nil {
+		d.ij.j.End(0)
+		d.ij.j.End(1)
+		d.ij.finish = true
+		return d.ijPump()
+	}
 	if d.par != nil {
 		return d.parErr(d.par.finish())
 	}
@@ -766,6 +794,12 @@ func (d *Driver) Refill() (bool, error) {
 			err = d.drain()
 		}
 	}
+	if err == nil && d.ij != nil {
+		err = d.ijPump()
+		if err == nil {
+			err = d.drain()
+		}
+	}
 	return d.head < len(d.pending), err
 }
 
@@ -775,6 +809,9 @@ func (d *Driver) Pending() int { return len(d.pending) - d.head }
 // Queued reports whether finalized windows or flushes wait, unrendered.
 func (d *Driver) Queued() bool {
 	if d.join != nil && (d.join.j.Ready() || d.join.finish && !d.join.finished) {
+		return true
+	}
+	if d.ij != nil && (d.ij.j.Pending() > 0 || d.ij.finish && !d.ij.finished) {
 		return true
 	}
 	return d.par == nil && d.op.Queued()
@@ -800,6 +837,10 @@ func (d *Driver) Counts() Counts {
 		if d.join != nil {
 			c.EvalErrors += d.join.evalErrs
 			c.Late += d.join.j.Stats().LateEvents
+		}
+		if d.ij != nil {
+			c.EvalErrors += d.ij.evalErrs
+			c.Late += d.ij.j.Stats().LateLeft
 		}
 	} else {
 		c.EvalErrors = d.routeErrs
@@ -843,6 +884,14 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 			return err
 		}
 	}
+	if d.ij != nil {
+		if d.op.Queued() || d.ij.j.Pending() > 0 {
+			return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
+		}
+		if err := put([]byte(exec.JoinStateKey), d.ij.j.AppendState(d.ijCounts(nil))); err != nil {
+			return err
+		}
+	}
 	if d.par != nil {
 		return d.parErr(d.par.checkpoint(full, position, put))
 	}
@@ -859,6 +908,9 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
 	if d.join != nil && string(key) == exec.JoinStateKey {
 		return nil, d.restoreJoin(val)
+	}
+	if d.ij != nil && string(key) == exec.JoinStateKey {
+		return nil, d.restoreIJoin(val)
 	}
 	var pos []byte
 	if d.par != nil {
@@ -891,4 +943,16 @@ func (d *Driver) FinishRestore() {
 		d.op.FinishRestore()
 	}
 	d.taken = d.Counts()
+}
+
+// inputSource is the source of the records Push and PushRow take: the
+// query's, a temporal join's stream, an interval join's left input.
+func (d *Driver) inputSource() *plan.Source {
+	switch {
+	case d.q.Join != nil:
+		return d.q.Join.Stream
+	case d.q.IJoin != nil:
+		return d.q.IJoin.Left
+	}
+	return d.q.Source
 }

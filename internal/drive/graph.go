@@ -58,10 +58,20 @@ type Graph struct {
 type gnode struct {
 	q       *plan.Query
 	d       *Driver
-	readers []*gnode // nodes of the graph reading this one
-	in      []gitem  // what waits to enter d, oldest first
+	readers []gedge // nodes of the graph reading this one
+	in      []gitem // what waits to enter d, oldest first
 	head    int
-	mark    int64 // the last watermark marker put into in
+	mark    [2]int64 // the last watermark marker put into in, per input
+	// A join of two views: the inputs whose close (or close of the open
+	// windows) has arrived; the node acts once both have.
+	closed, closedOpen [2]bool
+}
+
+// gedge is a reader of a node: which node, and which of its inputs (0;
+// 1 for the right input of a join of two views).
+type gedge struct {
+	n    *gnode
+	side int
 }
 
 type gitemKind uint8
@@ -75,6 +85,7 @@ const (
 
 type gitem struct {
 	kind gitemKind
+	side uint8 // the input of a join of two views it is for
 	row  []types.Value
 	wm   int64
 }
@@ -97,10 +108,10 @@ func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		if byQuery[q] != nil {
 			return
 		}
-		if v := q.Source.View; v != nil {
+		for _, v := range q.Views() {
 			add(v)
 		}
-		n := &gnode{q: q, mark: math.MinInt64}
+		n := &gnode{q: q, mark: [2]int64{math.MinInt64, math.MinInt64}}
 		byQuery[q] = n
 		g.nodes = append(g.nodes, n) // after its view: topological
 	}
@@ -114,9 +125,19 @@ func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	g.primary = byQuery[primary]
 	var src *plan.Source
 	for _, n := range g.nodes {
+		if j := n.q.IJoin; j != nil {
+			if j.Left.View == nil || j.Right.View == nil {
+				return nil, fmt.Errorf("drive: query %s joins %s and %s: a join in a graph joins two views (a join of two declared streams runs on its own)", n.q.Name, j.Left.Name, j.Right.Name)
+			}
+			for side, v := range []*plan.Query{j.Left.View, j.Right.View} {
+				up := byQuery[v]
+				up.readers = append(up.readers, gedge{n, side})
+			}
+			continue
+		}
 		if v := n.q.Source.View; v != nil {
 			up := byQuery[v]
-			up.readers = append(up.readers, n)
+			up.readers = append(up.readers, gedge{n, 0})
 			continue
 		}
 		if src != nil && n.q.Source != src {
@@ -126,11 +147,11 @@ func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		g.roots = append(g.roots, n)
 	}
 	g.reporter = g.roots[0]
-	if g.primary.q.Source.View == nil {
+	if len(g.primary.q.Views()) == 0 {
 		g.reporter = g.primary
 	}
 	if len(g.primary.readers) > 0 && cfg.Emit == nil {
-		return nil, fmt.Errorf("drive: query %s is read by %s: a query that feeds others delivers its records by callback, not for Next", primary.Name, g.primary.readers[0].q.Name)
+		return nil, fmt.Errorf("drive: query %s is read by %s: a query that feeds others delivers its records by callback, not for Next", primary.Name, g.primary.readers[0].n.q.Name)
 	}
 	emitView := func(*changelog.Record) error { return nil }
 	if viewEmit != nil {
@@ -144,7 +165,7 @@ func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			name := n.q.Name
 			c.Late = func(ev *exec.LateEvent) { viewLate(name, ev) }
 		}
-		if n.q.Source.View != nil {
+		if len(n.q.Views()) > 0 {
 			c.ExternalWatermark = true // moved by the view's markers only
 			c.Decoder = nil
 		} else if n != g.primary {
@@ -154,7 +175,7 @@ func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			n := n
 			c.OnRow = func(row []types.Value) error {
 				for _, r := range n.readers {
-					r.in = append(r.in, gitem{kind: itemRow, row: slices.Clone(row)})
+					r.n.in = append(r.n.in, gitem{kind: itemRow, side: uint8(r.side), row: slices.Clone(row)})
 				}
 				return nil
 			}
@@ -238,9 +259,9 @@ func (g *Graph) marked(n *gnode) {
 	}
 	wm := n.q.ViewWatermark(n.d.Watermark())
 	for _, r := range n.readers {
-		if wm > r.mark {
-			r.mark = wm
-			r.in = append(r.in, gitem{kind: itemWatermark, wm: wm})
+		if wm > r.n.mark[r.side] {
+			r.n.mark[r.side] = wm
+			r.n.in = append(r.n.in, gitem{kind: itemWatermark, side: uint8(r.side), wm: wm})
 		}
 	}
 }
@@ -248,7 +269,7 @@ func (g *Graph) marked(n *gnode) {
 // pass appends an item (close, close open windows) to n's readers.
 func (g *Graph) pass(n *gnode, kind gitemKind) {
 	for _, r := range n.readers {
-		r.in = append(r.in, gitem{kind: kind})
+		r.n.in = append(r.n.in, gitem{kind: kind, side: uint8(r.side)})
 	}
 }
 
@@ -262,18 +283,48 @@ func (g *Graph) pump() error {
 		for n.head < len(n.in) {
 			it := &n.in[n.head]
 			var err error
+			two := n.q.IJoin != nil // a join of two views: the item's input
+			act := true             // a close acts once both inputs' came
 			switch it.kind {
 			case itemRow:
-				err = n.d.PushRow(it.row)
+				if two && it.side == 1 {
+					err = n.d.PushTableRow(it.row)
+				} else {
+					err = n.d.PushRow(it.row)
+				}
 				if errors.Is(err, ErrBackpressure) {
 					return nil
 				}
 			case itemWatermark:
-				err = n.d.AdvanceWatermark(it.wm)
+				if two && it.side == 1 {
+					err = n.d.AdvanceTableWatermark(it.wm)
+				} else {
+					err = n.d.AdvanceWatermark(it.wm)
+				}
 			case itemCloseOpen:
-				err = n.d.CloseOpenWindows()
+				if two {
+					n.closedOpen[it.side] = true
+					act = n.closedOpen[0] && n.closedOpen[1]
+					if act {
+						n.closedOpen = [2]bool{}
+					}
+				}
+				if act {
+					err = n.d.CloseOpenWindows()
+				}
 			case itemClose:
-				err = n.d.Close()
+				if two {
+					n.closed[it.side] = true
+					act = n.closed[0] && n.closed[1]
+					if !act && it.side == 1 {
+						err = n.d.EndTable()
+					} else if !act {
+						err = n.d.endSide(0)
+					}
+				}
+				if act && err == nil {
+					err = n.d.Close()
+				}
 			}
 			kind := it.kind
 			*it = gitem{}
@@ -285,7 +336,7 @@ func (g *Graph) pump() error {
 				return g.fail(fmt.Errorf("query %s: %w", n.q.Name, err))
 			}
 			g.marked(n)
-			if kind >= itemCloseOpen {
+			if kind >= itemCloseOpen && act {
 				g.pass(n, kind)
 			}
 		}
@@ -549,7 +600,7 @@ func (g *Graph) Restore(key, val []byte) ([]byte, error) {
 func (g *Graph) FinishRestore() {
 	for _, n := range g.nodes {
 		n.d.FinishRestore()
-		n.mark = math.MinInt64
+		n.mark = [2]int64{math.MinInt64, math.MinInt64}
 	}
 }
 
@@ -575,3 +626,9 @@ func (g *Graph) TableCounts() Counts { return Counts{} }
 
 // JoinStats is zero: a graph has no temporal join.
 func (g *Graph) JoinStats() JoinStats { return JoinStats{} }
+
+// InputWatermarks: a graph's queries read one declared input.
+func (g *Graph) InputWatermarks() (int64, int64) { return math.MinInt64, math.MinInt64 }
+
+// IntervalStats are the primary's interval join's (zero without one).
+func (g *Graph) IntervalStats() IntervalStats { return g.primary.d.IntervalStats() }

@@ -160,6 +160,9 @@ func (d *Driver) pump() error {
 // *EventError (counted in TableCounts); a late one is counted and handed
 // to the late hook. Waiting events it releases are joined and applied.
 func (d *Driver) PushTable(raw []byte) error {
+	if d.ij != nil {
+		return d.pushRight(raw)
+	}
 	if err := d.joinAdmit(); err != nil {
 		return err
 	}
@@ -217,6 +220,9 @@ func (d *Driver) tableRow(row []types.Value, raw []byte) error {
 // PushTable). A row of the wrong shape or kinds, or without a time, is
 // malformed.
 func (d *Driver) PushTableRow(row []types.Value) error {
+	if d.ij != nil {
+		return d.pushRightRow(row)
+	}
 	if err := d.joinAdmit(); err != nil {
 		return err
 	}
@@ -287,6 +293,9 @@ func (d *Driver) joinAdmit() error {
 // later: a table input that is idle, or whose host knows no earlier row
 // will come. Waiting events it passes are joined.
 func (d *Driver) AdvanceTableWatermark(wm int64) error {
+	if d.ij != nil {
+		return d.advanceSide(1, wm)
+	}
 	if d.join == nil {
 		return fmt.Errorf("drive: query %s has no versioned table input", d.q.Name)
 	}
@@ -300,6 +309,9 @@ func (d *Driver) AdvanceTableWatermark(wm int64) error {
 // EndTable ends the table input: no row will come, so every waiting event
 // joins the versions there are. Later table rows are refused (late).
 func (d *Driver) EndTable() error {
+	if d.ij != nil {
+		return d.endSide(1)
+	}
 	if d.join == nil {
 		return fmt.Errorf("drive: query %s has no versioned table input", d.q.Name)
 	}
@@ -311,6 +323,9 @@ func (d *Driver) EndTable() error {
 // TableCounts returns the table input's counters (Late: rows behind the
 // table watermark; Applied: rows taken as versions or late).
 func (d *Driver) TableCounts() Counts {
+	if d.ij != nil {
+		return d.ij.rn
+	}
 	if d.join == nil {
 		return Counts{}
 	}

@@ -235,6 +235,8 @@ func eligible(q *plan.Query, cfg Config) (bool, string) {
 		return false, "strict mode stops at the first failing event"
 	case cfg.OnRow != nil:
 		return false, "its rows feed another query in order (a view another query reads)"
+	case q.IJoin != nil:
+		return false, "an interval join matches rows in the order its two inputs arrive"
 	case q.Join != nil:
 		return false, "a temporal join releases events in the order of its table's watermark"
 	case !exec.Sharded(q):

@@ -16,7 +16,11 @@
 // A view case (GenerateView) reads the generated query, made a TUMBLE or
 // HOP with EMIT FINAL, through a second query that groups the view's
 // final rows again by the same cells (a query over a view); it takes
-// every path but Kafka (TestViewInProcess, TestViewPaths).
+// every path but Kafka (TestViewInProcess, TestViewPaths). An
+// interval-join case (GenerateIntervalJoin) joins that view with a
+// second view of the source on g, their window starts within a bound,
+// and regroups the joined rows over either side's window start; it takes
+// the same paths (TestIntervalJoinInProcess, TestIntervalJoinPaths).
 //
 // The same case runs:
 //   - in process through the root API (RunInProcess): unbatched with a

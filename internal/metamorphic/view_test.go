@@ -29,3 +29,27 @@ func TestViewPaths(t *testing.T) {
 		one(t, tl, GenerateView(seed, Size{Events: shortEvents}), paths{capi: true, python: true, file: true, short: true})
 	}
 }
+
+// TestIntervalJoinInProcess runs interval-join cases
+// (GenerateIntervalJoin) through every in-process configuration: batch
+// sizes, output bounds, checkpoints and restores of the whole graph.
+func TestIntervalJoinInProcess(t *testing.T) {
+	for seed := uint64(400); seed < 410; seed++ {
+		c := GenerateIntervalJoin(seed, Size{Events: shortEvents})
+		_, want, fs := runInProcessPaths(c, rand.New(rand.NewPCG(seed, 3)))
+		report(t, c, fs)
+		t.Logf("seed %d: %d finals of\n%s", seed, len(want), c.SQL)
+		if len(want) == 0 {
+			t.Errorf("seed %d: no final records", seed)
+		}
+	}
+}
+
+// TestIntervalJoinPaths runs two interval-join cases through the C ABI,
+// Python and `ubik run --state-dir` under kill -9.
+func TestIntervalJoinPaths(t *testing.T) {
+	tl := build(t, t.TempDir())
+	for _, seed := range []uint64{211, 212} {
+		one(t, tl, GenerateIntervalJoin(seed, Size{Events: shortEvents}), paths{capi: true, python: true, file: true, short: true})
+	}
+}

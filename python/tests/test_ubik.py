@@ -435,6 +435,38 @@ GROUP BY u.customer, TUMBLE(u.ts, INTERVAL '1' HOUR)
             q.push_input("ev", {"k": "x", "v": 1})
             self.assertNotIn("table", q.stats())
 
+    def test_interval_join(self):
+        # Clicks within 5 minutes after their impression; the right input by
+        # name, its own watermark and end.
+        sql = """
+CREATE SOURCE impressions (id BIGINT, campaign VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE SOURCE clicks (impression_id BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+SELECT i.campaign, TUMBLE_START(c.ts, INTERVAL '10' MINUTE) AS w, count(*) AS clicks_after_view
+FROM impressions i JOIN clicks c ON c.impression_id = i.id AND c.ts BETWEEN i.ts AND i.ts + INTERVAL '5' MINUTE
+GROUP BY i.campaign, TUMBLE(c.ts, INTERVAL '10' MINUTE)
+"""
+        with ubik.Engine() as eng, eng.start(sql) as q:
+            q.push_input("clicks", {"impression_id": 1, "ts": "2026-07-18 10:02:00"})
+            q.push_input("impressions", {"id": 1, "campaign": "a", "ts": "2026-07-18 10:00:00"})
+            q.push_input("impressions", {"id": 2, "campaign": "b", "ts": "2026-07-18 10:01:00"})
+            q.push_input("Clicks", {"impression_id": 1, "ts": "2026-07-18 10:04:59"})
+            q.push_input("clicks", {"impression_id": 2, "ts": "2026-07-18 10:07:00"})  # 6 minutes: no match
+            # behind the clicks' watermark (10:07): late, not joined
+            q.push_input("clicks", {"impression_id": 1, "ts": "2026-07-18 10:03:00"})
+            q.advance_table_watermark(datetime.datetime(2026, 7, 18, 10, 8))
+            st = q.stats()
+            self.assertEqual(st["interval"]["matches"], 2)
+            self.assertEqual(st["interval"]["right_rows"], 4)
+            self.assertEqual(st["interval"]["late_right"], 1)
+            self.assertEqual(st["interval"]["right_watermark_us"], 1784369280000000)
+            self.assertNotIn("join", st)
+            q.end_table()
+            with self.assertRaises(ubik.ClosedError):
+                q.push_input("clicks", {"impression_id": 1, "ts": "2026-07-18 10:09:00"})
+            q.close()
+            finals = {r.key: r.row["clicks_after_view"] for r in q.records() if r.final}
+            self.assertEqual(finals, {b'["a", "2026-07-18 10:00:00"]': 2})
+
     def test_threads(self):
         # One thread pushes while this one takes records from the same query.
         n = 20000

@@ -14,9 +14,9 @@ func (p *parser) joinTail(from TableRef) (TableRef, *Error) {
 		t := p.peek()
 		switch {
 		case p.isOp(","):
-			return nil, p.errAt(t.pos, "comma joins are not supported: write JOIN t FOR SYSTEM_TIME AS OF s.ts ON ... (an event-time temporal join)")
+			return nil, p.errAt(t.pos, "comma joins are not supported: write JOIN t FOR SYSTEM_TIME AS OF s.ts ON ... (an event-time temporal join with a versioned table) or JOIN r ON l.k = r.k AND r.ts BETWEEN l.ts - INTERVAL ... AND l.ts + INTERVAL ... (an interval join of two streams)")
 		case isKw(t, "CROSS"), isKw(t, "RIGHT"), isKw(t, "FULL"):
-			return nil, p.errAt(t.pos, "%s JOIN is not supported: ubik runs JOIN and LEFT JOIN of a stream with a versioned table (FOR SYSTEM_TIME AS OF)", strings.ToUpper(t.text))
+			return nil, p.errAt(t.pos, "%s JOIN is not supported: ubik runs JOIN and LEFT JOIN of a stream with a versioned table (FOR SYSTEM_TIME AS OF), and JOIN of two streams with a time bound (an interval join)", strings.ToUpper(t.text))
 		case isKw(t, "JOIN"), isKw(t, "INNER"), isKw(t, "LEFT"):
 		default:
 			return from, nil
@@ -32,7 +32,7 @@ func (p *parser) joinTail(from TableRef) (TableRef, *Error) {
 			return nil, err
 		}
 		if t := p.peek(); isKw(t, "TABLE") || t.kind == tOp && t.text == "(" {
-			return nil, p.errAt(t.pos, "JOIN names a versioned table: subqueries and table functions are not supported here")
+			return nil, p.errAt(t.pos, "JOIN names a versioned table or a stream: subqueries and table functions are not supported here")
 		}
 		name, err := p.ident("table name after JOIN")
 		if err != nil {

@@ -77,6 +77,9 @@ func (q *Query) Explain() string {
 	if q.Join != nil {
 		b.WriteString(q.Join.explain())
 	}
+	if q.IJoin != nil {
+		b.WriteString(q.IJoin.explain())
+	}
 	if w := q.Window; w != nil {
 		col := q.Source.Columns[w.TimeCol].Name
 		switch w.Kind {

@@ -137,7 +137,7 @@ func (qb *queryBinder) join(n *parser.JoinRef, sources map[string]*Source) error
 	lookup := func(id parser.Ident) (*Source, error) {
 		s := sources[strings.ToLower(id.Name)]
 		if s == nil {
-			return nil, b.errAt(id.P, "unknown source %q%s", id.Name, suggest(id.Name, sourceNames(sources)))
+			return b.lookupView(id, sources)
 		}
 		return s, nil
 	}
@@ -163,7 +163,13 @@ func (qb *queryBinder) join(n *parser.JoinRef, sources map[string]*Source) error
 		return b.errAt(n.Right.Pos(), "both inputs of the join are called %s; give one an alias (AS name)", sAlias)
 	}
 	if table.PrimaryKey == nil {
-		return b.errAt(n.Right.Name.P, "%s is a stream, not a versioned table: a temporal join reads a table declared with CREATE TABLE %s (..., PRIMARY KEY (...) NOT ENFORCED, WATERMARK FOR ...); joins of two streams are not supported yet", table.Name, table.Name)
+		if n.AsOf != nil {
+			return b.errAt(n.AsOfP, "%s is a stream, not a versioned table: FOR SYSTEM_TIME AS OF reads a table declared with CREATE TABLE %s (..., PRIMARY KEY (...) NOT ENFORCED, WATERMARK FOR ...); to join two streams, drop FOR SYSTEM_TIME AS OF and bound their times in ON (an interval join)", table.Name, table.Name)
+		}
+		return qb.intervalJoin(n, left, stream, table)
+	}
+	if stream.View != nil {
+		return b.errAt(left.Name.P, "%s is a view: a temporal join reads a declared stream (CREATE SOURCE)", stream.Name)
 	}
 	if n.AsOf == nil {
 		return b.errAt(n.Right.Name.P, "%s is a versioned table: join it FOR SYSTEM_TIME AS OF the stream's event time, as in JOIN %s FOR SYSTEM_TIME AS OF %s.%s", table.Name, table.Name, sAlias, timeName(stream))
@@ -353,7 +359,7 @@ func (qb *queryBinder) exprSide(e parser.Expr) (int, error) {
 			s = 1
 		}
 		if side >= 0 && side != s {
-			err = qb.b.errAt(e.Pos(), "%s reads both the stream and the table; each side of an ON equality reads one input", parser.Format(e))
+			err = qb.b.errAt(e.Pos(), "%s reads both inputs of the join; each side of an ON equality reads one input", parser.Format(e))
 			return false
 		}
 		side = s
@@ -457,6 +463,9 @@ func (qb *queryBinder) joinedColumn(r *parser.ColumnRef, sc *scope) (Expr, error
 // joinWindow refuses a window over the table's time: windows close by
 // the stream's watermark, and the joined row's time is the event's.
 func (qb *queryBinder) joinWindow(sel *parser.Select, w *Window) error {
+	if qb.q.IJoin != nil {
+		return qb.intervalWindow(sel, w)
+	}
 	if qb.sides == nil || w.TimeCol < qb.sides[1].off {
 		return nil
 	}

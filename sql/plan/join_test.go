@@ -9,3 +9,11 @@ func TestJoinGolden(t *testing.T) {
 	runGolden(t, "testdata/join.txt", compileOutput)
 	runGolden(t, "testdata/join_errors.txt", compileOutput)
 }
+
+// TestIntervalJoinGolden runs testdata/ijoin.txt (interval joins of two
+// streams, explained) and testdata/ijoin_errors.txt (the shapes refused,
+// with positions). -update rewrites them.
+func TestIntervalJoinGolden(t *testing.T) {
+	runGolden(t, "testdata/ijoin.txt", compileOutput)
+	runGolden(t, "testdata/ijoin_errors.txt", compileOutput)
+}

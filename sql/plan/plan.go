@@ -337,6 +337,9 @@ type Query struct {
 	// Join, when set, is the temporal join the query reads: Source is then
 	// the joined row (see TemporalJoin).
 	Join *TemporalJoin
+	// IJoin, when set, is the interval join of two streams the query
+	// reads: Source is then the joined row (see IntervalJoin).
+	IJoin *IntervalJoin
 }
 
 // Offsets into the post-aggregation row.

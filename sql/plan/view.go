@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/ubiksql/ubik/sql/parser"
@@ -54,6 +55,8 @@ func (b *binder) readView(v *Source, pos int) error {
 		return b.errAt(pos, "view %s emits early (EMIT EARLY): it publishes a (group, window) several times, so a query over it would have to retract the earlier values, and ubik's changelog carries no retractions; declare %s with EMIT FINAL so each row is published once, when its window closes", q.Name, q.Name)
 	case q.Join != nil:
 		return b.errAt(pos, "view %s joins the versioned table %s (FOR SYSTEM_TIME AS OF); a query over a view with a temporal join is not supported: aggregate the joined rows in one query (for example GROUP BY TUMBLE of an hour directly), or write the view's changelog to a file and read it as a source", q.Name, q.Join.Table.Name)
+	case q.IJoin != nil:
+		return b.errAt(pos, "view %s is an interval join of two streams; a query over such a view is not supported yet: aggregate the joined rows in one query", q.Name)
 	case q.Emit.Mode == EmitChanges:
 		return b.errAt(pos, "view %s has EMIT CHANGES: it publishes a (group, window) on every change, so a query over it would have to retract the earlier values, and ubik's changelog carries no retractions; declare %s with EMIT FINAL so each row is published once, when its window closes", q.Name, q.Name)
 	}
@@ -113,19 +116,38 @@ func (q *Query) ViewWatermark(wm int64) int64 {
 func (p *Program) ViewReaders(q *Query) []*Query {
 	var out []*Query
 	for _, r := range p.Queries {
-		if r.Source.View == q {
+		if slices.Contains(r.Views(), q) {
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
+// Views returns the views q reads directly: its source's, or those of
+// the two inputs of an interval join (the left first); empty for a query
+// over declared sources.
+func (q *Query) Views() []*Query {
+	if q.Source.View != nil {
+		return []*Query{q.Source.View}
+	}
+	var out []*Query
+	if j := q.IJoin; j != nil {
+		for _, s := range []*Source{j.Left, j.Right} {
+			if s.View != nil {
+				out = append(out, s.View)
+			}
+		}
+	}
+	return out
+}
+
 // Upstream returns the views q reads, directly or through other views,
-// nearest first, then q's own (empty for a query over a declared source).
+// nearest first (along the first view of a join of two views); empty for
+// a query over a declared source.
 func (q *Query) Upstream() []*Query {
 	var out []*Query
-	for v := q.Source.View; v != nil; v = v.Source.View {
-		out = append(out, v)
+	for vs := q.Views(); len(vs) > 0; vs = vs[0].Views() {
+		out = append(out, vs[0])
 	}
 	return out
 }
@@ -192,7 +214,7 @@ func (b *binder) lookupView(id parser.Ident, sources map[string]*Source) (*Sourc
 func (p *Program) Graph() []string {
 	var lines []string
 	for _, q := range p.Queries {
-		if len(p.ViewReaders(q)) > 0 || q.Source.View == nil {
+		if len(p.ViewReaders(q)) > 0 || len(q.Views()) == 0 {
 			continue
 		}
 		ups := q.Upstream()

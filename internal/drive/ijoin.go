@@ -1,0 +1,311 @@
+package drive
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+// A query with an interval join (plan.Query.IJoin) has two stream
+// inputs: the left, pushed with Push and PushRow as any query's events,
+// and the right, pushed with PushTable and PushTableRow (the driver's
+// second input; the root package names both by source). The driver holds
+// the join state (exec.IntervalJoin) in front of the operator: a row is
+// matched against the other input's held rows when it arrives, and the
+// joined rows go to the operator, whose watermark only the join moves
+// (exec.Config.ExternalWatermark): to the joined stream's watermark
+// (plan.IntervalJoin.OutputWatermark), once every joined row made so far
+// is applied. Joined rows are applied under the same rule as pushed
+// events: when buffering, only while nothing is queued and the buffer has
+// room; the rest wait in the join and Refill (Next) applies them.
+
+// IntervalStats are an interval join's counters (exec.IntervalStats).
+type IntervalStats = exec.IntervalStats
+
+// ijState is an interval join driver's part.
+type ijState struct {
+	j        *exec.IntervalJoin
+	rdec     *exec.Decoder
+	rn       Counts // the right input's counters
+	finish   bool
+	finished bool
+	evalErrs int64
+}
+
+func (d *Driver) initIJoin(cfg Config) error {
+	q := d.q
+	j, err := exec.NewIntervalJoin(q, cfg.ExternalWatermark)
+	if err != nil {
+		return err
+	}
+	st := &ijState{j: j, rdec: cfg.TableDecoder}
+	if st.rdec == nil {
+		st.rdec = exec.NewSourceDecoder(q.IJoin.Right, q.RightUsed())
+	}
+	if err := st.rdec.Err(); err != nil {
+		return fmt.Errorf("source %s: %w", q.IJoin.Right.Name, err)
+	}
+	d.ij = st
+	return nil
+}
+
+// ijRow hands one decoded row of input side to the join.
+func (d *Driver) ijRow(side int, row []types.Value, raw []byte) error {
+	st := d.ij
+	late, err := st.j.Push(side, row)
+	if err != nil {
+		st.evalErrs++
+		e := d.sideErr(side, err)
+		if !d.strict {
+			if perr := d.ijPump(); perr != nil {
+				return perr
+			}
+		}
+		return e
+	}
+	if side == 0 {
+		d.n.Applied++
+	} else {
+		st.rn.Applied++
+	}
+	if late {
+		hook := d.late
+		if side == 1 {
+			st.rn.Late++
+			hook = d.lateTable
+		}
+		if hook != nil {
+			tc := d.sideSrc(side).TimeCol
+			hook(&exec.LateEvent{Row: row, EventTime: row[tc].I, Watermark: st.j.Watermark(side), Event: raw,
+				Reason: fmt.Sprintf("behind the watermark of %s less the allowed lateness at the interval join", d.sideSrc(side).Name)})
+		}
+		return nil
+	}
+	return d.ijPump()
+}
+
+func (d *Driver) sideSrc(side int) *plan.Source {
+	if side == 0 {
+		return d.q.IJoin.Left
+	}
+	return d.q.IJoin.Right
+}
+
+func (d *Driver) sideErr(side int, err error) error {
+	if side == 0 {
+		return d.eventErr(err)
+	}
+	e := &EventError{Seq: d.ij.rn.Events, Err: fmt.Errorf("source %s: %w", d.q.IJoin.Right.Name, err)}
+	if d.strict {
+		d.fatal = e
+	}
+	return e
+}
+
+// ijPump applies the joined rows the operator may take now, then moves
+// its watermark to the joined stream's once none waits.
+func (d *Driver) ijPump() error {
+	st := d.ij
+	for st.j.Pending() > 0 {
+		if d.buffered && (d.op.Queued() || d.room() <= 0) {
+			return nil
+		}
+		row := st.j.Take()
+		d.raw = nil
+		d.setRoom()
+		if err := d.op.Process(row); err != nil {
+			var ee *exec.EvalError
+			if errors.As(err, &ee) {
+				if d.strict {
+					d.fatal = err
+					return err
+				}
+				continue
+			}
+			d.fatal = err
+			return err
+		}
+	}
+	if wm := st.j.OutputWatermark(); wm > d.op.Watermark() && wm != math.MaxInt64 && wm != math.MinInt64 {
+		d.setRoom()
+		if err := d.op.AdvanceWatermark(wm); err != nil {
+			return err
+		}
+	}
+	if st.finish && !st.finished && !(d.buffered && d.op.Queued()) {
+		st.finished = true
+		d.setRoom()
+		return d.op.Finish()
+	}
+	return nil
+}
+
+// ijAdmit refuses right input on a failed or closed driver; when
+// buffering it first applies what waits.
+func (d *Driver) ijAdmit() error {
+	if d.fatal != nil {
+		return d.fatal
+	}
+	if d.closed {
+		return ErrClosed
+	}
+	if d.buffered {
+		if err := d.drain(); err != nil {
+			return err
+		}
+		if err := d.ijPump(); err != nil {
+			return err
+		}
+		if d.op.Queued() || d.room() <= 0 || d.ij.j.Pending() > 0 {
+			return ErrBackpressure
+		}
+	}
+	return nil
+}
+
+// rightEnded refuses a row of the right input once it has ended.
+func (d *Driver) rightEnded() error {
+	if d.ij.j.Ended(1) {
+		return fmt.Errorf("%w: the input of source %s has ended", ErrClosed, d.q.IJoin.Right.Name)
+	}
+	return nil
+}
+
+// pushRight decodes one record of the right input and joins it.
+func (d *Driver) pushRight(raw []byte) error {
+	if err := d.ijAdmit(); err != nil {
+		return err
+	}
+	if err := d.rightEnded(); err != nil {
+		return err
+	}
+	st := d.ij
+	st.rn.Records++
+	row, err := st.rdec.Decode(raw)
+	if err != nil {
+		var he *exec.HeaderError
+		if errors.As(err, &he) {
+			d.fatal = fmt.Errorf("source %s: %w", d.q.IJoin.Right.Name, err)
+			return d.fatal
+		}
+		st.rn.Events++
+		st.rn.Malformed++
+		return d.sideErr(1, err)
+	}
+	if row == nil {
+		st.rn.Headers++
+		return nil
+	}
+	st.rn.Events++
+	return d.ijRow(1, row, raw)
+}
+
+// pushRightRow joins one typed row of the right input, in its column
+// order (a source with computed or TIMESTAMP(p) columns takes records).
+func (d *Driver) pushRightRow(row []types.Value) error {
+	if err := d.ijAdmit(); err != nil {
+		return err
+	}
+	if err := d.rightEnded(); err != nil {
+		return err
+	}
+	st := d.ij
+	st.rn.Records++
+	st.rn.Events++
+	src := d.q.IJoin.Right
+	bad := func(col, msg string) error {
+		st.rn.Malformed++
+		return d.sideErr(1, &exec.DecodeError{Column: col, Msg: msg})
+	}
+	if src.HasDerived() {
+		return bad("", "a source with computed or TIMESTAMP(p) columns takes its rows as records (PushInput)")
+	}
+	if len(row) != len(src.Columns) {
+		return bad("", fmt.Sprintf("row has %d cells, source %q has %d columns", len(row), src.Name, len(src.Columns)))
+	}
+	copied := false
+	for i, c := range src.Columns {
+		if !row[i].Null && row[i].Kind != c.Type.Kind {
+			return bad(c.Name, fmt.Sprintf("cell is %s, column is %s", row[i].Kind, c.Type))
+		}
+		if row[i].Kind == types.KindVarchar && !row[i].Null {
+			if s := changelog.RepairUTF8(row[i].S); s != row[i].S {
+				if !copied {
+					row, copied = append([]types.Value(nil), row...), true
+				}
+				row[i].S = s
+			}
+		}
+	}
+	if row[src.TimeCol].Null {
+		return bad(src.Columns[src.TimeCol].Name, "event time is null")
+	}
+	return d.ijRow(1, row, nil)
+}
+
+// advanceSide moves input side's watermark (a host that knows no earlier
+// row will come, or a graph's marker).
+func (d *Driver) advanceSide(side int, wm int64) error {
+	if d.closed {
+		return ErrClosed
+	}
+	d.ij.j.Advance(side, wm)
+	return d.ijPump()
+}
+
+// endSide ends input side: its watermark goes to the end.
+func (d *Driver) endSide(side int) error {
+	d.ij.j.End(side)
+	return d.ijPump()
+}
+
+// IntervalStats returns the interval join's counters (zero without one).
+func (d *Driver) IntervalStats() IntervalStats {
+	if d.ij == nil {
+		return IntervalStats{}
+	}
+	return d.ij.j.Stats()
+}
+
+// HasIntervalJoin reports whether the query has an interval join.
+func (d *Driver) HasIntervalJoin() bool { return d.ij != nil }
+
+func (d *Driver) ijCounts(b []byte) []byte {
+	t := d.ij.rn
+	for _, x := range []int64{t.Records, t.Events, t.Malformed, t.Headers, t.Applied, t.Late, d.ij.evalErrs} {
+		b = binary.AppendVarint(b, x)
+	}
+	return b
+}
+
+func (d *Driver) restoreIJoin(val []byte) error {
+	t := &d.ij.rn
+	for _, p := range []*int64{&t.Records, &t.Events, &t.Malformed, &t.Headers, &t.Applied, &t.Late, &d.ij.evalErrs} {
+		x, n := binary.Varint(val)
+		if n <= 0 {
+			return fmt.Errorf("%w: bad interval join counters", exec.ErrBadState)
+		}
+		*p, val = x, val[n:]
+	}
+	return d.ij.j.RestoreState(val)
+}
+
+// InputWatermarks are the watermarks (µs) of a join's two inputs: an
+// interval join's left and right, a temporal join's stream and table
+// (math.MinInt64 without a join, or before an input's first row).
+func (d *Driver) InputWatermarks() (first, second int64) {
+	switch {
+	case d.ij != nil:
+		return d.ij.j.Watermark(0), d.ij.j.Watermark(1)
+	case d.join != nil:
+		st := d.join.j.Stats()
+		return st.StreamWM, st.TableWM
+	}
+	return math.MinInt64, math.MinInt64
+}
