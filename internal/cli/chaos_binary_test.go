@@ -170,7 +170,7 @@ func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Du
 	}
 
 	kafkaArgs := []string{"run", sqlPath, "--source", "kafka://" + addr + "/events", "--sink", "kafka://" + addr + "/out",
-		"--idle-timeout", "10m", "--log-level", "warn"}
+		"--idle-timeout", "10m", "--log-level", "debug"}
 	var exits []string // instances that exited by themselves, and why
 	start := func(p *chaosProc) {
 		p.log = filepath.Join(dir, fmt.Sprintf("%s.%d.log", p.id, time.Now().UnixNano()))
@@ -179,6 +179,7 @@ func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Du
 			t.Fatal(err)
 		}
 		p.cmd = exec.Command(bin, append(kafkaArgs, "--instance-id", p.id)...)
+		p.cmd.Env = append(os.Environ(), "GOTRACEBACK=all") // SIGQUIT dumps every goroutine
 		p.cmd.Stdout, p.cmd.Stderr = f, f
 		if err := p.cmd.Start(); err != nil {
 			t.Fatalf("starting %s: %v", p.id, err)
@@ -277,30 +278,15 @@ func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Du
 			t.Errorf("an instance exited by itself: %s", e)
 		}
 	}
-	// Everyone stops cleanly; a stop that hangs is a bug.
+	// Everyone stops cleanly and promptly (see stopBound); a stop that
+	// takes longer is dumped (SIGQUIT: every goroutine's stack) and fails.
 	stopping := time.Now()
 	for _, p := range procs {
 		p.cmd.Process.Signal(syscall.SIGCONT)
 		p.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	for _, p := range procs {
-		select {
-		case <-p.done:
-			// A run stopped by SIGTERM exits 143 with its "stopped"
-			// summary. A process restarted a moment before may not have
-			// installed its handler yet (the first thing main does) and
-			// then dies of the signal having written nothing.
-			st, log := p.cmd.ProcessState, tail(p.log, 5)
-			stopped := st.ExitCode() == 143 && strings.Contains(log, "stopped (terminated by SIGTERM)")
-			unstarted := !st.Exited() && strings.TrimSpace(log) == ""
-			if !stopped && !unstarted && !strings.Contains(tail(p.log, 3), "fenced") {
-				t.Errorf("%s after SIGTERM: %v, want exit status 143 and a stopped summary: %s", p.id, st, log)
-			}
-		case <-time.After(90 * time.Second):
-			t.Errorf("%s did not stop within 90 s of SIGTERM: %s", p.id, tail(p.log, 10))
-			p.cmd.Process.Signal(syscall.SIGKILL)
-			<-p.done
-		}
+		checkStopped(t, p, stopping)
 	}
 	t.Logf("all stopped %s after SIGTERM", time.Since(stopping).Round(time.Millisecond))
 	// One process finishes the query.
@@ -315,6 +301,49 @@ func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Du
 	}
 	t.Logf("--until-caught-up finished in %s: %s", time.Since(fin).Round(time.Millisecond), lastLine(string(out)))
 	checkChaosSink(t, addr, want)
+}
+
+// stopBound is how long a ubik run may take to stop after SIGTERM: end
+// (commit or abort) the open transaction, leave the groups, exit. The
+// transaction timeout is 30 s, the rebalance timeout 60 s: a stop that
+// waits on either is caught.
+const stopBound = 10 * time.Second
+
+// checkStopped waits for p to exit after SIGTERM sent at since, and checks
+// that it exited within stopBound with the documented status (143 and a
+// stopped summary). One that takes longer gets SIGQUIT, which makes the Go
+// runtime print every goroutine's stack to its log, and fails with that.
+func checkStopped(t *testing.T, p *chaosProc, since time.Time) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(time.Until(since.Add(stopBound))):
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			p.cmd.Process.Signal(syscall.SIGKILL)
+			<-p.done
+		}
+		b, _ := os.ReadFile(p.log)
+		if len(b) > 400000 {
+			b = b[len(b)-400000:]
+		}
+		t.Errorf("%s did not stop within %s of SIGTERM; its log and the stacks of its goroutines (SIGQUIT), %s:\n%s", p.id, stopBound, p.log, b)
+		return
+	}
+	took := time.Since(since)
+	// A run stopped by SIGTERM exits 143 with its "stopped" summary. A
+	// process restarted a moment before may not have installed its
+	// handler yet (the first thing main does) and then dies of the
+	// signal having written nothing.
+	st, log := p.cmd.ProcessState, tail(p.log, 5)
+	stopped := st.ExitCode() == 143 && strings.Contains(log, "stopped (terminated by SIGTERM)")
+	unstarted := !st.Exited() && strings.TrimSpace(log) == ""
+	if !stopped && !unstarted && !strings.Contains(tail(p.log, 3), "fenced") {
+		t.Errorf("%s after SIGTERM: %v, want exit status 143 and a stopped summary: %s", p.id, st, log)
+	}
+	t.Logf("%s stopped %s after SIGTERM (%v)", p.id, took.Round(time.Millisecond), st)
 }
 
 // checkChaosSink reads the sink topic with read_committed to its end and

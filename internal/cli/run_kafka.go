@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/kafka"
 	"github.com/ubiksql/ubik/sql/plan"
@@ -41,7 +43,7 @@ func addKafkaFlags(fs *flag.FlagSet) *kafkaFlags {
 	fs.BoolVar(&k.partitionedByKey, "partitioned-by-key", false, "Kafka source: the topic is already partitioned by the GROUP BY key; skip the repartition topic")
 	fs.BoolVar(&k.untilCaughtUp, "until-caught-up", false, "Kafka: stop once the input is consumed up to where it ended at start: every window finalizes, the last transaction commits, exit 0")
 	fs.BoolVar(&k.resetState, "reset-state", false, "Kafka: start the query over: delete its consumer groups (committed offsets) and internal topics (<query>-repartition, <query>-state), read the input again from --from; the sink topic is kept")
-	fs.StringVar(&k.logLevel, "log-level", "info", "Kafka: diagnostics on stderr: debug, info, warn, error")
+	fs.StringVar(&k.logLevel, "log-level", "info", "Kafka: diagnostics on stderr: debug, info, warn, error (debug adds the Kafka client's own log: joins, syncs, rebalances, retries)")
 	return k
 }
 
@@ -173,8 +175,14 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 			}
 		}
 	}
+	var clientOpts []kgo.Opt
+	if lvl <= slog.LevelDebug {
+		// The Kafka client's own log: joins, syncs, leaves, retries.
+		clientOpts = append(clientOpts, kafka.ClientLogger(log, kgo.LogLevelInfo))
+	}
 	pl, err := kafka.New(kafka.Options{
 		Query:         q,
+		ClientOpts:    clientOpts,
 		Source:        src,
 		Sink:          sink,
 		InstanceID:    k.instanceID,
