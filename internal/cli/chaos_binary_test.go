@@ -29,6 +29,7 @@ const (
 	envChaosEvents  = "UBIK_E2E_CHAOS_EVENTS"  // events per round; default 30000 (the size: 500000)
 	envChaosSeconds = "UBIK_E2E_CHAOS_SECONDS" // seconds of production under chaos per round; default 12
 	envChaosSeed    = "UBIK_E2E_CHAOS_SEED"
+	envChaosKeep    = "UBIK_E2E_CHAOS_KEEP" // a directory: a failed round's logs are copied there
 )
 
 // chaosSQL is the query of the chaos rounds: input dedup, a 1-minute
@@ -134,6 +135,23 @@ type chaosProc struct {
 func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Duration) {
 	r := rand.New(rand.NewPCG(seed, 13))
 	dir := t.TempDir()
+	if keep := os.Getenv(envChaosKeep); keep != "" {
+		t.Cleanup(func() {
+			if !t.Failed() {
+				return
+			}
+			to := filepath.Join(keep, fmt.Sprint(seed))
+			logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+			if err := os.MkdirAll(to, 0o755); err == nil {
+				for _, l := range logs {
+					if b, err := os.ReadFile(l); err == nil {
+						os.WriteFile(filepath.Join(to, filepath.Base(l)), b, 0o644)
+					}
+				}
+				t.Logf("the round's logs: %s", to)
+			}
+		})
+	}
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BrokerConfigs(map[string]string{"log.cleaner.backoff.ms": "1000"}))
 	if err != nil {
 		t.Fatal(err)
