@@ -317,7 +317,18 @@ func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Du
 	if err != nil || !strings.Contains(string(out), "caught up") {
 		t.Fatalf("ubik run --until-caught-up: %v\n%s", err, out)
 	}
-	t.Logf("--until-caught-up finished in %s: %s", time.Since(fin).Round(time.Millisecond), lastLine(string(out)))
+	took := time.Since(fin)
+	t.Logf("--until-caught-up finished in %s: %s", took.Round(time.Millisecond), lastLine(string(out)))
+	if took > 30*time.Second {
+		// Slow: show what it waited for (group joins, restores).
+		var lines []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "kafka:") || strings.Contains(l, "join") || strings.Contains(l, "sync") || strings.Contains(l, "heartbeat") || strings.Contains(l, "assign") || strings.Contains(l, "producer id") {
+				lines = append(lines, l)
+			}
+		}
+		t.Logf("--until-caught-up took over 30 s; its log (group and restore lines):\n%s", strings.Join(lines, "\n"))
+	}
 	checkChaosSink(t, addr, want)
 }
 
