@@ -145,7 +145,13 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	for _, c := range []kafka.Config{src.Config, sink.Config} {
 		if err := pingKafka(ctx, c); err != nil {
 			if ctx.Err() != nil {
-				return nil // stopped (SIGINT, SIGTERM) while starting: a clean stop, as later
+				// Stopped (SIGINT, SIGTERM) while starting: a clean
+				// stop, said and exited as a later one (128 + the
+				// signal number); it used to exit 0 saying nothing.
+				if !f.quiet {
+					fmt.Fprintf(env.Stderr, "ubik: %s: stopped (%s) while starting: 0 events consumed\n", q.Name, stopCause(ctx))
+				}
+				return stopCause(ctx)
 			}
 			return err
 		}
