@@ -271,8 +271,9 @@ func (p *Pipeline) Stats() Stats {
 }
 
 // Run prepares the topics, then runs the stages until ctx is canceled (a
-// clean stop: the open transaction is aborted and the process leaves the
-// group, so its partitions move at once) or a stage fails.
+// clean stop within seconds: the open transaction ends, committed or
+// aborted, and the process leaves the groups, so its partitions move at
+// once) or a stage fails.
 func (p *Pipeline) Run(ctx context.Context) error {
 	adm, closeAdm, err := p.admin()
 	if err != nil {
@@ -487,9 +488,16 @@ func (a *assignment) snapshot() (map[int32]bool, bool) {
 // session opens a transactional group session. Rebalances wait for the
 // loop to finish its transaction (BlockRebalanceOnPoll + AllowRebalance), so
 // a healthy rebalance aborts nothing; a lost session still aborts.
-func (p *Pipeline) session(group, topic, txnID string, reset kgo.Offset, a *assignment, manual map[string]bool) (*kgo.GroupTransactSession, error) {
+//
+// The returned close ends the session (see closeSession); call it once the
+// last transaction has ended.
+func (p *Pipeline) session(group, topic, txnID string, reset kgo.Offset, a *assignment, manual map[string]bool) (*kgo.GroupTransactSession, func(), error) {
+	// The client's context is canceled only by closeSession, after the
+	// last transaction ended: it interrupts a JoinGroup in flight.
+	cctx, cancel := context.WithCancel(context.Background())
 	opts := append([]kgo.Opt{}, p.base...)
 	opts = append(opts,
+		kgo.WithContext(cctx),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.TransactionalID(txnID),
@@ -512,9 +520,57 @@ func (p *Pipeline) session(group, topic, txnID string, reset kgo.Offset, a *assi
 	}
 	s, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: transactional session for group %s: %w", group, err)
+		cancel()
+		return nil, nil, fmt.Errorf("kafka: transactional session for group %s: %w", group, err)
 	}
-	return s, nil
+	return s, func() { p.closeSession(s, cancel, group) }, nil
+}
+
+// closeGrace is how long closeSession lets a session close by itself
+// before it interrupts the group request in flight.
+const closeGrace = time.Second
+
+// closeSession closes a stage's session once its last transaction has
+// ended (committed or aborted: nothing the session still does can change
+// what the transaction wrote), promptly.
+//
+// kgo's Close waits for the group's management loop to stop, and that
+// loop does not stop in the middle of a JoinGroup or SyncGroup: it sends
+// them under the client's context, not the group's, and the broker
+// answers a JoinGroup only when every member has rejoined or the
+// rebalance timeout (60 s) passed; kgo's deadline for it is that plus 10 s.
+// A stop that landed while a rebalance was under way (a peer killed,
+// frozen or stopping at the same time, as every instance of a query is
+// when a deployment stops them all) waited for it: up to about a minute
+// after SIGTERM (seen in the chaos test; the goroutine dumps showed
+// Close in LeaveGroupContext, the loop in joinAndSync). A member that is
+// leaving has no use for the answer, so after closeGrace the client's
+// context is canceled, which fails the request in flight; the caller
+// then leaves the group explicitly (a static member's Close sends no
+// LeaveGroup) so the others' rebalance does not wait for this member.
+func (p *Pipeline) closeSession(s *kgo.GroupTransactSession, cancel context.CancelFunc, group string) {
+	defer cancel()
+	s.AllowRebalance() // the last poll may hold the rebalance lock
+	done := make(chan struct{})
+	go func() {
+		s.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	case <-time.After(closeGrace):
+	}
+	p.log.Info("kafka: closing the session: interrupting the group request in flight (a rebalance is under way)", "group", group, "after", closeGrace)
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		// Nothing is left to wait for: every request fails once the
+		// context is canceled. Should the client still hang, the
+		// process stops anyway; the transaction ended already.
+		p.log.Warn("kafka: the session did not close within 5 s of interrupting it; going on", "group", group)
+	}
 }
 
 // fence initializes the session's transactional producer at once, before
@@ -595,7 +651,7 @@ func (p *Pipeline) poll(ctx context.Context, s *kgo.GroupTransactSession) (kgo.F
 // record fail after the caller looked at the errors, and commit the input
 // offsets without it).
 func (p *Pipeline) flush(ctx context.Context, s *kgo.GroupTransactSession) error {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.TransactionTimeout)
+	fctx, cancel := p.endContext(ctx)
 	defer cancel()
 	if err := s.Client().Flush(fctx); err != nil {
 		return fmt.Errorf("kafka: flushing the transaction's records: %w", err)
@@ -611,12 +667,20 @@ func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, group s
 		try = kgo.TryAbort
 	}
 	// A clean stop still ends the transaction: give it its own deadline.
-	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.TransactionTimeout)
+	ectx, cancel := p.endContext(ctx)
 	defer cancel()
 	if try == kgo.TryCommit && !p.stillMember(ectx, s, group) {
 		try = kgo.TryAbort
 	}
 	committed, err := s.End(ectx, try)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
+		// Stopping, and the end did not finish within stopEndGrace (or
+		// failed): abort whatever the broker still holds open.
+		p.c.aborts.Add(1)
+		txnID, _ := s.Client().OptValue(kgo.TransactionalID).(string)
+		p.abortOpen(txnID, err)
+		return false, err
+	}
 	if err != nil && !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
 		// An end whose outcome is unknown is redone by a new session
 		// only while this instance is still a member of the generation it
@@ -643,6 +707,59 @@ func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, group s
 			ErrFenced, txnID, p.opts.TransactionTimeout, err)
 	}
 	return committed, err
+}
+
+// stopEndGrace is how long a stop lets the open transaction's flush and
+// end run before it cuts them short (see endContext).
+const stopEndGrace = 3 * time.Second
+
+// endContext is the context of a transaction's flush and end. A stop (ctx
+// canceled) does not cancel it at once: a transaction that is ending
+// should end whole, committed or aborted. It is bounded by the
+// transaction timeout, and, once ctx is canceled, by stopEndGrace: an end
+// can wait much longer than a stop should (kgo's End does not send the
+// transaction's offsets while the group's JoinGroup or SyncGroup is in
+// flight, and a rebalance waits for a frozen or dead member until its
+// session times out, or up to the rebalance timeout). Cutting it short is
+// safe: a transaction is atomic, the process is stopping, and the end
+// path then aborts what the broker still holds open (abortOpen).
+func (p *Pipeline) endContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.TransactionTimeout)
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(stopEndGrace, cancel)
+		context.AfterFunc(ectx, func() { t.Stop() })
+	})
+	return ectx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// abortOpen makes the broker abort the open transaction of txnID, if
+// there is one, at a stop whose end did not finish: InitProducerID with
+// the same transactional id fences this process's producer and aborts
+// (or, if its EndTxn reached the broker, completes) the transaction
+// right away, as a restart of this instance would, instead of leaving it
+// open until the broker's transaction timeout, holding back the last
+// stable offset of every partition it wrote (a new owner's restore and
+// every read_committed consumer wait for it). Bounded by 5 s; on failure
+// the broker aborts it at the transaction timeout.
+func (p *Pipeline) abortOpen(txnID string, cause error) {
+	opts := append([]kgo.Opt{}, p.base...)
+	opts = append(opts, kgo.TransactionalID(txnID), kgo.TransactionTimeout(p.opts.TransactionTimeout))
+	cl, err := kgo.NewClient(opts...)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _, err = cl.ProducerID(ctx)
+		cancel()
+		cl.Close()
+	}
+	if err != nil {
+		p.log.Warn("kafka: stopping: the transaction's end did not finish, and aborting it failed: the broker aborts it at the transaction timeout",
+			"transactional_id", txnID, "end_err", cause, "err", err, "transaction_timeout", p.opts.TransactionTimeout)
+		return
+	}
+	p.log.Info("kafka: stopping: the transaction's end did not finish in time; the broker aborted (or completed) it", "transactional_id", txnID, "end_err", cause)
 }
 
 // stillMember reports whether this instance is still a member of the

@@ -39,13 +39,12 @@ func (p *Pipeline) stage1Session(ctx context.Context, committedAt *time.Time) (r
 	a := &assignment{owned: map[int32]bool{}}
 	topic := p.opts.Source.Topic
 	txnID := p.q.Name + "-in." + p.opts.InstanceID
-	s, err := p.session(p.inGroup(), topic, txnID, p.resetOffset(), a, map[string]bool{p.repTopic: true})
+	s, closeSession, err := p.session(p.inGroup(), topic, txnID, p.resetOffset(), a, map[string]bool{p.repTopic: true})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		s.AllowRebalance() // the last poll may hold the rebalance lock
-		s.Close()
+		closeSession()
 		if !isRedo(retErr) {
 			p.leave(p.inGroup()) // a redo keeps the membership: the next session takes the same partitions back
 		}

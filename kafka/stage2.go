@@ -66,13 +66,12 @@ func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (r
 		topic, reset = p.opts.Source.Topic, p.resetOffset()
 	}
 	txnID := p.q.Name + "." + p.opts.InstanceID
-	s, err := p.session(p.q.Name, topic, txnID, reset, a, map[string]bool{p.stateTopic: true})
+	s, closeSession, err := p.session(p.q.Name, topic, txnID, reset, a, map[string]bool{p.stateTopic: true})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		s.AllowRebalance() // the last poll may hold the rebalance lock
-		s.Close()
+		closeSession()
 		if !isRedo(retErr) {
 			p.leave(p.q.Name)
 		}

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,4 +147,124 @@ func TestStateWithoutMetaRefused(t *testing.T) {
 	if !errors.Is(err, drive.ErrBadState) || !strings.Contains(err.Error(), "no meta entry") || !strings.Contains(err.Error(), "partition 0") {
 		t.Fatalf("Run over a state partition without its meta entry: %v, want ErrBadState naming the partition", err)
 	}
+}
+
+// TestStopDuringRebalance: a SIGTERM that lands while the instance waits
+// in a rebalance (its JoinGroup in flight) stops it within stopBound.
+// Instances a and b share the query; b is frozen (SIGSTOP, its session
+// timeout 30 s) and c joins, so the group rebalances and waits for b:
+// a's JoinGroup stays unanswered until b's session expires. kgo's Close
+// does not interrupt a join in flight, and a stop used to wait for it
+// (up to the rebalance timeout, 60 s, and kgo's deadline of 70 s for the
+// request). Then b resumes and b and c stop the same way, one pipeline
+// finishes the input, and the finals equal the oracle: nothing the stops
+// ended was lost or counted twice.
+func TestStopDuringRebalance(t *testing.T) {
+	const stopBound = 8 * time.Second
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 4, nil)
+	evs := genEvents(uint64(time.Now().UnixNano()), 60000)
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		produceSlowly(t, addrs, "events", 4, evs, 15*time.Second)
+	}()
+	dir := t.TempDir()
+	type child struct {
+		cmd  *osexec.Cmd
+		log  string
+		done chan struct{}
+	}
+	start := func(id string, env ...string) *child {
+		cmd := osexec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envCrashChild+"="+strings.Join(addrs, ","), envCrashInstance+"="+id, envCrashLog+"=1")
+		cmd.Env = append(cmd.Env, env...)
+		ch := &child{cmd: cmd, log: filepath.Join(dir, id+".log"), done: make(chan struct{})}
+		logf, err := os.Create(ch.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = logf
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("starting instance %s: %v", id, err)
+		}
+		go func() { cmd.Wait(); logf.Close(); close(ch.done) }()
+		t.Cleanup(func() {
+			cmd.Process.Signal(syscall.SIGCONT)
+			cmd.Process.Signal(syscall.SIGKILL)
+			<-ch.done
+			if t.Failed() {
+				b, _ := os.ReadFile(ch.log)
+				if len(b) > 30000 {
+					b = b[len(b)-30000:]
+				}
+				t.Logf("instance %s, the end of its log:\n%s", id, b)
+			}
+		})
+		return ch
+	}
+	count := func(ch *child, s string) int {
+		b, _ := os.ReadFile(ch.log)
+		return strings.Count(string(b), s)
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for end := time.Now().Add(60 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("%s: not within 60 s", what)
+			}
+		}
+	}
+	stop := func(id string, ch *child) {
+		t.Helper()
+		at := time.Now()
+		ch.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-ch.done:
+		case <-time.After(stopBound + 60*time.Second):
+			t.Fatalf("instance %s did not stop within %s of SIGTERM", id, stopBound+60*time.Second)
+		}
+		took := time.Since(at)
+		if took > stopBound {
+			t.Errorf("instance %s stopped %s after SIGTERM, want at most %s", id, took.Round(time.Millisecond), stopBound)
+		}
+		if code := ch.cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("instance %s: exit status %d after SIGTERM, want 0 (a clean stop)", id, code)
+		}
+		b, _ := os.ReadFile(ch.log)
+		var how []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "kafka: stopping") || strings.Contains(l, "kafka: closing the session") {
+				how = append(how, l)
+			}
+		}
+		t.Logf("instance %s stopped %s after SIGTERM %q", id, took.Round(time.Millisecond), how)
+	}
+	const session = "new group session begun" // kgo: a member's assignment, once per group and generation
+	a := start("stop-a")
+	waitFor("a joins both groups", func() bool { return count(a, session) >= 2 })
+	b := start("stop-b", envCrashTimeouts+"=30000,40000")
+	waitFor("b joins both groups", func() bool { return count(b, session) >= 2 })
+	time.Sleep(time.Second)
+	if err := b.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	joins := count(a, "joining group")
+	cc := start("stop-c")
+	// c's join makes the group rebalance; it waits for b (frozen, in
+	// the group for 30 s more), so a's rejoin waits too.
+	waitFor("a rejoins", func() bool { return count(a, "joining group") > joins })
+	time.Sleep(300 * time.Millisecond)
+	stop("a", a)
+	b.cmd.Process.Signal(syscall.SIGCONT)
+	<-produced
+	stop("c", cc)
+	stop("b", b)
+
+	f := follow(t, addrs, "out", false)
+	runPipeline(t, Options{Query: tumbleQuery("crash", 200*time.Millisecond), Source: endpoint(addrs, "events"),
+		Sink: endpoint(addrs, "out"), InstanceID: "stop-a"})
+	f.waitFinals(t, tumbleOracle(evs), 2*time.Minute)
+	t.Logf("%d records read", f.n)
 }

@@ -29,6 +29,7 @@ const (
 	envChaosEvents  = "UBIK_E2E_CHAOS_EVENTS"  // events per round; default 30000 (the size: 500000)
 	envChaosSeconds = "UBIK_E2E_CHAOS_SECONDS" // seconds of production under chaos per round; default 12
 	envChaosSeed    = "UBIK_E2E_CHAOS_SEED"
+	envChaosKeep    = "UBIK_E2E_CHAOS_KEEP" // a directory: a failed round's logs are copied there
 )
 
 // chaosSQL is the query of the chaos rounds: input dedup, a 1-minute
@@ -134,6 +135,23 @@ type chaosProc struct {
 func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Duration) {
 	r := rand.New(rand.NewPCG(seed, 13))
 	dir := t.TempDir()
+	if keep := os.Getenv(envChaosKeep); keep != "" {
+		t.Cleanup(func() {
+			if !t.Failed() {
+				return
+			}
+			to := filepath.Join(keep, fmt.Sprint(seed))
+			logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+			if err := os.MkdirAll(to, 0o755); err == nil {
+				for _, l := range logs {
+					if b, err := os.ReadFile(l); err == nil {
+						os.WriteFile(filepath.Join(to, filepath.Base(l)), b, 0o644)
+					}
+				}
+				t.Logf("the round's logs: %s", to)
+			}
+		})
+	}
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BrokerConfigs(map[string]string{"log.cleaner.backoff.ms": "1000"}))
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +188,7 @@ func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Du
 	}
 
 	kafkaArgs := []string{"run", sqlPath, "--source", "kafka://" + addr + "/events", "--sink", "kafka://" + addr + "/out",
-		"--idle-timeout", "10m", "--log-level", "warn"}
+		"--idle-timeout", "10m", "--log-level", "debug"}
 	var exits []string // instances that exited by themselves, and why
 	start := func(p *chaosProc) {
 		p.log = filepath.Join(dir, fmt.Sprintf("%s.%d.log", p.id, time.Now().UnixNano()))
@@ -179,6 +197,7 @@ func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Du
 			t.Fatal(err)
 		}
 		p.cmd = exec.Command(bin, append(kafkaArgs, "--instance-id", p.id)...)
+		p.cmd.Env = append(os.Environ(), "GOTRACEBACK=all") // SIGQUIT dumps every goroutine
 		p.cmd.Stdout, p.cmd.Stderr = f, f
 		if err := p.cmd.Start(); err != nil {
 			t.Fatalf("starting %s: %v", p.id, err)
@@ -277,30 +296,15 @@ func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Du
 			t.Errorf("an instance exited by itself: %s", e)
 		}
 	}
-	// Everyone stops cleanly; a stop that hangs is a bug.
+	// Everyone stops cleanly and promptly (see stopBound); a stop that
+	// takes longer is dumped (SIGQUIT: every goroutine's stack) and fails.
 	stopping := time.Now()
 	for _, p := range procs {
 		p.cmd.Process.Signal(syscall.SIGCONT)
 		p.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	for _, p := range procs {
-		select {
-		case <-p.done:
-			// A run stopped by SIGTERM exits 143 with its "stopped"
-			// summary. A process restarted a moment before may not have
-			// installed its handler yet (the first thing main does) and
-			// then dies of the signal having written nothing.
-			st, log := p.cmd.ProcessState, tail(p.log, 5)
-			stopped := st.ExitCode() == 143 && strings.Contains(log, "stopped (terminated by SIGTERM)")
-			unstarted := !st.Exited() && strings.TrimSpace(log) == ""
-			if !stopped && !unstarted && !strings.Contains(tail(p.log, 3), "fenced") {
-				t.Errorf("%s after SIGTERM: %v, want exit status 143 and a stopped summary: %s", p.id, st, log)
-			}
-		case <-time.After(90 * time.Second):
-			t.Errorf("%s did not stop within 90 s of SIGTERM: %s", p.id, tail(p.log, 10))
-			p.cmd.Process.Signal(syscall.SIGKILL)
-			<-p.done
-		}
+		checkStopped(t, p, stopping)
 	}
 	t.Logf("all stopped %s after SIGTERM", time.Since(stopping).Round(time.Millisecond))
 	// One process finishes the query.
@@ -313,8 +317,62 @@ func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Du
 	if err != nil || !strings.Contains(string(out), "caught up") {
 		t.Fatalf("ubik run --until-caught-up: %v\n%s", err, out)
 	}
-	t.Logf("--until-caught-up finished in %s: %s", time.Since(fin).Round(time.Millisecond), lastLine(string(out)))
+	took := time.Since(fin)
+	t.Logf("--until-caught-up finished in %s: %s", took.Round(time.Millisecond), lastLine(string(out)))
+	if took > 30*time.Second {
+		// Slow: show what it waited for (group joins, restores).
+		var lines []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "kafka:") || strings.Contains(l, "join") || strings.Contains(l, "sync") || strings.Contains(l, "heartbeat") || strings.Contains(l, "assign") || strings.Contains(l, "producer id") {
+				lines = append(lines, l)
+			}
+		}
+		t.Logf("--until-caught-up took over 30 s; its log (group and restore lines):\n%s", strings.Join(lines, "\n"))
+	}
 	checkChaosSink(t, addr, want)
+}
+
+// stopBound is how long a ubik run may take to stop after SIGTERM: end
+// (commit or abort) the open transaction, leave the groups, exit. The
+// transaction timeout is 30 s, the rebalance timeout 60 s: a stop that
+// waits on either is caught.
+const stopBound = 10 * time.Second
+
+// checkStopped waits for p to exit after SIGTERM sent at since, and checks
+// that it exited within stopBound with the documented status (143 and a
+// stopped summary). One that takes longer gets SIGQUIT, which makes the Go
+// runtime print every goroutine's stack to its log, and fails with that.
+func checkStopped(t *testing.T, p *chaosProc, since time.Time) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(time.Until(since.Add(stopBound))):
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			p.cmd.Process.Signal(syscall.SIGKILL)
+			<-p.done
+		}
+		b, _ := os.ReadFile(p.log)
+		if len(b) > 400000 {
+			b = b[len(b)-400000:]
+		}
+		t.Errorf("%s did not stop within %s of SIGTERM; its log and the stacks of its goroutines (SIGQUIT), %s:\n%s", p.id, stopBound, p.log, b)
+		return
+	}
+	took := time.Since(since)
+	// A run stopped by SIGTERM exits 143 with its "stopped" summary. A
+	// process restarted a moment before may not have installed its
+	// handler yet (the first thing main does) and then dies of the
+	// signal having written nothing.
+	st, log := p.cmd.ProcessState, tail(p.log, 5)
+	stopped := st.ExitCode() == 143 && strings.Contains(log, "stopped (terminated by SIGTERM)")
+	unstarted := !st.Exited() && strings.TrimSpace(log) == ""
+	if !stopped && !unstarted && !strings.Contains(tail(p.log, 3), "fenced") {
+		t.Errorf("%s after SIGTERM: %v, want exit status 143 and a stopped summary: %s", p.id, st, log)
+	}
+	t.Logf("%s stopped %s after SIGTERM (%v)", p.id, took.Round(time.Millisecond), st)
 }
 
 // checkChaosSink reads the sink topic with read_committed to its end and

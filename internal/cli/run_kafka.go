@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/kafka"
 	"github.com/ubiksql/ubik/sql/plan"
@@ -41,7 +43,7 @@ func addKafkaFlags(fs *flag.FlagSet) *kafkaFlags {
 	fs.BoolVar(&k.partitionedByKey, "partitioned-by-key", false, "Kafka source: the topic is already partitioned by the GROUP BY key; skip the repartition topic")
 	fs.BoolVar(&k.untilCaughtUp, "until-caught-up", false, "Kafka: stop once the input is consumed up to where it ended at start: every window finalizes, the last transaction commits, exit 0")
 	fs.BoolVar(&k.resetState, "reset-state", false, "Kafka: start the query over: delete its consumer groups (committed offsets) and internal topics (<query>-repartition, <query>-state), read the input again from --from; the sink topic is kept")
-	fs.StringVar(&k.logLevel, "log-level", "info", "Kafka: diagnostics on stderr: debug, info, warn, error")
+	fs.StringVar(&k.logLevel, "log-level", "info", "Kafka: diagnostics on stderr: debug, info, warn, error (debug adds the Kafka client's own log: joins, syncs, rebalances, retries)")
 	return k
 }
 
@@ -143,7 +145,13 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	for _, c := range []kafka.Config{src.Config, sink.Config} {
 		if err := pingKafka(ctx, c); err != nil {
 			if ctx.Err() != nil {
-				return nil // stopped (SIGINT, SIGTERM) while starting: a clean stop, as later
+				// Stopped (SIGINT, SIGTERM) while starting: a clean
+				// stop, said and exited as a later one (128 + the
+				// signal number); it used to exit 0 saying nothing.
+				if !f.quiet {
+					fmt.Fprintf(env.Stderr, "ubik: %s: stopped (%s) while starting: 0 events consumed\n", q.Name, stopCause(ctx))
+				}
+				return stopCause(ctx)
 			}
 			return err
 		}
@@ -173,8 +181,14 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 			}
 		}
 	}
+	var clientOpts []kgo.Opt
+	if lvl <= slog.LevelDebug {
+		// The Kafka client's own log: joins, syncs, leaves, retries.
+		clientOpts = append(clientOpts, kafka.ClientLogger(log, kgo.LogLevelInfo))
+	}
 	pl, err := kafka.New(kafka.Options{
 		Query:         q,
+		ClientOpts:    clientOpts,
 		Source:        src,
 		Sink:          sink,
 		InstanceID:    k.instanceID,

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -96,5 +97,24 @@ CREATE VIEW %s AS SELECT k, count(*) AS n, max(ts) AS last FROM clicks WHERE ts 
 		if tc.sig == syscall.SIGINT && !strings.Contains(stderr.String(), "42 events consumed, 1 malformed") {
 			t.Errorf("first run: want 42 events consumed, 1 malformed:\n%s", stderr.String())
 		}
+	}
+}
+
+// TestRunKafkaStopWhileStarting: a SIGTERM that lands while ubik run is
+// still starting (here before it reached the broker) is a stop like a
+// later one: exit status 143 and a "stopped" line. It used to exit 0
+// without a word (seen in the chaos test: an instance restarted a moment
+// before the stop).
+func TestRunKafkaStopWhileStarting(t *testing.T) {
+	dir := t.TempDir()
+	sql := filepath.Join(dir, "q.sql")
+	os.WriteFile(sql, []byte(restartSQL), 0o644)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(StopSignal{Signal: syscall.SIGTERM})
+	env, _, errb := runTestEnv("")
+	// Nothing listens on port 1: the start is stopped, not refused.
+	code := Main(ctx, env, []string{"run", sql, "--source", "kafka://127.0.0.1:1/in", "--sink", "kafka://127.0.0.1:1/out"})
+	if code != 143 || !strings.Contains(errb.String(), "stopped (terminated by SIGTERM) while starting") {
+		t.Errorf("exit %d, stderr %q; want 143 and a stopped line", code, errb.String())
 	}
 }

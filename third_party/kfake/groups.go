@@ -1511,6 +1511,17 @@ func (g *group) updateHeartbeat(m *groupMember) {
 		if g.members[m.memberID] != m {
 			return
 		}
+		if !m.waitingReply.empty() {
+			// ubik patch: a member whose JoinGroup or SyncGroup
+			// waits for the rebalance satisfies its heartbeats, as
+			// on Kafka (MemberMetadata.hasSatisfiedHeartbeat): the
+			// rebalance timeout bounds that wait, not the session
+			// timeout. Upstream expired it (a rebalance longer than
+			// the session timeout removed every member waiting in
+			// it, answering none).
+			g.updateHeartbeat(m)
+			return
+		}
 		g.updateMemberAndRebalance(m, nil, nil)
 	})
 }
@@ -1570,9 +1581,25 @@ func (g *group) removeMember(m *groupMember) {
 	if m.t != nil {
 		m.t.Stop()
 	}
-	if !m.waitingReply.empty() {
+	if m.isJoining() {
 		g.nJoining--
 	}
+}
+
+// isJoining reports whether m's JoinGroup waits for the rebalance: what
+// nJoining counts. ubik patch: upstream counted any waiting request, so a
+// member removed while its SyncGroup waited (a follower waiting for the
+// leader's assignment, replaced by its static instance restarting, or
+// expired) took one off nJoining, which completeRebalance had already
+// zeroed: the next rebalance then waited for one member more than the
+// group had, until the rebalance timeout (60 s), instead of completing
+// when the last member joined.
+func (m *groupMember) isJoining() bool {
+	if m.waitingReply.empty() {
+		return false
+	}
+	_, ok := m.waitingReply.kreq.(*kmsg.JoinGroupRequest)
+	return ok
 }
 
 // validateInstanceID checks that the given instanceID and memberID are
@@ -1595,6 +1622,22 @@ func (g *group) validateInstanceID(instanceID *string, memberID string) *kerr.Er
 // This is used to update a member from a new join request, or to clear a
 // member from failed heartbeats.
 func (g *group) updateMemberAndRebalance(m *groupMember, waitingReply *clientReq, newJoin *kmsg.JoinGroupRequest) {
+	if newJoin == nil && !m.waitingReply.empty() {
+		// ubik patch: a member removed (it left, or its session
+		// expired) while its JoinGroup or SyncGroup waits here is
+		// answered UNKNOWN_MEMBER_ID, as Kafka's
+		// removeMemberAndUpdateGroup does (maybeInvokeJoinCallback).
+		// Upstream never answered it: the client waited out its
+		// request deadline (the rebalance timeout plus 10 s).
+		resp := m.waitingReply.kreq.ResponseKind()
+		switch r := resp.(type) {
+		case *kmsg.JoinGroupResponse:
+			r.ErrorCode = kerr.UnknownMemberID.Code
+		case *kmsg.SyncGroupResponse:
+			r.ErrorCode = kerr.UnknownMemberID.Code
+		}
+		m.waitingReply.reply(resp)
+	}
 	if newJoin != nil {
 		for _, p := range m.join.Protocols {
 			g.protocols[p.Name]--
@@ -1603,7 +1646,7 @@ func (g *group) updateMemberAndRebalance(m *groupMember, waitingReply *clientReq
 		for _, p := range m.join.Protocols {
 			g.protocols[p.Name]++
 		}
-		if m.waitingReply.empty() && !waitingReply.empty() {
+		if !m.isJoining() && !waitingReply.empty() { // ubik patch: a waiting SyncGroup is not a join
 			g.nJoining++
 		}
 		m.waitingReply = waitingReply
