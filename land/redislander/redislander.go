@@ -2,10 +2,21 @@
 //
 // Each identity is a hash {value, window_start, revision, final, window_end,
 // key} under the key Prefix + query + ":" + group (History appends ":" and
-// the decimal window start). One server-side function compares the
-// record's (window_start, revision) with the stored pair and writes the
-// whole hash only when the record's is at or past it, so a write is atomic
-// and guarded. Calls are pipelined and several keys go in one call.
+// the decimal window start). A record is written, the whole hash at once,
+// only when its (window_start, revision) is past the stored pair.
+//
+// On a single server (a *redis.Client) the guard is Redis's optimistic
+// check-and-set: on one connection, WATCH a chunk of keys and read their
+// stored pairs (one pipelined round trip), compare in the client, then
+// MULTI, HSET of the keys that move forward, EXEC. EXEC runs nothing when
+// any watched key changed meanwhile (another writer); the chunk is then
+// read and compared again, and after a few aborts it goes through the
+// server-side function below, which cannot abort, so every chunk makes
+// progress. The server does less per record this way than in a function
+// (a HSET from the network costs it less than the same HSET called from
+// Lua). On a cluster or ring client, or with Options.ServerGuard, every
+// chunk uses the function: it compares the stored pair and writes the
+// hash in one atomic call, several keys a call, calls pipelined.
 //
 // Lua numbers are doubles, exact only to 2^53; window starts (µs) and
 // revisions (uint64) are therefore compared as canonical decimal strings,
@@ -56,6 +67,14 @@ type Options struct {
 	// connection (default 4), so that the server never waits for the
 	// client to encode the next one.
 	Pipelines int
+	// ServerGuard guards every key with the server-side function, never
+	// with WATCH/MULTI/EXEC (the function is also the fallback of a chunk
+	// whose transaction aborted MaxAborts times, and the only guard on a
+	// cluster or ring client).
+	ServerGuard bool
+	// MaxAborts bounds the aborted transactions of one chunk before it
+	// goes through the function (default 3).
+	MaxAborts int
 }
 
 // Lander lands into Redis. It is safe for concurrent use.
@@ -65,6 +84,15 @@ type Lander struct {
 	sha     string
 	closed  atomic.Bool
 	cluster bool
+	// single is the client of a single server: its chunks are guarded by
+	// WATCH/MULTI/EXEC (nil: by the function).
+	single *redis.Client
+	// aborts counts aborted transactions; fallbacks the chunks that went
+	// through the function after MaxAborts of them (for tests).
+	aborts, fallbacks atomic.Int64
+	// beforeExec, when set, runs between the reads and MULTI (for tests
+	// that change a watched key there).
+	beforeExec func(keys []string)
 }
 
 const (
@@ -133,8 +161,11 @@ func New(ctx context.Context, opts Options) (*Lander, error) {
 	if strings.Contains(opts.Query, land.QuerySeparator) {
 		return nil, fmt.Errorf("redislander: query %q contains %q", opts.Query, land.QuerySeparator)
 	}
-	if opts.KeysPerCall < 0 || opts.CallsPerPipeline < 0 || opts.Pipelines < 0 {
-		return nil, errors.New("redislander: KeysPerCall, CallsPerPipeline and Pipelines must not be negative")
+	if opts.KeysPerCall < 0 || opts.CallsPerPipeline < 0 || opts.Pipelines < 0 || opts.MaxAborts < 0 {
+		return nil, errors.New("redislander: KeysPerCall, CallsPerPipeline, Pipelines and MaxAborts must not be negative")
+	}
+	if opts.MaxAborts == 0 {
+		opts.MaxAborts = 3
 	}
 	if opts.Pipelines == 0 {
 		opts.Pipelines = 4
@@ -149,6 +180,9 @@ func New(ctx context.Context, opts Options) (*Lander, error) {
 	if _, ok := opts.Client.(*redis.ClusterClient); ok {
 		l.cluster = true
 		l.o.KeysPerCall = 1
+	}
+	if c, ok := opts.Client.(*redis.Client); ok && !opts.ServerGuard {
+		l.single = c
 	}
 	if err := l.load(ctx); err != nil {
 		return nil, err
@@ -233,7 +267,159 @@ func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result
 
 func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, error) {
 	return pool.Run(ctx, len(items), l.o.KeysPerCall*l.o.CallsPerPipeline, l.o.Pipelines, "redislander: keys",
-		func(ctx context.Context, lo, hi int) (land.Result, error) { return l.pipeline(ctx, items[lo:hi]) })
+		func(ctx context.Context, lo, hi int) (land.Result, error) {
+			if l.single != nil {
+				return l.optimistic(ctx, items[lo:hi])
+			}
+			return l.pipeline(ctx, items[lo:hi])
+		})
+}
+
+// optimistic lands chunk through WATCH/MULTI/EXEC, with the function as
+// the fallback after MaxAborts aborted transactions.
+func (l *Lander) optimistic(ctx context.Context, chunk []land.Item) (land.Result, error) {
+	keys := make([]string, len(chunk))
+	for i, it := range chunk {
+		keys[i] = l.Key(it.Ref)
+	}
+	for range l.o.MaxAborts {
+		res, ok, err := l.checkAndSet(ctx, chunk, keys)
+		if err != nil || ok {
+			return res, err
+		}
+		l.aborts.Add(1)
+	}
+	l.fallbacks.Add(1)
+	return l.pipeline(ctx, chunk)
+}
+
+// checkAndSet is one try of the optimistic guard on one connection: WATCH
+// keys and HMGET their stored pairs in one round trip, compare as the
+// function does, then MULTI, HSET of the keys whose record is past the
+// stored pair, EXEC. ok is false when EXEC aborted: a watched key changed
+// after the WATCH, and nothing was written.
+func (l *Lander) checkAndSet(ctx context.Context, chunk []land.Item, keys []string) (res land.Result, ok bool, err error) {
+	conn := l.single.Conn()
+	defer conn.Close()
+	watched := false
+	defer func() {
+		if watched {
+			// Leave no watch on a pooled connection; a broken connection
+			// fails this and is not reused.
+			conn.Do(context.WithoutCancel(ctx), "UNWATCH")
+		}
+	}()
+	watch := make([]any, 1+len(keys))
+	watch[0] = "WATCH"
+	for i, k := range keys {
+		watch[1+i] = k
+	}
+	pipe := conn.Pipeline()
+	w := pipe.Do(ctx, watch...)
+	reads := make([]*redis.SliceCmd, len(keys))
+	for i, k := range keys {
+		reads[i] = pipe.HMGet(ctx, k, "window_start", "revision")
+	}
+	watched = true
+	if _, err := pipe.Exec(ctx); err != nil {
+		return land.Result{}, false, fmt.Errorf("redislander: WATCH and HMGET: %w", err)
+	}
+	if err := w.Err(); err != nil {
+		return land.Result{}, false, fmt.Errorf("redislander: WATCH: %w", err)
+	}
+	forward := make([]int, 0, len(chunk))
+	for i, it := range chunk {
+		cur, err := reads[i].Result()
+		if err != nil {
+			return land.Result{}, false, fmt.Errorf("redislander: HMGET %s: %w", keys[i], err)
+		}
+		if len(cur) != 2 {
+			return land.Result{}, false, fmt.Errorf("%w: HMGET %s: %d fields", ErrReply, keys[i], len(cur))
+		}
+		c := 1
+		ws, wok := cur[0].(string)
+		rev, rok := cur[1].(string)
+		if cur[0] != nil && cur[1] != nil {
+			if !wok || !rok {
+				return land.Result{}, false, fmt.Errorf("%w: HMGET %s: %T, %T", ErrReply, keys[i], cur[0], cur[1])
+			}
+			c = cmpdec(strconv.FormatInt(it.Version.WindowStart, 10), ws)
+			if c == 0 {
+				c = cmpdec(strconv.FormatUint(it.Version.Revision, 10), rev)
+			}
+		}
+		switch c {
+		case 1:
+			forward = append(forward, i)
+		case 0:
+			res.Duplicate++
+		default:
+			res.Superseded++
+		}
+	}
+	if len(forward) == 0 {
+		// Nothing to write: the reads are the answer (stored pairs only
+		// grow). The deferred UNWATCH releases the keys.
+		return res, true, nil
+	}
+	if l.beforeExec != nil {
+		l.beforeExec(keys)
+	}
+	tx := conn.TxPipeline()
+	for _, i := range forward {
+		it := chunk[i]
+		final := "0"
+		if it.Final {
+			final = "1"
+		}
+		tx.HSet(ctx, keys[i], "value", it.Value,
+			"window_start", strconv.FormatInt(it.Version.WindowStart, 10),
+			"revision", strconv.FormatUint(it.Version.Revision, 10),
+			"final", final, "window_end", strconv.FormatInt(it.WindowEnd, 10), "key", it.Key)
+	}
+	_, err = tx.Exec(ctx)
+	switch {
+	case errors.Is(err, redis.TxFailedErr):
+		watched = false // EXEC ran and released the keys
+		return land.Result{}, false, nil
+	case err != nil:
+		return land.Result{}, false, fmt.Errorf("redislander: MULTI/HSET/EXEC: %w", err)
+	}
+	watched = false
+	res.Landed += len(forward)
+	return res, true, nil
+}
+
+// cmpdec compares two canonical decimal integers exactly as the function's
+// cmpdec does (sign, then length, then bytes): -1, 0 or 1.
+func cmpdec(a, b string) int {
+	an := len(a) > 0 && a[0] == '-'
+	bn := len(b) > 0 && b[0] == '-'
+	if an != bn {
+		if an {
+			return -1
+		}
+		return 1
+	}
+	c := 0
+	switch {
+	case len(a) != len(b):
+		if len(a) < len(b) {
+			c = -1
+		} else {
+			c = 1
+		}
+	case a != b:
+		if a < b {
+			c = -1
+		} else {
+			c = 1
+		}
+	}
+	if an {
+		c = -c
+	}
+	return c
 }
 
 // pipeline lands chunk in one round trip.
