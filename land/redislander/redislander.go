@@ -275,30 +275,29 @@ func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, err
 		})
 }
 
-// optimistic lands chunk through WATCH/MULTI/EXEC, with the function as
-// the fallback after MaxAborts aborted transactions.
+// optimistic lands chunk on one connection, KeysPerCall keys a
+// transaction: WATCH the keys and HMGET their stored pairs, compare as the
+// function does, then MULTI, HSET of the keys whose record is past the
+// stored pair, EXEC. The round trips chain: each carries one group's
+// MULTI..EXEC and the next group's WATCH and reads, so a chunk costs about
+// one round trip a group. A group whose EXEC aborted (a watched key changed
+// after its WATCH: another writer) is read and compared again; after
+// MaxAborts aborts it goes through the function, which cannot abort.
+//
+// A transaction's keys are few on purpose: WATCH checks each key against
+// the connection's watched keys one by one, so its cost grows with the
+// square of the keys watched at once.
 func (l *Lander) optimistic(ctx context.Context, chunk []land.Item) (land.Result, error) {
+	type group struct{ lo, hi, aborts int }
+	per := l.o.KeysPerCall
 	keys := make([]string, len(chunk))
 	for i, it := range chunk {
 		keys[i] = l.Key(it.Ref)
 	}
-	for range l.o.MaxAborts {
-		res, ok, err := l.checkAndSet(ctx, chunk, keys)
-		if err != nil || ok {
-			return res, err
-		}
-		l.aborts.Add(1)
+	queue := make([]group, 0, (len(chunk)+per-1)/per)
+	for lo := 0; lo < len(chunk); lo += per {
+		queue = append(queue, group{lo: lo, hi: min(lo+per, len(chunk))})
 	}
-	l.fallbacks.Add(1)
-	return l.pipeline(ctx, chunk)
-}
-
-// checkAndSet is one try of the optimistic guard on one connection: WATCH
-// keys and HMGET their stored pairs in one round trip, compare as the
-// function does, then MULTI, HSET of the keys whose record is past the
-// stored pair, EXEC. ok is false when EXEC aborted: a watched key changed
-// after the WATCH, and nothing was written.
-func (l *Lander) checkAndSet(ctx context.Context, chunk []land.Item, keys []string) (res land.Result, ok bool, err error) {
 	conn := l.single.Conn()
 	defer conn.Close()
 	watched := false
@@ -309,85 +308,185 @@ func (l *Lander) checkAndSet(ctx context.Context, chunk []land.Item, keys []stri
 			conn.Do(context.WithoutCancel(ctx), "UNWATCH")
 		}
 	}()
-	watch := make([]any, 1+len(keys))
-	watch[0] = "WATCH"
-	for i, k := range keys {
-		watch[1+i] = k
+	// read queues g's WATCH and reads on pipe.
+	read := func(pipe redis.Pipeliner, g group) []*redis.SliceCmd {
+		watch := make([]any, 1, 1+g.hi-g.lo)
+		watch[0] = "WATCH"
+		for _, k := range keys[g.lo:g.hi] {
+			watch = append(watch, k)
+		}
+		pipe.Do(ctx, watch...)
+		reads := make([]*redis.SliceCmd, g.hi-g.lo)
+		for i, k := range keys[g.lo:g.hi] {
+			reads[i] = pipe.HMGet(ctx, k, "window_start", "revision")
+		}
+		return reads
 	}
+	var (
+		res      land.Result
+		fallback []land.Item
+	)
+	cur := queue[0]
+	queue = queue[1:]
 	pipe := conn.Pipeline()
-	w := pipe.Do(ctx, watch...)
-	reads := make([]*redis.SliceCmd, len(keys))
-	for i, k := range keys {
-		reads[i] = pipe.HMGet(ctx, k, "window_start", "revision")
-	}
+	reads := read(pipe, cur)
 	watched = true
-	if _, err := pipe.Exec(ctx); err != nil {
-		return land.Result{}, false, fmt.Errorf("redislander: WATCH and HMGET: %w", err)
+	cmds, err := pipe.Exec(ctx)
+	if err := pipelineErr(cmds, err, nil); err != nil {
+		return land.Result{}, err
 	}
-	if err := w.Err(); err != nil {
-		return land.Result{}, false, fmt.Errorf("redislander: WATCH: %w", err)
-	}
-	forward := make([]int, 0, len(chunk))
-	for i, it := range chunk {
-		cur, err := reads[i].Result()
-		if err != nil {
-			return land.Result{}, false, fmt.Errorf("redislander: HMGET %s: %w", keys[i], err)
-		}
-		if len(cur) != 2 {
-			return land.Result{}, false, fmt.Errorf("%w: HMGET %s: %d fields", ErrReply, keys[i], len(cur))
-		}
-		c := 1
-		ws, wok := cur[0].(string)
-		rev, rok := cur[1].(string)
-		if cur[0] != nil && cur[1] != nil {
-			if !wok || !rok {
-				return land.Result{}, false, fmt.Errorf("%w: HMGET %s: %T, %T", ErrReply, keys[i], cur[0], cur[1])
+	for {
+		// Compare cur's records with what its reads found.
+		var gres land.Result
+		forward := make([]int, 0, cur.hi-cur.lo)
+		for j, rd := range reads {
+			i := cur.lo + j
+			c, err := compareStored(chunk[i], keys[i], rd.Val())
+			if err != nil {
+				return land.Result{}, err
 			}
-			c = cmpdec(strconv.FormatInt(it.Version.WindowStart, 10), ws)
-			if c == 0 {
-				c = cmpdec(strconv.FormatUint(it.Version.Revision, 10), rev)
+			switch c {
+			case 1:
+				forward = append(forward, i)
+			case 0:
+				gres.Duplicate++
+			default:
+				gres.Superseded++
 			}
 		}
-		switch c {
-		case 1:
-			forward = append(forward, i)
-		case 0:
-			res.Duplicate++
+		if l.beforeExec != nil {
+			l.beforeExec(keys[cur.lo:cur.hi])
+		}
+		pipe := conn.Pipeline()
+		var exec *redis.Cmd
+		if len(forward) > 0 {
+			pipe.Do(ctx, "MULTI")
+			for _, i := range forward {
+				it := chunk[i]
+				final := "0"
+				if it.Final {
+					final = "1"
+				}
+				pipe.Do(ctx, "HSET", keys[i], "value", it.Value,
+					"window_start", strconv.FormatInt(it.Version.WindowStart, 10),
+					"revision", strconv.FormatUint(it.Version.Revision, 10),
+					"final", final, "window_end", strconv.FormatInt(it.WindowEnd, 10), "key", it.Key)
+			}
+			exec = pipe.Do(ctx, "EXEC")
+		} else {
+			// Nothing to write: the reads are the answer (stored pairs
+			// only grow).
+			pipe.Do(ctx, "UNWATCH")
+		}
+		var next group
+		more := len(queue) > 0
+		if more {
+			next, queue = queue[0], queue[1:]
+			reads = read(pipe, next)
+		}
+		watched = true
+		cmds, err := pipe.Exec(ctx)
+		if err := pipelineErr(cmds, err, exec); err != nil {
+			return land.Result{}, err
+		}
+		switch {
+		case exec != nil && errors.Is(exec.Err(), redis.Nil):
+			// Aborted: nothing of cur was written.
+			l.aborts.Add(1)
+			if cur.aborts++; cur.aborts < l.o.MaxAborts {
+				queue = append(queue, cur)
+			} else {
+				fallback = append(fallback, chunk[cur.lo:cur.hi]...)
+			}
+		case exec != nil:
+			if err := execErr(exec, len(forward)); err != nil {
+				return land.Result{}, err
+			}
+			gres.Landed += len(forward)
+			res = res.Add(gres)
 		default:
-			res.Superseded++
+			res = res.Add(gres)
+		}
+		if !more {
+			if len(queue) > 0 {
+				// Only aborted groups are left: read the first again.
+				cur, queue = queue[0], queue[1:]
+				pipe := conn.Pipeline()
+				reads = read(pipe, cur)
+				cmds, err := pipe.Exec(ctx)
+				if err := pipelineErr(cmds, err, nil); err != nil {
+					return land.Result{}, err
+				}
+				continue
+			}
+			watched = false
+			break
+		}
+		cur = next
+	}
+	if len(fallback) > 0 {
+		l.fallbacks.Add(1)
+		r, err := l.pipeline(ctx, fallback)
+		if err != nil {
+			return land.Result{}, err
+		}
+		res = res.Add(r)
+	}
+	return res, nil
+}
+
+// pipelineErr is the first failure of a pipeline's commands, other than
+// the nil reply of exec (an aborted transaction).
+func pipelineErr(cmds []redis.Cmder, err error, exec *redis.Cmd) error {
+	if err == nil {
+		return nil
+	}
+	for _, c := range cmds {
+		if e := c.Err(); e != nil && !(c == redis.Cmder(exec) && errors.Is(e, redis.Nil)) {
+			return fmt.Errorf("redislander: %s: %w", c.Name(), e)
 		}
 	}
-	if len(forward) == 0 {
-		// Nothing to write: the reads are the answer (stored pairs only
-		// grow). The deferred UNWATCH releases the keys.
-		return res, true, nil
+	return nil
+}
+
+// execErr checks the reply of an EXEC that ran n HSETs.
+func execErr(exec *redis.Cmd, n int) error {
+	v, err := exec.Slice()
+	if err != nil {
+		return fmt.Errorf("redislander: EXEC: %w", err)
 	}
-	if l.beforeExec != nil {
-		l.beforeExec(keys)
+	if len(v) != n {
+		return fmt.Errorf("%w: EXEC of %d HSETs: %d replies", ErrReply, n, len(v))
 	}
-	tx := conn.TxPipeline()
-	for _, i := range forward {
-		it := chunk[i]
-		final := "0"
-		if it.Final {
-			final = "1"
+	for _, r := range v {
+		if e, ok := r.(error); ok {
+			return fmt.Errorf("redislander: HSET in EXEC: %w", e)
 		}
-		tx.HSet(ctx, keys[i], "value", it.Value,
-			"window_start", strconv.FormatInt(it.Version.WindowStart, 10),
-			"revision", strconv.FormatUint(it.Version.Revision, 10),
-			"final", final, "window_end", strconv.FormatInt(it.WindowEnd, 10), "key", it.Key)
 	}
-	_, err = tx.Exec(ctx)
-	switch {
-	case errors.Is(err, redis.TxFailedErr):
-		watched = false // EXEC ran and released the keys
-		return land.Result{}, false, nil
-	case err != nil:
-		return land.Result{}, false, fmt.Errorf("redislander: MULTI/HSET/EXEC: %w", err)
+	return nil
+}
+
+// compareStored compares it's (window_start, revision) with the reply of
+// HMGET key window_start revision, as the function does: 1 when the
+// record is past the stored pair or no pair is stored, 0 when equal, -1
+// when behind.
+func compareStored(it land.Item, key string, cur []any) (int, error) {
+	if len(cur) != 2 {
+		return 0, fmt.Errorf("%w: HMGET %s: %d fields", ErrReply, key, len(cur))
 	}
-	watched = false
-	res.Landed += len(forward)
-	return res, true, nil
+	if cur[0] == nil || cur[1] == nil {
+		return 1, nil
+	}
+	ws, wok := cur[0].(string)
+	rev, rok := cur[1].(string)
+	if !wok || !rok {
+		return 0, fmt.Errorf("%w: HMGET %s: %T, %T", ErrReply, key, cur[0], cur[1])
+	}
+	c := cmpdec(strconv.FormatInt(it.Version.WindowStart, 10), ws)
+	if c == 0 {
+		c = cmpdec(strconv.FormatUint(it.Version.Revision, 10), rev)
+	}
+	return c, nil
 }
 
 // cmpdec compares two canonical decimal integers exactly as the function's
