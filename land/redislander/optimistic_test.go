@@ -23,8 +23,8 @@ func TestAbortFallsBack(t *testing.T) {
 	ctx := context.Background()
 	c := client(t, testenv.RequireRedis(t))
 	ns := landtest.NS("abort")
-	l := openWith(t, Options{Client: c, Mode: land.Latest, Prefix: ns + "/", MaxAborts: 2})
-	other := openWith(t, Options{Client: c, Mode: land.Latest, Prefix: ns + "/", ServerGuard: true})
+	l := openWith(t, Options{Client: c, Mode: land.Latest, Prefix: ns + "/", Optimistic: true, MaxAborts: 2})
+	other := openWith(t, Options{Client: c, Mode: land.Latest, Prefix: ns + "/"})
 	rec := func(g string, rev uint64) changelog.Record {
 		return landtest.Record(land.Latest, "q", g, landtest.Base(), rev, false)
 	}
@@ -101,9 +101,9 @@ func TestRacingOnSameKeys(t *testing.T) {
 	const keys, revs = 40, 150
 	// Small chunks and one abort before the fallback: the landers collide
 	// and every path runs.
-	opts := Options{Client: c, Mode: land.Latest, Prefix: ns + "/", KeysPerCall: 4, CallsPerPipeline: 2, MaxAborts: 1}
+	opts := Options{Client: c, Mode: land.Latest, Prefix: ns + "/", KeysPerCall: 4, CallsPerPipeline: 2, Optimistic: true, MaxAborts: 1}
 	a, b := openWith(t, opts), openWith(t, opts)
-	opts.ServerGuard = true
+	opts.Optimistic = false
 	f := openWith(t, opts)
 	group := func(k int) string { return "g" + strconv.Itoa(k) }
 	seed := landtest.Seed(t)

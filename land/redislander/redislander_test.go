@@ -69,15 +69,14 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestServerGuard runs the suite through the server-side function alone
-// (the guard of cluster clients, and the fallback of aborted transactions).
-func TestServerGuard(t *testing.T) {
+// TestOptimistic runs the suite through WATCH/MULTI/EXEC.
+func TestOptimistic(t *testing.T) {
 	c := client(t, testenv.RequireRedis(t))
 	landtest.Run(t, landtest.Harness{
 		Open: func(t testing.TB, mode land.Mode, ns string) land.Lander {
-			l := openWith(t, Options{Client: c, Mode: mode, Prefix: ns + "/", ServerGuard: true})
-			if l.single != nil {
-				t.Fatal("ServerGuard lander uses WATCH/MULTI/EXEC")
+			l := openWith(t, Options{Client: c, Mode: mode, Prefix: ns + "/", Optimistic: true})
+			if l.single == nil {
+				t.Fatal("Optimistic lander does not use WATCH/MULTI/EXEC")
 			}
 			return l
 		},
@@ -91,7 +90,7 @@ func TestScriptFallback(t *testing.T) {
 	c := client(t, testenv.RequireRedis(t))
 	landtest.Run(t, landtest.Harness{
 		Open: func(t testing.TB, mode land.Mode, ns string) land.Lander {
-			l := openWith(t, Options{Client: c, Mode: mode, Prefix: ns + "/", ServerGuard: true})
+			l := openWith(t, Options{Client: c, Mode: mode, Prefix: ns + "/"})
 			sha, err := c.ScriptLoad(context.Background(), script).Result()
 			if err != nil {
 				t.Fatal(err)
