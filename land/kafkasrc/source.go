@@ -231,8 +231,11 @@ func (s *Source) Next(ctx context.Context) (*land.Batch, error) {
 }
 
 func (s *Source) batch(fs kgo.Fetches) (*land.Batch, error) {
-	var recs []changelog.Record
-	var where []*kgo.Record
+	// Sized once: growing them record by record copied each batch
+	// several times over (a quarter of ubik land's CPU into ClickHouse).
+	n := fs.NumRecords()
+	recs := make([]changelog.Record, 0, n)
+	where := make([]*kgo.Record, 0, n)
 	var tok token
 	var bad error
 	skipped := 0

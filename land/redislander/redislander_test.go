@@ -25,11 +25,19 @@ func client(t testing.TB, addr string) *redis.Client {
 
 func openOn(t testing.TB, c redis.UniversalClient, mode land.Mode, ns string) land.Lander {
 	t.Helper()
-	l, err := New(context.Background(), Options{Client: c, Mode: mode, Prefix: ns + "/"})
+	return openWith(t, Options{Client: c, Mode: mode, Prefix: ns + "/"})
+}
+
+// openWith opens a lander with opts (Prefix: the namespace and "/") and
+// deletes its keys at the end.
+func openWith(t testing.TB, opts Options) *Lander {
+	t.Helper()
+	c := opts.Client
+	l, err := New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cleanup(c, ns+"/") })
+	t.Cleanup(func() { cleanup(c, opts.Prefix) })
 	return l
 }
 
@@ -61,12 +69,28 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestOptimistic runs the suite through WATCH/MULTI/EXEC.
+func TestOptimistic(t *testing.T) {
+	c := client(t, testenv.RequireRedis(t))
+	landtest.Run(t, landtest.Harness{
+		Open: func(t testing.TB, mode land.Mode, ns string) land.Lander {
+			l := openWith(t, Options{Client: c, Mode: mode, Prefix: ns + "/", Optimistic: true})
+			if l.single == nil {
+				t.Fatal("Optimistic lander does not use WATCH/MULTI/EXEC")
+			}
+			return l
+		},
+		ExactValue: true,
+		Trials:     10000,
+	})
+}
+
 // TestScriptFallback runs the suite through EVALSHA, as on Redis < 7.
 func TestScriptFallback(t *testing.T) {
 	c := client(t, testenv.RequireRedis(t))
 	landtest.Run(t, landtest.Harness{
 		Open: func(t testing.TB, mode land.Mode, ns string) land.Lander {
-			l := openOn(t, c, mode, ns).(*Lander)
+			l := openWith(t, Options{Client: c, Mode: mode, Prefix: ns + "/"})
 			sha, err := c.ScriptLoad(context.Background(), script).Result()
 			if err != nil {
 				t.Fatal(err)
