@@ -248,7 +248,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			}
 		}
 	}
-	owners, err := startTargets(eng, targets, &f, lateHook, env.Stderr)
+	var onBad func(t *runTarget, lineNo int64, event []byte, err error) // set below, before the first line
+	owners, err := startTargets(eng, targets, &f, lateHook,
+		func(t *runTarget, lineNo int64, event []byte, err error) { onBad(t, lineNo, event, err) }, env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -431,6 +433,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "ubik: metrics on http://%s/metrics\n", bound)
 	}
 
+	var firstErr error // the run's error: it stops reading
 	// checkpoint makes the outputs durable, then records their lengths with
 	// the state and the input position in one atomic file.
 	checkpoint := func(pos, line int64, finished bool) error {
@@ -439,6 +442,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		// before their lengths are taken.
 		if err := q.Flush(); err != nil {
 			return err
+		}
+		if firstErr != nil {
+			return firstErr // a bad line the flush reported crossed --max-bad
 		}
 		for i, rf := range files {
 			if rf == nil {
@@ -503,9 +509,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	lineNo := resume.Line
 	readBytes := resume.InputOffset
 	var lastBar int64
-	var firstErr error
 	stopped := false
-	badLine := func(t *runTarget, err error) {
+	badLine := func(t *runTarget, lineNo int64, err error) {
 		t.bad++
 		report(t, lineNo, err)
 		if limit.set && !limit.pct && t.bad > limit.n && firstErr == nil {
@@ -517,6 +522,10 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 					ErrBadInput, t.pq.Name, limit.n, f.maxBad, inName, lineNo, cleanMessage(err.Error()))
 			}
 		}
+	}
+	onBad = func(t *runTarget, lineNo int64, event []byte, err error) {
+		writeDeadLetter(t, lineNo, event, err)
+		badLine(t, lineNo, err)
 	}
 	for firstErr == nil {
 		if lineNo&4095 == 0 {
@@ -560,9 +569,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if tooLong {
 			err := fmt.Errorf("line longer than %d bytes", maxLineBytes)
 			for _, t := range owners {
-				t.q.ReportMalformed()
-				writeDeadLetter(t, lineNo, nil, err)
-				badLine(t, err)
+				if ferr := t.q.ReportMalformedAt(lineNo, err); ferr != nil && firstErr == nil {
+					firstErr = ferr
+				}
 			}
 			continue
 		}
@@ -574,18 +583,14 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			continue // an empty or blank line is no event
 		}
 		curLineNo = lineNo
+		// A bad line reaches onBad, in input order (on several threads
+		// perhaps during a later line's Feed).
 		for _, t := range owners {
-			err := t.q.Push(line)
-			if err == nil {
-				continue
+			err := t.q.Feed(line, lineNo)
+			if firstErr != nil {
+				break
 			}
-			var ee *ubik.EventError
-			if errors.As(err, &ee) {
-				writeDeadLetter(t, lineNo, line, ee.Err)
-				badLine(t, ee.Err)
-				if firstErr != nil {
-					break
-				}
+			if err == nil {
 				continue
 			}
 			var he *drive.HeaderError
@@ -599,9 +604,20 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			firstErr = sideErr
 		}
 	}
+	if firstErr == nil && stopped {
+		// Stopped: the records of every line read are delivered.
+		for _, t := range owners {
+			if err := t.q.Flush(); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
 	if firstErr == nil && !stopped {
 		for _, t := range owners {
-			if firstErr = t.q.Close(); firstErr != nil {
+			if err := t.q.Close(); err != nil && firstErr == nil {
+				firstErr = err
+			}
+			if firstErr != nil {
 				break
 			}
 		}

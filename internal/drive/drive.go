@@ -101,6 +101,12 @@ type Config struct {
 	// AdvanceWatermark, CloseOpenWindows, Close, Checkpoint) delivers
 	// everything before it returns.
 	Threads int
+	// OnEventError receives, for Feed and ReportMalformedAt, each record
+	// that was not applied cleanly, with the host's tag, in input order
+	// (see Feed). BlockEvents is the most records a block of the block
+	// path holds (default 1,024; tests vary it).
+	OnEventError func(tag int64, raw []byte, err *EventError)
+	BlockEvents  int
 
 	// OnRow, if set, receives the projected row of every record, typed,
 	// just before the record is delivered (or buffered); valid only during
@@ -135,6 +141,8 @@ type Driver struct {
 	derive *exec.Deriver   // PushRow's, for a source with computed or TIMESTAMP(p) columns (made on first use)
 	emit   func(*changelog.Record) error
 	late   func(*exec.LateEvent)
+	// onEventError is Config.OnEventError.
+	onEventError func(tag int64, raw []byte, err *EventError)
 	now    func() time.Time
 	start  time.Time
 	strict bool
@@ -182,6 +190,11 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 	if ok, _ := eligible(q, cfg); ok && cfg.Threads > 1 {
 		if d.par, err = newPar(q, cfg, cfg.Threads); err != nil {
 			return nil, err
+		}
+		// JSON lines through the driver's own decoder can be decoded in
+		// blocks by workers (feed.go).
+		if cfg.Decoder == nil && !d.dec.IsCSV() && d.par.dedup == nil && !cfg.ExternalWatermark {
+			d.par.startWorkers(cfg.Threads, cfg.BlockEvents)
 		}
 		// A host that drops the driver without closing it leaves no
 		// goroutine behind.
@@ -240,7 +253,7 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{q: q, dec: cfg.Decoder, emit: cfg.Emit, late: cfg.Late, now: cfg.Now, strict: cfg.Strict,
-		counts: cfg.CountsInCheckpoint, buffered: cfg.Emit == nil, max: cfg.MaxPending,
+		counts: cfg.CountsInCheckpoint, buffered: cfg.Emit == nil, max: cfg.MaxPending, onEventError: cfg.OnEventError,
 		joinBuffer: cfg.JoinBuffer, lateTable: cfg.LateTable}
 	if d.now == nil {
 		d.now = time.Now
@@ -523,6 +536,9 @@ func (d *Driver) apply(row []types.Value, key []byte, keyed bool) error {
 	d.n.Applied++
 	var err error
 	if d.par != nil {
+		if err := d.drainFeed(); err != nil {
+			return err
+		}
 		err = d.par.push(row)
 	} else if keyed {
 		err = d.op.ProcessKeyed(row, key)
@@ -613,6 +629,9 @@ func (d *Driver) tick() error {
 	}
 	d.nextEarly = now.Add(d.every)
 	if d.par != nil {
+		if err := d.drainFeed(); err != nil {
+			return err
+		}
 		return d.parErr(d.par.flush())
 	}
 	d.setRoom()
@@ -643,6 +662,9 @@ func (d *Driver) Tick() error {
 	}
 	if d.par != nil {
 		// A quiet input: what is in flight is delivered now.
+		if err := d.drainFeed(); err != nil {
+			return err
+		}
 		return d.parErr(d.par.sync())
 	}
 	return nil
@@ -655,6 +677,9 @@ func (d *Driver) EmitEarly() error {
 		return ErrClosed
 	}
 	if d.par != nil {
+		if err := d.drainFeed(); err != nil {
+			return err
+		}
 		if err := d.par.flush(); err != nil {
 			return d.parErr(err)
 		}
@@ -670,6 +695,9 @@ func (d *Driver) EmitEarly() error {
 func (d *Driver) Flush() error {
 	if d.par == nil || d.closed {
 		return nil
+	}
+	if err := d.drainFeed(); err != nil {
+		return err
 	}
 	return d.parErr(d.par.sync())
 }
@@ -696,6 +724,9 @@ func (d *Driver) AdvanceWatermark(wm int64) error {
 		return d.pump()
 	}
 	if d.par != nil {
+		if err := d.drainFeed(); err != nil {
+			return err
+		}
 		d.par.advance(wm)
 		return d.parErr(d.par.sync())
 	}
@@ -711,6 +742,9 @@ func (d *Driver) CloseOpenWindows() error {
 		return ErrClosed
 	}
 	if d.par != nil {
+		if err := d.drainFeed(); err != nil {
+			return err
+		}
 		return d.parErr(d.par.closeOpenWindows())
 	}
 	d.setRoom()
@@ -725,6 +759,9 @@ func (d *Driver) CloseOpenWindows() error {
 func (d *Driver) Close() error {
 	if d.closed {
 		return nil
+	}
+	if err := d.drainFeed(); err != nil {
+		return err
 	}
 	d.closed = true
 	if d.join != nil {
@@ -823,6 +860,9 @@ func (d *Driver) TakeCounts() Counts {
 // buffering it first renders queued records into the room, and returns
 // ErrBackpressure, writing nothing, while work is still queued.
 func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
+	if err := d.drainFeed(); err != nil {
+		return err
+	}
 	if d.buffered {
 		if err := d.drain(); err != nil {
 			return err
