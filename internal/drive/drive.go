@@ -193,7 +193,7 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 		}
 		// JSON lines through the driver's own decoder can be decoded in
 		// blocks by workers (feed.go).
-		if cfg.Decoder == nil && !d.dec.IsCSV() && d.par.dedup == nil && !cfg.ExternalWatermark {
+		if cfg.Decoder == nil && !d.dec.IsCSV() && !cfg.ExternalWatermark {
 			d.par.startWorkers(cfg.Threads, cfg.BlockEvents)
 		}
 		// A host that drops the driver without closing it leaves no

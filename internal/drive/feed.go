@@ -34,9 +34,16 @@ import (
 // every step as before; an early tick the sequencer decides after record
 // i inserts a flush with record i's third op into every part.
 //
+// With a dedup_key the first copy of a key is decided in input order,
+// before anything else (as par.push does): the worker also records each
+// record's dedup key, time and where it routed it, and the sequencer
+// admits the records one by one, marks a dropped copy's item skipped,
+// and computes the watermark itself (a copy beyond the horizon does not
+// move it), setting each kept item's.
+//
 // A driver uses the block path when its input is JSON lines read by its
-// own decoder, with no dedup_key (the first copy of a key is decided in
-// input order) and no external watermark; otherwise Feed is Push.
+// own decoder and the watermark is its own (not external); otherwise Feed
+// is Push.
 // Bounds: a block holds at most Config.BlockEvents records (and is cut
 // after 1 MiB of them); at most 2 blocks per worker plus 2 wait to be
 // sequenced; past that Feed sequences the oldest first (waiting for it).
@@ -80,10 +87,27 @@ type block struct {
 	hasTime  bool
 	err      error // a worker's panic
 	done     chan struct{}
+
+	// With a dedup_key, what the sequencer needs to decide each record's
+	// first copy in input order: by record.
+	info  []lineInfo
+	dkeys []byte
+}
+
+// lineInfo is one decoded record of a block, for the dedup.
+type lineInfo struct {
+	part, item int32 // where it was routed (part -1: not routed)
+	key0, key1 int32 // its dedup key in dkeys
+	ts         int64
+	decoded    bool
+	hasKey     bool
+	hasTS      bool
+	filtered   bool
 }
 
 func (k *block) reset() {
 	k.raw, k.ends, k.tags, k.host, k.out, k.local = k.raw[:0], k.ends[:0], k.tags[:0], k.host[:0], k.out[:0], k.local[:0]
+	k.info, k.dkeys = k.info[:0], k.dkeys[:0]
 	k.base, k.filtered, k.maxTime, k.lastTime, k.hasTime, k.err, k.done = 0, 0, math.MinInt64, 0, false, nil, nil
 }
 
@@ -135,9 +159,15 @@ func (w *worker) decode(b *batch) {
 	maxT, wm := int64(math.MinInt64), int64(math.MinInt64)
 	h := 0
 	start := int32(0)
+	dd := p.dedup
 	for i, end := range k.ends {
 		line := k.raw[start:end:end]
 		start = end
+		var li *lineInfo
+		if dd != nil {
+			k.info = append(k.info, lineInfo{part: -1})
+			li = &k.info[i]
+		}
 		if h < len(k.host) && k.host[h].idx == int32(i) {
 			k.out = append(k.out, k.host[h])
 			h++
@@ -153,16 +183,31 @@ func (w *worker) decode(b *batch) {
 			continue
 		}
 		op := k.base + opsPerRecord*uint64(i) + 1
+		if li != nil {
+			li.decoded = true
+			li.key0 = int32(len(k.dkeys))
+			k.dkeys, li.hasKey = dd.AppendKey(k.dkeys, row)
+			li.key1 = int32(len(k.dkeys))
+			if tc >= 0 && !row[tc].Null {
+				li.ts, li.hasTS = row[tc].I, true
+			}
+		}
 		key, pass, err := w.adm.Check(w.key[:0], row)
 		switch {
 		case err != nil:
 			k.out = append(k.out, outcome{idx: int32(i), kind: outEval, err: err})
 		case !pass:
 			k.filtered++
+			if li != nil {
+				li.filtered = true
+			}
 		default:
 			w.key = key
 			b.events++
-			p.route(b, op, wm, row, key, k.raw)
+			pi := p.route(b, op, wm, row, key, k.raw)
+			if li != nil {
+				li.part, li.item = int32(pi), int32(len(b.parts[pi].items)-1)
+			}
 		}
 		// Every decoded event's time counts, whatever failed to
 		// evaluate (as exec.Operator and par.observe).
@@ -338,12 +383,51 @@ func (d *Driver) sequenceNext() error {
 	localWM := int64(math.MinInt64)
 	ai, oi := 0, 0
 	start := int32(0)
+	dd := p.dedup
 	for i, end := range k.ends {
 		d.n.Records++
 		applied := true
+		evOp := k.base + opsPerRecord*uint64(i) + 1
+		var oc *outcome
 		if oi < len(k.out) && k.out[oi].idx == int32(i) {
-			oc := &k.out[oi]
+			oc = &k.out[oi]
 			oi++
+		}
+		if dd != nil && k.info[i].decoded {
+			// The dedup comes first, in input order, as in par.push.
+			li := &k.info[i]
+			var it *item
+			if li.part >= 0 {
+				it = &b.parts[li.part].items[li.item]
+			}
+			dup, beyond := dd.AdmitKey(k.dkeys[li.key0:li.key1], li.hasKey, li.ts, p.wm)
+			switch {
+			case dup || beyond:
+				if it != nil {
+					it.kind = itemSkip
+				}
+				oc = nil // no check ran on a dropped copy
+				if dup {
+					p.dups++
+				} else {
+					p.beyond++
+				}
+			case li.filtered:
+				p.filtered++
+			case it != nil:
+				it.wm = p.wm
+			}
+			if !beyond && li.hasTS && li.ts > p.maxTime {
+				p.maxTime = li.ts
+				if wm := exec.SatAdd(li.ts, -p.delay); wm > p.wm {
+					p.wm = wm
+					dd.Evict(wm)
+					b.advances = append(b.advances, advance{op: evOp + 1, wm: wm})
+				}
+			}
+			localWM = p.wm
+		}
+		if oc != nil {
 			switch oc.kind {
 			case outHeader:
 				d.n.Headers++
@@ -376,8 +460,7 @@ func (d *Driver) sequenceNext() error {
 			p.rows++
 		}
 		start = end
-		evOp := k.base + opsPerRecord*uint64(i) + 1
-		for ai < len(k.local) && k.local[ai].op <= evOp+1 {
+		for dd == nil && ai < len(k.local) && k.local[ai].op <= evOp+1 {
 			localWM = k.local[ai].wm
 			ai++
 		}
@@ -392,15 +475,16 @@ func (d *Driver) sequenceNext() error {
 			}
 		}
 	}
-	p.filtered += k.filtered
-	p.rows += k.filtered
-	for _, a := range k.local {
-		if a.wm > p.wm {
-			b.advances = append(b.advances, a)
-			p.wm = a.wm
+	if dd == nil {
+		p.filtered += k.filtered
+		for _, a := range k.local {
+			if a.wm > p.wm {
+				b.advances = append(b.advances, a)
+				p.wm = a.wm
+			}
 		}
+		p.maxTime = max(p.maxTime, k.maxTime)
 	}
-	p.maxTime = max(p.maxTime, k.maxTime)
 	if k.hasTime {
 		d.mark, d.marked = k.lastTime-d.q.Source.WatermarkDelay, true
 	}

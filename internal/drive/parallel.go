@@ -95,6 +95,7 @@ const (
 	itemEvent uint8 = iota
 	itemFlush
 	itemFinish
+	itemSkip // a dropped copy of a dedup key (feed.go)
 )
 
 type item struct {
@@ -347,8 +348,9 @@ func (p *par) dispatchIfFull() error {
 // route adds an event to the part of b of the shard its key hashes to,
 // with wm the watermark before it. A string cell is copied unless it lies
 // in raw (a block's records, which live as long as the batch).
-func (p *par) route(b *batch, op uint64, wm int64, row []types.Value, key, raw []byte) {
-	pt := &b.parts[maphash.Bytes(p.seed, key)%uint64(len(p.shards))]
+func (p *par) route(b *batch, op uint64, wm int64, row []types.Value, key, raw []byte) int {
+	pi := int(maphash.Bytes(p.seed, key) % uint64(len(p.shards)))
+	pt := &b.parts[pi]
 	it := item{kind: itemEvent, op: op, wm: wm, row: int32(len(pt.cells)), key0: int32(len(pt.keys))}
 	pt.keys = append(pt.keys, key...)
 	it.key1 = int32(len(pt.keys))
@@ -362,6 +364,7 @@ func (p *par) route(b *batch, op uint64, wm int64, row []types.Value, key, raw [
 		pt.cells = append(pt.cells, c)
 	}
 	pt.items = append(pt.items, it)
+	return pi
 }
 
 // observe advances the watermark by the event's time, as exec.Operator
@@ -720,6 +723,9 @@ func (s *shard) steps(b *batch) (err error) {
 	pt := &b.parts[s.idx]
 	cols := s.p.cols
 	for _, it := range pt.items {
+		if it.kind == itemSkip {
+			continue
+		}
 		if s.p.testStep != nil {
 			s.p.testStep(s.idx, it.op)
 		}
