@@ -524,6 +524,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	onBad = func(t *runTarget, lineNo int64, event []byte, err error) {
+		if firstErr != nil {
+			return // the run stopped at an earlier line: this one was read ahead, not taken
+		}
 		writeDeadLetter(t, lineNo, event, err)
 		badLine(t, lineNo, err)
 	}

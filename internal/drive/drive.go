@@ -143,10 +143,10 @@ type Driver struct {
 	late   func(*exec.LateEvent)
 	// onEventError is Config.OnEventError.
 	onEventError func(tag int64, raw []byte, err *EventError)
-	now    func() time.Time
-	start  time.Time
-	strict bool
-	counts bool // CountsInCheckpoint
+	now          func() time.Time
+	start        time.Time
+	strict       bool
+	counts       bool // CountsInCheckpoint
 
 	buffered bool // no Emit: records wait in pending for Next
 	max      int
