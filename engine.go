@@ -134,7 +134,8 @@ type QueryOptions struct {
 	OnLateTable func(*exec.LateEvent)
 	// Threads > 1 runs the query's groups as that many shards on their
 	// own goroutines, split by group key, while the pushing goroutine
-	// decodes events and merges the shards' records: the changelog is
+	// decodes events (with Feed: as many decoding goroutines decode them
+	// in blocks) and merges the shards' records: the changelog is
 	// byte for byte the one-thread changelog (records and order). It
 	// applies to a query with OnRecord, no OnLate, not Strict, with a
 	// GROUP BY key; any other runs on one thread
