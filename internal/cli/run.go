@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&f.quiet, "quiet", false, "do not print the summary")
 	fs.StringVar(&f.deadLetter, "dead-letter", "", "write each malformed event with its line number and error to this file (JSON lines)")
 	fs.StringVar(&f.lateOutput, "late-output", "", "write each late event (its input line, its line number, the key it was for, the reason) to this file (JSON lines)")
-	fs.IntVar(&f.threads, "threads", 1, "run each query's groups as N shards on their own threads, split by group key, while the reading thread decodes and merges; the changelog is byte for byte the one-thread changelog. A query with no GROUP BY key (one group), and a run with --strict or --late-output, run on one thread. Today the reading thread is the bottleneck, so more threads cost CPU without shortening the run; the default is one thread")
+	fs.IntVar(&f.threads, "threads", 0, "run each query's groups as N shards on their own threads, split by group key, with N threads decoding the input lines in blocks while the reading thread cuts the lines and merges; the changelog is byte for byte the one-thread changelog. Default (0): the number of cores (GOMAXPROCS) for JSON lines input, 1 for CSV (whose lines the reading thread decodes itself). A query with no GROUP BY key (one group), and a run with --strict or --late-output, run on one thread")
 	fs.StringVar(&f.stateDir, "state-dir", "", "checkpoint state, input position and output lengths here; rerunning the same command after a crash or a stop resumes")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (for performance work)")
 	fs.BoolVar(&f.infer, "infer", false, "when the query reads a source the script does not declare, infer it from the first records of --input and print the CREATE SOURCE")
@@ -211,6 +212,15 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	pq := pqs[0]
 	input := inputQuery(pq).Source // the declared source the run reads (a view's, for a query over views)
+	if f.threads <= 0 {
+		// Threads pay where the decoding threads decode the lines in
+		// blocks: JSON lines. A CSV run's reading thread would decode
+		// every record itself, slower than one thread.
+		f.threads = runtime.GOMAXPROCS(0)
+		if strings.EqualFold(input.Options["format"], "csv") {
+			f.threads = 1
+		}
+	}
 
 	inPath := f.input
 	if inPath == "" {
