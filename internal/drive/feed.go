@@ -384,6 +384,7 @@ func (d *Driver) sequenceNext() error {
 	ai, oi := 0, 0
 	start := int32(0)
 	dd := p.dedup
+	var flushes []advance
 	for i, end := range k.ends {
 		d.n.Records++
 		applied := true
@@ -470,10 +471,14 @@ func (d *Driver) sequenceNext() error {
 				d.sinceTick = 0
 				if now := d.now(); !now.Before(d.nextEarly) {
 					d.nextEarly = now.Add(d.every)
-					b.insertFlush(evOp+2, localWM)
+					// Inserted after the loop: the dedup marks items by index.
+					flushes = append(flushes, advance{op: evOp + 2, wm: localWM})
 				}
 			}
 		}
+	}
+	for _, f := range flushes {
+		b.insertFlush(f.op, f.wm)
 	}
 	if dd == nil {
 		p.filtered += k.filtered
