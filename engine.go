@@ -1,6 +1,7 @@
 package ubik
 
 import (
+	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -133,7 +134,8 @@ type QueryOptions struct {
 	OnLateTable func(*exec.LateEvent)
 	// Threads > 1 runs the query's groups as that many shards on their
 	// own goroutines, split by group key, while the pushing goroutine
-	// decodes events and merges the shards' records: the changelog is
+	// decodes events (with Feed: as many decoding goroutines decode them
+	// in blocks) and merges the shards' records: the changelog is
 	// byte for byte the one-thread changelog (records and order). It
 	// applies to a query with OnRecord, no OnLate, not Strict, with a
 	// GROUP BY key; any other runs on one thread
@@ -145,6 +147,15 @@ type QueryOptions struct {
 	// while rendering, is counted and skipped as with one thread, but not
 	// returned by the Push that caused it. 0 or 1: one thread.
 	Threads int
+	// OnEventError receives, for Feed and ReportMalformedAt, every event
+	// that was not applied cleanly (malformed, or failing to evaluate),
+	// with the tag the host gave it, the event's bytes (nil for
+	// ReportMalformedAt) and the *EventError Push would have returned, in
+	// input order (see Feed). Nil: such events are only counted.
+	OnEventError func(tag int64, event []byte, err *EventError)
+	// BlockEvents is the most events Feed collects into one block for the
+	// decoding threads of a query on several threads (default 1,024).
+	BlockEvents int
 
 	// With names further queries of the script to run in the same graph
 	// (see StartGraph); it needs OnRecord.
@@ -220,6 +231,8 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error
 		JoinBuffer:         qo.JoinBuffer,
 		LateTable:          qo.OnLateTable,
 		Threads:            qo.Threads,
+		OnEventError:       qo.OnEventError,
+		BlockEvents:        qo.BlockEvents,
 	}
 	if qo.OnRecord != nil {
 		onRecord := qo.OnRecord
@@ -229,7 +242,7 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error
 	if err != nil {
 		return nil, err
 	}
-	return &Query{plan: pq, callback: qo.OnRecord != nil, d: d}, nil
+	return &Query{plan: pq, callback: qo.OnRecord != nil, d: d, onEventError: qo.OnEventError}, nil
 }
 
 // EventError reports one event that was not applied: malformed input (it
@@ -293,6 +306,8 @@ type Query struct {
 	plan     *plan.Query
 	callback bool
 	d        runner // a *drive.Driver, or a *drive.Graph for a query over views
+
+	onEventError func(tag int64, event []byte, err *EventError) // QueryOptions.OnEventError
 }
 
 // Plan returns the compiled query.
@@ -323,6 +338,53 @@ func (q *Query) Push(event []byte) (err error) {
 	}
 	defer q.d.Leave(&err)
 	return q.d.Push(event)
+}
+
+// Feed hands over one JSON event, as Push does, tagged by the host (a line
+// number, say). An event that is not applied cleanly is reported to
+// QueryOptions.OnEventError with its tag, in input order, rather than
+// returned. A query on several threads collects the events it is fed into
+// blocks that its decoding threads decode and check in parallel, so the
+// callback may run during a later Feed or during any call that delivers
+// records (Flush, Tick, EmitEarly, AdvanceWatermark, Close, Checkpoint:
+// each first takes every event fed); on one thread the callback runs
+// before Feed returns. The bytes are copied. The error returned is fatal
+// (or ErrBackpressure, as for Push). The records and their order are
+// those of Push.
+func (q *Query) Feed(event []byte, tag int64) (err error) {
+	if err := q.d.Enter(); err != nil {
+		return err
+	}
+	defer q.d.Leave(&err)
+	if d, ok := q.d.(*drive.Driver); ok {
+		return d.Feed(event, tag)
+	}
+	err = q.d.Push(event)
+	var ee *EventError
+	if q.onEventError != nil && errors.As(err, &ee) {
+		q.onEventError(tag, event, ee)
+		return nil
+	}
+	return err
+}
+
+// ReportMalformedAt counts one event the host could not even hand over
+// (a line too long to read), as ReportMalformed, and reports err for it to
+// QueryOptions.OnEventError with the tag, in input order among the events
+// fed (see Feed).
+func (q *Query) ReportMalformedAt(tag int64, cause error) (err error) {
+	if err := q.d.Enter(); err != nil {
+		return err
+	}
+	defer q.d.Leave(&err)
+	if d, ok := q.d.(*drive.Driver); ok {
+		return d.ReportMalformedAt(tag, cause)
+	}
+	q.d.ReportMalformed()
+	if q.onEventError != nil {
+		q.onEventError(tag, nil, &EventError{Seq: q.d.Counts().Events, Err: cause})
+	}
+	return nil
 }
 
 // PushRow applies one typed row, in the source's column order. For a source

@@ -93,7 +93,7 @@ func (e *Engine) StartGraph(pq *plan.Query, with []*plan.Query, qo QueryOptions)
 	if err != nil {
 		return nil, fmt.Errorf("ubik: %w", err)
 	}
-	return &Query{plan: pq, callback: qo.OnRecord != nil, d: g}, nil
+	return &Query{plan: pq, callback: qo.OnRecord != nil, d: g, onEventError: qo.OnEventError}, nil
 }
 
 // withQueries resolves QueryOptions.With.

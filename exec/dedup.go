@@ -51,14 +51,19 @@ func (d *dedupState) admit(row []types.Value, ts, watermark int64) (dup, beyond 
 	if v.Null {
 		return false, false // no key, nothing to deduplicate on
 	}
+	d.keyBuf = appendKeyBytes(d.keyBuf[:0], v)
+	return d.admitKey(d.keyBuf, ts, watermark)
+}
+
+// admitKey is admit for the key bytes of a non-NULL key.
+func (d *dedupState) admitKey(key []byte, ts, watermark int64) (dup, beyond bool) {
 	if satAdd(ts, d.within) <= watermark {
 		return false, true
 	}
-	d.keyBuf = appendKeyBytes(d.keyBuf[:0], v)
-	if _, ok := d.seen[string(d.keyBuf)]; ok {
+	if _, ok := d.seen[string(key)]; ok {
 		return true, false
 	}
-	k := string(d.keyBuf)
+	k := string(key)
 	d.add(k, ts)
 	if d.tracking {
 		d.added = append(d.added, k)

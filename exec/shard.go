@@ -275,6 +275,26 @@ func (x *Dedup) Admit(row []types.Value, watermark int64) (dup, beyond bool) {
 	return x.d.admit(row, row[x.tc].I, watermark)
 }
 
+// AppendKey appends the bytes of row's dedup key to dst; false for a NULL
+// key (never deduplicated). It only reads x's configuration, so decoding
+// goroutines may call it while another admits.
+func (x *Dedup) AppendKey(dst []byte, row []types.Value) ([]byte, bool) {
+	v := row[x.d.col]
+	if v.Null {
+		return dst, false
+	}
+	return appendKeyBytes(dst, v), true
+}
+
+// AdmitKey is Admit for a key AppendKey gave (hasKey false: a NULL key)
+// and the event's time.
+func (x *Dedup) AdmitKey(key []byte, hasKey bool, ts, watermark int64) (dup, beyond bool) {
+	if !hasKey {
+		return false, false
+	}
+	return x.d.admitKey(key, ts, watermark)
+}
+
 // Evict forgets the keys the watermark has passed (AdvanceWatermark's).
 func (x *Dedup) Evict(watermark int64) { x.d.evict(watermark) }
 

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&f.quiet, "quiet", false, "do not print the summary")
 	fs.StringVar(&f.deadLetter, "dead-letter", "", "write each malformed event with its line number and error to this file (JSON lines)")
 	fs.StringVar(&f.lateOutput, "late-output", "", "write each late event (its input line, its line number, the key it was for, the reason) to this file (JSON lines)")
-	fs.IntVar(&f.threads, "threads", 1, "run each query's groups as N shards on their own threads, split by group key, while the reading thread decodes and merges; the changelog is byte for byte the one-thread changelog. A query with no GROUP BY key (one group), and a run with --strict or --late-output, run on one thread. Today the reading thread is the bottleneck, so more threads cost CPU without shortening the run; the default is one thread")
+	fs.IntVar(&f.threads, "threads", 0, "run each query's groups as N shards on their own threads, split by group key, with N threads decoding the input lines in blocks while the reading thread cuts the lines and merges; the changelog is byte for byte the one-thread changelog. Default (0): the number of cores (GOMAXPROCS) for JSON lines input, 1 for CSV (whose lines the reading thread decodes itself). A query with no GROUP BY key (one group), and a run with --strict or --late-output, run on one thread")
 	fs.StringVar(&f.stateDir, "state-dir", "", "checkpoint state, input position and output lengths here; rerunning the same command after a crash or a stop resumes")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (for performance work)")
 	fs.BoolVar(&f.infer, "infer", false, "when the query reads a source the script does not declare, infer it from the first records of --input and print the CREATE SOURCE")
@@ -217,6 +218,15 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if pq.IJoin != nil && len(pq.Views()) == 0 && len(pqs) > 1 {
 		return fmt.Errorf("%w: query %s is an interval join of two inputs, which runs alone: choose it with --query", ErrUsage, pq.Name)
 	}
+	if f.threads <= 0 {
+		// Threads pay where the decoding threads decode the lines in
+		// blocks: JSON lines. A CSV run's reading thread would decode
+		// every record itself, slower than one thread.
+		f.threads = runtime.GOMAXPROCS(0)
+		if strings.EqualFold(input.Options["format"], "csv") {
+			f.threads = 1
+		}
+	}
 
 	inPath := f.input
 	if inPath == "" {
@@ -254,7 +264,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			}
 		}
 	}
-	owners, err := startTargets(eng, targets, &f, lateHook, env.Stderr)
+	var onBad func(t *runTarget, lineNo int64, event []byte, err error) // set below, before the first line
+	owners, err := startTargets(eng, targets, &f, lateHook,
+		func(t *runTarget, lineNo int64, event []byte, err error) { onBad(t, lineNo, event, err) }, env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -438,6 +450,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 
 	var right *rightInput // an interval join's right input
+	var firstErr error    // the run's error: it stops reading
 	// checkpoint makes the outputs durable, then records their lengths with
 	// the state and the input position in one atomic file.
 	checkpoint := func(pos, line int64, finished bool) error {
@@ -449,6 +462,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		// before their lengths are taken.
 		if err := q.Flush(); err != nil {
 			return err
+		}
+		if firstErr != nil {
+			return firstErr // a bad line the flush reported crossed --max-bad
 		}
 		for i, rf := range files {
 			if rf == nil {
@@ -522,9 +538,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	lineNo := resume.Line
 	readBytes := resume.InputOffset
 	var lastBar int64
-	var firstErr error
 	stopped := false
-	badLine := func(t *runTarget, err error) {
+	badLine := func(t *runTarget, lineNo int64, err error) {
 		t.bad++
 		report(t, lineNo, err)
 		if limit.set && !limit.pct && t.bad > limit.n && firstErr == nil {
@@ -536,6 +551,13 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 					ErrBadInput, t.pq.Name, limit.n, f.maxBad, inName, lineNo, cleanMessage(err.Error()))
 			}
 		}
+	}
+	onBad = func(t *runTarget, lineNo int64, event []byte, err error) {
+		if firstErr != nil {
+			return // the run stopped at an earlier line: this one was read ahead, not taken
+		}
+		writeDeadLetter(t, lineNo, event, err)
+		badLine(t, lineNo, err)
 	}
 	for firstErr == nil {
 		if lineNo&4095 == 0 {
@@ -579,9 +601,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if tooLong {
 			err := fmt.Errorf("line longer than %d bytes", maxLineBytes)
 			for _, t := range owners {
-				t.q.ReportMalformed()
-				writeDeadLetter(t, lineNo, nil, err)
-				badLine(t, err)
+				if ferr := t.q.ReportMalformedAt(lineNo, err); ferr != nil && firstErr == nil {
+					firstErr = ferr
+				}
 			}
 			continue
 		}
@@ -599,18 +621,14 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			break
 		}
 		curLineNo = lineNo
+		// A bad line reaches onBad, in input order (on several threads
+		// perhaps during a later line's Feed).
 		for _, t := range owners {
-			err := t.q.Push(line)
-			if err == nil {
-				continue
+			err := t.q.Feed(line, lineNo)
+			if firstErr != nil {
+				break
 			}
-			var ee *ubik.EventError
-			if errors.As(err, &ee) {
-				writeDeadLetter(t, lineNo, line, ee.Err)
-				badLine(t, ee.Err)
-				if firstErr != nil {
-					break
-				}
+			if err == nil {
 				continue
 			}
 			var he *drive.HeaderError
@@ -627,9 +645,20 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	for right != nil && firstErr == nil && !stopped && !right.done {
 		firstErr = right.pushOne(env, q, pq.Name, dead, &curLineNo)
 	}
+	if firstErr == nil && stopped {
+		// Stopped: the records of every line read are delivered.
+		for _, t := range owners {
+			if err := t.q.Flush(); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
 	if firstErr == nil && !stopped {
 		for _, t := range owners {
-			if firstErr = t.q.Close(); firstErr != nil {
+			if err := t.q.Close(); err != nil && firstErr == nil {
+				firstErr = err
+			}
+			if firstErr != nil {
 				break
 			}
 		}

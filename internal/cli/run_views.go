@@ -41,7 +41,11 @@ func (t *runTarget) stats() ubik.Stats {
 // startTargets starts the targets' queries and returns those that own a
 // ubik.Query (the ones to push to): each target on its own, or, when one
 // reads a view, all of them in one graph owned by the last.
-func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook func(string, *drive.LateEvent), stderr io.Writer) ([]*runTarget, error) {
+//
+// onBad receives each input line a target's query did not apply cleanly,
+// in input order (QueryOptions.OnEventError: the query is fed with Feed).
+func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook func(string, *drive.LateEvent),
+	onBad func(t *runTarget, lineNo int64, event []byte, err error), stderr io.Writer) ([]*runTarget, error) {
 	write := func(t *runTarget) func(changelog.Record) error {
 		return func(r changelog.Record) error {
 			t.outBuf = formatRecord(t.outBuf[:0], f.format, &r)
@@ -55,7 +59,8 @@ func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook 
 		if lateHook != nil {
 			onLate = func(ev *drive.LateEvent) { lateHook(name, ev) }
 		}
-		return ubik.QueryOptions{Name: name, Strict: f.strict, OnLate: onLate, OnLateTable: onLate, OnRecord: write(t), Threads: f.threads}
+		return ubik.QueryOptions{Name: name, Strict: f.strict, OnLate: onLate, OnLateTable: onLate, OnRecord: write(t), Threads: f.threads,
+			OnEventError: func(lineNo int64, event []byte, err *ubik.EventError) { onBad(t, lineNo, event, err.Err) }}
 	}
 	// An explicit --threads that a query cannot use is said, with why.
 	noteThreads := func(t *runTarget, qo ubik.QueryOptions, why string) {

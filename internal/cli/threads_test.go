@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,5 +41,77 @@ SELECT k, count(*) AS n, sum(x) AS s FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '10
 	}
 	if !strings.Contains(errb.String(), "runs on one thread: a late-event hook") {
 		t.Fatalf("no note of the fallback: %s", errb)
+	}
+}
+
+// TestRunThreadsBadLines: on several threads, where the lines are decoded
+// in blocks of 1,024 by the workers, malformed lines and lines over the
+// length bound (one each side of the first block boundary, line 1,024 and
+// 1,025, and one ending the input) are counted and reported with their
+// line numbers exactly as on one thread: the dead letters, stderr and
+// the summary are the same bytes, and so is the changelog; --max-bad stops
+// at the same line with the same message.
+func TestRunThreadsBadLines(t *testing.T) {
+	sql := writeFile(t, "q.sql", `CREATE SOURCE ev (k VARCHAR, x DOUBLE, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (format = 'jsonl');
+SELECT k, count(*) AS n, sum(x) AS s FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND) EMIT CHANGES`)
+	var in strings.Builder
+	bad := map[int]string{7: `{"k":"a","x":`, 1023: `{"k":"a","x":1}`, 1024: strings.Repeat("y", maxLineBytes+1),
+		1025: strings.Repeat("z", maxLineBytes+5), 1026: `{"k":"b","x":"q","ts":"2026-07-18 10:00:00"}`, 2500: `not json`}
+	const lines = 3000
+	for i := 1; i <= lines; i++ {
+		switch {
+		case bad[i] != "":
+			in.WriteString(bad[i])
+		case i == lines:
+			in.WriteString(strings.Repeat("w", maxLineBytes+2)) // the last line, over the bound, no newline
+			continue
+		default:
+			fmt.Fprintf(&in, `{"k":"k%d","x":%d,"ts":"2026-07-18 10:%02d:%02d"}`, i%13, i%7, (i/60)%60, i%60)
+		}
+		in.WriteString("\n")
+	}
+	input := writeFile(t, "in.jsonl", in.String())
+	type result struct{ out, stderr, dead string }
+	run := func(threads int, extra ...string) (result, int) {
+		dead := filepath.Join(t.TempDir(), "dead")
+		env, stdout, errb := runTestEnv("")
+		args := append([]string{"run", sql, "--input", input, "--format", "jsonl", "--no-progress", "--threads", fmt.Sprint(threads)}, extra...)
+		if len(extra) == 0 {
+			args = append(args, "--dead-letter", dead)
+		}
+		code := Main(context.Background(), env, args)
+		d, _ := os.ReadFile(dead)
+		// The summary's timings differ from run to run.
+		var keep []string
+		for _, l := range strings.Split(errb.String(), "\n") {
+			if !strings.Contains(l, "/s") && !strings.Contains(l, " in ") && !strings.Contains(l, "latency") {
+				keep = append(keep, l)
+			}
+		}
+		return result{stdout.String(), strings.Join(keep, "\n"), string(d)}, code
+	}
+	one, code := run(1)
+	if code != 0 {
+		t.Fatalf("one thread: exit %d: %s", code, one.stderr)
+	}
+	for _, l := range []string{`"line": 7,`, `"line": 1023,`, `"line": 1024, "error": "line longer than`, `"line": 1025, "error": "line longer than`, `"line": 1026,`, `"line": 2500,`, `"line": 3000, "error": "line longer than`} {
+		if !strings.Contains(one.dead, l) {
+			t.Fatalf("no dead letter with %s:\n%s", l, one.dead)
+		}
+	}
+	if n := strings.Count(one.dead, "\n"); n != 7 {
+		t.Fatalf("%d dead letters, want 7:\n%s", n, one.dead)
+	}
+	two, code := run(2)
+	if code != 0 {
+		t.Fatalf("two threads: exit %d: %s", code, two.stderr)
+	}
+	if two != one {
+		t.Fatalf("two threads differ from one:\none: %s\n%.2000s\ntwo: %s\n%.2000s", one.dead, one.stderr, two.dead, two.stderr)
+	}
+	oneStop, c1 := run(1, "--max-bad", "4", "--output", filepath.Join(t.TempDir(), "o"))
+	twoStop, c2 := run(2, "--max-bad", "4", "--output", filepath.Join(t.TempDir(), "o"))
+	if c1 != 3 || c2 != 3 || oneStop.stderr != twoStop.stderr || !strings.Contains(oneStop.stderr, "in.jsonl:1026") {
+		t.Fatalf("--max-bad 4: exit %d and %d\none: %s\ntwo: %s", c1, c2, oneStop.stderr, twoStop.stderr)
 	}
 }

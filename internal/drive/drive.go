@@ -92,7 +92,8 @@ type Config struct {
 	LateTable    func(*exec.LateEvent)
 	// Threads > 1 runs the operator as that many shards, each on its own
 	// goroutine, the groups split among them by key, with this driver's
-	// goroutine decoding and merging (parallel.go): the changelog is byte
+	// goroutine decoding (with Feed: Threads workers decoding blocks of
+	// records, feed.go) and merging (parallel.go): the changelog is byte
 	// for byte the one thread's. It applies to a driver with Emit, no Late
 	// hook, not Strict, for a query with a GROUP BY key; any other runs
 	// on one thread (Threads reports which). The
@@ -101,6 +102,12 @@ type Config struct {
 	// AdvanceWatermark, CloseOpenWindows, Close, Checkpoint) delivers
 	// everything before it returns.
 	Threads int
+	// OnEventError receives, for Feed and ReportMalformedAt, each record
+	// that was not applied cleanly, with the host's tag, in input order
+	// (see Feed). BlockEvents is the most records a block of the block
+	// path holds (default 1,024; tests vary it).
+	OnEventError func(tag int64, raw []byte, err *EventError)
+	BlockEvents  int
 
 	// OnRow, if set, receives the projected row of every record, typed,
 	// just before the record is delivered (or buffered); valid only during
@@ -135,10 +142,12 @@ type Driver struct {
 	derive *exec.Deriver   // PushRow's, for a source with computed or TIMESTAMP(p) columns (made on first use)
 	emit   func(*changelog.Record) error
 	late   func(*exec.LateEvent)
-	now    func() time.Time
-	start  time.Time
-	strict bool
-	counts bool // CountsInCheckpoint
+	// onEventError is Config.OnEventError.
+	onEventError func(tag int64, raw []byte, err *EventError)
+	now          func() time.Time
+	start        time.Time
+	strict       bool
+	counts       bool // CountsInCheckpoint
 
 	buffered bool // no Emit: records wait in pending for Next
 	max      int
@@ -184,6 +193,11 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 	if ok, _ := eligible(q, cfg); ok && cfg.Threads > 1 {
 		if d.par, err = newPar(q, cfg, cfg.Threads); err != nil {
 			return nil, err
+		}
+		// JSON lines through the driver's own decoder can be decoded in
+		// blocks by workers (feed.go).
+		if cfg.Decoder == nil && !d.dec.IsCSV() && !cfg.ExternalWatermark {
+			d.par.startWorkers(cfg.Threads, cfg.BlockEvents)
 		}
 		// A host that drops the driver without closing it leaves no
 		// goroutine behind.
@@ -250,7 +264,7 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{q: q, dec: cfg.Decoder, emit: cfg.Emit, late: cfg.Late, now: cfg.Now, strict: cfg.Strict,
-		counts: cfg.CountsInCheckpoint, buffered: cfg.Emit == nil, max: cfg.MaxPending,
+		counts: cfg.CountsInCheckpoint, buffered: cfg.Emit == nil, max: cfg.MaxPending, onEventError: cfg.OnEventError,
 		joinBuffer: cfg.JoinBuffer, lateTable: cfg.LateTable}
 	if d.now == nil {
 		d.now = time.Now
@@ -542,6 +556,9 @@ func (d *Driver) apply(row []types.Value, key []byte, keyed bool) error {
 	d.n.Applied++
 	var err error
 	if d.par != nil {
+		if err := d.drainFeed(); err != nil {
+			return err
+		}
 		err = d.par.push(row)
 	} else if keyed {
 		err = d.op.ProcessKeyed(row, key)
@@ -632,6 +649,9 @@ func (d *Driver) tick() error {
 	}
 	d.nextEarly = now.Add(d.every)
 	if d.par != nil {
+		if err := d.drainFeed(); err != nil {
+			return err
+		}
 		return d.parErr(d.par.flush())
 	}
 	d.setRoom()
@@ -662,6 +682,9 @@ func (d *Driver) Tick() error {
 	}
 	if d.par != nil {
 		// A quiet input: what is in flight is delivered now.
+		if err := d.drainFeed(); err != nil {
+			return err
+		}
 		return d.parErr(d.par.sync())
 	}
 	return nil
@@ -674,6 +697,9 @@ func (d *Driver) EmitEarly() error {
 		return ErrClosed
 	}
 	if d.par != nil {
+		if err := d.drainFeed(); err != nil {
+			return err
+		}
 		if err := d.par.flush(); err != nil {
 			return d.parErr(err)
 		}
@@ -689,6 +715,9 @@ func (d *Driver) EmitEarly() error {
 func (d *Driver) Flush() error {
 	if d.par == nil || d.closed {
 		return nil
+	}
+	if err := d.drainFeed(); err != nil {
+		return err
 	}
 	return d.parErr(d.par.sync())
 }
@@ -718,6 +747,9 @@ func (d *Driver) AdvanceWatermark(wm int64) error {
 		return d.advanceSide(0, wm)
 	}
 	if d.par != nil {
+		if err := d.drainFeed(); err != nil {
+			return err
+		}
 		d.par.advance(wm)
 		return d.parErr(d.par.sync())
 	}
@@ -733,6 +765,9 @@ func (d *Driver) CloseOpenWindows() error {
 		return ErrClosed
 	}
 	if d.par != nil {
+		if err := d.drainFeed(); err != nil {
+			return err
+		}
 		return d.parErr(d.par.closeOpenWindows())
 	}
 	d.setRoom()
@@ -747,6 +782,9 @@ func (d *Driver) CloseOpenWindows() error {
 func (d *Driver) Close() error {
 	if d.closed {
 		return nil
+	}
+	if err := d.drainFeed(); err != nil {
+		return err
 	}
 	d.closed = true
 	if d.join != nil {
@@ -864,6 +902,9 @@ func (d *Driver) TakeCounts() Counts {
 // buffering it first renders queued records into the room, and returns
 // ErrBackpressure, writing nothing, while work is still queued.
 func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
+	if err := d.drainFeed(); err != nil {
+		return err
+	}
 	if d.buffered {
 		if err := d.drain(); err != nil {
 			return err

@@ -95,6 +95,7 @@ const (
 	itemEvent uint8 = iota
 	itemFlush
 	itemFinish
+	itemSkip // a dropped copy of a dedup key (feed.go)
 )
 
 type item struct {
@@ -133,8 +134,10 @@ func (pt *part) fix() {
 type batch struct {
 	advances []advance // every advance of the batch, by op (the end of the input as +inf)
 	parts    []part
+	startWM  int64 // the watermark before the batch: a block's items carry only their block's (feed.go)
 	endWM    int64 // the watermark after the batch
 	events   int
+	blk      block // a block of input records decoded by a worker (feed.go); empty otherwise
 }
 
 // finalOp is the op of the first advance of the batch that passes t.
@@ -208,6 +211,13 @@ type par struct {
 	rec       changelog.Record
 	lastStats []exec.Stats
 	testStep  func(shard int, op uint64) // tests only: called before each step of a shard
+
+	// The block path (feed.go): nil jobs without one.
+	jobs        chan *batch // blocks for the decoding workers
+	pending     []*batch    // blocks handed to the workers, in input order, not yet sequenced
+	fill        *batch      // the block being filled
+	blockEvents int
+	ckey        []byte // sequencing scratch
 
 	op       uint64
 	wm       int64
@@ -292,7 +302,7 @@ func (p *par) newBatch() *batch {
 		p.spare = p.spare[:n-1]
 		return b
 	}
-	return &batch{parts: make([]part, len(p.shards))}
+	return &batch{parts: make([]part, len(p.shards)), startWM: math.MinInt64}
 }
 
 func (p *par) nextOp() uint64 { p.op++; return p.op }
@@ -320,7 +330,8 @@ func (p *par) push(row []types.Value) error {
 		p.filtered++
 	default:
 		p.keyBuf = key
-		p.route(op, row, key)
+		p.cur.events++
+		p.route(p.cur, op, p.wm, row, key, nil)
 	}
 	p.observe(row)
 	if derr := p.dispatchIfFull(); derr != nil {
@@ -336,16 +347,18 @@ func (p *par) dispatchIfFull() error {
 	return nil
 }
 
-func (p *par) route(op uint64, row []types.Value, key []byte) {
-	b := p.cur
-	b.events++
-	pt := &b.parts[maphash.Bytes(p.seed, key)%uint64(len(p.shards))]
-	it := item{kind: itemEvent, op: op, wm: p.wm, row: int32(len(pt.cells)), key0: int32(len(pt.keys))}
+// route adds an event to the part of b of the shard its key hashes to,
+// with wm the watermark before it. A string cell is copied unless it lies
+// in raw (a block's records, which live as long as the batch).
+func (p *par) route(b *batch, op uint64, wm int64, row []types.Value, key, raw []byte) int {
+	pi := int(maphash.Bytes(p.seed, key) % uint64(len(p.shards)))
+	pt := &b.parts[pi]
+	it := item{kind: itemEvent, op: op, wm: wm, row: int32(len(pt.cells)), key0: int32(len(pt.keys))}
 	pt.keys = append(pt.keys, key...)
 	it.key1 = int32(len(pt.keys))
 	for _, j := range p.cols {
 		c := row[j]
-		if len(c.S) > 0 {
+		if len(c.S) > 0 && !within(raw, c.S) {
 			pt.fixes = append(pt.fixes, int32(len(pt.cells)), int32(len(pt.strs)), int32(len(c.S)))
 			pt.strs = append(pt.strs, c.S...)
 			c.S = ""
@@ -353,6 +366,7 @@ func (p *par) route(op uint64, row []types.Value, key []byte) {
 		pt.cells = append(pt.cells, c)
 	}
 	pt.items = append(pt.items, it)
+	return pi
 }
 
 // observe advances the watermark by the event's time, as exec.Operator
@@ -411,6 +425,12 @@ func (p *par) flush() error {
 // before it.
 func (p *par) dispatch() error {
 	b := p.cur
+	p.cur = p.newBatch()
+	return p.send(b)
+}
+
+// send hands b to the shards and merges the batch before it.
+func (p *par) send(b *batch) error {
 	b.endWM = p.wm
 	for i := range b.parts {
 		b.parts[i].fix()
@@ -418,7 +438,6 @@ func (p *par) dispatch() error {
 	for _, s := range p.shards {
 		s.in <- b
 	}
-	p.cur = p.newBatch()
 	prev := p.inflight
 	p.inflight = b
 	if prev != nil {
@@ -494,7 +513,8 @@ func (p *par) collect(b *batch) error {
 	for i := range b.parts {
 		b.parts[i].reset()
 	}
-	b.advances, b.events = b.advances[:0], 0
+	b.advances, b.events, b.startWM = b.advances[:0], 0, math.MinInt64
+	b.blk.reset()
 	p.spare = append(p.spare, b)
 	if first != nil {
 		p.discard = true
@@ -514,6 +534,9 @@ func (p *par) stop() {
 	p.stopped = true
 	for _, s := range p.shards {
 		close(s.in)
+	}
+	if p.jobs != nil {
+		close(p.jobs)
 	}
 	p.wg.Wait()
 }
@@ -702,10 +725,13 @@ func (s *shard) steps(b *batch) (err error) {
 	pt := &b.parts[s.idx]
 	cols := s.p.cols
 	for _, it := range pt.items {
+		if it.kind == itemSkip {
+			continue
+		}
 		if s.p.testStep != nil {
 			s.p.testStep(s.idx, it.op)
 		}
-		if err := s.advance(it.wm); err != nil {
+		if err := s.advance(max(it.wm, b.startWM)); err != nil {
 			return err
 		}
 		s.curOp = it.op

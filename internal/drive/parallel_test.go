@@ -142,18 +142,36 @@ func parHistory(r *rand.Rand, n int) []parStep {
 // parRun runs the history on a driver of threads[0] threads, restoring
 // into a driver of the next count at each checkpoint, and returns the
 // changelog as bytes (one line per record) and the final counts.
-func parRun(t *testing.T, q *plan.Query, steps []parStep, threads []int) ([]byte, Counts, exec2Stats) {
+//
+// feed > 0 hands the lines over with Feed in blocks of feed records (the
+// block path) instead of Push; either way every line's outcome (malformed,
+// failing to evaluate) is listed, with its position and the event number
+// of its error, in the order reported, after the changelog.
+func parRun(t *testing.T, q *plan.Query, steps []parStep, threads []int, feed ...int) ([]byte, Counts, exec2Stats) {
 	t.Helper()
-	var out bytes.Buffer
+	var out, bad bytes.Buffer
+	onBad := func(tag int64, raw []byte, err *EventError) {
+		fmt.Fprintf(&bad, "bad line %d %q: event %d: %v\n", tag, raw, err.Seq, err.Err)
+	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
+	if len(feed) > 1 {
+		// A clock that moves 3 ms at each look: a parallel driver looks
+		// at the same input positions (every few hundred events) whether
+		// fed or pushed, so the early ticks fall alike, inside blocks.
+		clock = func() time.Time { now = now.Add(3 * time.Millisecond); return now }
+	}
 	emit := func(r *changelog.Record) error {
 		fmt.Fprintf(&out, "%s %s final=%v rev=%d ws=%d we=%d\n", r.Key, r.Value, r.Meta.Final, r.Meta.Revision, r.Meta.WindowStart, r.Meta.WindowEnd)
 		return nil
 	}
 	ti := 0
 	start := func() *Driver {
-		d, err := New(q, Config{Emit: emit, Now: clock, Threads: threads[ti%len(threads)], CountsInCheckpoint: true})
+		cfg := Config{Emit: emit, Now: clock, Threads: threads[ti%len(threads)], CountsInCheckpoint: true}
+		if len(feed) > 0 && feed[0] > 0 {
+			cfg.BlockEvents, cfg.OnEventError = feed[0], onBad
+		}
+		d, err := New(q, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,9 +225,20 @@ func parRun(t *testing.T, q *plan.Query, steps []parStep, threads []int) ([]byte
 			}
 		}
 		now = now.Add(s.nowStep)
+		if len(feed) > 0 && feed[0] > 0 {
+			if threads[(ti-1)%len(threads)] > 1 && !d.feeding() {
+				t.Fatalf("a driver of %d threads does not decode in blocks", d.Threads())
+			}
+			if err := d.Feed(s.line, int64(i)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		err := d.Push(s.line)
 		var ee *EventError
-		if err != nil && !errors.As(err, &ee) {
+		if errors.As(err, &ee) {
+			onBad(int64(i), s.line, ee)
+		} else if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -217,6 +246,7 @@ func parRun(t *testing.T, q *plan.Query, steps []parStep, threads []int) ([]byte
 		t.Fatal(err)
 	}
 	st := d.Stats()
+	out.Write(bad.Bytes())
 	return out.Bytes(), d.Counts(), exec2Stats{st.RecordsOut, st.Late, st.Filtered, st.WindowsFinalized, st.Watermark, st.MaxEventTime, st.Duplicates, st.DedupLate, st.DedupKeys, st.Rows}
 }
 
@@ -249,6 +279,44 @@ func TestParallelChangelogIdentical(t *testing.T) {
 			}
 			if gotStats != wantStats {
 				t.Fatalf("case %d, threads %v: stats %+v, one thread %+v", c, threads, gotStats, wantStats)
+			}
+		}
+		// Fed in blocks, decoded by the workers: the processing clock
+		// stands still (the sequencer reads it when a block is
+		// sequenced, after the host has read on), so early records come
+		// only from the host's EmitEarly, in both runs.
+		still := append([]parStep(nil), steps...)
+		for i := range still {
+			still[i].nowStep = 0
+		}
+		want, wantCounts, wantStats = parRun(t, q, still, []int{1})
+		for _, f := range []struct {
+			threads []int
+			block   int
+		}{{[]int{2}, 1}, {[]int{2}, 7}, {[]int{3}, 4096}, {[]int{2, 1, 3}, 1 + r.IntN(100)}, {[]int{1}, 7}, {[]int{4, 2}, 1024}} {
+			got, gotCounts, gotStats := parRun(t, q, still, f.threads, f.block)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("case %d (seed %d), threads %v, fed in blocks of %d: the changelog differs from one thread's\n%s\n%s", c, seed, f.threads, f.block, sql, firstDiff(want, got))
+			}
+			if gotCounts != wantCounts {
+				t.Fatalf("case %d, threads %v, blocks of %d: counts %+v, one thread %+v", c, f.threads, f.block, gotCounts, wantCounts)
+			}
+			if gotStats != wantStats {
+				t.Fatalf("case %d, threads %v, blocks of %d: stats %+v, one thread %+v", c, f.threads, f.block, gotStats, wantStats)
+			}
+		}
+		// Early ticks by the clock inside blocks: fed in blocks and
+		// pushed, on two threads, with a clock that moves at each look.
+		// (Without the restores, which start a driver that has not
+		// looked at the clock yet.)
+		for i := range still {
+			still[i].ckpt = false
+		}
+		want, wantCounts, wantStats = parRun(t, q, still, []int{2}, 0, 1)
+		for _, block := range []int{7, 300} {
+			got, gotCounts, gotStats := parRun(t, q, still, []int{2}, block, 1)
+			if !bytes.Equal(got, want) || gotCounts != wantCounts || gotStats != wantStats {
+				t.Fatalf("case %d (seed %d), ticking clock, fed in blocks of %d: differs from pushed\n%s\n%s\ncounts %+v %+v\nstats %+v %+v", c, seed, block, sql, firstDiff(want, got), gotCounts, wantCounts, gotStats, wantStats)
 			}
 		}
 	}

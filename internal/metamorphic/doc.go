@@ -28,8 +28,11 @@
 //     under random MaxPendingRecords bounds, and runs that checkpoint, drop
 //     the query, start a new one and restore it at random events (full and
 //     incremental checkpoints); and on 2 to 4 threads (QueryOptions.Threads,
-//     restores starting the query on another count), each compared record
-//     by record with the same configuration on one thread (SameChangelog);
+//     restores starting the query on another count), pushed with Push or
+//     fed with Feed in blocks of 1, 7, 4096 or a random number of events
+//     that the threads decode (QueryOptions.BlockEvents), each compared
+//     record by record with the same configuration on one thread
+//     (SameChangelog);
 //   - through the C ABI (testdata/capi_host.c against libubik.so built with
 //     -buildmode=c-shared; ubik_push and ubik_push_lines) and Python
 //     (testdata/py_host.py over python/ubik; byte events and dict events);

@@ -23,7 +23,8 @@ func Reference(c *Case) (*Result, Finals, error) {
 // Configs draws the in-process configurations of one case: batch sizes 1,
 // 7 and 1000 pulled with Next under a random MaxPendingRecords, one with a
 // callback, and restore points at random events (full and incremental
-// checkpoints; and crashes a few events after a checkpoint, replayed).
+// checkpoints; and crashes a few events after a checkpoint, replayed);
+// and on 2 to 4 threads, pushed or fed in blocks of 1, 7, 4096 events.
 func Configs(r *rand.Rand, events int) []Config {
 	pending := func() int { return []int{1, 2, 3, 7, 64, 1 + r.IntN(500)}[r.IntN(6)] }
 	restores := func() []int {
@@ -51,6 +52,12 @@ func Configs(r *rand.Rand, events int) []Config {
 		{Batch: 7, Callback: true, Threads: 2 + r.IntN(3), FixedClock: true},
 		{Batch: 1 + r.IntN(50), Callback: true, Threads: 2 + r.IntN(3), FixedClock: true, RestoreAt: restores(), Incremental: r.IntN(2) == 0},
 		{Batch: 1 + r.IntN(50), Callback: true, Threads: 2 + r.IntN(3), FixedClock: true, RestoreAt: restores(), Crash: true},
+		// Fed in blocks decoded by the threads: blocks of 1, 7 and 4096 events.
+		{Batch: 7, Callback: true, Threads: 2 + r.IntN(3), FixedClock: true, Feed: 1},
+		{Batch: 1 + r.IntN(50), Callback: true, Threads: 2 + r.IntN(3), FixedClock: true, Feed: 7},
+		{Batch: 1000, Callback: true, Threads: 2 + r.IntN(3), FixedClock: true, Feed: 4096},
+		{Batch: 1 + r.IntN(50), Callback: true, Threads: 2 + r.IntN(3), FixedClock: true, Feed: 7, RestoreAt: restores(), Incremental: r.IntN(2) == 0},
+		{Batch: 1 + r.IntN(50), Callback: true, Threads: 2 + r.IntN(3), FixedClock: true, Feed: 1 + r.IntN(20), RestoreAt: restores(), Crash: true},
 	}
 }
 

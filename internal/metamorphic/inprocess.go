@@ -43,6 +43,12 @@ type Config struct {
 	// emission happens only at the harness's EmitEarly calls and two
 	// runs can be compared record by record.
 	FixedClock bool
+	// Feed > 0 hands the events over with Query.Feed (their outcomes by
+	// QueryOptions.OnEventError, which must come in input order) and
+	// cuts them into blocks of Feed events for the decoding threads
+	// (QueryOptions.BlockEvents): the block boundaries, like the batch
+	// sizes, must not change a record.
+	Feed int
 }
 
 // threadsAt is the thread count of the query started after n restores.
@@ -65,6 +71,9 @@ func (c Config) String() string {
 	}
 	if c.Threads > 1 {
 		s += fmt.Sprintf(" threads=%d", c.Threads)
+	}
+	if c.Feed > 0 {
+		s += fmt.Sprintf(" feed_blocks=%d", c.Feed)
 	}
 	if len(c.RestoreAt) > 0 {
 		s += fmt.Sprintf(" restore_at=%v", c.RestoreAt)
@@ -97,6 +106,10 @@ type inProc struct {
 	ckpts  int
 	starts int
 	res    Result
+	// With Feed: the tag of the last outcome reported (-1: none since
+	// the query started), and an outcome out of input order.
+	lastTag  int64
+	badOrder error
 }
 
 // RunInProcess puts c through the root package API under cfg.
@@ -150,7 +163,7 @@ func RunInProcess(c *Case, cfg Config) (*Result, error) {
 			}
 		}
 		line := c.Lines[i]
-		if err := h.push(line); err != nil {
+		if err := h.push(line, i); err != nil {
 			return nil, fmt.Errorf("%s: event %d %q: %w", h.res.Path, i, line, err)
 		}
 		if (i+1)%batch == 0 {
@@ -164,6 +177,9 @@ func RunInProcess(c *Case, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("%s: close: %w", h.res.Path, err)
 	}
 	h.drain()
+	if h.badOrder != nil {
+		return nil, fmt.Errorf("%s: %w", h.res.Path, h.badOrder)
+	}
 	st := h.q.Stats()
 	h.res.Malformed, h.res.Duplicates = st.Malformed, st.Duplicates
 	if st.Pending != 0 || st.Queued {
@@ -175,6 +191,16 @@ func RunInProcess(c *Case, cfg Config) (*Result, error) {
 func (h *inProc) start() error {
 	qo := ubik.QueryOptions{Name: QueryName, Threads: h.cfg.threadsAt(h.starts)}
 	h.starts++
+	h.lastTag = -1
+	if h.cfg.Feed > 0 {
+		qo.BlockEvents = h.cfg.Feed
+		qo.OnEventError = func(tag int64, _ []byte, err *ubik.EventError) {
+			if tag <= h.lastTag && h.badOrder == nil {
+				h.badOrder = fmt.Errorf("the outcome of event %d (%v) was reported after event %d's", tag, err, h.lastTag)
+			}
+			h.lastTag = tag
+		}
+	}
 	if h.cfg.Callback {
 		qo.OnRecord = func(r changelog.Record) error {
 			h.take(r)
@@ -220,9 +246,14 @@ func (h *inProc) drain() int {
 // push pushes one event, draining while the query reports backpressure.
 // A malformed event is counted by the query (Stats) and is not an error
 // here: the comparison of counts across paths judges it.
-func (h *inProc) push(line []byte) error {
+func (h *inProc) push(line []byte, i int) error {
 	for tries := 0; ; tries++ {
-		err := h.q.Push(line)
+		var err error
+		if h.cfg.Feed > 0 {
+			err = h.q.Feed(line, int64(i))
+		} else {
+			err = h.q.Push(line)
+		}
 		if errors.Is(err, ubik.ErrBackpressure) {
 			if h.cfg.Callback {
 				return fmt.Errorf("backpressure with a callback: %w", err)

@@ -1,0 +1,519 @@
+package drive
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"sort"
+	"unsafe"
+
+	"github.com/ubiksql/ubik/exec"
+)
+
+// The block path of a parallel driver (Driver.Feed). The host's goroutine
+// only copies each input record into the block being filled; a full block
+// goes to a pool of decoding workers (one per shard), each with its own
+// decoder and admission check, which decodes the block's records, checks
+// and keys them (exec.Admission), and splits them into the shards' parts
+// of the block's batch, every string cell pointing into the block's own
+// bytes (copied only when the decoder unescaped it). Blocks are then
+// sequenced in input order on the host's goroutine: the counters, the
+// outcome of every record that was not applied cleanly (Config.OnEventError,
+// with the host's tag), the watermark and the early ticks, and the batch is
+// dispatched to the shards and merged as any other (parallel.go).
+//
+// The watermark stays a function of the decoded event times in input
+// order: a worker records where its block's own maximum event time rises
+// (the block-local watermark, with the op of the rise), and each item
+// carries the block-local watermark before it; the sequencer knows the
+// watermark before the block (batch.startWM), keeps the rises above it
+// as the batch's advances, and a shard applies max(item's, startWM)
+// before each step, which is exactly the watermark one thread would have
+// then. Ops are reserved when a record is fed, three per record (its
+// event, the advance it causes, an early flush after it), so they order
+// every step as before; an early tick the sequencer decides after record
+// i inserts a flush with record i's third op into every part.
+//
+// With a dedup_key the first copy of a key is decided in input order,
+// before anything else (as par.push does): the worker also records each
+// record's dedup key, time and where it routed it, and the sequencer
+// admits the records one by one, marks a dropped copy's item skipped,
+// and computes the watermark itself (a copy beyond the horizon does not
+// move it), setting each kept item's.
+//
+// A driver uses the block path when its input is JSON lines read by its
+// own decoder and the watermark is its own (not external); otherwise Feed
+// is Push.
+// Bounds: a block holds at most Config.BlockEvents records (and is cut
+// after 1 MiB of them); at most 2 blocks per worker plus 2 wait to be
+// sequenced; past that Feed sequences the oldest first (waiting for it).
+
+const (
+	defaultBlockEvents = 1024
+	blockBytes         = 1 << 20
+	opsPerRecord       = 3
+)
+
+type outcomeKind uint8
+
+const (
+	outMalformed outcomeKind = iota // the decoder rejected the record
+	outEval                         // the admission check failed (an evaluation error)
+	outHeader                       // a header record (not an event)
+	outReported                     // the host could not hand the record over (ReportMalformedAt)
+)
+
+// outcome is a record of a block that was not applied cleanly.
+type outcome struct {
+	idx  int32
+	kind outcomeKind
+	err  error
+}
+
+// block is a batch's input records on the block path.
+type block struct {
+	raw  []byte  // the records, back to back
+	ends []int32 // each record's end in raw
+	tags []int64 // the host's tags
+	host []outcome
+	base uint64 // record i has ops base+3i+1 (event), +2 (its advance), +3 (a flush after it)
+
+	// The worker's results.
+	out      []outcome // every record not applied cleanly, by index (host's included)
+	local    []advance // where the block-local watermark rises
+	filtered int64
+	maxTime  int64 // the block's largest event time (MinInt64: none)
+	lastTime int64
+	hasTime  bool
+	err      error // a worker's panic
+	done     chan struct{}
+
+	// With a dedup_key, what the sequencer needs to decide each record's
+	// first copy in input order: by record.
+	info  []lineInfo
+	dkeys []byte
+}
+
+// lineInfo is one decoded record of a block, for the dedup.
+type lineInfo struct {
+	part, item int32 // where it was routed (part -1: not routed)
+	key0, key1 int32 // its dedup key in dkeys
+	ts         int64
+	decoded    bool
+	hasKey     bool
+	hasTS      bool
+	filtered   bool
+}
+
+func (k *block) reset() {
+	k.raw, k.ends, k.tags, k.host, k.out, k.local = k.raw[:0], k.ends[:0], k.tags[:0], k.host[:0], k.out[:0], k.local[:0]
+	k.info, k.dkeys = k.info[:0], k.dkeys[:0]
+	k.base, k.filtered, k.maxTime, k.lastTime, k.hasTime, k.err, k.done = 0, 0, math.MinInt64, 0, false, nil, nil
+}
+
+// within reports whether s lies in buf.
+func within(buf []byte, s string) bool {
+	if len(buf) == 0 {
+		return false
+	}
+	b := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	return p >= b && p+uintptr(len(s)) <= b+uintptr(len(buf))
+}
+
+// worker decodes blocks.
+type worker struct {
+	p   *par
+	dec *exec.Decoder
+	adm *exec.Admission
+	key []byte
+}
+
+// startWorkers turns the block path on, with n decoding workers.
+func (p *par) startWorkers(n, blockEvents int) {
+	if blockEvents < 1 {
+		blockEvents = defaultBlockEvents
+	}
+	p.blockEvents = blockEvents
+	p.jobs = make(chan *batch, 2*n+2)
+	for range n {
+		w := &worker{p: p, dec: exec.NewQueryDecoder(p.q), adm: exec.NewAdmission(p.q)}
+		p.wg.Add(1)
+		go w.run()
+	}
+}
+
+func (w *worker) run() {
+	defer w.p.wg.Done()
+	for b := range w.p.jobs {
+		w.decode(b)
+		close(b.blk.done)
+	}
+}
+
+func (w *worker) decode(b *batch) {
+	k := &b.blk
+	defer Recover(&k.err)
+	p := w.p
+	tc := p.q.Source.TimeCol
+	maxT, wm := int64(math.MinInt64), int64(math.MinInt64)
+	h := 0
+	start := int32(0)
+	dd := p.dedup
+	for i, end := range k.ends {
+		line := k.raw[start:end:end]
+		start = end
+		var li *lineInfo
+		if dd != nil {
+			k.info = append(k.info, lineInfo{part: -1})
+			li = &k.info[i]
+		}
+		if h < len(k.host) && k.host[h].idx == int32(i) {
+			k.out = append(k.out, k.host[h])
+			h++
+			continue
+		}
+		row, err := w.dec.Decode(line)
+		if err != nil {
+			k.out = append(k.out, outcome{idx: int32(i), kind: outMalformed, err: err})
+			continue
+		}
+		if row == nil {
+			k.out = append(k.out, outcome{idx: int32(i), kind: outHeader})
+			continue
+		}
+		op := k.base + opsPerRecord*uint64(i) + 1
+		if li != nil {
+			li.decoded = true
+			li.key0 = int32(len(k.dkeys))
+			k.dkeys, li.hasKey = dd.AppendKey(k.dkeys, row)
+			li.key1 = int32(len(k.dkeys))
+			if tc >= 0 && !row[tc].Null {
+				li.ts, li.hasTS = row[tc].I, true
+			}
+		}
+		key, pass, err := w.adm.Check(w.key[:0], row)
+		switch {
+		case err != nil:
+			k.out = append(k.out, outcome{idx: int32(i), kind: outEval, err: err})
+		case !pass:
+			k.filtered++
+			if li != nil {
+				li.filtered = true
+			}
+		default:
+			w.key = key
+			b.events++
+			pi := p.route(b, op, wm, row, key, k.raw)
+			if li != nil {
+				li.part, li.item = int32(pi), int32(len(b.parts[pi].items)-1)
+			}
+		}
+		// Every decoded event's time counts, whatever failed to
+		// evaluate (as exec.Operator and par.observe).
+		if tc >= 0 && !row[tc].Null {
+			ts := row[tc].I
+			k.lastTime, k.hasTime = ts, true
+			if ts > maxT {
+				maxT = ts
+				if !p.external {
+					wm = exec.SatAdd(ts, -p.delay)
+					k.local = append(k.local, advance{op: op + 1, wm: wm})
+				}
+			}
+		}
+	}
+	k.maxTime = maxT
+}
+
+// feeding reports whether the driver takes records in blocks.
+func (d *Driver) feeding() bool { return d.par != nil && d.par.jobs != nil }
+
+// Feed hands over one input record, as Push does, with a tag of the
+// host's (a line number). Its outcome, when it is not applied cleanly (it
+// is malformed, or fails to evaluate), reaches Config.OnEventError with
+// the tag, the record and the *EventError Push would return, in input
+// order; without the callback it is only counted. On the block path of a
+// parallel driver the callback may run during a later Feed or any call
+// that delivers records (Flush, Tick, EmitEarly, AdvanceWatermark,
+// CloseOpenWindows, Close, Checkpoint), which first sequence every record
+// fed; otherwise Feed is Push, and the callback runs before it returns.
+// raw is copied. The error returned is fatal.
+func (d *Driver) Feed(raw []byte, tag int64) error {
+	if !d.feeding() {
+		if d.fatal != nil {
+			return d.fatal
+		}
+		return d.outcome(d.Push(raw), tag, raw)
+	}
+	if err := d.admit(); err != nil {
+		return err
+	}
+	b := d.blockAppend(raw, tag)
+	if len(b.blk.ends) >= d.par.blockEvents || len(b.blk.raw) >= blockBytes {
+		return d.submit()
+	}
+	return nil
+}
+
+// ReportMalformedAt counts one event the host could not even hand over
+// (a line too long to read), as ReportMalformed, and reports err for it
+// through Config.OnEventError with the tag, in input order (the record is
+// nil).
+func (d *Driver) ReportMalformedAt(tag int64, err error) error {
+	if !d.feeding() {
+		d.ReportMalformed()
+		if d.onEventError != nil {
+			d.onEventError(tag, nil, &EventError{Seq: d.n.Events, Err: err})
+		}
+		return nil
+	}
+	if d.fatal != nil {
+		return d.fatal
+	}
+	b := d.blockAppend(nil, tag)
+	k := &b.blk
+	k.host = append(k.host, outcome{idx: int32(len(k.ends) - 1), kind: outReported, err: err})
+	if len(k.ends) >= d.par.blockEvents {
+		return d.submit()
+	}
+	return nil
+}
+
+func (d *Driver) outcome(err error, tag int64, raw []byte) error {
+	var ee *EventError
+	if d.onEventError != nil && errors.As(err, &ee) {
+		d.onEventError(tag, raw, ee)
+		return nil
+	}
+	return err
+}
+
+func (d *Driver) blockAppend(raw []byte, tag int64) *batch {
+	p := d.par
+	b := p.fill
+	if b == nil {
+		b = p.newBatch()
+		b.blk.base = p.op
+		p.fill = b
+	}
+	p.op += opsPerRecord
+	k := &b.blk
+	k.raw = append(k.raw, raw...)
+	k.ends = append(k.ends, int32(len(k.raw)))
+	k.tags = append(k.tags, tag)
+	return b
+}
+
+// submit hands the block being filled to the workers, then sequences the
+// blocks already decoded.
+func (d *Driver) submit() error {
+	p := d.par
+	b := p.fill
+	p.fill = nil
+	for len(p.pending) >= cap(p.jobs) {
+		if err := d.sequenceNext(); err != nil {
+			return err
+		}
+	}
+	b.blk.done = make(chan struct{})
+	p.pending = append(p.pending, b)
+	p.jobs <- b
+	for len(p.pending) > 0 {
+		select {
+		case <-p.pending[0].blk.done:
+			if err := d.sequenceNext(); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// drainFeed sequences every record fed so far: any other call of a
+// parallel driver starts with it.
+func (d *Driver) drainFeed() error {
+	if !d.feeding() {
+		return nil
+	}
+	p := d.par
+	if p.fill == nil && len(p.pending) == 0 {
+		return nil
+	}
+	if d.fatal != nil {
+		return d.fatal
+	}
+	if p.fill != nil {
+		if err := d.submit(); err != nil {
+			return err
+		}
+	}
+	for len(p.pending) > 0 {
+		if err := d.sequenceNext(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sequenceNext takes the oldest block, once decoded, in input order: its
+// counters, outcomes, watermark and ticks, then its batch to the shards.
+func (d *Driver) sequenceNext() error {
+	p := d.par
+	b := p.pending[0]
+	<-b.blk.done
+	p.pending = append(p.pending[:0], p.pending[1:]...)
+	k := &b.blk
+	if d.fatal != nil {
+		return d.fatal
+	}
+	if k.err != nil {
+		d.fatal = k.err
+		return k.err
+	}
+	// Steps queued before the block (PushRow, a flush) go first.
+	if c := p.cur; c.events > 0 || len(c.advances) > 0 {
+		if err := p.dispatch(); err != nil {
+			return d.parErr(err)
+		}
+	}
+	b.startWM = p.wm
+	localWM := int64(math.MinInt64)
+	ai, oi := 0, 0
+	start := int32(0)
+	dd := p.dedup
+	var flushes []advance
+	for i, end := range k.ends {
+		d.n.Records++
+		applied := true
+		evOp := k.base + opsPerRecord*uint64(i) + 1
+		var oc *outcome
+		if oi < len(k.out) && k.out[oi].idx == int32(i) {
+			oc = &k.out[oi]
+			oi++
+		}
+		if dd != nil && k.info[i].decoded {
+			// The dedup comes first, in input order, as in par.push.
+			li := &k.info[i]
+			var it *item
+			if li.part >= 0 {
+				it = &b.parts[li.part].items[li.item]
+			}
+			dup, beyond := dd.AdmitKey(k.dkeys[li.key0:li.key1], li.hasKey, li.ts, p.wm)
+			switch {
+			case dup || beyond:
+				if it != nil {
+					it.kind = itemSkip
+				}
+				oc = nil // no check ran on a dropped copy
+				if dup {
+					p.dups++
+				} else {
+					p.beyond++
+				}
+			case li.filtered:
+				p.filtered++
+			case it != nil:
+				it.wm = p.wm
+			}
+			if !beyond && li.hasTS && li.ts > p.maxTime {
+				p.maxTime = li.ts
+				if wm := exec.SatAdd(li.ts, -p.delay); wm > p.wm {
+					p.wm = wm
+					dd.Evict(wm)
+					b.advances = append(b.advances, advance{op: evOp + 1, wm: wm})
+				}
+			}
+			localWM = p.wm
+		}
+		if oc != nil {
+			switch oc.kind {
+			case outHeader:
+				d.n.Headers++
+				applied = false
+			case outMalformed, outReported:
+				var he *exec.HeaderError
+				if errors.As(oc.err, &he) {
+					d.fatal = oc.err
+					return oc.err
+				}
+				d.n.Events++
+				d.n.Malformed++
+				applied = false
+				d.report(k.tags[i], k.raw[start:end:end], oc.err, oc.kind == outReported)
+			case outEval:
+				var ee *exec.EvalError
+				if !errors.As(oc.err, &ee) {
+					d.fatal = oc.err
+					return oc.err
+				}
+				d.n.Events++
+				d.n.Applied++
+				p.rows++
+				p.evalErrs++
+				d.report(k.tags[i], k.raw[start:end:end], oc.err, false)
+			}
+		} else {
+			d.n.Events++
+			d.n.Applied++
+			p.rows++
+		}
+		start = end
+		for dd == nil && ai < len(k.local) && k.local[ai].op <= evOp+1 {
+			localWM = k.local[ai].wm
+			ai++
+		}
+		if applied && d.every > 0 {
+			d.sinceTick++
+			if d.sinceTick >= tickEvery {
+				d.sinceTick = 0
+				if now := d.now(); !now.Before(d.nextEarly) {
+					d.nextEarly = now.Add(d.every)
+					// Inserted after the loop: the dedup marks items by index.
+					flushes = append(flushes, advance{op: evOp + 2, wm: localWM})
+				}
+			}
+		}
+	}
+	for _, f := range flushes {
+		b.insertFlush(f.op, f.wm)
+	}
+	if dd == nil {
+		p.filtered += k.filtered
+		for _, a := range k.local {
+			if a.wm > p.wm {
+				b.advances = append(b.advances, a)
+				p.wm = a.wm
+			}
+		}
+		p.maxTime = max(p.maxTime, k.maxTime)
+	}
+	if k.hasTime {
+		d.mark, d.marked = k.lastTime-d.q.Source.WatermarkDelay, true
+	}
+	return d.parErr(p.send(b))
+}
+
+// report hands one record's outcome to the host.
+func (d *Driver) report(tag int64, raw []byte, err error, reported bool) {
+	if d.onEventError == nil {
+		return
+	}
+	if reported {
+		raw = nil
+	}
+	d.onEventError(tag, raw, &EventError{Seq: d.n.Events, Err: err})
+}
+
+// insertFlush adds an early flush at op to every part (after the steps
+// before it), with wm the block-local watermark then.
+func (b *batch) insertFlush(op uint64, wm int64) {
+	for i := range b.parts {
+		pt := &b.parts[i]
+		j := sort.Search(len(pt.items), func(j int) bool { return pt.items[j].op > op })
+		pt.items = slices.Insert(pt.items, j, item{kind: itemFlush, op: op, wm: wm})
+	}
+	b.events++
+}
