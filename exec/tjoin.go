@@ -60,13 +60,13 @@ type TemporalJoin struct {
 	lateness int64
 	max      int
 
-	buf  eventHeap
-	seq  uint64
-	keys map[string]int32 // key bytes -> index in vers
-	vers [][]version      // per key, its versions by time
-	nver int64
-	sweepAt  int64
-	ended    bool // the table input ended: every event is releasable
+	buf     eventHeap
+	seq     uint64
+	keys    map[string]int32 // key bytes -> index in vers
+	vers    [][]version      // per key, its versions by time
+	nver    int64
+	sweepAt int64
+	ended   bool // the table input ended: every event is releasable
 
 	streamMax, tableMax int64
 	stats               JoinStats
