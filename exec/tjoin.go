@@ -63,7 +63,7 @@ type TemporalJoin struct {
 	buf     eventHeap
 	seq     uint64
 	keys    map[string]int32 // key bytes -> index in vers
-	vers    [][]version      // per key, its versions by time
+	vers    verSlots         // per key, its versions by time
 	nver    int64
 	sweepAt int64
 	ended   bool // the table input ended: every event is releasable
@@ -93,6 +93,35 @@ type waiting struct {
 	t   int64
 	seq uint64
 	row []types.Value
+}
+
+// verSlots holds each key's versions, by key index, in chunks of a
+// fixed size: a table of many keys grows without copying (and
+// page-faulting) an ever larger slice.
+type verSlots struct {
+	chunks [][][]version
+	n      int
+}
+
+const verChunk = 4096
+
+func (v *verSlots) at(i int32) *[]version { return &v.chunks[i/verChunk][i%verChunk] }
+
+func (v *verSlots) add(vs []version) int32 {
+	if v.n%verChunk == 0 && v.n/verChunk == len(v.chunks) {
+		v.chunks = append(v.chunks, make([][]version, verChunk))
+	}
+	i := int32(v.n)
+	v.n++
+	*v.at(i) = vs
+	return i
+}
+
+func (v *verSlots) reset() {
+	for _, c := range v.chunks {
+		clear(c)
+	}
+	v.n = 0
 }
 
 // eventHeap is a min-heap by (time, arrival); hand-written rather than
@@ -310,11 +339,10 @@ func (t *TemporalJoin) PushTable(row []types.Value) (late bool, err error) {
 	t.stats.TableRows++
 	ki, ok := t.keys[string(key)]
 	if !ok {
-		ki = int32(len(t.vers))
+		ki = t.vers.add(nil)
 		t.keys[string(key)] = ki
-		t.vers = append(t.vers, nil)
 	}
-	vs := t.vers[ki]
+	vs := *t.vers.at(ki)
 	i, found := slices.BinarySearchFunc(vs, ts, func(v version, ts int64) int { return cmpInt(v.t, ts) })
 	cells := t.encode(row)
 	if found {
@@ -326,7 +354,7 @@ func (t *TemporalJoin) PushTable(row []types.Value) (late bool, err error) {
 			t.stats.VersionsPeak = t.nver
 		}
 	}
-	t.vers[ki] = t.prune(vs)
+	*t.vers.at(ki) = t.prune(vs)
 	if ts > t.tableMax {
 		t.tableMax = ts
 		t.AdvanceTable(satSub(ts, t.j.Table.WatermarkDelay))
@@ -448,8 +476,9 @@ func (t *TemporalJoin) maybeSweep() {
 	if t.nver < t.sweepAt {
 		return
 	}
-	for i, vs := range t.vers {
-		t.vers[i] = t.prune(vs)
+	for i := range int32(t.vers.n) {
+		p := t.vers.at(i)
+		*p = t.prune(*p)
 	}
 	t.sweepAt = max(2*t.nver, 1024)
 }
@@ -496,8 +525,8 @@ func (t *TemporalJoin) join(row []types.Value, ts int64) ([]types.Value, error) 
 	var v *version
 	if key == nil {
 		t.stats.NullKeys++
-	} else if ki, ok := t.keys[string(key)]; ok && len(t.vers[ki]) > 0 {
-		vs := t.vers[ki]
+	} else if ki, ok := t.keys[string(key)]; ok && len(*t.vers.at(ki)) > 0 {
+		vs := *t.vers.at(ki)
 		i, found := slices.BinarySearchFunc(vs, ts, func(v version, ts int64) int { return cmpInt(v.t, ts) })
 		if found {
 			v = &vs[i]
@@ -559,7 +588,7 @@ func (t *TemporalJoin) AppendState(b []byte) []byte {
 	row := make([]types.Value, len(tcols))
 	b = binary.AppendUvarint(b, uint64(len(keys)))
 	for _, k := range keys {
-		vs := t.vers[t.keys[k]]
+		vs := *t.vers.at(t.keys[k])
 		b = binary.AppendUvarint(b, uint64(len(k)))
 		b = append(b, k...)
 		b = binary.AppendUvarint(b, uint64(len(vs)))
@@ -640,7 +669,7 @@ func (t *TemporalJoin) RestoreState(val []byte) error {
 	t.buf.init()
 	nk := int(r.uvarint())
 	clear(t.keys)
-	t.vers = t.vers[:0]
+	t.vers.reset()
 	t.nver = 0
 	for i := 0; i < nk && r.err == nil; i++ {
 		k := string(r.bytes(int(r.uvarint())))
@@ -655,8 +684,7 @@ func (t *TemporalJoin) RestoreState(val []byte) error {
 		if _, dup := t.keys[k]; dup && r.err == nil {
 			r.fail("duplicate key")
 		}
-		t.keys[k] = int32(len(t.vers))
-		t.vers = append(t.vers, vs)
+		t.keys[k] = t.vers.add(vs)
 		t.nver += int64(len(vs))
 	}
 	if r.err == nil && len(r.b) != 0 {
