@@ -60,12 +60,13 @@ type TemporalJoin struct {
 	lateness int64
 	max      int
 
-	buf      eventHeap
-	seq      uint64
-	versions map[string][]version
-	nver     int64
-	sweepAt  int64
-	ended    bool // the table input ended: every event is releasable
+	buf     eventHeap
+	seq     uint64
+	keys    map[string]int32 // key bytes -> index in vers
+	vers    verSlots         // per key, its versions by time
+	nver    int64
+	sweepAt int64
+	ended   bool // the table input ended: every event is releasable
 
 	streamMax, tableMax int64
 	stats               JoinStats
@@ -73,17 +74,54 @@ type TemporalJoin struct {
 	cells               []types.Value
 	nullAt              int
 	out                 []types.Value
+	keep                []int  // the table columns the query reads: the cells a version holds
+	enc                 []byte // scratch for a version's cells
 }
 
+// version is one version of a key: its time and the cells of the table
+// columns the query reads (TemporalJoin.keep, in that order), encoded
+// with appendValue in one string, so a version is two words and one
+// allocation whatever the table's width, and a joined row's strings are
+// substrings of it (no copy). The other columns are NULL in a joined row,
+// as the table decoder leaves them.
 type version struct {
-	t   int64
-	row []types.Value
+	t     int64
+	cells string
 }
 
 type waiting struct {
 	t   int64
 	seq uint64
 	row []types.Value
+}
+
+// verSlots holds each key's versions, by key index, in chunks of a
+// fixed size: a table of many keys grows without copying (and
+// page-faulting) an ever larger slice.
+type verSlots struct {
+	chunks [][][]version
+	n      int
+}
+
+const verChunk = 4096
+
+func (v *verSlots) at(i int32) *[]version { return &v.chunks[i/verChunk][i%verChunk] }
+
+func (v *verSlots) add(vs []version) int32 {
+	if v.n%verChunk == 0 && v.n/verChunk == len(v.chunks) {
+		v.chunks = append(v.chunks, make([][]version, verChunk))
+	}
+	i := int32(v.n)
+	v.n++
+	*v.at(i) = vs
+	return i
+}
+
+func (v *verSlots) reset() {
+	for _, c := range v.chunks {
+		clear(c)
+	}
+	v.n = 0
 }
 
 // eventHeap is a min-heap by (time, arrival); hand-written rather than
@@ -156,17 +194,25 @@ func NewTemporalJoin(q *plan.Query, maxBuffered int) (*TemporalJoin, error) {
 	if maxBuffered <= 0 {
 		maxBuffered = plan.DefaultJoinBuffer
 	}
-	t := &TemporalJoin{j: j, lateness: q.Emit.AllowedLateness, max: maxBuffered, versions: map[string][]version{},
+	t := &TemporalJoin{j: j, lateness: q.Emit.AllowedLateness, max: maxBuffered, keys: map[string]int32{},
 		streamMax: math.MinInt64, tableMax: math.MinInt64, sweepAt: 1024}
 	t.stats.TableWM, t.stats.StreamWM = math.MinInt64, math.MinInt64
-	t.out = make([]types.Value, len(j.Stream.Columns)+len(j.Table.Columns))
+	sw := len(j.Stream.Columns)
+	t.out = make([]types.Value, sw+len(j.Table.Columns))
+	for i, c := range j.Table.Columns {
+		// A query without UsedColumns (a plan built by hand) reads them all.
+		if q.UsedColumns == nil || j.Offset+i < len(q.UsedColumns) && q.UsedColumns[j.Offset+i] {
+			t.keep = append(t.keep, i)
+		}
+		t.out[sw+i] = types.NullOf(c.Type)
+	}
 	return t, nil
 }
 
 // Stats returns the counters.
 func (t *TemporalJoin) Stats() JoinStats {
 	s := t.stats
-	s.Buffered, s.Versions, s.Keys = int64(len(t.buf)), t.nver, int64(len(t.versions))
+	s.Buffered, s.Versions, s.Keys = int64(len(t.buf)), t.nver, int64(len(t.keys))
 	return s
 }
 
@@ -212,6 +258,30 @@ func (t *TemporalJoin) PushEvent(row []types.Value) (late bool, err error) {
 		t.AdvanceStream(satSub(ts, t.j.Stream.WatermarkDelay))
 	}
 	return false, nil
+}
+
+// JoinNow joins an event that need not wait, without copying it: one
+// that is not late, while no event waits, and whose time the table's
+// watermark has passed (or the table has ended). It returns the joined
+// row (valid until the next call; nil for an inner join's event without
+// a version) and true, counted as PushEvent and Release count; false:
+// nothing was done, the caller pushes the event (PushEvent).
+func (t *TemporalJoin) JoinNow(row []types.Value) ([]types.Value, bool, error) {
+	ts := row[t.j.Stream.TimeCol].I
+	if len(t.buf) > 0 || !(t.ended || ts < t.stats.TableWM) || t.Late(ts) {
+		return nil, false, nil
+	}
+	t.stats.Events++
+	t.seq++
+	out, err := t.join(row, ts)
+	// The stream watermark moves after the join, so a sweep cannot drop
+	// a version this event needs (as the event waiting in the buffer
+	// holds the horizon back in PushEvent).
+	if ts > t.streamMax {
+		t.streamMax = ts
+		t.AdvanceStream(satSub(ts, t.j.Stream.WatermarkDelay))
+	}
+	return out, true, err
 }
 
 // AdvanceStream moves the stream watermark to wm if that is later (the
@@ -267,25 +337,99 @@ func (t *TemporalJoin) PushTable(row []types.Value) (late bool, err error) {
 		return false, &DecodeError{Column: t.j.Table.Columns[t.j.Table.PrimaryKey[t.nullAt]].Name, Msg: "a primary key cell is NULL: the row is the version of no key"}
 	}
 	t.stats.TableRows++
-	vs := t.versions[string(key)]
+	ki, ok := t.keys[string(key)]
+	if !ok {
+		ki = t.vers.add(nil)
+		t.keys[string(key)] = ki
+	}
+	vs := *t.vers.at(ki)
 	i, found := slices.BinarySearchFunc(vs, ts, func(v version, ts int64) int { return cmpInt(v.t, ts) })
-	r := cloneRow(row)
+	cells := t.encode(row)
 	if found {
-		vs[i].row = r
+		vs[i].cells = cells
 	} else {
-		vs = slices.Insert(vs, i, version{t: ts, row: r})
+		vs = slices.Insert(vs, i, version{t: ts, cells: cells})
 		t.nver++
 		if t.nver > t.stats.VersionsPeak {
 			t.stats.VersionsPeak = t.nver
 		}
 	}
-	t.versions[string(key)] = t.prune(string(key), vs)
+	*t.vers.at(ki) = t.prune(vs)
 	if ts > t.tableMax {
 		t.tableMax = ts
 		t.AdvanceTable(satSub(ts, t.j.Table.WatermarkDelay))
 	}
 	t.maybeSweep()
 	return false, nil
+}
+
+// encode returns the cells of a table row a version keeps, copied (the
+// row's strings may alias a decoder's buffers).
+func (t *TemporalJoin) encode(row []types.Value) string {
+	t.enc = t.enc[:0]
+	for _, c := range t.keep {
+		t.enc = appendValue(t.enc, row[c])
+	}
+	return string(t.enc)
+}
+
+// decodeInto writes a version's cells into row (the table's columns);
+// strings are substrings of cells.
+func (t *TemporalJoin) decodeInto(row []types.Value, cells string) {
+	p := 0
+	for _, c := range t.keep {
+		row[c], p = cellAt(cells, p)
+	}
+}
+
+// cellAt decodes the value appendValue wrote at s[p:] (s was written by
+// this process, so it is well formed) and returns it and the position
+// after it. A string is a substring of s.
+func cellAt(s string, p int) (types.Value, int) {
+	v := types.Value{Kind: types.Kind(s[p]), Scale: s[p+1]}
+	if s[p+2] == 1 {
+		v.Null = true
+		return v, p + 3
+	}
+	p += 3
+	switch v.Kind {
+	case types.KindVarchar:
+		n, w := uvarintAt(s, p)
+		p += w
+		v.S = s[p : p+int(n)]
+		return v, p + int(n)
+	case types.KindDouble:
+		v.F = math.Float64frombits(binary.LittleEndian.Uint64([]byte(s[p : p+8])))
+		return v, p + 8
+	}
+	i, w := varintAt(s, p)
+	v.I = i
+	p += w
+	i, w = varintAt(s, p)
+	v.Hi = i
+	return v, p + w
+}
+
+func uvarintAt(s string, p int) (uint64, int) {
+	var x uint64
+	var sh uint
+	for i := p; ; i++ {
+		b := s[i]
+		if b < 0x80 {
+			return x | uint64(b)<<sh, i - p + 1
+		}
+		x |= uint64(b&0x7f) << sh
+		sh += 7
+	}
+}
+
+func varintAt(s string, p int) (int64, int) {
+	ux, n := uvarintAt(s, p)
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
+	}
+	return x, n
 }
 
 // keyOf evaluates key expressions over row and returns the key bytes (the
@@ -310,7 +454,7 @@ func (t *TemporalJoin) keyOf(exprs []plan.Expr, row []types.Value) ([]byte, erro
 
 // prune drops the versions of one key that no event can need: all before
 // the newest one at or before the horizon.
-func (t *TemporalJoin) prune(key string, vs []version) []version {
+func (t *TemporalJoin) prune(vs []version) []version {
 	h := t.horizon()
 	n := 0
 	for n+1 < len(vs) && vs[n+1].t <= h {
@@ -332,8 +476,9 @@ func (t *TemporalJoin) maybeSweep() {
 	if t.nver < t.sweepAt {
 		return
 	}
-	for k, vs := range t.versions {
-		t.versions[k] = t.prune(k, vs)
+	for i := range int32(t.vers.n) {
+		p := t.vers.at(i)
+		*p = t.prune(*p)
 	}
 	t.sweepAt = max(2*t.nver, 1024)
 }
@@ -363,17 +508,26 @@ func (t *TemporalJoin) Release() ([]types.Value, bool, error) {
 		return nil, false, nil
 	}
 	ev := t.buf.pop()
+	out, err := t.join(ev.row, ev.t)
+	return out, true, err
+}
+
+// join joins one stream row of time ts with its key's version: the
+// joined row (valid until the next call), or nil for an inner join's
+// event without a version (counted).
+func (t *TemporalJoin) join(row []types.Value, ts int64) ([]types.Value, error) {
 	j := t.j
-	n := copy(t.out, ev.row)
-	key, err := t.keyOf(j.StreamKey, ev.row)
+	n := copy(t.out, row)
+	key, err := t.keyOf(j.StreamKey, row)
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	var v *version
 	if key == nil {
 		t.stats.NullKeys++
-	} else if vs := t.versions[string(key)]; len(vs) > 0 {
-		i, found := slices.BinarySearchFunc(vs, ev.t, func(v version, ts int64) int { return cmpInt(v.t, ts) })
+	} else if ki, ok := t.keys[string(key)]; ok && len(*t.vers.at(ki)) > 0 {
+		vs := *t.vers.at(ki)
+		i, found := slices.BinarySearchFunc(vs, ts, func(v version, ts int64) int { return cmpInt(v.t, ts) })
 		if found {
 			v = &vs[i]
 		} else if i > 0 {
@@ -383,16 +537,16 @@ func (t *TemporalJoin) Release() ([]types.Value, bool, error) {
 	if v == nil {
 		t.stats.Unmatched++
 		if !j.Left {
-			return nil, true, nil
+			return nil, nil
 		}
-		for i, c := range j.Table.Columns {
-			t.out[n+i] = types.NullOf(c.Type)
+		for _, c := range t.keep {
+			t.out[n+c] = types.NullOf(j.Table.Columns[c].Type)
 		}
-		return t.out, true, nil
+		return t.out, nil
 	}
 	t.stats.Joined++
-	copy(t.out[n:], v.row)
-	return t.out, true, nil
+	t.decodeInto(t.out[n:], v.cells)
+	return t.out, nil
 }
 
 // AppendState appends the join's checkpoint entry: watermarks, counters,
@@ -422,19 +576,30 @@ func (t *TemporalJoin) AppendState(b []byte) []byte {
 		b = binary.AppendUvarint(b, e.seq)
 		b = appendRow(b, e.row)
 	}
-	keys := make([]string, 0, len(t.versions))
-	for k := range t.versions {
+	keys := make([]string, 0, len(t.keys))
+	for k := range t.keys {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	// A version is written as a whole table row: the cells it keeps, its
+	// time in the time column and NULL elsewhere (what the table decoder
+	// gives for the columns the query does not read).
+	tcols := t.j.Table.Columns
+	row := make([]types.Value, len(tcols))
 	b = binary.AppendUvarint(b, uint64(len(keys)))
 	for _, k := range keys {
-		vs := t.versions[k]
+		vs := *t.vers.at(t.keys[k])
 		b = binary.AppendUvarint(b, uint64(len(k)))
 		b = append(b, k...)
 		b = binary.AppendUvarint(b, uint64(len(vs)))
 		for _, v := range vs {
-			b = appendRow(b, v.row)
+			for i, c := range tcols {
+				row[i] = types.NullOf(c.Type)
+			}
+			tc := t.j.Table.TimeCol
+			row[tc] = types.Value{Kind: tcols[tc].Type.Kind, Scale: tcols[tc].Type.Scale, I: v.t}
+			t.decodeInto(row, v.cells)
+			b = appendRow(b, row)
 		}
 	}
 	return b
@@ -503,7 +668,8 @@ func (t *TemporalJoin) RestoreState(val []byte) error {
 	}
 	t.buf.init()
 	nk := int(r.uvarint())
-	clear(t.versions)
+	clear(t.keys)
+	t.vers.reset()
 	t.nver = 0
 	for i := 0; i < nk && r.err == nil; i++ {
 		k := string(r.bytes(int(r.uvarint())))
@@ -512,10 +678,13 @@ func (t *TemporalJoin) RestoreState(val []byte) error {
 		for k := 0; k < nv && r.err == nil; k++ {
 			row := r.row(tw)
 			if r.err == nil {
-				vs = append(vs, version{t: row[t.j.Table.TimeCol].I, row: row})
+				vs = append(vs, version{t: row[t.j.Table.TimeCol].I, cells: t.encode(row)})
 			}
 		}
-		t.versions[k] = vs
+		if _, dup := t.keys[k]; dup && r.err == nil {
+			r.fail("duplicate key")
+		}
+		t.keys[k] = t.vers.add(vs)
 		t.nver += int64(len(vs))
 	}
 	if r.err == nil && len(r.b) != 0 {

@@ -69,6 +69,16 @@ func (d *Driver) initJoin(cfg Config) error {
 // joinEvent hands one decoded stream row to the join.
 func (d *Driver) joinEvent(row []types.Value) error {
 	d.n.Applied++
+	if !d.buffered || !d.op.Queued() && d.room() > 0 {
+		// An event that need not wait joins in place: no copy.
+		out, ok, err := d.join.j.JoinNow(row)
+		if ok {
+			if err := d.applyJoined(out, err); err != nil {
+				return err
+			}
+			return d.pump()
+		}
+	}
 	late, err := d.join.j.PushEvent(row)
 	if err != nil {
 		d.n.Applied--
@@ -115,29 +125,7 @@ func (d *Driver) pump() error {
 		if !ok {
 			break
 		}
-		if err != nil {
-			js.evalErrs++
-			if d.strict {
-				d.fatal = err
-				return err
-			}
-			continue
-		}
-		if row == nil {
-			continue // an inner join's event without a version
-		}
-		d.raw = nil
-		d.setRoom()
-		if err := d.op.Process(row); err != nil {
-			var ee *exec.EvalError
-			if errors.As(err, &ee) {
-				if d.strict {
-					d.fatal = err
-					return err
-				}
-				continue
-			}
-			d.fatal = err
+		if err := d.applyJoined(row, err); err != nil {
 			return err
 		}
 	}
@@ -151,6 +139,34 @@ func (d *Driver) pump() error {
 		js.finished = true
 		d.setRoom()
 		return d.op.Finish()
+	}
+	return nil
+}
+
+// applyJoined applies one joined row to the operator (jerr: the join's
+// key evaluation failed; row nil: an inner join's event without a
+// version). Only a fatal error is returned.
+func (d *Driver) applyJoined(row []types.Value, jerr error) error {
+	if jerr != nil {
+		d.join.evalErrs++
+		if d.strict {
+			d.fatal = jerr
+			return jerr
+		}
+		return nil
+	}
+	if row == nil {
+		return nil
+	}
+	d.raw = nil
+	d.setRoom()
+	if err := d.op.Process(row); err != nil {
+		var ee *exec.EvalError
+		if errors.As(err, &ee) && !d.strict {
+			return nil
+		}
+		d.fatal = err
+		return err
 	}
 	return nil
 }
