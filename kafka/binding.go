@@ -33,6 +33,9 @@ type binding struct {
 	SourcePartitions int    `json:"source_partitions"`
 	PartitionedByKey bool   `json:"partitioned_by_key"`
 	Sink             string `json:"sink"`
+	// Views, for a query over views: each view of its chain (root
+	// first) with its sink topic, "name=topic" joined by ", ".
+	Views string `json:"views,omitempty"`
 }
 
 func (p *Pipeline) binding() binding {
@@ -51,8 +54,17 @@ func (p *Pipeline) binding() binding {
 		}
 		text = strings.Join(parts, ", ")
 	}
+	var views []string
+	for i := len(p.views) - 1; i >= 0; i-- { // prepended: the text reads root first, the query last
+		v := p.views[i]
+		text = strings.TrimSpace(v.SQL) + ";\n" + text
+	}
+	for _, v := range p.views {
+		views = append(views, v.Name+"="+p.opts.ViewSinks[v.Name].Topic)
+	}
 	var cols []string
-	for _, c := range q.Source.Columns {
+	src := p.root.Source
+	for _, c := range src.Columns {
 		d := c.Name + " " + c.Type.String()
 		if c.Computed != nil || c.TimeUnit > 1 {
 			d = c.Decl() // a changed expression or precision is a changed source
@@ -60,11 +72,11 @@ func (p *Pipeline) binding() binding {
 		cols = append(cols, d)
 	}
 	schema := strings.Join(cols, ", ")
-	if tc := q.Source.TimeCol; tc >= 0 && tc < len(q.Source.Columns) {
-		schema += fmt.Sprintf("; watermark %s - %dus", q.Source.Columns[tc].Name, q.Source.WatermarkDelay)
+	if tc := src.TimeCol; tc >= 0 && tc < len(src.Columns) {
+		schema += fmt.Sprintf("; watermark %s - %dus", src.Columns[tc].Name, src.WatermarkDelay)
 	}
 	return binding{Version: 1, Query: strings.TrimSpace(text), Schema: schema, Source: p.opts.Source.Topic,
-		SourcePartitions: p.nSource, PartitionedByKey: p.direct, Sink: p.opts.Sink.Topic}
+		SourcePartitions: p.nSource, PartitionedByKey: p.direct, Sink: p.opts.Sink.Topic, Views: strings.Join(views, ", ")}
 }
 
 // diff lists, in words, what differs between the recorded binding b and
@@ -94,6 +106,16 @@ func (b binding) diff(now binding) []string {
 	}
 	if b.Sink != now.Sink {
 		out = append(out, fmt.Sprintf("the sink topic was %s, now %s", b.Sink, now.Sink))
+	}
+	if b.Views != now.Views {
+		was, is := b.Views, now.Views
+		if was == "" {
+			was = "none"
+		}
+		if is == "" {
+			is = "none"
+		}
+		out = append(out, fmt.Sprintf("the views and their sink topics were %s, now %s", was, is))
 	}
 	return out
 }

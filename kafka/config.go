@@ -44,6 +44,9 @@ var (
 	// written at the end of an until-caught-up run before the drain
 	// stopped at the last window's end). Nothing is read or written.
 	ErrOldState = errors.New("kafka: state written by an earlier ubik version cannot be continued")
+	// ErrUnsupported: the query has a shape the pipeline does not run
+	// (the message says which shapes it does).
+	ErrUnsupported = errors.New("kafka: not supported")
 )
 
 // SASL mechanisms.

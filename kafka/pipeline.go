@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,13 @@ type Options struct {
 	// another cluster only if it is the same cluster: a transaction spans
 	// one cluster, so Sink.Config must reach the source's cluster.
 	Sink Endpoint
+	// ViewSinks, for a Query that reads views (FROM a windowed EMIT
+	// FINAL view, see graph.go), give each view of its chain its own
+	// changelog topic, by view name: every view must have one, on the
+	// Sink's cluster, and no two queries may share a topic. Each view's
+	// records are produced there in the transactions that produce the
+	// Query's. Unused otherwise.
+	ViewSinks map[string]Endpoint
 	// InstanceID names this process in the group. It must be stable across
 	// restarts of the same process (it is the transactional id suffix and
 	// the static group membership id, so a restarted process fences its
@@ -61,6 +69,11 @@ type Options struct {
 	// source record's value (the row and the value are valid only during
 	// the call). Late events are counted either way.
 	OnLate func(*drive.LateEvent)
+	// OnViewLate, if set, receives the late events of the views a Query
+	// over views reads, with the view's name (only the view reading the
+	// source can meet one: a view's rows are never late at its reader).
+	// Unset, they go to OnLate.
+	OnViewLate func(query string, ev *drive.LateEvent)
 	// OnBadEvent, if set, receives every input record that was not applied
 	// (malformed, or a runtime evaluation error). They are counted either way.
 	OnBadEvent func(*BadEvent)
@@ -148,6 +161,8 @@ type counters struct {
 type Pipeline struct {
 	opts                 Options
 	q                    *plan.Query
+	root                 *plan.Query   // the query reading the source: q, or the first view of q's chain
+	views                []*plan.Query // q's chain of views, root first (none for a query over the source)
 	log                  *slog.Logger
 	base                 []kgo.Opt // connection options
 	repTopic, stateTopic string
@@ -222,7 +237,37 @@ func New(opts Options) (*Pipeline, error) {
 	if opts.CommitInterval < 0 || opts.MaxPollRecords < 0 || opts.SessionTimeout < 0 || opts.TransactionTimeout < 0 || opts.RepartitionPartitions < 0 {
 		return nil, fmt.Errorf("%w: negative interval, timeout or count", ErrConfig)
 	}
-	if err := drive.NewMessageDecoder(opts.Query.Source, opts.Source.Format).Err(); err != nil {
+	views, err := chain(opts.Query)
+	if err != nil {
+		return nil, err
+	}
+	root := opts.Query
+	if len(views) > 0 {
+		root = views[0]
+		if err := checkChain(opts.Query, views); err != nil {
+			return nil, err
+		}
+		topics := map[string]string{opts.Sink.Topic: opts.Query.Name, opts.Source.Topic: "the source"}
+		for _, v := range views {
+			vs, ok := opts.ViewSinks[v.Name]
+			if !ok || vs.Topic == "" {
+				return nil, fmt.Errorf("%w: query %s reads view %s, which needs its own sink topic (Options.ViewSinks)", ErrConfig, opts.Query.Name, v.Name)
+			}
+			if other, dup := topics[vs.Topic]; dup {
+				return nil, fmt.Errorf("%w: view %s's sink topic %s is also %s's", ErrConfig, v.Name, vs.Topic, other)
+			}
+			topics[vs.Topic] = v.Name
+			if !sameCluster(opts.Sink.Config, vs.Config) {
+				return nil, fmt.Errorf("%w: view %s's sink (%s) must be on the cluster of the sink (%s): a Kafka transaction cannot span two", ErrConfig, v.Name, vs.Config, opts.Sink.Config)
+			}
+		}
+		for name := range opts.ViewSinks {
+			if !slices.ContainsFunc(views, func(v *plan.Query) bool { return v.Name == name }) {
+				return nil, fmt.Errorf("%w: a sink for view %s, which query %s does not read", ErrConfig, name, opts.Query.Name)
+			}
+		}
+	}
+	if err := drive.NewMessageDecoder(root.Source, opts.Source.Format).Err(); err != nil {
 		return nil, fmt.Errorf("%w: source: %v", ErrConfig, err)
 	}
 	base, err := opts.Source.Config.ClientOpts()
@@ -233,6 +278,8 @@ func New(opts Options) (*Pipeline, error) {
 	return &Pipeline{
 		opts:       opts,
 		q:          q,
+		root:       root,
+		views:      views,
 		log:        opts.Logger.With("query", q.Name, "instance", opts.InstanceID),
 		base:       append(base, opts.ClientOpts...),
 		repTopic:   q.Name + "-repartition",
@@ -367,6 +414,16 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 	}
 	if err := ensureSinkTopic(ctx, adm, p.opts.Sink.Topic, sinkParts, p.opts.Sink.AllowUncompacted, p.log); err != nil {
 		return err
+	}
+	for _, v := range p.views {
+		vs := p.opts.ViewSinks[v.Name]
+		parts := vs.Partitions
+		if parts == 0 {
+			parts = p.nParts
+		}
+		if err := ensureSinkTopic(ctx, adm, vs.Topic, parts, vs.AllowUncompacted, p.log); err != nil {
+			return fmt.Errorf("view %s: %w", v.Name, err)
+		}
 	}
 	if !p.direct {
 		if err := ensureInternalTopic(ctx, adm, p.repTopic, p.nParts, false, p.log); err != nil {
@@ -813,7 +870,7 @@ func (p *Pipeline) stillMember(ctx context.Context, s *kgo.GroupTransactSession,
 // decoder returns a decoder of the source's record values. Both stages
 // decode with it: the repartition stage forwards the value bytes unchanged.
 func (p *Pipeline) decoder() *drive.Decoder {
-	return drive.NewMessageDecoder(p.q.Source, p.opts.Source.Format)
+	return drive.NewMessageDecoder(p.root.Source, p.opts.Source.Format)
 }
 
 // count adds a driver's counts to the pipeline's. events: the driver

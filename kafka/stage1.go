@@ -59,7 +59,7 @@ func (p *Pipeline) stage1Session(ctx context.Context, committedAt *time.Time) (r
 	// The router decodes each event and computes its canonical group key,
 	// counting what it skips; the aggregating stage does not evaluate the
 	// GROUP BY again.
-	router, err := drive.NewRouter(p.q, drive.Config{Decoder: p.decoder()})
+	router, err := drive.NewRouter(p.root, drive.Config{Decoder: p.decoder()})
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 // of the state topic.
 type task struct {
 	part    int32
-	d       *drive.Driver
+	d       runner // one driver, or the graph of a query over views
 	wm      *tracker // repartition mode: the source partitions' watermarks, from markers
 	touched bool     // changed since the last checkpoint
 	emitted int64
@@ -223,8 +223,23 @@ func (st *stage2) ensureTasks() error {
 
 func (st *stage2) newTask(part int32) (*task, error) {
 	t := &task{part: part, wm: newTracker(st.p.nSource)}
+	emit := func(r *changelog.Record) error { return st.emit(t, st.p.opts.Sink.Topic, r) }
+	if len(st.p.views) > 0 {
+		g, err := st.p.newGraphRunner(emit, func(r *changelog.Record) error {
+			vs, ok := st.p.opts.ViewSinks[r.Meta.Query]
+			if !ok {
+				return fmt.Errorf("%w: a record of query %q, which has no sink", drive.ErrInternal, r.Meta.Query)
+			}
+			return st.emit(t, vs.Topic, r)
+		})
+		if err != nil {
+			return nil, err
+		}
+		t.d = g
+		return t, nil
+	}
 	d, err := drive.New(st.p.q, drive.Config{
-		Emit:              func(r *changelog.Record) error { return st.emit(t, r) },
+		Emit:              emit,
 		Late:              st.p.opts.OnLate,
 		Now:               st.p.opts.Now,
 		Decoder:           st.p.decoder(),
@@ -233,14 +248,14 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.d = d
+	t.d = driverRunner{d}
 	return t, nil
 }
 
-// emit produces one changelog record to the sink topic. The operator
+// emit produces one changelog record to topic (the sink's, or a view's). The operator
 // reuses the record's buffers, so they are copied; ubik never produces a
 // null value, and a record without one is a bug that stops the query.
-func (st *stage2) emit(t *task, r *changelog.Record) error {
+func (st *stage2) emit(t *task, topic string, r *changelog.Record) error {
 	if r.Value == nil {
 		return fmt.Errorf("%w: key %s", ErrNullValue, r.Key)
 	}
@@ -248,7 +263,7 @@ func (st *stage2) emit(t *task, r *changelog.Record) error {
 	copy(key, r.Key)
 	val := make([]byte, len(r.Value))
 	copy(val, r.Value)
-	rec := &kgo.Record{Topic: st.p.opts.Sink.Topic, Partition: -1, Key: key, Value: val, Headers: changelog.AppendHeaders(make([]kgo.RecordHeader, 0, 6), r.Meta)}
+	rec := &kgo.Record{Topic: topic, Partition: -1, Key: key, Value: val, Headers: changelog.AppendHeaders(make([]kgo.RecordHeader, 0, 6), r.Meta)}
 	st.s.Produce(st.pctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
 	st.p.c.recordsOut.Add(1)
 	t.emitted++
@@ -542,7 +557,8 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if _, ok := entries[string(stateKey(t.part, []byte(drive.MetaKey)))]; !ok && len(entries) > 0 {
+	metaKey := string(t.d.MetaKey())
+	if _, ok := entries[string(stateKey(t.part, []byte(metaKey)))]; !ok && len(entries) > 0 {
 		// Every transaction that writes entries writes the meta entry
 		// too, and compaction keeps its latest value: entries without it
 		// mean the topic lost records (the watermark table with them).
@@ -554,7 +570,7 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 			return fmt.Errorf("%w: state topic %s partition %d holds an entry of another partition", drive.ErrBadState, p.stateTopic, t.part)
 		}
 		ek := []byte(k[4:])
-		if string(ek) == drive.MetaKey {
+		if string(ek) == metaKey {
 			meta = entries[k]
 			continue
 		}
@@ -563,7 +579,7 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 		}
 	}
 	if meta != nil {
-		pos, err := t.d.Restore([]byte(drive.MetaKey), meta)
+		pos, err := t.d.Restore([]byte(metaKey), meta)
 		if err != nil {
 			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"bufio"
 	"bytes"
 	"context"
@@ -22,6 +23,7 @@ import (
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/kafka"
 	"github.com/ubiksql/ubik/internal/infer"
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
@@ -177,17 +179,25 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if !kf.wanted(prog, pq) && !(len(pq.Views()) > 0 && kf.wanted(prog, inputQuery(pq))) {
 			continue
 		}
-		if vs := pq.Views(); len(vs) > 0 {
-			return fmt.Errorf("%w: query %s reads view %s, and a query over a view runs on files (--input) for now, not over Kafka", ErrUsage, pq.Name, vs[0].Name)
-		}
 		if len(pqs) > 1 {
-			return fmt.Errorf("%w: query %s runs over Kafka, and a Kafka run runs one query: choose it with --query", ErrUsage, pq.Name)
+			// A chain of views runs as one graph: the query that reads
+			// the others is the one to name.
+			last := pqs[len(pqs)-1]
+			for _, o := range pqs[:len(pqs)-1] {
+				if !slices.Contains(last.Upstream(), o) {
+					return fmt.Errorf("%w: query %s runs over Kafka, and a Kafka run runs one query, or one query with the views it reads: choose it with --query", ErrUsage, pq.Name)
+				}
+			}
+			pq = last
+		}
+		if err := kafka.CheckQuery(pq); err != nil {
+			return fmt.Errorf("%w: %s", ErrUsage, strings.TrimPrefix(err.Error(), kafka.ErrUnsupported.Error()+": "))
 		}
 		if pq.Join != nil {
-			return fmt.Errorf("%w: query %s has a temporal join, which runs from files (or the Go API); over Kafka it is not supported yet", ErrUsage, pq.Name)
+			return fmt.Errorf("%w: query %s has a temporal join, which runs from files (or the Go API); over Kafka ubik runs a query over the source, or over a chain of views, without joins", ErrUsage, pq.Name)
 		}
 		if pq.IJoin != nil {
-			return fmt.Errorf("%w: query %s is an interval join of two streams, which runs from files (or the Go API); over Kafka it is not supported yet", ErrUsage, pq.Name)
+			return fmt.Errorf("%w: query %s is an interval join of two streams, which runs from files (or the Go API); over Kafka ubik runs a query over the source, or over a chain of views, without joins", ErrUsage, pq.Name)
 		}
 		return runKafka(ctx, env, kf, &f, prog, pq)
 	}

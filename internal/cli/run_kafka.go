@@ -86,21 +86,22 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	}
 	var src, sink kafka.Endpoint
 	var err error
+	input := inputQuery(q).Source // the declared source (a view's, for a query over views)
 	switch {
 	case isKafkaURL(k.source):
 		src, err = kafka.ParseURL(k.source, kafka.RoleSource, env.Getenv)
 		if err == nil {
-			err = sameFormat(q.Source, src)
+			err = sameFormat(input, src)
 		}
 	case k.source != "":
 		return fmt.Errorf("%w: --source %s is not a kafka:// URL", ErrUsage, redactURL(k.source))
-	case strings.EqualFold(q.Source.Options["connector"], "kafka"):
-		src, err = kafka.FromOptions(q.Source.Options, kafka.RoleSource, env.Getenv)
+	case strings.EqualFold(input.Options["connector"], "kafka"):
+		src, err = kafka.FromOptions(input.Options, kafka.RoleSource, env.Getenv)
 		if err != nil {
-			err = fmt.Errorf("CREATE SOURCE %s: %w", q.Source.Name, err)
+			err = fmt.Errorf("CREATE SOURCE %s: %w", input.Name, err)
 		}
 	default:
-		return fmt.Errorf("%w: a Kafka sink needs a Kafka source (--source kafka://host:port/topic, or connector = 'kafka' in CREATE SOURCE %s): exactly-once output rests on consuming the input in the same transactions", ErrUsage, q.Source.Name)
+		return fmt.Errorf("%w: a Kafka sink needs a Kafka source (--source kafka://host:port/topic, or connector = 'kafka' in CREATE SOURCE %s): exactly-once output rests on consuming the input in the same transactions", ErrUsage, input.Name)
 	}
 	if err != nil {
 		return err
@@ -118,6 +119,10 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	default:
 		return fmt.Errorf("%w: a Kafka source needs a Kafka sink (--sink kafka://host:port/topic, or CREATE SINK ... WITH (connector = 'kafka', ...)): the output is produced in the transactions that commit the input offsets", ErrUsage)
 	}
+	if err != nil {
+		return err
+	}
+	viewSinks, err := viewSinks(prog, q, sink, env)
 	if err != nil {
 		return err
 	}
@@ -163,6 +168,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	// transaction that aborts is redone, so after an abort a late event
 	// can be written twice.
 	var onLate func(*drive.LateEvent)
+	var onViewLate func(string, *drive.LateEvent)
 	var lateErr error
 	if f.lateOutput != "" {
 		lf, err := os.OpenFile(f.lateOutput, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -172,14 +178,15 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		defer lf.Close()
 		var mu sync.Mutex
 		var buf []byte
-		onLate = func(ev *drive.LateEvent) {
+		onViewLate = func(name string, ev *drive.LateEvent) {
 			mu.Lock()
 			defer mu.Unlock()
-			buf = appendLate(buf[:0], q.Name, 0, ev)
+			buf = appendLate(buf[:0], name, 0, ev)
 			if _, err := lf.Write(buf); err != nil && lateErr == nil {
 				lateErr = fmt.Errorf("--late-output %s: %w", f.lateOutput, err)
 			}
 		}
+		onLate = func(ev *drive.LateEvent) { onViewLate(q.Name, ev) }
 	}
 	var clientOpts []kgo.Opt
 	if lvl <= slog.LevelDebug {
@@ -196,6 +203,8 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		UntilCaughtUp: k.untilCaughtUp,
 		OnLate:        onLate,
 		ResetState:    k.resetState,
+		ViewSinks:     viewSinks,
+		OnViewLate:    onViewLate,
 		OnBadEvent: func(e *kafka.BadEvent) {
 			if reported < 10 {
 				log.Warn("ubik: event not applied", "topic", e.Topic, "partition", e.Partition, "offset", e.Offset, "err", e.Err)
@@ -257,6 +266,32 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		err = stopCause(ctx)
 	}
 	return err
+}
+
+// viewSinks gives each view q reads (directly or through other views)
+// its own changelog topic: its CREATE SINK's (connector = 'kafka'), or
+// else the sink topic's name, a dash and the view's name, on the sink's
+// cluster, as ksqlDB gives each persistent query its own topic.
+func viewSinks(prog *plan.Program, q *plan.Query, sink kafka.Endpoint, env *Env) (map[string]kafka.Endpoint, error) {
+	ups := q.Upstream()
+	if len(ups) == 0 {
+		return nil, nil
+	}
+	out := map[string]kafka.Endpoint{}
+	for _, v := range ups {
+		if s := querySink(prog, v); s != nil && strings.EqualFold(s.Options["connector"], "kafka") {
+			e, err := kafka.FromOptions(s.Options, kafka.RoleSink, env.Getenv)
+			if err != nil {
+				return nil, fmt.Errorf("CREATE SINK %s: %w", s.Name, err)
+			}
+			out[v.Name] = e
+			continue
+		}
+		e := sink
+		e.Topic = sink.Topic + "-" + v.Name
+		out[v.Name] = e
+	}
+	return out, nil
 }
 
 // sameFormat refuses a --source URL whose format (json or csv) is not the

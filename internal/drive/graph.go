@@ -101,6 +101,33 @@ type gitem struct {
 // viewLate, if set, receives the late events of the other nodes with
 // their query's name (instead of cfg.Late).
 func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent)) (*Graph, error) {
+	return newGraph(primary, with, cfg, viewEmit, viewLate, nil)
+}
+
+// NewHostGraph is NewGraph for a host that reads the input itself and
+// moves its watermark (a Kafka stage): the roots decode with dec and run
+// with ExternalWatermark, so only AdvanceWatermark moves theirs (Mark
+// reports the first root's own event-time watermark). The primary must
+// read a view and the graph must have one root, whose group key
+// PushKeyed takes.
+func NewHostGraph(primary *plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), dec *exec.Decoder) (*Graph, error) {
+	if len(primary.Views()) == 0 {
+		return nil, fmt.Errorf("drive: query %s reads no view: run it on a Driver", primary.Name)
+	}
+	g, err := newGraph(primary, nil, cfg, viewEmit, viewLate, &hostRoots{dec: dec})
+	if err != nil {
+		return nil, err
+	}
+	if len(g.roots) != 1 {
+		return nil, fmt.Errorf("drive: query %s reads the source through %d views: a host graph has one", primary.Name, len(g.roots))
+	}
+	return g, nil
+}
+
+// hostRoots configures the roots of a host graph.
+type hostRoots struct{ dec *exec.Decoder }
+
+func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), host *hostRoots) (*Graph, error) {
 	g := &Graph{}
 	byQuery := map[*plan.Query]*gnode{}
 	var add func(q *plan.Query)
@@ -170,6 +197,9 @@ func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			c.Decoder = nil
 		} else if n != g.primary {
 			c.Decoder = nil
+		}
+		if host != nil && len(n.q.Views()) == 0 {
+			c.Decoder, c.ExternalWatermark = host.dec, true
 		}
 		if len(n.readers) > 0 {
 			n := n
@@ -397,6 +427,50 @@ func (g *Graph) Push(raw []byte) error {
 	}
 	return g.each(func(d *Driver) error { return d.Push(raw) })
 }
+
+// PushKeyed decodes one input record and applies it to the one root
+// with its group key as a router computed it (Driver.PushKeyed).
+func (g *Graph) PushKeyed(raw, key []byte) error {
+	if len(g.roots) != 1 {
+		return fmt.Errorf("drive: a keyed push into a graph of %d roots", len(g.roots))
+	}
+	if err := g.admit(); err != nil {
+		return err
+	}
+	return g.each(func(d *Driver) error { return d.PushKeyed(raw, key) })
+}
+
+// Root returns the driver of the first root (the node reading the
+// declared source).
+func (g *Graph) Root() *Driver { return g.roots[0].d }
+
+// TakeCounts returns what the graph counted since the last call: the
+// reporter's input counters, and the late events and evaluation errors
+// of every node (a view's rows are not events of the input).
+func (g *Graph) TakeCounts() Counts {
+	c := g.reporter.d.TakeCounts()
+	for _, n := range g.nodes {
+		if n != g.reporter {
+			o := n.d.TakeCounts()
+			c.EvalErrors += o.EvalErrors
+			c.Late += o.Late
+		}
+	}
+	return c
+}
+
+// NodeStats returns every node's operator counters, upstream first.
+func (g *Graph) NodeStats() []exec.Stats {
+	out := make([]exec.Stats, len(g.nodes))
+	for i, n := range g.nodes {
+		out[i] = n.d.Stats()
+	}
+	return out
+}
+
+// MetaKey is the checkpoint key of the primary's meta entry (the one
+// whose position Restore returns).
+func (g *Graph) MetaKey() []byte { return graphKey(nil, g.primary.q.Name, []byte(exec.MetaKey)) }
 
 // PushRow applies one typed row of the declared source to every root.
 func (g *Graph) PushRow(row []types.Value) error {

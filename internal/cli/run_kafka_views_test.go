@@ -1,0 +1,296 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ubiksql/ubik/land/kafkasrc"
+)
+
+// A chain of three views over Kafka: ten-second totals (EMIT FINAL, with
+// allowed lateness), minute totals over them, and a continuous view per
+// merchant over the minutes. Each reader groups by the merchant, the
+// partitioning of the chain's first view.
+const kafkaViewsSQL = `CREATE SOURCE ev (merchant VARCHAR, amount DOUBLE, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);
+CREATE VIEW tens AS SELECT merchant, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, count(*) AS n, sum(amount) AS total
+  FROM ev GROUP BY merchant, TUMBLE(ts, INTERVAL '10' SECOND) EMIT FINAL ALLOWED LATENESS INTERVAL '2' SECOND;
+CREATE VIEW mins AS SELECT merchant, TUMBLE_START(ws, INTERVAL '1' MINUTE) AS m, sum(n) AS n, sum(total) AS total,
+  max(total) AS hi, count(*) AS tens
+  FROM tens GROUP BY merchant, TUMBLE(ws, INTERVAL '1' MINUTE);
+CREATE VIEW per_merchant AS SELECT merchant, sum(n) AS n, count(*) AS minutes, sum(total) AS total FROM mins GROUP BY merchant;
+`
+
+// kafkaViewsEvents writes n events, out of order by less than the
+// watermark delay (so no event is late in a file run or over any
+// partitioning), with edge-cell keys and amounts, and a malformed line.
+func kafkaViewsEvents(n int, seed uint64) string {
+	r := rand.New(rand.NewPCG(seed, 17))
+	merchants := []string{`"a"`, `"b"`, `""`, `null`, `"\u00e9"`, `"q\"uote"`, `"tab\t"`, `"\ud83d\ude00"`}
+	amounts := []string{"1.5", "-0.0", "0.0", "0.1", "1e-300", "-2.25", "1e300", "3"}
+	var b strings.Builder
+	base := time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC)
+	for i := 0; i < n; i++ {
+		ts := base.Add(time.Duration(i)*20*time.Millisecond - time.Duration(r.IntN(3000))*time.Millisecond)
+		fmt.Fprintf(&b, `{"merchant":%s,"amount":%s,"ts":"%s"}`+"\n", merchants[r.IntN(len(merchants))], amounts[r.IntN(len(amounts))], ts.Format("2006-01-02 15:04:05.000"))
+		if i == n/2 {
+			b.WriteString(`{"merchant":"a","amount":"x","ts":"2026-07-18 10:00:00"}` + "\n")
+		}
+	}
+	return b.String()
+}
+
+// fileFinals runs the script over the events from a file (the oracle) and
+// returns each view's last value per key.
+func fileFinals(t *testing.T, sql, events string) map[string]map[string]string {
+	t.Helper()
+	in := writeFile(t, "ev.jsonl", events)
+	dir := t.TempDir()
+	env, _, errb := runTestEnv("")
+	if code := Main(context.Background(), env, []string{"run", sql, "--input", in, "--output-dir", dir, "--quiet"}); code != 0 {
+		t.Fatalf("file run: exit %d: %s", code, errb)
+	}
+	out := map[string]map[string]string{}
+	for _, v := range []string{"tens", "mins", "per_merchant"} {
+		b, err := os.ReadFile(filepath.Join(dir, v+".tsv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			k, val, ok := strings.Cut(line, "\t")
+			if !ok {
+				t.Fatalf("%s: line %q", v, line)
+			}
+			m[k] = val
+		}
+		out[v] = m
+	}
+	return out
+}
+
+// sinkRecord is one committed record of a sink topic.
+type sinkRecord struct {
+	key, value string
+	revision   uint64
+	final      bool
+	query      string
+}
+
+// readCommitted reads every committed record of topic, in partition order,
+// until nothing arrives for a second.
+func readCommitted(t *testing.T, addr, topic string) []sinkRecord {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []sinkRecord
+	quiet := time.Now()
+	for time.Since(quiet) < time.Second {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			quiet = time.Now()
+			rec, err := kafkasrc.Decode(r)
+			if err != nil {
+				t.Errorf("%s: %v", topic, err)
+				return
+			}
+			out = append(out, sinkRecord{string(r.Key), string(r.Value), rec.Meta.Revision, rec.Meta.Final, rec.Meta.Query})
+		})
+	}
+	return out
+}
+
+// checkViewSinks holds each view's topic to the oracle: the query name in
+// every record, revisions 1, 2, ... per key with no duplicate, one final
+// record per key of a windowed view (and nothing after it), and the last
+// value per key equal to the file run's.
+func checkViewSinks(t *testing.T, addr string, topics map[string]string, want map[string]map[string]string) {
+	t.Helper()
+	for view, topic := range topics {
+		recs := readCommitted(t, addr, topic)
+		last := map[string]sinkRecord{}
+		for _, r := range recs {
+			if r.query != view {
+				t.Errorf("%s: a record of query %q", topic, r.query)
+			}
+			prev, seen := last[r.key]
+			if r.revision != prev.revision+1 {
+				t.Errorf("%s key %s: revision %d after %d", topic, r.key, r.revision, prev.revision)
+			}
+			if seen && prev.final {
+				t.Errorf("%s key %s: a record after its final", topic, r.key)
+			}
+			last[r.key] = r
+		}
+		if len(last) != len(want[view]) {
+			t.Errorf("%s: %d keys, the file run has %d", topic, len(last), len(want[view]))
+		}
+		for k, v := range want[view] {
+			r := last[k]
+			if r.value != v {
+				t.Errorf("%s key %s: %q, the file run has %q", topic, k, r.value, v)
+			}
+			if windowed := view != "per_merchant"; windowed && (!r.final || r.revision != 1) {
+				t.Errorf("%s key %s: revision %d final %v, want one final record", topic, k, r.revision, r.final)
+			}
+		}
+	}
+}
+
+// TestRunKafkaViews runs the chain of views over Kafka (3 source
+// partitions, repartitioned, and read directly as partitioned by key)
+// until caught up: each view publishes its own changelog to its own topic
+// (<sink>-<view>, or its CREATE SINK's topic), equal to the file run's.
+func TestRunKafkaViews(t *testing.T) {
+	events := kafkaViewsEvents(4000, 1)
+	for _, direct := range []bool{false, true} {
+		t.Run(fmt.Sprintf("direct=%v", direct), func(t *testing.T) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			addr := c.ListenAddrs()[0]
+			want := fileFinals(t, writeFile(t, "views.sql", kafkaViewsSQL), events)
+			script := kafkaViewsSQL + fmt.Sprintf("CREATE SINK mins_out FROM mins WITH (connector = 'kafka', brokers = '%s', topic = 'minutes');\n", addr)
+			sql := writeFile(t, "kviews.sql", script)
+			to := "kafka://" + addr + "/ev"
+			produce := []string{"produce", "--to", to, "--partitions", "3"}
+			if direct {
+				produce = append(produce, "--key-field", "merchant")
+			}
+			if code, errs := kafkaCLI(t, events, produce...); code != 0 {
+				t.Fatalf("produce: exit %d: %s", code, errs)
+			}
+			run := []string{"run", sql, "--query", "per_merchant", "--source", to, "--sink", "kafka://" + addr + "/pm",
+				"--instance-id", "a", "--until-caught-up", "--log-level", "warn"}
+			if direct {
+				run = append(run, "--partitioned-by-key")
+			}
+			code, errs := kafkaCLI(t, "", run...)
+			if code != 0 || !strings.Contains(errs, "4001 events consumed, 1 malformed") || !strings.Contains(errs, "caught up") {
+				t.Fatalf("run: exit %d, want 4001 events consumed, 1 malformed, caught up:\n%s", code, errs)
+			}
+			checkViewSinks(t, addr, map[string]string{"per_merchant": "pm", "tens": "pm-tens", "mins": "minutes"}, want)
+		})
+	}
+}
+
+// TestRunKafkaViewsRefused: a reader whose GROUP BY does not follow the
+// chain's partitioning is refused, saying what runs; so is a join of two
+// views, with what is supported.
+func TestRunKafkaViewsRefused(t *testing.T) {
+	sql := writeFile(t, "bad.sql", `CREATE SOURCE ev (merchant VARCHAR, region VARCHAR, amount DOUBLE, ts TIMESTAMP, WATERMARK FOR ts AS ts) WITH (connector = 'kafka', topic = 'ev', brokers = '127.0.0.1:1');
+CREATE VIEW m AS SELECT merchant, region, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY merchant, region, TUMBLE(ts, INTERVAL '1' MINUTE);
+CREATE VIEW by_region AS SELECT region, TUMBLE_START(ws, INTERVAL '1' HOUR) AS h, sum(n) AS n FROM m GROUP BY region, TUMBLE(ws, INTERVAL '1' HOUR);
+CREATE VIEW upper_m AS SELECT upper(merchant) AS um, region, sum(n) AS n FROM m GROUP BY upper(merchant), region;
+CREATE VIEW ok AS SELECT region, merchant, sum(n) AS n FROM m GROUP BY region, merchant;
+CREATE VIEW m2 AS SELECT merchant, region, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, sum(amount) AS total FROM ev GROUP BY merchant, region, TUMBLE(ts, INTERVAL '1' MINUTE);
+CREATE VIEW j AS SELECT a.merchant, a.region, TUMBLE_START(a.ws, INTERVAL '1' HOUR) AS h, sum(a.n) AS n, sum(b.total) AS total
+  FROM m a JOIN m2 b ON a.merchant = b.merchant AND a.region = b.region AND a.ws = b.ws GROUP BY a.merchant, a.region, TUMBLE(a.ws, INTERVAL '1' HOUR);
+CREATE SINK s FROM ok WITH (connector = 'kafka', topic = 'ok', brokers = '127.0.0.1:1');`)
+	for _, c := range []struct{ query, want string }{
+		{"by_region", "query by_region reads view m, whose rows are partitioned by merchant, region (the GROUP BY of m), and does not group by m's merchant (group by its column merchant)"},
+		{"upper_m", "does not group by m's merchant (group by its column merchant)"},
+		{"j", "usage: query j is a join of views; over Kafka a query over views runs a chain: each query of it reads one view, the first the source"},
+	} {
+		env, _, errb := runTestEnv("")
+		if code := Main(context.Background(), env, []string{"run", sql, "--query", c.query, "--sink", "kafka://127.0.0.1:1/out"}); code != 1 && code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%s: exit %d: %s\nwant %q", c.query, code, errb, c.want)
+		}
+	}
+}
+
+// TestRunKafkaViewsKill9 kills `ubik run` over the chain of views with
+// SIGKILL at random moments while it works through the input, restarts
+// it with the same instance id each time, and finishes with
+// --until-caught-up: every view's committed changelog must hold each
+// window's final once, revisions without gaps or duplicates, and finals
+// equal to the file run's (the whole graph's state restored from the
+// state topic after each kill).
+func TestRunKafkaViewsKill9(t *testing.T) {
+	bin := buildUbik(t)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	sql := writeFile(t, "views.sql", kafkaViewsSQL)
+	seed := uint64(time.Now().UnixNano())
+	events := kafkaViewsEvents(30000, seed)
+	want := fileFinals(t, sql, events)
+	to := "kafka://" + addr + "/ev"
+	// The events arrive in chunks while the runs are killed, so that
+	// every run has work in flight when its SIGKILL comes.
+	lines := strings.SplitAfter(events, "\n")
+	const chunks = 12
+	if code, errs := kafkaCLI(t, strings.Join(lines[:len(lines)/chunks], ""), "produce", "--to", to, "--partitions", "3"); code != 0 {
+		t.Fatalf("produce: exit %d: %s", code, errs)
+	}
+	produced := make(chan error, 1)
+	go func() {
+		for i := 1; i < chunks-1; i++ { // the last chunk is for the final run
+			time.Sleep(250 * time.Millisecond)
+			end := len(lines) * (i + 1) / chunks
+			env, _, errb := runTestEnv(strings.Join(lines[len(lines)*i/chunks:end], ""))
+			if code := Main(context.Background(), env, []string{"produce", "--to", to}); code != 0 {
+				produced <- fmt.Errorf("produce: exit %d: %s", code, errb)
+				return
+			}
+		}
+		produced <- nil
+	}()
+	args := []string{"run", sql, "--query", "per_merchant", "--source", to, "--sink", "kafka://" + addr + "/pm",
+		"--instance-id", "a", "--log-level", "warn"}
+	r := rand.New(rand.NewPCG(seed, 3))
+	kills := 0
+	for kills < 6 {
+		cmd := exec.Command(bin, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(200+r.IntN(800)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		kills++
+	}
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	if code, errs := kafkaCLI(t, strings.Join(lines[len(lines)*(chunks-1)/chunks:], ""), "produce", "--to", to); code != 0 {
+		t.Fatalf("produce: exit %d: %s", code, errs)
+	}
+	out, err := exec.Command(bin, append(args, "--until-caught-up")...).CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("caught up")) || bytes.Contains(out, []byte(": 0 events consumed")) {
+		t.Fatalf("seed %d: final run: %v\n%s", seed, err, out)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		t.Log(sc.Text())
+	}
+	checkViewSinks(t, addr, map[string]string{"per_merchant": "pm", "tens": "pm-tens", "mins": "pm-mins"}, want)
+	if t.Failed() {
+		t.Logf("seed %d, %d kills", seed, kills)
+	}
+}
