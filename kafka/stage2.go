@@ -20,7 +20,7 @@ import (
 // of the state topic.
 type task struct {
 	part    int32
-	d       runner // one driver, or the graph of a query over views
+	d       runner   // one driver, or the graph of a query over views
 	wm      *tracker // repartition mode: the source partitions' watermarks, from markers
 	touched bool     // changed since the last checkpoint
 	emitted int64

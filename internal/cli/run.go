@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"slices"
 	"bufio"
 	"bytes"
 	"context"
@@ -14,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,8 +23,8 @@ import (
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/kafka"
 	"github.com/ubiksql/ubik/internal/infer"
+	"github.com/ubiksql/ubik/kafka"
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
 )
