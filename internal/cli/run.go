@@ -173,7 +173,11 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	pqs, err := pickTargets(prog, &f)
 	if err != nil {
-		return err
+		if q := kafkaChain(prog, kf, &f); q != nil {
+			pqs, err = []*planQuery{q}, nil // a Kafka run of a script that is one chain of views
+		} else {
+			return err
+		}
 	}
 	for _, pq := range pqs {
 		if !kf.wanted(prog, pq) && !(len(pq.Views()) > 0 && kf.wanted(prog, inputQuery(pq))) {
@@ -783,6 +787,27 @@ func outputPath(prog *plan.Program, pq *planQuery, f *runFlags, n int) string {
 		return filepath.Join(f.outputDir, pq.Name+"."+f.format)
 	}
 	return f.output
+}
+
+// kafkaChain returns, for a Kafka run without --query, the script's last
+// query when it reads every other one (the script is one chain of views,
+// which a Kafka run runs whole), else nil.
+func kafkaChain(prog *plan.Program, kf *kafkaFlags, f *runFlags) *planQuery {
+	qs := prog.Queries
+	if f.query != "" || len(qs) < 2 {
+		return nil
+	}
+	last := qs[len(qs)-1]
+	if !kf.wanted(prog, inputQuery(last)) && !kf.wanted(prog, last) {
+		return nil
+	}
+	ups := last.Upstream()
+	for _, q := range qs[:len(qs)-1] {
+		if !slices.Contains(ups, q) {
+			return nil
+		}
+	}
+	return last
 }
 
 // badLimit is --max-bad: a count (more than n bad events fail the run, as

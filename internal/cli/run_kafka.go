@@ -35,7 +35,7 @@ type kafkaFlags struct {
 func addKafkaFlags(fs *flag.FlagSet) *kafkaFlags {
 	k := &kafkaFlags{}
 	fs.StringVar(&k.source, "source", "", "kafka://host:port[,host:port]/topic?options: consume the input from Kafka (overrides the CREATE SOURCE options)")
-	fs.StringVar(&k.sink, "sink", "", "kafka://host:port[,host:port]/topic?options: produce the changelog to a compacted Kafka topic, exactly once")
+	fs.StringVar(&k.sink, "sink", "", "kafka://host:port[,host:port]/topic?options: produce the changelog to a compacted Kafka topic, exactly once; a query over views also produces each view's changelog to its own topic: its CREATE SINK's, else TOPIC-VIEW")
 	fs.StringVar(&k.from, "from", "", "Kafka source: where to start without a committed offset: earliest (default), latest, or committed (require one)")
 	fs.DurationVar(&k.idleTimeout, "idle-timeout", 0, "Kafka source: a partition quiet this long stops holding the watermark back (default 30s; shorter makes a stalled partition's events late)")
 	fs.BoolVar(&k.allowUncompacted, "allow-uncompacted-sink", false, "Kafka sink: warn instead of refusing an existing sink topic whose cleanup.policy is not compact")

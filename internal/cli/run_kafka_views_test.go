@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -89,24 +90,39 @@ type sinkRecord struct {
 	query      string
 }
 
-// readCommitted reads every committed record of topic, in partition order,
-// until nothing arrives for a second.
+// readCommitted reads every committed record of topic, in partition
+// order, up to the end offsets it has now (the runs have ended).
 func readCommitted(t *testing.T, addr, topic string) []sinkRecord {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			left[o.Partition] = o.Offset
+		}
+	})
 	var out []sinkRecord
-	quiet := time.Now()
-	for time.Since(quiet) < time.Second {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(left) > 0 && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		fs := cl.PollFetches(ctx)
 		cancel()
 		fs.EachRecord(func(r *kgo.Record) {
-			quiet = time.Now()
+			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
+				delete(left, r.Partition)
+			}
+			if r.Attrs.IsControl() {
+				return
+			}
 			rec, err := kafkasrc.Decode(r)
 			if err != nil {
 				t.Errorf("%s: %v", topic, err)
@@ -114,6 +130,9 @@ func readCommitted(t *testing.T, addr, topic string) []sinkRecord {
 			}
 			out = append(out, sinkRecord{string(r.Key), string(r.Value), rec.Meta.Revision, rec.Meta.Final, rec.Meta.Query})
 		})
+	}
+	if len(left) > 0 {
+		t.Fatalf("%s: partitions %v not read to their end in 30s", topic, left)
 	}
 	return out
 }
@@ -180,16 +199,33 @@ func TestRunKafkaViews(t *testing.T) {
 			if code, errs := kafkaCLI(t, events, produce...); code != 0 {
 				t.Fatalf("produce: exit %d: %s", code, errs)
 			}
-			run := []string{"run", sql, "--query", "per_merchant", "--source", to, "--sink", "kafka://" + addr + "/pm",
+			run := []string{"run", sql, "--source", to, "--sink", "kafka://" + addr + "/pm",
 				"--instance-id", "a", "--until-caught-up", "--log-level", "warn"}
 			if direct {
+				// The script is one chain: without --query its last
+				// query runs with the views it reads.
 				run = append(run, "--partitioned-by-key")
+			} else {
+				run = append(run, "--query", "per_merchant")
 			}
 			code, errs := kafkaCLI(t, "", run...)
 			if code != 0 || !strings.Contains(errs, "4001 events consumed, 1 malformed") || !strings.Contains(errs, "caught up") {
 				t.Fatalf("run: exit %d, want 4001 events consumed, 1 malformed, caught up:\n%s", code, errs)
 			}
 			checkViewSinks(t, addr, map[string]string{"per_merchant": "pm", "tens": "pm-tens", "mins": "minutes"}, want)
+
+			// The state belongs to the whole chain: a view changed, or
+			// its sink topic, is refused, naming what differs.
+			changed := writeFile(t, "changed.sql", strings.Replace(script, "INTERVAL '2' SECOND", "INTERVAL '3' SECOND", 1))
+			run[1] = changed
+			if code, errs := kafkaCLI(t, "", run...); code == 0 || !strings.Contains(errs, "the query text was") || !strings.Contains(errs, `ALLOWED LATENESS INTERVAL '2' ...", now`) {
+				t.Errorf("changed view: exit %d: %s", code, errs)
+			}
+			moved := writeFile(t, "moved.sql", strings.Replace(script, "topic = 'minutes'", "topic = 'minutes2'", 1))
+			run[1] = moved
+			if code, errs := kafkaCLI(t, "", run...); code == 0 || !strings.Contains(errs, "the views and their sink topics were tens=pm-tens, mins=minutes, now tens=pm-tens, mins=minutes2") {
+				t.Errorf("moved view sink: exit %d: %s", code, errs)
+			}
 		})
 	}
 }
