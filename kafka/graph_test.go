@@ -1,0 +1,59 @@
+package kafka
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ubiksql/ubik/sql/plan"
+)
+
+// TestCheckQuery holds the partitioning rule of a chain of views: a
+// reader runs in the view's partition only if its GROUP BY names the
+// view's columns that repeat the chain's partitioning terms, carried
+// along the chain.
+func TestCheckQuery(t *testing.T) {
+	const src = `CREATE SOURCE ev (a VARCHAR, b BIGINT, x DOUBLE, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+`
+	for _, c := range []struct {
+		name, script, want string // want "": runs
+	}{
+		{"same key", `CREATE VIEW v AS SELECT a, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY a, TUMBLE(ts, INTERVAL '1' MINUTE);
+CREATE VIEW q AS SELECT a, sum(n) AS n FROM v GROUP BY a;`, ""},
+		{"more keys, another order", `CREATE VIEW v AS SELECT b, a, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY a, b, TUMBLE(ts, INTERVAL '1' MINUTE);
+CREATE VIEW q AS SELECT n, b, a, count(*) AS c FROM v GROUP BY n, b, a;`, ""},
+		{"renamed column", `CREATE VIEW v AS SELECT a AS merchant, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY a, TUMBLE(ts, INTERVAL '1' MINUTE);
+CREATE VIEW q AS SELECT merchant, count(*) AS c FROM v GROUP BY merchant;`, ""},
+		{"global root", `CREATE VIEW v AS SELECT TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE);
+CREATE VIEW q AS SELECT n, count(*) AS c FROM v GROUP BY n;`, ""},
+		{"hop root", `CREATE VIEW v AS SELECT a, HOP_START(ts, INTERVAL '1' MINUTE, INTERVAL '2' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY a, HOP(ts, INTERVAL '1' MINUTE, INTERVAL '2' MINUTE);
+CREATE VIEW q AS SELECT a, TUMBLE_START(ws, INTERVAL '1' HOUR) AS h, sum(n) AS n FROM v GROUP BY a, TUMBLE(ws, INTERVAL '1' HOUR);`, ""},
+		{"three levels", `CREATE VIEW v AS SELECT a, b, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY a, b, TUMBLE(ts, INTERVAL '1' MINUTE);
+CREATE VIEW w AS SELECT b AS bb, a, TUMBLE_START(ws, INTERVAL '1' HOUR) AS h, sum(n) AS n FROM v GROUP BY a, b, TUMBLE(ws, INTERVAL '1' HOUR);
+CREATE VIEW q AS SELECT bb, a, sum(n) AS n FROM w GROUP BY bb, a;`, ""},
+		{"fewer keys", `CREATE VIEW v AS SELECT a, b, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY a, b, TUMBLE(ts, INTERVAL '1' MINUTE);
+CREATE VIEW q AS SELECT a, sum(n) AS n FROM v GROUP BY a;`, "query q reads view v, whose rows are partitioned by a, b (the GROUP BY of v), and does not group by v's b (group by its column b)"},
+		{"window only", `CREATE VIEW v AS SELECT a, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY a, TUMBLE(ts, INTERVAL '1' MINUTE);
+CREATE VIEW q AS SELECT TUMBLE_START(ws, INTERVAL '1' HOUR) AS h, sum(n) AS n FROM v GROUP BY TUMBLE(ws, INTERVAL '1' HOUR);`, "does not group by v's a (group by its column a)"},
+		{"an expression of the key", `CREATE VIEW v AS SELECT a, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY a, TUMBLE(ts, INTERVAL '1' MINUTE);
+CREATE VIEW q AS SELECT upper(a) AS u, sum(n) AS n FROM v GROUP BY upper(a);`, "does not group by v's a (group by its column a)"},
+		{"key not selected", `CREATE VIEW v AS SELECT TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n, max(a) AS a FROM ev GROUP BY a, TUMBLE(ts, INTERVAL '1' MINUTE);
+CREATE VIEW q AS SELECT a, sum(n) AS n FROM v GROUP BY a;`, "does not group by v's a (it does not select that term as a column)"},
+		{"lost in the middle", `CREATE VIEW v AS SELECT a, b, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY a, b, TUMBLE(ts, INTERVAL '1' MINUTE);
+CREATE VIEW w AS SELECT a, TUMBLE_START(ws, INTERVAL '1' HOUR) AS h, sum(n) AS n, max(b) AS b FROM v GROUP BY a, b, TUMBLE(ws, INTERVAL '1' HOUR);
+CREATE VIEW q AS SELECT a, b, sum(n) AS n FROM w GROUP BY a, b;`, "query q reads view w, whose rows are partitioned by a, b (the GROUP BY of v), and does not group by w's b (it does not select that term as a column)"},
+	} {
+		prog, err := plan.Compile(src+c.script, plan.CompileOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		q := prog.Queries[len(prog.Queries)-1]
+		err = CheckQuery(q)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v\nwant %q", c.name, err, c.want)
+		}
+	}
+}
