@@ -353,7 +353,7 @@ func (tl *tools) runKafka(t *testing.T, c *Case, dir string, r *rand.Rand, kr ka
 	ctx := context.Background()
 	defer func() {
 		// Internal topics are named after the query.
-		adm.DeleteTopics(ctx, src, sink, name+"-repartition", name+"-state")
+		adm.DeleteTopics(ctx, src, sink, sink+"-"+ViewName, name+"-repartition", name+"-state") // a view case's view publishes to sink-mqv
 		adm.DeleteGroups(ctx, name, name+"-in")
 	}()
 	delPolicy := "delete"

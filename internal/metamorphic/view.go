@@ -13,10 +13,11 @@ const ViewName = "mqv"
 // rows again by the same cells (g, and x and payload->'k' when the view
 // groups by them: NaN, ±Inf, -0.0, NULL, repaired strings and JSON text
 // meet a second GROUP BY) in 30-second windows over the view's window
-// start. No path but Kafka (which does not run a query over a view)
-// treats it differently: the C ABI, Python and the file run start the
-// query by name and get its graph. The case has no Query spec, so the
-// batch oracle does not load it.
+// start. Every path runs the graph: the C ABI, Python and the file run
+// start the query by name, Kafka runs the script's chain in each
+// partition (the query groups by the view's cells, the view's
+// partitioning), with the view's changelog on a topic of its own. The
+// case has no Query spec, so the batch oracle does not load it.
 func GenerateView(seed uint64, size Size) *Case {
 	c := Generate(seed, size)
 	q := *c.Query

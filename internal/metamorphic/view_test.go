@@ -20,13 +20,16 @@ func TestViewInProcess(t *testing.T) {
 	}
 }
 
-// TestViewPaths runs two view cases through the C ABI, Python and
-// `ubik run --state-dir` under kill -9 (not Kafka: a query over a view
-// does not run there).
+// TestViewPaths runs two view cases through the C ABI, Python,
+// `ubik run --state-dir` under kill -9 and Kafka (the graph in each
+// partition, repartitioned and direct, kill -9 and restart: the case's
+// query groups by the view's GROUP BY cells, so it follows the view's
+// partitioning).
 func TestViewPaths(t *testing.T) {
 	tl := build(t, t.TempDir())
-	for _, seed := range []uint64{201, 202} {
-		one(t, tl, GenerateView(seed, Size{Events: shortEvents}), paths{capi: true, python: true, file: true, short: true})
+	for i, seed := range []uint64{201, 202} {
+		kr := []kafkaRun{{partitions: 3}, {partitions: 4, direct: true}}[i]
+		one(t, tl, GenerateView(seed, Size{Events: shortEvents}), paths{capi: true, python: true, file: true, short: true, kafka: []kafkaRun{kr}})
 	}
 }
 
