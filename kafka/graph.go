@@ -155,7 +155,7 @@ func checkChain(q *plan.Query, views []*plan.Query) error {
 	return nil
 }
 
-// graphRunnerFor builds a partition's graph: the primary's records go to
+// newGraphRunner builds a partition's graph: the primary's records go to
 // emit, each view's to emitView with its query name.
 func (p *Pipeline) newGraphRunner(emit func(*changelog.Record) error, emitView func(*changelog.Record) error) (runner, error) {
 	var viewLate func(string, *drive.LateEvent)

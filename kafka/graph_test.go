@@ -57,3 +57,44 @@ CREATE VIEW q AS SELECT a, b, sum(n) AS n FROM w GROUP BY a, b;`, "query q reads
 		}
 	}
 }
+
+// TestNewViewSinks: a query over views needs a topic of its own for every
+// view of its chain, on the sink's cluster, shared with no other query,
+// the source included; a sink for a view it does not read is an error.
+func TestNewViewSinks(t *testing.T) {
+	prog, err := plan.Compile(`CREATE SOURCE ev (a VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE VIEW v AS SELECT a, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY a, TUMBLE(ts, INTERVAL '1' MINUTE);
+CREATE VIEW w AS SELECT a, TUMBLE_START(ws, INTERVAL '1' HOUR) AS h, sum(n) AS n FROM v GROUP BY a, TUMBLE(ws, INTERVAL '1' HOUR);
+CREATE VIEW q AS SELECT a, sum(n) AS n FROM w GROUP BY a;`, plan.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := prog.Queries[2]
+	ep := func(topic string, brokers ...string) Endpoint {
+		if len(brokers) == 0 {
+			brokers = []string{"k:9092"}
+		}
+		return Endpoint{Config: Config{Brokers: brokers}, Topic: topic}
+	}
+	for _, c := range []struct {
+		name  string
+		sinks map[string]Endpoint
+		want  string
+	}{
+		{"all", map[string]Endpoint{"v": ep("out-v"), "w": ep("out-w")}, ""},
+		{"one missing", map[string]Endpoint{"v": ep("out-v")}, "query q reads view w, which needs its own sink topic"},
+		{"shared with the sink", map[string]Endpoint{"v": ep("out"), "w": ep("out-w")}, "view v's sink topic out is also q's"},
+		{"shared by two views", map[string]Endpoint{"v": ep("x"), "w": ep("x")}, "view w's sink topic x is also v's"},
+		{"the source", map[string]Endpoint{"v": ep("ev"), "w": ep("out-w")}, "view v's sink topic ev is also the source's"},
+		{"another cluster", map[string]Endpoint{"v": ep("out-v", "other:9092"), "w": ep("out-w")}, "view v's sink (brokers=other:9092) must be on the cluster of the sink (brokers=k:9092)"},
+		{"not read", map[string]Endpoint{"v": ep("out-v"), "w": ep("out-w"), "z": ep("out-z")}, "a sink for view z, which query q does not read"},
+	} {
+		_, err := New(Options{Query: q, Source: ep("ev"), Sink: ep("out"), ViewSinks: c.sinks})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v\nwant %q", c.name, err, c.want)
+		}
+	}
+}
