@@ -152,19 +152,22 @@ func New(ctx context.Context, opts Options) (*Lander, error) {
 			return nil, err
 		}
 	}
-	l.upsert = fmt.Sprintf(`WITH old AS (
-  SELECT i.query, i.group_key, i.window_start, i.revision FROM %[4]s i JOIN %[1]s t ON %[3]s
+	l.upsert = fmt.Sprintf(`WITH i AS (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::boolean[], $6::bigint[], $7::text[], $8::text[])
+    AS i(query, group_key, window_start, revision, final, window_end, key, value)
+), old AS (
+  SELECT i.query, i.group_key, i.window_start, i.revision FROM i JOIN %[1]s t ON %[3]s
   WHERE t.window_start = i.window_start AND t.revision = i.revision
 ), up AS (
   INSERT INTO %[1]s AS t (query, group_key, window_start, revision, final, window_end, key, value)
-  SELECT query, group_key, window_start, revision, final, window_end, key, value::jsonb FROM %[4]s
+  SELECT query, group_key, window_start, revision, final, window_end, key, value::jsonb FROM i
   ON CONFLICT (%[2]s) DO UPDATE SET window_start = excluded.window_start, revision = excluded.revision,
     final = excluded.final, window_end = excluded.window_end, key = excluded.key, value = excluded.value,
     landed_at = now()
   WHERE (t.window_start, t.revision) < (excluded.window_start, excluded.revision)
   RETURNING 1
 )
-SELECT (SELECT count(*) FROM up), (SELECT count(*) FROM old)`, t, pk, match, stageTable)
+SELECT (SELECT count(*) FROM up), (SELECT count(*) FROM old)`, t, pk, match)
 	l.get = fmt.Sprintf(`SELECT key, value::text, window_start, revision, final, window_end FROM %s
 WHERE query = $1 AND group_key = $2`, t)
 	if opts.Mode == land.History {
@@ -242,40 +245,19 @@ func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result
 	return res.Add(r), nil
 }
 
-// stageTable is the session-local table a batch is copied into before the
-// guarded upsert reads it. It is created on a connection's first batch (one
-// shape for every lander, whatever its table) and emptied by every commit,
-// so it never holds rows between batches.
-const stageTable = "pg_temp.ubik_pglander_stage"
-
-var stageColumns = []string{"query", "group_key", "window_start", "revision", "final", "window_end", "key", "value"}
-
-const stageDDL = `CREATE TEMPORARY TABLE IF NOT EXISTS ubik_pglander_stage (
-  query text, group_key text, window_start bigint, revision bigint, final boolean, window_end bigint, key text, value text
-) ON COMMIT DELETE ROWS`
-
-// write lands one batch of distinct identities in one transaction: a
-// binary COPY into the stage table, then the guarded upsert from it.
 func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, error) {
-	conn, err := l.o.Pool.Acquire(ctx)
-	if err != nil {
-		return land.Result{}, fmt.Errorf("pglander: upsert into %s: %w", l.table, err)
+	n := len(items)
+	var (
+		query, group, key, value = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		ws, rev, we              = make([]int64, n), make([]int64, n), make([]int64, n)
+		final                    = make([]bool, n)
+	)
+	for i, it := range items {
+		query[i], group[i], key[i], value[i] = it.Query, string(it.Group), string(it.Key), string(it.Value)
+		ws[i], rev[i], we[i], final[i] = it.Version.WindowStart, int64(it.Version.Revision), it.WindowEnd, it.Final
 	}
-	defer conn.Release()
 	var landed, dup int64
-	for try := 0; ; try++ {
-		landed, dup, err = l.writeTx(ctx, conn.Conn(), items)
-		var pe *pgconn.PgError
-		// undefined_table: the connection's first batch (or a session that
-		// lost its temporary tables): create the stage table once, retry.
-		if try == 0 && errors.As(err, &pe) && pe.Code == "42P01" && strings.Contains(pe.Message, "ubik_pglander_stage") {
-			if _, err := conn.Exec(ctx, stageDDL); err != nil {
-				return land.Result{}, fmt.Errorf("pglander: creating the stage table for %s: %w", l.table, err)
-			}
-			continue
-		}
-		break
-	}
+	err := l.o.Pool.QueryRow(ctx, l.upsert, query, group, ws, rev, final, we, key, value).Scan(&landed, &dup)
 	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "22P02" {
@@ -284,46 +266,8 @@ func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, err
 		}
 		return land.Result{}, fmt.Errorf("pglander: upsert into %s: %w", l.table, err)
 	}
-	n := len(items)
 	return land.Result{Landed: int(landed), Duplicate: int(dup), Superseded: n - int(landed) - int(dup)}, nil
 }
-
-func (l *Lander) writeTx(ctx context.Context, conn *pgx.Conn, items []land.Item) (landed, dup int64, err error) {
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	n, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", "ubik_pglander_stage"}, stageColumns, &stageRows{items: items, i: -1})
-	if err != nil {
-		return 0, 0, err
-	}
-	if n != int64(len(items)) {
-		return 0, 0, fmt.Errorf("COPY took %d of %d rows", n, len(items))
-	}
-	if err := tx.QueryRow(ctx, l.upsert).Scan(&landed, &dup); err != nil {
-		return 0, 0, err
-	}
-	return landed, dup, tx.Commit(ctx)
-}
-
-// stageRows is a pgx.CopyFromSource over the batch, one row at a time, so
-// the batch is not copied into [][]any first.
-type stageRows struct {
-	items []land.Item
-	i     int
-	row   [8]any
-}
-
-func (s *stageRows) Next() bool { s.i++; return s.i < len(s.items) }
-
-func (s *stageRows) Values() ([]any, error) {
-	it := &s.items[s.i]
-	s.row = [8]any{it.Query, string(it.Group), it.Version.WindowStart, int64(it.Version.Revision), it.Final, it.WindowEnd, string(it.Key), string(it.Value)}
-	return s.row[:], nil
-}
-
-func (s *stageRows) Err() error { return nil }
 
 // Get implements land.Lander.
 func (l *Lander) Get(ctx context.Context, ref land.Ref) (land.Stored, error) {
