@@ -156,6 +156,9 @@ func (o *Operator) run(w *work, first *error) (done bool, err error) {
 			g := w.list[w.next]
 			w.list[w.next] = nil
 			w.next++
+			if g == nil { // finalized while on the list (Operator.finalize)
+				continue
+			}
 			g.set(inDirty, false)
 			if g.has(dead) || g.dirtyAt == 0 {
 				continue

@@ -19,7 +19,7 @@ type group struct {
 	revision  uint64
 	dirtyAt   int64 // nanotime of the first change since the last emission; 0 = clean
 	seq       uint64
-	heapIndex int32 // sessions: position in the close heap
+	heapIndex int32 // sessions: position in the close heap; aligned windows: slot in the dirty list (Operator.finalize)
 	flags     groupFlags
 }
 

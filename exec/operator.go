@@ -697,6 +697,11 @@ func (o *Operator) changed(g *group) error {
 	case plan.EmitEarly:
 		if !g.has(inDirty) {
 			g.set(inDirty, true)
+			if o.buckets != nil && len(o.dirty) < math.MaxInt32 {
+				// An aligned window's group has no heap position: the
+				// field holds its slot in the dirty list (finalize).
+				g.heapIndex = int32(len(o.dirty))
+			}
 			o.dirty = append(o.dirty, g)
 		}
 	}
@@ -762,6 +767,15 @@ func (o *Operator) emitClock() int64 {
 
 func (o *Operator) finalize(g *group) error {
 	o.stats.WindowsFinalized++
+	if g.has(inDirty) && o.buckets != nil {
+		// A flush would skip it once dead; clearing its slot now lets the
+		// finalized window's chunks go before the next flush (between two
+		// flushes a HOP query finalizes hundreds of windows). A slot of a
+		// flush already queued stays: that flush skips it.
+		if i := int(g.heapIndex); i >= 0 && i < len(o.dirty) && o.dirty[i] == g {
+			o.dirty[i] = nil
+		}
+	}
 	err := o.emit(g, true)
 	o.dropGroup(g)
 	return err
