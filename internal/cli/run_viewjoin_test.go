@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -86,5 +87,21 @@ func TestKill9ResumeViewJoinTwoSources(t *testing.T) {
 	gotB, _ := os.ReadFile(got)
 	if bytes.Count(refB, []byte("\n")) < 1000 || !bytes.Equal(refB, gotB) {
 		t.Fatalf("after %d kills the changelog differs from the uninterrupted run (%d vs %d bytes)", kills, len(refB), len(gotB))
+	}
+}
+
+// TestViewJoinTwoSourcesExplain: explain's graph shows both branches of
+// the join, one line per source.
+func TestViewJoinTwoSourcesExplain(t *testing.T) {
+	dir := t.TempDir()
+	sql := filepath.Join(dir, "q.sql")
+	os.WriteFile(sql, fmt.Appendf(nil, viewJoinRunSQL, filepath.Join(dir, "clicks.jsonl")), 0o644)
+	env, out, errb := runTestEnv("")
+	if code := Main(context.Background(), env, []string{"explain", sql}); code != 0 {
+		t.Fatalf("explain: exit %d: %s", code, errb)
+	}
+	want := "graph: impressions -> shown -> both_seen\ngraph: clicks -> clicked -> both_seen\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("explain lacks %q:\n%s", want, out)
 	}
 }
