@@ -156,7 +156,7 @@ func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		g.roots = append(g.roots, n)
 	}
 	if len(g.sources) == 2 && !g.joinsSources() {
-		return nil, fmt.Errorf("drive: the graph's queries read two sources (%s, %s), but none joins a view of one with a view of the other; a graph reads two inputs only for such a join", g.sources[0].Name, g.sources[1].Name)
+		return nil, fmt.Errorf("drive: the graph's queries read two sources (%s, %s), but none joins a view of one with a view of the other; a graph reads two inputs only for such a join: run the queries of each source in a graph of their own", g.sources[0].Name, g.sources[1].Name)
 	}
 	g.reporter = g.roots[0]
 	if len(g.primary.q.Views()) == 0 {
@@ -524,7 +524,7 @@ func (g *Graph) CloseOpenWindows() error {
 // close, then each reader after its view's last rows.
 func (g *Graph) Close() error {
 	if g.ended[0] && (len(g.sources) < 2 || g.ended[1]) {
-		return ErrClosed
+		return nil // closed already: a second Close does nothing
 	}
 	for i := range g.sources {
 		if g.ended[i] {
