@@ -133,7 +133,18 @@ func (q *Query) InputWatermarks() (first, second int64) { return q.d.InputWaterm
 func (q *Query) inputKind(input string) (bool, error) {
 	src := q.plan.Source
 	var second string
+	g, isGraph := q.d.(*drive.Graph)
+	if isGraph {
+		// A graph's inputs are declared sources: the first, and the second
+		// of a join of two views over two sources.
+		srcs := g.Sources()
+		src, second = srcs[0], ""
+		if len(srcs) > 1 {
+			second = srcs[1].Name
+		}
+	}
 	switch {
+	case isGraph:
 	case q.plan.Join != nil:
 		src, second = q.plan.Join.Stream, q.plan.Join.Table.Name
 	case q.plan.IJoin != nil:

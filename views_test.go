@@ -163,6 +163,7 @@ type viewOpts struct {
 	primary  string
 	script   string
 	eventsIn []([]byte)
+	inputOf  []string // the input each event goes to (PushInput); nil: Push
 }
 
 func recText(r changelog.Record) string {
@@ -230,7 +231,11 @@ func runViews(t *testing.T, o viewOpts) viewRun {
 	}
 	crashed := map[int]bool{}
 	for i := 0; i < len(o.eventsIn); i++ {
-		do(func() error { return q.Push(o.eventsIn[i]) })
+		if o.inputOf != nil {
+			do(func() error { return q.PushInput(o.inputOf[i], o.eventsIn[i]) })
+		} else {
+			do(func() error { return q.Push(o.eventsIn[i]) })
+		}
 		if o.pull && i%3 == 0 {
 			// Take only some records now and then: the bound and the
 			// inbox hold the rest.

@@ -105,9 +105,11 @@ WHERE side = 1 AND category = 10 AND place.state IN ('OR', 'ID', 'CA')
 GROUP BY place.state, place.city, window_start`,
 	},
 	// Nexmark q8: the (person, window) and (seller, window) groups of the
-	// 10-second TUMBLE, joined on the person and the window.
+	// 10-second TUMBLE, joined on the person and the window. The key is
+	// ubik's q8 GROUP BY: (id, name, window_start), one row each, since each
+	// side has one row per (key, window).
 	"q8": {
-		Name: "q8", Input: "auction", Persons: true, Key: []string{"id", "window_start"},
+		Name: "q8", Input: "auction", Persons: true, Key: []string{"id", "name", "window_start"},
 		SQL: `WITH new_persons AS (
   SELECT id, name, time_bucket(INTERVAL '10 seconds', date_time) AS window_start
   FROM person GROUP BY id, name, window_start),

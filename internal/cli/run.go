@@ -207,7 +207,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	if len(pqs) > 1 {
 		for _, pq := range pqs[1:] {
-			if a, b := inputQuery(pqs[0]).Source, inputQuery(pq).Source; a != b {
+			if a, b := inputQuery(pqs[0]).Source, inputQuery(pq).Source; a != b && graphSecond(pqs) == nil {
 				return fmt.Errorf("%w: queries %s and %s read different sources (%s, %s), and a run reads one input: run each with --query", ErrUsage, pqs[0].Name, pq.Name, a.Name, b.Name)
 			}
 		}
@@ -229,6 +229,10 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	pq := pqs[0]
 	input := inputQuery(pq).Source // the declared source the run reads (a view's, for a query over views)
+	second := graphSecond(pqs)     // a join of two views over two sources: the other source
+	if second != nil {
+		input = inputQuery(pqs[len(pqs)-1]).Source // the graph's first input: its primary's
+	}
 	if pq.IJoin != nil && len(pq.Views()) == 0 && len(pqs) > 1 {
 		return fmt.Errorf("%w: query %s is an interval join of two inputs, which runs alone: choose it with --query", ErrUsage, pq.Name)
 	}
@@ -516,11 +520,17 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 
 	if pq.IJoin != nil && len(pq.Views()) == 0 {
-		if right, err = openRightInput(pq, resume.RightOffset, resume.RightLine); err != nil {
+		if right, err = openRightInput(pq.IJoin.Right, pq.IJoin.Left, resume.RightOffset, resume.RightLine); err != nil {
 			return err
 		}
+	} else if second != nil {
+		if right, err = openRightInput(second, input, resume.RightOffset, resume.RightLine); err != nil {
+			return err
+		}
+	}
+	if right != nil {
 		defer right.fh.Close()
-		if err := right.csvHeader(q, resumed, pq.IJoin.Right.Options["header"]); err != nil {
+		if err := right.csvHeader(q, resumed, right.src.Options["header"]); err != nil {
 			return err
 		}
 	}

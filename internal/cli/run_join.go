@@ -13,6 +13,7 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/sql/plan"
 )
 
 // A query with a temporal join reads two files: the stream (--input or its
@@ -176,6 +177,7 @@ func (j *joinMetrics) collect(s *ubik.Stats, c, g func(*prometheus.Desc, float64
 
 // rightInput reads the right stream's file of an interval join.
 type rightInput struct {
+	src        *plan.Source
 	name, path string
 	fh         *os.File
 	br         *bufio.Reader
@@ -186,14 +188,13 @@ type rightInput struct {
 	reported   int
 }
 
-func openRightInput(pq *planQuery, offset, line int64) (*rightInput, error) {
-	r := pq.IJoin.Right
+func openRightInput(r, left *plan.Source, offset, line int64) (*rightInput, error) {
 	if strings.EqualFold(r.Options["connector"], "kafka") {
-		return nil, fmt.Errorf("%w: source %s is a Kafka topic: an interval join runs from files (or the Go API); give %s a file (WITH (path = 'FILE'))", ErrUsage, r.Name, r.Name)
+		return nil, fmt.Errorf("%w: source %s is a Kafka topic: a join of two inputs runs from files (or the Go API); give %s a file (WITH (path = 'FILE'))", ErrUsage, r.Name, r.Name)
 	}
 	path := r.Options["path"]
 	if path == "" {
-		return nil, fmt.Errorf("%w: source %s has no path option: a file run of an interval join reads its right input, %s, from WITH (path = 'FILE') (the left, %s, from --input or its path)", ErrUsage, r.Name, r.Name, pq.IJoin.Left.Name)
+		return nil, fmt.Errorf("%w: source %s has no path option: a file run of a join of two inputs reads the second, %s, from WITH (path = 'FILE') (the first, %s, from --input or its path)", ErrUsage, r.Name, r.Name, left.Name)
 	}
 	fh, err := os.Open(path)
 	if err != nil {
@@ -205,7 +206,7 @@ func openRightInput(pq *planQuery, offset, line int64) (*rightInput, error) {
 			return nil, fmt.Errorf("resume: %w", err)
 		}
 	}
-	return &rightInput{name: r.Name, path: path, fh: fh, br: bufio.NewReaderSize(fh, 1<<20),
+	return &rightInput{src: r, name: r.Name, path: path, fh: fh, br: bufio.NewReaderSize(fh, 1<<20),
 		csv: strings.EqualFold(r.Options["format"], "csv"), offset: offset, line: line}, nil
 }
 

@@ -134,3 +134,35 @@ func targetNames(targets []*runTarget) string {
 	}
 	return strings.Join(names, ",")
 }
+
+// graphSecond returns the second declared source of a graph of views (a
+// join of two views over two different sources), the one read beside the
+// primary's: nil when the queries' views read one source.
+func graphSecond(qs []*plan.Query) *plan.Source {
+	if !readsView(qs) {
+		return nil
+	}
+	first := inputQuery(qs[len(qs)-1]).Source
+	var walk func(q *plan.Query) *plan.Source
+	walk = func(q *plan.Query) *plan.Source {
+		vs := q.Views()
+		if len(vs) == 0 {
+			if q.Source != first {
+				return q.Source
+			}
+			return nil
+		}
+		for _, v := range vs {
+			if s := walk(v); s != nil {
+				return s
+			}
+		}
+		return nil
+	}
+	for _, q := range qs {
+		if s := walk(q); s != nil {
+			return s
+		}
+	}
+	return nil
+}

@@ -48,7 +48,12 @@ import (
 type Graph struct {
 	nodes   []*gnode // upstream before downstream
 	primary *gnode
-	roots   []*gnode // the nodes reading the declared source
+	roots   []*gnode // the nodes reading a declared source
+	// sources are the declared sources the roots read: one, or two for a
+	// join of two views over different sources (the left view's first).
+	// The first is the host's Push input, the second its PushTable input.
+	sources []*plan.Source
+	ended   [2]bool // the inputs ended (EndTable, Close)
 	// reporter is the root whose input counters and event errors the
 	// graph reports: the primary when it reads the source, else the first.
 	reporter *gnode
@@ -62,6 +67,7 @@ type gnode struct {
 	in      []gitem // what waits to enter d, oldest first
 	head    int
 	mark    [2]int64 // the last watermark marker put into in, per input
+	input   int      // a root: the index of its source in Graph.sources
 	// A join of two views: the inputs whose close (or close of the open
 	// windows) has arrived; the node acts once both have.
 	closed, closedOpen [2]bool
@@ -150,7 +156,6 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		add(q)
 	}
 	g.primary = byQuery[primary]
-	var src *plan.Source
 	for _, n := range g.nodes {
 		if j := n.q.IJoin; j != nil {
 			if j.Left.View == nil || j.Right.View == nil {
@@ -167,11 +172,18 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			up.readers = append(up.readers, gedge{n, 0})
 			continue
 		}
-		if src != nil && n.q.Source != src {
-			return nil, fmt.Errorf("drive: queries %s and %s read different sources (%s, %s); a graph reads one input", g.roots[0].q.Name, n.q.Name, src.Name, n.q.Source.Name)
+		n.input = slices.Index(g.sources, n.q.Source)
+		if n.input < 0 {
+			if len(g.sources) == 2 {
+				return nil, fmt.Errorf("drive: query %s reads %s, a third source (the graph reads %s and %s); a graph reads at most two inputs, the two sides of a join of two views", n.q.Name, n.q.Source.Name, g.sources[0].Name, g.sources[1].Name)
+			}
+			n.input = len(g.sources)
+			g.sources = append(g.sources, n.q.Source)
 		}
-		src = n.q.Source
 		g.roots = append(g.roots, n)
+	}
+	if len(g.sources) == 2 && !g.joinsSources() {
+		return nil, fmt.Errorf("drive: the graph's queries read two sources (%s, %s), but none joins a view of one with a view of the other; a graph reads two inputs only for such a join: run the queries of each source in a graph of their own", g.sources[0].Name, g.sources[1].Name)
 	}
 	g.reporter = g.roots[0]
 	if len(g.primary.q.Views()) == 0 {
@@ -217,6 +229,48 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		n.d = d
 	}
 	return g, nil
+}
+
+// joinsSources reports whether a join of two views in the graph has one
+// side over each of its two sources.
+func (g *Graph) joinsSources() bool {
+	var src func(q *plan.Query) *plan.Source
+	src = func(q *plan.Query) *plan.Source {
+		for vs := q.Views(); len(vs) > 0; vs = q.Views() {
+			q = vs[0]
+		}
+		return q.Source
+	}
+	for _, n := range g.nodes {
+		if j := n.q.IJoin; j != nil && j.Left.View != nil && j.Right.View != nil && src(j.Left.View) != src(j.Right.View) {
+			return true
+		}
+	}
+	return false
+}
+
+// Sources returns the declared sources the graph reads: the first is the
+// Push input, the second (a join of views over two sources) the
+// PushTable input.
+func (g *Graph) Sources() []*plan.Source { return g.sources }
+
+// rootsOf returns the roots reading input i.
+func (g *Graph) rootsOf(i int) []*gnode {
+	var out []*gnode
+	for _, n := range g.roots {
+		if n.input == i {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// reporterOf is the root whose counters stand for input i.
+func (g *Graph) reporterOf(i int) *gnode {
+	if i == 0 {
+		return g.reporter
+	}
+	return g.rootsOf(i)[0]
 }
 
 // Primary returns the primary's driver.
@@ -393,6 +447,9 @@ func (g *Graph) admit() error {
 		return ErrBackpressure
 	}
 	for _, n := range g.roots {
+		if g.ended[n.input] {
+			continue // its input ended: nothing more comes to it
+		}
 		if err := n.d.admit(); err != nil {
 			return err
 		}
@@ -402,15 +459,22 @@ func (g *Graph) admit() error {
 
 // each runs f on every root (the host's input goes to all of them) and
 // returns the reporter's error; a fatal error stops it.
-func (g *Graph) each(f func(d *Driver) error) error {
+func (g *Graph) each(f func(d *Driver) error) error { return g.eachOf(0, f) }
+
+// eachOf is each for the roots of input i.
+func (g *Graph) eachOf(i int, f func(d *Driver) error) error {
 	var res error
+	rep := g.reporterOf(i)
 	for _, n := range g.roots {
+		if n.input != i {
+			continue
+		}
 		err := f(n.d)
 		g.marked(n)
 		if err != nil && n.d.fatal != nil {
 			return g.fail(err)
 		}
-		if n == g.reporter {
+		if n == rep {
 			res = err
 		}
 	}
@@ -482,7 +546,7 @@ func (g *Graph) PushRow(row []types.Value) error {
 
 // ReportMalformed counts an input record the host could not hand over.
 func (g *Graph) ReportMalformed() {
-	for _, n := range g.roots {
+	for _, n := range g.rootsOf(0) {
 		n.d.ReportMalformed()
 	}
 }
@@ -521,7 +585,7 @@ func (g *Graph) failIfFatal(n *gnode, err error) error {
 // AdvanceWatermark moves the input's watermark (the roots'); the readers
 // follow by their markers.
 func (g *Graph) AdvanceWatermark(wm int64) error {
-	return g.control(func(d *Driver) error { return d.AdvanceWatermark(wm) }, 0)
+	return g.controlOf(0, func(d *Driver) error { return d.AdvanceWatermark(wm) }, 0)
 }
 
 // CloseOpenWindows finalizes the roots' open windows, then, after those
@@ -530,17 +594,35 @@ func (g *Graph) CloseOpenWindows() error {
 	return g.control((*Driver).CloseOpenWindows, itemCloseOpen)
 }
 
-// Close ends the input: the roots close, then each reader after its
-// view's last rows.
+// Close ends the input (both inputs, when the graph reads two): the roots
+// close, then each reader after its view's last rows.
 func (g *Graph) Close() error {
-	return g.control((*Driver).Close, itemClose)
+	if g.ended[0] && (len(g.sources) < 2 || g.ended[1]) {
+		return nil // closed already: a second Close does nothing
+	}
+	for i := range g.sources {
+		if g.ended[i] {
+			continue
+		}
+		g.ended[i] = true
+		if err := g.controlOf(i, (*Driver).Close, itemClose); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func (g *Graph) control(f func(*Driver) error, pass gitemKind) error {
+func (g *Graph) control(f func(*Driver) error, pass gitemKind) error { return g.controlOf(-1, f, pass) }
+
+// controlOf is control on the roots of input i (-1: every root).
+func (g *Graph) controlOf(i int, f func(*Driver) error, pass gitemKind) error {
 	if g.fatal != nil {
 		return g.fatal
 	}
 	for _, n := range g.roots {
+		if i >= 0 && n.input != i {
+			continue
+		}
 		if err := f(n.d); err != nil && !g.skipped(n, err) {
 			return g.failIfFatal(n, err)
 		}
@@ -678,31 +760,83 @@ func (g *Graph) FinishRestore() {
 	}
 }
 
-// ErrGraphTable is returned by a graph's table calls: a query over views
-// has no versioned table input (the binder refuses a temporal join in a
-// graph).
-var ErrGraphTable = errors.New("a query over views has no versioned table input")
+// ErrGraphTable is returned by a graph's second-input calls when the graph
+// reads one source: a query over views has no versioned table input (the
+// binder refuses a temporal join in a graph), and its second input is
+// that of a join of two views over two different sources.
+var ErrGraphTable = errors.New("a query over views has no second input: its views read one source (a second input is the other source of a join of two views over two sources)")
 
-// PushTable refuses: see ErrGraphTable.
-func (g *Graph) PushTable([]byte) error { return ErrGraphTable }
+// second checks that the graph has a second input that has not ended.
+func (g *Graph) second() error {
+	if len(g.sources) < 2 {
+		return ErrGraphTable
+	}
+	if g.ended[1] {
+		return fmt.Errorf("%w: input %s has ended", ErrClosed, g.sources[1].Name)
+	}
+	return nil
+}
 
-// PushTableRow refuses: see ErrGraphTable.
-func (g *Graph) PushTableRow([]types.Value) error { return ErrGraphTable }
+// PushTable decodes one record of the second source and applies it to
+// the roots reading it (see ErrGraphTable).
+func (g *Graph) PushTable(raw []byte) error {
+	if err := g.second(); err != nil {
+		return err
+	}
+	if err := g.admit(); err != nil {
+		return err
+	}
+	return g.eachOf(1, func(d *Driver) error { return d.Push(raw) })
+}
 
-// AdvanceTableWatermark refuses: see ErrGraphTable.
-func (g *Graph) AdvanceTableWatermark(int64) error { return ErrGraphTable }
+// PushTableRow applies one typed row of the second source.
+func (g *Graph) PushTableRow(row []types.Value) error {
+	if err := g.second(); err != nil {
+		return err
+	}
+	if err := g.admit(); err != nil {
+		return err
+	}
+	return g.eachOf(1, func(d *Driver) error { return d.PushRow(row) })
+}
 
-// EndTable refuses: see ErrGraphTable.
-func (g *Graph) EndTable() error { return ErrGraphTable }
+// AdvanceTableWatermark moves the second source's watermark.
+func (g *Graph) AdvanceTableWatermark(wm int64) error {
+	if err := g.second(); err != nil {
+		return err
+	}
+	return g.controlOf(1, func(d *Driver) error { return d.AdvanceWatermark(wm) }, 0)
+}
 
-// TableCounts is zero: a graph has no table input.
-func (g *Graph) TableCounts() Counts { return Counts{} }
+// EndTable ends the second source: its roots close, then their readers
+// after the views' last rows; the first source goes on.
+func (g *Graph) EndTable() error {
+	if err := g.second(); err != nil {
+		return err
+	}
+	g.ended[1] = true
+	return g.controlOf(1, (*Driver).Close, itemClose)
+}
+
+// TableCounts are the second source's input counters (zero with one).
+func (g *Graph) TableCounts() Counts {
+	if len(g.sources) < 2 {
+		return Counts{}
+	}
+	return g.reporterOf(1).d.Counts()
+}
 
 // JoinStats is zero: a graph has no temporal join.
 func (g *Graph) JoinStats() JoinStats { return JoinStats{} }
 
-// InputWatermarks: a graph's queries read one declared input.
-func (g *Graph) InputWatermarks() (int64, int64) { return math.MinInt64, math.MinInt64 }
+// InputWatermarks are the watermarks of the graph's two sources (the
+// first root of each); math.MinInt64 for both when it reads one.
+func (g *Graph) InputWatermarks() (int64, int64) {
+	if len(g.sources) < 2 {
+		return math.MinInt64, math.MinInt64
+	}
+	return g.rootsOf(0)[0].d.Watermark(), g.rootsOf(1)[0].d.Watermark()
+}
 
 // IntervalStats are the primary's interval join's (zero without one).
 func (g *Graph) IntervalStats() IntervalStats { return g.primary.d.IntervalStats() }

@@ -28,13 +28,14 @@ func graphQueries(t *testing.T) map[string]*plan.Query {
 	return m
 }
 
-// TestGraphRefusals: a graph reads one input, and a query that feeds
+// TestGraphRefusals: a graph reads two inputs only for a join of views
+// over them, and a query that feeds
 // another delivers by callback.
 func TestGraphRefusals(t *testing.T) {
 	qs := graphQueries(t)
 	emit := func(*changelog.Record) error { return nil }
-	if _, err := NewGraph(qs["ra"], []*plan.Query{qs["vb"]}, Config{Emit: emit}, nil, nil); err == nil || !strings.Contains(err.Error(), "different sources") {
-		t.Errorf("two sources: %v", err)
+	if _, err := NewGraph(qs["ra"], []*plan.Query{qs["vb"]}, Config{Emit: emit}, nil, nil); err == nil || !strings.Contains(err.Error(), "none joins a view of one with a view of the other") {
+		t.Errorf("two sources without a join: %v", err)
 	}
 	if _, err := NewGraph(qs["va"], []*plan.Query{qs["ra"]}, Config{MaxPending: 4}, nil, nil); err == nil || !strings.Contains(err.Error(), "callback") {
 		t.Errorf("a pulled primary with a reader: %v", err)

@@ -217,12 +217,23 @@ func (p *Program) Graph() []string {
 		if len(p.ViewReaders(q)) > 0 || len(q.Views()) == 0 {
 			continue
 		}
-		ups := q.Upstream()
-		path := []string{ups[len(ups)-1].Source.Name}
-		for i := len(ups) - 1; i >= 0; i-- {
-			path = append(path, ups[i].Name)
-		}
-		lines = append(lines, strings.Join(append(path, q.Name), " -> "))
+		lines = append(lines, paths(q)...)
 	}
 	return lines
+}
+
+// paths renders every path from a declared source to q, a join of two
+// views giving one per side (the left first).
+func paths(q *Query) []string {
+	vs := q.Views()
+	if len(vs) == 0 {
+		return []string{q.Source.Name + " -> " + q.Name}
+	}
+	var out []string
+	for _, v := range vs {
+		for _, p := range paths(v) {
+			out = append(out, p+" -> "+q.Name)
+		}
+	}
+	return out
 }
