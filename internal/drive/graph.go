@@ -388,7 +388,8 @@ func (g *Graph) pump() error {
 			case itemCloseOpen:
 				if two {
 					n.closedOpen[it.side] = true
-					act = n.closedOpen[0] && n.closedOpen[1]
+					// An input that has ended has no open window left.
+					act = (n.closedOpen[0] || n.closed[0]) && (n.closedOpen[1] || n.closed[1])
 					if act {
 						n.closedOpen = [2]bool{}
 					}
@@ -588,10 +589,19 @@ func (g *Graph) AdvanceWatermark(wm int64) error {
 	return g.controlOf(0, func(d *Driver) error { return d.AdvanceWatermark(wm) }, 0)
 }
 
-// CloseOpenWindows finalizes the roots' open windows, then, after those
-// rows, every reader's.
+// CloseOpenWindows finalizes the open windows of the roots whose input
+// has not ended, then, after those rows, every reader's (a join of two
+// views whose other input ended acts on this one's alone).
 func (g *Graph) CloseOpenWindows() error {
-	return g.control((*Driver).CloseOpenWindows, itemCloseOpen)
+	for i := range g.sources {
+		if g.ended[i] {
+			continue
+		}
+		if err := g.controlOf(i, (*Driver).CloseOpenWindows, itemCloseOpen); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close ends the input (both inputs, when the graph reads two): the roots

@@ -135,3 +135,40 @@ func TestGraphClosed(t *testing.T) {
 		t.Errorf("second close: %v, fatal %v", err, g.Err())
 	}
 }
+
+// TestGraphTwoInputsCloseOpen: with the second input ended, closing the
+// open windows closes the first input's and then the join's (an ended
+// input has none left), and the join's final row comes out.
+func TestGraphTwoInputsCloseOpen(t *testing.T) {
+	prog, err := plan.Compile(`CREATE SOURCE a (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE SOURCE b (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE VIEW va AS SELECT g, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM a GROUP BY g, TUMBLE(ts, INTERVAL '1' SECOND) EMIT FINAL;
+CREATE VIEW vb AS SELECT g, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM b GROUP BY g, TUMBLE(ts, INTERVAL '1' SECOND) EMIT FINAL;
+CREATE VIEW j AS SELECT x.g, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, sum(y.n) AS n FROM va x JOIN vb y ON x.g = y.g AND x.ws = y.ws
+  GROUP BY x.g, TUMBLE(x.ws, INTERVAL '1' SECOND);`, plan.CompileOptions{OwnOutputs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	emit := func(r *changelog.Record) error { got = append(got, string(r.Key)); return nil }
+	g, err := NewGraph(prog.Queries[2], []*plan.Query{prog.Queries[0]}, Config{Emit: emit}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { return g.Push([]byte(`{"g": "k", "ts": "2026-01-01 00:00:00.5"}`)) },
+		func() error { return g.PushTable([]byte(`{"g": "k", "ts": "2026-01-01 00:00:00.7"}`)) },
+		g.EndTable,
+		g.CloseOpenWindows,
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 1 || got[0] != `["k", "2026-01-01 00:00:00"]` {
+		t.Fatalf("records %q", got)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

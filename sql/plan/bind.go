@@ -68,6 +68,9 @@ func (b *binder) query(name string, sel *parser.Select, sources map[string]*Sour
 		return nil, err
 	}
 	if len(sel.GroupBy) == 0 && !hasAggregate(sel) {
+		if j := q.IJoin; j != nil {
+			return nil, b.errAt(sel.P, "query %s neither aggregates nor groups (ubik runs aggregating queries); to publish each joined row once, group the rows: %s", name, qb.joinGroupHint(sel, j))
+		}
 		return nil, b.errAt(sel.P, "query %s neither aggregates nor groups: ubik runs aggregating queries (GROUP BY and/or aggregate functions such as count(*), sum(x))", name)
 	}
 	post := &scope{clause: "SELECT", q: qb, post: true}

@@ -237,3 +237,66 @@ func paths(q *Query) []string {
 	}
 	return out
 }
+
+// joinGroupHint says what to write instead of a join that neither
+// aggregates nor groups: group the joined rows by the columns selected,
+// with a window over the time input's event time, so that each joined row
+// is one (group, window), published once when its window closes.
+func (qb *queryBinder) joinGroupHint(sel *parser.Select, j *IntervalJoin) string {
+	src, alias := j.Left, j.LeftAlias
+	if j.TimeSide == 1 {
+		src, alias = j.Right, j.RightAlias
+	}
+	if src.TimeCol < 0 {
+		return "GROUP BY the columns you select"
+	}
+	tcol := src.Columns[src.TimeCol].Name
+	size := "INTERVAL '1' SECOND"
+	if v := src.View; v != nil && v.Window != nil && v.Window.Kind != Session {
+		slide := v.Window.Slide
+		if v.Window.Kind == Tumble || slide <= 0 {
+			slide = v.Window.Size
+		}
+		size = intervalLit(slide)
+	}
+	tcRef := alias + "." + tcol
+	var cols []string
+	tsAs := tcol
+	for _, it := range sel.Items {
+		c, ok := it.Expr.(*parser.ColumnRef)
+		if !ok {
+			continue
+		}
+		name := c.Name.Name
+		if c.Qualifier != nil {
+			name = c.Qualifier.Name + "." + name
+		}
+		if strings.EqualFold(c.Name.Name, tcol) && (c.Qualifier == nil || strings.EqualFold(c.Qualifier.Name, alias)) {
+			if it.Alias != nil {
+				tsAs = it.Alias.Name
+			}
+			continue
+		}
+		cols = append(cols, name)
+	}
+	list := strings.Join(cols, ", ")
+	if list != "" {
+		list += ", "
+	}
+	win := fmt.Sprintf("TUMBLE(%s, %s)", tcRef, size)
+	return fmt.Sprintf("SELECT %sTUMBLE_START(%s, %s) AS %s ... GROUP BY %s%s", list, tcRef, size, tsAs, list, win)
+}
+
+// intervalLit renders d (µs) as an INTERVAL literal in its largest whole
+// unit.
+func intervalLit(d int64) string {
+	for _, u := range []struct {
+		us   int64
+		name string
+	}{{86400e6, "DAY"}, {3600e6, "HOUR"}, {60e6, "MINUTE"}, {1e6, "SECOND"}} {
+		if d > 0 && d%u.us == 0 {
+			return fmt.Sprintf("INTERVAL '%d' %s", d/u.us, u.name)
+		}
+	}
+	return fmt.Sprintf("INTERVAL '%d' MILLISECOND", d/1000)
+}
