@@ -620,7 +620,12 @@ func mixedPartitioner(manual map[string]bool) kgo.Partitioner {
 
 // poll waits at most the commit interval for records.
 func (p *Pipeline) poll(ctx context.Context, s *kgo.GroupTransactSession) (kgo.Fetches, error) {
-	pctx, cancel := context.WithTimeout(ctx, p.opts.CommitInterval)
+	return p.pollFor(ctx, s, p.opts.CommitInterval)
+}
+
+// pollFor waits at most wait for records.
+func (p *Pipeline) pollFor(ctx context.Context, s *kgo.GroupTransactSession, wait time.Duration) (kgo.Fetches, error) {
+	pctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	fs := s.PollRecords(pctx, p.opts.MaxPollRecords)
 	if ctx.Err() != nil {
