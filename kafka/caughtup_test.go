@@ -152,3 +152,40 @@ func TestUntilCaughtUpAfterStop(t *testing.T) {
 	vf := follow(t, addrs, "view-out", true)
 	vf.waitLatest(t, continuousOracle(evs), 30*time.Second)
 }
+
+// TestTransactionTakesManyPolls: one aggregate transaction takes the
+// polls of a commit interval, not one poll each: 6000 events read 100 per poll (60
+// polls) with a 5 s commit interval commit in a few transactions, and the
+// finals equal the oracle (every record polled inside a transaction is
+// processed and committed in it). The transaction carrying the finals
+// ends as soon as the input is consumed, not at the interval's end.
+func TestTransactionTakesManyPolls(t *testing.T) {
+	for _, direct := range []bool{true, false} {
+		t.Run(map[bool]string{true: "direct", false: "repartition"}[direct], func(t *testing.T) {
+			c := cluster(t)
+			addrs := c.ListenAddrs()
+			mkTopic(t, addrs, "events", 3, nil)
+			evs := genEvents(77, 6000)
+			produceKeyed(t, addrs, "events", 3, evs, false)
+			src := endpoint(addrs, "events")
+			src.PartitionedByKey = direct
+			start := time.Now()
+			st := runUntilCaughtUp(t, Options{Query: tumbleQuery("totals", 100*time.Millisecond), Source: src,
+				Sink: endpoint(addrs, "out"), InstanceID: "a", Logger: testLogger(t),
+				MaxPollRecords: 100, CommitInterval: 5 * time.Second})
+			if st.EventsIn != int64(len(evs)) {
+				t.Errorf("consumed %d events, produced %d", st.EventsIn, len(evs))
+			}
+			// 60 polls at least; a transaction per poll would commit 60
+			// times. The repartition stage still commits once per poll
+			// (its transactions are not counted apart), so only the
+			// finals are checked there.
+			if direct && st.Commits > 12 {
+				t.Errorf("%d commits for 60 polls or more within a 5 s interval: a transaction takes one poll", st.Commits)
+			}
+			f := follow(t, addrs, "out", false)
+			f.waitFinals(t, tumbleOracle(evs), 30*time.Second)
+			t.Logf("%d commits, %s", st.Commits, time.Since(start))
+		})
+	}
+}

@@ -10,13 +10,13 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The crash test runs the pipeline in a child process (this test binary,
@@ -27,8 +27,9 @@ const (
 	envCrashSeed   = "UBIK_CRASH_SEED"
 	// envCrashKill makes the child kill itself with SIGKILL inside a
 	// transaction: at the first state entry the broker acknowledges once
-	// this many transactions have ended after its first acknowledged sink
-	// record (so the child has published something first, and the state
+	// this many aggregating-stage transactions have ended since the one
+	// that carried its first acknowledged sink record (so the child has
+	// published something first, and the state
 	// partition is in an open transaction that the dead process never
 	// ends).
 	envCrashKill = "UBIK_CRASH_KILL_AFTER"
@@ -96,27 +97,42 @@ func crashChild(brokers []string) int {
 }
 
 // selfKill is the crash child's signal to itself inside a transaction
-// (envCrashKill, envCrashStop).
+// (envCrashKill, envCrashStop) of the aggregating stage.
+//
+// It counts that stage's transactions by the producer epoch of its
+// records: the test broker, like Kafka with transactions version 2,
+// bumps the epoch at every EndTxn, and only the aggregating stage's
+// producer writes the sink and the state topic. (It used to count every
+// EndTxn the process sent, the repartition stage's too; once a stage-2
+// transaction took the polls of a whole commit interval, stage 1 ended
+// `after` transactions inside the first stage-2 transaction that wrote a
+// sink record, so the child killed itself before it had committed any,
+// every restart did the same, and TestRestartLatency saw no record.)
 type selfKill struct {
 	after int64
 	sig   syscall.Signal
 	file  string
-	sink  atomic.Bool // a sink record was acknowledged
-	ended atomic.Int64
+	mu    sync.Mutex
+	sink  bool  // a sink record was acknowledged
+	pid   int64 // its producer id and epoch
+	epoch int16
 	fired atomic.Bool
 }
 
-func (h *selfKill) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if key == int16(kmsg.EndTxn) && err == nil && h.sink.Load() {
-		h.ended.Add(1)
-	}
-}
-
 func (h *selfKill) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
-	if err == nil && r.Topic == "out" {
-		h.sink.Store(true)
+	if err != nil {
+		return
 	}
-	if err != nil || r.Topic != "crash-state" || h.ended.Load() < h.after || h.fired.Swap(true) {
+	h.mu.Lock()
+	if r.Topic == "out" && !h.sink {
+		h.sink, h.pid, h.epoch = true, r.ProducerID, r.ProducerEpoch
+	}
+	// A state entry of the aggregating stage's transaction that began
+	// once `after` of its transactions ended since (and including) the
+	// one that carried the first acknowledged sink record.
+	due := r.Topic == "crash-state" && h.sink && r.ProducerID == h.pid && int64(r.ProducerEpoch) >= int64(h.epoch)+h.after
+	h.mu.Unlock()
+	if !due || h.fired.Swap(true) {
 		return
 	}
 	if h.file != "" {

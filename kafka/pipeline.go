@@ -51,10 +51,17 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the processing-time clock (EMIT EARLY, idle timeout). Default time.Now.
 	Now func() time.Time
-	// CommitInterval bounds the time between transaction commits, which is
-	// also the output latency floor. Default 100ms.
+	// CommitInterval is how long a transaction takes input: the
+	// aggregating stage keeps polling and processing in one transaction
+	// until the interval has passed since its first poll began, then
+	// ends it, so commits come about once per interval plus the time the
+	// end takes, which is also the output latency floor. A transaction
+	// ends early at a stop and when an UntilCaughtUp run reaches the end
+	// of its input. The repartition stage ends a transaction after each
+	// poll (at most the interval). Default 100ms.
 	CommitInterval time.Duration
-	// MaxPollRecords bounds the input records per transaction. Default 10000.
+	// MaxPollRecords bounds the input records of one poll (and so the
+	// records processed between two looks at the clock). Default 10000.
 	MaxPollRecords int
 	// SessionTimeout is the group session timeout: how long a dead process
 	// that does not come back holds its partitions. Default 10s.
@@ -677,7 +684,12 @@ func mixedPartitioner(manual map[string]bool) kgo.Partitioner {
 
 // poll waits at most the commit interval for records.
 func (p *Pipeline) poll(ctx context.Context, s *kgo.GroupTransactSession) (kgo.Fetches, error) {
-	pctx, cancel := context.WithTimeout(ctx, p.opts.CommitInterval)
+	return p.pollFor(ctx, s, p.opts.CommitInterval)
+}
+
+// pollFor waits at most wait for records.
+func (p *Pipeline) pollFor(ctx context.Context, s *kgo.GroupTransactSession, wait time.Duration) (kgo.Fetches, error) {
+	pctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	fs := s.PollRecords(pctx, p.opts.MaxPollRecords)
 	if ctx.Err() != nil {

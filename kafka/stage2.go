@@ -88,6 +88,7 @@ func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (r
 		st.end = newEnds(p.sourceEnd)
 	}
 	for {
+		polled := time.Now()
 		fs, err := p.poll(ctx, s)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -119,6 +120,19 @@ func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (r
 			return beginFailed(err)
 		}
 		workErr := st.process(fs)
+		// One transaction takes the polls of one commit interval, not
+		// one poll: while the loop processes a poll the client keeps
+		// fetching, and the transaction's fixed costs (the flush, the
+		// membership check, the offsets, EndTxn) and its state entries
+		// (a group changed by many polls is written once) are paid once
+		// per interval. Every record polled after Begin is processed in
+		// this transaction and its offset commits with it (the session
+		// commits what was polled); the assignment cannot change before
+		// AllowRebalance, so the operators stay those of the first poll.
+		var pollErr error
+		if fs.NumRecords() > 0 {
+			workErr, pollErr = st.more(polled.Add(p.opts.CommitInterval), workErr)
+		}
 		if workErr == nil {
 			workErr = st.checkpoint()
 		}
@@ -166,10 +180,40 @@ func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (r
 			}
 			return endFailed(err)
 		}
+		if pollErr != nil {
+			return pollErr
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
 	}
+}
+
+// more polls and processes records in the open transaction until
+// deadline (the commit interval after the transaction's first poll
+// began), a stop, an error, or, with UntilCaughtUp, the end of the input
+// (the transaction carrying the finals ends at once). A fetch error ends
+// the transaction (aborted) and is returned as pollErr, which stops the
+// session as an error of the first poll does.
+func (st *stage2) more(deadline time.Time, workErr error) (error, error) {
+	for workErr == nil && !st.finishing && st.ctx.Err() == nil {
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			break
+		}
+		fs, err := st.p.pollFor(st.ctx, st.s, wait)
+		if err != nil {
+			if st.ctx.Err() != nil {
+				break // a stop: the transaction ends whole with what it holds
+			}
+			return err, err
+		}
+		if fs.NumRecords() == 0 {
+			continue
+		}
+		workErr = st.process(fs)
+	}
+	return workErr, nil
 }
 
 // isFatal tells errors that a retry cannot fix (bad state, a null value,
