@@ -158,9 +158,12 @@ func New(ctx context.Context, opts Options) (*Lander, error) {
 	// The batch's rows are in the session's stage table (see write); the
 	// statement has no parameters, so it goes as a simple query with the
 	// COMMIT behind it, one round trip.
+	// old counts the rows stored at the batch's own version. The stage has
+	// no statistics, and the planner would hash the whole table for a join;
+	// the LATERAL ... OFFSET 0 keeps it one primary-key lookup a row.
 	l.upsert = fmt.Sprintf(`WITH old AS (
-  SELECT i.query FROM %[4]s i JOIN %[1]s t ON %[3]s
-  WHERE t.window_start = i.window_start AND t.revision = i.revision
+  SELECT 1 FROM %[4]s i, LATERAL (SELECT 1 FROM %[1]s t WHERE %[3]s
+    AND t.window_start = i.window_start AND t.revision = i.revision OFFSET 0) o
 ), up AS (
   INSERT INTO %[1]s AS t (query, group_key, window_start, revision, final, window_end, key, value)
   SELECT query, group_key, window_start, revision, final, window_end, key, value::jsonb FROM %[4]s
