@@ -9,8 +9,7 @@
 //
 // group_key is the message key for a continuous view and the key without
 // its window cells otherwise; window_start is 0 for a continuous view. A
-// batch is one transaction: a binary COPY of its rows into a temporary
-// table of the session, then one INSERT ... SELECT FROM it ON CONFLICT DO
+// batch is one statement: INSERT ... SELECT FROM unnest(...) ON CONFLICT DO
 // UPDATE ... WHERE (t.window_start, t.revision) < (excluded.window_start,
 // excluded.revision). The batch is deduplicated by identity first (one
 // statement may not touch a row twice) and sorted, so that concurrent
@@ -30,10 +29,8 @@ import (
 	"math"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -155,25 +152,22 @@ func New(ctx context.Context, opts Options) (*Lander, error) {
 			return nil, err
 		}
 	}
-	// The batch's rows are in the session's stage table (see write); the
-	// statement has no parameters, so it goes as a simple query with the
-	// COMMIT behind it, one round trip.
-	// old counts the rows stored at the batch's own version. The stage has
-	// no statistics, and the planner would hash the whole table for a join;
-	// the LATERAL ... OFFSET 0 keeps it one primary-key lookup a row.
-	l.upsert = fmt.Sprintf(`WITH old AS (
-  SELECT 1 FROM %[4]s i, LATERAL (SELECT 1 FROM %[1]s t WHERE %[3]s
-    AND t.window_start = i.window_start AND t.revision = i.revision OFFSET 0) o
+	l.upsert = fmt.Sprintf(`WITH i AS (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::boolean[], $6::bigint[], $7::text[], $8::text[])
+    AS i(query, group_key, window_start, revision, final, window_end, key, value)
+), old AS (
+  SELECT i.query, i.group_key, i.window_start, i.revision FROM i JOIN %[1]s t ON %[3]s
+  WHERE t.window_start = i.window_start AND t.revision = i.revision
 ), up AS (
   INSERT INTO %[1]s AS t (query, group_key, window_start, revision, final, window_end, key, value)
-  SELECT query, group_key, window_start, revision, final, window_end, key, value::jsonb FROM %[4]s
+  SELECT query, group_key, window_start, revision, final, window_end, key, value::jsonb FROM i
   ON CONFLICT (%[2]s) DO UPDATE SET window_start = excluded.window_start, revision = excluded.revision,
     final = excluded.final, window_end = excluded.window_end, key = excluded.key, value = excluded.value,
     landed_at = now()
   WHERE (t.window_start, t.revision) < (excluded.window_start, excluded.revision)
   RETURNING 1
 )
-SELECT (SELECT count(*) FROM up), (SELECT count(*) FROM old); COMMIT`, t, pk, match, stageTable)
+SELECT (SELECT count(*) FROM up), (SELECT count(*) FROM old)`, t, pk, match)
 	l.get = fmt.Sprintf(`SELECT key, value::text, window_start, revision, final, window_end FROM %s
 WHERE query = $1 AND group_key = $2`, t)
 	if opts.Mode == land.History {
@@ -251,66 +245,19 @@ func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result
 	return res.Add(r), nil
 }
 
-// stageTable holds one batch of one session: created on first use by each
-// connection, emptied by every commit. It is temporary, so no other session
-// sees it and it leaves nothing behind; its columns are the batch's, and
-// value is text so that a value that is not JSON fails in the upsert's cast
-// like any other bad record.
-const stageTable = "pg_temp.ubik_pglander_stage"
-
-var (
-	stageIdent   = pgx.Identifier{"pg_temp", "ubik_pglander_stage"}
-	stageColumns = []string{"query", "group_key", "window_start", "revision", "final", "window_end", "key", "value"}
-	// begin opens the batch's transaction; the table exists after the
-	// connection's first batch, and IF NOT EXISTS is then one catalog
-	// lookup. It costs no round trip of its own: one simple query.
-	begin = "BEGIN; CREATE TEMP TABLE IF NOT EXISTS " + stageTable + ` (
-  query text, group_key text, window_start bigint, revision bigint, final boolean,
-  window_end bigint, key text, value text
-) ON COMMIT DELETE ROWS`
-)
-
-// write lands one chunk, whose identities are distinct (PrepareBatch kept
-// the greatest version of each) and sorted: one transaction that COPYs the
-// rows into the stage table and runs the guarded upsert from it. The
-// stage is a fresh heap scanned in the order it was filled, so the upsert
-// locks rows in the sorted order.
 func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, error) {
-	c, err := l.o.Pool.Acquire(ctx)
-	if err != nil {
-		return land.Result{}, fmt.Errorf("pglander: connecting for %s: %w", l.table, err)
+	n := len(items)
+	var (
+		query, group, key, value = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		ws, rev, we              = make([]int64, n), make([]int64, n), make([]int64, n)
+		final                    = make([]bool, n)
+	)
+	for i, it := range items {
+		query[i], group[i], key[i], value[i] = it.Query, string(it.Group), string(it.Key), string(it.Value)
+		ws[i], rev[i], we[i], final[i] = it.Version.WindowStart, int64(it.Version.Revision), it.WindowEnd, it.Final
 	}
-	defer c.Release()
-	committed := false
-	defer func() {
-		pc := c.Conn().PgConn()
-		if committed || pc.IsClosed() || pc.TxStatus() == 'I' {
-			return
-		}
-		// A failed batch leaves its transaction open; end it so that the
-		// connection goes back to the pool (Release drops it otherwise).
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_, _ = c.Exec(rctx, "ROLLBACK")
-	}()
-	if _, err := c.Exec(ctx, begin); err != nil {
-		return land.Result{}, fmt.Errorf("pglander: opening the batch's transaction for %s: %w", l.table, err)
-	}
-	n, err := c.CopyFrom(ctx, stageIdent, stageColumns, pgx.CopyFromSlice(len(items), func(i int) ([]any, error) {
-		it := &items[i]
-		return []any{it.Query, string(it.Group), it.Version.WindowStart, int64(it.Version.Revision), it.Final,
-			it.WindowEnd, string(it.Key), string(it.Value)}, nil
-	}))
-	if err != nil {
-		return land.Result{}, fmt.Errorf("pglander: copying the batch for %s: %w", l.table, err)
-	}
-	if n != int64(len(items)) {
-		return land.Result{}, fmt.Errorf("pglander: copying the batch for %s: %d rows of %d", l.table, n, len(items))
-	}
-	rs, err := c.Conn().PgConn().Exec(ctx, l.upsert).ReadAll()
-	if err == nil && (len(rs) != 2 || len(rs[0].Rows) != 1 || len(rs[0].Rows[0]) != 2) {
-		err = fmt.Errorf("unexpected reply: %d results", len(rs))
-	}
+	var landed, dup int64
+	err := l.o.Pool.QueryRow(ctx, l.upsert, query, group, ws, rev, final, we, key, value).Scan(&landed, &dup)
 	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "22P02" {
@@ -319,13 +266,7 @@ func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, err
 		}
 		return land.Result{}, fmt.Errorf("pglander: upsert into %s: %w", l.table, err)
 	}
-	committed = true
-	landed, err1 := strconv.Atoi(string(rs[0].Rows[0][0]))
-	dup, err2 := strconv.Atoi(string(rs[0].Rows[0][1]))
-	if err := cmp.Or(err1, err2); err != nil {
-		return land.Result{}, fmt.Errorf("pglander: upsert into %s: counts: %w", l.table, err)
-	}
-	return land.Result{Landed: landed, Duplicate: dup, Superseded: len(items) - landed - dup}, nil
+	return land.Result{Landed: int(landed), Duplicate: int(dup), Superseded: n - int(landed) - int(dup)}, nil
 }
 
 // Get implements land.Lander.
