@@ -12,6 +12,7 @@
 //	  dynamodb    unconditional BatchWriteItem of the same rows, 25 per call, 16 calls in flight
 //	lander: ubik land --from kafka://BROKERS/TOPIC --to URL --mode latest --until-caught-up
 //
+// --stores picks the stores (default all four; an unknown name is an error).
 // See bench/README.md ("Landers") for how to run it and the last figures.
 package main
 
@@ -67,9 +68,16 @@ func main() {
 	flag.IntVar(&c.dynN, "dynamodb-records", 5000, "records for DynamoDB (dynalite lands about 1000/s)")
 	flag.IntVar(&c.repeat, "repeat", 1, "pairs per store")
 	flag.IntVar(&c.batch, "batch", 0, "ubik land --batch (default: ubik land's own, 5000; ClickHouse 50000)")
-	flag.StringVar(&stores, "stores", "redis,postgres,clickhouse,dynamodb", "stores to measure")
+	flag.StringVar(&stores, "stores", "redis,postgres,clickhouse,dynamodb", "stores to measure, comma-separated, of redis, postgres, clickhouse, dynamodb")
 	flag.Parse()
 	c.stores = strings.Split(stores, ",")
+	for _, s := range c.stores {
+		// Checked before the records are produced, which takes a while.
+		if !slices.Contains([]string{"redis", "postgres", "clickhouse", "dynamodb"}, s) {
+			fmt.Fprintf(os.Stderr, "landbench: --stores: unknown store %q (known: redis, postgres, clickhouse, dynamodb)\n", s)
+			os.Exit(2)
+		}
+	}
 	if c.ubik == "" {
 		fmt.Fprintln(os.Stderr, "landbench: --ubik is required")
 		os.Exit(2)
