@@ -252,6 +252,9 @@ type EventError = drive.EventError
 
 // Stats are a query's counters.
 type Stats struct {
+	// Stats are the operator's counters, but Late and EvalErrors add the
+	// events a join turned away (late, or failing to evaluate) before the
+	// windows: Late is the number of events handed to OnLate.
 	exec.Stats
 	EventsIn  int64 // events pushed
 	Malformed int64 // events that could not be decoded
@@ -483,7 +486,13 @@ func (q *Query) Records() iter.Seq[changelog.Record] {
 func (q *Query) Stats() Stats {
 	c := q.d.Counts()
 	t := q.d.TableCounts()
-	return Stats{Stats: q.d.Stats(), EventsIn: c.Events, Malformed: c.Malformed, Pending: q.d.Pending(), Queued: q.d.Queued(),
+	s := q.d.Stats()
+	// Late and EvalErrors count every event handed to OnLate or rejected,
+	// wherever it was: at a window, or at a join before the windows (an
+	// interval join's late left rows, a temporal join's late events), as
+	// the run summary does; Join and Interval hold the join's own share.
+	s.Late, s.EvalErrors = c.Late, c.EvalErrors
+	return Stats{Stats: s, EventsIn: c.Events, Malformed: c.Malformed, Pending: q.d.Pending(), Queued: q.d.Queued(),
 		Join: q.d.JoinStats(), Table: TableStats{RowsIn: t.Events, Malformed: t.Malformed, Late: t.Late},
 		Interval: q.d.IntervalStats()}
 }

@@ -382,8 +382,8 @@ func TestIntervalJoinStateDropped(t *testing.T) {
 	if st.LateRight != 1 || st.LateLeft != 1 || st.Matches != 1 || len(late) != 1 || len(lateRight) != 1 {
 		t.Fatalf("late rows: %+v, hooks %q %q", st, late, lateRight)
 	}
-	if qs := q.Stats(); qs.Table.Late != 1 {
-		t.Fatalf("query counters: right late %d", qs.Table.Late)
+	if qs := q.Stats(); qs.Table.Late != 1 || qs.Late != int64(len(late)) {
+		t.Fatalf("query counters: right late %d, late %d with %d handed to OnLate", qs.Table.Late, qs.Late, len(late))
 	}
 	if err := q.Close(); err != nil {
 		t.Fatal(err)
