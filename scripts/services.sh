@@ -21,7 +21,7 @@
 #
 # Settings (environment, with defaults):
 #   UBIK_SERVICES_STATE=/tmp/ubik-services   state dir: pidfiles, data, logs
-#   UBIK_SERVICES_TIMEOUT=60                 seconds to wait for readiness
+#   UBIK_SERVICES_TIMEOUT=180                seconds to wait for readiness
 #   UBIK_REDIS_PORT=6379  UBIK_PG_PORT=5432  UBIK_DYNAMODB_PORT=8000
 #   UBIK_CLICKHOUSE_HTTP_PORT=8123  UBIK_CLICKHOUSE_TCP_PORT=9000
 #   UBIK_KAFKA_PORT=9092  UBIK_KAFKA_DATA_DIR=  (empty: the broker keeps
@@ -30,7 +30,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STATE=${UBIK_SERVICES_STATE:-/tmp/ubik-services}
-TIMEOUT=${UBIK_SERVICES_TIMEOUT:-60}
+TIMEOUT=${UBIK_SERVICES_TIMEOUT:-180}
 HOST=127.0.0.1
 REDIS_PORT=${UBIK_REDIS_PORT:-6379}
 PG_PORT=${UBIK_PG_PORT:-5432}
