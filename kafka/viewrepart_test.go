@@ -238,3 +238,28 @@ func readAll(t *testing.T, addrs []string, topic string) []outRec {
 	}
 	return out
 }
+
+// TestSegmentsBound: a chain whose every reader groups by an expression
+// of its view's key is cut at each reader; 15 cuts run, a 16th is
+// refused, saying why.
+func TestSegmentsBound(t *testing.T) {
+	for _, n := range []int{maxSegments, maxSegments + 1} {
+		var b strings.Builder
+		b.WriteString("CREATE SOURCE ev (a VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);\n")
+		b.WriteString("CREATE VIEW v0 AS SELECT a, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY a, TUMBLE(ts, INTERVAL '1' MINUTE);\n")
+		for i := 1; i < n; i++ {
+			fmt.Fprintf(&b, "CREATE VIEW v%d AS SELECT upper(a) AS a, TUMBLE_START(ws, INTERVAL '1' MINUTE) AS ws, sum(n) AS n FROM v%d GROUP BY upper(a), TUMBLE(ws, INTERVAL '1' MINUTE);\n", i, i-1)
+		}
+		prog, err := plan.Compile(b.String(), plan.CompileOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckQuery(prog.Queries[len(prog.Queries)-1])
+		if n == maxSegments && err != nil {
+			t.Errorf("%d segments: %v", n, err)
+		}
+		if n > maxSegments && (!errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "change the partitioning 16 times; over Kafka each change takes a repartition topic, and at most 15 are run")) {
+			t.Errorf("%d segments: %v", n, err)
+		}
+	}
+}
