@@ -137,7 +137,7 @@ func (p *Pipeline) ownedText() string {
 		txns[i] = strings.Replace(txns[i], "<instance-id>", p.opts.InstanceID, 1)
 	}
 	return fmt.Sprintf("consumer groups %s, transactional ids %s, internal topics %s",
-		strings.Join(groups, " and "), strings.Join(txns, " and "), strings.Join(topics, " and "))
+		strings.Join(groups, " and "), strings.Join(txns, " and "), strings.Join(topics, " and ")) + p.segmentsText()
 }
 
 // checkBinding compares the binding the state topic records with this
@@ -289,6 +289,8 @@ func (p *Pipeline) writeBinding(ctx context.Context, b binding) error {
 // run starts over as a new query would. The sink topic is kept.
 func (p *Pipeline) resetState(ctx context.Context, adm *admClient) error {
 	groups, _, topics := Owned(p.q.Name, false) // both layouts: a reset also clears the other one
+	sg, st := segmentOwned(p.q.Name)            // and every view repartition a query text may have had
+	groups, topics = append(groups, sg...), append(topics, st...)
 	for _, g := range groups {
 		if _, err := adm.LeaveGroup(ctx, kadm.LeaveGroup(g).InstanceIDs(p.opts.InstanceID).Reason("ubik --reset-state")); err != nil {
 			p.log.Debug("kafka: leaving the group before the reset", "group", g, "err", err)

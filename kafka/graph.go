@@ -2,11 +2,11 @@ package kafka
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
 )
 
 // A query over views (FROM a windowed EMIT FINAL view of the script) runs
@@ -22,9 +22,10 @@ import (
 // event is the hash of the root's group key, so a reader's group must
 // determine the root's group: its GROUP BY must name, as plain columns,
 // the view's columns that repeat each GROUP BY term the partitioning
-// follows (checkChain). A reader that groups by less (hourly totals over
-// every merchant, from per-merchant minutes) would need its own
-// repartition topic, which is not built: such a chain is refused.
+// follows. A reader that groups by less (hourly totals over every
+// merchant, from per-merchant minutes) starts a segment of its own: the
+// view's final rows reach it through a repartition topic keyed by its
+// GROUP BY (segmentsOf, viewrepart.go).
 
 // runner is what the aggregating stage does with a partition's work: one
 // drive.Driver, or a graphRunner for a query over views.
@@ -69,15 +70,16 @@ func (g graphRunner) Stats() drive.Stats {
 }
 
 // CheckQuery reports whether the pipeline runs q's shape: a query over
-// the source, or over a chain of views whose readers follow the chain's
-// partitioning (see the comment at the top). New checks it too; a host
-// can call it before it connects.
+// the source, or over a chain of views (each query reading one view; see
+// the comment at the top). New checks it too; a host can call it before
+// it connects.
 func CheckQuery(q *plan.Query) error {
 	views, err := chain(q)
 	if err != nil || len(views) == 0 {
 		return err
 	}
-	return checkChain(q, views)
+	_, err = segmentsOf(q, views)
+	return err
 }
 
 // chain returns q's views, the one reading the source first: the chain a
@@ -98,73 +100,16 @@ func chain(q *plan.Query) ([]*plan.Query, error) {
 	return out, nil
 }
 
-// checkChain refuses a chain whose reader's groups could span partitions
-// (see the comment at the top). carry are the root's GROUP BY terms the
-// partitioning follows, as the term positions of the current view.
-func checkChain(q *plan.Query, views []*plan.Query) error {
-	root := views[0]
-	var carry []int // key term positions of the current node that carry a partition cell
-	var names []string
-	for i, k := range root.Keys {
-		if k.Kind == plan.KeyExpr {
-			carry = append(carry, i)
-			names = append(names, k.Name)
-		}
-	}
-	readers := append(views[1:], q)
-	up := root
-	for _, r := range readers {
-		var next []int
-		for ci, ki := range carry {
-			// The view's SELECT columns that repeat key term ki.
-			var cols []int
-			for c, o := range up.Select {
-				if ref, ok := o.Expr.(*plan.ColRef); ok && ref.Index == ki {
-					cols = append(cols, c)
-				}
-			}
-			found := -1
-			for ri, k := range r.Keys {
-				if k.Kind != plan.KeyExpr {
-					continue
-				}
-				if ref, ok := k.Expr.(*plan.ColRef); ok {
-					for _, c := range cols {
-						if ref.Index == c {
-							found = ri
-						}
-					}
-				}
-			}
-			if found < 0 {
-				how := "it does not select that term as a column"
-				if len(cols) > 0 {
-					var cn []string
-					for _, c := range cols {
-						cn = append(cn, up.Select[c].Name)
-					}
-					how = "group by its column " + strings.Join(cn, " or ")
-				}
-				return fmt.Errorf("%w: query %s reads view %s, whose rows are partitioned by %s (the GROUP BY of %s), and does not group by %s's %s (%s). Over Kafka each partition runs the whole chain of views, so a reader's GROUP BY must include, as plain columns, the view's columns that repeat the partitioning terms; a reader that groups by less needs a repartition topic, which is not built: run it on files (--input), or make %s group by them",
-					ErrUnsupported, r.Name, up.Name, strings.Join(names, ", "), root.Name, up.Name, names[ci], how, r.Name)
-			}
-			next = append(next, found)
-		}
-		carry, up = next, r
-	}
-	return nil
-}
-
 // newGraphRunner builds a partition's graph: the primary's records go to
 // emit, each view's to emitView with its query name.
-func (p *Pipeline) newGraphRunner(emit func(*changelog.Record) error, emitView func(*changelog.Record) error) (runner, error) {
+func (p *Pipeline) newGraphRunner(emit func(*changelog.Record) error, emitView func(*changelog.Record) error, onRow func([]types.Value) error) (runner, error) {
 	var viewLate func(string, *drive.LateEvent)
 	if p.opts.OnViewLate != nil {
 		viewLate = p.opts.OnViewLate
 	} else if p.opts.OnLate != nil {
 		viewLate = func(_ string, ev *drive.LateEvent) { p.opts.OnLate(ev) }
 	}
-	g, err := drive.NewHostGraph(p.q, drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true}, emitView, viewLate, p.decoder())
+	g, err := drive.NewHostGraph(p.q, drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, OnRow: onRow}, emitView, viewLate, p.decoder())
 	if err != nil {
 		return nil, err
 	}

@@ -182,6 +182,18 @@ type Pipeline struct {
 	partMu               sync.Mutex
 	idleParts            []int32 // publishSourceParts
 	silentParts          []int32
+	// name owns the groups, transactional ids and internal topics of the
+	// stages: the query's name, or a segment's (viewrepart.go).
+	name string
+	// A chain cut into segments (viewrepart.go): segs are their
+	// pipelines, run by Run in place of this one's stages. In a segment:
+	// rowsIn reads a view's rows (from the segment before), fwd sends
+	// the primary's rows to the next, srcParts is the source's partition
+	// count (nSource is its marker table's).
+	segs     []*Pipeline
+	rowsIn   bool
+	fwd      *forward
+	srcParts int
 }
 
 // markerHeader marks a watermark marker on the repartition topic.
@@ -249,9 +261,10 @@ func New(opts Options) (*Pipeline, error) {
 		return nil, err
 	}
 	root := opts.Query
+	var segs [][]*plan.Query
 	if len(views) > 0 {
 		root = views[0]
-		if err := checkChain(opts.Query, views); err != nil {
+		if segs, err = segmentsOf(opts.Query, views); err != nil {
 			return nil, err
 		}
 		topics := map[string]string{opts.Sink.Topic: opts.Query.Name, opts.Source.Topic: "the source"}
@@ -282,7 +295,7 @@ func New(opts Options) (*Pipeline, error) {
 		return nil, err
 	}
 	q := opts.Query
-	return &Pipeline{
+	p := &Pipeline{
 		opts:       opts,
 		q:          q,
 		root:       root,
@@ -292,7 +305,15 @@ func New(opts Options) (*Pipeline, error) {
 		repTopic:   q.Name + "-repartition",
 		stateTopic: q.Name + "-state",
 		direct:     opts.Source.PartitionedByKey,
-	}, nil
+		name:       q.Name,
+	}
+	if len(segs) > 1 {
+		if err := checkTopicName(segmentName(q.Name, maxSegments-1) + "-repartition"); err != nil {
+			return nil, fmt.Errorf("%w: query name %q cannot name the internal topics of its view repartitions", ErrConfig, q.Name)
+		}
+		p.newSegments(segs)
+	}
+	return p, nil
 }
 
 func sameCluster(a, b Config) bool {
@@ -310,6 +331,9 @@ func sameCluster(a, b Config) bool {
 
 // Stats returns the counters.
 func (p *Pipeline) Stats() Stats {
+	if len(p.segs) > 0 {
+		return p.segStats()
+	}
 	c := &p.c
 	idle, silent := p.sourceParts()
 	return Stats{
@@ -342,6 +366,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	p.log.Info("kafka: pipeline starting", "source", p.opts.Source.Topic, "sink", p.opts.Sink.Topic,
 		"cluster", p.opts.Source.Config, "direct", p.direct, "partitions", p.nParts)
+	if len(p.segs) > 0 {
+		return p.runSegments(ctx)
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -440,6 +467,11 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 	if err := ensureInternalTopic(ctx, adm, p.stateTopic, p.nParts, true, p.log); err != nil {
 		return err
 	}
+	if len(p.segs) > 0 {
+		if err := p.prepareSegments(ctx, adm); err != nil {
+			return err
+		}
+	}
 	if ns == 0 {
 		if err := p.checkBinding(ctx); err != nil {
 			return err
@@ -473,9 +505,9 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 // inGroup is the consumer group of the source topic.
 func (p *Pipeline) inGroup() string {
 	if p.direct {
-		return p.q.Name
+		return p.name
 	}
-	return p.q.Name + "-in"
+	return p.name + "-in"
 }
 
 func (p *Pipeline) resetOffset() kgo.Offset {

@@ -38,7 +38,7 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 func (p *Pipeline) stage1Session(ctx context.Context, committedAt *time.Time) (retErr error) {
 	a := &assignment{owned: map[int32]bool{}}
 	topic := p.opts.Source.Topic
-	txnID := p.q.Name + "-in." + p.opts.InstanceID
+	txnID := p.name + "-in." + p.opts.InstanceID
 	s, closeSession, err := p.session(p.inGroup(), topic, txnID, p.resetOffset(), a, map[string]bool{p.repTopic: true})
 	if err != nil {
 		return err

@@ -45,6 +45,10 @@ type stage2 struct {
 	// input in the open transaction.
 	end       *ends
 	finishing bool
+	// fwdSent, fwdAt: the last watermark marker sent to the next
+	// segment and when (viewrepart.go); reset when a transaction aborts.
+	fwdSent []byte
+	fwdAt   time.Time
 }
 
 // runStage2 is the aggregating stage: it consumes the repartition topic (or
@@ -53,7 +57,7 @@ type stage2 struct {
 // the changelog records to the sink topic, the changed state entries to the
 // state topic, and commits its input offsets.
 func (p *Pipeline) runStage2(ctx context.Context) error {
-	return p.redo(ctx, "aggregate stage", p.q.Name, p.stage2Session)
+	return p.redo(ctx, "aggregate stage", p.name, p.stage2Session)
 }
 
 // stage2Session is one session of the aggregating stage (see
@@ -65,15 +69,19 @@ func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (r
 	if p.direct {
 		topic, reset = p.opts.Source.Topic, p.resetOffset()
 	}
-	txnID := p.q.Name + "." + p.opts.InstanceID
-	s, closeSession, err := p.session(p.q.Name, topic, txnID, reset, a, map[string]bool{p.stateTopic: true})
+	txnID := p.name + "." + p.opts.InstanceID
+	manual := map[string]bool{p.stateTopic: true}
+	if p.fwd != nil {
+		manual[p.fwd.topic] = true // its watermark markers
+	}
+	s, closeSession, err := p.session(p.name, topic, txnID, reset, a, manual)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		closeSession()
 		if !isRedo(retErr) {
-			p.leave(p.q.Name)
+			p.leave(p.name)
 		}
 	}()
 	if err := p.fence(ctx, s, txnID); err != nil {
@@ -134,6 +142,9 @@ func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (r
 			workErr, pollErr = st.more(polled.Add(p.opts.CommitInterval), workErr)
 		}
 		if workErr == nil {
+			workErr = st.forwardMarks() // after every row of the transaction
+		}
+		if workErr == nil {
 			workErr = st.checkpoint()
 		}
 		if workErr == nil {
@@ -142,7 +153,7 @@ func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (r
 		if workErr == nil {
 			workErr = st.perr.take()
 		}
-		committed, err := p.end(ctx, s, p.q.Name, workErr == nil)
+		committed, err := p.end(ctx, s, p.name, workErr == nil)
 		st.perr.take()
 		if committed {
 			*committedAt = time.Now()
@@ -165,6 +176,7 @@ func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (r
 			// drop them; the next round restores the committed state.
 			clear(st.tasks)
 			st.local = newTracker(0)
+			st.fwdSent = nil
 			if workErr != nil && ctx.Err() == nil {
 				if isFatal(workErr) {
 					s.AllowRebalance()
@@ -268,14 +280,24 @@ func (st *stage2) ensureTasks() error {
 func (st *stage2) newTask(part int32) (*task, error) {
 	t := &task{part: part, wm: newTracker(st.p.nSource)}
 	emit := func(r *changelog.Record) error { return st.emit(t, st.p.opts.Sink.Topic, r) }
+	emitView := func(r *changelog.Record) error {
+		vs, ok := st.p.opts.ViewSinks[r.Meta.Query]
+		if !ok {
+			return fmt.Errorf("%w: a record of query %q, which has no sink", drive.ErrInternal, r.Meta.Query)
+		}
+		return st.emit(t, vs.Topic, r)
+	}
+	onRow := st.forwardRow(t) // nil unless the primary's rows go to another segment
+	if st.p.rowsIn {
+		r, err := st.p.newRowRunner(emit, emitView, onRow)
+		if err != nil {
+			return nil, err
+		}
+		t.d = r
+		return t, nil
+	}
 	if len(st.p.views) > 0 {
-		g, err := st.p.newGraphRunner(emit, func(r *changelog.Record) error {
-			vs, ok := st.p.opts.ViewSinks[r.Meta.Query]
-			if !ok {
-				return fmt.Errorf("%w: a record of query %q, which has no sink", drive.ErrInternal, r.Meta.Query)
-			}
-			return st.emit(t, vs.Topic, r)
-		})
+		g, err := st.p.newGraphRunner(emit, emitView, onRow)
 		if err != nil {
 			return nil, err
 		}
@@ -288,6 +310,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 		Now:               st.p.opts.Now,
 		Decoder:           st.p.decoder(),
 		ExternalWatermark: true,
+		OnRow:             onRow,
 	})
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -38,6 +39,12 @@ type partWM struct {
 	// offset to read), -1 when it does not track it; Options.UntilCaughtUp
 	// compares it with the end offsets of its own start.
 	pos int64
+	// end, in the table of a segment reading a view's rows (see
+	// viewrepart.go), is how far the upstream partition had consumed each
+	// source partition when it drained (finalized every window at the
+	// end of the input); -1 for a source partition it does not track, nil
+	// before a drain.
+	end []int64
 }
 
 func newTracker(n int) *tracker { return &tracker{n: n, parts: map[int32]*partWM{}} }
@@ -94,6 +101,9 @@ func (t *tracker) consumedTo(end map[int32]int64) bool {
 	if t.n == 0 {
 		return false
 	}
+	if t.hasEnds() {
+		return t.drainedTo(end)
+	}
 	for i := 0; i < t.n; i++ {
 		pw, ok := t.parts[int32(i)]
 		if !ok || pw.pos < 0 || pw.pos < end[int32(i)] {
@@ -133,14 +143,24 @@ func (t *tracker) watermark() int64 {
 
 // Entries are encoded (in watermark markers and in the state meta entry) as:
 // version byte, uvarint n, uvarint count, then per partition varint p,
-// varint wm, byte idle, and (version 2) varint pos. Version 1 (no
-// position) is still read.
-const wmVersion = 2
+// varint wm, byte idle, (version 2) varint pos, and (version 3) uvarint
+// len(end) and varint each. Version 1 (no position) is still read;
+// version 3 is written only by a table holding drain positions, so the
+// stage-1 markers and the first segment's checkpoints stay version 2.
+const (
+	wmVersion     = 2
+	wmVersionEnds = 3
+)
 
 var errBadWatermark = errors.New("kafka: bad watermark encoding")
 
 func (t *tracker) appendTo(b []byte) []byte {
-	b = append(b, wmVersion)
+	ends := t.hasEnds()
+	if ends {
+		b = append(b, wmVersionEnds)
+	} else {
+		b = append(b, wmVersion)
+	}
 	b = binary.AppendUvarint(b, uint64(t.n))
 	ps := make([]int32, 0, len(t.parts))
 	for p := range t.parts {
@@ -158,13 +178,19 @@ func (t *tracker) appendTo(b []byte) []byte {
 			b = append(b, 0)
 		}
 		b = binary.AppendVarint(b, pw.pos)
+		if ends {
+			b = binary.AppendUvarint(b, uint64(len(pw.end)))
+			for _, e := range pw.end {
+				b = binary.AppendVarint(b, e)
+			}
+		}
 	}
 	return b
 }
 
 // decodeTracker parses appendTo's bytes.
 func decodeTracker(b []byte) (*tracker, error) {
-	if len(b) == 0 || b[0] < 1 || b[0] > wmVersion {
+	if len(b) == 0 || b[0] < 1 || b[0] > wmVersionEnds {
 		return nil, fmt.Errorf("%w: version", errBadWatermark)
 	}
 	version := b[0]
@@ -203,6 +229,23 @@ func decodeTracker(b []byte) (*tracker, error) {
 			}
 			pw.pos = pos
 		}
+		if version >= wmVersionEnds {
+			k, nk := binary.Uvarint(b)
+			if nk <= 0 || k > 1<<20 || k > uint64(len(b)) {
+				return nil, fmt.Errorf("%w: entry %d drain positions", errBadWatermark, i)
+			}
+			b = b[nk:]
+			if k > 0 {
+				pw.end = make([]int64, k)
+			}
+			for j := range pw.end {
+				e, ok := next()
+				if !ok || e < -1 {
+					return nil, fmt.Errorf("%w: entry %d drain position %d", errBadWatermark, i, j)
+				}
+				pw.end[j] = e
+			}
+		}
 		t.parts[int32(p)] = pw
 	}
 	if len(b) != 0 {
@@ -221,7 +264,90 @@ func (t *tracker) merge(m *tracker) {
 		t.observe(p, pw.wm)
 		t.setIdle(p, pw.idle)
 		t.setPos(p, pw.pos)
+		t.setEnd(p, pw.end)
 	}
+}
+
+// setEnd raises partition p's drain positions to end's, position by
+// position (a drain of a later run reaches further; never lowered).
+func (t *tracker) setEnd(p int32, end []int64) {
+	if end == nil {
+		return
+	}
+	pw := t.get(p)
+	for len(pw.end) < len(end) {
+		pw.end = append(pw.end, -1)
+	}
+	for i, e := range end {
+		if e > pw.end[i] {
+			pw.end[i] = e
+		}
+	}
+}
+
+func (t *tracker) hasEnds() bool {
+	for _, pw := range t.parts {
+		if pw.end != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// drainedTo reports whether every one of the n upstream partitions has
+// drained having consumed the source to end: each position it tracks
+// reaches end's, and each source partition is tracked by one of them
+// (in direct mode each tracks its own).
+func (t *tracker) drainedTo(end map[int32]int64) bool {
+	covered := map[int32]bool{}
+	for i := 0; i < t.n; i++ {
+		pw, ok := t.parts[int32(i)]
+		if !ok || pw.end == nil {
+			return false
+		}
+		for sp, e := range pw.end {
+			if e < 0 {
+				continue
+			}
+			if e < end[int32(sp)] {
+				return false
+			}
+			covered[int32(sp)] = true
+		}
+	}
+	for sp := range end {
+		if !covered[sp] {
+			return false
+		}
+	}
+	return true
+}
+
+// reached returns how far, per source partition, the input behind this
+// table is consumed, for a drain marker: the positions of a stage-1
+// table, or, for a table of drained upstream partitions, per source
+// partition the least of those that track it (-1: none does).
+func (t *tracker) reached(nSource int) []int64 {
+	out := make([]int64, nSource)
+	for i := range out {
+		out[i] = -1
+	}
+	if t.hasEnds() {
+		for _, pw := range t.parts {
+			for sp, e := range pw.end {
+				if sp < nSource && e >= 0 && (out[sp] < 0 || e < out[sp]) {
+					out[sp] = e
+				}
+			}
+		}
+		return out
+	}
+	for p, pw := range t.parts {
+		if int(p) < nSource && pw.pos >= 0 {
+			out[p] = pw.pos
+		}
+	}
+	return out
 }
 
 // idleClock decides idleness from processing time: a partition is idle when
@@ -248,6 +374,7 @@ func (t *tracker) clone() *tracker {
 	c := newTracker(t.n)
 	for p, pw := range t.parts {
 		v := *pw
+		v.end = slices.Clone(pw.end)
 		c.parts[p] = &v
 	}
 	return c

@@ -42,7 +42,7 @@ func addKafkaFlags(fs *flag.FlagSet) *kafkaFlags {
 	fs.StringVar(&k.instanceID, "instance-id", "", "Kafka: this process's stable id in the query's group (default: the host name); distinct per process, the same across restarts")
 	fs.BoolVar(&k.partitionedByKey, "partitioned-by-key", false, "Kafka source: the topic is already partitioned by the GROUP BY key; skip the repartition topic")
 	fs.BoolVar(&k.untilCaughtUp, "until-caught-up", false, "Kafka: stop once the input is consumed up to where it ended at start: every window finalizes, the last transaction commits, exit 0")
-	fs.BoolVar(&k.resetState, "reset-state", false, "Kafka: start the query over: delete its consumer groups (committed offsets) and internal topics (<query>-repartition, <query>-state), read the input again from --from; the sink topic is kept")
+	fs.BoolVar(&k.resetState, "reset-state", false, "Kafka: start the query over: delete its consumer groups (committed offsets) and internal topics (<query>-repartition, <query>-state, and <query>-s2-... of a view repartition), read the input again from --from; the sink topic is kept")
 	fs.StringVar(&k.logLevel, "log-level", "info", "Kafka: diagnostics on stderr: debug, info, warn, error (debug adds the Kafka client's own log: joins, syncs, rebalances, retries)")
 	return k
 }

@@ -248,22 +248,16 @@ func TestRunKafkaViews(t *testing.T) {
 	}
 }
 
-// TestRunKafkaViewsRefused: a reader whose GROUP BY does not follow the
-// chain's partitioning is refused, saying what runs; so is a join of two
-// views, with what is supported.
+// TestRunKafkaViewsRefused: a join of two views is refused over Kafka,
+// saying what runs (a reader that groups by less than its view runs over
+// a view repartition: run_kafka_viewrepart_test.go).
 func TestRunKafkaViewsRefused(t *testing.T) {
 	sql := writeFile(t, "bad.sql", `CREATE SOURCE ev (merchant VARCHAR, region VARCHAR, amount DOUBLE, ts TIMESTAMP, WATERMARK FOR ts AS ts) WITH (connector = 'kafka', topic = 'ev', brokers = '127.0.0.1:1');
 CREATE VIEW m AS SELECT merchant, region, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY merchant, region, TUMBLE(ts, INTERVAL '1' MINUTE);
-CREATE VIEW by_region AS SELECT region, TUMBLE_START(ws, INTERVAL '1' HOUR) AS h, sum(n) AS n FROM m GROUP BY region, TUMBLE(ws, INTERVAL '1' HOUR);
-CREATE VIEW upper_m AS SELECT upper(merchant) AS um, region, sum(n) AS n FROM m GROUP BY upper(merchant), region;
-CREATE VIEW ok AS SELECT region, merchant, sum(n) AS n FROM m GROUP BY region, merchant;
 CREATE VIEW m2 AS SELECT merchant, region, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, sum(amount) AS total FROM ev GROUP BY merchant, region, TUMBLE(ts, INTERVAL '1' MINUTE);
 CREATE VIEW j AS SELECT a.merchant, a.region, TUMBLE_START(a.ws, INTERVAL '1' HOUR) AS h, sum(a.n) AS n, sum(b.total) AS total
-  FROM m a JOIN m2 b ON a.merchant = b.merchant AND a.region = b.region AND a.ws = b.ws GROUP BY a.merchant, a.region, TUMBLE(a.ws, INTERVAL '1' HOUR);
-CREATE SINK s FROM ok WITH (connector = 'kafka', topic = 'ok', brokers = '127.0.0.1:1');`)
+  FROM m a JOIN m2 b ON a.merchant = b.merchant AND a.region = b.region AND a.ws = b.ws GROUP BY a.merchant, a.region, TUMBLE(a.ws, INTERVAL '1' HOUR);`)
 	for _, c := range []struct{ query, want string }{
-		{"by_region", "query by_region reads view m, whose rows are partitioned by merchant, region (the GROUP BY of m), and does not group by m's merchant (group by its column merchant)"},
-		{"upper_m", "does not group by m's merchant (group by its column merchant)"},
 		{"j", "usage: query j is a join of views; over Kafka a query over views runs a chain: each query of it reads one view, the first the source"},
 	} {
 		env, _, errb := runTestEnv("")

@@ -130,8 +130,37 @@ func NewHostGraph(primary *plan.Query, cfg Config, viewEmit func(*changelog.Reco
 	return g, nil
 }
 
-// hostRoots configures the roots of a host graph.
-type hostRoots struct{ dec *exec.Decoder }
+// NewRowGraph is NewHostGraph for the part of a chain of views that
+// starts at root, a query reading a view: the graph holds root, primary
+// and the views between them (not root's view), root takes the view's
+// typed rows (PushRow) and its watermark from AdvanceWatermark (the
+// view's watermark markers: plan.Query.ViewWatermark of the view's
+// watermark), as a reader does in a whole graph. A Kafka stage that reads
+// a view's final rows from a repartition topic runs it.
+func NewRowGraph(primary, root *plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent)) (*Graph, error) {
+	if root == nil || len(root.Views()) != 1 || root.IJoin != nil {
+		return nil, fmt.Errorf("drive: a row graph's root must read one view")
+	}
+	g, err := newGraph(primary, nil, cfg, viewEmit, viewLate, &hostRoots{root: root})
+	if err != nil {
+		return nil, err
+	}
+	if len(g.roots) != 1 || g.roots[0].q != root {
+		return nil, fmt.Errorf("drive: query %s does not read view %s's rows through %s alone", primary.Name, root.Views()[0].Name, root.Name)
+	}
+	return g, nil
+}
+
+// hostRoots configures the roots of a host graph: dec decodes the
+// declared source's records; or root, a reader of a view, is the one root
+// (NewRowGraph).
+type hostRoots struct {
+	dec  *exec.Decoder
+	root *plan.Query
+}
+
+// cut reports whether q is a row graph's root: its view is outside.
+func (h *hostRoots) cut(q *plan.Query) bool { return h != nil && h.root != nil && h.root == q }
 
 func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), host *hostRoots) (*Graph, error) {
 	g := &Graph{}
@@ -141,8 +170,10 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		if byQuery[q] != nil {
 			return
 		}
-		for _, v := range q.Views() {
-			add(v)
+		if !host.cut(q) {
+			for _, v := range q.Views() {
+				add(v)
+			}
 		}
 		n := &gnode{q: q, mark: [2]int64{math.MinInt64, math.MinInt64}}
 		byQuery[q] = n
@@ -167,7 +198,7 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			}
 			continue
 		}
-		if v := n.q.Source.View; v != nil {
+		if v := n.q.Source.View; v != nil && !host.cut(n.q) {
 			up := byQuery[v]
 			up.readers = append(up.readers, gedge{n, 0})
 			continue
@@ -210,7 +241,7 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		} else if n != g.primary {
 			c.Decoder = nil
 		}
-		if host != nil && len(n.q.Views()) == 0 {
+		if host != nil && host.dec != nil && len(n.q.Views()) == 0 {
 			c.Decoder, c.ExternalWatermark = host.dec, true
 		}
 		if len(n.readers) > 0 {

@@ -1,0 +1,23 @@
+package drive
+
+import (
+	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+// GroupKeys computes the canonical group key of a query's input rows
+// (exec.GroupKeys): a host that routes typed rows (a view's final rows to
+// its reader's partition) keys them by it.
+type GroupKeys = exec.GroupKeys
+
+// NewGroupKeys returns the group key computer of q's input rows.
+func NewGroupKeys(q *plan.Query) *GroupKeys { return exec.NewGroupKeys(q) }
+
+// AppendRow appends the lossless binary form of a typed row
+// (exec.AppendRow); DecodeRow reads it back.
+func AppendRow(dst []byte, row []types.Value) []byte { return exec.AppendRow(dst, row) }
+
+// DecodeRow parses AppendRow's bytes (an ErrBadState error when they are
+// cut or padded).
+func DecodeRow(b []byte) ([]types.Value, error) { return exec.DecodeRow(b) }

@@ -1,0 +1,404 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/types"
+)
+
+// A chain of views whose reader groups by less than the partitioning of
+// the view it reads (hourly totals per region over minute totals per
+// merchant and region) is cut there into segments (DESIGN.md, "A reader
+// that groups by less"). Segment 1 runs as a chain always ran: stage 1
+// routes the events by the root's group key and each partition runs the
+// chain up to the view before the cut. That view's final rows go, typed
+// and encoded lossless, to the next segment's repartition topic keyed by
+// the reader's group key, with the view's watermark as markers to every
+// partition, in the transaction that computed them; the next segment
+// runs the chain from the reader on, one graph per partition of that
+// topic, its watermark the least of the upstream partitions' markers.
+// Each segment is a Pipeline of its own (the same stage-2 loop) under a
+// name derived from the query's.
+
+// maxSegments bounds the cuts of one chain (ResetState deletes the
+// names of this many segments).
+const maxSegments = 16
+
+// forward is where a segment sends its primary's final rows: the next
+// segment's repartition topic, keyed by the next root's group key.
+type forward struct {
+	topic string
+	parts int              // the topic's partitions (set at Run)
+	keys  *drive.GroupKeys // the next segment's root's GROUP BY
+	view  *plan.Query      // the primary, whose ViewWatermark the markers carry
+}
+
+// segmentName is the name segment k (0-based) owns its groups, ids and
+// topics under: the query's own for the first, then name-s2, name-s3, ...
+func segmentName(name string, k int) string {
+	if k == 0 {
+		return name
+	}
+	return fmt.Sprintf("%s-s%d", name, k+1)
+}
+
+// segmentOwned lists the groups and internal topics of every segment
+// after the first a query name can have (ResetState deletes them all:
+// an earlier query text may have been cut more often).
+func segmentOwned(name string) (groups, topics []string) {
+	for k := 1; k < maxSegments; k++ {
+		n := segmentName(name, k)
+		groups = append(groups, n)
+		topics = append(topics, n+"-repartition", n+"-state")
+	}
+	return groups, topics
+}
+
+// segmentsOf splits the chain (views, root first, then q) into segments:
+// a new one starts at each reader whose groups could span the partitions
+// of the view it reads. The partitioning follows the segment root's
+// GROUP BY terms, carried along the chain: a reader keeps it when its
+// GROUP BY names, as plain columns, the view's columns that repeat each
+// of them (equal reader keys then mean equal root keys under the key
+// rules, so one partition). A reader that groups by less (fewer columns,
+// an expression of them, a window alone) starts a segment partitioned by
+// its own GROUP BY.
+func segmentsOf(q *plan.Query, views []*plan.Query) ([][]*plan.Query, error) {
+	all := append(append([]*plan.Query{}, views...), q)
+	keyTerms := func(r *plan.Query) []int {
+		var out []int
+		for i, k := range r.Keys {
+			if k.Kind == plan.KeyExpr {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	segs := [][]*plan.Query{{all[0]}}
+	carry := keyTerms(all[0]) // key term positions of the current node that carry a partition cell
+	for i := 1; i < len(all); i++ {
+		up, r := all[i-1], all[i]
+		next, ok := followsPartitioning(up, r, carry)
+		if !ok {
+			segs = append(segs, []*plan.Query{r})
+			carry = keyTerms(r)
+			continue
+		}
+		segs[len(segs)-1] = append(segs[len(segs)-1], r)
+		carry = next
+	}
+	if len(segs) > maxSegments {
+		return nil, fmt.Errorf("%w: query %s reads a chain of views whose GROUP BYs change the partitioning %d times; over Kafka each change takes a repartition topic, and at most %d are run", ErrUnsupported, q.Name, len(segs)-1, maxSegments-1)
+	}
+	return segs, nil
+}
+
+// followsPartitioning returns the positions of r's key terms that repeat up's
+// partitioning terms carry (as plain columns of up's SELECT), or false
+// if one is missing.
+func followsPartitioning(up, r *plan.Query, carry []int) ([]int, bool) {
+	var next []int
+	for _, ki := range carry {
+		found := -1
+		for ri, k := range r.Keys {
+			if k.Kind != plan.KeyExpr {
+				continue
+			}
+			ref, ok := k.Expr.(*plan.ColRef)
+			if !ok || ref.Index < 0 || ref.Index >= len(up.Select) {
+				continue
+			}
+			if uref, ok := up.Select[ref.Index].Expr.(*plan.ColRef); ok && uref.Index == ki {
+				found = ri
+			}
+		}
+		if found < 0 {
+			return nil, false
+		}
+		next = append(next, found)
+	}
+	return next, true
+}
+
+// newSegments builds the pipelines of a chain cut into segs (New, after
+// the checks): the first keeps the query's name and layout, each reads
+// the one before it. What depends on the cluster (partition counts, end
+// offsets) is set by Run.
+func (p *Pipeline) newSegments(segs [][]*plan.Query) {
+	top := p.opts
+	for k, seg := range segs {
+		c := &Pipeline{opts: top, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
+			log: p.log.With("segment", k+1), base: p.base, name: segmentName(p.q.Name, k),
+			direct: p.direct && k == 0, rowsIn: k > 0}
+		c.opts.ResetState = false // the whole query's, done once by Run
+		c.repTopic, c.stateTopic = c.name+"-repartition", c.name+"-state"
+		if k < len(segs)-1 {
+			c.opts.Sink = top.ViewSinks[c.q.Name]
+			if top.OnViewLate != nil {
+				name := c.q.Name
+				c.opts.OnLate = func(ev *drive.LateEvent) { top.OnViewLate(name, ev) }
+			}
+			next := segs[k+1][0]
+			c.fwd = &forward{topic: segmentName(p.q.Name, k+1) + "-repartition", keys: drive.NewGroupKeys(next), view: c.q}
+		}
+		p.segs = append(p.segs, c)
+	}
+}
+
+// prepareSegments creates or checks the internal topics of the segments
+// after the first (whose topics are the query's own).
+func (p *Pipeline) prepareSegments(ctx context.Context, adm *admClient) error {
+	for _, c := range p.segs[1:] {
+		if err := ensureInternalTopic(ctx, adm, c.repTopic, p.nParts, false, p.log); err != nil {
+			return err
+		}
+		if err := ensureInternalTopic(ctx, adm, c.stateTopic, p.nParts, true, p.log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runSegments runs stage 1 and every segment's aggregating stage until
+// ctx is canceled, a stage fails, or (UntilCaughtUp) the last segment
+// has drained; a segment before it that drained waits for the others.
+func (p *Pipeline) runSegments(ctx context.Context) error {
+	for k, c := range p.segs {
+		c.nParts, c.srcParts, c.sourceEnd = p.nParts, p.nSource, p.sourceEnd
+		c.nSource = p.nSource
+		if k > 0 {
+			c.nSource = p.nParts // its marker table: the partitions of the segment before
+		}
+		if c.fwd != nil {
+			c.fwd.parts = p.nParts
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(p.segs)+1)
+	run := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	if !p.direct {
+		run("repartition stage", p.segs[0].runStage1)
+	}
+	for k, c := range p.segs {
+		last := k == len(p.segs)-1
+		name := "aggregate stage"
+		if k > 0 {
+			name = fmt.Sprintf("aggregate stage %d (from %s)", k+1, c.root.Name)
+		}
+		run(name, func(ctx context.Context) error {
+			err := c.runStage2(ctx)
+			if err == nil && last && c.caughtUp.Load() {
+				p.caughtUp.Store(true)
+				cancel() // the earlier stages have nothing left to do
+			}
+			return err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// segStats adds up the segments' counters.
+func (p *Pipeline) segStats() Stats {
+	var s Stats
+	for i, c := range p.segs {
+		x := c.Stats()
+		if i == 0 {
+			s.IdlePartitions, s.SilentPartitions = x.IdlePartitions, x.SilentPartitions
+		}
+		s.EventsIn += x.EventsIn
+		s.EventsApplied += x.EventsApplied
+		s.Malformed += x.Malformed
+		s.HeadersSkipped += x.HeadersSkipped
+		s.EvalErrors += x.EvalErrors
+		s.Late += x.Late
+		s.RecordsOut += x.RecordsOut
+		s.StateEntriesOut += x.StateEntriesOut
+		s.MarkersOut += x.MarkersOut
+		s.Commits += x.Commits
+		s.Aborts += x.Aborts
+		s.Restores += x.Restores
+		s.RestoredEntries += x.RestoredEntries
+		s.Redos += x.Redos
+		s.LiveGroups += x.LiveGroups
+		s.StateBytes += x.StateBytes
+		s.Duplicates += x.Duplicates
+		s.DedupLate += x.DedupLate
+		s.DedupKeys += x.DedupKeys
+		s.DedupBytes += x.DedupBytes
+	}
+	s.CaughtUp = p.caughtUp.Load()
+	return s
+}
+
+// segmentsText names the segments' groups and topics (ownedText).
+func (p *Pipeline) segmentsText() string {
+	if len(p.segs) < 2 {
+		return ""
+	}
+	var parts []string
+	for _, c := range p.segs[1:] {
+		parts = append(parts, fmt.Sprintf("group %s, transactional id %s.%s, topics %s and %s", c.name, c.name, p.opts.InstanceID, c.repTopic, c.stateTopic))
+	}
+	return "; and for the view repartitions: " + strings.Join(parts, "; ")
+}
+
+// forwardRow returns the OnRow callback of a task whose primary's final
+// rows go to the next segment (nil when the segment is the last): each
+// row, encoded lossless, keyed by the next root's group key, produced in
+// the open transaction.
+func (st *stage2) forwardRow(t *task) func([]types.Value) error {
+	f := st.p.fwd
+	if f == nil {
+		return nil
+	}
+	return func(row []types.Value) error {
+		key, err := f.keys.Append(append(make([]byte, 0, 32), routeKeyVersion), row)
+		if err != nil {
+			// The reader's GROUP BY fails on this row: any partition
+			// will do, where the reader evaluates it again and counts
+			// the error, as in a file run.
+			key = []byte{routeKeyVersion}
+		}
+		rec := &kgo.Record{Topic: f.topic, Partition: -1, Key: key, Value: drive.AppendRow(nil, row)}
+		st.s.Produce(st.pctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
+		t.touched = true
+		return nil
+	}
+}
+
+// forwardMarks produces, after the transaction's rows, a watermark
+// marker to every partition of the next segment's topic: per owned
+// partition, the ViewWatermark of its primary's watermark (what a reader
+// in a file run is moved by), and, in the transaction that drains them
+// (UntilCaughtUp), how far each partition consumed the source. Sent when
+// it changed or at least every markerEvery.
+func (st *stage2) forwardMarks() error {
+	f := st.p.fwd
+	if f == nil || len(st.tasks) == 0 {
+		return nil
+	}
+	tab := newTracker(st.p.nParts)
+	for part, t := range st.tasks {
+		tab.observe(part, f.view.ViewWatermark(primaryWatermark(t.d)))
+		if st.finishing {
+			tab.setEnd(part, st.reachedOf(t))
+		}
+	}
+	enc := tab.appendTo(nil)
+	now := time.Now()
+	if string(enc) == string(st.fwdSent) && now.Sub(st.fwdAt) < markerEvery {
+		return nil
+	}
+	for i := 0; i < f.parts; i++ {
+		m := &kgo.Record{Topic: f.topic, Partition: int32(i), Key: markerKey, Value: enc,
+			Headers: []kgo.RecordHeader{{Key: markerHeader, Value: []byte{1}}}}
+		st.s.Produce(st.pctx, m, func(_ *kgo.Record, err error) { st.perr.set(err) })
+		st.p.c.markersOut.Add(1)
+	}
+	st.fwdSent, st.fwdAt = enc, now
+	return nil
+}
+
+// reachedOf is how far a drained task consumed each source partition.
+func (st *stage2) reachedOf(t *task) []int64 {
+	if st.p.direct {
+		out := make([]int64, st.p.srcParts)
+		for i := range out {
+			out[i] = -1
+		}
+		if pos, ok := st.end.position(t.part); ok && int(t.part) < len(out) {
+			out[t.part] = pos
+		}
+		return out
+	}
+	return t.wm.reached(st.p.srcParts)
+}
+
+// primaryWatermark is the watermark of a runner's primary (the view whose
+// rows a segment forwards).
+func primaryWatermark(r runner) int64 {
+	switch x := r.(type) {
+	case graphRunner:
+		return x.Graph.Watermark()
+	case driverRunner:
+		return x.Driver.Watermark()
+	case rowRunner:
+		return primaryWatermark(x.runner)
+	}
+	return r.Watermark()
+}
+
+// rowRunner is a segment that reads a view's final rows: a record value
+// is a row (drive.AppendRow), pushed typed into the segment's root.
+type rowRunner struct {
+	runner
+	push func([]types.Value) error
+}
+
+func (r rowRunner) Push(raw []byte) error {
+	row, err := drive.DecodeRow(raw)
+	if err != nil {
+		return fmt.Errorf("a view row in the repartition topic: %w", err)
+	}
+	err = r.push(row)
+	var ee *drive.EventError
+	if err != nil && (errors.As(err, &ee) || drive.Skipped(err)) {
+		return nil // counted (an evaluation error of the reader), as a reader in a file run goes past it
+	}
+	return err
+}
+
+// PushKeyed ignores the key: the reader evaluates its GROUP BY on the row.
+func (r rowRunner) PushKeyed(raw, _ []byte) error { return r.Push(raw) }
+
+// TakeCounts keeps the late and evaluation-error counts: a view's row is
+// not an event of the input.
+func (r rowRunner) TakeCounts() drive.Counts {
+	c := r.runner.TakeCounts()
+	return drive.Counts{EvalErrors: c.EvalErrors, Late: c.Late}
+}
+
+// newRowRunner builds a partition's work for a segment reading a view's
+// rows: the root alone (a driver) or the graph from it to the primary.
+func (p *Pipeline) newRowRunner(emit, emitView func(*changelog.Record) error, onRow func([]types.Value) error) (runner, error) {
+	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, OnRow: onRow}
+	if p.q == p.root {
+		d, err := drive.New(p.q, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return rowRunner{driverRunner{d}, d.PushRow}, nil
+	}
+	var viewLate func(string, *drive.LateEvent)
+	if p.opts.OnViewLate != nil {
+		viewLate = p.opts.OnViewLate
+	}
+	g, err := drive.NewRowGraph(p.q, p.root, cfg, emitView, viewLate)
+	if err != nil {
+		return nil, err
+	}
+	return rowRunner{graphRunner{g}, g.PushRow}, nil
+}
