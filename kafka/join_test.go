@@ -237,6 +237,8 @@ func init() {
 		var pl *Pipeline
 		if pl, err = New(o); err == nil {
 			err = pl.Run(ctx)
+			st := pl.Stats()
+			fmt.Printf("restored %d entries, late %d, table late %d, caught up %v\n", st.RestoredEntries, st.Late, st.TableLate, st.CaughtUp)
 		}
 	}
 	if err != nil {
@@ -260,11 +262,13 @@ func TestRunKafkaTemporalJoinKill(t *testing.T) {
 	addrs := cluster(t).ListenAddrs()
 	mkTopic(t, addrs, "usage", 3, nil)
 	mkTopic(t, addrs, "prices", 2, nil)
+	var out strings.Builder
 	child := func(end bool) *osexec.Cmd {
 		cmd := osexec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), envKJoinChild+"="+strings.Join(addrs, ","))
 		if end {
 			cmd.Env = append(cmd.Env, envKJoinChild+"_END=1")
+			cmd.Stdout = &out
 		}
 		var errb strings.Builder
 		cmd.Stderr = &errb
@@ -290,8 +294,16 @@ func TestRunKafkaTemporalJoinKill(t *testing.T) {
 		cmd := child(false)
 		lo, hi := i*len(events)/slices, (i+1)*len(events)/slices
 		vlo, vhi := i*len(versions)/slices, (i+1)*len(versions)/slices
-		produceValues(t, addrs, "prices", 2, versions[vlo:vhi], nil)
-		produceValues(t, addrs, "usage", 3, events[lo:hi], nil)
+		// Either input first: events wait in the join for the table's
+		// watermark, or versions wait for the events.
+		if r.IntN(2) == 0 {
+			produceValues(t, addrs, "prices", 2, versions[vlo:vhi], nil)
+			produceValues(t, addrs, "usage", 3, events[lo:hi], nil)
+		} else {
+			produceValues(t, addrs, "usage", 3, events[lo:hi], nil)
+			time.Sleep(time.Duration(r.IntN(500)) * time.Millisecond)
+			produceValues(t, addrs, "prices", 2, versions[vlo:vhi], nil)
+		}
 		time.Sleep(time.Duration(300+r.IntN(2500)) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -310,7 +322,15 @@ func TestRunKafkaTemporalJoinKill(t *testing.T) {
 	case <-time.After(3 * time.Minute):
 		t.Fatal("final run did not catch up within 3 minutes")
 	}
-	t.Logf("%d kills", kills)
+	t.Logf("%d kills; final run: %s", kills, strings.TrimSpace(out.String()))
+	var restored, late, tlate int64
+	var caught bool
+	if _, err := fmt.Sscanf(out.String(), "restored %d entries, late %d, table late %d, caught up %v", &restored, &late, &tlate, &caught); err != nil {
+		t.Fatalf("final run's summary %q: %v", out.String(), err)
+	}
+	if restored == 0 || late != 0 || tlate != 0 || !caught {
+		t.Errorf("final run: restored %d entries (want some), late %d and %d (want 0), caught up %v", restored, late, tlate, caught)
+	}
 	compareFinals(t, readFinals(t, addrs, "charges"), want)
 }
 
