@@ -398,6 +398,14 @@ func (st *stage2) advanceTables() error {
 	return nil
 }
 
+// joinBufferFull says, for an event the join cannot hold, why the table's
+// watermark is behind and what to do: the stage stops (a retry would
+// meet the same full buffer).
+func (p *Pipeline) joinBufferFull(err error) error {
+	return fmt.Errorf("%w. Over Kafka the table's watermark is the minimum over the partitions of topic %s: one that gets no rows holds it back until it is idle (idle_timeout, %s), and a table whose rows come later than the events they price makes the events wait; produce table rows to every partition, shorten the table's idle_timeout, or raise Options.JoinBuffer",
+		err, p.tj.ep.Topic, p.tj.ep.IdleTimeout)
+}
+
 // A temporal join's checkpoint position holds both marker tables: a
 // uvarint length, the source's (as any query's position), the table's.
 func joinPosition(src, table *tracker) []byte {

@@ -215,6 +215,15 @@ func TestRunKafkaTemporalJoin(t *testing.T) {
 				t.Errorf("stats %+v, late hook %d", st, late)
 			}
 			compareFinals(t, readFinals(t, addrs, "charges"), want)
+
+			// The state belongs to the table's topic too.
+			o.Table.Topic = "prices2"
+			if pl, err = New(o); err != nil {
+				t.Fatal(err)
+			}
+			if err := pl.Run(ctx); !errors.Is(err, ErrBindingMismatch) || !strings.Contains(err.Error(), `the versioned table's topic was "prices", now "prices2"`) {
+				t.Errorf("a moved table: %v", err)
+			}
 		})
 	}
 }
@@ -385,5 +394,39 @@ CREATE TABLE t (k VARCHAR, p BIGINT, vf TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED,
 		case c.want != "" && (err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: %v\nwant %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestRunKafkaTemporalJoinBuffer crosses the bound of the events waiting
+// for the table's watermark: a table partition that gets no rows holds
+// that watermark back (until its idle timeout, a minute here), so every
+// event waits; past Options.JoinBuffer the pipeline stops with
+// drive.ErrJoinBuffer and says why, instead of aborting the same
+// transaction forever.
+func TestRunKafkaTemporalJoinBuffer(t *testing.T) {
+	q := kjoinQuery(t)
+	events, versions := kjoinData(3, 200)
+	addrs := cluster(t).ListenAddrs()
+	mkTopic(t, addrs, "usage", 1, nil)
+	mkTopic(t, addrs, "prices", 2, nil)
+	var only0 [][]byte // every version on partition 0
+	produceValues(t, addrs, "prices", 1, append(only0, versions...), nil)
+	produceValues(t, addrs, "usage", 1, events, nil)
+	o := kjoinOptions(q, addrs)
+	o.JoinBuffer = 20
+	o.UntilCaughtUp = true
+	pl, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = pl.Run(ctx)
+	if !errors.Is(err, drive.ErrJoinBuffer) || !strings.Contains(err.Error(), "20 events wait for the watermark of table prices") ||
+		!strings.Contains(err.Error(), "the minimum over the partitions of topic prices: one that gets no rows holds it back") {
+		t.Fatalf("Run: %v, want the join buffer error", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Run stopped by the test's timeout, not by the bound")
 	}
 }

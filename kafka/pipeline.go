@@ -41,6 +41,13 @@ type Options struct {
 	// defaults to the Source's, whose cluster it must be on. Unused
 	// otherwise (an error if set).
 	Table Endpoint
+	// JoinBuffer bounds, per partition of the aggregating stage, the
+	// events of a temporal join that wait for the table's watermark.
+	// Crossing it stops the pipeline with drive.ErrJoinBuffer (the
+	// events behind it are in the same partition as the table rows that
+	// would release them, so waiting cannot help): the table is too far
+	// behind the stream. Default plan.DefaultJoinBuffer.
+	JoinBuffer int
 	// ViewSinks, for a Query that reads views (FROM a windowed EMIT
 	// FINAL view, see graph.go), give each view of its chain its own
 	// changelog topic, by view name: every view must have one, on the

@@ -220,7 +220,8 @@ func (st *stage2) more(deadline time.Time, workErr error) (error, error) {
 // isFatal tells errors that a retry cannot fix (bad state, a null value,
 // a bug recovered from a panic) from transient produce failures.
 func isFatal(err error) bool {
-	return errors.Is(err, drive.ErrBadState) || errors.Is(err, drive.ErrInternal) || errors.Is(err, ErrNullValue) || errors.Is(err, errBadWatermark)
+	return errors.Is(err, drive.ErrBadState) || errors.Is(err, drive.ErrInternal) || errors.Is(err, ErrNullValue) || errors.Is(err, errBadWatermark) ||
+		errors.Is(err, drive.ErrJoinBuffer)
 }
 
 func (st *stage2) reassign(owned map[int32]bool) {
@@ -278,6 +279,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 		t.twm = newTracker(tj.n)
 		cfg.TableDecoder = drive.NewMessageSourceDecoder(st.p.q.Join.Table, st.p.q.TableUsed(), tj.ep.Format)
 		cfg.IncrementalJoinState = true // a checkpoint per transaction, in records of bounded size
+		cfg.JoinBuffer = st.p.opts.JoinBuffer
 		if part == 0 {
 			cfg.LateTable = st.p.opts.OnLate // every partition sees every table row: one reports the late ones
 		}
@@ -380,6 +382,9 @@ func (st *stage2) process(fs kgo.Fetches) (err error) {
 				key = r.Key[1:]
 			}
 			perr = t.d.PushKeyed(r.Value, key)
+			if errors.Is(perr, drive.ErrJoinBuffer) {
+				perr = p.joinBufferFull(perr)
+			}
 		}
 		if perr != nil && !p.badEvent(r, perr) {
 			err = perr
