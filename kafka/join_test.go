@@ -430,3 +430,57 @@ func TestRunKafkaTemporalJoinBuffer(t *testing.T) {
 		t.Fatal("Run stopped by the test's timeout, not by the bound")
 	}
 }
+
+// TestRunKafkaTemporalJoinInstances: two processes share the stages
+// (their partitions move between them as they join, and again as one
+// stops) while both topics grow in slices, either one ahead; then one
+// runs until caught up. The finals equal the in-process run's.
+func TestRunKafkaTemporalJoinInstances(t *testing.T) {
+	q := kjoinQuery(t)
+	events, versions := kjoinData(11, 2400)
+	want := kjoinInProcess(t, q, events, versions)
+	addrs := cluster(t).ListenAddrs()
+	mkTopic(t, addrs, "usage", 4, nil)
+	mkTopic(t, addrs, "prices", 3, nil)
+	opts := func(id string) Options {
+		o := kjoinOptions(q, addrs)
+		o.InstanceID = id
+		o.Logger = testLogger(t)
+		return o
+	}
+	_, stopA := runPipeline(t, opts("a"))
+	_, stopB := runPipeline(t, opts("b"))
+	const slices = 4
+	for i := range slices {
+		lo, hi := i*len(events)/slices, (i+1)*len(events)/slices
+		vlo, vhi := i*len(versions)/slices, (i+1)*len(versions)/slices
+		if i%2 == 0 {
+			produceValues(t, addrs, "prices", 3, versions[vlo:vhi], nil)
+			produceValues(t, addrs, "usage", 4, events[lo:hi], nil)
+		} else {
+			produceValues(t, addrs, "usage", 4, events[lo:hi], nil)
+			produceValues(t, addrs, "prices", 3, versions[vlo:vhi], nil)
+		}
+		time.Sleep(700 * time.Millisecond)
+		if i == 1 {
+			stopA() // b takes a's partitions of all three stages
+		}
+	}
+	time.Sleep(time.Second)
+	stopB()
+	o := opts("a")
+	o.UntilCaughtUp = true
+	pl, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := pl.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := pl.Stats(); !st.CaughtUp || st.Late != 0 || st.TableLate != 0 {
+		t.Errorf("final run: %+v", st)
+	}
+	compareFinals(t, readFinals(t, addrs, "charges"), want)
+}
