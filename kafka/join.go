@@ -406,6 +406,24 @@ func (p *Pipeline) joinBufferFull(err error) error {
 		err, p.tj.ep.Topic, p.tj.ep.IdleTimeout)
 }
 
+// publishJoin publishes the owned joins' gauges for Stats.
+func (st *stage2) publishJoin() {
+	var s drive.JoinStats
+	for _, t := range st.tasks {
+		if tr, ok := t.d.(tableRunner); ok {
+			js := tr.JoinStats()
+			s.Joined, s.Unmatched, s.Buffered, s.Versions, s.Keys = s.Joined+js.Joined, s.Unmatched+js.Unmatched,
+				s.Buffered+js.Buffered, s.Versions+js.Versions, s.Keys+js.Keys
+		}
+	}
+	c := &st.p.c
+	c.joinJoined.Store(s.Joined)
+	c.joinUnmatched.Store(s.Unmatched)
+	c.joinWaiting.Store(s.Buffered)
+	c.joinVersions.Store(s.Versions)
+	c.joinKeys.Store(s.Keys)
+}
+
 // A temporal join's checkpoint position holds both marker tables: a
 // uvarint length, the source's (as any query's position), the table's.
 func joinPosition(src, table *tracker) []byte {

@@ -214,6 +214,10 @@ func TestRunKafkaTemporalJoin(t *testing.T) {
 			if !st.CaughtUp || st.Late != 0 || late != 0 || st.TableLate != 0 || st.TableMalformed != 0 || st.TableRows != int64(len(versions)) {
 				t.Errorf("stats %+v, late hook %d", st, late)
 			}
+			if st.JoinJoined+st.JoinUnmatched != int64(len(events)) || st.JoinUnmatched == 0 || st.JoinWaiting != 0 || st.JoinVersions == 0 || st.JoinKeys == 0 {
+				t.Errorf("join gauges: joined %d, unmatched %d (want %d in all), waiting %d, versions %d, keys %d",
+					st.JoinJoined, st.JoinUnmatched, len(events), st.JoinWaiting, st.JoinVersions, st.JoinKeys)
+			}
 			compareFinals(t, readFinals(t, addrs, "charges"), want)
 
 			// The state belongs to the table's topic too.

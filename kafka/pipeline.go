@@ -164,6 +164,12 @@ type Stats struct {
 	// table watermark (not applied; handed to OnLate), as of this
 	// process's last look.
 	TableRows, TableMalformed, TableLate int64
+	// A temporal join's gauges over the partitions this process owns, as
+	// of the last transaction: events joined and unmatched (running
+	// totals that move with their partitions), events waiting for the
+	// table's watermark, versions and keys held (each partition holds
+	// its own copy of the table's versions, so these add up copies).
+	JoinJoined, JoinUnmatched, JoinWaiting, JoinVersions, JoinKeys int64
 	// Gauges over the operators this process owns, as of the last
 	// transaction: live (group, window) states and their estimated bytes,
 	// and the input-dedup state. Duplicates and DedupLate are the owned
@@ -182,6 +188,7 @@ type counters struct {
 	commits, aborts, restores, restoredEntries, redos atomic.Int64
 	liveGroups, stateBytes, duplicates, dedupLate, dedupKeys, dedupBytes atomic.Int64
 	tableRows, tableMalformed, tableLate                                 atomic.Int64
+	joinJoined, joinUnmatched, joinWaiting, joinVersions, joinKeys       atomic.Int64
 }
 
 // Pipeline runs one query over Kafka, exactly once.
@@ -348,6 +355,8 @@ func (p *Pipeline) Stats() Stats {
 		LiveGroups: c.liveGroups.Load(), StateBytes: c.stateBytes.Load(), Duplicates: c.duplicates.Load(),
 		DedupLate: c.dedupLate.Load(), DedupKeys: c.dedupKeys.Load(), DedupBytes: c.dedupBytes.Load(),
 		TableRows: c.tableRows.Load(), TableMalformed: c.tableMalformed.Load(), TableLate: c.tableLate.Load(),
+		JoinJoined: c.joinJoined.Load(), JoinUnmatched: c.joinUnmatched.Load(), JoinWaiting: c.joinWaiting.Load(),
+		JoinVersions: c.joinVersions.Load(), JoinKeys: c.joinKeys.Load(),
 	}
 }
 

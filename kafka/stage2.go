@@ -502,6 +502,9 @@ func (st *stage2) checkpoint() error {
 	p.c.dedupLate.Store(dlate)
 	p.c.dedupKeys.Store(dkeys)
 	p.c.dedupBytes.Store(dbytes)
+	if p.tj != nil {
+		st.publishJoin()
+	}
 	for _, t := range st.tasks {
 		if !t.touched {
 			continue
