@@ -488,3 +488,80 @@ func TestRunKafkaTemporalJoinInstances(t *testing.T) {
 	}
 	compareFinals(t, readFinals(t, addrs, "charges"), want)
 }
+
+// TestRunKafkaTemporalJoinCSV: both topics in CSV, whose cells can hold
+// what JSON cannot: a NaN join key (NaN matches NaN, as group keys do),
+// beside -0.0 and 0.0 (one key), an empty unquoted tier (NULL), quoted
+// customers with the delimiter, doubled quotes and non-ASCII text. The
+// finals equal one in-process driver's over the same records.
+func TestRunKafkaTemporalJoinCSV(t *testing.T) {
+	q := kjoinQuery(t)
+	csv, err := drive.ParseMessageFormat(map[string]string{"format": "csv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(21, 4))
+	ts := func(us int64) string { return time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05.000000") }
+	tiers := []string{"NaN", "-0.0", "0.0", "1.5", "", "7"}
+	customers := []string{`a`, `"b""q"`, `"c,d"`, `é😀`, `""`}
+	var events, versions [][]byte
+	const n = 1500
+	for at := int64(-5_000_000); at < n*100_000+10_000_000; at += 700_000 {
+		versions = append(versions, fmt.Appendf(nil, `%s,%d.%06d,"L""%d",%s`, tiers[r.IntN(4)], r.IntN(5), r.IntN(1_000_000), r.IntN(9), ts(baseTS+at)))
+	}
+	for i := range n {
+		at := int64(i)*100_000 - r.Int64N(1_500_000)
+		events = append(events, fmt.Appendf(nil, `%s,%s,%d.%02d,n%d,%s`, customers[r.IntN(len(customers))], tiers[r.IntN(len(tiers))], r.IntN(50), r.IntN(100), i, ts(baseTS+at)))
+	}
+	want := map[string]string{}
+	d, err := drive.New(q, drive.Config{
+		Emit: func(rec *changelog.Record) error {
+			if rec.Meta.Final {
+				want[string(rec.Key)] = string(rec.Value)
+			}
+			return nil
+		},
+		Decoder:      drive.NewMessageSourceDecoder(q.Join.Stream, q.StreamUsed(), csv),
+		TableDecoder: drive.NewMessageSourceDecoder(q.Join.Table, q.TableUsed(), csv),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range versions {
+		if err := d.PushTable(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, e := range events {
+		if err := d.Push(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := d.JoinStats(); st.LateEvents != 0 || st.LateTableRows != 0 || st.Joined == 0 || st.NullKeys == 0 || st.Keys != 3 {
+		t.Fatalf("in process: %+v (want 3 keys: NaN, 0 and 1.5; NULL keys; nothing late)", st)
+	}
+	addrs := cluster(t).ListenAddrs()
+	mkTopic(t, addrs, "usage", 3, nil)
+	mkTopic(t, addrs, "prices", 2, nil)
+	produceValues(t, addrs, "prices", 2, versions, nil)
+	produceValues(t, addrs, "usage", 3, events, nil)
+	o := kjoinOptions(q, addrs)
+	o.Source.Format, o.Table.Format = csv, csv
+	o.UntilCaughtUp = true
+	pl, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := pl.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := pl.Stats(); !st.CaughtUp || st.Late != 0 || st.Malformed != 0 || st.TableMalformed != 0 || st.JoinKeys != 3*3 {
+		t.Errorf("stats %+v (want 3 keys in each of 3 partitions)", st)
+	}
+	compareFinals(t, readFinals(t, addrs, "charges"), want)
+}
