@@ -67,6 +67,16 @@ type TemporalJoin struct {
 	nver    int64
 	sweepAt int64
 	ended   bool // the table input ended: every event is releasable
+	// external: the host moves both watermarks (AdvanceStream,
+	// AdvanceTable); event and row times do not (SetExternalWatermarks).
+	external bool
+	// Incremental entries (AppendEntries): the key bytes of each key
+	// index, the keys whose versions changed, and the entry keys of
+	// written events and versions since dropped (tombstones to write).
+	incr    bool
+	knames  []string
+	dirty   map[int32]bool
+	deleted [][]byte
 
 	streamMax, tableMax int64
 	stats               JoinStats
@@ -87,12 +97,14 @@ type TemporalJoin struct {
 type version struct {
 	t     int64
 	cells string
+	saved bool // incremental entries: written as of the last AppendEntries
 }
 
 type waiting struct {
-	t   int64
-	seq uint64
-	row []types.Value
+	t     int64
+	seq   uint64
+	row   []types.Value
+	saved bool // incremental entries: written as of the last AppendEntries
 }
 
 // verSlots holds each key's versions, by key index, in chunks of a
@@ -255,7 +267,9 @@ func (t *TemporalJoin) PushEvent(row []types.Value) (late bool, err error) {
 	}
 	if ts > t.streamMax {
 		t.streamMax = ts
-		t.AdvanceStream(satSub(ts, t.j.Stream.WatermarkDelay))
+		if !t.external {
+			t.AdvanceStream(satSub(ts, t.j.Stream.WatermarkDelay))
+		}
 	}
 	return false, nil
 }
@@ -279,7 +293,9 @@ func (t *TemporalJoin) JoinNow(row []types.Value) ([]types.Value, bool, error) {
 	// holds the horizon back in PushEvent).
 	if ts > t.streamMax {
 		t.streamMax = ts
-		t.AdvanceStream(satSub(ts, t.j.Stream.WatermarkDelay))
+		if !t.external {
+			t.AdvanceStream(satSub(ts, t.j.Stream.WatermarkDelay))
+		}
 	}
 	return out, true, err
 }
@@ -298,6 +314,24 @@ func (t *TemporalJoin) AdvanceTable(wm int64) {
 	if wm > t.stats.TableWM {
 		t.stats.TableWM = wm
 	}
+}
+
+// SetExternalWatermarks makes the host the only one to move the two
+// watermarks (AdvanceStream, AdvanceTable): a host whose inputs are split
+// over partitions (Kafka) knows them as the minimum over the partitions,
+// which the times of the events and rows one join sees do not tell.
+// Lateness, release and pruning follow the host's watermarks by the same
+// rules.
+func (t *TemporalJoin) SetExternalWatermarks() { t.external = true }
+
+// Newest is the time of the newest waiting event (math.MinInt64 when none
+// waits).
+func (t *TemporalJoin) Newest() int64 {
+	n := int64(math.MinInt64)
+	for _, w := range t.buf {
+		n = max(n, w.t)
+	}
+	return n
 }
 
 // EndTable marks the table input ended: no row will come, so every
@@ -341,12 +375,14 @@ func (t *TemporalJoin) PushTable(row []types.Value) (late bool, err error) {
 	if !ok {
 		ki = t.vers.add(nil)
 		t.keys[string(key)] = ki
+		t.knames = append(t.knames, string(key))
 	}
 	vs := *t.vers.at(ki)
 	i, found := slices.BinarySearchFunc(vs, ts, func(v version, ts int64) int { return cmpInt(v.t, ts) })
 	cells := t.encode(row)
 	if found {
 		vs[i].cells = cells
+		vs[i].saved = false
 	} else {
 		vs = slices.Insert(vs, i, version{t: ts, cells: cells})
 		t.nver++
@@ -354,10 +390,15 @@ func (t *TemporalJoin) PushTable(row []types.Value) (late bool, err error) {
 			t.stats.VersionsPeak = t.nver
 		}
 	}
-	*t.vers.at(ki) = t.prune(vs)
+	if t.incr {
+		t.dirty[ki] = true
+	}
+	*t.vers.at(ki) = t.prune(ki, vs)
 	if ts > t.tableMax {
 		t.tableMax = ts
-		t.AdvanceTable(satSub(ts, t.j.Table.WatermarkDelay))
+		if !t.external {
+			t.AdvanceTable(satSub(ts, t.j.Table.WatermarkDelay))
+		}
 	}
 	t.maybeSweep()
 	return false, nil
@@ -454,7 +495,7 @@ func (t *TemporalJoin) keyOf(exprs []plan.Expr, row []types.Value) ([]byte, erro
 
 // prune drops the versions of one key that no event can need: all before
 // the newest one at or before the horizon.
-func (t *TemporalJoin) prune(vs []version) []version {
+func (t *TemporalJoin) prune(ki int32, vs []version) []version {
 	h := t.horizon()
 	n := 0
 	for n+1 < len(vs) && vs[n+1].t <= h {
@@ -462,6 +503,13 @@ func (t *TemporalJoin) prune(vs []version) []version {
 	}
 	if n == 0 {
 		return vs
+	}
+	if t.incr {
+		for _, v := range vs[:n] {
+			if v.saved {
+				t.deleted = append(t.deleted, versionEntryKey(t.knames[ki], v.t))
+			}
+		}
 	}
 	clear(vs[:n])
 	t.nver -= int64(n)
@@ -478,7 +526,7 @@ func (t *TemporalJoin) maybeSweep() {
 	}
 	for i := range int32(t.vers.n) {
 		p := t.vers.at(i)
-		*p = t.prune(*p)
+		*p = t.prune(i, *p)
 	}
 	t.sweepAt = max(2*t.nver, 1024)
 }
@@ -508,6 +556,9 @@ func (t *TemporalJoin) Release() ([]types.Value, bool, error) {
 		return nil, false, nil
 	}
 	ev := t.buf.pop()
+	if ev.saved {
+		t.deleted = append(t.deleted, eventEntryKey(ev.seq))
+	}
 	out, err := t.join(ev.row, ev.t)
 	return out, true, err
 }
@@ -670,6 +721,7 @@ func (t *TemporalJoin) RestoreState(val []byte) error {
 	nk := int(r.uvarint())
 	clear(t.keys)
 	t.vers.reset()
+	t.knames = t.knames[:0]
 	t.nver = 0
 	for i := 0; i < nk && r.err == nil; i++ {
 		k := string(r.bytes(int(r.uvarint())))
@@ -685,6 +737,7 @@ func (t *TemporalJoin) RestoreState(val []byte) error {
 			r.fail("duplicate key")
 		}
 		t.keys[k] = t.vers.add(vs)
+		t.knames = append(t.knames, k)
 		t.nver += int64(len(vs))
 	}
 	if r.err == nil && len(r.b) != 0 {
@@ -706,4 +759,176 @@ func NewSourceDecoder(src *plan.Source, used []bool) *Decoder {
 		d.used = d.derive.SetUsed(used)
 	}
 	return d
+}
+
+// NewMessageSourceDecoder is NewMessageDecoder for a join's input (its
+// stream or table) converting only the columns used marks, as
+// NewSourceDecoder does for a file: a Kafka run decodes what a file run
+// decodes, so a column the query never reads rejects no event in either.
+func NewMessageSourceDecoder(src *plan.Source, used []bool, f MessageFormat) *Decoder {
+	d := NewMessageDecoder(src, f)
+	d.used = used
+	if d.derive != nil {
+		d.used = d.derive.SetUsed(used)
+	}
+	return d
+}
+
+// Incremental checkpoint entries. A host that checkpoints often (Kafka:
+// every transaction) cannot rewrite the whole join each time, nor hold it
+// in one record: with SetIncremental the join's state is one small header
+// entry (JoinStateKey: watermarks and counters, written as an AppendState
+// entry with no events and no versions) plus one entry per waiting event
+// (JoinEventPrefix + its arrival number, big-endian) and one per version
+// (JoinVersionPrefix + its time, big-endian with the sign bit flipped,
+// + the key bytes), each a row as AppendState writes it. AppendEntries
+// writes what changed since its last call: new events and versions, and
+// tombstones (nil values) for the written ones since released or dropped.
+const (
+	JoinEventPrefix   = "je"
+	JoinVersionPrefix = "jv"
+)
+
+// SetIncremental selects the incremental entries (AppendEntries,
+// RestoreEntry), before anything is pushed.
+func (t *TemporalJoin) SetIncremental() {
+	t.incr = true
+	t.dirty = map[int32]bool{}
+}
+
+func eventEntryKey(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte(JoinEventPrefix), seq)
+}
+
+func versionEntryKey(key string, ts int64) []byte {
+	b := binary.BigEndian.AppendUint64([]byte(JoinVersionPrefix), uint64(ts)^1<<63)
+	return append(b, key...)
+}
+
+// IsJoinEntry reports whether key is one of the incremental entries of
+// events and versions.
+func IsJoinEntry(key []byte) bool {
+	return len(key) > 2 && (string(key[:2]) == JoinEventPrefix || string(key[:2]) == JoinVersionPrefix)
+}
+
+// versionRow writes a version as a whole table row into row.
+func (t *TemporalJoin) versionRow(row []types.Value, v *version) {
+	tcols := t.j.Table.Columns
+	for i, c := range tcols {
+		row[i] = types.NullOf(c.Type)
+	}
+	tc := t.j.Table.TimeCol
+	row[tc] = types.Value{Kind: tcols[tc].Type.Kind, Scale: tcols[tc].Type.Scale, I: v.t}
+	t.decodeInto(row, v.cells)
+}
+
+// AppendEntries writes the join's incremental entries through put: the
+// header (prefix, then an AppendState entry without events or versions),
+// then every event and version not written yet (all of them when full),
+// and a tombstone for each written one since released or dropped.
+func (t *TemporalJoin) AppendEntries(full bool, prefix []byte, put func(key, val []byte) error) error {
+	evs, keys := t.buf, t.keys
+	t.buf, t.keys = nil, nil
+	hdr := t.AppendState(prefix)
+	t.buf, t.keys = evs, keys
+	if err := put([]byte(JoinStateKey), hdr); err != nil {
+		return err
+	}
+	for _, k := range t.deleted {
+		if err := put(k, nil); err != nil {
+			return err
+		}
+	}
+	t.deleted = t.deleted[:0]
+	var b []byte
+	for i := range t.buf {
+		e := &t.buf[i]
+		if e.saved && !full {
+			continue
+		}
+		b = appendRow(b[:0], e.row)
+		if err := put(eventEntryKey(e.seq), b); err != nil {
+			return err
+		}
+		e.saved = true
+	}
+	row := make([]types.Value, len(t.j.Table.Columns))
+	write := func(ki int32) error {
+		vs := *t.vers.at(ki)
+		for i := range vs {
+			v := &vs[i]
+			if v.saved && !full {
+				continue
+			}
+			t.versionRow(row, v)
+			b = appendRow(b[:0], row)
+			if err := put(versionEntryKey(t.knames[ki], v.t), b); err != nil {
+				return err
+			}
+			v.saved = true
+		}
+		return nil
+	}
+	if full {
+		for ki := range int32(t.vers.n) {
+			if err := write(ki); err != nil {
+				return err
+			}
+		}
+	} else {
+		dirty := make([]int32, 0, len(t.dirty))
+		for ki := range t.dirty {
+			dirty = append(dirty, ki)
+		}
+		slices.Sort(dirty) // equal states, equal order of entries
+		for _, ki := range dirty {
+			if err := write(ki); err != nil {
+				return err
+			}
+		}
+	}
+	clear(t.dirty)
+	return nil
+}
+
+// RestoreEntry loads one incremental entry (IsJoinEntry), after the
+// header (RestoreState). Call FinishEntries after the last.
+func (t *TemporalJoin) RestoreEntry(key, val []byte) error {
+	r := &reader{b: val}
+	switch {
+	case len(key) == 2+8 && string(key[:2]) == JoinEventPrefix:
+		seq := binary.BigEndian.Uint64(key[2:])
+		row := r.row(len(t.j.Stream.Columns))
+		if r.err == nil && len(r.b) == 0 {
+			t.buf = append(t.buf, waiting{t: row[t.j.Stream.TimeCol].I, seq: seq, row: row, saved: true})
+			return nil
+		}
+	case len(key) >= 2+8 && string(key[:2]) == JoinVersionPrefix:
+		ts := int64(binary.BigEndian.Uint64(key[2:10]) ^ 1<<63)
+		k := string(key[10:])
+		row := r.row(len(t.j.Table.Columns))
+		if r.err == nil && len(r.b) == 0 && row[t.j.Table.TimeCol].I == ts {
+			ki, ok := t.keys[k]
+			if !ok {
+				ki = t.vers.add(nil)
+				t.keys[k] = ki
+				t.knames = append(t.knames, k)
+			}
+			p := t.vers.at(ki)
+			*p = append(*p, version{t: ts, cells: t.encode(row), saved: true})
+			t.nver++
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: temporal join entry %q", ErrBadState, key)
+}
+
+// FinishEntries completes a restore of incremental entries. (A key has
+// one entry per version time, so no two versions of a key share one.)
+func (t *TemporalJoin) FinishEntries() {
+	t.buf.init()
+	for ki := range int32(t.vers.n) {
+		slices.SortFunc(*t.vers.at(ki), func(a, b version) int { return cmpInt(a.t, b.t) })
+	}
+	t.sweepAt = max(2*t.nver, 1024)
 }

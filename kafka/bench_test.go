@@ -1,11 +1,14 @@
 package kafka
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/sql/plan"
 )
 
 // BenchmarkKafkaPipeline measures events/s through the broker: the
@@ -65,4 +68,48 @@ func BenchmarkFilePath(b *testing.B) {
 	}
 	d.Close()
 	b.ReportMetric(float64(len(lines))/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkKafkaTemporalJoin measures events/s of the temporal join over
+// Kafka (join) against the same aggregation without the join (plain),
+// both from a 4-partition topic until caught up: the table (2
+// partitions, a version every 0.7 s of event time) is broadcast to the 4
+// repartition partitions and the join's state goes to the state topic
+// incrementally. b.N is the number of events.
+func BenchmarkKafkaTemporalJoin(b *testing.B) {
+	q := kjoinQuery(b)
+	prog, err := plan.Compile(strings.Split(kjoinSQL, "CREATE TABLE")[0]+`
+CREATE VIEW plain AS SELECT customer, TUMBLE_START(ts, INTERVAL '10' SECOND) AS w, sum(qty) AS qty, count(*) AS events
+FROM usage GROUP BY customer, TUMBLE(ts, INTERVAL '10' SECOND);`, plan.CompileOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"join", "plain"} {
+		b.Run(name, func(b *testing.B) {
+			events, versions := kjoinData(5, max(b.N, 1000))
+			addrs := cluster(b).ListenAddrs()
+			mkTopic(b, addrs, "usage", 4, nil)
+			mkTopic(b, addrs, "prices", 2, nil)
+			produceValues(b, addrs, "prices", 2, versions, nil)
+			produceValues(b, addrs, "usage", 4, events, nil)
+			o := kjoinOptions(q, addrs)
+			if name == "plain" {
+				o.Query, o.Table = prog.Queries[0], Endpoint{}
+			}
+			o.UntilCaughtUp = true
+			pl, err := New(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := pl.Run(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			st := pl.Stats()
+			b.ReportMetric(float64(len(events))/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(st.StateEntriesOut)/float64(len(events)), "state-entries/event")
+		})
+	}
 }

@@ -36,6 +36,8 @@ type binding struct {
 	// Views, for a query over views: each view of its chain (root
 	// first) with its sink topic, "name=topic" joined by ", ".
 	Views string `json:"views,omitempty"`
+	// Table, for a temporal join: the versioned table's topic.
+	Table string `json:"table,omitempty"`
 }
 
 func (p *Pipeline) binding() binding {
@@ -75,8 +77,12 @@ func (p *Pipeline) binding() binding {
 	if tc := src.TimeCol; tc >= 0 && tc < len(src.Columns) {
 		schema += fmt.Sprintf("; watermark %s - %dus", src.Columns[tc].Name, src.WatermarkDelay)
 	}
-	return binding{Version: 1, Query: strings.TrimSpace(text), Schema: schema, Source: p.opts.Source.Topic,
+	b := binding{Version: 1, Query: strings.TrimSpace(text), Schema: schema, Source: p.opts.Source.Topic,
 		SourcePartitions: p.nSource, PartitionedByKey: p.direct, Sink: p.opts.Sink.Topic, Views: strings.Join(views, ", ")}
+	if p.tj != nil {
+		b.Table = p.tj.ep.Topic
+	}
+	return b
 }
 
 // diff lists, in words, what differs between the recorded binding b and
@@ -107,6 +113,9 @@ func (b binding) diff(now binding) []string {
 	if b.Sink != now.Sink {
 		out = append(out, fmt.Sprintf("the sink topic was %s, now %s", b.Sink, now.Sink))
 	}
+	if b.Table != now.Table {
+		out = append(out, fmt.Sprintf("the versioned table's topic was %q, now %q", b.Table, now.Table))
+	}
 	if b.Views != now.Views {
 		was, is := b.Views, now.Views
 		if was == "" {
@@ -133,6 +142,10 @@ func Owned(name string, partitionedByKey bool) (groups, txnIDs, topics []string)
 
 func (p *Pipeline) ownedText() string {
 	groups, txns, topics := Owned(p.q.Name, p.direct)
+	if p.tj != nil {
+		groups = append(groups, p.tableGroup())
+		txns = append(txns, p.tableGroup()+".<instance-id>")
+	}
 	for i := range txns {
 		txns[i] = strings.Replace(txns[i], "<instance-id>", p.opts.InstanceID, 1)
 	}
@@ -291,6 +304,7 @@ func (p *Pipeline) resetState(ctx context.Context, adm *admClient) error {
 	groups, _, topics := Owned(p.q.Name, false) // both layouts: a reset also clears the other one
 	sg, st := segmentOwned(p.q.Name)            // and every view repartition a query text may have had
 	groups, topics = append(groups, sg...), append(topics, st...)
+	groups = append(groups, p.tableGroup()) // a temporal join's table stage (a group that never existed is skipped)
 	for _, g := range groups {
 		if _, err := adm.LeaveGroup(ctx, kadm.LeaveGroup(g).InstanceIDs(p.opts.InstanceID).Reason("ubik --reset-state")); err != nil {
 			p.log.Debug("kafka: leaving the group before the reset", "group", g, "err", err)

@@ -79,13 +79,17 @@ func (e *ends) done(part int32) bool {
 // sourceEnds returns the last stable offset of every source partition:
 // the end a read_committed consumer can reach.
 func (p *Pipeline) sourceEnds(ctx context.Context, adm *admClient) (map[int32]int64, error) {
-	topic := p.opts.Source.Topic
+	return endOffsets(ctx, adm, p.opts.Source.Topic, p.nSource)
+}
+
+// endOffsets returns the last stable offset of each of topic's n partitions.
+func endOffsets(ctx context.Context, adm *admClient, topic string, n int) (map[int32]int64, error) {
 	lso, err := adm.ListCommittedOffsets(ctx, topic)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: end offsets of %s: %w", topic, err)
 	}
-	out := make(map[int32]int64, p.nSource)
-	for i := 0; i < p.nSource; i++ {
+	out := make(map[int32]int64, n)
+	for i := 0; i < n; i++ {
 		o, ok := lso.Lookup(topic, int32(i))
 		if !ok || o.Err != nil {
 			return nil, fmt.Errorf("kafka: end offset of %s partition %d: %v", topic, i, o.Err)
@@ -99,12 +103,16 @@ func (p *Pipeline) sourceEnds(ctx context.Context, adm *admClient) (map[int32]in
 // parts of the source topic: its committed offset, else the reset offset
 // (the log start for earliest, the end for latest).
 func (p *Pipeline) startPositions(ctx context.Context, group string, parts []int32) (map[int32]int64, error) {
+	return p.startPositionsOf(ctx, group, p.opts.Source.Topic, p.opts.Source.From, parts)
+}
+
+// startPositionsOf is startPositions for any topic the group reads.
+func (p *Pipeline) startPositionsOf(ctx context.Context, group, topic string, from StartOffset, parts []int32) (map[int32]int64, error) {
 	adm, closeAdm, err := p.admin()
 	if err != nil {
 		return nil, err
 	}
 	defer closeAdm()
-	topic := p.opts.Source.Topic
 	// Stable, as the session's own fetch: a predecessor's pending
 	// transactional commit is resolved first.
 	committed, err := adm.FetchOffsets(kadm.RequireStable(ctx), group)
@@ -112,7 +120,7 @@ func (p *Pipeline) startPositions(ctx context.Context, group string, parts []int
 		return nil, fmt.Errorf("kafka: committed offsets of group %s: %w", group, err)
 	}
 	reset := adm.ListStartOffsets
-	if p.opts.Source.From == FromLatest {
+	if from == FromLatest {
 		reset = adm.ListEndOffsets
 	}
 	var listed kadm.ListedOffsets
@@ -139,6 +147,11 @@ func (p *Pipeline) startPositions(ctx context.Context, group string, parts []int
 // trackStarts sets the start position of every owned partition that ends
 // does not know yet, and forgets the partitions no longer owned.
 func (p *Pipeline) trackStarts(ctx context.Context, e *ends, group string, owned map[int32]bool) error {
+	return p.trackStartsOf(ctx, e, group, p.opts.Source.Topic, p.opts.Source.From, owned)
+}
+
+// trackStartsOf is trackStarts for any topic the group reads.
+func (p *Pipeline) trackStartsOf(ctx context.Context, e *ends, group, topic string, from StartOffset, owned map[int32]bool) error {
 	for part := range e.pos {
 		if !owned[part] {
 			e.forget(part)
@@ -153,7 +166,7 @@ func (p *Pipeline) trackStarts(ctx context.Context, e *ends, group string, owned
 	if len(need) == 0 {
 		return nil
 	}
-	starts, err := p.startPositions(ctx, group, need)
+	starts, err := p.startPositionsOf(ctx, group, topic, from, need)
 	if err != nil {
 		return err
 	}

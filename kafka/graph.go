@@ -74,6 +74,9 @@ func (g graphRunner) Stats() drive.Stats {
 // the comment at the top). New checks it too; a host can call it before
 // it connects.
 func CheckQuery(q *plan.Query) error {
+	if err := checkJoin(q); err != nil { // join.go
+		return err
+	}
 	views, err := chain(q)
 	if err != nil || len(views) == 0 {
 		return err

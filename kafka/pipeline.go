@@ -34,6 +34,20 @@ type Options struct {
 	// another cluster only if it is the same cluster: a transaction spans
 	// one cluster, so Sink.Config must reach the source's cluster.
 	Sink Endpoint
+	// Table, for a Query with a temporal join (JOIN t FOR SYSTEM_TIME AS
+	// OF), is the versioned table's topic (RoleSource options apply;
+	// From must be earliest: every version counts), read in full by
+	// every partition of the aggregating stage (see join.go). Its Config
+	// defaults to the Source's, whose cluster it must be on. Unused
+	// otherwise (an error if set).
+	Table Endpoint
+	// JoinBuffer bounds, per partition of the aggregating stage, the
+	// events of a temporal join that wait for the table's watermark.
+	// Crossing it stops the pipeline with drive.ErrJoinBuffer (the
+	// events behind it are in the same partition as the table rows that
+	// would release them, so waiting cannot help): the table is too far
+	// behind the stream. Default plan.DefaultJoinBuffer.
+	JoinBuffer int
 	// ViewSinks, for a Query that reads views (FROM a windowed EMIT
 	// FINAL view, see graph.go), give each view of its chain its own
 	// changelog topic, by view name: every view must have one, on the
@@ -145,6 +159,17 @@ type Stats struct {
 	RestoredEntries int64
 	Redos           int64 // stage sessions started again after a transaction end failed (its outcome unknown)
 	CaughtUp        bool  // UntilCaughtUp: the input was consumed to its end and every window finalized
+	// A temporal join's table input: rows consumed by the table stage,
+	// rows that did not decode (reported to OnBadEvent), rows behind the
+	// table watermark (not applied; handed to OnLate), as of this
+	// process's last look.
+	TableRows, TableMalformed, TableLate int64
+	// A temporal join's gauges over the partitions this process owns, as
+	// of the last transaction: events joined and unmatched (running
+	// totals that move with their partitions), events waiting for the
+	// table's watermark, versions and keys held (each partition holds
+	// its own copy of the table's versions, so these add up copies).
+	JoinJoined, JoinUnmatched, JoinWaiting, JoinVersions, JoinKeys int64
 	// Gauges over the operators this process owns, as of the last
 	// transaction: live (group, window) states and their estimated bytes,
 	// and the input-dedup state. Duplicates and DedupLate are the owned
@@ -162,6 +187,8 @@ type counters struct {
 	eventsIn, applied, malformed, headers, evalErrors, late, recordsOut, stateOut, markersOut,
 	commits, aborts, restores, restoredEntries, redos atomic.Int64
 	liveGroups, stateBytes, duplicates, dedupLate, dedupKeys, dedupBytes atomic.Int64
+	tableRows, tableMalformed, tableLate                                 atomic.Int64
+	joinJoined, joinUnmatched, joinWaiting, joinVersions, joinKeys       atomic.Int64
 }
 
 // Pipeline runs one query over Kafka, exactly once.
@@ -177,6 +204,7 @@ type Pipeline struct {
 	nParts               int             // partitions of the aggregating stage's input (and of the state topic)
 	nSource              int             // partitions of the source topic
 	sourceEnd            map[int32]int64 // UntilCaughtUp: the source's end offsets at start
+	tj                   *tableJoin      // a temporal join's table input (join.go); nil without one
 	caughtUp             atomic.Bool
 	c                    counters
 	partMu               sync.Mutex
@@ -290,12 +318,17 @@ func New(opts Options) (*Pipeline, error) {
 	if err := drive.NewMessageDecoder(root.Source, opts.Source.Format).Err(); err != nil {
 		return nil, fmt.Errorf("%w: source: %v", ErrConfig, err)
 	}
+	tj, err := newTableJoin(&opts)
+	if err != nil {
+		return nil, err
+	}
 	base, err := opts.Source.Config.ClientOpts()
 	if err != nil {
 		return nil, err
 	}
 	q := opts.Query
 	p := &Pipeline{
+		tj:         tj,
 		opts:       opts,
 		q:          q,
 		root:       root,
@@ -345,6 +378,9 @@ func (p *Pipeline) Stats() Stats {
 		CaughtUp:   p.caughtUp.Load(),
 		LiveGroups: c.liveGroups.Load(), StateBytes: c.stateBytes.Load(), Duplicates: c.duplicates.Load(),
 		DedupLate: c.dedupLate.Load(), DedupKeys: c.dedupKeys.Load(), DedupBytes: c.dedupBytes.Load(),
+		TableRows: c.tableRows.Load(), TableMalformed: c.tableMalformed.Load(), TableLate: c.tableLate.Load(),
+		JoinJoined: c.joinJoined.Load(), JoinUnmatched: c.joinUnmatched.Load(), JoinWaiting: c.joinWaiting.Load(),
+		JoinVersions: c.joinVersions.Load(), JoinKeys: c.joinKeys.Load(),
 	}
 }
 
@@ -373,7 +409,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
+	errs := make(chan error, 3)
 	run := func(name string, f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -386,6 +422,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	if !p.direct {
 		run("repartition stage", p.runStage1)
+	}
+	if p.tj != nil {
+		run("table stage", p.runTableStage)
 	}
 	run("aggregate stage", func(ctx context.Context) error {
 		err := p.runStage2(ctx)
@@ -474,6 +513,11 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 	}
 	if ns == 0 {
 		if err := p.checkBinding(ctx); err != nil {
+			return err
+		}
+	}
+	if p.tj != nil {
+		if err := p.prepareTable(ctx, adm); err != nil {
 			return err
 		}
 	}
@@ -611,7 +655,7 @@ func (p *Pipeline) session(group, topic, txnID string, reset kgo.Offset, a *assi
 		kgo.ProducerLinger(0),
 		kgo.MaxBufferedRecords(100000),
 	)
-	if topic == p.opts.Source.Topic {
+	if topic == p.opts.Source.Topic || p.tj != nil && topic == p.tj.ep.Topic {
 		opts = append(opts, p.keepControl()...)
 	}
 	s, err := kgo.NewGroupTransactSession(opts...)
@@ -914,6 +958,9 @@ func (p *Pipeline) stillMember(ctx context.Context, s *kgo.GroupTransactSession,
 // decoder returns a decoder of the source's record values. Both stages
 // decode with it: the repartition stage forwards the value bytes unchanged.
 func (p *Pipeline) decoder() *drive.Decoder {
+	if j := p.root.Join; j != nil {
+		return drive.NewMessageSourceDecoder(j.Stream, p.root.StreamUsed(), p.opts.Source.Format)
+	}
 	return drive.NewMessageDecoder(p.root.Source, p.opts.Source.Format)
 }
 

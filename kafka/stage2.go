@@ -22,6 +22,7 @@ type task struct {
 	part    int32
 	d       runner   // one driver, or the graph of a query over views
 	wm      *tracker // repartition mode: the source partitions' watermarks, from markers
+	twm     *tracker // a temporal join: the table partitions' watermarks, from the table stage's markers
 	touched bool     // changed since the last checkpoint
 	emitted int64
 }
@@ -231,7 +232,8 @@ func (st *stage2) more(deadline time.Time, workErr error) (error, error) {
 // isFatal tells errors that a retry cannot fix (bad state, a null value,
 // a bug recovered from a panic) from transient produce failures.
 func isFatal(err error) bool {
-	return errors.Is(err, drive.ErrBadState) || errors.Is(err, drive.ErrInternal) || errors.Is(err, ErrNullValue) || errors.Is(err, errBadWatermark)
+	return errors.Is(err, drive.ErrBadState) || errors.Is(err, drive.ErrInternal) || errors.Is(err, ErrNullValue) || errors.Is(err, errBadWatermark) ||
+		errors.Is(err, drive.ErrJoinBuffer)
 }
 
 func (st *stage2) reassign(owned map[int32]bool) {
@@ -279,6 +281,21 @@ func (st *stage2) ensureTasks() error {
 
 func (st *stage2) newTask(part int32) (*task, error) {
 	t := &task{part: part, wm: newTracker(st.p.nSource)}
+	cfg := drive.Config{
+		Late:              st.p.opts.OnLate,
+		Now:               st.p.opts.Now,
+		Decoder:           st.p.decoder(),
+		ExternalWatermark: true,
+	}
+	if tj := st.p.tj; tj != nil {
+		t.twm = newTracker(tj.n)
+		cfg.TableDecoder = drive.NewMessageSourceDecoder(st.p.q.Join.Table, st.p.q.TableUsed(), tj.ep.Format)
+		cfg.IncrementalJoinState = true // a checkpoint per transaction, in records of bounded size
+		cfg.JoinBuffer = st.p.opts.JoinBuffer
+		if part == 0 {
+			cfg.LateTable = st.p.opts.OnLate // every partition sees every table row: one reports the late ones
+		}
+	}
 	emit := func(r *changelog.Record) error { return st.emit(t, st.p.opts.Sink.Topic, r) }
 	emitView := func(r *changelog.Record) error {
 		vs, ok := st.p.opts.ViewSinks[r.Meta.Query]
@@ -304,14 +321,9 @@ func (st *stage2) newTask(part int32) (*task, error) {
 		t.d = g
 		return t, nil
 	}
-	d, err := drive.New(st.p.q, drive.Config{
-		Emit:              emit,
-		Late:              st.p.opts.OnLate,
-		Now:               st.p.opts.Now,
-		Decoder:           st.p.decoder(),
-		ExternalWatermark: true,
-		OnRow:             onRow,
-	})
+	cfg.Emit = emit
+	cfg.OnRow = onRow
+	d, err := drive.New(st.p.q, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -362,6 +374,12 @@ func (st *stage2) process(fs kgo.Fetches) (err error) {
 			return // a transaction marker (kept for UntilCaughtUp)
 		}
 		t.touched = true
+		if p.tj != nil {
+			if ok, terr := st.tableRecord(t, r); ok {
+				err = terr
+				return
+			}
+		}
 		if !p.direct && isMarker(r) {
 			m, derr := decodeTracker(r.Value)
 			if derr != nil {
@@ -387,6 +405,9 @@ func (st *stage2) process(fs kgo.Fetches) (err error) {
 				key = r.Key[1:]
 			}
 			perr = t.d.PushKeyed(r.Value, key)
+			if errors.Is(perr, drive.ErrJoinBuffer) {
+				perr = p.joinBufferFull(perr)
+			}
 		}
 		if perr != nil && !p.badEvent(r, perr) {
 			err = perr
@@ -401,6 +422,11 @@ func (st *stage2) process(fs kgo.Fetches) (err error) {
 			st.local.setIdle(part, st.idle.idle(part, now))
 		}
 		p.publishSourceParts(st.owned, st.seen, st.idle, now)
+	}
+	if p.tj != nil {
+		if err := st.advanceTables(); err != nil {
+			return err
+		}
 	}
 	for _, t := range st.tasks {
 		wm := t.wm.watermark()
@@ -465,7 +491,7 @@ func (st *stage2) allAtEnd() bool {
 			if !st.end.done(part) {
 				return false
 			}
-		} else if !t.wm.consumedTo(st.p.sourceEnd) {
+		} else if !t.wm.consumedTo(st.p.sourceEnd) || st.p.tj != nil && !t.twm.consumedTo(st.p.tj.end) {
 			return false
 		}
 	}
@@ -499,12 +525,18 @@ func (st *stage2) checkpoint() error {
 	p.c.dedupLate.Store(dlate)
 	p.c.dedupKeys.Store(dkeys)
 	p.c.dedupBytes.Store(dbytes)
+	if p.tj != nil {
+		st.publishJoin()
+	}
 	for _, t := range st.tasks {
 		if !t.touched {
 			continue
 		}
 		t.touched = false
 		pos := t.wm.appendTo(nil)
+		if p.tj != nil {
+			pos = joinPosition(t.wm, t.twm)
+		}
 		if p.direct {
 			own := newTracker(0)
 			if pw, ok := st.local.parts[t.part]; ok {
@@ -650,7 +682,17 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 		if err != nil {
 			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
 		}
-		tr, err := decodeTracker(pos)
+		var tr *tracker
+		if p.tj != nil {
+			var ttr *tracker
+			tr, ttr, err = splitJoinPosition(pos)
+			if err == nil {
+				t.twm = ttr
+				t.twm.n = max(t.twm.n, p.tj.n)
+			}
+		} else {
+			tr, err = decodeTracker(pos)
+		}
 		if err != nil {
 			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
 		}

@@ -174,6 +174,10 @@ func serveKafkaMetrics(ctx context.Context, env *Env, addr, name string, pl *kaf
 		s.LiveGroups, s.StateBytes = st.LiveGroups, st.StateBytes
 		s.Duplicates, s.DedupLate, s.DedupKeys, s.DedupBytes = st.Duplicates, st.DedupLate, st.DedupKeys, st.DedupBytes
 		s.Watermark = minInt64 // per partition in Kafka; not one number
+		s.Table.RowsIn, s.Table.Malformed, s.Table.Late = st.TableRows, st.TableMalformed, st.TableLate
+		s.Join.Joined, s.Join.Unmatched, s.Join.Buffered, s.Join.Versions, s.Join.Keys = st.JoinJoined, st.JoinUnmatched, st.JoinWaiting, st.JoinVersions, st.JoinKeys
+		s.Join.Events = st.JoinJoined + st.JoinUnmatched
+		s.Join.TableWM = minInt64 // per partition in Kafka
 		m.publish(s)
 	}
 	publish()

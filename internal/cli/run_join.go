@@ -33,7 +33,7 @@ func loadTable(env *Env, q *ubik.Query, pq *planQuery, dead io.Writer, curLine *
 	t := pq.Join.Table
 	path := t.Options["path"]
 	if strings.EqualFold(t.Options["connector"], "kafka") {
-		return fmt.Errorf("%w: table %s: a versioned table from a Kafka compacted topic is not supported yet; give it a file (WITH (path = 'FILE'))", ErrUsage, t.Name)
+		return fmt.Errorf("%w: table %s is a Kafka topic (connector = 'kafka'), which a Kafka run reads: give the stream from Kafka too (--source kafka://HOST:PORT/TOPIC, or connector = 'kafka' in its CREATE SOURCE) and a Kafka sink; a file run reads the table from a file (WITH (path = 'FILE'))", ErrUsage, t.Name)
 	}
 	if path == "" {
 		return fmt.Errorf("%w: table %s has no path option: a file run reads a versioned table from WITH (path = 'FILE')", ErrUsage, t.Name)

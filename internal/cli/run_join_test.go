@@ -250,7 +250,7 @@ SELECT s.k, count(*) FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts ON s.k = t.k GROUP
 		if code := Main(context.Background(), env, []string{"run", p}); code != 2 {
 			t.Errorf("%s: exit %d, want 2 (usage): %s", name, code, errb)
 		}
-		want := map[string]string{"no path": "has no path option", "kafka table": "Kafka compacted topic is not supported yet"}[name]
+		want := map[string]string{"no path": "has no path option", "kafka table": "table t is a Kafka topic (connector = 'kafka'), which a Kafka run reads"}[name]
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("%s: %s", name, errb)
 		}

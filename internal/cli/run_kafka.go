@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -106,6 +107,30 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	if err != nil {
 		return err
 	}
+	var table kafka.Endpoint
+	if q.Join != nil {
+		// The versioned table is a topic too (the table stage reads it
+		// in full, with the source's connection settings).
+		t := q.Join.Table
+		if !strings.EqualFold(t.Options["connector"], "kafka") {
+			return fmt.Errorf("%w: query %s joins table %s, which over Kafka is read from a topic: CREATE TABLE %s (...) WITH (connector = 'kafka', topic = 'TOPIC'); a table file (path) is for a file run", ErrUsage, q.Name, t.Name, t.Name)
+		}
+		opts := t.Options
+		if opts["brokers"] == "" {
+			// Without brokers, the table is on the source's cluster.
+			opts = maps.Clone(opts)
+			opts["brokers"] = strings.Join(src.Config.Brokers, ",")
+		}
+		if table, err = kafka.FromOptions(opts, kafka.RoleSource, env.Getenv); err != nil {
+			return fmt.Errorf("CREATE TABLE %s: %w", t.Name, err)
+		}
+		if table.PartitionedByKey {
+			return fmt.Errorf("%w: CREATE TABLE %s: partitioned_by_key is a stream's option: every partition reads the whole table", ErrUsage, t.Name)
+		}
+		if k.idleTimeout > 0 {
+			table.IdleTimeout = k.idleTimeout
+		}
+	}
 	switch s := querySink(prog, q); {
 	case isKafkaURL(k.sink):
 		sink, err = kafka.ParseURL(k.sink, kafka.RoleSink, env.Getenv)
@@ -204,6 +229,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		OnLate:        onLate,
 		ResetState:    k.resetState,
 		ViewSinks:     viewSinks,
+		Table:         table,
 		OnViewLate:    onViewLate,
 		OnBadEvent: func(e *kafka.BadEvent) {
 			if reported < 10 {
@@ -237,6 +263,9 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		end := ""
 		if st.HeadersSkipped > 0 {
 			end = fmt.Sprintf(", %d CSV header records skipped", st.HeadersSkipped)
+		}
+		if q.Join != nil {
+			end += fmt.Sprintf(", table %s: %d rows read, %d malformed, %d late", q.Join.Table.Name, st.TableRows, st.TableMalformed, st.TableLate)
 		}
 		if st.CaughtUp {
 			end += ", caught up"

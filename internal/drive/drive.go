@@ -90,6 +90,12 @@ type Config struct {
 	TableDecoder *exec.Decoder
 	JoinBuffer   int
 	LateTable    func(*exec.LateEvent)
+	// IncrementalJoinState writes a temporal join's checkpoint as one
+	// small header entry plus an entry per waiting event and per version,
+	// each checkpoint only what changed (exec.TemporalJoin.AppendEntries),
+	// for a host that checkpoints every transaction into records of a
+	// bounded size (Kafka). Default: one entry holding the whole join.
+	IncrementalJoinState bool
 	// Threads > 1 runs the operator as that many shards, each on its own
 	// goroutine, the groups split among them by key, with this driver's
 	// goroutine decoding (with Feed: Threads workers decoding blocks of
@@ -245,8 +251,8 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 // host's mode, whose keys the aggregating host hands to PushKeyed, so the
 // GROUP BY is evaluated once.
 func NewRouter(q *plan.Query, cfg Config) (*Driver, error) {
-	if q != nil && q.Join != nil {
-		return nil, fmt.Errorf("drive: query %s has a temporal join, which runs in one driver (no repartitioning)", q.Name)
+	if q != nil && q.Join != nil && !StreamKeyed(q) {
+		return nil, fmt.Errorf("drive: query %s has a temporal join whose GROUP BY reads the table's columns: its events can be routed only after the join", q.Name)
 	}
 	if q != nil && q.IJoin != nil {
 		return nil, fmt.Errorf("drive: query %s has an interval join, which runs in one driver (no repartitioning)", q.Name)
@@ -770,6 +776,11 @@ func (d *Driver) CloseOpenWindows() error {
 		}
 		return d.parErr(d.par.closeOpenWindows())
 	}
+	if d.join != nil {
+		if err := d.closeJoin(); err != nil {
+			return err
+		}
+	}
 	d.setRoom()
 	if err := d.op.CloseOpenWindows(); err != nil {
 		return err
@@ -921,7 +932,11 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 		if d.op.Queued() {
 			return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
 		}
-		if err := put([]byte(exec.JoinStateKey), d.join.j.AppendState(d.joinCounts(nil))); err != nil {
+		if d.join.incr {
+			if err := d.join.j.AppendEntries(full, d.joinCounts(nil), put); err != nil {
+				return err
+			}
+		} else if err := put([]byte(exec.JoinStateKey), d.join.j.AppendState(d.joinCounts(nil))); err != nil {
 			return err
 		}
 	}
@@ -949,6 +964,9 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
 	if d.join != nil && string(key) == exec.JoinStateKey {
 		return nil, d.restoreJoin(val)
+	}
+	if d.join != nil && d.join.incr && exec.IsJoinEntry(key) {
+		return nil, d.join.j.RestoreEntry(key, val)
 	}
 	if d.ij != nil && string(key) == exec.JoinStateKey {
 		return nil, d.restoreIJoin(val)
@@ -978,6 +996,9 @@ func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
 // checkpoint left it (revisions continue, no window finalizes twice).
 // What the checkpoint's counters held is not news to TakeCounts.
 func (d *Driver) FinishRestore() {
+	if d.join != nil && d.join.incr {
+		d.join.j.FinishEntries()
+	}
 	if d.par != nil {
 		d.par.finishRestore()
 	} else {

@@ -52,6 +52,13 @@ func NewMessageDecoder(src *plan.Source, f MessageFormat) *Decoder {
 	return exec.NewMessageDecoder(src, f)
 }
 
+// NewMessageSourceDecoder is NewMessageDecoder for a temporal join's
+// stream or table, converting only the columns used marks (StreamUsed,
+// TableUsed), as a file run's decoders do.
+func NewMessageSourceDecoder(src *plan.Source, used []bool, f MessageFormat) *Decoder {
+	return exec.NewMessageSourceDecoder(src, used, f)
+}
+
 // ParseMessageFormat reads a message source's format options.
 func ParseMessageFormat(opts map[string]string) (MessageFormat, error) {
 	return exec.ParseMessageFormat(opts)

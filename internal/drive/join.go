@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/exec"
@@ -44,18 +45,25 @@ type joinState struct {
 	finish   bool   // Close was called: the operator finishes once the join is empty
 	finished bool
 	evalErrs int64 // released events rejected by a join key evaluation error
+	incr     bool  // Config.IncrementalJoinState
 }
 
 func (d *Driver) initJoin(cfg Config) error {
 	q := d.q
-	if cfg.ExternalWatermark {
-		return fmt.Errorf("drive: query %s: a temporal join runs with its inputs' own watermarks", q.Name)
-	}
 	j, err := exec.NewTemporalJoin(q, cfg.JoinBuffer)
 	if err != nil {
 		return err
 	}
-	js := &joinState{j: j, tdec: cfg.TableDecoder, hostWM: math.MinInt64}
+	if cfg.ExternalWatermark {
+		// The host moves both watermarks: the stream's with
+		// AdvanceWatermark, the table's with AdvanceTableWatermark
+		// (Kafka: the minimum over each input's partitions).
+		j.SetExternalWatermarks()
+	}
+	if cfg.IncrementalJoinState {
+		j.SetIncremental()
+	}
+	js := &joinState{j: j, tdec: cfg.TableDecoder, hostWM: math.MinInt64, incr: cfg.IncrementalJoinState}
 	if js.tdec == nil {
 		js.tdec = exec.NewSourceDecoder(q.Join.Table, q.TableUsed())
 	}
@@ -322,6 +330,18 @@ func (d *Driver) AdvanceTableWatermark(wm int64) error {
 	return d.pump()
 }
 
+// closeJoin releases every waiting event, for CloseOpenWindows: the
+// table's watermark moves just past the newest one (not to +infinity,
+// nor does the table end), so each joins the versions there are, as at
+// the end of a file, and a table row at or before it that comes later is
+// late.
+func (d *Driver) closeJoin() error {
+	if n := d.join.j.Newest(); n != math.MinInt64 && n < math.MaxInt64 {
+		d.join.j.AdvanceTable(n + 1)
+	}
+	return d.pump()
+}
+
 // EndTable ends the table input: no row will come, so every waiting event
 // joins the versions there are. Later table rows are refused (late).
 func (d *Driver) EndTable() error {
@@ -386,4 +406,62 @@ func wmText(wm int64) string {
 		return "no row yet"
 	}
 	return plan.ValueText(types.Value{Kind: types.KindTimestamp, I: wm})
+}
+
+// StreamKeyed reports whether a temporal join's GROUP BY reads only the
+// stream's columns, so an event's group is known before the join: a host
+// that splits the stream by group key (Kafka's repartition stage, NewRouter)
+// can route it. A term over a table column is known only once the event
+// has joined its version.
+func StreamKeyed(q *plan.Query) bool {
+	for _, k := range q.Keys {
+		if k.Kind == plan.KeyExpr && maxColumn(reflect.ValueOf(k.Expr)) >= q.Join.Offset {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	exprType   = reflect.TypeFor[plan.Expr]()
+	colRefType = reflect.TypeFor[*plan.ColRef]()
+)
+
+// maxColumn is the largest column index an expression tree reads (-1:
+// none). It walks the tree's plan.Expr values, in fields, slices and
+// arrays, whatever their concrete types.
+func maxColumn(v reflect.Value) int {
+	m := -1
+	switch v.Kind() {
+	case reflect.Interface:
+		if !v.IsNil() {
+			m = maxColumn(v.Elem())
+		}
+	case reflect.Pointer:
+		if v.IsNil() {
+			return -1
+		}
+		if v.Type() == colRefType {
+			return int(v.Elem().FieldByName("Index").Int()) // not Interface: v may come from an unexported field
+		}
+		if v.Type().Implements(exprType) && v.Elem().Kind() == reflect.Struct {
+			m = maxColumn(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Field(i)
+			if t := f.Type(); t.Kind() == reflect.Interface && t.Implements(exprType) || t.Kind() == reflect.Pointer && t.Implements(exprType) ||
+				t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Struct && t.Implements(exprType) {
+				m = max(m, maxColumn(f))
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if !v.Type().Elem().Implements(exprType) && v.Type().Elem().Kind() != reflect.Struct {
+			return -1
+		}
+		for i := range v.Len() {
+			m = max(m, maxColumn(v.Index(i)))
+		}
+	}
+	return m
 }
