@@ -13,6 +13,8 @@
 //	lander: ubik land --from kafka://BROKERS/TOPIC --to URL --mode latest --until-caught-up
 //
 // --stores picks the stores (default all four; an unknown name is an error).
+// --pg-fillfactor N gives the PostgreSQL ceiling's table and the lander's (ubik
+// land's fillfactor= option) that fillfactor.
 // See bench/README.md ("Landers") for how to run it and the last figures.
 package main
 
@@ -50,7 +52,7 @@ import (
 
 type config struct {
 	ubik, brokers, redis, pg, ch, dynamo string
-	n, keys, dynN, repeat, batch         int
+	n, keys, dynN, repeat, batch, pgFill int
 	stores                               []string
 }
 
@@ -67,6 +69,7 @@ func main() {
 	flag.IntVar(&c.keys, "keys", 100_000, "distinct keys")
 	flag.IntVar(&c.dynN, "dynamodb-records", 5000, "records for DynamoDB (dynalite lands about 1000/s)")
 	flag.IntVar(&c.repeat, "repeat", 1, "pairs per store")
+	flag.IntVar(&c.pgFill, "pg-fillfactor", 0, "PostgreSQL: the fillfactor of both the ceiling's table and the lander's (ubik land's fillfactor= option; default the server's, 100)")
 	flag.IntVar(&c.batch, "batch", 0, "ubik land --batch (default: ubik land's own, 5000; ClickHouse 50000)")
 	flag.StringVar(&stores, "stores", "redis,postgres,clickhouse,dynamodb", "stores to measure, comma-separated, of redis, postgres, clickhouse, dynamodb")
 	flag.Parse()
@@ -219,6 +222,9 @@ func lander(ctx context.Context, c config, store, topic, name string, n int) (fl
 		} else {
 			to += "?table=" + name
 		}
+		if c.pgFill != 0 {
+			to += "&fillfactor=" + strconv.Itoa(c.pgFill)
+		}
 	case "clickhouse":
 		to = strings.Replace(c.ch, "http://", "clickhouse://", 1) + "/default?table=" + name
 	case "dynamodb":
@@ -336,7 +342,7 @@ func ceiling(ctx context.Context, c config, store, name string, n int) (float64,
 		}
 		defer pool.Close()
 		// The lander's own table (History: the key is distinct per row).
-		if _, err := pglander.New(ctx, pglander.Options{Pool: pool, Mode: land.History, Table: name}); err != nil {
+		if _, err := pglander.New(ctx, pglander.Options{Pool: pool, Mode: land.History, Table: name, FillFactor: c.pgFill}); err != nil {
 			return 0, err
 		}
 		recs := records(n, c.keys)

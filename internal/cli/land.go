@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,7 +40,9 @@ STORE is one of:
   redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]
   dynamodb://HOST:PORT/TABLE[?region=R&tls=1]   (credentials: AWS_ACCESS_KEY_ID and
                                                 AWS_SECRET_ACCESS_KEY, else "local")
-  postgres://USER[:PASSWORD]@HOST:PORT/DB?table=T[&sslmode=...]
+  postgres://USER[:PASSWORD]@HOST:PORT/DB?table=T[&fillfactor=F&sslmode=...]
+                                                (fillfactor: of a table land creates, 10 to
+                                                100; 70 leaves room for in-page updates)
   clickhouse://[USER[:PASSWORD]@]HOST:8123/DB?table=T[&tls=1]
 
 MODE is continuous (a continuous view), latest (the latest window per
@@ -259,17 +262,24 @@ func openStore(ctx context.Context, env *Env, to string, mode land.Mode, query s
 		}
 		return dl, func() {}, nil
 	case "postgres", "postgresql":
-		if q, err = storeQuery("land: --to", to, u, append([]string{"table"}, pgURLOptions()...)...); err != nil {
+		if q, err = storeQuery("land: --to", to, u, append([]string{"table", "fillfactor"}, pgURLOptions()...)...); err != nil {
 			return nil, nil, err
 		}
 		table := q.Get("table")
+		var fillFactor int
+		if v := q.Get("fillfactor"); v != "" {
+			if fillFactor, err = strconv.Atoi(v); err != nil || fillFactor < 10 || fillFactor > 100 {
+				return nil, nil, fmt.Errorf("%w: land: --to %s: fillfactor %q is not an integer from 10 to 100", ErrUsage, redactURL(to), v)
+			}
+		}
 		q.Del("table")
+		q.Del("fillfactor")
 		u.RawQuery = q.Encode()
 		pool, err := pgxpool.New(ctx, u.String())
 		if err != nil {
 			return nil, nil, fmt.Errorf("land: connecting to %s: %v", redactURL(to), err)
 		}
-		pl, err := pglander.New(ctx, pglander.Options{Pool: pool, Mode: mode, Query: query, Table: table})
+		pl, err := pglander.New(ctx, pglander.Options{Pool: pool, Mode: mode, Query: query, Table: table, FillFactor: fillFactor})
 		if err != nil {
 			pool.Close()
 			return nil, nil, err

@@ -9,11 +9,14 @@
 //
 // group_key is the message key for a continuous view and the key without
 // its window cells otherwise; window_start is 0 for a continuous view. A
-// batch is one statement: INSERT ... SELECT FROM unnest(...) ON CONFLICT DO
-// UPDATE ... WHERE (t.window_start, t.revision) < (excluded.window_start,
-// excluded.revision). The batch is deduplicated by identity first (one
-// statement may not touch a row twice) and sorted, so that concurrent
-// landers lock rows in one order and never deadlock each other.
+// chunk of a batch is one statement: INSERT ... SELECT FROM unnest(...) ON
+// CONFLICT DO UPDATE ... WHERE (t.window_start, t.revision) <
+// (excluded.window_start, excluded.revision), which also counts the
+// duplicates among the rows it did not land; it runs in a transaction with
+// JIT off, BEGIN to COMMIT in one round trip. The batch is deduplicated by
+// identity first (one statement may not touch a row twice) and sorted, so
+// that concurrent landers lock rows in one order and never deadlock each
+// other. Options.FillFactor sets the fillfactor of a table it creates.
 //
 // value is jsonb, so PostgreSQL re-renders it (key order and whitespace are
 // not kept; every JSON value is); key is text and byte-exact. Revisions
@@ -58,6 +61,17 @@ type Options struct {
 	// "ubik_land"). It is created when missing unless NoCreate is set.
 	Table    string
 	NoCreate bool
+	// FillFactor, when set (10 to 100), is the fillfactor of a table the
+	// lander creates (default: the server's, 100). An existing table is
+	// never altered. Every landed record updates its row, and an update
+	// that finds room in the row's page is a HOT update: no new index
+	// entry, and the page's dead versions are pruned in place. At 100 a
+	// page has no room, so almost every update moves the row to another
+	// page and adds an index entry; 70 leaves room for it (1M records over
+	// 100k identities: 1.2 to 2 times the rate; bench/README.md, Landers).
+	// For an existing table: ALTER TABLE t SET (fillfactor = 70), which
+	// applies to pages written afterwards (VACUUM FULL rewrites them all).
+	FillFactor int
 	// BatchRows bounds the rows of one statement (default 2000).
 	BatchRows int
 	// Parallel bounds the statements of one Land call in flight, each on
@@ -127,6 +141,9 @@ func New(ctx context.Context, opts Options) (*Lander, error) {
 	if opts.Parallel == 0 {
 		opts.Parallel = 2
 	}
+	if opts.FillFactor != 0 && (opts.FillFactor < 10 || opts.FillFactor > 100) {
+		return nil, fmt.Errorf("pglander: FillFactor %d is not between 10 and 100", opts.FillFactor)
+	}
 	t, err := quoteTable(opts.Table)
 	if err != nil {
 		return nil, err
@@ -143,21 +160,28 @@ func New(ctx context.Context, opts Options) (*Lander, error) {
 	}
 	l := &Lander{o: opts, table: t}
 	pk, match := "query, group_key", "t.query = i.query AND t.group_key = i.group_key"
+	returning, upMatch := "t.query, t.group_key", "up.query = i.query AND up.group_key = i.group_key"
 	if opts.Mode == land.History {
 		pk += ", window_start"
 		match += " AND t.window_start = i.window_start"
+		returning += ", t.window_start"
+		upMatch += " AND up.window_start = i.window_start"
 	}
 	if !opts.NoCreate {
 		if err := l.create(ctx, pk); err != nil {
 			return nil, err
 		}
 	}
+	// The duplicate count reads the stored version of the rows the upsert
+	// did not land (miss), one primary-key lookup each: a row it landed
+	// cannot have held an equal version, and in the steady state every row
+	// lands. A join of every row to the table is planned as a hash of the
+	// whole table, dead versions included, once the table is large: on a
+	// table of 100k identities updated ten times, 250 to 500 ms of a
+	// 2,000-row statement whose upsert takes 100 ms.
 	l.upsert = fmt.Sprintf(`WITH i AS (
   SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::boolean[], $6::bigint[], $7::text[], $8::text[])
     AS i(query, group_key, window_start, revision, final, window_end, key, value)
-), old AS (
-  SELECT i.query, i.group_key, i.window_start, i.revision FROM i JOIN %[1]s t ON %[3]s
-  WHERE t.window_start = i.window_start AND t.revision = i.revision
 ), up AS (
   INSERT INTO %[1]s AS t (query, group_key, window_start, revision, final, window_end, key, value)
   SELECT query, group_key, window_start, revision, final, window_end, key, value::jsonb FROM i
@@ -165,9 +189,13 @@ func New(ctx context.Context, opts Options) (*Lander, error) {
     final = excluded.final, window_end = excluded.window_end, key = excluded.key, value = excluded.value,
     landed_at = now()
   WHERE (t.window_start, t.revision) < (excluded.window_start, excluded.revision)
-  RETURNING 1
+  RETURNING %[4]s
+), miss AS MATERIALIZED (
+  SELECT * FROM i WHERE NOT EXISTS (SELECT 1 FROM up WHERE %[5]s)
 )
-SELECT (SELECT count(*) FROM up), (SELECT count(*) FROM old)`, t, pk, match)
+SELECT (SELECT count(*) FROM up), (SELECT count(*) FROM miss i
+  WHERE (SELECT 1 FROM %[1]s t WHERE %[3]s AND t.window_start = i.window_start AND t.revision = i.revision LIMIT 1) = 1)`,
+		t, pk, match, returning, upMatch)
 	l.get = fmt.Sprintf(`SELECT key, value::text, window_start, revision, final, window_end FROM %s
 WHERE query = $1 AND group_key = $2`, t)
 	if opts.Mode == land.History {
@@ -189,6 +217,9 @@ func (l *Lander) create(ctx context.Context, pk string) error {
   landed_at    timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (%s)
 )`, l.table, pk)
+	if l.o.FillFactor != 0 {
+		ddl += fmt.Sprintf(" WITH (fillfactor = %d)", l.o.FillFactor)
+	}
 	if _, err := l.o.Pool.Exec(ctx, ddl); err != nil {
 		var pe *pgconn.PgError
 		// Two landers creating one table race on the type's name: the
@@ -256,8 +287,18 @@ func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, err
 		query[i], group[i], key[i], value[i] = it.Query, string(it.Group), string(it.Key), string(it.Value)
 		ws[i], rev[i], we[i], final[i] = it.Version.WindowStart, int64(it.Version.Revision), it.WindowEnd, it.Final
 	}
+	// One round trip: the upsert in a transaction with JIT off. The
+	// duplicate count's lookups are costed as if every dead version of a
+	// much-updated table were live, which crosses jit_above_cost, and
+	// compiling the statement (20 to 150 ms) takes longer than running it.
+	// The setting ends with the transaction; the host's sessions keep theirs.
 	var landed, dup int64
-	err := l.o.Pool.QueryRow(ctx, l.upsert, query, group, ws, rev, final, we, key, value).Scan(&landed, &dup)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL jit = off")
+	b.Queue(l.upsert, query, group, ws, rev, final, we, key, value).QueryRow(func(row pgx.Row) error { return row.Scan(&landed, &dup) })
+	b.Queue("COMMIT")
+	err := l.o.Pool.SendBatch(ctx, b).Close()
 	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "22P02" {

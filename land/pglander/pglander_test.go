@@ -95,3 +95,51 @@ func TestGroupColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestFillFactor: a table the lander creates gets the fillfactor asked
+// for; an existing table keeps its own; a fillfactor PostgreSQL refuses is
+// refused before any DDL.
+func TestFillFactor(t *testing.T) {
+	p := testPool(t)
+	ctx := context.Background()
+	for _, bad := range []int{-1, 9, 101} {
+		if _, err := New(ctx, Options{Pool: p, Mode: land.Latest, Table: testenv.Name(t, "pgff"), FillFactor: bad}); err == nil {
+			t.Errorf("FillFactor %d accepted", bad)
+		}
+	}
+	table := testenv.Name(t, "pgff")
+	reloptions := func() string {
+		var s *string
+		if err := p.QueryRow(ctx, "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = to_regclass($1)", table).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		if s == nil {
+			return ""
+		}
+		return *s
+	}
+	l, err := New(ctx, Options{Pool: p, Mode: land.Latest, Table: table, FillFactor: 70})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Exec(ctx, "DROP TABLE IF EXISTS "+l.Table())
+	if got := reloptions(); got != "fillfactor=70" {
+		t.Fatalf("reloptions %q, want fillfactor=70", got)
+	}
+	if _, err := New(ctx, Options{Pool: p, Mode: land.Latest, Table: table, FillFactor: 50}); err != nil {
+		t.Fatal(err)
+	}
+	if got := reloptions(); got != "fillfactor=70" {
+		t.Fatalf("an existing table was altered: reloptions %q", got)
+	}
+	other := testenv.Name(t, "pgff0")
+	l0, err := New(ctx, Options{Pool: p, Mode: land.Latest, Table: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Exec(ctx, "DROP TABLE IF EXISTS "+l0.Table())
+	table = other
+	if got := reloptions(); got != "" {
+		t.Fatalf("default reloptions %q, want none", got)
+	}
+}
