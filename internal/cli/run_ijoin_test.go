@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,10 +78,16 @@ func TestRunIntervalJoin(t *testing.T) {
 	if err := json.Unmarshal(b, &s); err != nil || s.Interval == nil {
 		t.Fatalf("summary %s: %v", b, err)
 	}
-	if s.EventsRead != 3 || s.Interval.RightRows != 8 || s.Interval.RightMalformed != 1 || s.Interval.LateRight != 1 || s.Interval.Matches != 4 {
+	// Each input is counted: the totals are their sums.
+	wantIn := []inputSummary{{"impressions", 3, 0, 0}, {"clicks", 8, 1, 1}}
+	if s.EventsRead != 11 || s.Malformed != 1 || s.Late != 1 || !slices.Equal(s.Inputs, wantIn) {
+		t.Fatalf("summary %+v, want inputs %+v", s, wantIn)
+	}
+	if s.Interval.LeftRows != 3 || s.Interval.RightRows != 7 || s.Interval.LateRight != 1 || s.Interval.Matches != 4 {
 		t.Fatalf("summary %+v %+v", s, *s.Interval)
 	}
-	if !strings.Contains(errb.String(), "interval join: 8 right rows read, 1 malformed; 4 joined rows; late at the join: 0 left, 1 right") {
+	if !strings.Contains(errb.String(), "11 events read (impressions 3, clicks 8), 1 malformed (impressions 0, clicks 1), 0 eval errors, 1 late (impressions 0, clicks 1), ") ||
+		!strings.Contains(errb.String(), "interval join: 3 left and 7 right rows, 4 joined rows; late at the join: 0 left, 1 right") {
 		t.Fatalf("summary line: %s", errb)
 	}
 }
