@@ -37,6 +37,7 @@ type runner interface {
 	PushTableRow(row []types.Value) error
 	AdvanceTableWatermark(wm int64) error
 	EndTable() error
+	EndFirst() error
 	TableCounts() drive.Counts
 	JoinStats() drive.JoinStats
 	IntervalStats() drive.IntervalStats

@@ -2,6 +2,7 @@ package ubik_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -170,6 +171,19 @@ func runTwoSources(t *testing.T, ps, au []tsEvent, rng *rand.Rand, pick float64)
 				t.Fatalf("ps %d: %v", i, err)
 			}
 			i++
+			// The first input may end on its own too (EndInput): the
+			// join then holds no row of the second for it.
+			if i == len(ps) && j < len(au) && rng.IntN(2) == 0 {
+				if err := q.EndInput("ps"); err != nil {
+					t.Fatal(err)
+				}
+				if err := q.EndInput("ps"); err != nil {
+					t.Fatalf("a second EndInput: %v", err)
+				}
+				if err := q.PushInput("ps", ps[0].json()); !errors.Is(err, ubik.ErrClosed) {
+					t.Fatalf("a push to the ended input: %v, want ErrClosed", err)
+				}
+			}
 			continue
 		}
 		if err := q.PushInput("au", au[j].json()); err != nil {

@@ -668,7 +668,31 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			firstErr = sideErr
 		}
 	}
-	for right != nil && firstErr == nil && !stopped && !right.done {
+	if right != nil && firstErr == nil && !stopped && !right.done {
+		// The first file ended before the second: its input ends now, so
+		// the join holds no row of the rest of the second for it (without
+		// this, every one of them would be held until the end).
+		firstErr = q.EndInput(input.Name)
+	}
+	// The rest of the second file: stopped by a signal and checkpointed
+	// as the main loop is, so a long rest is not read again after a crash.
+	for n := 1; right != nil && firstErr == nil && !stopped && !right.done; n++ {
+		if n&4095 == 0 {
+			publish()
+			if ctx.Err() != nil {
+				stopped = true
+				if ck != nil {
+					firstErr = checkpoint(readBytes, lineNo, false)
+				}
+				break
+			}
+			if ck != nil && time.Since(lastCkpt) >= f.checkpointEvery {
+				if firstErr = checkpoint(readBytes, lineNo, false); firstErr != nil {
+					break
+				}
+				lastCkpt = time.Now()
+			}
+		}
 		firstErr = right.pushOne(env, q, pq.Name, dead, &curLineNo)
 	}
 	if firstErr == nil && stopped {

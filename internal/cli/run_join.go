@@ -174,7 +174,9 @@ func (j *joinMetrics) collect(s *ubik.Stats, c, g func(*prometheus.Desc, float64
 // taken from the input whose watermark is behind, so the rows each side
 // holds stay those of the join's bound (the result does not depend on how
 // the inputs interleave). When the right file ends, its input ends; when
-// the left file ends, the rest of the right file is read. With
+// the left file ends, its input ends (Query.EndInput) and the rest of the
+// right file is read: the join then holds no right row, where without the
+// end it would hold every one of them until the run's end. With
 // --state-dir both files' positions are in the checkpoint.
 
 // rightInput reads the right stream's file of an interval join.

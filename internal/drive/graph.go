@@ -838,6 +838,21 @@ func (g *Graph) EndTable() error {
 	return g.controlOf(1, (*Driver).Close, itemClose)
 }
 
+// EndFirst ends the first source of a graph of two alone (its input
+// ended while the second goes on): its roots close, then their readers
+// after the views' last rows, so a join of two views holds no row of the
+// other side for it any more. Ending twice is a no-op; Close ends both.
+func (g *Graph) EndFirst() error {
+	if len(g.sources) < 2 {
+		return fmt.Errorf("drive: the graph of %s reads one source: its input ends with Close", g.primary.q.Name)
+	}
+	if g.ended[0] {
+		return nil
+	}
+	g.ended[0] = true
+	return g.controlOf(0, (*Driver).Close, itemClose)
+}
+
 // TableCounts are the second source's input counters (zero with one):
 // its reporter's events and malformed, and the late events and
 // evaluation errors of all its roots.
