@@ -2,6 +2,7 @@ package ubik_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -521,5 +522,66 @@ SELECT l.k, count(*) AS n FROM l JOIN r ON l.k = r.k AND r.ts BETWEEN l.ts - INT
 	}
 	if st := q.Stats().Interval; st.Matches != 2 || len(out) != 2 {
 		t.Fatalf("matches %d, records %q", st.Matches, out)
+	}
+}
+
+// TestIntervalJoinEndFirstInput: the left input ends on its own
+// (EndInput): the right rows that follow are matched with the held left
+// rows and never held, a left row pushed after it is refused, and ending
+// twice is a no-op. A temporal join's stream still ends with Close.
+func TestIntervalJoinEndFirstInput(t *testing.T) {
+	eng, _ := ubik.Open(ubik.DefaultOptions())
+	var finals int
+	q, err := eng.Start(fmt.Sprintf(ijoinSQL, "c", ijoinBounds[0].ubik), ubik.QueryOptions{OnRecord: func(r changelog.Record) error {
+		if r.Meta.Final {
+			finals++
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, tag, d := int64(1), "k", 1.5
+	imp := func(sec int64) []byte {
+		return ijRow{id: &id, tag: &tag, d: &d, name: "c0", ts: joinBase + sec*1_000_000}.json()
+	}
+	click := func(sec int64) []byte {
+		return ijRow{id: &id, tag: &tag, d: &d, name: "1", ts: joinBase + sec*1_000_000, click: true}.json()
+	}
+	for s := int64(0); s < 10; s++ {
+		if err := q.PushInput("impressions", imp(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if err := q.EndInput("impressions"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.PushInput("impressions", imp(20)); !errors.Is(err, ubik.ErrClosed) {
+		t.Fatalf("an impression after its input ended: %v, want ErrClosed", err)
+	}
+	for s := int64(0); s < 1000; s++ {
+		if err := q.PushInput("clicks", click(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := q.Stats().Interval
+	if st.Matches == 0 || st.RightHeld != 0 || st.RightPeak != 0 {
+		t.Fatalf("after the impressions ended the clicks are held: %+v", st)
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if finals == 0 {
+		t.Fatal("no final record")
+	}
+
+	tq, err := eng.Start(fmt.Sprintf(joinSQL, ""), ubik.QueryOptions{OnRecord: func(changelog.Record) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tq.EndInput("usage"); err == nil || !strings.Contains(err.Error(), "ends with Close") {
+		t.Fatalf("EndInput of a temporal join's stream: %v", err)
 	}
 }

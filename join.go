@@ -109,18 +109,30 @@ func (q *Query) AdvanceInputWatermark(input string, t time.Time) error {
 	return q.AdvanceWatermark(t)
 }
 
-// EndInput ends the second input of a join, named input (a versioned
-// table, or an interval join's right stream): no row of it will come.
-// The first input ends with Close.
-func (q *Query) EndInput(input string) error {
+// EndInput ends one input of a join, named input: no row of it will
+// come. Either input of two streams (an interval join, or a join of two
+// views over two sources) ends on its own, so once one input is over the
+// join holds no row of the other for it (a host whose first file ended
+// ends it before reading the rest of the second); a versioned table ends
+// on its own, its stream with Close. Close ends both; ending an input
+// twice is a no-op, and a row pushed to an ended input returns ErrClosed.
+func (q *Query) EndInput(input string) (err error) {
 	second, err := q.inputKind(input)
 	if err != nil {
 		return err
 	}
-	if !second {
+	if second {
+		return q.EndTable()
+	}
+	g, isGraph := q.d.(*drive.Graph)
+	if isGraph && len(g.Sources()) < 2 || !isGraph && q.plan.IJoin == nil {
 		return fmt.Errorf("ubik: %s is the first input of query %s: it ends with Close", input, q.plan.Name)
 	}
-	return q.EndTable()
+	if err := q.d.Enter(); err != nil {
+		return err
+	}
+	defer q.d.Leave(&err)
+	return q.d.EndFirst()
 }
 
 // InputWatermarks returns the watermarks (µs) of a join's two inputs:

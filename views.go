@@ -37,6 +37,7 @@ type runner interface {
 	PushTableRow(row []types.Value) error
 	AdvanceTableWatermark(wm int64) error
 	EndTable() error
+	EndFirst() error
 	TableCounts() drive.Counts
 	JoinStats() drive.JoinStats
 	IntervalStats() drive.IntervalStats
@@ -57,8 +58,13 @@ var (
 // for StartPlan; the other queries' to OnViewRecord, each naming its
 // query in Record.Meta.Query. Push, PushRow, AdvanceWatermark and Close
 // act on the queries that read the declared source; Checkpoint and
-// Restore cover the whole graph at one input position; Stats are pq's,
-// with the input counters of the source (see ViewStats for the others).
+// Restore cover the whole graph at one input position; Stats are pq's
+// operator counters with the input counters of the source: EventsIn and
+// Malformed are the source's, Late and EvalErrors every query's of the
+// graph (a view's late events are the input's), and for a join of two
+// views over two sources Table holds the second source's (its events,
+// malformed, and the late events of the views over it). ViewStats gives
+// each query's own.
 //
 // A query that other queries of the graph read must deliver by callback:
 // with a non-empty with, OnRecord is required when pq is read by one of

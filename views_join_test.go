@@ -131,7 +131,7 @@ func TestViewWindowJoinMetamorphic(t *testing.T) {
 	if len(ref.logs["j"]) < 20 || len(ref.logs["pos"]) < 20 || len(ref.logs["neg"]) < 20 {
 		t.Fatalf("too few records: j %d, pos %d, neg %d", len(ref.logs["j"]), len(ref.logs["pos"]), len(ref.logs["neg"]))
 	}
-	if ref.stats.Late != 0 || ref.stats.Interval.LateLeft+ref.stats.Interval.LateRight != 0 {
+	if ref.own.Late != 0 || ref.stats.Late != int64(ref.late) || ref.stats.Interval.LateLeft+ref.stats.Interval.LateRight != 0 {
 		t.Fatalf("rows of a view were late at the join: %+v", ref.stats)
 	}
 	for _, l := range ref.logs["j"] {

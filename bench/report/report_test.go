@@ -313,3 +313,26 @@ func TestCLI(t *testing.T) {
 		}
 	}
 }
+
+// A join's summary counts each input and sums them: the point's events
+// are one input's, and reading them all is no note.
+func TestReadAllTwoInputs(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.json")
+	os.WriteFile(p, []byte(`{"events_read": 1502000, "inputs": [{"input": "person", "events_read": 502000}, {"input": "auction", "events_read": 1000000}]}`), 0o644)
+	st, err := readStats(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st["input.auction.events_read"] != 1e6 || st["input.person.events_read"] != 502000 {
+		t.Fatalf("stats %v", st)
+	}
+	if _, ok := readAll(st, 1_000_000); !ok {
+		t.Error("the auctions were read whole, but readAll says not")
+	}
+	if ev, ok := readAll(st, 2_000_000); ok || ev != 1502000 {
+		t.Errorf("readAll(2M) = %d, %v: 1.502M of 2M events is a short read", ev, ok)
+	}
+	if _, ok := readAll(map[string]float64{"events_read": 10}, 10); !ok {
+		t.Error("one input read whole")
+	}
+}

@@ -182,8 +182,8 @@ func summarize(runs []Run, base string) (Results, error) {
 		if err != nil {
 			return res, err
 		}
-		if ev, ok := row.Ubik.Stats["events_read"]; ok && int64(ev) != row.Events {
-			row.Ubik.Notes = append(row.Ubik.Notes, fmt.Sprintf("read %d of %d events", int64(ev), row.Events))
+		if ev, ok := readAll(row.Ubik.Stats, row.Events); !ok {
+			row.Ubik.Notes = append(row.Ubik.Notes, fmt.Sprintf("read %d of %d events", ev, row.Events))
 		}
 		for _, f := range []string{"malformed", "late"} {
 			if v := row.Ubik.Stats[f]; v > 0 {
@@ -320,7 +320,33 @@ func readStats(path string) (map[string]float64, error) {
 			out[k] = f
 		}
 	}
+	// A query of two inputs (a join) counts each: input.NAME.events_read.
+	if ins, ok := obj["inputs"].([]any); ok {
+		for _, in := range ins {
+			m, _ := in.(map[string]any)
+			name, _ := m["input"].(string)
+			if ev, ok := m["events_read"].(float64); ok && name != "" {
+				out["input."+name+".events_read"] = ev
+			}
+		}
+	}
 	return out, nil
+}
+
+// readAll reports whether ubik read the point's events: events_read, or
+// for a query of two inputs (whose events_read is their sum) the input
+// the point's events are of.
+func readAll(stats map[string]float64, events int64) (int64, bool) {
+	ev, ok := stats["events_read"]
+	if !ok || int64(ev) == events {
+		return int64(ev), true
+	}
+	for k, v := range stats {
+		if strings.HasPrefix(k, "input.") && strings.HasSuffix(k, ".events_read") && int64(v) == events {
+			return int64(v), true
+		}
+	}
+	return int64(ev), false
 }
 
 func firstLine(path string) string {

@@ -47,6 +47,50 @@ GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE)
 EMIT EARLY EVERY INTERVAL '100' MILLISECOND;
 `
 
+// chaosViewsSQL is the other shape of the rotation: a chain of three
+// views over the same source (with its dedup), each with its own
+// changelog in its own topic: ten-second totals (EMIT FINAL), minute
+// totals over them (EMIT FINAL), and a continuous total per merchant over
+// the minutes, the query the runs name.
+const chaosViewsSQL = `CREATE SOURCE events (event_id VARCHAR, merchant VARCHAR, customer VARCHAR, amount BIGINT, event_time TIMESTAMP,
+  WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND)
+  WITH (dedup_key = 'event_id', dedup_within = '10 minutes');
+CREATE VIEW tens AS
+SELECT merchant, TUMBLE_START(event_time, INTERVAL '10' SECOND) AS ws, count(*) AS orders, sum(amount) AS total, max(amount) AS biggest
+FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW mins AS
+SELECT merchant, TUMBLE_START(ws, INTERVAL '1' MINUTE) AS window_start, sum(orders) AS orders, sum(total) AS total,
+       max(biggest) AS biggest, count(*) AS tens
+FROM tens GROUP BY merchant, TUMBLE(ws, INTERVAL '1' MINUTE) EMIT FINAL;
+CREATE VIEW per_merchant AS
+SELECT merchant, sum(orders) AS orders, sum(total) AS total, count(*) AS minutes
+FROM mins GROUP BY merchant;
+`
+
+// chaosShape is what a chaos round runs: a script, the query the runs
+// name, and each query's sink topic with its oracle (the file run's
+// output of that query).
+type chaosShape struct {
+	name, sql, query string
+	// topics maps each query whose changelog is checked to its sink
+	// topic (the named query's is the --sink topic, out; a view's is
+	// out-VIEW).
+	topics map[string]string
+	// continuous names the queries without windows: no final record,
+	// their last record per key is compared.
+	continuous map[string]bool
+}
+
+// chaosShapes are the shapes the rounds take in turn: round 0 the single
+// windowed query, round 1 the chain of views, and so on (CI's two rounds
+// run each once).
+var chaosShapes = []chaosShape{
+	{name: "query", sql: chaosSQL, query: "chaos", topics: map[string]string{"chaos": "out"}},
+	{name: "views", sql: chaosViewsSQL, query: "per_merchant",
+		topics:     map[string]string{"per_merchant": "out", "tens": "out-tens", "mins": "out-mins"},
+		continuous: map[string]bool{"per_merchant": true}},
+}
+
 // TestChaosBinary runs the real ubik binary over Kafka under chaos: three
 // processes (ubik run --instance-id ...) of one query, with a repartition
 // stage, over a 4-partition topic on an in-process broker that compacts
@@ -60,8 +104,11 @@ EMIT EARLY EVERY INTERVAL '100' MILLISECOND;
 // going backwards, nothing after a final, exactly one final per (merchant,
 // window), and the finals equal to the batch answer (the same query over a
 // file holding the same events, duplicates included: no event lost or
-// counted twice). CI runs two short rounds; by hand, 20 rounds of the
-// issue's size:
+// counted twice). The rounds alternate between two shapes (chaosShapes):
+// the one query, and a chain of three views whose every changelog (each
+// in its own topic) is held to the same invariants and to the file run of
+// the script. CI runs two short rounds, one of each; by hand, 20 rounds
+// of the issue's size:
 //
 //	UBIK_E2E_CHAOS_ROUNDS=20 UBIK_E2E_CHAOS_EVENTS=500000 UBIK_E2E_CHAOS_SECONDS=120 \
 //	  go test -run TestChaosBinary -v -timeout 3h ./internal/cli
@@ -82,10 +129,11 @@ func TestChaosBinary(t *testing.T) {
 	}
 	bin := buildUbik(t)
 	for i := 0; i < rounds; i++ {
-		t.Run(fmt.Sprintf("round=%d", i), func(t *testing.T) {
+		shape := chaosShapes[i%len(chaosShapes)]
+		t.Run(fmt.Sprintf("round=%d/%s", i, shape.name), func(t *testing.T) {
 			s := seed + uint64(i)
-			t.Logf("seed %d (rerun with %s=%d %s=1), %d events over %d s", s, envChaosSeed, s, envChaosRounds, n, secs)
-			chaosRound(t, bin, s, n, time.Duration(secs)*time.Second)
+			t.Logf("seed %d (rerun with %s=%d %s=%d: this round is the last), %d events over %d s", s, envChaosSeed, seed, envChaosRounds, i+1, n, secs)
+			chaosRound(t, bin, shape, s, n, time.Duration(secs)*time.Second)
 		})
 	}
 }
@@ -132,7 +180,7 @@ type chaosProc struct {
 	frozen bool
 }
 
-func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Duration) {
+func chaosRound(t *testing.T, bin string, shape chaosShape, seed uint64, n int, produceFor time.Duration) {
 	r := rand.New(rand.NewPCG(seed, 13))
 	dir := t.TempDir()
 	if keep := os.Getenv(envChaosKeep); keep != "" {
@@ -168,26 +216,30 @@ func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Du
 		t.Fatal(err)
 	}
 	sqlPath := filepath.Join(dir, "chaos.sql")
-	if err := os.WriteFile(sqlPath, []byte(chaosSQL), 0o644); err != nil {
+	if err := os.WriteFile(sqlPath, []byte(shape.sql), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	evs := chaosEvents(r, n)
 
-	// The batch answer: the same query over a file of the same events.
+	// The batch answer: the same script over a file of the same events,
+	// each query's changelog in its own file.
 	input := filepath.Join(dir, "events.jsonl")
 	if err := os.WriteFile(input, append(joinLines(evs), '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	oracleOut := filepath.Join(dir, "oracle.tsv")
-	if out, err := exec.Command(bin, "run", sqlPath, "--input", input, "--output", oracleOut).CombinedOutput(); err != nil {
+	oracleDir := filepath.Join(dir, "oracle")
+	if out, err := exec.Command(bin, "run", sqlPath, "--input", input, "--output-dir", oracleDir).CombinedOutput(); err != nil {
 		t.Fatalf("the file run: %v\n%s", err, out)
 	}
-	want := readTSVFinals(t, oracleOut)
-	if len(want) < 100 {
-		t.Fatalf("the file run gave %d finals, want at least 100 (8 merchants over 20 one-minute windows)", len(want))
+	want := map[string]map[string]map[string]any{}
+	for q := range shape.topics {
+		want[q] = readTSVFinals(t, filepath.Join(oracleDir, q+".tsv"))
+		if min := 100; !shape.continuous[q] && len(want[q]) < min {
+			t.Fatalf("the file run gave %s %d finals, want at least %d (8 merchants over 20 one-minute windows)", q, len(want[q]), min)
+		}
 	}
 
-	kafkaArgs := []string{"run", sqlPath, "--source", "kafka://" + addr + "/events", "--sink", "kafka://" + addr + "/out",
+	kafkaArgs := []string{"run", sqlPath, "--query", shape.query, "--source", "kafka://" + addr + "/events", "--sink", "kafka://" + addr + "/out",
 		"--idle-timeout", "10m", "--log-level", "debug"}
 	var exits []string // instances that exited by themselves, and why
 	start := func(p *chaosProc) {
@@ -329,7 +381,9 @@ func chaosRound(t *testing.T, bin string, seed uint64, n int, produceFor time.Du
 		}
 		t.Logf("--until-caught-up took over 30 s; its log (group and restore lines):\n%s", strings.Join(lines, "\n"))
 	}
-	checkChaosSink(t, addr, want)
+	for q, topic := range shape.topics {
+		checkChaosSink(t, addr, q, topic, want[q], shape.continuous[q])
+	}
 }
 
 // stopBound is how long a ubik run may take to stop after SIGTERM: end
@@ -375,9 +429,10 @@ func checkStopped(t *testing.T, p *chaosProc, since time.Time) {
 	t.Logf("%s stopped %s after SIGTERM (%v)", p.id, took.Round(time.Millisecond), st)
 }
 
-// checkChaosSink reads the sink topic with read_committed to its end and
-// checks the changelog invariants and the finals.
-func checkChaosSink(t *testing.T, addr string, want map[string]map[string]any) {
+// checkChaosSink reads query's sink topic with read_committed to its end
+// and checks the changelog invariants and the finals: for a continuous
+// query (no windows, no final record) the last record per key.
+func checkChaosSink(t *testing.T, addr, query, topic string, want map[string]map[string]any, continuous bool) {
 	t.Helper()
 	// Nothing writes to the sink any more: read every partition to its
 	// end offset. Control records are kept so that the last offset (often
@@ -388,7 +443,7 @@ func checkChaosSink(t *testing.T, addr string, want map[string]map[string]any) {
 		t.Fatal(err)
 	}
 	defer adm.Close()
-	ends, err := kadm.NewClient(adm).ListEndOffsets(context.Background(), "out")
+	ends, err := kadm.NewClient(adm).ListEndOffsets(context.Background(), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +453,7 @@ func checkChaosSink(t *testing.T, addr string, want map[string]map[string]any) {
 			rem[o.Partition] = o.Offset
 		}
 	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords())
 	if err != nil {
 		t.Fatal(err)
@@ -414,7 +469,7 @@ func checkChaosSink(t *testing.T, addr string, want map[string]map[string]any) {
 	violate := func(format string, args ...any) {
 		violations++
 		if violations <= 20 {
-			t.Errorf(format, args...)
+			t.Errorf(topic+": "+format, args...)
 		}
 	}
 	deadline := time.Now().Add(3 * time.Minute)
@@ -438,6 +493,9 @@ func checkChaosSink(t *testing.T, addr string, want map[string]map[string]any) {
 				violate("sink record at partition %d offset %d: %v", r.Partition, r.Offset, err)
 				return
 			}
+			if kr.Meta.Query != query {
+				violate("a record of query %q at partition %d offset %d", kr.Meta.Query, r.Partition, r.Offset)
+			}
 			k := string(r.Key)
 			prev, ok := seen[k]
 			switch {
@@ -449,7 +507,10 @@ func checkChaosSink(t *testing.T, addr string, want map[string]map[string]any) {
 				violate("a record after the final: %s revision %d", k, kr.Meta.Revision)
 			}
 			seen[k] = last{kr.Meta.Revision, prev.final || kr.Meta.Final}
-			if kr.Meta.Final {
+			if continuous && kr.Meta.Final {
+				violate("a final record of a continuous query: %s revision %d", k, kr.Meta.Revision)
+			}
+			if kr.Meta.Final || continuous {
 				var v map[string]any
 				if err := json.Unmarshal(r.Value, &v); err != nil {
 					violate("sink value %q: %v", r.Value, err)
@@ -479,9 +540,9 @@ func checkChaosSink(t *testing.T, addr string, want map[string]map[string]any) {
 		if n > 15 {
 			bad = append(bad[:15], "...")
 		}
-		t.Errorf("%d of %d (merchant, window) finals differ from the batch answer:\n%s", n, len(want), strings.Join(bad, "\n"))
+		t.Errorf("%s (%s): %d of %d finals differ from the batch answer:\n%s", topic, query, n, len(want), strings.Join(bad, "\n"))
 	}
-	t.Logf("sink: %d records, %d keys, %d finals (%d expected), %d invariant violations", records, len(seen), len(finals), len(want), violations)
+	t.Logf("sink %s (%s): %d records, %d keys, %d finals (%d expected), %d invariant violations", topic, query, records, len(seen), len(finals), len(want), violations)
 }
 
 // readTSVFinals reads a file run's changelog (key TAB value per line) and

@@ -29,6 +29,10 @@ type queryMetrics struct {
 	duplicates, dedupLate, dedupKeys, dedupBytes                 *prometheus.Desc
 	join                                                         joinMetrics
 	interval                                                     intervalMetrics
+	// inputs names the two inputs of a query that reads two (setInputs):
+	// the counters above are then their sums, and these each one's.
+	inputs                                 []string
+	inputEvents, inputMalformed, inputLate *prometheus.Desc
 }
 
 func newQueryMetrics(name string) *queryMetrics {
@@ -59,6 +63,21 @@ func newQueryMetrics(name string) *queryMetrics {
 	}
 }
 
+// setInputs names the two inputs of a query that reads two (nil: one).
+func (m *queryMetrics) setInputs(names []string) {
+	if len(names) != 2 {
+		return
+	}
+	m.inputs = names
+	l := prometheus.Labels{"query": m.name}
+	d := func(n, help string) *prometheus.Desc {
+		return prometheus.NewDesc("ubik_"+n, help, []string{"input"}, l)
+	}
+	m.inputEvents = d("input_events_read_total", "Events (or table rows) read from one input of a query that reads two.")
+	m.inputMalformed = d("input_events_malformed_total", "Events of one input that could not be decoded.")
+	m.inputLate = d("input_events_late_total", "Events of one input that were late (at a window or at the join).")
+}
+
 func (m *queryMetrics) publish(s ubik.Stats) { m.snap.Store(&s) }
 
 func (m *queryMetrics) Describe(ch chan<- *prometheus.Desc) {
@@ -68,6 +87,11 @@ func (m *queryMetrics) Describe(ch chan<- *prometheus.Desc) {
 	}
 	m.join.describe(ch)
 	m.interval.describe(ch)
+	if m.inputs != nil {
+		ch <- m.inputEvents
+		ch <- m.inputMalformed
+		ch <- m.inputLate
+	}
 }
 
 func (m *queryMetrics) Collect(ch chan<- prometheus.Metric) {
@@ -79,10 +103,20 @@ func (m *queryMetrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
 	}
 	g := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
-	c(m.eventsIn, float64(s.EventsIn))
-	c(m.malformed, float64(s.Malformed))
+	in, bad, late := s.EventsIn, s.Malformed, s.Late
+	if m.inputs != nil {
+		// The summary's rule: the totals are both inputs' sums.
+		in, bad, late = in+s.Table.RowsIn, bad+s.Table.Malformed, late+s.Table.Late
+		for i, v := range [][3]int64{{s.EventsIn, s.Malformed, s.Late}, {s.Table.RowsIn, s.Table.Malformed, s.Table.Late}} {
+			for j, d := range []*prometheus.Desc{m.inputEvents, m.inputMalformed, m.inputLate} {
+				ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v[j]), m.inputs[i])
+			}
+		}
+	}
+	c(m.eventsIn, float64(in))
+	c(m.malformed, float64(bad))
 	c(m.evalErrors, float64(s.EvalErrors))
-	c(m.late, float64(s.Late))
+	c(m.late, float64(late))
 	c(m.recordsOut, float64(s.RecordsOut))
 	c(m.finalized, float64(s.WindowsFinalized))
 	g(m.liveGroups, float64(s.LiveGroups))

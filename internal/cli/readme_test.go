@@ -440,7 +440,7 @@ GROUP BY i.campaign, TUMBLE(c.ts, INTERVAL '10' MINUTE);`: func(t *testing.T, r 
 `), 0o644)
 		out, errb, code := r.sh(t, dir, readmeText(t, "ubik run clicks_after_view.sql"))
 		want := `["spring", "2026-07-18 10:00:00"]	{"campaign": "spring", "w": "2026-07-18 10:00:00", "clicks_after_view": 2}` + "\n"
-		if code != 0 || out != want || !strings.Contains(errb, "3 right rows read, 0 malformed; 2 joined rows") {
+		if code != 0 || out != want || !strings.Contains(errb, "5 events read (impressions 2, clicks 3), 0 malformed, 0 eval errors, 0 late, ") {
 			t.Errorf("exit %d\n%s%s", code, out, errb)
 		}
 	},

@@ -453,7 +453,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	if f.metrics != "" {
 		for _, t := range targets {
-			metrics = append(metrics, newQueryMetrics(t.pq.Name))
+			m := newQueryMetrics(t.pq.Name)
+			m.setInputs(t.inputNames(input, second))
+			metrics = append(metrics, m)
 		}
 		publish()
 		stop, bound, err := serveMetrics(ctx, f.metrics, metrics...)
@@ -663,7 +665,31 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			firstErr = sideErr
 		}
 	}
-	for right != nil && firstErr == nil && !stopped && !right.done {
+	if right != nil && firstErr == nil && !stopped && !right.done {
+		// The first file ended before the second: its input ends now, so
+		// the join holds no row of the rest of the second for it (without
+		// this, every one of them would be held until the end).
+		firstErr = q.EndInput(input.Name)
+	}
+	// The rest of the second file: stopped by a signal and checkpointed
+	// as the main loop is, so a long rest is not read again after a crash.
+	for n := 1; right != nil && firstErr == nil && !stopped && !right.done; n++ {
+		if n&4095 == 0 {
+			publish()
+			if ctx.Err() != nil {
+				stopped = true
+				if ck != nil {
+					firstErr = checkpoint(readBytes, lineNo, false)
+				}
+				break
+			}
+			if ck != nil && time.Since(lastCkpt) >= f.checkpointEvery {
+				if firstErr = checkpoint(readBytes, lineNo, false); firstErr != nil {
+					break
+				}
+				lastCkpt = time.Now()
+			}
+		}
 		firstErr = right.pushOne(env, q, pq.Name, dead, &curLineNo)
 	}
 	if firstErr == nil && stopped {
@@ -709,7 +735,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 				firstErr = fmt.Errorf("%w: %s: %d of %d events were malformed or failed to evaluate (%s)", ErrBadInput, t.pq.Name, t.bad, st.EventsIn, lim)
 			}
 		}
-		sum := newSummary(t.pq.Name, st, elapsed)
+		sum := newSummary(t.pq.Name, st, elapsed, t.inputNames(input, second))
 		sum.BadInputLimit = t.limit
 		if stopped {
 			sum.Stopped = stopCause(ctx).Error()
@@ -1217,37 +1243,70 @@ func appendLate(b []byte, query string, line int64, ev *drive.LateEvent) []byte 
 // --stats-json use the same names (README.md, "Run summary"), and the
 // Prometheus metrics are ubik_<name>_total for the counters.
 type summary struct {
-	Query              string           `json:"query"`
-	EventsRead         int64            `json:"events_read"`
-	Malformed          int64            `json:"malformed"`
-	EvalErrors         int64            `json:"eval_errors"`
-	Filtered           int64            `json:"filtered"`
-	Late               int64            `json:"late"`
-	Duplicates         int64            `json:"duplicates"`
-	DedupLate          int64            `json:"dedup_late"`
-	DedupKeys          int64            `json:"dedup_keys"`
-	RecordsEmitted     int64            `json:"records_emitted"`
-	HavingSuppressed   int64            `json:"having_suppressed"`
-	WindowsFinalized   int64            `json:"windows_finalized"`
-	WallSeconds        float64          `json:"wall_seconds"`
-	EventsPerSecond    float64          `json:"events_per_second"`
-	EmitLatencyP50Ms   float64          `json:"emit_latency_p50_ms"`
-	EmitLatencyP99Ms   float64          `json:"emit_latency_p99_ms"`
-	StateBytes         int64            `json:"state_bytes"`
-	StateBytesPeak     int64            `json:"state_bytes_peak"`
-	LiveGroupsPeak     int64            `json:"live_groups_peak"`
-	StateBytesPerGroup float64          `json:"state_bytes_per_group"`
-	Watermark          string           `json:"watermark,omitempty"`
-	BadInputLimit      string           `json:"bad_input_limit_crossed,omitempty"`
-	Stopped            string           `json:"stopped,omitempty"`
-	StoppedAtLine      int64            `json:"stopped_at_line,omitempty"`
-	Join               *joinSummary     `json:"join,omitempty"`
-	Interval           *intervalSummary `json:"interval_join,omitempty"`
+	Query              string  `json:"query"`
+	EventsRead         int64   `json:"events_read"`
+	Malformed          int64   `json:"malformed"`
+	EvalErrors         int64   `json:"eval_errors"`
+	Filtered           int64   `json:"filtered"`
+	Late               int64   `json:"late"`
+	Duplicates         int64   `json:"duplicates"`
+	DedupLate          int64   `json:"dedup_late"`
+	DedupKeys          int64   `json:"dedup_keys"`
+	RecordsEmitted     int64   `json:"records_emitted"`
+	HavingSuppressed   int64   `json:"having_suppressed"`
+	WindowsFinalized   int64   `json:"windows_finalized"`
+	WallSeconds        float64 `json:"wall_seconds"`
+	EventsPerSecond    float64 `json:"events_per_second"`
+	EmitLatencyP50Ms   float64 `json:"emit_latency_p50_ms"`
+	EmitLatencyP99Ms   float64 `json:"emit_latency_p99_ms"`
+	StateBytes         int64   `json:"state_bytes"`
+	StateBytesPeak     int64   `json:"state_bytes_peak"`
+	LiveGroupsPeak     int64   `json:"live_groups_peak"`
+	StateBytesPerGroup float64 `json:"state_bytes_per_group"`
+	Watermark          string  `json:"watermark,omitempty"`
+	BadInputLimit      string  `json:"bad_input_limit_crossed,omitempty"`
+	Stopped            string  `json:"stopped,omitempty"`
+	StoppedAtLine      int64   `json:"stopped_at_line,omitempty"`
+	// Inputs are the counters of each input of a query that reads two (a
+	// join: a stream and its versioned table, two streams, or two views
+	// over two sources), first the one --input names; EventsRead,
+	// Malformed and Late are then their sums.
+	Inputs   []inputSummary   `json:"inputs,omitempty"`
+	Join     *joinSummary     `json:"join,omitempty"`
+	Interval *intervalSummary `json:"interval_join,omitempty"`
+}
+
+// inputSummary is one input's part of the run summary.
+type inputSummary struct {
+	Input      string `json:"input"`
+	EventsRead int64  `json:"events_read"`
+	Malformed  int64  `json:"malformed"`
+	Late       int64  `json:"late"`
+}
+
+// inputNames names the two inputs of the target's query when it reads
+// two (first the one read from --input), else nil. first and second are
+// the run's inputs for a graph of views (second nil with one source).
+func (t *runTarget) inputNames(first, second *plan.Source) []string {
+	switch pq := t.pq; {
+	case t.via != nil:
+		return nil // a query inside a graph: its own counters
+	case pq.Join != nil:
+		return []string{pq.Source.Name, pq.Join.Table.Name}
+	case pq.IJoin != nil && len(pq.Views()) == 0:
+		return []string{pq.IJoin.Left.Name, pq.IJoin.Right.Name}
+	case second != nil:
+		return []string{first.Name, second.Name}
+	}
+	return nil
 }
 
 type planQuery = plan.Query
 
-func newSummary(name string, st ubik.Stats, elapsed time.Duration) summary {
+// newSummary makes the summary of a query's counters; inputs names its
+// two inputs when it reads two (Stats: the first's counters, Table the
+// second's), nil for one.
+func newSummary(name string, st ubik.Stats, elapsed time.Duration, inputs []string) summary {
 	s := summary{
 		Query:            name,
 		EventsRead:       st.EventsIn,
@@ -1268,8 +1327,17 @@ func newSummary(name string, st ubik.Stats, elapsed time.Duration) summary {
 		StateBytesPeak:   st.StateBytesPeak,
 		LiveGroupsPeak:   st.LiveGroupsPeak,
 	}
+	if len(inputs) == 2 {
+		s.Inputs = []inputSummary{
+			{Input: inputs[0], EventsRead: st.EventsIn, Malformed: st.Malformed, Late: st.Late},
+			{Input: inputs[1], EventsRead: st.Table.RowsIn, Malformed: st.Table.Malformed, Late: st.Table.Late},
+		}
+		s.EventsRead += st.Table.RowsIn
+		s.Malformed += st.Table.Malformed
+		s.Late += st.Table.Late
+	}
 	if elapsed > 0 {
-		s.EventsPerSecond = float64(st.EventsIn) / elapsed.Seconds()
+		s.EventsPerSecond = float64(s.EventsRead) / elapsed.Seconds()
 	}
 	if st.LiveGroupsPeak > 0 {
 		s.StateBytesPerGroup = float64(st.StateBytesPeak) / float64(st.LiveGroupsPeak)
@@ -1293,7 +1361,26 @@ func (s summary) print(w io.Writer) {
 	if s.Stopped != "" {
 		fmt.Fprintf(&b, "stopped (%s) after line %d: ", s.Stopped, s.StoppedAtLine)
 	}
-	fmt.Fprintf(&b, "%d events read, %d malformed, %d eval errors, %d late", s.EventsRead, s.Malformed, s.EvalErrors, s.Late)
+	// Each input's share follows the total: "15000 events read (person
+	// 5000, auction 10000)"; a zero malformed or late count has none.
+	each := func(v func(*inputSummary) int64) string {
+		var sum int64
+		for i := range s.Inputs {
+			sum += v(&s.Inputs[i])
+		}
+		if len(s.Inputs) == 0 || sum == 0 {
+			return ""
+		}
+		parts := make([]string, len(s.Inputs))
+		for i := range s.Inputs {
+			parts[i] = fmt.Sprintf("%s %d", s.Inputs[i].Input, v(&s.Inputs[i]))
+		}
+		return " (" + strings.Join(parts, ", ") + ")"
+	}
+	fmt.Fprintf(&b, "%d events read%s, %d malformed%s, %d eval errors, %d late%s",
+		s.EventsRead, each(func(i *inputSummary) int64 { return i.EventsRead }),
+		s.Malformed, each(func(i *inputSummary) int64 { return i.Malformed }),
+		s.EvalErrors, s.Late, each(func(i *inputSummary) int64 { return i.Late }))
 	if s.Duplicates+s.DedupLate > 0 {
 		fmt.Fprintf(&b, ", %d duplicates, %d dedup late", s.Duplicates, s.DedupLate)
 	}

@@ -12,12 +12,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ubiksql/ubik"
+	"github.com/ubiksql/ubik/changelog"
 )
 
 const ijoinRunSQL = `CREATE SOURCE impressions (id BIGINT, campaign VARCHAR, ts TIMESTAMP,
@@ -77,10 +79,16 @@ func TestRunIntervalJoin(t *testing.T) {
 	if err := json.Unmarshal(b, &s); err != nil || s.Interval == nil {
 		t.Fatalf("summary %s: %v", b, err)
 	}
-	if s.EventsRead != 3 || s.Interval.RightRows != 8 || s.Interval.RightMalformed != 1 || s.Interval.LateRight != 1 || s.Interval.Matches != 4 {
+	// Each input is counted: the totals are their sums.
+	wantIn := []inputSummary{{"impressions", 3, 0, 0}, {"clicks", 8, 1, 1}}
+	if s.EventsRead != 11 || s.Malformed != 1 || s.Late != 1 || !slices.Equal(s.Inputs, wantIn) {
+		t.Fatalf("summary %+v, want inputs %+v", s, wantIn)
+	}
+	if s.Interval.LeftRows != 3 || s.Interval.RightRows != 7 || s.Interval.LateRight != 1 || s.Interval.Matches != 4 {
 		t.Fatalf("summary %+v %+v", s, *s.Interval)
 	}
-	if !strings.Contains(errb.String(), "interval join: 8 right rows read, 1 malformed; 4 joined rows; late at the join: 0 left, 1 right") {
+	if !strings.Contains(errb.String(), "11 events read (impressions 3, clicks 8), 1 malformed (impressions 0, clicks 1), 0 eval errors, 1 late (impressions 0, clicks 1), ") ||
+		!strings.Contains(errb.String(), "interval join: 3 left and 7 right rows, 4 joined rows; late at the join: 0 left, 1 right") {
 		t.Fatalf("summary line: %s", errb)
 	}
 }
@@ -242,5 +250,98 @@ SELECT a.k, count(*) FROM a JOIN b ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts +
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("%s: %s", name, errb)
 		}
+	}
+}
+
+// TestRunFirstFileEndsFirst runs a join of two inputs whose first file
+// ends long before the second (200 impressions in 200 seconds, 20,000
+// clicks over nearly three hours), as an interval join of two streams
+// and as a join of two views over the two sources: the join holds a row
+// of the second input only while a row of the first may still match it,
+// so once the first file has ended it holds none (not the rest of the
+// second file, 19,600 rows). The changelog equals the Go API's, fed the
+// first input whole, then the second, then Close.
+func TestRunFirstFileEndsFirst(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(3, 17))
+	stamp := func(ms int64) string {
+		return time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond).Format("2006-01-02 15:04:05.000")
+	}
+	var imps, clicks []string
+	for i := range 200 {
+		imps = append(imps, fmt.Sprintf(`{"id":%d,"campaign":"c%d","ts":"%s"}`, r.IntN(50), r.IntN(5), stamp(int64(i)*1000)))
+	}
+	for i := range 20000 {
+		clicks = append(clicks, fmt.Sprintf(`{"impression_id":%d,"ts":"%s"}`, r.IntN(50), stamp(int64(i)*500-r.Int64N(500))))
+	}
+	impsPath, clicksPath := filepath.Join(dir, "imps.jsonl"), filepath.Join(dir, "clicks.jsonl")
+	os.WriteFile(impsPath, []byte(strings.Join(imps, "\n")+"\n"), 0o644)
+	os.WriteFile(clicksPath, []byte(strings.Join(clicks, "\n")+"\n"), 0o644)
+	for _, tc := range []struct {
+		name, sql, query string
+		maxHeld          int64
+	}{
+		// A click is held while an impression of the last five minutes
+		// may still come: the rows of five minutes and the delays.
+		{"interval join", ijoinRunSQL, "", 700},
+		// A view row is held until the other view's watermark passes its
+		// window start: a window's rows and the delays.
+		{"views over two sources", viewJoinRunSQL, "both_seen", 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := fmt.Sprintf(tc.sql, clicksPath)
+			sql := filepath.Join(dir, "q.sql")
+			os.WriteFile(sql, []byte(text), 0o644)
+			stats := filepath.Join(dir, "stats.json")
+			args := []string{"run", sql, "--input", impsPath, "--stats-json", stats, "--quiet"}
+			if tc.query != "" {
+				args = append(args, "--query", tc.query)
+			}
+			env, out, errb := runTestEnv("")
+			if code := Main(context.Background(), env, args); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb)
+			}
+			var s summary
+			b, _ := os.ReadFile(stats)
+			if err := json.Unmarshal(b, &s); err != nil || s.Interval == nil {
+				t.Fatalf("summary %s: %v", b, err)
+			}
+			t.Logf("joined %d rows, held at most %d left, %d right", s.Interval.Matches, s.Interval.LeftPeak, s.Interval.RightPeak)
+			if s.Interval.Matches < 40 {
+				t.Fatalf("only %d joined rows: the test would prove little", s.Interval.Matches)
+			}
+			if s.Interval.RightPeak > tc.maxHeld {
+				t.Errorf("the join held up to %d rows of the second input (bound %d): the rest of its file was held after the first ended", s.Interval.RightPeak, tc.maxHeld)
+			}
+
+			// The oracle: the first input whole, then the second.
+			eng, _ := ubik.Open(ubik.DefaultOptions())
+			var want []byte
+			var buf []byte
+			q, err := eng.Start(text, ubik.QueryOptions{Name: tc.query, OnRecord: func(rec changelog.Record) error {
+				buf = formatRecord(buf[:0], "tsv", &rec)
+				want = append(want, buf...)
+				return nil
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range imps {
+				if err := q.Push([]byte(l)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, l := range clicks {
+				if err := q.PushInput("clicks", []byte(l)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := q.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != string(want) {
+				t.Fatalf("changelog differs from the Go API's (%d bytes, want %d)", out.Len(), len(want))
+			}
+		})
 	}
 }

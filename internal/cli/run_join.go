@@ -116,8 +116,10 @@ func newJoinSummary(st ubik.Stats) *joinSummary {
 }
 
 func (j *joinSummary) text() string {
-	return fmt.Sprintf("; join: %d table rows read, %d malformed, %d late; %d events joined, %d unmatched, %d late at the join",
-		j.TableRows, j.TableMalformed, j.TableLate, j.Joined, j.Unmatched, j.JoinLate)
+	// The table's rows read, malformed and late are the summary's second
+	// input (summary.Inputs).
+	return fmt.Sprintf("; join: %d events joined, %d unmatched, %d late at the join",
+		j.Joined, j.Unmatched, j.JoinLate)
 }
 
 // joinMetrics are a temporal join's metrics (exported only for a query
@@ -172,7 +174,9 @@ func (j *joinMetrics) collect(s *ubik.Stats, c, g func(*prometheus.Desc, float64
 // taken from the input whose watermark is behind, so the rows each side
 // holds stay those of the join's bound (the result does not depend on how
 // the inputs interleave). When the right file ends, its input ends; when
-// the left file ends, the rest of the right file is read. With
+// the left file ends, its input ends (Query.EndInput) and the rest of the
+// right file is read: the join then holds no right row, where without the
+// end it would hold every one of them until the run's end. With
 // --state-dir both files' positions are in the checkpoint.
 
 // rightInput reads the right stream's file of an interval join.
@@ -292,28 +296,31 @@ func (ri *rightInput) pushOne(env *Env, q *ubik.Query, pqName string, dead io.Wr
 	}
 }
 
-// intervalSummary is the run summary's part for an interval join.
+// intervalSummary is the run summary's part for an interval join: the
+// rows that reached each side of the join (a stream's decoded events, or
+// a view's final rows for a join of two views), what it joined, turned
+// away late and held. What each input read is the summary's Inputs.
 type intervalSummary struct {
-	RightRows      int64 `json:"right_rows_read"`
-	RightMalformed int64 `json:"right_malformed"`
-	LateLeft       int64 `json:"left_late_at_join"`
-	LateRight      int64 `json:"right_late_at_join"`
-	NullKeys       int64 `json:"null_keys"`
-	Matches        int64 `json:"joined_rows"`
-	LeftPeak       int64 `json:"left_held_peak"`
-	RightPeak      int64 `json:"right_held_peak"`
-	Dropped        int64 `json:"rows_dropped"`
+	LeftRows  int64 `json:"left_rows"`
+	RightRows int64 `json:"right_rows"`
+	LateLeft  int64 `json:"left_late_at_join"`
+	LateRight int64 `json:"right_late_at_join"`
+	NullKeys  int64 `json:"null_keys"`
+	Matches   int64 `json:"joined_rows"`
+	LeftPeak  int64 `json:"left_held_peak"`
+	RightPeak int64 `json:"right_held_peak"`
+	Dropped   int64 `json:"rows_dropped"`
 }
 
 func newIntervalSummary(st ubik.Stats) *intervalSummary {
 	j := st.Interval
-	return &intervalSummary{RightRows: st.Table.RowsIn, RightMalformed: st.Table.Malformed, LateLeft: j.LateLeft, LateRight: j.LateRight,
+	return &intervalSummary{LeftRows: j.LeftRows, RightRows: j.RightRows, LateLeft: j.LateLeft, LateRight: j.LateRight,
 		NullKeys: j.NullKeys, Matches: j.Matches, LeftPeak: j.LeftPeak, RightPeak: j.RightPeak, Dropped: j.Dropped}
 }
 
 func (j *intervalSummary) text() string {
-	return fmt.Sprintf("; interval join: %d right rows read, %d malformed; %d joined rows; late at the join: %d left, %d right; held at most %d left, %d right rows",
-		j.RightRows, j.RightMalformed, j.Matches, j.LateLeft, j.LateRight, j.LeftPeak, j.RightPeak)
+	return fmt.Sprintf("; interval join: %d left and %d right rows, %d joined rows; late at the join: %d left, %d right; held at most %d left, %d right rows",
+		j.LeftRows, j.RightRows, j.Matches, j.LateLeft, j.LateRight, j.LeftPeak, j.RightPeak)
 }
 
 // intervalMetrics are an interval join's metrics (exported only for a

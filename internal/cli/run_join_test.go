@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,10 +95,17 @@ func TestRunTemporalJoin(t *testing.T) {
 			if err := json.Unmarshal(b, &s); err != nil || s.Join == nil {
 				t.Fatalf("summary %s: %v", b, err)
 			}
-			if s.EventsRead != 5 || s.Join.TableRows != 5 || s.Join.TableLate != 1 || s.Join.TableMalformed != 1 || s.Join.Joined != 4 || s.Join.Unmatched != 1 {
+			// Both inputs are counted: the stream's events and the
+			// table's rows, the totals their sums.
+			wantIn := []inputSummary{{"usage", 5, 0, 0}, {"prices", 5, 1, 1}}
+			if s.EventsRead != 10 || s.Malformed != 1 || s.Late != 1 || !slices.Equal(s.Inputs, wantIn) {
+				t.Fatalf("summary %+v, want inputs %+v", s, wantIn)
+			}
+			if s.Join.TableRows != 5 || s.Join.TableLate != 1 || s.Join.TableMalformed != 1 || s.Join.Joined != 4 || s.Join.Unmatched != 1 {
 				t.Fatalf("summary %+v %+v", s, *s.Join)
 			}
-			if !strings.Contains(errb.String(), "join: 5 table rows read, 1 malformed, 1 late; 4 events joined, 1 unmatched") {
+			if !strings.Contains(errb.String(), "10 events read (usage 5, prices 5), 1 malformed (usage 0, prices 1), 0 eval errors, 1 late (usage 0, prices 1), ") ||
+				!strings.Contains(errb.String(), "join: 4 events joined, 1 unmatched") {
 				t.Fatalf("summary line: %s", errb)
 			}
 		})
@@ -193,6 +201,7 @@ func TestKill9ResumeJoin(t *testing.T) {
 
 func TestJoinMetricsAndExplain(t *testing.T) {
 	m := newQueryMetrics("q1")
+	m.setInputs([]string{"usage", "prices"})
 	stop, addr, err := serveMetrics(context.Background(), "127.0.0.1:0", m)
 	if err != nil {
 		t.Fatal(err)
@@ -200,6 +209,7 @@ func TestJoinMetricsAndExplain(t *testing.T) {
 	defer stop()
 	var st ubik.Stats
 	st.Watermark = minInt64
+	st.EventsIn, st.Malformed, st.Late, st.Table.Malformed = 20, 2, 4, 3
 	st.Table.RowsIn, st.Table.Late, st.Join.Events, st.Join.Joined, st.Join.Unmatched, st.Join.Buffered, st.Join.Versions = 9, 1, 20, 15, 5, 3, 8
 	st.Join.TableWM = time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC).UnixMicro()
 	m.publish(st)
@@ -211,6 +221,10 @@ func TestJoinMetricsAndExplain(t *testing.T) {
 	resp.Body.Close()
 	for _, want := range []string{
 		`ubik_table_rows_read_total{query="q1"} 9`, `ubik_table_rows_late_total{query="q1"} 1`,
+		// The totals are both inputs' sums, as in the run summary.
+		`ubik_events_read_total{query="q1"} 29`, `ubik_events_malformed_total{query="q1"} 5`, `ubik_events_late_total{query="q1"} 5`,
+		`ubik_input_events_read_total{input="usage",query="q1"} 20`, `ubik_input_events_read_total{input="prices",query="q1"} 9`,
+		`ubik_input_events_malformed_total{input="prices",query="q1"} 3`, `ubik_input_events_late_total{input="usage",query="q1"} 4`,
 		`ubik_join_events_joined_total{query="q1"} 15`, `ubik_join_events_unmatched_total{query="q1"} 5`,
 		`ubik_join_buffered_events{query="q1"} 3`, `ubik_join_versions{query="q1"} 8`,
 		`ubik_table_watermark_seconds{query="q1"} 1.7843688e+09`,

@@ -3,11 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,7 +53,7 @@ func TestKill9ResumeViewJoinTwoSources(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reference run: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "120000 right rows read") {
+	if !strings.Contains(string(out), "events read (impressions 60000, clicks 120000)") {
 		t.Fatalf("the run did not read the second file whole:\n%s", out)
 	}
 	got := filepath.Join(dir, "got.jsonl")
@@ -103,5 +105,79 @@ func TestViewJoinTwoSourcesExplain(t *testing.T) {
 	want := "graph: impressions -> shown -> both_seen\ngraph: clicks -> clicked -> both_seen\n"
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("explain lacks %q:\n%s", want, out)
+	}
+}
+
+// TestRunViewJoinSummaryCountsEachSource runs the join of two views over
+// two sources with a malformed and late events in each file: the summary
+// (text and --stats-json) counts each source's events,
+// malformed and late, and the totals are their sums; the late output has
+// one line per late event counted. A chain of views over one source
+// counts its views' late events too.
+func TestRunViewJoinSummaryCountsEachSource(t *testing.T) {
+	dir := t.TempDir()
+	clicks := filepath.Join(dir, "clicks.jsonl")
+	os.WriteFile(clicks, []byte(`{"impression_id":1,"ts":"2026-07-18 10:00:03"}
+{"impression_id":2,"ts":"2026-07-18 10:00:16"}
+{"impression_id":2,"ts":"2026-07-18 10:00:17"}
+nope
+{"impression_id":1,"ts":"2026-07-18 10:00:30"}
+{"impression_id":1,"ts":"2026-07-18 10:00:04"}
+{"impression_id":1,"ts":"2026-07-18 10:00:05"}
+`), 0o644)
+	imps := filepath.Join(dir, "impressions.jsonl")
+	os.WriteFile(imps, []byte(`{"id":1,"campaign":"a","ts":"2026-07-18 10:00:01"}
+{"id":2,"campaign":"a","ts":"2026-07-18 10:00:15"}
+{"id":1,"campaign":"a","ts":"2026-07-18 10:00:02"}
+bad
+{"id":2,"campaign":"a","ts":"2026-07-18 10:00:25"}
+`), 0o644)
+	sql := filepath.Join(dir, "q.sql")
+	os.WriteFile(sql, fmt.Appendf(nil, viewJoinRunSQL, clicks), 0o644)
+	late, stats := filepath.Join(dir, "late"), filepath.Join(dir, "stats")
+	env, out, errb := runTestEnv("")
+	code := Main(context.Background(), env, []string{"run", sql, "--query", "both_seen", "--input", imps, "--late-output", late, "--stats-json", stats})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	want := `[1, "2026-07-18 10:00:00"]	{"id": 1, "ws": "2026-07-18 10:00:00", "n": 1, "c": 1}
+[2, "2026-07-18 10:00:10"]	{"id": 2, "ws": "2026-07-18 10:00:10", "n": 1, "c": 2}
+`
+	if out.String() != want {
+		t.Fatalf("changelog:\n%s\nwant:\n%s", out, want)
+	}
+	var s summary
+	b, _ := os.ReadFile(stats)
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("summary %s: %v", b, err)
+	}
+	wantIn := []inputSummary{{"impressions", 5, 1, 1}, {"clicks", 7, 1, 2}}
+	if s.EventsRead != 12 || s.Malformed != 2 || s.Late != 3 || !slices.Equal(s.Inputs, wantIn) {
+		t.Fatalf("summary %+v, want inputs %+v", s, wantIn)
+	}
+	if l, _ := os.ReadFile(late); bytes.Count(l, []byte("\n")) != 3 {
+		t.Fatalf("late output has %d lines, the summary counts 3:\n%s", bytes.Count(l, []byte("\n")), l)
+	}
+	if !strings.Contains(errb.String(), "ubik: both_seen: 12 events read (impressions 5, clicks 7), 2 malformed (impressions 1, clicks 1), 0 eval errors, 3 late (impressions 1, clicks 2), 2 records emitted") {
+		t.Fatalf("summary line: %s", errb)
+	}
+
+	// A chain over one source: its view's late event is the run's.
+	chain := filepath.Join(dir, "chain.sql")
+	os.WriteFile(chain, []byte(`CREATE SOURCE ev (merchant VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND);
+CREATE VIEW tens AS SELECT merchant, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, count(*) AS n
+  FROM ev GROUP BY merchant, TUMBLE(ts, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW mins AS SELECT merchant, TUMBLE_START(ws, INTERVAL '1' MINUTE) AS m, sum(n) AS n
+  FROM tens GROUP BY merchant, TUMBLE(ws, INTERVAL '1' MINUTE);`), 0o644)
+	env, _, errb = runTestEnv(`{"merchant":"a","ts":"2026-07-18 10:00:01"}
+{"merchant":"a","ts":"2026-07-18 10:00:15"}
+{"merchant":"a","ts":"2026-07-18 10:00:02"}
+{"merchant":"a","ts":"2026-07-18 10:01:15"}
+`)
+	if code := Main(context.Background(), env, []string{"run", chain, "--query", "mins", "--output", filepath.Join(dir, "mins.tsv")}); code != 0 {
+		t.Fatalf("chain: exit %d: %s", code, errb)
+	}
+	if !strings.Contains(errb.String(), "ubik: mins: 4 events read, 0 malformed, 0 eval errors, 1 late, ") {
+		t.Fatalf("the chain's summary does not count its view's late event: %s", errb)
 	}
 }

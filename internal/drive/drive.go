@@ -410,6 +410,9 @@ func (d *Driver) admit() error {
 	if d.closed {
 		return ErrClosed
 	}
+	if d.ij != nil && d.ij.j.Ended(0) {
+		return fmt.Errorf("%w: the input of source %s has ended", ErrClosed, d.q.IJoin.Left.Name)
+	}
 	if d.buffered {
 		if err := d.drain(); err != nil {
 			return err

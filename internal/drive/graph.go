@@ -724,13 +724,23 @@ func (g *Graph) Queued() bool { return g.primary.d.Queued() || g.waiting() }
 // Stats are the primary's operator counters.
 func (g *Graph) Stats() exec.Stats { return g.primary.d.Stats() }
 
-// Counts are the reporter's input counters (every root reads the same
-// input), with the primary's late and evaluation-error counts.
+// Counts are the first input's counters: its reporter's events and
+// malformed (every root of an input reads the same records), and the late
+// events and evaluation errors of every node but the second input's roots
+// (TableCounts has those). So Counts().Late plus TableCounts().Late is
+// every event of the graph handed to a late hook, as TakeCounts adds
+// them: a view's late events are the input's, whichever query the host
+// reports.
 func (g *Graph) Counts() Counts {
 	c := g.reporter.d.Counts()
-	if g.primary != g.reporter {
-		p := g.primary.d.Counts()
-		c.EvalErrors, c.Late = p.EvalErrors, p.Late
+	c.EvalErrors, c.Late = 0, 0
+	for _, n := range g.nodes {
+		if len(n.q.Views()) == 0 && n.input == 1 {
+			continue
+		}
+		o := n.d.Counts()
+		c.EvalErrors += o.EvalErrors
+		c.Late += o.Late
 	}
 	return c
 }
@@ -859,12 +869,36 @@ func (g *Graph) EndTable() error {
 	return g.controlOf(1, (*Driver).Close, itemClose)
 }
 
-// TableCounts are the second source's input counters (zero with one).
+// EndFirst ends the first source of a graph of two alone (its input
+// ended while the second goes on): its roots close, then their readers
+// after the views' last rows, so a join of two views holds no row of the
+// other side for it any more. Ending twice is a no-op; Close ends both.
+func (g *Graph) EndFirst() error {
+	if len(g.sources) < 2 {
+		return fmt.Errorf("drive: the graph of %s reads one source: its input ends with Close", g.primary.q.Name)
+	}
+	if g.ended[0] {
+		return nil
+	}
+	g.ended[0] = true
+	return g.controlOf(0, (*Driver).Close, itemClose)
+}
+
+// TableCounts are the second source's input counters (zero with one):
+// its reporter's events and malformed, and the late events and
+// evaluation errors of all its roots.
 func (g *Graph) TableCounts() Counts {
 	if len(g.sources) < 2 {
 		return Counts{}
 	}
-	return g.reporterOf(1).d.Counts()
+	c := g.reporterOf(1).d.Counts()
+	c.EvalErrors, c.Late = 0, 0
+	for _, n := range g.rootsOf(1) {
+		o := n.d.Counts()
+		c.EvalErrors += o.EvalErrors
+		c.Late += o.Late
+	}
+	return c
 }
 
 // JoinStats is zero: a graph has no temporal join.

@@ -259,6 +259,24 @@ func (d *Driver) advanceSide(side int, wm int64) error {
 	return d.ijPump()
 }
 
+// EndFirst ends the left input of an interval join alone, as EndTable
+// ends the right: no row of it will come, its watermark goes to the end,
+// so the join holds no right row for it any more (a host whose left file
+// ended while the right goes on calls it, or the rest of the right input
+// would be held until Close). Close ends both; ending twice is a no-op.
+func (d *Driver) EndFirst() error {
+	if d.ij == nil {
+		return fmt.Errorf("drive: query %s has no interval join: its input ends with Close", d.q.Name)
+	}
+	if d.fatal != nil {
+		return d.fatal
+	}
+	if d.closed || d.ij.j.Ended(0) {
+		return nil
+	}
+	return d.endSide(0)
+}
+
 // endSide ends input side: its watermark goes to the end.
 func (d *Driver) endSide(side int) error {
 	d.ij.j.End(side)
