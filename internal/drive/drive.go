@@ -207,7 +207,7 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 	}
 	ecfg := exec.Config{
 		Emit:              d.onRecord,
-		Nanotime:          d.nanotime(cfg.Now != nil),
+		Nanotime:          d.nanotime(),
 		ExternalWatermark: cfg.ExternalWatermark || q.IJoin != nil,
 	}
 	if cfg.Emit != nil {
