@@ -354,14 +354,28 @@ func (q *Query) Push(event []byte) (err error) {
 // before Feed returns. The bytes are copied. The error returned is fatal
 // (or ErrBackpressure, as for Push). The records and their order are
 // those of Push.
-func (q *Query) Feed(event []byte, tag int64) (err error) {
+func (q *Query) Feed(event []byte, tag int64) error {
+	if d, ok := q.d.(*drive.Driver); ok {
+		// Through the concrete type, so the deferred Leave's error does
+		// not escape: a heap cell per event otherwise.
+		return feedDriver(d, event, tag)
+	}
+	return q.feedOther(event, tag)
+}
+
+func feedDriver(d *drive.Driver, event []byte, tag int64) (err error) {
+	if err := d.Enter(); err != nil {
+		return err
+	}
+	defer d.Leave(&err)
+	return d.Feed(event, tag)
+}
+
+func (q *Query) feedOther(event []byte, tag int64) (err error) {
 	if err := q.d.Enter(); err != nil {
 		return err
 	}
 	defer q.d.Leave(&err)
-	if d, ok := q.d.(*drive.Driver); ok {
-		return d.Feed(event, tag)
-	}
 	err = q.d.Push(event)
 	var ee *EventError
 	if q.onEventError != nil && errors.As(err, &ee) {

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"hash/maphash"
 	"testing"
 
 	"github.com/ubiksql/ubik/changelog"
@@ -157,4 +158,48 @@ SELECT auction, channel, url, count(*), sum(price), max(bidder) FROM bids GROUP 
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkBucket: a window's group index, per op one key, by the number
+// of groups: "new" adds keys never seen (a probe that finds nothing, then
+// the group's creation: at millions of groups the index is cold), "hit"
+// finds a key already there.
+func BenchmarkBucket(b *testing.B) {
+	for _, n := range []int{1000, 1 << 20} {
+		keys := make([][]byte, n)
+		hashes := make([]uint64, n)
+		seed := maphash.MakeSeed()
+		for i := range keys {
+			keys[i] = appendKeyBytes(nil, types.Str(fmt.Sprintf("m%d", i*7919)))
+			hashes[i] = maphash.Bytes(seed, keys[i])
+		}
+		b.Run(fmt.Sprintf("new/%d", n), func(b *testing.B) {
+			bk := newBucket(0, 0, seed, 3)
+			bk.reserve(n)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if i%n == 0 && i > 0 {
+					bk = newBucket(0, 0, seed, 3)
+					bk.reserve(n)
+				}
+				j := i % n
+				if bk.lookup(keys[j], hashes[j]) == nil {
+					bk.add(keys[j], hashes[j])
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("hit/%d", n), func(b *testing.B) {
+			bk := newBucket(0, 0, seed, 3)
+			for j := range keys {
+				bk.add(keys[j], hashes[j])
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				j := (i * 40503) % n
+				if bk.lookup(keys[j], hashes[j]) == nil {
+					b.Fatal("key not found")
+				}
+			}
+		})
+	}
 }

@@ -56,17 +56,18 @@ func (g *group) words(stride int) []uint64 {
 // view's groups never die), so they are stored by value in chunks, with
 // their aggregate words and key bytes in chunk-sized slabs, and found
 // through an open-addressing index of group ordinals with a hash byte per
-// slot (so a probe rarely touches a group). A Go map from key to *group
+// slot (so a probe rarely touches a group), twelve slots and their hash
+// bytes to a 64-byte line: a probe for a key never seen, at millions of
+// groups, costs one cache miss, not one for the slot and one for its byte. A Go map from key to *group
 // costs about 40 bytes per group on top of a separate group allocation;
-// the index costs 7 to 13. Chunks never move, so a *group stays
+// the index costs 7 to 14. Chunks never move, so a *group stays
 // valid for the bucket's life.
 type bucket struct {
 	start, end int64
 	n          int       // groups, in creation order: ordinal = position
 	chunks     [][]group // chunkSize groups each
 	keys       []byte    // the current key slab (appended to, never moved)
-	index      []uint32  // 0 = empty; else ordinal+1
-	tags       []uint8   // the top hash byte of each index slot
+	index      []idxLine // a power of two of lines; slot j of a line: ord[j]
 	seed       maphash.Seed
 	stride     int // aggregate words per group
 }
@@ -86,6 +87,20 @@ func newBucket(start, end int64, seed maphash.Seed, stride int) *bucket {
 // at returns the group of ordinal i.
 func (b *bucket) at(i int) *group { return &b.chunks[i/chunkSize][i%chunkSize] }
 
+// idxLine is one cache line of the index: up to lineSlots ordinals+1 (0 =
+// empty), filled from slot 0, and the top hash byte of each. Keys are
+// never removed, so a line's first empty slot ends a probe.
+type idxLine struct {
+	ord [lineSlots]uint32
+	tag [lineSlots]uint8
+	_   [64 - 5*lineSlots]byte
+}
+
+const lineSlots = 12
+
+// slots returns the index's capacity in groups' slots.
+func (b *bucket) slots() int { return len(b.index) * lineSlots }
+
 // lookup returns the group of key, or nil; h is the key's hash under the
 // bucket's seed (every bucket of an operator shares the seed, so a row that
 // falls into several windows hashes its key once).
@@ -95,14 +110,17 @@ func (b *bucket) lookup(key []byte, h uint64) *group {
 	}
 	tag := uint8(h >> 56)
 	mask := uint64(len(b.index) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		e := b.index[i]
-		if e == 0 {
-			return nil
-		}
-		if b.tags[i] == tag {
-			if g := b.at(int(e) - 1); g.mapKey == string(key) {
-				return g
+	for li := h & mask; ; li = (li + 1) & mask {
+		ln := &b.index[li]
+		for j := range ln.ord {
+			e := ln.ord[j]
+			if e == 0 {
+				return nil
+			}
+			if ln.tag[j] == tag {
+				if g := b.at(int(e) - 1); g.mapKey == string(key) {
+					return g
+				}
 			}
 		}
 	}
@@ -111,7 +129,7 @@ func (b *bucket) lookup(key []byte, h uint64) *group {
 // add appends a new group for key (which must not be present) and returns
 // it with its words zeroed.
 func (b *bucket) add(key []byte, h uint64) *group {
-	if (b.n+1)*4 > len(b.index)*3 {
+	if (b.n+1)*4 > b.slots()*3 {
 		b.grow()
 	}
 	ci := b.n / chunkSize
@@ -149,19 +167,23 @@ func (b *bucket) storeKey(key []byte) string {
 
 func (b *bucket) insertIndex(h uint64, ord uint32) {
 	mask := uint64(len(b.index) - 1)
-	i := h & mask
-	for b.index[i] != 0 {
-		i = (i + 1) & mask
+	for li := h & mask; ; li = (li + 1) & mask {
+		ln := &b.index[li]
+		for j := range ln.ord {
+			if ln.ord[j] == 0 {
+				ln.ord[j], ln.tag[j] = ord, uint8(h>>56)
+				return
+			}
+		}
 	}
-	b.index[i], b.tags[i] = ord, uint8(h>>56)
 }
 
 func (b *bucket) grow() {
-	size := 8
+	lines := 1
 	if len(b.index) > 0 {
-		size = len(b.index) * 2
+		lines = len(b.index) * 2
 	}
-	b.resize(size)
+	b.resize(lines)
 }
 
 // reserve sizes an empty bucket's index for n groups at most 3/4 full, as
@@ -173,17 +195,16 @@ func (b *bucket) reserve(n int) {
 	if b.n > 0 || n <= 6 {
 		return
 	}
-	size := 8
-	for n*4 > size*3 {
-		size *= 2
+	lines := 1
+	for n*4 > lines*lineSlots*3 {
+		lines *= 2
 	}
-	b.resize(size)
+	b.resize(lines)
 	b.chunks = make([][]group, 0, (n+chunkSize-1)/chunkSize)
 }
 
-func (b *bucket) resize(size int) {
-	b.index = make([]uint32, size)
-	b.tags = make([]uint8, size)
+func (b *bucket) resize(lines int) {
+	b.index = make([]idxLine, lines)
 	for i := 0; i < b.n; i++ {
 		b.insertIndex(maphash.String(b.seed, b.at(i).mapKey), uint32(i+1))
 	}
@@ -200,6 +221,6 @@ func (b *bucket) each(f func(*group) error) error {
 }
 
 // bytesPerGroup estimates a bucket's memory per group beyond its words and
-// key bytes: the group itself and its 5-byte index slot at the average load
-// (between 3/8 and 3/4).
-const bytesPerGroup = int(unsafe.Sizeof(group{})) + 5*16/9
+// key bytes: the group itself and its index slot (64/12 bytes) at the
+// average load (between 3/8 and 3/4).
+const bytesPerGroup = int(unsafe.Sizeof(group{})) + 64*16/(lineSlots*9)

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
@@ -130,14 +131,14 @@ func testBucketIndex(t *testing.T, hint int) (int, int) {
 	reserved := 0
 	if hint >= 0 {
 		b.reserve(hint)
-		reserved = len(b.index)
+		reserved = b.slots()
 		if hint > 6 && reserved*3 < hint*4 {
 			t.Fatalf("reserved %d slots for %d groups: more than 3/4 full", reserved, hint)
 		}
 		b.reserve(hint * 2) // an empty bucket may be reserved again
 		b.reserve(hint)
-		if len(b.index) != reserved {
-			t.Fatalf("reserving again changed the index from %d to %d slots", reserved, len(b.index))
+		if b.slots() != reserved {
+			t.Fatalf("reserving again changed the index from %d to %d slots", reserved, b.slots())
 		}
 	}
 	keys := []string{""}
@@ -175,12 +176,12 @@ func testBucketIndex(t *testing.T, hint int) (int, int) {
 			t.Fatalf("group %d holds word %d: words are not per group", j, got)
 		}
 	}
-	if hint >= b.n && len(b.index) != reserved {
-		t.Fatalf("reserved for %d, %d groups grew the index from %d to %d slots", hint, b.n, reserved, len(b.index))
+	if hint >= b.n && b.slots() != reserved {
+		t.Fatalf("reserved for %d, %d groups grew the index from %d to %d slots", hint, b.n, reserved, b.slots())
 	}
-	size := len(b.index)
+	size := b.slots()
 	b.reserve(hint + 100000) // a bucket with groups is never resized
-	if len(b.index) != size {
+	if b.slots() != size {
 		t.Fatalf("reserve on a bucket of %d groups resized its index", b.n)
 	}
 	return size, b.n
@@ -217,5 +218,12 @@ func TestKeySet(t *testing.T) {
 	}
 	if want := cap(s.keys) + 4*cap(s.ends) + 5*len(s.index); s.bytes() != want {
 		t.Fatalf("bytes %d, want %d", s.bytes(), want)
+	}
+}
+
+// TestIndexLineSize: an index line is one 64-byte cache line.
+func TestIndexLineSize(t *testing.T) {
+	if n := unsafe.Sizeof(idxLine{}); n != 64 {
+		t.Fatalf("idxLine is %d bytes, want 64", n)
 	}
 }

@@ -151,6 +151,7 @@ type Driver struct {
 	// onEventError is Config.OnEventError.
 	onEventError func(tag int64, raw []byte, err *EventError)
 	now          func() time.Time
+	startMono    int64 // nanotime() when start was read
 	start        time.Time
 	strict       bool
 	counts       bool // CountsInCheckpoint
@@ -212,7 +213,7 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 	}
 	ecfg := exec.Config{
 		Emit:              d.onRecord,
-		Nanotime:          func() int64 { return int64(d.now().Sub(d.start)) + 1 },
+		Nanotime:          d.nanotime(),
 		ExternalWatermark: cfg.ExternalWatermark || q.IJoin != nil,
 	}
 	if cfg.Emit != nil {
@@ -276,6 +277,7 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 		d.now = time.Now
 	}
 	d.start = d.now()
+	d.startMono = nanotime()
 	if d.dec == nil {
 		if q.Join != nil {
 			// The events are the stream's; the query reads the joined row.

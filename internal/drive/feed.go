@@ -281,6 +281,9 @@ func (d *Driver) ReportMalformedAt(tag int64, err error) error {
 }
 
 func (d *Driver) outcome(err error, tag int64, raw []byte) error {
+	if err == nil {
+		return nil // before ee, which errors.As moves to the heap
+	}
 	var ee *EventError
 	if d.onEventError != nil && errors.As(err, &ee) {
 		d.onEventError(tag, raw, ee)
