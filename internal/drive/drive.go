@@ -191,13 +191,11 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 		d.nextEarly = d.start.Add(d.every)
 	}
 	if ok, _ := eligible(q, cfg); ok && cfg.Threads > 1 {
-		if d.par, err = newPar(q, cfg, cfg.Threads); err != nil {
-			return nil, err
-		}
 		// JSON lines through the driver's own decoder can be decoded in
-		// blocks by workers (feed.go).
-		if cfg.Decoder == nil && !d.dec.IsCSV() && !cfg.ExternalWatermark {
-			d.par.startWorkers(cfg.Threads, cfg.BlockEvents)
+		// blocks by the shards' goroutines (feed.go).
+		blocks := cfg.Decoder == nil && !d.dec.IsCSV() && !cfg.ExternalWatermark
+		if d.par, err = newPar(q, cfg, cfg.Threads, blocks); err != nil {
+			return nil, err
 		}
 		// A host that drops the driver without closing it leaves no
 		// goroutine behind.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ubiksql/ubik/exec"
@@ -85,8 +86,13 @@ type block struct {
 	maxTime  int64 // the block's largest event time (MinInt64: none)
 	lastTime int64
 	hasTime  bool
-	err      error // a worker's panic
-	done     chan struct{}
+	err      error         // a worker's panic
+	done     chan struct{} // closed once decoded
+	// ticket is the block's job number while no goroutine has taken it
+	// to decode it, 0 after: a job whose ticket no longer matches (the
+	// reader took the block itself, and the batch may be in use again)
+	// is stale.
+	ticket atomic.Uint64
 
 	// With a dedup_key, what the sequencer needs to decide each record's
 	// first copy in input order: by record.
@@ -129,26 +135,39 @@ type worker struct {
 	key []byte
 }
 
-// startWorkers turns the block path on, with n decoding workers.
-func (p *par) startWorkers(n, blockEvents int) {
+// startBlocks turns the block path on: every shard's goroutine decodes
+// blocks between its batches, and the reader decodes a block it waits for
+// that none has taken yet.
+func (p *par) startBlocks(blockEvents int) {
 	if blockEvents < 1 {
 		blockEvents = defaultBlockEvents
 	}
 	p.blockEvents = blockEvents
-	p.jobs = make(chan *batch, 2*n+2)
-	for range n {
-		w := &worker{p: p, dec: exec.NewQueryDecoder(p.q), adm: exec.NewAdmission(p.q)}
-		p.wg.Add(1)
-		go w.run()
+	n := len(p.shards)
+	p.jobs = make(chan job, 2*n+2)
+	for _, s := range p.shards {
+		s.w = p.newWorker()
 	}
+	p.hostW = p.newWorker()
 }
 
-func (w *worker) run() {
-	defer w.p.wg.Done()
-	for b := range w.p.jobs {
-		w.decode(b)
-		close(b.blk.done)
+func (p *par) newWorker() *worker {
+	return &worker{p: p, dec: exec.NewQueryDecoder(p.q), adm: exec.NewAdmission(p.q)}
+}
+
+// job is a block to decode, with the ticket it was submitted with.
+type job struct {
+	b      *batch
+	ticket uint64
+}
+
+// take decodes the job's block unless another goroutine took it first.
+func (w *worker) take(j job) {
+	if !j.b.blk.ticket.CompareAndSwap(j.ticket, 0) {
+		return
 	}
+	w.decode(j.b)
+	close(j.b.blk.done)
 }
 
 func (w *worker) decode(b *batch) {
@@ -317,8 +336,10 @@ func (d *Driver) submit() error {
 		}
 	}
 	b.blk.done = make(chan struct{})
+	p.tickets++
+	b.blk.ticket.Store(p.tickets)
 	p.pending = append(p.pending, b)
-	p.jobs <- b
+	p.jobs <- job{b, p.tickets}
 	for len(p.pending) > 0 {
 		select {
 		case <-p.pending[0].blk.done:
@@ -363,6 +384,12 @@ func (d *Driver) drainFeed() error {
 func (d *Driver) sequenceNext() error {
 	p := d.par
 	b := p.pending[0]
+	// Decoding it here beats waiting, and takes the place of a shard
+	// busy elsewhere (blocked on the merge, which only this goroutine
+	// runs).
+	if t := b.blk.ticket.Load(); t != 0 {
+		p.hostW.take(job{b, t})
+	}
 	<-b.blk.done
 	p.pending = append(p.pending[:0], p.pending[1:]...)
 	k := &b.blk
