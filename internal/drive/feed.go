@@ -162,12 +162,16 @@ type job struct {
 }
 
 // take decodes the job's block unless another goroutine took it first.
-func (w *worker) take(j job) {
+func (w *worker) take(j job) bool {
+	if w != w.p.hostW && w.p.testTake != nil {
+		w.p.testTake()
+	}
 	if !j.b.blk.ticket.CompareAndSwap(j.ticket, 0) {
-		return
+		return false
 	}
 	w.decode(j.b)
 	close(j.b.blk.done)
+	return true
 }
 
 func (w *worker) decode(b *batch) {
@@ -387,8 +391,8 @@ func (d *Driver) sequenceNext() error {
 	// Decoding it here beats waiting, and takes the place of a shard
 	// busy elsewhere (blocked on the merge, which only this goroutine
 	// runs).
-	if t := b.blk.ticket.Load(); t != 0 {
-		p.hostW.take(job{b, t})
+	if t := b.blk.ticket.Load(); t != 0 && p.hostW.take(job{b, t}) {
+		p.hostTook.Add(1)
 	}
 	<-b.blk.done
 	p.pending = append(p.pending[:0], p.pending[1:]...)

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -212,13 +213,15 @@ type par struct {
 	rec       changelog.Record
 	lastStats []exec.Stats
 	testStep  func(shard int, op uint64) // tests only: called before each step of a shard
+	testTake  func()                     // tests only: called before a shard's goroutine takes a block
 
 	// The block path (feed.go): nil jobs without one.
-	jobs        chan job // blocks to decode, for the shards' goroutines
-	tickets     uint64   // the last job's ticket
-	hostW       *worker  // the reader's decoder, for a block no shard took yet
-	pending     []*batch // blocks handed to the workers, in input order, not yet sequenced
-	fill        *batch   // the block being filled
+	jobs        chan job     // blocks to decode, for the shards' goroutines
+	tickets     uint64       // the last job's ticket
+	hostTook    atomic.Int64 // blocks the reader decoded itself (tests)
+	hostW       *worker      // the reader's decoder, for a block no shard took yet
+	pending     []*batch     // blocks handed to the workers, in input order, not yet sequenced
+	fill        *batch       // the block being filled
 	blockEvents int
 	ckey        []byte // sequencing scratch
 
