@@ -92,8 +92,9 @@ type Config struct {
 	LateTable    func(*exec.LateEvent)
 	// Threads > 1 runs the operator as that many shards, each on its own
 	// goroutine, the groups split among them by key, with this driver's
-	// goroutine decoding (with Feed: Threads workers decoding blocks of
-	// records, feed.go) and merging (parallel.go): the changelog is byte
+	// goroutine decoding (with Feed: the shards' goroutines decode blocks
+	// of records between their batches, feed.go) and merging
+	// (parallel.go): the changelog is byte
 	// for byte the one thread's. It applies to a driver with Emit, no Late
 	// hook, not Strict, for a query with a GROUP BY key; any other runs
 	// on one thread (Threads reports which). The

@@ -13,8 +13,9 @@ import (
 
 // The block path of a parallel driver (Driver.Feed). The host's goroutine
 // only copies each input record into the block being filled; a full block
-// goes to a pool of decoding workers (one per shard), each with its own
-// decoder and admission check, which decodes the block's records, checks
+// goes to the shards' goroutines, each with its own decoder and admission
+// check, one of which takes it between two batches (a batch to apply goes
+// first) and decodes the block's records, checks
 // and keys them (exec.Admission), and splits them into the shards' parts
 // of the block's batch, every string cell pointing into the block's own
 // bytes (copied only when the decoder unescaped it). Blocks are then
@@ -46,8 +47,17 @@ import (
 // own decoder and the watermark is its own (not external); otherwise Feed
 // is Push.
 // Bounds: a block holds at most Config.BlockEvents records (and is cut
-// after 1 MiB of them); at most 2 blocks per worker plus 2 wait to be
-// sequenced; past that Feed sequences the oldest first (waiting for it).
+// after 1 MiB of them); at most 2 blocks per shard plus 2 wait to be
+// sequenced; past that Feed sequences the oldest first, decoding it
+// itself when no shard has taken it: every shard may be blocked on the
+// merge, which only the host's goroutine runs, so waiting for one could
+// never end.
+//
+// Why the shards decode rather than goroutines of their own: on two cores,
+// 2K+1 goroutines handing every block over twice cost half again the CPU
+// of one thread (each block's bytes and rows crossing cores twice, a
+// wake-up at each hand-off), for a wall barely shorter; K+1 goroutines
+// keep a shard's share of the blocks it decoded on its own core.
 
 const (
 	defaultBlockEvents = 1024
@@ -127,7 +137,7 @@ func within(buf []byte, s string) bool {
 	return p >= b && p+uintptr(len(s)) <= b+uintptr(len(buf))
 }
 
-// worker decodes blocks.
+// worker decodes blocks: one per shard's goroutine, and the host's.
 type worker struct {
 	p   *par
 	dec *exec.Decoder
@@ -328,7 +338,7 @@ func (d *Driver) blockAppend(raw []byte, tag int64) *batch {
 	return b
 }
 
-// submit hands the block being filled to the workers, then sequences the
+// submit hands the block being filled to the shards, then sequences the
 // blocks already decoded.
 func (d *Driver) submit() error {
 	p := d.par

@@ -220,7 +220,7 @@ type par struct {
 	tickets     uint64       // the last job's ticket
 	hostTook    atomic.Int64 // blocks the reader decoded itself (tests)
 	hostW       *worker      // the reader's decoder, for a block no shard took yet
-	pending     []*batch     // blocks handed to the workers, in input order, not yet sequenced
+	pending     []*batch     // blocks handed to the shards to decode, in input order, not yet sequenced
 	fill        *batch       // the block being filled
 	blockEvents int
 	ckey        []byte // sequencing scratch
