@@ -334,3 +334,21 @@ func (x *Dedup) Restore(key, val []byte) error {
 	}
 	return nil
 }
+
+// ProcessAdmitted is ProcessKeyed for a key that a's Check computed for
+// this row, where a is an Admission of the query this operator runs (or of
+// the query NoFilter copied it from): such a key is a well-formed group key
+// by construction, so it is not validated again. With any other Admission
+// it is ProcessKeyed.
+func (o *Operator) ProcessAdmitted(row []types.Value, key []byte, a *Admission) error {
+	if a == nil || !sameKeys(a.q.Keys, o.q.Keys) {
+		return o.ProcessKeyed(row, key)
+	}
+	return o.process(row, key)
+}
+
+// sameKeys reports whether a and b are the same GROUP BY terms (one
+// slice: NoFilter's copy shares its query's).
+func sameKeys(a, b []plan.KeyTerm) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}

@@ -98,8 +98,9 @@ type Config struct {
 	IncrementalJoinState bool
 	// Threads > 1 runs the operator as that many shards, each on its own
 	// goroutine, the groups split among them by key, with this driver's
-	// goroutine decoding (with Feed: Threads workers decoding blocks of
-	// records, feed.go) and merging (parallel.go): the changelog is byte
+	// goroutine decoding (with Feed: the shards' goroutines decode blocks
+	// of records between their batches, feed.go) and merging
+	// (parallel.go): the changelog is byte
 	// for byte the one thread's. It applies to a driver with Emit, no Late
 	// hook, not Strict, for a query with a GROUP BY key; any other runs
 	// on one thread (Threads reports which). The
@@ -198,13 +199,11 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 		d.nextEarly = d.start.Add(d.every)
 	}
 	if ok, _ := eligible(q, cfg); ok && cfg.Threads > 1 {
-		if d.par, err = newPar(q, cfg, cfg.Threads); err != nil {
-			return nil, err
-		}
 		// JSON lines through the driver's own decoder can be decoded in
-		// blocks by workers (feed.go).
-		if cfg.Decoder == nil && !d.dec.IsCSV() && !cfg.ExternalWatermark {
-			d.par.startWorkers(cfg.Threads, cfg.BlockEvents)
+		// blocks by the shards' goroutines (feed.go).
+		blocks := cfg.Decoder == nil && !d.dec.IsCSV() && !cfg.ExternalWatermark
+		if d.par, err = newPar(q, cfg, cfg.Threads, blocks); err != nil {
+			return nil, err
 		}
 		// A host that drops the driver without closing it leaves no
 		// goroutine behind.

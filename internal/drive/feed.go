@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ubiksql/ubik/exec"
@@ -12,8 +13,9 @@ import (
 
 // The block path of a parallel driver (Driver.Feed). The host's goroutine
 // only copies each input record into the block being filled; a full block
-// goes to a pool of decoding workers (one per shard), each with its own
-// decoder and admission check, which decodes the block's records, checks
+// goes to the shards' goroutines, each with its own decoder and admission
+// check, one of which takes it between two batches (a batch to apply goes
+// first) and decodes the block's records, checks
 // and keys them (exec.Admission), and splits them into the shards' parts
 // of the block's batch, every string cell pointing into the block's own
 // bytes (copied only when the decoder unescaped it). Blocks are then
@@ -45,8 +47,17 @@ import (
 // own decoder and the watermark is its own (not external); otherwise Feed
 // is Push.
 // Bounds: a block holds at most Config.BlockEvents records (and is cut
-// after 1 MiB of them); at most 2 blocks per worker plus 2 wait to be
-// sequenced; past that Feed sequences the oldest first (waiting for it).
+// after 1 MiB of them); at most 2 blocks per shard plus 2 wait to be
+// sequenced; past that Feed sequences the oldest first, decoding it
+// itself when no shard has taken it: every shard may be blocked on the
+// merge, which only the host's goroutine runs, so waiting for one could
+// never end.
+//
+// Why the shards decode rather than goroutines of their own: on two cores,
+// 2K+1 goroutines handing every block over twice cost half again the CPU
+// of one thread (each block's bytes and rows crossing cores twice, a
+// wake-up at each hand-off), for a wall barely shorter; K+1 goroutines
+// keep a shard's share of the blocks it decoded on its own core.
 
 const (
 	defaultBlockEvents = 1024
@@ -85,8 +96,13 @@ type block struct {
 	maxTime  int64 // the block's largest event time (MinInt64: none)
 	lastTime int64
 	hasTime  bool
-	err      error // a worker's panic
-	done     chan struct{}
+	err      error         // a worker's panic
+	done     chan struct{} // closed once decoded
+	// ticket is the block's job number while no goroutine has taken it
+	// to decode it, 0 after: a job whose ticket no longer matches (the
+	// reader took the block itself, and the batch may be in use again)
+	// is stale.
+	ticket atomic.Uint64
 
 	// With a dedup_key, what the sequencer needs to decide each record's
 	// first copy in input order: by record.
@@ -121,7 +137,7 @@ func within(buf []byte, s string) bool {
 	return p >= b && p+uintptr(len(s)) <= b+uintptr(len(buf))
 }
 
-// worker decodes blocks.
+// worker decodes blocks: one per shard's goroutine, and the host's.
 type worker struct {
 	p   *par
 	dec *exec.Decoder
@@ -129,26 +145,43 @@ type worker struct {
 	key []byte
 }
 
-// startWorkers turns the block path on, with n decoding workers.
-func (p *par) startWorkers(n, blockEvents int) {
+// startBlocks turns the block path on: every shard's goroutine decodes
+// blocks between its batches, and the reader decodes a block it waits for
+// that none has taken yet.
+func (p *par) startBlocks(blockEvents int) {
 	if blockEvents < 1 {
 		blockEvents = defaultBlockEvents
 	}
 	p.blockEvents = blockEvents
-	p.jobs = make(chan *batch, 2*n+2)
-	for range n {
-		w := &worker{p: p, dec: exec.NewQueryDecoder(p.q), adm: exec.NewAdmission(p.q)}
-		p.wg.Add(1)
-		go w.run()
+	n := len(p.shards)
+	p.jobs = make(chan job, 2*n+2)
+	for _, s := range p.shards {
+		s.w = p.newWorker()
 	}
+	p.hostW = p.newWorker()
 }
 
-func (w *worker) run() {
-	defer w.p.wg.Done()
-	for b := range w.p.jobs {
-		w.decode(b)
-		close(b.blk.done)
+func (p *par) newWorker() *worker {
+	return &worker{p: p, dec: exec.NewQueryDecoder(p.q), adm: exec.NewAdmission(p.q)}
+}
+
+// job is a block to decode, with the ticket it was submitted with.
+type job struct {
+	b      *batch
+	ticket uint64
+}
+
+// take decodes the job's block unless another goroutine took it first.
+func (w *worker) take(j job) bool {
+	if w != w.p.hostW && w.p.testTake != nil {
+		w.p.testTake()
 	}
+	if !j.b.blk.ticket.CompareAndSwap(j.ticket, 0) {
+		return false
+	}
+	w.decode(j.b)
+	close(j.b.blk.done)
+	return true
 }
 
 func (w *worker) decode(b *batch) {
@@ -308,7 +341,7 @@ func (d *Driver) blockAppend(raw []byte, tag int64) *batch {
 	return b
 }
 
-// submit hands the block being filled to the workers, then sequences the
+// submit hands the block being filled to the shards, then sequences the
 // blocks already decoded.
 func (d *Driver) submit() error {
 	p := d.par
@@ -320,8 +353,10 @@ func (d *Driver) submit() error {
 		}
 	}
 	b.blk.done = make(chan struct{})
+	p.tickets++
+	b.blk.ticket.Store(p.tickets)
 	p.pending = append(p.pending, b)
-	p.jobs <- b
+	p.jobs <- job{b, p.tickets}
 	for len(p.pending) > 0 {
 		select {
 		case <-p.pending[0].blk.done:
@@ -366,6 +401,12 @@ func (d *Driver) drainFeed() error {
 func (d *Driver) sequenceNext() error {
 	p := d.par
 	b := p.pending[0]
+	// Decoding it here beats waiting, and takes the place of a shard
+	// busy elsewhere (blocked on the merge, which only this goroutine
+	// runs).
+	if t := b.blk.ticket.Load(); t != 0 && p.hostW.take(job{b, t}) {
+		p.hostTook.Add(1)
+	}
 	<-b.blk.done
 	p.pending = append(p.pending[:0], p.pending[1:]...)
 	k := &b.blk

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -187,6 +188,7 @@ type shard struct {
 	flushTags []uint64
 	c         *chunk
 	err       error
+	w         *worker       // the block path's decoder (feed.go); nil without it
 	row       []types.Value // the row handed to the operator: the batch's cells spread over the columns, NULL elsewhere
 }
 
@@ -211,11 +213,15 @@ type par struct {
 	rec       changelog.Record
 	lastStats []exec.Stats
 	testStep  func(shard int, op uint64) // tests only: called before each step of a shard
+	testTake  func()                     // tests only: called before a shard's goroutine takes a block
 
 	// The block path (feed.go): nil jobs without one.
-	jobs        chan *batch // blocks for the decoding workers
-	pending     []*batch    // blocks handed to the workers, in input order, not yet sequenced
-	fill        *batch      // the block being filled
+	jobs        chan job     // blocks to decode, for the shards' goroutines
+	tickets     uint64       // the last job's ticket
+	hostTook    atomic.Int64 // blocks the reader decoded itself (tests)
+	hostW       *worker      // the reader's decoder, for a block no shard took yet
+	pending     []*batch     // blocks handed to the shards to decode, in input order, not yet sequenced
+	fill        *batch       // the block being filled
 	blockEvents int
 	ckey        []byte // sequencing scratch
 
@@ -255,7 +261,7 @@ func eligible(q *plan.Query, cfg Config) (bool, string) {
 	return true, ""
 }
 
-func newPar(q *plan.Query, cfg Config, threads int) (*par, error) {
+func newPar(q *plan.Query, cfg Config, threads int, blocks bool) (*par, error) {
 	p := &par{q: q, adm: exec.NewAdmission(q), dedup: exec.NewDedup(q), seed: maphash.MakeSeed(), lateness: q.Emit.AllowedLateness,
 		delay: q.Source.WatermarkDelay, external: cfg.ExternalWatermark, perEvent: 1, seqBase: 1,
 		width: len(q.Source.Columns), emit: cfg.Emit, wm: math.MinInt64, maxTime: math.MinInt64}
@@ -289,6 +295,9 @@ func newPar(q *plan.Query, cfg Config, threads int) (*par, error) {
 		p.lastStats[i] = p.shards[i].op.Stats()
 	}
 	p.cur = p.newBatch()
+	if blocks {
+		p.startBlocks(cfg.BlockEvents)
+	}
 	for _, s := range p.shards {
 		p.wg.Add(1)
 		go s.run()
@@ -683,10 +692,35 @@ func (p *par) finishRestore() {
 
 // The shard side.
 
+// run applies the batches the reader sends, and between them decodes
+// the blocks of the block path (feed.go): a batch to apply goes first, so
+// the oldest work moves on and the records it renders reach the merge.
 func (s *shard) run() {
 	defer s.p.wg.Done()
-	for b := range s.in {
-		s.apply(b)
+	jobs := s.p.jobs // nil without the block path: never ready
+	for {
+		select {
+		case b, ok := <-s.in:
+			if !ok {
+				return
+			}
+			s.apply(b)
+			continue
+		default:
+		}
+		select {
+		case b, ok := <-s.in:
+			if !ok {
+				return
+			}
+			s.apply(b)
+		case b, ok := <-jobs:
+			if !ok {
+				jobs = nil
+				continue
+			}
+			s.w.take(b)
+		}
 	}
 }
 
@@ -741,7 +775,7 @@ func (s *shard) steps(b *batch) (err error) {
 			for j, c := range pt.cells[it.row : int(it.row)+len(cols)] {
 				s.row[cols[j]] = c
 			}
-			err := s.op.ProcessKeyed(s.row, pt.keys[it.key0:it.key1])
+			err := s.op.ProcessAdmitted(s.row, pt.keys[it.key0:it.key1], s.p.adm)
 			if err != nil && !Skipped(err) {
 				return err
 			}

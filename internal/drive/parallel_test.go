@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -537,5 +538,70 @@ SELECT g, count(*) AS c, sum(x) AS s, max(x) AS m FROM ev GROUP BY g, TUMBLE(ts,
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/event")
 		})
+	}
+}
+
+// TestBlockPathReaderDecodes: the shards' goroutines decode the blocks
+// between their batches, and the reader decodes the oldest block itself
+// when no shard has taken it (a shard may be held: blocked on the merge,
+// which only the reader runs, so waiting for it could never end). Here
+// the shards are held before they take any block until the reader has
+// decoded two; the jobs they then hold are stale and must change nothing:
+// the changelog is one thread's.
+func TestBlockPathReaderDecodes(t *testing.T) {
+	q := compile(t, `CREATE SOURCE ev (g VARCHAR, x DOUBLE, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+SELECT g, count(*) AS c, sum(x) AS s FROM ev GROUP BY g, TUMBLE(ts, INTERVAL '1' SECOND)`)
+	lines := make([][]byte, 6000)
+	for i := range lines {
+		lines[i] = fmt.Appendf(nil, `{"g":"k%d","x":%d.5,"ts":"2026-07-18 10:00:%02d.%03d"}`, i%37, i%11, i/200, i%1000)
+	}
+	var timedOut atomic.Bool
+	run := func(threads int) (string, int64) {
+		var out bytes.Buffer
+		d, err := New(q, Config{Threads: threads, BlockEvents: 8, Emit: func(r *changelog.Record) error {
+			fmt.Fprintf(&out, "%s %s %v\n", r.Key, r.Value, r.Meta.Final)
+			return nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if threads > 1 {
+			if !d.feeding() {
+				t.Fatal("no block path")
+			}
+			p := d.par
+			start := time.Now()
+			p.testTake = func() {
+				for p.hostTook.Load() < 2 {
+					if time.Since(start) > 10*time.Second {
+						timedOut.Store(true) // the reader never decoded: let the shards go
+						return
+					}
+					time.Sleep(50 * time.Microsecond)
+				}
+			}
+		}
+		for i, l := range lines {
+			if err := d.Feed(l, int64(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if d.par == nil {
+			return out.String(), 0
+		}
+		return out.String(), d.par.hostTook.Load()
+	}
+	want, _ := run(1)
+	for _, threads := range []int{2, 3} {
+		got, took := run(threads)
+		if took < 2 || timedOut.Load() {
+			t.Fatalf("%d threads: the reader decoded %d blocks (held shards released by the timeout: %v), want 2 while they were held", threads, took, timedOut.Load())
+		}
+		if got != want {
+			t.Fatalf("%d threads: changelog differs from one thread's at %s", threads, firstDiff([]byte(got), []byte(want)))
+		}
 	}
 }
