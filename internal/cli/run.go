@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -86,7 +85,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&f.quiet, "quiet", false, "do not print the summary")
 	fs.StringVar(&f.deadLetter, "dead-letter", "", "write each malformed event with its line number and error to this file (JSON lines)")
 	fs.StringVar(&f.lateOutput, "late-output", "", "write each late event (its input line, its line number, the key it was for, the reason) to this file (JSON lines)")
-	fs.IntVar(&f.threads, "threads", 0, "run each query's groups as N shards on their own threads, split by group key, with N threads decoding the input lines in blocks while the reading thread cuts the lines and merges; the changelog is byte for byte the one-thread changelog. Default (0): the number of cores (GOMAXPROCS) for JSON lines input, 1 for CSV (whose lines the reading thread decodes itself). A query with no GROUP BY key (one group), a join, a view another query reads, and a run with --strict or --late-output, run on one thread")
+	fs.IntVar(&f.threads, "threads", 0, "run each query's groups as N shards on their own threads, split by group key, with N threads decoding the input lines in blocks while the reading thread cuts the lines and merges; the changelog is byte for byte the one-thread changelog. Default (0): 1 (on 2 cores, 2 threads measured slower in wall time than 1, for 1.8 times the CPU; try it on more cores; CSV input gains nothing, its reading thread decodes every record itself). A query with no GROUP BY key (one group), a join, a view another query reads, and a run with --strict or --late-output, run on one thread")
 	fs.StringVar(&f.stateDir, "state-dir", "", "checkpoint state, input position and output lengths here; rerunning the same command after a crash or a stop resumes")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (for performance work)")
 	fs.BoolVar(&f.infer, "infer", false, "when the query reads a source the script does not declare, infer it from the first records of --input and print the CREATE SOURCE")
@@ -234,13 +233,12 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("%w: query %s is an interval join of two inputs, which runs alone: choose it with --query", ErrUsage, pq.Name)
 	}
 	if f.threads <= 0 {
-		// Threads pay where the decoding threads decode the lines in
-		// blocks: JSON lines. A CSV run's reading thread would decode
-		// every record itself, slower than one thread.
-		f.threads = runtime.GOMAXPROCS(0)
-		if strings.EqualFold(input.Options["format"], "csv") {
-			f.threads = 1
-		}
+		// One thread unless asked: on the 2-core machines this is
+		// measured on, two threads took 1.04 to 1.12 of one thread's
+		// wall time for 1.8 to 1.9 times its CPU (bench/README.md,
+		// "Threads, the default"), so more threads by default would cost
+		// every run CPU and gain it nothing.
+		f.threads = 1
 	}
 
 	inPath := f.input
