@@ -69,7 +69,7 @@ func main() {
 	flag.IntVar(&c.keys, "keys", 100_000, "distinct keys")
 	flag.IntVar(&c.dynN, "dynamodb-records", 5000, "records for DynamoDB (dynalite lands about 1000/s)")
 	flag.IntVar(&c.repeat, "repeat", 1, "pairs per store")
-	flag.IntVar(&c.pgFill, "pg-fillfactor", 0, "PostgreSQL: the fillfactor of both the ceiling's table and the lander's (ubik land's fillfactor= option; default the server's, 100)")
+	flag.IntVar(&c.pgFill, "pg-fillfactor", 0, "PostgreSQL: the fillfactor of both the ceiling's table and the lander's (ubik land's fillfactor= option; default the lander's, 70)")
 	flag.IntVar(&c.batch, "batch", 0, "ubik land --batch (default: ubik land's own, 5000; ClickHouse 50000)")
 	flag.StringVar(&stores, "stores", "redis,postgres,clickhouse,dynamodb", "stores to measure, comma-separated, of redis, postgres, clickhouse, dynamodb")
 	flag.Parse()

@@ -42,7 +42,7 @@ STORE is one of:
                                                 AWS_SECRET_ACCESS_KEY, else "local")
   postgres://USER[:PASSWORD]@HOST:PORT/DB?table=T[&fillfactor=F&sslmode=...]
                                                 (fillfactor: of a table land creates, 10 to
-                                                100; 70 leaves room for in-page updates)
+                                                100, default 70: room for in-page updates)
   clickhouse://[USER[:PASSWORD]@]HOST:8123/DB?table=T[&tls=1]
 
 MODE is continuous (a continuous view), latest (the latest window per

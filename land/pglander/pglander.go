@@ -61,9 +61,9 @@ type Options struct {
 	// "ubik_land"). It is created when missing unless NoCreate is set.
 	Table    string
 	NoCreate bool
-	// FillFactor, when set (10 to 100), is the fillfactor of a table the
-	// lander creates (default: the server's, 100). An existing table is
-	// never altered. Every landed record updates its row, and an update
+	// FillFactor (10 to 100) is the fillfactor of a table the lander
+	// creates (default 70; 100 is the server's own default). An existing
+	// table is never altered. Every landed record updates its row, and an update
 	// that finds room in the row's page is a HOT update: no new index
 	// entry, and the page's dead versions are pruned in place. At 100 a
 	// page has no room, so almost every update moves the row to another
@@ -117,6 +117,13 @@ func quoteTable(name string) (string, error) {
 	}
 	return strings.Join(parts, "."), nil
 }
+
+// DefaultFillFactor is the fillfactor of a table the lander creates when
+// Options.FillFactor is 0: every landed record updates its row, and 70
+// leaves each page room for in-page (HOT) updates (on 1M records over 100k
+// identities, 0.62 to 0.70 of a plain COPY against 0.44 to 0.53 at 100;
+// bench/README.md, Landers).
+const DefaultFillFactor = 70
 
 // New validates opts and creates the table when missing.
 func New(ctx context.Context, opts Options) (*Lander, error) {
@@ -217,9 +224,11 @@ func (l *Lander) create(ctx context.Context, pk string) error {
   landed_at    timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (%s)
 )`, l.table, pk)
-	if l.o.FillFactor != 0 {
-		ddl += fmt.Sprintf(" WITH (fillfactor = %d)", l.o.FillFactor)
+	ff := l.o.FillFactor
+	if ff == 0 {
+		ff = DefaultFillFactor
 	}
+	ddl += fmt.Sprintf(" WITH (fillfactor = %d)", ff)
 	if _, err := l.o.Pool.Exec(ctx, ddl); err != nil {
 		var pe *pgconn.PgError
 		// Two landers creating one table race on the type's name: the

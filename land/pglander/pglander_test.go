@@ -97,8 +97,8 @@ func TestGroupColumns(t *testing.T) {
 }
 
 // TestFillFactor: a table the lander creates gets the fillfactor asked
-// for; an existing table keeps its own; a fillfactor PostgreSQL refuses is
-// refused before any DDL.
+// for, DefaultFillFactor when none is; an existing table keeps its own; a
+// fillfactor PostgreSQL refuses is refused before any DDL.
 func TestFillFactor(t *testing.T) {
 	p := testPool(t)
 	ctx := context.Background()
@@ -118,28 +118,32 @@ func TestFillFactor(t *testing.T) {
 		}
 		return *s
 	}
-	l, err := New(ctx, Options{Pool: p, Mode: land.Latest, Table: table, FillFactor: 70})
+	l, err := New(ctx, Options{Pool: p, Mode: land.Latest, Table: table, FillFactor: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Exec(ctx, "DROP TABLE IF EXISTS "+l.Table())
-	if got := reloptions(); got != "fillfactor=70" {
-		t.Fatalf("reloptions %q, want fillfactor=70", got)
+	if got := reloptions(); got != "fillfactor=50" {
+		t.Fatalf("reloptions %q, want fillfactor=50", got)
 	}
-	if _, err := New(ctx, Options{Pool: p, Mode: land.Latest, Table: table, FillFactor: 50}); err != nil {
+	if _, err := New(ctx, Options{Pool: p, Mode: land.Latest, Table: table, FillFactor: 80}); err != nil {
 		t.Fatal(err)
 	}
-	if got := reloptions(); got != "fillfactor=70" {
+	if got := reloptions(); got != "fillfactor=50" {
 		t.Fatalf("an existing table was altered: reloptions %q", got)
 	}
-	other := testenv.Name(t, "pgff0")
-	l0, err := New(ctx, Options{Pool: p, Mode: land.Latest, Table: other})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Exec(ctx, "DROP TABLE IF EXISTS "+l0.Table())
-	table = other
-	if got := reloptions(); got != "" {
-		t.Fatalf("default reloptions %q, want none", got)
+	for _, c := range []struct {
+		ff   int
+		want string
+	}{{0, fmt.Sprintf("fillfactor=%d", DefaultFillFactor)}, {100, "fillfactor=100"}} {
+		table = testenv.Name(t, fmt.Sprintf("pgff%d", c.ff))
+		l, err := New(ctx, Options{Pool: p, Mode: land.Latest, Table: table, FillFactor: c.ff})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Exec(ctx, "DROP TABLE IF EXISTS "+l.Table())
+		if got := reloptions(); got != c.want {
+			t.Fatalf("FillFactor %d: reloptions %q, want %s", c.ff, got, c.want)
+		}
 	}
 }
