@@ -11,84 +11,120 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"strings"
+
+	"github.com/valyala/fastjson"
 )
 
 // ErrMismatch reports that two changelogs end in different final values.
 var ErrMismatch = errors.New("report: results differ")
 
+// finals are a changelog's last value of each key (the upsert rule): the
+// value's JSON text by normalized key, and the keys in first-seen order.
+type finals struct {
+	vals  map[string]string
+	order []string
+}
+
 // finalRows reads a changelog as JSON lines and keeps the last value of each
-// key (the upsert rule). A line is an object with a "key" (a JSON array) and
-// a "value" (a JSON object); either may also be a string holding that JSON,
-// as an envelope that carries the contract's bytes verbatim would have it.
-// Keys are normalized (parsed and re-rendered) so that the envelope's
-// spacing does not matter.
-func finalRows(r io.Reader, name string) (map[string]map[string]json.RawMessage, []string, error) {
-	rows := map[string]map[string]json.RawMessage{}
-	var order []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+// key. A line is an object with a "key" (a JSON array) and a "value" (a JSON
+// object); either may also be a string holding that JSON, as an envelope
+// that carries the contract's bytes verbatim would have it. Keys are
+// normalized (parsed and re-rendered) so that the envelope's spacing and
+// escapes do not matter. Every line is parsed (a malformed one is an error
+// naming it), but only the last value of a key is kept, as text: a
+// changelog with early emissions has many lines per key, and holding each
+// as a decoded map cost gigabytes at 10M events.
+func finalRows(r io.Reader, name string) (finals, error) {
+	f := finals{vals: map[string]string{}}
+	var p, inner fastjson.Parser
+	var kb, vb []byte
+	br := bufio.NewReaderSize(r, 16<<20) // the longest line it takes
 	line := 0
-	for sc.Scan() {
+	for {
+		text, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return f, fmt.Errorf("%s:%d: line longer than %d bytes", name, line+1, br.Size())
+		}
+		if len(text) == 0 && err == io.EOF {
+			return f, nil
+		}
+		if err != nil && err != io.EOF {
+			return f, fmt.Errorf("%s: %w", name, err)
+		}
 		line++
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+		if len(bytes.TrimSpace(text)) == 0 {
 			continue
 		}
-		var env map[string]json.RawMessage
-		if err := json.Unmarshal(sc.Bytes(), &env); err != nil {
-			return nil, nil, fmt.Errorf("%s:%d: %w", name, line, err)
+		env, perr := p.ParseBytes(text)
+		if perr != nil {
+			return f, fmt.Errorf("%s:%d: %w", name, line, perr)
 		}
-		kraw, vraw := unwrap(env["key"]), unwrap(env["value"])
-		if kraw == nil || vraw == nil {
-			return nil, nil, fmt.Errorf("%s:%d: want an object with \"key\" and \"value\"", name, line)
+		if env.Type() != fastjson.TypeObject {
+			return f, fmt.Errorf("%s:%d: want an object with \"key\" and \"value\"", name, line)
 		}
-		var key []json.RawMessage
-		if err := json.Unmarshal(kraw, &key); err != nil {
-			return nil, nil, fmt.Errorf("%s:%d: key: %w", name, line, err)
+		key, err1 := unwrap(env.Get("key"), &inner, fastjson.TypeArray)
+		if err1 != nil {
+			return f, fmt.Errorf("%s:%d: key: %w", name, line, err1)
 		}
-		var val map[string]json.RawMessage
-		if err := json.Unmarshal(vraw, &val); err != nil {
-			return nil, nil, fmt.Errorf("%s:%d: value: %w", name, line, err)
+		kb = normKey(kb[:0], key)
+		// unwrap of the value may reuse inner: the key's text is rendered.
+		val, err2 := unwrap(env.Get("value"), &inner, fastjson.TypeObject)
+		if err2 != nil {
+			return f, fmt.Errorf("%s:%d: value: %w", name, line, err2)
 		}
-		k := normKey(key)
-		if _, ok := rows[k]; !ok {
-			order = append(order, k)
+		vb = val.MarshalTo(vb[:0])
+		if old, ok := f.vals[string(kb)]; ok {
+			if old != string(vb) {
+				f.vals[string(kb)] = string(vb)
+			}
+		} else {
+			k := string(kb)
+			f.vals[k] = string(vb)
+			f.order = append(f.order, k)
 		}
-		rows[k] = val
+		if err == io.EOF {
+			return f, nil
+		}
 	}
-	return rows, order, sc.Err()
 }
 
-// unwrap returns the JSON held by a string, or raw itself.
-func unwrap(raw json.RawMessage) json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return json.RawMessage(s)
+// unwrap returns v, or the JSON a string v holds, checked to be of type
+// want. A missing or null v is an error.
+func unwrap(v *fastjson.Value, inner *fastjson.Parser, want fastjson.Type) (*fastjson.Value, error) {
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return nil, errors.New("missing")
+	}
+	if v.Type() == fastjson.TypeString {
+		s, _ := v.StringBytes()
+		iv, err := inner.ParseBytes(s)
+		if err != nil {
+			return nil, err
 		}
+		v = iv
 	}
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
+	if v.Type() != want {
+		return nil, fmt.Errorf("want a JSON %s, got %s", want, v.Type())
 	}
-	return raw
+	return v, nil
 }
 
-func normKey(cells []json.RawMessage) string {
-	parts := make([]string, len(cells))
+// normKey renders a key's cells canonically: a string cell by its decoded
+// bytes, any other by its JSON text.
+func normKey(dst []byte, key *fastjson.Value) []byte {
+	cells, _ := key.Array()
+	dst = append(dst, '[')
 	for i, c := range cells {
-		parts[i] = normCell(c)
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		if c.Type() == fastjson.TypeString {
+			s, _ := c.StringBytes()
+			dst = strconv.AppendQuote(dst, string(s))
+			continue
+		}
+		dst = c.MarshalTo(dst)
 	}
-	return "[" + strings.Join(parts, ", ") + "]"
-}
-
-func normCell(c json.RawMessage) string {
-	var s string
-	if json.Unmarshal(c, &s) == nil {
-		b, _ := json.Marshal(s)
-		return string(b)
-	}
-	return string(bytes.TrimSpace(c))
+	return append(dst, ']')
 }
 
 // CompareResult counts how two changelogs' final rows agree.
@@ -100,19 +136,34 @@ type CompareResult struct {
 // compareRows compares final values key by key. Numbers that are not
 // textually equal may differ by relTol relatively: a floating-point sum
 // depends on the order of its terms, and DuckDB's order is its threads'.
-func compareRows(ref, got map[string]map[string]json.RawMessage, refOrder []string, relTol float64) CompareResult {
-	res := CompareResult{Ref: len(ref), Got: len(got)}
+func compareRows(ref, got finals, relTol float64) CompareResult {
+	res := CompareResult{Ref: len(ref.vals), Got: len(got.vals)}
 	example := func(s string) {
 		if len(res.Examples) < 10 {
 			res.Examples = append(res.Examples, s)
 		}
 	}
-	for _, k := range refOrder {
-		rv := ref[k]
-		gv, ok := got[k]
+	for _, k := range ref.order {
+		gt, ok := got.vals[k]
 		if !ok {
 			res.Missing++
 			example("missing key " + k)
+			continue
+		}
+		rt := ref.vals[k]
+		if rt == gt { // both rendered by fastjson from a parse: equal text is an equal row
+			res.Exact++
+			continue
+		}
+		var rv, gv map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(rt), &rv); err != nil {
+			res.Differ++
+			example("key " + k + ": reference value: " + err.Error())
+			continue
+		}
+		if err := json.Unmarshal([]byte(gt), &gv); err != nil {
+			res.Differ++
+			example("key " + k + ": value: " + err.Error())
 			continue
 		}
 		exact, why := true, ""
@@ -146,8 +197,8 @@ func compareRows(ref, got map[string]map[string]json.RawMessage, refOrder []stri
 		}
 	}
 	var extra []string
-	for k := range got {
-		if _, ok := ref[k]; !ok {
+	for k := range got.vals {
+		if _, ok := ref.vals[k]; !ok {
 			extra = append(extra, k)
 		}
 	}
@@ -185,15 +236,15 @@ func runCompare(refPath, gotPath string, relTol float64, w io.Writer) error {
 		return err
 	}
 	defer gf.Close()
-	ref, order, err := finalRows(rf, refPath)
+	ref, err := finalRows(rf, refPath)
 	if err != nil {
 		return err
 	}
-	got, _, err := finalRows(gf, gotPath)
+	got, err := finalRows(gf, gotPath)
 	if err != nil {
 		return err
 	}
-	r := compareRows(ref, got, order, relTol)
+	r := compareRows(ref, got, relTol)
 	fmt.Fprintf(w, "keys: reference %d, got %d; equal %d, within %.0e %d, different %d, missing %d, extra %d\n",
 		r.Ref, r.Got, r.Exact, relTol, r.Close, r.Differ, r.Missing, r.Extra)
 	for _, e := range r.Examples {

@@ -271,22 +271,29 @@ func TestCompare(t *testing.T) {
 {"key": ["m3", "2026-07-18 10:00:00"], "value": {"merchant": "m3", "orders": 2, "total": 5.0}}
 {"key": ["m4", "2026-07-18 10:00:00"], "value": {"merchant": "m4", "orders": 2, "total": 5.0}}
 `
-	rr, order, err := finalRows(strings.NewReader(ref), "ref")
+	rr, err := finalRows(strings.NewReader(ref), "ref")
 	if err != nil {
 		t.Fatal(err)
 	}
-	gr, _, err := finalRows(strings.NewReader(got), "got")
+	gr, err := finalRows(strings.NewReader(got), "got")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := compareRows(rr, gr, order, 1e-9)
+	r := compareRows(rr, gr, 1e-9)
 	if r.Exact != 1 || r.Close != 1 || r.Differ != 1 || r.Missing != 1 || r.Extra != 1 {
 		t.Fatalf("%+v", r)
 	}
-	if _, _, err := finalRows(strings.NewReader(`{"k": 1}`+"\n"), "bad"); err == nil || !strings.Contains(err.Error(), "bad:1") {
-		t.Errorf("error %v does not name the line", err)
+	for _, bad := range []string{`{"k": 1}`, `{"key": [1], "value": 3}`, `{"key": "[1", "value": {}}`, `[1]`, `{"key": [1], "value": {"a": }`} {
+		if _, err := finalRows(strings.NewReader("\n"+bad+"\n"), "bad"); err == nil || !strings.Contains(err.Error(), "bad:2") {
+			t.Errorf("%s: error %v does not name the line", bad, err)
+		}
 	}
-	same := compareRows(rr, rr, order, 0)
+	// One key in two spellings is one key; the last value wins.
+	esc, err := finalRows(strings.NewReader(`{"key": ["\u0041\n", 1.50], "value": {"a": 1}}`+"\n"+`{"key": "[\"A\\n\", 1.50]", "value": {"a": 2}}`), "esc")
+	if err != nil || len(esc.vals) != 1 || esc.vals[esc.order[0]] != `{"a":2}` {
+		t.Errorf("escaped spellings of one key: %v %+v", err, esc)
+	}
+	same := compareRows(rr, rr, 0)
 	if same.Exact != 4 || same.Differ+same.Missing+same.Extra+same.Close != 0 {
 		t.Errorf("self comparison %+v", same)
 	}
