@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -172,7 +173,7 @@ func run(c config) error {
 				return fmt.Errorf("ceiling eos: %w", err)
 			}
 			eos = append(eos, m)
-			return nil
+			return dropTopics(ctx, adm, topic, out)
 		}
 		ubik := func() error {
 			bins := []string{c.ubik}
@@ -189,6 +190,9 @@ func run(c config) error {
 					m, err := runUbik(c, bin, in, name, byKey)
 					m.broker = brokerCPU(c.brokerPID) - b0
 					if err != nil {
+						return err
+					}
+					if err := dropTopics(ctx, adm, name+"_out", name+"-state", name+"-repartition"); err != nil {
 						return err
 					}
 					switch {
@@ -240,6 +244,22 @@ func run(c config) error {
 		fmt.Printf("\nnew against baseline, pairs (throughput; CPU of ubik and broker):\n")
 		fmt.Printf("  direct:        %s; %s\n", ratios(direct, baseDirect), cpuRatios(direct, baseDirect))
 		fmt.Printf("  repartitioned: %s; %s\n", ratios(repart, baseRepart), cpuRatios(repart, baseRepart))
+	}
+	return nil
+}
+
+// dropTopics deletes a run's topics once it is measured: a broker that
+// keeps them spends its cleaner's passes on them during the later runs,
+// which would charge one run's broker CPU with another's topics.
+func dropTopics(ctx context.Context, adm *kadm.Client, topics ...string) error {
+	rs, err := adm.DeleteTopics(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("deleting %v: %w", topics, err)
+	}
+	for _, r := range rs {
+		if r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+			return fmt.Errorf("deleting topic %s: %w", r.Topic, r.Err)
+		}
 	}
 	return nil
 }
