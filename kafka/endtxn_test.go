@@ -156,10 +156,7 @@ func TestEndTxnAnswerLost(t *testing.T) {
 	tt := 5 * time.Second
 	h := &lostEndTxn{stall: tt + time.Second, targets: map[string]int{q.Name + "-in.a": 2, q.Name + ".a": 2}}
 	st := runUntilCaughtUp(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a",
-		Logger: testLogger(t), MaxPollRecords: 1000, TransactionTimeout: tt, ClientOpts: []kgo.Opt{kgo.Dialer(h.dial)},
-		// A transaction of about one poll, so each stage ends several
-		// with records (a stage takes the polls of a commit interval).
-		CommitInterval: time.Millisecond})
+		Logger: testLogger(t), MaxPollRecords: 1000, TransactionTimeout: tt, ClientOpts: []kgo.Opt{kgo.Dialer(h.dial)}})
 	if n := h.fired.Load(); n != 2 {
 		t.Fatalf("%d EndTxn answers stalled, want 2 (one per stage)", n)
 	}

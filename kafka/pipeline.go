@@ -65,14 +65,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the processing-time clock (EMIT EARLY, idle timeout). Default time.Now.
 	Now func() time.Time
-	// CommitInterval is how long a transaction takes input: each stage
-	// keeps polling and processing in one transaction until the
-	// interval has passed since its first poll began, then ends it, so
-	// commits come about once per interval plus the time the end takes,
-	// which is also each stage's output latency floor (a repartitioned
-	// query has two stages in a row). A transaction ends early at a stop
-	// and when an UntilCaughtUp run reaches the end of its input.
-	// Default 100ms.
+	// CommitInterval is how long a transaction takes input: the
+	// aggregating stage keeps polling and processing in one transaction
+	// until the interval has passed since its first poll began, then
+	// ends it, so commits come about once per interval plus the time the
+	// end takes, which is also the output latency floor. A transaction
+	// ends early at a stop and when an UntilCaughtUp run reaches the end
+	// of its input. The repartition stage ends a transaction after each
+	// poll (at most the interval). Default 100ms.
 	CommitInterval time.Duration
 	// MaxPollRecords bounds the input records of one poll (and so the
 	// records processed between two looks at the clock). Default 10000.

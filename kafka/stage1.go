@@ -83,48 +83,7 @@ func (p *Pipeline) stage1Session(ctx context.Context, committedAt *time.Time) (r
 		end = newEnds(p.sourceEnd)
 	}
 
-	// apply routes one poll's records into the open transaction.
-	apply := func(fs kgo.Fetches, now time.Time) (err error) {
-		defer drive.Recover(&err)
-		fs.EachRecord(func(r *kgo.Record) {
-			if err != nil {
-				return
-			}
-			if end != nil {
-				end.seen(r.Partition, r.Offset)
-			}
-			if r.Attrs.IsControl() {
-				return // a transaction marker (kept for UntilCaughtUp)
-			}
-			idle.touch(r.Partition, now)
-			seen[r.Partition] = true
-			if _, ok := wm.parts[r.Partition]; !ok {
-				wm.get(r.Partition)
-			}
-			// The record is keyed by the group identity itself, so the
-			// rows of one group meet on one partition whatever their
-			// spelling (-0.0 and 0.0, NaN and NULL, ...).
-			key, rerr := router.Route(append(make([]byte, 0, 32), routeKeyVersion), r.Value)
-			if rerr != nil {
-				if !p.badEvent(r, rerr) {
-					err = rerr
-				}
-				return
-			}
-			if key == nil {
-				return // a CSV header record, skipped and counted
-			}
-			if mark, ok := router.Mark(); ok {
-				wm.observe(r.Partition, mark)
-			}
-			out := &kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: r.Value}
-			s.Produce(pctx, out, promise)
-		})
-		return err
-	}
-
 	for {
-		polled := time.Now()
 		fs, err := p.poll(ctx, s)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -160,32 +119,44 @@ func (p *Pipeline) stage1Session(ctx context.Context, committedAt *time.Time) (r
 		if err := s.Begin(); err != nil {
 			return beginFailed(err)
 		}
-		workErr := apply(fs, now)
-		// As in the aggregating stage (stage2Session), one transaction
-		// takes the polls of one commit interval: its fixed costs (the
-		// markers to every partition, the flush, the offsets, EndTxn)
-		// are paid once per interval, not once per poll. The
-		// assignment cannot change before AllowRebalance.
-		var pollErr error
-		for fs.NumRecords() > 0 && workErr == nil && ctx.Err() == nil {
-			wait := time.Until(polled.Add(p.opts.CommitInterval))
-			if wait <= 0 {
-				break
-			}
-			more, err := p.pollFor(ctx, s, wait)
-			if err != nil {
-				if ctx.Err() != nil {
-					break // a stop: the transaction ends whole with what it holds
+		workErr := func() (err error) {
+			defer drive.Recover(&err)
+			fs.EachRecord(func(r *kgo.Record) {
+				if err != nil {
+					return
 				}
-				workErr, pollErr = err, err
-				break
-			}
-			if more.NumRecords() == 0 {
-				continue
-			}
-			now = p.opts.Now()
-			workErr = apply(more, now)
-		}
+				if end != nil {
+					end.seen(r.Partition, r.Offset)
+				}
+				if r.Attrs.IsControl() {
+					return // a transaction marker (kept for UntilCaughtUp)
+				}
+				idle.touch(r.Partition, now)
+				seen[r.Partition] = true
+				if _, ok := wm.parts[r.Partition]; !ok {
+					wm.get(r.Partition)
+				}
+				// The record is keyed by the group identity itself, so the
+				// rows of one group meet on one partition whatever their
+				// spelling (-0.0 and 0.0, NaN and NULL, ...).
+				key, rerr := router.Route(append(make([]byte, 0, 32), routeKeyVersion), r.Value)
+				if rerr != nil {
+					if !p.badEvent(r, rerr) {
+						err = rerr
+					}
+					return
+				}
+				if key == nil {
+					return // a CSV header record, skipped and counted
+				}
+				if mark, ok := router.Mark(); ok {
+					wm.observe(r.Partition, mark)
+				}
+				out := &kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: r.Value}
+				s.Produce(pctx, out, promise)
+			})
+			return err
+		}()
 		p.count(router.TakeCounts(), true)
 		for part := range wm.parts {
 			wm.setIdle(part, idle.idle(part, now))
@@ -256,9 +227,6 @@ func (p *Pipeline) stage1Session(ctx context.Context, committedAt *time.Time) (r
 			if workErr != nil {
 				p.log.Warn("kafka: repartition transaction aborted", "err", workErr)
 			}
-		}
-		if pollErr != nil {
-			return pollErr
 		}
 		if ctx.Err() != nil {
 			return nil
