@@ -153,3 +153,13 @@ func FuzzDecodeHeaders(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendHeadersAllocs bounds the allocations of a record's headers:
+// one buffer for all the values (a Kafka sink calls this per record).
+func TestAppendHeadersAllocs(t *testing.T) {
+	m := Meta{Query: "totals", Revision: 12, Windowed: true, WindowStart: 1_700_000_000_000, WindowEnd: 1_700_000_060_000, WindowPositions: []int{1, 2}}
+	dst := make([]Header, 0, 6)
+	if n := testing.AllocsPerRun(100, func() { dst = AppendHeaders(dst[:0], m) }); n > 1 {
+		t.Errorf("%.0f allocations for one record's headers, want 1", n)
+	}
+}
