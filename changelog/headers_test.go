@@ -1,6 +1,7 @@
 package changelog
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -40,10 +41,22 @@ func TestHeaderBytes(t *testing.T) {
 			"ubik.query=q;ubik.final=false;ubik.revision=3;ubik.window_start=10;ubik.window_end=20;ubik.window_positions=1,3;"},
 		{Meta{Query: "totals", Final: true, Revision: 1},
 			"ubik.query=totals;ubik.final=true;ubik.revision=1;ubik.window_positions=;"},
+		// The widest numbers fit the one buffer the values share.
+		{Meta{Query: "", Revision: math.MaxUint64, Windowed: true, WindowStart: math.MinInt64, WindowEnd: math.MaxInt64,
+			WindowPositions: []int{math.MinInt64, -1, 0, math.MaxInt64}},
+			"ubik.query=;ubik.final=false;ubik.revision=18446744073709551615;ubik.window_start=-9223372036854775808;" +
+				"ubik.window_end=9223372036854775807;ubik.window_positions=-9223372036854775808,-1,0,9223372036854775807;"},
 	} {
 		if got := headerString(AppendHeaders[Header](nil, c.m)); got != c.want {
 			t.Errorf("headers %s\nwant    %s", got, c.want)
 		}
+	}
+	// The values share a buffer: appending to one must not write into the next.
+	h := AppendHeaders[Header](nil, Meta{Query: "q", Revision: 7, Windowed: true, WindowStart: 1, WindowEnd: 2, WindowPositions: []int{3}})
+	_ = append(h[0].Value, 'X')
+	_ = append(h[2].Value, 'X')
+	if got, want := headerString(h), "ubik.query=q;ubik.final=false;ubik.revision=7;ubik.window_start=1;ubik.window_end=2;ubik.window_positions=3;"; got != want {
+		t.Errorf("after appending to values: %s\nwant %s", got, want)
 	}
 	// A continuous record's ubik.window_positions is present and empty, not nil.
 	if h := AppendHeaders[Header](nil, Meta{Query: "q", Revision: 1}); h[len(h)-1].Value == nil {
@@ -139,4 +152,14 @@ func FuzzDecodeHeaders(f *testing.F) {
 			t.Fatalf("re-encoding %+v: %+v, %v", got, again, err)
 		}
 	})
+}
+
+// TestAppendHeadersAllocs bounds the allocations of a record's headers:
+// one buffer for all the values (a Kafka sink calls this per record).
+func TestAppendHeadersAllocs(t *testing.T) {
+	m := Meta{Query: "totals", Revision: 12, Windowed: true, WindowStart: 1_700_000_000_000, WindowEnd: 1_700_000_060_000, WindowPositions: []int{1, 2}}
+	dst := make([]Header, 0, 6)
+	if n := testing.AllocsPerRun(100, func() { dst = AppendHeaders(dst[:0], m) }); n > 1 {
+		t.Errorf("%.0f allocations for one record's headers, want 1", n)
+	}
 }

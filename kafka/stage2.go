@@ -50,6 +50,14 @@ type stage2 struct {
 	// segment and when (viewrepart.go); reset when a transaction aborts.
 	fwdSent []byte
 	fwdAt   time.Time
+	promise func(*kgo.Record, error) // sets perr; one closure for every record produced
+}
+
+// outRecord is a changelog record to produce with room for its headers
+// (changelog.AppendHeaders writes 4 or 6), allocated together.
+type outRecord struct {
+	rec     kgo.Record
+	headers [6]kgo.RecordHeader
 }
 
 // runStage2 is the aggregating stage: it consumes the repartition topic (or
@@ -93,6 +101,7 @@ func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (r
 	}
 	st := &stage2{p: p, s: s, ctx: ctx, pctx: context.WithoutCancel(ctx), topic: topic, tasks: map[int32]*task{}, owned: map[int32]bool{},
 		local: newTracker(0), idle: newIdleClock(p.opts.Source.IdleTimeout), seen: map[int32]bool{}}
+	st.promise = func(_ *kgo.Record, err error) { st.perr.set(err) }
 	if p.opts.UntilCaughtUp && p.direct {
 		st.end = newEnds(p.sourceEnd)
 	}
@@ -338,12 +347,12 @@ func (st *stage2) emit(t *task, topic string, r *changelog.Record) error {
 	if r.Value == nil {
 		return fmt.Errorf("%w: key %s", ErrNullValue, r.Key)
 	}
-	key := make([]byte, len(r.Key))
-	copy(key, r.Key)
-	val := make([]byte, len(r.Value))
-	copy(val, r.Value)
-	rec := &kgo.Record{Topic: topic, Partition: -1, Key: key, Value: val, Headers: changelog.AppendHeaders(make([]kgo.RecordHeader, 0, 6), r.Meta)}
-	st.s.Produce(st.pctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
+	// One allocation for the record and its headers, one for key and value.
+	out := new(outRecord)
+	kv := append(append(make([]byte, 0, len(r.Key)+len(r.Value)), r.Key...), r.Value...)
+	out.rec = kgo.Record{Topic: topic, Partition: -1, Key: kv[:len(r.Key):len(r.Key)], Value: kv[len(r.Key):],
+		Headers: changelog.AppendHeaders(out.headers[:0], r.Meta)}
+	st.s.Produce(st.pctx, &out.rec, st.promise)
 	st.p.c.recordsOut.Add(1)
 	t.emitted++
 	t.touched = true
@@ -545,11 +554,15 @@ func (st *stage2) checkpoint() error {
 			pos = own.appendTo(nil)
 		}
 		err := t.d.Checkpoint(false, pos, func(k, v []byte) error {
-			rec := &kgo.Record{Topic: p.stateTopic, Partition: t.part, Key: stateKey(t.part, k)}
+			// One allocation for key and value: 4 bytes of partition, the
+			// entry key, the value (a nil v is a tombstone).
+			kv := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(k)+len(v)), uint32(t.part))
+			kv = append(kv, k...)
+			rec := &kgo.Record{Topic: p.stateTopic, Partition: t.part, Key: kv[:len(kv):len(kv)]}
 			if v != nil {
-				rec.Value = append(make([]byte, 0, len(v)), v...)
+				rec.Value = append(kv[len(kv):], v...)
 			}
-			st.s.Produce(st.pctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
+			st.s.Produce(st.pctx, rec, st.promise)
 			p.c.stateOut.Add(1)
 			return nil
 		})

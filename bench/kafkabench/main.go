@@ -1,11 +1,14 @@
 // Command kafkabench measures ubik's Kafka path against the broker's own
 // ceiling on the same events, in one run: a franz-go producer and a
-// franz-go consumer that do no processing are the ceiling, and `ubik run
-// --source kafka://... --sink kafka://... --until-caught-up` over the same
-// topic (exactly once: transactions, read_committed) is the figure. Each
-// repeat runs the ceiling and ubik back to back, alternating which goes
-// first, and the ratio is taken pair by pair, because these machines are
-// shared and noisy.
+// franz-go consumer that do no processing are the ceiling, a franz-go
+// read-process-write loop with transactions and no processing is the
+// ceiling for exactly once, and `ubik run --source kafka://... --sink
+// kafka://... --until-caught-up` over the same topic (exactly once:
+// transactions, read_committed) is the figure. Each repeat runs the
+// ceilings and ubik back to back, alternating which goes first, and the
+// ratio is taken pair by pair, because these machines are shared and
+// noisy. With a private broker (--broker) every figure also has the
+// broker's CPU seconds over it: the broker shares the machine's cores.
 //
 //	go build -o /tmp/ubik ./cmd/ubik && go build -o /tmp/ubik-broker ./cmd/ubik-broker
 //	go run ./bench/gen --kind merchant --events 1000000 --groups 10000 --dist zipf --seed 1 > /tmp/ev.jsonl
@@ -16,8 +19,12 @@
 //
 //	produce   franz-go, the events as they are keyed by the GROUP BY column (--key-field), acks=all, idempotent
 //	consume   franz-go, read_committed, from the earliest offset to the end, each record's value touched
+//	eos       franz-go GroupTransactSession, read_committed, from the earliest offset to the end: one
+//	          transaction per 100 ms of polls (ubik's commit interval), each carrying the input offsets
+//	          and one record per input partition it read (its last offset); no other processing
 //	ubik      the whole process: start, restore, consume, decode, aggregate, the repartition topic unless
-//	          --partitioned-by-key (both are run), transactions, the last commit, exit
+//	          --partitioned-by-key (both are run), transactions, the last commit, exit; with
+//	          --baseline, the same runs of a second binary, in the same pairs
 //
 // See bench/README.md ("Kafka: throughput against the broker's ceiling").
 package main
@@ -40,17 +47,20 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 type config struct {
-	ubik, broker, brokers, input, query, keyField, work string
-	partitions, repeat                                  int
+	ubik, baseline, broker, brokers, input, query, keyField, work string
+	partitions, repeat                                            int
+	brokerPID                                                     int // the private broker's, or 0
 }
 
 func main() {
 	var c config
 	flag.StringVar(&c.ubik, "ubik", "", "the ubik binary (required)")
+	flag.StringVar(&c.baseline, "baseline", "", "a second ubik binary to run in the same pairs (new against old)")
 	flag.StringVar(&c.broker, "broker", "", "start a private broker from this ubik-broker binary (default: use --brokers)")
 	flag.StringVar(&c.brokers, "brokers", "", "Kafka brokers to use when --broker is not given (default $UBIK_KAFKA_BROKERS)")
 	flag.StringVar(&c.input, "input", "", "the events, JSON lines (required; bench/gen --kind merchant)")
@@ -79,9 +89,11 @@ func fail(err error) {
 	os.Exit(2)
 }
 
-// measure is one timed run: wall seconds and, for a child process, its CPU
-// seconds (user + system, from its rusage).
-type measure struct{ wall, cpu float64 }
+// measure is one timed run: wall seconds, the CPU seconds of the process
+// that did the work (user + system: a child's rusage, or this process's
+// for the franz-go clients), and the private broker's CPU seconds over
+// the same span (0 without --broker).
+type measure struct{ wall, cpu, broker float64 }
 
 func run(c config) error {
 	ctx := context.Background()
@@ -89,12 +101,12 @@ func run(c config) error {
 		return err
 	}
 	if c.broker != "" {
-		addr, stop, err := startBroker(c)
+		addr, pid, stop, err := startBroker(c)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		c.brokers = addr
+		c.brokers, c.brokerPID = addr, pid
 	}
 	if c.brokers == "" {
 		c.brokers = os.Getenv("UBIK_KAFKA_BROKERS")
@@ -129,36 +141,70 @@ func run(c config) error {
 		keys[i] = fieldText(e, c.keyField)
 	}
 
-	var prod, cons, direct, repart []measure
+	var prod, cons, eos, direct, repart, baseDirect, baseRepart []measure
 	for r := 0; r < c.repeat; r++ {
 		ceiling := func() error {
 			topic := fmt.Sprintf("kb-ceiling-%s-%d", run, r)
 			if _, err := adm.CreateTopic(ctx, int32(c.partitions), 1, nil, topic); err != nil {
 				return err
 			}
+			b0 := brokerCPU(c.brokerPID)
 			m, err := produce(ctx, c.brokers, topic, keys, events)
+			m.broker = brokerCPU(c.brokerPID) - b0
 			if err != nil {
 				return fmt.Errorf("ceiling produce: %w", err)
 			}
 			prod = append(prod, m)
+			b0 = brokerCPU(c.brokerPID)
 			m, err = consume(ctx, c.brokers, in, n)
+			m.broker = brokerCPU(c.brokerPID) - b0
 			if err != nil {
 				return fmt.Errorf("ceiling consume: %w", err)
 			}
 			cons = append(cons, m)
-			return nil
+			out := fmt.Sprintf("kb-eos-%s-%d", run, r)
+			if _, err := adm.CreateTopic(ctx, int32(c.partitions), 1, nil, out); err != nil {
+				return err
+			}
+			b0 = brokerCPU(c.brokerPID)
+			m, err = transact(ctx, c.brokers, in, out, fmt.Sprintf("kb-eos-%s-%d", run, r), n)
+			m.broker = brokerCPU(c.brokerPID) - b0
+			if err != nil {
+				return fmt.Errorf("ceiling eos: %w", err)
+			}
+			eos = append(eos, m)
+			return dropTopics(ctx, adm, topic, out)
 		}
 		ubik := func() error {
-			for _, byKey := range []bool{true, false} {
-				name := fmt.Sprintf("kb_%s_%d_%t", run, r, byKey)
-				m, err := runUbik(c, in, name, byKey)
-				if err != nil {
-					return err
+			bins := []string{c.ubik}
+			if c.baseline != "" {
+				bins = append(bins, c.baseline)
+				if r%2 == 1 {
+					bins[0], bins[1] = bins[1], bins[0]
 				}
-				if byKey {
-					direct = append(direct, m)
-				} else {
-					repart = append(repart, m)
+			}
+			for _, byKey := range []bool{true, false} {
+				for _, bin := range bins {
+					name := fmt.Sprintf("kb_%s_%d_%t_%t", run, r, byKey, bin == c.baseline)
+					b0 := brokerCPU(c.brokerPID)
+					m, err := runUbik(c, bin, in, name, byKey)
+					m.broker = brokerCPU(c.brokerPID) - b0
+					if err != nil {
+						return err
+					}
+					if err := dropTopics(ctx, adm, name+"_out", name+"-state", name+"-repartition"); err != nil {
+						return err
+					}
+					switch {
+					case byKey && bin == c.baseline:
+						baseDirect = append(baseDirect, m)
+					case byKey:
+						direct = append(direct, m)
+					case bin == c.baseline:
+						baseRepart = append(baseRepart, m)
+					default:
+						repart = append(repart, m)
+					}
 				}
 			}
 			return nil
@@ -173,20 +219,107 @@ func run(c config) error {
 		if err := second(); err != nil {
 			return err
 		}
-		fmt.Printf("pair %d: produce %s, consume %s, ubik direct %s, ubik repartitioned %s\n", r+1,
-			rate(n, prod[r]), rate(n, cons[r]), rate(n, direct[r]), rate(n, repart[r]))
+		fmt.Printf("pair %d: produce %s, consume %s, eos %s, ubik direct %s (cpu %.2f+%.2f), ubik repartitioned %s (cpu %.2f+%.2f)\n", r+1,
+			rate(n, prod[r]), rate(n, cons[r]), rate(n, eos[r]), rate(n, direct[r]), direct[r].cpu, direct[r].broker,
+			rate(n, repart[r]), repart[r].cpu, repart[r].broker)
+		if c.baseline != "" {
+			fmt.Printf("pair %d, baseline: ubik direct %s (cpu %.2f+%.2f), ubik repartitioned %s (cpu %.2f+%.2f)\n", r+1,
+				rate(n, baseDirect[r]), baseDirect[r].cpu, baseDirect[r].broker, rate(n, baseRepart[r]), baseRepart[r].cpu, baseRepart[r].broker)
+		}
 	}
 
-	fmt.Printf("\n| path | events/s (median of %d) | CPU s | vs consume (pairs) | vs produce (pairs) |\n|---|---:|---:|---|---|\n", c.repeat)
+	fmt.Printf("\n| path | events/s (median of %d) | CPU s | broker CPU s | CPU µs/event (both) | vs consume (pairs) | vs eos (pairs) | vs eos, CPU (pairs) |\n|---|---:|---:|---:|---:|---|---|---|\n", c.repeat)
 	row := func(what string, ms []measure) {
-		fmt.Printf("| %s | %s | %s | %s | %s |\n", what, rate(n, median(ms)), cpuText(ms),
-			ratios(ms, cons), ratios(ms, prod))
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", what, rate(n, median(ms)), cpuText(ms), brokerText(ms),
+			perEvent(n, ms), ratios(ms, cons), ratios(ms, eos), cpuRatios(ms, eos))
 	}
 	row("franz-go producer (ceiling)", prod)
 	row("franz-go consumer, read_committed (ceiling)", cons)
+	row("franz-go read-process-write, transactions (eos ceiling)", eos)
 	row("ubik run, --partitioned-by-key, exactly once", direct)
 	row("ubik run, repartitioned, exactly once", repart)
+	if c.baseline != "" {
+		row("baseline: ubik run, --partitioned-by-key", baseDirect)
+		row("baseline: ubik run, repartitioned", baseRepart)
+		fmt.Printf("\nnew against baseline, pairs (throughput; CPU of ubik and broker):\n")
+		fmt.Printf("  direct:        %s; %s\n", ratios(direct, baseDirect), cpuRatios(direct, baseDirect))
+		fmt.Printf("  repartitioned: %s; %s\n", ratios(repart, baseRepart), cpuRatios(repart, baseRepart))
+	}
 	return nil
+}
+
+// dropTopics deletes a run's topics once it is measured: a broker that
+// keeps them spends its cleaner's passes on them during the later runs,
+// which would charge one run's broker CPU with another's topics.
+func dropTopics(ctx context.Context, adm *kadm.Client, topics ...string) error {
+	rs, err := adm.DeleteTopics(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("deleting %v: %w", topics, err)
+	}
+	for _, r := range rs {
+		if r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+			return fmt.Errorf("deleting topic %s: %w", r.Topic, r.Err)
+		}
+	}
+	return nil
+}
+
+// transact is the exactly-once ceiling: a franz-go read-process-write
+// loop with no processing. It consumes topic from the start with
+// read_committed in a group, and per transaction (the polls of 100 ms)
+// produces one record per input partition it read to out and commits the
+// offsets, until it has n records.
+func transact(ctx context.Context, brokers, topic, out, group string, n int) (measure, error) {
+	s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(strings.Split(brokers, ",")...),
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.TransactionalID(group),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic(out), kgo.ProducerLinger(0))
+	if err != nil {
+		return measure{}, err
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	start, cpu0 := time.Now(), selfCPU()
+	got := 0
+	for got < n {
+		if err := s.Begin(); err != nil {
+			return measure{}, err
+		}
+		last := map[int32]int64{}
+		for deadline := time.Now().Add(100 * time.Millisecond); got < n && time.Now().Before(deadline); {
+			pctx, pcancel := context.WithDeadline(ctx, deadline)
+			fs := s.PollRecords(pctx, 10000)
+			pcancel()
+			if ctx.Err() != nil {
+				return measure{}, ctx.Err()
+			}
+			var ferr error
+			fs.EachError(func(_ string, _ int32, err error) {
+				if !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
+					ferr = err
+				}
+			})
+			if ferr != nil {
+				return measure{}, ferr
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				got++
+				last[r.Partition] = r.Offset
+			})
+		}
+		for part, off := range last {
+			s.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(int(part))), Value: strconv.AppendInt(nil, off, 10)}, nil)
+		}
+		committed, err := s.End(ctx, kgo.TryCommit)
+		if err != nil {
+			return measure{}, err
+		}
+		if !committed {
+			return measure{}, errors.New("a transaction did not commit")
+		}
+	}
+	return measure{wall: time.Since(start).Seconds(), cpu: selfCPU() - cpu0}, nil
 }
 
 // produce sends every event, keyed, to topic and waits for every ack.
@@ -250,7 +383,7 @@ func consume(ctx context.Context, brokers, topic string, n int) (measure, error)
 
 // runUbik runs the query over the input topic to the end as a fresh query
 // name (no committed offsets, no state) and returns its wall and CPU time.
-func runUbik(c config, in, name string, byKey bool) (measure, error) {
+func runUbik(c config, bin, in, name string, byKey bool) (measure, error) {
 	script, err := os.ReadFile(c.query)
 	if err != nil {
 		return measure{}, err
@@ -268,7 +401,7 @@ func runUbik(c config, in, name string, byKey bool) (measure, error) {
 	if byKey {
 		args = append(args, "--partitioned-by-key")
 	}
-	cmd := exec.Command(c.ubik, args...)
+	cmd := exec.Command(bin, args...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -337,21 +470,21 @@ func readLines(path string) ([][]byte, error) {
 	return lines, sc.Err()
 }
 
-func startBroker(c config) (string, func(), error) {
+func startBroker(c config) (string, int, func(), error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	logf, err := os.Create(filepath.Join(c.work, "broker.log"))
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	cmd := exec.Command(c.broker, "--port", strconv.Itoa(port))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	for deadline := time.Now().Add(30 * time.Second); ; {
@@ -362,11 +495,36 @@ func startBroker(c config) (string, func(), error) {
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
-			return "", nil, fmt.Errorf("broker did not listen on %s: %w", addr, err)
+			return "", 0, nil, fmt.Errorf("broker did not listen on %s: %w", addr, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return addr, func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() }, nil
+	return addr, cmd.Process.Pid, func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() }, nil
+}
+
+// brokerCPU is the private broker's CPU seconds so far (user + system,
+// from /proc; Linux reports them in ticks of 1/100 s), or 0 without one.
+func brokerCPU(pid int) float64 {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses and
+	// may hold spaces: state is field 3, utime and stime 14 and 15.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100
 }
 
 // selfCPU is this process's CPU seconds so far (the ceiling clients run
@@ -406,6 +564,36 @@ func cpuText(ms []measure) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", m.cpu)
+}
+
+func brokerText(ms []measure) string {
+	m := median(ms)
+	if m.broker == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", m.broker)
+}
+
+// perEvent is the median run's CPU microseconds per event, the process's
+// and the broker's together.
+func perEvent(n int, ms []measure) string {
+	m := median(ms)
+	return fmt.Sprintf("%.2f", (m.cpu+m.broker)/float64(n)*1e6)
+}
+
+// cpuRatios is the median of the pairwise ratios of CPU seconds (the
+// process's and the broker's together) b/a: how many times a's CPU cost per
+// event b's is, and each pair.
+func cpuRatios(a, b []measure) string {
+	rs := make([]float64, len(a))
+	parts := make([]string, len(a))
+	for i := range a {
+		rs[i] = (b[i].cpu + b[i].broker) / (a[i].cpu + a[i].broker)
+		parts[i] = fmt.Sprintf("%.2f", rs[i])
+	}
+	s := slices.Clone(rs)
+	slices.Sort(s)
+	return fmt.Sprintf("**%.2f** (%s)", s[len(s)/2], strings.Join(parts, ", "))
 }
 
 // ratios is the median of the pairwise throughput ratios a/b, and each pair.

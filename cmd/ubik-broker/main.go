@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -59,6 +60,7 @@ type options struct {
 	partition int
 	configs   configFlag
 	logLevel  string
+	cpuProf   string
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -72,6 +74,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.partition, "default-partitions", 0, "partitions of an auto-created topic (0: kfake's default)")
 	fs.Var(o.configs, "broker-config", "broker config key=value (repeatable); log.cleaner.backoff.ms defaults to 1000")
 	fs.StringVar(&o.logLevel, "log-level", "none", "kfake log level on stderr: none, error, warn, info, debug")
+	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a Go CPU profile of the broker to this file, ended at SIGTERM or SIGINT (for performance work)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -149,6 +152,18 @@ func run(args []string, stdout, stderr io.Writer, stop <-chan os.Signal) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "ubik-broker:", err)
 		return 2
+	}
+	if o.cpuProf != "" {
+		f, err := os.Create(o.cpuProf)
+		if err != nil {
+			fmt.Fprintln(stderr, "ubik-broker: --cpuprofile:", err)
+			return 2
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "ubik-broker: --cpuprofile:", err)
+			return 2
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {

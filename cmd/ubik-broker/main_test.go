@@ -98,3 +98,34 @@ func TestRun(t *testing.T) {
 		t.Fatal("no exit 30s after SIGTERM")
 	}
 }
+
+// TestCPUProfile: --cpuprofile writes a profile that ends at the stop, and
+// a profile file that cannot be created is refused before the broker starts.
+func TestCPUProfile(t *testing.T) {
+	prof := t.TempDir() + "/cpu.prof"
+	port := freePort(t)
+	pr, pw := io.Pipe()
+	stop := make(chan os.Signal, 1)
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run([]string{"--port", strconv.Itoa(port), "--cpuprofile", prof}, pw, io.Discard, stop)
+		pw.Close()
+	}()
+	if line, err := bufio.NewReader(pr).ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("first stdout line %q, %v; want ready", line, err)
+	}
+	go io.Copy(io.Discard, pr)
+	stop <- syscall.SIGTERM
+	if code := <-exit; code != 0 {
+		t.Fatalf("exit status %d, want 0", code)
+	}
+	b, err := os.ReadFile(prof)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("profile: %d bytes, %v; want a gzipped pprof profile", len(b), err)
+	}
+	var stderr strings.Builder
+	if code := run([]string{"--port", strconv.Itoa(freePort(t)), "--cpuprofile", t.TempDir() + "/no/such/dir/p"}, io.Discard, &stderr, nil); code != 2 ||
+		!strings.Contains(stderr.String(), "--cpuprofile") {
+		t.Fatalf("unwritable profile: exit %d, stderr %q; want 2 naming --cpuprofile", code, stderr.String())
+	}
+}
