@@ -359,7 +359,7 @@ CREATE TABLE t (k VARCHAR, p BIGINT, vf TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED,
 		{"global", `SELECT count(*) AS n FROM u JOIN t FOR SYSTEM_TIME AS OF u.ts ON u.k = t.k`, ""},
 		{"a table column", `SELECT t.k, count(*) AS n FROM u JOIN t FOR SYSTEM_TIME AS OF u.ts ON u.k = t.k GROUP BY t.k`, "groups by a column of table t"},
 		{"a table column in an expression", `SELECT u.c, count(*) AS n FROM u JOIN t FOR SYSTEM_TIME AS OF u.ts ON u.k = t.k GROUP BY u.c, coalesce(t.p, 0) + 1`, "so the GROUP BY may name only the stream's (u's) columns"},
-		{"interval join", `SELECT count(*) AS n FROM u JOIN v ON u.k = v.k AND v.ts BETWEEN u.ts AND u.ts + INTERVAL '1' MINUTE`, "is an interval join of two streams"},
+		{"interval join", `SELECT count(*) AS n FROM u JOIN v ON u.k = v.k AND v.ts BETWEEN u.ts AND u.ts + INTERVAL '1' MINUTE`, "is an interval join of two streams whose GROUP BY"},
 	} {
 		prog, err := plan.Compile(src+c.sql, plan.CompileOptions{})
 		if err != nil {
@@ -388,7 +388,7 @@ CREATE TABLE t (k VARCHAR, p BIGINT, vf TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED,
 		{"partitioned by key", Options{Query: q, Source: Endpoint{Config: Config{Brokers: []string{"k:9092"}}, Topic: "usage", PartitionedByKey: true}, Sink: ep("out"), Table: ep("prices")}, "cannot read the source partitioned by key"},
 		{"another cluster", Options{Query: q, Source: ep("usage"), Sink: ep("out"), Table: Endpoint{Config: Config{Brokers: []string{"other:9092"}}, Topic: "prices"}}, "must be on the source's cluster"},
 		{"from latest", Options{Query: q, Source: ep("usage"), Sink: ep("out"), Table: Endpoint{Topic: "prices", From: FromLatest}}, "is read from its start"},
-		{"a table without a join", Options{Query: tumbleQuery("x", time.Minute), Source: ep("usage"), Sink: ep("out"), Table: ep("prices")}, "query x has no temporal join"},
+		{"a table without a join", Options{Query: tumbleQuery("x", time.Minute), Source: ep("usage"), Sink: ep("out"), Table: ep("prices")}, "query x has no join of a stream with a table or another stream"},
 		{"runs", Options{Query: q, Source: ep("usage"), Sink: ep("out"), Table: ep("prices")}, ""},
 	} {
 		_, err := New(c.o)

@@ -961,6 +961,9 @@ func (p *Pipeline) decoder() *drive.Decoder {
 	if j := p.root.Join; j != nil {
 		return drive.NewMessageSourceDecoder(j.Stream, p.root.StreamUsed(), p.opts.Source.Format)
 	}
+	if j := p.root.IJoin; j != nil {
+		return drive.NewMessageSourceDecoder(j.Left, p.root.LeftUsed(), p.opts.Source.Format)
+	}
 	return drive.NewMessageDecoder(p.root.Source, p.opts.Source.Format)
 }
 
