@@ -427,7 +427,9 @@ CREATE SOURCE v (k VARCHAR, m INT, ts TIMESTAMP, WATERMARK FOR ts AS ts);
 		}
 	}
 	q := ijoinQuery(t, "ij")
-	ep := func(topic string) Endpoint { return Endpoint{Config: Config{Brokers: []string{"k:9092"}}, Topic: topic} }
+	ep := func(topic string) Endpoint {
+		return Endpoint{Config: Config{Brokers: []string{"k:9092"}}, Topic: topic}
+	}
 	for _, c := range []struct {
 		name string
 		o    Options

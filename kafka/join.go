@@ -50,9 +50,9 @@ var (
 // tableJoin is a temporal join pipeline's table part.
 type tableJoin struct {
 	ep       Endpoint
-	interval bool // an interval join's right stream: routed by the join key, not broadcast
-	n   int             // partitions of the table topic
-	end map[int32]int64 // UntilCaughtUp: the table topic's end offsets at start
+	interval bool            // an interval join's right stream: routed by the join key, not broadcast
+	n        int             // partitions of the table topic
+	end      map[int32]int64 // UntilCaughtUp: the table topic's end offsets at start
 }
 
 // tableGroup is the table stage's consumer group.
