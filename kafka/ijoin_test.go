@@ -199,6 +199,15 @@ func TestRunKafkaIntervalJoin(t *testing.T) {
 				t.Errorf("stats %+v, late hook %d", st, late)
 			}
 			compareFinals(t, readFinals(t, e.addrs, e.sink), want)
+
+			// The state belongs to the right stream's topic too.
+			o.Table.Topic = e.clk + "2"
+			if pl, err = New(o); err != nil {
+				t.Fatal(err)
+			}
+			if err := pl.Run(ctx); !errors.Is(err, ErrBindingMismatch) || !strings.Contains(err.Error(), fmt.Sprintf(`the right stream's topic was %q, now %q`, e.clk, e.clk+"2")) {
+				t.Errorf("a moved right stream: %v", err)
+			}
 		})
 	}
 }
