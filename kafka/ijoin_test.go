@@ -461,3 +461,132 @@ CREATE SOURCE v (k VARCHAR, m INT, ts TIMESTAMP, WATERMARK FOR ts AS ts);
 		}
 	}
 }
+
+// TestRunKafkaIntervalJoinInstances: two processes share the three stages
+// (their partitions move between them as they join, and again as one
+// stops) while both topics grow in shuffled slices; then one runs until
+// caught up. The finals equal the in-process run's.
+func TestRunKafkaIntervalJoinInstances(t *testing.T) {
+	imps, clks := ijoinData(11, 2400)
+	e := newIJoinEnv(t, 3, 3)
+	q := ijoinQuery(t, e.name)
+	want := ijoinInProcess(t, q, 2, imps, clks)
+	opts := func(id string) Options {
+		o := e.options(q)
+		o.InstanceID = id
+		o.Logger = testLogger(t)
+		return o
+	}
+	_, stopA := runPipeline(t, opts("a"))
+	_, stopB := runPipeline(t, opts("b"))
+	const slices = 4
+	for i := range slices {
+		lo, hi := i*len(imps)/slices, (i+1)*len(imps)/slices
+		clo, chi := i*len(clks)/slices, (i+1)*len(clks)/slices
+		produceShuffled(t, e.addrs, uint64(i), e.imp, 3, imps[lo:hi], e.clk, 3, clks[clo:chi])
+		time.Sleep(700 * time.Millisecond)
+		if i == 1 {
+			stopA() // b takes a's partitions of all three stages
+		}
+	}
+	time.Sleep(time.Second)
+	stopB()
+	o := opts("a")
+	o.UntilCaughtUp = true
+	pl, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := pl.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := pl.Stats(); !st.CaughtUp || st.Late != 0 || st.TableLate != 0 {
+		t.Errorf("final run: %+v", st)
+	}
+	compareFinals(t, readFinals(t, e.addrs, e.sink), want)
+}
+
+// TestRunKafkaIntervalJoinCSV: both topics in CSV, whose cells can hold
+// what JSON cannot: NaN and the infinities as join keys (each matches
+// itself, as SQL's equality has it, while the GROUP BY puts the three in
+// one group with NULL: the routing by the key under the group key rules
+// sends all of them to one partition), beside -0.0 and 0.0 (one key) and
+// an empty (NULL) key, quoted sites with the delimiter and doubled quotes.
+// The finals equal one in-process driver's over the same records.
+func TestRunKafkaIntervalJoinCSV(t *testing.T) {
+	csv, err := drive.ParseMessageFormat(map[string]string{"format": "csv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(23, 4))
+	ts := func(us int64) string { return time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05.000000") }
+	ads := []string{"NaN", "Infinity", "-Infinity", "-0.0", "0.0", "1.5", ""}
+	sites := []string{`a`, `"b""q"`, `"c,d"`, `é😀`, `""`}
+	var imps, clks [][]byte
+	const n = 1500
+	for i := range n {
+		at := int64(i)*100_000 - r.Int64N(1_500_000)
+		imps = append(imps, fmt.Appendf(nil, `%s,%s,%d.%02d,%s`, ads[r.IntN(len(ads))], sites[r.IntN(len(sites))], r.IntN(50), r.IntN(100), ts(baseTS+at)))
+	}
+	for i := range n * 10 / 13 {
+		at := int64(i)*130_000 - r.Int64N(2_500_000)
+		clks = append(clks, fmt.Appendf(nil, `%s,%d.%02d,"t,%d",%s`, ads[r.IntN(len(ads))], r.IntN(9), r.IntN(100), r.IntN(20), ts(baseTS+at)))
+	}
+	e := newIJoinEnv(t, 3, 2)
+	q := ijoinQuery(t, e.name)
+	want := map[string]string{}
+	d, err := drive.New(q, drive.Config{
+		Emit: func(rec *changelog.Record) error {
+			if rec.Meta.Final {
+				want[string(rec.Key)] = string(rec.Value)
+			}
+			return nil
+		},
+		Decoder:      drive.NewMessageSourceDecoder(q.IJoin.Left, q.LeftUsed(), csv),
+		TableDecoder: drive.NewMessageSourceDecoder(q.IJoin.Right, q.RightUsed(), csv),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range max(len(imps), len(clks)) {
+		if i < len(imps) {
+			if err := d.Push(imps[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i < len(clks) {
+			if err := d.PushTable(clks[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := d.IntervalStats(); st.LateLeft != 0 || st.LateRight != 0 || st.Matches == 0 || st.NullKeys == 0 {
+		t.Fatalf("in process: %+v (want matches, NULL keys, nothing late)", st)
+	}
+	if _, ok := want[`[null, "2026-07-18 10:00:00"]`]; !ok {
+		t.Fatalf("in process: no group of the NaN and infinite keys: %v", want)
+	}
+	produceValues(t, e.addrs, e.clk, 2, clks, nil)
+	produceValues(t, e.addrs, e.imp, 3, imps, nil)
+	o := e.options(q)
+	o.Source.Format, o.Table.Format = csv, csv
+	o.UntilCaughtUp = true
+	pl, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := pl.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := pl.Stats(); !st.CaughtUp || st.Late != 0 || st.Malformed != 0 || st.TableMalformed != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	compareFinals(t, readFinals(t, e.addrs, e.sink), want)
+}
