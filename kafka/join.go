@@ -245,7 +245,11 @@ func (p *Pipeline) tableSession(ctx context.Context, committedAt *time.Time) (re
 				}
 			}
 			if end != nil {
-				if err := p.trackStartsOf(ctx, end, group, tj.ep.Topic, FromEarliest, owned); err != nil {
+				from := FromEarliest // a table: every version counts
+				if tj.interval {
+					from = tj.ep.From
+				}
+				if err := p.trackStartsOf(ctx, end, group, tj.ep.Topic, from, owned); err != nil {
 					if ctx.Err() != nil {
 						return nil
 					}
