@@ -590,3 +590,28 @@ func TestRunKafkaIntervalJoinCSV(t *testing.T) {
 	}
 	compareFinals(t, readFinals(t, e.addrs, e.sink), want)
 }
+
+// TestRunKafkaIntervalJoinFromLatest: both streams read from their ends
+// (from = latest, as any source may be): a first run until caught up
+// consumes nothing of what was there before and ends.
+func TestRunKafkaIntervalJoinFromLatest(t *testing.T) {
+	imps, clks := ijoinData(13, 300)
+	e := newIJoinEnv(t, 2, 2)
+	produceValues(t, e.addrs, e.imp, 2, imps, nil)
+	produceValues(t, e.addrs, e.clk, 2, clks, nil)
+	o := e.options(ijoinQuery(t, e.name))
+	o.Source.From, o.Table.From = FromLatest, FromLatest
+	o.UntilCaughtUp = true
+	pl, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := pl.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := pl.Stats(); !st.CaughtUp || st.EventsIn != 0 || st.TableRows != 0 || st.RecordsOut != 0 {
+		t.Errorf("stats %+v: want caught up with nothing read", st)
+	}
+}
