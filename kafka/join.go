@@ -61,8 +61,8 @@ func (p *Pipeline) tableGroup() string { return p.q.Name + "-tbl" }
 // checkJoin refuses the join shapes the pipeline does not run over Kafka,
 // saying why and what to do.
 func checkJoin(q *plan.Query) error {
-	if q.IJoin != nil && len(q.Views()) == 0 && !drive.IntervalKeyed(q) { // a join of two views is the chain's rule (graph.go)
-		return fmt.Errorf("%w: query %s is an interval join of two streams whose GROUP BY does not name a column of each equality of its join key (%s) by itself: over Kafka both inputs are split over partitions by the join key before they join, so each group must lie in one partition; add the key's column to the GROUP BY, or run it from files", ErrUnsupported, q.Name, joinKeyText(q.IJoin))
+	if isIntervalJoin(q) && !drive.IntervalKeyed(q) && q.Source.HasDerived() { // a join of two views is the chain's rule (graph.go)
+		return fmt.Errorf("%w: query %s is an interval join of two streams whose GROUP BY does not name a column of each equality of its join key (%s) by itself, so over Kafka its joined rows go to the aggregate through a second repartition, and an input has computed or TIMESTAMP(p) columns, which that repartition does not carry; add the key's column to the GROUP BY, declare the columns plainly, or run it from files", ErrUnsupported, q.Name, joinKeyText(q.IJoin))
 	}
 	if q.Join == nil {
 		return nil
@@ -82,6 +82,18 @@ func joinKeyText(j *plan.IntervalJoin) string {
 		fmt.Fprintf(&b, "%s = %s", j.LeftKey[i], j.RightKey[i])
 	}
 	return b.String()
+}
+
+// joinedQuery is q (an interval join of two streams) without its join:
+// the aggregate over the joined rows, which a segment after the join's
+// reads from a repartition by its GROUP BY key (viewrepart.go) and
+// applies as they are (drive.Driver.ApplyRow). The joined row's columns,
+// the GROUP BY, the windows, the aggregates and the name are q's, so its
+// records are those of q's operator in a file run.
+func joinedQuery(q *plan.Query) *plan.Query {
+	a := *q
+	a.IJoin = nil
+	return &a
 }
 
 // isIntervalJoin reports whether q is an interval join of two streams

@@ -220,6 +220,7 @@ type Pipeline struct {
 	// count (nSource is its marker table's).
 	segs     []*Pipeline
 	rowsIn   bool
+	joinedIn bool // rowsIn: the rows are an interval join's joined rows (ApplyRow)
 	fwd      *forward
 	srcParts int
 }
@@ -290,6 +291,12 @@ func New(opts Options) (*Pipeline, error) {
 	}
 	root := opts.Query
 	var segs [][]*plan.Query
+	if isIntervalJoin(opts.Query) && !drive.IntervalKeyed(opts.Query) {
+		// The join at a stage partitioned by the join key, the aggregate
+		// after a repartition of the joined rows by the GROUP BY key
+		// (join.go, joinedQuery).
+		segs = [][]*plan.Query{{opts.Query}, {joinedQuery(opts.Query)}}
+	}
 	if len(views) > 0 {
 		root = views[0]
 		if segs, err = segmentsOf(opts.Query, views); err != nil {

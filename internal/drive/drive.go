@@ -127,6 +127,12 @@ type Config struct {
 	// just before the record is delivered (or buffered); valid only during
 	// the call. A Graph feeds a view's readers with it.
 	OnRow func(row []types.Value) error
+	// OnJoined, for a query with an interval join, receives each joined
+	// row (owned by the callee) instead of the operator: a host that
+	// aggregates the joined rows elsewhere (Kafka: after a repartition
+	// by the GROUP BY key, through ApplyRow). The operator then holds no
+	// group; its watermark is still the joined stream's.
+	OnJoined func(row []types.Value) error
 }
 
 // Counts are a driver's input counters.
@@ -552,6 +558,20 @@ func (d *Driver) PushRow(row []types.Value) error {
 		}
 		d.mark, d.marked = row[tc].I-src.WatermarkDelay, true
 	}
+	d.raw = nil
+	return d.apply(row, nil, false)
+}
+
+// ApplyRow applies a typed row the engine made, as it is: an interval
+// join's joined row, made by another host's join (Config.OnJoined), for
+// a query without the join over the joined row's columns. No decoding,
+// no check of its shape, no computed column evaluated again.
+func (d *Driver) ApplyRow(row []types.Value) error {
+	if err := d.admit(); err != nil {
+		return err
+	}
+	d.n.Records++
+	d.n.Events++
 	d.raw = nil
 	return d.apply(row, nil, false)
 }

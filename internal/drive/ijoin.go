@@ -38,6 +38,7 @@ type ijState struct {
 	finished bool
 	evalErrs int64
 	incr     bool // Config.IncrementalJoinState
+	onJoined func([]types.Value) error
 }
 
 // ErrIntervalJoinFull: see exec.ErrIntervalJoinFull.
@@ -78,7 +79,7 @@ func (d *Driver) initIJoin(cfg Config) error {
 	if cfg.IncrementalJoinState {
 		j.SetIncremental()
 	}
-	st := &ijState{j: j, rdec: cfg.TableDecoder, incr: cfg.IncrementalJoinState}
+	st := &ijState{j: j, rdec: cfg.TableDecoder, incr: cfg.IncrementalJoinState, onJoined: cfg.OnJoined}
 	if st.rdec == nil {
 		st.rdec = exec.NewSourceDecoder(q.IJoin.Right, q.RightUsed())
 	}
@@ -155,6 +156,13 @@ func (d *Driver) ijPump() error {
 			return nil
 		}
 		row := st.j.Take()
+		if st.onJoined != nil {
+			if err := st.onJoined(row); err != nil {
+				d.fatal = err
+				return err
+			}
+			continue
+		}
 		d.raw = nil
 		d.setRoom()
 		if err := d.op.Process(row); err != nil {
