@@ -351,14 +351,22 @@ func init() {
 // with SIGKILL at random points while both inputs arrive in shuffled
 // slices, restarted each time (same instance id), then run until caught
 // up: the finals equal the in-process run's, one per key, no revision
-// twice, state entries restored, nothing late.
+// twice, state entries restored, nothing late; for the query grouped by
+// the join key and for the one whose joined rows are repartitioned.
 func TestRunKafkaIntervalJoinKill(t *testing.T) {
+	for _, by := range []string{"", "_site"} {
+		t.Run("by"+by, func(t *testing.T) { ijoinKill(t, by) })
+	}
+}
+
+// ijoinKill is TestRunKafkaIntervalJoinKill's run of one query: grouped
+// by the join key (by ""), or by the site (the joined rows repartitioned).
+func ijoinKill(t *testing.T, by string) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 1))
 	imps, clks := ijoinData(seed, 3000)
 	nImp, nClk := 1+r.IntN(3), 1+r.IntN(3)
-	by := []string{"", "_site"}[r.IntN(2)]
 	e := newIJoinEnv(t, nImp, nClk, by)
 	q := ijoinQuery(t, e.name)
 	want := ijoinInProcess(t, q, seed, imps, clks)
