@@ -16,15 +16,16 @@ import (
 // broker of scripts/services.sh: both streams are topics (CREATE SOURCE
 // with connector = 'kafka'), the changelog a CREATE SINK's topic; the
 // finals equal a file run's over the same rows (the second stream from
-// its path), at 1 and 3 partitions of each.
+// its path), at 1 and 3 partitions of each, grouped by the join key's
+// column and by another (the joined rows repartitioned).
 const kafkaIJoinSQL = `CREATE SOURCE imp (ad DOUBLE, site VARCHAR, cost DECIMAL(10,2), ts TIMESTAMP,
   WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)%s;
 CREATE SOURCE clk (ad DOUBLE, val DECIMAL(10,2), cts TIMESTAMP,
   WATERMARK FOR cts AS cts - INTERVAL '3' SECOND)%s;
-CREATE VIEW %s AS SELECT c.ad, TUMBLE_START(i.ts, INTERVAL '10' SECOND) AS w, count(*) AS n,
+CREATE VIEW %s AS SELECT %[4]s AS g, TUMBLE_START(i.ts, INTERVAL '10' SECOND) AS w, count(*) AS n,
   sum(i.cost + c.val) AS total, min(i.site) AS site
 FROM imp i JOIN clk c ON c.ad = i.ad AND c.cts BETWEEN i.ts - INTERVAL '1' SECOND AND i.ts + INTERVAL '4' SECOND
-GROUP BY c.ad, TUMBLE(i.ts, INTERVAL '10' SECOND);
+GROUP BY %[4]s, TUMBLE(i.ts, INTERVAL '10' SECOND);
 `
 
 // kafkaIJoinRows writes impressions (up to 1.5 s out of order, under the
@@ -50,42 +51,46 @@ func kafkaIJoinRows(n int, seed uint64) (imps, clks string) {
 
 func TestRunKafkaIntervalJoin(t *testing.T) {
 	imps, clks := kafkaIJoinRows(3000, 1)
-	dir := t.TempDir()
-	cpath := filepath.Join(dir, "clk.jsonl")
-	if err := os.WriteFile(cpath, []byte(clks), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fileSQL := writeFile(t, "ij.sql", fmt.Sprintf(kafkaIJoinSQL, "", fmt.Sprintf(" WITH (path = '%s')", cpath), "spend"))
-	in := writeFile(t, "imp.jsonl", imps)
-	out := filepath.Join(dir, "spend.tsv")
-	env, _, errb := runTestEnv("")
-	if code := Main(t.Context(), env, []string{"run", fileSQL, "--input", in, "--output", out, "--quiet"}); code != 0 {
-		t.Fatalf("file run: exit %d: %s", code, errb)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-		k, v, _ := strings.Cut(line, "\t")
-		want[k] = v
-	}
-	if len(want) < 50 {
-		t.Fatalf("file run: %d keys", len(want))
-	}
 	addr := testenv.RequireKafka(t)[0]
-	for _, parts := range []int{1, 3} {
-		t.Run(fmt.Sprint(parts), func(t *testing.T) {
-			name := fmt.Sprintf("ijcli%d_%d_%d", parts, os.Getpid(), time.Now().UnixNano()%1_000_000_000)
+	for _, c := range []struct {
+		parts int
+		by    string
+	}{{1, "c.ad"}, {3, "c.ad"}, {2, "i.site"}} {
+		t.Run(fmt.Sprint(c.parts, c.by), func(t *testing.T) {
+			// The oracle: a file run, the second stream from its path.
+			dir := t.TempDir()
+			cpath := filepath.Join(dir, "clk.jsonl")
+			if err := os.WriteFile(cpath, []byte(clks), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fileSQL := writeFile(t, "ij.sql", fmt.Sprintf(kafkaIJoinSQL, "", fmt.Sprintf(" WITH (path = '%s')", cpath), "spend", c.by))
+			in := writeFile(t, "imp.jsonl", imps)
+			out := filepath.Join(dir, "spend.tsv")
+			env, _, errb := runTestEnv("")
+			if code := Main(t.Context(), env, []string{"run", fileSQL, "--input", in, "--output", out, "--quiet"}); code != 0 {
+				t.Fatalf("file run: exit %d: %s", code, errb)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+				k, v, _ := strings.Cut(line, "\t")
+				want[k] = v
+			}
+			if len(want) < 50 {
+				t.Fatalf("file run: %d keys", len(want))
+			}
+			name := fmt.Sprintf("ijcli%d_%d_%d", c.parts, os.Getpid(), time.Now().UnixNano()%1_000_000_000)
 			script := fmt.Sprintf(kafkaIJoinSQL, fmt.Sprintf(" WITH (connector = 'kafka', brokers = '%s', topic = '%s-imp')", addr, name),
-				fmt.Sprintf(" WITH (connector = 'kafka', topic = '%s-clk')", name), name) +
+				fmt.Sprintf(" WITH (connector = 'kafka', topic = '%s-clk')", name), name, c.by) +
 				fmt.Sprintf("CREATE SINK out FROM %s WITH (connector = 'kafka', brokers = '%s', topic = '%s-out');\n", name, addr, name)
 			sql := writeFile(t, "kij.sql", script)
-			if code, errs := kafkaCLI(t, clks, "produce", "--to", "kafka://"+addr+"/"+name+"-clk", "--partitions", fmt.Sprint(4-parts)); code != 0 {
+			if code, errs := kafkaCLI(t, clks, "produce", "--to", "kafka://"+addr+"/"+name+"-clk", "--partitions", fmt.Sprint(4-c.parts)); code != 0 {
 				t.Fatalf("produce: exit %d: %s", code, errs)
 			}
-			if code, errs := kafkaCLI(t, imps, "produce", "--to", "kafka://"+addr+"/"+name+"-imp", "--partitions", fmt.Sprint(parts)); code != 0 {
+			if code, errs := kafkaCLI(t, imps, "produce", "--to", "kafka://"+addr+"/"+name+"-imp", "--partitions", fmt.Sprint(c.parts)); code != 0 {
 				t.Fatalf("produce: exit %d: %s", code, errs)
 			}
 			code, errs := kafkaCLI(t, "", "run", sql, "--instance-id", "a", "--until-caught-up", "--log-level", "warn")
