@@ -67,8 +67,8 @@ func checkJoin(q *plan.Query) error {
 	if q.Join == nil {
 		return nil
 	}
-	if !drive.StreamKeyed(q) {
-		return fmt.Errorf("%w: query %s groups by a column of table %s: over Kafka the events are split over partitions by their GROUP BY key before they join, so the GROUP BY may name only the stream's (%s's) columns; run it from files, or group by stream columns", ErrUnsupported, q.Name, q.Join.Table.Name, q.Join.Stream.Name)
+	if !drive.StreamKeyed(q) && q.Source.HasDerived() {
+		return fmt.Errorf("%w: query %s groups by a column of table %s, so over Kafka its joined rows go to the aggregate through a second repartition, and the stream or the table has computed or TIMESTAMP(p) columns, which that repartition does not carry; group by stream columns, declare the columns plainly, or run it from files", ErrUnsupported, q.Name, q.Join.Table.Name)
 	}
 	return nil
 }
@@ -84,16 +84,25 @@ func joinKeyText(j *plan.IntervalJoin) string {
 	return b.String()
 }
 
-// joinedQuery is q (an interval join of two streams) without its join:
-// the aggregate over the joined rows, which a segment after the join's
-// reads from a repartition by its GROUP BY key (viewrepart.go) and
-// applies as they are (drive.Driver.ApplyRow). The joined row's columns,
-// the GROUP BY, the windows, the aggregates and the name are q's, so its
-// records are those of q's operator in a file run.
+// joinedQuery is q (an interval join of two streams, or a temporal join
+// grouped by a table column) without its join: the aggregate over the
+// joined rows, which a segment after the join's reads from a repartition
+// by its GROUP BY key (viewrepart.go) and applies as they are
+// (drive.Driver.ApplyRow). The joined row's columns, the GROUP BY, the
+// windows, the aggregates and the name are q's, so its records are
+// those of q's operator in a file run.
 func joinedQuery(q *plan.Query) *plan.Query {
 	a := *q
-	a.IJoin = nil
+	a.IJoin, a.Join = nil, nil
 	return &a
+}
+
+// joinRepartitioned reports whether q's joined rows are repartitioned by
+// its GROUP BY key to a segment of their own: its join's partitioning
+// (the join key, or any partition for a temporal join) does not hold
+// its groups.
+func joinRepartitioned(q *plan.Query) bool {
+	return isIntervalJoin(q) && !drive.IntervalKeyed(q) || q.Join != nil && !drive.StreamKeyed(q)
 }
 
 // isIntervalJoin reports whether q is an interval join of two streams

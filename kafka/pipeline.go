@@ -291,7 +291,7 @@ func New(opts Options) (*Pipeline, error) {
 	}
 	root := opts.Query
 	var segs [][]*plan.Query
-	if isIntervalJoin(opts.Query) && !drive.IntervalKeyed(opts.Query) {
+	if joinRepartitioned(opts.Query) {
 		// The join at a stage partitioned by the join key, the aggregate
 		// after a repartition of the joined rows by the GROUP BY key
 		// (join.go, joinedQuery).

@@ -330,7 +330,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	}
 	cfg.Emit = emit
 	cfg.OnRow = onRow
-	if st.p.tj != nil && st.p.tj.interval && onRow != nil {
+	if st.p.tj != nil && onRow != nil {
 		cfg.OnJoined, cfg.OnRow = onRow, nil // the joined rows go to the aggregate's segment
 	}
 	d, err := drive.New(st.p.q, cfg)

@@ -150,14 +150,14 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) {
 			}
 			next := segs[k+1][0]
 			c.fwd = &forward{topic: segmentName(p.q.Name, k+1) + "-repartition", keys: drive.NewGroupKeys(next), view: c.q}
-			if k == 0 && p.tj != nil && p.tj.interval {
+			if k == 0 && p.tj != nil {
 				// The join's segment: its joined rows go on, and its
 				// markers carry the joined stream's watermark as it is.
 				c.tj, c.fwd.view = p.tj, nil
 				c.opts.Sink, c.opts.OnLate = Endpoint{}, top.OnLate // late rows are the inputs
 			}
 		}
-		c.joinedIn = k == 1 && p.tj != nil && p.tj.interval
+		c.joinedIn = k == 1 && p.tj != nil
 		p.segs = append(p.segs, c)
 	}
 }
@@ -258,9 +258,9 @@ func (p *Pipeline) segStats() Stats {
 		s.DedupLate += x.DedupLate
 		s.DedupKeys += x.DedupKeys
 		s.DedupBytes += x.DedupBytes
-		if i == 0 && c.tj != nil { // an interval join's segment
+		if i == 0 && c.tj != nil { // a join's segment
 			s.TableRows, s.TableMalformed, s.TableLate = x.TableRows, x.TableMalformed, x.TableLate
-			s.JoinJoined, s.JoinWaiting = x.JoinJoined, x.JoinWaiting
+			s.JoinJoined, s.JoinWaiting, s.JoinUnmatched, s.JoinVersions, s.JoinKeys = x.JoinJoined, x.JoinWaiting, x.JoinUnmatched, x.JoinVersions, x.JoinKeys
 		}
 	}
 	s.CaughtUp = p.caughtUp.Load()

@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"runtime"
 	"runtime/debug"
@@ -131,7 +132,8 @@ type Config struct {
 	// row (owned by the callee) instead of the operator: a host that
 	// aggregates the joined rows elsewhere (Kafka: after a repartition
 	// by the GROUP BY key, through ApplyRow). The operator then holds no
-	// group; its watermark is still the joined stream's.
+	// group; its watermark is still the joined stream's. A temporal
+	// join's joined rows likewise (valid only during the call).
 	OnJoined func(row []types.Value) error
 }
 
@@ -160,6 +162,7 @@ type Driver struct {
 	par    *par                // a parallel driver's shards (Config.Threads)
 	keys   *exec.GroupKeys     // a router's
 	ikeys  *exec.IntervalRoute // an interval join input's router (NewIntervalRouter)
+	spread bool                // a router of a temporal join's events that groups after the join: by a hash of the record
 	side   int                 // the input an interval join's router reads (0 left, 1 right)
 	derive *exec.Deriver       // PushRow's, for a source with computed or TIMESTAMP(p) columns (made on first use)
 	emit   func(*changelog.Record) error
@@ -266,15 +269,22 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 // host's mode, whose keys the aggregating host hands to PushKeyed, so the
 // GROUP BY is evaluated once.
 func NewRouter(q *plan.Query, cfg Config) (*Driver, error) {
-	if q != nil && q.Join != nil && !StreamKeyed(q) {
-		return nil, fmt.Errorf("drive: query %s has a temporal join whose GROUP BY reads the table's columns: its events can be routed only after the join", q.Name)
-	}
+	spread := q != nil && q.Join != nil && !StreamKeyed(q)
 	if q != nil && q.IJoin != nil {
 		return nil, fmt.Errorf("drive: query %s has an interval join: its inputs are routed by the join key (NewIntervalRouter)", q.Name)
 	}
 	d, err := newDriver(q, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if spread {
+		// A temporal join whose GROUP BY reads the table's columns: an
+		// event's group is known only after the join, and every
+		// partition holds the whole table, so any partition will do; a
+		// hash of the record spreads them (the host repartitions the
+		// joined rows by the GROUP BY key, Config.OnJoined).
+		d.spread = true
+		return d, nil
 	}
 	d.keys = exec.NewGroupKeys(q)
 	return d, nil
@@ -640,7 +650,11 @@ func (d *Driver) Route(dst, raw []byte) ([]byte, error) {
 		return nil, err
 	}
 	var key []byte
-	if d.ikeys != nil {
+	if d.spread {
+		h := fnv.New64a()
+		h.Write(raw)
+		return h.Sum(dst), nil
+	} else if d.ikeys != nil {
 		key, err = d.ikeys.Append(dst, row)
 	} else {
 		key, err = d.keys.Append(dst, row)
