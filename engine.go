@@ -127,7 +127,9 @@ type QueryOptions struct {
 	Strict bool
 	// JoinBuffer bounds the events a temporal join holds while they wait
 	// for the table's watermark (default plan.DefaultJoinBuffer): beyond
-	// it Push returns ErrJoinBuffer, having done nothing.
+	// it Push returns ErrJoinBuffer, having done nothing. For an interval
+	// join it bounds the rows held, both inputs together (default: no
+	// bound); beyond it a push fails the query (drive.ErrIntervalJoinFull).
 	JoinBuffer int
 	// OnLateTable, if set, receives each row of a versioned table behind
 	// the table's watermark (not applied; counted either way).

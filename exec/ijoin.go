@@ -2,6 +2,7 @@ package exec
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -48,7 +49,25 @@ type IntervalJoin struct {
 	cells    []types.Value
 	out      [][]types.Value // joined rows not yet taken
 	head     int
+	maxHeld  int64 // SetMaxHeld: the bound on held rows of both inputs (0: none)
+	// Incremental entries (SetIncremental): the rows held since the last
+	// AppendEntries, and the entry keys of written rows since dropped.
+	incr    bool
+	fresh   []ijRef
+	deleted [][]byte
 }
+
+// ijRef names a held row: its input, key and arrival number.
+type ijRef struct {
+	side int
+	key  string
+	t    int64
+	seq  uint64
+}
+
+// ErrIntervalJoinFull is returned for a row an interval join cannot hold:
+// it holds its bound (SetMaxHeld) of rows already. The row is not taken.
+var ErrIntervalJoinFull = errors.New("exec: interval join state full")
 
 type ijSide struct {
 	src    *plan.Source
@@ -66,9 +85,10 @@ type ijSide struct {
 }
 
 type ijRow struct {
-	t   int64
-	seq uint64
-	row []types.Value
+	t     int64
+	seq   uint64
+	row   []types.Value
+	saved bool // incremental entries: written as of the last AppendEntries
 }
 
 type expEntry struct {
@@ -182,6 +202,12 @@ func (t *IntervalJoin) Push(side int, row []types.Value) (late bool, err error) 
 		t.observe(side, ts)
 		return false, err
 	}
+	if key != nil && t.maxHeld > 0 && ts >= t.threshold(side) && t.sides[0].held+t.sides[1].held >= t.maxHeld {
+		s.rowsIn--
+		return false, fmt.Errorf("%w: it holds %d rows (%d of %s, %d of %s), its bound, and a row of %s at %s would be one more; a row is held until the other input's watermark passes its time and the interval (%s watermark %s, %s watermark %s)",
+			ErrIntervalJoinFull, t.sides[0].held+t.sides[1].held, t.sides[0].held, t.sides[0].src.Name, t.sides[1].held, t.sides[1].src.Name,
+			s.src.Name, wmText(ts), t.sides[0].src.Name, wmText(t.sides[0].wm), t.sides[1].src.Name, wmText(t.sides[1].wm))
+	}
 	if key == nil {
 		t.stats.NullKeys++
 	} else {
@@ -204,6 +230,9 @@ func (t *IntervalJoin) Push(side int, row []types.Value) (late bool, err error) 
 			s.exp.push(expEntry{t: ts, key: k})
 			s.held++
 			s.peak = max(s.peak, s.held)
+			if t.incr {
+				t.fresh = append(t.fresh, ijRef{side: side, key: k, t: ts, seq: t.seq})
+			}
 		}
 	}
 	t.observe(side, ts)
@@ -355,6 +384,13 @@ func (t *IntervalJoin) expire(side int) {
 		if n == 0 {
 			continue
 		}
+		if t.incr {
+			for _, r := range list[:n] {
+				if r.saved {
+					t.deleted = append(t.deleted, heldEntryKey(side, r.seq))
+				}
+			}
+		}
 		clear(list[:n])
 		s.held -= int64(n)
 		t.stats.Dropped += int64(n)
@@ -468,4 +504,164 @@ func (t *IntervalJoin) RestoreState(val []byte) error {
 		return fmt.Errorf("%w: interval join entry: %v", ErrBadState, r.err)
 	}
 	return nil
+}
+
+// SetMaxHeld bounds the rows the join holds, both inputs together (0: no
+// bound): a row that would be one more is refused with
+// ErrIntervalJoinFull, having changed nothing.
+func (t *IntervalJoin) SetMaxHeld(n int) { t.maxHeld = int64(n) }
+
+// Incremental checkpoint entries. A host that checkpoints often (Kafka:
+// every transaction) cannot rewrite every held row each time, nor hold
+// them in one record: with SetIncremental the join's state is one small
+// header entry (an AppendState entry with no rows, under the host's key)
+// plus one entry per held row (IntervalRowPrefix, the input's number,
+// the row's arrival number big-endian; the value its key bytes and the
+// row), written once when the row is held and deleted with a tombstone
+// when it is dropped.
+const IntervalRowPrefix = "ji"
+
+// SetIncremental selects the incremental entries (AppendEntries,
+// RestoreEntry), before anything is pushed.
+func (t *IntervalJoin) SetIncremental() { t.incr = true }
+
+func heldEntryKey(side int, seq uint64) []byte {
+	b := append([]byte(IntervalRowPrefix), byte(side))
+	return binary.BigEndian.AppendUint64(b, seq)
+}
+
+// IsIntervalEntry reports whether key is a held row's incremental entry.
+func IsIntervalEntry(key []byte) bool {
+	return len(key) == len(IntervalRowPrefix)+1+8 && string(key[:2]) == IntervalRowPrefix
+}
+
+// AppendEntries writes the join's incremental entries through put: the
+// header (under headerKey: prefix, then an AppendState entry without
+// rows), a tombstone for each written row since dropped, then every held
+// row not written yet (all of them when full), in arrival order.
+func (t *IntervalJoin) AppendEntries(full bool, headerKey, prefix []byte, put func(key, val []byte) error) error {
+	var saved [2]map[string][]ijRow
+	for i, s := range t.sides {
+		saved[i] = s.rows
+		s.rows = nil
+	}
+	hdr := t.AppendState(prefix)
+	for i, s := range t.sides {
+		s.rows = saved[i]
+	}
+	if err := put(headerKey, hdr); err != nil {
+		return err
+	}
+	for _, k := range t.deleted {
+		if err := put(k, nil); err != nil {
+			return err
+		}
+	}
+	t.deleted = t.deleted[:0]
+	refs := t.fresh
+	if full {
+		refs = refs[:0]
+		for side, s := range t.sides {
+			for k, list := range s.rows {
+				for _, r := range list {
+					refs = append(refs, ijRef{side: side, key: k, t: r.t, seq: r.seq})
+				}
+			}
+		}
+		slices.SortFunc(refs, func(a, b ijRef) int { return cmpInt(int64(a.seq), int64(b.seq)) })
+	}
+	var b []byte
+	for _, ref := range refs {
+		list := t.sides[ref.side].rows[ref.key]
+		i, ok := slices.BinarySearchFunc(list, ref, func(r ijRow, ref ijRef) int {
+			if c := cmpInt(r.t, ref.t); c != 0 {
+				return c
+			}
+			return cmpInt(int64(r.seq), int64(ref.seq))
+		})
+		if !ok || list[i].saved && !full {
+			continue // dropped before it was written (no entry, no tombstone), or written
+		}
+		b = binary.AppendUvarint(b[:0], uint64(len(ref.key)))
+		b = append(b, ref.key...)
+		b = appendRow(b, list[i].row)
+		if err := put(heldEntryKey(ref.side, ref.seq), b); err != nil {
+			return err
+		}
+		list[i].saved = true
+	}
+	t.fresh = t.fresh[:0]
+	return nil
+}
+
+// RestoreEntry loads one held row's entry (IsIntervalEntry), after the
+// header (RestoreState). Call FinishEntries after the last.
+func (t *IntervalJoin) RestoreEntry(key, val []byte) error {
+	if !IsIntervalEntry(key) || key[2] > 1 {
+		return fmt.Errorf("%w: interval join entry %q", ErrBadState, key)
+	}
+	s := t.sides[key[2]]
+	seq := binary.BigEndian.Uint64(key[3:])
+	r := &reader{b: val}
+	k := string(r.bytes(int(r.uvarint())))
+	row := r.row(len(s.src.Columns))
+	if r.err != nil || len(r.b) != 0 || row[s.src.TimeCol].Null {
+		return fmt.Errorf("%w: interval join entry %q", ErrBadState, key)
+	}
+	s.rows[k] = append(s.rows[k], ijRow{t: row[s.src.TimeCol].I, seq: seq, row: row, saved: true})
+	s.held++
+	return nil
+}
+
+// FinishEntries completes a restore of incremental entries: each key's
+// rows in (time, arrival) order, the expiry heaps rebuilt.
+func (t *IntervalJoin) FinishEntries() {
+	for _, s := range t.sides {
+		s.exp = s.exp[:0]
+		for k, list := range s.rows {
+			slices.SortFunc(list, func(a, b ijRow) int {
+				if c := cmpInt(a.t, b.t); c != 0 {
+					return c
+				}
+				return cmpInt(int64(a.seq), int64(b.seq))
+			})
+			for _, r := range list {
+				s.exp.push(expEntry{t: r.t, key: k})
+			}
+		}
+	}
+}
+
+// IntervalRoute computes the bytes by which a host that splits an
+// interval join's inputs over partitions routes a row of one input: the
+// join key's cells under the group key rules (exec.AppendGroupKey's:
+// -0.0 is 0.0, NaN and the infinities one cell with NULL), so rows whose
+// keys are equal meet, and so do rows whose keys a GROUP BY over the key
+// columns puts in one group.
+type IntervalRoute struct {
+	s       *ijSide
+	scratch []types.Value
+}
+
+// NewIntervalRoute returns the router of input side (0 left, 1 right) of
+// q's interval join.
+func NewIntervalRoute(q *plan.Query, side int) (*IntervalRoute, error) {
+	t, err := NewIntervalJoin(q, true)
+	if err != nil {
+		return nil, err
+	}
+	return &IntervalRoute{s: t.sides[side], scratch: t.scratch}, nil
+}
+
+// Append appends the route bytes of row (the input's columns) to dst.
+func (r *IntervalRoute) Append(dst []byte, row []types.Value) ([]byte, error) {
+	copy(r.scratch[r.s.off:], row)
+	for _, e := range r.s.keys {
+		v, err := e.Eval(r.scratch)
+		if err != nil {
+			return nil, &EvalError{Where: "join key " + e.String(), Err: err}
+		}
+		dst = appendGroupCell(dst, &v)
+	}
+	return dst, nil
 }

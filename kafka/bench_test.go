@@ -113,3 +113,39 @@ FROM usage GROUP BY customer, TUMBLE(ts, INTERVAL '10' SECOND);`, plan.CompileOp
 		})
 	}
 }
+
+// BenchmarkKafkaIntervalJoin runs the interval join test's two queries
+// (grouped by the join key: one stage; by the site: the joined rows
+// repartitioned) from 3 partitions of each stream until caught up, b.N
+// impressions (and 10/13 as many clicks), against the broker of
+// scripts/services.sh. events/s counts the rows of both streams.
+func BenchmarkKafkaIntervalJoin(b *testing.B) {
+	for _, by := range []string{"key", "site"} {
+		b.Run(by, func(b *testing.B) {
+			suffix := ""
+			if by == "site" {
+				suffix = "_site"
+			}
+			imps, clks := ijoinData(5, max(b.N, 1000))
+			e := newIJoinEnv(b, 3, 3, suffix)
+			produceValues(b, e.addrs, e.imp, 3, imps, nil)
+			produceValues(b, e.addrs, e.clk, 3, clks, nil)
+			o := e.options(ijoinQuery(b, e.name))
+			o.UntilCaughtUp = true
+			pl, err := New(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := pl.Run(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			st := pl.Stats()
+			n := float64(len(imps) + len(clks))
+			b.ReportMetric(n/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(st.StateEntriesOut)/n, "state-entries/event")
+		})
+	}
+}

@@ -38,6 +38,8 @@ type binding struct {
 	Views string `json:"views,omitempty"`
 	// Table, for a temporal join: the versioned table's topic.
 	Table string `json:"table,omitempty"`
+	// Right, for an interval join of two streams: the right stream's topic.
+	Right string `json:"right,omitempty"`
 }
 
 func (p *Pipeline) binding() binding {
@@ -79,7 +81,9 @@ func (p *Pipeline) binding() binding {
 	}
 	b := binding{Version: 1, Query: strings.TrimSpace(text), Schema: schema, Source: p.opts.Source.Topic,
 		SourcePartitions: p.nSource, PartitionedByKey: p.direct, Sink: p.opts.Sink.Topic, Views: strings.Join(views, ", ")}
-	if p.tj != nil {
+	if p.tj != nil && p.tj.interval {
+		b.Right = p.tj.ep.Topic
+	} else if p.tj != nil {
 		b.Table = p.tj.ep.Topic
 	}
 	return b
@@ -115,6 +119,9 @@ func (b binding) diff(now binding) []string {
 	}
 	if b.Table != now.Table {
 		out = append(out, fmt.Sprintf("the versioned table's topic was %q, now %q", b.Table, now.Table))
+	}
+	if b.Right != now.Right {
+		out = append(out, fmt.Sprintf("the right stream's topic was %q, now %q", b.Right, now.Right))
 	}
 	if b.Views != now.Views {
 		was, is := b.Views, now.Views

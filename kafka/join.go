@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -48,9 +49,10 @@ var (
 
 // tableJoin is a temporal join pipeline's table part.
 type tableJoin struct {
-	ep  Endpoint
-	n   int             // partitions of the table topic
-	end map[int32]int64 // UntilCaughtUp: the table topic's end offsets at start
+	ep       Endpoint
+	interval bool            // an interval join's right stream: routed by the join key, not broadcast
+	n        int             // partitions of the table topic
+	end      map[int32]int64 // UntilCaughtUp: the table topic's end offsets at start
 }
 
 // tableGroup is the table stage's consumer group.
@@ -59,59 +61,109 @@ func (p *Pipeline) tableGroup() string { return p.q.Name + "-tbl" }
 // checkJoin refuses the join shapes the pipeline does not run over Kafka,
 // saying why and what to do.
 func checkJoin(q *plan.Query) error {
-	if q.IJoin != nil && len(q.Views()) == 0 { // a join of two views is the chain's rule (graph.go)
-		return fmt.Errorf("%w: query %s is an interval join of two streams, which runs from files (or the Go API), not over Kafka yet: run it with --input and its second input's file", ErrUnsupported, q.Name)
+	if isIntervalJoin(q) && !drive.IntervalKeyed(q) && q.Source.HasDerived() { // a join of two views is the chain's rule (graph.go)
+		return fmt.Errorf("%w: query %s is an interval join of two streams whose GROUP BY does not name a column of each equality of its join key (%s) by itself, so over Kafka its joined rows go to the aggregate through a second repartition, and an input has computed or TIMESTAMP(p) columns, which that repartition does not carry; add the key's column to the GROUP BY, declare the columns plainly, or run it from files", ErrUnsupported, q.Name, joinKeyText(q.IJoin))
 	}
 	if q.Join == nil {
 		return nil
 	}
-	if !drive.StreamKeyed(q) {
-		return fmt.Errorf("%w: query %s groups by a column of table %s: over Kafka the events are split over partitions by their GROUP BY key before they join, so the GROUP BY may name only the stream's (%s's) columns; run it from files, or group by stream columns", ErrUnsupported, q.Name, q.Join.Table.Name, q.Join.Stream.Name)
+	if !drive.StreamKeyed(q) && q.Source.HasDerived() {
+		return fmt.Errorf("%w: query %s groups by a column of table %s, so over Kafka its joined rows go to the aggregate through a second repartition, and the stream or the table has computed or TIMESTAMP(p) columns, which that repartition does not carry; group by stream columns, declare the columns plainly, or run it from files", ErrUnsupported, q.Name, q.Join.Table.Name)
 	}
 	return nil
 }
 
-// newTableJoin checks the table endpoint of a temporal join query.
+func joinKeyText(j *plan.IntervalJoin) string {
+	var b strings.Builder
+	for i := range j.LeftKey {
+		if i > 0 {
+			b.WriteString(" AND ")
+		}
+		fmt.Fprintf(&b, "%s = %s", j.LeftKey[i], j.RightKey[i])
+	}
+	return b.String()
+}
+
+// joinedQuery is q (an interval join of two streams, or a temporal join
+// grouped by a table column) without its join: the aggregate over the
+// joined rows, which a segment after the join's reads from a repartition
+// by its GROUP BY key (viewrepart.go) and applies as they are
+// (drive.Driver.ApplyRow). The joined row's columns, the GROUP BY, the
+// windows, the aggregates and the name are q's, so its records are
+// those of q's operator in a file run.
+func joinedQuery(q *plan.Query) *plan.Query {
+	a := *q
+	a.IJoin, a.Join = nil, nil
+	return &a
+}
+
+// joinRepartitioned reports whether q's joined rows are repartitioned by
+// its GROUP BY key to a segment of their own: its join's partitioning
+// (the join key, or any partition for a temporal join) does not hold
+// its groups.
+func joinRepartitioned(q *plan.Query) bool {
+	return isIntervalJoin(q) && !drive.IntervalKeyed(q) || q.Join != nil && !drive.StreamKeyed(q)
+}
+
+// isIntervalJoin reports whether q is an interval join of two streams
+// (the second input a topic of its own, read by the table stage).
+func isIntervalJoin(q *plan.Query) bool { return q.IJoin != nil && len(q.Views()) == 0 }
+
+// secondInput is a join's second input: a temporal join's versioned
+// table, or an interval join's right stream; its columns used; how
+// errors name it; the statement that declares it.
+func secondInput(q *plan.Query) (src *plan.Source, used []bool, what, create string) {
+	if q.IJoin != nil {
+		return q.IJoin.Right, q.RightUsed(), "source " + q.IJoin.Right.Name, "CREATE SOURCE"
+	}
+	return q.Join.Table, q.TableUsed(), "table " + q.Join.Table.Name, "CREATE TABLE"
+}
+
+// newTableJoin checks the second topic of a join query: a temporal
+// join's table, an interval join's right stream.
 func newTableJoin(opts *Options) (*tableJoin, error) {
 	q := opts.Query
 	if err := checkJoin(q); err != nil {
 		return nil, err
 	}
-	if q.Join == nil {
+	if q.Join == nil && !isIntervalJoin(q) {
 		if opts.Table.Topic != "" {
-			return nil, fmt.Errorf("%w: a table topic (%s), but query %s has no temporal join", ErrConfig, opts.Table.Topic, q.Name)
+			return nil, fmt.Errorf("%w: a second input's topic (%s), but query %s has no join of a stream with a table or another stream", ErrConfig, opts.Table.Topic, q.Name)
 		}
 		return nil, nil
 	}
-	t := q.Join.Table
+	t, used, what, create := secondInput(q)
 	if opts.Table.Topic == "" {
-		return nil, fmt.Errorf("%w: query %s joins table %s: give its topic (Options.Table; CREATE TABLE %s ... WITH (connector = 'kafka', topic = '...'))", ErrConfig, q.Name, t.Name, t.Name)
+		return nil, fmt.Errorf("%w: query %s joins %s: give its topic (Options.Table; %s %s ... WITH (connector = 'kafka', topic = '...'))", ErrConfig, q.Name, what, create, t.Name)
 	}
 	if opts.Source.PartitionedByKey {
+		if q.IJoin != nil {
+			return nil, fmt.Errorf("%w: query %s is an interval join, whose inputs both reach the join through the repartition topic, split by the join key: it cannot read the source partitioned by key (drop partitioned_by_key)", ErrConfig, q.Name)
+		}
 		return nil, fmt.Errorf("%w: query %s has a temporal join, whose table reaches every partition through the repartition topic: it cannot read the source partitioned by key (drop partitioned_by_key)", ErrConfig, q.Name)
 	}
 	switch opts.Table.Topic {
 	case opts.Source.Topic:
-		return nil, fmt.Errorf("%w: table %s and the source are the same topic %s", ErrConfig, t.Name, opts.Table.Topic)
+		return nil, fmt.Errorf("%w: %s and the source are the same topic %s", ErrConfig, what, opts.Table.Topic)
 	case opts.Sink.Topic:
-		return nil, fmt.Errorf("%w: table %s and the sink are the same topic %s", ErrConfig, t.Name, opts.Table.Topic)
+		return nil, fmt.Errorf("%w: %s and the sink are the same topic %s", ErrConfig, what, opts.Table.Topic)
 	}
 	if len(opts.Table.Config.Brokers) == 0 {
 		opts.Table.Config = opts.Source.Config
 	}
 	if !sameCluster(opts.Source.Config, opts.Table.Config) {
-		return nil, fmt.Errorf("%w: table %s (%s) must be on the source's cluster (%s): a Kafka transaction cannot span two", ErrConfig, t.Name, opts.Table.Config, opts.Source.Config)
+		return nil, fmt.Errorf("%w: %s (%s) must be on the source's cluster (%s): a Kafka transaction cannot span two", ErrConfig, what, opts.Table.Config, opts.Source.Config)
 	}
-	if opts.Table.From != FromEarliest {
+	if q.Join != nil && opts.Table.From != FromEarliest {
 		return nil, fmt.Errorf("%w: table %s is read from its start: every version counts (from = earliest)", ErrConfig, t.Name)
 	}
 	if opts.Table.IdleTimeout == 0 {
 		opts.Table.IdleTimeout = DefaultIdleTimeout
 	}
-	if err := drive.NewMessageSourceDecoder(t, q.TableUsed(), opts.Table.Format).Err(); err != nil {
-		return nil, fmt.Errorf("%w: table %s: %v", ErrConfig, t.Name, err)
+	if err := drive.NewMessageSourceDecoder(t, used, opts.Table.Format).Err(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, what, err)
 	}
-	return &tableJoin{ep: opts.Table}, nil
+	return &tableJoin{ep: opts.Table, interval: q.IJoin != nil}, nil
 }
 
 // prepareTable finds the table topic's partitions (and, UntilCaughtUp,
@@ -123,7 +175,8 @@ func (p *Pipeline) prepareTable(ctx context.Context, adm *admClient) error {
 		return err
 	}
 	if n == 0 {
-		return fmt.Errorf("%w: table topic %s (table %s) does not exist", ErrConfig, tj.ep.Topic, p.q.Join.Table.Name)
+		_, _, what, _ := secondInput(p.q)
+		return fmt.Errorf("%w: topic %s (%s) does not exist", ErrConfig, tj.ep.Topic, what)
 	}
 	tj.n = n
 	if p.opts.UntilCaughtUp {
@@ -148,7 +201,11 @@ func (p *Pipeline) tableSession(ctx context.Context, committedAt *time.Time) (re
 	a := &assignment{owned: map[int32]bool{}}
 	group := p.tableGroup()
 	txnID := group + "." + p.opts.InstanceID
-	s, closeSession, err := p.session(group, tj.ep.Topic, txnID, kgo.NewOffset().AtStart(), a, map[string]bool{p.repTopic: true})
+	reset := kgo.NewOffset().AtStart()
+	if tj.interval && tj.ep.From == FromLatest {
+		reset = kgo.NewOffset().AtEnd()
+	}
+	s, closeSession, err := p.session(group, tj.ep.Topic, txnID, reset, a, map[string]bool{p.repTopic: true})
 	if err != nil {
 		return err
 	}
@@ -164,8 +221,14 @@ func (p *Pipeline) tableSession(ctx context.Context, committedAt *time.Time) (re
 		}
 		return err
 	}
-	table := p.q.Join.Table
-	dec := drive.NewMessageSourceDecoder(table, p.q.TableUsed(), tj.ep.Format)
+	table, used, what, _ := secondInput(p.q)
+	dec := drive.NewMessageSourceDecoder(table, used, tj.ep.Format)
+	var router *drive.Driver // an interval join: the right rows' router by the join key
+	if tj.interval {
+		if router, err = drive.NewIntervalRouter(p.q, 1, drive.Config{Decoder: dec}); err != nil {
+			return err
+		}
+	}
 	wm := newTracker(tj.n)
 	committedWM := wm.clone()
 	ownedNow := map[int32]bool{}
@@ -203,7 +266,11 @@ func (p *Pipeline) tableSession(ctx context.Context, committedAt *time.Time) (re
 				}
 			}
 			if end != nil {
-				if err := p.trackStartsOf(ctx, end, group, tj.ep.Topic, FromEarliest, owned); err != nil {
+				from := FromEarliest // a table: every version counts
+				if tj.interval {
+					from = tj.ep.From
+				}
+				if err := p.trackStartsOf(ctx, end, group, tj.ep.Topic, from, owned); err != nil {
 					if ctx.Err() != nil {
 						return nil
 					}
@@ -230,6 +297,26 @@ func (p *Pipeline) tableSession(ctx context.Context, committedAt *time.Time) (re
 				idle.touch(r.Partition, now)
 				wm.get(r.Partition)
 				rows++
+				if router != nil {
+					// One partition, the one the left rows of its join
+					// key go to (the same key bytes, the same partitioner).
+					key, rerr := router.Route(append(make([]byte, 0, 32), routeKeyVersion), r.Value)
+					if mark, ok := router.Mark(); ok {
+						wm.observe(r.Partition, mark)
+					}
+					if rerr != nil {
+						bad++
+						if p.opts.OnBadEvent != nil {
+							p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: fmt.Errorf("%s: %w", what, rerr)})
+						}
+						return
+					}
+					if key != nil { // nil: a CSV header record
+						s.Produce(pctx, &kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: r.Value,
+							Headers: []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}}}, promise)
+					}
+					return
+				}
 				row, derr := dec.Decode(r.Value)
 				if derr == nil && row != nil && row[table.TimeCol].Null {
 					derr = fmt.Errorf("column %s: event time is null", table.Columns[table.TimeCol].Name)
@@ -365,37 +452,80 @@ func (st *stage2) tableRecord(t *task, r *kgo.Record) (bool, error) {
 		err := tr.PushTable(r.Value)
 		var ee *drive.EventError
 		if errors.As(err, &ee) {
-			if t.part == 0 {
+			if t.part == 0 || st.p.tj.interval { // an interval join's right row reaches one partition
 				st.p.badEvent(r, err)
 			}
 			return true, nil
+		}
+		if errors.Is(err, drive.ErrIntervalJoinFull) {
+			err = st.p.intervalJoinFull(err, t.part)
 		}
 		return true, err
 	}
 	return false, nil
 }
 
-// advanceTables moves each join's table watermark to its markers'
-// minimum, and publishes the late table rows (counted in partition 0's
-// join only: every partition sees every row, and a row is late in all or
-// none, being behind its own table partition's watermark).
+// intervalRunner is the part of a partition's driver an interval join uses.
+type intervalRunner interface {
+	InputWatermarks() (first, second int64)
+	TableCounts() drive.Counts
+	IntervalStats() drive.IntervalStats
+}
+
+// inputWatermark is the stream watermark the partition's driver has: an
+// interval join's left input's (its operator's is the joined stream's,
+// which may be ahead of the left input's), else the operator's.
+func (st *stage2) inputWatermark(t *task) int64 {
+	if ir, ok := t.d.(intervalRunner); ok && st.p.tj != nil && st.p.tj.interval {
+		first, _ := ir.InputWatermarks()
+		return first
+	}
+	return t.d.Watermark()
+}
+
+// advanceTables moves each join's table watermark (an interval join's:
+// its right input's) to its markers' minimum, and publishes the late
+// table rows (counted in partition 0's join only: every partition sees
+// every row, and a row is late in all or none, being behind its own table
+// partition's watermark; an interval join's right rows are late in the
+// one partition each reaches, so every partition counts its own).
 func (st *stage2) advanceTables() error {
+	var late int64
 	for _, t := range st.tasks {
 		tr, ok := t.d.(tableRunner)
 		if !ok {
 			continue
 		}
-		if wm := t.twm.watermark(); wm != math.MinInt64 && wm > tr.JoinStats().TableWM {
+		cur := tr.JoinStats().TableWM
+		ir, interval := t.d.(intervalRunner)
+		interval = interval && st.p.tj.interval
+		if interval {
+			_, cur = ir.InputWatermarks()
+		}
+		if wm := t.twm.watermark(); wm != math.MinInt64 && wm > cur {
 			t.touched = true
 			if err := tr.AdvanceTableWatermark(wm); err != nil && !drive.Skipped(err) {
 				return err
 			}
 		}
-		if t.part == 0 {
+		if interval {
+			late += ir.TableCounts().Late
+		} else if t.part == 0 {
 			st.p.c.tableLate.Store(tr.JoinStats().LateTableRows)
 		}
 	}
+	if st.p.tj.interval {
+		st.p.c.tableLate.Store(late)
+	}
 	return nil
+}
+
+// intervalJoinFull says, for a row an interval join cannot hold, why its
+// state grew and what to do: the stage stops (a retry would meet the same
+// state).
+func (p *Pipeline) intervalJoinFull(err error, part int32) error {
+	return fmt.Errorf("%w. Partition %d of %s holds Options.JoinBuffer rows of the join. A row is held until the other input's watermark passes its time and the interval; over Kafka an input's watermark is the minimum over its topic's partitions (%s, %s): one that gets no rows holds it back until it is idle (idle_timeout, %s and %s). Produce to every partition, shorten the idle_timeout, narrow the interval, or raise Options.JoinBuffer",
+		err, part, p.repTopic, p.opts.Source.Topic, p.tj.ep.Topic, p.opts.Source.IdleTimeout, p.tj.ep.IdleTimeout)
 }
 
 // joinBufferFull says, for an event the join cannot hold, why the table's
@@ -406,10 +536,17 @@ func (p *Pipeline) joinBufferFull(err error) error {
 		err, p.tj.ep.Topic, p.tj.ep.IdleTimeout)
 }
 
-// publishJoin publishes the owned joins' gauges for Stats.
+// publishJoin publishes the owned joins' gauges for Stats (an interval
+// join: JoinJoined its joined rows, JoinWaiting its held rows of both
+// inputs).
 func (st *stage2) publishJoin() {
 	var s drive.JoinStats
 	for _, t := range st.tasks {
+		if ir, ok := t.d.(intervalRunner); ok && st.p.tj.interval {
+			is := ir.IntervalStats()
+			s.Joined, s.Buffered = s.Joined+is.Matches, s.Buffered+is.LeftHeld+is.RightHeld
+			continue
+		}
 		if tr, ok := t.d.(tableRunner); ok {
 			js := tr.JoinStats()
 			s.Joined, s.Unmatched, s.Buffered, s.Versions, s.Keys = s.Joined+js.Joined, s.Unmatched+js.Unmatched,

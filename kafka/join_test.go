@@ -243,7 +243,11 @@ func init() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	prog, err := plan.Compile(kjoinSQL, plan.CompileOptions{})
+	sql := kjoinSQL
+	if os.Getenv(envKJoinChild+"_LABEL") != "" {
+		sql = kjoinByLabelSQL
+	}
+	prog, err := plan.Compile(sql, plan.CompileOptions{})
 	if err == nil {
 		o := kjoinOptions(prog.Queries[len(prog.Queries)-1], strings.Split(brokers, ","))
 		o.UntilCaughtUp = os.Getenv(envKJoinChild+"_END") != ""
@@ -266,10 +270,22 @@ func init() {
 // time (same instance id), then run until caught up: the finals equal
 // the in-process run's, one per key, with no revision twice.
 func TestRunKafkaTemporalJoinKill(t *testing.T) {
+	t.Run("stream-group", func(t *testing.T) { kjoinKill(t, false) })
+	t.Run("table-group", func(t *testing.T) { kjoinKill(t, true) }) // the joined rows repartitioned
+}
+
+func kjoinKill(t *testing.T, byLabel bool) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 1))
 	q := kjoinQuery(t)
+	if byLabel {
+		prog, err := plan.Compile(kjoinByLabelSQL, plan.CompileOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q = prog.Queries[len(prog.Queries)-1]
+	}
 	events, versions := kjoinData(seed, 3000)
 	want := kjoinInProcess(t, q, events, versions)
 	addrs := cluster(t).ListenAddrs()
@@ -279,6 +295,9 @@ func TestRunKafkaTemporalJoinKill(t *testing.T) {
 	child := func(end bool) *osexec.Cmd {
 		cmd := osexec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), envKJoinChild+"="+strings.Join(addrs, ","))
+		if byLabel {
+			cmd.Env = append(cmd.Env, envKJoinChild+"_LABEL=1")
+		}
 		if end {
 			cmd.Env = append(cmd.Env, envKJoinChild+"_END=1")
 			cmd.Stdout = &out
@@ -352,14 +371,16 @@ func TestCheckQueryJoins(t *testing.T) {
 	const src = `CREATE SOURCE u (c VARCHAR, k VARCHAR, x DOUBLE, ts TIMESTAMP, WATERMARK FOR ts AS ts);
 CREATE SOURCE v (k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
 CREATE TABLE t (k VARCHAR, p BIGINT, vf TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vf AS vf);
+CREATE TABLE t2 (k VARCHAR, p BIGINT, ms BIGINT, vf AS to_timestamp_ltz(ms, 3), PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vf AS vf);
 `
 	for _, c := range []struct{ name, sql, want string }{
 		{"stream keys", `SELECT u.c, count(*) AS n FROM u JOIN t FOR SYSTEM_TIME AS OF u.ts ON u.k = t.k GROUP BY u.c`, ""},
 		{"an expression of stream columns", `SELECT upper(u.c) || u.k AS g, sum(t.p) AS n FROM u LEFT JOIN t FOR SYSTEM_TIME AS OF u.ts ON u.k = t.k GROUP BY upper(u.c) || u.k`, ""},
 		{"global", `SELECT count(*) AS n FROM u JOIN t FOR SYSTEM_TIME AS OF u.ts ON u.k = t.k`, ""},
-		{"a table column", `SELECT t.k, count(*) AS n FROM u JOIN t FOR SYSTEM_TIME AS OF u.ts ON u.k = t.k GROUP BY t.k`, "groups by a column of table t"},
-		{"a table column in an expression", `SELECT u.c, count(*) AS n FROM u JOIN t FOR SYSTEM_TIME AS OF u.ts ON u.k = t.k GROUP BY u.c, coalesce(t.p, 0) + 1`, "so the GROUP BY may name only the stream's (u's) columns"},
-		{"interval join", `SELECT count(*) AS n FROM u JOIN v ON u.k = v.k AND v.ts BETWEEN u.ts AND u.ts + INTERVAL '1' MINUTE`, "is an interval join of two streams"},
+		{"a table column", `SELECT t.k, count(*) AS n FROM u JOIN t FOR SYSTEM_TIME AS OF u.ts ON u.k = t.k GROUP BY t.k`, ""},                                        // the joined rows repartitioned (TestRunKafkaTemporalJoinTableGroup)
+		{"a table column in an expression", `SELECT u.c, count(*) AS n FROM u JOIN t FOR SYSTEM_TIME AS OF u.ts ON u.k = t.k GROUP BY u.c, coalesce(t.p, 0) + 1`, ""}, // likewise
+		{"a table column, a computed column", `SELECT t2.p, count(*) AS n FROM u JOIN t2 FOR SYSTEM_TIME AS OF u.ts ON u.k = t2.k GROUP BY t2.p`, "groups by a column of table t2, so over Kafka its joined rows go to the aggregate through a second repartition"},
+		{"interval join", `SELECT count(*) AS n FROM u JOIN v ON u.k = v.k AND v.ts BETWEEN u.ts AND u.ts + INTERVAL '1' MINUTE`, ""}, // runs over Kafka (ijoin_test.go)
 	} {
 		prog, err := plan.Compile(src+c.sql, plan.CompileOptions{})
 		if err != nil {
@@ -388,7 +409,7 @@ CREATE TABLE t (k VARCHAR, p BIGINT, vf TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED,
 		{"partitioned by key", Options{Query: q, Source: Endpoint{Config: Config{Brokers: []string{"k:9092"}}, Topic: "usage", PartitionedByKey: true}, Sink: ep("out"), Table: ep("prices")}, "cannot read the source partitioned by key"},
 		{"another cluster", Options{Query: q, Source: ep("usage"), Sink: ep("out"), Table: Endpoint{Config: Config{Brokers: []string{"other:9092"}}, Topic: "prices"}}, "must be on the source's cluster"},
 		{"from latest", Options{Query: q, Source: ep("usage"), Sink: ep("out"), Table: Endpoint{Topic: "prices", From: FromLatest}}, "is read from its start"},
-		{"a table without a join", Options{Query: tumbleQuery("x", time.Minute), Source: ep("usage"), Sink: ep("out"), Table: ep("prices")}, "query x has no temporal join"},
+		{"a table without a join", Options{Query: tumbleQuery("x", time.Minute), Source: ep("usage"), Sink: ep("out"), Table: ep("prices")}, "query x has no join of a stream with a table or another stream"},
 		{"runs", Options{Query: q, Source: ep("usage"), Sink: ep("out"), Table: ep("prices")}, ""},
 	} {
 		_, err := New(c.o)
@@ -398,6 +419,55 @@ CREATE TABLE t (k VARCHAR, p BIGINT, vf TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED,
 		case c.want != "" && (err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: %v\nwant %q", c.name, err, c.want)
 		}
+	}
+}
+
+// kjoinByLabelSQL is kjoinSQL grouped by a column of the table: the
+// events join at partitions they reach by a hash of their record, the
+// joined rows go to a second segment by the GROUP BY key.
+var kjoinByLabelSQL = strings.NewReplacer("SELECT u.customer,", "SELECT p.label AS plabel,", "GROUP BY u.customer,", "GROUP BY p.label,").Replace(kjoinSQL)
+
+// TestRunKafkaTemporalJoinTableGroup: a temporal join whose GROUP BY
+// names a column of the table (a LEFT JOIN: the events without a version
+// in the NULL label's groups) gives the in-process finals byte for byte
+// at several partition counts.
+func TestRunKafkaTemporalJoinTableGroup(t *testing.T) {
+	prog, err := plan.Compile(kjoinByLabelSQL, plan.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := prog.Queries[len(prog.Queries)-1]
+	events, versions := kjoinData(9, 1500)
+	want := kjoinInProcess(t, q, events, versions)
+	if _, ok := want[`[null, "2026-07-18 10:00:00"]`]; !ok {
+		t.Fatalf("in process: no NULL label group: %v", want)
+	}
+	for _, c := range []struct{ src, tbl, rep int }{{1, 1, 0}, {3, 2, 0}, {4, 3, 2}} {
+		t.Run(fmt.Sprintf("source%d-table%d-rep%d", c.src, c.tbl, c.rep), func(t *testing.T) {
+			addrs := cluster(t).ListenAddrs()
+			mkTopic(t, addrs, "usage", c.src, nil)
+			mkTopic(t, addrs, "prices", c.tbl, nil)
+			produceValues(t, addrs, "prices", c.tbl, versions, nil)
+			produceValues(t, addrs, "usage", c.src, events, nil)
+			o := kjoinOptions(q, addrs)
+			o.RepartitionPartitions = c.rep
+			o.UntilCaughtUp = true
+			o.Logger = testLogger(t)
+			pl, err := New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := pl.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			st := pl.Stats()
+			if !st.CaughtUp || st.Late != 0 || st.TableLate != 0 || st.TableRows != int64(len(versions)) || st.JoinJoined+st.JoinUnmatched != int64(len(events)) {
+				t.Errorf("stats %+v", st)
+			}
+			compareFinals(t, readFinals(t, addrs, "charges"), want)
+		})
 	}
 }
 

@@ -220,6 +220,7 @@ type Pipeline struct {
 	// count (nSource is its marker table's).
 	segs     []*Pipeline
 	rowsIn   bool
+	joinedIn bool // rowsIn: the rows are an interval join's joined rows (ApplyRow)
 	fwd      *forward
 	srcParts int
 }
@@ -290,6 +291,12 @@ func New(opts Options) (*Pipeline, error) {
 	}
 	root := opts.Query
 	var segs [][]*plan.Query
+	if joinRepartitioned(opts.Query) {
+		// The join at a stage partitioned by the join key, the aggregate
+		// after a repartition of the joined rows by the GROUP BY key
+		// (join.go, joinedQuery).
+		segs = [][]*plan.Query{{opts.Query}, {joinedQuery(opts.Query)}}
+	}
 	if len(views) > 0 {
 		root = views[0]
 		if segs, err = segmentsOf(opts.Query, views); err != nil {
@@ -960,6 +967,9 @@ func (p *Pipeline) stillMember(ctx context.Context, s *kgo.GroupTransactSession,
 func (p *Pipeline) decoder() *drive.Decoder {
 	if j := p.root.Join; j != nil {
 		return drive.NewMessageSourceDecoder(j.Stream, p.root.StreamUsed(), p.opts.Source.Format)
+	}
+	if j := p.root.IJoin; j != nil {
+		return drive.NewMessageSourceDecoder(j.Left, p.root.LeftUsed(), p.opts.Source.Format)
 	}
 	return drive.NewMessageDecoder(p.root.Source, p.opts.Source.Format)
 }

@@ -59,7 +59,14 @@ func (p *Pipeline) stage1Session(ctx context.Context, committedAt *time.Time) (r
 	// The router decodes each event and computes its canonical group key,
 	// counting what it skips; the aggregating stage does not evaluate the
 	// GROUP BY again.
-	router, err := drive.NewRouter(p.root, drive.Config{Decoder: p.decoder()})
+	var router *drive.Driver
+	if isIntervalJoin(p.root) {
+		// An interval join's left rows go by the join key, as its right
+		// rows do (join.go): rows that may match meet.
+		router, err = drive.NewIntervalRouter(p.root, 0, drive.Config{Decoder: p.decoder()})
+	} else {
+		router, err = drive.NewRouter(p.root, drive.Config{Decoder: p.decoder()})
+	}
 	if err != nil {
 		return err
 	}

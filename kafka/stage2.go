@@ -13,6 +13,7 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/sql/plan"
 )
 
 // task is the aggregating stage's work for one input partition: one
@@ -242,7 +243,7 @@ func (st *stage2) more(deadline time.Time, workErr error) (error, error) {
 // a bug recovered from a panic) from transient produce failures.
 func isFatal(err error) bool {
 	return errors.Is(err, drive.ErrBadState) || errors.Is(err, drive.ErrInternal) || errors.Is(err, ErrNullValue) || errors.Is(err, errBadWatermark) ||
-		errors.Is(err, drive.ErrJoinBuffer)
+		errors.Is(err, drive.ErrJoinBuffer) || errors.Is(err, drive.ErrIntervalJoinFull)
 }
 
 func (st *stage2) reassign(owned map[int32]bool) {
@@ -298,10 +299,16 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	}
 	if tj := st.p.tj; tj != nil {
 		t.twm = newTracker(tj.n)
-		cfg.TableDecoder = drive.NewMessageSourceDecoder(st.p.q.Join.Table, st.p.q.TableUsed(), tj.ep.Format)
+		src, used, _, _ := secondInput(st.p.q)
+		cfg.TableDecoder = drive.NewMessageSourceDecoder(src, used, tj.ep.Format)
 		cfg.IncrementalJoinState = true // a checkpoint per transaction, in records of bounded size
 		cfg.JoinBuffer = st.p.opts.JoinBuffer
-		if part == 0 {
+		if tj.interval {
+			if cfg.JoinBuffer == 0 {
+				cfg.JoinBuffer = plan.DefaultJoinBuffer
+			}
+			cfg.LateTable = st.p.opts.OnLate // each right row reaches one partition
+		} else if part == 0 {
 			cfg.LateTable = st.p.opts.OnLate // every partition sees every table row: one reports the late ones
 		}
 	}
@@ -332,6 +339,9 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	}
 	cfg.Emit = emit
 	cfg.OnRow = onRow
+	if st.p.tj != nil && onRow != nil {
+		cfg.OnJoined, cfg.OnRow = onRow, nil // the joined rows go to the aggregate's segment
+	}
 	d, err := drive.New(st.p.q, cfg)
 	if err != nil {
 		return nil, err
@@ -417,6 +427,9 @@ func (st *stage2) process(fs kgo.Fetches) (err error) {
 			if errors.Is(perr, drive.ErrJoinBuffer) {
 				perr = p.joinBufferFull(perr)
 			}
+			if errors.Is(perr, drive.ErrIntervalJoinFull) {
+				perr = p.intervalJoinFull(perr, t.part)
+			}
 		}
 		if perr != nil && !p.badEvent(r, perr) {
 			err = perr
@@ -442,7 +455,7 @@ func (st *stage2) process(fs kgo.Fetches) (err error) {
 		if p.direct {
 			wm = st.local.watermark()
 		}
-		if wm > t.d.Watermark() && wm != math.MinInt64 {
+		if wm > st.inputWatermark(t) && wm != math.MinInt64 {
 			t.touched = true
 			if err := t.d.AdvanceWatermark(wm); err != nil && !drive.Skipped(err) {
 				return err

@@ -40,7 +40,7 @@ type forward struct {
 	topic string
 	parts int              // the topic's partitions (set at Run)
 	keys  *drive.GroupKeys // the next segment's root's GROUP BY
-	view  *plan.Query      // the primary, whose ViewWatermark the markers carry
+	view  *plan.Query      // the primary, whose ViewWatermark the markers carry (nil: an interval join's segment, the joined stream's watermark)
 }
 
 // segmentName is the name segment k (0-based) owns its groups, ids and
@@ -150,7 +150,14 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) {
 			}
 			next := segs[k+1][0]
 			c.fwd = &forward{topic: segmentName(p.q.Name, k+1) + "-repartition", keys: drive.NewGroupKeys(next), view: c.q}
+			if k == 0 && p.tj != nil {
+				// The join's segment: its joined rows go on, and its
+				// markers carry the joined stream's watermark as it is.
+				c.tj, c.fwd.view = p.tj, nil
+				c.opts.Sink, c.opts.OnLate = Endpoint{}, top.OnLate // late rows are the inputs
+			}
 		}
+		c.joinedIn = k == 1 && p.tj != nil
 		p.segs = append(p.segs, c)
 	}
 }
@@ -200,6 +207,9 @@ func (p *Pipeline) runSegments(ctx context.Context) error {
 	if !p.direct {
 		run("repartition stage", p.segs[0].runStage1)
 	}
+	if p.segs[0].tj != nil {
+		run("table stage", p.segs[0].runTableStage)
+	}
 	for k, c := range p.segs {
 		last := k == len(p.segs)-1
 		name := "aggregate stage"
@@ -248,6 +258,10 @@ func (p *Pipeline) segStats() Stats {
 		s.DedupLate += x.DedupLate
 		s.DedupKeys += x.DedupKeys
 		s.DedupBytes += x.DedupBytes
+		if i == 0 && c.tj != nil { // a join's segment
+			s.TableRows, s.TableMalformed, s.TableLate = x.TableRows, x.TableMalformed, x.TableLate
+			s.JoinJoined, s.JoinWaiting, s.JoinUnmatched, s.JoinVersions, s.JoinKeys = x.JoinJoined, x.JoinWaiting, x.JoinUnmatched, x.JoinVersions, x.JoinKeys
+		}
 	}
 	s.CaughtUp = p.caughtUp.Load()
 	return s
@@ -302,7 +316,11 @@ func (st *stage2) forwardMarks() error {
 	}
 	tab := newTracker(st.p.nParts)
 	for part, t := range st.tasks {
-		tab.observe(part, f.view.ViewWatermark(primaryWatermark(t.d)))
+		wm := primaryWatermark(t.d)
+		if f.view != nil {
+			wm = f.view.ViewWatermark(wm)
+		}
+		tab.observe(part, wm)
 		if st.finishing {
 			tab.setEnd(part, st.reachedOf(t))
 		}
@@ -389,6 +407,9 @@ func (p *Pipeline) newRowRunner(emit, emitView func(*changelog.Record) error, on
 		d, err := drive.New(p.q, cfg)
 		if err != nil {
 			return nil, err
+		}
+		if p.joinedIn {
+			return rowRunner{driverRunner{d}, d.ApplyRow}, nil
 		}
 		return rowRunner{driverRunner{d}, d.PushRow}, nil
 	}

@@ -108,12 +108,12 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		return err
 	}
 	var table kafka.Endpoint
-	if q.Join != nil {
-		// The versioned table is a topic too (the table stage reads it
-		// in full, with the source's connection settings).
-		t := q.Join.Table
+	if t, create, what := secondKafkaInput(q); t != nil {
+		// The versioned table (or an interval join's right stream) is a
+		// topic too (the table stage reads it, with the source's
+		// connection settings unless it names brokers).
 		if !strings.EqualFold(t.Options["connector"], "kafka") {
-			return fmt.Errorf("%w: query %s joins table %s, which over Kafka is read from a topic: CREATE TABLE %s (...) WITH (connector = 'kafka', topic = 'TOPIC'); a table file (path) is for a file run", ErrUsage, q.Name, t.Name, t.Name)
+			return fmt.Errorf("%w: query %s joins %s, which over Kafka is read from a topic: %s %s (...) WITH (connector = 'kafka', topic = 'TOPIC'); a file (path) is for a file run", ErrUsage, q.Name, what, create, t.Name)
 		}
 		opts := t.Options
 		if opts["brokers"] == "" {
@@ -122,9 +122,12 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 			opts["brokers"] = strings.Join(src.Config.Brokers, ",")
 		}
 		if table, err = kafka.FromOptions(opts, kafka.RoleSource, env.Getenv); err != nil {
-			return fmt.Errorf("CREATE TABLE %s: %w", t.Name, err)
+			return fmt.Errorf("%s %s: %w", create, t.Name, err)
 		}
 		if table.PartitionedByKey {
+			if q.IJoin != nil {
+				return fmt.Errorf("%w: CREATE SOURCE %s: partitioned_by_key: an interval join's inputs are both split by the join key", ErrUsage, t.Name)
+			}
 			return fmt.Errorf("%w: CREATE TABLE %s: partitioned_by_key is a stream's option: every partition reads the whole table", ErrUsage, t.Name)
 		}
 		if k.idleTimeout > 0 {
@@ -264,8 +267,8 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		if st.HeadersSkipped > 0 {
 			end = fmt.Sprintf(", %d CSV header records skipped", st.HeadersSkipped)
 		}
-		if q.Join != nil {
-			end += fmt.Sprintf(", table %s: %d rows read, %d malformed, %d late", q.Join.Table.Name, st.TableRows, st.TableMalformed, st.TableLate)
+		if t, _, what := secondKafkaInput(q); t != nil {
+			end += fmt.Sprintf(", %s: %d rows read, %d malformed, %d late", what, st.TableRows, st.TableMalformed, st.TableLate)
 		}
 		if st.CaughtUp {
 			end += ", caught up"
@@ -383,4 +386,17 @@ func watchPartitions(log *slog.Logger, pl *kafka.Pipeline, idleTimeout time.Dura
 			}
 		}
 	}
+}
+
+// secondKafkaInput is the second topic a Kafka run of q reads: a temporal
+// join's versioned table or an interval join's right stream (nil for
+// any other query), the statement that declares it, and its name.
+func secondKafkaInput(q *plan.Query) (src *plan.Source, create, what string) {
+	switch {
+	case q.Join != nil:
+		return q.Join.Table, "CREATE TABLE", "table " + q.Join.Table.Name
+	case q.IJoin != nil && len(q.Views()) == 0:
+		return q.IJoin.Right, "CREATE SOURCE", "source " + q.IJoin.Right.Name
+	}
+	return nil, "", ""
 }

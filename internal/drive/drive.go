@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"runtime"
 	"runtime/debug"
@@ -94,7 +95,14 @@ type Config struct {
 	// small header entry plus an entry per waiting event and per version,
 	// each checkpoint only what changed (exec.TemporalJoin.AppendEntries),
 	// for a host that checkpoints every transaction into records of a
-	// bounded size (Kafka). Default: one entry holding the whole join.
+	// bounded size (Kafka); an interval join's likewise, an entry per
+	// held row (exec.IntervalJoin.AppendEntries). Default: one entry
+	// holding the whole join.
+	//
+	// For an interval join, JoinBuffer bounds the rows it holds, both
+	// inputs together (0: no bound; beyond it a push returns
+	// ErrIntervalJoinFull and the driver fails), and LateTable receives
+	// the right input's late rows.
 	IncrementalJoinState bool
 	// Threads > 1 runs the operator as that many shards, each on its own
 	// goroutine, the groups split among them by key, with this driver's
@@ -120,6 +128,13 @@ type Config struct {
 	// just before the record is delivered (or buffered); valid only during
 	// the call. A Graph feeds a view's readers with it.
 	OnRow func(row []types.Value) error
+	// OnJoined, for a query with an interval join, receives each joined
+	// row (owned by the callee) instead of the operator: a host that
+	// aggregates the joined rows elsewhere (Kafka: after a repartition
+	// by the GROUP BY key, through ApplyRow). The operator then holds no
+	// group; its watermark is still the joined stream's. A temporal
+	// join's joined rows likewise (valid only during the call).
+	OnJoined func(row []types.Value) error
 }
 
 // Counts are a driver's input counters.
@@ -143,10 +158,13 @@ func (c Counts) minus(o Counts) Counts {
 type Driver struct {
 	q      *plan.Query
 	dec    *exec.Decoder
-	op     *exec.Operator  // nil for a router and a parallel driver
-	par    *par            // a parallel driver's shards (Config.Threads)
-	keys   *exec.GroupKeys // a router's
-	derive *exec.Deriver   // PushRow's, for a source with computed or TIMESTAMP(p) columns (made on first use)
+	op     *exec.Operator      // nil for a router and a parallel driver
+	par    *par                // a parallel driver's shards (Config.Threads)
+	keys   *exec.GroupKeys     // a router's
+	ikeys  *exec.IntervalRoute // an interval join input's router (NewIntervalRouter)
+	spread bool                // a router of a temporal join's events that groups after the join: by a hash of the record
+	side   int                 // the input an interval join's router reads (0 left, 1 right)
+	derive *exec.Deriver       // PushRow's, for a source with computed or TIMESTAMP(p) columns (made on first use)
 	emit   func(*changelog.Record) error
 	late   func(*exec.LateEvent)
 	// onEventError is Config.OnEventError.
@@ -251,15 +269,22 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 // host's mode, whose keys the aggregating host hands to PushKeyed, so the
 // GROUP BY is evaluated once.
 func NewRouter(q *plan.Query, cfg Config) (*Driver, error) {
-	if q != nil && q.Join != nil && !StreamKeyed(q) {
-		return nil, fmt.Errorf("drive: query %s has a temporal join whose GROUP BY reads the table's columns: its events can be routed only after the join", q.Name)
-	}
+	spread := q != nil && q.Join != nil && !StreamKeyed(q)
 	if q != nil && q.IJoin != nil {
-		return nil, fmt.Errorf("drive: query %s has an interval join, which runs in one driver (no repartitioning)", q.Name)
+		return nil, fmt.Errorf("drive: query %s has an interval join: its inputs are routed by the join key (NewIntervalRouter)", q.Name)
 	}
 	d, err := newDriver(q, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if spread {
+		// A temporal join whose GROUP BY reads the table's columns: an
+		// event's group is known only after the join, and every
+		// partition holds the whole table, so any partition will do; a
+		// hash of the record spreads them (the host repartitions the
+		// joined rows by the GROUP BY key, Config.OnJoined).
+		d.spread = true
+		return d, nil
 	}
 	d.keys = exec.NewGroupKeys(q)
 	return d, nil
@@ -547,6 +572,20 @@ func (d *Driver) PushRow(row []types.Value) error {
 	return d.apply(row, nil, false)
 }
 
+// ApplyRow applies a typed row the engine made, as it is: an interval
+// join's joined row, made by another host's join (Config.OnJoined), for
+// a query without the join over the joined row's columns. No decoding,
+// no check of its shape, no computed column evaluated again.
+func (d *Driver) ApplyRow(row []types.Value) error {
+	if err := d.admit(); err != nil {
+		return err
+	}
+	d.n.Records++
+	d.n.Events++
+	d.raw = nil
+	return d.apply(row, nil, false)
+}
+
 // ReportMalformed counts one event the host could not even hand over (a
 // line too long to read), so the counters account for every input record.
 func (d *Driver) ReportMalformed() {
@@ -610,7 +649,16 @@ func (d *Driver) Route(dst, raw []byte) ([]byte, error) {
 	if err != nil || row == nil {
 		return nil, err
 	}
-	key, err := d.keys.Append(dst, row)
+	var key []byte
+	if d.spread {
+		h := fnv.New64a()
+		h.Write(raw)
+		return h.Sum(dst), nil
+	} else if d.ikeys != nil {
+		key, err = d.ikeys.Append(dst, row)
+	} else {
+		key, err = d.keys.Append(dst, row)
+	}
 	if err != nil {
 		d.routeErrs++
 		return nil, d.eventErr(err)
@@ -948,7 +996,11 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 		if d.op.Queued() || d.ij.j.Pending() > 0 {
 			return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
 		}
-		if err := put([]byte(exec.JoinStateKey), d.ij.j.AppendState(d.ijCounts(nil))); err != nil {
+		if d.ij.incr {
+			if err := d.ij.j.AppendEntries(full, []byte(exec.JoinStateKey), d.ijCounts(nil), put); err != nil {
+				return err
+			}
+		} else if err := put([]byte(exec.JoinStateKey), d.ij.j.AppendState(d.ijCounts(nil))); err != nil {
 			return err
 		}
 	}
@@ -974,6 +1026,9 @@ func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
 	}
 	if d.ij != nil && string(key) == exec.JoinStateKey {
 		return nil, d.restoreIJoin(val)
+	}
+	if d.ij != nil && d.ij.incr && exec.IsIntervalEntry(key) {
+		return nil, d.ij.j.RestoreEntry(key, val)
 	}
 	var pos []byte
 	if d.par != nil {
@@ -1003,6 +1058,9 @@ func (d *Driver) FinishRestore() {
 	if d.join != nil && d.join.incr {
 		d.join.j.FinishEntries()
 	}
+	if d.ij != nil && d.ij.incr {
+		d.ij.j.FinishEntries()
+	}
 	if d.par != nil {
 		d.par.finishRestore()
 	} else {
@@ -1017,6 +1075,8 @@ func (d *Driver) inputSource() *plan.Source {
 	switch {
 	case d.q.Join != nil:
 		return d.q.Join.Stream
+	case d.q.IJoin != nil && d.side == 1:
+		return d.q.IJoin.Right
 	case d.q.IJoin != nil:
 		return d.q.IJoin.Left
 	}

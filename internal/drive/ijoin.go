@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/exec"
@@ -36,6 +37,36 @@ type ijState struct {
 	finish   bool
 	finished bool
 	evalErrs int64
+	incr     bool // Config.IncrementalJoinState
+	onJoined func([]types.Value) error
+}
+
+// ErrIntervalJoinFull: see exec.ErrIntervalJoinFull.
+var ErrIntervalJoinFull = exec.ErrIntervalJoinFull
+
+// NewIntervalRouter returns a driver that decodes the records of input
+// side (0 left, 1 right) of q's interval join, with cfg.Decoder (the
+// input's), and computes their route bytes (Route: the join key under
+// the group key rules, exec.IntervalRoute), running no join and no
+// operator: a host that splits both inputs by the join key so that rows
+// that may match meet in one partition.
+func NewIntervalRouter(q *plan.Query, side int, cfg Config) (*Driver, error) {
+	if q.IJoin == nil || side < 0 || side > 1 {
+		return nil, fmt.Errorf("drive: query %s has no interval join input %d", q.Name, side)
+	}
+	if cfg.Decoder == nil {
+		return nil, fmt.Errorf("drive: the router of an interval join input needs its decoder")
+	}
+	r, err := exec.NewIntervalRoute(q, side)
+	if err != nil {
+		return nil, err
+	}
+	d, err := newDriver(q, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.ikeys, d.side = r, side
+	return d, nil
 }
 
 func (d *Driver) initIJoin(cfg Config) error {
@@ -44,7 +75,11 @@ func (d *Driver) initIJoin(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	st := &ijState{j: j, rdec: cfg.TableDecoder}
+	j.SetMaxHeld(cfg.JoinBuffer)
+	if cfg.IncrementalJoinState {
+		j.SetIncremental()
+	}
+	st := &ijState{j: j, rdec: cfg.TableDecoder, incr: cfg.IncrementalJoinState, onJoined: cfg.OnJoined}
 	if st.rdec == nil {
 		st.rdec = exec.NewSourceDecoder(q.IJoin.Right, q.RightUsed())
 	}
@@ -59,6 +94,10 @@ func (d *Driver) initIJoin(cfg Config) error {
 func (d *Driver) ijRow(side int, row []types.Value, raw []byte) error {
 	st := d.ij
 	late, err := st.j.Push(side, row)
+	if errors.Is(err, exec.ErrIntervalJoinFull) {
+		d.fatal = err // the row was not taken: the host cannot go on
+		return err
+	}
 	if err != nil {
 		st.evalErrs++
 		e := d.sideErr(side, err)
@@ -117,6 +156,13 @@ func (d *Driver) ijPump() error {
 			return nil
 		}
 		row := st.j.Take()
+		if st.onJoined != nil {
+			if err := st.onJoined(row); err != nil {
+				d.fatal = err
+				return err
+			}
+			continue
+		}
 		d.raw = nil
 		d.setRoom()
 		if err := d.op.Process(row); err != nil {
@@ -326,4 +372,73 @@ func (d *Driver) InputWatermarks() (first, second int64) {
 		return st.StreamWM, st.TableWM
 	}
 	return math.MinInt64, math.MinInt64
+}
+
+// IntervalKeyed reports whether an interval join's GROUP BY puts each
+// group in one partition of a host that splits both inputs by the join
+// key (NewIntervalRouter): every equality of the ON has a side that reads
+// one column alone, and that column is a GROUP BY term by itself. Equal
+// groups then have equal join keys, so equal route bytes.
+func IntervalKeyed(q *plan.Query) bool {
+	j := q.IJoin
+	if j == nil {
+		return false
+	}
+	plain := map[int]bool{}
+	for _, k := range q.Keys {
+		if c, ok := k.Expr.(*plan.ColRef); ok && k.Kind == plan.KeyExpr {
+			plain[c.Index] = true
+		}
+	}
+	for i := range j.LeftKey {
+		ok := false
+		for _, e := range []plan.Expr{j.LeftKey[i], j.RightKey[i]} {
+			cols := map[int]bool{}
+			columnsOf(reflect.ValueOf(e), cols)
+			for c := range cols {
+				ok = ok || len(cols) == 1 && plain[c]
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// columnsOf adds the column indexes an expression tree reads to set
+// (the walk of maxColumn).
+func columnsOf(v reflect.Value, set map[int]bool) {
+	switch v.Kind() {
+	case reflect.Interface:
+		if !v.IsNil() {
+			columnsOf(v.Elem(), set)
+		}
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		if v.Type() == colRefType {
+			set[int(v.Elem().FieldByName("Index").Int())] = true
+			return
+		}
+		if v.Type().Implements(exprType) && v.Elem().Kind() == reflect.Struct {
+			columnsOf(v.Elem(), set)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Field(i)
+			if t := f.Type(); t.Kind() == reflect.Interface && t.Implements(exprType) || t.Kind() == reflect.Pointer && t.Implements(exprType) ||
+				t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Struct && t.Implements(exprType) {
+				columnsOf(f, set)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if !v.Type().Elem().Implements(exprType) && v.Type().Elem().Kind() != reflect.Struct {
+			return
+		}
+		for i := range v.Len() {
+			columnsOf(v.Index(i), set)
+		}
+	}
 }

@@ -46,6 +46,7 @@ type joinState struct {
 	finished bool
 	evalErrs int64 // released events rejected by a join key evaluation error
 	incr     bool  // Config.IncrementalJoinState
+	onJoined func([]types.Value) error
 }
 
 func (d *Driver) initJoin(cfg Config) error {
@@ -63,7 +64,7 @@ func (d *Driver) initJoin(cfg Config) error {
 	if cfg.IncrementalJoinState {
 		j.SetIncremental()
 	}
-	js := &joinState{j: j, tdec: cfg.TableDecoder, hostWM: math.MinInt64, incr: cfg.IncrementalJoinState}
+	js := &joinState{j: j, tdec: cfg.TableDecoder, hostWM: math.MinInt64, incr: cfg.IncrementalJoinState, onJoined: cfg.OnJoined}
 	if js.tdec == nil {
 		js.tdec = exec.NewSourceDecoder(q.Join.Table, q.TableUsed())
 	}
@@ -164,6 +165,13 @@ func (d *Driver) applyJoined(row []types.Value, jerr error) error {
 		return nil
 	}
 	if row == nil {
+		return nil
+	}
+	if d.join.onJoined != nil {
+		if err := d.join.onJoined(row); err != nil {
+			d.fatal = err
+			return err
+		}
 		return nil
 	}
 	d.raw = nil
