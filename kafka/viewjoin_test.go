@@ -1,0 +1,170 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/sql/plan"
+)
+
+// The join of two views over Kafka: bench/queries/q8.sql (Nexmark q8:
+// the persons who opened an auction in the 10-second window in which
+// they entered the system) over bench/gen's person and auction streams.
+
+// q8Query compiles the benchmark's q8.
+func q8Query(t testing.TB) *plan.Query {
+	t.Helper()
+	text, err := os.ReadFile("../bench/queries/q8.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := plan.Compile(string(text), plan.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prog.Queries[len(prog.Queries)-1]
+}
+
+var nexmarkCache sync.Map // "kind/events/seed" -> [][]byte
+
+// nexmark returns bench/gen's stream of kind (person or auction), one
+// JSON object per line.
+func nexmark(t testing.TB, kind string, events int, seed uint64) [][]byte {
+	t.Helper()
+	key := fmt.Sprintf("%s/%d/%d", kind, events, seed)
+	if v, ok := nexmarkCache.Load(key); ok {
+		return v.([][]byte)
+	}
+	cmd := osexec.Command("go", "run", "./bench/gen", "--kind", kind, "--events", fmt.Sprint(events), "--seed", fmt.Sprint(seed))
+	cmd.Dir = ".."
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench/gen --kind %s: %v\n%s", kind, err, errb.String())
+	}
+	lines := bytes.Split(bytes.TrimRight(out, "\n"), []byte("\n"))
+	if len(lines) != events {
+		t.Fatalf("bench/gen --kind %s: %d lines, want %d", kind, len(lines), events)
+	}
+	nexmarkCache.Store(key, lines)
+	return lines
+}
+
+// q8InProcess runs q8 over both streams in one graph, persons and
+// auctions interleaved by slices, and returns every query's finals by
+// query name.
+func q8InProcess(t testing.TB, q *plan.Query, persons, auctions [][]byte) map[string]map[string]string {
+	t.Helper()
+	want := map[string]map[string]string{}
+	collect := func(rec *changelog.Record) error {
+		m := want[rec.Meta.Query]
+		if m == nil {
+			m = map[string]string{}
+			want[rec.Meta.Query] = m
+		}
+		if !rec.Meta.Final {
+			t.Errorf("in process: %s key %s is not final", rec.Meta.Query, rec.Key)
+		}
+		m[string(rec.Key)] = string(rec.Value)
+		return nil
+	}
+	g, err := drive.NewGraph(q, nil, drive.Config{Emit: collect}, collect, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, j := 0, 0; i < len(persons) || j < len(auctions); i, j = i+300, j+900 {
+		for _, v := range persons[min(i, len(persons)):min(i+300, len(persons))] {
+			if err := g.Push(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, v := range auctions[min(j, len(auctions)):min(j+900, len(auctions))] {
+			if err := g.PushTable(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, tc := g.Counts(), g.TableCounts(); c.Late+tc.Late != 0 || c.Malformed+tc.Malformed != 0 {
+		t.Fatalf("in process: late %d and %d, malformed %d and %d", c.Late, tc.Late, c.Malformed, tc.Malformed)
+	}
+	if len(want["q8"]) == 0 || len(want["new_persons"]) == 0 || len(want["new_sellers"]) == 0 {
+		t.Fatalf("in process: finals %d, %d, %d: the data must join", len(want["new_persons"]), len(want["new_sellers"]), len(want["q8"]))
+	}
+	return want
+}
+
+// q8Options runs q8 from topics person and auction into q8-out and the
+// views' topics.
+func q8Options(q *plan.Query, addrs []string) Options {
+	return Options{Query: q, Source: endpoint(addrs, "person"), JoinSource: endpoint(addrs, "auction"),
+		Sink: endpoint(addrs, "q8-out"), InstanceID: "q8-1",
+		ViewSinks: map[string]Endpoint{"new_persons": endpoint(addrs, "np-out"), "new_sellers": endpoint(addrs, "ns-out")}}
+}
+
+// q8Topics maps each query's name to its topic.
+var q8Topics = map[string]string{"q8": "q8-out", "new_persons": "np-out", "new_sellers": "ns-out"}
+
+// compareQ8 reads every query's topic (one final per key, revisions
+// increasing) and compares its finals with the in-process run's.
+func compareQ8(t testing.TB, addrs []string, want map[string]map[string]string) {
+	t.Helper()
+	for name, topic := range q8Topics {
+		got := readFinals(t, addrs, topic)
+		if len(got) != len(want[name]) {
+			t.Errorf("%s: %d finals, in process %d", name, len(got), len(want[name]))
+		}
+		compareFinals(t, got, want[name])
+	}
+}
+
+// TestRunKafkaViewJoin: q8 over Kafka at 1, 2 and 3 partitions of each
+// source (and of the join stage, or 2 of it over 3), every topic's
+// finals equal to the in-process graph's, one per key.
+func TestRunKafkaViewJoin(t *testing.T) {
+	q := q8Query(t)
+	persons, auctions := nexmark(t, "person", 12000, 8), nexmark(t, "auction", 36000, 8)
+	want := q8InProcess(t, q, persons, auctions)
+	t.Logf("in process: %d new persons, %d new sellers, %d q8 rows", len(want["new_persons"]), len(want["new_sellers"]), len(want["q8"]))
+	for _, c := range []struct{ person, auction, rep int }{{1, 1, 0}, {2, 2, 0}, {3, 3, 0}, {3, 2, 2}, {1, 3, 3}} {
+		t.Run(fmt.Sprintf("person%d-auction%d-rep%d", c.person, c.auction, c.rep), func(t *testing.T) {
+			addrs := cluster(t).ListenAddrs()
+			mkTopic(t, addrs, "person", c.person, nil)
+			mkTopic(t, addrs, "auction", c.auction, nil)
+			produceValues(t, addrs, "person", c.person, persons, nil)
+			produceValues(t, addrs, "auction", c.auction, auctions, nil)
+			o := q8Options(q, addrs)
+			o.RepartitionPartitions = c.rep
+			o.UntilCaughtUp = true
+			o.Logger = testLogger(t)
+			var mu sync.Mutex
+			late := 0
+			o.OnLate = func(*drive.LateEvent) { mu.Lock(); late++; mu.Unlock() }
+			pl, err := New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			if err := pl.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			st := pl.Stats()
+			if !st.CaughtUp || st.Late != 0 || late != 0 || st.EventsIn != int64(len(persons)+len(auctions)) || st.Malformed != 0 {
+				t.Errorf("stats %+v, late hook %d", st, late)
+			}
+			compareQ8(t, addrs, want)
+		})
+	}
+}
