@@ -94,12 +94,6 @@ func chain(q *plan.Query) ([]*plan.Query, error) {
 	var out []*plan.Query
 	for n := q; ; {
 		vs := n.Views()
-		if n != q && n.Join != nil {
-			return nil, fmt.Errorf("%w: view %s is a temporal join, read by query %s; over Kafka a temporal join runs as the query itself, not as a view another query reads", ErrUnsupported, n.Name, q.Name)
-		}
-		if n != q && isViewJoin(n) {
-			return nil, fmt.Errorf("%w: view %s is a join of two views, read by query %s; over Kafka a join of two views runs as the query itself, not as a view another query reads", ErrUnsupported, n.Name, q.Name)
-		}
 		if len(vs) > 1 || (len(vs) > 0 || n != q) && (n.IJoin != nil || n.Join != nil) {
 			return nil, fmt.Errorf("%w: query %s is a join of views; over Kafka a query over views runs a chain: each query of it reads one view, the first the source", ErrUnsupported, n.Name)
 		}

@@ -419,8 +419,8 @@ func (r joinRunner) Checkpoint(full bool, position []byte, put func(key, val []b
 	return r.Driver.Checkpoint(full, position, func(k, v []byte) error {
 		if len(v) > maxViewJoinEntry {
 			st := r.Driver.IntervalStats()
-			return fmt.Errorf("%w: partition %d's state entry is %d bytes (%d rows of %s and %d of %s held), more than one state record holds (%d bytes): %s",
-				ErrViewJoinState, r.part, len(v), st.LeftHeld, r.Driver.Query().IJoin.Left.Name, st.RightHeld, r.Driver.Query().IJoin.Right.Name, maxViewJoinEntry, viewJoinAdvice)
+			return fmt.Errorf("%w: partition %d's state entry is %d bytes (the limit one state record holds is %d; %d rows of %s and %d of %s held): %s",
+				ErrViewJoinState, r.part, len(v), maxViewJoinEntry, st.LeftHeld, r.Driver.Query().IJoin.Left.Name, st.RightHeld, r.Driver.Query().IJoin.Right.Name, viewJoinAdvice)
 		}
 		return put(k, v)
 	})

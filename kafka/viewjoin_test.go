@@ -3,9 +3,11 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	osexec "os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,6 +167,124 @@ func TestRunKafkaViewJoin(t *testing.T) {
 				t.Errorf("stats %+v, late hook %d", st, late)
 			}
 			compareQ8(t, addrs, want)
+		})
+	}
+}
+
+// TestCheckQueryViewJoins: the joins of views CheckQuery (and New)
+// refuse, each saying why.
+func TestCheckQueryViewJoins(t *testing.T) {
+	const src = `CREATE SOURCE ps (id BIGINT, name VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE SOURCE au (seller BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE TABLE t (k VARCHAR, p BIGINT, vf TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vf AS vf);
+CREATE VIEW np AS SELECT id, name, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, count(*) AS v FROM ps GROUP BY id, name, TUMBLE(ts, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW ns AS SELECT seller, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, count(*) AS a FROM au GROUP BY seller, TUMBLE(ts, INTERVAL '10' SECOND) EMIT FINAL;
+`
+	const join = ` FROM np p JOIN ns a ON p.id = a.seller AND p.ws = a.ws `
+	for _, c := range []struct{ name, sql, want string }{
+		{"q8", `CREATE VIEW j AS SELECT p.id, TUMBLE_START(p.ws, INTERVAL '10' SECOND) AS w, count(*) AS n` + join + `GROUP BY p.id, TUMBLE(p.ws, INTERVAL '10' SECOND) EMIT FINAL;`, ""},
+		{"by the right's column", `CREATE VIEW j AS SELECT a.seller, count(*) AS n` + join + `GROUP BY a.seller;`, ""},
+		{"by no join column", `CREATE VIEW j AS SELECT TUMBLE_START(p.ws, INTERVAL '10' SECOND) AS w, count(*) AS n` + join + `GROUP BY TUMBLE(p.ws, INTERVAL '10' SECOND) EMIT FINAL;`,
+			"groups by none of the join's equality columns"},
+		{"by an expression of one", `CREATE VIEW j AS SELECT p.id + 1 AS i, count(*) AS n` + join + `GROUP BY p.id + 1;`, "groups by none of the join's equality columns"},
+		{"a side cut by a repartition", `CREATE VIEW allp AS SELECT TUMBLE_START(ws, INTERVAL '10' SECOND) AS ws, max(id) AS id FROM np GROUP BY TUMBLE(ws, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW j AS SELECT a.seller, count(*) AS n FROM allp p JOIN ns a ON p.id = a.seller AND p.ws = a.ws GROUP BY a.seller;`, "whose chain of views groups by less than a view it reads"},
+	} {
+		prog, err := plan.Compile(src+c.sql, plan.CompileOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		err = CheckQuery(prog.Queries[len(prog.Queries)-1])
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v\nwant %q", c.name, err, c.want)
+		}
+	}
+	// A join of two views read by another query is refused when the
+	// script is compiled, in process too.
+	if _, err := plan.Compile(src+`CREATE VIEW j AS SELECT p.id, TUMBLE_START(p.ws, INTERVAL '10' SECOND) AS w, count(*) AS n`+join+`GROUP BY p.id, TUMBLE(p.ws, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW top AS SELECT id, count(*) AS n FROM j GROUP BY id;`, plan.CompileOptions{}); err == nil || !strings.Contains(err.Error(), "a query over such a view is not supported") {
+		t.Errorf("a query over a join of views: %v", err)
+	}
+	// A view that is a temporal join, read by another query: refused
+	// when compiled, in process too.
+	if _, err := plan.Compile(src+`CREATE VIEW tj AS SELECT ps.id, TUMBLE_START(ps.ts, INTERVAL '10' SECOND) AS ws, count(*) AS n FROM ps JOIN t FOR SYSTEM_TIME AS OF ps.ts ON ps.name = t.k GROUP BY ps.id, TUMBLE(ps.ts, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW top AS SELECT id, count(*) AS n FROM tj GROUP BY id;`, plan.CompileOptions{}); err == nil || !strings.Contains(err.Error(), "a query over a view with a temporal join is not supported") {
+		t.Errorf("a query over a temporal join: %v", err)
+	}
+
+	q := q8Query(t)
+	addrs := []string{"k:9092"}
+	for _, c := range []struct {
+		name string
+		edit func(o *Options)
+		want string
+	}{
+		{"runs", func(*Options) {}, ""},
+		{"no second source", func(o *Options) { o.JoinSource = Endpoint{} }, "source auction needs its topic too (Options.JoinSource)"},
+		{"second source is the first", func(o *Options) { o.JoinSource.Topic = "person" }, "source auction's topic person is also the first source's or the sink's"},
+		{"another cluster", func(o *Options) { o.JoinSource.Config.Brokers = []string{"other:9092"} }, "must be on the cluster of the source"},
+		{"no view sink", func(o *Options) { delete(o.ViewSinks, "new_sellers") }, "joins view new_sellers, which needs its own sink topic"},
+		{"a shared sink", func(o *Options) { o.ViewSinks["new_sellers"] = endpoint(addrs, "np-out") }, "is also"},
+		{"a sink of no view", func(o *Options) { o.ViewSinks["other"] = endpoint(addrs, "x-out") }, "a sink for view other, which query q8 does not read"},
+		{"a table", func(o *Options) { o.Table = endpoint(addrs, "t") }, "has no temporal join"},
+	} {
+		o := q8Options(q, addrs)
+		c.edit(&o)
+		_, err := New(o)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v\nwant %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestRunKafkaViewJoinBounds crosses both bounds of the rows a join of
+// two views holds per partition: Options.JoinBuffer (rows) and the
+// bytes of its state entry. The auction topic has a partition that gets
+// no events (its idle timeout is a minute), so new_sellers' watermark
+// stays back and every final row of new_persons waits in the join.
+// Either bound stops the pipeline with ErrViewJoinState and the reason,
+// instead of aborting the same transaction forever.
+func TestRunKafkaViewJoinBounds(t *testing.T) {
+	q := q8Query(t)
+	persons, auctions := nexmark(t, "person", 12000, 9), nexmark(t, "auction", 9000, 9)
+	for _, c := range []struct {
+		name  string
+		rows  int
+		bytes int
+		want  string
+	}{
+		{"rows", 50, 0, "holds more rows than it may: partition 0 holds"},
+		{"bytes", 0, 4000, "bytes (the limit one state record holds is 4000"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			addrs := cluster(t).ListenAddrs()
+			mkTopic(t, addrs, "person", 1, nil)
+			mkTopic(t, addrs, "auction", 2, nil)
+			produceValues(t, addrs, "person", 1, persons, nil)
+			produceValues(t, addrs, "auction", 1, auctions, nil) // partition 1 gets none
+			o := q8Options(q, addrs)
+			o.JoinBuffer, o.Logger = c.rows, testLogger(t)
+			if c.bytes > 0 {
+				defer func(v int) { maxViewJoinEntry = v }(maxViewJoinEntry)
+				maxViewJoinEntry = c.bytes
+			}
+			pl, err := New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			err = pl.Run(ctx)
+			if !errors.Is(err, ErrViewJoinState) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "one view far behind the other") {
+				t.Fatalf("run: %v\nwant ErrViewJoinState and %q", err, c.want)
+			}
+			t.Log(err)
 		})
 	}
 }
