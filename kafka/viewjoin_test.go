@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	osexec "os/exec"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -287,4 +290,177 @@ func TestRunKafkaViewJoinBounds(t *testing.T) {
 			t.Log(err)
 		})
 	}
+}
+
+// TestRunKafkaViewJoinLate: an event behind its source's watermark is
+// late at its view (the view's name goes to OnViewLate, Stats.Late
+// counts it) and changes no final; a moved second source is refused by
+// its side's binding.
+func TestRunKafkaViewJoinLate(t *testing.T) {
+	q := q8Query(t)
+	persons, auctions := nexmark(t, "person", 6000, 10), nexmark(t, "auction", 18000, 10)
+	want := q8InProcess(t, q, persons, auctions)
+	addrs := cluster(t).ListenAddrs()
+	mkTopic(t, addrs, "person", 2, nil)
+	mkTopic(t, addrs, "auction", 2, nil)
+	produceValues(t, addrs, "person", 2, persons, nil)
+	produceValues(t, addrs, "auction", 2, auctions, nil)
+	var mu sync.Mutex
+	var lateAt []string
+	o := q8Options(q, addrs)
+	o.UntilCaughtUp, o.Logger = true, testLogger(t)
+	o.OnViewLate = func(name string, ev *drive.LateEvent) {
+		mu.Lock()
+		lateAt = append(lateAt, name+" "+string(ev.Event))
+		mu.Unlock()
+	}
+	o.OnLate = func(ev *drive.LateEvent) { t.Errorf("late at the join: %s", ev.Event) }
+	run := func(o Options) (Stats, error) {
+		pl, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		err = pl.Run(ctx)
+		return pl.Stats(), err
+	}
+	st, err := run(o)
+	if err != nil || !st.CaughtUp || st.Late != 0 || len(lateAt) != 0 {
+		t.Fatalf("first run: %v, stats %+v, late %q", err, st, lateAt)
+	}
+	compareQ8(t, addrs, want)
+	// One person and one auction an hour behind, then caught up again.
+	produceValues(t, addrs, "person", 2, [][]byte{[]byte(`{"id":1000,"name":"Late Person","email":"e","city":"c","state":"s","date_time":"2026-07-18 09:00:00.000"}`)}, nil)
+	produceValues(t, addrs, "auction", 2, [][]byte{[]byte(`{"id":1,"item_name":"i","seller":1000,"category":1,"initial_bid":1,"reserve":1,"date_time":"2026-07-18 09:00:00.000","expires":"2026-07-18 09:10:00.000"}`)}, nil)
+	st, err = run(o)
+	if err != nil || !st.CaughtUp || st.Late != 2 || st.EventsIn != 2 {
+		t.Fatalf("second run: %v, stats %+v", err, st)
+	}
+	if len(lateAt) != 2 || !strings.HasPrefix(lateAt[0]+lateAt[1], "new_") || !strings.Contains(lateAt[0]+lateAt[1], `new_persons {"id":1000,"name":"Late Person"`) ||
+		!strings.Contains(lateAt[0]+lateAt[1], `new_sellers {"id":1,"item_name":"i"`) {
+		t.Errorf("late events: %q", lateAt)
+	}
+	compareQ8(t, addrs, want)
+	// The right view's state belongs to its source topic.
+	mkTopic(t, addrs, "auction2", 2, nil)
+	o.JoinSource.Topic = "auction2"
+	if _, err := run(o); !errors.Is(err, ErrBindingMismatch) || !strings.Contains(err.Error(), "the source topic was auction, now auction2") {
+		t.Errorf("a moved second source: %v", err)
+	}
+}
+
+// envQ8Child makes the test binary a child running q8 over the brokers
+// it names (TestRunKafkaViewJoinKill kills it).
+const envQ8Child = "UBIK_KAFKA_Q8_CHILD"
+
+func init() {
+	brokers := os.Getenv(envQ8Child)
+	if brokers == "" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	text, err := os.ReadFile("../bench/queries/q8.sql")
+	var prog *plan.Program
+	if err == nil {
+		prog, err = plan.Compile(string(text), plan.CompileOptions{})
+	}
+	if err == nil {
+		o := q8Options(prog.Queries[len(prog.Queries)-1], strings.Split(brokers, ","))
+		o.UntilCaughtUp = os.Getenv(envQ8Child+"_END") != ""
+		o.CommitInterval = 20 * time.Millisecond
+		var pl *Pipeline
+		if pl, err = New(o); err == nil {
+			err = pl.Run(ctx)
+			st := pl.Stats()
+			fmt.Printf("restored %d entries, late %d, caught up %v\n", st.RestoredEntries, st.Late, st.CaughtUp)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "q8 child:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// TestRunKafkaViewJoinKill: q8 in a child process, killed with SIGKILL
+// at random points while both sources grow (either one ahead), restarted
+// each time with the same instance id, then run until caught up: every
+// topic's finals equal the in-process run's, one per key, no revision
+// twice, nothing late, state restored. 3 person and 2 auction
+// partitions: the join stage has 3.
+func TestRunKafkaViewJoinKill(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 1))
+	q := q8Query(t)
+	persons, auctions := nexmark(t, "person", 8000, 11), nexmark(t, "auction", 24000, 11)
+	want := q8InProcess(t, q, persons, auctions)
+	addrs := cluster(t).ListenAddrs()
+	mkTopic(t, addrs, "person", 3, nil)
+	mkTopic(t, addrs, "auction", 2, nil)
+	var out strings.Builder
+	child := func(end bool) *osexec.Cmd {
+		cmd := osexec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envQ8Child+"="+strings.Join(addrs, ","))
+		if end {
+			cmd.Env = append(cmd.Env, envQ8Child+"_END=1")
+			cmd.Stdout = &out
+		}
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if cmd.ProcessState == nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+			}
+			if t.Failed() && errb.Len() > 0 {
+				t.Logf("child stderr:\n%s", errb.String())
+			}
+		})
+		return cmd
+	}
+	const slices = 6
+	for i := range slices {
+		cmd := child(false)
+		lo, hi := i*len(persons)/slices, (i+1)*len(persons)/slices
+		alo, ahi := i*len(auctions)/slices, (i+1)*len(auctions)/slices
+		first, second := func() { produceValues(t, addrs, "person", 3, persons[lo:hi], nil) }, func() { produceValues(t, addrs, "auction", 2, auctions[alo:ahi], nil) }
+		if r.IntN(2) == 0 {
+			first, second = second, first
+		}
+		first()
+		time.Sleep(time.Duration(r.IntN(800)) * time.Millisecond)
+		second()
+		time.Sleep(time.Duration(200+r.IntN(2500)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+	}
+	cmd := child(true)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("final run: %v", err)
+		}
+	case <-time.After(4 * time.Minute):
+		t.Fatal("final run did not catch up within 4 minutes")
+	}
+	t.Logf("%d kills; final run: %s", slices, strings.TrimSpace(out.String()))
+	var restored, late int64
+	var caught bool
+	if _, err := fmt.Sscanf(out.String(), "restored %d entries, late %d, caught up %v", &restored, &late, &caught); err != nil {
+		t.Fatalf("final run's summary %q: %v", out.String(), err)
+	}
+	if restored == 0 || late != 0 || !caught {
+		t.Errorf("final run: restored %d entries (want some), late %d (want 0), caught up %v", restored, late, caught)
+	}
+	compareQ8(t, addrs, want)
 }
