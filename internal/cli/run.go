@@ -196,7 +196,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if err := kafka.CheckQuery(pq); err != nil {
 			return fmt.Errorf("%w: %s", ErrUsage, strings.TrimPrefix(err.Error(), kafka.ErrUnsupported.Error()+": "))
 		}
-		if pq.IJoin != nil {
+		if pq.IJoin != nil && len(pq.Views()) == 0 {
 			return fmt.Errorf("%w: query %s is an interval join of two streams, which runs from files (or the Go API); over Kafka ubik runs a query over the source, or over a chain of views, without joins", ErrUsage, pq.Name)
 		}
 		return runKafka(ctx, env, kf, &f, prog, pq)
