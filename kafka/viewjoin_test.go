@@ -464,3 +464,47 @@ func TestRunKafkaViewJoinKill(t *testing.T) {
 	}
 	compareQ8(t, addrs, want)
 }
+
+// TestRunKafkaViewJoinReset: ResetState starts the join and both sides
+// over (their groups and internal topics deleted, the input read again),
+// into new sink topics with the same finals.
+func TestRunKafkaViewJoinReset(t *testing.T) {
+	q := q8Query(t)
+	persons, auctions := nexmark(t, "person", 6000, 10), nexmark(t, "auction", 18000, 10)
+	want := q8InProcess(t, q, persons, auctions)
+	addrs := cluster(t).ListenAddrs()
+	mkTopic(t, addrs, "person", 2, nil)
+	mkTopic(t, addrs, "auction", 3, nil)
+	produceValues(t, addrs, "person", 2, persons, nil)
+	produceValues(t, addrs, "auction", 3, auctions, nil)
+	run := func(o Options) Stats {
+		pl, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := pl.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return pl.Stats()
+	}
+	o := q8Options(q, addrs)
+	o.UntilCaughtUp, o.Logger = true, testLogger(t)
+	if st := run(o); !st.CaughtUp || st.EventsIn != int64(len(persons)+len(auctions)) {
+		t.Fatalf("first run: %+v", st)
+	}
+	compareQ8(t, addrs, want)
+	if st := run(o); !st.CaughtUp || st.EventsIn != 0 {
+		t.Fatalf("a second run consumes nothing new: %+v", st)
+	}
+	o.ResetState = true
+	o.Sink.Topic = "q8-out2"
+	o.ViewSinks = map[string]Endpoint{"new_persons": endpoint(addrs, "np-out2"), "new_sellers": endpoint(addrs, "ns-out2")}
+	if st := run(o); !st.CaughtUp || st.EventsIn != int64(len(persons)+len(auctions)) || st.RestoredEntries != 0 {
+		t.Fatalf("reset run: %+v", st)
+	}
+	for name, topic := range map[string]string{"q8": "q8-out2", "new_persons": "np-out2", "new_sellers": "ns-out2"} {
+		compareFinals(t, readFinals(t, addrs, topic), want[name])
+	}
+}
