@@ -148,7 +148,7 @@ func Owned(name string, partitionedByKey bool) (groups, txnIDs, topics []string)
 }
 
 func (p *Pipeline) ownedText() string {
-	groups, txns, topics := Owned(p.q.Name, p.direct)
+	groups, txns, topics := Owned(p.name, p.direct)
 	if p.tj != nil {
 		groups = append(groups, p.tableGroup())
 		txns = append(txns, p.tableGroup()+".<instance-id>")
@@ -308,8 +308,8 @@ func (p *Pipeline) writeBinding(ctx context.Context, b binding) error {
 // their committed offsets, and the internal topics are deleted, so the
 // run starts over as a new query would. The sink topic is kept.
 func (p *Pipeline) resetState(ctx context.Context, adm *admClient) error {
-	groups, _, topics := Owned(p.q.Name, false) // both layouts: a reset also clears the other one
-	sg, st := segmentOwned(p.q.Name)            // and every view repartition a query text may have had
+	groups, _, topics := Owned(p.name, false) // both layouts: a reset also clears the other one
+	sg, st := segmentOwned(p.name)            // and every view repartition a query text may have had
 	groups, topics = append(groups, sg...), append(topics, st...)
 	groups = append(groups, p.tableGroup()) // a temporal join's table stage (a group that never existed is skipped)
 	for _, g := range groups {

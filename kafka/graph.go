@@ -77,6 +77,9 @@ func CheckQuery(q *plan.Query) error {
 	if err := checkJoin(q); err != nil { // join.go
 		return err
 	}
+	if isViewJoin(q) {
+		return checkViewJoin(q) // viewjoin.go
+	}
 	views, err := chain(q)
 	if err != nil || len(views) == 0 {
 		return err

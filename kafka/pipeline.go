@@ -41,12 +41,20 @@ type Options struct {
 	// defaults to the Source's, whose cluster it must be on. Unused
 	// otherwise (an error if set).
 	Table Endpoint
+	// JoinSource, for a Query that joins two views over two declared
+	// sources (viewjoin.go), is the second source's topic, the right
+	// view's (RoleSource options apply; its Config defaults to the
+	// Source's, whose cluster it must be on). Unused otherwise (an error
+	// if set).
+	JoinSource Endpoint
 	// JoinBuffer bounds, per partition of the aggregating stage, the
 	// events of a temporal join that wait for the table's watermark.
 	// Crossing it stops the pipeline with drive.ErrJoinBuffer (the
 	// events behind it are in the same partition as the table rows that
 	// would release them, so waiting cannot help): the table is too far
-	// behind the stream. Default plan.DefaultJoinBuffer.
+	// behind the stream. Default plan.DefaultJoinBuffer. For a join of
+	// two views it bounds the rows the join holds per partition of the
+	// join stage (ErrViewJoinState); default DefaultViewJoinRows.
 	JoinBuffer int
 	// ViewSinks, for a Query that reads views (FROM a windowed EMIT
 	// FINAL view, see graph.go), give each view of its chain its own
@@ -205,6 +213,7 @@ type Pipeline struct {
 	nSource              int             // partitions of the source topic
 	sourceEnd            map[int32]int64 // UntilCaughtUp: the source's end offsets at start
 	tj                   *tableJoin      // a temporal join's table input (join.go); nil without one
+	vj                   *viewJoin       // a join of two views: its sides (viewjoin.go); nil without one
 	caughtUp             atomic.Bool
 	c                    counters
 	partMu               sync.Mutex
@@ -284,6 +293,9 @@ func New(opts Options) (*Pipeline, error) {
 	}
 	if opts.CommitInterval < 0 || opts.MaxPollRecords < 0 || opts.SessionTimeout < 0 || opts.TransactionTimeout < 0 || opts.RepartitionPartitions < 0 {
 		return nil, fmt.Errorf("%w: negative interval, timeout or count", ErrConfig)
+	}
+	if isViewJoin(opts.Query) {
+		return newViewJoinPipeline(opts)
 	}
 	views, err := chain(opts.Query)
 	if err != nil {
@@ -370,9 +382,12 @@ func sameCluster(a, b Config) bool {
 }
 
 // Stats returns the counters.
-func (p *Pipeline) Stats() Stats {
+func (p *Pipeline) Stats() (s Stats) {
 	if len(p.segs) > 0 {
 		return p.segStats()
+	}
+	if p.vj != nil {
+		defer func() { s = p.viewJoinStats(s) }()
 	}
 	c := &p.c
 	idle, silent := p.sourceParts()
@@ -401,6 +416,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return err
 	}
 	defer closeAdm()
+	if p.vj != nil {
+		return p.runViewJoin(ctx, adm)
+	}
 	if err := p.prepare(ctx, adm); err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return nil // stopped while starting: a clean stop, as later

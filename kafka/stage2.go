@@ -243,7 +243,7 @@ func (st *stage2) more(deadline time.Time, workErr error) (error, error) {
 // a bug recovered from a panic) from transient produce failures.
 func isFatal(err error) bool {
 	return errors.Is(err, drive.ErrBadState) || errors.Is(err, drive.ErrInternal) || errors.Is(err, ErrNullValue) || errors.Is(err, errBadWatermark) ||
-		errors.Is(err, drive.ErrJoinBuffer) || errors.Is(err, drive.ErrIntervalJoinFull)
+		errors.Is(err, drive.ErrJoinBuffer) || errors.Is(err, drive.ErrIntervalJoinFull) || errors.Is(err, ErrViewJoinState)
 }
 
 func (st *stage2) reassign(owned map[int32]bool) {
@@ -291,6 +291,12 @@ func (st *stage2) ensureTasks() error {
 
 func (st *stage2) newTask(part int32) (*task, error) {
 	t := &task{part: part, wm: newTracker(st.p.nSource)}
+	if vj := st.p.vj; vj != nil { // a join of two views (viewjoin.go): the right view's markers in twm
+		t.twm = newTracker(vj.sides[1].nParts)
+		d, err := st.p.newJoinRunner(part, func(r *changelog.Record) error { return st.emit(t, st.p.opts.Sink.Topic, r) })
+		t.d = d
+		return t, err
+	}
 	cfg := drive.Config{
 		Late:              st.p.opts.OnLate,
 		Now:               st.p.opts.Now,
@@ -393,6 +399,10 @@ func (st *stage2) process(fs kgo.Fetches) (err error) {
 			return // a transaction marker (kept for UntilCaughtUp)
 		}
 		t.touched = true
+		if p.vj != nil {
+			err = st.viewJoinRecord(t, r)
+			return
+		}
 		if p.tj != nil {
 			if ok, terr := st.tableRecord(t, r); ok {
 				err = terr
@@ -447,6 +457,11 @@ func (st *stage2) process(fs kgo.Fetches) (err error) {
 	}
 	if p.tj != nil {
 		if err := st.advanceTables(); err != nil {
+			return err
+		}
+	}
+	if p.vj != nil {
+		if err := st.advanceViewJoin(); err != nil {
 			return err
 		}
 	}
@@ -513,7 +528,8 @@ func (st *stage2) allAtEnd() bool {
 			if !st.end.done(part) {
 				return false
 			}
-		} else if !t.wm.consumedTo(st.p.sourceEnd) || st.p.tj != nil && !t.twm.consumedTo(st.p.tj.end) {
+		} else if !t.wm.consumedTo(st.p.sourceEnd) || st.p.tj != nil && !t.twm.consumedTo(st.p.tj.end) ||
+			st.p.vj != nil && !t.twm.consumedTo(st.p.vj.sides[1].sourceEnd) {
 			return false
 		}
 	}
@@ -556,7 +572,7 @@ func (st *stage2) checkpoint() error {
 		}
 		t.touched = false
 		pos := t.wm.appendTo(nil)
-		if p.tj != nil {
+		if p.tj != nil || p.vj != nil {
 			pos = joinPosition(t.wm, t.twm)
 		}
 		if p.direct {
@@ -709,12 +725,16 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
 		}
 		var tr *tracker
-		if p.tj != nil {
+		if p.tj != nil || p.vj != nil {
 			var ttr *tracker
 			tr, ttr, err = splitJoinPosition(pos)
 			if err == nil {
 				t.twm = ttr
-				t.twm.n = max(t.twm.n, p.tj.n)
+				if p.tj != nil {
+					t.twm.n = max(t.twm.n, p.tj.n)
+				} else {
+					t.twm.n = max(t.twm.n, p.vj.sides[1].nParts)
+				}
 			}
 		} else {
 			tr, err = decodeTracker(pos)

@@ -41,6 +41,18 @@ type forward struct {
 	parts int              // the topic's partitions (set at Run)
 	keys  *drive.GroupKeys // the next segment's root's GROUP BY
 	view  *plan.Query      // the primary, whose ViewWatermark the markers carry (nil: an interval join's segment, the joined stream's watermark)
+	// join, for a side of a join of two views (viewjoin.go): the rows'
+	// partition key in place of keys, and side tags every record.
+	join *sideKey
+	side int
+}
+
+// headers tags a record for f's topic: a join of two views' side.
+func (f *forward) headers(h []kgo.RecordHeader) []kgo.RecordHeader {
+	if f.join == nil {
+		return h
+	}
+	return append(h, kgo.RecordHeader{Key: sideHeader, Value: []byte{byte(f.side)}})
 }
 
 // segmentName is the name segment k (0-based) owns its groups, ids and
@@ -289,14 +301,20 @@ func (st *stage2) forwardRow(t *task) func([]types.Value) error {
 		return nil
 	}
 	return func(row []types.Value) error {
-		key, err := f.keys.Append(append(make([]byte, 0, 32), routeKeyVersion), row)
+		var key []byte
+		var err error
+		if f.join != nil {
+			key = f.join.append(make([]byte, 0, 32), row)
+		} else {
+			key, err = f.keys.Append(append(make([]byte, 0, 32), routeKeyVersion), row)
+		}
 		if err != nil {
 			// The reader's GROUP BY fails on this row: any partition
 			// will do, where the reader evaluates it again and counts
 			// the error, as in a file run.
 			key = []byte{routeKeyVersion}
 		}
-		rec := &kgo.Record{Topic: f.topic, Partition: -1, Key: key, Value: drive.AppendRow(nil, row)}
+		rec := &kgo.Record{Topic: f.topic, Partition: -1, Key: key, Value: drive.AppendRow(nil, row), Headers: f.headers(nil)}
 		st.s.Produce(st.pctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
 		t.touched = true
 		return nil
@@ -332,7 +350,7 @@ func (st *stage2) forwardMarks() error {
 	}
 	for i := 0; i < f.parts; i++ {
 		m := &kgo.Record{Topic: f.topic, Partition: int32(i), Key: markerKey, Value: enc,
-			Headers: []kgo.RecordHeader{{Key: markerHeader, Value: []byte{1}}}}
+			Headers: f.headers([]kgo.RecordHeader{{Key: markerHeader, Value: []byte{1}}})}
 		st.s.Produce(st.pctx, m, func(_ *kgo.Record, err error) { st.perr.set(err) })
 		st.p.c.markersOut.Add(1)
 	}

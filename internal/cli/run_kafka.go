@@ -134,6 +134,10 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 			table.IdleTimeout = k.idleTimeout
 		}
 	}
+	joinSrc, err := kafkaJoinSource(q, src, k, env)
+	if err != nil {
+		return err
+	}
 	switch s := querySink(prog, q); {
 	case isKafkaURL(k.sink):
 		sink, err = kafka.ParseURL(k.sink, kafka.RoleSink, env.Getenv)
@@ -233,6 +237,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		ResetState:    k.resetState,
 		ViewSinks:     viewSinks,
 		Table:         table,
+		JoinSource:    joinSrc,
 		OnViewLate:    onViewLate,
 		OnBadEvent: func(e *kafka.BadEvent) {
 			if reported < 10 {
@@ -305,7 +310,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 // else the sink topic's name, a dash and the view's name, on the sink's
 // cluster, as ksqlDB gives each persistent query its own topic.
 func viewSinks(prog *plan.Program, q *plan.Query, sink kafka.Endpoint, env *Env) (map[string]kafka.Endpoint, error) {
-	ups := q.Upstream()
+	ups := allViews(q) // both sides' of a join of two views
 	if len(ups) == 0 {
 		return nil, nil
 	}

@@ -21,3 +21,8 @@ func AppendRow(dst []byte, row []types.Value) []byte { return exec.AppendRow(dst
 // DecodeRow parses AppendRow's bytes (an ErrBadState error when they are
 // cut or padded).
 func DecodeRow(b []byte) ([]types.Value, error) { return exec.DecodeRow(b) }
+
+// AppendGroupKey appends cells encoded as a group key's (the key rules:
+// NaN, infinities and NULL one cell, -0.0 is 0.0), for a host that
+// partitions rows by cells a GROUP BY of them would make one group.
+func AppendGroupKey(dst []byte, cells []types.Value) []byte { return exec.AppendGroupKey(dst, cells) }

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// The q8 shape over Kafka through the CLI: two sources, each a view per
+// key and 10-second window, joined on the key and the window's start.
+const kafkaViewJoinQueries = `
+CREATE VIEW np AS SELECT id, name, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, count(*) AS v
+  FROM ps GROUP BY id, name, TUMBLE(ts, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW ns AS SELECT seller, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, count(*) AS a
+  FROM au GROUP BY seller, TUMBLE(ts, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW j AS SELECT p.id, p.name, TUMBLE_START(p.ws, INTERVAL '10' SECOND) AS ws, sum(p.v) AS v, sum(a.a) AS a
+  FROM np p JOIN ns a ON p.id = a.seller AND p.ws = a.ws
+  GROUP BY p.id, p.name, TUMBLE(p.ws, INTERVAL '10' SECOND) EMIT FINAL;
+`
+
+// TestRunKafkaViewJoin runs the join of two views from two topics
+// (3 and 2 partitions, the second source's CREATE SOURCE naming its
+// topic) until caught up: each view's topic and the query's equal the
+// file run of the same events, one final per key; then an event an hour
+// behind is late at its view (--late-output names it).
+func TestRunKafkaViewJoin(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	base := time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC)
+	names := []string{`"ann"`, `"bo \"b\""`, `null`, `"\u00e9"`}
+	var ps, au strings.Builder
+	for i := 0; i < 3000; i++ {
+		ts := base.Add(time.Duration(i)*15*time.Millisecond - time.Duration(r.IntN(1500))*time.Millisecond).Format("2006-01-02 15:04:05.000")
+		if i%3 == 0 {
+			fmt.Fprintf(&ps, `{"id":%d,"name":%s,"ts":"%s"}`+"\n", r.IntN(40), names[r.IntN(len(names))], ts)
+		}
+		seller := fmt.Sprint(r.IntN(50))
+		if r.IntN(20) == 0 {
+			seller = "null"
+		}
+		fmt.Fprintf(&au, `{"seller":%s,"ts":"%s"}`+"\n", seller, ts)
+	}
+	src := `CREATE SOURCE ps (id BIGINT, name VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (%s);
+CREATE SOURCE au (seller BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (%s);`
+	// The file run.
+	dir := t.TempDir()
+	fileSQL := writeFile(t, "j.sql", fmt.Sprintf(src, "format = 'jsonl', path = '"+writeFile(t, "ps.jsonl", ps.String())+"'",
+		"format = 'jsonl', path = '"+writeFile(t, "au.jsonl", au.String())+"'")+kafkaViewJoinQueries)
+	env, _, errb := runTestEnv("")
+	if code := Main(context.Background(), env, []string{"run", fileSQL, "--output-dir", dir, "--quiet"}); code != 0 {
+		t.Fatalf("file run: exit %d: %s", code, errb)
+	}
+	want := map[string]map[string]string{}
+	for _, v := range []string{"np", "ns", "j"} {
+		b, err := os.ReadFile(filepath.Join(dir, v+".tsv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			k, val, _ := strings.Cut(line, "\t")
+			m[k] = val
+		}
+		if len(m) < 10 {
+			t.Fatalf("file run: %s has %d keys", v, len(m))
+		}
+		want[v] = m
+	}
+
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	kafkaSQL := writeFile(t, "kj.sql", fmt.Sprintf(src, "connector = 'kafka', topic = 'ps', brokers = '"+addr+"'", "connector = 'kafka', topic = 'au'")+kafkaViewJoinQueries)
+	for topic, parts := range map[string]string{"ps": "3", "au": "2"} {
+		in := map[string]string{"ps": ps.String(), "au": au.String()}[topic]
+		if code, errs := kafkaCLI(t, in, "produce", "--to", "kafka://"+addr+"/"+topic, "--partitions", parts); code != 0 {
+			t.Fatalf("produce %s: exit %d: %s", topic, code, errs)
+		}
+	}
+	run := []string{"run", kafkaSQL, "--query", "j", "--sink", "kafka://" + addr + "/jout", "--instance-id", "a", "--until-caught-up", "--log-level", "warn"}
+	code, errs := kafkaCLI(t, "", run...)
+	if n := 3000 + 1000; code != 0 || !strings.Contains(errs, fmt.Sprintf("%d events consumed, 0 malformed, 0 eval errors, 0 late", n)) || !strings.Contains(errs, "caught up") {
+		t.Fatalf("run: exit %d, want %d events consumed, nothing late, caught up:\n%s", code, n, errs)
+	}
+	topics := map[string]string{"j": "jout", "np": "jout-np", "ns": "jout-ns"}
+	checkViewSinks(t, addr, topics, want)
+
+	if code, errs := kafkaCLI(t, `{"seller":1,"ts":"2026-07-18 09:00:00"}`+"\n", "produce", "--to", "kafka://"+addr+"/au"); code != 0 {
+		t.Fatalf("produce: exit %d: %s", code, errs)
+	}
+	late := filepath.Join(t.TempDir(), "late.jsonl")
+	code, errs = kafkaCLI(t, "", append(run, "--late-output", late)...)
+	if code != 0 || !strings.Contains(errs, "1 events consumed, 0 malformed, 0 eval errors, 1 late") {
+		t.Fatalf("resumed run: exit %d, want 1 event consumed, 1 late:\n%s", code, errs)
+	}
+	if b, err := os.ReadFile(late); err != nil || strings.Count(string(b), "\n") != 1 || !strings.HasPrefix(string(b), `{"query": "ns"`) {
+		t.Errorf("late output: %q, %v", b, err)
+	}
+	checkViewSinks(t, addr, topics, want)
+
+	// The second source must be a topic.
+	noTopic := writeFile(t, "nt.sql", fmt.Sprintf(src, "connector = 'kafka', topic = 'ps', brokers = '"+addr+"'", "format = 'jsonl', path = 'au.jsonl'")+kafkaViewJoinQueries)
+	run[1] = noTopic
+	if code, errs := kafkaCLI(t, "", run...); code == 0 || !strings.Contains(errs, "over Kafka the second is read from a topic too: CREATE SOURCE au (...) WITH (connector = 'kafka', topic = 'TOPIC')") {
+		t.Errorf("a second source without a topic: exit %d: %s", code, errs)
+	}
+}
