@@ -143,6 +143,13 @@ func joinRun(t *testing.T, sql string, in []joinInput, bound int, ckptAt int) []
 // it (a nil value deletes an entry), from which the new query restores.
 func joinRunIncr(t *testing.T, sql string, in []joinInput, bound int, fullAt, ckptAt int) []string {
 	t.Helper()
+	return joinRunNamed(t, sql, "", in, bound, fullAt, ckptAt)
+}
+
+// joinRunNamed is joinRunIncr for the script's query name (a query over a
+// view: the graph of it and its views).
+func joinRunNamed(t *testing.T, sql, name string, in []joinInput, bound int, fullAt, ckptAt int) []string {
+	t.Helper()
 	opts := ubik.DefaultOptions()
 	if bound > 0 {
 		opts.MaxPendingRecords = bound
@@ -159,7 +166,7 @@ func joinRunIncr(t *testing.T, sql string, in []joinInput, bound int, fullAt, ck
 		return nil
 	}
 	start := func() *ubik.Query {
-		qo := ubik.QueryOptions{}
+		qo := ubik.QueryOptions{Name: name}
 		if bound == 0 {
 			qo.OnRecord = take
 		}
@@ -208,14 +215,18 @@ func joinRunIncr(t *testing.T, sql string, in []joinInput, bound int, fullAt, ck
 			checkpoint(fullAt < 0 || fullAt >= ckptAt)
 			drain(q) // records rendered before the checkpoint are the host's
 			q = start()
+			meta := "m" // a graph's: the primary's, under its name
+			if _, ok := entries[meta]; !ok && name != "" {
+				meta = string(rune(len(name))) + name + "m"
+			}
 			order := make([]string, 0, len(entries))
 			for k := range entries {
-				if k != "m" {
+				if k != meta {
 					order = append(order, k)
 				}
 			}
 			sort.Strings(order)
-			order = append(order, "m") // the meta entry last
+			order = append(order, meta) // the meta entry last
 			for _, k := range order {
 				if _, err := q.Restore([]byte(k), entries[k]); err != nil {
 					t.Fatal(err)

@@ -85,6 +85,8 @@ func (e *Engine) StartGraph(pq *plan.Query, with []*plan.Query, qo QueryOptions)
 		Now:                e.opts.Now,
 		Strict:             qo.Strict,
 		CountsInCheckpoint: true,
+		JoinBuffer:         qo.JoinBuffer, // a view's temporal join's
+		LateTable:          qo.OnLateTable,
 	}
 	if qo.OnRecord != nil {
 		onRecord := qo.OnRecord

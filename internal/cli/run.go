@@ -529,8 +529,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	started := time.Now()
-	if pq.Join != nil && !resumed {
-		if err := loadTable(env, q, pq, dead, &curLineNo); err != nil {
+	if jq := graphJoin(pqs); jq != nil && !resumed {
+		// The join's query, or the view of the graph that joins.
+		if err := loadTable(env, q, jq, dead, &curLineNo); err != nil {
 			return err
 		}
 	}
@@ -1288,6 +1289,9 @@ func (t *runTarget) inputNames(first, second *plan.Source) []string {
 		return nil // a query inside a graph: its own counters
 	case pq.Join != nil:
 		return []string{pq.Source.Name, pq.Join.Table.Name}
+	case graphJoin([]*plan.Query{pq}) != nil:
+		j := graphJoin([]*plan.Query{pq})
+		return []string{j.Source.Name, j.Join.Table.Name}
 	case pq.IJoin != nil && len(pq.Views()) == 0:
 		return []string{pq.IJoin.Left.Name, pq.IJoin.Right.Name}
 	case second != nil:

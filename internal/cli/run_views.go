@@ -166,3 +166,32 @@ func graphSecond(qs []*plan.Query) *plan.Source {
 	}
 	return nil
 }
+
+// graphJoin returns the query with a temporal join among qs and the views
+// they read (a graph runs at most one), or nil: its versioned table is
+// the run's table input.
+func graphJoin(qs []*plan.Query) *plan.Query {
+	seen := map[*plan.Query]bool{}
+	var walk func(q *plan.Query) *plan.Query
+	walk = func(q *plan.Query) *plan.Query {
+		if seen[q] {
+			return nil
+		}
+		seen[q] = true
+		if q.Join != nil {
+			return q
+		}
+		for _, v := range q.Views() {
+			if j := walk(v); j != nil {
+				return j
+			}
+		}
+		return nil
+	}
+	for _, q := range qs {
+		if j := walk(q); j != nil {
+			return j
+		}
+	}
+	return nil
+}

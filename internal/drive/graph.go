@@ -54,6 +54,10 @@ type Graph struct {
 	// The first is the host's Push input, the second its PushTable input.
 	sources []*plan.Source
 	ended   [2]bool // the inputs ended (EndTable, Close)
+	// join is the root whose query is a temporal join (a view over a
+	// stream and a versioned table), nil without one: the graph's table
+	// input (PushTable, AdvanceTableWatermark, EndTable) is its table's.
+	join *gnode
 	// reporter is the root whose input counters and event errors the
 	// graph reports: the primary when it reads the source, else the first.
 	reporter *gnode
@@ -203,6 +207,12 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			up.readers = append(up.readers, gedge{n, 0})
 			continue
 		}
+		if n.q.Join != nil {
+			if g.join != nil {
+				return nil, fmt.Errorf("drive: queries %s and %s both join a versioned table; a graph runs at most one temporal join (its table is the graph's second input)", g.join.q.Name, n.q.Name)
+			}
+			g.join = n
+		}
 		n.input = slices.Index(g.sources, n.q.Source)
 		if n.input < 0 {
 			if len(g.sources) == 2 {
@@ -212,6 +222,9 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			g.sources = append(g.sources, n.q.Source)
 		}
 		g.roots = append(g.roots, n)
+	}
+	if g.join != nil && len(g.sources) == 2 {
+		return nil, fmt.Errorf("drive: query %s joins the versioned table %s, and the graph also reads a second source (%s); a graph reads at most two inputs: run the join's queries in a graph of their own", g.join.q.Name, g.join.q.Join.Table.Name, g.sources[1].Name)
 	}
 	if len(g.sources) == 2 && !g.joinsSources() {
 		return nil, fmt.Errorf("drive: the graph's queries read two sources (%s, %s), but none joins a view of one with a view of the other; a graph reads two inputs only for such a join: run the queries of each source in a graph of their own", g.sources[0].Name, g.sources[1].Name)
@@ -231,7 +244,12 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		c := Config{Late: cfg.Late, Now: cfg.Now, Strict: cfg.Strict, CountsInCheckpoint: cfg.CountsInCheckpoint, Emit: emitView}
 		if n == g.primary {
 			c = cfg
-		} else if viewLate != nil {
+		} else if n == g.join {
+			// The join's table options are the host's (the primary's
+			// config carries them for the graph).
+			c.JoinBuffer, c.LateTable, c.TableDecoder = cfg.JoinBuffer, cfg.LateTable, cfg.TableDecoder
+		}
+		if n != g.primary && viewLate != nil {
 			name := n.q.Name
 			c.Late = func(ev *exec.LateEvent) { viewLate(name, ev) }
 		}
@@ -812,13 +830,19 @@ func (g *Graph) FinishRestore() {
 }
 
 // ErrGraphTable is returned by a graph's second-input calls when the graph
-// reads one source: a query over views has no versioned table input (the
-// binder refuses a temporal join in a graph), and its second input is
-// that of a join of two views over two different sources.
-var ErrGraphTable = errors.New("a query over views has no second input: its views read one source (a second input is the other source of a join of two views over two sources)")
+// has none: its second input is the versioned table of a view with a
+// temporal join, or the other source of a join of two views over two
+// different sources.
+var ErrGraphTable = errors.New("a query over views has no second input: its views read one source and join no versioned table (a second input is the table of a view's temporal join, or the other source of a join of two views over two sources)")
 
 // second checks that the graph has a second input that has not ended.
 func (g *Graph) second() error {
+	if g.join != nil {
+		if g.ended[1] {
+			return fmt.Errorf("%w: table %s has ended", ErrClosed, g.join.q.Join.Table.Name)
+		}
+		return nil
+	}
 	if len(g.sources) < 2 {
 		return ErrGraphTable
 	}
@@ -837,7 +861,25 @@ func (g *Graph) PushTable(raw []byte) error {
 	if err := g.admit(); err != nil {
 		return err
 	}
+	if g.join != nil {
+		return g.onJoin(func(d *Driver) error { return d.PushTable(raw) })
+	}
 	return g.eachOf(1, func(d *Driver) error { return d.Push(raw) })
+}
+
+// onJoin runs f, a call of the table input, on the join's root, then
+// moves what it released on.
+func (g *Graph) onJoin(f func(d *Driver) error) error {
+	n := g.join
+	err := f(n.d)
+	g.marked(n)
+	if err != nil && n.d.fatal != nil {
+		return g.fail(err)
+	}
+	if perr := g.pump(); perr != nil {
+		return perr
+	}
+	return err
 }
 
 // PushTableRow applies one typed row of the second source.
@@ -848,6 +890,9 @@ func (g *Graph) PushTableRow(row []types.Value) error {
 	if err := g.admit(); err != nil {
 		return err
 	}
+	if g.join != nil {
+		return g.onJoin(func(d *Driver) error { return d.PushTableRow(row) })
+	}
 	return g.eachOf(1, func(d *Driver) error { return d.PushRow(row) })
 }
 
@@ -855,6 +900,12 @@ func (g *Graph) PushTableRow(row []types.Value) error {
 func (g *Graph) AdvanceTableWatermark(wm int64) error {
 	if err := g.second(); err != nil {
 		return err
+	}
+	if g.join != nil {
+		if err := g.pump(); err != nil {
+			return err
+		}
+		return g.onJoin(func(d *Driver) error { return d.AdvanceTableWatermark(wm) })
 	}
 	return g.controlOf(1, func(d *Driver) error { return d.AdvanceWatermark(wm) }, 0)
 }
@@ -866,6 +917,12 @@ func (g *Graph) EndTable() error {
 		return err
 	}
 	g.ended[1] = true
+	if g.join != nil {
+		if err := g.pump(); err != nil {
+			return err
+		}
+		return g.onJoin((*Driver).EndTable)
+	}
 	return g.controlOf(1, (*Driver).Close, itemClose)
 }
 
@@ -884,10 +941,14 @@ func (g *Graph) EndFirst() error {
 	return g.controlOf(0, (*Driver).Close, itemClose)
 }
 
-// TableCounts are the second source's input counters (zero with one):
-// its reporter's events and malformed, and the late events and
-// evaluation errors of all its roots.
+// TableCounts are the second input's counters (zero with one): the
+// temporal join's table's, or the second source's: its reporter's events
+// and malformed, and the late events and evaluation errors of all its
+// roots.
 func (g *Graph) TableCounts() Counts {
+	if g.join != nil {
+		return g.join.d.TableCounts()
+	}
 	if len(g.sources) < 2 {
 		return Counts{}
 	}
@@ -901,12 +962,21 @@ func (g *Graph) TableCounts() Counts {
 	return c
 }
 
-// JoinStats is zero: a graph has no temporal join.
-func (g *Graph) JoinStats() JoinStats { return JoinStats{} }
+// JoinStats are the graph's temporal join's (zero without one).
+func (g *Graph) JoinStats() JoinStats {
+	if g.join == nil {
+		return JoinStats{}
+	}
+	return g.join.d.JoinStats()
+}
 
-// InputWatermarks are the watermarks of the graph's two sources (the
-// first root of each); math.MinInt64 for both when it reads one.
+// InputWatermarks are the watermarks of the graph's two inputs: the
+// temporal join's stream and table, or the two sources' (the first root
+// of each); math.MinInt64 for both when it reads one.
 func (g *Graph) InputWatermarks() (int64, int64) {
+	if g.join != nil {
+		return g.join.d.InputWatermarks()
+	}
 	if len(g.sources) < 2 {
 		return math.MinInt64, math.MinInt64
 	}

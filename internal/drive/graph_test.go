@@ -172,3 +172,50 @@ CREATE VIEW j AS SELECT x.g, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, sum(
 		t.Fatal(err)
 	}
 }
+
+// TestGraphTemporalJoinRefusals: a graph runs at most one temporal join
+// (its table is the graph's second input), and none beside a second
+// source; a graph without one refuses table input.
+func TestGraphTemporalJoinRefusals(t *testing.T) {
+	prog, err := plan.Compile(`CREATE SOURCE a (g VARCHAR, k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE SOURCE b (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE TABLE t (k VARCHAR, p BIGINT, vf TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vf AS vf);
+CREATE VIEW j1 AS SELECT a.g, TUMBLE_START(a.ts, INTERVAL '1' SECOND) AS ws, sum(t.p) AS p FROM a JOIN t FOR SYSTEM_TIME AS OF a.ts ON a.k = t.k GROUP BY a.g, TUMBLE(a.ts, INTERVAL '1' SECOND) EMIT FINAL;
+CREATE VIEW j2 AS SELECT a.g, TUMBLE_START(a.ts, INTERVAL '1' SECOND) AS ws, max(t.p) AS p FROM a JOIN t FOR SYSTEM_TIME AS OF a.ts ON a.k = t.k GROUP BY a.g, TUMBLE(a.ts, INTERVAL '1' SECOND) EMIT FINAL;
+CREATE VIEW vb AS SELECT g, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM b GROUP BY g, TUMBLE(ts, INTERVAL '1' SECOND) EMIT FINAL;
+CREATE VIEW r1 AS SELECT g, TUMBLE_START(ws, INTERVAL '10' SECOND) AS w, sum(p) AS p FROM j1 GROUP BY g, TUMBLE(ws, INTERVAL '10' SECOND);
+CREATE VIEW r2 AS SELECT g, TUMBLE_START(ws, INTERVAL '10' SECOND) AS w, sum(p) AS p FROM j2 GROUP BY g, TUMBLE(ws, INTERVAL '10' SECOND);
+CREATE VIEW both AS SELECT x.g, x.ws, count(*) AS n FROM j1 x JOIN vb y ON x.g = y.g AND x.ws = y.ws GROUP BY x.g, x.ws;
+CREATE VIEW rb AS SELECT g, TUMBLE_START(ws, INTERVAL '10' SECOND) AS w, sum(n) AS n FROM vb GROUP BY g, TUMBLE(ws, INTERVAL '10' SECOND);`, plan.CompileOptions{OwnOutputs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := map[string]*plan.Query{}
+	for _, q := range prog.Queries {
+		qs[q.Name] = q
+	}
+	emit := func(*changelog.Record) error { return nil }
+	if _, err := NewGraph(qs["r1"], []*plan.Query{qs["r2"]}, Config{Emit: emit}, nil, nil); err == nil || !strings.Contains(err.Error(), "a graph runs at most one temporal join") {
+		t.Errorf("two temporal joins: %v", err)
+	}
+	if _, err := NewGraph(qs["both"], nil, Config{Emit: emit}, nil, nil); err == nil || !strings.Contains(err.Error(), "a graph reads at most two inputs") {
+		t.Errorf("a temporal join beside a second source: %v", err)
+	}
+	g, err := NewGraph(qs["rb"], nil, Config{Emit: emit}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.PushTable([]byte(`{}`)); !errors.Is(err, ErrGraphTable) {
+		t.Errorf("table input to a graph without one: %v", err)
+	}
+	g, err = NewGraph(qs["r1"], nil, Config{Emit: emit}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.EndTable(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.PushTable([]byte(`{"k":"x","p":1,"vf":"2026-07-18 10:00:00"}`)); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "table t has ended") {
+		t.Errorf("table input after its end: %v", err)
+	}
+}

@@ -53,8 +53,6 @@ func (b *binder) readView(v *Source, pos int) error {
 		return b.errAt(pos, "view %s is a continuous view: it updates a group on every change, so a query over it would need retractions, which ubik's changelog does not carry; give %s a window and EMIT FINAL (one final row per group and window)", q.Name, q.Name)
 	case q.Emit.Mode == EmitEarly:
 		return b.errAt(pos, "view %s emits early (EMIT EARLY): it publishes a (group, window) several times, so a query over it would have to retract the earlier values, and ubik's changelog carries no retractions; declare %s with EMIT FINAL so each row is published once, when its window closes", q.Name, q.Name)
-	case q.Join != nil:
-		return b.errAt(pos, "view %s joins the versioned table %s (FOR SYSTEM_TIME AS OF); a query over a view with a temporal join is not supported: aggregate the joined rows in one query (for example GROUP BY TUMBLE of an hour directly), or write the view's changelog to a file and read it as a source", q.Name, q.Join.Table.Name)
 	case q.IJoin != nil:
 		return b.errAt(pos, "view %s is an interval join of two streams; a query over such a view is not supported yet: aggregate the joined rows in one query", q.Name)
 	case q.Emit.Mode == EmitChanges:
