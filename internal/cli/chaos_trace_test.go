@@ -128,8 +128,9 @@ func summaryCount(out string) int64 {
 }
 
 // abortDigest counts the lines of a ubik log that tell why a
-// transaction did not commit, by message (the slog msg= field), and the
-// lines of the broker trace written after since.
+// transaction did not commit (kgo's session end with will_try_commit=false,
+// ubik's warnings, restores, redos, fencing), by message (the slog msg=
+// field and the fields that do not vary line to line).
 func abortDigest(log string) string {
 	counts := map[string]int{}
 	for _, l := range strings.Split(log, "\n") {
@@ -160,21 +161,16 @@ func abortDigest(log string) string {
 	return strings.Join(lines, "\n")
 }
 
-// keepRoundLogs copies the round's logs to keep (or a new directory
-// outside the test's temporary one) and returns where.
+// keepRoundLogs copies the round's logs to keep/SEED and says where (or,
+// with no keep directory, how to keep them: the test's own directory is
+// removed when it ends).
 func keepRoundLogs(dir, keep string, seed uint64) string {
-	to := ""
-	if keep != "" {
-		to = filepath.Join(keep, fmt.Sprint(seed))
-		if err := os.MkdirAll(to, 0o755); err != nil {
-			return ""
-		}
-	} else {
-		d, err := os.MkdirTemp("", fmt.Sprintf("ubik-chaos-%d-", seed))
-		if err != nil {
-			return ""
-		}
-		to = d
+	if keep == "" {
+		return "nowhere (" + envChaosKeep + "=DIR keeps them)"
+	}
+	to := filepath.Join(keep, fmt.Sprint(seed))
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return fmt.Sprintf("nowhere (%v)", err)
 	}
 	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
 	for _, l := range logs {
