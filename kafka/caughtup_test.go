@@ -3,10 +3,12 @@ package kafka
 import (
 	"context"
 	"hash/fnv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // runUntilCaughtUp runs a pipeline with UntilCaughtUp and requires Run to
@@ -188,4 +190,40 @@ func TestTransactionTakesManyPolls(t *testing.T) {
 			t.Logf("%d commits, %s", st.Commits, time.Since(start))
 		})
 	}
+}
+
+// TestEmptyEndsAreNotAborts: a stage whose JoinGroup waits (here the
+// broker holds the repartition stage's first join for 3 s) ends an empty
+// transaction after every poll, with no assignment and nothing in it;
+// none of those is an aborted transaction. They used to be counted as
+// aborts: a final run of the chaos test whose join waited 60 s reported
+// some 600 aborts that aborted nothing.
+func TestEmptyEndsAreNotAborts(t *testing.T) {
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 2, nil)
+	evs := genEvents(11, 2000)
+	produceEvents(t, addrs, "events", 2, evs, false)
+	var held atomic.Bool
+	c.ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if r := req.(*kmsg.JoinGroupRequest); r.Group == "totals-in" && held.CompareAndSwap(false, true) {
+			c.SleepControl(func() { time.Sleep(3 * time.Second) })
+		}
+		return nil, nil, false
+	})
+	start := time.Now()
+	st := runUntilCaughtUp(t, Options{Query: tumbleQuery("totals", 100*time.Millisecond), Source: endpoint(addrs, "events"),
+		Sink: endpoint(addrs, "out"), InstanceID: "a", Logger: testLogger(t)})
+	if !held.Load() || time.Since(start) < 3*time.Second {
+		t.Fatalf("the join was not held (%v, caught up after %s)", held.Load(), time.Since(start))
+	}
+	if st.Aborts != 0 {
+		t.Errorf("%d aborts, want 0: nothing was aborted (the stage waited for its join)", st.Aborts)
+	}
+	if st.EventsIn != int64(len(evs)) || st.Commits == 0 {
+		t.Errorf("consumed %d events of %d, %d commits", st.EventsIn, len(evs), st.Commits)
+	}
+	f := follow(t, addrs, "out", false)
+	f.waitFinals(t, tumbleOracle(evs), 30*time.Second)
 }

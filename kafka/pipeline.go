@@ -162,7 +162,7 @@ type Stats struct {
 	StateEntriesOut int64 // state-topic records produced
 	MarkersOut      int64 // watermark markers produced
 	Commits         int64 // transactions committed (both stages)
-	Aborts          int64 // transactions aborted (both stages)
+	Aborts          int64 // transactions aborted (both stages); an end with nothing in it (no record, no offset) is none
 	Restores        int64 // operators restored from the state topic
 	RestoredEntries int64
 	Redos           int64 // stage sessions started again after a transaction end failed (its outcome unknown)
@@ -679,6 +679,7 @@ func (p *Pipeline) session(group, topic, txnID string, reset kgo.Offset, a *assi
 		kgo.RecordPartitioner(mixedPartitioner(manual)),
 		kgo.ProducerLinger(0),
 		kgo.MaxBufferedRecords(100000),
+		kgo.WithHooks(&txnRecords{}),
 	)
 	if topic == p.opts.Source.Topic || p.tj != nil && topic == p.tj.ep.Topic {
 		opts = append(opts, p.keepControl()...)
@@ -829,6 +830,27 @@ func (p *Pipeline) flush(ctx context.Context, s *kgo.GroupTransactSession) error
 	return nil
 }
 
+// txnRecords counts the records a session's client produced since the
+// last transaction end (a kgo hook), so that an end with nothing in it is
+// not counted as an aborted transaction: a stage that has no assignment
+// yet (its JoinGroup waits for a rebalance) ends an empty transaction
+// after every poll, and a final run whose join waited 60 s reported some
+// 600 aborts that aborted nothing.
+type txnRecords struct{ n atomic.Int64 }
+
+func (c *txnRecords) OnProduceRecordBuffered(*kgo.Record) { c.n.Add(1) }
+
+// takeProduced returns whether s produced a record since the last call.
+func takeProduced(s *kgo.GroupTransactSession) bool {
+	hooks, _ := s.Client().OptValue(kgo.WithHooks).([]kgo.Hook)
+	for _, h := range hooks {
+		if c, ok := h.(*txnRecords); ok {
+			return c.n.Swap(0) > 0
+		}
+	}
+	return true // not counted: take it as not empty
+}
+
 // end ends a transaction: commit when the work succeeded, abort otherwise.
 // It returns whether it committed.
 func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, group string, ok bool) (bool, error) {
@@ -836,6 +858,7 @@ func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, group s
 	if !ok {
 		try = kgo.TryAbort
 	}
+	empty := !takeProduced(s) && len(s.Client().UncommittedOffsets()) == 0
 	// A clean stop still ends the transaction: give it its own deadline.
 	ectx, cancel := p.endContext(ctx)
 	defer cancel()
@@ -868,7 +891,7 @@ func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, group s
 	}
 	if committed {
 		p.c.commits.Add(1)
-	} else {
+	} else if !empty || err != nil {
 		p.c.aborts.Add(1)
 	}
 	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {

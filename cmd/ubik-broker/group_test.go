@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -223,4 +224,87 @@ func TestJoinOutlivesSession(t *testing.T) {
 		t.Errorf("b's join: leader %s, %d members; want b alone", r.resp.LeaderID, len(r.resp.Members))
 	}
 	t.Logf("b's join answered after %s (a expired)", took.Round(time.Millisecond))
+}
+
+// TestDeadJoinerExpires: a member whose client dies while its JoinGroup
+// waits in a rebalance (kill -9 mid-join) is expired at its session
+// timeout once the join completes, as on Kafka, though its answer could
+// not be delivered. The broker used to arm a member's session timer only
+// when an answer reached it, so such a member stayed in the group for
+// good: the stable group kept it (and its partitions), and the next
+// rebalance waited for its rejoin until the rebalance timeout (seen in
+// TestChaosBinary: a final run's JoinGroup answered after exactly 60 s).
+func TestDeadJoinerExpires(t *testing.T) {
+	_, addr := testBroker(t)
+	ctx := testCtx(t)
+	const session, rebalance = 6 * time.Second, 40 * time.Second
+	a := &member{t: t, addr: addr, group: "g"}
+	if _, err := a.join(ctx, session, rebalance); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.sync(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	// b's JoinGroup parks (the group waits for a to rejoin); then b's
+	// client dies.
+	b := &member{t: t, addr: addr, group: "g"}
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Group, req.ProtocolType = "g", "consumer"
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = int32(session.Milliseconds()), int32(rebalance.Milliseconds())
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", []byte{0, 0, 0, 0, 0, 0, 0, 0}
+	req.Protocols = append(req.Protocols, p)
+	resp, err := req.RequestWith(ctx, b.cl())
+	if err != nil || kerr.ErrorForCode(resp.ErrorCode) != kerr.MemberIDRequired {
+		t.Fatalf("first join: %v %v", err, resp)
+	}
+	req.MemberID = resp.MemberID
+	dying, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := make(chan error, 1)
+	go func() { _, err := req.RequestWith(ctx, dying); parked <- err }()
+	for a.heartbeat(ctx) == nil { // b's join started the rebalance
+		time.Sleep(50 * time.Millisecond)
+	}
+	dying.Close() // kill -9: the connection goes, the join still waits at the broker
+	<-parked
+	// a rejoins: the join completes with a and the dead b; a syncs as
+	// the leader and the group is stable with b in it.
+	ar, err := a.join(ctx, session, rebalance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ar.Members) != 2 {
+		t.Fatalf("the join completed with %d members, want a and the dead b", len(ar.Members))
+	}
+	if err := a.sync(ctx, ar); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	// b never heartbeats: it expires at its session timeout and the
+	// group rebalances, which a learns from its heartbeat.
+	for {
+		err := a.heartbeat(ctx)
+		if errors.Is(err, kerr.RebalanceInProgress) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(start) > session+10*time.Second {
+			t.Fatalf("the dead member is still in the group %s after the join completed (session timeout %s)", time.Since(start).Round(time.Millisecond), session)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	took := time.Since(start)
+	ar, err = a.join(ctx, session, rebalance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ar.Members) != 1 || ar.LeaderID != a.id {
+		t.Fatalf("after b expired: leader %s, %d members; want a alone", ar.LeaderID, len(ar.Members))
+	}
+	t.Logf("the dead member expired %s after the join completed (session timeout %s)", took.Round(time.Millisecond), session)
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,7 +30,8 @@ const (
 	envChaosEvents  = "UBIK_E2E_CHAOS_EVENTS"  // events per round; default 30000 (the size: 500000)
 	envChaosSeconds = "UBIK_E2E_CHAOS_SECONDS" // seconds of production under chaos per round; default 12
 	envChaosSeed    = "UBIK_E2E_CHAOS_SEED"
-	envChaosKeep    = "UBIK_E2E_CHAOS_KEEP" // a directory: a failed round's logs are copied there
+	envChaosKeep    = "UBIK_E2E_CHAOS_KEEP"  // a directory: a failed or slow round's logs are copied there
+	envChaosShape   = "UBIK_E2E_CHAOS_SHAPE" // a shape's name (query, views): every round runs it
 )
 
 // chaosSQL is the query of the chaos rounds: input dedup, a 1-minute
@@ -130,6 +132,13 @@ func TestChaosBinary(t *testing.T) {
 	bin := buildUbik(t)
 	for i := 0; i < rounds; i++ {
 		shape := chaosShapes[i%len(chaosShapes)]
+		if name := os.Getenv(envChaosShape); name != "" {
+			i := slices.IndexFunc(chaosShapes, func(s chaosShape) bool { return s.name == name })
+			if i < 0 {
+				t.Fatalf("%s=%q: no such shape (query, views)", envChaosShape, name)
+			}
+			shape = chaosShapes[i]
+		}
 		t.Run(fmt.Sprintf("round=%d/%s", i, shape.name), func(t *testing.T) {
 			s := seed + uint64(i)
 			t.Logf("seed %d (rerun with %s=%d %s=%d: this round is the last), %d events over %d s", s, envChaosSeed, seed, envChaosRounds, i+1, n, secs)
@@ -200,11 +209,18 @@ func chaosRound(t *testing.T, bin string, shape chaosShape, seed uint64, n int, 
 			}
 		})
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BrokerConfigs(map[string]string{"log.cleaner.backoff.ms": "1000"}))
+	trace, err := newBrokerTrace(filepath.Join(dir, "broker.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BrokerConfigs(map[string]string{"log.cleaner.backoff.ms": "1000"}),
+		kfake.WithLogger(trace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(trace.close) // after the cluster's close (cleanups run last first)
 	t.Cleanup(c.Close)
+	trace.observe(c)
 	addr := c.ListenAddrs()[0]
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
@@ -360,6 +376,7 @@ func chaosRound(t *testing.T, bin string, shape chaosShape, seed uint64, n int, 
 	}
 	t.Logf("all stopped %s after SIGTERM", time.Since(stopping).Round(time.Millisecond))
 	// One process finishes the query.
+	trace.mark("final catch-up")
 	final := filepath.Join(dir, "final.log")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -370,16 +387,15 @@ func chaosRound(t *testing.T, bin string, shape chaosShape, seed uint64, n int, 
 		t.Fatalf("ubik run --until-caught-up: %v\n%s", err, out)
 	}
 	took := time.Since(fin)
-	t.Logf("--until-caught-up finished in %s: %s", took.Round(time.Millisecond), lastLine(string(out)))
-	if took > 30*time.Second {
-		// Slow: show what it waited for (group joins, restores).
-		var lines []string
-		for _, l := range strings.Split(string(out), "\n") {
-			if strings.Contains(l, "kafka:") || strings.Contains(l, "join") || strings.Contains(l, "sync") || strings.Contains(l, "heartbeat") || strings.Contains(l, "assign") || strings.Contains(l, "producer id") {
-				lines = append(lines, l)
-			}
-		}
-		t.Logf("--until-caught-up took over 30 s; its log (group and restore lines):\n%s", strings.Join(lines, "\n"))
+	aborts := summaryCount(string(out))
+	t.Logf("--until-caught-up finished in %s (%d aborts): %s", took.Round(time.Millisecond), aborts, lastLine(string(out)))
+	if slow, many := chaosThresholds(); took > slow || aborts > many {
+		// A slow round: keep every log (each process's, the final
+		// run's, the broker's), and show why transactions did not
+		// commit and what the broker was asked meanwhile.
+		kept := keepRoundLogs(dir, os.Getenv(envChaosKeep), seed)
+		t.Logf("SLOW ROUND: --until-caught-up took %s with %d aborts (limits %s, %d); logs kept in %s\nwhy, from its log:\n%s\nthe broker, from the final catch-up on:\n%s",
+			took.Round(time.Millisecond), aborts, slow, many, kept, abortDigest(string(out)), tailFrom(trace.path, "=== final catch-up", 400))
 	}
 	for q, topic := range shape.topics {
 		checkChaosSink(t, addr, q, topic, want[q], shape.continuous[q])

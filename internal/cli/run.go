@@ -62,8 +62,9 @@ type runTarget struct {
 	out    string // the output path, or "-" for stdout
 	w      io.Writer
 	outBuf []byte
-	bad    int64  // events of this query that were malformed or failed to evaluate
-	limit  string // the bad-input limit it crossed, if any
+	bad    int64    // events of this query that were malformed or failed to evaluate, over every input
+	badIn  [2]int64 // bad's share of each input, for a query that reads two (summary.Inputs' order)
+	limit  string   // the bad-input limit it crossed, if any
 	// via is the target whose graph runs this one (run_views.go); q is
 	// then nil.
 	via *runTarget
@@ -79,7 +80,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&f.format, "format", "tsv", "record format: tsv (key<TAB>value) or jsonl (an envelope with the metadata)")
 	fs.StringVar(&f.query, "query", "", "which query of the script to run (default: its only query; see --output-dir)")
 	fs.BoolVar(&f.strict, "strict", false, "stop at the first malformed event or evaluation error (the same as --max-bad 0)")
-	fs.StringVar(&f.maxBad, "max-bad", "", "fail the run (exit status 3) when more than N events, or more than P% of the events read, are malformed or fail to evaluate (default: fail only when every event does)")
+	fs.StringVar(&f.maxBad, "max-bad", "", "fail the run (exit status 3) when more than N events, or more than P% of the events read, are malformed or fail to evaluate, counted over every input of the run (default: fail only when every event does)")
 	fs.StringVar(&f.statsJSON, "stats-json", "", "write the run summary as JSON to this file")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "never show the progress bar")
 	fs.BoolVar(&f.quiet, "quiet", false, "do not print the summary")
@@ -433,6 +434,51 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 
+	// countBad counts one bad event of input i (0 the first, 1 a second
+	// input: a join's table or right stream, a graph's second source) at
+	// path:lineNo and returns the error that stops the run when the event
+	// crosses --max-bad (or --strict). The limit is on the run's total
+	// over every input, as the summary's malformed count is.
+	names := owners[0].inputNames(input, second)
+	countBad := func(t *runTarget, i int, path string, lineNo int64, err error) error {
+		t.bad++
+		t.badIn[i]++
+		if !limit.set || limit.pct || t.bad <= limit.n {
+			return nil
+		}
+		t.limit = limit.String()
+		at := fmt.Sprintf("%s:%d", path, lineNo)
+		if len(names) == 2 {
+			at += " (input " + names[i] + ")"
+		}
+		if f.strict {
+			return fmt.Errorf("%w: %s: %s (--strict stops at the first bad event)", ErrBadInput, at, cleanMessage(err.Error()))
+		}
+		if len(names) == 2 {
+			return fmt.Errorf("%w: %s: more than %d events were malformed or failed to evaluate over its inputs (--max-bad %s counts every input: %s %d, %s %d); the last at %s: %s",
+				ErrBadInput, t.pq.Name, limit.n, f.maxBad, names[0], t.badIn[0], names[1], t.badIn[1], at, cleanMessage(err.Error()))
+		}
+		return fmt.Errorf("%w: %s: more than %d events were malformed or failed to evaluate (--max-bad %s); the last at %s: %s",
+			ErrBadInput, t.pq.Name, limit.n, f.maxBad, at, cleanMessage(err.Error()))
+	}
+	// onSecondBad takes a bad record of the second input (path:lineNo):
+	// to --dead-letter or stderr (the first ten), and into the count.
+	secondReported := 0
+	onSecondBad := func(path string, lineNo int64, event []byte, err error) error {
+		t := owners[0]
+		if dead != nil {
+			if werr := writeDead(dead, path, t.pq.Name, lineNo, event, err); werr != nil {
+				return fmt.Errorf("--dead-letter %s: %w", f.deadLetter, werr)
+			}
+		} else {
+			if secondReported < reportMalformed {
+				fmt.Fprintf(env.Stderr, "ubik: %s:%d: %s: %s\n", path, lineNo, badKind(err), cleanMessage(err.Error()))
+			}
+			secondReported++
+		}
+		return countBad(t, 1, path, lineNo, err)
+	}
+
 	var bar *progressbar.ProgressBar
 	if env.IsTerminal && !f.noProgress && size > 0 {
 		bar = progressbar.NewOptions64(size, progressbar.OptionSetWriter(env.Stderr),
@@ -531,7 +577,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	started := time.Now()
 	if jq := graphJoin(pqs); jq != nil && !resumed {
 		// The join's query, or the view of the graph that joins.
-		if err := loadTable(env, q, jq, dead, &curLineNo); err != nil {
+		if err := loadTable(q, jq, onSecondBad, &curLineNo); errors.Is(err, ErrBadInput) {
+			firstErr = err // the table crossed --max-bad: the summary says so, with what was read
+		} else if err != nil {
 			return err
 		}
 	}
@@ -558,25 +606,15 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	readBytes := resume.InputOffset
 	var lastBar int64
 	stopped := false
-	badLine := func(t *runTarget, lineNo int64, err error) {
-		t.bad++
-		report(t, lineNo, err)
-		if limit.set && !limit.pct && t.bad > limit.n && firstErr == nil {
-			t.limit = limit.String()
-			if f.strict {
-				firstErr = fmt.Errorf("%w: %s:%d: %s (--strict stops at the first bad event)", ErrBadInput, inName, lineNo, cleanMessage(err.Error()))
-			} else {
-				firstErr = fmt.Errorf("%w: %s: more than %d events were malformed or failed to evaluate (--max-bad %s); the last at %s:%d: %s",
-					ErrBadInput, t.pq.Name, limit.n, f.maxBad, inName, lineNo, cleanMessage(err.Error()))
-			}
-		}
-	}
 	onBad = func(t *runTarget, lineNo int64, event []byte, err error) {
 		if firstErr != nil {
 			return // the run stopped at an earlier line: this one was read ahead, not taken
 		}
 		writeDeadLetter(t, lineNo, event, err)
-		badLine(t, lineNo, err)
+		report(t, lineNo, err)
+		if e := countBad(t, 0, inName, lineNo, err); e != nil {
+			firstErr = e
+		}
 	}
 	for firstErr == nil {
 		if lineNo&4095 == 0 {
@@ -634,7 +672,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			continue // an empty or blank line is no event
 		}
 		for right != nil && firstErr == nil && right.behind(q) {
-			firstErr = right.pushOne(env, q, pq.Name, dead, &curLineNo)
+			firstErr = right.pushOne(q, onSecondBad, &curLineNo)
 		}
 		if firstErr != nil {
 			break
@@ -686,7 +724,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 				lastCkpt = time.Now()
 			}
 		}
-		firstErr = right.pushOne(env, q, pq.Name, dead, &curLineNo)
+		firstErr = right.pushOne(q, onSecondBad, &curLineNo)
 	}
 	if firstErr == nil && stopped {
 		// Stopped: the records of every line read are delivered.
@@ -726,9 +764,13 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	for _, t := range targets {
 		st := t.stats()
 		if firstErr == nil && !stopped {
-			if lim := limit.crossedAtEnd(t.bad, st.EventsIn); lim != "" {
+			read := st.EventsIn
+			if len(t.inputNames(input, second)) == 2 {
+				read += st.Table.RowsIn // the second input's rows: the limit is over every input
+			}
+			if lim := limit.crossedAtEnd(t.bad, read); lim != "" {
 				t.limit = lim
-				firstErr = fmt.Errorf("%w: %s: %d of %d events were malformed or failed to evaluate (%s)", ErrBadInput, t.pq.Name, t.bad, st.EventsIn, lim)
+				firstErr = fmt.Errorf("%w: %s: %d of %d events were malformed or failed to evaluate (%s)", ErrBadInput, t.pq.Name, t.bad, read, lim)
 			}
 		}
 		sum := newSummary(t.pq.Name, st, elapsed, t.inputNames(input, second))

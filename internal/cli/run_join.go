@@ -27,9 +27,9 @@ import (
 // the checkpoint, so a resumed run does not read the table again.
 
 // loadTable pushes the table file of q's join, then ends the table input.
-// curLine is the late output's line number; dead, when set, receives the
-// malformed rows.
-func loadTable(env *Env, q *ubik.Query, pq *planQuery, dead io.Writer, curLine *int64) error {
+// curLine is the late output's line number; onBad receives each malformed
+// row (its error, a crossed --max-bad, stops the load).
+func loadTable(q *ubik.Query, pq *planQuery, onBad func(path string, lineNo int64, row []byte, err error) error, curLine *int64) error {
 	t := pq.Join.Table
 	path := t.Options["path"]
 	if strings.EqualFold(t.Options["connector"], "kafka") {
@@ -46,7 +46,6 @@ func loadTable(env *Env, q *ubik.Query, pq *planQuery, dead io.Writer, curLine *
 	csv := strings.EqualFold(t.Options["format"], "csv")
 	br := bufio.NewReaderSize(fh, 1<<20)
 	var lineNo int64
-	reported := 0
 	for {
 		line, n, rerr := readRecord(br, csv)
 		if len(line) == 0 && rerr != nil {
@@ -80,16 +79,9 @@ func loadTable(env *Env, q *ubik.Query, pq *planQuery, dead io.Writer, curLine *
 			}
 			return err
 		}
-		if dead != nil {
-			if werr := writeDead(dead, path, pq.Name, lineNo, line, ee.Err); werr != nil {
-				return werr
-			}
-			continue
+		if err := onBad(path, lineNo, line, ee.Err); err != nil {
+			return err
 		}
-		if reported < 10 {
-			fmt.Fprintf(env.Stderr, "ubik: %s:%d: %s: %s\n", path, lineNo, badKind(ee.Err), cleanMessage(ee.Err.Error()))
-		}
-		reported++
 	}
 	*curLine = 0
 	return q.EndTable()
@@ -189,7 +181,6 @@ type rightInput struct {
 	offset     int64 // bytes consumed
 	line       int64
 	done       bool
-	reported   int
 }
 
 func openRightInput(r, left *plan.Source, offset, line int64) (*rightInput, error) {
@@ -242,9 +233,9 @@ func (ri *rightInput) behind(q *ubik.Query) bool {
 }
 
 // pushOne pushes the right file's next record (ending the input at the
-// end of the file). curLine is the late output's line number; dead, when
-// set, receives the malformed rows.
-func (ri *rightInput) pushOne(env *Env, q *ubik.Query, pqName string, dead io.Writer, curLine *int64) error {
+// end of the file). curLine is the late output's line number; onBad
+// receives a malformed row (its error, a crossed --max-bad, is returned).
+func (ri *rightInput) pushOne(q *ubik.Query, onBad func(path string, lineNo int64, row []byte, err error) error, curLine *int64) error {
 	for {
 		line, n, rerr := readRecord(ri.br, ri.csv)
 		if len(line) == 0 && rerr != nil {
@@ -285,14 +276,7 @@ func (ri *rightInput) pushOne(env *Env, q *ubik.Query, pqName string, dead io.Wr
 			}
 			return err
 		}
-		if dead != nil {
-			return writeDead(dead, ri.path, pqName, ri.line, line, ee.Err)
-		}
-		if ri.reported < 10 {
-			fmt.Fprintf(env.Stderr, "ubik: %s:%d: %s: %s\n", ri.path, ri.line, badKind(ee.Err), cleanMessage(ee.Err.Error()))
-		}
-		ri.reported++
-		return nil
+		return onBad(ri.path, ri.line, line, ee.Err)
 	}
 }
 

@@ -1749,9 +1749,14 @@ func (g *group) reply(creq *clientReq, kresp kmsg.Response, m *groupMember) {
 	if m != nil {
 		m.waitingReply = nil
 	}
-	if !creq.reply(kresp) {
-		return
-	}
+	creq.reply(kresp)
+	// ubik patch: the member's session timer restarts whether or not the
+	// answer reached it, as on Kafka (completeAndScheduleNextHeartbeat-
+	// Expiration runs for every member when a join completes). Upstream
+	// armed it only on delivery, so a member whose client died while its
+	// JoinGroup waited (kill -9 mid-rebalance) had no timer at all: it
+	// was never expired, held its partitions in a stable group, and made
+	// the next rebalance wait for its rejoin until the rebalance timeout.
 	if m != nil {
 		g.updateHeartbeat(m)
 	}
