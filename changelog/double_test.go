@@ -53,6 +53,16 @@ func TestAppendDoubleShortcut(t *testing.T) {
 		check(rng.Float64() * math.Pow(10, float64(rng.IntN(40)-20)))
 		check(float64(rng.Int64N(1e15)) / pow10[rng.IntN(len(pow10))])
 	}
+	// Every digit count of n against every k: the digit pairs and the odd
+	// digit on either side of the point.
+	for d := 1; d <= 15; d++ {
+		lo := int64(math.Pow(10, float64(d-1)))
+		for _, n := range []int64{lo, lo + 1, lo + 7, 2*lo - 1, 10*lo - 1, lo*10 - lo/2 - 3} {
+			for k := range pow10 {
+				check(float64(n) / pow10[k])
+			}
+		}
+	}
 	for _, f := range []float64{153.98, 0.1, 1000, 0.0001, 12345678901234.5} {
 		if _, ok := appendShortDecimal(nil, f); !ok {
 			t.Errorf("appendShortDecimal(%v) declined a short decimal", f)

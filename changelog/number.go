@@ -25,6 +25,18 @@ func appendDouble(dst []byte, f float64) []byte {
 // pow10 holds the exact doubles 10^0 .. 10^8.
 var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8}
 
+// digitPairs holds "00" .. "99".
+const digitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
+
 // appendShortDecimal is appendDouble's shortcut for a double that is the
 // correctly rounded value of a decimal n / 10^k with k <= 8 and at most 15
 // significant digits in n, 1e-4 <= |f| < 1e15 (prices, sums of prices,
@@ -38,7 +50,8 @@ func appendShortDecimal(dst []byte, f float64) ([]byte, bool) {
 	if !(a >= 1e-4 && a < 1e15) {
 		return dst, false
 	}
-	for k, p := range pow10 {
+	for k := 0; k < len(pow10); k++ { // by index: ranging over the array would copy it
+		p := pow10[k]
 		m := a * p
 		if m >= 1e15 {
 			return dst, false
@@ -49,27 +62,44 @@ func appendShortDecimal(dst []byte, f float64) ([]byte, bool) {
 		}
 		// n / 10^k is f's decimal; n has no trailing zero unless k = 0
 		// (a smaller k would have matched). Write it fixed: the integer
-		// digits, '.', k fraction digits (zero-padded), or ".0".
+		// digits, '.', k fraction digits (zero-padded), or ".0"; two
+		// digits per division.
 		var buf [24]byte
 		i := len(buf)
-		for j := 0; j < k; j++ {
-			i--
-			buf[i] = byte('0' + n%10)
-			n /= 10
-		}
 		if k == 0 {
 			i--
 			buf[i] = '0'
+		} else {
+			j := k
+			for ; j >= 2; j -= 2 {
+				q := n / 100
+				r := n - q*100
+				i -= 2
+				buf[i], buf[i+1] = digitPairs[2*r], digitPairs[2*r+1]
+				n = q
+			}
+			if j == 1 {
+				q := n / 10
+				i--
+				buf[i] = byte('0' + n - q*10)
+				n = q
+			}
 		}
 		i--
 		buf[i] = '.'
-		for {
+		for n >= 100 {
+			q := n / 100
+			r := n - q*100
+			i -= 2
+			buf[i], buf[i+1] = digitPairs[2*r], digitPairs[2*r+1]
+			n = q
+		}
+		if n >= 10 {
+			i -= 2
+			buf[i], buf[i+1] = digitPairs[2*n], digitPairs[2*n+1]
+		} else {
 			i--
-			buf[i] = byte('0' + n%10)
-			n /= 10
-			if n == 0 {
-				break
-			}
+			buf[i] = byte('0' + n)
 		}
 		if f < 0 {
 			i--

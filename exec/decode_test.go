@@ -217,6 +217,17 @@ func TestScanKeyCacheAcrossLines(t *testing.T) {
 		`{"ts":"2026-07-18 10:00:00"}`,
 		`{"s":"x","s":"dup","ts":"2026-07-18 10:00:00"}`,
 		`{"ts":"2026-07-18 10:00:00","t":true,"day":"2026-07-18","b":-1}`,
+		// The cached key takes its ':' along; these differ from the cached
+		// spelling only around or in place of the colon.
+		`{"s" : "x","i" :1,"ts": "2026-07-18 10:00:00"}`,
+		`{"s"  :"x","i":1,"ts"` + "\t" + `:"2026-07-18 10:00:00"}`,
+		`{"s","i":1,"ts":"2026-07-18 10:00:00"}`,
+		`{"s"::"x","ts":"2026-07-18 10:00:00"}`,
+		`{"s" "x","ts":"2026-07-18 10:00:00"}`,
+		`{"s":"x","i" 1,"ts":"2026-07-18 10:00:00"}`,
+		`{"s"`,
+		`{"s":`,
+		`{"s":"x","ts"`,
 	}
 	src := fuzzSource()
 	ref := NewDecoder(src)

@@ -41,13 +41,15 @@ func (d *Decoder) scanDecode(line []byte) ([]types.Value, error) {
 	}
 	for p := 0; ; p++ {
 		s.ws()
-		col, ok := d.scanKey(&s, p)
+		col, colon, ok := d.scanKey(&s, p)
 		if !ok {
 			return nil, errFallback
 		}
-		s.ws()
-		if !s.eat(':') {
-			return nil, errFallback
+		if !colon {
+			s.ws()
+			if !s.eat(':') {
+				return nil, errFallback
+			}
 		}
 		s.ws()
 		if col < 0 {
@@ -78,40 +80,47 @@ func (d *Decoder) scanDecode(line []byte) ([]types.Value, error) {
 const keyCacheLen = 64
 
 // cachedKey is the key a previous line had at one position: its raw text,
-// quotes included, and its column (-1: not one the query reads).
+// quotes included, and the ':' when it followed the closing quote directly
+// (colon), and its column (-1: not one the query reads).
 type cachedKey struct {
-	raw []byte
-	col int
+	raw   []byte
+	col   int
+	colon bool
 }
 
 // scanKey reads the key at position p of the object and returns its
-// column. Lines from one producer spell their keys the same way in the
-// same order, so it first compares the input with the raw key the previous
-// line had at p: one comparison instead of a string scan and a column
-// search. A key with escapes is never cached, so a cached raw text always
-// reads as exactly one string token.
-func (d *Decoder) scanKey(s *scanner, p int) (int, bool) {
+// column, and whether it also consumed the ':' after it. Lines from one
+// producer spell their keys the same way in the same order, so it first
+// compares the input with the raw key (and colon) the previous line had at
+// p: one comparison instead of a string scan, a column search and the
+// separator. A key with escapes is never cached, so a cached raw text
+// always reads as exactly one string token (and its ':').
+func (d *Decoder) scanKey(s *scanner, p int) (col int, colon, ok bool) {
 	if p < len(d.keyCache) {
 		if k := &d.keyCache[p]; bytes.HasPrefix(s.b[s.i:], k.raw) {
 			s.i += len(k.raw)
-			return k.col, true
+			return k.col, k.colon, true
 		}
 	}
 	start := s.i
 	key, ok := s.str(&d.keyScratch)
 	if !ok {
-		return 0, false
+		return 0, false, false
 	}
-	col := d.columnOf(key)
+	col = d.columnOf(key)
 	if raw := s.b[start:s.i]; len(raw) == len(key)+2 && p < keyCacheLen {
+		if s.i < len(s.b) && s.b[s.i] == ':' {
+			s.i++
+			raw, colon = s.b[start:s.i], true
+		}
 		switch {
 		case p < len(d.keyCache):
-			d.keyCache[p] = cachedKey{raw: append(d.keyCache[p].raw[:0], raw...), col: col}
+			d.keyCache[p] = cachedKey{raw: append(d.keyCache[p].raw[:0], raw...), col: col, colon: colon}
 		case p == len(d.keyCache):
-			d.keyCache = append(d.keyCache, cachedKey{raw: append([]byte(nil), raw...), col: col})
+			d.keyCache = append(d.keyCache, cachedKey{raw: append([]byte(nil), raw...), col: col, colon: colon})
 		}
 	}
-	return col, true
+	return col, colon, true
 }
 
 // errFallback sends a line to the reference (fastjson) decoder.

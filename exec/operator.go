@@ -897,7 +897,7 @@ func (o *Operator) emit(g *group, final bool) error {
 			return nil
 		}
 	}
-	for i, c := range q.Select {
+	for i := range q.Select {
 		if j := o.selKey[i]; j >= 0 {
 			// Its text is copied from the key's (encodeRecord); the typed
 			// value is still the row's, for EmittedRow.
@@ -908,6 +908,7 @@ func (o *Operator) emit(g *group, final bool) error {
 			o.outRow[i] = row[r]
 			continue
 		}
+		c := &q.Select[i]
 		v, err := c.Expr.Eval(row)
 		if err != nil {
 			o.stats.EvalErrors++
@@ -961,12 +962,12 @@ func (o *Operator) encodeRecord(keys []types.Value) {
 	}
 	o.keyOut = append(k, ']')
 	v := append(o.valOut[:0], '{')
-	for i, c := range o.outRow {
+	for i := range o.outRow { // by index: a range value would copy each cell first
 		v = append(v, o.prefixes[i]...)
 		if j := o.selKey[i]; j >= 0 {
 			v = append(v, o.keyOut[o.keySpan[2*j]:o.keySpan[2*j+1]]...)
 		} else {
-			v = changelog.AppendCell(v, c)
+			v = changelog.AppendCell(v, o.outRow[i])
 		}
 	}
 	o.valOut = append(v, '}')

@@ -98,7 +98,17 @@ type aggLayout struct {
 	// growing lists the aggregates whose state grows with the input (sets,
 	// sketches, spilled sums); their growth is added to the state gauge.
 	growing []int
+	// ends is each aggregate's end word (offs[i] + its nwords), and
+	// releasing lists the aggregates whose release does anything: a dropped
+	// group (one per new group on a wide key) then costs no interface call
+	// per aggregate that holds nothing outside its words.
+	ends      []int
+	releasing []int
 }
+
+// holdsNothing marks a kernel whose release is a no-op (its state is its
+// words).
+type holdsNothing interface{ holdsNothing() }
 
 func newLayout(q *plan.Query, arena *aggArena) (*aggLayout, error) {
 	l := &aggLayout{}
@@ -110,6 +120,10 @@ func newLayout(q *plan.Query, arena *aggArena) (*aggLayout, error) {
 		l.kernels = append(l.kernels, k)
 		l.offs = append(l.offs, l.stride)
 		l.stride += k.nwords()
+		l.ends = append(l.ends, l.stride)
+		if _, ok := k.(holdsNothing); !ok {
+			l.releasing = append(l.releasing, i)
+		}
 		if grows {
 			l.growing = append(l.growing, i)
 		}
@@ -119,12 +133,12 @@ func newLayout(q *plan.Query, arena *aggArena) (*aggLayout, error) {
 
 // words returns aggregate i's words within a group's words.
 func (l *aggLayout) words(gw []uint64, i int) []uint64 {
-	return gw[l.offs[i] : l.offs[i]+l.kernels[i].nwords()]
+	return gw[l.offs[i]:l.ends[i]]
 }
 
 func (l *aggLayout) release(gw []uint64) {
-	for i, k := range l.kernels {
-		k.release(l.words(gw, i))
+	for _, i := range l.releasing {
+		l.kernels[i].release(l.words(gw, i))
 	}
 }
 
@@ -179,6 +193,7 @@ type countK struct{}
 
 func (countK) nwords() int       { return 1 }
 func (countK) release([]uint64)  {}
+func (countK) holdsNothing()     {}
 func (countK) size([]uint64) int { return 0 }
 func (countK) fresh() aggState   { return &countState{} }
 func (countK) update(w []uint64, args []types.Value) error {
@@ -200,6 +215,7 @@ type sumIntK struct {
 
 func (sumIntK) nwords() int       { return 3 }
 func (sumIntK) release([]uint64)  {}
+func (sumIntK) holdsNothing()     {}
 func (sumIntK) size([]uint64) int { return 0 }
 func (k sumIntK) fresh() aggState { return &sumIntState{decimal: k.decimal, scale: k.scale} }
 func (sumIntK) update(w []uint64, args []types.Value) error {
@@ -231,6 +247,7 @@ type avgIntK struct{ scale uint8 }
 
 func (avgIntK) nwords() int       { return 3 }
 func (avgIntK) release([]uint64)  {}
+func (avgIntK) holdsNothing()     {}
 func (avgIntK) size([]uint64) int { return 0 }
 func (k avgIntK) fresh() aggState { return &avgIntState{scale: k.scale} }
 func (avgIntK) update(w []uint64, args []types.Value) error {
@@ -263,6 +280,7 @@ type minMaxF64K struct{ max bool }
 
 func (minMaxF64K) nwords() int       { return 2 }
 func (minMaxF64K) release([]uint64)  {}
+func (minMaxF64K) holdsNothing()     {}
 func (minMaxF64K) size([]uint64) int { return 0 }
 func (k minMaxF64K) fresh() aggState { return &minMaxF64{max: k.max} }
 func (k minMaxF64K) update(w []uint64, args []types.Value) error {
@@ -302,6 +320,7 @@ type minMaxI64K struct {
 
 func (minMaxI64K) nwords() int       { return 2 }
 func (minMaxI64K) release([]uint64)  {}
+func (minMaxI64K) holdsNothing()     {}
 func (minMaxI64K) size([]uint64) int { return 0 }
 func (k minMaxI64K) fresh() aggState { return &minMaxI64{max: k.max, kind: k.kind} }
 func (k minMaxI64K) update(w []uint64, args []types.Value) error {
