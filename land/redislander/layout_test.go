@@ -48,3 +48,25 @@ func TestKeyLayoutAsDocumented(t *testing.T) {
 		cleanup(c, "doc/")
 	}
 }
+
+// TestKeysAsKey checks that a pipeline's keys, cut from one string, are
+// each what Key returns, in every mode, for groups and window starts of
+// every size and sign (a pipeline's length estimate must not matter).
+func TestKeysAsKey(t *testing.T) {
+	for _, mode := range []land.Mode{land.Continuous, land.Latest, land.History} {
+		l := &Lander{o: Options{Mode: mode, Prefix: "p/"}}
+		var chunk []land.Item
+		for i, ws := range []int64{0, -1, 1784368800000000, -9223372036854775808, 9223372036854775807, 7} {
+			chunk = append(chunk, land.Item{Ref: land.Ref{Query: "q" + string(rune('a'+i)), Group: []byte(`["g` + string(make([]byte, i*7)) + `"]`), WindowStart: ws}})
+		}
+		keys := l.keys(chunk)
+		if len(keys) != len(chunk) {
+			t.Fatalf("%v: %d keys for %d items", mode, len(keys), len(chunk))
+		}
+		for i, it := range chunk {
+			if want := l.Key(it.Ref); keys[i] != want {
+				t.Errorf("%v: key %d is %q, Key says %q", mode, i, keys[i], want)
+			}
+		}
+	}
+}

@@ -228,17 +228,20 @@ func (l *Lander) Mode() land.Mode { return l.o.Mode }
 
 // Key returns the Redis key of ref.
 func (l *Lander) Key(ref land.Ref) string {
-	var b strings.Builder
-	b.Grow(len(l.o.Prefix) + len(ref.Query) + len(ref.Group) + 24)
-	b.WriteString(l.o.Prefix)
-	b.WriteString(ref.Query)
-	b.WriteString(land.QuerySeparator)
-	b.Write(ref.Group)
+	return string(l.appendKey(make([]byte, 0, len(l.o.Prefix)+len(ref.Query)+len(ref.Group)+24), ref))
+}
+
+// appendKey appends the Redis key of ref to b.
+func (l *Lander) appendKey(b []byte, ref land.Ref) []byte {
+	b = append(b, l.o.Prefix...)
+	b = append(b, ref.Query...)
+	b = append(b, land.QuerySeparator...)
+	b = append(b, ref.Group...)
 	if l.o.Mode == land.History {
-		b.WriteString(land.QuerySeparator)
-		b.WriteString(strconv.FormatInt(ref.WindowStart, 10))
+		b = append(b, land.QuerySeparator...)
+		b = strconv.AppendInt(b, ref.WindowStart, 10)
 	}
-	return b.String()
+	return b
 }
 
 // Land implements land.Lander.
@@ -522,40 +525,53 @@ func cmpdec(a, b string) int {
 }
 
 // pipeline lands chunk in one round trip.
+//
+// The client's CPU competes with the server's on a small machine, so a
+// chunk costs a handful of allocations, not a dozen a key: its keys are
+// cut from one string, and every argument is a pointer (to a key, or to
+// the item's own fields), which an interface holds without allocating;
+// go-redis writes *int64, *uint64 and *bool (1/0) in decimal itself and
+// takes the value and message key through bytesArg. The bytes sent are
+// those of FCall with formatted strings.
 func (l *Lander) pipeline(ctx context.Context, chunk []land.Item) (land.Result, error) {
 	var res land.Result
 	per := l.o.KeysPerCall
 	useFn := l.useFn.Load()
+	keys := l.keys(chunk)
+	calls := (len(chunk) + per - 1) / per
+	// One backing array for every call's arguments: 3 a call and 1 +
+	// argsPerKey a key.
+	all := make([]any, 0, 3*calls+(1+argsPerKey)*len(chunk))
 	pipe := l.o.Client.Pipeline()
-	cmds := make([]*redis.Cmd, 0, (len(chunk)+per-1)/per)
+	cmds := make([]*redis.IntSliceCmd, 0, calls)
 	for i := 0; i < len(chunk); i += per {
-		call := chunk[i:min(i+per, len(chunk))]
-		keys := make([]string, len(call))
-		args := make([]any, 0, len(call)*argsPerKey)
-		for j, it := range call {
-			keys[j] = l.Key(it.Ref)
-			final := "0"
-			if it.Final {
-				final = "1"
-			}
-			args = append(args,
-				strconv.FormatInt(it.Version.WindowStart, 10),
-				strconv.FormatUint(it.Version.Revision, 10),
-				it.Value, final,
-				strconv.FormatInt(it.WindowEnd, 10),
-				it.Key)
-		}
+		hi := min(i+per, len(chunk))
+		lo := len(all)
 		if useFn {
-			cmds = append(cmds, pipe.FCall(ctx, fnName, keys, args...))
+			all = append(all, "fcall", fnName, hi-i)
 		} else {
-			cmds = append(cmds, pipe.EvalSha(ctx, l.sha, keys, args...))
+			all = append(all, "evalsha", l.sha, hi-i)
 		}
+		for j := i; j < hi; j++ {
+			all = append(all, &keys[j])
+		}
+		for j := i; j < hi; j++ {
+			it := &chunk[j]
+			all = append(all, &it.Version.WindowStart, &it.Version.Revision,
+				(*bytesArg)(&it.Value), &it.Final, &it.WindowEnd, (*bytesArg)(&it.Key))
+		}
+		cmd := redis.NewIntSliceCmd(ctx, all[lo:len(all):len(all)]...)
+		cmd.SetFirstKeyPos(3)
+		if err := pipe.Process(ctx, cmd); err != nil {
+			return land.Result{}, fmt.Errorf("redislander: %w", err)
+		}
+		cmds = append(cmds, cmd)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return land.Result{}, fmt.Errorf("redislander: %w", err)
 	}
 	for i, c := range cmds {
-		codes, err := c.Int64Slice()
+		codes, err := c.Result()
 		if err != nil {
 			return land.Result{}, fmt.Errorf("redislander: %w", err)
 		}
@@ -577,6 +593,38 @@ func (l *Lander) pipeline(ctx context.Context, chunk []land.Item) (land.Result, 
 	}
 	return res, nil
 }
+
+// keys returns the Redis keys of chunk (as Key does), cut from one string.
+func (l *Lander) keys(chunk []land.Item) []string {
+	n := 0
+	for i := range chunk {
+		n += len(l.o.Prefix) + len(chunk[i].Query) + len(land.QuerySeparator) + len(chunk[i].Group)
+		if l.o.Mode == land.History {
+			n += len(land.QuerySeparator) + 20
+		}
+	}
+	b := make([]byte, 0, n)
+	ends := make([]int, len(chunk))
+	for i := range chunk {
+		b = l.appendKey(b, chunk[i].Ref)
+		ends[i] = len(b)
+	}
+	s := string(b)
+	keys := make([]string, len(chunk))
+	lo := 0
+	for i, hi := range ends {
+		keys[i], lo = s[lo:hi], hi
+	}
+	return keys
+}
+
+// bytesArg passes a []byte field to go-redis by pointer: an interface
+// holds a pointer without allocating, and go-redis writes a
+// BinaryMarshaler's bytes as they are.
+type bytesArg []byte
+
+// MarshalBinary implements encoding.BinaryMarshaler.
+func (b *bytesArg) MarshalBinary() ([]byte, error) { return *b, nil }
 
 // Get implements land.Lander.
 func (l *Lander) Get(ctx context.Context, ref land.Ref) (land.Stored, error) {
