@@ -150,8 +150,13 @@ func TestRunKafkaCommitInterval(t *testing.T) {
 			recs = append(recs, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "m%d", m), Value: fmt.Appendf(nil, `{"merchant":"m%d","amount":%d,"event_time":"2026-07-18 10:00:%02d"}`, m, n, n%60)})
 			n++
 		}
-		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-			t.Fatal(err)
+		// Bounded: the client retries without end while the broker
+		// does not answer.
+		pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := cl.ProduceSync(pctx, recs...).FirstErr()
+		pcancel()
+		if err != nil {
+			t.Fatalf("produce batch %d to the broker at %s: %v", b, brokers, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
