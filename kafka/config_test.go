@@ -164,3 +164,34 @@ func FuzzDecodeTracker(f *testing.F) {
 		}
 	})
 }
+
+// TestNewCommitIntervalBounds: New takes a commit interval up to half the
+// transaction timeout and refuses one above it, or a negative one.
+func TestNewCommitIntervalBounds(t *testing.T) {
+	src := endpoint([]string{"127.0.0.1:1"}, "events")
+	sink := endpoint([]string{"127.0.0.1:1"}, "out")
+	for _, c := range []struct {
+		interval, timeout time.Duration
+		want              string // "" when New must accept it
+	}{
+		{0, 0, ""}, // the defaults
+		{DefaultTransactionTimeout / 2, 0, ""},
+		{DefaultTransactionTimeout/2 + time.Nanosecond, 0, "commit interval 15.000000001s is above 15s, half the transaction timeout 30s"},
+		{5 * time.Second, 10 * time.Second, ""},
+		{5*time.Second + time.Millisecond, 10 * time.Second, "commit interval 5.001s is above 5s, half the transaction timeout 10s"},
+		{-time.Millisecond, 0, "negative interval"},
+	} {
+		p, err := New(Options{Query: tumbleQuery("q", 0), Source: src, Sink: sink, CommitInterval: c.interval, TransactionTimeout: c.timeout})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("interval %s, timeout %s: %v", c.interval, c.timeout, err)
+		case c.want == "" && c.interval != 0 && p.opts.CommitInterval != c.interval:
+			t.Errorf("interval %s: the pipeline uses %s", c.interval, p.opts.CommitInterval)
+		case c.want != "" && (!errors.Is(err, ErrConfig) || !strings.Contains(fmt.Sprint(err), c.want)):
+			t.Errorf("interval %s, timeout %s: %v, want ErrConfig containing %q", c.interval, c.timeout, err, c.want)
+		}
+	}
+	if p, err := New(Options{Query: tumbleQuery("q", 0), Source: src, Sink: sink}); err != nil || p.opts.CommitInterval != DefaultCommitInterval || DefaultCommitInterval != 100*time.Millisecond {
+		t.Errorf("default commit interval: %v, %v", p, err)
+	}
+}

@@ -80,7 +80,8 @@ type Options struct {
 	// end takes, which is also the output latency floor. A transaction
 	// ends early at a stop and when an UntilCaughtUp run reaches the end
 	// of its input. The repartition stage ends a transaction after each
-	// poll (at most the interval). Default 100ms.
+	// poll (at most the interval). Default DefaultCommitInterval; at
+	// most MaxCommitInterval(TransactionTimeout).
 	CommitInterval time.Duration
 	// MaxPollRecords bounds the input records of one poll (and so the
 	// records processed between two looks at the clock). Default 10000.
@@ -239,6 +240,25 @@ const markerHeader = "ubik.wm"
 
 var markerKey = []byte("ubik.wm")
 
+// DefaultCommitInterval is Options.CommitInterval's default, Kafka
+// Streams' exactly-once commit.interval.ms.
+const DefaultCommitInterval = 100 * time.Millisecond
+
+// DefaultTransactionTimeout is Options.TransactionTimeout's default.
+const DefaultTransactionTimeout = 30 * time.Second
+
+// MaxCommitInterval is the longest commit interval New accepts with the
+// given transaction timeout: half of it. A transaction is open for the
+// interval and then for what its end takes (the last poll's records, the
+// flush of its output and state entries, EndTxn), which on a loaded
+// machine or a slow broker takes seconds; a transaction still open at the
+// timeout is aborted by the broker and its producer fenced, so every
+// transaction would be redone without end. Half leaves the end as much
+// time as the interval.
+func MaxCommitInterval(transactionTimeout time.Duration) time.Duration {
+	return transactionTimeout / 2
+}
+
 // New validates opts and returns a pipeline. Nothing touches the network
 // until Run.
 func New(opts Options) (*Pipeline, error) {
@@ -277,7 +297,7 @@ func New(opts Options) (*Pipeline, error) {
 		opts.Now = time.Now
 	}
 	if opts.CommitInterval == 0 {
-		opts.CommitInterval = 100 * time.Millisecond
+		opts.CommitInterval = DefaultCommitInterval
 	}
 	if opts.MaxPollRecords == 0 {
 		opts.MaxPollRecords = 10000
@@ -286,13 +306,17 @@ func New(opts Options) (*Pipeline, error) {
 		opts.SessionTimeout = 10 * time.Second
 	}
 	if opts.TransactionTimeout == 0 {
-		opts.TransactionTimeout = 30 * time.Second
+		opts.TransactionTimeout = DefaultTransactionTimeout
 	}
 	if opts.Source.IdleTimeout == 0 {
 		opts.Source.IdleTimeout = DefaultIdleTimeout
 	}
 	if opts.CommitInterval < 0 || opts.MaxPollRecords < 0 || opts.SessionTimeout < 0 || opts.TransactionTimeout < 0 || opts.RepartitionPartitions < 0 {
 		return nil, fmt.Errorf("%w: negative interval, timeout or count", ErrConfig)
+	}
+	if m := MaxCommitInterval(opts.TransactionTimeout); opts.CommitInterval > m {
+		return nil, fmt.Errorf("%w: commit interval %s is above %s, half the transaction timeout %s: a transaction stays open for the interval and then the time its end takes, and one the broker times out is aborted and redone",
+			ErrConfig, opts.CommitInterval, m, opts.TransactionTimeout)
 	}
 	if isViewJoin(opts.Query) {
 		return newViewJoinPipeline(opts)

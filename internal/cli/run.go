@@ -199,6 +199,12 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 		return runKafka(ctx, env, kf, &f, prog, pq)
 	}
+	if f.set["commit-interval"] {
+		// A file run has no transactions; ignoring the flag would let a
+		// script meant for Kafka (a missing connector) run from a file
+		// without a word.
+		return fmt.Errorf("%w: --commit-interval applies to Kafka runs only (a kafka:// --source or --sink, or connector = 'kafka' in the script); this run is not over Kafka", ErrUsage)
+	}
 	if len(pqs) > 1 {
 		for _, pq := range pqs[1:] {
 			if a, b := inputQuery(pqs[0]).Source, inputQuery(pq).Source; a != b && graphSecond(pqs) == nil {

@@ -31,6 +31,7 @@ type kafkaFlags struct {
 	untilCaughtUp    bool
 	resetState       bool
 	logLevel         string
+	commitInterval   time.Duration
 }
 
 func addKafkaFlags(fs *flag.FlagSet) *kafkaFlags {
@@ -45,7 +46,26 @@ func addKafkaFlags(fs *flag.FlagSet) *kafkaFlags {
 	fs.BoolVar(&k.untilCaughtUp, "until-caught-up", false, "Kafka: stop once the input is consumed up to where it ended at start: every window finalizes, the last transaction commits, exit 0")
 	fs.BoolVar(&k.resetState, "reset-state", false, "Kafka: start the query over: delete its consumer groups (committed offsets) and internal topics (<query>-repartition, <query>-state, and <query>-s2-... of a view repartition), read the input again from --from; the sink topic is kept")
 	fs.StringVar(&k.logLevel, "log-level", "info", "Kafka: diagnostics on stderr: debug, info, warn, error (debug adds the Kafka client's own log: joins, syncs, rebalances, retries)")
+	fs.DurationVar(&k.commitInterval, "commit-interval", kafka.DefaultCommitInterval, fmt.Sprintf("Kafka: how long a transaction takes input before it commits, at most %s (half the %s transaction timeout): each stage's output, EMIT EARLY's early records included, waits up to this (plus the commit itself) before read_committed consumers see it; longer means fewer transactions and state entries, less CPU per event",
+		maxCommitInterval, kafka.DefaultTransactionTimeout))
 	return k
+}
+
+// maxCommitInterval bounds --commit-interval: a transaction is open for
+// the interval and then for what its end takes, and the broker aborts one
+// still open at the transaction timeout (ubik runs with the default), so
+// the interval must leave the end room (kafka.MaxCommitInterval).
+var maxCommitInterval = kafka.MaxCommitInterval(kafka.DefaultTransactionTimeout)
+
+// checkCommitInterval refuses a --commit-interval outside (0, max].
+func checkCommitInterval(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%w: --commit-interval %s: must be positive", ErrUsage, d)
+	}
+	if d > maxCommitInterval {
+		return fmt.Errorf("%w: --commit-interval %s: at most %s (half the %s transaction timeout, so a transaction ends before the broker aborts it)", ErrUsage, d, maxCommitInterval, kafka.DefaultTransactionTimeout)
+	}
+	return nil
 }
 
 func isKafkaURL(s string) bool { return strings.HasPrefix(s, "kafka://") }
@@ -84,6 +104,9 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	}
 	if f.outputDir != "" {
 		return fmt.Errorf("%w: --output-dir is for the file path; a Kafka query writes --sink", ErrUsage)
+	}
+	if err := checkCommitInterval(k.commitInterval); err != nil {
+		return err
 	}
 	var src, sink kafka.Endpoint
 	var err error
@@ -226,19 +249,20 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		clientOpts = append(clientOpts, kafka.ClientLogger(log, kgo.LogLevelInfo))
 	}
 	pl, err := kafka.New(kafka.Options{
-		Query:         q,
-		ClientOpts:    clientOpts,
-		Source:        src,
-		Sink:          sink,
-		InstanceID:    k.instanceID,
-		Logger:        log,
-		UntilCaughtUp: k.untilCaughtUp,
-		OnLate:        onLate,
-		ResetState:    k.resetState,
-		ViewSinks:     viewSinks,
-		Table:         table,
-		JoinSource:    joinSrc,
-		OnViewLate:    onViewLate,
+		Query:          q,
+		ClientOpts:     clientOpts,
+		Source:         src,
+		Sink:           sink,
+		InstanceID:     k.instanceID,
+		CommitInterval: k.commitInterval,
+		Logger:         log,
+		UntilCaughtUp:  k.untilCaughtUp,
+		OnLate:         onLate,
+		ResetState:     k.resetState,
+		ViewSinks:      viewSinks,
+		Table:          table,
+		JoinSource:     joinSrc,
+		OnViewLate:     onViewLate,
 		OnBadEvent: func(e *kafka.BadEvent) {
 			if reported < 10 {
 				log.Warn("ubik: event not applied", "topic", e.Topic, "partition", e.Partition, "offset", e.Offset, "err", e.Err)
