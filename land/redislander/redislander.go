@@ -117,7 +117,7 @@ const (
 // (they do not exist while the library loads, so they are taken in each
 // call), the window starts are compared as interned strings first (equal
 // in most records), an equal-length revision by one string comparison,
-// and the reply is three integers, not one a key (about 15% less server
+// and the reply is three integers, not one a key (8 to 15% less server
 // CPU a record than the previous version; bench/README.md).
 const body = `
 local function cmpdec(a, b)
