@@ -96,16 +96,29 @@ type Lander struct {
 }
 
 const (
-	libName = "ubik_land_v1"
-	fnName  = "ubik_land_v1"
+	// libName and fnName carry the version of the function's contract
+	// (arguments and reply): a lander loads only its own version, with
+	// REPLACE, so an older binary still running against the same server
+	// keeps calling its own version, which guards alike. A change of the
+	// contract takes a new name.
+	libName = "ubik_land_v2"
+	fnName  = "ubik_land_v2"
 	// argsPerKey is the number of ARGV entries per key.
 	argsPerKey = 6
 )
 
 // body guards and writes every key of one call. ARGV holds argsPerKey
 // entries per key: window_start, revision, value, final, window_end,
-// message key. The reply is one code per key: 1 landed, 0 duplicate (equal
-// pair), -1 superseded.
+// message key. The reply is three counts: keys landed, duplicates (equal
+// pair), superseded.
+//
+// The server's time per key is mostly the two redis.calls, which cannot
+// go; the rest is kept small: redis.call and string.byte are locals
+// (they do not exist while the library loads, so they are taken in each
+// call), the window starts are compared as interned strings first (equal
+// in most records), an equal-length revision by one string comparison,
+// and the reply is three integers, not one a key (8 to 15% less server
+// CPU a record than the previous version; bench/README.md).
 const body = `
 local function cmpdec(a, b)
   local an = string.byte(a, 1) == 45
@@ -123,23 +136,38 @@ local function cmpdec(a, b)
   return c
 end
 local function land(keys, argv)
-  local out = {}
+  local call, byte = redis.call, string.byte
+  local landed, dup, sup = 0, 0, 0
+  local o = 0
   for i = 1, #keys do
-    local o = (i - 1) * 6
+    local k = keys[i]
     local ws, rev = argv[o + 1], argv[o + 2]
-    local cur = redis.call('HMGET', keys[i], 'window_start', 'revision')
+    local cur = call('HMGET', k, 'window_start', 'revision')
+    local cw, cr = cur[1], cur[2]
     local c = 1
-    if cur[1] and cur[2] then
-      c = cmpdec(ws, cur[1])
-      if c == 0 then c = cmpdec(rev, cur[2]) end
+    if cw and cr then
+      if cw ~= ws then
+        c = cmpdec(ws, cw)
+      elseif #rev ~= #cr or byte(rev, 1) == 45 or byte(cr, 1) == 45 then
+        c = cmpdec(rev, cr)
+      elseif rev == cr then
+        c = 0
+      elseif rev < cr then
+        c = -1
+      end
     end
     if c > 0 then
-      redis.call('HSET', keys[i], 'value', argv[o + 3], 'window_start', ws, 'revision', rev,
+      call('HSET', k, 'value', argv[o + 3], 'window_start', ws, 'revision', rev,
         'final', argv[o + 4], 'window_end', argv[o + 5], 'key', argv[o + 6])
+      landed = landed + 1
+    elseif c == 0 then
+      dup = dup + 1
+    else
+      sup = sup + 1
     end
-    out[i] = c
+    o = o + 6
   end
-  return out
+  return {landed, dup, sup}
 end
 `
 
@@ -571,25 +599,18 @@ func (l *Lander) pipeline(ctx context.Context, chunk []land.Item) (land.Result, 
 		return land.Result{}, fmt.Errorf("redislander: %w", err)
 	}
 	for i, c := range cmds {
-		codes, err := c.Result()
+		counts, err := c.Result()
 		if err != nil {
 			return land.Result{}, fmt.Errorf("redislander: %w", err)
 		}
-		if want := min(per, len(chunk)-i*per); len(codes) != want {
-			return land.Result{}, fmt.Errorf("%w: %d codes for %d keys", ErrReply, len(codes), want)
+		want := min(per, len(chunk)-i*per)
+		if len(counts) != 3 || counts[0] < 0 || counts[1] < 0 || counts[2] < 0 ||
+			counts[0]+counts[1]+counts[2] != int64(want) {
+			return land.Result{}, fmt.Errorf("%w: counts %v for %d keys", ErrReply, counts, want)
 		}
-		for _, c := range codes {
-			switch c {
-			case 1:
-				res.Landed++
-			case 0:
-				res.Duplicate++
-			case -1:
-				res.Superseded++
-			default:
-				return land.Result{}, fmt.Errorf("%w: code %d", ErrReply, c)
-			}
-		}
+		res.Landed += int(counts[0])
+		res.Duplicate += int(counts[1])
+		res.Superseded += int(counts[2])
 	}
 	return res, nil
 }
