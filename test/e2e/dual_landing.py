@@ -10,7 +10,7 @@
       what is due (Query.flush: the early emission), then take every record.
       At the end it closes the input (every window finalizes). Each record
       is landed into Redis db DB by calling the Redis lander's own function
-      (FCALL ubik_land_v1, loaded by `e2etool redis-function`, the code
+      (FCALL ubik_land_v2, loaded by `e2etool redis-function`, the code
       `ubik land` runs), with the lander's identity: query ":" group_key
       (MODE latest) or query ":" key (MODE continuous). It writes one line
       per record to RECORDS_OUT (key, value, final, revision, window start)
@@ -90,8 +90,8 @@ def gen(out_path):
 def inprocess(sql_path, input_path, mode, addr, db, records_out, counts_out):
     sql = open(sql_path).read()
     r = Redis(addr, db)
-    if not r.call(b"FUNCTION", b"LIST", b"LIBRARYNAME", b"ubik_land_v1"):
-        sys.exit("dual_landing.py: the lander's Redis function ubik_land_v1 is not loaded (run e2etool redis-function)")
+    if not r.call(b"FUNCTION", b"LIST", b"LIBRARYNAME", b"ubik_land_v2"):
+        sys.exit("dual_landing.py: the lander's Redis function ubik_land_v2 is not loaded (run e2etool redis-function)")
     stats = {"records": 0, "early": 0, "corrections": 0, "finals": 0, "landed": 0, "duplicate": 0, "superseded": 0}
     identities = set()
 
@@ -100,9 +100,14 @@ def inprocess(sql_path, input_path, mode, addr, db, records_out, counts_out):
         ws = rec.window_start_us if rec.windowed else 0
         we = rec.window_end_us if rec.windowed else 0
         hkey = rec.query.encode() + b":" + group
-        code = r.call(b"FCALL", b"ubik_land_v1", b"1", hkey, str(ws).encode(), str(rec.revision).encode(),
-                      rec.value, b"1" if rec.final else b"0", str(we).encode(), rec.key)
-        stats[{1: "landed", 0: "duplicate", -1: "superseded"}[code[0]]] += 1
+        # The reply is three counts over the call's keys (one here):
+        # landed, duplicate, superseded.
+        counts = r.call(b"FCALL", b"ubik_land_v2", b"1", hkey, str(ws).encode(), str(rec.revision).encode(),
+                        rec.value, b"1" if rec.final else b"0", str(we).encode(), rec.key)
+        if len(counts) != 3 or sum(counts) != 1 or min(counts) < 0:
+            sys.exit("dual_landing.py: FCALL ubik_land_v2 replied %r for one key" % (counts,))
+        for name, n in zip(("landed", "duplicate", "superseded"), counts):
+            stats[name] += n
         identities.add(hkey)
 
     with ubik.Engine() as eng, eng.start(sql) as q, open(records_out, "wb") as out, open(counts_out, "w") as counts:

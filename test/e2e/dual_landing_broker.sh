@@ -17,7 +17,7 @@
 #
 # Why the comparison means something:
 # - Both landings write through the same code: the Redis function
-#   `ubik_land_v1` that land/redislander loads (here by `e2etool
+#   `ubik_land_v2` that land/redislander loads (here by `e2etool
 #   redis-function`, which constructs a redislander.Lander, exactly what
 #   `ubik land` does at start). Path A calls it with FCALL per record, with
 #   the lander's identity (query ":" group key, the group key from the C
