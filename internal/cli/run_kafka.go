@@ -154,6 +154,11 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	if err != nil {
 		return err
 	}
+	if k.allowUncompacted {
+		// Before viewSinks: the views' topics named after the sink's
+		// (TOPIC-VIEW) are the sink's too.
+		sink.AllowUncompacted = true
+	}
 	viewSinks, err := viewSinks(prog, q, sink, env)
 	if err != nil {
 		return err
@@ -171,9 +176,6 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	}
 	if k.partitionedByKey {
 		src.PartitionedByKey = true
-	}
-	if k.allowUncompacted {
-		sink.AllowUncompacted = true
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(k.logLevel)); err != nil {
