@@ -40,7 +40,7 @@ func addKafkaFlags(fs *flag.FlagSet) *kafkaFlags {
 	fs.StringVar(&k.sink, "sink", "", "kafka://host:port[,host:port]/topic?options: produce the changelog to a compacted Kafka topic, exactly once; a query over views also produces each view's changelog to its own topic: its CREATE SINK's, else TOPIC-VIEW")
 	fs.StringVar(&k.from, "from", "", "Kafka source: where to start without a committed offset: earliest (default), latest, or committed (require one)")
 	fs.DurationVar(&k.idleTimeout, "idle-timeout", 0, "Kafka source: a partition quiet this long stops holding the watermark back (default 30s; shorter makes a stalled partition's events late)")
-	fs.BoolVar(&k.allowUncompacted, "allow-uncompacted-sink", false, "Kafka sink: warn instead of refusing an existing sink topic whose cleanup.policy is not compact")
+	fs.BoolVar(&k.allowUncompacted, "allow-uncompacted-sink", false, "Kafka sink: warn instead of refusing an existing sink topic (or a view's topic named after it) whose cleanup.policy is not compact")
 	fs.StringVar(&k.instanceID, "instance-id", "", "Kafka: this process's stable id in the query's group (default: the host name); distinct per process, the same across restarts")
 	fs.BoolVar(&k.partitionedByKey, "partitioned-by-key", false, "Kafka source: the topic is already partitioned by the GROUP BY key; skip the repartition topic")
 	fs.BoolVar(&k.untilCaughtUp, "until-caught-up", false, "Kafka: stop once the input is consumed up to where it ended at start: every window finalizes, the last transaction commits, exit 0")
@@ -177,6 +177,11 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	if err != nil {
 		return err
 	}
+	if k.allowUncompacted {
+		// Before viewSinks: the views' topics named after the sink's
+		// (TOPIC-VIEW) are the sink's too.
+		sink.AllowUncompacted = true
+	}
 	viewSinks, err := viewSinks(prog, q, sink, env)
 	if err != nil {
 		return err
@@ -194,9 +199,6 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	}
 	if k.partitionedByKey {
 		src.PartitionedByKey = true
-	}
-	if k.allowUncompacted {
-		sink.AllowUncompacted = true
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(k.logLevel)); err != nil {

@@ -362,3 +362,42 @@ func TestRunKafkaViewsKill9(t *testing.T) {
 		t.Logf("seed %d, %d kills", seed, kills)
 	}
 }
+
+// TestRunKafkaViewsAllowUncompacted: --allow-uncompacted-sink covers the
+// views' topics named after the sink's (TOPIC-VIEW) as it covers the
+// sink: without it a delete-policy view topic is refused, naming it;
+// with it the chain runs and the view's changelog is in that topic.
+func TestRunKafkaViewsAllowUncompacted(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	events := kafkaViewsEvents(300, 2)
+	sql := writeFile(t, "kviews.sql", kafkaViewsSQL)
+	want := fileFinals(t, sql, events)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	del := "delete"
+	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, map[string]*string{"cleanup.policy": &del}, "pm-tens"); err != nil {
+		t.Fatal(err)
+	}
+	to := "kafka://" + addr + "/ev"
+	if code, errs := kafkaCLI(t, events, "produce", "--to", to, "--partitions", "2"); code != 0 {
+		t.Fatalf("produce: exit %d: %s", code, errs)
+	}
+	run := []string{"run", sql, "--source", to, "--sink", "kafka://" + addr + "/pm", "--query", "per_merchant",
+		"--instance-id", "a", "--until-caught-up", "--log-level", "warn"}
+	if code, errs := kafkaCLI(t, "", run...); code == 0 || !strings.Contains(errs, "topic pm-tens has cleanup.policy=delete") {
+		t.Fatalf("without --allow-uncompacted-sink: exit %d, want pm-tens refused:\n%s", code, errs)
+	}
+	code, errs := kafkaCLI(t, "", append(run, "--allow-uncompacted-sink")...)
+	if code != 0 || !strings.Contains(errs, "301 events consumed, 1 malformed") || !strings.Contains(errs, "sink topic is not compacted") {
+		t.Fatalf("with --allow-uncompacted-sink: exit %d, want 301 events consumed and a warning:\n%s", code, errs)
+	}
+	checkViewSinks(t, addr, map[string]string{"per_merchant": "pm", "tens": "pm-tens", "mins": "pm-mins"}, want)
+}

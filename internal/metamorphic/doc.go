@@ -15,12 +15,22 @@
 // approx_count_distinct; EMIT FINAL or EMIT EARLY; sometimes HAVING.
 // A view case (GenerateView) reads the generated query, made a TUMBLE or
 // HOP with EMIT FINAL, through a second query that groups the view's
-// final rows again by the same cells (a query over a view); it takes
-// every path but Kafka (TestViewInProcess, TestViewPaths). An
+// final rows again by the same cells (a query over a view). An
 // interval-join case (GenerateIntervalJoin) joins that view with a
 // second view of the source on g, their window starts within a bound,
-// and regroups the joined rows over either side's window start; it takes
-// the same paths (TestIntervalJoinInProcess, TestIntervalJoinPaths).
+// and regroups the joined rows by the left view's cells over either
+// side's window start. Both take every path below, Kafka included
+// (TestViewPaths, TestIntervalJoinPaths; in process TestViewInProcess,
+// TestIntervalJoinInProcess): over Kafka a view case runs as a chain in
+// each partition, an interval-join case as a join of two views (each
+// side a pipeline of its own, the join stage over their repartition
+// topic; its GROUP BY names the join column a.g). Each view publishes
+// its changelog to a topic of its own (the sink's name, a dash and the
+// view's), and every view's finals are compared too, with the view run
+// alone in process (Case.ViewCase). A shape Kafka refuses
+// (kafka.CheckQuery) skips the Kafka path, and only such a shape: ubik
+// run must refuse it with CheckQuery's words; the tests count the cases
+// that took the Kafka path and fail when none did.
 //
 // The same case runs:
 //   - in process through the root API (RunInProcess): unbatched with a
@@ -59,6 +69,9 @@
 // A failure names the seed and the path. Replay a seed through every path:
 //
 //	UBIK_METAMORPHIC_SEED=123 go test -run TestPaths ./internal/metamorphic/
+//
+// (-run TestViewPaths or TestIntervalJoinPaths replays the seed's view or
+// interval-join case through every path, all six Kafka runs.)
 //
 // The short version runs with `go test` (scripts/test.sh, which starts the
 // broker; an unreachable broker fails the test). The long version

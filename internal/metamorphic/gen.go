@@ -45,6 +45,10 @@ type Case struct {
 	Events []Event `json:"-"`
 	// Query describes the generated query (nil for a corpus case).
 	Query *QuerySpec `json:"-"`
+	// Views name the views the query reads (a view or interval-join
+	// case): over Kafka each publishes its changelog to a topic of its
+	// own, compared with ViewCase's reference.
+	Views []string `json:"views,omitempty"`
 }
 
 // Event is the meaning of one generated line, after the decoding rules:

@@ -76,9 +76,9 @@ func runInProcessPaths(c *Case, r *rand.Rand) (*Result, Finals, []failure) {
 }
 
 // runOutsidePaths puts c through the C ABI, Python, the file run and
-// Kafka, compared with the reference.
-func runOutsidePaths(t *testing.T, tl *tools, c *Case, r *rand.Rand, p paths, ref *Result, want Finals) []failure {
-	var fs []failure
+// Kafka (each view's topic too), compared with the reference; it also
+// returns how many Kafka runs it made (none when Kafka refuses the shape).
+func runOutsidePaths(t *testing.T, tl *tools, c *Case, r *rand.Rand, p paths, ref *Result, want Finals) (fs []failure, kafkaRuns int) {
 	last := time.Now()
 	check := func(res *Result, err error) {
 		if res != nil {
@@ -119,11 +119,39 @@ func runOutsidePaths(t *testing.T, tl *tools, c *Case, r *rand.Rand, p paths, re
 		res, _, err := tl.runFile(t, c, t.TempDir(), r, 3)
 		check(res, err)
 	}
-	for _, kr := range p.kafka {
-		res, _, err := tl.runKafka(t, c, t.TempDir(), r, kr, want)
-		check(res, err)
+	if len(p.kafka) == 0 {
+		return fs, 0
 	}
-	return fs
+	// A shape Kafka refuses skips the Kafka path, and only so: the
+	// refusal must be CheckQuery's, reported as it is by ubik run.
+	refusal, err := tl.kafkaRefusal(t, c, t.TempDir())
+	if err != nil {
+		return append(fs, failure{"Kafka", err}), 0
+	}
+	if refusal != "" {
+		t.Logf("seed %d: Kafka refuses the shape, no Kafka run: %s", c.Seed, refusal)
+		return fs, 0
+	}
+	refs, err := viewRefs(c)
+	if err != nil {
+		return append(fs, failure{"Kafka", err}), 0
+	}
+	for _, kr := range p.kafka {
+		res, views, _, err := tl.runKafka(t, c, t.TempDir(), r, kr, want, refs)
+		check(res, err)
+		if err != nil {
+			continue
+		}
+		for _, v := range refs {
+			vr := views[v.name]
+			t.Logf("seed %d: %s: %d records", c.Seed, vr.Path, len(vr.Recs))
+			if err := Compare(v.c, v.ref, v.want, vr); err != nil {
+				fs = append(fs, failure{vr.Path, err})
+			}
+		}
+		kafkaRuns++
+	}
+	return fs, kafkaRuns
 }
 
 func report(t *testing.T, c *Case, fs []failure) {
@@ -221,16 +249,21 @@ func TestPaths(t *testing.T) {
 	}
 }
 
-func one(t *testing.T, tl *tools, c *Case, p paths) {
+// one puts c through the in-process configurations and the paths p; it
+// returns how many Kafka runs it made.
+func one(t *testing.T, tl *tools, c *Case, p paths) (kafkaRuns int) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(c.Seed, 2))
 	start := time.Now()
 	ref, want, fs := runInProcessPaths(c, r)
 	if ref != nil {
-		fs = append(fs, runOutsidePaths(t, tl, c, r, p, ref, want)...)
+		var out []failure
+		out, kafkaRuns = runOutsidePaths(t, tl, c, r, p, ref, want)
+		fs = append(fs, out...)
 	}
 	report(t, c, fs)
-	t.Logf("seed %d %q: %d lines, %d finals, %s", c.Seed, c.Note, len(c.Lines), len(want), time.Since(start).Round(time.Millisecond))
+	t.Logf("seed %d %q: %d lines, %d finals, %d Kafka runs, %s", c.Seed, c.Note, len(c.Lines), len(want), kafkaRuns, time.Since(start).Round(time.Millisecond))
+	return kafkaRuns
 }
 
 // long generates cases until the duration is up; a failing case is
@@ -283,7 +316,8 @@ func long(t *testing.T, tl *tools) {
 		r := rand.New(rand.NewPCG(seed, 2))
 		ref, want, fs := runInProcessPaths(c, r)
 		if ref != nil {
-			fs = append(fs, runOutsidePaths(t, tl, c, r, allPaths(), ref, want)...)
+			out, _ := runOutsidePaths(t, tl, c, r, allPaths(), ref, want)
+			fs = append(fs, out...)
 		}
 		n++
 		if len(fs) == 0 {
@@ -320,6 +354,7 @@ func minimizeFailure(t *testing.T, tl *tools, c *Case, f failure) *Case {
 		if strings.HasPrefix(f.path, "Kafka") {
 			p.kafka = allKafka
 		}
-		return len(runOutsidePaths(t, tl, try, r, p, ref, want)) > 0
+		out, _ := runOutsidePaths(t, tl, try, r, p, ref, want)
+		return len(out) > 0
 	}, budget)
 }

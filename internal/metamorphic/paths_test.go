@@ -23,6 +23,8 @@ import (
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/testenv"
+	"github.com/ubiksql/ubik/kafka"
+	"github.com/ubiksql/ubik/sql/plan"
 )
 
 // tools are the built artifacts the outside paths run: the ubik binary,
@@ -333,69 +335,166 @@ func (k kafkaRun) String() string {
 	return fmt.Sprintf("Kafka %d partitions %s", k.partitions, mode)
 }
 
+// viewRef is the reference of one view of a case over Kafka: the view
+// alone (Case.ViewCase), unbatched in process.
+type viewRef struct {
+	name string
+	c    *Case
+	ref  *Result
+	want Finals
+}
+
+// viewRefs computes the references of c's views.
+func viewRefs(c *Case) ([]viewRef, error) {
+	var out []viewRef
+	for _, v := range c.Views {
+		vc, err := c.ViewCase(v)
+		if err != nil {
+			return nil, err
+		}
+		ref, want, err := Reference(vc)
+		if err != nil {
+			return nil, fmt.Errorf("view %s alone: %w", v, err)
+		}
+		if len(want) == 0 {
+			return nil, fmt.Errorf("view %s alone has no final records", v)
+		}
+		out = append(out, viewRef{v, vc, ref, want})
+	}
+	return out, nil
+}
+
+// kafkaRefusal is why the Kafka path does not run c's shape: CheckQuery's
+// refusal, which `ubik run` must report as it is ("" when Kafka runs it).
+func (tl *tools) kafkaRefusal(t *testing.T, c *Case, dir string) (string, error) {
+	prog, err := plan.Compile(c.SQL, plan.CompileOptions{})
+	if err != nil {
+		return "", err
+	}
+	var q *plan.Query
+	for _, pq := range prog.Queries {
+		if pq.Name == QueryName {
+			q = pq
+		}
+	}
+	if q == nil {
+		return "", fmt.Errorf("the script has no query %s", QueryName)
+	}
+	cerr := kafka.CheckQuery(q)
+	if cerr == nil {
+		return "", nil
+	}
+	if !errors.Is(cerr, kafka.ErrUnsupported) {
+		return "", fmt.Errorf("CheckQuery: %w, not a refusal of the shape", cerr)
+	}
+	msg := strings.TrimPrefix(cerr.Error(), kafka.ErrUnsupported.Error()+": ")
+	sql, _ := caseFiles(t, c, dir, QueryName)
+	b := strings.Join(tl.brokers, ",")
+	out, err := exec.Command(tl.ubik, "run", sql, "--source", "kafka://"+b+"/"+QueryName+"_refused_src",
+		"--sink", "kafka://"+b+"/"+QueryName+"_refused_sink", "--query", QueryName, "--no-progress").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), msg) {
+		return "", fmt.Errorf("CheckQuery refuses the shape (%s), but ubik run over Kafka said (%v):\n%s", msg, err, out)
+	}
+	return msg, nil
+}
+
 // runKafka loads the input into a fresh topic with `ubik produce`, runs
 // `ubik run --source kafka://... --sink kafka://...` and kills it with -9
 // at a random point, then runs the same command with --until-caught-up,
 // which resumes from the committed state and finalizes every window; the
 // sink (a delete-policy topic, so no record is compacted away) is read
-// back read_committed.
-func (tl *tools) runKafka(t *testing.T, c *Case, dir string, r *rand.Rand, kr kafkaRun, want Finals) (*Result, bool, error) {
+// back read_committed, and so is each view's own topic (sink-view), whose
+// result views holds by view name.
+func (tl *tools) runKafka(t *testing.T, c *Case, dir string, r *rand.Rand, kr kafkaRun, want Finals, refs []viewRef) (res *Result, views map[string]*Result, killed bool, err error) {
 	name := strings.ReplaceAll(testenv.Name(t, "mm"), "-", "_")
 	sql, input := caseFiles(t, c, dir, name)
 	b := strings.Join(tl.brokers, ",")
 	src, sink := name+"_src", name+"_sink"
 	cl, err := kgo.NewClient(kgo.SeedBrokers(tl.brokers...))
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	ctx := context.Background()
 	defer func() {
-		// Internal topics are named after the query.
-		adm.DeleteTopics(ctx, src, sink, sink+"-"+ViewName, name+"-repartition", name+"-state") // a view case's view publishes to sink-mqv
-		adm.DeleteGroups(ctx, name, name+"-in")
+		// Every topic and group of the run is named after the query (the
+		// sides of a join of views, a view repartition's stages, ...).
+		if ts, err := adm.ListTopics(ctx); err == nil {
+			var del []string
+			for _, tn := range ts.Names() {
+				if strings.HasPrefix(tn, name) {
+					del = append(del, tn)
+				}
+			}
+			adm.DeleteTopics(ctx, del...)
+		}
+		if gs, err := adm.ListGroups(ctx); err == nil {
+			var del []string
+			for _, g := range gs.Groups() {
+				if strings.HasPrefix(g, name) {
+					del = append(del, g)
+				}
+			}
+			adm.DeleteGroups(ctx, del...)
+		}
 	}()
 	delPolicy := "delete"
-	if _, err := adm.CreateTopic(ctx, int32(kr.partitions), -1, map[string]*string{"cleanup.policy": &delPolicy}, sink); err != nil {
-		return nil, false, fmt.Errorf("creating the sink topic: %w", err)
+	sinks := []string{sink}
+	for _, v := range refs {
+		sinks = append(sinks, sink+"-"+v.name) // the CLI's name of a view's topic
+	}
+	for _, s := range sinks {
+		if _, err := adm.CreateTopic(ctx, int32(kr.partitions), -1, map[string]*string{"cleanup.policy": &delPolicy}, s); err != nil {
+			return nil, nil, false, fmt.Errorf("creating the sink topic %s: %w", s, err)
+		}
 	}
 	if kr.direct {
 		if err := produceByGroup(ctx, cl, adm, src, kr.partitions, c.Lines); err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 	} else {
 		produce := []string{"produce", "--to", "kafka://" + b + "/" + src, "--input", input, "--partitions", strconv.Itoa(kr.partitions)}
 		if out, err := exec.Command(tl.ubik, produce...).CombinedOutput(); err != nil {
-			return nil, false, fmt.Errorf("ubik produce: %v\n%s", err, out)
+			return nil, nil, false, fmt.Errorf("ubik produce: %v\n%s", err, out)
 		}
 	}
 	run := []string{"run", sql, "--source", "kafka://" + b + "/" + src, "--sink", "kafka://" + b + "/" + sink,
-		"--instance-id", "a", "--allow-uncompacted-sink", "--log-level", "warn", "--no-progress", "--idle-timeout", "2s"}
+		"--query", name, "--instance-id", "a", "--allow-uncompacted-sink", "--log-level", "warn", "--no-progress", "--idle-timeout", "2s"}
 	if kr.direct {
 		run = append(run, "--partitioned-by-key")
 	}
 	cmd := exec.Command(tl.ubik, run...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	killed, err := killer(cmd, r, 100*time.Millisecond, 3*time.Second)
+	killed, err = killer(cmd, r, 100*time.Millisecond, 3*time.Second)
 	if err != nil {
-		return nil, false, fmt.Errorf("%s: the run before the kill: %v\n%s", kr, err, stderr.String())
+		return nil, nil, false, fmt.Errorf("%s: the run before the kill: %v\n%s", kr, err, stderr.String())
 	}
 	if out, err := exec.Command(tl.ubik, append(run, "--until-caught-up")...).CombinedOutput(); err != nil {
-		return nil, killed, fmt.Errorf("%s: the run after the kill: %v\n%s", kr, err, out)
+		return nil, nil, killed, fmt.Errorf("%s: the run after the kill: %v\n%s", kr, err, out)
 	}
-	res, err := readSink(tl.brokers, sink, c, want)
-	if err != nil {
-		return nil, killed, err
-	}
-	res.Path = kr.String()
+	path := kr.String()
 	if killed {
-		res.Path += ", kill -9 and restart"
+		path += ", kill -9 and restart"
 	}
+	if res, err = readSink(tl.brokers, sink, c, want); err != nil {
+		return nil, nil, killed, err
+	}
+	res.Path = path
 	// The second run's summary counts only what it consumed.
 	res.Malformed, res.Duplicates = -1, -1
-	return res, killed, nil
+	views = map[string]*Result{}
+	for _, v := range refs {
+		vr, err := readSink(tl.brokers, sink+"-"+v.name, v.c, v.want)
+		if err != nil {
+			return nil, nil, killed, fmt.Errorf("%s: view %s: %w", path, v.name, err)
+		}
+		vr.Path = path + ", view " + v.name + "'s topic"
+		vr.Malformed, vr.Duplicates = -1, -1
+		views[v.name] = vr
+	}
+	return res, views, killed, nil
 }
 
 // produceByGroup writes the lines to a new topic keyed by the engine's

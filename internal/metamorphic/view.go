@@ -1,6 +1,7 @@
 package metamorphic
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -45,6 +46,7 @@ func GenerateView(seed uint64, size Size) *Case {
 	c.Windowed, c.Monotone = true, true
 	c.Query, c.Events = nil, nil
 	c.Note = "view"
+	c.Views = []string{ViewName}
 	return c
 }
 
@@ -65,7 +67,8 @@ const (
 // windows over one side's window start (the left or the right, by the
 // seed). So the join's state, its bounds and its derived watermark run
 // on every path that runs a query over views (the C ABI, Python, the
-// file run under kill -9; not Kafka). The case has no Query spec.
+// file run under kill -9, and Kafka: a join of two EMIT FINAL views
+// grouped by the join column a.g). The case has no Query spec.
 func GenerateIntervalJoin(seed uint64, size Size) *Case {
 	c := Generate(seed, size)
 	q := *c.Query
@@ -102,5 +105,57 @@ func GenerateIntervalJoin(seed uint64, size Size) *Case {
 	c.Windowed, c.Monotone = true, true
 	c.Query, c.Events = nil, nil
 	c.Note = "interval join"
+	c.Views = []string{JoinLeftName, JoinRightName}
 	return c
+}
+
+// ViewCase is the case of view name of c (one of c.Views) alone: the
+// script's source and that view, renamed QueryName, with the views it
+// reads, so that its reference is the view's own changelog, which a
+// Kafka run publishes to the view's topic. Every view of these cases is
+// windowed EMIT FINAL (one record per key, so no count to watch).
+func (c *Case) ViewCase(name string) (*Case, error) {
+	stmts := strings.SplitAfter(c.SQL, ";\n")
+	text := map[string]string{} // a view's name: its statement
+	var order []string
+	for _, st := range stmts {
+		if rest, ok := strings.CutPrefix(st, "CREATE VIEW "); ok {
+			v, _, _ := strings.Cut(rest, " ")
+			text[v] = st
+			order = append(order, v)
+		}
+	}
+	if _, ok := text[name]; !ok {
+		return nil, fmt.Errorf("seed %d: the script has no view %s:\n%s", c.Seed, name, c.SQL)
+	}
+	keep := map[string]bool{name: true}
+	for i := len(order) - 1; i >= 0; i-- { // a view follows the views it reads
+		if !keep[order[i]] {
+			continue
+		}
+		for _, w := range order[:i] {
+			st := text[order[i]]
+			if strings.Contains(st, "FROM "+w+" ") || strings.Contains(st, "JOIN "+w+" ") || strings.HasSuffix(st, "FROM "+w+";\n") {
+				keep[w] = true
+			}
+		}
+	}
+	var b strings.Builder
+	for _, st := range stmts {
+		if rest, ok := strings.CutPrefix(st, "CREATE VIEW "); ok {
+			v, _, _ := strings.Cut(rest, " ")
+			if !keep[v] {
+				continue
+			}
+			if v == name {
+				st = "CREATE VIEW " + QueryName + strings.TrimPrefix(rest, v)
+			}
+		}
+		b.WriteString(st)
+	}
+	v := *c
+	v.SQL = b.String()
+	v.Windowed, v.Monotone, v.Views = true, false, nil
+	v.Note = c.Note + ", view " + name
+	return &v, nil
 }

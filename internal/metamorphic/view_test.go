@@ -2,6 +2,9 @@ package metamorphic
 
 import (
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -20,16 +23,48 @@ func TestViewInProcess(t *testing.T) {
 	}
 }
 
-// TestViewPaths runs two view cases through the C ABI, Python,
-// `ubik run --state-dir` under kill -9 and Kafka (the graph in each
-// partition, repartitioned and direct, kill -9 and restart: the case's
-// query groups by the view's GROUP BY cells, so it follows the view's
-// partitioning).
+// TestViewPaths runs three view cases through the C ABI, Python,
+// `ubik run --state-dir` under kill -9 and Kafka: the graph in each
+// partition (the case's query groups by the view's GROUP BY cells, so it
+// follows the view's partitioning), kill -9 and restart, the three cases
+// covering 1, 3 and 4 partitions, repartitioned and direct, and each run
+// comparing the view's own topic too. UBIK_METAMORPHIC_SEED replays one
+// seed through all six Kafka runs.
 func TestViewPaths(t *testing.T) {
 	tl := build(t, t.TempDir())
-	for i, seed := range []uint64{201, 202} {
-		kr := []kafkaRun{{partitions: 3}, {partitions: 4, direct: true}}[i]
-		one(t, tl, GenerateView(seed, Size{Events: shortEvents}), paths{capi: true, python: true, file: true, short: true, kafka: []kafkaRun{kr}})
+	viewPaths(t, tl, []uint64{201, 202, 203}, GenerateView)
+}
+
+// viewPaths runs the cases gen makes for seeds through every path, each
+// taking two of the six Kafka runs (all six for UBIK_METAMORPHIC_SEED's
+// seed). A shape Kafka refuses skips the Kafka path; cases that together
+// take no Kafka run fail the test, which would cover nothing there.
+func viewPaths(t *testing.T, tl *tools, seeds []uint64, gen func(uint64, Size) *Case) {
+	t.Helper()
+	size := Size{Events: shortEvents}
+	split := true
+	if s := os.Getenv(envSeed); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", envSeed, s, err)
+		}
+		seeds, size, split = []uint64{seed}, Size{Events: longEvents}, false
+	}
+	runs, took := 0, 0
+	for i, seed := range seeds {
+		kr := allKafka
+		if split {
+			kr = allKafka[2*i%len(allKafka):][:2]
+		}
+		n := one(t, tl, gen(seed, size), paths{capi: true, python: true, file: true, short: true, kafka: kr})
+		runs += n
+		if n > 0 {
+			took++
+		}
+	}
+	t.Logf("%d of %d cases took the Kafka path (%d Kafka runs)", took, len(seeds), runs)
+	if runs == 0 {
+		t.Errorf("no case of seeds %v made a Kafka run", seeds)
 	}
 }
 
@@ -48,11 +83,57 @@ func TestIntervalJoinInProcess(t *testing.T) {
 	}
 }
 
-// TestIntervalJoinPaths runs two interval-join cases through the C ABI,
-// Python and `ubik run --state-dir` under kill -9.
+// TestIntervalJoinPaths runs three interval-join cases through the C
+// ABI, Python, `ubik run --state-dir` under kill -9 and Kafka (a join of
+// two views: each side a pipeline publishing its view's topic, the join
+// stage over their repartition topic), each taking two of the six Kafka
+// runs, and each run comparing both views' topics too.
 func TestIntervalJoinPaths(t *testing.T) {
 	tl := build(t, t.TempDir())
-	for _, seed := range []uint64{211, 212} {
-		one(t, tl, GenerateIntervalJoin(seed, Size{Events: shortEvents}), paths{capi: true, python: true, file: true, short: true})
+	viewPaths(t, tl, []uint64{211, 212, 213}, GenerateIntervalJoin)
+
+	// The skip takes only a shape Kafka refuses: the generated one runs,
+	// the same join grouped by none of its equality columns is refused,
+	// by CheckQuery and by ubik run with the same words.
+	c := GenerateIntervalJoin(211, Size{Events: 20})
+	if msg, err := tl.kafkaRefusal(t, c, t.TempDir()); err != nil || msg != "" {
+		t.Fatalf("the generated join: refusal %q, %v", msg, err)
+	}
+	c.SQL = strings.Replace(strings.Replace(c.SQL, "SELECT a.g, ", "SELECT ", 1), "GROUP BY a.g, ", "GROUP BY ", 1)
+	msg, err := tl.kafkaRefusal(t, c, t.TempDir())
+	if err != nil || !strings.Contains(msg, "groups by none of the join's equality columns") {
+		t.Fatalf("the join grouped by its window only: refusal %q, %v\n%s", msg, err, c.SQL)
+	}
+}
+
+// TestViewCase: a view of a case alone is the source and that view,
+// renamed, with the views it reads and without the others; its
+// reference is the view's own final changelog.
+func TestViewCase(t *testing.T) {
+	c := GenerateIntervalJoin(211, Size{Events: shortEvents})
+	for _, v := range c.Views {
+		vc, err := c.ViewCase(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(vc.SQL, "CREATE VIEW "); n != 1 || !strings.Contains(vc.SQL, "CREATE VIEW "+QueryName+" AS") || strings.Contains(vc.SQL, " JOIN ") {
+			t.Fatalf("view %s alone:\n%s", v, vc.SQL)
+		}
+		if _, want, err := Reference(vc); err != nil || len(want) == 0 {
+			t.Fatalf("view %s alone: %d finals, %v", v, len(want), err)
+		}
+	}
+	chain := &Case{SQL: Source + "CREATE VIEW a AS SELECT g, count(*) AS c FROM ev GROUP BY g;\n" +
+		"CREATE VIEW b AS SELECT g, count(*) AS c FROM a GROUP BY g;\nCREATE VIEW z AS SELECT g, count(*) AS c FROM ev GROUP BY g;\n" +
+		"CREATE VIEW " + QueryName + " AS SELECT g, count(*) AS c FROM b GROUP BY g;\n"}
+	vc, err := chain.ViewCase("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := Source + "CREATE VIEW a AS SELECT g, count(*) AS c FROM ev GROUP BY g;\nCREATE VIEW " + QueryName + " AS SELECT g, count(*) AS c FROM a GROUP BY g;\n"; vc.SQL != want {
+		t.Fatalf("view b of a chain alone:\n%s\nwant\n%s", vc.SQL, want)
+	}
+	if _, err := chain.ViewCase("nope"); err == nil {
+		t.Fatal("a view the script lacks")
 	}
 }
