@@ -199,11 +199,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 		return runKafka(ctx, env, kf, &f, prog, pq)
 	}
-	if f.set["commit-interval"] {
-		// A file run has no transactions; ignoring the flag would let a
-		// script meant for Kafka (a missing connector) run from a file
-		// without a word.
-		return fmt.Errorf("%w: --commit-interval applies to Kafka runs only (a kafka:// --source or --sink, or connector = 'kafka' in the script); this run is not over Kafka", ErrUsage)
+	if err := checkRunScope(f.set, false); err != nil {
+		return err
 	}
 	if len(pqs) > 1 {
 		for _, pq := range pqs[1:] {

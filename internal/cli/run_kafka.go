@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -68,6 +69,60 @@ func checkCommitInterval(d time.Duration) error {
 	return nil
 }
 
+// fileOnly names the ubik run flags that only a run over files uses, with
+// what a Kafka run does instead; kafkaOnly the flags only a Kafka run uses.
+// A flag given to a run it does not apply to is a usage error: ignoring it
+// would let a script meant for one path (a missing connector, a typo in a
+// URL) run on the other without a word.
+func fileOnly(name string) (instead string, ok bool) {
+	switch name {
+	case "input":
+		return "a Kafka query reads --source (or its CREATE SOURCE's topic)", true
+	case "output", "output-dir", "format":
+		return "a Kafka query writes its changelog to --sink (or its CREATE SINK's topic)", true
+	case "state-dir", "checkpoint-interval":
+		return "a Kafka query keeps its state in its state topic and commits it every --commit-interval", true
+	case "strict", "max-bad", "dead-letter":
+		return "a Kafka query counts and logs bad events and goes on", true
+	case "stats-json":
+		return "a Kafka query reports its counts in its log and at --metrics-addr", true
+	case "threads":
+		return "a Kafka query runs a driver per partition: start more instances (each its own --instance-id) to use more cores", true
+	case "infer":
+		return "declare the source in the script with CREATE SOURCE (inference reads the first records of --input)", true
+	}
+	return "", false
+}
+
+func kafkaOnly(name string) bool {
+	switch name {
+	case "source", "sink", "from", "idle-timeout", "allow-uncompacted-sink", "instance-id",
+		"partitioned-by-key", "until-caught-up", "reset-state", "log-level", "commit-interval":
+		return true
+	}
+	return false
+}
+
+// checkRunScope refuses the first flag (in name order) of set that does
+// not apply to this run: a Kafka run when overKafka, else a run over files.
+func checkRunScope(set map[string]bool, overKafka bool) error {
+	for _, name := range slices.Sorted(maps.Keys(set)) {
+		if overKafka {
+			if instead, ok := fileOnly(name); ok {
+				return fmt.Errorf("%w: --%s applies to runs over files only; this run is over Kafka, and %s", ErrUsage, name, instead)
+			}
+			continue
+		}
+		if name == "source" || name == "sink" {
+			return fmt.Errorf("%w: --%s takes a kafka:// URL and applies to Kafka runs only; a run over files reads --input and writes --output", ErrUsage, name)
+		}
+		if kafkaOnly(name) {
+			return fmt.Errorf("%w: --%s applies to Kafka runs only (a kafka:// --source or --sink, or connector = 'kafka' in the script); this run is not over Kafka", ErrUsage, name)
+		}
+	}
+	return nil
+}
+
 func isKafkaURL(s string) bool { return strings.HasPrefix(s, "kafka://") }
 
 // querySink returns the CREATE SINK that q writes to, if any.
@@ -96,14 +151,8 @@ func (k *kafkaFlags) wanted(prog *plan.Program, q *plan.Query) bool {
 // interrupted, or with --until-caught-up until the input is consumed to
 // the end it had at start and every window is final.
 func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *plan.Program, q *plan.Query) error {
-	if f.input != "" || f.output != "-" || f.deadLetter != "" || f.statsJSON != "" || f.stateDir != "" {
-		return fmt.Errorf("%w: --input, --output, --dead-letter, --stats-json and --state-dir are for the file path; a Kafka query reads --source, writes --sink and keeps its state in Kafka", ErrUsage)
-	}
-	if f.strict || f.maxBad != "" {
-		return fmt.Errorf("%w: --strict and --max-bad are for the file path; a Kafka query counts and logs bad events and goes on", ErrUsage)
-	}
-	if f.outputDir != "" {
-		return fmt.Errorf("%w: --output-dir is for the file path; a Kafka query writes --sink", ErrUsage)
+	if err := checkRunScope(f.set, true); err != nil {
+		return err
 	}
 	if err := checkCommitInterval(k.commitInterval); err != nil {
 		return err
