@@ -200,6 +200,7 @@ type Driver struct {
 	closed    bool
 	fatal     error
 	busy      atomic.Bool
+	_         [cacheLine]byte // the driver's fields off the line of whatever the allocator puts after it (a shard's)
 }
 
 // New returns a driver of q. A plan an operator cannot run
