@@ -120,7 +120,7 @@ type Config struct {
 	// OnEventError receives, for Feed and ReportMalformedAt, each record
 	// that was not applied cleanly, with the host's tag, in input order
 	// (see Feed). BlockEvents is the most records a block of the block
-	// path holds (default 1,024; tests vary it).
+	// path holds (default 4,096; tests vary it).
 	OnEventError func(tag int64, raw []byte, err *EventError)
 	BlockEvents  int
 

@@ -60,7 +60,7 @@ import (
 // keep a shard's share of the blocks it decoded on its own core.
 
 const (
-	defaultBlockEvents = 1024
+	defaultBlockEvents = 4096
 	blockBytes         = 1 << 20
 	opsPerRecord       = 3
 )
