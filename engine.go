@@ -156,7 +156,7 @@ type QueryOptions struct {
 	// input order (see Feed). Nil: such events are only counted.
 	OnEventError func(tag int64, event []byte, err *EventError)
 	// BlockEvents is the most events Feed collects into one block for the
-	// decoding threads of a query on several threads (default 1,024).
+	// decoding threads of a query on several threads (default 4,096).
 	BlockEvents int
 
 	// With names further queries of the script to run in the same graph

@@ -45,9 +45,9 @@ SELECT k, count(*) AS n, sum(x) AS s FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '10
 }
 
 // TestRunThreadsBadLines: on several threads, where the lines are decoded
-// in blocks of 1,024 by the workers, malformed lines and lines over the
-// length bound (one each side of the first block boundary, line 1,024 and
-// 1,025, and one ending the input) are counted and reported with their
+// in blocks of 4,096 by the workers, malformed lines and lines over the
+// length bound (one each side of the first block boundary, line 4,096 and
+// 4,097, and one ending the input) are counted and reported with their
 // line numbers exactly as on one thread: the dead letters, stderr and
 // the summary are the same bytes, and so is the changelog; --max-bad stops
 // at the same line with the same message.
@@ -55,9 +55,9 @@ func TestRunThreadsBadLines(t *testing.T) {
 	sql := writeFile(t, "q.sql", `CREATE SOURCE ev (k VARCHAR, x DOUBLE, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (format = 'jsonl');
 SELECT k, count(*) AS n, sum(x) AS s FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND) EMIT CHANGES`)
 	var in strings.Builder
-	bad := map[int]string{7: `{"k":"a","x":`, 1023: `{"k":"a","x":1}`, 1024: strings.Repeat("y", maxLineBytes+1),
-		1025: strings.Repeat("z", maxLineBytes+5), 1026: `{"k":"b","x":"q","ts":"2026-07-18 10:00:00"}`, 2500: `not json`}
-	const lines = 3000
+	bad := map[int]string{7: `{"k":"a","x":`, 4095: `{"k":"a","x":1}`, 4096: strings.Repeat("y", maxLineBytes+1),
+		4097: strings.Repeat("z", maxLineBytes+5), 4098: `{"k":"b","x":"q","ts":"2026-07-18 10:00:00"}`, 5500: `not json`}
+	const lines = 6000
 	for i := 1; i <= lines; i++ {
 		switch {
 		case bad[i] != "":
@@ -94,7 +94,7 @@ SELECT k, count(*) AS n, sum(x) AS s FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '10
 	if code != 0 {
 		t.Fatalf("one thread: exit %d: %s", code, one.stderr)
 	}
-	for _, l := range []string{`"line": 7,`, `"line": 1023,`, `"line": 1024, "error": "line longer than`, `"line": 1025, "error": "line longer than`, `"line": 1026,`, `"line": 2500,`, `"line": 3000, "error": "line longer than`} {
+	for _, l := range []string{`"line": 7,`, `"line": 4095,`, `"line": 4096, "error": "line longer than`, `"line": 4097, "error": "line longer than`, `"line": 4098,`, `"line": 5500,`, `"line": 6000, "error": "line longer than`} {
 		if !strings.Contains(one.dead, l) {
 			t.Fatalf("no dead letter with %s:\n%s", l, one.dead)
 		}
@@ -111,7 +111,7 @@ SELECT k, count(*) AS n, sum(x) AS s FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '10
 	}
 	oneStop, c1 := run(1, "--max-bad", "4", "--output", filepath.Join(t.TempDir(), "o"))
 	twoStop, c2 := run(2, "--max-bad", "4", "--output", filepath.Join(t.TempDir(), "o"))
-	if c1 != 3 || c2 != 3 || oneStop.stderr != twoStop.stderr || !strings.Contains(oneStop.stderr, "in.jsonl:1026") {
+	if c1 != 3 || c2 != 3 || oneStop.stderr != twoStop.stderr || !strings.Contains(oneStop.stderr, "in.jsonl:4098") {
 		t.Fatalf("--max-bad 4: exit %d and %d\none: %s\ntwo: %s", c1, c2, oneStop.stderr, twoStop.stderr)
 	}
 }

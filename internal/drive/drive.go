@@ -120,7 +120,7 @@ type Config struct {
 	// OnEventError receives, for Feed and ReportMalformedAt, each record
 	// that was not applied cleanly, with the host's tag, in input order
 	// (see Feed). BlockEvents is the most records a block of the block
-	// path holds (default 1,024; tests vary it).
+	// path holds (default 4,096; tests vary it).
 	OnEventError func(tag int64, raw []byte, err *EventError)
 	BlockEvents  int
 
@@ -200,6 +200,7 @@ type Driver struct {
 	closed    bool
 	fatal     error
 	busy      atomic.Bool
+	_         [cacheLine]byte // the driver's fields off the line of whatever the allocator puts after it (a shard's)
 }
 
 // New returns a driver of q. A plan an operator cannot run

@@ -60,7 +60,7 @@ import (
 // keep a shard's share of the blocks it decoded on its own core.
 
 const (
-	defaultBlockEvents = 1024
+	defaultBlockEvents = 4096
 	blockBytes         = 1 << 20
 	opsPerRecord       = 3
 )
@@ -143,6 +143,7 @@ type worker struct {
 	dec *exec.Decoder
 	adm *exec.Admission
 	key []byte
+	_   [cacheLine]byte // the workers are small and written for every event, each by its own goroutine: one to a line
 }
 
 // startBlocks turns the block path on: every shard's goroutine decodes

@@ -181,6 +181,7 @@ type shard struct {
 	in   chan *batch
 	out  chan *chunk
 	free chan *chunk
+	_    [cacheLine]byte // the reader reads the channels above; the shard writes the fields below for every event
 
 	b         *batch
 	curOp     uint64
@@ -190,30 +191,36 @@ type shard struct {
 	err       error
 	w         *worker       // the block path's decoder (feed.go); nil without it
 	row       []types.Value // the row handed to the operator: the batch's cells spread over the columns, NULL elsewhere
+	_         [cacheLine]byte
 }
 
 type par struct {
-	q         *plan.Query
-	adm       *exec.Admission
-	dedup     *exec.Dedup // nil without a dedup_key
-	shards    []*shard
-	seed      maphash.Seed
-	lateness  int64
-	delay     int64
-	external  bool
-	perEvent  uint64 // creation numbers per event (HOP: windows per event)
-	seqBase   uint64 // above every restored creation number
-	width     int    // cells per row
-	cols      []int  // the columns the query reads: the only cells a batch carries
-	emit      func(*changelog.Record) error
+	q        *plan.Query
+	adm      *exec.Admission
+	dedup    *exec.Dedup // nil without a dedup_key
+	shards   []*shard
+	seed     maphash.Seed
+	lateness int64
+	delay    int64
+	external bool
+	perEvent uint64 // creation numbers per event (HOP: windows per event)
+	seqBase  uint64 // above every restored creation number
+	width    int    // cells per row
+	cols     []int  // the columns the query reads: the only cells a batch carries
+	emit     func(*changelog.Record) error
+	testStep func(shard int, op uint64) // tests only: called before each step of a shard
+	testTake func()                     // tests only: called before a shard's goroutine takes a block
+	// The fields above are what the shards' goroutines read for every
+	// event; the ones below the reader writes (p.op for every line fed).
+	// The pad keeps them off one cache line, which would otherwise move
+	// between the cores at every line.
+	_         [cacheLine]byte
 	wg        sync.WaitGroup
 	stopped   bool
 	discard   bool // the host is gone (or failed): records are dropped
 	keyBuf    []byte
 	rec       changelog.Record
 	lastStats []exec.Stats
-	testStep  func(shard int, op uint64) // tests only: called before each step of a shard
-	testTake  func()                     // tests only: called before a shard's goroutine takes a block
 
 	// The block path (feed.go): nil jobs without one.
 	jobs        chan job     // blocks to decode, for the shards' goroutines
@@ -237,7 +244,13 @@ type par struct {
 	cur      *batch
 	inflight *batch
 	spare    []*batch
+	_        [cacheLine]byte // nor with whatever the allocator puts after it
 }
+
+// cacheLine is a padding that keeps what one goroutine writes off the
+// cache lines another goroutine reads (two 64-byte lines: the adjacent
+// line prefetcher moves pairs).
+const cacheLine = 128
 
 // eligible reports whether the driver can run q on threads shards, and
 // why not.
