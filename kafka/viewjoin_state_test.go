@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
@@ -17,24 +18,40 @@ import (
 	"github.com/ubiksql/ubik/sql/plan"
 )
 
-// readState reads a state topic with read_committed to its end and
-// returns each partition's latest value of each entry key (a tombstone
-// deletes), without the binding record, as a restore sees it.
+// readState reads a state topic with read_committed up to the end
+// offsets it has when called and returns each partition's latest value
+// of each entry key (a tombstone deletes), without the binding record,
+// as a restore sees it.
 func readState(t testing.TB, addrs []string, topic string) map[int32]map[string][]byte {
 	t.Helper()
+	ends, err := kadm.NewClient(client(t, addrs)).ListEndOffsets(context.Background(), topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			left[o.Partition] = o.Offset
+		}
+	})
 	cl := client(t, addrs, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	out := map[int32]map[string][]byte{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for ctx.Err() == nil {
-		pctx, pc := context.WithTimeout(ctx, 700*time.Millisecond)
-		fs := cl.PollFetches(pctx)
-		pc()
-		n := 0
+	for len(left) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: partitions %v not read to their end offsets", topic, left)
+		}
 		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			if string(r.Key) == bindingKey {
+			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
+				delete(left, r.Partition)
+			}
+			if r.Attrs.IsControl() || string(r.Key) == bindingKey {
 				return
 			}
 			m := out[r.Partition]
@@ -48,9 +65,6 @@ func readState(t testing.TB, addrs []string, topic string) map[int32]map[string]
 				m[string(r.Key)] = r.Value
 			}
 		})
-		if n == 0 {
-			break
-		}
 	}
 	return out
 }
@@ -184,6 +198,7 @@ func TestRunKafkaViewJoinState(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 				defer cancel()
 				done := make(chan error, 1)
+				began := time.Now()
 				go func() { done <- pl.Run(ctx) }()
 				if stream {
 					for ctx.Err() == nil && pl.Stats().EventsIn < int64(events) {
@@ -195,11 +210,13 @@ func TestRunKafkaViewJoinState(t *testing.T) {
 						}
 						time.Sleep(200 * time.Millisecond)
 					}
+					t.Logf("%s: stopping at %v", what, time.Since(began))
 					cancel()
 				}
 				if err := <-done; err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
+				t.Logf("%s: %v", what, time.Since(began))
 				if st := pl.Stats(); st.CaughtUp == stream || st.Late != 0 || st.EventsIn != int64(events) || st.Malformed != 0 {
 					t.Fatalf("%s: stats %+v", what, st)
 				}
