@@ -472,7 +472,8 @@ func (t *IntervalJoin) RestoreState(val []byte) error {
 		*p = r.varint()
 	}
 	t.seq = uint64(seq)
-	for _, s := range t.sides {
+	t.fresh = t.fresh[:0]
+	for side, s := range t.sides {
 		for _, p := range []*int64{&s.maxTS, &s.wm, &s.rowsIn, &s.late, &s.peak} {
 			*p = r.varint()
 		}
@@ -491,6 +492,12 @@ func (t *IntervalJoin) RestoreState(val []byte) error {
 					ts := row[s.src.TimeCol].I
 					list = append(list, ijRow{t: ts, seq: sq, row: row})
 					s.exp.push(expEntry{t: ts, key: k})
+					if t.incr {
+						// A whole entry's row (the one-entry format, read
+						// by an incremental join): its own entry is not
+						// written yet, so the next AppendEntries writes it.
+						t.fresh = append(t.fresh, ijRef{side: side, key: k, t: ts, seq: sq})
+					}
 				}
 			}
 			s.rows[k] = list

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 
@@ -134,6 +135,100 @@ func TestIntervalJoinEntries(t *testing.T) {
 	}
 	if restores == 0 || tombstones == 0 || matches == 0 {
 		t.Fatalf("restores %d, tombstones %d, matches %d: the test exercised nothing", restores, tombstones, matches)
+	}
+}
+
+// TestIntervalJoinEntriesFromWhole: an incremental join restored from a
+// whole entry (AppendState's, the one-entry format a host wrote before it
+// kept an entry per row) writes every held row as its own entry at its
+// next AppendEntries, even one that is not full, and none of a row
+// dropped before it: restored from those entries, a join has the state
+// of the one that wrote the whole entry, byte for byte, and goes on
+// with the same joined rows.
+func TestIntervalJoinEntriesFromWhole(t *testing.T) {
+	q := ijoinEntriesQuery(t)
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 9))
+		mk := func(incr bool) *IntervalJoin {
+			j, err := NewIntervalJoin(q, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if incr {
+				j.SetIncremental()
+			}
+			return j
+		}
+		old := mk(false)
+		keys := []string{"a", "b", "c"}
+		row := func(ts int64) []types.Value {
+			return []types.Value{types.Str(keys[r.IntN(len(keys))]), types.Big(r.Int64N(100)), types.TS(ts)}
+		}
+		for step := range 200 {
+			if _, err := old.Push(r.IntN(2), row(int64(step)*sec/4+r.Int64N(3*sec))); err != nil {
+				t.Fatal(err)
+			}
+			taken(old)
+		}
+		old.Advance(0, 30*sec)
+		old.Advance(1, 25*sec)
+		taken(old)
+		whole := old.AppendState(nil)
+		if st := old.Stats(); st.LeftHeld == 0 || st.RightHeld == 0 {
+			t.Fatalf("seed %d: held %d and %d rows: the test needs both", seed, st.LeftHeld, st.RightHeld)
+		}
+		j := mk(true)
+		if err := j.RestoreState(whole); err != nil {
+			t.Fatal(err)
+		}
+		j.FinishEntries()
+		if r.IntN(2) == 0 { // some rows dropped before the first AppendEntries
+			j.Advance(0, 35*sec)
+			old.Advance(0, 35*sec)
+			taken(old)
+		}
+		store := map[string][]byte{}
+		put := func(k, v []byte) error {
+			if v == nil {
+				t.Fatalf("seed %d: a tombstone for %q, never written", seed, k)
+			}
+			store[string(k)] = bytes.Clone(v)
+			return nil
+		}
+		if err := j.AppendEntries(false, []byte(JoinStateKey), nil, put); err != nil {
+			t.Fatal(err)
+		}
+		k := mk(true)
+		for n, v := range store {
+			if n == JoinStateKey {
+				if err := k.RestoreState(v); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for n, v := range store {
+			if n != JoinStateKey {
+				if err := k.RestoreEntry([]byte(n), v); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		k.FinishEntries()
+		if st := old.Stats(); st.LeftHeld+st.RightHeld != int64(len(store)-1) {
+			t.Fatalf("seed %d: %d rows held, %d row entries", seed, st.LeftHeld+st.RightHeld, len(store)-1)
+		}
+		if a, b := k.AppendState(nil), old.AppendState(nil); !bytes.Equal(a, b) {
+			t.Fatalf("seed %d: the state restored from the entries differs from the whole entry's join", seed)
+		}
+		for step := range 100 {
+			rw := row(40*sec + int64(step)*sec/4)
+			side := r.IntN(2)
+			k.Push(side, rw)
+			old.Push(side, rw)
+			if a, b := taken(k), taken(old); !slices.Equal(a, b) {
+				t.Fatalf("seed %d step %d: joined %v, want %v", seed, step, a, b)
+			}
+		}
 	}
 }
 

@@ -36,14 +36,8 @@ const sideHeader = "ubik.side"
 // partition when Options.JoinBuffer is not set.
 const DefaultViewJoinRows = 100_000
 
-// maxViewJoinEntry bounds the bytes of a join stage's join state entry
-// (one record of the state topic holds it): Kafka refuses a record
-// above its max.message.bytes, 1,048,588 by default. A variable so a
-// test can cross it with few rows.
-var maxViewJoinEntry = 1_000_000
-
-// ErrViewJoinState stops a join of two views whose held rows pass a
-// bound: the sides' watermarks are too far apart (one view is behind the
+// ErrViewJoinState stops a join of two views whose held rows pass their
+// bound (Options.JoinBuffer): the sides' watermarks are too far apart (one view is behind the
 // other) for the rows of one partition to be kept.
 var ErrViewJoinState = errors.New("kafka: a join of two views holds more rows than it may")
 
@@ -392,7 +386,14 @@ type joinRunner struct {
 
 // newJoinRunner builds a join stage partition's driver.
 func (p *Pipeline) newJoinRunner(part int32, emit func(r *changelog.Record) error) (runner, error) {
-	d, err := drive.New(p.q, drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true})
+	// The join's state: a small header entry and an entry per held row,
+	// written once and deleted with a tombstone when the row is dropped
+	// (exec.IntervalJoin.AppendEntries), so a transaction writes only
+	// what changed and no record grows with the rows held. A state topic
+	// of an earlier version holds one entry with every row: it is read
+	// (drive.Config.IncrementalJoinState) and the first checkpoint after
+	// it writes each row's entry.
+	d, err := drive.New(p.q, drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, IncrementalJoinState: true})
 	if err != nil {
 		return nil, err
 	}
@@ -412,18 +413,6 @@ func (r joinRunner) PushKeyed(raw, _ []byte) error { return r.Push(raw) }
 func (r joinRunner) TakeCounts() drive.Counts {
 	c := r.Driver.TakeCounts()
 	return drive.Counts{EvalErrors: c.EvalErrors, Late: c.Late}
-}
-
-// Checkpoint bounds the join's state entry: one record holds it.
-func (r joinRunner) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
-	return r.Driver.Checkpoint(full, position, func(k, v []byte) error {
-		if len(v) > maxViewJoinEntry {
-			st := r.Driver.IntervalStats()
-			return fmt.Errorf("%w: partition %d's state entry is %d bytes (the limit one state record holds is %d; %d rows of %s and %d of %s held): %s",
-				ErrViewJoinState, r.part, len(v), maxViewJoinEntry, st.LeftHeld, r.Driver.Query().IJoin.Left.Name, st.RightHeld, r.Driver.Query().IJoin.Right.Name, viewJoinAdvice)
-		}
-		return put(k, v)
-	})
 }
 
 // viewJoinAdvice says what makes a join of two views hold many rows.

@@ -97,7 +97,10 @@ type Config struct {
 	// for a host that checkpoints every transaction into records of a
 	// bounded size (Kafka); an interval join's likewise, an entry per
 	// held row (exec.IntervalJoin.AppendEntries). Default: one entry
-	// holding the whole join.
+	// holding the whole join. An interval join restores from either
+	// format whichever it writes: an incremental driver over a
+	// checkpoint of one entry writes every held row's entry at its next
+	// checkpoint, so a host can change formats over a kept checkpoint.
 	//
 	// For an interval join, JoinBuffer bounds the rows it holds, both
 	// inputs together (0: no bound; beyond it a push returns
@@ -1028,7 +1031,10 @@ func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
 	if d.ij != nil && string(key) == exec.JoinStateKey {
 		return nil, d.restoreIJoin(val)
 	}
-	if d.ij != nil && d.ij.incr && exec.IsIntervalEntry(key) {
+	if d.ij != nil && exec.IsIntervalEntry(key) {
+		// Either format restores into either driver: a held row's entry
+		// into one that writes a single entry, a single entry's rows into
+		// an incremental one (its next checkpoint writes them as entries).
 		return nil, d.ij.j.RestoreEntry(key, val)
 	}
 	var pos []byte
@@ -1059,7 +1065,7 @@ func (d *Driver) FinishRestore() {
 	if d.join != nil && d.join.incr {
 		d.join.j.FinishEntries()
 	}
-	if d.ij != nil && d.ij.incr {
+	if d.ij != nil {
 		d.ij.j.FinishEntries()
 	}
 	if d.par != nil {
