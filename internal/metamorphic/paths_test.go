@@ -103,7 +103,7 @@ func caseFiles(t *testing.T, c *Case, dir, name string) (sql, input string) {
 // parseHostOutput reads capi_host's and py_host's output: records, then
 // the stats line.
 func parseHostOutput(path string, out []byte) (*Result, error) {
-	res := &Result{Path: path, Duplicates: -1}
+	res := &Result{Path: path, Duplicates: -1, TableLate: -1}
 	var stats map[string]any
 	for _, line := range bytes.Split(bytes.TrimSuffix(out, []byte("\n")), []byte("\n")) {
 		if s, ok := bytes.CutPrefix(line, []byte("#stats\t")); ok {
@@ -132,6 +132,11 @@ func parseHostOutput(path string, out []byte) (*Result, error) {
 	res.Malformed = int64(m)
 	if d, ok := stats["duplicates"].(float64); ok {
 		res.Duplicates = int64(d)
+	}
+	if tb, ok := stats["table"].(map[string]any); ok {
+		if l, ok := tb["late"].(float64); ok {
+			res.TableLate = int64(l)
+		}
 	}
 	return res, nil
 }
@@ -167,7 +172,7 @@ func (tl *tools) runPython(t *testing.T, c *Case, dir string, maxPending int, mo
 
 // parseEnvelopes reads `ubik run --format jsonl` output.
 func parseEnvelopes(path string, out []byte) (*Result, error) {
-	res := &Result{Path: path}
+	res := &Result{Path: path, TableLate: -1}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
@@ -545,7 +550,7 @@ func readSink(brokers []string, topic string, c *Case, want Finals) (*Result, er
 		return nil, err
 	}
 	defer cl.Close()
-	res := &Result{}
+	res := &Result{TableLate: -1}
 	got := Finals{}
 	complete := func() bool {
 		for k, v := range want {
