@@ -83,12 +83,12 @@ type TemporalJoin struct {
 	// host's row's own table partition's watermark).
 	lateFloor int64
 	stats     JoinStats
-	key                 []byte
-	cells               []types.Value
-	nullAt              int
-	out                 []types.Value
-	keep                []int  // the table columns the query reads: the cells a version holds
-	enc                 []byte // scratch for a version's cells
+	key       []byte
+	cells     []types.Value
+	nullAt    int
+	out       []types.Value
+	keep      []int  // the table columns the query reads: the cells a version holds
+	enc       []byte // scratch for a version's cells
 }
 
 // version is one version of a key: its time and the cells of the table

@@ -164,4 +164,3 @@ func TestViewRegroupInProcess(t *testing.T) {
 		t.Errorf("the cases do not regroup both by none of the view's cells and by some: %v", byNone)
 	}
 }
-
