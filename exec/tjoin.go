@@ -79,13 +79,16 @@ type TemporalJoin struct {
 	deleted [][]byte
 
 	streamMax, tableMax int64
-	stats               JoinStats
-	key                 []byte
-	cells               []types.Value
-	nullAt              int
-	out                 []types.Value
-	keep                []int  // the table columns the query reads: the cells a version holds
-	enc                 []byte // scratch for a version's cells
+	// lateFloor: a row behind it is late too (SetLateFloor; a Kafka
+	// host's row's own table partition's watermark).
+	lateFloor int64
+	stats     JoinStats
+	key       []byte
+	cells     []types.Value
+	nullAt    int
+	out       []types.Value
+	keep      []int  // the table columns the query reads: the cells a version holds
+	enc       []byte // scratch for a version's cells
 }
 
 // version is one version of a key: its time and the cells of the table
@@ -209,6 +212,7 @@ func NewTemporalJoin(q *plan.Query, maxBuffered int) (*TemporalJoin, error) {
 	t := &TemporalJoin{j: j, lateness: q.Emit.AllowedLateness, max: maxBuffered, keys: map[string]int32{},
 		streamMax: math.MinInt64, tableMax: math.MinInt64, sweepAt: 1024}
 	t.stats.TableWM, t.stats.StreamWM = math.MinInt64, math.MinInt64
+	t.lateFloor = math.MinInt64
 	sw := len(j.Stream.Columns)
 	t.out = make([]types.Value, sw+len(j.Table.Columns))
 	for i, c := range j.Table.Columns {
@@ -349,6 +353,14 @@ func wmText(wm int64) string {
 	return plan.ValueText(types.Value{Kind: types.KindTimestamp, I: wm})
 }
 
+// SetLateFloor makes a table row behind floor late too, until the next
+// call (math.MinInt64: none). A host whose table watermark is a minimum
+// over the table's partitions (Kafka) sets it to the watermark of the
+// row's own partition, so that a row is late exactly when it is behind
+// the rows before it in its partition, whatever the other partitions'
+// progress and however the host batches the watermark's moves.
+func (t *TemporalJoin) SetLateFloor(floor int64) { t.lateFloor = floor }
+
 // PushTable takes one table row (the table's columns): the version of its
 // key valid from its time. A row behind the table watermark is late
 // (counted, reported, not applied); a row with a NULL key cell is an
@@ -357,7 +369,7 @@ func wmText(wm int64) string {
 func (t *TemporalJoin) PushTable(row []types.Value) (late bool, err error) {
 	tc := t.j.Table.TimeCol
 	ts := row[tc].I
-	if ts < t.stats.TableWM {
+	if ts < t.stats.TableWM || ts < t.lateFloor {
 		t.stats.LateTableRows++
 		return true, nil
 	}

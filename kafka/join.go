@@ -40,6 +40,9 @@ import (
 const (
 	tableRowHeader    = "ubik.trow"
 	tableMarkerHeader = "ubik.twm"
+	// tablePartHeader: a temporal join's table row's own table
+	// partition (4 bytes, big-endian), whose watermark judges it late.
+	tablePartHeader = "ubik.tpart"
 )
 
 var (
@@ -235,6 +238,8 @@ func (p *Pipeline) tableSession(ctx context.Context, committedAt *time.Time) (re
 	idle := newIdleClock(tj.ep.IdleTimeout)
 	var lastSent []byte
 	var lastSentAt time.Time
+	// sentWM: each table partition's watermark in the last marker sent.
+	sentWM := map[int32]int64{}
 	var perr firstErr
 	promise := func(_ *kgo.Record, err error) { perr.set(err) }
 	pctx := context.WithoutCancel(ctx)
@@ -331,10 +336,33 @@ func (p *Pipeline) tableSession(ctx context.Context, committedAt *time.Time) (re
 				if row == nil {
 					return // a CSV header record
 				}
+				// A row behind its own table partition's watermark is
+				// late (as in a file run, where the table's watermark
+				// moves row by row): the partitions judge it by that
+				// partition's watermark in their markers, so the marker
+				// covering the rows before it goes first, if this poll's
+				// rows moved it (else a poll's rows would all be judged
+				// by the watermark before the poll, and what is late
+				// would depend on where the polls and the restarts fall).
+				if pw := wm.get(r.Partition); row[table.TimeCol].I < pw.wm && pw.wm > sentWM[r.Partition] {
+					for part := range wm.parts {
+						wm.setIdle(part, idle.idle(part, now))
+					}
+					enc := wm.appendTo(nil)
+					for i := 0; i < p.nParts; i++ {
+						s.Produce(pctx, &kgo.Record{Topic: p.repTopic, Partition: int32(i), Key: tableMarkerKey, Value: enc,
+							Headers: []kgo.RecordHeader{{Key: tableMarkerHeader, Value: []byte{1}}}}, promise)
+						p.c.markersOut.Add(1)
+					}
+					for part, pw := range wm.parts {
+						sentWM[part] = pw.wm
+					}
+				}
 				wm.observe(r.Partition, satSub(row[table.TimeCol].I, table.WatermarkDelay))
+				part := binary.BigEndian.AppendUint32(nil, uint32(r.Partition))
 				for i := 0; i < p.nParts; i++ {
 					s.Produce(pctx, &kgo.Record{Topic: p.repTopic, Partition: int32(i), Key: tableRowKey, Value: r.Value,
-						Headers: []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}}}, promise)
+						Headers: []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}, {Key: tablePartHeader, Value: part}}}, promise)
 				}
 			})
 			return err
@@ -358,6 +386,9 @@ func (p *Pipeline) tableSession(ctx context.Context, committedAt *time.Time) (re
 					p.c.markersOut.Add(1)
 				}
 				lastSent, lastSentAt = enc, now
+				for part, pw := range wm.parts {
+					sentWM[part] = pw.wm
+				}
 			}
 		}
 		if workErr == nil {
@@ -395,6 +426,7 @@ func (p *Pipeline) tableSession(ctx context.Context, committedAt *time.Time) (re
 				}
 			}
 			lastSent = nil
+			clear(sentWM)
 			if errors.Is(workErr, drive.ErrInternal) {
 				return workErr
 			}
@@ -424,6 +456,21 @@ func hasHeader(r *kgo.Record, key string) bool {
 	return false
 }
 
+// tableBehind is a driver that judges a table row late by its own table
+// partition's watermark too (drive.Driver.PushTableBehind).
+type tableBehind interface {
+	PushTableBehind(raw []byte, floor int64) error
+}
+
+func headerValue(r *kgo.Record, key string) ([]byte, bool) {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return h.Value, true
+		}
+	}
+	return nil, false
+}
+
 // tableRunner is the part of a partition's driver a temporal join uses.
 type tableRunner interface {
 	PushTable(raw []byte) error
@@ -449,7 +496,20 @@ func (st *stage2) tableRecord(t *task, r *kgo.Record) (bool, error) {
 		if !ok {
 			return true, fmt.Errorf("%w: a table row for a query without a temporal join", drive.ErrInternal)
 		}
-		err := tr.PushTable(r.Value)
+		var err error
+		if tb, ok := t.d.(tableBehind); ok && !st.p.tj.interval {
+			// Late when behind its own table partition's watermark
+			// (every partition knows it from the same markers).
+			floor := int64(math.MinInt64)
+			if part, ok := headerValue(r, tablePartHeader); ok && len(part) == 4 {
+				if pw, ok := t.twm.parts[int32(binary.BigEndian.Uint32(part))]; ok {
+					floor = pw.wm
+				}
+			}
+			err = tb.PushTableBehind(r.Value, floor)
+		} else {
+			err = tr.PushTable(r.Value)
+		}
 		var ee *drive.EventError
 		if errors.As(err, &ee) {
 			if t.part == 0 || st.p.tj.interval { // an interval join's right row reaches one partition

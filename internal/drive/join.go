@@ -219,6 +219,21 @@ func (d *Driver) PushTable(raw []byte) error {
 	return d.tableRow(row, raw)
 }
 
+// PushTableBehind is PushTable for a host whose table watermark is a
+// minimum over the table's partitions (Kafka): the row is late when it
+// is behind the join's table watermark or behind floor, the watermark
+// of the rows before it in its own table partition (math.MinInt64: not
+// known), so what is late does not depend on the other partitions or
+// on when the host moved the watermark.
+func (d *Driver) PushTableBehind(raw []byte, floor int64) error {
+	if d.join == nil {
+		return d.PushTable(raw)
+	}
+	d.join.j.SetLateFloor(floor)
+	defer d.join.j.SetLateFloor(math.MinInt64)
+	return d.PushTable(raw)
+}
+
 func (d *Driver) tableErr(err error) error {
 	e := &EventError{Seq: d.join.tn.Events, Err: fmt.Errorf("table %s: %w", d.q.Join.Table.Name, err)}
 	if d.strict {

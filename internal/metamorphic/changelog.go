@@ -2,7 +2,9 @@ package metamorphic
 
 import (
 	"encoding/json"
+
 	"fmt"
+	"github.com/ubiksql/ubik"
 	"math"
 	"sort"
 	"strings"
@@ -31,6 +33,11 @@ type Result struct {
 	Recs []Rec
 	// Malformed and Duplicates as the path counted them (-1: not reported).
 	Malformed, Duplicates int64
+	// TableLate is a temporal join's count of late table rows, as the
+	// path counted them (-1: not reported; 0 without a join).
+	TableLate int64
+	// Stats are an in-process run's counters at its end (nil elsewhere).
+	Stats *ubik.Stats
 }
 
 // Finals are the compared output of a run: for a windowed query each

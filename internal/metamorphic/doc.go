@@ -27,10 +27,35 @@
 // topic; its GROUP BY names the join column a.g). Each view publishes
 // its changelog to a topic of its own (the sink's name, a dash and the
 // view's), and every view's finals are compared too, with the view run
-// alone in process (Case.ViewCase). A shape Kafka refuses
-// (kafka.CheckQuery) skips the Kafka path, and only such a shape: ubik
-// run must refuse it with CheckQuery's words; the tests count the cases
-// that took the Kafka path and fail when none did.
+// alone in process (Case.ViewCase). A regroup case
+// (GenerateViewRegroup) is a view case whose reader groups by a strict
+// subset of the view's cells, down to none: over Kafka the chain is cut
+// at the reader (a view repartition by the reader's key).
+//
+// Join cases have a second input (Case.Second, SecondLines, and
+// SecondAt: where each of its rows is pushed among the events in
+// process): a temporal join (GenerateTemporalJoin: JOIN or LEFT JOIN of
+// a versioned table with random versions per key, keys spelled as the
+// stream's g is, some rows late, the table ahead of the stream or behind
+// it so that events wait for its watermark; grouped by the join key or
+// by a table column) and an interval join of two streams
+// (GenerateStreamJoin: grouped by the join key, x or payload->'k'). In
+// process the rows are interleaved with the events as SecondAt says
+// (batches, bounds, restores and crashes as for any case); the C ABI and
+// Python hosts push them with ubik_push_input / push_input between
+// batches; the file run reads them from the declaration's path, the
+// table first; Kafka from a second topic keyed by g (a table topic by
+// its primary key) on another partition count than the source's. A late
+// table row is at least 1.5 s behind its own key's newest row and every
+// other row of the table or the right stream is within 0.8 s of its
+// input's newest (the delays are 1 s), so what is late is the same in
+// every order and partitioning the paths read. A direct Kafka run of a
+// join is refused by ubik run (the second input reaches the partitions
+// through the repartition topic) and asserted to be, with its words.
+//
+// A shape Kafka refuses (kafka.CheckQuery) skips the Kafka path, and only
+// such a shape: ubik run must refuse it with CheckQuery's words; the
+// tests count the cases that took the Kafka path and fail when none did.
 //
 // The same case runs:
 //   - in process through the root API (RunInProcess): unbatched with a
@@ -70,13 +95,18 @@
 //
 //	UBIK_METAMORPHIC_SEED=123 go test -run TestPaths ./internal/metamorphic/
 //
-// (-run TestViewPaths or TestIntervalJoinPaths replays the seed's view or
-// interval-join case through every path, all six Kafka runs.)
+// which replays the case of the kind the long run draws for the seed
+// (generateKind: by its last digit, 0-4 plain, 5 view, 6 regroup, 7
+// interval join of views, 8 temporal join, 9 interval join of two
+// streams). -run TestViewPaths, TestIntervalJoinPaths or
+// TestJoinPaths/temporal (/stream, /regroup) replays the seed as that
+// kind, all six Kafka runs.
 //
 // The short version runs with `go test` (scripts/test.sh, which starts the
 // broker; an unreachable broker fails the test). The long version
-// generates cases for a while, minimizes each failure on the path that
-// failed and writes it to a directory:
+// generates cases of every kind for a while, minimizes each failure on
+// the path that failed (a join case's events and second input's rows
+// alike) and writes it to a directory:
 //
 //	eval "$(bash scripts/services.sh env)"
 //	UBIK_METAMORPHIC=long UBIK_METAMORPHIC_DURATION=30m UBIK_METAMORPHIC_FOUND=/tmp/found \

@@ -49,6 +49,16 @@ type Case struct {
 	// case): over Kafka each publishes its changelog to a topic of its
 	// own, compared with ViewCase's reference.
 	Views []string `json:"views,omitempty"`
+	// Second names a join case's second input (the versioned table of a
+	// temporal join, the right stream of an interval join; "" for a
+	// case of one input); SecondLines are its rows, and SecondAt says
+	// where each is pushed in process: before Lines[SecondAt[j]]
+	// (len(Lines): after the last), ascending. Every path reads the two
+	// inputs its own way (a file run the table first, Kafka two
+	// topics); the finals must not depend on it.
+	Second      string   `json:"second,omitempty"`
+	SecondLines [][]byte `json:"-"`
+	SecondAt    []int    `json:"second_at,omitempty"`
 }
 
 // Event is the meaning of one generated line, after the decoding rules:

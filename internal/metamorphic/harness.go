@@ -93,6 +93,9 @@ func Compare(c *Case, ref *Result, want Finals, got *Result) error {
 	if got.Malformed >= 0 && got.Malformed != ref.Malformed {
 		return fmt.Errorf("%s: %d malformed events, the unbatched in-process run %d", got.Path, got.Malformed, ref.Malformed)
 	}
+	if got.TableLate >= 0 && got.TableLate != ref.TableLate {
+		return fmt.Errorf("%s: %d late table rows, the unbatched in-process run %d", got.Path, got.TableLate, ref.TableLate)
+	}
 	if got.Duplicates >= 0 && got.Duplicates != ref.Duplicates {
 		return fmt.Errorf("%s: %d duplicates dropped, the unbatched in-process run %d", got.Path, got.Duplicates, ref.Duplicates)
 	}

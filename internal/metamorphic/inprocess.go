@@ -162,6 +162,9 @@ func RunInProcess(c *Case, cfg Config) (*Result, error) {
 				return nil, fmt.Errorf("%s: restore before event %d: %w", h.res.Path, i, err)
 			}
 		}
+		if err := h.pushSecond(i); err != nil {
+			return nil, err
+		}
 		line := c.Lines[i]
 		if err := h.push(line, i); err != nil {
 			return nil, fmt.Errorf("%s: event %d %q: %w", h.res.Path, i, line, err)
@@ -173,6 +176,9 @@ func RunInProcess(c *Case, cfg Config) (*Result, error) {
 			h.drain()
 		}
 	}
+	if err := h.pushSecond(len(c.Lines)); err != nil {
+		return nil, err
+	}
 	if err := h.q.Close(); err != nil {
 		return nil, fmt.Errorf("%s: close: %w", h.res.Path, err)
 	}
@@ -182,6 +188,7 @@ func RunInProcess(c *Case, cfg Config) (*Result, error) {
 	}
 	st := h.q.Stats()
 	h.res.Malformed, h.res.Duplicates = st.Malformed, st.Duplicates
+	h.res.TableLate, h.res.Stats = st.Join.LateTableRows, &st
 	if st.Pending != 0 || st.Queued {
 		return nil, fmt.Errorf("%s: after the last Next %d records are pending (queued: %v)", h.res.Path, st.Pending, st.Queued)
 	}
@@ -214,7 +221,8 @@ func (h *inProc) start() error {
 	// A query over views runs its graph on one thread (as documented); any
 	// other query must really run on the threads configured, or the
 	// comparison with one thread would prove nothing.
-	if qo.Threads > 1 && q.Threads() != qo.Threads && len(q.Queries()) == 1 {
+	// A join too runs on one thread.
+	if qo.Threads > 1 && q.Threads() != qo.Threads && len(q.Queries()) == 1 && h.c.Second == "" {
 		return fmt.Errorf("the query runs on %d threads, configured %d", q.Threads(), qo.Threads)
 	}
 	h.q = q
@@ -269,6 +277,31 @@ func (h *inProc) push(line []byte, i int) error {
 		}
 		return err
 	}
+}
+
+// pushSecond pushes the second input's rows placed before event i (a
+// join case), draining while the query reports backpressure. A
+// malformed row is counted by the query, as an event is.
+func (h *inProc) pushSecond(i int) error {
+	c := h.c
+	j := sort.SearchInts(c.SecondAt, i)
+	for ; j < len(c.SecondAt) && c.SecondAt[j] == i; j++ {
+		for tries := 0; ; tries++ {
+			err := h.q.PushInput(c.Second, c.SecondLines[j])
+			if errors.Is(err, ubik.ErrBackpressure) && !h.cfg.Callback {
+				if h.drain() == 0 && tries > 0 {
+					return fmt.Errorf("%s: %s row %d: backpressure twice with nothing to take: %w", h.res.Path, c.Second, j, err)
+				}
+				continue
+			}
+			var ee *ubik.EventError
+			if err != nil && !errors.As(err, &ee) {
+				return fmt.Errorf("%s: %s row %d %q: %w", h.res.Path, c.Second, j, c.SecondLines[j], err)
+			}
+			break
+		}
+	}
+	return nil
 }
 
 // checkpoint writes the query's state into the host's copy, with the index

@@ -85,13 +85,13 @@ func build(t *testing.T, dir string) *tools {
 	return tl
 }
 
-// caseFiles writes the case's script (its view renamed to name) and input
-// into dir.
-func caseFiles(t *testing.T, c *Case, dir, name string) (sql, input string) {
+// caseFiles writes the case's script (its view renamed to name, its
+// second input given options) and input into dir.
+func caseFiles(t *testing.T, c *Case, dir, name, options string) (sql, input string) {
 	t.Helper()
 	sql = filepath.Join(dir, name+".sql")
 	input = filepath.Join(dir, "events.jsonl")
-	if err := os.WriteFile(sql, []byte(c.Named(name)), 0o644); err != nil {
+	if err := os.WriteFile(sql, []byte(c.SecondSQL(c.Named(name), options)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(input, bytes.Join(append(c.Lines, nil), []byte("\n")), 0o644); err != nil {
@@ -100,10 +100,32 @@ func caseFiles(t *testing.T, c *Case, dir, name string) (sql, input string) {
 	return sql, input
 }
 
+// secondFiles writes a join case's second input into dir: its rows as
+// a file (rows) and each row after its place, AT<TAB>ROW (placed), as
+// the C and Python hosts read them. Nil for a case of one input.
+func secondFiles(t *testing.T, c *Case, dir string) (rows, placed string) {
+	t.Helper()
+	if c.Second == "" {
+		return "", ""
+	}
+	rows, placed = filepath.Join(dir, "second.jsonl"), filepath.Join(dir, "second.tsv")
+	var p bytes.Buffer
+	for j, l := range c.SecondLines {
+		fmt.Fprintf(&p, "%d\t%s\n", c.SecondAt[j], l)
+	}
+	if err := os.WriteFile(rows, bytes.Join(append(c.SecondLines, nil), []byte("\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(placed, p.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return rows, placed
+}
+
 // parseHostOutput reads capi_host's and py_host's output: records, then
 // the stats line.
 func parseHostOutput(path string, out []byte) (*Result, error) {
-	res := &Result{Path: path, Duplicates: -1}
+	res := &Result{Path: path, Duplicates: -1, TableLate: -1}
 	var stats map[string]any
 	for _, line := range bytes.Split(bytes.TrimSuffix(out, []byte("\n")), []byte("\n")) {
 		if s, ok := bytes.CutPrefix(line, []byte("#stats\t")); ok {
@@ -133,13 +155,22 @@ func parseHostOutput(path string, out []byte) (*Result, error) {
 	if d, ok := stats["duplicates"].(float64); ok {
 		res.Duplicates = int64(d)
 	}
+	if tb, ok := stats["table"].(map[string]any); ok {
+		if l, ok := tb["late"].(float64); ok {
+			res.TableLate = int64(l)
+		}
+	}
 	return res, nil
 }
 
 // runCAPI runs c through the C ABI host.
 func (tl *tools) runCAPI(t *testing.T, c *Case, dir string, maxPending, batch int) (*Result, error) {
-	sql, input := caseFiles(t, c, dir, QueryName)
-	cmd := exec.Command(tl.capi, sql, input, QueryName, strconv.Itoa(maxPending), strconv.Itoa(batch))
+	sql, input := caseFiles(t, c, dir, QueryName, "")
+	args := []string{sql, input, QueryName, strconv.Itoa(maxPending), strconv.Itoa(batch)}
+	if _, placed := secondFiles(t, c, dir); placed != "" {
+		args = append(args, c.Second, placed)
+	}
+	cmd := exec.Command(tl.capi, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -152,8 +183,12 @@ func (tl *tools) runCAPI(t *testing.T, c *Case, dir string, maxPending, batch in
 
 // runPython runs c through python/ubik, pushing bytes or dicts.
 func (tl *tools) runPython(t *testing.T, c *Case, dir string, maxPending int, mode string) (*Result, error) {
-	sql, input := caseFiles(t, c, dir, QueryName)
-	cmd := exec.Command("python3", filepath.Join(tl.root, "internal/metamorphic/testdata/py_host.py"), sql, input, QueryName, strconv.Itoa(maxPending), mode)
+	sql, input := caseFiles(t, c, dir, QueryName, "")
+	args := []string{filepath.Join(tl.root, "internal/metamorphic/testdata/py_host.py"), sql, input, QueryName, strconv.Itoa(maxPending), mode}
+	if _, placed := secondFiles(t, c, dir); placed != "" {
+		args = append(args, c.Second, placed)
+	}
+	cmd := exec.Command("python3", args...)
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+tl.python, "UBIK_LIB="+tl.lib)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -167,7 +202,7 @@ func (tl *tools) runPython(t *testing.T, c *Case, dir string, maxPending int, mo
 
 // parseEnvelopes reads `ubik run --format jsonl` output.
 func parseEnvelopes(path string, out []byte) (*Result, error) {
-	res := &Result{Path: path}
+	res := &Result{Path: path, TableLate: -1}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
@@ -275,7 +310,8 @@ func stepRun(cmd *exec.Cmd, steps int, slice time.Duration) (given int, killed b
 // command, which resumes from the state directory; the resumed output is
 // the path's changelog.
 func (tl *tools) runFile(t *testing.T, c *Case, dir string, r *rand.Rand, kills int) (*Result, int, error) {
-	sql, input := caseFiles(t, c, dir, QueryName)
+	rows, _ := secondFiles(t, c, dir)
+	sql, input := caseFiles(t, c, dir, QueryName, pathOption(rows))
 	out := filepath.Join(dir, "out.jsonl")
 	state := filepath.Join(dir, "state")
 	stats := filepath.Join(dir, "stats.json")
@@ -318,7 +354,33 @@ func (tl *tools) runFile(t *testing.T, c *Case, dir string, r *rand.Rand, kills 
 	if res.Malformed, res.Duplicates, err = summary(stats); err != nil {
 		return nil, killed, err
 	}
+	if c.Second != "" && strings.Contains(c.SQL, "CREATE TABLE ") {
+		// A temporal join's summary counts the late table rows (the
+		// table's versions and counters are in the checkpoint).
+		b, err := os.ReadFile(stats)
+		if err != nil {
+			return nil, killed, err
+		}
+		var s struct {
+			Join *struct {
+				TableLate *int64 `json:"table_late"`
+			} `json:"join"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil || s.Join == nil || s.Join.TableLate == nil {
+			return nil, killed, fmt.Errorf("%s: no join.table_late in the summary (%v): %s", stats, err, b)
+		}
+		res.TableLate = *s.Join.TableLate
+	}
 	return res, killed, nil
+}
+
+// pathOption is the option that gives a file run a second input's file
+// ("" for none).
+func pathOption(rows string) string {
+	if rows == "" {
+		return ""
+	}
+	return ", path = '" + rows + "'"
 }
 
 // kafkaRun describes one Kafka path.
@@ -388,7 +450,7 @@ func (tl *tools) kafkaRefusal(t *testing.T, c *Case, dir string) (string, error)
 		return "", fmt.Errorf("CheckQuery: %w, not a refusal of the shape", cerr)
 	}
 	msg := strings.TrimPrefix(cerr.Error(), kafka.ErrUnsupported.Error()+": ")
-	sql, _ := caseFiles(t, c, dir, QueryName)
+	sql, _ := caseFiles(t, c, dir, QueryName, topicOption(QueryName+"_refused_second"))
 	b := strings.Join(tl.brokers, ",")
 	out, err := exec.Command(tl.ubik, "run", sql, "--source", "kafka://"+b+"/"+QueryName+"_refused_src",
 		"--sink", "kafka://"+b+"/"+QueryName+"_refused_sink", "--query", QueryName, "--no-progress").CombinedOutput()
@@ -396,6 +458,27 @@ func (tl *tools) kafkaRefusal(t *testing.T, c *Case, dir string) (string, error)
 		return "", fmt.Errorf("CheckQuery refuses the shape (%s), but ubik run over Kafka said (%v):\n%s", msg, err, out)
 	}
 	return msg, nil
+}
+
+// topicOption is the option that gives a Kafka run a join's second
+// input's topic.
+func topicOption(topic string) string { return ", connector = 'kafka', topic = '" + topic + "'" }
+
+// directRefusal checks that ubik run refuses to read a join case's
+// source partitioned by key (--partitioned-by-key): the join's second
+// input reaches the partitions through the repartition topic, so a
+// direct run of a join is not a shape Kafka runs, and the harness skips
+// it only because ubik run says so. It returns ubik run's words.
+func (tl *tools) directRefusal(t *testing.T, c *Case, dir string) (string, error) {
+	sql, _ := caseFiles(t, c, dir, QueryName, topicOption(QueryName+"_refused_second"))
+	b := strings.Join(tl.brokers, ",")
+	out, err := exec.Command(tl.ubik, "run", sql, "--source", "kafka://"+b+"/"+QueryName+"_refused_src", "--partitioned-by-key",
+		"--sink", "kafka://"+b+"/"+QueryName+"_refused_sink", "--query", QueryName, "--no-progress").CombinedOutput()
+	const want = "it cannot read the source partitioned by key (drop partitioned_by_key)"
+	if err == nil || !strings.Contains(string(out), want) {
+		return "", fmt.Errorf("a direct run of a join (--partitioned-by-key): ubik run said (%v), not %q:\n%s", err, want, out)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // runKafka loads the input into a fresh topic with `ubik produce`, runs
@@ -407,7 +490,8 @@ func (tl *tools) kafkaRefusal(t *testing.T, c *Case, dir string) (string, error)
 // result views holds by view name.
 func (tl *tools) runKafka(t *testing.T, c *Case, dir string, r *rand.Rand, kr kafkaRun, want Finals, refs []viewRef) (res *Result, views map[string]*Result, killed bool, err error) {
 	name := strings.ReplaceAll(testenv.Name(t, "mm"), "-", "_")
-	sql, input := caseFiles(t, c, dir, name)
+	second := name + "_second"
+	sql, input := caseFiles(t, c, dir, name, topicOption(second))
 	b := strings.Join(tl.brokers, ",")
 	src, sink := name+"_src", name+"_sink"
 	cl, err := kgo.NewClient(kgo.SeedBrokers(tl.brokers...))
@@ -457,6 +541,14 @@ func (tl *tools) runKafka(t *testing.T, c *Case, dir string, r *rand.Rand, kr ka
 		produce := []string{"produce", "--to", "kafka://" + b + "/" + src, "--input", input, "--partitions", strconv.Itoa(kr.partitions)}
 		if out, err := exec.Command(tl.ubik, produce...).CombinedOutput(); err != nil {
 			return nil, nil, false, fmt.Errorf("ubik produce: %v\n%s", err, out)
+		}
+	}
+	if c.Second != "" {
+		// The join's second input, keyed by g (a table topic must be
+		// keyed by its primary key: a key's versions in one partition),
+		// on another partition count than the source's.
+		if err := produceByGroup(ctx, cl, adm, second, 1+(kr.partitions+1)%3, c.SecondLines); err != nil {
+			return nil, nil, false, fmt.Errorf("the second input's topic: %w", err)
 		}
 	}
 	run := []string{"run", sql, "--source", "kafka://" + b + "/" + src, "--sink", "kafka://" + b + "/" + sink,
@@ -545,7 +637,7 @@ func readSink(brokers []string, topic string, c *Case, want Finals) (*Result, er
 		return nil, err
 	}
 	defer cl.Close()
-	res := &Result{}
+	res := &Result{TableLate: -1}
 	got := Finals{}
 	complete := func() bool {
 		for k, v := range want {

@@ -2,6 +2,7 @@ package metamorphic
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 )
 
@@ -19,7 +20,17 @@ const ViewName = "mqv"
 // partition (the query groups by the view's cells, the view's
 // partitioning), with the view's changelog on a topic of its own. The
 // case has no Query spec, so the batch oracle does not load it.
-func GenerateView(seed uint64, size Size) *Case {
+func GenerateView(seed uint64, size Size) *Case { return generateView(seed, size, false) }
+
+// GenerateViewRegroup is GenerateView with a reader that groups by less
+// than its view: a strict subset of the view's cells (g, x, k), drawn
+// by the seed, down to none (one group per window). Over Kafka the
+// chain is cut there (a view repartition): the view's final rows go to
+// the reader's partitions through a topic keyed by the reader's group
+// key, with the view's watermark as markers.
+func GenerateViewRegroup(seed uint64, size Size) *Case { return generateView(seed, size, true) }
+
+func generateView(seed uint64, size Size, regroup bool) *Case {
 	c := Generate(seed, size)
 	q := *c.Query
 	if q.Window != "hop" {
@@ -27,8 +38,25 @@ func GenerateView(seed uint64, size Size) *Case {
 	}
 	q.Early = false
 	up := strings.Replace(q.sql(), "CREATE VIEW "+QueryName+" AS", "CREATE VIEW "+ViewName+" AS", 1)
-	sel := append([]string(nil), q.GroupBy...)
-	grp := append([]string(nil), q.GroupBy...)
+	cells := q.GroupBy
+	if regroup {
+		// Each cell kept or not, never all of them.
+		r := rand.New(rand.NewPCG(seed, 0x5e6))
+		for {
+			var sub []string
+			for _, g := range q.GroupBy {
+				if r.IntN(2) == 0 {
+					sub = append(sub, g)
+				}
+			}
+			if len(sub) < len(q.GroupBy) {
+				cells = sub
+				break
+			}
+		}
+	}
+	sel := append([]string(nil), cells...)
+	grp := append([]string(nil), cells...)
 	sel = append(sel, "TUMBLE_START(ws, INTERVAL '30' SECOND) AS w", "count(*) AS c", "sum(c) AS sc", "min(ws) AS ws0")
 	grp = append(grp, "TUMBLE(ws, INTERVAL '30' SECOND)")
 	for _, a := range q.Aggs {
@@ -46,6 +74,9 @@ func GenerateView(seed uint64, size Size) *Case {
 	c.Windowed, c.Monotone = true, true
 	c.Query, c.Events = nil, nil
 	c.Note = "view"
+	if regroup {
+		c.Note = fmt.Sprintf("view regrouped by %v of %v", cells, q.GroupBy)
+	}
 	c.Views = []string{ViewName}
 	return c
 }

@@ -41,6 +41,12 @@ func TestViewPaths(t *testing.T) {
 // take no Kafka run fail the test, which would cover nothing there.
 func viewPaths(t *testing.T, tl *tools, seeds []uint64, gen func(uint64, Size) *Case) {
 	t.Helper()
+	casePaths(t, tl, seeds, gen, func(i int) []kafkaRun { return allKafka[2*i%len(allKafka):][:2] })
+}
+
+// casePaths is viewPaths with the Kafka runs of case i given by kruns(i).
+func casePaths(t *testing.T, tl *tools, seeds []uint64, gen func(uint64, Size) *Case, kruns func(i int) []kafkaRun) {
+	t.Helper()
 	size := Size{Events: shortEvents}
 	split := true
 	if s := os.Getenv(envSeed); s != "" {
@@ -54,7 +60,7 @@ func viewPaths(t *testing.T, tl *tools, seeds []uint64, gen func(uint64, Size) *
 	for i, seed := range seeds {
 		kr := allKafka
 		if split {
-			kr = allKafka[2*i%len(allKafka):][:2]
+			kr = kruns(i)
 		}
 		n := one(t, tl, gen(seed, size), paths{capi: true, python: true, file: true, short: true, kafka: kr})
 		runs += n
@@ -135,5 +141,26 @@ func TestViewCase(t *testing.T) {
 	}
 	if _, err := chain.ViewCase("nope"); err == nil {
 		t.Fatal("a view the script lacks")
+	}
+}
+
+// TestViewRegroupInProcess runs view cases whose reader groups by less
+// than its view (GenerateViewRegroup) through every in-process
+// configuration.
+func TestViewRegroupInProcess(t *testing.T) {
+	byNone := map[bool]bool{}
+	for seed := uint64(320); seed < 330; seed++ {
+		c := GenerateViewRegroup(seed, Size{Events: shortEvents})
+		byNone[strings.HasPrefix(c.Note, "view regrouped by [] ")] = true
+		_, want, fs := runInProcessPaths(c, rand.New(rand.NewPCG(seed, 3)))
+		report(t, c, fs)
+		t.Logf("seed %d (%s): %d finals", seed, c.Note, len(want))
+		if len(want) == 0 {
+			t.Errorf("seed %d: no final records", seed)
+		}
+	}
+	// Readers by none of the view's cells and by some.
+	if !byNone[true] || !byNone[false] {
+		t.Errorf("the cases do not regroup both by none of the view's cells and by some: %v", byNone)
 	}
 }

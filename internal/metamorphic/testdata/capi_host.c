@@ -1,13 +1,16 @@
 /*
  * capi_host.c - the metamorphic harness's C host of libubik.so.
  *
- *   capi_host SQL INPUT NAME MAX_PENDING BATCH
+ *   capi_host SQL INPUT NAME MAX_PENDING BATCH [SECOND SECOND_INPUT]
  *
  * Runs query NAME of the script in file SQL over the JSON lines in file
  * INPUT through the C ABI: BATCH lines at a time with ubik_push_lines
  * (BATCH 1: each line with ubik_push), resuming after backpressure, a
  * flush and a drain after each batch, then ubik_query_close and a drain to
- * UBIK_END. Prints one record per line as
+ * UBIK_END. With SECOND (a join's second input: its versioned table or
+ * right stream), SECOND_INPUT's lines are AT<TAB>ROW: each ROW is pushed
+ * with ubik_push_input before the batch holding event AT (0-based; at
+ * the end for AT past the last). Prints one record per line as
  *   final<TAB>revision<TAB>key<TAB>value
  * (key and value are contract JSON: no raw tab or newline), and last
  *   #stats<TAB>{the ubik_query_stats JSON}
@@ -67,11 +70,40 @@ static long drain(ubik_query q) {
 	}
 }
 
+/* The second input's rows not pushed yet: AT<TAB>ROW lines from *pos. */
+static void push_second(ubik_query q, const char *name, char *sec, size_t sec_len, size_t *pos, long event) {
+	while (*pos < sec_len) {
+		char *line = sec + *pos;
+		char *nl = memchr(line, '\n', sec_len - *pos);
+		size_t len = nl ? (size_t)(nl - line) : sec_len - *pos;
+		char *end;
+		long at = strtol(line, &end, 10);
+		if (*end != '\t') {
+			fprintf(stderr, "capi_host: second input line without AT<TAB>: %.*s\n", (int)len, line);
+			exit(1);
+		}
+		if (at > event) return;
+		const char *row = end + 1;
+		size_t rl = len - (size_t)(row - line);
+		int rc;
+		for (;;) {
+			rc = ubik_push_input(q, name, row, rl);
+			if (rc != UBIK_ERR_BACKPRESSURE) break;
+			drain(q);
+		}
+		if (rc != UBIK_OK && rc != UBIK_ERR_MALFORMED_EVENT && rc != UBIK_ERR_EVAL) fail("ubik_push_input", rc);
+		*pos += len + (nl ? 1 : 0);
+	}
+}
+
 int main(int argc, char **argv) {
-	if (argc != 6) {
-		fprintf(stderr, "usage: capi_host SQL INPUT NAME MAX_PENDING BATCH\n");
+	if (argc != 6 && argc != 8) {
+		fprintf(stderr, "usage: capi_host SQL INPUT NAME MAX_PENDING BATCH [SECOND SECOND_INPUT]\n");
 		return 2;
 	}
+	size_t sec_len = 0, sec_pos = 0;
+	char *sec = argc == 8 ? slurp(argv[7], &sec_len) : NULL;
+	long event = 0;
 	size_t sql_len, in_len;
 	char *sql = slurp(argv[1], &sql_len);
 	char *in = slurp(argv[2], &in_len);
@@ -86,11 +118,13 @@ int main(int argc, char **argv) {
 	if ((rc = ubik_query_start(eng, sql, qopts, &q)) != UBIK_OK) fail("ubik_query_start", rc);
 	size_t off = 0;
 	while (off < in_len) {
+		if (sec) push_second(q, argv[6], sec, sec_len, &sec_pos, event);
 		/* The next BATCH whole lines. */
 		size_t end = off;
 		for (long i = 0; i < batch && end < in_len; i++) {
 			char *nl = memchr(in + end, '\n', in_len - end);
 			end = nl ? (size_t)(nl - in) + 1 : in_len;
+			event++;
 		}
 		if (batch == 1) {
 			size_t len = end - off;
@@ -115,6 +149,7 @@ int main(int argc, char **argv) {
 		if ((rc = ubik_flush(q)) != UBIK_OK) fail("ubik_flush", rc);
 		drain(q);
 	}
+	if (sec) push_second(q, argv[6], sec, sec_len, &sec_pos, 1L << 62);
 	if ((rc = ubik_query_close(q)) != UBIK_OK) fail("ubik_query_close", rc);
 	while (drain(q) >= 0) {
 	}
@@ -126,5 +161,6 @@ int main(int argc, char **argv) {
 	if ((rc = ubik_engine_close(eng)) != UBIK_OK) fail("ubik_engine_close", rc);
 	free(sql);
 	free(in);
+	free(sec);
 	return fflush(stdout) == 0 ? 0 : 1;
 }

@@ -1,6 +1,6 @@
 """py_host.py - the metamorphic harness's Python host (python/ubik over the C ABI).
 
-    python3 py_host.py SQL INPUT NAME MAX_PENDING MODE
+    python3 py_host.py SQL INPUT NAME MAX_PENDING MODE [SECOND SECOND_INPUT]
 
 MODE "bytes" pushes each line as it is; "dict" parses each line with the
 standard json module and pushes the dict (json.dumps spells NaN and
@@ -8,7 +8,9 @@ Infinity its own way, and re-escapes every string; x = -0 is passed as
 the float -0.0, which json would make the integer 0), falling back to the
 bytes for a line json cannot read (invalid UTF-8). Records are printed as
     final<TAB>revision<TAB>key<TAB>value
-and last "#stats<TAB>{stats JSON}", as capi_host.c does.
+and last "#stats<TAB>{stats JSON}", as capi_host.c does. With SECOND (a
+join's second input), SECOND_INPUT's lines are AT<TAB>ROW: ROW is pushed
+with push_input (as bytes, or as a dict in dict mode) before event AT.
 """
 
 import json
@@ -38,6 +40,14 @@ def _event(line):
 
 def main():
     sql_path, input_path, name, max_pending, mode = sys.argv[1:6]
+    second, rows = None, []
+    if len(sys.argv) == 8:
+        second = sys.argv[6]
+        with open(sys.argv[7], "rb") as f:
+            for line in f.read().split(b"\n"):
+                if line:
+                    at, row = line.split(b"\t", 1)
+                    rows.append((int(at), row))
     with open(sql_path, encoding="utf-8") as f:
         sql = f.read()
     with open(input_path, "rb") as f:
@@ -50,9 +60,34 @@ def main():
     eng = ubik.Engine(max_pending_records=int(max_pending))
     q = eng.start(sql, name=name)
     fallbacks = 0
-    for line in lines:
-        if not line:
-            continue
+    pos = 0
+
+    def push(fn, line):
+        nonlocal fallbacks
+        event = line
+        if mode == "dict":
+            try:
+                event = _event(line)
+            except ValueError:
+                fallbacks += 1
+        while True:
+            try:
+                fn(event)
+                break
+            except ubik.BackpressureError:
+                for r in q.records():
+                    emit(r)
+            except (ubik.MalformedEventError, ubik.EvalError):
+                break
+
+    def push_second(upto):
+        nonlocal pos
+        while pos < len(rows) and rows[pos][0] <= upto:
+            push(lambda e: q.push_input(second, e), rows[pos][1])
+            pos += 1
+
+    for i, line in enumerate(l for l in lines if l):
+        push_second(i)
         event = line
         if mode == "dict":
             try:
@@ -71,6 +106,7 @@ def main():
         q.flush()
         for r in q.records():
             emit(r)
+    push_second(1 << 62)
     q.close()
     while not q.done:
         r = q.next()
