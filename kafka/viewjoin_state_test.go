@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/sql/plan"
 )
@@ -82,11 +81,11 @@ func shapeOf(state map[int32]map[string][]byte) joinStateShape {
 		for k, v := range m {
 			ek := []byte(k[4:])
 			switch {
-			case exec.IsIntervalEntry(ek):
+			case drive.IsIntervalEntry(ek):
 				s.rows++
 				s.rowBytes += len(v)
 				part += len(v)
-			case string(ek) == exec.JoinStateKey:
+			case string(ek) == drive.JoinStateKey:
 				s.header = max(s.header, len(v))
 			}
 		}
@@ -124,19 +123,19 @@ func toOneEntryState(t testing.TB, q *plan.Query, addrs []string, topic string, 
 		sort.Strings(keys)
 		var pos []byte
 		for _, k := range keys {
-			if k[4:] == exec.MetaKey {
+			if k[4:] == drive.MetaKey {
 				continue
 			}
 			if _, err := d.Restore([]byte(k[4:]), m[k]); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if pos, err = d.Restore([]byte(exec.MetaKey), m[string(stateKey(part, []byte(exec.MetaKey)))]); err != nil {
+		if pos, err = d.Restore([]byte(drive.MetaKey), m[string(stateKey(part, []byte(drive.MetaKey)))]); err != nil {
 			t.Fatal(err)
 		}
 		d.FinishRestore()
 		for _, k := range keys {
-			if exec.IsIntervalEntry([]byte(k[4:])) {
+			if drive.IsIntervalEntry([]byte(k[4:])) {
 				produce(part, []byte(k), nil)
 			}
 		}
@@ -278,7 +277,7 @@ func TestViewJoinStateBadEntry(t *testing.T) {
 	state := readState(t, addrs, q.Name+"-state")
 	var key []byte
 	for k := range state[0] {
-		if exec.IsIntervalEntry([]byte(k[4:])) {
+		if drive.IsIntervalEntry([]byte(k[4:])) {
 			key = []byte(k)
 			break
 		}

@@ -36,6 +36,10 @@ type JoinStats = exec.JoinStats
 // JoinStateKey is the key of the join's checkpoint entry.
 const JoinStateKey = exec.JoinStateKey
 
+// IsIntervalEntry reports whether key is one held row's checkpoint entry of
+// an interval join or a join of two views (exec.IsIntervalEntry).
+func IsIntervalEntry(key []byte) bool { return exec.IsIntervalEntry(key) }
+
 // joinState is a join driver's part.
 type joinState struct {
 	j        *exec.TemporalJoin
