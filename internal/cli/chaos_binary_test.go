@@ -26,12 +26,12 @@ import (
 )
 
 const (
-	envChaosRounds  = "UBIK_E2E_CHAOS_ROUNDS"  // rounds; default 2
+	envChaosRounds  = "UBIK_E2E_CHAOS_ROUNDS"  // rounds; default one per shape (3)
 	envChaosEvents  = "UBIK_E2E_CHAOS_EVENTS"  // events per round; default 30000 (the issue's size: 500000)
 	envChaosSeconds = "UBIK_E2E_CHAOS_SECONDS" // seconds of production under chaos per round; default 12
 	envChaosSeed    = "UBIK_E2E_CHAOS_SEED"
 	envChaosKeep    = "UBIK_E2E_CHAOS_KEEP"  // a directory: a failed or slow round's logs are copied there
-	envChaosShape   = "UBIK_E2E_CHAOS_SHAPE" // a shape's name (query, views): every round runs it
+	envChaosShape   = "UBIK_E2E_CHAOS_SHAPE" // a shape's name (query, views, regroup): every round runs it
 )
 
 // chaosSQL is the query of the chaos rounds: input dedup, a 1-minute
@@ -69,6 +69,24 @@ SELECT merchant, sum(orders) AS orders, sum(total) AS total, count(*) AS minutes
 FROM mins GROUP BY merchant;
 `
 
+// chaosRegroupSQL is the third shape: ten-second totals per merchant and
+// customer (EMIT FINAL), read by per-merchant minutes that emit early
+// every 100 ms. The reader groups by less than its view, so over Kafka
+// the view's final rows reach it through a repartition topic keyed by
+// merchant, written in the same transactions as the view's changelog.
+const chaosRegroupSQL = `CREATE SOURCE events (event_id VARCHAR, merchant VARCHAR, customer VARCHAR, amount BIGINT, event_time TIMESTAMP,
+  WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND)
+  WITH (dedup_key = 'event_id', dedup_within = '10 minutes');
+CREATE VIEW tens AS
+SELECT merchant, customer, TUMBLE_START(event_time, INTERVAL '10' SECOND) AS ws, count(*) AS orders, sum(amount) AS total, max(amount) AS biggest
+FROM events GROUP BY merchant, customer, TUMBLE(event_time, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW mins AS
+SELECT merchant, TUMBLE_START(ws, INTERVAL '1' MINUTE) AS window_start, sum(orders) AS orders, sum(total) AS total,
+       max(biggest) AS biggest, count(*) AS tens
+FROM tens GROUP BY merchant, TUMBLE(ws, INTERVAL '1' MINUTE)
+EMIT EARLY EVERY INTERVAL '100' MILLISECOND;
+`
+
 // chaosShape is what a chaos round runs: a script, the query the runs
 // name, and each query's sink topic with its oracle (the file run's
 // output of that query).
@@ -84,13 +102,15 @@ type chaosShape struct {
 }
 
 // chaosShapes are the shapes the rounds take in turn: round 0 the single
-// windowed query, round 1 the chain of views, and so on (CI's two rounds
-// run each once).
+// windowed query, round 1 the chain of views, round 2 the reader that
+// groups by less than its view, and so on (CI's three rounds run each
+// once).
 var chaosShapes = []chaosShape{
 	{name: "query", sql: chaosSQL, query: "chaos", topics: map[string]string{"chaos": "out"}},
 	{name: "views", sql: chaosViewsSQL, query: "per_merchant",
 		topics:     map[string]string{"per_merchant": "out", "tens": "out-tens", "mins": "out-mins"},
 		continuous: map[string]bool{"per_merchant": true}},
+	{name: "regroup", sql: chaosRegroupSQL, query: "mins", topics: map[string]string{"mins": "out", "tens": "out-tens"}},
 }
 
 // TestChaosBinary runs the real ubik binary over Kafka under chaos: three
@@ -106,16 +126,17 @@ var chaosShapes = []chaosShape{
 // going backwards, nothing after a final, exactly one final per (merchant,
 // window), and the finals equal to the batch answer (the same query over a
 // file holding the same events, duplicates included: no event lost or
-// counted twice). The rounds alternate between two shapes (chaosShapes):
-// the one query, and a chain of three views whose every changelog (each
-// in its own topic) is held to the same invariants and to the file run of
-// the script. CI runs two short rounds, one of each; by hand, 20 rounds
-// of the issue's size:
+// counted twice). The rounds take three shapes in turn (chaosShapes):
+// the one query, a chain of three views, and a reader that groups by less
+// than its view (a repartition topic between them); every changelog of a
+// shape (each in its own topic) is held to the same invariants and to the
+// file run of the script. CI runs three short rounds, one of each; by
+// hand, 20 rounds of the issue's size:
 //
 //	UBIK_E2E_CHAOS_ROUNDS=20 UBIK_E2E_CHAOS_EVENTS=500000 UBIK_E2E_CHAOS_SECONDS=120 \
 //	  go test -run TestChaosBinary -v -timeout 3h ./internal/cli
 func TestChaosBinary(t *testing.T) {
-	rounds, n, secs := 2, 30000, 12
+	rounds, n, secs := len(chaosShapes), 30000, 12
 	for env, p := range map[string]*int{envChaosRounds: &rounds, envChaosEvents: &n, envChaosSeconds: &secs} {
 		if s := os.Getenv(env); s != "" {
 			v, err := strconv.Atoi(s)
@@ -135,7 +156,7 @@ func TestChaosBinary(t *testing.T) {
 		if name := os.Getenv(envChaosShape); name != "" {
 			i := slices.IndexFunc(chaosShapes, func(s chaosShape) bool { return s.name == name })
 			if i < 0 {
-				t.Fatalf("%s=%q: no such shape (query, views)", envChaosShape, name)
+				t.Fatalf("%s=%q: no such shape (query, views, regroup)", envChaosShape, name)
 			}
 			shape = chaosShapes[i]
 		}
