@@ -26,12 +26,12 @@ import (
 )
 
 const (
-	envChaosRounds  = "UBIK_E2E_CHAOS_ROUNDS"  // rounds; default one per shape (4)
+	envChaosRounds  = "UBIK_E2E_CHAOS_ROUNDS"  // rounds; default one per shape (5)
 	envChaosEvents  = "UBIK_E2E_CHAOS_EVENTS"  // events per round; default 30000 (the issue's size: 500000)
 	envChaosSeconds = "UBIK_E2E_CHAOS_SECONDS" // seconds of production under chaos per round; default 12
 	envChaosSeed    = "UBIK_E2E_CHAOS_SEED"
 	envChaosKeep    = "UBIK_E2E_CHAOS_KEEP"  // a directory: a failed or slow round's logs are copied there
-	envChaosShape   = "UBIK_E2E_CHAOS_SHAPE" // a shape's name (query, views, regroup, join): every round runs it
+	envChaosShape   = "UBIK_E2E_CHAOS_SHAPE" // a shape's name (query, views, regroup, join, viewjoin): every round runs it
 )
 
 // chaosSQL is the query of the chaos rounds: input dedup, a 1-minute
@@ -106,6 +106,31 @@ GROUP BY e.merchant, TUMBLE(e.event_time, INTERVAL '1' MINUTE)
 EMIT EARLY EVERY INTERVAL '100' MILLISECOND;
 `
 
+// chaosViewJoinSQL is the fifth shape: a window join of two EMIT FINAL
+// views over two streams (as Nexmark q8): the orders per merchant and
+// minute, and the fee-rate changes per merchant and minute from a second
+// stream (chaosFees' rows, produced beside the events), joined on the
+// merchant and the window start. Over Kafka the second stream is a topic
+// of two partitions (tableWith stands for its WITH clause).
+const chaosViewJoinSQL = `CREATE SOURCE events (event_id VARCHAR, merchant VARCHAR, customer VARCHAR, amount BIGINT, event_time TIMESTAMP,
+  WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND)
+  WITH (dedup_key = 'event_id', dedup_within = '10 minutes');
+CREATE SOURCE fees (merchant VARCHAR, rate DECIMAL(6,4), valid_from TIMESTAMP,
+  WATERMARK FOR valid_from AS valid_from - INTERVAL '5' SECOND)` + tableWith + `;
+CREATE VIEW orders AS
+SELECT merchant, TUMBLE_START(event_time, INTERVAL '1' MINUTE) AS window_start, count(*) AS orders, sum(amount) AS total
+FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE) EMIT FINAL;
+CREATE VIEW changes AS
+SELECT merchant, TUMBLE_START(valid_from, INTERVAL '1' MINUTE) AS window_start, count(*) AS changes, max(rate) AS top
+FROM fees GROUP BY merchant, TUMBLE(valid_from, INTERVAL '1' MINUTE) EMIT FINAL;
+CREATE VIEW joined AS
+SELECT o.merchant, TUMBLE_START(o.window_start, INTERVAL '1' MINUTE) AS window_start, sum(o.orders) AS orders,
+       sum(o.total) AS total, sum(c.changes) AS changes, max(c.top) AS top
+FROM orders o JOIN changes c ON o.merchant = c.merchant AND o.window_start = c.window_start
+GROUP BY o.merchant, TUMBLE(o.window_start, INTERVAL '1' MINUTE)
+EMIT FINAL;
+`
+
 // tableWith marks where a shape's script takes its table's WITH clause.
 const tableWith = "{{table}}"
 
@@ -121,8 +146,8 @@ type chaosShape struct {
 	// continuous names the queries without windows: no final record,
 	// their last record per key is compared.
 	continuous map[string]bool
-	// table is the versioned table's name when the script joins one
-	// (chaosFees writes its rows).
+	// table is the second input's name (a versioned table, or a second
+	// stream) when the script reads one (chaosFees writes its rows).
 	table string
 }
 
@@ -137,6 +162,8 @@ var chaosShapes = []chaosShape{
 		continuous: map[string]bool{"per_merchant": true}},
 	{name: "regroup", sql: chaosRegroupSQL, query: "mins", topics: map[string]string{"mins": "out", "tens": "out-tens"}},
 	{name: "join", sql: chaosJoinSQL, query: "fees_due", topics: map[string]string{"fees_due": "out"}, table: "fees"},
+	{name: "viewjoin", sql: chaosViewJoinSQL, query: "joined", table: "fees",
+		topics: map[string]string{"joined": "out", "orders": "out-orders", "changes": "out-changes"}},
 }
 
 // chaosFees writes the fee table's versions over the events' time (from
@@ -201,7 +228,7 @@ func TestChaosBinary(t *testing.T) {
 		if name := os.Getenv(envChaosShape); name != "" {
 			i := slices.IndexFunc(chaosShapes, func(s chaosShape) bool { return s.name == name })
 			if i < 0 {
-				t.Fatalf("%s=%q: no such shape (query, views, regroup, join)", envChaosShape, name)
+				t.Fatalf("%s=%q: no such shape (query, views, regroup, join, viewjoin)", envChaosShape, name)
 			}
 			shape = chaosShapes[i]
 		}
