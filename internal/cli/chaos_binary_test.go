@@ -26,12 +26,12 @@ import (
 )
 
 const (
-	envChaosRounds  = "UBIK_E2E_CHAOS_ROUNDS"  // rounds; default 2
+	envChaosRounds  = "UBIK_E2E_CHAOS_ROUNDS"  // rounds; default one per shape (5)
 	envChaosEvents  = "UBIK_E2E_CHAOS_EVENTS"  // events per round; default 30000 (the issue's size: 500000)
 	envChaosSeconds = "UBIK_E2E_CHAOS_SECONDS" // seconds of production under chaos per round; default 12
 	envChaosSeed    = "UBIK_E2E_CHAOS_SEED"
 	envChaosKeep    = "UBIK_E2E_CHAOS_KEEP"  // a directory: a failed or slow round's logs are copied there
-	envChaosShape   = "UBIK_E2E_CHAOS_SHAPE" // a shape's name (query, views): every round runs it
+	envChaosShape   = "UBIK_E2E_CHAOS_SHAPE" // a shape's name (query, views, regroup, join, viewjoin): every round runs it
 )
 
 // chaosSQL is the query of the chaos rounds: input dedup, a 1-minute
@@ -69,6 +69,71 @@ SELECT merchant, sum(orders) AS orders, sum(total) AS total, count(*) AS minutes
 FROM mins GROUP BY merchant;
 `
 
+// chaosRegroupSQL is the third shape: ten-second totals per merchant and
+// customer (EMIT FINAL), read by per-merchant minutes that emit early
+// every 100 ms. The reader groups by less than its view, so over Kafka
+// the view's final rows reach it through a repartition topic keyed by
+// merchant, written in the same transactions as the view's changelog.
+const chaosRegroupSQL = `CREATE SOURCE events (event_id VARCHAR, merchant VARCHAR, customer VARCHAR, amount BIGINT, event_time TIMESTAMP,
+  WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND)
+  WITH (dedup_key = 'event_id', dedup_within = '10 minutes');
+CREATE VIEW tens AS
+SELECT merchant, customer, TUMBLE_START(event_time, INTERVAL '10' SECOND) AS ws, count(*) AS orders, sum(amount) AS total, max(amount) AS biggest
+FROM events GROUP BY merchant, customer, TUMBLE(event_time, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW mins AS
+SELECT merchant, TUMBLE_START(ws, INTERVAL '1' MINUTE) AS window_start, sum(orders) AS orders, sum(total) AS total,
+       max(biggest) AS biggest, count(*) AS tens
+FROM tens GROUP BY merchant, TUMBLE(ws, INTERVAL '1' MINUTE)
+EMIT EARLY EVERY INTERVAL '100' MILLISECOND;
+`
+
+// chaosJoinSQL is the fourth shape: the events joined with a versioned
+// table of per-merchant fee rates (an event-time temporal join, LEFT: an
+// event before its merchant's first rate keeps NULL), per merchant and
+// minute with early emissions every 100 ms. tableWith stands for the
+// table's WITH clause: its path in the file run, its topic (fees, two
+// partitions, produced while the chaos runs) over Kafka.
+const chaosJoinSQL = `CREATE SOURCE events (event_id VARCHAR, merchant VARCHAR, customer VARCHAR, amount BIGINT, event_time TIMESTAMP,
+  WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND)
+  WITH (dedup_key = 'event_id', dedup_within = '10 minutes');
+CREATE TABLE fees (merchant VARCHAR, rate DECIMAL(6,4), valid_from TIMESTAMP,
+  PRIMARY KEY (merchant) NOT ENFORCED, WATERMARK FOR valid_from AS valid_from - INTERVAL '5' SECOND)` + tableWith + `;
+CREATE VIEW fees_due AS
+SELECT e.merchant, TUMBLE_START(e.event_time, INTERVAL '1' MINUTE) AS window_start, count(*) AS orders,
+       count(f.rate) AS priced, sum(e.amount * f.rate) AS due, max(f.rate) AS top_rate
+FROM events e LEFT JOIN fees FOR SYSTEM_TIME AS OF e.event_time AS f ON e.merchant = f.merchant
+GROUP BY e.merchant, TUMBLE(e.event_time, INTERVAL '1' MINUTE)
+EMIT EARLY EVERY INTERVAL '100' MILLISECOND;
+`
+
+// chaosViewJoinSQL is the fifth shape: a window join of two EMIT FINAL
+// views over two streams (as Nexmark q8): the orders per merchant and
+// minute, and the fee-rate changes per merchant and minute from a second
+// stream (chaosFees' rows, produced beside the events), joined on the
+// merchant and the window start. Over Kafka the second stream is a topic
+// of two partitions (tableWith stands for its WITH clause).
+const chaosViewJoinSQL = `CREATE SOURCE events (event_id VARCHAR, merchant VARCHAR, customer VARCHAR, amount BIGINT, event_time TIMESTAMP,
+  WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND)
+  WITH (dedup_key = 'event_id', dedup_within = '10 minutes');
+CREATE SOURCE fees (merchant VARCHAR, rate DECIMAL(6,4), valid_from TIMESTAMP,
+  WATERMARK FOR valid_from AS valid_from - INTERVAL '5' SECOND)` + tableWith + `;
+CREATE VIEW orders AS
+SELECT merchant, TUMBLE_START(event_time, INTERVAL '1' MINUTE) AS window_start, count(*) AS orders, sum(amount) AS total
+FROM events GROUP BY merchant, TUMBLE(event_time, INTERVAL '1' MINUTE) EMIT FINAL;
+CREATE VIEW changes AS
+SELECT merchant, TUMBLE_START(valid_from, INTERVAL '1' MINUTE) AS window_start, count(*) AS changes, max(rate) AS top
+FROM fees GROUP BY merchant, TUMBLE(valid_from, INTERVAL '1' MINUTE) EMIT FINAL;
+CREATE VIEW joined AS
+SELECT o.merchant, TUMBLE_START(o.window_start, INTERVAL '1' MINUTE) AS window_start, sum(o.orders) AS orders,
+       sum(o.total) AS total, sum(c.changes) AS changes, max(c.top) AS top
+FROM orders o JOIN changes c ON o.merchant = c.merchant AND o.window_start = c.window_start
+GROUP BY o.merchant, TUMBLE(o.window_start, INTERVAL '1' MINUTE)
+EMIT FINAL;
+`
+
+// tableWith marks where a shape's script takes its table's WITH clause.
+const tableWith = "{{table}}"
+
 // chaosShape is what a chaos round runs: a script, the query the runs
 // name, and each query's sink topic with its oracle (the file run's
 // output of that query).
@@ -81,16 +146,42 @@ type chaosShape struct {
 	// continuous names the queries without windows: no final record,
 	// their last record per key is compared.
 	continuous map[string]bool
+	// table is the second input's name (a versioned table, or a second
+	// stream) when the script reads one (chaosFees writes its rows).
+	table string
 }
 
 // chaosShapes are the shapes the rounds take in turn: round 0 the single
-// windowed query, round 1 the chain of views, and so on (CI's two rounds
-// run each once).
+// windowed query, round 1 the chain of views, round 2 the reader that
+// groups by less than its view, round 3 the temporal join, and so on
+// (CI's four rounds run each once).
 var chaosShapes = []chaosShape{
 	{name: "query", sql: chaosSQL, query: "chaos", topics: map[string]string{"chaos": "out"}},
 	{name: "views", sql: chaosViewsSQL, query: "per_merchant",
 		topics:     map[string]string{"per_merchant": "out", "tens": "out-tens", "mins": "out-mins"},
 		continuous: map[string]bool{"per_merchant": true}},
+	{name: "regroup", sql: chaosRegroupSQL, query: "mins", topics: map[string]string{"mins": "out", "tens": "out-tens"}},
+	{name: "join", sql: chaosJoinSQL, query: "fees_due", topics: map[string]string{"fees_due": "out"}, table: "fees"},
+	{name: "viewjoin", sql: chaosViewJoinSQL, query: "joined", table: "fees",
+		topics: map[string]string{"joined": "out", "orders": "out-orders", "changes": "out-changes"}},
+}
+
+// chaosFees writes the fee table's versions over the events' time (from
+// a minute before the first to a minute after the last, every 0.5 to 5
+// s, a random merchant's new rate), in time order, each with its time.
+// Merchant m7 gets no version before the events' fifth minute, so its
+// first events find none.
+func chaosFees(r *rand.Rand) (rows [][]byte, times []time.Time, merchants []int) {
+	base := time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC)
+	for at := base.Add(-time.Minute); at.Before(base.Add(21 * time.Minute)); at = at.Add(time.Duration(500+r.IntN(4500)) * time.Millisecond) {
+		m := r.IntN(8)
+		if m == 7 && at.Before(base.Add(5*time.Minute)) {
+			continue
+		}
+		rows = append(rows, fmt.Appendf(nil, `{"merchant":"m%d","rate":"0.%04d","valid_from":"%s"}`, m, r.IntN(10000), at.Format("2006-01-02 15:04:05.000")))
+		times, merchants = append(times, at), append(merchants, m)
+	}
+	return rows, times, merchants
 }
 
 // TestChaosBinary runs the real ubik binary over Kafka under chaos: three
@@ -106,16 +197,18 @@ var chaosShapes = []chaosShape{
 // going backwards, nothing after a final, exactly one final per (merchant,
 // window), and the finals equal to the batch answer (the same query over a
 // file holding the same events, duplicates included: no event lost or
-// counted twice). The rounds alternate between two shapes (chaosShapes):
-// the one query, and a chain of three views whose every changelog (each
-// in its own topic) is held to the same invariants and to the file run of
-// the script. CI runs two short rounds, one of each; by hand, 20 rounds
-// of the issue's size:
+// counted twice). The rounds take three shapes in turn (chaosShapes):
+// the one query, a chain of three views, and a reader that groups by less
+// than its view (a repartition topic between them), and a temporal join
+// with a versioned table produced beside the events; every changelog of a
+// shape (each in its own topic) is held to the same invariants and to the
+// file run of the script. CI runs four short rounds, one of each; by
+// hand, 20 rounds of the issue's size:
 //
 //	UBIK_E2E_CHAOS_ROUNDS=20 UBIK_E2E_CHAOS_EVENTS=500000 UBIK_E2E_CHAOS_SECONDS=120 \
 //	  go test -run TestChaosBinary -v -timeout 3h ./internal/cli
 func TestChaosBinary(t *testing.T) {
-	rounds, n, secs := 2, 30000, 12
+	rounds, n, secs := len(chaosShapes), 30000, 12
 	for env, p := range map[string]*int{envChaosRounds: &rounds, envChaosEvents: &n, envChaosSeconds: &secs} {
 		if s := os.Getenv(env); s != "" {
 			v, err := strconv.Atoi(s)
@@ -135,7 +228,7 @@ func TestChaosBinary(t *testing.T) {
 		if name := os.Getenv(envChaosShape); name != "" {
 			i := slices.IndexFunc(chaosShapes, func(s chaosShape) bool { return s.name == name })
 			if i < 0 {
-				t.Fatalf("%s=%q: no such shape (query, views)", envChaosShape, name)
+				t.Fatalf("%s=%q: no such shape (query, views, regroup, join, viewjoin)", envChaosShape, name)
 			}
 			shape = chaosShapes[i]
 		}
@@ -231,11 +324,32 @@ func chaosRound(t *testing.T, bin string, shape chaosShape, seed uint64, n int, 
 	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), parts, -1, nil, "events"); err != nil {
 		t.Fatal(err)
 	}
-	sqlPath := filepath.Join(dir, "chaos.sql")
-	if err := os.WriteFile(sqlPath, []byte(shape.sql), 0o644); err != nil {
+	evs := chaosEvents(r, n)
+	// A table: its rows in a file for the file run, in a topic of two
+	// partitions (each merchant's versions in one) over Kafka.
+	var tableRows [][]byte
+	var tableTimes []time.Time
+	var tableParts []int
+	fileSQL, kafkaSQL := shape.sql, shape.sql
+	if shape.table != "" {
+		tableRows, tableTimes, tableParts = chaosFees(r)
+		tpath := filepath.Join(dir, shape.table+".jsonl")
+		if err := os.WriteFile(tpath, append(joinLines(tableRows), '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 2, -1, nil, shape.table); err != nil {
+			t.Fatal(err)
+		}
+		fileSQL = strings.Replace(shape.sql, tableWith, fmt.Sprintf(" WITH (path = '%s')", tpath), 1)
+		kafkaSQL = strings.Replace(shape.sql, tableWith, fmt.Sprintf(" WITH (connector = 'kafka', topic = '%s')", shape.table), 1)
+	}
+	sqlPath, fileSQLPath := filepath.Join(dir, "chaos.sql"), filepath.Join(dir, "chaos-file.sql")
+	if err := os.WriteFile(sqlPath, []byte(kafkaSQL), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	evs := chaosEvents(r, n)
+	if err := os.WriteFile(fileSQLPath, []byte(fileSQL), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	// The batch answer: the same script over a file of the same events,
 	// each query's changelog in its own file.
@@ -244,7 +358,7 @@ func chaosRound(t *testing.T, bin string, shape chaosShape, seed uint64, n int, 
 		t.Fatal(err)
 	}
 	oracleDir := filepath.Join(dir, "oracle")
-	if out, err := exec.Command(bin, "run", sqlPath, "--input", input, "--output-dir", oracleDir).CombinedOutput(); err != nil {
+	if out, err := exec.Command(bin, "run", fileSQLPath, "--input", input, "--output-dir", oracleDir).CombinedOutput(); err != nil {
 		t.Fatalf("the file run: %v\n%s", err, out)
 	}
 	want := map[string]map[string]map[string]any{}
@@ -290,13 +404,22 @@ func chaosRound(t *testing.T, bin string, shape chaosShape, seed uint64, n int, 
 		}
 	})
 
-	// Produce while the chaos runs: round-robin over the partitions.
+	// Produce while the chaos runs: the events round-robin over the
+	// partitions; a table's versions up to two minutes of event time
+	// ahead of the events of the chunk (an event waits for the table's
+	// watermark to pass it), the rest with the last chunk.
 	produced := make(chan error, 1)
 	go func() {
 		chunks := 40
 		per := (len(evs) + chunks - 1) / chunks
+		step := 20 * time.Minute / time.Duration(n) // chaosEvents' spacing
+		ti := 0
 		for i := 0; i < len(evs); i += per {
 			var recs []*kgo.Record
+			ahead := time.Date(2026, 7, 18, 10, 2, 0, 0, time.UTC).Add(time.Duration(min(i+per, n)) * step)
+			for ; ti < len(tableRows) && (tableTimes[ti].Before(ahead) || i+per >= len(evs)); ti++ {
+				recs = append(recs, &kgo.Record{Topic: shape.table, Partition: int32(tableParts[ti] % 2), Value: tableRows[ti]})
+			}
 			for j := i; j < min(i+per, len(evs)); j++ {
 				recs = append(recs, &kgo.Record{Topic: "events", Partition: int32(j % parts), Value: evs[j]})
 			}
