@@ -16,7 +16,8 @@ import (
 
 // Joins whose joined rows reach the aggregate through a second
 // repartition over Kafka, with computed and TIMESTAMP(3) columns in the
-// inputs and the GROUP BY naming them: an interval join grouped by
+// inputs and the GROUP BY naming them (the interval join's key a
+// computed column on one side): an interval join grouped by
 // neither key column and a temporal join grouped by columns of the
 // table. The topic's finals equal a file run's changelog finals, byte
 // for byte, with the edge cells in the grouped columns (a DOUBLE's NaN,
@@ -38,13 +39,13 @@ var derivedJoinStamps = []string{`"2026-07-18 10:00:00.0004"`, `"2026-07-18 10:0
 var derivedJoinLabels = []string{`"a"`, `""`, `"q\"uote\\"`, `"\u00e9\ud83d\ude00"`, "\"x\xffy\""}
 
 const kafkaDerivedIJoinSQL = `CREATE SOURCE imp (ad DOUBLE, site VARCHAR, cost DECIMAL(10,2), x DOUBLE, seen TIMESTAMP(3), ms BIGINT,
-  ts AS TO_TIMESTAMP_LTZ(ms, 3), ys AS CAST(x * 2 AS VARCHAR), tag AS site || '#',
+  ts AS TO_TIMESTAMP_LTZ(ms, 3), ys AS CAST(x * 2 AS VARCHAR), tag AS site || '#', adk AS ad * 1,
   WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)%s;
 CREATE SOURCE clk (ad DOUBLE, val DECIMAL(10,2), cts TIMESTAMP(3), v3 AS val * 3,
   WATERMARK FOR cts AS cts - INTERVAL '3' SECOND)%s;
 CREATE VIEW %s AS SELECT i.ys AS ys, i.seen AS seen, i.tag AS tag, TUMBLE_START(i.ts, INTERVAL '10' SECOND) AS w,
   count(*) AS n, sum(i.cost + c.v3) AS total, max(c.cts) AS last, max(i.x * 2) AS ymax
-FROM imp i JOIN clk c ON c.ad = i.ad AND c.cts BETWEEN i.ts - INTERVAL '1' SECOND AND i.ts + INTERVAL '4' SECOND
+FROM imp i JOIN clk c ON c.ad = i.adk AND c.cts BETWEEN i.ts - INTERVAL '1' SECOND AND i.ts + INTERVAL '4' SECOND
 GROUP BY i.ys, i.seen, i.tag, TUMBLE(i.ts, INTERVAL '10' SECOND);
 `
 
