@@ -54,6 +54,9 @@ func ijoinQuery(t testing.TB, name string) *plan.Query {
 }
 
 func ijoinScript(name string) string {
+	if strings.HasSuffix(name, "_der") {
+		return strings.Replace(derivedIJoinSQL, "NAME", name, 1) // derivedjoin_test.go
+	}
 	by := "ad"
 	if strings.HasSuffix(name, "_site") {
 		by = "site"
@@ -352,20 +355,26 @@ func init() {
 // slices, restarted each time (same instance id), then run until caught
 // up: the finals equal the in-process run's, one per key, no revision
 // twice, state entries restored, nothing late; for the query grouped by
-// the join key and for the one whose joined rows are repartitioned.
+// the join key and for two whose joined rows are repartitioned (one of
+// them over computed and TIMESTAMP(3) columns).
 func TestRunKafkaIntervalJoinKill(t *testing.T) {
-	for _, by := range []string{"", "_site"} {
+	for _, by := range []string{"", "_site", "_der"} {
 		t.Run("by"+by, func(t *testing.T) { ijoinKill(t, by) })
 	}
 }
 
 // ijoinKill is TestRunKafkaIntervalJoinKill's run of one query: grouped
-// by the join key (by ""), or by the site (the joined rows repartitioned).
+// by the join key (by ""), by the site (the joined rows repartitioned),
+// or by computed and TIMESTAMP(3) columns (by "_der", derivedjoin_test.go:
+// repartitioned too).
 func ijoinKill(t *testing.T, by string) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 1))
 	imps, clks := ijoinData(seed, 3000)
+	if by == "_der" {
+		imps, clks = derivedIJoinData(seed, 3000)
+	}
 	nImp, nClk := 1+r.IntN(3), 1+r.IntN(3)
 	e := newIJoinEnv(t, nImp, nClk, by)
 	q := ijoinQuery(t, e.name)
