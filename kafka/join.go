@@ -66,7 +66,10 @@ func (p *Pipeline) tableGroup() string { return p.q.Name + "-tbl" }
 // by its GROUP BY key (viewrepart.go) and applies as they are
 // (drive.Driver.ApplyRow). The joined row's columns, the GROUP BY, the
 // windows, the aggregates and the name are q's, so its records are
-// those of q's operator in a file run.
+// those of q's operator in a file run. Computed and TIMESTAMP(p) cells
+// of the joined row were made by the join's segment (decoded, rounded,
+// evaluated) and travel as they are (drive.AppendRow): ApplyRow neither
+// rounds nor evaluates them again.
 func joinedQuery(q *plan.Query) *plan.Query {
 	a := *q
 	a.IJoin, a.Join = nil, nil
