@@ -32,6 +32,9 @@ func DecodeRow(b []byte) ([]types.Value, error) {
 	if r.err == nil && n > uint64(len(b)) { // every cell takes at least 3 bytes
 		r.fail("row cell count")
 	}
+	if r.err != nil {
+		return nil, r.err // before the count sizes anything
+	}
 	row := make([]types.Value, 0, n)
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		row = append(row, r.value())

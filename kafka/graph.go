@@ -74,9 +74,6 @@ func (g graphRunner) Stats() drive.Stats {
 // the comment at the top). New checks it too; a host can call it before
 // it connects.
 func CheckQuery(q *plan.Query) error {
-	if err := checkJoin(q); err != nil { // join.go
-		return err
-	}
 	if isViewJoin(q) {
 		return checkViewJoin(q) // viewjoin.go
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -61,39 +60,16 @@ type tableJoin struct {
 // tableGroup is the table stage's consumer group.
 func (p *Pipeline) tableGroup() string { return p.q.Name + "-tbl" }
 
-// checkJoin refuses the join shapes the pipeline does not run over Kafka,
-// saying why and what to do.
-func checkJoin(q *plan.Query) error {
-	if isIntervalJoin(q) && !drive.IntervalKeyed(q) && q.Source.HasDerived() { // a join of two views is the chain's rule (graph.go)
-		return fmt.Errorf("%w: query %s is an interval join of two streams whose GROUP BY does not name a column of each equality of its join key (%s) by itself, so over Kafka its joined rows go to the aggregate through a second repartition, and an input has computed or TIMESTAMP(p) columns, which that repartition does not carry; add the key's column to the GROUP BY, declare the columns plainly, or run it from files", ErrUnsupported, q.Name, joinKeyText(q.IJoin))
-	}
-	if q.Join == nil {
-		return nil
-	}
-	if !drive.StreamKeyed(q) && q.Source.HasDerived() {
-		return fmt.Errorf("%w: query %s groups by a column of table %s, so over Kafka its joined rows go to the aggregate through a second repartition, and the stream or the table has computed or TIMESTAMP(p) columns, which that repartition does not carry; group by stream columns, declare the columns plainly, or run it from files", ErrUnsupported, q.Name, q.Join.Table.Name)
-	}
-	return nil
-}
-
-func joinKeyText(j *plan.IntervalJoin) string {
-	var b strings.Builder
-	for i := range j.LeftKey {
-		if i > 0 {
-			b.WriteString(" AND ")
-		}
-		fmt.Fprintf(&b, "%s = %s", j.LeftKey[i], j.RightKey[i])
-	}
-	return b.String()
-}
-
 // joinedQuery is q (an interval join of two streams, or a temporal join
 // grouped by a table column) without its join: the aggregate over the
 // joined rows, which a segment after the join's reads from a repartition
 // by its GROUP BY key (viewrepart.go) and applies as they are
 // (drive.Driver.ApplyRow). The joined row's columns, the GROUP BY, the
 // windows, the aggregates and the name are q's, so its records are
-// those of q's operator in a file run.
+// those of q's operator in a file run. Computed and TIMESTAMP(p) cells
+// of the joined row were made by the join's segment (decoded, rounded,
+// evaluated) and travel as they are (drive.AppendRow): ApplyRow neither
+// rounds nor evaluates them again.
 func joinedQuery(q *plan.Query) *plan.Query {
 	a := *q
 	a.IJoin, a.Join = nil, nil
@@ -126,9 +102,6 @@ func secondInput(q *plan.Query) (src *plan.Source, used []bool, what, create str
 // join's table, an interval join's right stream.
 func newTableJoin(opts *Options) (*tableJoin, error) {
 	q := opts.Query
-	if err := checkJoin(q); err != nil {
-		return nil, err
-	}
 	if q.Join == nil && !isIntervalJoin(q) {
 		if opts.Table.Topic != "" {
 			return nil, fmt.Errorf("%w: a second input's topic (%s), but query %s has no join of a stream with a table or another stream", ErrConfig, opts.Table.Topic, q.Name)

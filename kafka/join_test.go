@@ -386,8 +386,8 @@ CREATE TABLE t2 (k VARCHAR, p BIGINT, ms BIGINT, vf AS to_timestamp_ltz(ms, 3), 
 		{"global", `SELECT count(*) AS n FROM u JOIN t FOR SYSTEM_TIME AS OF u.ts ON u.k = t.k`, ""},
 		{"a table column", `SELECT t.k, count(*) AS n FROM u JOIN t FOR SYSTEM_TIME AS OF u.ts ON u.k = t.k GROUP BY t.k`, ""},                                        // the joined rows repartitioned (TestRunKafkaTemporalJoinTableGroup)
 		{"a table column in an expression", `SELECT u.c, count(*) AS n FROM u JOIN t FOR SYSTEM_TIME AS OF u.ts ON u.k = t.k GROUP BY u.c, coalesce(t.p, 0) + 1`, ""}, // likewise
-		{"a table column, a computed column", `SELECT t2.p, count(*) AS n FROM u JOIN t2 FOR SYSTEM_TIME AS OF u.ts ON u.k = t2.k GROUP BY t2.p`, "groups by a column of table t2, so over Kafka its joined rows go to the aggregate through a second repartition"},
-		{"interval join", `SELECT count(*) AS n FROM u JOIN v ON u.k = v.k AND v.ts BETWEEN u.ts AND u.ts + INTERVAL '1' MINUTE`, ""}, // runs over Kafka (ijoin_test.go)
+		{"a table column, a computed column", `SELECT t2.p, count(*) AS n FROM u JOIN t2 FOR SYSTEM_TIME AS OF u.ts ON u.k = t2.k GROUP BY t2.p`, ""},                 // likewise (TestRunKafkaTemporalJoinDerived),
+		{"interval join", `SELECT count(*) AS n FROM u JOIN v ON u.k = v.k AND v.ts BETWEEN u.ts AND u.ts + INTERVAL '1' MINUTE`, ""},                                 // runs over Kafka (ijoin_test.go)
 	} {
 		prog, err := plan.Compile(src+c.sql, plan.CompileOptions{})
 		if err != nil {
