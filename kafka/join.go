@@ -59,7 +59,7 @@ type tableJoin struct {
 }
 
 // tableGroup is the table stage's consumer group.
-func (p *Pipeline) tableGroup() string { return p.q.Name + "-tbl" }
+func (p *Pipeline) tableGroup() string { return p.name + "-tbl" }
 
 // checkJoin refuses the join shapes the pipeline does not run over Kafka,
 // saying why and what to do.
@@ -72,6 +72,15 @@ func checkJoin(q *plan.Query) error {
 	}
 	if !drive.StreamKeyed(q) && q.Source.HasDerived() {
 		return fmt.Errorf("%w: query %s groups by a column of table %s, so over Kafka its joined rows go to the aggregate through a second repartition, and the stream or the table has computed or TIMESTAMP(p) columns, which that repartition does not carry; group by stream columns, declare the columns plainly, or run it from files", ErrUnsupported, q.Name, q.Join.Table.Name)
+	}
+	return nil
+}
+
+// checkViewTJoin refuses the views with a temporal join (v, the root of
+// q's chain) that a chain over Kafka does not run.
+func checkViewTJoin(q, v *plan.Query) error {
+	if !drive.StreamKeyed(v) {
+		return fmt.Errorf("%w: view %s groups by a column of table %s, which it joins, and query %s reads it; over Kafka the view's joined rows would need a repartition of their own before its aggregate, which a chain of views does not run: group the view by the stream's columns, or run the graph from files", ErrUnsupported, v.Name, v.Join.Table.Name, q.Name)
 	}
 	return nil
 }
@@ -126,6 +135,9 @@ func secondInput(q *plan.Query) (src *plan.Source, used []bool, what, create str
 // join's table, an interval join's right stream.
 func newTableJoin(opts *Options) (*tableJoin, error) {
 	q := opts.Query
+	if up := q.Upstream(); len(up) > 0 && up[len(up)-1].Join != nil {
+		q = up[len(up)-1] // a chain's root with a temporal join (graph.go, chain)
+	}
 	if err := checkJoin(q); err != nil {
 		return nil, err
 	}
@@ -178,7 +190,7 @@ func (p *Pipeline) prepareTable(ctx context.Context, adm *admClient) error {
 		return err
 	}
 	if n == 0 {
-		_, _, what, _ := secondInput(p.q)
+		_, _, what, _ := secondInput(p.root)
 		return fmt.Errorf("%w: topic %s (%s) does not exist", ErrConfig, tj.ep.Topic, what)
 	}
 	tj.n = n
@@ -224,11 +236,11 @@ func (p *Pipeline) tableSession(ctx context.Context, committedAt *time.Time) (re
 		}
 		return err
 	}
-	table, used, what, _ := secondInput(p.q)
+	table, used, what, _ := secondInput(p.root)
 	dec := drive.NewMessageSourceDecoder(table, used, tj.ep.Format)
 	var router *drive.Driver // an interval join: the right rows' router by the join key
 	if tj.interval {
-		if router, err = drive.NewIntervalRouter(p.q, 1, drive.Config{Decoder: dec}); err != nil {
+		if router, err = drive.NewIntervalRouter(p.root, 1, drive.Config{Decoder: dec}); err != nil {
 			return err
 		}
 	}
