@@ -54,6 +54,11 @@ func ktjvProgram(t testing.TB, reader string) *plan.Program {
 // the graph of q (by query name), the whole table pushed first, then the
 // events, then closed, as a file run.
 func ktjvInProcess(t testing.TB, q *plan.Query, events, versions [][]byte) map[string]map[string]string {
+	return ktjvInProcessLate(t, q, events, versions, 0)
+}
+
+// ktjvInProcessLate is ktjvInProcess for a table with lateTable rows late.
+func ktjvInProcessLate(t testing.TB, q *plan.Query, events, versions [][]byte, lateTable int64) map[string]map[string]string {
 	t.Helper()
 	out := map[string]map[string]string{}
 	collect := func(r *changelog.Record) error {
@@ -88,7 +93,7 @@ func ktjvInProcess(t testing.TB, q *plan.Query, events, versions [][]byte) map[s
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := g.JoinStats(); st.LateEvents != 0 || st.LateTableRows != 0 || st.Joined == 0 || st.Unmatched == 0 {
+	if st := g.JoinStats(); st.LateEvents != 0 || st.LateTableRows != lateTable || st.Joined == 0 || st.Unmatched == 0 {
 		t.Fatalf("in process: the data must join some events, leave some unmatched and have nothing late: %+v", st)
 	}
 	if c := g.Counts(); c.Late != 0 {
@@ -198,6 +203,42 @@ func TestRunKafkaViewTemporalJoin(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestRunKafkaViewTemporalJoinLateTableRows: the table rows behind
+// their own table partition's watermark are late at the view's join
+// inside the graph exactly as at a join query's driver
+// (TestRunKafkaTemporalJoinLateTableRows): counted once, not applied,
+// every topic's finals those of the in-process graph.
+func TestRunKafkaViewTemporalJoinLateTableRows(t *testing.T) {
+	prog := ktjvProgram(t, ktjvSame)
+	q := prog.Queries[len(prog.Queries)-1]
+	events, _ := kjoinData(11, 800)
+	versions, parts, nLate := lateTableData()
+	want := ktjvInProcessLate(t, q, events, versions, int64(nLate))
+	addrs := cluster(t).ListenAddrs()
+	mkTopic(t, addrs, "usage", 2, nil)
+	mkTopic(t, addrs, "prices", 2, nil)
+	produceTable(t, addrs, 2, versions, parts)
+	produceValues(t, addrs, "usage", 2, events, nil)
+	o := ktjvOptions(q, addrs, "")
+	o.UntilCaughtUp = true
+	o.Logger = testLogger(t)
+	var lateRows int
+	o.OnLate = func(*drive.LateEvent) { lateRows++ }
+	pl, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := pl.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := pl.Stats(); st.TableLate != int64(nLate) || st.TableRows != int64(len(versions)) || st.Late != 0 || lateRows != nLate {
+		t.Errorf("%d late table rows of %d (late hook %d), want %d late; %d late events", st.TableLate, st.TableRows, lateRows, nLate, st.Late)
+	}
+	ktjvCompare(t, addrs, o, want)
 }
 
 // envKTJVChild makes the test binary a child running the chain
