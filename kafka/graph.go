@@ -91,8 +91,11 @@ func chain(q *plan.Query) ([]*plan.Query, error) {
 	var out []*plan.Query
 	for n := q; ; {
 		vs := n.Views()
-		if n != q && n.Join != nil {
-			return nil, fmt.Errorf("%w: view %s joins the versioned table %s, and query %s reads it; over Kafka a query over a view with a temporal join does not run yet: run the graph from files, or aggregate the joined rows in the join's own query", ErrUnsupported, n.Name, n.Join.Table.Name, q.Name)
+		if n != q && n.Join != nil && len(vs) == 0 {
+			if err := checkViewTJoin(q, n); err != nil { // a temporal join over the source: the chain's root (join.go)
+				return nil, err
+			}
+			break
 		}
 		if len(vs) > 1 || (len(vs) > 0 || n != q) && (n.IJoin != nil || n.Join != nil) {
 			return nil, fmt.Errorf("%w: query %s is a join of views; over Kafka a query over views runs a chain: each query of it reads one view, the first the source", ErrUnsupported, n.Name)
@@ -107,15 +110,18 @@ func chain(q *plan.Query) ([]*plan.Query, error) {
 }
 
 // newGraphRunner builds a partition's graph: the primary's records go to
-// emit, each view's to emitView with its query name.
-func (p *Pipeline) newGraphRunner(emit func(*changelog.Record) error, emitView func(*changelog.Record) error, onRow func([]types.Value) error) (runner, error) {
+// emit, each view's to emitView with its query name; tbl's table options
+// configure the root's temporal join, if it has one.
+func (p *Pipeline) newGraphRunner(tbl drive.Config, emit func(*changelog.Record) error, emitView func(*changelog.Record) error, onRow func([]types.Value) error) (runner, error) {
 	var viewLate func(string, *drive.LateEvent)
 	if p.opts.OnViewLate != nil {
 		viewLate = p.opts.OnViewLate
 	} else if p.opts.OnLate != nil {
 		viewLate = func(_ string, ev *drive.LateEvent) { p.opts.OnLate(ev) }
 	}
-	g, err := drive.NewHostGraph(p.q, drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, OnRow: onRow}, emitView, viewLate, p.decoder())
+	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, OnRow: onRow,
+		TableDecoder: tbl.TableDecoder, IncrementalJoinState: tbl.IncrementalJoinState, JoinBuffer: tbl.JoinBuffer, LateTable: tbl.LateTable}
+	g, err := drive.NewHostGraph(p.q, cfg, emitView, viewLate, p.decoder())
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,16 @@ type tableJoin struct {
 }
 
 // tableGroup is the table stage's consumer group.
-func (p *Pipeline) tableGroup() string { return p.q.Name + "-tbl" }
+func (p *Pipeline) tableGroup() string { return p.name + "-tbl" }
+
+// checkViewTJoin refuses the views with a temporal join (v, the root of
+// q's chain) that a chain over Kafka does not run.
+func checkViewTJoin(q, v *plan.Query) error {
+	if !drive.StreamKeyed(v) {
+		return fmt.Errorf("%w: view %s groups by a column of table %s, which it joins, and query %s reads it; over Kafka the view's joined rows would need a repartition of their own before its aggregate, which a chain of views does not run: group the view by the stream's columns, or run the graph from files", ErrUnsupported, v.Name, v.Join.Table.Name, q.Name)
+	}
+	return nil
+}
 
 // joinedQuery is q (an interval join of two streams, or a temporal join
 // grouped by a table column) without its join: the aggregate over the
@@ -102,6 +111,9 @@ func secondInput(q *plan.Query) (src *plan.Source, used []bool, what, create str
 // join's table, an interval join's right stream.
 func newTableJoin(opts *Options) (*tableJoin, error) {
 	q := opts.Query
+	if up := q.Upstream(); len(up) > 0 && up[len(up)-1].Join != nil {
+		q = up[len(up)-1] // a chain's root with a temporal join (graph.go, chain)
+	}
 	if q.Join == nil && !isIntervalJoin(q) {
 		if opts.Table.Topic != "" {
 			return nil, fmt.Errorf("%w: a second input's topic (%s), but query %s has no join of a stream with a table or another stream", ErrConfig, opts.Table.Topic, q.Name)
@@ -151,7 +163,7 @@ func (p *Pipeline) prepareTable(ctx context.Context, adm *admClient) error {
 		return err
 	}
 	if n == 0 {
-		_, _, what, _ := secondInput(p.q)
+		_, _, what, _ := secondInput(p.root)
 		return fmt.Errorf("%w: topic %s (%s) does not exist", ErrConfig, tj.ep.Topic, what)
 	}
 	tj.n = n
@@ -197,11 +209,11 @@ func (p *Pipeline) tableSession(ctx context.Context, committedAt *time.Time) (re
 		}
 		return err
 	}
-	table, used, what, _ := secondInput(p.q)
+	table, used, what, _ := secondInput(p.root)
 	dec := drive.NewMessageSourceDecoder(table, used, tj.ep.Format)
 	var router *drive.Driver // an interval join: the right rows' router by the join key
 	if tj.interval {
-		if router, err = drive.NewIntervalRouter(p.q, 1, drive.Config{Decoder: dec}); err != nil {
+		if router, err = drive.NewIntervalRouter(p.root, 1, drive.Config{Decoder: dec}); err != nil {
 			return err
 		}
 	}

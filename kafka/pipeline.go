@@ -231,6 +231,8 @@ type Pipeline struct {
 	segs     []*Pipeline
 	rowsIn   bool
 	joinedIn bool // rowsIn: the rows are an interval join's joined rows (ApplyRow)
+	joinOut  bool // the join's segment: its joined rows (OnJoined) go to the aggregate's
+
 	fwd      *forward
 	srcParts int
 }

@@ -305,7 +305,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	}
 	if tj := st.p.tj; tj != nil {
 		t.twm = newTracker(tj.n)
-		src, used, _, _ := secondInput(st.p.q)
+		src, used, _, _ := secondInput(st.p.root)
 		cfg.TableDecoder = drive.NewMessageSourceDecoder(src, used, tj.ep.Format)
 		cfg.IncrementalJoinState = true // a checkpoint per transaction, in records of bounded size
 		cfg.JoinBuffer = st.p.opts.JoinBuffer
@@ -336,7 +336,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 		return t, nil
 	}
 	if len(st.p.views) > 0 {
-		g, err := st.p.newGraphRunner(emit, emitView, onRow)
+		g, err := st.p.newGraphRunner(cfg, emit, emitView, onRow)
 		if err != nil {
 			return nil, err
 		}
@@ -345,7 +345,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	}
 	cfg.Emit = emit
 	cfg.OnRow = onRow
-	if st.p.tj != nil && onRow != nil {
+	if st.p.joinOut && onRow != nil {
 		cfg.OnJoined, cfg.OnRow = onRow, nil // the joined rows go to the aggregate's segment
 	}
 	d, err := drive.New(st.p.q, cfg)

@@ -148,6 +148,7 @@ func followsPartitioning(up, r *plan.Query, carry []int) ([]int, bool) {
 // offsets) is set by Run.
 func (p *Pipeline) newSegments(segs [][]*plan.Query) {
 	top := p.opts
+	joinSeg := p.tj != nil && joinRepartitioned(p.q) // the join's own segment, then its aggregate's
 	for k, seg := range segs {
 		c := &Pipeline{opts: top, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
 			log: p.log.With("segment", k+1), base: p.base, name: segmentName(p.q.Name, k),
@@ -162,14 +163,16 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) {
 			}
 			next := segs[k+1][0]
 			c.fwd = &forward{topic: segmentName(p.q.Name, k+1) + "-repartition", keys: drive.NewGroupKeys(next), view: c.q}
-			if k == 0 && p.tj != nil {
+			if k == 0 && joinSeg {
 				// The join's segment: its joined rows go on, and its
 				// markers carry the joined stream's watermark as it is.
-				c.tj, c.fwd.view = p.tj, nil
+				c.tj, c.fwd.view, c.joinOut = p.tj, nil, true
 				c.opts.Sink, c.opts.OnLate = Endpoint{}, top.OnLate // late rows are the inputs
+			} else if k == 0 && p.tj != nil {
+				c.tj = p.tj // the chain's root joins the table: the first segment reads it
 			}
 		}
-		c.joinedIn = k == 1 && p.tj != nil
+		c.joinedIn = k == 1 && joinSeg
 		p.segs = append(p.segs, c)
 	}
 }

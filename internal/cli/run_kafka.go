@@ -472,9 +472,9 @@ func watchPartitions(log *slog.Logger, pl *kafka.Pipeline, idleTimeout time.Dura
 // join's versioned table or an interval join's right stream (nil for
 // any other query), the statement that declares it, and its name.
 func secondKafkaInput(q *plan.Query) (src *plan.Source, create, what string) {
-	switch {
-	case q.Join != nil:
-		return q.Join.Table, "CREATE TABLE", "table " + q.Join.Table.Name
+	switch r := inputQuery(q); {
+	case r.Join != nil: // q's, or the temporal join of the view its chain starts at
+		return r.Join.Table, "CREATE TABLE", "table " + r.Join.Table.Name
 	case q.IJoin != nil && len(q.Views()) == 0:
 		return q.IJoin.Right, "CREATE SOURCE", "source " + q.IJoin.Right.Name
 	}

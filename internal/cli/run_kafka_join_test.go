@@ -134,3 +134,67 @@ CREATE SINK s FROM q WITH (connector = 'kafka', topic = 'o', brokers = '127.0.0.
 		}
 	}
 }
+
+// TestRunKafkaViewTemporalJoin: the billing story's shape through `ubik
+// run`: a view with the temporal join (charge, per customer and 10 s),
+// read by a view in its segment (per customer and 30 s) and a query that
+// groups by the window alone (after a view repartition); every topic's
+// finals equal a file run's (the table from its path).
+func TestRunKafkaViewTemporalJoin(t *testing.T) {
+	const readers = `CREATE VIEW per_customer AS SELECT customer, TUMBLE_START(w, INTERVAL '30' SECOND) AS m, sum(charge) AS charge, sum(events) AS events
+FROM charge GROUP BY customer, TUMBLE(w, INTERVAL '30' SECOND) EMIT FINAL;
+CREATE VIEW total AS SELECT TUMBLE_START(m, INTERVAL '1' MINUTE) AS h, sum(charge) AS charge, sum(events) AS events, count(*) AS customers
+FROM per_customer GROUP BY TUMBLE(m, INTERVAL '1' MINUTE);
+`
+	script := strings.Replace(kafkaJoinSQL, "INTERVAL '10' SECOND);", "INTERVAL '10' SECOND) EMIT FINAL;", 1) + readers
+	events, versions := kafkaJoinRows(3000, 2)
+	dir := t.TempDir()
+	tpath := filepath.Join(dir, "prices.jsonl")
+	if err := os.WriteFile(tpath, []byte(versions), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := writeFile(t, "usage.jsonl", events)
+	outDir := t.TempDir()
+	env, _, errb := runTestEnv("")
+	fileSQL := writeFile(t, "vjoin.sql", fmt.Sprintf(script, "", fmt.Sprintf(" WITH (path = '%s')", tpath)))
+	if code := Main(t.Context(), env, []string{"run", fileSQL, "--input", in, "--output-dir", outDir, "--quiet"}); code != 0 {
+		t.Fatalf("file run: exit %d: %s", code, errb)
+	}
+	want := map[string]map[string]string{}
+	for _, v := range []string{"charge", "per_customer", "total"} {
+		b, err := os.ReadFile(filepath.Join(outDir, v+".tsv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			k, val, _ := strings.Cut(line, "\t")
+			m[k] = val
+		}
+		if len(m) < 3 {
+			t.Fatalf("file run: %s has %d keys", v, len(m))
+		}
+		want[v] = m
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	kscript := fmt.Sprintf(script, fmt.Sprintf(" WITH (connector = 'kafka', brokers = '%s', topic = 'usage')", addr),
+		" WITH (connector = 'kafka', topic = 'prices')") +
+		fmt.Sprintf("CREATE SINK out FROM total WITH (connector = 'kafka', brokers = '%s', topic = 'totals');\n", addr)
+	sql := writeFile(t, "kvjoin.sql", kscript)
+	if code, errs := kafkaCLI(t, versions, "produce", "--to", "kafka://"+addr+"/prices", "--partitions", "2"); code != 0 {
+		t.Fatalf("produce: exit %d: %s", code, errs)
+	}
+	if code, errs := kafkaCLI(t, events, "produce", "--to", "kafka://"+addr+"/usage", "--partitions", "3"); code != 0 {
+		t.Fatalf("produce: exit %d: %s", code, errs)
+	}
+	code, errs := kafkaCLI(t, "", "run", sql, "--query", "total", "--instance-id", "a", "--until-caught-up", "--log-level", "warn")
+	if code != 0 || !strings.Contains(errs, "3000 events consumed, 0 malformed, 0 eval errors, 0 late") || !strings.Contains(errs, fmt.Sprintf("table prices: %d rows read, 0 malformed, 0 late, caught up", strings.Count(versions, "\n"))) {
+		t.Fatalf("run: exit %d:\n%s", code, errs)
+	}
+	checkViewSinks(t, addr, map[string]string{"total": "totals", "charge": "totals-charge", "per_customer": "totals-per_customer"}, want)
+}

@@ -248,6 +248,7 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			// The join's table options are the host's (the primary's
 			// config carries them for the graph).
 			c.JoinBuffer, c.LateTable, c.TableDecoder = cfg.JoinBuffer, cfg.LateTable, cfg.TableDecoder
+			c.IncrementalJoinState = cfg.IncrementalJoinState
 		}
 		if n != g.primary && viewLate != nil {
 			name := n.q.Name
@@ -880,6 +881,21 @@ func (g *Graph) onJoin(f func(d *Driver) error) error {
 		return perr
 	}
 	return err
+}
+
+// PushTableBehind is PushTable for the temporal join's table that also
+// counts the row late when it is behind floor (Driver.PushTableBehind).
+func (g *Graph) PushTableBehind(raw []byte, floor int64) error {
+	if g.join == nil {
+		return g.PushTable(raw)
+	}
+	if err := g.second(); err != nil {
+		return err
+	}
+	if err := g.admit(); err != nil {
+		return err
+	}
+	return g.onJoin(func(d *Driver) error { return d.PushTableBehind(raw, floor) })
 }
 
 // PushTableRow applies one typed row of the second source.
