@@ -200,7 +200,7 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			// left stream is a source of the graph and whose right
 			// stream is the graph's second input.
 			if g.join != nil {
-				return nil, fmt.Errorf("drive: queries %s and %s both join a second input (%s, %s); a graph runs at most one join of its own inputs (its second input is the graph's)", g.join.q.Name, n.q.Name, g.join.secondName(), j.Right.Name)
+				return nil, fmt.Errorf("drive: queries %s and %s both join a second input (%s, %s); a graph runs at most one temporal join or interval join of two streams (its second input is the graph's)", g.join.q.Name, n.q.Name, g.join.secondName(), j.Right.Name)
 			}
 			g.join = n
 			n.input = slices.Index(g.sources, j.Left)
@@ -231,7 +231,7 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		}
 		if n.q.Join != nil {
 			if g.join != nil {
-				return nil, fmt.Errorf("drive: queries %s and %s both join a second input (%s, %s); a graph runs at most one join of its own inputs (its second input is the graph's)", g.join.q.Name, n.q.Name, g.join.secondName(), n.q.Join.Table.Name)
+				return nil, fmt.Errorf("drive: queries %s and %s both join a second input (%s, %s); a graph runs at most one temporal join or interval join of two streams (its second input is the graph's)", g.join.q.Name, n.q.Name, g.join.secondName(), n.q.Join.Table.Name)
 			}
 			g.join = n
 		}
