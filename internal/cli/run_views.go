@@ -167,6 +167,36 @@ func graphSecond(qs []*plan.Query) *plan.Source {
 	return nil
 }
 
+// streamJoin returns the query with an interval join of two declared
+// streams among qs and the views they read (a graph runs at most one),
+// or nil: its right stream is the run's second input, read beside its
+// left, the run's first.
+func streamJoin(qs []*plan.Query) *plan.Query {
+	seen := map[*plan.Query]bool{}
+	var walk func(q *plan.Query) *plan.Query
+	walk = func(q *plan.Query) *plan.Query {
+		if seen[q] {
+			return nil
+		}
+		seen[q] = true
+		if q.IJoin != nil && len(q.Views()) == 0 {
+			return q
+		}
+		for _, v := range q.Views() {
+			if j := walk(v); j != nil {
+				return j
+			}
+		}
+		return nil
+	}
+	for _, q := range qs {
+		if j := walk(q); j != nil {
+			return j
+		}
+	}
+	return nil
+}
+
 // graphJoin returns the query with a temporal join among qs and the views
 // they read (a graph runs at most one), or nil: its versioned table is
 // the run's table input.
