@@ -204,7 +204,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	if len(pqs) > 1 {
 		for _, pq := range pqs[1:] {
-			if a, b := inputQuery(pqs[0]).Source, inputQuery(pq).Source; a != b && graphSecond(pqs) == nil {
+			if a, b := firstInput(pqs[0]), firstInput(pq); a != b && graphSecond(pqs) == nil {
 				return fmt.Errorf("%w: queries %s and %s read different sources (%s, %s), and a run reads one input: run each with --query", ErrUsage, pqs[0].Name, pq.Name, a.Name, b.Name)
 			}
 		}

@@ -192,3 +192,47 @@ func TestKill9ResumeViewIntervalJoin(t *testing.T) {
 		}
 	}
 }
+
+// TestRunViewOverIntervalJoinBeside: a query over the first stream alone
+// runs in the same graph, fed the same lines; one over the second
+// stream is refused (a graph reads its two inputs one way each).
+func TestRunViewOverIntervalJoinBeside(t *testing.T) {
+	dir := t.TempDir()
+	clicks := filepath.Join(dir, "clicks.jsonl")
+	os.WriteFile(clicks, []byte(`{"impression_id":1,"ts":"2026-07-18 10:01:00"}
+{"impression_id":3,"ts":"2026-07-18 10:12:00"}
+`), 0o644)
+	imps := filepath.Join(dir, "impressions.jsonl")
+	os.WriteFile(imps, []byte(`{"id":1,"campaign":"spring","ts":"2026-07-18 10:00:00"}
+{"id":2,"campaign":"spring","ts":"2026-07-18 10:05:00"}
+{"id":3,"campaign":"autumn","ts":"2026-07-18 10:08:00"}
+`), 0o644)
+	sql := filepath.Join(dir, "q.sql")
+	os.WriteFile(sql, fmt.Appendf(nil, viewIJoinRunSQL+`
+CREATE VIEW shown AS SELECT campaign, TUMBLE_START(ts, INTERVAL '1' HOUR) AS hour, count(*) AS impressions
+FROM impressions GROUP BY campaign, TUMBLE(ts, INTERVAL '1' HOUR);`, clicks), 0o644)
+	outDir := filepath.Join(dir, "out")
+	env, _, errb := runTestEnv("")
+	if code := Main(context.Background(), env, []string{"run", sql, "--input", imps, "--output-dir", outDir}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	shown, _ := os.ReadFile(filepath.Join(outDir, "shown.tsv"))
+	wantShown := `["spring", "2026-07-18 10:00:00"]	{"campaign": "spring", "hour": "2026-07-18 10:00:00", "impressions": 2}
+["autumn", "2026-07-18 10:00:00"]	{"campaign": "autumn", "hour": "2026-07-18 10:00:00", "impressions": 1}
+`
+	hourly, _ := os.ReadFile(filepath.Join(outDir, "hourly.tsv"))
+	wantHourly := `["spring", "2026-07-18 10:00:00"]	{"campaign": "spring", "hour": "2026-07-18 10:00:00", "clicks": 1}
+["autumn", "2026-07-18 10:00:00"]	{"campaign": "autumn", "hour": "2026-07-18 10:00:00", "clicks": 1}
+`
+	if string(shown) != wantShown || string(hourly) != wantHourly {
+		t.Fatalf("shown:\n%s\nhourly:\n%s\nwant:\n%s%s", shown, hourly, wantShown, wantHourly)
+	}
+
+	os.WriteFile(sql, fmt.Appendf(nil, viewIJoinRunSQL+`
+CREATE VIEW clicked AS SELECT impression_id, count(*) AS n FROM clicks GROUP BY impression_id;`, clicks), 0o644)
+	env2, _, errb2 := runTestEnv("")
+	if code := Main(context.Background(), env2, []string{"run", sql, "--input", imps, "--output-dir", filepath.Join(dir, "out2")}); code == 0 ||
+		!strings.Contains(errb2.String(), "query clicks_10m joins the streams impressions and clicks, and the graph also reads clicks as the source of another query") {
+		t.Fatalf("a query over the second stream beside the graph: exit %d: %s", code, errb2)
+	}
+}

@@ -29,6 +29,16 @@ func inputQuery(q *plan.Query) *plan.Query {
 	return q
 }
 
+// firstInput returns the declared source q's run reads from --input:
+// its chain's, the left stream of an interval join of two streams.
+func firstInput(q *plan.Query) *plan.Source {
+	in := inputQuery(q)
+	if in.IJoin != nil && len(in.Views()) == 0 {
+		return in.IJoin.Left
+	}
+	return in.Source
+}
+
 // stats returns the counters of the target's query.
 func (t *runTarget) stats() ubik.Stats {
 	if t.via == nil {

@@ -246,11 +246,14 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		g.roots = append(g.roots, n)
 	}
 	if g.join != nil && len(g.sources) == 2 {
-		what := "the versioned table"
-		if g.join.q.IJoin != nil {
-			what = "the stream"
+		if j := g.join.q.IJoin; j != nil {
+			other := g.sources[0]
+			if other == j.Left {
+				other = g.sources[1]
+			}
+			return nil, fmt.Errorf("drive: query %s joins the streams %s and %s, and the graph also reads %s as the source of another query; a graph reads at most two inputs, here the join's: run the other queries in a graph of their own", g.join.q.Name, j.Left.Name, j.Right.Name, other.Name)
 		}
-		return nil, fmt.Errorf("drive: query %s joins %s %s, and the graph also reads a second source (%s); a graph reads at most two inputs: run the join's queries in a graph of their own", g.join.q.Name, what, g.join.secondName(), g.sources[1].Name)
+		return nil, fmt.Errorf("drive: query %s joins the versioned table %s, and the graph also reads a second source (%s); a graph reads at most two inputs: run the join's queries in a graph of their own", g.join.q.Name, g.join.q.Join.Table.Name, g.sources[1].Name)
 	}
 	if len(g.sources) == 2 && !g.joinsSources() {
 		return nil, fmt.Errorf("drive: the graph's queries read two sources (%s, %s), but none joins a view of one with a view of the other; a graph reads two inputs only for such a join: run the queries of each source in a graph of their own", g.sources[0].Name, g.sources[1].Name)

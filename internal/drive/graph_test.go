@@ -251,7 +251,7 @@ CREATE VIEW both AS SELECT x.g, x.ws, count(*) AS n FROM j1 x JOIN vc y ON x.g =
 	if _, err := NewGraph(qs["r1"], []*plan.Query{qs["r2"]}, Config{Emit: emit}, nil, nil); err == nil || !strings.Contains(err.Error(), "a graph runs at most one temporal join or interval join of two streams") {
 		t.Errorf("two interval joins of streams: %v", err)
 	}
-	if _, err := NewGraph(qs["both"], nil, Config{Emit: emit}, nil, nil); err == nil || !strings.Contains(err.Error(), "joins the stream b, and the graph also reads a second source (c)") {
+	if _, err := NewGraph(qs["both"], nil, Config{Emit: emit}, nil, nil); err == nil || !strings.Contains(err.Error(), "query j1 joins the streams a and b, and the graph also reads c as the source of another query") {
 		t.Errorf("an interval join beside a second source: %v", err)
 	}
 	g, err := NewGraph(qs["r1"], nil, Config{Emit: emit}, nil, nil)
