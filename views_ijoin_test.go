@@ -358,3 +358,37 @@ func runViewIJoinLate(t *testing.T, in []joinInput, ckptAt int, endFirst bool) (
 	}
 	return got, q.Stats(), hooks
 }
+
+// TestGraphInputs: a graph names its declared inputs (Query.Inputs), as
+// PushInput and the C ABI take them: one source; a view's temporal
+// join's stream and table; a view's interval join's two streams; the
+// two sources of a join of two views.
+func TestGraphInputs(t *testing.T) {
+	eng, _ := ubik.Open(ubik.DefaultOptions())
+	for _, c := range []struct {
+		sql, name string
+		want      []string
+	}{
+		{fmt.Sprintf(viewJoinSQL, ""), "two_minute", []string{"usage", "prices"}},
+		{viewIJoinLateSQL, "per_minute", []string{"imp", "clk"}},
+		{twoSourceJoinSQL, "q8", []string{"ps", "au"}},
+		{viewIJoinLateSQL, "per10s", []string{"imp", "clk"}},
+	} {
+		q, err := eng.Start(c.sql, ubik.QueryOptions{Name: c.name, OnRecord: func(changelog.Record) error { return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := q.Inputs(); !slices.Equal(got, c.want) {
+			t.Errorf("%s: inputs %q, want %q", c.name, got, c.want)
+		}
+		if err := q.PushInput("nope", nil); !errors.Is(err, ubik.ErrUnknownInput) || !strings.Contains(err.Error(), "its inputs: "+strings.Join(c.want, ", ")) {
+			t.Errorf("%s: an unknown input: %v", c.name, err)
+		}
+		if err := q.EndInput(c.want[1]); err != nil {
+			t.Errorf("%s: EndInput(%s): %v", c.name, c.want[1], err)
+		}
+		if err := q.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
