@@ -124,7 +124,7 @@ func TestRunViewOverIntervalJoin(t *testing.T) {
 func TestKill9ResumeViewIntervalJoin(t *testing.T) {
 	bin := buildUbik(t)
 	dir := t.TempDir()
-	imps, clicks := ijoinCrashInputs(t, dir, 100_000)
+	imps, clicks := ijoinCrashInputs(t, dir, 60_000)
 	sql := filepath.Join(dir, "q.sql")
 	os.WriteFile(sql, fmt.Appendf(nil, viewIJoinRunSQL, clicks), 0o644)
 	direct := filepath.Join(dir, "direct.sql")

@@ -107,7 +107,9 @@ type gitem struct {
 // view they read. cfg configures the primary (its Emit nil: buffered, for
 // Next); the other nodes deliver their records to viewEmit (nil: dropped)
 // and share cfg's Late, Now, Strict and CountsInCheckpoint. Every root
-// must read one source; with may name queries that read a view or the
+// must read one source (a root that joins a second input, a versioned
+// table or a right stream, takes it as the graph's second input, with
+// cfg's JoinBuffer, LateTable, TableDecoder); with may name queries that read a view or the
 // same source, and needs a primary with a callback, since only the
 // primary may buffer and it must then have no readers.
 //
@@ -216,7 +218,7 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		}
 		if j := n.q.IJoin; j != nil {
 			if j.Left.View == nil || j.Right.View == nil {
-				return nil, fmt.Errorf("drive: query %s joins %s and %s: a join in a graph joins two views (a join of two declared streams runs on its own)", n.q.Name, j.Left.Name, j.Right.Name)
+				return nil, fmt.Errorf("drive: query %s joins %s and %s: an interval join in a graph joins two views, or two declared streams; join the stream's own windowed EMIT FINAL view instead", n.q.Name, j.Left.Name, j.Right.Name)
 			}
 			for side, v := range []*plan.Query{j.Left.View, j.Right.View} {
 				up := byQuery[v]
