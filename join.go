@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/sql/plan"
 	"github.com/ubiksql/ubik/types"
 )
 
@@ -125,7 +126,7 @@ func (q *Query) EndInput(input string) (err error) {
 		return q.EndTable()
 	}
 	g, isGraph := q.d.(*drive.Graph)
-	if isGraph && len(g.Sources()) < 2 || !isGraph && q.plan.IJoin == nil {
+	if isGraph && !g.TwoStreams() || !isGraph && q.plan.IJoin == nil {
 		return fmt.Errorf("ubik: %s is the first input of query %s: it ends with Close", input, q.plan.Name)
 	}
 	if err := q.d.Enter(); err != nil {
@@ -141,27 +142,38 @@ func (q *Query) EndInput(input string) (err error) {
 // inputs feeds the one behind.
 func (q *Query) InputWatermarks() (first, second int64) { return q.d.InputWatermarks() }
 
-// inputKind reports whether input names the query's second input.
-func (q *Query) inputKind(input string) (bool, error) {
-	src := q.plan.Source
-	var second string
-	g, isGraph := q.d.(*drive.Graph)
-	if isGraph {
-		// A graph's inputs are declared sources: the first, and the second
-		// of a join of two views over two sources.
-		srcs := g.Sources()
-		src, second = srcs[0], ""
-		if len(srcs) > 1 {
-			second = srcs[1].Name
-		}
+// Inputs names the query's inputs, as PushInput takes them: its source,
+// or a join's two (the first pushed with Push, the second with
+// PushTable). A query over views names the declared inputs of its
+// graph: the source its views read, and the second input of a view's
+// join (a versioned table, an interval join's right stream) or of a
+// join of two views over two sources.
+func (q *Query) Inputs() []string {
+	first, second := q.inputNames()
+	if second == "" {
+		return []string{first.Name}
+	}
+	return []string{first.Name, second}
+}
+
+// inputNames are the first input's source and the second input's name
+// ("" without one).
+func (q *Query) inputNames() (*plan.Source, string) {
+	if g, ok := q.d.(*drive.Graph); ok {
+		return g.Sources()[0], g.SecondInput()
 	}
 	switch {
-	case isGraph:
 	case q.plan.Join != nil:
-		src, second = q.plan.Join.Stream, q.plan.Join.Table.Name
+		return q.plan.Join.Stream, q.plan.Join.Table.Name
 	case q.plan.IJoin != nil:
-		src, second = q.plan.IJoin.Left, q.plan.IJoin.Right.Name
+		return q.plan.IJoin.Left, q.plan.IJoin.Right.Name
 	}
+	return q.plan.Source, ""
+}
+
+// inputKind reports whether input names the query's second input.
+func (q *Query) inputKind(input string) (bool, error) {
+	src, second := q.inputNames()
 	if second != "" && strings.EqualFold(input, second) {
 		return true, nil
 	}

@@ -489,14 +489,11 @@ func ubik_push_input(h C.ubik_query, input *C.char, record *C.char, n C.size_t) 
 }
 
 // secondInput is the name of a join's second input: a temporal join's
-// versioned table or an interval join's right stream ("" without a join).
+// versioned table or an interval join's right stream, the query's or, for
+// a query over views, its graph's ("" without one).
 func secondInput(q *ubik.Query) string {
-	switch p := q.Plan(); {
-	case p == nil:
-	case p.Join != nil:
-		return p.Join.Table.Name
-	case p.IJoin != nil:
-		return p.IJoin.Right.Name
+	if in := q.Inputs(); len(in) == 2 {
+		return in[1]
 	}
 	return ""
 }

@@ -308,7 +308,9 @@ int ubik_advance_watermark(ubik_query q, int64_t micros);
  * valid then, so the result does not depend on how the two inputs
  * interleave. For an interval join of two streams (FROM l JOIN r ON ...
  * AND r.ts BETWEEN l.ts ... AND l.ts ...) input names either stream; a row
- * is matched with the other stream's rows when it arrives. Returns the
+ * is matched with the other stream's rows when it arrives. A query over a
+ * view whose body is such a join (or a temporal join) takes the view's two
+ * inputs the same way, by their names. Returns the
  * codes of ubik_push, UBIK_ERR_JOIN_BUFFER, and
  * UBIK_ERR_INVALID_ARGUMENT for a name that is none of the query's inputs
  * (the message lists them; the query goes on). */

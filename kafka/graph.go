@@ -88,6 +88,9 @@ func CheckQuery(q *plan.Query) error {
 // chain returns q's views, the one reading the source first: the chain a
 // graph runs. A join of two views is refused.
 func chain(q *plan.Query) ([]*plan.Query, error) {
+	if err := viewStreamJoin(q); err != nil { // viewijoin.go
+		return nil, err
+	}
 	var out []*plan.Query
 	for n := q; ; {
 		vs := n.Views()

@@ -438,9 +438,37 @@ GROUP BY i.campaign, TUMBLE(c.ts, INTERVAL '10' MINUTE);`: func(t *testing.T, r 
 {"impression_id":1,"ts":"2026-07-18 10:07:00"}
 {"impression_id":2,"ts":"2026-07-18 10:09:00"}
 `), 0o644)
-		out, errb, code := r.sh(t, dir, readmeText(t, "ubik run clicks_after_view.sql"))
+		out, errb, code := r.sh(t, dir, "ubik run clicks_after_view.sql")
 		want := `["spring", "2026-07-18 10:00:00"]	{"campaign": "spring", "w": "2026-07-18 10:00:00", "clicks_after_view": 2}` + "\n"
 		if code != 0 || out != want || !strings.Contains(errb, "5 events read (impressions 2, clicks 3), 0 malformed, 0 eval errors, 0 late, ") {
+			t.Errorf("exit %d\n%s%s", code, out, errb)
+		}
+	},
+	// A query over the interval join's view: it compiles appended to the
+	// join's script; then its run over the two files, against the counts
+	// of the join's own run above.
+	`CREATE VIEW clicks_hourly AS
+SELECT campaign, TUMBLE_START(w, INTERVAL '1' HOUR) AS hour, sum(clicks_after_view) AS clicks
+FROM clicks_after_view
+GROUP BY campaign, TUMBLE(w, INTERVAL '1' HOUR);`: func(t *testing.T, r *readmeEnv) {
+		if out := compileBlock(t, readmeText(t, "CREATE SOURCE impressions"), readmeText(t, "CREATE VIEW clicks_hourly")); !strings.Contains(out, "input: the final rows of view clicks_after_view") {
+			t.Errorf("explain:\n%s", out)
+		}
+	},
+	"ubik run clicks_after_view.sql --query clicks_hourly": func(t *testing.T, r *readmeEnv) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "clicks_after_view.sql"), []byte(readmeText(t, "CREATE SOURCE impressions")+"\n"+readmeText(t, "CREATE VIEW clicks_hourly")), 0o644)
+		os.WriteFile(filepath.Join(dir, "impressions.jsonl"), []byte(`{"id":1,"campaign":"spring","ts":"2026-07-18 10:00:00"}
+{"id":2,"campaign":"spring","ts":"2026-07-18 10:06:00"}
+`), 0o644)
+		os.WriteFile(filepath.Join(dir, "clicks.jsonl"), []byte(`{"impression_id":1,"ts":"2026-07-18 10:02:00"}
+{"impression_id":1,"ts":"2026-07-18 10:07:00"}
+{"impression_id":2,"ts":"2026-07-18 10:09:00"}
+{"impression_id":2,"ts":"2026-07-18 10:10:30"}
+`), 0o644)
+		out, errb, code := r.sh(t, dir, readmeText(t, "ubik run clicks_after_view.sql --query"))
+		want := `["spring", "2026-07-18 10:00:00"]	{"campaign": "spring", "hour": "2026-07-18 10:00:00", "clicks": 3}` + "\n"
+		if code != 0 || out != want || !strings.Contains(errb, "6 events read (impressions 2, clicks 4), 0 malformed, 0 eval errors, 0 late, ") {
 			t.Errorf("exit %d\n%s%s", code, out, errb)
 		}
 	},

@@ -204,7 +204,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	if len(pqs) > 1 {
 		for _, pq := range pqs[1:] {
-			if a, b := inputQuery(pqs[0]).Source, inputQuery(pq).Source; a != b && graphSecond(pqs) == nil {
+			if a, b := firstInput(pqs[0]), firstInput(pq); a != b && graphSecond(pqs) == nil {
 				return fmt.Errorf("%w: queries %s and %s read different sources (%s, %s), and a run reads one input: run each with --query", ErrUsage, pqs[0].Name, pq.Name, a.Name, b.Name)
 			}
 		}
@@ -230,7 +230,11 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if second != nil {
 		input = inputQuery(pqs[len(pqs)-1]).Source // the graph's first input: its primary's
 	}
-	if pq.IJoin != nil && len(pq.Views()) == 0 && len(pqs) > 1 {
+	ijq := streamJoin(pqs) // an interval join of two streams (the query's, or a view's of the graph): its right is the second input
+	if ijq != nil {
+		input = ijq.IJoin.Left
+	}
+	if pq.IJoin != nil && len(pq.Views()) == 0 && len(pqs) > 1 && !readsView(pqs) {
 		return fmt.Errorf("%w: query %s is an interval join of two inputs, which runs alone: choose it with --query", ErrUsage, pq.Name)
 	}
 	if f.threads <= 0 {
@@ -562,8 +566,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 
-	if pq.IJoin != nil && len(pq.Views()) == 0 {
-		if right, err = openRightInput(pq.IJoin.Right, pq.IJoin.Left, resume.RightOffset, resume.RightLine); err != nil {
+	if ijq != nil {
+		if right, err = openRightInput(ijq.IJoin.Right, ijq.IJoin.Left, resume.RightOffset, resume.RightLine); err != nil {
 			return err
 		}
 	} else if second != nil {
@@ -1337,8 +1341,9 @@ func (t *runTarget) inputNames(first, second *plan.Source) []string {
 	case graphJoin([]*plan.Query{pq}) != nil:
 		j := graphJoin([]*plan.Query{pq})
 		return []string{j.Source.Name, j.Join.Table.Name}
-	case pq.IJoin != nil && len(pq.Views()) == 0:
-		return []string{pq.IJoin.Left.Name, pq.IJoin.Right.Name}
+	case streamJoin([]*plan.Query{pq}) != nil:
+		j := streamJoin([]*plan.Query{pq})
+		return []string{j.IJoin.Left.Name, j.IJoin.Right.Name}
 	case second != nil:
 		return []string{first.Name, second.Name}
 	}

@@ -29,6 +29,16 @@ func inputQuery(q *plan.Query) *plan.Query {
 	return q
 }
 
+// firstInput returns the declared source q's run reads from --input:
+// its chain's, the left stream of an interval join of two streams.
+func firstInput(q *plan.Query) *plan.Source {
+	in := inputQuery(q)
+	if in.IJoin != nil && len(in.Views()) == 0 {
+		return in.IJoin.Left
+	}
+	return in.Source
+}
+
 // stats returns the counters of the target's query.
 func (t *runTarget) stats() ubik.Stats {
 	if t.via == nil {
@@ -162,6 +172,36 @@ func graphSecond(qs []*plan.Query) *plan.Source {
 	for _, q := range qs {
 		if s := walk(q); s != nil {
 			return s
+		}
+	}
+	return nil
+}
+
+// streamJoin returns the query with an interval join of two declared
+// streams among qs and the views they read (a graph runs at most one),
+// or nil: its right stream is the run's second input, read beside its
+// left, the run's first.
+func streamJoin(qs []*plan.Query) *plan.Query {
+	seen := map[*plan.Query]bool{}
+	var walk func(q *plan.Query) *plan.Query
+	walk = func(q *plan.Query) *plan.Query {
+		if seen[q] {
+			return nil
+		}
+		seen[q] = true
+		if q.IJoin != nil && len(q.Views()) == 0 {
+			return q
+		}
+		for _, v := range q.Views() {
+			if j := walk(v); j != nil {
+				return j
+			}
+		}
+		return nil
+	}
+	for _, q := range qs {
+		if j := walk(q); j != nil {
+			return j
 		}
 	}
 	return nil

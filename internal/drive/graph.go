@@ -54,9 +54,12 @@ type Graph struct {
 	// The first is the host's Push input, the second its PushTable input.
 	sources []*plan.Source
 	ended   [2]bool // the inputs ended (EndTable, Close)
-	// join is the root whose query is a temporal join (a view over a
-	// stream and a versioned table), nil without one: the graph's table
-	// input (PushTable, AdvanceTableWatermark, EndTable) is its table's.
+	// join is the root whose query has a second input of its own, nil
+	// without one: a temporal join (a view over a stream and a versioned
+	// table) or an interval join of two declared streams (a view over
+	// both). The graph's second input (PushTable, AdvanceTableWatermark,
+	// EndTable) is its table, or its right stream; its first input (Push)
+	// is the graph's first source, the join's stream or left stream.
 	join *gnode
 	// reporter is the root whose input counters and event errors the
 	// graph reports: the primary when it reads the source, else the first.
@@ -104,7 +107,9 @@ type gitem struct {
 // view they read. cfg configures the primary (its Emit nil: buffered, for
 // Next); the other nodes deliver their records to viewEmit (nil: dropped)
 // and share cfg's Late, Now, Strict and CountsInCheckpoint. Every root
-// must read one source; with may name queries that read a view or the
+// must read one source (a root that joins a second input, a versioned
+// table or a right stream, takes it as the graph's second input, with
+// cfg's JoinBuffer, LateTable, TableDecoder); with may name queries that read a view or the
 // same source, and needs a primary with a callback, since only the
 // primary may buffer and it must then have no readers.
 //
@@ -192,9 +197,28 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	}
 	g.primary = byQuery[primary]
 	for _, n := range g.nodes {
+		if j := n.q.IJoin; j != nil && j.Left.View == nil && j.Right.View == nil {
+			// An interval join of two declared streams: a root whose
+			// left stream is a source of the graph and whose right
+			// stream is the graph's second input.
+			if g.join != nil {
+				return nil, fmt.Errorf("drive: queries %s and %s both join a second input (%s, %s); a graph runs at most one temporal join or interval join of two streams (its second input is the graph's)", g.join.q.Name, n.q.Name, g.join.secondName(), j.Right.Name)
+			}
+			g.join = n
+			n.input = slices.Index(g.sources, j.Left)
+			if n.input < 0 {
+				if len(g.sources) == 2 {
+					return nil, fmt.Errorf("drive: query %s reads %s, a third source (the graph reads %s and %s); a graph reads at most two inputs", n.q.Name, j.Left.Name, g.sources[0].Name, g.sources[1].Name)
+				}
+				n.input = len(g.sources)
+				g.sources = append(g.sources, j.Left)
+			}
+			g.roots = append(g.roots, n)
+			continue
+		}
 		if j := n.q.IJoin; j != nil {
 			if j.Left.View == nil || j.Right.View == nil {
-				return nil, fmt.Errorf("drive: query %s joins %s and %s: a join in a graph joins two views (a join of two declared streams runs on its own)", n.q.Name, j.Left.Name, j.Right.Name)
+				return nil, fmt.Errorf("drive: query %s joins %s and %s: an interval join in a graph joins two views, or two declared streams; join the stream's own windowed EMIT FINAL view instead", n.q.Name, j.Left.Name, j.Right.Name)
 			}
 			for side, v := range []*plan.Query{j.Left.View, j.Right.View} {
 				up := byQuery[v]
@@ -209,7 +233,7 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		}
 		if n.q.Join != nil {
 			if g.join != nil {
-				return nil, fmt.Errorf("drive: queries %s and %s both join a versioned table; a graph runs at most one temporal join (its table is the graph's second input)", g.join.q.Name, n.q.Name)
+				return nil, fmt.Errorf("drive: queries %s and %s both join a second input (%s, %s); a graph runs at most one temporal join or interval join of two streams (its second input is the graph's)", g.join.q.Name, n.q.Name, g.join.secondName(), n.q.Join.Table.Name)
 			}
 			g.join = n
 		}
@@ -224,6 +248,13 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		g.roots = append(g.roots, n)
 	}
 	if g.join != nil && len(g.sources) == 2 {
+		if j := g.join.q.IJoin; j != nil {
+			other := g.sources[0]
+			if other == j.Left {
+				other = g.sources[1]
+			}
+			return nil, fmt.Errorf("drive: query %s joins the streams %s and %s, and the graph also reads %s as the source of another query; a graph reads at most two inputs, here the join's: run the other queries in a graph of their own", g.join.q.Name, j.Left.Name, j.Right.Name, other.Name)
+		}
 		return nil, fmt.Errorf("drive: query %s joins the versioned table %s, and the graph also reads a second source (%s); a graph reads at most two inputs: run the join's queries in a graph of their own", g.join.q.Name, g.join.q.Join.Table.Name, g.sources[1].Name)
 	}
 	if len(g.sources) == 2 && !g.joinsSources() {
@@ -280,6 +311,42 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	}
 	return g, nil
 }
+
+// secondName names the second input of a join root: a temporal join's
+// table, an interval join's right stream.
+func (n *gnode) secondName() string {
+	if n.q.Join != nil {
+		return n.q.Join.Table.Name
+	}
+	return n.q.IJoin.Right.Name
+}
+
+// ijRoot is the graph's root that is an interval join of two declared
+// streams, or nil.
+func (g *Graph) ijRoot() *gnode {
+	if g.join != nil && g.join.q.IJoin != nil {
+		return g.join
+	}
+	return nil
+}
+
+// SecondInput names the graph's second input: a temporal join's table,
+// an interval join's right stream, or the second source of a join of two
+// views over two sources; "" when it reads one input.
+func (g *Graph) SecondInput() string {
+	switch {
+	case g.join != nil:
+		return g.join.secondName()
+	case len(g.sources) == 2:
+		return g.sources[1].Name
+	}
+	return ""
+}
+
+// TwoStreams reports whether the graph's two inputs are streams that end
+// one at a time (EndFirst, EndTable): the two sides of an interval join
+// of two streams, or the two sources of a join of two views.
+func (g *Graph) TwoStreams() bool { return g.ijRoot() != nil || g.join == nil && len(g.sources) == 2 }
 
 // joinsSources reports whether a join of two views in the graph has one
 // side over each of its two sources.
@@ -651,13 +718,18 @@ func (g *Graph) CloseOpenWindows() error {
 			return err
 		}
 	}
+	if n := g.ijRoot(); n != nil && g.ended[n.input] && !g.ended[1] && !n.d.closed {
+		// Its left stream ended (EndFirst), its right goes on.
+		return g.controlNode(n, (*Driver).CloseOpenWindows, itemCloseOpen)
+	}
 	return nil
 }
 
 // Close ends the input (both inputs, when the graph reads two): the roots
 // close, then each reader after its view's last rows.
 func (g *Graph) Close() error {
-	if g.ended[0] && (len(g.sources) < 2 || g.ended[1]) {
+	ij := g.ijRoot()
+	if g.ended[0] && (len(g.sources) < 2 || g.ended[1]) && (ij == nil || ij.d.closed) {
 		return nil // closed already: a second Close does nothing
 	}
 	for i := range g.sources {
@@ -669,7 +741,27 @@ func (g *Graph) Close() error {
 			return err
 		}
 	}
+	if ij != nil && !ij.d.closed {
+		// Its left stream ended before (EndFirst): both end now.
+		g.ended[1] = true
+		return g.controlNode(ij, (*Driver).Close, itemClose)
+	}
 	return nil
+}
+
+// controlNode is control on root n alone.
+func (g *Graph) controlNode(n *gnode, f func(*Driver) error, pass gitemKind) error {
+	if g.fatal != nil {
+		return g.fatal
+	}
+	if err := f(n.d); err != nil && !g.skipped(n, err) {
+		return g.failIfFatal(n, err)
+	}
+	g.marked(n)
+	if pass != 0 {
+		g.pass(n, pass)
+	}
+	return g.pump()
 }
 
 func (g *Graph) control(f func(*Driver) error, pass gitemKind) error { return g.controlOf(-1, f, pass) }
@@ -828,6 +920,12 @@ func (g *Graph) FinishRestore() {
 		n.d.FinishRestore()
 		n.mark = [2]int64{math.MinInt64, math.MinInt64}
 	}
+	if n := g.ijRoot(); n != nil {
+		// An input of the join that had ended before the checkpoint
+		// (EndFirst, EndTable) is over in the restored graph too.
+		g.ended[n.input] = n.d.ij.j.Ended(0)
+		g.ended[1] = n.d.ij.j.Ended(1)
+	}
 }
 
 // ErrGraphTable is returned by a graph's second-input calls when the graph
@@ -840,6 +938,9 @@ var ErrGraphTable = errors.New("a query over views has no second input: its view
 func (g *Graph) second() error {
 	if g.join != nil {
 		if g.ended[1] {
+			if g.join.q.IJoin != nil {
+				return fmt.Errorf("%w: input %s has ended", ErrClosed, g.join.secondName())
+			}
 			return fmt.Errorf("%w: table %s has ended", ErrClosed, g.join.q.Join.Table.Name)
 		}
 		return nil
@@ -947,6 +1048,24 @@ func (g *Graph) EndTable() error {
 // after the views' last rows, so a join of two views holds no row of the
 // other side for it any more. Ending twice is a no-op; Close ends both.
 func (g *Graph) EndFirst() error {
+	if ij := g.ijRoot(); ij != nil {
+		if g.ended[ij.input] {
+			return nil
+		}
+		g.ended[ij.input] = true
+		// The join's left stream ends (its right goes on); any other
+		// root of that source closes.
+		for _, n := range g.rootsOf(ij.input) {
+			f, pass := (*Driver).Close, itemClose
+			if n == ij {
+				f, pass = (*Driver).EndFirst, 0
+			}
+			if err := g.controlNode(n, f, pass); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if len(g.sources) < 2 {
 		return fmt.Errorf("drive: the graph of %s reads one source: its input ends with Close", g.primary.q.Name)
 	}
@@ -999,5 +1118,11 @@ func (g *Graph) InputWatermarks() (int64, int64) {
 	return g.rootsOf(0)[0].d.Watermark(), g.rootsOf(1)[0].d.Watermark()
 }
 
-// IntervalStats are the primary's interval join's (zero without one).
-func (g *Graph) IntervalStats() IntervalStats { return g.primary.d.IntervalStats() }
+// IntervalStats are the primary's interval join's, or else the interval
+// join of two streams at the graph's root (zero without one).
+func (g *Graph) IntervalStats() IntervalStats {
+	if n := g.ijRoot(); n != nil && !g.primary.d.HasIntervalJoin() {
+		return n.d.IntervalStats()
+	}
+	return g.primary.d.IntervalStats()
+}

@@ -219,3 +219,96 @@ CREATE VIEW rb AS SELECT g, TUMBLE_START(ws, INTERVAL '10' SECOND) AS w, sum(n) 
 		t.Errorf("table input after its end: %v", err)
 	}
 }
+
+// A view over an interval join of two streams: the join is a root with
+// the graph's two inputs; a second join of its own inputs, or a third
+// source, is refused; the second input ends on its own, the first too,
+// and a push to an ended input is refused.
+func TestGraphIntervalJoinRoot(t *testing.T) {
+	prog, err := plan.Compile(`CREATE SOURCE a (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE SOURCE b (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE SOURCE c (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE VIEW j1 AS SELECT a.g, TUMBLE_START(b.ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM a JOIN b ON a.g = b.g AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' SECOND GROUP BY a.g, TUMBLE(b.ts, INTERVAL '1' SECOND) EMIT FINAL;
+CREATE VIEW j2 AS SELECT a.g, TUMBLE_START(c.ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM a JOIN c ON a.g = c.g AND c.ts BETWEEN a.ts AND a.ts + INTERVAL '1' SECOND GROUP BY a.g, TUMBLE(c.ts, INTERVAL '1' SECOND) EMIT FINAL;
+CREATE VIEW vc AS SELECT g, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM c GROUP BY g, TUMBLE(ts, INTERVAL '1' SECOND) EMIT FINAL;
+CREATE VIEW r1 AS SELECT g, TUMBLE_START(ws, INTERVAL '10' SECOND) AS w, sum(n) AS n FROM j1 GROUP BY g, TUMBLE(ws, INTERVAL '10' SECOND);
+CREATE VIEW r2 AS SELECT g, TUMBLE_START(ws, INTERVAL '10' SECOND) AS w, sum(n) AS n FROM j2 GROUP BY g, TUMBLE(ws, INTERVAL '10' SECOND);
+CREATE VIEW both AS SELECT x.g, x.ws, count(*) AS n FROM j1 x JOIN vc y ON x.g = y.g AND x.ws = y.ws GROUP BY x.g, x.ws;`, plan.CompileOptions{OwnOutputs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := map[string]*plan.Query{}
+	for _, q := range prog.Queries {
+		qs[q.Name] = q
+	}
+	var got []string
+	emit := func(r *changelog.Record) error {
+		if r.Meta.Final {
+			got = append(got, string(r.Key)+" "+string(r.Value))
+		}
+		return nil
+	}
+	if _, err := NewGraph(qs["r1"], []*plan.Query{qs["r2"]}, Config{Emit: emit}, nil, nil); err == nil || !strings.Contains(err.Error(), "a graph runs at most one temporal join or interval join of two streams") {
+		t.Errorf("two interval joins of streams: %v", err)
+	}
+	if _, err := NewGraph(qs["both"], nil, Config{Emit: emit}, nil, nil); err == nil || !strings.Contains(err.Error(), "query j1 joins the streams a and b, and the graph also reads c as the source of another query") {
+		t.Errorf("an interval join beside a second source: %v", err)
+	}
+	g, err := NewGraph(qs["r1"], nil, Config{Emit: emit}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.SecondInput() != "b" || !g.TwoStreams() || len(g.Sources()) != 1 || g.Sources()[0].Name != "a" {
+		t.Fatalf("inputs: %v, second %q", g.Sources(), g.SecondInput())
+	}
+	for _, p := range []struct {
+		second bool
+		raw    string
+	}{
+		{false, `{"g":"x","ts":"2026-07-18 10:00:00"}`},
+		{true, `{"g":"x","ts":"2026-07-18 10:00:00.5"}`},
+		{true, `{"g":"x","ts":"2026-07-18 10:00:03"}`}, // matched by the next impression
+		{false, `{"g":"x","ts":"2026-07-18 10:00:02.5"}`},
+	} {
+		var err error
+		if p.second {
+			err = g.PushTable([]byte(p.raw))
+		} else {
+			err = g.Push([]byte(p.raw))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.EndFirst(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Push([]byte(`{"g":"x","ts":"2026-07-18 10:00:09"}`)); !errors.Is(err, ErrClosed) {
+		t.Errorf("a push to the ended first input: %v", err)
+	}
+	if err := g.PushTable([]byte(`{"g":"x","ts":"2026-07-18 10:00:03.2"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.EndTable(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.PushTable([]byte(`{"g":"x","ts":"2026-07-18 10:00:04"}`)); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "input b has ended") {
+		t.Errorf("a push to the ended second input: %v", err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("the reader published before Close: %q", got)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The join: (10:00:00, 10:00:00.5) in window 10:00:00, (10:00:02.5,
+	// 10:00:03) and (10:00:02.5, 10:00:03.2) in window 10:00:03: the
+	// reader's one 10-second window sums them.
+	want := []string{`["x", "2026-07-18 10:00:00"] {"g": "x", "w": "2026-07-18 10:00:00", "n": 3}`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("finals %q, want %q", got, want)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
+	}
+}

@@ -53,6 +53,14 @@
 // join is refused by ubik run (the second input reaches the partitions
 // through the repartition topic) and asserted to be, with its words.
 //
+// A stream-join view case (GenerateStreamJoinView) reads the interval
+// join of two streams through a view: the join, counted in 10-second
+// windows with EMIT FINAL, is the view, and the query regroups its final
+// rows in 30-second windows by the view's cell or by none. The graph's
+// root is then the join, fed by both inputs on every path but Kafka,
+// which refuses the shape (TestStreamJoinViewInProcess,
+// TestJoinPaths/streamview).
+//
 // A shape Kafka refuses (kafka.CheckQuery) skips the Kafka path, and only
 // such a shape: ubik run must refuse it with CheckQuery's words; the
 // tests count the cases that took the Kafka path and fail when none did.
@@ -98,9 +106,10 @@
 // which replays the case of the kind the long run draws for the seed
 // (generateKind: by its last digit, 0-4 plain, 5 view, 6 regroup, 7
 // interval join of views, 8 temporal join, 9 interval join of two
+// streams; 4 with an odd tens digit a view of an interval join of two
 // streams). -run TestViewPaths, TestIntervalJoinPaths or
-// TestJoinPaths/temporal (/stream, /regroup) replays the seed as that
-// kind, all six Kafka runs.
+// TestJoinPaths/temporal (/stream, /regroup, /streamview) replays the
+// seed as that kind, all six Kafka runs.
 //
 // The short version runs with `go test` (scripts/test.sh, which starts the
 // broker; an unreachable broker fails the test). The long version

@@ -237,3 +237,47 @@ func GenerateStreamJoin(seed uint64, size Size) *Case {
 	c.Events = nil
 	return c
 }
+
+// GenerateStreamJoinView is GenerateStreamJoin read through a view: the
+// interval join of the two streams, counted in 10-second windows with
+// EMIT FINAL, becomes the view ViewName, and the case's query (QueryName)
+// groups the view's final rows again in 30-second windows over its
+// window start, by the view's cell (g, x or k: NaN, ±Inf, -0.0, NULL,
+// repaired strings and JSON text meet a second GROUP BY) or by none (one
+// group per window). So the graph's root is the join of two streams,
+// fed by both inputs: in process the second input's rows are pushed by
+// name among the events, the C ABI and Python push them with
+// ubik_push_input / push_input, the file run reads them from the
+// declaration's path; Kafka refuses the shape (asserted to, with
+// CheckQuery's words). The case has no Query spec.
+func GenerateStreamJoinView(seed uint64, size Size) *Case {
+	c := GenerateStreamJoin(seed, size)
+	r := rand.New(rand.NewPCG(seed, 0x1d7b))
+	body := "CREATE VIEW " + QueryName + " AS "
+	i := strings.Index(c.SQL, body)
+	up := "CREATE VIEW " + ViewName + " AS " + strings.TrimSuffix(c.SQL[i+len(body):], ";\n") + " EMIT FINAL;\n"
+	cell := ""
+	switch {
+	case strings.Contains(up, "SELECT e.g,"):
+		cell = "g"
+	case strings.Contains(up, "SELECT e.x,"):
+		cell = "x"
+	default:
+		cell = "k"
+	}
+	by := "by " + cell
+	if r.IntN(3) == 0 {
+		cell, by = "", "by none"
+	}
+	sel := "TUMBLE_START(ws, INTERVAL '30' SECOND) AS w, count(*) AS n, sum(c) AS c, sum(sv) AS sv, min(mc) AS mc, max(xc) AS xc,\n" +
+		"  min(mg) AS mg, max(hn) AS hn, min(ws) AS ws0, max(dv) AS dv"
+	grp := "TUMBLE(ws, INTERVAL '30' SECOND)"
+	if cell != "" {
+		sel, grp = cell+", "+sel, cell+", "+grp
+	}
+	down := "CREATE VIEW " + QueryName + " AS SELECT " + sel + "\nFROM " + ViewName + " GROUP BY " + grp + ";\n"
+	c.SQL = c.SQL[:i] + up + down
+	c.Note = "view over an " + c.Note + ", read " + by
+	c.Views = []string{ViewName}
+	return c
+}

@@ -2,6 +2,9 @@ package metamorphic
 
 import (
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ubiksql/ubik"
@@ -61,6 +64,33 @@ func TestStreamJoinInProcess(t *testing.T) {
 	}
 }
 
+// TestStreamJoinViewInProcess runs queries over a view of an interval
+// join of two streams (GenerateStreamJoinView: the reader by the view's
+// cell or by none) through every in-process configuration: the graph's
+// root is the join, fed by both inputs by name, with batches, bounds,
+// restores and crashes.
+func TestStreamJoinViewInProcess(t *testing.T) {
+	var sum exec.IntervalStats
+	kinds := map[string]bool{}
+	for _, st := range joinInProcess(t, 620, 627, GenerateStreamJoinView, kinds) {
+		j := st.Interval
+		if j.LateLeft != 0 || j.LateRight != 0 {
+			t.Errorf("%d left and %d right rows late at the join; the generator makes none", j.LateLeft, j.LateRight)
+		}
+		sum.Matches += j.Matches
+		sum.Dropped += j.Dropped
+		sum.NullKeys += j.NullKeys
+	}
+	t.Logf("%+v %v", sum, kinds)
+	byNone := false
+	for k := range kinds {
+		byNone = byNone || strings.HasSuffix(k, "read by none")
+	}
+	if sum.Matches == 0 || sum.Dropped == 0 || sum.NullKeys == 0 || len(kinds) < 3 || !byNone {
+		t.Errorf("the cases miss a shape: %+v, kinds %v", sum, kinds)
+	}
+}
+
 // joinInProcess runs the cases gen makes for seeds from..to-1 in
 // process; it returns each reference's counters and notes the kinds.
 func joinInProcess(t *testing.T, from, to uint64, gen func(uint64, Size) *Case, kinds map[string]bool) []ubik.Stats {
@@ -96,9 +126,12 @@ func joinInProcess(t *testing.T, from, to uint64, gen func(uint64, Size) *Case, 
 //     repartition) and by the join key, and the direct run refused;
 //   - regroup: readers that group by less than their view (by none of
 //     its cells, by x of g and x): over Kafka the chain is cut at the
-//     reader (kafka/viewrepart.go), the view's own topic compared too.
+//     reader (kafka/viewrepart.go), the view's own topic compared too;
+//   - streamview: readers of a view of an interval join of two streams
+//     (by the view's cell, by none) on every path but Kafka, which
+//     refuses the shape (asserted: only that refusal skips it).
 //
-// -run TestJoinPaths/temporal (stream, regroup) with
+// -run TestJoinPaths/temporal (stream, regroup, streamview) with
 // UBIK_METAMORPHIC_SEED replays one seed of that kind through every
 // path.
 func TestJoinPaths(t *testing.T) {
@@ -118,5 +151,22 @@ func TestJoinPaths(t *testing.T) {
 	})
 	t.Run("regroup", func(t *testing.T) {
 		casePaths(t, tl, []uint64{220, 221}, GenerateViewRegroup, runs(kafkaRun{3, false}, kafkaRun{4, true}))
+	})
+	t.Run("streamview", func(t *testing.T) {
+		// Kafka refuses the shape: the Kafka path is asserted to be
+		// skipped by CheckQuery's refusal alone, and none to run.
+		seeds, size := []uint64{620, 623}, Size{Events: shortEvents}
+		if s := os.Getenv(envSeed); s != "" {
+			seed, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				t.Fatalf("%s=%q: %v", envSeed, s, err)
+			}
+			seeds, size = []uint64{seed}, Size{Events: longEvents}
+		}
+		for _, seed := range seeds {
+			if n := one(t, tl, GenerateStreamJoinView(seed, size), paths{capi: true, python: true, file: true, short: true, kafka: []kafkaRun{{3, false}}}); n != 0 {
+				t.Errorf("seed %d: %d Kafka runs of a shape Kafka refuses", seed, n)
+			}
+		}
 	})
 }

@@ -53,8 +53,8 @@ func (b *binder) readView(v *Source, pos int) error {
 		return b.errAt(pos, "view %s is a continuous view: it updates a group on every change, so a query over it would need retractions, which ubik's changelog does not carry; give %s a window and EMIT FINAL (one final row per group and window)", q.Name, q.Name)
 	case q.Emit.Mode == EmitEarly:
 		return b.errAt(pos, "view %s emits early (EMIT EARLY): it publishes a (group, window) several times, so a query over it would have to retract the earlier values, and ubik's changelog carries no retractions; declare %s with EMIT FINAL so each row is published once, when its window closes", q.Name, q.Name)
-	case q.IJoin != nil:
-		return b.errAt(pos, "view %s is an interval join of two streams; a query over such a view is not supported yet: aggregate the joined rows in one query", q.Name)
+	case q.IJoin != nil && len(q.Views()) > 0:
+		return b.errAt(pos, "view %s is a join that reads a view; a query over such a view is not supported yet: aggregate the joined rows in the join's own query (a view over an interval join of two declared streams may be read)", q.Name)
 	case q.Emit.Mode == EmitChanges:
 		return b.errAt(pos, "view %s has EMIT CHANGES: it publishes a (group, window) on every change, so a query over it would have to retract the earlier values, and ubik's changelog carries no retractions; declare %s with EMIT FINAL so each row is published once, when its window closes", q.Name, q.Name)
 	}
@@ -220,11 +220,14 @@ func (p *Program) Graph() []string {
 	return lines
 }
 
-// paths renders every path from a declared source to q, a join of two
-// views giving one per side (the left first).
+// paths renders every path from a declared source to q, a join (of two
+// views, or of two streams) giving one per side (the left first).
 func paths(q *Query) []string {
 	vs := q.Views()
 	if len(vs) == 0 {
+		if j := q.IJoin; j != nil {
+			return []string{j.Left.Name + " -> " + q.Name, j.Right.Name + " -> " + q.Name}
+		}
 		return []string{q.Source.Name + " -> " + q.Name}
 	}
 	var out []string
