@@ -300,7 +300,14 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			resumed = true
 			if h.Finished {
 				fmt.Fprintf(env.Stderr, "ubik: %s: the run checkpointed in %s already completed; remove the state dir to run again\n", pq.Name, f.stateDir)
-				return nil
+				// --stats-json still gets the completed run's summary, from
+				// the checkpoint's counters: a run killed after its last
+				// checkpoint may have left the file empty or absent.
+				var sums []summary
+				for _, t := range targets {
+					sums = append(sums, newSummary(t.pq.Name, t.stats(), 0, t.inputNames(input, second)))
+				}
+				return writeStatsJSON(f.statsJSON, sums)
 			}
 			resume = *h
 			fmt.Fprintf(env.Stderr, "ubik: %s: resuming from line %d of %s\n", pq.Name, h.Line, inPath)
@@ -791,16 +798,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			sum.print(env.Stderr)
 		}
 	}
-	if f.statsJSON != "" {
-		var b []byte
-		if len(sums) == 1 {
-			b, _ = json.MarshalIndent(sums[0], "", "  ")
-		} else {
-			b, _ = json.MarshalIndent(sums, "", "  ")
-		}
-		if err := os.WriteFile(f.statsJSON, append(b, '\n'), 0o644); err != nil && firstErr == nil {
-			firstErr = err
-		}
+	if err := writeStatsJSON(f.statsJSON, sums); err != nil && firstErr == nil {
+		firstErr = err
 	}
 	if firstErr == nil && stopped {
 		return stopCause(ctx)
@@ -1403,6 +1402,33 @@ func newSummary(name string, st ubik.Stats, elapsed time.Duration, inputs []stri
 }
 
 const minInt64 = -1 << 63
+
+// writeStatsJSON writes the run summary to path (--stats-json; nothing for
+// ""): one object, or an array for a graph's queries. It writes a
+// temporary file and renames it, so a reader never sees a half-written
+// summary, even of a run killed while writing it.
+func writeStatsJSON(path string, sums []summary) error {
+	if path == "" {
+		return nil
+	}
+	var v any = sums
+	if len(sums) == 1 {
+		v = sums[0]
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("--stats-json %s: %w", path, err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("--stats-json: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("--stats-json: %w", err)
+	}
+	return nil
+}
 
 func (s summary) print(w io.Writer) {
 	var b strings.Builder

@@ -238,3 +238,52 @@ func TestRunLiveStdin(t *testing.T) {
 		t.Fatalf("no final record after the input ended: %q", out.String())
 	}
 }
+
+// TestRunStatsJSONCompleted: a run over a state dir whose run already
+// completed still writes --stats-json, with the completed run's counters
+// (from the checkpoint). A run killed after its last checkpoint, while it
+// wrote the summary, had left the file empty, and the rerun that a
+// supervisor makes wrote nothing.
+func TestRunStatsJSONCompleted(t *testing.T) {
+	dir := t.TempDir()
+	stats := filepath.Join(dir, "stats.json")
+	args := []string{"run", "../../examples/merchant_totals.sql", "--input", "../../examples/events.jsonl",
+		"--output", filepath.Join(dir, "out.tsv"), "--state-dir", filepath.Join(dir, "state"), "--stats-json", stats, "--quiet"}
+	read := func() summary {
+		t.Helper()
+		var s summary
+		b, err := os.ReadFile(stats)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("%s: %v: %q", stats, err, b)
+		}
+		return s
+	}
+	env, _, errb := runTestEnv("")
+	if code := Main(context.Background(), env, args); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	first := read()
+	for _, damage := range []func() error{
+		func() error { return os.WriteFile(stats, nil, 0o644) }, // truncated by a kill mid-write
+		func() error { return os.Remove(stats) },
+	} {
+		if err := damage(); err != nil {
+			t.Fatal(err)
+		}
+		env, _, errb := runTestEnv("")
+		if code := Main(context.Background(), env, args); code != 0 || !strings.Contains(errb.String(), "already completed") {
+			t.Fatalf("rerun: exit %d: %s", code, errb)
+		}
+		again := read()
+		if again.EventsRead != first.EventsRead || again.Malformed != first.Malformed || again.RecordsEmitted != first.RecordsEmitted ||
+			again.WindowsFinalized != first.WindowsFinalized || again.EventsRead != 401 {
+			t.Errorf("rerun's summary %+v, the run's %+v", again, first)
+		}
+	}
+	if _, err := os.Stat(stats + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("a temporary summary was left: %v", err)
+	}
+}
