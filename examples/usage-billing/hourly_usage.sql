@@ -49,8 +49,9 @@ CREATE TABLE prices (
 -- before u.ts), so an hour with a price change is billed at both prices.
 -- qty * price is DECIMAL(30,15) and its sum DECIMAL(38,15): exact. Emitted
 -- once per (customer, hour), when the watermark passes the hour's end.
--- The temporal join runs from files (ubik run --query hourly_charge --input
--- events.jsonl, in the folder of prices.jsonl), not over Kafka yet.
+-- From files: ubik run --query hourly_charge --input events.jsonl, in the
+-- folder of prices.jsonl. Over Kafka: declare the table WITH (connector =
+-- 'kafka', topic = '...'), the price versions keyed by plan.
 CREATE VIEW hourly_charge AS
 SELECT u.customer,
        TUMBLE_START(u.ts, INTERVAL '1' HOUR) AS hour,

@@ -11,8 +11,9 @@
 //	usage-billing intervals --prices FILE --from T --to T
 //	    prints the [from, to) intervals between the hour boundaries and the
 //	    price changes, one "FROM TO" line each
-//	usage-billing check-charge --charges FILE --prices FILE --customers C --hours H --logs FILE...
-//	    checks ubik's hourly charges against the usage log's sums per price interval
+//	usage-billing check-charge --charges FILE [--redis ADDR --db N --query Q] --prices FILE --customers C --hours H --logs FILE...
+//	    checks ubik's hourly charges (from the file run, and landed in Redis from
+//	    the run over Kafka) against the usage log's sums per price interval
 //	usage-billing watch --brokers B --topic T --expect N
 //	    follows the changelog topic (read_committed) from its start until it
 //	    has seen N final records; checks every provisional total <= the final
@@ -21,7 +22,7 @@
 //	usage-billing wait-store --redis ADDR --db N --query Q --expect N
 //	    waits until Redis holds N final rows of the query
 //	usage-billing check --redis ADDR --db N --query Q --events FILE --customers C --hours H --log FILE...
-//	usage-billing cleanup [--redis ADDR --db N --query Q] [--pg DSN --ch URL --table T] [--brokers B --topics a,b --groups c,d]
+//	usage-billing cleanup [--redis ADDR --db N --query Q] [--pg DSN --ch URL --table T] [--brokers B --topics a,b --groups c,d --prefix P]
 //
 // Every failure exits 1 with a message that names it.
 package main
@@ -762,6 +763,7 @@ func cleanup(ctx context.Context, args []string) error {
 	brokers := fs.String("brokers", "", "Kafka brokers")
 	topics := fs.String("topics", "", "comma-separated topics to delete")
 	groups := fs.String("groups", "", "comma-separated consumer groups to delete")
+	prefix := fs.String("prefix", "", "also delete every topic and consumer group whose name starts with this")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -792,8 +794,8 @@ func cleanup(ctx context.Context, args []string) error {
 	if *table != "" && *ch != "" {
 		errs = append(errs, dropCH(ctx, *ch, *table))
 	}
-	if *brokers != "" && (*topics != "" || *groups != "") {
-		errs = append(errs, deleteKafka(ctx, *brokers, split(*topics), split(*groups)))
+	if *brokers != "" && (*topics != "" || *groups != "" || *prefix != "") {
+		errs = append(errs, deleteKafka(ctx, *brokers, split(*topics), split(*groups), *prefix))
 	}
 	return errors.Join(errs...)
 }
@@ -822,7 +824,10 @@ func dropCH(ctx context.Context, base, table string) error {
 	return err
 }
 
-func deleteKafka(ctx context.Context, brokers string, topics, groups []string) error {
+// deleteKafka deletes topics and groups, and with a prefix every topic
+// and group whose name starts with it (the internal topics a query names
+// after itself).
+func deleteKafka(ctx context.Context, brokers string, topics, groups []string, prefix string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
 	if err != nil {
 		return err
@@ -830,6 +835,22 @@ func deleteKafka(ctx context.Context, brokers string, topics, groups []string) e
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	var errs []error
+	if prefix != "" {
+		td, err := adm.ListTopics(ctx)
+		errs = append(errs, err)
+		for _, t := range td.Names() {
+			if strings.HasPrefix(t, prefix) {
+				topics = append(topics, t)
+			}
+		}
+		gl, err := adm.ListGroups(ctx)
+		errs = append(errs, err)
+		for _, g := range gl.Groups() {
+			if strings.HasPrefix(g, prefix) {
+				groups = append(groups, g)
+			}
+		}
+	}
 	if len(groups) > 0 {
 		resp, err := adm.DeleteGroups(ctx, groups...)
 		errs = append(errs, err)
@@ -960,10 +981,15 @@ type charge struct {
 // aggregate --group-by customer --group-by plan`) times the plan's price
 // valid over the piece, summed per (customer, hour). Exact: decimals as
 // rationals, and ubik's text must be the exact sum printed at the result's
-// scale.
-func checkCharge(_ context.Context, args []string) error {
+// scale. With --redis and --query it also checks the charges landed in
+// Redis from the run over Kafka: each the file run's value, byte for byte,
+// and so each equal to the batch computation too.
+func checkCharge(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("check-charge", flag.ContinueOnError)
 	charges := fs.String("charges", "", "ubik run --format jsonl output of hourly_charge")
+	addr := fs.String("redis", "", "Redis address: also check the charges `ubik land --mode history` landed there")
+	db := fs.Int("db", 0, "Redis database")
+	query := fs.String("query", "", "the query name of the landed charges (the Redis key namespace)")
 	pricesPath := fs.String("prices", "", "prices.jsonl")
 	customers := fs.Int("customers", 1000, "customers")
 	hours := fs.Int("hours", 6, "hours")
@@ -976,56 +1002,51 @@ func checkCharge(_ context.Context, args []string) error {
 	if *charges == "" || *pricesPath == "" || len(lists) == 0 {
 		return errors.New("check-charge: need --charges, --prices and at least one --logs")
 	}
+	if (*addr == "") != (*query == "") {
+		return errors.New("check-charge: --redis and --query go together")
+	}
 	want := *customers * *hours
 	prices, err := readPrices(*pricesPath)
 	if err != nil {
 		return err
 	}
 
-	type billed struct {
-		charge *big.Rat
-		text   string
-		events int64
-	}
-	got := map[cell]billed{}
 	var bad []string
-	b, err := os.ReadFile(*charges)
+	got, err := chargesFromFile(*charges, &bad)
 	if err != nil {
 		return err
 	}
-	for i, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var rec struct {
-			Value json.RawMessage `json:"value"`
-			Final bool            `json:"final"`
-		}
-		if err := json.Unmarshal(l, &rec); err != nil {
-			return fmt.Errorf("check-charge: %s:%d: %w", *charges, i+1, err)
-		}
-		if !rec.Final {
-			continue
-		}
-		var v charge
-		d := json.NewDecoder(bytes.NewReader(rec.Value))
-		d.UseNumber()
-		if err := d.Decode(&v); err != nil {
-			return fmt.Errorf("check-charge: %s:%d: %w", *charges, i+1, err)
-		}
-		h, err := time.Parse("2006-01-02 15:04:05", v.Hour)
-		if err != nil {
-			return fmt.Errorf("check-charge: %s:%d: hour: %w", *charges, i+1, err)
-		}
-		c, err := dec(v.Charge.String())
-		if err != nil {
-			return fmt.Errorf("check-charge: %s:%d: charge: %w", *charges, i+1, err)
-		}
-		k := cell{v.Customer, h.UnixMilli()}
-		if _, dup := got[k]; dup {
-			bad = append(bad, fmt.Sprintf("%s %s: two final records", v.Customer, v.Hour))
-		}
-		got[k] = billed{c, v.Charge.String(), v.Events}
-	}
 	if len(got) != want {
 		bad = append(bad, fmt.Sprintf("ubik emitted %d final (customer, hour) charges, want %d", len(got), want))
+	}
+	sources := []map[cell]billed{got}
+	names := []string{filepath.Base(*charges)}
+	if *addr != "" {
+		landed, err := chargesFromRedis(ctx, *addr, *db, *query, &bad)
+		if err != nil {
+			return err
+		}
+		if len(landed) != want {
+			bad = append(bad, fmt.Sprintf("Redis holds %d final (customer, hour) charges of %s, want %d", len(landed), *query, want))
+		}
+		// The two runs (the file run and the one over Kafka that was
+		// landed) read the same events and price versions: every final
+		// value is the same bytes.
+		same := 0
+		for k, g := range got {
+			l, ok := landed[k]
+			switch {
+			case !ok:
+				bad = append(bad, fmt.Sprintf("%s %d: in %s, not in Redis", k.customer, k.hourMS, names[0]))
+			case !bytes.Equal(l.value, g.value):
+				bad = append(bad, fmt.Sprintf("%s %d: Redis %s, %s %s", k.customer, k.hourMS, l.value, names[0], g.value))
+			default:
+				same++
+			}
+		}
+		fmt.Printf("check-charge: %d of %d final charges landed in Redis from Kafka are byte for byte the file run's\n", same, want)
+		sources = append(sources, landed)
+		names = append(names, "Redis")
 	}
 
 	spanning := 0 // (customer, hour) whose plan changed price inside the hour
@@ -1102,21 +1123,23 @@ func checkCharge(_ context.Context, args []string) error {
 		if len(expect) != want {
 			bad = append(bad, fmt.Sprintf("%s: %d (customer, hour) in the log, want %d", list, len(expect), want))
 		}
-		equal := 0
-		for k, e := range expect {
-			g, ok := got[k]
-			hour := time.UnixMilli(k.hourMS).UTC().Format("2006-01-02 15:04")
-			switch {
-			case !ok:
-				bad = append(bad, fmt.Sprintf("%s: %s %s: in the log, no final charge from ubik", list, k.customer, hour))
-			case g.charge.Cmp(e) != 0:
-				bad = append(bad, fmt.Sprintf("%s: %s %s: ubik %s, batch %s", list, k.customer, hour, g.text, e.FloatString(*scale)))
-			case g.text != e.FloatString(*scale):
-				bad = append(bad, fmt.Sprintf("%s: %s %s: ubik prints %s, batch %s", list, k.customer, hour, g.text, e.FloatString(*scale)))
-			case g.events != counts[k]:
-				bad = append(bad, fmt.Sprintf("%s: %s %s: ubik counts %d events, the log %d", list, k.customer, hour, g.events, counts[k]))
-			default:
-				equal++
+		equal := make([]int, len(sources))
+		for si, got := range sources {
+			for k, e := range expect {
+				g, ok := got[k]
+				hour := time.UnixMilli(k.hourMS).UTC().Format("2006-01-02 15:04")
+				switch {
+				case !ok:
+					bad = append(bad, fmt.Sprintf("%s: %s %s: in the log, no final charge in %s", list, k.customer, hour, names[si]))
+				case g.charge.Cmp(e) != 0:
+					bad = append(bad, fmt.Sprintf("%s: %s %s: %s %s, batch %s", list, k.customer, hour, names[si], g.text, e.FloatString(*scale)))
+				case g.text != e.FloatString(*scale):
+					bad = append(bad, fmt.Sprintf("%s: %s %s: %s prints %s, batch %s", list, k.customer, hour, names[si], g.text, e.FloatString(*scale)))
+				case g.events != counts[k]:
+					bad = append(bad, fmt.Sprintf("%s: %s %s: %s counts %d events, the log %d", list, k.customer, hour, names[si], g.events, counts[k]))
+				default:
+					equal[si]++
+				}
 			}
 		}
 		n := 0
@@ -1126,8 +1149,10 @@ func checkCharge(_ context.Context, args []string) error {
 			}
 		}
 		spanning = n
-		fmt.Printf("check-charge: %s: %d of %d (customer, hour) charges equal the batch computation exactly (%d price pieces); %d of them span a price change\n",
-			filepath.Base(list), equal, want, pieces, n)
+		for si := range sources {
+			fmt.Printf("check-charge: %s: %d of %d (customer, hour) charges in %s equal the batch computation exactly (%d price pieces); %d of them span a price change\n",
+				filepath.Base(list), equal[si], want, names[si], pieces, n)
+		}
 	}
 	if spanning == 0 {
 		bad = append(bad, "no (customer, hour) spans a price change: the data does not exercise the temporal join")
@@ -1140,4 +1165,117 @@ func checkCharge(_ context.Context, args []string) error {
 		return fmt.Errorf("check-charge failed:\n  %s", strings.Join(bad, "\n  "))
 	}
 	return nil
+}
+
+// billed is one final (customer, hour) charge: its value's bytes as ubik
+// wrote them, and the charge and count they hold.
+type billed struct {
+	value  []byte
+	charge *big.Rat
+	text   string
+	events int64
+}
+
+// parseCharge reads a charge row's value.
+func parseCharge(value []byte) (cell, billed, error) {
+	var v charge
+	d := json.NewDecoder(bytes.NewReader(value))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return cell{}, billed{}, err
+	}
+	h, err := time.Parse("2006-01-02 15:04:05", v.Hour)
+	if err != nil {
+		return cell{}, billed{}, fmt.Errorf("hour: %w", err)
+	}
+	c, err := dec(v.Charge.String())
+	if err != nil {
+		return cell{}, billed{}, fmt.Errorf("charge: %w", err)
+	}
+	return cell{v.Customer, h.UnixMilli()}, billed{value, c, v.Charge.String(), v.Events}, nil
+}
+
+// chargesFromFile reads the final charges of `ubik run --format jsonl`
+// output; a (customer, hour) with two final records goes to bad.
+func chargesFromFile(path string, bad *[]string) (map[cell]billed, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	got := map[cell]billed{}
+	for i, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var rec struct {
+			Value json.RawMessage `json:"value"`
+			Final bool            `json:"final"`
+		}
+		if err := json.Unmarshal(l, &rec); err != nil {
+			return nil, fmt.Errorf("check-charge: %s:%d: %w", path, i+1, err)
+		}
+		if !rec.Final {
+			continue
+		}
+		k, v, err := parseCharge(rec.Value)
+		if err != nil {
+			return nil, fmt.Errorf("check-charge: %s:%d: %w", path, i+1, err)
+		}
+		if _, dup := got[k]; dup {
+			*bad = append(*bad, fmt.Sprintf("%s: %s %d: two final records", path, k.customer, k.hourMS))
+		}
+		got[k] = v
+	}
+	return got, nil
+}
+
+// chargesFromRedis reads the final charges `ubik land --mode history`
+// landed for query, through the lander's own key layout and reader; a
+// row that is not final, or under a key its value does not give, goes to
+// bad.
+func chargesFromRedis(ctx context.Context, addr string, db int, query string, bad *[]string) (map[cell]billed, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, DB: db})
+	defer c.Close()
+	rl, err := redislander.New(ctx, redislander.Options{Client: c, Mode: land.History, Query: query})
+	if err != nil {
+		return nil, fmt.Errorf("check-charge: %w", err)
+	}
+	defer rl.Close()
+	got := map[cell]billed{}
+	iter := c.Scan(ctx, 0, query+land.QuerySeparator+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		q, rest, _ := strings.Cut(k, land.QuerySeparator)
+		i := strings.LastIndex(rest, land.QuerySeparator)
+		if q != query || i < 0 {
+			*bad = append(*bad, fmt.Sprintf("%s: not a history key of %s", k, query))
+			continue
+		}
+		ws, err := strconv.ParseInt(rest[i+1:], 10, 64)
+		if err != nil {
+			*bad = append(*bad, fmt.Sprintf("%s: window start %q", k, rest[i+1:]))
+			continue
+		}
+		st, err := rl.Get(ctx, land.Ref{Query: q, Group: []byte(rest[:i]), WindowStart: ws})
+		if err != nil {
+			return nil, fmt.Errorf("check-charge: %w", err)
+		}
+		if !st.Final {
+			*bad = append(*bad, fmt.Sprintf("%s: not final (revision %d)", k, st.Version.Revision))
+			continue
+		}
+		cl, v, err := parseCharge(st.Value)
+		if err != nil {
+			return nil, fmt.Errorf("check-charge: %s: %w", k, err)
+		}
+		ref := land.Ref{Query: query, Group: append(changelog.AppendString([]byte("["), cl.customer), ']'), WindowStart: st.Version.WindowStart}
+		if wantKey := rl.Key(ref); k != wantKey {
+			*bad = append(*bad, fmt.Sprintf("%s: the value says %s", k, wantKey))
+		}
+		if cl.hourMS != st.Version.WindowStart/1000 {
+			*bad = append(*bad, fmt.Sprintf("%s: the value's hour is %d ms, the window start %d µs", k, cl.hourMS, st.Version.WindowStart))
+		}
+		got[cl] = v
+	}
+	if err := iter.Err(); err != nil {
+		return nil, fmt.Errorf("check-charge: scanning Redis: %w", err)
+	}
+	return got, nil
 }

@@ -25,7 +25,10 @@
 #      checks every (customer, hour) charge against the usage log's sums
 #      per price interval times the interval's price, exactly, on both
 #      backends (usage-billing intervals, ubik usage aggregate --group-by
-#      customer --group-by plan, usage-billing check-charge).
+#      customer --group-by plan, usage-billing check-charge);
+#   6. runs the same hourly charge over Kafka (the price versions in a
+#      topic), killed with SIGKILL once and resumed, lands it in Redis, and
+#      checks every landed charge is the file run's value, byte for byte.
 #
 # Servers: Kafka ($UBIK_KAFKA_BROKERS), Redis ($UBIK_REDIS_ADDR, database
 # $UBIK_USAGE_BILLING_DB, default 14), PostgreSQL ($UBIK_PG_DSN) and
@@ -61,6 +64,9 @@ Q=hourly_usage_$RUN_ID
 IN_TOPIC=$Q-events
 OUT_TOPIC=$Q-totals
 LAND_GROUP=$Q-land
+QC=hourly_charge_$RUN_ID
+PRICE_TOPIC=$QC-prices
+CHARGE_TOPIC=$QC-charges
 TABLE=usage_$RUN_ID
 TMP=$(mktemp -d /tmp/ubik-usage-billing-XXXXXX)
 PIDS=()
@@ -76,6 +82,8 @@ cleanup() {
 			--pg "$PG_DSN" --ch "$CH_URL" --table "$TABLE" --brokers "$BROKERS" \
 			--topics "$IN_TOPIC,$OUT_TOPIC,$Q-repartition,$Q-state" --groups "$Q,$Q-in,$LAND_GROUP" ||
 			echo "$NAME: warning: cleanup was incomplete (see above)" >&2
+		"$TMP/usage-billing" cleanup --redis "$REDIS" --db "$REDIS_DB" --query "$QC" --brokers "$BROKERS" --prefix "$QC" ||
+			echo "$NAME: warning: cleanup of $QC was incomplete (see above)" >&2
 	fi
 	if [ $rc -eq 0 ]; then rm -rf "$TMP"; else echo "$NAME: work directory kept: $TMP" >&2; fi
 }
@@ -187,9 +195,9 @@ done
 	--customers "$CUSTOMERS" --hours "$HOURS" --log "$TMP/log.postgres.json" --log "$TMP/log.clickhouse.json" |
 	sed "s/^/$NAME: /"
 
-# 5. The hourly charge, from the events file (the temporal join runs from
-# files, not over Kafka yet), in the folder of prices.jsonl (the table's
-# path). The same dedup key keeps a retried copy from being charged twice.
+# 5. The hourly charge, from the events file, in the folder of prices.jsonl
+# (the table's path). The same dedup key keeps a retried copy from being
+# charged twice.
 (cd "$TMP" && "$UBIK" run "$ROOT/examples/usage-billing/hourly_usage.sql" --query hourly_charge --input events.jsonl \
 	--output charge.jsonl --format jsonl 2>"$TMP/charge.log") || fail "ubik run hourly_charge: $(tail -n 5 "$TMP/charge.log")"
 say "ubik run hourly_charge: $(sed 's/^ubik: [^:]*: //' "$TMP/charge.log")"
@@ -208,6 +216,42 @@ for store in "postgres:$PG_DSN" "clickhouse:$CH_STORE"; do
 		i=$((i + 1))
 	done <"$TMP/intervals.txt"
 done
-"$HELP" check-charge --charges "$TMP/charge.jsonl" --prices "$TMP/prices.jsonl" --customers "$CUSTOMERS" --hours "$HOURS" \
+
+# 6. The same hourly charge over Kafka: the events from the events topic,
+# the price versions from a topic keyed by plan (the table declared with
+# connector = 'kafka'), exactly once. The first run is killed with SIGKILL
+# a moment after it starts; the second resumes from the committed state
+# and, with --until-caught-up, consumes the rest and finalizes every hour.
+# ubik land puts the charges into Redis.
+sed -e "s/^CREATE VIEW hourly_charge AS/CREATE VIEW $QC AS/" \
+	-e "s/WITH (format = 'jsonl', path = 'prices.jsonl');/WITH (connector = 'kafka', topic = '$PRICE_TOPIC');/" \
+	examples/usage-billing/hourly_usage.sql >"$TMP/charge.sql"
+grep -q "CREATE VIEW $QC AS" "$TMP/charge.sql" && grep -q "topic = '$PRICE_TOPIC'" "$TMP/charge.sql" ||
+	fail "hourly_usage.sql no longer says CREATE VIEW hourly_charge AS, or the prices table's WITH changed"
+"$UBIK" produce --to "kafka://$BROKERS/$PRICE_TOPIC" --partitions 2 --key-field plan <"$TMP/prices.jsonl" 2>"$TMP/produce-prices.log" ||
+	fail "ubik produce prices: $(tail -n 3 "$TMP/produce-prices.log")"
+"$UBIK" run "$TMP/charge.sql" --query "$QC" --source "kafka://$BROKERS/$IN_TOPIC" --sink "kafka://$BROKERS/$CHARGE_TOPIC" \
+	--instance-id "$QC" --log-level warn 2>"$TMP/charge-run.log" &
+RUN_PID=$!
+PIDS+=("$RUN_PID")
+sleep "$((RANDOM % 3 + 1)).$((RANDOM % 10))"
+kill -KILL "$RUN_PID" 2>/dev/null || fail "ubik run $QC stopped before it was killed: $(tail -n 5 "$TMP/charge-run.log")"
+wait "$RUN_PID" 2>/dev/null || true
+timeout 180 "$UBIK" run "$TMP/charge.sql" --query "$QC" --source "kafka://$BROKERS/$IN_TOPIC" --sink "kafka://$BROKERS/$CHARGE_TOPIC" \
+	--instance-id "$QC" --log-level warn --until-caught-up 2>"$TMP/charge-run-final.log" ||
+	fail "ubik run $QC --until-caught-up failed or did not stop: $(tail -n 5 "$TMP/charge-run-final.log")"
+grep -q ', caught up' "$TMP/charge-run-final.log" || fail "ubik run $QC --until-caught-up did not catch up: $(cat "$TMP/charge-run-final.log")"
+say "ubik run $QC over Kafka (killed once): $(grep -h 'events consumed' "$TMP/charge-run-final.log" | sed 's/^ubik: [^:]*: //')"
+"$UBIK" land --from "kafka://$BROKERS/$CHARGE_TOPIC" --to "redis://$REDIS/$REDIS_DB" --mode history \
+	--group "$QC-land" --stats-interval 0 2>"$TMP/charge-land.log" &
+LAND_PID=$!
+PIDS+=("$LAND_PID")
+"$HELP" wait-store --redis "$REDIS" --db "$REDIS_DB" --query "$QC" --expect $((CUSTOMERS * HOURS)) ||
+	fail "ubik land did not land every final charge: $(tail -n 5 "$TMP/charge-land.log")"
+kill -TERM "$LAND_PID"
+wait "$LAND_PID" || fail "ubik land: $(tail -n 5 "$TMP/charge-land.log")"
+
+"$HELP" check-charge --charges "$TMP/charge.jsonl" --redis "$REDIS" --db "$REDIS_DB" --query "$QC" \
+	--prices "$TMP/prices.jsonl" --customers "$CUSTOMERS" --hours "$HOURS" \
 	--logs "$TMP/pieces.postgres.txt" --logs "$TMP/pieces.clickhouse.txt" | sed "s/^/$NAME: /"
 say "ok in $((SECONDS - started))s"
