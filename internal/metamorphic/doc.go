@@ -53,6 +53,13 @@
 // join is refused by ubik run (the second input reaches the partitions
 // through the repartition topic) and asserted to be, with its words.
 //
+// A temporal-join view case (GenerateTemporalJoinView) reads the
+// temporal join through a view the same way (10-second EMIT FINAL view,
+// 30-second reader by the view's cell or by none); over Kafka the
+// chain's root keeps the table stage, and a view grouped by a table
+// column is refused (TestTemporalJoinViewInProcess,
+// TestJoinPaths/temporalview).
+//
 // A stream-join view case (GenerateStreamJoinView) reads the interval
 // join of two streams through a view: the join, counted in 10-second
 // windows with EMIT FINAL, is the view, and the query regroups its final

@@ -281,3 +281,38 @@ func GenerateStreamJoinView(seed uint64, size Size) *Case {
 	c.Views = []string{ViewName}
 	return c
 }
+
+// GenerateTemporalJoinView is GenerateTemporalJoin read through a view:
+// the temporal join, counted in 10-second windows with EMIT FINAL,
+// becomes the view ViewName, and the case's query (QueryName) groups the
+// view's final rows again in 30-second windows over its window start, by
+// the view's cell kg (the join key e.g, or the table's column t.lab) or
+// by none. So the graph's root is the temporal join, fed by the stream
+// and the versioned table: in process the table's rows are pushed by
+// name among the events, the C ABI and Python push them with
+// ubik_push_input / push_input, the file run reads the table first,
+// Kafka from a table topic (by the join key: the chain's root keeps the
+// table stage; by a table column Kafka refuses the shape, asserted to
+// with CheckQuery's words). The case has no Query spec.
+func GenerateTemporalJoinView(seed uint64, size Size) *Case {
+	c := GenerateTemporalJoin(seed, size)
+	r := rand.New(rand.NewPCG(seed, 0x74a1))
+	body := "CREATE VIEW " + QueryName + " AS "
+	i := strings.Index(c.SQL, body)
+	up := "CREATE VIEW " + ViewName + " AS " + strings.TrimSuffix(c.SQL[i+len(body):], ";\n") + " EMIT FINAL;\n"
+	cell, by := "kg", "by kg"
+	if r.IntN(3) == 0 {
+		cell, by = "", "by none"
+	}
+	sel := "TUMBLE_START(ws, INTERVAL '30' SECOND) AS w, count(*) AS n, sum(c) AS c, sum(cw) AS cw, sum(sw) AS sw,\n" +
+		"  min(ml) AS ml, max(xl) AS xl, max(tv) AS tv, min(mg) AS mg, sum(sn) AS sn, max(dx) AS dx, min(ws) AS ws0"
+	grp := "TUMBLE(ws, INTERVAL '30' SECOND)"
+	if cell != "" {
+		sel, grp = cell+", "+sel, cell+", "+grp
+	}
+	down := "CREATE VIEW " + QueryName + " AS SELECT " + sel + "\nFROM " + ViewName + " GROUP BY " + grp + ";\n"
+	c.SQL = c.SQL[:i] + up + down
+	c.Note = "view over a " + c.Note + ", read " + by
+	c.Views = []string{ViewName}
+	return c
+}

@@ -342,13 +342,18 @@ func long(t *testing.T, tl *tools) {
 }
 
 // generateKind is the case of seed of the kind the seed draws (its
-// last decimal digit): plain queries (0-4, 45 of 100 cases), views (5),
+// last decimal digit): plain queries (0-4, 40 of 100 cases), views (5),
 // readers that group by less than their view (6), interval joins of two
-// views (7), temporal joins (8), interval joins of two streams (9), and
-// readers of a view of an interval join of two streams (4 when the
+// views (7), temporal joins (8), interval joins of two streams (9),
+// readers of a view of a temporal join (3 when the tens digit is odd)
+// and readers of a view of an interval join of two streams (4 when the
 // tens digit is odd).
 func generateKind(seed uint64, size Size) *Case {
 	switch seed % 10 {
+	case 3:
+		if seed/10%2 == 1 {
+			return GenerateTemporalJoinView(seed, size)
+		}
 	case 4:
 		if seed/10%2 == 1 {
 			return GenerateStreamJoinView(seed, size)
