@@ -69,7 +69,9 @@ func casePaths(t *testing.T, tl *tools, seeds []uint64, gen func(uint64, Size) *
 		}
 	}
 	t.Logf("%d of %d cases took the Kafka path (%d Kafka runs)", took, len(seeds), runs)
-	if runs == 0 {
+	// A replayed seed (envSeed) may draw a shape Kafka refuses; the
+	// fixed seeds must take the Kafka path at least once.
+	if runs == 0 && split {
 		t.Errorf("no case of seeds %v made a Kafka run", seeds)
 	}
 }
