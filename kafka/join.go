@@ -111,8 +111,8 @@ func secondInput(q *plan.Query) (src *plan.Source, used []bool, what, create str
 // join's table, an interval join's right stream.
 func newTableJoin(opts *Options) (*tableJoin, error) {
 	q := opts.Query
-	if up := q.Upstream(); len(up) > 0 && up[len(up)-1].Join != nil {
-		q = up[len(up)-1] // a chain's root with a temporal join (graph.go, chain)
+	if up := q.Upstream(); len(up) > 0 && (up[len(up)-1].Join != nil || isIntervalJoin(up[len(up)-1])) {
+		q = up[len(up)-1] // a chain's root with a temporal join or an interval join of two streams (graph.go, chain)
 	}
 	if q.Join == nil && !isIntervalJoin(q) {
 		if opts.Table.Topic != "" {
