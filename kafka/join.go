@@ -510,6 +510,17 @@ func (st *stage2) tableRecord(t *task, r *kgo.Record) (bool, error) {
 	return false, nil
 }
 
+// rightLate is where a join's late rows of its second input (a temporal
+// join's table, an interval join's right stream) go: the query's OnLate,
+// also in a segment of a chain whose root view is the join (newSegments),
+// whose own OnLate is its primary view's.
+func (p *Pipeline) rightLate() func(*drive.LateEvent) {
+	if p.lateRight != nil {
+		return p.lateRight
+	}
+	return p.opts.OnLate
+}
+
 // intervalRunner is the part of a partition's driver an interval join uses.
 type intervalRunner interface {
 	InputWatermarks() (first, second int64)

@@ -179,9 +179,21 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) {
 				// The join's segment: its joined rows go on, and its
 				// markers carry the joined stream's watermark as it is.
 				c.tj, c.fwd.view, c.joinOut = p.tj, nil, true
-				c.opts.Sink, c.opts.OnLate = Endpoint{}, top.OnLate // late rows are the inputs
+				c.opts.Sink = Endpoint{}
+				if p.root == p.q {
+					c.opts.OnLate = top.OnLate // late rows are the inputs
+				} else {
+					// The join is the chain's root view: its late rows are
+					// the view's, its right stream's the query's, as in the
+					// graph of a file run (drive.Graph).
+					c.lateRight = top.OnLate
+				}
 			} else if k == 0 && p.tj != nil {
 				c.tj = p.tj // the chain's root joins the table: the first segment reads it
+				// Its second input's late rows are the query's, as in
+				// the graph of a file run (the segment's OnLate is its
+				// primary view's).
+				c.lateRight = top.OnLate
 			}
 		}
 		c.joinedIn = k == 1 && joinSeg
