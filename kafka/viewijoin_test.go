@@ -428,3 +428,56 @@ func kijvKill(t *testing.T, shape string) {
 		t.Run(name, func(t *testing.T) { compareFinals(t, readFinals(t, addrs, vs.Topic), want[name]) })
 	}
 }
+
+// TestViewIntervalJoinSegments: where a chain rooted at an interval join
+// of two streams is cut. Grouped by every equality's column (here two,
+// one under a cast), a reader that keeps both stays in the join's
+// partitions and one that keeps one of them is cut; grouped by another
+// column, the join's rows are cut from the view's aggregate, and its
+// readers follow the view's GROUP BY.
+func TestViewIntervalJoinSegments(t *testing.T) {
+	const src = `CREATE SOURCE i (id INT, c VARCHAR, s VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE SOURCE k (iid BIGINT, c VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+`
+	const keyed = `CREATE VIEW j AS SELECT i.id, k.c, i.s, TUMBLE_START(k.ts, INTERVAL '1' MINUTE) AS w, count(*) AS n FROM i JOIN k ON k.iid = i.id AND k.c = i.c AND k.ts BETWEEN i.ts AND i.ts + INTERVAL '5' SECOND
+  GROUP BY i.id, k.c, i.s, TUMBLE(k.ts, INTERVAL '1' MINUTE) EMIT FINAL;
+`
+	const bySite = `CREATE VIEW j AS SELECT i.s, i.c, TUMBLE_START(k.ts, INTERVAL '1' MINUTE) AS w, count(*) AS n FROM i JOIN k ON k.iid = i.id AND k.ts BETWEEN i.ts AND i.ts + INTERVAL '5' SECOND
+  GROUP BY i.s, i.c, TUMBLE(k.ts, INTERVAL '1' MINUTE) EMIT FINAL;
+`
+	for _, c := range []struct {
+		view, reader string
+		segs         []int // queries per segment
+	}{
+		{keyed, "SELECT c, id, TUMBLE_START(w, INTERVAL '1' HOUR) AS h, sum(n) AS n FROM j GROUP BY c, id, TUMBLE(w, INTERVAL '1' HOUR)", []int{2}},
+		{keyed, "SELECT id, TUMBLE_START(w, INTERVAL '1' HOUR) AS h, sum(n) AS n FROM j GROUP BY id, TUMBLE(w, INTERVAL '1' HOUR)", []int{1, 1}},
+		{keyed, "SELECT s, TUMBLE_START(w, INTERVAL '1' HOUR) AS h, sum(n) AS n FROM j GROUP BY s, TUMBLE(w, INTERVAL '1' HOUR)", []int{1, 1}},
+		{bySite, "SELECT s, c, TUMBLE_START(w, INTERVAL '1' HOUR) AS h, sum(n) AS n FROM j GROUP BY s, c, TUMBLE(w, INTERVAL '1' HOUR)", []int{1, 2}},
+		{bySite, "SELECT c, TUMBLE_START(w, INTERVAL '1' HOUR) AS h, sum(n) AS n FROM j GROUP BY c, TUMBLE(w, INTERVAL '1' HOUR)", []int{1, 1, 1}},
+	} {
+		prog, err := plan.Compile(src+c.view+c.reader, plan.CompileOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := prog.Queries[len(prog.Queries)-1]
+		if err := CheckQuery(q); err != nil {
+			t.Errorf("%s: %v", c.reader, err)
+			continue
+		}
+		views, err := chain(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		segs, err := segmentsOf(q, views)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, s := range segs {
+			got = append(got, len(s))
+		}
+		if !slices.Equal(got, c.segs) {
+			t.Errorf("%s over %s: segments of %v queries, want %v", c.reader, strings.SplitN(c.view, " AS", 2)[0], got, c.segs)
+		}
+	}
+}
