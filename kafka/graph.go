@@ -88,9 +88,6 @@ func CheckQuery(q *plan.Query) error {
 // chain returns q's views, the one reading the source first: the chain a
 // graph runs. A join of two views is refused.
 func chain(q *plan.Query) ([]*plan.Query, error) {
-	if err := viewStreamJoin(q); err != nil { // viewijoin.go
-		return nil, err
-	}
 	var out []*plan.Query
 	for n := q; ; {
 		vs := n.Views()
@@ -98,6 +95,9 @@ func chain(q *plan.Query) ([]*plan.Query, error) {
 			if err := checkViewTJoin(q, n); err != nil { // a temporal join over the source: the chain's root (join.go)
 				return nil, err
 			}
+			break
+		}
+		if chainIJoinRoot(q, n) { // an interval join of two streams: the chain's root (viewijoin.go)
 			break
 		}
 		if len(vs) > 1 || (len(vs) > 0 || n != q) && (n.IJoin != nil || n.Join != nil) {

@@ -111,8 +111,8 @@ func secondInput(q *plan.Query) (src *plan.Source, used []bool, what, create str
 // join's table, an interval join's right stream.
 func newTableJoin(opts *Options) (*tableJoin, error) {
 	q := opts.Query
-	if up := q.Upstream(); len(up) > 0 && up[len(up)-1].Join != nil {
-		q = up[len(up)-1] // a chain's root with a temporal join (graph.go, chain)
+	if up := q.Upstream(); len(up) > 0 && (up[len(up)-1].Join != nil || isIntervalJoin(up[len(up)-1])) {
+		q = up[len(up)-1] // a chain's root with a temporal join or an interval join of two streams (graph.go, chain)
 	}
 	if q.Join == nil && !isIntervalJoin(q) {
 		if opts.Table.Topic != "" {
@@ -508,6 +508,17 @@ func (st *stage2) tableRecord(t *task, r *kgo.Record) (bool, error) {
 		return true, err
 	}
 	return false, nil
+}
+
+// rightLate is where a join's late rows of its second input (a temporal
+// join's table, an interval join's right stream) go: the query's OnLate,
+// also in a segment of a chain whose root view is the join (newSegments),
+// whose own OnLate is its primary view's.
+func (p *Pipeline) rightLate() func(*drive.LateEvent) {
+	if p.lateRight != nil {
+		return p.lateRight
+	}
+	return p.opts.OnLate
 }
 
 // intervalRunner is the part of a partition's driver an interval join uses.

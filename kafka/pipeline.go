@@ -232,6 +232,9 @@ type Pipeline struct {
 	rowsIn   bool
 	joinedIn bool // rowsIn: the rows are an interval join's joined rows (ApplyRow)
 	joinOut  bool // the join's segment: its joined rows (OnJoined) go to the aggregate's
+	// lateRight, if set, receives an interval join's late right rows in
+	// place of opts.OnLate (rightLate).
+	lateRight func(*drive.LateEvent)
 
 	fwd      *forward
 	srcParts int

@@ -313,9 +313,9 @@ func (st *stage2) newTask(part int32) (*task, error) {
 			if cfg.JoinBuffer == 0 {
 				cfg.JoinBuffer = plan.DefaultJoinBuffer
 			}
-			cfg.LateTable = st.p.opts.OnLate // each right row reaches one partition
+			cfg.LateTable = st.p.rightLate() // each right row reaches one partition
 		} else if part == 0 {
-			cfg.LateTable = st.p.opts.OnLate // every partition sees every table row: one reports the late ones
+			cfg.LateTable = st.p.rightLate() // every partition sees every table row: one reports the late ones
 		}
 	}
 	emit := func(r *changelog.Record) error { return st.emit(t, st.p.opts.Sink.Topic, r) }

@@ -3,27 +3,64 @@ package kafka
 import (
 	"fmt"
 
+	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/sql/plan"
 )
 
-// viewStreamJoin refuses a query that reads, directly or through other
-// views, a view whose body is an interval join of two streams: over Kafka
-// that join runs as a stage of its own (both inputs repartitioned by the
-// join key, join.go), and a graph over such a view does not run yet. The
-// file run and the in-process API run it (drive.Graph: the join is a root
-// with both streams).
-func viewStreamJoin(q *plan.Query) error {
-	var walk func(n *plan.Query) error
-	walk = func(n *plan.Query) error {
-		for _, v := range n.Views() {
-			if j := v.IJoin; j != nil && len(v.Views()) == 0 {
-				return fmt.Errorf("%w: view %s is an interval join of the streams %s and %s, and query %s reads it; over Kafka a query over a view with an interval join of two streams does not run yet: run the graph from files (ubik run reads both streams' files), or aggregate the joined rows in the join's own query", ErrUnsupported, v.Name, j.Left.Name, j.Right.Name, q.Name)
-			}
-			if err := walk(v); err != nil {
-				return err
+// A query over a view whose body is an interval join of two declared
+// streams (clicks per campaign within five minutes of an impression, then
+// hourly sums of them) runs as a chain whose root is the join
+// (DESIGN.md, "A view with an interval join of two streams"). Its stages
+// are the interval join's: stage 1 routes the left stream and the table
+// stage the right one by the join key, both to Q-repartition, and the
+// partitions of Q join. When the view groups by a join key column
+// (drive.IntervalKeyed), the partition runs the whole chain's graph with
+// the join at its root, and the readers that keep a join key column
+// (ijoinCarry) stay in that partition. Otherwise the partitions run the
+// join alone, the joined rows go to Q-s2-repartition keyed by the view's
+// GROUP BY, and Q-s2 runs the view's aggregate over them (without its
+// join, drive.NewRowGraph) and the readers that follow it; a reader that
+// groups by less starts a view repartition of its own, as in any chain.
+
+// chainIJoinRoot reports whether v, the first view of a chain, is an
+// interval join of two declared streams: the chain's root (chain).
+func chainIJoinRoot(q, v *plan.Query) bool { return v != q && isIntervalJoin(v) }
+
+// ijoinCarry is the partitioning of a chain whose root, an interval join
+// of two streams, groups by a join key column (drive.IntervalKeyed): for
+// each equality of the ON, the position of a GROUP BY term that is the
+// one column of one of its sides. A reader keeping those terms as plain
+// columns has, per group, one cell for each, so one join key under the
+// key rules, so one partition.
+func ijoinCarry(v *plan.Query) []int {
+	j := v.IJoin
+	var out []int
+	for i := range j.LeftKey {
+		for _, e := range []plan.Expr{j.LeftKey[i], j.RightKey[i]} {
+			ki := drive.KeyTermOf(v, e)
+			if ki >= 0 {
+				out = append(out, ki)
+				break
 			}
 		}
-		return nil
 	}
-	return walk(q)
+	return out
+}
+
+// viewJoinSideStreamJoin refuses a join of two views (q) whose side v
+// reads, directly or through other views, an interval join of two
+// streams: the side's pipeline reads one topic, and that join reads two.
+func viewJoinSideStreamJoin(q, v *plan.Query) error {
+	r := v
+	if up := v.Upstream(); len(up) > 0 {
+		r = up[len(up)-1]
+	}
+	if isIntervalJoin(r) {
+		j := r.IJoin
+		if r == v {
+			return fmt.Errorf("%w: query %s joins view %s, an interval join of the streams %s and %s; over Kafka a side of a join of two views reads one topic, and that join reads two: join the views in a query over a chain (a view that is an interval join of the streams runs at the root of a chain), or run the graph from files", ErrUnsupported, q.Name, v.Name, j.Left.Name, j.Right.Name)
+		}
+		return fmt.Errorf("%w: query %s joins view %s, which reads view %s, an interval join of the streams %s and %s; over Kafka a side of a join of two views reads one topic, and that join reads two: join the views in a query over the chain (a view that is an interval join of the streams runs at the root of a chain), or run the graph from files", ErrUnsupported, q.Name, v.Name, r.Name, j.Left.Name, j.Right.Name)
+	}
+	return nil
 }

@@ -95,6 +95,9 @@ func checkViewJoin(q *plan.Query) error {
 			ErrUnsupported, q.Name, j.Left.Name, j.Right.Name, j.LeftAlias, j.RightAlias)
 	}
 	for _, v := range []*plan.Query{j.Left.View, j.Right.View} {
+		if err := viewJoinSideStreamJoin(q, v); err != nil { // viewijoin.go
+			return err
+		}
 		views, err := chain(v)
 		if err != nil {
 			return err

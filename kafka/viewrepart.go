@@ -98,6 +98,15 @@ func segmentsOf(q *plan.Query, views []*plan.Query) ([][]*plan.Query, error) {
 	}
 	segs := [][]*plan.Query{{all[0]}}
 	carry := keyTerms(all[0]) // key term positions of the current node that carry a partition cell
+	if r := all[0]; len(all) > 1 && isIntervalJoin(r) {
+		if drive.IntervalKeyed(r) {
+			carry = ijoinCarry(r) // partitioned by the join key (viewijoin.go)
+		} else {
+			// The join alone, then its aggregate over the joined rows
+			// repartitioned by its GROUP BY key (joinRepartitioned).
+			segs = append(segs, []*plan.Query{r})
+		}
+	}
 	for i := 1; i < len(all); i++ {
 		up, r := all[i-1], all[i]
 		next, ok := followsPartitioning(up, r, carry)
@@ -148,7 +157,7 @@ func followsPartitioning(up, r *plan.Query, carry []int) ([]int, bool) {
 // offsets) is set by Run.
 func (p *Pipeline) newSegments(segs [][]*plan.Query) {
 	top := p.opts
-	joinSeg := p.tj != nil && joinRepartitioned(p.q) // the join's own segment, then its aggregate's
+	joinSeg := p.tj != nil && joinRepartitioned(p.root) // the join's own segment, then its aggregate's
 	for k, seg := range segs {
 		c := &Pipeline{opts: top, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
 			log: p.log.With("segment", k+1), base: p.base, name: segmentName(p.q.Name, k),
@@ -162,14 +171,29 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) {
 				c.opts.OnLate = func(ev *drive.LateEvent) { top.OnViewLate(name, ev) }
 			}
 			next := segs[k+1][0]
+			if k == 0 && joinSeg {
+				next = joinedQuery(next) // the joined rows' aggregate
+			}
 			c.fwd = &forward{topic: segmentName(p.q.Name, k+1) + "-repartition", keys: drive.NewGroupKeys(next), view: c.q}
 			if k == 0 && joinSeg {
 				// The join's segment: its joined rows go on, and its
 				// markers carry the joined stream's watermark as it is.
 				c.tj, c.fwd.view, c.joinOut = p.tj, nil, true
-				c.opts.Sink, c.opts.OnLate = Endpoint{}, top.OnLate // late rows are the inputs
+				c.opts.Sink = Endpoint{}
+				if p.root == p.q {
+					c.opts.OnLate = top.OnLate // late rows are the inputs
+				} else {
+					// The join is the chain's root view: its late rows are
+					// the view's, its right stream's the query's, as in the
+					// graph of a file run (drive.Graph).
+					c.lateRight = top.OnLate
+				}
 			} else if k == 0 && p.tj != nil {
 				c.tj = p.tj // the chain's root joins the table: the first segment reads it
+				// Its second input's late rows are the query's, as in
+				// the graph of a file run (the segment's OnLate is its
+				// primary view's).
+				c.lateRight = top.OnLate
 			}
 		}
 		c.joinedIn = k == 1 && joinSeg
@@ -425,7 +449,11 @@ func (r rowRunner) TakeCounts() drive.Counts {
 func (p *Pipeline) newRowRunner(emit, emitView func(*changelog.Record) error, onRow func([]types.Value) error) (runner, error) {
 	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, OnRow: onRow}
 	if p.q == p.root {
-		d, err := drive.New(p.q, cfg)
+		q := p.q
+		if p.joinedIn {
+			q = joinedQuery(q) // the view of a chain, an interval join whose joined rows come in
+		}
+		d, err := drive.New(q, cfg)
 		if err != nil {
 			return nil, err
 		}

@@ -159,7 +159,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	}
 	var src, sink kafka.Endpoint
 	var err error
-	input := inputQuery(q).Source // the declared source (a view's, for a query over views)
+	input := firstInput(q) // the declared source (a view's, for a query over views; an interval join's left stream)
 	switch {
 	case isKafkaURL(k.source):
 		src, err = kafka.ParseURL(k.source, kafka.RoleSource, env.Getenv)
@@ -197,7 +197,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 			return fmt.Errorf("%s %s: %w", create, t.Name, err)
 		}
 		if table.PartitionedByKey {
-			if q.IJoin != nil {
+			if create == "CREATE SOURCE" {
 				return fmt.Errorf("%w: CREATE SOURCE %s: partitioned_by_key: an interval join's inputs are both split by the join key", ErrUsage, t.Name)
 			}
 			return fmt.Errorf("%w: CREATE TABLE %s: partitioned_by_key is a stream's option: every partition reads the whole table", ErrUsage, t.Name)
@@ -475,8 +475,8 @@ func secondKafkaInput(q *plan.Query) (src *plan.Source, create, what string) {
 	switch r := inputQuery(q); {
 	case r.Join != nil: // q's, or the temporal join of the view its chain starts at
 		return r.Join.Table, "CREATE TABLE", "table " + r.Join.Table.Name
-	case q.IJoin != nil && len(q.Views()) == 0:
-		return q.IJoin.Right, "CREATE SOURCE", "source " + q.IJoin.Right.Name
+	case r.IJoin != nil && len(r.Views()) == 0: // q's, or the one of the view its chain starts at
+		return r.IJoin.Right, "CREATE SOURCE", "source " + r.IJoin.Right.Name
 	}
 	return nil, "", ""
 }

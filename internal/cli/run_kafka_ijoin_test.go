@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
 	"github.com/ubiksql/ubik/internal/testenv"
 )
 
@@ -137,4 +139,69 @@ CREATE VIEW q AS SELECT u.k, count(*) AS n` + join + ` GROUP BY u.k;` + sink, "C
 			t.Errorf("%s: exit %d: %s\nwant %q", c.name, code, errs, c.want)
 		}
 	}
+}
+
+// TestRunKafkaViewIntervalJoin: the interval join of two streams as a
+// view (grouped by the impression's site, so its joined rows are
+// repartitioned by it) read by a view per site and minute and a total
+// per minute over every site (after a view repartition), run through
+// `ubik produce` and `ubik run`: every topic's finals equal a file run's
+// (the second stream from its path).
+func TestRunKafkaViewIntervalJoin(t *testing.T) {
+	const readers = `CREATE VIEW per_site AS SELECT g, TUMBLE_START(w, INTERVAL '1' MINUTE) AS m, sum(n) AS n, sum(total) AS total
+FROM spend GROUP BY g, TUMBLE(w, INTERVAL '1' MINUTE) EMIT FINAL;
+CREATE VIEW total AS SELECT TUMBLE_START(m, INTERVAL '1' MINUTE) AS h, sum(n) AS n, sum(total) AS total, count(*) AS sites
+FROM per_site GROUP BY TUMBLE(m, INTERVAL '1' MINUTE);
+`
+	script := strings.Replace(kafkaIJoinSQL, "INTERVAL '10' SECOND);", "INTERVAL '10' SECOND) EMIT FINAL;", 1) + readers
+	imps, clks := kafkaIJoinRows(3000, 3)
+	dir := t.TempDir()
+	cpath := filepath.Join(dir, "clk.jsonl")
+	if err := os.WriteFile(cpath, []byte(clks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := writeFile(t, "imp.jsonl", imps)
+	outDir := t.TempDir()
+	env, _, errb := runTestEnv("")
+	fileSQL := writeFile(t, "vij.sql", fmt.Sprintf(script, "", fmt.Sprintf(" WITH (path = '%s')", cpath), "spend", "i.site"))
+	if code := Main(t.Context(), env, []string{"run", fileSQL, "--input", in, "--output-dir", outDir, "--quiet"}); code != 0 {
+		t.Fatalf("file run: exit %d: %s", code, errb)
+	}
+	want := map[string]map[string]string{}
+	for _, v := range []string{"spend", "per_site", "total"} {
+		b, err := os.ReadFile(filepath.Join(outDir, v+".tsv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			k, val, _ := strings.Cut(line, "\t")
+			m[k] = val
+		}
+		if len(m) < 3 {
+			t.Fatalf("file run: %s has %d keys", v, len(m))
+		}
+		want[v] = m
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	kscript := fmt.Sprintf(script, fmt.Sprintf(" WITH (connector = 'kafka', brokers = '%s', topic = 'imp')", addr),
+		" WITH (connector = 'kafka', topic = 'clk')", "spend", "i.site") +
+		fmt.Sprintf("CREATE SINK out FROM total WITH (connector = 'kafka', brokers = '%s', topic = 'totals');\n", addr)
+	sql := writeFile(t, "kvij.sql", kscript)
+	if code, errs := kafkaCLI(t, clks, "produce", "--to", "kafka://"+addr+"/clk", "--partitions", "2"); code != 0 {
+		t.Fatalf("produce: exit %d: %s", code, errs)
+	}
+	if code, errs := kafkaCLI(t, imps, "produce", "--to", "kafka://"+addr+"/imp", "--partitions", "3"); code != 0 {
+		t.Fatalf("produce: exit %d: %s", code, errs)
+	}
+	code, errs := kafkaCLI(t, "", "run", sql, "--query", "total", "--instance-id", "a", "--until-caught-up", "--log-level", "warn")
+	if code != 0 || !strings.Contains(errs, "3000 events consumed, 0 malformed, 0 eval errors, 0 late") || !strings.Contains(errs, fmt.Sprintf("source clk: %d rows read, 0 malformed, 0 late, caught up", strings.Count(clks, "\n"))) {
+		t.Fatalf("run: exit %d:\n%s", code, errs)
+	}
+	checkViewSinks(t, addr, map[string]string{"total": "totals", "spend": "totals-spend", "per_site": "totals-per_site"}, want)
 }

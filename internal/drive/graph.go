@@ -75,6 +75,9 @@ type gnode struct {
 	head    int
 	mark    [2]int64 // the last watermark marker put into in, per input
 	input   int      // a root: the index of its source in Graph.sources
+	// joined: a row graph's root that is an interval join of two
+	// streams, applying the joined rows a host made (NewRowGraph).
+	joined bool
 	// A join of two views: the inputs whose close (or close of the open
 	// windows) has arrived; the node acts once both have.
 	closed, closedOpen [2]bool
@@ -146,15 +149,24 @@ func NewHostGraph(primary *plan.Query, cfg Config, viewEmit func(*changelog.Reco
 // view's watermark markers: plan.Query.ViewWatermark of the view's
 // watermark), as a reader does in a whole graph. A Kafka stage that reads
 // a view's final rows from a repartition topic runs it.
+//
+// root may instead be an interval join of two declared streams whose
+// join another host ran (Config.OnJoined): root then aggregates, without
+// its join, the joined rows as they are (PushRow is Driver.ApplyRow for
+// it), its watermark the joined stream's from AdvanceWatermark.
 func NewRowGraph(primary, root *plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent)) (*Graph, error) {
-	if root == nil || len(root.Views()) != 1 || root.IJoin != nil {
-		return nil, fmt.Errorf("drive: a row graph's root must read one view")
+	joined := root != nil && root.IJoin != nil && len(root.Views()) == 0
+	if root == nil || (len(root.Views()) != 1 || root.IJoin != nil) && !joined {
+		return nil, fmt.Errorf("drive: a row graph's root must read one view, or be an interval join of two streams")
 	}
 	g, err := newGraph(primary, nil, cfg, viewEmit, viewLate, &hostRoots{root: root})
 	if err != nil {
 		return nil, err
 	}
 	if len(g.roots) != 1 || g.roots[0].q != root {
+		if joined {
+			return nil, fmt.Errorf("drive: query %s does not read the joined rows of %s alone", primary.Name, root.Name)
+		}
 		return nil, fmt.Errorf("drive: query %s does not read view %s's rows through %s alone", primary.Name, root.Views()[0].Name, root.Name)
 	}
 	return g, nil
@@ -197,6 +209,14 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	}
 	g.primary = byQuery[primary]
 	for _, n := range g.nodes {
+		if host.cut(n.q) && n.q.IJoin != nil {
+			// A row graph's root over an interval join's joined rows:
+			// its one input is the host's rows.
+			n.joined = true
+			g.sources = append(g.sources, n.q.Source)
+			g.roots = append(g.roots, n)
+			continue
+		}
 		if j := n.q.IJoin; j != nil && j.Left.View == nil && j.Right.View == nil {
 			// An interval join of two declared streams: a root whose
 			// left stream is a source of the graph and whose right
@@ -303,7 +323,16 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 				return nil
 			}
 		}
-		d, err := New(n.q, c)
+		q := n.q
+		if n.joined {
+			// The aggregate over the joined rows: the query without its
+			// join (the same columns, GROUP BY, windows and name).
+			a := *q
+			a.IJoin = nil
+			q = &a
+			c.ExternalWatermark, c.Decoder = true, nil
+		}
+		d, err := New(q, c)
 		if err != nil {
 			return nil, fmt.Errorf("query %s: %w", n.q.Name, err)
 		}
@@ -658,6 +687,9 @@ func (g *Graph) MetaKey() []byte { return graphKey(nil, g.primary.q.Name, []byte
 func (g *Graph) PushRow(row []types.Value) error {
 	if err := g.admit(); err != nil {
 		return err
+	}
+	if g.roots[0].joined {
+		return g.each(func(d *Driver) error { return d.ApplyRow(row) })
 	}
 	return g.each(func(d *Driver) error { return d.PushRow(row) })
 }

@@ -2,6 +2,7 @@ package drive
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -310,5 +311,84 @@ CREATE VIEW both AS SELECT x.g, x.ws, count(*) AS n FROM j1 x JOIN vc y ON x.g =
 	}
 	if err := g.Close(); err != nil {
 		t.Fatalf("a second Close: %v", err)
+	}
+}
+
+// TestRowGraphJoinedRoot: a row graph whose root is an interval join of
+// two streams applies the joined rows another host's join made
+// (Config.OnJoined) to the view's aggregate without its join, moved by
+// the joined stream's watermark, and its reader follows: every query's
+// finals are those of the whole graph fed both streams.
+func TestRowGraphJoinedRoot(t *testing.T) {
+	prog, err := plan.Compile(`CREATE SOURCE a (g VARCHAR, s VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE SOURCE b (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE VIEW j AS SELECT a.s, TUMBLE_START(b.ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM a JOIN b ON a.g = b.g AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' SECOND GROUP BY a.s, TUMBLE(b.ts, INTERVAL '1' SECOND) EMIT FINAL;
+CREATE VIEW r AS SELECT s, TUMBLE_START(ws, INTERVAL '3' SECOND) AS w, sum(n) AS n FROM j GROUP BY s, TUMBLE(ws, INTERVAL '3' SECOND);`, plan.CompileOptions{OwnOutputs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, r := prog.Queries[0], prog.Queries[1]
+	collect := func(m map[string]string) func(*changelog.Record) error {
+		return func(rec *changelog.Record) error {
+			if rec.Meta.Final {
+				m[rec.Meta.Query+" "+string(rec.Key)] = string(rec.Value)
+			}
+			return nil
+		}
+	}
+	var left, right [][]byte
+	for i := range 40 {
+		left = append(left, fmt.Appendf(nil, `{"g":"k%d","s":"s%d","ts":"2026-07-18 10:00:%02d.%d"}`, i%3, i%2, i/4, i%4*2))
+		right = append(right, fmt.Appendf(nil, `{"g":"k%d","ts":"2026-07-18 10:00:%02d.%d"}`, i%4, i/4, (i%4)*2+1))
+	}
+	want := map[string]string{}
+	g, err := NewGraph(r, nil, Config{Emit: collect(want)}, collect(want), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The join alone, its joined rows and output watermark handed over.
+	got := map[string]string{}
+	rg, err := NewRowGraph(r, j, Config{Emit: collect(got), ExternalWatermark: true}, collect(got), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	join, err := New(j, Config{OnJoined: rg.PushRow, Emit: func(*changelog.Record) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := false
+	for i := range left {
+		for _, step := range []func() error{
+			func() error { return g.Push(left[i]) }, func() error { return g.PushTable(right[i]) },
+			func() error { return join.Push(left[i]) }, func() error { return join.PushTable(right[i]) },
+		} {
+			if err := step(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if wm := join.Watermark(); wm > rg.Watermark() {
+			if err := rg.AdvanceWatermark(wm); err != nil && !Skipped(err) {
+				t.Fatal(err)
+			}
+			moved = true
+		}
+	}
+	if !moved || len(got) == 0 {
+		t.Fatalf("the joined stream's watermark never moved the row graph (%d finals before the end)", len(got))
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := join.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 6 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("row graph finals:\n%v\nthe graph's:\n%v", got, want)
+	}
+	if _, err := NewRowGraph(r, r, Config{Emit: collect(got)}, nil, nil); err != nil {
+		t.Errorf("a row graph from a reader: %v", err)
 	}
 }

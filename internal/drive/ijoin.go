@@ -406,6 +406,23 @@ func IntervalKeyed(q *plan.Query) bool {
 	return true
 }
 
+// KeyTermOf returns the position in q's GROUP BY of a term that is, by
+// itself, the one column expression e reads (e an equality's side of q's
+// interval join: the column, or the column under a cast), or -1.
+func KeyTermOf(q *plan.Query, e plan.Expr) int {
+	cols := map[int]bool{}
+	columnsOf(reflect.ValueOf(e), cols)
+	if len(cols) != 1 {
+		return -1
+	}
+	for i, k := range q.Keys {
+		if c, ok := k.Expr.(*plan.ColRef); ok && k.Kind == plan.KeyExpr && cols[c.Index] {
+			return i
+		}
+	}
+	return -1
+}
+
 // columnsOf adds the column indexes an expression tree reads to set
 // (the walk of maxColumn).
 func columnsOf(v reflect.Value, set map[int]bool) {

@@ -64,9 +64,9 @@
 // join of two streams through a view: the join, counted in 10-second
 // windows with EMIT FINAL, is the view, and the query regroups its final
 // rows in 30-second windows by the view's cell or by none. The graph's
-// root is then the join, fed by both inputs on every path but Kafka,
-// which refuses the shape (TestStreamJoinViewInProcess,
-// TestJoinPaths/streamview).
+// root is then the join, fed by both inputs on every path; over Kafka
+// the chain's root is the join of the two topics
+// (TestStreamJoinViewInProcess, TestJoinPaths/streamview).
 //
 // A shape Kafka refuses (kafka.CheckQuery) skips the Kafka path, and only
 // such a shape: ubik run must refuse it with CheckQuery's words; the

@@ -248,8 +248,8 @@ func GenerateStreamJoin(seed uint64, size Size) *Case {
 // fed by both inputs: in process the second input's rows are pushed by
 // name among the events, the C ABI and Python push them with
 // ubik_push_input / push_input, the file run reads them from the
-// declaration's path; Kafka refuses the shape (asserted to, with
-// CheckQuery's words). The case has no Query spec.
+// declaration's path, Kafka reads both topics (the chain's root is the
+// join). The case has no Query spec.
 func GenerateStreamJoinView(seed uint64, size Size) *Case {
 	c := GenerateStreamJoin(seed, size)
 	r := rand.New(rand.NewPCG(seed, 0x1d7b))
