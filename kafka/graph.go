@@ -74,8 +74,8 @@ func (g graphRunner) Stats() drive.Stats {
 // the comment at the top). New checks it too; a host can call it before
 // it connects.
 func CheckQuery(q *plan.Query) error {
-	if isViewJoin(q) {
-		return checkViewJoin(q) // viewjoin.go
+	if jq := viewJoinBelow(q); jq != nil {
+		return checkViewJoin(q, jq) // viewjoin.go
 	}
 	views, err := chain(q)
 	if err != nil || len(views) == 0 {

@@ -323,8 +323,8 @@ func New(opts Options) (*Pipeline, error) {
 		return nil, fmt.Errorf("%w: commit interval %s is above %s, half the transaction timeout %s: a transaction stays open for the interval and then the time its end takes, and one the broker times out is aborted and redone",
 			ErrConfig, opts.CommitInterval, m, opts.TransactionTimeout)
 	}
-	if isViewJoin(opts.Query) {
-		return newViewJoinPipeline(opts)
+	if viewJoinBelow(opts.Query) != nil {
+		return newViewJoinPipeline(opts) // the join of two views, or a chain over it
 	}
 	views, err := chain(opts.Query)
 	if err != nil {

@@ -289,11 +289,22 @@ func (st *stage2) ensureTasks() error {
 	return nil
 }
 
+// emitView publishes a record of a view of t's graph to the view's sink.
+func (st *stage2) emitView(t *task) func(r *changelog.Record) error {
+	return func(r *changelog.Record) error {
+		vs, ok := st.p.opts.ViewSinks[r.Meta.Query]
+		if !ok {
+			return fmt.Errorf("%w: a record of query %q, which has no sink", drive.ErrInternal, r.Meta.Query)
+		}
+		return st.emit(t, vs.Topic, r)
+	}
+}
+
 func (st *stage2) newTask(part int32) (*task, error) {
 	t := &task{part: part, wm: newTracker(st.p.nSource)}
 	if vj := st.p.vj; vj != nil { // a join of two views (viewjoin.go): the right view's markers in twm
 		t.twm = newTracker(vj.sides[1].nParts)
-		d, err := st.p.newJoinRunner(part, func(r *changelog.Record) error { return st.emit(t, st.p.opts.Sink.Topic, r) })
+		d, err := st.p.newJoinRunner(part, func(r *changelog.Record) error { return st.emit(t, st.p.opts.Sink.Topic, r) }, st.emitView(t))
 		t.d = d
 		return t, err
 	}
@@ -319,13 +330,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 		}
 	}
 	emit := func(r *changelog.Record) error { return st.emit(t, st.p.opts.Sink.Topic, r) }
-	emitView := func(r *changelog.Record) error {
-		vs, ok := st.p.opts.ViewSinks[r.Meta.Query]
-		if !ok {
-			return fmt.Errorf("%w: a record of query %q, which has no sink", drive.ErrInternal, r.Meta.Query)
-		}
-		return st.emit(t, vs.Topic, r)
-	}
+	emitView := st.emitView(t)
 	onRow := st.forwardRow(t) // nil unless the primary's rows go to another segment
 	if st.p.rowsIn {
 		r, err := st.p.newRowRunner(emit, emitView, onRow)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -45,6 +47,10 @@ var ErrViewJoinState = errors.New("kafka: a join of two views holds more rows th
 type viewJoin struct {
 	sides [2]*Pipeline
 	limit int // held rows per partition
+	// above are the views the join stage runs before the query, the
+	// join first: empty when the query is the join, else the join and
+	// the views between it and the query (a chain over the join).
+	above []*plan.Query
 }
 
 // sideKey computes the join's partition cells of one side's rows: the
@@ -87,16 +93,87 @@ func partitionTerms(q *plan.Query) []int {
 	return out
 }
 
-// checkViewJoin refuses the joins of two views the pipeline does not run.
-func checkViewJoin(q *plan.Query) error {
-	j := q.IJoin
-	if len(partitionTerms(q)) == 0 {
+// viewJoinBelow returns the join of two views q runs on: q itself, or
+// the view at the bottom of q's chain (each query of it reading one
+// view) when that is a join of two views; nil otherwise.
+func viewJoinBelow(q *plan.Query) *plan.Query {
+	for n := q; ; {
+		if isViewJoin(n) {
+			return n
+		}
+		vs := n.Views()
+		if len(vs) != 1 || n.IJoin != nil || n.Join != nil {
+			return nil
+		}
+		n = vs[0]
+	}
+}
+
+// aboveViewJoin returns the views of q's chain from the join of two
+// views jq up to q (jq first, q not included): the queries the join
+// stage runs in its graph before q.
+func aboveViewJoin(q, jq *plan.Query) []*plan.Query {
+	var out []*plan.Query
+	for n := q; n != jq; {
+		n = n.Views()[0]
+		out = append([]*plan.Query{n}, out...)
+	}
+	return out
+}
+
+// checkViewJoin refuses the joins of two views the pipeline does not
+// run: jq is the join, q the query (jq itself, or a chain of queries
+// over it, which the join stage runs in its partitions: each of their
+// groups must then lie in one partition, as a chain's do).
+func checkViewJoin(q, jq *plan.Query) error {
+	j := jq.IJoin
+	terms := partitionTerms(jq)
+	if len(terms) == 0 {
 		return fmt.Errorf("%w: query %s joins views %s and %s and groups by none of the join's equality columns: over Kafka the rows of both views are partitioned by the equalities' columns so that matching rows meet, and a group must lie in one partition; group by one of %s's or %s's join columns as it is, or run the query from files",
-			ErrUnsupported, q.Name, j.Left.Name, j.Right.Name, j.LeftAlias, j.RightAlias)
+			ErrUnsupported, jq.Name, j.Left.Name, j.Right.Name, j.LeftAlias, j.RightAlias)
+	}
+	if q != jq {
+		// The key terms of jq that carry a partition cell: one per
+		// partitioning equality, the GROUP BY column naming a side of it.
+		var carry []int
+		var cols []string
+		for _, i := range terms {
+			for ki, k := range jq.Keys {
+				ref, ok := k.Expr.(*plan.ColRef)
+				if k.Kind != plan.KeyExpr || !ok || !slices.ContainsFunc([]plan.Expr{j.LeftKey[i], j.RightKey[i]}, func(e plan.Expr) bool {
+					r, ok := e.(*plan.ColRef)
+					return ok && r.Index == ref.Index
+				}) {
+					continue
+				}
+				carry = append(carry, ki)
+				name := "(not selected)"
+				for _, c := range jq.Select {
+					if r, ok := c.Expr.(*plan.ColRef); ok && r.Index == ki {
+						name = c.Name
+						break
+					}
+				}
+				cols = append(cols, name)
+				break
+			}
+		}
+		up := jq
+		for _, r := range append(aboveViewJoin(q, jq)[1:], q) {
+			next, ok := followsPartitioning(up, r, carry)
+			if !ok {
+				return fmt.Errorf("%w: query %s reads view %s, a join of views %s and %s, and its chain of views does not group by the join's partition columns of %s (%s) as plain columns: over Kafka a query over a join of two views runs in the join's partitions, which follow those columns, so each of its groups must lie in one; add them to the GROUP BY of %s (and select them in the views between), or run the query from files",
+					ErrUnsupported, q.Name, jq.Name, j.Left.Name, j.Right.Name, jq.Name, strings.Join(cols, ", "), r.Name)
+			}
+			up, carry = r, next
+		}
 	}
 	for _, v := range []*plan.Query{j.Left.View, j.Right.View} {
-		if err := viewJoinSideStreamJoin(q, v); err != nil { // viewijoin.go
+		if err := viewJoinSideStreamJoin(jq, v); err != nil { // viewijoin.go
 			return err
+		}
+		if viewJoinBelow(v) != nil {
+			return fmt.Errorf("%w: query %s joins view %s, which is itself over a join of two views: over Kafka a side of a join of two views runs as one chain over its source; join the views under %s directly, or run the graph from files", ErrUnsupported, jq.Name, v.Name, v.Name)
 		}
 		views, err := chain(v)
 		if err != nil {
@@ -128,11 +205,11 @@ func rootSource(v *plan.Query) *plan.Source {
 // own whose primary's rows go to p's repartition topic.
 func newViewJoin(p *Pipeline) error {
 	opts := p.opts
-	q := p.q
-	if err := checkViewJoin(q); err != nil {
+	q, jq := p.q, p.root // jq the join, q it or a query over it
+	if err := checkViewJoin(q, jq); err != nil {
 		return err
 	}
-	j := q.IJoin
+	j := jq.IJoin
 	if opts.Table.Topic != "" {
 		return fmt.Errorf("%w: query %s has no temporal join; Options.Table is for one", ErrConfig, q.Name)
 	}
@@ -140,7 +217,7 @@ func newViewJoin(p *Pipeline) error {
 	eps := [2]Endpoint{opts.Source, opts.Source}
 	if srcs[0] != srcs[1] {
 		if opts.JoinSource.Topic == "" {
-			return fmt.Errorf("%w: query %s joins view %s (over source %s) and view %s (over source %s): source %s needs its topic too (Options.JoinSource)", ErrConfig, q.Name, j.Left.Name, srcs[0].Name, j.Right.Name, srcs[1].Name, srcs[1].Name)
+			return fmt.Errorf("%w: query %s joins view %s (over source %s) and view %s (over source %s): source %s needs its topic too (Options.JoinSource)", ErrConfig, jq.Name, j.Left.Name, srcs[0].Name, j.Right.Name, srcs[1].Name, srcs[1].Name)
 		}
 		eps[1] = opts.JoinSource
 		if eps[1].Config.Brokers == nil {
@@ -159,7 +236,7 @@ func newViewJoin(p *Pipeline) error {
 			return fmt.Errorf("%w: source %s's topic %s is also the first source's or the sink's", ErrConfig, srcs[1].Name, eps[1].Topic)
 		}
 	} else if opts.JoinSource.Topic != "" {
-		return fmt.Errorf("%w: both views query %s joins read source %s: Options.JoinSource is for a join of views over two sources", ErrConfig, q.Name, srcs[0].Name)
+		return fmt.Errorf("%w: both views query %s joins read source %s: Options.JoinSource is for a join of views over two sources", ErrConfig, jq.Name, srcs[0].Name)
 	}
 	if err := checkTopicName(q.Name + "-right-repartition"); err != nil {
 		return fmt.Errorf("%w: query name %q cannot name the internal topics of its join's sides", ErrConfig, q.Name)
@@ -172,13 +249,13 @@ func newViewJoin(p *Pipeline) error {
 		return fmt.Errorf("%w: negative JoinBuffer", ErrConfig)
 	}
 	vj := &viewJoin{limit: limit}
-	terms := partitionTerms(q)
+	terms := partitionTerms(jq)
 	for side, v := range []*plan.Query{j.Left.View, j.Right.View} {
 		so := opts
 		so.Query, so.Source, so.JoinSource, so.Table = v, eps[side], Endpoint{}, Endpoint{}
 		vs, ok := opts.ViewSinks[v.Name]
 		if !ok || vs.Topic == "" {
-			return fmt.Errorf("%w: query %s joins view %s, which needs its own sink topic (Options.ViewSinks)", ErrConfig, q.Name, v.Name)
+			return fmt.Errorf("%w: query %s joins view %s, which needs its own sink topic (Options.ViewSinks)", ErrConfig, jq.Name, v.Name)
 		}
 		so.Sink = vs
 		so.ViewSinks = map[string]Endpoint{}
@@ -212,6 +289,14 @@ func newViewJoin(p *Pipeline) error {
 		sp.fwd = &forward{topic: p.repTopic, view: v, side: side, join: k}
 		vj.sides[side] = sp
 	}
+	// The views the join stage runs before q: the join and those
+	// between it and q, each publishing to its own sink.
+	vj.above = aboveViewJoin(q, jq)
+	for _, v := range vj.above {
+		if vs, ok := opts.ViewSinks[v.Name]; !ok || vs.Topic == "" {
+			return fmt.Errorf("%w: query %s reads view %s, which needs its own sink topic (Options.ViewSinks)", ErrConfig, q.Name, v.Name)
+		}
+	}
 	topics := map[string]string{opts.Sink.Topic: q.Name}
 	for name, vs := range opts.ViewSinks {
 		if other, dup := topics[vs.Topic]; dup {
@@ -222,12 +307,13 @@ func newViewJoin(p *Pipeline) error {
 			return fmt.Errorf("%w: view %s's sink (%s) must be on the cluster of the sink (%s): a Kafka transaction cannot span two", ErrConfig, name, vs.Config, opts.Sink.Config)
 		}
 		if vj.sides[0].opts.Sink.Topic != vs.Topic && vj.sides[1].opts.Sink.Topic != vs.Topic &&
-			vj.sides[0].opts.ViewSinks[name].Topic == "" && vj.sides[1].opts.ViewSinks[name].Topic == "" {
+			vj.sides[0].opts.ViewSinks[name].Topic == "" && vj.sides[1].opts.ViewSinks[name].Topic == "" &&
+			!slices.ContainsFunc(vj.above, func(v *plan.Query) bool { return v.Name == name }) {
 			return fmt.Errorf("%w: a sink for view %s, which query %s does not read", ErrConfig, name, q.Name)
 		}
 	}
 	p.vj = vj
-	p.views = q.Views() // the binding records both views' text and topics
+	p.views = append(jq.Views(), vj.above...) // the binding records every view's text and topic
 	return nil
 }
 
@@ -284,6 +370,16 @@ func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 	}
 	if err := ensureSinkTopic(ctx, adm, p.opts.Sink.Topic, sinkParts, p.opts.Sink.AllowUncompacted, p.log); err != nil {
 		return err
+	}
+	for _, v := range p.vj.above {
+		vs := p.opts.ViewSinks[v.Name]
+		parts := vs.Partitions
+		if parts == 0 {
+			parts = p.nParts
+		}
+		if err := ensureSinkTopic(ctx, adm, vs.Topic, parts, vs.AllowUncompacted, p.log); err != nil {
+			return fmt.Errorf("view %s: %w", v.Name, err)
+		}
 	}
 	if err := ensureInternalTopic(ctx, adm, p.repTopic, p.nParts, false, p.log); err != nil {
 		return err
@@ -378,17 +474,31 @@ func (p *Pipeline) viewJoinStats(s Stats) Stats {
 	return s
 }
 
-// joinRunner is a join stage partition's driver: the query with its
-// interval join, the left view's rows pushed as its input, the right's
-// as its second input.
+// joinRunner is a join stage partition's work: the join's driver, the
+// left view's rows pushed as its input, the right's as its second input;
+// or, for a query over the join, a graph whose root is the join
+// (drive.NewRowGraph), the rows going on to the queries above it.
 type joinRunner struct {
-	driverRunner
+	joinDriver
 	part  int32
 	limit int
 }
 
-// newJoinRunner builds a join stage partition's driver.
-func (p *Pipeline) newJoinRunner(part int32, emit func(r *changelog.Record) error) (runner, error) {
+// joinDriver is what a join stage partition runs: a driverRunner or a
+// graphRunner.
+type joinDriver interface {
+	runner
+	PushRow(row []types.Value) error
+	PushTableRow(row []types.Value) error
+	AdvanceTableWatermark(wm int64) error
+	InputWatermarks() (int64, int64)
+	IntervalStats() drive.IntervalStats
+}
+
+// newJoinRunner builds a join stage partition's work: the query's records
+// go to emit, those of the views above the join (and of the join, when
+// the query is over it) to emitView.
+func (p *Pipeline) newJoinRunner(part int32, emit, emitView func(r *changelog.Record) error) (runner, error) {
 	// The join's state: a small header entry and an entry per held row,
 	// written once and deleted with a tombstone when the row is dropped
 	// (exec.IntervalJoin.AppendEntries), so a transaction writes only
@@ -396,11 +506,25 @@ func (p *Pipeline) newJoinRunner(part int32, emit func(r *changelog.Record) erro
 	// of an earlier version holds one entry with every row: it is read
 	// (drive.Config.IncrementalJoinState) and the first checkpoint after
 	// it writes each row's entry.
-	d, err := drive.New(p.q, drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, IncrementalJoinState: true})
+	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, IncrementalJoinState: true}
+	if p.q != p.root {
+		var viewLate func(string, *drive.LateEvent)
+		if p.opts.OnViewLate != nil {
+			viewLate = p.opts.OnViewLate
+		} else if p.opts.OnLate != nil {
+			viewLate = func(_ string, ev *drive.LateEvent) { p.opts.OnLate(ev) }
+		}
+		g, err := drive.NewRowGraph(p.q, p.root, cfg, emitView, viewLate)
+		if err != nil {
+			return nil, err
+		}
+		return joinRunner{joinDriver: graphRunner{g}, part: part, limit: p.vj.limit}, nil
+	}
+	d, err := drive.New(p.q, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return joinRunner{driverRunner: driverRunner{d}, part: part, limit: p.vj.limit}, nil
+	return joinRunner{joinDriver: driverRunner{d}, part: part, limit: p.vj.limit}, nil
 }
 
 // Push refuses a record without a side: nothing else reaches the
@@ -414,7 +538,7 @@ func (r joinRunner) PushKeyed(raw, _ []byte) error { return r.Push(raw) }
 // TakeCounts keeps the late and evaluation-error counts: a view's row is
 // not an event of the input.
 func (r joinRunner) TakeCounts() drive.Counts {
-	c := r.Driver.TakeCounts()
+	c := r.joinDriver.TakeCounts()
 	return drive.Counts{EvalErrors: c.EvalErrors, Late: c.Late}
 }
 
@@ -425,9 +549,9 @@ const viewJoinAdvice = "a row waits until the other view's watermark passes its 
 func (r joinRunner) push(side byte, row []types.Value) error {
 	var err error
 	if side == 0 {
-		err = r.Driver.PushRow(row)
+		err = r.joinDriver.PushRow(row)
 	} else {
-		err = r.Driver.PushTableRow(row)
+		err = r.joinDriver.PushTableRow(row)
 	}
 	var ee *drive.EventError
 	if err != nil && (errors.As(err, &ee) || drive.Skipped(err)) {
@@ -473,22 +597,22 @@ func (st *stage2) advanceViewJoin() error {
 		if !ok {
 			continue
 		}
-		lw, rw := jr.Driver.InputWatermarks()
+		lw, rw := jr.joinDriver.InputWatermarks()
 		if wm := t.wm.watermark(); wm != math.MinInt64 && wm > lw {
 			t.touched = true
-			if err := jr.Driver.AdvanceWatermark(wm); err != nil && !drive.Skipped(err) {
+			if err := jr.joinDriver.AdvanceWatermark(wm); err != nil && !drive.Skipped(err) {
 				return err
 			}
 		}
 		if wm := t.twm.watermark(); wm != math.MinInt64 && wm > rw {
 			t.touched = true
-			if err := jr.Driver.AdvanceTableWatermark(wm); err != nil && !drive.Skipped(err) {
+			if err := jr.joinDriver.AdvanceTableWatermark(wm); err != nil && !drive.Skipped(err) {
 				return err
 			}
 		}
-		s := jr.Driver.IntervalStats()
+		s := jr.joinDriver.IntervalStats()
 		if held := s.LeftHeld + s.RightHeld; held > int64(jr.limit) {
-			j := st.p.q.IJoin
+			j := st.p.root.IJoin
 			return fmt.Errorf("%w: partition %d holds %d rows of %s and %d of %s, more than %d (Options.JoinBuffer): %s",
 				ErrViewJoinState, t.part, s.LeftHeld, j.Left.Name, s.RightHeld, j.Right.Name, jr.limit, viewJoinAdvice)
 		}
@@ -506,7 +630,7 @@ func newViewJoinPipeline(opts Options) (*Pipeline, error) {
 	p := &Pipeline{
 		opts:       opts,
 		q:          q,
-		root:       q,
+		root:       viewJoinBelow(q),
 		log:        opts.Logger.With("query", q.Name, "instance", opts.InstanceID),
 		base:       append(base, opts.ClientOpts...),
 		repTopic:   q.Name + "-repartition",

@@ -188,7 +188,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			// the others is the one to name.
 			last := pqs[len(pqs)-1]
 			for _, o := range pqs[:len(pqs)-1] {
-				if !slices.Contains(last.Upstream(), o) {
+				if !slices.Contains(allViews(last), o) {
 					return fmt.Errorf("%w: query %s runs over Kafka, and a Kafka run runs one query, or one query with the views it reads: choose it with --query", ErrUsage, pq.Name)
 				}
 			}
@@ -878,7 +878,7 @@ func kafkaChain(prog *plan.Program, kf *kafkaFlags, f *runFlags) *planQuery {
 	if !kf.wanted(prog, inputQuery(last)) && !kf.wanted(prog, last) {
 		return nil
 	}
-	ups := last.Upstream()
+	ups := allViews(last) // both sides of a join of two views too
 	for _, q := range qs[:len(qs)-1] {
 		if !slices.Contains(ups, q) {
 			return nil

@@ -14,6 +14,9 @@ import (
 // CREATE SOURCE's connector = 'kafka' options, on the first source's
 // cluster unless it names brokers. None for any other query.
 func kafkaJoinSource(q *plan.Query, first kafka.Endpoint, k *kafkaFlags, env *Env) (kafka.Endpoint, error) {
+	for q.IJoin == nil && q.Join == nil && len(q.Views()) == 1 {
+		q = q.Views()[0] // a query over a join of two views: the join's
+	}
 	j := q.IJoin
 	if j == nil || j.Left.View == nil || j.Right.View == nil {
 		return kafka.Endpoint{}, nil

@@ -114,3 +114,77 @@ CREATE SOURCE au (seller BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL
 		t.Errorf("a second source without a topic: exit %d: %s", code, errs)
 	}
 }
+
+// TestRunKafkaViewJoinOver runs a query over the join of two views (per
+// person and minute) from two topics with no --query (the script is one
+// graph: both views, the join, the query over it): every view's topic
+// and the query's equal the file run of the same events. A query over
+// the join grouped by the name alone is refused with what to do.
+func TestRunKafkaViewJoinOver(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	base := time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC)
+	names := []string{`"ann"`, `"bo \"b\""`, `null`, `"\u00e9"`}
+	var ps, au strings.Builder
+	for i := 0; i < 6000; i++ {
+		ts := base.Add(time.Duration(i)*15*time.Millisecond - time.Duration(r.IntN(1500))*time.Millisecond).Format("2006-01-02 15:04:05.000")
+		if i%3 == 0 {
+			fmt.Fprintf(&ps, `{"id":%d,"name":%s,"ts":"%s"}`+"\n", r.IntN(40), names[r.IntN(len(names))], ts)
+		}
+		fmt.Fprintf(&au, `{"seller":%d,"ts":"%s"}`+"\n", r.IntN(50), ts)
+	}
+	src := `CREATE SOURCE ps (id BIGINT, name VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (%s);
+CREATE SOURCE au (seller BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (%s);`
+	const over = `CREATE VIEW top AS SELECT id, TUMBLE_START(ws, INTERVAL '1' MINUTE) AS m, count(*) AS n, sum(a) AS a
+  FROM j GROUP BY id, TUMBLE(ws, INTERVAL '1' MINUTE) EMIT FINAL;
+`
+	dir := t.TempDir()
+	fileSQL := writeFile(t, "j.sql", fmt.Sprintf(src, "format = 'jsonl', path = '"+writeFile(t, "ps.jsonl", ps.String())+"'",
+		"format = 'jsonl', path = '"+writeFile(t, "au.jsonl", au.String())+"'")+kafkaViewJoinQueries+over)
+	env, _, errb := runTestEnv("")
+	if code := Main(context.Background(), env, []string{"run", fileSQL, "--output-dir", dir, "--quiet"}); code != 0 {
+		t.Fatalf("file run: exit %d: %s", code, errb)
+	}
+	want := map[string]map[string]string{}
+	for _, v := range []string{"np", "ns", "j", "top"} {
+		b, err := os.ReadFile(filepath.Join(dir, v+".tsv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			k, val, _ := strings.Cut(line, "\t")
+			m[k] = val
+		}
+		if len(m) < 10 {
+			t.Fatalf("file run: %s has %d keys", v, len(m))
+		}
+		want[v] = m
+	}
+
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	kafkaSQL := writeFile(t, "kj.sql", fmt.Sprintf(src, "connector = 'kafka', topic = 'ps', brokers = '"+addr+"'", "connector = 'kafka', topic = 'au'")+kafkaViewJoinQueries+over)
+	for topic, parts := range map[string]string{"ps": "2", "au": "3"} {
+		in := map[string]string{"ps": ps.String(), "au": au.String()}[topic]
+		if code, errs := kafkaCLI(t, in, "produce", "--to", "kafka://"+addr+"/"+topic, "--partitions", parts); code != 0 {
+			t.Fatalf("produce %s: exit %d: %s", topic, code, errs)
+		}
+	}
+	run := []string{"run", kafkaSQL, "--sink", "kafka://" + addr + "/tout", "--instance-id", "a", "--until-caught-up", "--log-level", "warn"}
+	code, errs := kafkaCLI(t, "", run...)
+	if n := 6000 + 2000; code != 0 || !strings.Contains(errs, fmt.Sprintf("%d events consumed, 0 malformed, 0 eval errors, 0 late", n)) || !strings.Contains(errs, "caught up") {
+		t.Fatalf("run: exit %d, want %d events consumed, nothing late, caught up:\n%s", code, n, errs)
+	}
+	checkViewSinks(t, addr, map[string]string{"top": "tout", "j": "tout-j", "np": "tout-np", "ns": "tout-ns"}, want)
+
+	byName := writeFile(t, "kn.sql", fmt.Sprintf(src, "connector = 'kafka', topic = 'ps', brokers = '"+addr+"'", "connector = 'kafka', topic = 'au'")+kafkaViewJoinQueries+
+		"CREATE VIEW top AS SELECT name, count(*) AS n FROM j GROUP BY name;\n")
+	run[1] = byName
+	if code, errs := kafkaCLI(t, "", run...); code == 0 || !strings.Contains(errs, "query top reads view j, a join of views np and ns, and its chain of views does not group by the join's partition columns of j (id) as plain columns") {
+		t.Errorf("a query over the join grouped by the name: exit %d: %s", code, errs)
+	}
+}

@@ -36,13 +36,20 @@ CREATE VIEW both_seen AS SELECT s.id, TUMBLE_START(s.ws, INTERVAL '10' SECOND) A
 // uninterrupted run's byte for byte (both files' positions and every
 // view's state are in the checkpoint).
 func TestKill9ResumeViewJoinTwoSources(t *testing.T) {
+	kill9ViewJoin(t, viewJoinRunSQL, "both_seen", 1000)
+}
+
+// kill9ViewJoin is TestKill9ResumeViewJoinTwoSources for query of script
+// (viewJoinRunSQL and what follows it), whose uninterrupted run writes at
+// least minLines records; it returns the uninterrupted run's changelog.
+func kill9ViewJoin(t *testing.T, script, query string, minLines int) []byte {
 	bin := buildUbik(t)
 	dir := t.TempDir()
 	imps, clicks := ijoinCrashInputs(t, dir, 60_000)
 	sql := filepath.Join(dir, "q.sql")
-	os.WriteFile(sql, fmt.Appendf(nil, viewJoinRunSQL, clicks), 0o644)
+	os.WriteFile(sql, fmt.Appendf(nil, script, clicks), 0o644)
 	args := func(out, state string) []string {
-		a := []string{"run", sql, "--query", "both_seen", "--input", imps, "--output", out, "--format", "jsonl", "--no-progress"}
+		a := []string{"run", sql, "--query", query, "--input", imps, "--output", out, "--format", "jsonl", "--no-progress"}
 		if state != "" {
 			a = append(a, "--state-dir", state, "--checkpoint-interval", "10ms")
 		}
@@ -87,9 +94,10 @@ func TestKill9ResumeViewJoinTwoSources(t *testing.T) {
 	}
 	refB, _ := os.ReadFile(ref)
 	gotB, _ := os.ReadFile(got)
-	if bytes.Count(refB, []byte("\n")) < 1000 || !bytes.Equal(refB, gotB) {
-		t.Fatalf("after %d kills the changelog differs from the uninterrupted run (%d vs %d bytes)", kills, len(refB), len(gotB))
+	if bytes.Count(refB, []byte("\n")) < minLines || !bytes.Equal(refB, gotB) {
+		t.Fatalf("after %d kills the changelog of %s differs from the uninterrupted run (%d vs %d bytes)", kills, query, len(refB), len(gotB))
 	}
+	return refB
 }
 
 // TestViewJoinTwoSourcesExplain: explain's graph shows both branches of
@@ -179,5 +187,76 @@ CREATE VIEW mins AS SELECT merchant, TUMBLE_START(ws, INTERVAL '1' MINUTE) AS m,
 	}
 	if !strings.Contains(errb.String(), "ubik: mins: 4 events read, 0 malformed, 0 eval errors, 1 late, ") {
 		t.Fatalf("the chain's summary does not count its view's late event: %s", errb)
+	}
+}
+
+// TestKill9ResumeViewJoinOver: a query over the join of the two views
+// (per minute, over the join's window start), killed and rerun as
+// TestKill9ResumeViewJoinTwoSources; its uninterrupted run's finals equal
+// the join's own finals (a run of both_seen) regrouped per minute.
+func TestKill9ResumeViewJoinOver(t *testing.T) {
+	script := viewJoinRunSQL + `
+CREATE VIEW per_minute AS SELECT TUMBLE_START(ws, INTERVAL '1' MINUTE) AS m, count(*) AS ids, sum(c) AS c, max(id) AS hi
+  FROM both_seen GROUP BY TUMBLE(ws, INTERVAL '1' MINUTE) EMIT FINAL;`
+	ref := kill9ViewJoin(t, script, "per_minute", 50)
+	// The join's finals, from a run of both_seen alone.
+	bin := buildUbik(t)
+	dir := t.TempDir()
+	imps, clicks := ijoinCrashInputs(t, dir, 60_000)
+	sql := filepath.Join(dir, "q.sql")
+	os.WriteFile(sql, fmt.Appendf(nil, script, clicks), 0o644)
+	joined := filepath.Join(dir, "joined.jsonl")
+	if out, err := exec.Command(bin, "run", sql, "--query", "both_seen", "--input", imps, "--output", joined, "--format", "jsonl", "--no-progress").CombinedOutput(); err != nil {
+		t.Fatalf("both_seen: %v\n%s", err, out)
+	}
+	type agg struct{ ids, c, hi int64 }
+	want := map[string]*agg{}
+	jb, _ := os.ReadFile(joined)
+	for _, line := range bytes.Split(bytes.TrimSpace(jb), []byte("\n")) {
+		var rec struct {
+			Value struct {
+				ID int64  `json:"id"`
+				WS string `json:"ws"`
+				C  int64  `json:"c"`
+			}
+			Final bool
+		}
+		if err := json.Unmarshal(line, &rec); err != nil || !rec.Final {
+			t.Fatalf("both_seen record %s: %v (final %v)", line, err, rec.Final)
+		}
+		r := rec.Value
+		ts, err := time.Parse("2006-01-02 15:04:05", r.WS)
+		if err != nil {
+			t.Fatalf("both_seen record %s: %v", line, err)
+		}
+		m := ts.Truncate(time.Minute).Format("2006-01-02 15:04:05")
+		a := want[m]
+		if a == nil {
+			a = &agg{hi: r.ID}
+			want[m] = a
+		}
+		a.ids++
+		a.c += r.C
+		a.hi = max(a.hi, r.ID)
+	}
+	lines := bytes.Split(bytes.TrimSpace(ref), []byte("\n"))
+	if len(lines) != len(want) {
+		t.Fatalf("per_minute has %d finals, the regrouped join %d minutes", len(lines), len(want))
+	}
+	for _, line := range lines {
+		var rec struct {
+			Value struct {
+				M          string `json:"m"`
+				IDs, C, Hi int64
+			}
+			Final bool
+		}
+		if err := json.Unmarshal(line, &rec); err != nil || !rec.Final {
+			t.Fatalf("per_minute record %s: %v (final %v)", line, err, rec.Final)
+		}
+		r := rec.Value
+		if w := want[r.M]; w == nil || *w != (agg{r.IDs, r.C, r.Hi}) {
+			t.Errorf("per_minute %s: %s, want %+v", r.M, line, w)
+		}
 	}
 }

@@ -154,10 +154,16 @@ func NewHostGraph(primary *plan.Query, cfg Config, viewEmit func(*changelog.Reco
 // join another host ran (Config.OnJoined): root then aggregates, without
 // its join, the joined rows as they are (PushRow is Driver.ApplyRow for
 // it), its watermark the joined stream's from AdvanceWatermark.
+//
+// root may also be a join of two views: it then takes the left view's
+// rows and markers as the first input (PushRow, AdvanceWatermark) and the
+// right view's as the second (PushTableRow, AdvanceTableWatermark), as
+// the root of a graph with an interval join of two streams does; a Kafka
+// join stage that reads both views' final rows runs it.
 func NewRowGraph(primary, root *plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent)) (*Graph, error) {
 	joined := root != nil && root.IJoin != nil && len(root.Views()) == 0
-	if root == nil || (len(root.Views()) != 1 || root.IJoin != nil) && !joined {
-		return nil, fmt.Errorf("drive: a row graph's root must read one view, or be an interval join of two streams")
+	if root == nil || !joined && !joinsViews(root) && (len(root.Views()) != 1 || root.IJoin != nil) {
+		return nil, fmt.Errorf("drive: a row graph's root must read one view, or join two views, or be an interval join of two streams")
 	}
 	g, err := newGraph(primary, nil, cfg, viewEmit, viewLate, &hostRoots{root: root})
 	if err != nil {
@@ -180,7 +186,12 @@ type hostRoots struct {
 	root *plan.Query
 }
 
-// cut reports whether q is a row graph's root: its view is outside.
+// joinsViews reports whether q is an interval join of two views.
+func joinsViews(q *plan.Query) bool {
+	return q.IJoin != nil && q.IJoin.Left.View != nil && q.IJoin.Right.View != nil
+}
+
+// cut reports whether q is a row graph's root: its views are outside.
 func (h *hostRoots) cut(q *plan.Query) bool { return h != nil && h.root != nil && h.root == q }
 
 func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), host *hostRoots) (*Graph, error) {
@@ -209,7 +220,7 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	}
 	g.primary = byQuery[primary]
 	for _, n := range g.nodes {
-		if host.cut(n.q) && n.q.IJoin != nil {
+		if host.cut(n.q) && n.q.IJoin != nil && len(n.q.Views()) == 0 {
 			// A row graph's root over an interval join's joined rows:
 			// its one input is the host's rows.
 			n.joined = true
@@ -217,10 +228,11 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			g.roots = append(g.roots, n)
 			continue
 		}
-		if j := n.q.IJoin; j != nil && j.Left.View == nil && j.Right.View == nil {
-			// An interval join of two declared streams: a root whose
-			// left stream is a source of the graph and whose right
-			// stream is the graph's second input.
+		if j := n.q.IJoin; j != nil && (j.Left.View == nil && j.Right.View == nil || host.cut(n.q)) {
+			// An interval join of two declared streams (or a row
+			// graph's root joining two views, whose rows the host
+			// brings): a root whose left input is a source of the
+			// graph and whose right input is the graph's second input.
 			if g.join != nil {
 				return nil, fmt.Errorf("drive: queries %s and %s both join a second input (%s, %s); a graph runs at most one temporal join or interval join of two streams (its second input is the graph's)", g.join.q.Name, n.q.Name, g.join.secondName(), j.Right.Name)
 			}

@@ -345,9 +345,9 @@ func long(t *testing.T, tl *tools) {
 // last decimal digit): plain queries (0-4, 40 of 100 cases), views (5),
 // readers that group by less than their view (6), interval joins of two
 // views (7), temporal joins (8), interval joins of two streams (9),
-// readers of a view of a temporal join (3 when the tens digit is odd)
+// readers of a view of a temporal join (3 when the tens digit is odd),
 // and readers of a view of an interval join of two streams (4 when the
-// tens digit is odd).
+// tens digit is odd) or of two views (7 when the tens digit is odd).
 func generateKind(seed uint64, size Size) *Case {
 	switch seed % 10 {
 	case 3:
@@ -363,6 +363,9 @@ func generateKind(seed uint64, size Size) *Case {
 	case 6:
 		return GenerateViewRegroup(seed, size)
 	case 7:
+		if seed/10%2 == 1 {
+			return GenerateViewJoinView(seed, size)
+		}
 		return GenerateIntervalJoin(seed, size)
 	case 8:
 		return GenerateTemporalJoin(seed, size)

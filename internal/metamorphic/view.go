@@ -190,3 +190,40 @@ func (c *Case) ViewCase(name string) (*Case, error) {
 	v.Note = c.Note + ", view " + name
 	return &v, nil
 }
+
+// JoinViewName names the view of a view-join-view case
+// (GenerateViewJoinView): the interval join of two views, read by the
+// case's query.
+const JoinViewName = "mqj"
+
+// GenerateViewJoinView is GenerateIntervalJoin read through a view: the
+// join of the two EMIT FINAL views, with EMIT FINAL, becomes the view
+// JoinViewName, and the case's query (QueryName) groups its final rows
+// again in 1-minute windows over the join's window start, by the join
+// column g (NULL, repaired strings and escapes meet a third GROUP BY) or
+// by none (one group per window). So the graph runs a join of two views
+// with a reader on every path: over Kafka the join stage runs the reader
+// in its partitions when it groups by g; by none Kafka refuses the shape
+// (kafka.CheckQuery), and ubik run with its words. The case has no
+// Query spec.
+func GenerateViewJoinView(seed uint64, size Size) *Case {
+	c := GenerateIntervalJoin(seed, size)
+	r := rand.New(rand.NewPCG(seed, 0x7a1e))
+	body := "CREATE VIEW " + QueryName + " AS "
+	i := strings.Index(c.SQL, body)
+	up := "CREATE VIEW " + JoinViewName + " AS " + strings.TrimSuffix(c.SQL[i+len(body):], ";\n") + " EMIT FINAL;\n"
+	sel := "TUMBLE_START(w, INTERVAL '1' MINUTE) AS w, count(*) AS n, sum(c) AS c, sum(sc) AS sc, sum(sb) AS sb,\n" +
+		"  min(bw0) AS bw0, max(aw1) AS aw1, max(hn2) AS hn2"
+	grp := "TUMBLE(w, INTERVAL '1' MINUTE)"
+	by := "by g"
+	if r.IntN(3) == 0 {
+		by = "by none"
+	} else {
+		sel, grp = "g, "+sel, "g, "+grp
+	}
+	down := "CREATE VIEW " + QueryName + " AS SELECT " + sel + "\nFROM " + JoinViewName + " GROUP BY " + grp + ";\n"
+	c.SQL = c.SQL[:i] + up + down
+	c.Note = "view over an interval join of views, read " + by
+	c.Views = []string{JoinLeftName, JoinRightName, JoinViewName}
+	return c
+}

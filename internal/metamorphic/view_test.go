@@ -114,6 +114,37 @@ func TestIntervalJoinPaths(t *testing.T) {
 	}
 }
 
+// TestViewJoinViewInProcess runs queries over a view of an interval join
+// of two views (GenerateViewJoinView: the reader by g or by none) through
+// every in-process configuration: batch sizes, output bounds, checkpoints
+// and restores of the whole graph.
+func TestViewJoinViewInProcess(t *testing.T) {
+	kinds := map[string]int{}
+	for seed := uint64(430); seed < 438; seed++ {
+		c := GenerateViewJoinView(seed, Size{Events: shortEvents})
+		_, want, fs := runInProcessPaths(c, rand.New(rand.NewPCG(seed, 3)))
+		report(t, c, fs)
+		t.Logf("seed %d (%s): %d finals", seed, c.Note, len(want))
+		if len(want) == 0 {
+			t.Errorf("seed %d: no final records of\n%s", seed, c.SQL)
+		}
+		kinds[c.Note]++
+	}
+	if len(kinds) < 2 {
+		t.Errorf("the seeds drew one kind of reader only: %v", kinds)
+	}
+}
+
+// TestViewJoinViewPaths runs two view-join-view cases through the C ABI,
+// Python, `ubik run --state-dir` under kill -9 and Kafka (the join stage
+// running the reader in its partitions), one reading by g, which takes
+// the Kafka runs, and one by none, which Kafka refuses with CheckQuery's
+// words.
+func TestViewJoinViewPaths(t *testing.T) {
+	tl := build(t, t.TempDir())
+	viewPaths(t, tl, []uint64{431, 433}, GenerateViewJoinView)
+}
+
 // TestViewCase: a view of a case alone is the source and that view,
 // renamed, with the views it reads and without the others; its
 // reference is the view's own final changelog.

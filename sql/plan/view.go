@@ -53,8 +53,6 @@ func (b *binder) readView(v *Source, pos int) error {
 		return b.errAt(pos, "view %s is a continuous view: it updates a group on every change, so a query over it would need retractions, which ubik's changelog does not carry; give %s a window and EMIT FINAL (one final row per group and window)", q.Name, q.Name)
 	case q.Emit.Mode == EmitEarly:
 		return b.errAt(pos, "view %s emits early (EMIT EARLY): it publishes a (group, window) several times, so a query over it would have to retract the earlier values, and ubik's changelog carries no retractions; declare %s with EMIT FINAL so each row is published once, when its window closes", q.Name, q.Name)
-	case q.IJoin != nil && len(q.Views()) > 0:
-		return b.errAt(pos, "view %s is a join that reads a view; a query over such a view is not supported yet: aggregate the joined rows in the join's own query (a view over an interval join of two declared streams may be read)", q.Name)
 	case q.Emit.Mode == EmitChanges:
 		return b.errAt(pos, "view %s has EMIT CHANGES: it publishes a (group, window) on every change, so a query over it would have to retract the earlier values, and ubik's changelog carries no retractions; declare %s with EMIT FINAL so each row is published once, when its window closes", q.Name, q.Name)
 	}
