@@ -10,6 +10,7 @@ import (
 	"math/rand"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -1344,60 +1345,59 @@ func scanRawRecord(b []byte) (rawRecord, []byte, error) {
 		return rawRecord{}, nil, fmt.Errorf("%w: no attributes", errCorruptRecord)
 	}
 	body = body[1:] // attributes, unused in v2
-	varint := func(what string) (int64, error) {
-		v, n := binary.Varint(body)
-		if n <= 0 {
-			return 0, fmt.Errorf("%w: %s", errCorruptRecord, what)
-		}
-		body = body[n:]
-		return v, nil
+	var ok bool
+	if rec.timestampDelta, body, ok = scanVarint(body); !ok {
+		return rawRecord{}, nil, fmt.Errorf("%w: timestamp delta", errCorruptRecord)
 	}
-	bytesOf := func(what string) ([]byte, bool, error) {
-		l, err := varint(what + " length")
-		if err != nil {
-			return nil, false, err
-		}
-		if l < 0 {
-			return nil, true, nil
-		}
-		if l > int64(len(body)) {
-			return nil, false, fmt.Errorf("%w: %s of %d bytes past the record's end", errCorruptRecord, what, l)
-		}
-		v := body[:l:l]
-		body = body[l:]
-		return v, false, nil
-	}
-	var err error
-	if rec.timestampDelta, err = varint("timestamp delta"); err != nil {
-		return rawRecord{}, nil, err
-	}
-	od, err := varint("offset delta")
-	if err != nil {
-		return rawRecord{}, nil, err
-	}
-	if od < math.MinInt32 || od > math.MaxInt32 {
-		return rawRecord{}, nil, fmt.Errorf("%w: offset delta %d", errCorruptRecord, od)
+	var od int64
+	if od, body, ok = scanVarint(body); !ok || od < math.MinInt32 || od > math.MaxInt32 {
+		return rawRecord{}, nil, fmt.Errorf("%w: offset delta", errCorruptRecord)
 	}
 	rec.offsetDelta = int32(od)
-	if rec.key, _, err = bytesOf("key"); err != nil {
-		return rawRecord{}, nil, err
+	if rec.key, _, body, ok = scanVarintBytes(body); !ok {
+		return rawRecord{}, nil, fmt.Errorf("%w: key", errCorruptRecord)
 	}
-	if _, rec.valueNil, err = bytesOf("value"); err != nil {
-		return rawRecord{}, nil, err
+	if _, rec.valueNil, body, ok = scanVarintBytes(body); !ok {
+		return rawRecord{}, nil, fmt.Errorf("%w: value", errCorruptRecord)
 	}
-	headers, err := varint("header count")
-	if err != nil {
-		return rawRecord{}, nil, err
+	var headers int64
+	if headers, body, ok = scanVarint(body); !ok {
+		return rawRecord{}, nil, fmt.Errorf("%w: header count", errCorruptRecord)
 	}
 	for h := int64(0); h < headers; h++ {
-		if _, _, err := bytesOf("header key"); err != nil {
-			return rawRecord{}, nil, err
+		if _, _, body, ok = scanVarintBytes(body); !ok {
+			return rawRecord{}, nil, fmt.Errorf("%w: header %d's key", errCorruptRecord, h)
 		}
-		if _, _, err := bytesOf("header value"); err != nil {
-			return rawRecord{}, nil, err
+		if _, _, body, ok = scanVarintBytes(body); !ok {
+			return rawRecord{}, nil, fmt.Errorf("%w: header %d's value", errCorruptRecord, h)
 		}
 	}
 	return rec, b[n+int(length):], nil
+}
+
+// scanVarint reads a zigzag varint from the start of b.
+func scanVarint(b []byte) (int64, []byte, bool) {
+	v, n := binary.Varint(b)
+	if n <= 0 {
+		return 0, nil, false
+	}
+	return v, b[n:], true
+}
+
+// scanVarintBytes reads a varint length and that many bytes (isNil: a
+// negative length) from the start of b.
+func scanVarintBytes(b []byte) (v []byte, isNil bool, rest []byte, ok bool) {
+	l, b, ok := scanVarint(b)
+	if !ok {
+		return nil, false, nil, false
+	}
+	if l < 0 {
+		return nil, true, b, true
+	}
+	if l > int64(len(b)) {
+		return nil, false, nil, false
+	}
+	return b[:l:l], false, b[l:], true
 }
 
 // BatchRecords returns the raw kmsg.Record's within a record batch, or an error
@@ -1636,19 +1636,27 @@ func (c *Cluster) compact(pd *partData, topic string, dirtyRatio float64) {
 		// The surviving records' bytes, as they are: a record's offset
 		// and timestamp deltas are relative to the batch, which keeps
 		// its first offset and first timestamp.
-		var surviving []byte
+		// While every record so far survives, they are the prefix of
+		// the batch's records (whole, from the first record's start):
+		// no copy is made until one is dropped.
+		var surviving, first []byte
 		var nSurviving int32
 		var lastDelta int32
+		allSoFar := true
 		maxTimestamp := batch.FirstTimestamp
 		_ = forEachRawRecord(batch.RecordBatch, func(rec rawRecord) bool {
 			absOffset := batch.FirstOffset + int64(rec.offsetDelta)
-
-			if rec.key == nil {
-				return true
+			if first == nil {
+				first = rec.raw
 			}
 
-			// Drop superseded records (a later record has the same key).
-			if latest(rec.key) > absOffset {
+			// Drop a record with no key, and a superseded one (a later
+			// record has the same key).
+			if rec.key == nil || latest(rec.key) > absOffset {
+				if allSoFar {
+					allSoFar = false
+					surviving = append(make([]byte, 0, cap(first)), first[:len(surviving)]...)
+				}
 				return true
 			}
 
@@ -1656,6 +1664,10 @@ func (c *Cluster) compact(pd *partData, topic string, dirtyRatio float64) {
 			// Drop expired tombstones (nil value).
 			if rec.valueNil {
 				if now-recTs >= deleteRetentionMs {
+					if allSoFar {
+						allSoFar = false
+						surviving = append(make([]byte, 0, cap(first)), first[:len(surviving)]...)
+					}
 					return true
 				}
 				if due := recTs + deleteRetentionMs; tombstoneDue == 0 || due < tombstoneDue {
@@ -1663,7 +1675,11 @@ func (c *Cluster) compact(pd *partData, topic string, dirtyRatio float64) {
 				}
 			}
 
-			surviving = append(surviving, rec.raw...)
+			if allSoFar {
+				surviving = first[:len(surviving)+len(rec.raw)]
+			} else {
+				surviving = append(surviving, rec.raw...)
+			}
 			nSurviving++
 			lastDelta = rec.offsetDelta
 			maxTimestamp = max(maxTimestamp, recTs)
@@ -1678,6 +1694,11 @@ func (c *Cluster) compact(pd *partData, topic string, dirtyRatio float64) {
 		if nSurviving == batch.NumRecords {
 			kept = append(kept, batch)
 		} else {
+			if allSoFar {
+				// A corrupt record ended the scan: the prefix is the
+				// decompressor's bytes, not ours to keep.
+				surviving = slices.Clone(surviving)
+			}
 			kept = append(kept, rebuildBatch(batch, surviving, nSurviving, lastDelta, maxTimestamp))
 		}
 		return true
