@@ -111,3 +111,23 @@ func TestMemFileChunksMatchFlatBytes(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMemFileAppend appends 16 KiB batches to a segment until it
+// holds 64 MiB, as a produce-heavy load does to the broker's in-memory
+// store.
+func BenchmarkMemFileAppend(b *testing.B) {
+	batch := make([]byte, 16<<10)
+	b.SetBytes(64 << 20)
+	for b.Loop() {
+		m := newMemFS()
+		f, err := m.OpenFile("/seg", os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range (64 << 20) / len(batch) {
+			if _, err := f.Write(batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
