@@ -3,11 +3,14 @@ package kfake
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"math/rand"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -1286,6 +1289,117 @@ func forEachBatchRecord(batch kmsg.RecordBatch, fn func(kmsg.Record) bool) error
 	return nil
 }
 
+// rawRecord is one record of a batch's decompressed records, its fields
+// sliced from those bytes, not copied (ubik patch, see compact).
+type rawRecord struct {
+	raw            []byte // the whole record, its length prefix included
+	timestampDelta int64
+	offsetDelta    int32
+	key            []byte // nil: a null key
+	valueNil       bool   // a null value (a tombstone)
+}
+
+// errCorruptRecord is a record that does not fit its batch's bytes.
+var errCorruptRecord = errors.New("corrupt record")
+
+// forEachRawRecord calls fn for each of the batch's records, in order,
+// until fn returns false. It is forEachBatchRecord without the decoding
+// of every field into a kmsg.Record (headers, a string per header key):
+// the cleaner needs only the key, whether the value is null, the deltas
+// and the record's bytes, which it copies as they are into a rebuilt
+// batch (ubik patch, see compact).
+func forEachRawRecord(batch kmsg.RecordBatch, fn func(rawRecord) bool) error {
+	records, err := kgo.DefaultDecompressor().Decompress(
+		batch.Records,
+		kgo.CompressionCodecType(batch.Attributes&0x0007),
+	)
+	if err != nil {
+		return err
+	}
+	for i := range batch.NumRecords {
+		rec, rest, err := scanRawRecord(records)
+		if err != nil {
+			return fmt.Errorf("corrupt batch: record %d of %d: %w", i, batch.NumRecords, err)
+		}
+		if !fn(rec) {
+			return nil
+		}
+		records = rest
+	}
+	if len(records) > 0 {
+		return fmt.Errorf("corrupt batch, extra left over bytes after parsing batch: %v", len(records))
+	}
+	return nil
+}
+
+// scanRawRecord reads the record at the start of b and returns it and the
+// bytes after it.
+func scanRawRecord(b []byte) (rawRecord, []byte, error) {
+	length, n := binary.Varint(b)
+	if n <= 0 || length < 0 || length > int64(len(b)-n) {
+		return rawRecord{}, nil, fmt.Errorf("%w: length prefix", errCorruptRecord)
+	}
+	rec := rawRecord{raw: b[:n+int(length)]}
+	body := b[n : n+int(length)]
+	if len(body) < 1 {
+		return rawRecord{}, nil, fmt.Errorf("%w: no attributes", errCorruptRecord)
+	}
+	body = body[1:] // attributes, unused in v2
+	var ok bool
+	if rec.timestampDelta, body, ok = scanVarint(body); !ok {
+		return rawRecord{}, nil, fmt.Errorf("%w: timestamp delta", errCorruptRecord)
+	}
+	var od int64
+	if od, body, ok = scanVarint(body); !ok || od < math.MinInt32 || od > math.MaxInt32 {
+		return rawRecord{}, nil, fmt.Errorf("%w: offset delta", errCorruptRecord)
+	}
+	rec.offsetDelta = int32(od)
+	if rec.key, _, body, ok = scanVarintBytes(body); !ok {
+		return rawRecord{}, nil, fmt.Errorf("%w: key", errCorruptRecord)
+	}
+	if _, rec.valueNil, body, ok = scanVarintBytes(body); !ok {
+		return rawRecord{}, nil, fmt.Errorf("%w: value", errCorruptRecord)
+	}
+	var headers int64
+	if headers, body, ok = scanVarint(body); !ok {
+		return rawRecord{}, nil, fmt.Errorf("%w: header count", errCorruptRecord)
+	}
+	for h := int64(0); h < headers; h++ {
+		if _, _, body, ok = scanVarintBytes(body); !ok {
+			return rawRecord{}, nil, fmt.Errorf("%w: header %d's key", errCorruptRecord, h)
+		}
+		if _, _, body, ok = scanVarintBytes(body); !ok {
+			return rawRecord{}, nil, fmt.Errorf("%w: header %d's value", errCorruptRecord, h)
+		}
+	}
+	return rec, b[n+int(length):], nil
+}
+
+// scanVarint reads a zigzag varint from the start of b.
+func scanVarint(b []byte) (int64, []byte, bool) {
+	v, n := binary.Varint(b)
+	if n <= 0 {
+		return 0, nil, false
+	}
+	return v, b[n:], true
+}
+
+// scanVarintBytes reads a varint length and that many bytes (isNil: a
+// negative length) from the start of b.
+func scanVarintBytes(b []byte) (v []byte, isNil bool, rest []byte, ok bool) {
+	l, b, ok := scanVarint(b)
+	if !ok {
+		return nil, false, nil, false
+	}
+	if l < 0 {
+		return nil, true, b, true
+	}
+	if l > int64(len(b)) {
+		return nil, false, nil, false
+	}
+	return b[:l:l], false, b[l:], true
+}
+
 // BatchRecords returns the raw kmsg.Record's within a record batch, or an error
 // if they could not be processed.
 func BatchRecords(b kmsg.RecordBatch) ([]kmsg.Record, error) {
@@ -1434,7 +1548,19 @@ func (c *Cluster) compact(pd *partData, topic string, dirtyRatio float64) {
 	tombstoneDue := int64(0)
 
 	// Pass 1: stream batches to build key => highest offset map.
-	keyOffsets := make(map[string]int64)
+	//
+	// ubik patch: only the dirty part (from cleanedTo) is read, as
+	// Kafka's cleaner builds its offset map from the dirty segments
+	// only. The clean part, below cleanedTo, is the output of the last
+	// pass: a key has at most one record there, and every later record
+	// of the key is in the dirty part, so a key found only in the clean
+	// part keeps its record and one found in the dirty part too keeps
+	// the dirty one. (Anything that may change what a pass keeps, a
+	// topic's config, resets cleanedTo to 0: refreshCompactTicker.) The
+	// records are scanned, not decoded (forEachRawRecord), and a key's
+	// string is allocated once, when the map first gets it.
+	keyIdx := make(map[string]int)
+	var keyOffsets []int64
 	n := 0
 	ok := true
 	pd.eachBatchMeta(func(si, _ int, m *batchMeta) bool {
@@ -1442,6 +1568,9 @@ func (c *Cluster) compact(pd *partData, topic string, dirtyRatio float64) {
 			return false
 		}
 		n++
+		if m.firstOffset < pd.cleanedTo {
+			return true
+		}
 		batch, err := c.readBatchFull(pd, si, m)
 		if err != nil {
 			c.cfg.logger.Logf(LogLevelWarn, "compact %s-%d: read batch pass 1: %v", pd.t, pd.p, err)
@@ -1451,14 +1580,16 @@ func (c *Cluster) compact(pd *partData, topic string, dirtyRatio float64) {
 		if batch.Attributes&0x0020 != 0 || pd.isBatchAborted(batch) {
 			return true
 		}
-		_ = forEachBatchRecord(batch.RecordBatch, func(rec kmsg.Record) bool {
-			if rec.Key == nil {
+		_ = forEachRawRecord(batch.RecordBatch, func(rec rawRecord) bool {
+			if rec.key == nil {
 				return true
 			}
-			absOffset := batch.FirstOffset + int64(rec.OffsetDelta)
-			k := string(rec.Key)
-			if prev, exists := keyOffsets[k]; !exists || absOffset > prev {
-				keyOffsets[k] = absOffset
+			absOffset := batch.FirstOffset + int64(rec.offsetDelta)
+			if i, exists := keyIdx[string(rec.key)]; exists {
+				keyOffsets[i] = max(keyOffsets[i], absOffset)
+			} else {
+				keyIdx[string(rec.key)] = len(keyOffsets)
+				keyOffsets = append(keyOffsets, absOffset)
 			}
 			return true
 		})
@@ -1466,6 +1597,13 @@ func (c *Cluster) compact(pd *partData, topic string, dirtyRatio float64) {
 	})
 	if !ok {
 		return
+	}
+	// latest is the key's highest offset in the dirty part, or -1.
+	latest := func(key []byte) int64 {
+		if i, exists := keyIdx[string(key)]; exists {
+			return keyOffsets[i]
+		}
+		return -1
 	}
 
 	// Pass 2: stream batches again, filtering the cleanable ones and
@@ -1495,23 +1633,41 @@ func (c *Cluster) compact(pd *partData, topic string, dirtyRatio float64) {
 			return true
 		}
 
-		var surviving []kmsg.Record
-		_ = forEachBatchRecord(batch.RecordBatch, func(rec kmsg.Record) bool {
-			absOffset := batch.FirstOffset + int64(rec.OffsetDelta)
+		// The surviving records' bytes, as they are: a record's offset
+		// and timestamp deltas are relative to the batch, which keeps
+		// its first offset and first timestamp.
+		// While every record so far survives, they are the prefix of
+		// the batch's records (whole, from the first record's start):
+		// no copy is made until one is dropped.
+		var surviving, first []byte
+		var nSurviving int32
+		var lastDelta int32
+		allSoFar := true
+		maxTimestamp := batch.FirstTimestamp
+		_ = forEachRawRecord(batch.RecordBatch, func(rec rawRecord) bool {
+			absOffset := batch.FirstOffset + int64(rec.offsetDelta)
+			if first == nil {
+				first = rec.raw
+			}
 
-			if rec.Key == nil {
+			// Drop a record with no key, and a superseded one (a later
+			// record has the same key).
+			if rec.key == nil || latest(rec.key) > absOffset {
+				if allSoFar {
+					allSoFar = false
+					surviving = append(make([]byte, 0, cap(first)), first[:len(surviving)]...)
+				}
 				return true
 			}
 
-			// Drop superseded records (a later record has the same key).
-			if keyOffsets[string(rec.Key)] > absOffset {
-				return true
-			}
-
+			recTs := batch.FirstTimestamp + int64(rec.timestampDelta)
 			// Drop expired tombstones (nil value).
-			if rec.Value == nil {
-				recTs := batch.FirstTimestamp + int64(rec.TimestampDelta)
+			if rec.valueNil {
 				if now-recTs >= deleteRetentionMs {
+					if allSoFar {
+						allSoFar = false
+						surviving = append(make([]byte, 0, cap(first)), first[:len(surviving)]...)
+					}
 					return true
 				}
 				if due := recTs + deleteRetentionMs; tombstoneDue == 0 || due < tombstoneDue {
@@ -1519,19 +1675,31 @@ func (c *Cluster) compact(pd *partData, topic string, dirtyRatio float64) {
 				}
 			}
 
-			surviving = append(surviving, rec)
+			if allSoFar {
+				surviving = first[:len(surviving)+len(rec.raw)]
+			} else {
+				surviving = append(surviving, rec.raw...)
+			}
+			nSurviving++
+			lastDelta = rec.offsetDelta
+			maxTimestamp = max(maxTimestamp, recTs)
 			return true
 		})
 
-		if len(surviving) == 0 {
+		if nSurviving == 0 {
 			return true
 		}
 
 		survivingPIDs[batch.ProducerID] = true
-		if len(surviving) == int(batch.NumRecords) {
+		if nSurviving == batch.NumRecords {
 			kept = append(kept, batch)
 		} else {
-			kept = append(kept, rebuildBatch(batch, surviving))
+			if allSoFar {
+				// A corrupt record ended the scan: the prefix is the
+				// decompressor's bytes, not ours to keep.
+				surviving = slices.Clone(surviving)
+			}
+			kept = append(kept, rebuildBatch(batch, surviving, nSurviving, lastDelta, maxTimestamp))
 		}
 		return true
 	})
@@ -1651,36 +1819,25 @@ func (c *Cluster) applyRetention(pd *partData, topic string) {
 	}
 }
 
-// rebuildBatch creates a new partBatch with only the kept records,
-// re-encoding them uncompressed with updated batch metadata.
-func rebuildBatch(orig *partBatch, kept []kmsg.Record) *partBatch {
-	// Re-encode records uncompressed.
-	var rawRecords []byte
-	for _, rec := range kept {
-		rawRecords = rec.AppendTo(rawRecords)
-	}
-
+// rebuildBatch creates a new partBatch with only the kept records:
+// records is their wire bytes (each with its length prefix), uncompressed,
+// n of them, the last at offset delta lastDelta, the highest timestamp
+// maxTimestamp (ubik patch: the cleaner copies the records' bytes instead
+// of decoding and encoding each again).
+func rebuildBatch(orig *partBatch, records []byte, n, lastDelta int32, maxTimestamp int64) *partBatch {
 	b := kmsg.RecordBatch{
 		FirstOffset:          orig.FirstOffset,
 		PartitionLeaderEpoch: orig.PartitionLeaderEpoch,
 		Magic:                2,
 		Attributes:           orig.Attributes &^ 0x0007, // clear compression bits (uncompressed)
-		LastOffsetDelta:      kept[len(kept)-1].OffsetDelta,
+		LastOffsetDelta:      lastDelta,
 		FirstTimestamp:       orig.FirstTimestamp,
-		MaxTimestamp:         orig.FirstTimestamp,
+		MaxTimestamp:         maxTimestamp,
 		ProducerID:           orig.ProducerID,
 		ProducerEpoch:        orig.ProducerEpoch,
 		FirstSequence:        orig.FirstSequence,
-		NumRecords:           int32(len(kept)),
-		Records:              rawRecords,
-	}
-
-	// Recompute timestamps.
-	for _, rec := range kept {
-		ts := orig.FirstTimestamp + int64(rec.TimestampDelta)
-		if ts > b.MaxTimestamp {
-			b.MaxTimestamp = ts
-		}
+		NumRecords:           n,
+		Records:              records,
 	}
 
 	benc := b.AppendTo(nil)
