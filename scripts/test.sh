@@ -39,6 +39,13 @@ go vet "${pkgs[@]}"
 echo "== go test (bench/duckref builds DuckDB through cgo; the build is cached)"
 go test -count=1 -timeout 25m "${pkgs[@]}"
 
+# The patched kfake (third_party/kfake, the broker of the tests and of
+# cmd/ubik-broker) is its own module outside go.work, tested on its own.
+# TestTxnInitProducerIDStaleEpochRecovery fails on upstream's code too
+# (third_party/kfake/README.md lists it); it is the one test left out.
+echo "== go test third_party/kfake (the patched broker)"
+(cd third_party/kfake && GOWORK=off go test -count=1 -timeout 10m -skip '^TestTxnInitProducerIDStaleEpochRecovery$' .)
+
 echo "== example (README's first command)"
 go run ./cmd/ubik run examples/merchant_totals.sql --input examples/events.jsonl --no-progress > /tmp/ubik-example.out
 test -s /tmp/ubik-example.out
