@@ -191,7 +191,7 @@ CREATE VIEW ns AS SELECT seller, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, c
 			"groups by none of the join's equality columns"},
 		{"by an expression of one", `CREATE VIEW j AS SELECT p.id + 1 AS i, count(*) AS n` + join + `GROUP BY p.id + 1;`, "groups by none of the join's equality columns"},
 		{"a side cut by a repartition", `CREATE VIEW allp AS SELECT TUMBLE_START(ws, INTERVAL '10' SECOND) AS ws, max(id) AS id FROM np GROUP BY TUMBLE(ws, INTERVAL '10' SECOND) EMIT FINAL;
-CREATE VIEW j AS SELECT a.seller, count(*) AS n FROM allp p JOIN ns a ON p.id = a.seller AND p.ws = a.ws GROUP BY a.seller;`, "whose chain of views groups by less than a view it reads"},
+CREATE VIEW j AS SELECT a.seller, count(*) AS n FROM allp p JOIN ns a ON p.id = a.seller AND p.ws = a.ws GROUP BY a.seller;`, "whose chain of views has a repartition inside it"},
 	} {
 		prog, err := plan.Compile(src+c.sql, plan.CompileOptions{})
 		if err != nil {
