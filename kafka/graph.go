@@ -92,10 +92,7 @@ func chain(q *plan.Query) ([]*plan.Query, error) {
 	for n := q; ; {
 		vs := n.Views()
 		if n != q && n.Join != nil && len(vs) == 0 {
-			if err := checkViewTJoin(q, n); err != nil { // a temporal join over the source: the chain's root (join.go)
-				return nil, err
-			}
-			break
+			break // a temporal join over the source: the chain's root (by a table column, a segment of its own: segmentsOf)
 		}
 		if chainIJoinRoot(q, n) { // an interval join of two streams: the chain's root (viewijoin.go)
 			break

@@ -60,15 +60,6 @@ type tableJoin struct {
 // tableGroup is the table stage's consumer group.
 func (p *Pipeline) tableGroup() string { return p.name + "-tbl" }
 
-// checkViewTJoin refuses the views with a temporal join (v, the root of
-// q's chain) that a chain over Kafka does not run.
-func checkViewTJoin(q, v *plan.Query) error {
-	if !drive.StreamKeyed(v) {
-		return fmt.Errorf("%w: view %s groups by a column of table %s, which it joins, and query %s reads it; over Kafka the view's joined rows would need a repartition of their own before its aggregate, which a chain of views does not run: group the view by the stream's columns, or run the graph from files", ErrUnsupported, v.Name, v.Join.Table.Name, q.Name)
-	}
-	return nil
-}
-
 // joinedQuery is q (an interval join of two streams, or a temporal join
 // grouped by a table column) without its join: the aggregate over the
 // joined rows, which a segment after the join's reads from a repartition

@@ -185,7 +185,7 @@ func checkViewJoin(q, jq *plan.Query) error {
 				return err
 			}
 			if len(segs) > 1 {
-				return fmt.Errorf("%w: query %s joins view %s, whose chain of views groups by less than a view it reads; over Kafka a side of a join of two views runs as one chain without a view repartition", ErrUnsupported, q.Name, v.Name)
+				return fmt.Errorf("%w: query %s joins view %s, whose chain of views has a repartition inside it (a reader grouping by less than the view it reads, or a join whose joined rows are repartitioned by its GROUP BY); over Kafka a side of a join of two views runs as one chain without a repartition: run the graph from files", ErrUnsupported, q.Name, v.Name)
 			}
 		}
 	}

@@ -106,6 +106,12 @@ func segmentsOf(q *plan.Query, views []*plan.Query) ([][]*plan.Query, error) {
 			// repartitioned by its GROUP BY key (joinRepartitioned).
 			segs = append(segs, []*plan.Query{r})
 		}
+	} else if len(all) > 1 && r.Join != nil && !drive.StreamKeyed(r) {
+		// A temporal join grouped by a table column: the join alone
+		// (its events where a hash of the record sends them), then its
+		// aggregate over the joined rows repartitioned by its GROUP BY
+		// key (joinRepartitioned).
+		segs = append(segs, []*plan.Query{r})
 	}
 	for i := 1; i < len(all); i++ {
 		up, r := all[i-1], all[i]

@@ -76,7 +76,8 @@ type gnode struct {
 	mark    [2]int64 // the last watermark marker put into in, per input
 	input   int      // a root: the index of its source in Graph.sources
 	// joined: a row graph's root that is an interval join of two
-	// streams, applying the joined rows a host made (NewRowGraph).
+	// streams or a temporal join, applying the joined rows a host made
+	// (NewRowGraph).
 	joined bool
 	// A join of two views: the inputs whose close (or close of the open
 	// windows) has arrived; the node acts once both have.
@@ -150,8 +151,9 @@ func NewHostGraph(primary *plan.Query, cfg Config, viewEmit func(*changelog.Reco
 // watermark), as a reader does in a whole graph. A Kafka stage that reads
 // a view's final rows from a repartition topic runs it.
 //
-// root may instead be an interval join of two declared streams whose
-// join another host ran (Config.OnJoined): root then aggregates, without
+// root may instead be an interval join of two declared streams, or a
+// temporal join of the source with a versioned table, whose join another
+// host ran (Config.OnJoined): root then aggregates, without
 // its join, the joined rows as they are (PushRow is Driver.ApplyRow for
 // it), its watermark the joined stream's from AdvanceWatermark.
 //
@@ -161,9 +163,9 @@ func NewHostGraph(primary *plan.Query, cfg Config, viewEmit func(*changelog.Reco
 // the root of a graph with an interval join of two streams does; a Kafka
 // join stage that reads both views' final rows runs it.
 func NewRowGraph(primary, root *plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent)) (*Graph, error) {
-	joined := root != nil && root.IJoin != nil && len(root.Views()) == 0
+	joined := root != nil && (root.IJoin != nil || root.Join != nil) && len(root.Views()) == 0
 	if root == nil || !joined && !joinsViews(root) && (len(root.Views()) != 1 || root.IJoin != nil) {
-		return nil, fmt.Errorf("drive: a row graph's root must read one view, or join two views, or be an interval join of two streams")
+		return nil, fmt.Errorf("drive: a row graph's root must read one view, or join two views, or be a join over the source (an interval join of two streams, a temporal join)")
 	}
 	g, err := newGraph(primary, nil, cfg, viewEmit, viewLate, &hostRoots{root: root})
 	if err != nil {
@@ -220,9 +222,10 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	}
 	g.primary = byQuery[primary]
 	for _, n := range g.nodes {
-		if host.cut(n.q) && n.q.IJoin != nil && len(n.q.Views()) == 0 {
-			// A row graph's root over an interval join's joined rows:
-			// its one input is the host's rows.
+		if host.cut(n.q) && (n.q.IJoin != nil || n.q.Join != nil) && len(n.q.Views()) == 0 {
+			// A row graph's root over a join's joined rows (an interval
+			// join of two streams, a temporal join): its one input is
+			// the host's rows.
 			n.joined = true
 			g.sources = append(g.sources, n.q.Source)
 			g.roots = append(g.roots, n)
@@ -340,7 +343,7 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			// The aggregate over the joined rows: the query without its
 			// join (the same columns, GROUP BY, windows and name).
 			a := *q
-			a.IJoin = nil
+			a.IJoin, a.Join = nil, nil
 			q = &a
 			c.ExternalWatermark, c.Decoder = true, nil
 		}

@@ -57,7 +57,7 @@
 // temporal join through a view the same way (10-second EMIT FINAL view,
 // 30-second reader by the view's cell or by none); over Kafka the
 // chain's root keeps the table stage, and a view grouped by a table
-// column is refused (TestTemporalJoinViewInProcess,
+// column has its joined rows repartitioned (TestTemporalJoinViewInProcess,
 // TestJoinPaths/temporalview).
 //
 // A stream-join view case (GenerateStreamJoinView) reads the interval

@@ -292,8 +292,8 @@ func GenerateStreamJoinView(seed uint64, size Size) *Case {
 // name among the events, the C ABI and Python push them with
 // ubik_push_input / push_input, the file run reads the table first,
 // Kafka from a table topic (by the join key: the chain's root keeps the
-// table stage; by a table column Kafka refuses the shape, asserted to
-// with CheckQuery's words). The case has no Query spec.
+// table stage; by a table column the joined rows are repartitioned by
+// the view's GROUP BY before its aggregate). The case has no Query spec.
 func GenerateTemporalJoinView(seed uint64, size Size) *Case {
 	c := GenerateTemporalJoin(seed, size)
 	r := rand.New(rand.NewPCG(seed, 0x74a1))

@@ -157,7 +157,7 @@ func joinInProcess(t *testing.T, from, to uint64, gen func(uint64, Size) *Case, 
 //     reader (kafka/viewrepart.go), the view's own topic compared too;
 //   - temporalview: readers of a view of a temporal join (by the view's
 //     cell, by none): over Kafka the chain's root keeps the table stage;
-//     a view grouped by a table column is refused over Kafka (asserted);
+//     a view grouped by a table column has its joined rows repartitioned;
 //   - streamview: readers of a view of an interval join of two streams
 //     (by the view's cell, by none) on every path; over Kafka the
 //     chain's root is the join of the two topics.
@@ -184,8 +184,8 @@ func TestJoinPaths(t *testing.T) {
 		casePaths(t, tl, []uint64{220, 221}, GenerateViewRegroup, runs(kafkaRun{3, false}, kafkaRun{4, true}))
 	})
 	t.Run("temporalview", func(t *testing.T) {
-		// By the join key over Kafka; by a table column Kafka refuses
-		// the shape (asserted to, with CheckQuery's words).
+		// Over Kafka: by the join key in the join's partitions; by a
+		// table column after the joined rows' repartition.
 		casePaths(t, tl, []uint64{640, 641}, GenerateTemporalJoinView, runs(kafkaRun{3, false}, kafkaRun{4, true}))
 	})
 	t.Run("streamview", func(t *testing.T) {
