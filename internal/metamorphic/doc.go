@@ -48,10 +48,15 @@
 // its primary key) on another partition count than the source's. A late
 // table row is at least 1.5 s behind its own key's newest row and every
 // other row of the table or the right stream is within 0.8 s of its
-// input's newest (the delays are 1 s), so what is late is the same in
-// every order and partitioning the paths read. A direct Kafka run of a
-// join is refused by ubik run (the second input reaches the partitions
-// through the repartition topic) and asserted to be, with its words.
+// input's newest (the delays are 1 s); every event of the stream is
+// within 1.8 s of the newest event before it (the delay is 2 s; a
+// join's source has no dedup key, so a retry is an event again, and a
+// retry further behind is left out). So what is late is the same in
+// every order and partitioning the paths read, and the reference must
+// count no late stream row at the join (asserted on every case). A
+// direct Kafka run of a join is refused by ubik run (the second input
+// reaches the partitions through the repartition topic) and asserted to
+// be, with its words.
 //
 // A temporal-join view case (GenerateTemporalJoinView) reads the
 // temporal join through a view the same way (10-second EMIT FINAL view,

@@ -55,6 +55,16 @@ func runInProcessPaths(c *Case, r *rand.Rand) (*Result, Finals, []failure) {
 	if ref.Malformed != 0 {
 		fs = append(fs, failure{"in-process reference", fmt.Errorf("%d of the generated events are malformed; every one is valid", ref.Malformed)})
 	}
+	// What is late at a join must be the same on every path, which holds
+	// only while no stream row is late (the generator makes none; late
+	// table rows it makes on purpose, behind their own key).
+	switch st := ref.Stats; {
+	case st == nil:
+	case st.Interval.LateLeft != 0 || st.Interval.LateRight != 0:
+		fs = append(fs, failure{"in-process reference", fmt.Errorf("%d left and %d right rows late at the interval join; the generator makes none", st.Interval.LateLeft, st.Interval.LateRight)})
+	case st.Join.LateEvents != 0:
+		fs = append(fs, failure{"in-process reference", fmt.Errorf("%d events late at the temporal join; the generator makes none", st.Join.LateEvents)})
+	}
 	for _, cfg := range Configs(r, len(c.Lines)) {
 		got, err := RunInProcess(c, cfg)
 		if err == nil {
