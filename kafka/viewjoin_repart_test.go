@@ -15,6 +15,44 @@ import (
 // it that keep its partitioning; the first reader that groups by less
 // reads their rows through a view repartition, in a segment of its own.
 
+// q8RepartSQL reads q8m (viewjoin_over_test.go) by the name and a
+// minute: less than q8m's partitioning (the person).
+const q8RepartSQL = `
+CREATE VIEW q8w AS SELECT name, TUMBLE_START(minute, INTERVAL '1' MINUTE) AS m, sum(windows) AS windows, count(*) AS persons
+FROM q8m GROUP BY name, TUMBLE(minute, INTERVAL '1' MINUTE) EMIT FINAL;`
+
+// q8RepartTopics maps each query of q8RepartSQL's chain to its topic.
+var q8RepartTopics = map[string]string{"q8w": "q8w-out", "q8m": "q8m-out", "q8": "q8-out", "new_persons": "np-out", "new_sellers": "ns-out"}
+
+// q8RepartOptions runs q8w into q8w-out, the views into their topics.
+func q8RepartOptions(q *plan.Query, addrs []string) Options {
+	o := q8Options(q, addrs)
+	o.Sink, o.InstanceID = endpoint(addrs, "q8w-out"), "q8w-1"
+	for name, topic := range q8RepartTopics {
+		if name != "q8w" {
+			o.ViewSinks[name] = endpoint(addrs, topic)
+		}
+	}
+	return o
+}
+
+// TestRunKafkaViewJoinRepartitionKill: q8w in a child process, killed
+// with SIGKILL at random points while both sources grow, restarted with
+// the same instance id, then run until caught up: every topic's finals
+// (the view repartition's reader's among them) equal the in-process
+// run's, the state restored.
+func TestRunKafkaViewJoinRepartitionKill(t *testing.T) {
+	text, err := os.ReadFile("../bench/queries/q8.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := plan.Compile(string(text)+q8OverSQL+q8RepartSQL, plan.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q8KillOver(t, prog.Queries[len(prog.Queries)-1], "_REPART", q8RepartTopics)
+}
+
 // TestRunKafkaViewJoinRepartition: readers of q8 grouping by less than
 // the person: by the window alone right over q8 (the cut at the join) and by the name and a minute over q8m (the cut after
 // a view that keeps the join's partitioning), at 1 and several
@@ -33,10 +71,7 @@ func TestRunKafkaViewJoinRepartition(t *testing.T) {
 CREATE VIEW q8w AS SELECT TUMBLE_START(window_start, INTERVAL '10' SECOND) AS w, count(*) AS persons
 FROM q8 GROUP BY TUMBLE(window_start, INTERVAL '10' SECOND) EMIT FINAL;`,
 			map[string]string{"q8w": "q8w-out", "q8": "q8-out", "new_persons": "np-out", "new_sellers": "ns-out"}},
-		{"after a view", q8OverSQL + `
-CREATE VIEW q8w AS SELECT name, TUMBLE_START(minute, INTERVAL '1' MINUTE) AS m, sum(windows) AS windows, count(*) AS persons
-FROM q8m GROUP BY name, TUMBLE(minute, INTERVAL '1' MINUTE) EMIT FINAL;`,
-			map[string]string{"q8w": "q8w-out", "q8m": "q8m-out", "q8": "q8-out", "new_persons": "np-out", "new_sellers": "ns-out"}},
+		{"after a view", q8OverSQL + q8RepartSQL, q8RepartTopics},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			prog, err := plan.Compile(string(text)+v.sql, plan.CompileOptions{})
