@@ -304,7 +304,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	t := &task{part: part, wm: newTracker(st.p.nSource)}
 	if vj := st.p.vj; vj != nil { // a join of two views (viewjoin.go): the right view's markers in twm
 		t.twm = newTracker(vj.sides[1].nParts)
-		d, err := st.p.newJoinRunner(part, func(r *changelog.Record) error { return st.emit(t, st.p.opts.Sink.Topic, r) }, st.emitView(t))
+		d, err := st.p.newJoinRunner(part, func(r *changelog.Record) error { return st.emit(t, st.p.opts.Sink.Topic, r) }, st.emitView(t), st.forwardRow(t))
 		t.d = d
 		return t, err
 	}

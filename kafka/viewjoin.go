@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -51,6 +50,13 @@ type viewJoin struct {
 	// join first: empty when the query is the join, else the join and
 	// the views between it and the query (a chain over the join).
 	above []*plan.Query
+	// top is the last query the join stage runs (the query, or the view
+	// before the first reader that groups by less than the join's
+	// partition columns); after are the segments that run the queries
+	// past it, each reading the rows of the one before through a view
+	// repartition (viewrepart.go), the query's last.
+	top   *plan.Query
+	after []*Pipeline
 }
 
 // sideKey computes the join's partition cells of one side's rows: the
@@ -121,6 +127,46 @@ func aboveViewJoin(q, jq *plan.Query) []*plan.Query {
 	return out
 }
 
+// viewJoinCut splits the chain from the join of two views jq up to q:
+// top is the last query the join stage runs in its partitions (jq, or a
+// view above it whose chain from jq keeps grouping by the join's
+// partition columns as plain columns), rest the queries after it (the
+// first a reader that groups by less, q last), which run in segments of
+// their own behind a view repartition; rest is empty when the join stage
+// runs q.
+func viewJoinCut(q, jq *plan.Query) (top *plan.Query, rest []*plan.Query) {
+	if q == jq {
+		return q, nil
+	}
+	j := jq.IJoin
+	// The key terms of jq that carry a partition cell: one per
+	// partitioning equality, the GROUP BY column naming a side of it.
+	var carry []int
+	for _, i := range partitionTerms(jq) {
+		for ki, k := range jq.Keys {
+			ref, ok := k.Expr.(*plan.ColRef)
+			if k.Kind != plan.KeyExpr || !ok || !slices.ContainsFunc([]plan.Expr{j.LeftKey[i], j.RightKey[i]}, func(e plan.Expr) bool {
+				r, ok := e.(*plan.ColRef)
+				return ok && r.Index == ref.Index
+			}) {
+				continue
+			}
+			carry = append(carry, ki)
+			break
+		}
+	}
+	all := append(aboveViewJoin(q, jq), q)
+	up := jq
+	for i, r := range all[1:] {
+		next, ok := followsPartitioning(up, r, carry)
+		if !ok {
+			return up, all[i+1:]
+		}
+		up, carry = r, next
+	}
+	return q, nil
+}
+
 // checkViewJoin refuses the joins of two views the pipeline does not
 // run: jq is the join, q the query (jq itself, or a chain of queries
 // over it, which the join stage runs in its partitions: each of their
@@ -132,40 +178,13 @@ func checkViewJoin(q, jq *plan.Query) error {
 		return fmt.Errorf("%w: query %s joins views %s and %s and groups by none of the join's equality columns: over Kafka the rows of both views are partitioned by the equalities' columns so that matching rows meet, and a group must lie in one partition; group by one of %s's or %s's join columns as it is, or run the query from files",
 			ErrUnsupported, jq.Name, j.Left.Name, j.Right.Name, j.LeftAlias, j.RightAlias)
 	}
-	if q != jq {
-		// The key terms of jq that carry a partition cell: one per
-		// partitioning equality, the GROUP BY column naming a side of it.
-		var carry []int
-		var cols []string
-		for _, i := range terms {
-			for ki, k := range jq.Keys {
-				ref, ok := k.Expr.(*plan.ColRef)
-				if k.Kind != plan.KeyExpr || !ok || !slices.ContainsFunc([]plan.Expr{j.LeftKey[i], j.RightKey[i]}, func(e plan.Expr) bool {
-					r, ok := e.(*plan.ColRef)
-					return ok && r.Index == ref.Index
-				}) {
-					continue
-				}
-				carry = append(carry, ki)
-				name := "(not selected)"
-				for _, c := range jq.Select {
-					if r, ok := c.Expr.(*plan.ColRef); ok && r.Index == ki {
-						name = c.Name
-						break
-					}
-				}
-				cols = append(cols, name)
-				break
-			}
-		}
-		up := jq
-		for _, r := range append(aboveViewJoin(q, jq)[1:], q) {
-			next, ok := followsPartitioning(up, r, carry)
-			if !ok {
-				return fmt.Errorf("%w: query %s reads view %s, a join of views %s and %s, and its chain of views does not group by the join's partition columns of %s (%s) as plain columns: over Kafka a query over a join of two views runs in the join's partitions, which follow those columns, so each of its groups must lie in one; add them to the GROUP BY of %s (and select them in the views between), or run the query from files",
-					ErrUnsupported, q.Name, jq.Name, j.Left.Name, j.Right.Name, jq.Name, strings.Join(cols, ", "), r.Name)
-			}
-			up, carry = r, next
+	if _, rest := viewJoinCut(q, jq); len(rest) > 0 {
+		// The queries from the first reader that groups by less run in
+		// segments after the join stage's (viewrepart.go).
+		if segs, err := segmentsOf(q, rest[:len(rest)-1]); err != nil {
+			return err
+		} else if len(segs) >= maxSegments {
+			return fmt.Errorf("%w: query %s reads a chain of views over a join of two views whose GROUP BYs change the partitioning %d times; over Kafka each change takes a repartition topic, and at most %d are run", ErrUnsupported, q.Name, len(segs), maxSegments-1)
 		}
 	}
 	for _, v := range []*plan.Query{j.Left.View, j.Right.View} {
@@ -312,6 +331,30 @@ func newViewJoin(p *Pipeline) error {
 			return fmt.Errorf("%w: a sink for view %s, which query %s does not read", ErrConfig, name, q.Name)
 		}
 	}
+	var rest []*plan.Query
+	vj.top, rest = viewJoinCut(q, jq)
+	if len(rest) > 0 {
+		segs, err := segmentsOf(q, rest[:len(rest)-1])
+		if err != nil {
+			return err
+		}
+		p.fwd = &forward{topic: segmentName(q.Name, 1) + "-repartition", keys: drive.NewGroupKeys(segs[0][0]), view: vj.top}
+		for k, seg := range segs {
+			c := &Pipeline{opts: opts, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
+				log: p.log.With("segment", k+2), base: p.base, name: segmentName(q.Name, k+1), rowsIn: true}
+			c.opts.ResetState = false // the whole query's, done once by Run
+			c.repTopic, c.stateTopic = c.name+"-repartition", c.name+"-state"
+			if k < len(segs)-1 {
+				c.opts.Sink = opts.ViewSinks[c.q.Name]
+				if opts.OnViewLate != nil {
+					name := c.q.Name
+					c.opts.OnLate = func(ev *drive.LateEvent) { opts.OnViewLate(name, ev) }
+				}
+				c.fwd = &forward{topic: segmentName(q.Name, k+2) + "-repartition", keys: drive.NewGroupKeys(segs[k+1][0]), view: c.q}
+			}
+			vj.after = append(vj.after, c)
+		}
+	}
 	p.vj = vj
 	p.views = append(jq.Views(), vj.above...) // the binding records every view's text and topic
 	return nil
@@ -396,6 +439,25 @@ func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 		sp.fwd.parts = p.nParts
 		sp.srcParts = sp.nSource // its drain markers' positions (reachedOf)
 	}
+	if len(p.vj.after) > 0 {
+		// The join stage's drain markers carry how far it consumed the
+		// left view's rows; it drains only once both views are consumed.
+		p.srcParts = p.nSource
+		p.fwd.parts = p.nParts
+		for _, c := range p.vj.after {
+			c.nParts, c.srcParts, c.sourceEnd = p.nParts, p.nSource, p.sourceEnd
+			c.nSource = p.nParts // its marker table: the partitions of the stage before
+			if c.fwd != nil {
+				c.fwd.parts = p.nParts
+			}
+			if err := ensureInternalTopic(ctx, adm, c.repTopic, p.nParts, false, p.log); err != nil {
+				return err
+			}
+			if err := ensureInternalTopic(ctx, adm, c.stateTopic, p.nParts, true, p.log); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -414,7 +476,7 @@ func (p *Pipeline) runViewJoin(ctx context.Context, adm *admClient) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 5)
+	errs := make(chan error, 5+len(p.vj.after))
 	run := func(name string, f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -431,13 +493,24 @@ func (p *Pipeline) runViewJoin(ctx context.Context, adm *admClient) error {
 		}
 		run("aggregate stage of view "+sp.q.Name, sp.runStage2)
 	}
+	after := p.vj.after
 	run("join stage", func(ctx context.Context) error {
 		err := p.runStage2(ctx)
-		if err == nil && p.caughtUp.Load() {
+		if err == nil && len(after) == 0 && p.caughtUp.Load() {
 			cancel() // the sides have nothing left to do
 		}
 		return err
 	})
+	for k, c := range after {
+		last := k == len(after)-1
+		run(fmt.Sprintf("aggregate stage %d (from %s)", k+2, c.root.Name), func(ctx context.Context) error {
+			err := c.runStage2(ctx)
+			if err == nil && last && c.caughtUp.Load() {
+				cancel() // the stages before have nothing left to do
+			}
+			return err
+		})
+	}
 	wg.Wait()
 	close(errs)
 	return <-errs
@@ -445,7 +518,11 @@ func (p *Pipeline) runViewJoin(ctx context.Context, adm *admClient) error {
 
 // viewJoinStats adds the sides' counters to the join stage's.
 func (p *Pipeline) viewJoinStats(s Stats) Stats {
-	for i, sp := range p.vj.sides {
+	if n := len(p.vj.after); n > 0 {
+		s.CaughtUp = p.vj.after[n-1].caughtUp.Load() // the last segment's drain
+	}
+	ps := append([]*Pipeline{p.vj.sides[0], p.vj.sides[1]}, p.vj.after...)
+	for i, sp := range ps {
 		x := sp.Stats()
 		if i == 0 {
 			s.IdlePartitions, s.SilentPartitions = x.IdlePartitions, x.SilentPartitions
@@ -498,7 +575,7 @@ type joinDriver interface {
 // newJoinRunner builds a join stage partition's work: the query's records
 // go to emit, those of the views above the join (and of the join, when
 // the query is over it) to emitView.
-func (p *Pipeline) newJoinRunner(part int32, emit, emitView func(r *changelog.Record) error) (runner, error) {
+func (p *Pipeline) newJoinRunner(part int32, emit, emitView func(r *changelog.Record) error, onRow func([]types.Value) error) (runner, error) {
 	// The join's state: a small header entry and an entry per held row,
 	// written once and deleted with a tombstone when the row is dropped
 	// (exec.IntervalJoin.AppendEntries), so a transaction writes only
@@ -506,21 +583,32 @@ func (p *Pipeline) newJoinRunner(part int32, emit, emitView func(r *changelog.Re
 	// of an earlier version holds one entry with every row: it is read
 	// (drive.Config.IncrementalJoinState) and the first checkpoint after
 	// it writes each row's entry.
-	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, IncrementalJoinState: true}
-	if p.q != p.root {
+	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, IncrementalJoinState: true, OnRow: onRow}
+	top := p.vj.top
+	if top != p.q {
+		// The join stage's last query is a view whose rows go on to the
+		// next segment: its records go to its own sink, its late rows are
+		// the view's.
+		cfg.Emit = emitView
+		if p.opts.OnViewLate != nil {
+			name := top.Name
+			cfg.Late = func(ev *drive.LateEvent) { p.opts.OnViewLate(name, ev) }
+		}
+	}
+	if top != p.root {
 		var viewLate func(string, *drive.LateEvent)
 		if p.opts.OnViewLate != nil {
 			viewLate = p.opts.OnViewLate
 		} else if p.opts.OnLate != nil {
 			viewLate = func(_ string, ev *drive.LateEvent) { p.opts.OnLate(ev) }
 		}
-		g, err := drive.NewRowGraph(p.q, p.root, cfg, emitView, viewLate)
+		g, err := drive.NewRowGraph(top, p.root, cfg, emitView, viewLate)
 		if err != nil {
 			return nil, err
 		}
 		return joinRunner{joinDriver: graphRunner{g}, part: part, limit: p.vj.limit}, nil
 	}
-	d, err := drive.New(p.q, cfg)
+	d, err := drive.New(top, cfg)
 	if err != nil {
 		return nil, err
 	}

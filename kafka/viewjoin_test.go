@@ -362,9 +362,13 @@ func init() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	text, err := os.ReadFile("../bench/queries/q8.sql")
-	over := os.Getenv(envQ8Child+"_OVER") != "" // the query over q8 (viewjoin_over_test.go)
-	if over {
+	over := os.Getenv(envQ8Child+"_OVER") != ""     // the query over q8 (viewjoin_over_test.go)
+	repart := os.Getenv(envQ8Child+"_REPART") != "" // a reader over q8m grouping by less (viewjoin_repart_test.go)
+	if over || repart {
 		text = append(text, q8OverSQL...)
+	}
+	if repart {
+		text = append(text, q8RepartSQL...)
 	}
 	var prog *plan.Program
 	if err == nil {
@@ -374,6 +378,9 @@ func init() {
 		o := q8Options(prog.Queries[len(prog.Queries)-1], strings.Split(brokers, ","))
 		if over {
 			o = q8OverOptions(prog.Queries[len(prog.Queries)-1], strings.Split(brokers, ","))
+		}
+		if repart {
+			o = q8RepartOptions(prog.Queries[len(prog.Queries)-1], strings.Split(brokers, ","))
 		}
 		o.UntilCaughtUp = os.Getenv(envQ8Child+"_END") != ""
 		o.CommitInterval = 20 * time.Millisecond

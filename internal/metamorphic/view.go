@@ -203,9 +203,9 @@ const JoinViewName = "mqj"
 // column g (NULL, repaired strings and escapes meet a third GROUP BY) or
 // by none (one group per window). So the graph runs a join of two views
 // with a reader on every path: over Kafka the join stage runs the reader
-// in its partitions when it groups by g; by none Kafka refuses the shape
-// (kafka.CheckQuery), and ubik run with its words. The case has no
-// Query spec.
+// in its partitions when it groups by g; by none the join's final rows
+// reach the reader through a view repartition. The case has no Query
+// spec.
 func GenerateViewJoinView(seed uint64, size Size) *Case {
 	c := GenerateIntervalJoin(seed, size)
 	r := rand.New(rand.NewPCG(seed, 0x7a1e))

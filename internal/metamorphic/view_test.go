@@ -137,9 +137,9 @@ func TestViewJoinViewInProcess(t *testing.T) {
 
 // TestViewJoinViewPaths runs two view-join-view cases through the C ABI,
 // Python, `ubik run --state-dir` under kill -9 and Kafka (the join stage
-// running the reader in its partitions), one reading by g, which takes
-// the Kafka runs, and one by none, which Kafka refuses with CheckQuery's
-// words.
+// running the reader in its partitions), one reading by g and one by
+// none (the reader behind a view repartition of the join's final rows),
+// each taking Kafka runs.
 func TestViewJoinViewPaths(t *testing.T) {
 	tl := build(t, t.TempDir())
 	viewPaths(t, tl, []uint64{431, 433}, GenerateViewJoinView)
