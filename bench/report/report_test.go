@@ -167,10 +167,11 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("q12 ratio %v with no successful ubik run", *q12.CPURatio)
 	}
 	want := map[string]bool{
-		"std: CPU per event vs DuckDB (1M events)":              true,
-		"std: peak RSS (1M events)":                             true,
-		"std: state bytes per live (group, window) (1M events)": true,
-		"std: p99 emission latency (1M events)":                 true,
+		"std: CPU per event vs DuckDB (1M events)":                          false, // 0.9, over 0.6
+		"std: wall time vs DuckDB (events/s at least DuckDB's) (1M events)": false, // 0.5 s against 0.3 s
+		"std: peak RSS (1M events)":                                         true,
+		"std: state bytes per live (group, window) (1M events)":             true,
+		"std: p99 emission latency (1M events)":                             true,
 	}
 	if len(res.Targets) != len(want) {
 		t.Fatalf("targets %+v", res.Targets)
@@ -184,7 +185,7 @@ func TestSummarize(t *testing.T) {
 	if err := writeMarkdown(&md, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"| std | 1M | 2.00M | 0.45 | 60 | 400.0 / 1004.0 | 96 |", "| 0.90 |", "failed", "out of memory",
+	for _, s := range []string{"| std | 1M | 0.50 | 2.00M | 0.45 | 60 | 400.0 / 1004.0 | 96 |", "| 0.90 |", "failed", "out of memory",
 		"| q8 | 1M | not built |", "- ubik q8 1M events, 10k groups: not built (ubik run refuses q8: unknown source)"} {
 		if !strings.Contains(md.String(), s) {
 			t.Errorf("markdown lacks %q:\n%s", s, md.String())
@@ -341,5 +342,97 @@ func TestReadAllTwoInputs(t *testing.T) {
 	}
 	if _, ok := readAll(map[string]float64{"events_read": 10}, 10); !ok {
 		t.Error("one input read whole")
+	}
+}
+
+// TestSummarizeBaseline: a second ubik binary in the same repeats gets its
+// own figures, ratios paired repeat by repeat, the regression targets of
+// the other queries and the scaling target.
+func TestSummarizeBaseline(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "runs"), 0o755)
+	var tsv strings.Builder
+	tsv.WriteString(runsHeader + "\n")
+	n := 0
+	add := func(set, q, wl string, events, groups int64, dist string, rep int, engine string, cpu, wall float64) {
+		n++
+		name := fmt.Sprintf("runs/%d.time", n)
+		text := fmt.Sprintf("\tUser time (seconds): %.2f\n\tSystem time (seconds): 0.00\n\tElapsed (wall clock) time (h:mm:ss or m:ss): 0:%05.2f\n\tMaximum resident set size (kbytes): 40960\n\tExit status: 0\n", cpu, wall)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&tsv, "%s\t%s\t%s\t%d\t%d\t%s\t%d\t%s\tran\t%s\t\t\n", set, q, wl, events, groups, dist, rep, engine, name)
+	}
+	// std: ubik 0.5 and 0.6 CPU-s against the baseline's 1.0 and 0.8
+	// (pairs 0.5 and 0.75), DuckDB 1.0 both times.
+	for rep, c := range []struct{ ubik, base float64 }{{0.5, 1.0}, {0.6, 0.8}} {
+		add("main", "std", "merchant", 1_000_000, 10000, "zipf", rep+1, "ubik", c.ubik, 0.4)
+		add("main", "std", "merchant", 1_000_000, 10000, "zipf", rep+1, "baseline", c.base, 0.8)
+		add("main", "std", "merchant", 1_000_000, 10000, "zipf", rep+1, "duckdb", 1.0, 0.5)
+	}
+	// q7 regressed: 1.2 against 1.0; q11 within the bound: 1.05 against 1.0.
+	add("main", "q7", "bids", 1_000_000, 10000, "zipf", 1, "ubik", 1.2, 1)
+	add("main", "q7", "bids", 1_000_000, 10000, "zipf", 1, "baseline", 1.0, 1)
+	add("main", "q7", "bids", 1_000_000, 10000, "zipf", 1, "duckdb", 1.0, 1)
+	add("main", "q11", "bids", 1_000_000, 10000, "zipf", 1, "ubik", 1.05, 1)
+	add("main", "q11", "bids", 1_000_000, 10000, "zipf", 1, "baseline", 1.0, 1)
+	add("main", "q11", "bids", 1_000_000, 10000, "zipf", 1, "duckdb", 1.0, 1)
+	// Scaling: 0.5 µs/event at 1k groups, 0.8 at 10M: growth 1.6.
+	add("scaling", "std", "merchant", 1_000_000, 1000, "uniform", 1, "ubik", 0.5, 1)
+	add("scaling", "std", "merchant", 1_000_000, 1000, "uniform", 1, "duckdb", 0.5, 1)
+	add("scaling", "std", "merchant", 1_000_000, 10_000_000, "uniform", 1, "ubik", 0.8, 1)
+	add("scaling", "std", "merchant", 1_000_000, 10_000_000, "uniform", 1, "duckdb", 0.5, 1)
+	runs, err := readRuns(strings.NewReader(tsv.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := summarize(runs, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	std := res.Rows[0]
+	if std.Baseline == nil || std.Baseline.Runs != 2 || !near(std.Baseline.CPUMicrosPerEvent, 0.9) {
+		t.Fatalf("std baseline: %+v", std.Baseline)
+	}
+	if std.BaselineCPURatio == nil || !near(*std.BaselineCPURatio, 0.625) {
+		t.Errorf("ubik/baseline CPU %v, want 0.625 (pairs 0.5, 0.75)", std.BaselineCPURatio)
+	}
+	if std.BaselineWallRatio == nil || !near(*std.BaselineWallRatio, 0.5) || std.BaselineDuckDBCPURatio == nil || !near(*std.BaselineDuckDBCPURatio, 0.9) {
+		t.Errorf("wall ratio %v, baseline/DuckDB %v", std.BaselineWallRatio, std.BaselineDuckDBCPURatio)
+	}
+	if std.CPURatio == nil || !near(*std.CPURatio, 0.55) || std.WallRatio == nil || !near(*std.WallRatio, 0.8) {
+		t.Errorf("ubik/DuckDB: CPU %v wall %v", std.CPURatio, std.WallRatio)
+	}
+	if res.Rows[3].Baseline != nil {
+		t.Errorf("a point the baseline did not run has its figures: %+v", res.Rows[3].Baseline)
+	}
+	want := map[string]bool{
+		"std: CPU per event vs DuckDB (1M events)":                          true,
+		"std: wall time vs DuckDB (events/s at least DuckDB's) (1M events)": true,
+		"std: peak RSS (1M events)":                                         true,
+		"q7: CPU per event vs the baseline (no regression) (1M events)":     false,
+		"q11: CPU per event vs the baseline (no regression) (1M events)":    true,
+		"scaling: CPU per event at 10M groups over 1k":                      false,
+	}
+	got := map[string]bool{}
+	for _, tg := range res.Targets {
+		got[tg.Name] = tg.Pass
+	}
+	for name, pass := range want {
+		if p, ok := got[name]; !ok || p != pass {
+			t.Errorf("target %q: pass %v (present %v), want %v", name, p, ok, pass)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("targets %+v", res.Targets)
+	}
+	var md bytes.Buffer
+	if err := writeMarkdown(&md, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"## ubik against the baseline binary", "| main | std | 1M | 10k | 0.55 | 0.90 | 0.62 | 0.40 | 0.80 | 0.50 | 40 | 40 | 0.90 |", "| 0.55 | 0.80 |"} {
+		if !strings.Contains(md.String(), s) {
+			t.Errorf("markdown lacks %q:\n%s", s, md.String())
+		}
 	}
 }

@@ -35,16 +35,29 @@ func writeMarkdown(w io.Writer, res Results) error {
 	}
 	if len(main) > 0 {
 		b.WriteString("\n## Queries (medians; CPU = user + sys of the whole process; ratio = ubik / DuckDB, paired per repeat)\n\n")
-		b.WriteString("| query | events | ubik events/s | ubik CPU µs/event | ubik peak RSS MB | ubik emit p50 / p99 ms | ubik state B per live (group, window) | DuckDB wall s | DuckDB events/s | DuckDB CPU µs/event | DuckDB peak RSS MB | result rows | CPU ratio ubik/DuckDB |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| query | events | ubik wall s | ubik events/s | ubik CPU µs/event | ubik peak RSS MB | ubik emit p50 / p99 ms | ubik state B per live (group, window) | DuckDB wall s | DuckDB events/s | DuckDB CPU µs/event | DuckDB peak RSS MB | result rows | CPU ratio ubik/DuckDB | wall ratio ubik/DuckDB |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range main {
 			u, d := r.Ubik, r.DuckDB
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				r.Query, humanCount(r.Events),
-				cellOr(u, rate(u.EventsPerSecond)), cellOr(u, fix(u.CPUMicrosPerEvent, 2)), cellOr(u, fix(u.PeakRSSMB, 0)),
+				cellOr(u, fix(u.WallSeconds, 2)), cellOr(u, rate(u.EventsPerSecond)), cellOr(u, fix(u.CPUMicrosPerEvent, 2)), cellOr(u, fix(u.PeakRSSMB, 0)),
 				cellOr(u, latency(u)), cellOr(u, stat(u, "state_bytes_per_group", 0)),
 				cellOr(d, fix(d.WallSeconds, 2)), cellOr(d, rate(d.EventsPerSecond)), cellOr(d, fix(d.CPUMicrosPerEvent, 2)), cellOr(d, fix(d.PeakRSSMB, 0)),
-				cellOr(d, stat(d, "rows", 0)), ratio(r.CPURatio))
+				cellOr(d, stat(d, "rows", 0)), ratio(r.CPURatio), ratio(r.WallRatio))
+		}
+	}
+	if rows := withBaseline(res.Rows); len(rows) > 0 {
+		b.WriteString("\n## ubik against the baseline binary (medians; ratios paired per repeat: the same repeats as above)\n\n")
+		b.WriteString("| set | query | events | groups | ubik CPU µs/event | baseline CPU µs/event | CPU ratio ubik/baseline | ubik wall s | baseline wall s | wall ratio ubik/baseline | ubik peak RSS MB | baseline peak RSS MB | CPU ratio baseline/DuckDB |\n")
+		b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range rows {
+			u, o := r.Ubik, *r.Baseline
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				r.Set, r.Query, humanCount(r.Events), humanCount(r.Groups),
+				cellOr(u, fix(u.CPUMicrosPerEvent, 2)), cellOr(o, fix(o.CPUMicrosPerEvent, 2)), ratio(r.BaselineCPURatio),
+				cellOr(u, fix(u.WallSeconds, 2)), cellOr(o, fix(o.WallSeconds, 2)), ratio(r.BaselineWallRatio),
+				cellOr(u, fix(u.PeakRSSMB, 0)), cellOr(o, fix(o.PeakRSSMB, 0)), ratio(r.BaselineDuckDBCPURatio))
 		}
 	}
 	if len(scal) > 0 {
@@ -77,10 +90,17 @@ func writeMarkdown(w io.Writer, res Results) error {
 	var notes []string
 	someRan := ubikStatus(res.Rows) == "" // else the one reason is said above
 	for _, r := range res.Rows {
-		for _, e := range []struct {
+		engines := []struct {
 			name string
 			m    Measure
-		}{{"ubik", r.Ubik}, {"DuckDB", r.DuckDB}} {
+		}{{"ubik", r.Ubik}, {"DuckDB", r.DuckDB}}
+		if r.Baseline != nil {
+			engines = append(engines, struct {
+				name string
+				m    Measure
+			}{"baseline", *r.Baseline})
+		}
+		for _, e := range engines {
 			prefix := fmt.Sprintf("%s %s %s events, %s groups: ", e.name, r.Query, humanCount(r.Events), humanCount(r.Groups))
 			if strings.HasPrefix(e.m.Status, "failed") || (someRan && strings.HasPrefix(e.m.Status, "not built")) {
 				notes = append(notes, prefix+e.m.Status)
@@ -98,6 +118,17 @@ func writeMarkdown(w io.Writer, res Results) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// withBaseline returns the rows a baseline binary ran in.
+func withBaseline(rows []Row) []Row {
+	var out []Row
+	for _, r := range rows {
+		if r.Baseline != nil {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // ubikStatus is a one-line reason when ubik ran nowhere.
