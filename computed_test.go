@@ -8,8 +8,8 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // TestComputedColumnsInProcess: a source declared with Engine.Exec that has

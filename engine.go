@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/sql/plan"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // Engine holds registered sources and starts queries. It is safe for

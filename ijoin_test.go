@@ -14,9 +14,9 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/testenv"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // The interval join tests: one generated history of impressions and

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/sql/plan"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // ErrJoinBuffer is returned by Push for an event a temporal join cannot

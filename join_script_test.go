@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ubiksql/ubik"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // joinScriptCmd runs the script commands of a temporal join's table input

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // TestMemoryFlatAsWindowsClose pushes 10M events with 10M distinct keys

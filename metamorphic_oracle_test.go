@@ -8,7 +8,7 @@ import (
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/metamorphic"
 	"github.com/ubiksql/ubik/internal/testenv"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // metamorphicOracleSQL is a query the batch oracle can state over the

@@ -15,7 +15,7 @@ import (
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/testenv"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // oracleEvent is one generated event; the same events feed ubik and the

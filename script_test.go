@@ -13,8 +13,8 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 var update = flag.Bool("update", false, "rewrite the expect blocks of testdata/script/*.txt with the actual output")

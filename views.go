@@ -4,10 +4,10 @@ import (
 	"fmt"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/sql/plan"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // runner is what a Query drives: one query's driver, or the graph of a

@@ -14,8 +14,8 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // The view graph: a windowed EMIT FINAL view read by another query

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/testenv"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // A query over a view whose body is a temporal join: the view prices each

@@ -14,7 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/ubiksql/ubik"
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/exec"
 )
 
 // code is one entry of the status-code table. The numbers are defined once,

@@ -3,7 +3,7 @@ package changelog
 import (
 	"testing"
 
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // The standard query's row: GROUP BY merchant, TUMBLE(event_time, 1 minute)

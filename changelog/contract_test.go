@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // The reference vectors live at the repository root (testdata/contract); see

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // ContractVersion is the version of the key/value byte contract this package

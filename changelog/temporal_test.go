@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // duckDateText renders a Go time's date the way DuckDB's DateToStringCast

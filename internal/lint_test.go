@@ -119,7 +119,7 @@ func violations(t *testing.T, dir string, r rule) []string {
 
 func TestImportDirection(t *testing.T) {
 	for _, r := range []rule{
-		coreRule(".", "./types", "./changelog", "./sql/...", "./exec"),
+		coreRule(".", "./internal/types", "./changelog", "./internal/sql/...", "./internal/exec"),
 		kafkaRule("./kafka/..."),
 		// In workspace mode ./... at the root matches the root module's
 		// packages only; each nested module is matched from its own dir.
@@ -149,7 +149,7 @@ func TestImportDirectionControl(t *testing.T) {
 
 // execPkg is the operator's package, which only the driver and the core
 // import.
-const execPkg = "github.com/ubiksql/ubik/exec"
+const execPkg = "github.com/ubiksql/ubik/internal/exec"
 
 // driverRule: the hosts reach the operator through internal/drive.
 func driverRule(pkgs ...string) rule {

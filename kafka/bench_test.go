@@ -8,7 +8,7 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // BenchmarkKafkaPipeline measures events/s through the broker: the

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // TestCheckQuery holds the partitioning rule of a chain of views: a

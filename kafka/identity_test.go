@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/sql/plan"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // TestRepartitionByGroupIdentity: the rows the operator puts in one group

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // TestOptionKeysAgreeWithPlan: the binder refuses a WITH option it does not

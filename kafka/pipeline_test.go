@@ -21,7 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // TestTumbleEndToEnd runs the repartitioning pipeline over a 4-partition

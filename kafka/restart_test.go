@@ -10,7 +10,7 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // lateLog collects the late events a pipeline reports (OnLate), as

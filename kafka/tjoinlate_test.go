@@ -11,7 +11,7 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // TestRunKafkaTemporalJoinLateTableRows: a table row behind the rows

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // A query over a join of two views over Kafka: q8 (bench/queries/q8.sql,

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // A query over a join of two views that groups by less than the join's

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // readState reads a state topic with read_committed up to the end

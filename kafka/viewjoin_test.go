@@ -17,7 +17,7 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // The join of two views over Kafka: bench/queries/q8.sql (Nexmark q8:

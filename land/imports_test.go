@@ -11,9 +11,9 @@ import (
 // land/landprom, its own module, has the same test.
 func TestImports(t *testing.T) {
 	allowed := map[string]bool{
-		"github.com/ubiksql/ubik/changelog": true,
-		"github.com/ubiksql/ubik/types":     true,
-		"github.com/ubiksql/ubik/land":      true,
+		"github.com/ubiksql/ubik/changelog":      true,
+		"github.com/ubiksql/ubik/internal/types": true,
+		"github.com/ubiksql/ubik/land":           true,
 	}
 	for _, pkg := range []string{".", "./redislander", "./dynamolander", "./pglander", "./chlander", "./kafkasrc", "./chhttp", "./internal/pool"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // Event is one usage event as a caller writes it.

@@ -16,9 +16,9 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
-	"github.com/ubiksql/ubik/sql/plan"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // These tests run a sample of ubik's functions and DuckDB over the same

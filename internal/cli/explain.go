@@ -10,8 +10,8 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/sql/plan"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // runExplain prints the plan of each query in a script: source and

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/ubiksql/ubik/internal/infer"
-	"github.com/ubiksql/ubik/sql/parser"
+	"github.com/ubiksql/ubik/internal/sql/parser"
 )
 
 // runInfer prints a CREATE SOURCE statement inferred from an input file.

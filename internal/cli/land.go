@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/land"
 	"github.com/ubiksql/ubik/land/chlander"
 	"github.com/ubiksql/ubik/land/dynamolander"
@@ -28,7 +29,6 @@ import (
 	"github.com/ubiksql/ubik/land/landprom"
 	"github.com/ubiksql/ubik/land/pglander"
 	"github.com/ubiksql/ubik/land/redislander"
-	"github.com/ubiksql/ubik/sql/plan"
 )
 
 const landUsage = `usage: ubik land --from kafka://HOST:PORT[,HOST:PORT...]/TOPIC --to STORE --mode MODE [flags]

@@ -18,9 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 	"github.com/ubiksql/ubik/kafka"
-	"github.com/ubiksql/ubik/sql/plan"
-	"github.com/ubiksql/ubik/types"
 )
 
 // runProduce writes JSON lines or CSV records to a Kafka topic, one record

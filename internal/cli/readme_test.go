@@ -15,8 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/testenv"
-	"github.com/ubiksql/ubik/sql/plan"
 )
 
 // readmeBlock is one fenced block of README.md.

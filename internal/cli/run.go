@@ -23,9 +23,9 @@ import (
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/infer"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 	"github.com/ubiksql/ubik/kafka"
-	"github.com/ubiksql/ubik/sql/plan"
-	"github.com/ubiksql/ubik/types"
 )
 
 // maxLineBytes bounds one input line; a longer line is reported as

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // A query with a temporal join reads two files: the stream (--input or its

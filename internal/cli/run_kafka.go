@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/kafka"
-	"github.com/ubiksql/ubik/sql/plan"
 )
 
 // kafkaFlags are ubik run's Kafka flags. A query runs over Kafka when

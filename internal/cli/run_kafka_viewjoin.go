@@ -5,8 +5,8 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/kafka"
-	"github.com/ubiksql/ubik/sql/plan"
 )
 
 // kafkaJoinSource returns the topic of the second source of a join of

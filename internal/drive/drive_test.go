@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 const testSQL = `CREATE SOURCE orders (merchant VARCHAR, amount DOUBLE, event_time TIMESTAMP,

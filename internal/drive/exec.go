@@ -1,8 +1,8 @@
 package drive
 
 import (
-	"github.com/ubiksql/ubik/exec"
-	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // What the hosts use of exec, under the driver's name: kafka/ and

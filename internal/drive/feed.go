@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/exec"
 )
 
 // The block path of a parallel driver (Driver.Feed). The host's goroutine

@@ -8,9 +8,9 @@ import (
 	"slices"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
-	"github.com/ubiksql/ubik/sql/plan"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // A Graph runs a query over views: the query (the primary), every view it

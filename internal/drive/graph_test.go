@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/sql/plan"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 const graphScript = `CREATE SOURCE a (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);

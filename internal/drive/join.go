@@ -8,9 +8,9 @@ import (
 	"reflect"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/exec"
-	"github.com/ubiksql/ubik/sql/plan"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // A query with a temporal join (plan.Query.Join) has two inputs: the

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // The parallel driver's property: the changelog (every record, its key,

@@ -1,9 +1,9 @@
 package drive
 
 import (
-	"github.com/ubiksql/ubik/exec"
-	"github.com/ubiksql/ubik/sql/plan"
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // GroupKeys computes the canonical group key of a query's input rows

@@ -16,7 +16,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"github.com/ubiksql/ubik/types"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // ErrNoRecords is returned when the input holds no record to infer from.

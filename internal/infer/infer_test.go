@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ubiksql/ubik/sql/plan"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 func TestInferJSONAndCompile(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ubiksql/ubik"
-	"github.com/ubiksql/ubik/exec"
+	"github.com/ubiksql/ubik/internal/exec"
 )
 
 // TestTemporalJoinInProcess runs temporal-join cases

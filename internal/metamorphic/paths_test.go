@@ -22,9 +22,9 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/testenv"
 	"github.com/ubiksql/ubik/kafka"
-	"github.com/ubiksql/ubik/sql/plan"
 )
 
 // tools are the built artifacts the outside paths run: the ubik binary,

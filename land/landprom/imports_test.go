@@ -18,7 +18,7 @@ func TestImports(t *testing.T) {
 		switch {
 		case dep == "github.com/ubiksql/ubik/land":
 			land = true
-		case dep == "github.com/ubiksql/ubik/changelog", dep == "github.com/ubiksql/ubik/types",
+		case dep == "github.com/ubiksql/ubik/changelog", dep == "github.com/ubiksql/ubik/internal/types",
 			strings.HasPrefix(dep, "github.com/ubiksql/ubik/land/"):
 		case strings.HasPrefix(dep, "github.com/ubiksql/ubik/"):
 			t.Errorf("landprom imports %s", dep)

@@ -4,6 +4,6 @@
 // testdata, so ./... never builds it.
 package badexec
 
-import "github.com/ubiksql/ubik/exec"
+import "github.com/ubiksql/ubik/internal/exec"
 
 var _ = exec.MetaKey
