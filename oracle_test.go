@@ -192,7 +192,7 @@ func oracleCases() []oracleCase {
 			types: []types.Type{types.Varchar, types.Timestamp, types.Timestamp, types.BigInt, types.HugeInt, types.Double},
 		},
 		{
-			// Issue 6's exact aggregates. PostgreSQL spells them with
+			// The exact aggregates. PostgreSQL spells them with
 			// ordered array_agg: ties on the ordering value break on the
 			// value itself (byte order: COLLATE "C"), as ubik does.
 			name: "aggs_tumble",

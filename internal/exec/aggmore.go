@@ -16,7 +16,7 @@ import (
 	"github.com/ubiksql/ubik/internal/types"
 )
 
-// The aggregates of issue 6. Every state is mergeable (sessions merge) and
+// The wider aggregates. Every state is mergeable (sessions merge) and
 // serializable (checkpoints), and every final value is independent of the
 // order rows arrived in, of batching and of merges: ties are broken on the
 // values themselves, sums are exact, and the sketches' states are functions

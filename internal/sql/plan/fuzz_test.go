@@ -37,7 +37,7 @@ var compileSeeds = []string{
 	"SELECT ts - ts, d - d, ts + span, span - span, -span, count(*) FROM events GROUP BY ts, d, span",
 	"SELECT TUMBLE_END(ts, INTERVAL '1' HOUR), count(*) FROM events GROUP BY TUMBLE(ts, INTERVAL '60' MINUTES)",
 	"SELECT NULL = NULL, NULL + NULL, NULL || NULL, -NULL, NOT NULL, CASE NULL WHEN NULL THEN 1 END, count(*) FROM events",
-	// issue 6: functions
+	// functions
 	"SELECT substring(customer, 2, 3), substring(customer FROM -2 FOR 5), substr(customer, 0), trim(customer), trim(LEADING 'x' FROM customer), rtrim(customer, 'ab'), replace(customer, 'a', ''), count(*) FROM events GROUP BY customer",
 	"SELECT date_part('minute', ts), extract(epoch FROM ts), EXTRACT(isodow FROM d), minute(ts), year(d), date_trunc('week', ts), date_trunc('month', d), count(*) FROM events GROUP BY ts, d",
 	"SELECT time_bucket(INTERVAL '5 minutes', ts), time_bucket(INTERVAL '1 month', ts, INTERVAL '2 days'), time_bucket(INTERVAL '7 days', d, TIMESTAMP '2024-01-01'), count(*) FROM events GROUP BY ts, d",
@@ -46,7 +46,7 @@ var compileSeeds = []string{
 	"SELECT customer->>'$.*', payload->>qty, count(*) FROM events GROUP BY customer, payload, qty",
 	"SELECT date_part('fortnight', ts), time_bucket(INTERVAL '1 month 1 day', ts), date_trunc('dow', ts), count(*) FROM events GROUP BY ts",
 	"SELECT nullif(customer, 'x') ILIKE '%A_', qty BETWEEN 1 AND NULL, abs(big), round(amount, 1), floor(price), ceil(amount), count(*) FROM events GROUP BY 1, 2, big, amount, price",
-	// issue 6: aggregates
+	// aggregates
 	"SELECT customer, count(DISTINCT qty), sum(DISTINCT amount), avg(DISTINCT price), min_by(qty, price), arg_max(customer, ts), first(amount), last(customer), arbitrary(qty) FROM events GROUP BY customer",
 	"SELECT var_samp(price), variance(qty), stddev(amount), stddev_samp(big), var_pop(huge), stddev_pop(price), bool_and(flag), bool_or(qty > 1), count(*) FROM events",
 	"SELECT approx_count_distinct(customer), approx_count_distinct(DISTINCT ts), approx_quantile(price, 0.5), approx_quantile(qty, 0), approx_quantile(amount, 1) FROM events",

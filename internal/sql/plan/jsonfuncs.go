@@ -9,7 +9,7 @@ import (
 	"github.com/ubiksql/ubik/internal/types"
 )
 
-// Nested JSON field access (issue 6). A source column declared JSON holds
+// Nested JSON field access. A source column declared JSON holds
 // the field's raw JSON text (any JSON value); any VARCHAR holding JSON text
 // works too. The path is a constant, compiled once at bind time:
 //

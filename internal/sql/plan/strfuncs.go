@@ -7,7 +7,7 @@ import (
 	"github.com/ubiksql/ubik/internal/types"
 )
 
-// String functions beyond lower/upper/length/concat (issue 6): substring,
+// String functions beyond lower/upper/length/concat: substring,
 // trim/ltrim/rtrim, replace. All follow DuckDB: positions and lengths count
 // characters (code points), not bytes.
 

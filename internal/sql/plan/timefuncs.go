@@ -9,7 +9,7 @@ import (
 	"github.com/ubiksql/ubik/internal/types"
 )
 
-// Date and time functions (issue 6): date_part/extract and its shorthands
+// Date and time functions: date_part/extract and its shorthands
 // (year(ts), minute(ts), ...), date_trunc, time_bucket, epoch_ms, epoch_us,
 // epoch and to_timestamp. Timestamps are UTC microseconds; semantics follow
 // DuckDB's TIMESTAMP (not TIMESTAMPTZ) functions.
