@@ -12,7 +12,6 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/types"
 )
 
@@ -417,7 +416,7 @@ func runHistory(t *testing.T, sql string, ops []bpOp, bound int, r *rand.Rand) b
 	if err != nil {
 		t.Fatal(err)
 	}
-	qo := ubik.QueryOptions{OnLate: func(ev *exec.LateEvent) {
+	qo := ubik.QueryOptions{OnLate: func(ev *ubik.LateEvent) {
 		out.late = append(out.late, fmt.Sprintf("%d %d %d %s", ev.EventTime, ev.WindowStart, ev.Watermark, ev.Reason))
 	}}
 	if bound == 0 {

@@ -34,7 +34,7 @@ func Open(opts Options) (*Engine, error) {
 // Exec runs a script of CREATE SOURCE statements and registers the sources
 // for later queries. A query in the script is an error: use Start.
 func (e *Engine) Exec(script string) (err error) {
-	defer drive.Recover(&err)
+	defer e.recover(&err)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -82,7 +82,7 @@ func mergeSources(have, add []*plan.Source) []*plan.Source {
 // Compile compiles a script against the registered sources without starting
 // anything (for explain and validation).
 func (e *Engine) Compile(script, defaultName string) (prog *plan.Program, err error) {
-	defer drive.Recover(&err)
+	defer e.recover(&err)
 	e.mu.Lock()
 	srcs := e.sources
 	e.mu.Unlock()
@@ -93,7 +93,7 @@ func (e *Engine) Compile(script, defaultName string) (prog *plan.Program, err er
 // each query without a CREATE SINK to an output of its own (the ubik
 // command line: one file per query), so several such queries are allowed.
 func (e *Engine) CompileViews(script, defaultName string) (prog *plan.Program, err error) {
-	defer drive.Recover(&err)
+	defer e.recover(&err)
 	e.mu.Lock()
 	srcs := e.sources
 	e.mu.Unlock()
@@ -122,18 +122,18 @@ type QueryOptions struct {
 	// final, with LateEvent.Event the bytes given to Push (nil for
 	// PushRow); valid only during the call. Late events are counted either
 	// way.
-	OnLate func(*exec.LateEvent)
+	OnLate func(*LateEvent)
 	// Strict makes the first malformed event a fatal error for the query.
 	Strict bool
 	// JoinBuffer bounds the events a temporal join holds while they wait
 	// for the table's watermark (default plan.DefaultJoinBuffer): beyond
 	// it Push returns ErrJoinBuffer, having done nothing. For an interval
 	// join it bounds the rows held, both inputs together (default: no
-	// bound); beyond it a push fails the query (drive.ErrIntervalJoinFull).
+	// bound); beyond it a push fails the query (ErrIntervalJoinFull).
 	JoinBuffer int
 	// OnLateTable, if set, receives each row of a versioned table behind
 	// the table's watermark (not applied; counted either way).
-	OnLateTable func(*exec.LateEvent)
+	OnLateTable func(*LateEvent)
 	// Threads > 1 runs the query's groups as that many shards on their
 	// own goroutines, split by group key, while the pushing goroutine
 	// decodes events (with Feed: as many decoding goroutines decode them
@@ -168,13 +168,13 @@ type QueryOptions struct {
 	OnViewRecord func(changelog.Record) error
 	// OnViewLate, if set, receives the late events of every other query of
 	// the graph with its name (else they go to OnLate).
-	OnViewLate func(query string, ev *exec.LateEvent)
+	OnViewLate func(query string, ev *LateEvent)
 }
 
 // Start compiles script (CREATE SOURCE statements plus queries) and starts
 // one query.
 func (e *Engine) Start(script string, qo QueryOptions) (q *Query, err error) {
-	defer drive.Recover(&err)
+	defer e.recover(&err)
 	prog, err := e.Compile(script, qo.Name)
 	if err != nil {
 		return nil, err
@@ -220,18 +220,19 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error
 			q = nil
 		}
 	}()
-	defer drive.Recover(&err)
+	defer e.recover(&err)
 	if pq != nil && pq.Source != nil && len(pq.Views()) > 0 {
 		return e.StartGraph(pq, nil, qo)
 	}
 	cfg := drive.Config{
 		MaxPending:         e.opts.MaxPendingRecords,
-		Late:               qo.OnLate,
+		Late:               lateHook(qo.OnLate),
 		Now:                e.opts.Now,
+		Logger:             e.opts.Logger,
 		Strict:             qo.Strict,
 		CountsInCheckpoint: true, // the summary continues across a restart
 		JoinBuffer:         qo.JoinBuffer,
-		LateTable:          qo.OnLateTable,
+		LateTable:          lateHook(qo.OnLateTable),
 		Threads:            qo.Threads,
 		OnEventError:       qo.OnEventError,
 		BlockEvents:        qo.BlockEvents,
@@ -246,11 +247,6 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error
 	}
 	return &Query{plan: pq, callback: qo.OnRecord != nil, d: d, onEventError: qo.OnEventError}, nil
 }
-
-// EventError reports one event that was not applied: malformed input (it
-// unwraps to exec.ErrMalformed) or a runtime evaluation error. The query
-// goes on unless QueryOptions.Strict is set.
-type EventError = drive.EventError
 
 // Stats are a query's counters.
 type Stats struct {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/testenv"
 	"github.com/ubiksql/ubik/internal/types"
 )
@@ -326,8 +325,8 @@ func TestIntervalJoinStateDropped(t *testing.T) {
 			}
 			return nil
 		},
-		OnLate:      func(ev *exec.LateEvent) { late = append(late, string(ev.Event)) },
-		OnLateTable: func(ev *exec.LateEvent) { lateRight = append(lateRight, string(ev.Event)) },
+		OnLate:      func(ev *ubik.LateEvent) { late = append(late, string(ev.Event)) },
+		OnLateTable: func(ev *ubik.LateEvent) { lateRight = append(lateRight, string(ev.Event)) },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package ubik
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,16 +9,6 @@ import (
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
 )
-
-// ErrJoinBuffer is returned by Push for an event a temporal join cannot
-// hold: QueryOptions.JoinBuffer events wait already for the table's
-// watermark to pass their time. Nothing was done; push table rows (or
-// end the table input) and push the event again.
-var ErrJoinBuffer = drive.ErrJoinBuffer
-
-// ErrUnknownInput is returned by PushInput for a name that is none of the
-// query's inputs; nothing was done.
-var ErrUnknownInput = errors.New("ubik: unknown input")
 
 // TableStats are the counters of a query's versioned table input.
 type TableStats struct {

@@ -1,12 +1,9 @@
 package ubik
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/ubiksql/ubik/internal/drive"
 )
 
 // Options configure an Engine. The zero value is not valid; start from
@@ -51,13 +48,3 @@ func (o *Options) validate() error {
 	}
 	return nil
 }
-
-// The error vocabulary of the root package.
-var (
-	ErrInvalidOptions = errors.New("ubik: invalid options")
-	ErrClosed         = drive.ErrClosed
-	ErrBackpressure   = drive.ErrBackpressure
-	ErrNoQuery        = errors.New("ubik: the script has no query")
-	ErrConcurrentUse  = drive.ErrConcurrentUse
-	ErrInternal       = drive.ErrInternal
-)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/types"
 )
 
@@ -106,12 +105,12 @@ func runScript(t *testing.T, path string) {
 		out[len(out)-1] = r.Meta.Query + ": " + out[len(out)-1]
 		return nil
 	}
-	var late func(ev *exec.LateEvent)
-	viewLate := func(query string, ev *exec.LateEvent) {
+	var late func(ev *ubik.LateEvent)
+	viewLate := func(query string, ev *ubik.LateEvent) {
 		late(ev)
 		out[len(out)-1] = query + ": " + out[len(out)-1]
 	}
-	late = func(ev *exec.LateEvent) {
+	late = func(ev *ubik.LateEvent) {
 		w := "-"
 		if ev.Windowed {
 			w = fmt.Sprintf("[%s, %s)", ts(ev.WindowStart), ts(ev.WindowEnd))

@@ -75,18 +75,19 @@ func (e *Engine) StartGraph(pq *plan.Query, with []*plan.Query, qo QueryOptions)
 			q = nil
 		}
 	}()
-	defer drive.Recover(&err)
+	defer e.recover(&err)
 	if pq == nil {
 		return nil, ErrNoQuery
 	}
 	cfg := drive.Config{
 		MaxPending:         e.opts.MaxPendingRecords,
-		Late:               qo.OnLate,
+		Late:               lateHook(qo.OnLate),
 		Now:                e.opts.Now,
+		Logger:             e.opts.Logger,
 		Strict:             qo.Strict,
 		CountsInCheckpoint: true,
 		JoinBuffer:         qo.JoinBuffer, // a view's temporal join's
-		LateTable:          qo.OnLateTable,
+		LateTable:          lateHook(qo.OnLateTable),
 	}
 	if qo.OnRecord != nil {
 		onRecord := qo.OnRecord
@@ -97,7 +98,7 @@ func (e *Engine) StartGraph(pq *plan.Query, with []*plan.Query, qo QueryOptions)
 		on := qo.OnViewRecord
 		viewEmit = func(r *changelog.Record) error { return on(*r) }
 	}
-	g, err := drive.NewGraph(pq, with, cfg, viewEmit, qo.OnViewLate)
+	g, err := drive.NewGraph(pq, with, cfg, viewEmit, viewLateHook(qo.OnViewLate))
 	if err != nil {
 		return nil, fmt.Errorf("ubik: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/types"
 )
 
@@ -269,8 +268,8 @@ func runViewIJoinLate(t *testing.T, in []joinInput, ckptAt int, endFirst bool) (
 	start := func() *ubik.Query {
 		hooks = [2]int{}
 		q, err := eng.Start(viewIJoinLateSQL, ubik.QueryOptions{Name: "per_minute",
-			OnLate:      func(*exec.LateEvent) { hooks[0]++ },
-			OnLateTable: func(ev *exec.LateEvent) { hooks[1]++ },
+			OnLate:      func(*ubik.LateEvent) { hooks[0]++ },
+			OnLateTable: func(ev *ubik.LateEvent) { hooks[1]++ },
 			OnRecord: func(r changelog.Record) error {
 				if !r.Meta.Final {
 					return fmt.Errorf("a record that is not final: %s", r.Value)

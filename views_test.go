@@ -14,7 +14,6 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/types"
 )
 
@@ -191,7 +190,7 @@ func runViews(t *testing.T, o viewOpts) viewRun {
 		return nil
 	}
 	start := func() {
-		qo := ubik.QueryOptions{Name: o.primary, OnViewRecord: onRec, OnLate: func(*exec.LateEvent) { run.late++ }}
+		qo := ubik.QueryOptions{Name: o.primary, OnViewRecord: onRec, OnLate: func(*ubik.LateEvent) { run.late++ }}
 		if !o.pull {
 			qo.OnRecord = onRec
 		}

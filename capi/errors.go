@@ -14,7 +14,6 @@ import (
 	"unsafe"
 
 	"github.com/ubiksql/ubik"
-	"github.com/ubiksql/ubik/internal/exec"
 )
 
 // code is one entry of the status-code table. The numbers are defined once,
@@ -107,7 +106,7 @@ func codeOf(err error, compiling bool) C.int {
 	case errors.Is(err, ubik.ErrInvalidOptions):
 		return C.UBIK_ERR_INVALID_OPTIONS
 	case errors.As(err, &ee):
-		if errors.Is(err, exec.ErrMalformed) {
+		if errors.Is(err, ubik.ErrMalformed) {
 			return C.UBIK_ERR_MALFORMED_EVENT
 		}
 		return C.UBIK_ERR_EVAL

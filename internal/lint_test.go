@@ -208,3 +208,34 @@ func TestDriverImportsControl(t *testing.T) {
 		t.Errorf("the driver rule over a package that imports only the driver: %q, want none", got)
 	}
 }
+
+// internalPrefix is every package an embedder cannot import.
+const internalPrefix = "github.com/ubiksql/ubik/internal/"
+
+// embedderRule: a program built on the public API (the C ABI is one)
+// imports the root package and changelog, never an internal package:
+// whatever it needs the root package owns.
+func embedderRule(pkgs ...string) rule {
+	return rule{name: "an embedder of the public API", pkgs: pkgs, forbidden: []string{internalPrefix}}
+}
+
+func TestEmbedderImports(t *testing.T) {
+	r := embedderRule("./capi/...")
+	for _, v := range directViolations(t, "..", r) {
+		t.Errorf("%s must reach the engine through the root package: %s", r.name, v)
+	}
+}
+
+// TestEmbedderImportsControl: the rule catches a direct import of an
+// internal package (testdata/badexec imports internal/exec) and passes a
+// package that imports only public ones (testdata/badimport).
+func TestEmbedderImportsControl(t *testing.T) {
+	const fixture = "github.com/ubiksql/ubik/internal/testdata/badexec"
+	want := []string{fixture + " imports " + execPkg}
+	if got := directViolations(t, ".", embedderRule("./testdata/badexec")); !slices.Equal(got, want) {
+		t.Errorf("the embedder rule over the fixture: %q, want %q", got, want)
+	}
+	if got := directViolations(t, ".", embedderRule("./testdata/badimport")); len(got) != 0 {
+		t.Errorf("the embedder rule over a package that imports no internal package: %q, want none", got)
+	}
+}

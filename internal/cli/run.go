@@ -273,9 +273,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	var lateBuf []byte
 	var sideErr error
 	var curLineNo int64 // the line of the input record being pushed, for the late output
-	var lateHook func(string, *drive.LateEvent)
+	var lateHook func(string, *ubik.LateEvent)
 	if f.lateOutput != "" {
-		lateHook = func(query string, ev *drive.LateEvent) {
+		lateHook = func(query string, ev *ubik.LateEvent) {
 			lateBuf = appendLate(lateBuf[:0], query, curLineNo, ev)
 			if _, err := lateW.Write(lateBuf); err != nil && sideErr == nil {
 				sideErr = fmt.Errorf("--late-output %s: %w", f.lateOutput, err)
@@ -1249,14 +1249,14 @@ func writeDead(w io.Writer, input, query string, line int64, event []byte, err e
 // NULL), and the whole input record as read (ev.Event, which the driver
 // sets on every host) with its line number when the input has lines (a
 // file; 0 for a Kafka source), so the event can be replayed.
-func appendLate(b []byte, query string, line int64, ev *drive.LateEvent) []byte {
+func appendLate(b []byte, query string, line int64, ev *ubik.LateEvent) []byte {
 	b = append(b, `{"query": `...)
 	b = changelog.AppendCell(b, types.Str(query))
 	if ev.Windowed {
 		// The contract key of the (group, window) the event was for, so a
 		// host can match late events to the records they would have changed.
 		b = append(b, `, "key": `...)
-		b = changelog.AppendKey(b, ev.Key)
+		b = append(b, ev.Key...)
 	}
 	b = append(b, `, "reason": `...)
 	b = changelog.AppendCell(b, types.Str(ev.Reason))
@@ -1271,7 +1271,7 @@ func appendLate(b []byte, query string, line int64, ev *drive.LateEvent) []byte 
 	b = append(b, `, "watermark": `...)
 	b = changelog.AppendCell(b, types.TS(ev.Watermark))
 	b = append(b, `, "row": `...)
-	b = changelog.AppendKey(b, ev.Row)
+	b = append(b, ev.Row...)
 	if ev.Event != nil {
 		if line > 0 {
 			b = append(b, `, "line": `...)
@@ -1281,6 +1281,20 @@ func appendLate(b []byte, query string, line int64, ev *drive.LateEvent) []byte 
 		b = changelog.AppendCell(b, types.Str(string(ev.Event)))
 	}
 	return append(b, "}\n"...)
+}
+
+// lateOf fills ev, reusing its buffers, with the late event e as the
+// root package hands one to a host: the Kafka runtime reports the
+// driver's own.
+func lateOf(ev *ubik.LateEvent, e *drive.LateEvent) *ubik.LateEvent {
+	key := ev.Key[:0]
+	if e.Windowed {
+		key = changelog.AppendKey(key, e.Key)
+	}
+	row := changelog.AppendKey(ev.Row[:0], e.Row)
+	*ev = ubik.LateEvent{Event: e.Event, Key: key, Row: row, Windowed: e.Windowed, EventTime: e.EventTime,
+		WindowStart: e.WindowStart, WindowEnd: e.WindowEnd, Watermark: e.Watermark, Reason: e.Reason}
+	return ev
 }
 
 // summary is what a run reports at the end: the text line on stderr and

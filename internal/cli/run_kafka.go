@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/kafka"
@@ -284,10 +285,11 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		defer lf.Close()
 		var mu sync.Mutex
 		var buf []byte
+		var late ubik.LateEvent
 		onViewLate = func(name string, ev *drive.LateEvent) {
 			mu.Lock()
 			defer mu.Unlock()
-			buf = appendLate(buf[:0], name, 0, ev)
+			buf = appendLate(buf[:0], name, 0, lateOf(&late, ev))
 			if _, err := lf.Write(buf); err != nil && lateErr == nil {
 				lateErr = fmt.Errorf("--late-output %s: %w", f.lateOutput, err)
 			}

@@ -54,7 +54,7 @@ func (t *runTarget) stats() ubik.Stats {
 //
 // onBad receives each input line a target's query did not apply cleanly,
 // in input order (QueryOptions.OnEventError: the query is fed with Feed).
-func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook func(string, *drive.LateEvent),
+func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook func(string, *ubik.LateEvent),
 	onBad func(t *runTarget, lineNo int64, event []byte, err error), stderr io.Writer) ([]*runTarget, error) {
 	write := func(t *runTarget) func(changelog.Record) error {
 		return func(r changelog.Record) error {
@@ -65,9 +65,9 @@ func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook 
 	}
 	options := func(t *runTarget) ubik.QueryOptions {
 		name := t.pq.Name
-		var onLate func(*drive.LateEvent)
+		var onLate func(*ubik.LateEvent)
 		if lateHook != nil {
-			onLate = func(ev *drive.LateEvent) { lateHook(name, ev) }
+			onLate = func(ev *ubik.LateEvent) { lateHook(name, ev) }
 		}
 		return ubik.QueryOptions{Name: name, Strict: f.strict, OnLate: onLate, OnLateTable: onLate, OnRecord: write(t), Threads: f.threads,
 			OnEventError: func(lineNo int64, event []byte, err *ubik.EventError) { onBad(t, lineNo, event, err.Err) }}
@@ -78,7 +78,11 @@ func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook 
 			return
 		}
 		if why == "" {
-			why = drive.ThreadsFallback(t.pq, drive.Config{Emit: func(*changelog.Record) error { return nil }, Late: qo.OnLate, Strict: qo.Strict})
+			var late func(*drive.LateEvent)
+			if qo.OnLate != nil {
+				late = func(*drive.LateEvent) {} // only its presence matters here
+			}
+			why = drive.ThreadsFallback(t.pq, drive.Config{Emit: func(*changelog.Record) error { return nil }, Late: late, Strict: qo.Strict})
 		}
 		fmt.Fprintf(stderr, "ubik: %s: runs on one thread: %s\n", t.pq.Name, why)
 	}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"math"
 	"runtime"
 	"runtime/debug"
@@ -66,6 +67,8 @@ type Config struct {
 	// LateEvent.Event set to the input record that carried it. Late events
 	// are counted either way.
 	Late func(*exec.LateEvent)
+	// Logger receives diagnostics (a recovered panic's stack). Nil: none.
+	Logger *slog.Logger
 	// Now is the processing clock (early emission, emission latency).
 	// Default time.Now.
 	Now func() time.Time
@@ -170,6 +173,7 @@ type Driver struct {
 	derive *exec.Deriver       // PushRow's, for a source with computed or TIMESTAMP(p) columns (made on first use)
 	emit   func(*changelog.Record) error
 	late   func(*exec.LateEvent)
+	log    *slog.Logger // receives a recovered panic's stack; may be nil
 	// onEventError is Config.OnEventError.
 	onEventError func(tag int64, raw []byte, err *EventError)
 	now          func() time.Time
@@ -298,7 +302,7 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
-	d := &Driver{q: q, dec: cfg.Decoder, emit: cfg.Emit, late: cfg.Late, now: cfg.Now, strict: cfg.Strict,
+	d := &Driver{q: q, dec: cfg.Decoder, emit: cfg.Emit, late: cfg.Late, log: cfg.Logger, now: cfg.Now, strict: cfg.Strict,
 		counts: cfg.CountsInCheckpoint, buffered: cfg.Emit == nil, max: cfg.MaxPending, onEventError: cfg.OnEventError,
 		joinBuffer: cfg.JoinBuffer, lateTable: cfg.LateTable}
 	if d.now == nil {
@@ -372,6 +376,7 @@ func (d *Driver) Leave(err *error) {
 	if r := recover(); r != nil {
 		d.fatal = internal(r)
 		*err = d.fatal
+		LogPanic(d.log, d.fatal)
 	}
 	d.busy.Store(false)
 }
@@ -384,7 +389,30 @@ func Recover(err *error) {
 	}
 }
 
-func internal(r any) error { return fmt.Errorf("%w: %v\n%s", ErrInternal, r, debug.Stack()) }
+// PanicError is a recovered panic. Its message is one line (it ends up in
+// a host's error output and in a C caller's error string); Stack is for a
+// log.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("%v: %v", ErrInternal, e.Value) }
+func (e *PanicError) Unwrap() error { return ErrInternal }
+
+func internal(r any) error { return &PanicError{Value: r, Stack: debug.Stack()} }
+
+// PanicOf is the error of a panic value r recovered by a host.
+func PanicOf(r any) error { return internal(r) }
+
+// LogPanic writes the stack of a recovered panic in err, if it holds one,
+// to log (which may be nil).
+func LogPanic(log *slog.Logger, err error) {
+	var pe *PanicError
+	if log != nil && errors.As(err, &pe) {
+		log.Error("ubik: recovered from an internal error", "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+	}
+}
 
 // Err returns the driver's fatal error, if it failed.
 func (d *Driver) Err() error { return d.fatal }

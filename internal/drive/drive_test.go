@@ -217,8 +217,8 @@ func TestBufferedBound(t *testing.T) {
 	}
 }
 
-// TestRecover: a panic in a host's callback becomes ErrInternal with the
-// stack, and the driver then refuses every call.
+// TestRecover: a panic in a host's callback becomes a one-line ErrInternal
+// carrying the stack for the log, and the driver then refuses every call.
 func TestRecover(t *testing.T) {
 	q := compile(t, testSQL)
 	d, _ := New(q, Config{Emit: func(*changelog.Record) error { panic("host bug") }})
@@ -240,6 +240,13 @@ func TestRecover(t *testing.T) {
 	}
 	if !errors.Is(err, ErrInternal) || !strings.Contains(err.Error(), "host bug") {
 		t.Fatalf("a panicking callback: %v, want ErrInternal", err)
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("a recovered panic's error is %q, want one line (the stack goes to the log)", err)
+	}
+	var pe *PanicError
+	if !errors.As(err, &pe) || !strings.Contains(string(pe.Stack), "goroutine") {
+		t.Errorf("a recovered panic's error carries no stack for the log: %#v", err)
 	}
 	if err2 := call(d.Tick); err2 != err {
 		t.Errorf("after the panic: %v, want the same fatal error", err2)
