@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ubiksql/ubik"
+	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -19,7 +20,7 @@ import (
 // projection, emit policy, and the memory model.
 func runExplain(ctx context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
-	setUsage(fs, env, "usage: ubik explain QUERY.sql [--query NAME]\n\nprints the plan of each query of the script: source and watermark, window, key layout, aggregates and their state cost, emit policy",
+	setUsage(fs, env, "usage: ubik explain QUERY.sql [--query NAME]\n\nprints the plan of each query of the script: source and watermark, window, key layout, aggregates and their state cost, emit policy; then the script's dataflow: its nodes, the exchanges where rows are repartitioned, and the segments between them",
 		"ubik explain examples/merchant_totals.sql",
 		"ubik explain views.sql --query hourly")
 	query := fs.String("query", "", "explain only this query")
@@ -64,6 +65,15 @@ func runExplain(ctx context.Context, env *Env, args []string) error {
 	}
 	if !found {
 		return fmt.Errorf("%w: no query named %q", ErrUsage, *query)
+	}
+	if *query == "" {
+		// The physical plan: nodes, the placement each input needs, the
+		// exchanges where it changes, and the segments between them.
+		df, err := dataflow.Lower(prog)
+		if err != nil {
+			return sqlError(sqlPath, err)
+		}
+		b.WriteString("dataflow:\n" + df.Explain())
 	}
 	_, err = fmt.Fprint(env.Stdout, b.String())
 	return err

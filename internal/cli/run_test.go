@@ -152,6 +152,8 @@ func TestExplain(t *testing.T) {
 		"key #0: merchant VARCHAR", "key #1: window_start TIMESTAMP",
 		"agg #3: sum(amount DOUBLE) -> DOUBLE", "emit: EARLY every 00:00:01",
 		"state per live (group, window):", "window cells at key positions [1]",
+		"dataflow:\nsegment 0:\n  #0 decode events; out any\n  #1 exchange events <- #0; out hash(merchant) by group identity\n",
+		"segment 1 (reads exchange #1):\n  #2 aggregate merchant_totals <- #1 [hash(merchant) by group identity]",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("explain lacks %q:\n%s", want, out)
