@@ -82,11 +82,29 @@ type identQuery struct {
 	cols     []string
 }
 
-// genIdentQuery writes a query over a temporal join (the table t) or an
-// interval join (the stream r), with aliases or the inputs' names.
-func genIdentQuery(r *rand.Rand, temporal bool) identQuery {
+// identViews are two views over l and r whose columns have the same
+// names, as ubik and PostgreSQL write them.
+const identViews = `
+CREATE VIEW vl AS SELECT k, g, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, sum(a) AS a, max(b) AS b
+  FROM l GROUP BY k, g, TUMBLE(ts, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW vr AS SELECT k, g, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, sum(a) AS a, max(b) AS b
+  FROM r GROUP BY k, g, TUMBLE(ts, INTERVAL '10' SECOND) EMIT FINAL;
+`
+
+const identPGViews = `WITH vl AS (SELECT k, g, timestamp 'epoch' + floor(extract(epoch FROM ts) / 10) * interval '10 seconds' AS ws,
+  sum(a) AS a, max(b) AS b FROM l GROUP BY 1, 2, 3),
+vr AS (SELECT k, g, timestamp 'epoch' + floor(extract(epoch FROM ts) / 10) * interval '10 seconds' AS ws,
+  sum(a) AS a, max(b) AS b FROM r GROUP BY 1, 2, 3) `
+
+// genIdentQuery writes a query over a temporal join (the table t), an
+// interval join (the stream r) or a window join of the views vl and vr,
+// with aliases or the inputs' names.
+func genIdentQuery(r *rand.Rand, kind string) identQuery {
 	L, R := "l", "r"
-	if temporal {
+	switch {
+	case kind == "views":
+		L, R = "vl", "vr"
+	case kind == "temporal":
 		R = "t"
 	}
 	if r.IntN(2) == 0 {
@@ -99,9 +117,13 @@ func genIdentQuery(r *rand.Rand, temporal bool) identQuery {
 	r.Shuffle(len(terms), func(i, j int) { terms[i], terms[j] = terms[j], terms[i] })
 	group := terms[:1+r.IntN(2)]
 	var items, cols []string
+	if kind == "views" {
+		cols = append(cols, "w")
+		items = append(items, "TUMBLE_START("+L+".ws, INTERVAL '10' SECOND) AS w")
+	}
 	for i, g := range group {
 		cols = append(cols, fmt.Sprintf("g%d", i))
-		items = append(items, g+" AS "+cols[i])
+		items = append(items, g+" AS "+cols[len(cols)-1])
 	}
 	// mirror swaps the sides of every column of s: an aggregate and its
 	// mirror differ only in their qualifiers.
@@ -142,19 +164,30 @@ func genIdentQuery(r *rand.Rand, temporal bool) identQuery {
 	}
 	var from, pgFrom string
 	lq, rq := " "+L, " "+R
-	if L == "l" {
+	if L == "l" || L == "vl" {
 		lq = ""
 	}
-	if temporal {
+	keys := len(group)
+	switch kind {
+	case "views":
+		on := fmt.Sprintf("vl%s JOIN vr%s ON %s.k = %s.k AND %s.ws = %s.ws", lq, strings.TrimPrefix(rq, " vr"), L, R, L, R)
+		sel := "SELECT " + strings.Join(items, ", ") + " FROM " + on + " GROUP BY "
+		pgSel := strings.Replace(sel, "TUMBLE_START("+L+".ws, INTERVAL '10' SECOND)", L+".ws", 1)
+		return identQuery{
+			ubik: "CREATE VIEW j AS " + sel + "TUMBLE(" + L + ".ws, INTERVAL '10' SECOND), " + strings.Join(group, ", ") + " EMIT FINAL",
+			pg:   identPGViews + pgSel + L + ".ws, " + strings.Join(group, ", "),
+			keys: keys + 1, cols: cols,
+		}
+	case "temporal":
 		from = fmt.Sprintf("l%s JOIN t FOR SYSTEM_TIME AS OF %s.ts AS %s ON %s.k = %s.k", lq, L, R, L, R)
 		pgFrom = fmt.Sprintf("l%s JOIN LATERAL (SELECT * FROM t v WHERE v.k = %s.k AND v.ts <= %s.ts ORDER BY v.ts DESC LIMIT 1) %s ON true", lq, L, L, R)
-	} else {
+	default:
 		on := fmt.Sprintf("%s.k = %s.k AND %s.ts BETWEEN %s.ts - INTERVAL '%%s AND %s.ts + INTERVAL '%%s", L, R, R, L, L)
 		from = fmt.Sprintf("l%s JOIN r%s ON ", lq, strings.TrimPrefix(rq, " r")) + fmt.Sprintf(on, "3' SECOND", "2' SECOND")
 		pgFrom = fmt.Sprintf("l%s JOIN r%s ON ", lq, strings.TrimPrefix(rq, " r")) + fmt.Sprintf(on, "3 seconds'", "2 seconds'")
 	}
 	sel := "SELECT " + strings.Join(items, ", ") + " FROM %s GROUP BY " + strings.Join(group, ", ")
-	return identQuery{ubik: fmt.Sprintf(sel, from), pg: fmt.Sprintf(sel, pgFrom), keys: len(group), cols: cols}
+	return identQuery{ubik: fmt.Sprintf(sel, from), pg: fmt.Sprintf(sel, pgFrom), keys: keys, cols: cols}
 }
 
 func TestJoinSidesGenerated(t *testing.T) {
@@ -187,13 +220,13 @@ func TestJoinSidesGenerated(t *testing.T) {
 	}
 	var qs []identQuery
 	var idx []int
-	for i := range 60 {
-		q := genIdentQuery(r, i%2 == 0)
+	for i := range 90 {
+		q := genIdentQuery(r, []string{"temporal", "interval", "views"}[i%3])
 		qs = append(qs, q)
 		idx = append(idx, sc.Query(q.pg))
 	}
 	res := sc.Run(t, dsn)
-	groups := 0
+	groups := map[string]int{}
 	for i, q := range qs {
 		want := map[string]string{}
 		for _, row := range res[idx[i]] {
@@ -206,7 +239,7 @@ func TestJoinSidesGenerated(t *testing.T) {
 			}
 			want[strings.Join(cells[:q.keys], "|")] = strings.Join(cells, "|")
 		}
-		groups += len(want)
+		groups[[]string{"temporal", "interval", "views"}[i%3]] += len(want)
 		skip := "t"
 		if strings.Contains(q.ubik, "SYSTEM_TIME") {
 			skip = "r"
@@ -217,14 +250,21 @@ func TestJoinSidesGenerated(t *testing.T) {
 				qin = append(qin, x)
 			}
 		}
-		got := identFinals(t, identGenSources+q.ubik+";", q, qin)
+		sql := identGenSources + q.ubik + ";"
+		if strings.Contains(q.ubik, "vl") {
+			sql = identGenSources + identViews + q.ubik + ";"
+		}
+		got := identFinals(t, sql, q, qin)
 		if d := identDiff(want, got); d != "" {
 			t.Errorf("query %d: %s\n%s", i, q.ubik, d)
 		}
 	}
-	if groups < 300 {
-		t.Fatalf("only %d groups over %d queries: the history is too small to test anything", groups, len(qs))
+	for kind, n := range groups {
+		if n < 200 {
+			t.Errorf("only %d groups over the %s joins: the history is too small to test anything", n, kind)
+		}
 	}
+	t.Logf("groups per join kind: %v", groups)
 }
 
 // identFinals runs q over the rows and returns each group's last record
@@ -232,7 +272,11 @@ func TestJoinSidesGenerated(t *testing.T) {
 func identFinals(t *testing.T, sql string, q identQuery, in [][2]string) map[string]string {
 	t.Helper()
 	got := map[string]string{}
-	for _, line := range runInputs(t, sql, "", in) {
+	name := ""
+	if strings.HasPrefix(q.ubik, "CREATE VIEW j") {
+		name = "j"
+	}
+	for _, line := range runInputs(t, sql, name, in) {
 		kv := strings.SplitN(line, "\t", 2)
 		var v map[string]any
 		dec := json.NewDecoder(bytes.NewReader([]byte(kv[1])))
