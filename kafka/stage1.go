@@ -16,7 +16,7 @@ import (
 const markerEvery = time.Second
 
 // routeKeyVersion is the first byte of a repartition record's key, before
-// the row's group key (exec.AppendGroupKey, through drive.Driver.Route). It keeps the key non-empty (a
+// the row's group key (exec.AppendGroupIdentity, through drive.Driver.Route). It keeps the key non-empty (a
 // query without GROUP BY expressions has an empty group key, and an empty
 // key would be spread over the partitions) and names the format, so the
 // second stage knows the rest is a group key it can use as it is.

@@ -375,7 +375,7 @@ func (k *sideKey) append(dst []byte, row []types.Value) []byte {
 		}
 		k.cells = append(k.cells, v)
 	}
-	return drive.AppendGroupKey(dst, k.cells)
+	return drive.AppendGroupIdentity(dst, k.cells)
 }
 
 // prepareViewJoin prepares the sides (each as a query of its own: its

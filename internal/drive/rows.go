@@ -22,7 +22,9 @@ func AppendRow(dst []byte, row []types.Value) []byte { return exec.AppendRow(dst
 // cut or padded).
 func DecodeRow(b []byte) ([]types.Value, error) { return exec.DecodeRow(b) }
 
-// AppendGroupKey appends cells encoded as a group key's (the key rules:
+// AppendGroupIdentity appends the group identity of cells (exec.AppendGroupIdentity:
 // NaN, infinities and NULL one cell, -0.0 is 0.0), for a host that
 // partitions rows by cells a GROUP BY of them would make one group.
-func AppendGroupKey(dst []byte, cells []types.Value) []byte { return exec.AppendGroupKey(dst, cells) }
+func AppendGroupIdentity(dst []byte, cells []types.Value) []byte {
+	return exec.AppendGroupIdentity(dst, cells)
+}

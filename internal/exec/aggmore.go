@@ -90,7 +90,7 @@ func ownValue(v types.Value) types.Value {
 type distinctState struct {
 	inner aggState
 	t     types.Type // the argument's type, to decode set members
-	set   keySet     // appendKeyBytes of each distinct value
+	set   keySet     // appendDistinctCell of each distinct value
 	kb    []byte
 }
 
@@ -107,7 +107,7 @@ func (s *distinctState) update(v types.Value) error {
 			v.F = math.NaN()
 		}
 	}
-	s.kb = appendKeyBytes(s.kb[:0], v)
+	s.kb = appendDistinctCell(s.kb[:0], v)
 	if s.set.has(s.kb) {
 		return nil
 	}
@@ -488,7 +488,7 @@ func (s *hllState) update(v types.Value) error {
 	if s.sk == nil {
 		s.sk = hyperloglog.New14()
 	}
-	s.kb = appendKeyBytes(s.kb[:0], v)
+	s.kb = appendDistinctCell(s.kb[:0], v)
 	s.sk.Insert(s.kb)
 	s.n++
 	if (s.n <= 1024 && s.n&(s.n-1) == 0) || s.n%1024 == 0 {

@@ -51,7 +51,7 @@ func (d *dedupState) admit(row []types.Value, ts, watermark int64) (dup, beyond 
 	if v.Null {
 		return false, false // no key, nothing to deduplicate on
 	}
-	d.keyBuf = appendKeyBytes(d.keyBuf[:0], v)
+	d.keyBuf = appendDistinctCell(d.keyBuf[:0], v)
 	return d.admitKey(d.keyBuf, ts, watermark)
 }
 

@@ -227,8 +227,8 @@ func FuzzGroupKey(f *testing.F) {
 		if ta != tb {
 			return // a GROUP BY column has one type
 		}
-		ba := AppendGroupKey(nil, []types.Value{va})
-		bb := AppendGroupKey(nil, []types.Value{vb})
+		ba := AppendGroupIdentity(nil, []types.Value{va})
+		bb := AppendGroupIdentity(nil, []types.Value{vb})
 		xa, xb := keyCellText(va), keyCellText(vb)
 		if (string(ba) == string(bb)) != (xa == xb) {
 			t.Fatalf("cells %#v and %#v: key bytes equal %v, texts %s and %s", va, vb, string(ba) == string(bb), xa, xb)

@@ -267,29 +267,6 @@ func (t *IntervalJoin) keyOf(s *ijSide, row []types.Value) ([]byte, error) {
 	return t.key, nil
 }
 
-// appendJoinKey encodes the cells of a join key: the group key rules
-// (-0.0 is 0.0, invalid UTF-8 repaired), except that NaN, +Inf and -Inf
-// are three values of their own, as SQL's equality has them (NaN equals
-// NaN, as in PostgreSQL), where a group key renders all three as null.
-func appendJoinKey(b []byte, cells []types.Value) []byte {
-	for i := range cells {
-		v := &cells[i]
-		if v.Kind == types.KindDouble && v.F-v.F != 0 {
-			switch {
-			case math.IsNaN(v.F):
-				b = append(b, 0xfe, 'n')
-			case v.F > 0:
-				b = append(b, 0xfe, '+')
-			default:
-				b = append(b, 0xfe, '-')
-			}
-			continue
-		}
-		b = appendGroupCell(b, v)
-	}
-	return b
-}
-
 // probe queues the joined rows of a new row of side at time ts (an owned
 // copy) with the other input's held rows of its key.
 func (t *IntervalJoin) probe(side int, ts int64, row []types.Value, other []ijRow) {
@@ -641,7 +618,7 @@ func (t *IntervalJoin) FinishEntries() {
 
 // IntervalRoute computes the bytes by which a host that splits an
 // interval join's inputs over partitions routes a row of one input: the
-// join key's cells under the group key rules (exec.AppendGroupKey's:
+// join key's cells under the group key rules (exec.AppendGroupIdentity's:
 // -0.0 is 0.0, NaN and the infinities one cell with NULL), so rows whose
 // keys are equal meet, and so do rows whose keys a GROUP BY over the key
 // columns puts in one group.

@@ -296,7 +296,7 @@ func (o *Operator) Watermark() int64 { return o.watermark }
 // ErrQueued and applies nothing.
 func (o *Operator) Process(row []types.Value) error { return o.process(row, nil) }
 
-// ProcessKeyed is Process for a row whose group key (AppendGroupKey of its
+// ProcessKeyed is Process for a row whose group key (AppendGroupIdentity of its
 // GROUP BY cells, as GroupKeys computes it) is already known, as a
 // repartitioning stage routed it: the GROUP BY is not evaluated again. A
 // key that is not a well-formed group key of this query's types (another
@@ -1019,7 +1019,7 @@ func (o *Operator) Stats() Stats {
 }
 
 // GroupKeys evaluates the group key of a query's source rows: its GROUP BY
-// expression terms, in order, encoded by AppendGroupKey. The operator and
+// expression terms, in order, encoded by AppendGroupIdentity. The operator and
 // a repartitioning stage both use it, so they cannot disagree on a row's
 // group.
 type GroupKeys struct {
@@ -1055,51 +1055,6 @@ func (k *GroupKeys) Append(dst []byte, row []types.Value) ([]byte, error) {
 		dst = appendGroupCell(dst, &v)
 	}
 	return dst, nil
-}
-
-// AppendGroupKey appends the group identity of a row's GROUP BY cells (the
-// expression terms, in order; window terms are not cells of it) to dst.
-// It is the one definition of which rows share a group: two rows are in
-// the same group exactly when these bytes are equal, and that is exactly
-// when their contract key cells are equal bytes. The operator's group
-// table, its checkpoint entries and the key it emits (decoded from these
-// bytes and rendered by the changelog encoder) all come from it, and so
-// does the key a Kafka repartitioning stage routes by.
-//
-// The bytes are binary and not a contract: they are stable only within
-// one version of the engine.
-func AppendGroupKey(dst []byte, cells []types.Value) []byte {
-	for i := range cells {
-		dst = appendGroupCell(dst, &cells[i])
-	}
-	return dst
-}
-
-// appendGroupCell appends one cell of a group key: the value's binary form
-// (appendKeyBytes) after the key rules that make equal renderings one
-// group: a NaN or infinite DOUBLE is NULL (all render as null), -0.0 is
-// 0.0, and a VARCHAR that is not valid UTF-8 is repaired (each maximal
-// invalid subpart becomes U+FFFD, as the encoder renders it). The decoder
-// already repairs its input; the check here covers strings an expression
-// built.
-func appendGroupCell(b []byte, v *types.Value) []byte {
-	if !v.Null {
-		switch v.Kind {
-		case types.KindDouble:
-			if v.F-v.F != 0 { // NaN or ±Inf
-				return append(b, 0)
-			}
-		case types.KindVarchar:
-			s := v.S
-			if !isASCII(s) && !utf8.ValidString(s) {
-				s = changelog.RepairUTF8(s)
-			}
-			b = append(b, byte(types.KindVarchar)+1)
-			b = binary.AppendUvarint(b, uint64(len(s)))
-			return append(b, s...)
-		}
-	}
-	return appendKeyBytes(b, *v)
 }
 
 // isASCII reports whether s is all ASCII (so valid UTF-8), eight bytes at
@@ -1156,7 +1111,7 @@ func appendKeyBytes(b []byte, v types.Value) []byte {
 	return binary.LittleEndian.AppendUint64(b, uint64(v.I))
 }
 
-// validGroupKey reports whether k is a group key AppendGroupKey can
+// validGroupKey reports whether k is a group key AppendGroupIdentity can
 // produce for cells of the types kt: each cell NULL or of its type's kind,
 // complete, a double finite and not -0.0, a string valid UTF-8, nothing
 // left over.

@@ -153,7 +153,7 @@ func FuzzRowCodec(f *testing.F) {
 			if !sameBits(got[i], row[i]) {
 				t.Fatalf("cell %d: %#v, want %#v", i, got[i], row[i])
 			}
-			if g, w := AppendGroupKey(nil, got[i:i+1]), AppendGroupKey(nil, row[i:i+1]); string(g) != string(w) {
+			if g, w := AppendGroupIdentity(nil, got[i:i+1]), AppendGroupIdentity(nil, row[i:i+1]); string(g) != string(w) {
 				t.Fatalf("cell %d: group key %x, want %x", i, g, w)
 			}
 			if g, w := changelog.AppendCell(nil, got[i]), changelog.AppendCell(nil, row[i]); string(g) != string(w) {

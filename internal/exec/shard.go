@@ -78,7 +78,7 @@ func (o *Operator) CloseWatermark() int64 {
 }
 
 // EntryGroupKey returns the binary group key of a group's checkpoint
-// entry (see AppendGroupKey), and false for any other entry.
+// entry (see AppendGroupIdentity), and false for any other entry.
 func EntryGroupKey(key []byte) ([]byte, bool) {
 	if len(key) < 9 || key[0] != 'g' {
 		return nil, false
@@ -283,7 +283,7 @@ func (x *Dedup) AppendKey(dst []byte, row []types.Value) ([]byte, bool) {
 	if v.Null {
 		return dst, false
 	}
-	return appendKeyBytes(dst, v), true
+	return appendDistinctCell(dst, v), true
 }
 
 // AdmitKey is Admit for a key AppendKey gave (hasKey false: a NULL key)

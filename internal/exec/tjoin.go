@@ -485,9 +485,9 @@ func varintAt(s string, p int) (int64, int) {
 	return x, n
 }
 
-// keyOf evaluates key expressions over row and returns the key bytes (the
-// group key rules: NaN is one value, -0.0 is 0.0), or nil when a cell is
-// NULL (t.nullAt is its position).
+// keyOf evaluates key expressions over row and returns the key bytes
+// (join equality, appendJoinKey: NaN, +Inf and -Inf each their own value,
+// -0.0 is 0.0), or nil when a cell is NULL (t.nullAt is its position).
 func (t *TemporalJoin) keyOf(exprs []plan.Expr, row []types.Value) ([]byte, error) {
 	t.cells = t.cells[:0]
 	for i, e := range exprs {
@@ -501,7 +501,7 @@ func (t *TemporalJoin) keyOf(exprs []plan.Expr, row []types.Value) ([]byte, erro
 		}
 		t.cells = append(t.cells, v)
 	}
-	t.key = AppendGroupKey(t.key[:0], t.cells)
+	t.key = appendJoinKey(t.key[:0], t.cells)
 	return t.key, nil
 }
 

@@ -117,7 +117,7 @@ func TestTemporalJoinRestoresWholeRows(t *testing.T) {
 	b = append(b, 0)               // not ended
 	b = binary.AppendUvarint(b, 0) // no waiting event
 	b = binary.AppendUvarint(b, 1) // one key
-	key := AppendGroupKey(nil, []types.Value{types.Str("a")})
+	key := AppendGroupIdentity(nil, []types.Value{types.Str("a")})
 	b = binary.AppendUvarint(b, uint64(len(key)))
 	b = append(b, key...)
 	b = binary.AppendUvarint(b, 1)

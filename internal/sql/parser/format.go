@@ -20,8 +20,11 @@ func Format(e Expr) string {
 }
 
 // Canonical renders an expression for structural comparison: identifiers
-// folded to lower case, qualifiers and redundant parentheses dropped. Two
-// expressions with the same Canonical text mean the same thing.
+// folded to lower case (and quoted where an unquoted name would not lex
+// back as one identifier, so a column's name never reads as an
+// expression), qualifiers and redundant parentheses dropped. Two
+// expressions with the same Canonical text have the same shape; which
+// columns their names bind to is the binder's to compare.
 func Canonical(e Expr) string {
 	var b strings.Builder
 	format(&b, e, true)
@@ -30,6 +33,8 @@ func Canonical(e Expr) string {
 
 func ident(b *strings.Builder, id Ident, canon bool) {
 	switch {
+	case canon && needsQuote(strings.ToLower(id.Name)):
+		b.WriteString(quoteIdent(strings.ToLower(id.Name)))
 	case canon:
 		b.WriteString(strings.ToLower(id.Name))
 	case id.Quoted || needsQuote(id.Name):

@@ -18,17 +18,15 @@ type queryBinder struct {
 	// legacy is the GROUP BY TUMBLE/HOP/SESSION(...) call, when the window
 	// is spelled that way.
 	legacy     *parser.FuncCall
-	groupCanon map[string]int // canonical GROUP BY text -> key index
-	aggIndex   map[string]int // canonical aggregate call -> index in q.Aggs
+	groupIndex map[string]int // GROUP BY term identity -> key index
+	aggIndex   map[string]int // aggregate call identity -> index in q.Aggs
 	metaRefs   []metaRef
 	items      []parser.SelectItem
 	// deps collects the source ordinals an expression reads, when binding
 	// a computed column (q is nil then).
 	deps map[int]bool
-	// sides are the two inputs of a temporal join (nil without one).
+	// sides are the two inputs of a join (nil without one).
 	sides []joinSide
-	// keyExprs are the GROUP BY terms as bound, by key index.
-	keyExprs []parser.Expr
 }
 
 // metaRef is a reference to one of the four trailing slots of the
@@ -43,7 +41,7 @@ func (b *binder) query(name string, sel *parser.Select, sources map[string]*Sour
 	qb := &queryBinder{
 		b:          b,
 		q:          &Query{Name: name, SQL: b.sql[start:end]},
-		groupCanon: map[string]int{},
+		groupIndex: map[string]int{},
 		aggIndex:   map[string]int{},
 		items:      sel.Items,
 	}
@@ -314,18 +312,17 @@ func (qb *queryBinder) groupBy(terms []parser.Expr) error {
 		}
 		qb.addKey(KeyTerm{Kind: KeyExpr, Expr: x, Name: parser.Format(e)}, e)
 		if t != e {
-			qb.groupCanon[parser.Canonical(t)] = len(q.Keys) - 1
+			qb.groupIndex[qb.identity(t)] = len(q.Keys) - 1
 		}
 	}
 	return nil
 }
 
 func (qb *queryBinder) addKey(k KeyTerm, e parser.Expr) {
-	qb.keyExprs = append(qb.keyExprs, e)
 	qb.q.Keys = append(qb.q.Keys, k)
-	c := parser.Canonical(e)
-	if _, dup := qb.groupCanon[c]; !dup {
-		qb.groupCanon[c] = len(qb.q.Keys) - 1
+	id := qb.identity(e)
+	if _, dup := qb.groupIndex[id]; !dup {
+		qb.groupIndex[id] = len(qb.q.Keys) - 1
 	}
 }
 
@@ -410,14 +407,11 @@ func (qb *queryBinder) postLookup(e parser.Expr, sc *scope) (Expr, bool, error) 
 	if _, ok := e.(*parser.ParenExpr); ok {
 		return nil, false, nil
 	}
-	i, ok := qb.groupCanon[parser.Canonical(e)]
-	if ok && qb.sides != nil {
-		i, ok = qb.joinKey(e, i)
-	}
+	i, ok := qb.groupIndex[qb.identity(e)]
 	if !ok {
 		return nil, false, nil
 	}
-	// Canonical text drops qualifiers; check them before accepting a match.
+	// An unknown qualifier binds to no column; report it.
 	var qerr error
 	parser.Walk(e, func(x parser.Expr) bool {
 		if r, ok := x.(*parser.ColumnRef); ok && qerr == nil {
@@ -676,10 +670,6 @@ func (qb *queryBinder) aggregate(fc *parser.FuncCall, sc *scope) (Expr, error) {
 		}
 		call.Args = args
 	}
-	key := call.Func + "|" + strconv.FormatBool(call.Distinct)
-	for _, a := range fc.Args {
-		key += "|" + parser.Canonical(a)
-	}
 	if fc.Filter != nil {
 		x, err := b.bindExpr(fc.Filter, &scope{clause: "FILTER (WHERE ...)", q: qb, inAgg: true})
 		if err != nil {
@@ -688,8 +678,9 @@ func (qb *queryBinder) aggregate(fc *parser.FuncCall, sc *scope) (Expr, error) {
 		if call.Filter, err = b.boolOperand(x, fc.Filter.Pos(), "FILTER (WHERE ...)"); err != nil {
 			return nil, err
 		}
-		key += "|filter|" + parser.Canonical(fc.Filter)
 	}
+	// The call's identity covers its name, DISTINCT, arguments and FILTER.
+	key := call.Func + "\x00" + qb.identity(fc)
 	i, ok := qb.aggIndex[key]
 	if !ok {
 		i = len(q.Aggs)

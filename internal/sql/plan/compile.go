@@ -381,7 +381,7 @@ func (b *binder) computedColumn(src *Source, n *parser.CreateSource, i int) erro
 		return bad
 	}
 	what := "computed column " + c.Name.Name
-	qb := &queryBinder{b: b, src: src, quals: []string{src.Name}, groupCanon: map[string]int{}, aggIndex: map[string]int{}, deps: map[int]bool{}}
+	qb := &queryBinder{b: b, src: src, quals: []string{src.Name}, groupIndex: map[string]int{}, aggIndex: map[string]int{}, deps: map[int]bool{}}
 	x, err := b.bindExpr(c.Expr, &scope{clause: what, q: qb})
 	if err != nil {
 		return err
@@ -536,7 +536,7 @@ func CompileExpr(expr string, src *Source) (x Expr, err error) {
 		return nil, err
 	}
 	b := &binder{sql: expr}
-	qb := &queryBinder{b: b, src: src, groupCanon: map[string]int{}, aggIndex: map[string]int{}}
+	qb := &queryBinder{b: b, src: src, groupIndex: map[string]int{}, aggIndex: map[string]int{}}
 	if src != nil {
 		qb.quals = []string{src.Name}
 	}

@@ -473,55 +473,6 @@ func (qb *queryBinder) joinWindow(sel *parser.Select, w *Window) error {
 	return qb.b.errAt(sel.From.Pos(), "the window is over %s.%s, a column of the table; a joined row has the event's time: window over %s.%s", j.TableAlias, j.Table.Columns[w.TimeCol-j.Offset].Name, j.StreamAlias, timeName(j.Stream))
 }
 
-// joinKey finds the GROUP BY term that e, with the canonical text of term
-// i, is: canonical text drops qualifiers, and in a join u.plan and p.plan
-// are different columns.
-func (qb *queryBinder) joinKey(e parser.Expr, i int) (int, bool) {
-	if qb.sameColumns(e, i) {
-		return i, true
-	}
-	c := parser.Canonical(e)
-	for k, x := range qb.keyExprs {
-		if parser.Canonical(x) == c && qb.sameColumns(e, k) {
-			return k, true
-		}
-	}
-	return 0, false
-}
-
-// sameColumns reports whether expression e, which has the canonical text
-// of GROUP BY term i, reads the same columns: canonical text drops
-// qualifiers, and in a join u.plan and p.plan are different columns.
-func (qb *queryBinder) sameColumns(e parser.Expr, i int) bool {
-	if qb.sides == nil || i >= len(qb.keyExprs) {
-		return true
-	}
-	cols := func(x parser.Expr) []int {
-		var out []int
-		parser.Walk(x, func(y parser.Expr) bool {
-			if r, ok := y.(*parser.ColumnRef); ok {
-				idx, err := qb.joinColumn(r)
-				if err != nil {
-					idx = -1
-				}
-				out = append(out, idx)
-			}
-			return true
-		})
-		return out
-	}
-	a, b := cols(e), cols(qb.keyExprs[i])
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if a[k] != b[k] {
-			return false
-		}
-	}
-	return true
-}
-
 // validateTable checks a registered versioned table (PrimaryKey set): key
 // ordinals of distinct physical, non-JSON columns, an event time, no dedup.
 func validateTable(s *Source) error {
