@@ -48,7 +48,10 @@ var (
 	ErrNotFound     = errors.New("land: not found")
 	ErrBadRecord    = errors.New("land: bad record")
 	ErrModeMismatch = errors.New("land: record does not fit the mode")
-	ErrClosed       = errors.New("land: closed")
+	// ErrRefused is a record the store can never hold (a limit of the
+	// store, not of the changelog): no retry can land it.
+	ErrRefused = errors.New("land: the store refuses the record")
+	ErrClosed  = errors.New("land: closed")
 )
 
 // Mode is the identity rule a lander applies.
@@ -190,6 +193,26 @@ func (e *RecordError) Error() string {
 }
 
 func (e *RecordError) Unwrap() error { return e.Err }
+
+// RecordErrors are the bad records of one batch, every one of them, so
+// that a host skipping bad records drops them all in one pass.
+type RecordErrors []*RecordError
+
+func (e RecordErrors) Error() string {
+	if len(e) == 1 {
+		return e[0].Error()
+	}
+	return fmt.Sprintf("%v (and %d more bad records)", e[0], len(e)-1)
+}
+
+// Unwrap returns the record errors, so errors.As finds the first.
+func (e RecordErrors) Unwrap() []error {
+	out := make([]error, len(e))
+	for i, re := range e {
+		out[i] = re
+	}
+	return out
+}
 
 // Scanner is implemented by landers that can list everything they store
 // (for hosts rebuilding a cache, and for tests that check no stray row

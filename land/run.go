@@ -58,6 +58,12 @@ type RunOptions struct {
 	MaxAttempts int
 	// Logger receives retries and skipped records (default: discard).
 	Logger *slog.Logger
+	// OnBadRecord, when set, receives each record that can never land (a
+	// bad record, or one the store refuses), which is then left out while
+	// the rest of its batch lands; its error stops Run. When nil, such a
+	// record stops Run with a *RecordError naming it. A record that does
+	// not fit the mode always stops Run: the mode is wrong, not the record.
+	OnBadRecord func(BadRecord) error
 	// Counters, when set, is updated as Run goes (readable concurrently).
 	Counters *Counters
 	// OnBatch, when set, is called after each batch is committed.
@@ -68,9 +74,11 @@ type RunOptions struct {
 type BatchStats struct {
 	Records int
 	Skipped int // bad records the source left out (Batch.Skipped)
-	Result  Result
-	Retries int // failed land and commit attempts of this batch that were retried
-	Lag     int64
+	// Rejected counts the records Run left out and handed to OnBadRecord.
+	Rejected int
+	Result   Result
+	Retries  int // failed land and commit attempts of this batch that were retried
+	Lag      int64
 	// StoreTime is the store round trip: how long the Land call that
 	// succeeded took (failed attempts and backoff excluded).
 	StoreTime time.Duration
@@ -87,6 +95,7 @@ type Counters struct {
 	Duplicate  atomic.Int64
 	Superseded atomic.Int64
 	Skipped    atomic.Int64 // bad records the source skipped (Batch.Skipped)
+	Rejected   atomic.Int64 // records that can never land, left out (OnBadRecord)
 	// StoreErrors counts failed Land attempts that were not a property of
 	// the records (those stop Run) nor the end of the run's context.
 	StoreErrors atomic.Int64
@@ -102,13 +111,24 @@ func (c *Counters) add(s BatchStats) {
 	c.Duplicate.Add(int64(s.Result.Duplicate))
 	c.Superseded.Add(int64(s.Result.Superseded))
 	c.Skipped.Add(int64(s.Skipped))
+	c.Rejected.Add(int64(s.Rejected))
 	c.Lag.Store(s.Lag)
 }
 
-// Permanent reports whether err is a property of the records, which no
-// retry can fix.
+// Permanent reports whether err is a property of the records (bad, of
+// the wrong mode, or refused by the store), which no retry can fix.
 func Permanent(err error) bool {
-	return errors.Is(err, ErrBadRecord) || errors.Is(err, ErrModeMismatch)
+	return errors.Is(err, ErrBadRecord) || errors.Is(err, ErrModeMismatch) || errors.Is(err, ErrRefused)
+}
+
+// BadRecord is a record that can never land, handed to
+// RunOptions.OnBadRecord.
+type BadRecord struct {
+	Batch  *Batch
+	Index  int    // position in Batch.Records
+	Where  string // Batch.Where(Index), when the source names origins
+	Record changelog.Record
+	Err    error // the lander's or the store's reason
 }
 
 func (o RunOptions) withDefaults() (RunOptions, error) {
@@ -239,30 +259,129 @@ func Run(ctx context.Context, src Source, l Lander, opts RunOptions) error {
 
 func landBatch(ctx context.Context, l Lander, b *Batch, o RunOptions) (BatchStats, error) {
 	st := BatchStats{Records: len(b.Records), Skipped: b.Skipped, Lag: b.Lag}
-	var res Result
-	var failed *atomic.Int64
-	if o.Counters != nil {
-		failed = &o.Counters.StoreErrors
+	pos := make([]int, len(b.Records))
+	for i := range pos {
+		pos[i] = i
 	}
-	retries, err := retry(ctx, o, "land", failed, func() error {
+	x := &batchLanding{l: l, b: b, o: o, st: &st}
+	err := x.land(ctx, pos)
+	return st, err
+}
+
+// batchLanding lands one batch, isolating the records that can never land.
+type batchLanding struct {
+	l  Lander
+	b  *Batch
+	o  RunOptions
+	st *BatchStats
+}
+
+// land lands the records of the batch at positions pos. A record the
+// lander or the store names as bad is left out (or stops the batch) and
+// the rest is landed again; a permanent failure that names no record is
+// halved until the record is alone. Landing part of a batch twice is
+// harmless: the guard makes it a duplicate.
+func (x *batchLanding) land(ctx context.Context, pos []int) error {
+	for len(pos) > 0 {
+		err := x.attempt(ctx, pos)
+		if err == nil {
+			return nil
+		}
+		if !Permanent(err) {
+			return err
+		}
+		bad := badIndexes(err, len(pos))
+		if len(bad) == 0 {
+			if len(pos) == 1 {
+				return x.reject(pos[0], err)
+			}
+			h := len(pos) / 2
+			if err := x.land(ctx, pos[:h]); err != nil {
+				return err
+			}
+			pos = pos[h:]
+			continue
+		}
+		rest := make([]int, 0, len(pos)-len(bad))
+		for i, p := range pos {
+			reason, isBad := bad[i]
+			if !isBad {
+				rest = append(rest, p)
+			} else if err := x.reject(p, reason); err != nil {
+				return err
+			}
+		}
+		pos = rest
+	}
+	return nil
+}
+
+// attempt lands the records at pos, retrying what is not permanent.
+func (x *batchLanding) attempt(ctx context.Context, pos []int) error {
+	recs := x.b.Records
+	if len(pos) != len(recs) {
+		recs = make([]changelog.Record, len(pos))
+		for i, p := range pos {
+			recs[i] = x.b.Records[p]
+		}
+	}
+	var failed *atomic.Int64
+	if x.o.Counters != nil {
+		failed = &x.o.Counters.StoreErrors
+	}
+	var res Result
+	var took time.Duration
+	retries, err := retry(ctx, x.o, "land", failed, func() error {
 		start := time.Now()
 		var err error
-		res, err = l.Land(ctx, b.Records)
-		st.StoreTime = time.Since(start)
+		res, err = x.l.Land(ctx, recs)
+		took = time.Since(start)
 		return err
 	})
-	st.Retries = retries
-	if err != nil {
-		var re *RecordError
-		if errors.As(err, &re) && b.Where != nil && re.Where == "" {
-			re2 := *re
-			re2.Where = b.Where(re.Index)
-			return st, &re2
-		}
-		return st, err
+	x.st.Retries += retries
+	if err == nil {
+		x.st.Result = x.st.Result.Add(res)
+		x.st.StoreTime += took
 	}
-	st.Result = res
-	return st, nil
+	return err
+}
+
+// badIndexes maps the records err names (positions in a Land call of n
+// records) to their reasons.
+func badIndexes(err error, n int) map[int]error {
+	var many RecordErrors
+	var one *RecordError
+	switch {
+	case errors.As(err, &many):
+	case errors.As(err, &one):
+		many = RecordErrors{one}
+	}
+	out := make(map[int]error, len(many))
+	for _, re := range many {
+		if re.Index >= 0 && re.Index < n {
+			out[re.Index] = re.Err
+		}
+	}
+	return out
+}
+
+// reject sets the record at batch position i aside, or returns the error
+// that stops Run.
+func (x *batchLanding) reject(i int, reason error) error {
+	re := &RecordError{Index: i, Err: reason}
+	if x.b.Where != nil {
+		re.Where = x.b.Where(i)
+	}
+	if x.o.OnBadRecord == nil || errors.Is(reason, ErrModeMismatch) {
+		return re
+	}
+	br := BadRecord{Batch: x.b, Index: i, Where: re.Where, Record: x.b.Records[i], Err: reason}
+	if err := x.o.OnBadRecord(br); err != nil {
+		return fmt.Errorf("land: setting aside %v: %w", re, err)
+	}
+	x.o.Logger.Error("land: left out a record that cannot land", "record", re.Where, "err", reason)
+	x.st.Rejected++
+	return nil
 }
 
 // retry calls f until it succeeds, fails permanently, runs out of attempts

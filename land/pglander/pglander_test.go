@@ -2,6 +2,7 @@ package pglander
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"context"
 	"github.com/ubiksql/ubik/changelog"
@@ -35,7 +36,29 @@ func TestConformance(t *testing.T) {
 			return l
 		},
 		ExactValue: false, // jsonb
+		RefusesNUL: true,
+		Refusals: []landtest.Refusal{
+			{Name: "revision 2^63", Make: func(g changelog.Record) changelog.Record {
+				r := g.Clone()
+				r.Meta.Revision = 1 << 63
+				return r
+			}, Reason: "2^63-1"},
+			{Name: "incompressible group of 3000 bytes", Make: func(g changelog.Record) changelog.Record {
+				return landtest.Record(land.Latest, g.Meta.Query, incompressible(3000), landtest.Base(), 1, false)
+			}, Reason: "2704"},
+		},
 	})
+}
+
+// incompressible is n bytes of random text that pglz does not shrink.
+func incompressible(n int) string {
+	const abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	r := rand.New(rand.NewPCG(1, 2))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = abc[r.IntN(len(abc))]
+	}
+	return string(b)
 }
 
 func TestBadInput(t *testing.T) {
