@@ -1,8 +1,11 @@
 package pglander
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"strings"
 
 	"context"
 	"github.com/ubiksql/ubik/changelog"
@@ -83,9 +86,27 @@ func TestBadInput(t *testing.T) {
 	if _, err := l.Land(ctx, landRecs(r)); !land.Permanent(err) {
 		t.Fatalf("a value that is not JSON: %v, want a permanent error", err)
 	}
-	r = landtest.Record(land.Continuous, "q", "g", landtest.Base(), 1<<63, false)
-	if _, err := l.Land(ctx, landRecs(r)); !land.Permanent(err) {
-		t.Fatalf("revision 2^63: %v, want a permanent error", err)
+	// The bound: 2^63-1 lands, 2^63 is refused naming the limit, and the
+	// refusal names the record's position in the batch (not in the
+	// deduplicated, sorted statement).
+	r = landtest.Record(land.Continuous, "q", "z", landtest.Base(), math.MaxInt64, false)
+	if res, err := l.Land(ctx, landRecs(r)); err != nil || res.Landed != 1 {
+		t.Fatalf("revision 2^63-1: %+v, %v; want it landed", res, err)
+	}
+	a := landtest.Record(land.Continuous, "q", "a", landtest.Base(), 1, false)
+	r = landtest.Record(land.Continuous, "q", "b", landtest.Base(), 1<<63, false)
+	var re *land.RecordError
+	if _, err := l.Land(ctx, landRecs(a, a, r)); !errors.As(err, &re) || re.Index != 2 || !errors.Is(err, land.ErrRefused) || !strings.Contains(err.Error(), "2^63-1") {
+		t.Fatalf("revision 2^63: %v, want a refusal of record 2 naming 2^63-1", err)
+	}
+	// \u0000 is refused, an escaped backslash before u0000 is not one.
+	for v, refused := range map[string]bool{`{"k":"x\u0000y"}`: true, `{"k":"x\\u0000y"}`: false, `{"k":"\\\u0000"}`: true} {
+		r := landtest.Record(land.Continuous, "q", "nul", landtest.Base(), 1, false)
+		r.Value = []byte(v)
+		_, err := l.Land(ctx, landRecs(r))
+		if refused != errors.Is(err, land.ErrRefused) || !refused && err != nil {
+			t.Errorf("value %s: Land = %v, want refused %v", v, err, refused)
+		}
 	}
 }
 
