@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/ubiksql/ubik/internal/testenv"
 )
 
@@ -68,9 +69,18 @@ CREATE VIEW nul AS SELECT k, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS window_sta
 		t.Fatalf("without --skip-bad-records: exit %d, want 1 with an error naming the record and \\u0000:\n%s", code, errs)
 	}
 
+	// A record that is not a changelog record joins it in the dead letter.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "out", Key: []byte("\xff"), Value: []byte(`{}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
 	dead := filepath.Join(t.TempDir(), "dead.jsonl")
 	code, errs = land("skip", "--skip-bad-records", "--dead-letter", dead)
-	if code != 0 || !strings.Contains(errs, "landed 1, duplicate 0, superseded 0, bad 0, rejected 1") {
+	if code != 0 || !strings.Contains(errs, "landed 1, duplicate 0, superseded 0, bad 1, rejected 1") {
 		t.Fatalf("with --skip-bad-records: exit %d, want 0 with 1 landed and 1 rejected:\n%s", code, errs)
 	}
 	var keys []string
@@ -90,12 +100,32 @@ CREATE VIEW nul AS SELECT k, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS window_sta
 	if err != nil {
 		t.Fatal(err)
 	}
-	var line deadLine
-	if err := json.Unmarshal(b, &line); err != nil || strings.Count(string(b), "\n") != 1 {
-		t.Fatalf("dead letter %q: %v", b, err)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("dead letter %q: want 2 lines", b)
 	}
-	if line.Topic != "out" || line.Key == nil || !strings.Contains(*line.Key, `x\u0000y`) ||
-		!strings.Contains(line.Reason, "jsonb") || line.Headers["ubik.query"] != "nul" {
-		t.Fatalf("dead letter line %+v", line)
+	var refused, garbled deadLine
+	for _, l := range lines {
+		var d deadLine
+		if err := json.Unmarshal([]byte(l), &d); err != nil {
+			t.Fatalf("dead letter line %q: %v", l, err)
+		}
+		if d.Headers == nil {
+			garbled = d
+		} else {
+			refused = d
+		}
+	}
+	if refused.Topic != "out" || refused.Key == nil || !strings.Contains(*refused.Key, `x\u0000y`) ||
+		!strings.Contains(refused.Reason, "jsonb") || refused.Headers["ubik.query"] != "nul" {
+		t.Errorf("dead letter of the refused record: %+v", refused)
+	}
+	if garbled.Topic != "out" || garbled.KeyBase64 == nil || *garbled.KeyBase64 != "/w==" || !strings.Contains(garbled.Reason, "header") {
+		t.Errorf("dead letter of the record that is not a changelog record: %+v", garbled)
+	}
+
+	// --dead-letter is where --skip-bad-records puts records.
+	if code, errs := land("usage", "--dead-letter", dead); code != 2 || !strings.Contains(errs, "--skip-bad-records") {
+		t.Errorf("--dead-letter alone: exit %d: %s", code, errs)
 	}
 }
