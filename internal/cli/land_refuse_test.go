@@ -14,6 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/ubiksql/ubik/internal/testenv"
+	"github.com/ubiksql/ubik/land"
+	"github.com/ubiksql/ubik/land/kafkasrc"
+	"github.com/ubiksql/ubik/land/landtest"
 )
 
 // TestLandRefusedRecord is a string holding NUL, which ubik run accepts in
@@ -43,7 +46,7 @@ CREATE VIEW nul AS SELECT k, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS window_sta
 		t.Fatalf("run: exit %d: %s", code, errs)
 	}
 	table := testenv.Name(t, "nul")
-	land := func(group string, extra ...string) (int, string) {
+	runLander := func(group string, extra ...string) (int, string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -63,24 +66,26 @@ CREATE VIEW nul AS SELECT k, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS window_sta
 	defer pool.Close()
 	defer pool.Exec(context.Background(), "DROP TABLE IF EXISTS "+table)
 
-	code, errs := land("stop")
+	code, errs := runLander("stop")
 	where := regexp.MustCompile(`topic out partition \d+ offset \d+: .*\\u0000`)
 	if code != 1 || !where.MatchString(errs) {
 		t.Fatalf("without --skip-bad-records: exit %d, want 1 with an error naming the record and \\u0000:\n%s", code, errs)
 	}
 
-	// A record that is not a changelog record joins it in the dead letter.
+	// A record that is not a changelog record, and one whose query name
+	// holds ":", join it in the dead letter.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "out", Key: []byte("\xff"), Value: []byte(`{}`)}).FirstErr(); err != nil {
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "out", Key: []byte("\xff"), Value: []byte(`{}`)},
+		kafkasrc.ToKafka("out", landtest.Record(land.History, "a:b", "g", landtest.Base(), 1, false))).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	dead := filepath.Join(t.TempDir(), "dead.jsonl")
-	code, errs = land("skip", "--skip-bad-records", "--dead-letter", dead)
-	if code != 0 || !strings.Contains(errs, "landed 1, duplicate 0, superseded 0, bad 1, rejected 1") {
+	code, errs = runLander("skip", "--skip-bad-records", "--dead-letter", dead)
+	if code != 0 || !strings.Contains(errs, "landed 1, duplicate 0, superseded 0, bad 1, rejected 2") {
 		t.Fatalf("with --skip-bad-records: exit %d, want 0 with 1 landed and 1 rejected:\n%s", code, errs)
 	}
 	var keys []string
@@ -101,20 +106,26 @@ CREATE VIEW nul AS SELECT k, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS window_sta
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("dead letter %q: want 2 lines", b)
+	if len(lines) != 3 {
+		t.Fatalf("dead letter %q: want 3 lines", b)
 	}
-	var refused, garbled deadLine
+	var refused, garbled, colon deadLine
 	for _, l := range lines {
 		var d deadLine
 		if err := json.Unmarshal([]byte(l), &d); err != nil {
 			t.Fatalf("dead letter line %q: %v", l, err)
 		}
-		if d.Headers == nil {
+		switch {
+		case d.Headers == nil:
 			garbled = d
-		} else {
+		case d.Headers["ubik.query"] == "a:b":
+			colon = d
+		default:
 			refused = d
 		}
+	}
+	if !strings.Contains(colon.Reason, `contains ":"`) {
+		t.Errorf("dead letter of the query name with a colon: %+v", colon)
 	}
 	if refused.Topic != "out" || refused.Key == nil || !strings.Contains(*refused.Key, `x\u0000y`) ||
 		!strings.Contains(refused.Reason, "jsonb") || refused.Headers["ubik.query"] != "nul" {
@@ -125,7 +136,7 @@ CREATE VIEW nul AS SELECT k, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS window_sta
 	}
 
 	// --dead-letter is where --skip-bad-records puts records.
-	if code, errs := land("usage", "--dead-letter", dead); code != 2 || !strings.Contains(errs, "--skip-bad-records") {
+	if code, errs := runLander("usage", "--dead-letter", dead); code != 2 || !strings.Contains(errs, "--skip-bad-records") {
 		t.Errorf("--dead-letter alone: exit %d: %s", code, errs)
 	}
 }
