@@ -167,7 +167,9 @@ func (r Result) Total() int { return r.Landed + r.Duplicate + r.Superseded }
 // for concurrent use.
 type Lander interface {
 	// Land writes recs. An error means the batch may be partly written and
-	// must be retried; a stale or duplicate record is not an error.
+	// must be retried; a stale or duplicate record is not an error. A
+	// Permanent error is a record that can never land, named by its index
+	// in recs (*RecordError, RecordErrors) when the lander knows which.
 	Land(ctx context.Context, recs []changelog.Record) (Result, error)
 	// Get reads one identity's stored state, or ErrNotFound.
 	Get(ctx context.Context, ref Ref) (Stored, error)
