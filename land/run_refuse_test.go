@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -151,3 +152,78 @@ func (p *prepLander) Land(_ context.Context, recs []changelog.Record) (Result, e
 func (p *prepLander) Get(context.Context, Ref) (Stored, error) { return Stored{}, ErrNotFound }
 func (p *prepLander) Mode() Mode                               { return Latest }
 func (p *prepLander) Close() error                             { return nil }
+
+// picky refuses the records of its refused set, either naming them (as a
+// lander's own checks do) or refusing any call that holds one, as a whole
+// (as a server's statement does).
+type picky struct {
+	refused map[string]bool
+	named   bool
+	landed  map[string]int
+}
+
+func (p *picky) Land(_ context.Context, recs []changelog.Record) (Result, error) {
+	var bad RecordErrors
+	for i, r := range recs {
+		if p.refused[string(r.Key)] {
+			bad = append(bad, &RecordError{Index: i, Err: fmt.Errorf("%w: test limit", ErrRefused)})
+		}
+	}
+	switch {
+	case len(bad) > 0 && p.named:
+		return Result{}, bad
+	case len(bad) > 0:
+		return Result{}, fmt.Errorf("%w: a statement of %d rows", ErrRefused, len(recs))
+	}
+	for _, r := range recs {
+		p.landed[string(r.Key)]++
+	}
+	return Result{Landed: len(recs)}, nil
+}
+func (p *picky) Get(context.Context, Ref) (Stored, error) { return Stored{}, ErrNotFound }
+func (p *picky) Mode() Mode                               { return Latest }
+func (p *picky) Close() error                             { return nil }
+
+// TestRunIsolationProperty: over random batches with random refused
+// records, refused by name or as a whole, every good record lands exactly
+// once, every refused one is handed over exactly once, and every batch
+// commits.
+func TestRunIsolationProperty(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 3))
+	for trial := range 300 {
+		recs := numbered(1 + r.IntN(300))
+		p := &picky{refused: map[string]bool{}, named: r.IntN(2) == 0, landed: map[string]int{}}
+		share := r.Float64() * r.Float64()
+		for _, rec := range recs {
+			if r.Float64() < share {
+				p.refused[string(rec.Key)] = true
+			}
+		}
+		var batches [][]changelog.Record
+		for rest := recs; len(rest) > 0; {
+			n := min(len(rest), 1+r.IntN(64))
+			batches = append(batches, rest[:n])
+			rest = rest[n:]
+		}
+		src := NewSliceSource(batches...)
+		handed := map[string]int{}
+		var mu sync.Mutex
+		err := Run(context.Background(), src, p, RunOptions{MaxInFlight: 1 + r.IntN(3), OnBadRecord: func(b BadRecord) error {
+			mu.Lock()
+			handed[string(b.Record.Key)]++
+			mu.Unlock()
+			return nil
+		}})
+		if err != nil || src.Committed() != len(batches) {
+			t.Fatalf("trial %d (seed %d): Run = %v, %d of %d batches committed", trial, seed, err, src.Committed(), len(batches))
+		}
+		for _, rec := range recs {
+			k := string(rec.Key)
+			if want := map[bool][2]int{true: {0, 1}, false: {1, 0}}[p.refused[k]]; [2]int{p.landed[k], handed[k]} != want {
+				t.Fatalf("trial %d (seed %d): record %s landed %d, handed over %d; refused %v", trial, seed, k, p.landed[k], handed[k], p.refused[k])
+			}
+		}
+	}
+}
