@@ -48,7 +48,10 @@ var (
 	ErrNotFound     = errors.New("land: not found")
 	ErrBadRecord    = errors.New("land: bad record")
 	ErrModeMismatch = errors.New("land: record does not fit the mode")
-	ErrClosed       = errors.New("land: closed")
+	// ErrRefused is a record the store can never hold (a limit of the
+	// store, not of the changelog): no retry can land it.
+	ErrRefused = errors.New("land: the store refuses the record")
+	ErrClosed  = errors.New("land: closed")
 )
 
 // Mode is the identity rule a lander applies.
@@ -164,7 +167,9 @@ func (r Result) Total() int { return r.Landed + r.Duplicate + r.Superseded }
 // for concurrent use.
 type Lander interface {
 	// Land writes recs. An error means the batch may be partly written and
-	// must be retried; a stale or duplicate record is not an error.
+	// must be retried; a stale or duplicate record is not an error. A
+	// Permanent error is a record that can never land, named by its index
+	// in recs (*RecordError, RecordErrors) when the lander knows which.
 	Land(ctx context.Context, recs []changelog.Record) (Result, error)
 	// Get reads one identity's stored state, or ErrNotFound.
 	Get(ctx context.Context, ref Ref) (Stored, error)
@@ -190,6 +195,26 @@ func (e *RecordError) Error() string {
 }
 
 func (e *RecordError) Unwrap() error { return e.Err }
+
+// RecordErrors are the bad records of one batch, every one of them, so
+// that a host skipping bad records drops them all in one pass.
+type RecordErrors []*RecordError
+
+func (e RecordErrors) Error() string {
+	if len(e) == 1 {
+		return e[0].Error()
+	}
+	return fmt.Sprintf("%v (and %d more bad records)", e[0], len(e)-1)
+}
+
+// Unwrap returns the record errors, so errors.As finds the first.
+func (e RecordErrors) Unwrap() []error {
+	out := make([]error, len(e))
+	for i, re := range e {
+		out[i] = re
+	}
+	return out
+}
 
 // Scanner is implemented by landers that can list everything they store
 // (for hosts rebuilding a cache, and for tests that check no stray row

@@ -80,16 +80,28 @@ func Prepare(mode Mode, query string, rec changelog.Record) (Item, error) {
 // highest version: one store statement may not touch a row twice, and the
 // dropped items would lose to it anyway. The dropped items are counted in
 // the returned Result (Duplicate when equal to the kept one, Superseded when
-// lower). The kept items stay in first-seen order. The first bad record
-// stops the batch with a *RecordError.
+// lower). The kept items stay in first-seen order. Bad records fail the
+// batch with RecordErrors naming every one of them.
 func PrepareBatch(mode Mode, query string, recs []changelog.Record) ([]Item, Result, error) {
+	return PrepareChecked(mode, query, recs, nil)
+}
+
+// PrepareChecked is PrepareBatch with a store's own check of each item
+// (its limits: sizes, bytes it cannot hold), run before anything is sent.
+// check's error should wrap ErrRefused and name the limit.
+func PrepareChecked(mode Mode, query string, recs []changelog.Record, check func(Item) error) ([]Item, Result, error) {
 	items := make([]Item, 0, len(recs))
 	seen := make(map[identity]int, len(recs))
 	var res Result
+	var bad RecordErrors
 	for i, r := range recs {
 		it, err := Prepare(mode, query, r)
+		if err == nil && check != nil {
+			err = check(it)
+		}
 		if err != nil {
-			return nil, Result{}, &RecordError{Index: i, Err: err}
+			bad = append(bad, &RecordError{Index: i, Err: err})
+			continue
 		}
 		id := identity{it.Query, string(it.Group), it.WindowStart}
 		j, dup := seen[id]
@@ -107,6 +119,9 @@ func PrepareBatch(mode Mode, query string, recs []changelog.Record) ([]Item, Res
 		default:
 			res.Superseded++
 		}
+	}
+	if bad != nil {
+		return nil, Result{}, bad
 	}
 	return items, res, nil
 }

@@ -58,6 +58,12 @@ type RunOptions struct {
 	MaxAttempts int
 	// Logger receives retries and skipped records (default: discard).
 	Logger *slog.Logger
+	// OnBadRecord, when set, receives each record that can never land (a
+	// bad record, or one the store refuses), which is then left out while
+	// the rest of its batch lands; its error stops Run. When nil, such a
+	// record stops Run with a *RecordError naming it. A record that does
+	// not fit the mode always stops Run: the mode is wrong, not the record.
+	OnBadRecord func(BadRecord) error
 	// Counters, when set, is updated as Run goes (readable concurrently).
 	Counters *Counters
 	// OnBatch, when set, is called after each batch is committed.
@@ -68,9 +74,11 @@ type RunOptions struct {
 type BatchStats struct {
 	Records int
 	Skipped int // bad records the source left out (Batch.Skipped)
-	Result  Result
-	Retries int // failed land and commit attempts of this batch that were retried
-	Lag     int64
+	// Rejected counts the records Run left out and handed to OnBadRecord.
+	Rejected int
+	Result   Result
+	Retries  int // failed land and commit attempts of this batch that were retried
+	Lag      int64
 	// StoreTime is the store round trip: how long the Land call that
 	// succeeded took (failed attempts and backoff excluded).
 	StoreTime time.Duration
@@ -87,6 +95,7 @@ type Counters struct {
 	Duplicate  atomic.Int64
 	Superseded atomic.Int64
 	Skipped    atomic.Int64 // bad records the source skipped (Batch.Skipped)
+	Rejected   atomic.Int64 // records that can never land, left out (OnBadRecord)
 	// StoreErrors counts failed Land attempts that were not a property of
 	// the records (those stop Run) nor the end of the run's context.
 	StoreErrors atomic.Int64
@@ -102,13 +111,24 @@ func (c *Counters) add(s BatchStats) {
 	c.Duplicate.Add(int64(s.Result.Duplicate))
 	c.Superseded.Add(int64(s.Result.Superseded))
 	c.Skipped.Add(int64(s.Skipped))
+	c.Rejected.Add(int64(s.Rejected))
 	c.Lag.Store(s.Lag)
 }
 
-// Permanent reports whether err is a property of the records, which no
-// retry can fix.
+// Permanent reports whether err is a property of the records (bad, of
+// the wrong mode, or refused by the store), which no retry can fix.
 func Permanent(err error) bool {
-	return errors.Is(err, ErrBadRecord) || errors.Is(err, ErrModeMismatch)
+	return errors.Is(err, ErrBadRecord) || errors.Is(err, ErrModeMismatch) || errors.Is(err, ErrRefused)
+}
+
+// BadRecord is a record that can never land, handed to
+// RunOptions.OnBadRecord.
+type BadRecord struct {
+	Batch  *Batch
+	Index  int    // position in Batch.Records
+	Where  string // Batch.Where(Index), when the source names origins
+	Record changelog.Record
+	Err    error // the lander's or the store's reason
 }
 
 func (o RunOptions) withDefaults() (RunOptions, error) {
@@ -235,34 +255,6 @@ func Run(ctx context.Context, src Source, l Lander, opts RunOptions) error {
 		return nil
 	}
 	return perr
-}
-
-func landBatch(ctx context.Context, l Lander, b *Batch, o RunOptions) (BatchStats, error) {
-	st := BatchStats{Records: len(b.Records), Skipped: b.Skipped, Lag: b.Lag}
-	var res Result
-	var failed *atomic.Int64
-	if o.Counters != nil {
-		failed = &o.Counters.StoreErrors
-	}
-	retries, err := retry(ctx, o, "land", failed, func() error {
-		start := time.Now()
-		var err error
-		res, err = l.Land(ctx, b.Records)
-		st.StoreTime = time.Since(start)
-		return err
-	})
-	st.Retries = retries
-	if err != nil {
-		var re *RecordError
-		if errors.As(err, &re) && b.Where != nil && re.Where == "" {
-			re2 := *re
-			re2.Where = b.Where(re.Index)
-			return st, &re2
-		}
-		return st, err
-	}
-	st.Result = res
-	return st, nil
 }
 
 // retry calls f until it succeeds, fails permanently, runs out of attempts

@@ -48,11 +48,19 @@ STORE is one of:
 MODE is continuous (a continuous view), latest (the latest window per
 group) or history (one row per group and window).
 
+A record that can never land (not a changelog record, a key that is not a
+JSON array, or one the store refuses, such as a value holding \u0000 for
+PostgreSQL or an item over 400 KB for DynamoDB) stops the run with an error
+naming its topic, partition and offset. --skip-bad-records sets it aside
+instead (logged, counted as bad or rejected, and written to --dead-letter
+FILE when given) and lands the rest of its batch.
+
 --metrics-addr HOST:PORT serves Prometheus metrics at http://HOST:PORT/metrics
 (a host is required: 127.0.0.1:9465 for loopback, 0.0.0.0:9465 to mean every
 interface):
   ubik_land_records_landed_total, ubik_land_records_duplicate_total,
   ubik_land_records_superseded_total, ubik_land_records_bad_total,
+  ubik_land_records_rejected_total,
   ubik_land_batches_total, ubik_land_store_errors_total,
   ubik_land_commit_errors_total, ubik_land_retries_total,
   ubik_land_backlog_records, ubik_land_batch_store_seconds (histogram),
@@ -85,6 +93,7 @@ type landFlags struct {
 	skipBad, untilCaughtUp       bool
 	statsEvery                   time.Duration
 	metrics, cpuProfile          string
+	deadLetter                   string
 }
 
 func parseLandFlags(args []string, env *Env) (landFlags, error) {
@@ -101,7 +110,8 @@ func parseLandFlags(args []string, env *Env) (landFlags, error) {
 	fs.StringVar(&f.query, "query", "", "namespace for records without a query name; records of another query are refused")
 	fs.IntVar(&f.batch, "batch", 0, "records per batch (default 5000; ClickHouse 50000, which writes best in large inserts)")
 	fs.IntVar(&f.inFlight, "in-flight", 2, "batches landing at once")
-	fs.BoolVar(&f.skipBad, "skip-bad-records", false, "log and count records that are not changelog records instead of stopping")
+	fs.BoolVar(&f.skipBad, "skip-bad-records", false, "set aside (log, count, --dead-letter) records that can never land instead of stopping")
+	fs.StringVar(&f.deadLetter, "dead-letter", "", "with --skip-bad-records: append each record set aside to FILE, one JSON object a line with its topic, partition, offset, key, value, headers and the reason")
 	fs.BoolVar(&f.untilCaughtUp, "until-caught-up", false, "exit once every partition is landed and committed up to its end")
 	fs.DurationVar(&f.statsEvery, "stats-interval", 10*time.Second, "how often to print the counters on stderr (0: only at exit)")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9465); off by default")
@@ -116,6 +126,8 @@ func parseLandFlags(args []string, env *Env) (landFlags, error) {
 		return f, fmt.Errorf("%w: land: --from, --to and --mode are required (ubik land -h)", ErrUsage)
 	case batchGiven(fs) && f.batch <= 0 || f.inFlight <= 0:
 		return f, fmt.Errorf("%w: land: --batch and --in-flight must be positive", ErrUsage)
+	case f.deadLetter != "" && !f.skipBad:
+		return f, fmt.Errorf("%w: land: --dead-letter is where --skip-bad-records puts records; give both", ErrUsage)
 	}
 	if f.metrics != "" {
 		if err := checkMetricsAddr(f.metrics); err != nil {
@@ -350,10 +362,21 @@ func runLand(ctx context.Context, env *Env, args []string) error {
 	defer closeStore()
 	defer lander.Close()
 
-	src, err := kafkasrc.New(kafkasrc.Options{
+	var dl *deadLetter
+	if f.deadLetter != "" {
+		if dl, err = openDeadLetter(f.deadLetter); err != nil {
+			return err
+		}
+		defer dl.Close()
+	}
+	srcOpts := kafkasrc.Options{
 		Brokers: brokers, Topics: []string{topic}, Group: f.group, MaxBatch: f.batch,
 		SkipBadRecords: f.skipBad, Logger: logger,
-	})
+	}
+	if dl != nil {
+		srcOpts.DeadLetter = dl.Kafka
+	}
+	src, err := kafkasrc.New(srcOpts)
 	if err != nil {
 		return err
 	}
@@ -381,6 +404,13 @@ func runLand(ctx context.Context, env *Env, args []string) error {
 	var c land.Counters
 	c.Lag.Store(-1)
 	opts := land.RunOptions{MaxInFlight: f.inFlight, Logger: logger, Counters: &c}
+	if f.skipBad {
+		// Run logs and counts each record it sets aside.
+		opts.OnBadRecord = func(land.BadRecord) error { return nil }
+		if dl != nil {
+			opts.OnBadRecord = dl.Refused
+		}
+	}
 	if f.metrics != "" {
 		reg := prometheus.NewRegistry()
 		opts, err = landprom.Instrument(opts, landprom.Options{Reg: reg, Partitions: src.Partitions,
@@ -396,9 +426,9 @@ func runLand(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "ubik: metrics on http://%s/metrics\n", bound)
 	}
 	printStats := func(prefix string) {
-		fmt.Fprintf(env.Stderr, "land: %s%s -> %s: landed %d, duplicate %d, superseded %d, bad %d, store errors %d, retried %d, lag %d\n",
+		fmt.Fprintf(env.Stderr, "land: %s%s -> %s: landed %d, duplicate %d, superseded %d, bad %d, rejected %d, store errors %d, retried %d, lag %d\n",
 			prefix, topic, redactURL(f.to), c.Landed.Load(), c.Duplicate.Load(), c.Superseded.Load(),
-			c.Skipped.Load(), c.StoreErrors.Load(), c.Retried.Load(), c.Lag.Load())
+			c.Skipped.Load(), c.Rejected.Load(), c.StoreErrors.Load(), c.Retried.Load(), c.Lag.Load())
 	}
 	if f.statsEvery > 0 {
 		go func() {

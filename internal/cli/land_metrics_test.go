@@ -197,7 +197,7 @@ func TestLandMetrics(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Fatalf("ubik land exited %d: %s", code, stderr)
 	}
-	if !strings.Contains(stderr.String(), "done: "+topic) || !strings.Contains(stderr.String(), "landed 5, duplicate 1, superseded 1, bad 1, store errors 0") {
+	if !strings.Contains(stderr.String(), "done: "+topic) || !strings.Contains(stderr.String(), "landed 5, duplicate 1, superseded 1, bad 1, rejected 0, store errors 0") {
 		t.Errorf("the exit line disagrees with the metrics: %s", stderr)
 	}
 	if _, err := http.Get(url); err == nil {

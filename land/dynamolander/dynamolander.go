@@ -17,6 +17,12 @@
 // An equal pair passes the condition and rewrites the same record (the
 // same key and revision carry the same value): the old item, returned by
 // the call, tells that duplicate from a landing, in one request.
+//
+// What DynamoDB cannot hold is refused (land.ErrRefused) before it is sent,
+// naming the limit: a partition key over 2048 bytes, an item over 400 KB
+// (attribute names and values), a string that is not UTF-8. The sort key
+// is a number, so the 1024-byte sort key limit never applies. A
+// ValidationException from the server refuses the record likewise.
 package dynamolander
 
 import (
@@ -27,10 +33,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/land"
 	"github.com/ubiksql/ubik/land/internal/pool"
@@ -156,7 +164,7 @@ func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result
 	if l.closed.Load() {
 		return land.Result{}, land.ErrClosed
 	}
-	items, res, err := land.PrepareBatch(l.o.Mode, l.o.Query, recs)
+	items, res, err := land.PrepareChecked(l.o.Mode, l.o.Query, recs, l.check)
 	if err != nil {
 		return land.Result{}, err
 	}
@@ -201,7 +209,46 @@ func (l *Lander) put(ctx context.Context, it land.Item) (land.Result, error) {
 	if errors.As(err, &ccf) {
 		return land.Result{Superseded: 1}, nil
 	}
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
+		return land.Result{}, fmt.Errorf("%w: DynamoDB refuses %v in %s: %w", land.ErrRefused, it.Ref, l.o.Table, err)
+	}
 	return land.Result{}, fmt.Errorf("dynamolander: UpdateItem %v in %s: %w", it.Ref, l.o.Table, err)
+}
+
+// DynamoDB's limits, in bytes.
+const (
+	MaxPartitionKey = 2048
+	MaxItem         = 400 << 10
+)
+
+// check refuses an item DynamoDB cannot hold, naming the limit.
+func (l *Lander) check(it land.Item) error {
+	pk := len(it.Query) + len(land.QuerySeparator) + len(it.Group)
+	if pk > MaxPartitionKey {
+		return fmt.Errorf("%w: the partition key (query, %q, group) has %d bytes, DynamoDB's limit is %d", land.ErrRefused, land.QuerySeparator, pk, MaxPartitionKey)
+	}
+	if size := l.itemSize(it); size > MaxItem {
+		return fmt.Errorf("%w: the item (key, value and their attributes) has %d bytes, DynamoDB's limit is 400 KB (%d bytes)", land.ErrRefused, size, MaxItem)
+	}
+	if !utf8.ValidString(it.Query) || !utf8.Valid(it.Key) || !utf8.Valid(it.Value) {
+		return fmt.Errorf("%w: the query, key or value is not UTF-8, which DynamoDB strings must be", land.ErrRefused)
+	}
+	return nil
+}
+
+// itemSize is the item's size as DynamoDB counts it: each attribute's
+// name and value bytes; a number counts at most 21 bytes (38 digits),
+// here at most 12 (20 digits).
+func (l *Lander) itemSize(it land.Item) int {
+	const num = 12
+	n := len(attrPK) + len(it.Query) + len(land.QuerySeparator) + len(it.Group) +
+		len(attrValue) + len(it.Value) + len(attrKey) + len(it.Key) +
+		len(attrWS) + num + len(attrRev) + num + len(attrWE) + num + len(attrFinal) + 1
+	if l.o.Mode == land.History {
+		n += len(attrSK) + num
+	}
+	return n
 }
 
 // Get implements land.Lander. It reads consistently.

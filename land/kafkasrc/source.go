@@ -33,6 +33,10 @@ type Options struct {
 	// stops Run with a *DecodeError naming its partition and offset (a
 	// poison record is not silently skipped).
 	SkipBadRecords bool
+	// DeadLetter, when set, receives each record SkipBadRecords skips,
+	// with the reason, before the batch holding it is handed out; its
+	// error stops the Source.
+	DeadLetter func(kr *kgo.Record, reason error) error
 	// Logger receives skipped records and commit conflicts (default: discard).
 	Logger *slog.Logger
 	// ClientOpts are added to the kgo client's options (SASL, TLS, ...).
@@ -67,8 +71,22 @@ type partition struct {
 	p     int32
 }
 
-// token is what Commit needs: the last record of each partition in a batch.
-type token []*kgo.Record
+// token is what Commit needs, the last record of each partition in a
+// batch, and the origin of each of the batch's records (for Origin).
+type token struct {
+	last []*kgo.Record
+	recs []*kgo.Record
+}
+
+// Origin returns the Kafka record that b.Records[i] was decoded from, for
+// a batch of a Source (a dead letter keeps the record as it came).
+func Origin(b *land.Batch, i int) (*kgo.Record, bool) {
+	tok, ok := b.Token.(token)
+	if !ok || i < 0 || i >= len(tok.recs) {
+		return nil, false
+	}
+	return tok.recs[i], true
+}
 
 // New connects a consumer-group Source. It does not wait for the group to
 // form; the first Next does.
@@ -236,7 +254,7 @@ func (s *Source) batch(fs kgo.Fetches) (*land.Batch, error) {
 	n := fs.NumRecords()
 	recs := make([]changelog.Record, 0, n)
 	where := make([]*kgo.Record, 0, n)
-	var tok token
+	var last []*kgo.Record
 	var bad error
 	skipped := 0
 	s.mu.Lock()
@@ -244,8 +262,7 @@ func (s *Source) batch(fs kgo.Fetches) (*land.Batch, error) {
 		if len(fp.Records) == 0 {
 			return
 		}
-		last := fp.Records[len(fp.Records)-1]
-		tok = append(tok, last)
+		last = append(last, fp.Records[len(fp.Records)-1])
 		pr := s.parts[partition{fp.Topic, fp.Partition}]
 		if pr == nil {
 			// Fetched before the assignment callback ran, or after a
@@ -253,7 +270,7 @@ func (s *Source) batch(fs kgo.Fetches) (*land.Batch, error) {
 			pr = &progress{}
 			s.parts[partition{fp.Topic, fp.Partition}] = pr
 		}
-		pr.lag = max(0, fp.HighWatermark-last.Offset-1)
+		pr.lag = max(0, fp.HighWatermark-fp.Records[len(fp.Records)-1].Offset-1)
 		pr.end = fp.HighWatermark
 		if fp.LastStableOffset >= 0 {
 			pr.end = fp.LastStableOffset
@@ -272,6 +289,11 @@ func (s *Source) batch(fs kgo.Fetches) (*land.Batch, error) {
 					continue
 				}
 				s.log.Error("kafkasrc: skipping a record that is not a changelog record", "err", err)
+				if s.opts.DeadLetter != nil && bad == nil {
+					if derr := s.opts.DeadLetter(kr, err); derr != nil {
+						bad = fmt.Errorf("kafkasrc: setting aside %v: %w", err, derr)
+					}
+				}
 				skipped++
 				continue
 			}
@@ -287,7 +309,7 @@ func (s *Source) batch(fs kgo.Fetches) (*land.Batch, error) {
 	if bad != nil {
 		return nil, bad
 	}
-	if len(tok) == 0 {
+	if len(last) == 0 {
 		return nil, nil
 	}
 	return &land.Batch{
@@ -298,7 +320,7 @@ func (s *Source) batch(fs kgo.Fetches) (*land.Batch, error) {
 		},
 		Lag:     lag,
 		Skipped: skipped,
-		Token:   tok,
+		Token:   token{last: last, recs: where},
 	}, nil
 }
 
@@ -310,7 +332,7 @@ func (s *Source) Commit(ctx context.Context, b *land.Batch) error {
 	if !ok {
 		return errors.New("kafkasrc: Commit of a batch from another source")
 	}
-	err := s.cl.CommitRecords(ctx, tok...)
+	err := s.cl.CommitRecords(ctx, tok.last...)
 	if err == nil {
 		return nil
 	}

@@ -69,6 +69,7 @@ type metrics struct {
 
 	infoVals                                          []string
 	info, landed, duplicate, superseded, bad, batches *prometheus.Desc
+	rejected                                          *prometheus.Desc
 	storeErrors, commitErrors, retries, backlog       *prometheus.Desc
 	partCommitted, partEnd, partLag                   *prometheus.Desc
 	storeTime                                         prometheus.Histogram
@@ -87,6 +88,7 @@ func newMetrics(reg prometheus.Registerer, c *land.Counters, parts func() []kafk
 		duplicate:     d("records_duplicate_total", "Records equal to the stored version: no-op successes."),
 		superseded:    d("records_superseded_total", "Stale records refused by the guard (the stored version is higher)."),
 		bad:           d("records_bad_total", "Records skipped as not changelog records (--skip-bad-records)."),
+		rejected:      d("records_rejected_total", "Records that can never land (the lander or the store refuses them), set aside (--skip-bad-records)."),
 		batches:       d("batches_total", "Batches landed and committed."),
 		storeErrors:   d("store_errors_total", "Failed store writes (each attempt)."),
 		commitErrors:  d("commit_errors_total", "Failed offset commits (each attempt)."),
@@ -116,7 +118,7 @@ func (m *metrics) observe(s land.BatchStats) {
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.info, m.landed, m.duplicate, m.superseded, m.bad, m.batches,
+	for _, d := range []*prometheus.Desc{m.info, m.landed, m.duplicate, m.superseded, m.bad, m.rejected, m.batches,
 		m.storeErrors, m.commitErrors, m.retries, m.backlog, m.partCommitted, m.partEnd, m.partLag} {
 		ch <- d
 	}
@@ -134,6 +136,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	c(m.duplicate, m.c.Duplicate.Load())
 	c(m.superseded, m.c.Superseded.Load())
 	c(m.bad, m.c.Skipped.Load())
+	c(m.rejected, m.c.Rejected.Load())
 	c(m.batches, m.c.Batches.Load())
 	c(m.storeErrors, m.c.StoreErrors.Load())
 	c(m.commitErrors, m.c.CommitErrors.Load())

@@ -71,7 +71,10 @@ func TestInstrumentRun(t *testing.T) {
 		return changelog.Record{Key: []byte(`["a"]`), Value: []byte(`{"n":1}`), Meta: changelog.Meta{Query: "q", Revision: rev}}
 	}
 	l := landtest.NewMemory(land.Continuous, "")
-	src := land.NewSliceSource([]changelog.Record{rec(1), rec(2)}, []changelog.Record{rec(2), rec(1)})
+	notArray := rec(3)
+	notArray.Key = []byte(`{"a":1}`)
+	src := land.NewSliceSource([]changelog.Record{rec(1), rec(2)}, []changelog.Record{rec(2), rec(1), notArray})
+	ro.OnBadRecord = func(land.BadRecord) error { return nil }
 	if err := land.Run(context.Background(), src, l, ro); err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +87,8 @@ func TestInstrumentRun(t *testing.T) {
 		"ubik_land_records_landed_total{}":                         1, // rev 1 is superseded within its batch
 		"ubik_land_records_duplicate_total{}":                      1,
 		"ubik_land_records_superseded_total{}":                     2,
+		"ubik_land_records_rejected_total{}":                       1,
+		"ubik_land_records_bad_total{}":                            0,
 		"ubik_land_batches_total{}":                                2,
 		"ubik_land_batch_store_seconds_count{}":                    2,
 		"ubik_land_partition_end_offset{partition=2,topic=t}":      7,

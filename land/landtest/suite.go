@@ -51,6 +51,11 @@ type Harness struct {
 	// with a high cost per request (ClickHouse creates a part per insert)
 	// lands bigger batches.
 	BatchScale int
+	// Refusals are the records this store can never hold (its own limits),
+	// beside those every lander refuses; RefusesNUL says a value holding
+	// \u0000 is one of them (PostgreSQL's jsonb).
+	Refusals   []Refusal
+	RefusesNUL bool
 }
 
 func (h Harness) batch(n int) int { return n * max(1, h.BatchScale) }
@@ -94,6 +99,7 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("BadRecords", func(t *testing.T) { testBadRecords(t, h) })
+	t.Run("StoreRefusesRecord", func(t *testing.T) { testRefused(t, h) })
 	t.Run("DuplicatesAndReorder", func(t *testing.T) { testProperty(t, h) })
 	t.Run("RacingWriters", func(t *testing.T) {
 		for _, m := range modes {

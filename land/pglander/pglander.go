@@ -19,8 +19,13 @@
 // other. Options.FillFactor sets the fillfactor of a table it creates.
 //
 // value is jsonb, so PostgreSQL re-renders it (key order and whitespace are
-// not kept; every JSON value is); key is text and byte-exact. Revisions
-// above 2^63-1 do not fit a bigint and are refused.
+// not kept; every JSON value is); key is text and byte-exact. What
+// PostgreSQL cannot hold is refused (land.ErrRefused) before it is sent: a
+// revision above 2^63-1 (bigint), a value holding \u0000 (jsonb has no
+// NUL), a NUL byte in the query, key or group (text has none). A data
+// error or a limit the server reports (SQLSTATE class 22 or 54: a key
+// whose index row passes 2704 bytes after compression) refuses the
+// statement's records, and land.Run isolates the one at fault.
 package pglander
 
 import (
@@ -263,14 +268,9 @@ func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result
 	if l.closed.Load() {
 		return land.Result{}, land.ErrClosed
 	}
-	items, res, err := land.PrepareBatch(l.o.Mode, l.o.Query, recs)
+	items, res, err := land.PrepareChecked(l.o.Mode, l.o.Query, recs, check)
 	if err != nil {
 		return land.Result{}, err
-	}
-	for i, it := range items {
-		if it.Version.Revision > math.MaxInt64 {
-			return land.Result{}, &land.RecordError{Index: i, Err: fmt.Errorf("%w: revision %d does not fit a bigint", land.ErrBadRecord, it.Version.Revision)}
-		}
 	}
 	// One lock order for every lander: no deadlock between racing writers.
 	slices.SortFunc(items, func(a, b land.Item) int {
@@ -310,13 +310,44 @@ func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, err
 	err := l.o.Pool.SendBatch(ctx, b).Close()
 	if err != nil {
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "22P02" {
-			// invalid_text_representation: a value that is not JSON.
-			return land.Result{}, fmt.Errorf("%w: pglander: %s: %v", land.ErrBadRecord, l.table, err)
+		if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "54")) {
+			// A data exception (a value that is not JSON, bytes that are
+			// not UTF-8) or a program limit (an index row over 2704
+			// bytes): one of the rows can never land.
+			return land.Result{}, fmt.Errorf("%w: PostgreSQL refuses a row of %s: %v", land.ErrRefused, l.table, err)
 		}
 		return land.Result{}, fmt.Errorf("pglander: upsert into %s: %w", l.table, err)
 	}
 	return land.Result{Landed: int(landed), Duplicate: int(dup), Superseded: n - int(landed) - int(dup)}, nil
+}
+
+// check refuses what PostgreSQL cannot hold, naming the limit.
+func check(it land.Item) error {
+	switch {
+	case it.Version.Revision > math.MaxInt64:
+		return fmt.Errorf("%w: revision %d is past 2^63-1, the largest PostgreSQL bigint", land.ErrRefused, it.Version.Revision)
+	case hasNULEscape(it.Value):
+		return fmt.Errorf("%w: the value holds \\u0000, which PostgreSQL's jsonb cannot store", land.ErrRefused)
+	case bytes.IndexByte(it.Value, 0) >= 0 || bytes.IndexByte(it.Key, 0) >= 0 || strings.IndexByte(it.Query, 0) >= 0:
+		return fmt.Errorf("%w: a NUL byte in the query, key or value, which PostgreSQL text cannot store", land.ErrRefused)
+	}
+	return nil
+}
+
+// hasNULEscape reports whether the JSON text v holds the escape \u0000.
+// Backslashes occur only in strings, each starting an escape, so the scan
+// needs no JSON parse: "\\u0000" (an escaped backslash) is not one.
+func hasNULEscape(v []byte) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] != '\\' {
+			continue
+		}
+		if i+5 < len(v) && v[i+1] == 'u' && string(v[i+2:i+6]) == "0000" {
+			return true
+		}
+		i++ // the escaped byte
+	}
+	return false
 }
 
 // Get implements land.Lander.

@@ -1,7 +1,11 @@
 package pglander
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
 
 	"context"
 	"github.com/ubiksql/ubik/changelog"
@@ -35,7 +39,29 @@ func TestConformance(t *testing.T) {
 			return l
 		},
 		ExactValue: false, // jsonb
+		RefusesNUL: true,
+		Refusals: []landtest.Refusal{
+			{Name: "revision 2^63", Make: func(g changelog.Record) changelog.Record {
+				r := g.Clone()
+				r.Meta.Revision = 1 << 63
+				return r
+			}, Reason: "2^63-1"},
+			{Name: "incompressible group of 3000 bytes", Make: func(g changelog.Record) changelog.Record {
+				return landtest.Record(land.Latest, g.Meta.Query, incompressible(3000), landtest.Base(), 1, false)
+			}, Reason: "2704"},
+		},
 	})
+}
+
+// incompressible is n bytes of random text that pglz does not shrink.
+func incompressible(n int) string {
+	const abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	r := rand.New(rand.NewPCG(1, 2))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = abc[r.IntN(len(abc))]
+	}
+	return string(b)
 }
 
 func TestBadInput(t *testing.T) {
@@ -60,9 +86,27 @@ func TestBadInput(t *testing.T) {
 	if _, err := l.Land(ctx, landRecs(r)); !land.Permanent(err) {
 		t.Fatalf("a value that is not JSON: %v, want a permanent error", err)
 	}
-	r = landtest.Record(land.Continuous, "q", "g", landtest.Base(), 1<<63, false)
-	if _, err := l.Land(ctx, landRecs(r)); !land.Permanent(err) {
-		t.Fatalf("revision 2^63: %v, want a permanent error", err)
+	// The bound: 2^63-1 lands, 2^63 is refused naming the limit, and the
+	// refusal names the record's position in the batch (not in the
+	// deduplicated, sorted statement).
+	r = landtest.Record(land.Continuous, "q", "z", landtest.Base(), math.MaxInt64, false)
+	if res, err := l.Land(ctx, landRecs(r)); err != nil || res.Landed != 1 {
+		t.Fatalf("revision 2^63-1: %+v, %v; want it landed", res, err)
+	}
+	a := landtest.Record(land.Continuous, "q", "a", landtest.Base(), 1, false)
+	r = landtest.Record(land.Continuous, "q", "b", landtest.Base(), 1<<63, false)
+	var re *land.RecordError
+	if _, err := l.Land(ctx, landRecs(a, a, r)); !errors.As(err, &re) || re.Index != 2 || !errors.Is(err, land.ErrRefused) || !strings.Contains(err.Error(), "2^63-1") {
+		t.Fatalf("revision 2^63: %v, want a refusal of record 2 naming 2^63-1", err)
+	}
+	// \u0000 is refused, an escaped backslash before u0000 is not one.
+	for v, refused := range map[string]bool{`{"k":"x\u0000y"}`: true, `{"k":"x\\u0000y"}`: false, `{"k":"\\\u0000"}`: true} {
+		r := landtest.Record(land.Continuous, "q", "nul", landtest.Base(), 1, false)
+		r.Value = []byte(v)
+		_, err := l.Land(ctx, landRecs(r))
+		if refused != errors.Is(err, land.ErrRefused) || !refused && err != nil {
+			t.Errorf("value %s: Land = %v, want refused %v", v, err, refused)
+		}
 	}
 }
 
