@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"math"
 )
 
 // Cursor is a position in a backend's ingestion order, bound to one query.
@@ -112,7 +111,7 @@ func fingerprint(s ListSpec) uint64 {
 		case KindString:
 			str(f.Value.s)
 		case KindNumber:
-			num(int64(math.Float64bits(f.Value.n)))
+			str(f.Value.s)
 		case KindBool:
 			if f.Value.b {
 				num(1)

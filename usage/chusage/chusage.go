@@ -323,7 +323,7 @@ func encodeDim(name string, v usage.Value) string {
 	case usage.KindBool:
 		return name + "\x00b" + strconv.FormatBool(v.BoolVal())
 	case usage.KindNumber:
-		return name + "\x00n" + usage.FormatNumber(v.Num())
+		return name + "\x00n" + v.NumText()
 	default:
 		return name + "\x00s" + v.Str()
 	}
@@ -341,11 +341,12 @@ func decodeDim(s string) (string, usage.Value, error) {
 	case 'b':
 		return name, usage.Bool(val == "true"), nil
 	case 'n':
-		f, err := strconv.ParseFloat(val, 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return "", usage.Value{}, fmt.Errorf("chusage: malformed number in dimension %q", name)
+		// ParseNumber also reads the exponent text older versions wrote.
+		v, err := usage.ParseNumber(val)
+		if err != nil {
+			return "", usage.Value{}, fmt.Errorf("chusage: malformed number in dimension %q: %v", name, err)
 		}
-		return name, usage.Number(f), nil
+		return name, v, nil
 	case 's':
 		return name, usage.String(val), nil
 	}
