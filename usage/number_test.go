@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Numbers beyond 2^53 must stay distinct: a float64 would merge them.
@@ -103,6 +104,55 @@ func TestNumberCompareMatchesExactValue(t *testing.T) {
 		}
 		if rt, _ := new(big.Rat).SetString(a.NumText()); rt.Cmp(ra) != 0 {
 			t.Fatalf("%s: canonical text %s has another value", sa, a.NumText())
+		}
+	}
+}
+
+// JSON decoding would turn invalid UTF-8 and unpaired surrogates into
+// U+FFFD, merging two different keys; ParseEventJSON refuses them.
+func TestParseEventJSONRefusesTextItWouldRepair(t *testing.T) {
+	line := func(key string) []byte {
+		return []byte(`{"key":"` + key + `","time":1,"meter":"m","quantity":1}`)
+	}
+	for _, key := range []string{"u\xff", "u\xfe", `u\ud800`, `u\udc00x`, `u\ud800\u0041`, "\xed\xa0\x80"} {
+		if _, err := ParseEventJSON(line(key)); !errors.Is(err, ErrInvalidEvent) {
+			t.Errorf("key %q: %v, want ErrInvalidEvent", key, err)
+		}
+	}
+	for key, want := range map[string]string{`u\ud83d\ude00`: "u😀", "u\ufffd": "u\ufffd", `u\\ud800`: `u\ud800`, "ü": "ü", `\"\\u`: `"\u`} {
+		e, err := ParseEventJSON(line(key))
+		if err != nil || e.Key != want {
+			t.Errorf("key %q: %q %v, want %q", key, e.Key, err, want)
+		}
+	}
+	var v Value
+	if err := json.Unmarshal([]byte("\"a\xff\""), &v); !errors.Is(err, ErrInvalidValue) {
+		t.Errorf("dimension value with invalid UTF-8: %v", err)
+	}
+	_, err := ParseEventJSON([]byte(`{"key":"k","time":1,"meter":"m","quantity":1,"dims":{"r":"` + "e\xffu" + `"}}`))
+	if err == nil || !strings.Contains(err.Error(), "byte") {
+		t.Errorf("dimension with invalid UTF-8: %v", err)
+	}
+}
+
+// A bound's 7th to 9th fractional digits round it up to the next
+// millisecond, as the README says, instead of being cut.
+func TestParseBoundTextRoundsUp(t *testing.T) {
+	base := time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC).UnixMilli()
+	for in, want := range map[string]int64{
+		"2026-07-18 10:00:00":               base,
+		"2026-07-18 10:00:00.000000":        base,
+		"2026-07-18 10:00:00.000000000":     base,
+		"2026-07-18 10:00:00.0000001":       base + 1,
+		"2026-07-18T10:00:00.000000001Z":    base + 1,
+		"2026-07-18T10:00:00.0009999Z":      base + 1,
+		"2026-07-18T10:00:00.001Z":          base + 1,
+		"2026-07-18T10:00:00.0010001Z":      base + 2,
+		"2026-07-18T12:00:00.0000001+02:00": base + 1,
+	} {
+		got, err := ParseBoundText(in)
+		if err != nil || BoundMillis(got) != want {
+			t.Errorf("%s: bound %d ms (%v), want %d", in, BoundMillis(got)-base, err, want-base)
 		}
 	}
 }

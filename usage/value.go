@@ -234,6 +234,9 @@ func (v Value) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads a JSON string, number, boolean or null. Objects and
 // arrays are rejected: dimensions are scalar.
 func (v *Value) UnmarshalJSON(b []byte) error {
+	if err := checkJSONText(b); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidValue, err)
+	}
 	var raw any
 	d := json.NewDecoder(bytesReader(b))
 	d.UseNumber()
