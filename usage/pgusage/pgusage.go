@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -169,9 +170,14 @@ func (l *Log) Write(ctx context.Context, events []usage.Event) (usage.WriteResul
 	}
 	b := usage.Prepare(events)
 	res := usage.WriteResult{Duplicates: b.BatchDuplicate, Rejected: len(b.Invalid)}
-	for start := 0; start < len(b.Rows); start += l.maxRows {
-		rows := b.Rows[start:min(start+l.maxRows, len(b.Rows))]
-		n, err := l.insert(ctx, rows)
+	// Writers that insert the same keys in different orders each lock a key
+	// the other then waits for: a deadlock. In one order (by key) they only
+	// ever wait, never in a cycle.
+	sorted := slices.Clone(b.Rows)
+	slices.SortFunc(sorted, func(x, y usage.Row) int { return strings.Compare(x.Key, y.Key) })
+	for start := 0; start < len(sorted); start += l.maxRows {
+		rows := sorted[start:min(start+l.maxRows, len(sorted))]
+		n, err := retry(ctx, maxWriteAttempts, func() (int, error) { return l.insert(ctx, rows) })
 		if err != nil {
 			return res, &usage.StoreError{Op: "write", Err: err}
 		}
