@@ -60,6 +60,7 @@ type Log struct {
 	pool     *pgxpool.Pool
 	ownsPool bool
 	table    string // quoted, possibly schema-qualified
+	scope    string // the table's identity, bound into cursors (usage.Scope)
 	maxRows  int
 	log      *slog.Logger
 	closed   atomic.Bool
@@ -149,6 +150,13 @@ func (l *Log) ensureSchema(ctx context.Context, name string) error {
 			return err
 		}
 	}
+	// The database and the table's oid identify it: a table of the same
+	// name elsewhere, or dropped and created again, is another table.
+	var db, oid string
+	if err := tx.QueryRow(ctx, `SELECT current_database(), $1::regclass::oid::text`, l.table).Scan(&db, &oid); err != nil {
+		return err
+	}
+	l.scope = db + "\x00" + oid + "\x00" + l.table
 	return tx.Commit(ctx)
 }
 
@@ -365,7 +373,7 @@ func (l *Log) ListEvents(ctx context.Context, q usage.ListQuery) (usage.Page, er
 	if err != nil {
 		return usage.Page{}, err
 	}
-	cur, err := usage.DecodeCursor(q.Cursor, 'p', spec.Fingerprint)
+	cur, err := usage.DecodeCursor(q.Cursor, 'p', usage.Scope(spec.Fingerprint, l.scope))
 	if err != nil {
 		return usage.Page{}, err
 	}

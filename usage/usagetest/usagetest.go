@@ -72,6 +72,7 @@ func Run(t *testing.T, newLog func(t *testing.T) usage.Log) {
 		{"GroupByAndWindow", testGroupWindow},
 		{"PagingNeverSkipsOrRepeatsUnderConcurrentInserts", testPagingConcurrent},
 		{"CursorBoundToQuery", testCursor},
+		{"CursorBoundToTable", func(t *testing.T, l usage.Log) { testCursorTable(t, l, newLog(t)) }},
 		{"RoundTripOfAwkwardValues", testRoundTrip},
 		{"RandomizedAgainstModel", testModel},
 		{"ExactDecimalsTo38Digits", testExactDecimals},
@@ -591,6 +592,32 @@ func testCursor(t *testing.T, l usage.Log) {
 	_, err = l.Aggregate(ctxT(t), usage.AggregateQuery{Meter: "cur", From: ms(10), To: ms(0)})
 	if !errors.Is(err, usage.ErrInvalidQuery) {
 		t.Fatalf("to before from: %v, want ErrInvalidQuery", err)
+	}
+}
+
+// testCursorTable: a cursor issued on one table is refused on another of
+// the same store, even for the same query, instead of resuming at a
+// position that skips the other table's rows.
+func testCursorTable(t *testing.T, a, b usage.Log) {
+	for i := 0; i < 10; i++ {
+		mustWrite(t, a, ev("ta"+strconv.Itoa(i), ms(int64(i)), "tab", 1))
+	}
+	listAll(t, a, usage.ListQuery{Meter: "tab"}, 10, listWait)
+	for i := 0; i < 10; i++ {
+		mustWrite(t, b, ev("tb"+strconv.Itoa(i), ms(int64(i)), "tab", 1))
+	}
+	listAll(t, b, usage.ListQuery{Meter: "tab"}, 10, listWait)
+	p, err := b.ListEvents(ctxT(t), usage.ListQuery{Meter: "tab", Limit: usage.MaxPageSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.ListEvents(ctxT(t), usage.ListQuery{Meter: "tab", Limit: usage.MaxPageSize, Cursor: p.Next})
+	if !errors.Is(err, usage.ErrCursorMismatch) {
+		t.Fatalf("a cursor of table b on table a: %d events, %v; want ErrCursorMismatch", len(got.Events), err)
+	}
+	// The same cursor still works on its own table.
+	if _, err := b.ListEvents(ctxT(t), usage.ListQuery{Meter: "tab", Limit: usage.MaxPageSize, Cursor: p.Next}); err != nil {
+		t.Fatalf("the cursor on its own table: %v", err)
 	}
 }
 
