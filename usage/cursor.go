@@ -5,10 +5,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"math"
 )
 
-// Cursor is a position in a backend's ingestion order, bound to one query.
+// Cursor is a position in a backend's ingestion order, bound to one query
+// on one table.
 // Backends fill the fields they need:
 //
 //	pgusage: A = transaction id (xid8) of the last row, B = its sequence number
@@ -18,7 +18,7 @@ import (
 type Cursor struct {
 	Started     bool
 	Store       byte   // 'p' PostgreSQL, 'c' ClickHouse
-	Fingerprint uint64 // ListSpec.Fingerprint of the query it was issued for
+	Fingerprint uint64 // Scope of the ListSpec.Fingerprint and table it was issued for
 	A, B        int64
 	K           string
 }
@@ -42,7 +42,8 @@ func (c Cursor) Encode() string {
 }
 
 // DecodeCursor parses cursor text for a store and a query. An empty string
-// is the start. A cursor from another store or query is ErrCursorMismatch;
+// is the start. A cursor from another store, table or query (fp is the
+// query's fingerprint bound to the table by Scope) is ErrCursorMismatch;
 // anything malformed is ErrInvalidCursor.
 func DecodeCursor(s string, store byte, fp uint64) (Cursor, error) {
 	if s == "" {
@@ -84,6 +85,17 @@ func DecodeCursor(s string, store byte, fp uint64) (Cursor, error) {
 	return c, nil
 }
 
+// Scope binds a query's fingerprint to the table it reads: table is the
+// backend's identity text for its table (server, database, table), so a
+// cursor from another table or store is ErrCursorMismatch rather than a
+// position that silently skips rows.
+func Scope(fp uint64, table string) uint64 {
+	h := fnv.New64a()
+	h.Write(binary.BigEndian.AppendUint64(nil, fp))
+	h.Write([]byte(table))
+	return h.Sum64()
+}
+
 // fingerprint hashes the parts of a list query that decide which rows it
 // sees, so a cursor cannot be replayed against a different query.
 func fingerprint(s ListSpec) uint64 {
@@ -112,7 +124,7 @@ func fingerprint(s ListSpec) uint64 {
 		case KindString:
 			str(f.Value.s)
 		case KindNumber:
-			num(int64(math.Float64bits(f.Value.n)))
+			str(f.Value.s)
 		case KindBool:
 			if f.Value.b {
 				num(1)

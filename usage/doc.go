@@ -11,9 +11,12 @@
 //     resolution, so consecutive periods tile with no gap and no overlap.
 //   - Dimension filters are typed equality: the number 5 does not match the
 //     string "5", and an explicit null is not the same as a missing dimension.
+//     A number is its exact decimal value (5 and 5.0 are one number,
+//     9007199254740993 and 9007199254740992 two), never a binary float.
 //   - ListEvents pages in ingestion order behind a visibility watermark, so a
-//     reader that keeps following NextCursor sees every row exactly once, even
-//     while writers insert concurrently.
+//     reader that keeps following Page.Next sees every row exactly once, even
+//     while writers insert concurrently. A cursor is bound to its query, table
+//     and store.
 //
 // This package holds the types, validation, cursor encoding and the Log
 // interface; it imports no store. The backends live in usage/pgusage

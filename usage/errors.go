@@ -19,7 +19,7 @@ var (
 	ErrInvalidValue   = errors.New("usage: invalid value")
 	ErrInvalidQuery   = errors.New("usage: invalid query")
 	ErrInvalidCursor  = errors.New("usage: invalid cursor")
-	ErrCursorMismatch = fmt.Errorf("%w: cursor belongs to a different query or store", ErrInvalidCursor)
+	ErrCursorMismatch = fmt.Errorf("%w: cursor belongs to a different query, table or store", ErrInvalidCursor)
 	ErrClosed         = errors.New("usage: log closed")
 	ErrInvalidOptions = errors.New("usage: invalid options")
 	// ErrSumOutOfRange: a sum needs more than the 29 integer digits of

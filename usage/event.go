@@ -201,8 +201,13 @@ type eventJSON struct {
 //	{"key":"k1","time":"2026-07-18T10:00:00.123Z","meter":"api_calls","quantity":3,"dims":{"region":"eu","tier":2,"beta":true}}
 //
 // time is an RFC 3339 string or a number of epoch milliseconds. Unknown
-// fields are an error, so a typo never silently drops data.
+// fields are an error, so a typo never silently drops data, and so is text
+// that is not UTF-8 (or a \u escape of an unpaired surrogate), which JSON
+// decoding would otherwise replace with U+FFFD.
 func ParseEventJSON(b []byte) (Event, error) {
+	if err := checkJSONText(b); err != nil {
+		return Event{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
 	var ej eventJSON
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
@@ -266,6 +271,40 @@ func ParseTimeText(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%w: %v", ErrBadTime, err)
 	}
 	return time.UnixMicro(us).UTC(), nil
+}
+
+// ParseBoundText parses a query bound as ParseTimeText does, but keeps a
+// fraction's 7th to 9th digits, which ParseTimeText truncates: a bound is
+// rounded up to the millisecond (BoundMillis), and "10:00:00.0000001" must
+// round up to 10:00:00.001, not down to 10:00:00.
+func ParseBoundText(s string) (time.Time, error) {
+	t, err := ParseTimeText(s)
+	if err != nil {
+		return t, err
+	}
+	return t.Add(time.Duration(subMicroNanos(s))), nil
+}
+
+// subMicroNanos is the nanoseconds below the microsecond in the fraction of
+// timestamp text (its digits 7 to 9; the parser takes at most 9).
+func subMicroNanos(s string) int {
+	i := strings.IndexByte(s, '.')
+	if i < 0 {
+		return 0
+	}
+	j := i + 1
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	frac := s[i+1 : j]
+	if len(frac) <= 6 {
+		return 0
+	}
+	n := 0
+	for _, c := range (frac + "000")[6:9] {
+		n = n*10 + int(c-'0')
+	}
+	return n
 }
 
 // MarshalJSON renders a stored event in the CLI's JSON shape.

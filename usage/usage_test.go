@@ -213,7 +213,7 @@ func TestValueJSONAndNull(t *testing.T) {
 		t.Fatal("typed equality")
 	}
 	b, _ := json.Marshal(map[string]Value{"n": Number(1e21), "z": Null()})
-	if string(b) != `{"n":1e+21,"z":null}` {
+	if string(b) != `{"n":1000000000000000000000,"z":null}` {
 		t.Fatalf("marshal: %s", b)
 	}
 }

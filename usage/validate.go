@@ -2,7 +2,6 @@ package usage
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -167,10 +166,7 @@ func checkValue(v Value) error {
 	case KindNull, KindBool:
 		return nil
 	case KindNumber:
-		if !finite(v.n) {
-			return fmt.Errorf("number %v is not finite", v.n)
-		}
-		return nil
+		return checkNumber(v.s)
 	case KindString:
 		return checkText(v.s, MaxDimStringBytes)
 	}
@@ -187,5 +183,15 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// finite reports whether f is neither NaN nor infinite.
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+// checkNumber accepts the canonical decimal text ParseNumber and Number
+// build; a Number of NaN or an infinity carries other text and fails here.
+func checkNumber(s string) error {
+	d, err := ParseDecimal(s)
+	if err != nil {
+		return fmt.Errorf("number %s is not finite", s)
+	}
+	if string(d) != s || len(s) > MaxNumberBytes {
+		return fmt.Errorf("number %.64s is not canonical (build it with usage.Number or usage.ParseNumber)", s)
+	}
+	return nil
+}

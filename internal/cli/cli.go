@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/ubiksql/ubik/internal/sql/parser"
 )
 
 // Env is what a command may touch of the outside world. Tests build their own.
@@ -139,7 +141,8 @@ func Main(ctx context.Context, env *Env, args []string) int {
 	case errors.As(err, &stop):
 		return stop.Status()
 	}
-	fmt.Fprintln(env.Stderr, "ubik:", cleanMessage(err.Error()))
+	// An error can quote a statement or a URL: never with its password.
+	fmt.Fprintln(env.Stderr, "ubik:", cleanMessage(parser.Redact(err.Error())))
 	switch {
 	case errors.Is(err, ErrUsage):
 		return ExitUsage
@@ -205,6 +208,18 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return errHelp
 	}
 	return fmt.Errorf("%w: %v (ubik %s --help lists the flags)", ErrUsage, err, strings.Fields(fs.Name())[len(strings.Fields(fs.Name()))-1])
+}
+
+// redactWriter removes secrets (parser.Redact) from what it writes: a log
+// line can quote a broker list or an option. A slog handler writes one
+// record per call, so a secret is never split across calls.
+type redactWriter struct{ w io.Writer }
+
+func (r redactWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, parser.Redact(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // cleanMessage drops Go package prefixes ("types: ", "exec: ", "ubik: ")

@@ -268,7 +268,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 			return err
 		}
 	}
-	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: lvl}))
+	log := slog.New(slog.NewTextHandler(redactWriter{env.Stderr}, &slog.HandlerOptions{Level: lvl}))
 	reported := 0
 	// --late-output: each late event as a JSON line, appended, so the
 	// runs of one query (restarts included) add to one file. A

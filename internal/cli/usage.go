@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -173,7 +174,7 @@ func parseTimeFlag(name, s string) (time.Time, error) {
 	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return time.UnixMilli(ms).UTC(), nil
 	}
-	t, err := usage.ParseTimeText(s)
+	t, err := usage.ParseBoundText(s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%w: --%s %q is neither a timestamp (YYYY-MM-DD HH:MM:SS[.fff] or RFC 3339) nor epoch milliseconds", ErrUsage, name, s)
 	}
@@ -263,16 +264,26 @@ func usageWrite(ctx context.Context, l usage.Log, in io.Reader, batchSize int, o
 		batch, lines = batch[:0], lines[:0]
 		return nil
 	}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 0, 64<<10), maxUsageLineBytes)
+	r := bufio.NewReaderSize(in, 64<<10)
 	n := 0
-	for sc.Scan() {
+	for {
+		raw, long, err := readUsageLine(r, maxUsageLineBytes)
+		if err == io.EOF {
+			break
+		}
 		n++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
+		if err != nil {
+			return fmt.Errorf("reading events at line %d: %w", n, err)
+		}
+		if long > 0 {
+			report(lineError{Line: n, Error: fmt.Sprintf("line is %d bytes, at most %d", long, maxUsageLineBytes)})
 			continue
 		}
-		ev, err := usage.ParseEventJSON([]byte(line))
+		line := bytes.TrimSpace(raw)
+		if len(line) == 0 {
+			continue
+		}
+		ev, err := usage.ParseEventJSON(line)
 		if err != nil {
 			report(lineError{Line: n, Error: err.Error()})
 			continue
@@ -285,9 +296,6 @@ func usageWrite(ctx context.Context, l usage.Log, in io.Reader, batchSize int, o
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading events after line %d: %w", n, err)
-	}
 	if err := flush(); err != nil {
 		return err
 	}
@@ -298,6 +306,37 @@ func usageWrite(ctx context.Context, l usage.Log, in io.Reader, batchSize int, o
 		return fmt.Errorf("usage: %d event(s) rejected (see errors above); the others were written", sum.Rejected)
 	}
 	return nil
+}
+
+// readUsageLine returns the next line without its newline. A line longer
+// than limit is read to its end and dropped: it comes back as long, its
+// length, so the caller reports it and goes on. io.EOF means no more lines.
+func readUsageLine(r *bufio.Reader, limit int) (line []byte, long int, err error) {
+	var buf []byte
+	n := 0 // bytes of the line so far, newline included
+	for {
+		frag, err := r.ReadSlice('\n')
+		n += len(frag)
+		if n <= limit+1 {
+			buf = append(buf, frag...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return nil, 0, err
+		}
+		if err == io.EOF && n == 0 {
+			return nil, 0, io.EOF
+		}
+		if err == nil {
+			n-- // the newline
+		}
+		if n > limit {
+			return nil, n, nil
+		}
+		return buf[:n], 0, nil
+	}
 }
 
 type groupJSON struct {

@@ -102,6 +102,7 @@ type Log struct {
 	c       *chhttp.Client
 	db, tab string
 	table   string // quoted db.table
+	scope   string // server, database and table, bound into cursors (usage.Scope)
 	qidPre  string // query_id prefix of this log's INSERTs
 	maxRows int
 	ms      bool // the server has a millisecond clock (now64)
@@ -194,8 +195,17 @@ func (l *Log) ensureSchema(ctx context.Context) error {
 	) ENGINE = ReplacingMergeTree(version)
 	PARTITION BY intDiv(event_ms, 2592000000)
 	ORDER BY key`
-	_, err = l.c.Exec(ctx, ddl, nil)
-	return err
+	if _, err = l.c.Exec(ctx, ddl, nil); err != nil {
+		return err
+	}
+	// The server's host name and the table's name identify it (18.16 has
+	// no table uuid).
+	return l.selectRows(ctx, `SELECT hostName() AS h`, func(d *json.Decoder) error {
+		var r struct{ H string }
+		err := d.Decode(&r)
+		l.scope = r.H + "\x00" + l.db + "\x00" + l.tab
+		return err
+	})
 }
 
 // Close marks the log closed. The HTTP client holds no connection that
@@ -323,7 +333,7 @@ func encodeDim(name string, v usage.Value) string {
 	case usage.KindBool:
 		return name + "\x00b" + strconv.FormatBool(v.BoolVal())
 	case usage.KindNumber:
-		return name + "\x00n" + usage.FormatNumber(v.Num())
+		return name + "\x00n" + v.NumText()
 	default:
 		return name + "\x00s" + v.Str()
 	}
@@ -341,11 +351,12 @@ func decodeDim(s string) (string, usage.Value, error) {
 	case 'b':
 		return name, usage.Bool(val == "true"), nil
 	case 'n':
-		f, err := strconv.ParseFloat(val, 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return "", usage.Value{}, fmt.Errorf("chusage: malformed number in dimension %q", name)
+		// ParseNumber also reads the exponent text older versions wrote.
+		v, err := usage.ParseNumber(val)
+		if err != nil {
+			return "", usage.Value{}, fmt.Errorf("chusage: malformed number in dimension %q: %v", name, err)
 		}
-		return name, usage.Number(f), nil
+		return name, v, nil
 	case 's':
 		return name, usage.String(val), nil
 	}
@@ -599,7 +610,7 @@ func (l *Log) ListEvents(ctx context.Context, q usage.ListQuery) (usage.Page, er
 	if err != nil {
 		return usage.Page{}, err
 	}
-	cur, err := usage.DecodeCursor(q.Cursor, 'c', spec.Fingerprint)
+	cur, err := usage.DecodeCursor(q.Cursor, 'c', usage.Scope(spec.Fingerprint, l.scope))
 	if err != nil {
 		return usage.Page{}, err
 	}

@@ -81,6 +81,14 @@ func TestTwoProcessWriters(t *testing.T) {
 	usagetest.RunTwoProcesses(t, l, target, false)
 }
 
+// TestSameKeysRace: writers of the same keys in shuffled orders all
+// succeed and every key counts once.
+func TestSameKeysRace(t *testing.T) {
+	t.Parallel()
+	l, _ := newLog(t)
+	usagetest.RunSameKeysRace(t, l, 4, 5000, 3, false)
+}
+
 func (l *Log) exec(t *testing.T, q string) {
 	t.Helper()
 	if _, err := l.c.Exec(context.Background(), q, nil); err != nil {

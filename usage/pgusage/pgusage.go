@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -59,6 +60,7 @@ type Log struct {
 	pool     *pgxpool.Pool
 	ownsPool bool
 	table    string // quoted, possibly schema-qualified
+	scope    string // the table's identity, bound into cursors (usage.Scope)
 	maxRows  int
 	log      *slog.Logger
 	closed   atomic.Bool
@@ -148,6 +150,13 @@ func (l *Log) ensureSchema(ctx context.Context, name string) error {
 			return err
 		}
 	}
+	// The database and the table's oid identify it: a table of the same
+	// name elsewhere, or dropped and created again, is another table.
+	var db, oid string
+	if err := tx.QueryRow(ctx, `SELECT current_database(), $1::regclass::oid::text`, l.table).Scan(&db, &oid); err != nil {
+		return err
+	}
+	l.scope = db + "\x00" + oid + "\x00" + l.table
 	return tx.Commit(ctx)
 }
 
@@ -169,9 +178,14 @@ func (l *Log) Write(ctx context.Context, events []usage.Event) (usage.WriteResul
 	}
 	b := usage.Prepare(events)
 	res := usage.WriteResult{Duplicates: b.BatchDuplicate, Rejected: len(b.Invalid)}
-	for start := 0; start < len(b.Rows); start += l.maxRows {
-		rows := b.Rows[start:min(start+l.maxRows, len(b.Rows))]
-		n, err := l.insert(ctx, rows)
+	// Writers that insert the same keys in different orders each lock a key
+	// the other then waits for: a deadlock. In one order (by key) they only
+	// ever wait, never in a cycle.
+	sorted := slices.Clone(b.Rows)
+	slices.SortFunc(sorted, func(x, y usage.Row) int { return strings.Compare(x.Key, y.Key) })
+	for start := 0; start < len(sorted); start += l.maxRows {
+		rows := sorted[start:min(start+l.maxRows, len(sorted))]
+		n, err := retry(ctx, maxWriteAttempts, func() (int, error) { return l.insert(ctx, rows) })
 		if err != nil {
 			return res, &usage.StoreError{Op: "write", Err: err}
 		}
@@ -359,7 +373,7 @@ func (l *Log) ListEvents(ctx context.Context, q usage.ListQuery) (usage.Page, er
 	if err != nil {
 		return usage.Page{}, err
 	}
-	cur, err := usage.DecodeCursor(q.Cursor, 'p', spec.Fingerprint)
+	cur, err := usage.DecodeCursor(q.Cursor, 'p', usage.Scope(spec.Fingerprint, l.scope))
 	if err != nil {
 		return usage.Page{}, err
 	}

@@ -80,6 +80,14 @@ func TestTwoProcessWriters(t *testing.T) {
 	usagetest.RunTwoProcesses(t, l, dsn()+"#"+table, true)
 }
 
+// TestSameKeysRace: four writers of the same 5,000 keys in shuffled orders
+// used to deadlock (SQLSTATE 40P01) and fail the Write.
+func TestSameKeysRace(t *testing.T) {
+	t.Parallel()
+	l, _ := newLog(t)
+	usagetest.RunSameKeysRace(t, l, 4, 5000, 3, true)
+}
+
 // TestPagingWaitsForLateCommit holds a transaction open that inserted a row
 // first (so it has the lower xid and the lower seq), commits a later row,
 // and checks that the listing neither returns the later row past the open

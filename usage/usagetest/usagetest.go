@@ -16,6 +16,7 @@ package usagetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -71,9 +72,11 @@ func Run(t *testing.T, newLog func(t *testing.T) usage.Log) {
 		{"GroupByAndWindow", testGroupWindow},
 		{"PagingNeverSkipsOrRepeatsUnderConcurrentInserts", testPagingConcurrent},
 		{"CursorBoundToQuery", testCursor},
+		{"CursorBoundToTable", func(t *testing.T, l usage.Log) { testCursorTable(t, l, newLog(t)) }},
 		{"RoundTripOfAwkwardValues", testRoundTrip},
 		{"RandomizedAgainstModel", testModel},
 		{"ExactDecimalsTo38Digits", testExactDecimals},
+		{"NumberDimensionsExact", testExactNumbers},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -396,11 +399,11 @@ func testGroupWindow(t *testing.T, l usage.Log) {
 	}
 	model := map[string][]usage.Decimal{}
 	for _, e := range evs {
-		k := fmt.Sprintf("%d|%s|%s", e.Time.Sub(Base).Milliseconds()/30000*30000, e.Dims["region"].Str(), usage.FormatNumber(e.Dims["tier"].Num()))
+		k := fmt.Sprintf("%d|%s|%s", e.Time.Sub(Base).Milliseconds()/30000*30000, e.Dims["region"].Str(), e.Dims["tier"].String())
 		model[k] = append(model[k], e.Quantity)
 	}
 	for _, x := range g.Groups {
-		k := fmt.Sprintf("%d|%s|%s", x.WindowStart.Sub(Base).Milliseconds(), x.Dims[0].Value.Str(), usage.FormatNumber(x.Dims[1].Value.Num()))
+		k := fmt.Sprintf("%d|%s|%s", x.WindowStart.Sub(Base).Milliseconds(), x.Dims[0].Value.Str(), x.Dims[1].Value.String())
 		if want, _ := usage.SumDecimals(model[k]...); want != x.Sum {
 			t.Fatalf("group %s: sum %s, want %v", k, x.Sum, want)
 		}
@@ -589,6 +592,32 @@ func testCursor(t *testing.T, l usage.Log) {
 	_, err = l.Aggregate(ctxT(t), usage.AggregateQuery{Meter: "cur", From: ms(10), To: ms(0)})
 	if !errors.Is(err, usage.ErrInvalidQuery) {
 		t.Fatalf("to before from: %v, want ErrInvalidQuery", err)
+	}
+}
+
+// testCursorTable: a cursor issued on one table is refused on another of
+// the same store, even for the same query, instead of resuming at a
+// position that skips the other table's rows.
+func testCursorTable(t *testing.T, a, b usage.Log) {
+	for i := 0; i < 10; i++ {
+		mustWrite(t, a, ev("ta"+strconv.Itoa(i), ms(int64(i)), "tab", 1))
+	}
+	listAll(t, a, usage.ListQuery{Meter: "tab"}, 10, listWait)
+	for i := 0; i < 10; i++ {
+		mustWrite(t, b, ev("tb"+strconv.Itoa(i), ms(int64(i)), "tab", 1))
+	}
+	listAll(t, b, usage.ListQuery{Meter: "tab"}, 10, listWait)
+	p, err := b.ListEvents(ctxT(t), usage.ListQuery{Meter: "tab", Limit: usage.MaxPageSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.ListEvents(ctxT(t), usage.ListQuery{Meter: "tab", Limit: usage.MaxPageSize, Cursor: p.Next})
+	if !errors.Is(err, usage.ErrCursorMismatch) {
+		t.Fatalf("a cursor of table b on table a: %d events, %v; want ErrCursorMismatch", len(got.Events), err)
+	}
+	// The same cursor still works on its own table.
+	if _, err := b.ListEvents(ctxT(t), usage.ListQuery{Meter: "tab", Limit: usage.MaxPageSize, Cursor: p.Next}); err != nil {
+		t.Fatalf("the cursor on its own table: %v", err)
 	}
 }
 
@@ -839,5 +868,48 @@ func testExactDecimals(t *testing.T, l usage.Log) {
 	mustWrite(t, l, evq("g-d", ms(0), "grp", d, "r", usage.String("1")), evq("g-a", ms(1), "grp", d, "r", usage.String("2")))
 	if tot, err := l.Aggregate(ctxT(t), usage.AggregateQuery{Meter: "grp", From: Base, To: ms(10), GroupBy: []string{"r"}}); !errors.Is(err, usage.ErrSumOutOfRange) {
 		t.Fatalf("total of 2 x 8.7e28: %+v, %v; want ErrSumOutOfRange", tot, err)
+	}
+}
+
+// testExactNumbers: number dimensions keep their exact decimal value, so
+// 2^53+1 and 2^53 (one float64) are two accounts, while 1 and 1.0 are one
+// number.
+func testExactNumbers(t *testing.T, l usage.Log) {
+	num := func(s string) usage.Value {
+		var v usage.Value
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	hi, lo := num("9007199254740993"), num("9007199254740992")
+	mustWrite(t, l,
+		ev("acct-hi", ms(0), "xn", 5, "account", hi),
+		ev("acct-lo", ms(1), "xn", 7, "account", lo),
+		ev("one", ms(2), "xn", 100, "account", num("1")),
+		ev("one-point-zero", ms(3), "xn", 200, "account", num("1.0")),
+		ev("tiny", ms(4), "xn", 1000, "account", num("0.30000000000000000001")),
+	)
+	from, to := Base, Base.Add(time.Minute)
+	wantTotals(t, "filter 2^53+1", total(t, l, "xn", from, to, usage.Eq("account", hi)), "5", 1)
+	wantTotals(t, "filter 2^53", total(t, l, "xn", from, to, usage.Eq("account", lo)), "7", 1)
+	wantTotals(t, "filter 1.0e0 is 1", total(t, l, "xn", from, to, usage.Eq("account", num("1.0e0"))), "300", 2)
+	wantTotals(t, "filter 0.3 is not 0.30000000000000000001", total(t, l, "xn", from, to, usage.Eq("account", num("0.3"))), "0", 0)
+	g := agg(t, l, usage.AggregateQuery{Meter: "xn", From: from, To: to, GroupBy: []string{"account"}})
+	var got []string
+	for _, x := range g.Groups {
+		got = append(got, x.Dims[0].Value.String()+"="+x.Sum.String())
+	}
+	want := []string{"0.30000000000000000001=1000", "1=300", "9007199254740992=7", "9007199254740993=5"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("group by account:\n got %v\nwant %v", got, want)
+	}
+	listed := listAll(t, l, usage.ListQuery{Meter: "xn", Filters: []usage.Filter{usage.Eq("account", hi)}}, 1, listWait)
+	if s, ok := listed["acct-hi"]; !ok || len(listed) != 1 || s.Dims["account"].String() != "9007199254740993" {
+		t.Fatalf("listing account 2^53+1: %v", listed)
+	}
+	s, ok, err := l.Get(ctxT(t), "one-point-zero")
+	if err != nil || !ok || s.Dims["account"].String() != "1" {
+		t.Fatalf("Get(one-point-zero) = %v %v %v, want account 1", s.Dims, ok, err)
 	}
 }

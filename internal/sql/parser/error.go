@@ -52,7 +52,7 @@ func LineCol(sql string, pos int) (line, col int) {
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("line %d:%d: %s", e.Line, e.Col, clipText(e.Msg, 300))
+	return fmt.Sprintf("line %d:%d: %s", e.Line, e.Col, clipText(Redact(e.Msg), 300))
 }
 
 // clipText cuts a message longer than max bytes to its start and end (a
@@ -88,6 +88,7 @@ const (
 //	       ^
 //
 // Tabs before the column are reproduced so the caret lines up in a terminal.
+// Secrets on the line are masked with '*' (see Mask).
 // A line longer than caretLine characters (a generated statement on one
 // line) is shown as an excerpt around the position, cut ends marked "...".
 func (e *Error) Caret() string {
@@ -121,7 +122,9 @@ func (e *Error) Caret() string {
 		lead = "..."
 	}
 	b.WriteString(lead)
-	b.WriteString(e.SQL[from:to])
+	// The line may hold a password (brokers='u:PW@host'): masked rune for
+	// rune, so the caret below still points where it did.
+	b.WriteString(maskSpan(e.SQL[start:end], from-start, to-start))
 	if to < end {
 		b.WriteString("...")
 	}

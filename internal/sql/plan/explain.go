@@ -2,9 +2,11 @@ package plan
 
 import (
 	"fmt"
-	"github.com/ubiksql/ubik/internal/types"
 	"sort"
 	"strings"
+
+	"github.com/ubiksql/ubik/internal/sql/parser"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // Explain renders a compiled program as text: sources, then each query's
@@ -35,7 +37,12 @@ func explainOptions(m map[string]string) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%q", k, m[k])
+		// Explain output is shared and logged: no password in it.
+		v := parser.Redact(m[k])
+		if parser.SecretName(k) {
+			v = "xxx"
+		}
+		parts[i] = fmt.Sprintf("%s=%q", k, v)
 	}
 	return " with (" + strings.Join(parts, ", ") + ")"
 }
