@@ -665,7 +665,7 @@ func ubik_query_stats(h C.ubik_query, out **C.char, n *C.size_t) (rc C.int) {
 		if st.Watermark != math.MinInt64 && (st.Watermark != 0 || st.MaxEventTime != math.MinInt64) {
 			s.WatermarkUs = &st.Watermark
 		}
-		if p := o.q.Plan(); p != nil && p.Join != nil {
+		if o.q.JoinKind() == ubik.TemporalJoin {
 			s.Table = &tableStatsJSON{RowsIn: st.Table.RowsIn, Malformed: st.Table.Malformed, Late: st.Table.Late}
 			j := st.Join
 			s.Join = &joinStatsJSON{Events: j.Events, LateEvents: j.LateEvents, Joined: j.Joined, Unmatched: j.Unmatched,
@@ -676,7 +676,7 @@ func ubik_query_stats(h C.ubik_query, out **C.char, n *C.size_t) (rc C.int) {
 				s.Join.TableWMUs = &j.TableWM
 			}
 		}
-		if p := o.q.Plan(); p != nil && p.IJoin != nil {
+		if o.q.JoinKind() == ubik.IntervalJoin {
 			iv := st.Interval
 			s.Interval = &intervalStatsJSON{LeftRows: iv.LeftRows, RightRows: iv.RightRows, LateLeft: iv.LateLeft,
 				LateRight: iv.LateRight, NullKeys: iv.NullKeys, Matches: iv.Matches, LeftHeld: iv.LeftHeld,
@@ -719,10 +719,10 @@ func ubik_query_columns(h C.ubik_query, out **C.char, n *C.size_t) (rc C.int) {
 	}
 	return withQuery(h, func(o *queryObj) C.int {
 		if o.colsLen == 0 { // the columns never change: built once
-			sel := o.q.Plan().Select
-			cols := make([]columnJSON, len(sel))
-			for i, c := range sel {
-				cols[i] = columnJSON{Name: c.Name, Type: c.Expr.Type().String()}
+			qc := o.q.Columns()
+			cols := make([]columnJSON, len(qc))
+			for i, c := range qc {
+				cols[i] = columnJSON{Name: c.Name, Type: c.Type}
 			}
 			js, err := json.Marshal(cols)
 			if err != nil {
