@@ -264,6 +264,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if ck, err = newCheckpointFile(f.stateDir, string(sqlText), targetNames(targets), abs); err != nil {
 			return err
 		}
+		defer ck.close()
 	}
 
 	// The dead-letter and late outputs. The hooks write through these
