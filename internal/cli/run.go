@@ -50,6 +50,7 @@ type runFlags struct {
 	cpuProfile string
 	metrics    string
 	threads    int
+	joinBuffer int
 
 	checkpointEvery time.Duration
 	set             map[string]bool // the flags given on the command line
@@ -92,6 +93,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&f.infer, "infer", false, "when the query reads a source the script does not declare, infer it from the first records of --input and print the CREATE SOURCE")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); off by default")
 	fs.DurationVar(&f.checkpointEvery, "checkpoint-interval", time.Second, "how often to checkpoint with --state-dir")
+	fs.IntVar(&f.joinBuffer, "join-buffer", plan.DefaultJoinBuffer, "the most rows a join holds: an interval join's rows of both inputs together (ubik explain gives the bytes per row), a temporal join's events waiting for the table's watermark; one more stops the run with an error")
 	kf := addKafkaFlags(fs) // run_kafka.go
 	setUsage(fs, env, "usage: ubik run QUERY.sql [--input FILE] [--output FILE | --output-dir DIR] [--format tsv|jsonl] [flags]\n\n"+
 		"exit status: 0 done, 1 error, 2 usage error, 3 too many bad events (--max-bad), 130 or 143 stopped by SIGINT or SIGTERM",
@@ -116,6 +118,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	limit, err := parseMaxBad(f.maxBad)
 	if err != nil {
+		return err
+	}
+	if err := checkJoinBuffer(&f); err != nil {
 		return err
 	}
 	if f.strict {
@@ -264,6 +269,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if ck, err = newCheckpointFile(f.stateDir, string(sqlText), targetNames(targets), abs); err != nil {
 			return err
 		}
+		defer ck.close()
 	}
 
 	// The dead-letter and late outputs. The hooks write through these
@@ -804,7 +810,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if firstErr == nil && stopped {
 		return stopCause(ctx)
 	}
-	return firstErr
+	return joinBoundError(firstErr, &f, ijq)
 }
 
 // utf8BOM is the byte order mark some tools write at the start of a file.

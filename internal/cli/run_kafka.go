@@ -89,6 +89,8 @@ func fileOnly(name string) (instead string, ok bool) {
 		return "a Kafka query reports its counts in its log and at --metrics-addr", true
 	case "threads":
 		return "a Kafka query runs a driver per partition: start more instances (each its own --instance-id) to use more cores", true
+	case "join-buffer":
+		return fmt.Sprintf("a Kafka query bounds a join's rows per partition of the join (%d for an interval join)", plan.DefaultJoinBuffer), true
 	case "infer":
 		return "declare the source in the script with CREATE SOURCE (inference reads the first records of --input)", true
 	}
