@@ -45,7 +45,7 @@ func (p *Pipeline) stage1Session(ctx context.Context, committedAt *time.Time) (r
 	}
 	defer func() {
 		closeSession()
-		if !isRedo(retErr) {
+		if !isRedo(transient(retErr)) {
 			p.leave(p.inGroup()) // a redo keeps the membership: the next session takes the same partitions back
 		}
 	}()

@@ -90,7 +90,7 @@ func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (r
 	}
 	defer func() {
 		closeSession()
-		if !isRedo(retErr) {
+		if !isRedo(transient(retErr)) {
 			p.leave(p.name)
 		}
 	}()
@@ -649,7 +649,7 @@ func (p *Pipeline) restore(ctx context.Context, parts []int32, newTask func(int3
 		deadline := time.Now().Add(p.opts.TransactionTimeout + time.Minute)
 		for len(pending) > 0 {
 			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("kafka: restoring state of %s partitions %v timed out", p.stateTopic, parts)
+				return nil, fmt.Errorf("kafka: restoring state of %s partitions %v: %w after %s", p.stateTopic, parts, errWaitedOut, p.opts.TransactionTimeout+time.Minute)
 			}
 			pctx, cancel := context.WithTimeout(ctx, time.Second)
 			fs := cl.PollFetches(pctx)
@@ -809,7 +809,7 @@ func (p *Pipeline) stableEnds(ctx context.Context, parts []int32) (map[int32]spa
 			return out, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("kafka: state topic %s partitions %v still have an open transaction after %s", p.stateTopic, parts, p.opts.TransactionTimeout+time.Minute)
+			return nil, fmt.Errorf("kafka: state topic %s partitions %v still have an open transaction: %w (%s)", p.stateTopic, parts, errWaitedOut, p.opts.TransactionTimeout+time.Minute)
 		}
 		select {
 		case <-ctx.Done():
