@@ -38,6 +38,7 @@ func (p *Pipeline) checkDataLoss(ctx context.Context, adm *admClient) error {
 		if !ok || c.Err != nil || c.At < 0 {
 			continue // nothing committed: the run starts where --from says
 		}
+		p.resumed = true
 		s, ok := starts.Lookup(topic, part)
 		if !ok || s.Err != nil {
 			return fmt.Errorf("kafka: start offset of %s partition %d: %v", topic, part, s.Err)

@@ -251,6 +251,10 @@ type Pipeline struct {
 
 	fwd      *forward
 	srcParts int
+
+	sourceMeta topicMeta // the source topic as Run found it (watchSource)
+	stop       halt      // set when the source changed under the pipeline: no commit after it
+	resumed    bool      // the source group had committed offsets at start
 }
 
 // markerHeader marks a watermark marker on the repartition topic.
@@ -525,13 +529,15 @@ func (p *Pipeline) admin() (*admClient, func(), error) {
 // prepare checks the source, creates or checks the sink and the internal
 // topics, and checks committed offsets when the source must start from them.
 func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
-	n, err := topicPartitions(ctx, adm, p.opts.Source.Topic)
+	meta, err := describeTopic(ctx, adm, p.opts.Source.Topic)
 	if err != nil {
 		return err
 	}
+	n := meta.partitions
 	if n == 0 {
 		return fmt.Errorf("%w: source topic %s does not exist", ErrConfig, p.opts.Source.Topic)
 	}
+	p.sourceMeta = meta
 	p.nSource = n
 	p.nParts = n
 	if !p.direct && p.opts.RepartitionPartitions > 0 {
@@ -548,6 +554,12 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 	ns, err := topicPartitions(ctx, adm, p.stateTopic)
 	if err != nil {
 		return err
+	}
+	if ns > 0 && !p.direct && p.opts.RepartitionPartitions == 0 {
+		// The internal topics keep the count they were created with: a
+		// source that gained partitions since does not move the groups,
+		// which are placed by their key in the repartition topic.
+		p.nParts = ns
 	}
 	if ns > 0 {
 		if err := p.checkBinding(ctx); err != nil {
@@ -628,7 +640,10 @@ func (p *Pipeline) inGroup() string {
 }
 
 func (p *Pipeline) resetOffset() kgo.Offset {
-	if p.opts.Source.From == FromLatest {
+	// A query that resumes reads a partition without a committed offset
+	// (one added to the source since) from its start, whatever --from
+	// says: --from is where a new query starts.
+	if p.opts.Source.From == FromLatest && !p.resumed {
 		return kgo.NewOffset().AtEnd()
 	}
 	return kgo.NewOffset().AtStart()
@@ -903,8 +918,8 @@ func takeProduced(s *kgo.GroupTransactSession) bool {
 // It returns whether it committed.
 func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, group string, ok bool) (bool, error) {
 	try := kgo.TryCommit
-	if !ok {
-		try = kgo.TryAbort
+	if !ok || p.stop.get() != nil {
+		try = kgo.TryAbort // the source changed under the pipeline: commit nothing more
 	}
 	empty := !takeProduced(s) && len(s.Client().UncommittedOffsets()) == 0
 	// A clean stop still ends the transaction: give it its own deadline.

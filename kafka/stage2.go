@@ -67,6 +67,11 @@ type outRecord struct {
 // the changelog records to the sink topic, the changed state entries to the
 // state topic, and commits its input offsets.
 func (p *Pipeline) runStage2(ctx context.Context) error {
+	if p.direct {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go p.watchSource(wctx) // this stage reads the source
+	}
 	return p.redo(ctx, "aggregate stage", p.name, p.stage2Session)
 }
 
@@ -166,6 +171,10 @@ func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (r
 		}
 		committed, err := p.end(ctx, s, p.name, workErr == nil)
 		st.perr.take()
+		if serr := p.stop.get(); serr != nil {
+			s.AllowRebalance()
+			return serr // ended aborted
+		}
 		if committed {
 			*committedAt = time.Now()
 		}
