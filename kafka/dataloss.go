@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,17 +20,59 @@ import (
 // Options.AllowDataLoss; either way they are counted (Stats.DataLost).
 // The count is of offsets, so a transaction marker among them counts.
 func (p *Pipeline) checkDataLoss(ctx context.Context, adm *admClient) error {
+	lost, where, err := p.lostRecords(ctx, adm, false)
+	if err != nil || lost == 0 {
+		return err
+	}
+	// Confirm against the stable offsets: a predecessor's open
+	// transaction may commit offsets past the gap (or abort). Only a
+	// suspected loss waits for it, so a restart after a kill -9 does not.
+	if lost, where, err = p.lostRecords(ctx, adm, true); err != nil || lost == 0 {
+		return err
+	}
+	topic := p.opts.Source.Topic
+	p.c.dataLost.Add(lost)
+	msg := fmt.Sprintf("%d records of source topic %s were deleted (retention or DeleteRecords) after the query's last commit and before it read them: %s",
+		lost, topic, strings.Join(where, "; "))
+	if !p.opts.AllowDataLoss {
+		return fmt.Errorf("%w: %s. Nothing was read. To go on from the oldest record left, run with --allow-data-loss (Options.AllowDataLoss); the windows those records fell in will be wrong", ErrDataLoss, msg)
+	}
+	p.log.Warn("kafka: going on without records deleted before the query read them (--allow-data-loss)", "lost", lost, "detail", msg)
+	return nil
+}
+
+// lostRecords compares the source group's committed offsets (stable: once
+// no transaction of the group is pending, waiting up to the transaction
+// timeout and a minute) with the log start offsets.
+func (p *Pipeline) lostRecords(ctx context.Context, adm *admClient, stable bool) (int64, []string, error) {
 	topic, group := p.opts.Source.Topic, p.inGroup()
-	committed, err := adm.FetchOffsetsForTopics(kadm.RequireStable(ctx), group, topic)
+	var committed kadm.OffsetResponses
+	var err error
+	deadline := time.Now().Add(p.opts.TransactionTimeout + time.Minute)
+	for {
+		fctx := ctx
+		if stable {
+			fctx = kadm.RequireStable(ctx)
+		}
+		committed, err = adm.FetchOffsetsForTopics(fctx, group, topic)
+		if !errors.Is(err, kerr.UnstableOffsetCommit) || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 	if errors.Is(err, kerr.GroupIDNotFound) {
-		return nil // a new query: nothing committed
+		return 0, nil, nil // a new query: nothing committed
 	}
 	if err != nil {
-		return fmt.Errorf("kafka: committed offsets of group %s: %w", group, err)
+		return 0, nil, fmt.Errorf("kafka: committed offsets of group %s: %w", group, err)
 	}
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
-		return fmt.Errorf("kafka: start offsets of %s: %w", topic, err)
+		return 0, nil, fmt.Errorf("kafka: start offsets of %s: %w", topic, err)
 	}
 	var lost int64
 	var where []string
@@ -41,23 +84,13 @@ func (p *Pipeline) checkDataLoss(ctx context.Context, adm *admClient) error {
 		p.resumed = true
 		s, ok := starts.Lookup(topic, part)
 		if !ok || s.Err != nil {
-			return fmt.Errorf("kafka: start offset of %s partition %d: %v", topic, part, s.Err)
+			return 0, nil, fmt.Errorf("kafka: start offset of %s partition %d: %v", topic, part, s.Err)
 		}
 		if gap := s.Offset - c.At; gap > 0 {
 			lost += gap
 			where = append(where, fmt.Sprintf("partition %d: offsets %d to %d (%d records)", part, c.At, s.Offset-1, gap))
 		}
 	}
-	if lost == 0 {
-		return nil
-	}
 	slices.Sort(where)
-	p.c.dataLost.Add(lost)
-	msg := fmt.Sprintf("%d records of source topic %s were deleted (retention or DeleteRecords) after the query's last commit and before it read them: %s",
-		lost, topic, strings.Join(where, "; "))
-	if !p.opts.AllowDataLoss {
-		return fmt.Errorf("%w: %s. Nothing was read. To go on from the oldest record left, run with --allow-data-loss (Options.AllowDataLoss); the windows those records fell in will be wrong", ErrDataLoss, msg)
-	}
-	p.log.Warn("kafka: going on without records deleted before the query read them (--allow-data-loss)", "lost", lost, "detail", msg)
-	return nil
+	return lost, where, nil
 }

@@ -166,4 +166,3 @@ func TestSourceRecreated(t *testing.T) {
 	}
 	t.Logf("stopped %s after the topic was recreated: %v", e.at.Sub(recreated).Round(time.Millisecond), err)
 }
-
