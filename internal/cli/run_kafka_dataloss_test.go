@@ -111,3 +111,18 @@ func TestKafkaLostMetric(t *testing.T) {
 	}
 	t.Error("no ubik_kafka_source_records_lost_total")
 }
+
+// TestRunKafkaGiveUpAfterBounds: --give-up-after must be positive.
+func TestRunKafkaGiveUpAfterBounds(t *testing.T) {
+	dir := t.TempDir()
+	sql := filepath.Join(dir, "totals.sql")
+	if err := os.WriteFile(sql, []byte(restartSQL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"0s", "-1m"} {
+		code, errs := kafkaCLI(t, "", "run", sql, "--source", "kafka://127.0.0.1:1/events", "--sink", "kafka://127.0.0.1:1/out", "--give-up-after", v)
+		if code != 2 || !strings.Contains(errs, "--give-up-after") || !strings.Contains(errs, "must be positive") {
+			t.Errorf("--give-up-after %s: exit %d, want 2 and a usage error:\n%s", v, code, errs)
+		}
+	}
+}
