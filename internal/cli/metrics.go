@@ -203,6 +203,7 @@ func serveKafkaMetrics(ctx context.Context, env *Env, addr, name string, pl *kaf
 	publish := func() {
 		st := pl.Stats()
 		pm.publish(st.IdlePartitions, st.SilentPartitions)
+		pm.lost.Store(st.DataLost)
 		var s ubik.Stats
 		s.EventsIn, s.Malformed, s.EvalErrors, s.Late, s.RecordsOut = st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut
 		s.LiveGroups, s.StateBytes = st.LiveGroups, st.StateBytes
@@ -250,7 +251,9 @@ func serveKafkaMetrics(ctx context.Context, env *Env, addr, name string, pl *kaf
 // there.
 type partitionMetrics struct {
 	snap                               atomic.Pointer[[2][]int32]
+	lost                               atomic.Int64 // source records deleted before the query read them
 	idle, silent, idleCount, silentCnt *prometheus.Desc
+	lostDesc                           *prometheus.Desc
 }
 
 func newPartitionMetrics(name string) *partitionMetrics {
@@ -260,13 +263,14 @@ func newPartitionMetrics(name string) *partitionMetrics {
 		silent:    prometheus.NewDesc("ubik_kafka_source_partition_silent", "1 for a source partition that delivered no event in this run and is not idle yet: it holds the watermark back.", []string{"partition"}, l),
 		idleCount: prometheus.NewDesc("ubik_kafka_source_partitions_idle", "Source partitions of this process that are idle.", nil, l),
 		silentCnt: prometheus.NewDesc("ubik_kafka_source_partitions_silent", "Source partitions of this process that delivered no event yet and are not idle.", nil, l),
+		lostDesc:  prometheus.NewDesc("ubik_kafka_source_records_lost_total", "Source records deleted (retention, DeleteRecords) below the query's committed offsets before it read them (--allow-data-loss).", nil, l),
 	}
 }
 
 func (m *partitionMetrics) publish(idle, silent []int32) { m.snap.Store(&[2][]int32{idle, silent}) }
 
 func (m *partitionMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.idle, m.silent, m.idleCount, m.silentCnt} {
+	for _, d := range []*prometheus.Desc{m.idle, m.silent, m.idleCount, m.silentCnt, m.lostDesc} {
 		ch <- d
 	}
 }
@@ -283,4 +287,5 @@ func (m *partitionMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(m.idleCount, prometheus.GaugeValue, float64(len(s[0])))
 	ch <- prometheus.MustNewConstMetric(m.silentCnt, prometheus.GaugeValue, float64(len(s[1])))
+	ch <- prometheus.MustNewConstMetric(m.lostDesc, prometheus.CounterValue, float64(m.lost.Load()))
 }
