@@ -239,6 +239,9 @@ func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 	if err != nil {
 		return nil, &DecodeError{Msg: "an event must be a JSON object, got " + v.Type().String()}
 	}
+	if tok, field, bad := badNumber(v, "", &d.scratch); bad {
+		return nil, numberError(tok, field)
+	}
 	d.jsonBuf = d.jsonBuf[:0]
 	for i := range d.src.Columns {
 		c := &d.src.Columns[i]
