@@ -24,37 +24,31 @@ func isJSONNumber(b []byte) bool {
 	return ok && s.i == len(b)
 }
 
-// badNumber returns the first number token in v that is not JSON, and the
-// top-level field it is in; bad is false when there is none.
-// scratch receives the token's text.
-func badNumber(v *fastjson.Value, field string, scratch *[]byte) (tok []byte, in string, bad bool) {
+// badNumber returns the first number token in v that is not JSON; bad is
+// false when there is none. scratch receives the token's text.
+func badNumber(v *fastjson.Value, scratch *[]byte) (tok []byte, bad bool) {
 	switch v.Type() {
 	case fastjson.TypeNumber:
 		*scratch = v.MarshalTo((*scratch)[:0])
 		if !isJSONNumber(*scratch) {
-			return *scratch, field, true
+			return *scratch, true
 		}
 	case fastjson.TypeArray:
 		a, _ := v.Array()
 		for _, e := range a {
-			if tok, in, bad = badNumber(e, field, scratch); bad {
-				return tok, in, bad
+			if tok, bad = badNumber(e, scratch); bad {
+				return tok, bad
 			}
 		}
 	case fastjson.TypeObject:
 		o, _ := v.Object()
-		o.Visit(func(k []byte, e *fastjson.Value) {
-			if bad {
-				return
+		o.Visit(func(_ []byte, e *fastjson.Value) {
+			if !bad {
+				tok, bad = badNumber(e, scratch)
 			}
-			f := field
-			if f == "" {
-				f = string(k)
-			}
-			tok, in, bad = badNumber(e, f, scratch)
 		})
 	}
-	return tok, in, bad
+	return tok, bad
 }
 
 // numberError words a number token that is not JSON.
