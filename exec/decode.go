@@ -247,9 +247,10 @@ func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 	if err != nil {
 		return nil, &DecodeError{Msg: "an event must be a JSON object, got " + v.Type().String()}
 	}
-	if err := d.fieldValues(obj); err != nil {
-		return nil, err
+	if tok, off := badNumber(line); off >= 0 {
+		return nil, numberError(tok, off)
 	}
+	d.fieldValues(obj)
 	d.jsonBuf = d.jsonBuf[:0]
 	for i := range d.src.Columns {
 		c := &d.src.Columns[i]
@@ -303,23 +304,14 @@ func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 
 // fieldValues finds each column's value among obj's fields in one pass
 // over them (the first field of a name wins, as in fastjson's Get, which
-// searches the fields once per column) and checks every number token in
-// the event (see isJSONNumber).
-func (d *Decoder) fieldValues(obj *fastjson.Object) error {
+// searches the fields once per column).
+func (d *Decoder) fieldValues(obj *fastjson.Object) {
 	clear(d.vals)
-	var err error
 	obj.Visit(func(k []byte, v *fastjson.Value) {
-		if err != nil {
-			return
-		}
 		if c := d.columnIndex(k); c >= 0 && d.vals[c] == nil {
 			d.vals[c] = v
 		}
-		if tok, bad := badNumber(v, &d.scratch); bad {
-			err = numberError(tok, string(k))
-		}
 	})
-	return err
 }
 
 func bytesString(b []byte) string {

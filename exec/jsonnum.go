@@ -2,8 +2,7 @@ package exec
 
 import (
 	"fmt"
-
-	"github.com/valyala/fastjson"
+	"strings"
 )
 
 // fastjson takes any run of digits, '.', '+', '-', 'e' and 'E' for a
@@ -24,35 +23,57 @@ func isJSONNumber(b []byte) bool {
 	return ok && s.i == len(b)
 }
 
-// badNumber returns the first number token in v that is not JSON; bad is
-// false when there is none. scratch receives the token's text.
-func badNumber(v *fastjson.Value, scratch *[]byte) (tok []byte, bad bool) {
-	switch v.Type() {
-	case fastjson.TypeNumber:
-		*scratch = v.MarshalTo((*scratch)[:0])
-		if !isJSONNumber(*scratch) {
-			return *scratch, true
-		}
-	case fastjson.TypeArray:
-		a, _ := v.Array()
-		for _, e := range a {
-			if tok, bad = badNumber(e, scratch); bad {
-				return tok, bad
+// badNumber returns the first number token of line that is not JSON and
+// its byte offset, or off -1. It reads only the text (asking fastjson's
+// values their type would unescape the strings of a JSON column, which
+// keeps the text as written): a token counts where a value can start
+// (after ':', ',' or '[', or at the start), outside strings, as in
+// rewriteNonFinite. line is one fastjson has parsed, so the structure is
+// sound and only number tokens need the look.
+func badNumber(line []byte) (tok []byte, off int) {
+	inStr, valueStart := false, true
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		if inStr {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inStr, valueStart = false, false
 			}
+			continue
 		}
-	case fastjson.TypeObject:
-		o, _ := v.Object()
-		o.Visit(func(_ []byte, e *fastjson.Value) {
-			if !bad {
-				tok, bad = badNumber(e, scratch)
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '"':
+			inStr = true
+			continue
+		case ':', ',', '[':
+			valueStart = true
+			continue
+		}
+		if valueStart && (isDigit(c) || strings.IndexByte("-+.eE", c) >= 0) {
+			j := i
+			if _, n := nonFinite(line[i:]); n > 0 {
+				j += n
+			} else {
+				for j < len(line) && (isDigit(line[j]) || strings.IndexByte(".eE+-", line[j]) >= 0) {
+					j++
+				}
 			}
-		})
+			if !isJSONNumber(line[i:j]) {
+				return line[i:j], i
+			}
+			i = j - 1
+		}
+		valueStart = false
 	}
-	return tok, bad
+	return nil, -1
 }
 
 // numberError words a number token that is not JSON.
-func numberError(tok []byte, field string) *DecodeError {
+func numberError(tok []byte, off int) *DecodeError {
 	why := "not a JSON number"
 	switch {
 	case len(tok) > 0 && tok[0] == '+':
@@ -62,7 +83,7 @@ func numberError(tok []byte, field string) *DecodeError {
 	case hasBareDot(tok):
 		why = "not a JSON number: a JSON number has digits on both sides of '.'"
 	}
-	return &DecodeError{Msg: fmt.Sprintf("bad JSON: field %q: %s is %s", field, clipText(tok), why)}
+	return &DecodeError{Msg: fmt.Sprintf("bad JSON: %s at byte %d is %s", clipText(tok), off, why)}
 }
 
 // isDigitAfterZero reports whether tok, after an optional '-', is a 0

@@ -36,7 +36,7 @@ func TestUnquotedNonJSONNumbersMalformed(t *testing.T) {
 		}
 	}
 	_, err := ref.Decode([]byte(`{` + numTS + `,"d":007}`))
-	if want := `bad JSON: field "d": 007 is not a JSON number: a JSON number has no leading zero before another digit`; err == nil || err.Error() != want {
+	if want := `bad JSON: 007 at byte 32 is not a JSON number: a JSON number has no leading zero before another digit`; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}
 	for _, tok := range []string{"0", "-0", "7", "0.5", "-0.5", "5e3", "5E-3", "1.5e+2", "NaN", "-Infinity", "inf"} {
