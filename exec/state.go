@@ -223,6 +223,7 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 		}
 		if _, ok := o.dedup.seen[string(key[1:])]; !ok {
 			o.dedup.add(string(key[1:]), ts)
+			o.addBytes(int64(len(key)-1) + DedupEntryBytes)
 		}
 		return nil, nil
 	}
