@@ -325,6 +325,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	defer in.Close()
 	if resume.InputOffset > 0 {
+		if size > 0 && resume.InputOffset > size {
+			return fmt.Errorf("resume: the checkpoint in %s is at byte %d of %s, which has %d bytes: the input is not the one the run read; remove the state dir to start over", f.stateDir, resume.InputOffset, inPath, size)
+		}
 		if _, err := in.(io.Seeker).Seek(resume.InputOffset, io.SeekStart); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -132,5 +134,63 @@ func TestRunPollsSignalsOnLongEvents(t *testing.T) {
 	json.Unmarshal(b, &s)
 	if want := int64((1<<20)/(24<<10) + 2); code == 0 || s.StoppedAtLine <= 0 || s.StoppedAtLine > want {
 		t.Fatalf("exit %d, stopped at line %d, want a stop by line %d:\n%s", code, s.StoppedAtLine, want, errb)
+	}
+}
+
+// rewriteCkptHeader replaces the input offset and line of the checkpoint
+// in dir (and its CRC, so only the values can refuse it).
+func rewriteCkptHeader(t *testing.T, dir string, offset, line int64) {
+	t.Helper()
+	p := filepath.Join(dir, "checkpoint")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := b[:len(b)-4]
+	const at = len(ckptMagic) + 32 + 1 // magic, identity, finished
+	_, n := binary.Varint(body[at:])
+	_, n2 := binary.Varint(body[at+n:])
+	nb := append(append(append([]byte(nil), body[:at]...), binary.AppendVarint(binary.AppendVarint(nil, offset), line)...), body[at+n+n2:]...)
+	nb = binary.LittleEndian.AppendUint32(nb, crc32.ChecksumIEEE(nb))
+	if err := os.WriteFile(p, nb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A checkpoint with a valid CRC whose input offset cannot be a position
+// of the run (negative, or past the end of the input) is refused, with the
+// state dir named; it was accepted (a finished run's), or sought to.
+func TestResumeRefusesCraftedOffsets(t *testing.T) {
+	in, _ := tooLongCSV()
+	in = in[:200] // the first records only
+	in = in[:strings.LastIndexByte(in, '\n')+1]
+	dir := t.TempDir()
+	sql := writeFile(t, "q.sql", tooLongSQL)
+	input := filepath.Join(dir, "in.csv")
+	os.WriteFile(input, []byte(in), 0o644)
+	for _, c := range []struct {
+		offset int64
+		finish bool
+		want   string
+	}{{-7, true, "is corrupt (a negative offset"}, {int64(len(in)) + 100, false, "the input is not the one the run read"}} {
+		state := filepath.Join(t.TempDir(), "state")
+		args := []string{"run", sql, "--input", input, "--output", filepath.Join(dir, "out.tsv"), "--no-progress", "--state-dir", state}
+		ctx := context.Background()
+		if !c.finish {
+			sc := &stopAtPoll{Context: ctx}
+			sc.left.Store(0) // stop at the first poll: a checkpoint that is not final
+			env, _, _ := runTestEnv("")
+			Main(sc, env, args)
+		} else {
+			env, _, errb := runTestEnv("")
+			if code := Main(ctx, env, args); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb)
+			}
+		}
+		rewriteCkptHeader(t, state, c.offset, 3)
+		env, _, errb := runTestEnv("")
+		if code := Main(ctx, env, args); code == 0 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("offset %d: exit %d, %s; want a refusal with %q", c.offset, code, errb, c.want)
+		}
 	}
 }
