@@ -3,9 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/binary"
-	"hash/crc32"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
