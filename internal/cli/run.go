@@ -32,6 +32,11 @@ import (
 // malformed and skipped, never buffered whole.
 const maxLineBytes = 16 << 20
 
+// pollBytes is how much input the run loop reads between two looks at the
+// signal and the checkpoint clock, besides every 4096 lines: decoding is
+// linear in the input, so this bounds the time between looks.
+const pollBytes = 1 << 20
+
 type runFlags struct {
 	input      string
 	output     string
@@ -326,6 +331,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	defer in.Close()
 	if resume.InputOffset > 0 {
+		if size > 0 && resume.InputOffset > size {
+			return fmt.Errorf("resume: the checkpoint in %s is at byte %d of %s, which has %d bytes: the input is not the one the run read; remove the state dir to start over", f.stateDir, resume.InputOffset, inPath, size)
+		}
 		if _, err := in.(io.Seeker).Seek(resume.InputOffset, io.SeekStart); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
@@ -572,7 +580,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		hdr, _, _ := readRecord(bufio.NewReader(hf), true)
+		hdr, _, _, _ := readRecord(bufio.NewReader(hf), true)
 		hf.Close()
 		if err := q.Push(bytes.TrimPrefix(trimCR(hdr), utf8BOM)); err != nil {
 			return fmt.Errorf("resume: CSV header: %w", err)
@@ -604,7 +612,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	br := bufio.NewReaderSize(in, 1<<20)
-	next := func() ([]byte, int64, error) { return readRecord(br, csvInput) }
+	next := func() ([]byte, int64, int64, error) { return readRecord(br, csvInput) }
 	if size == 0 {
 		// stdin, a pipe or a FIFO: input can stall for any time, and early
 		// emission and output must not wait for the next line.
@@ -636,8 +644,13 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			firstErr = e
 		}
 	}
+	lastPoll := readBytes
 	for firstErr == nil {
-		if lineNo&4095 == 0 {
+		// A signal and the checkpoint clock are polled every 4096 lines
+		// and every pollBytes of input, so a run of long events stops as
+		// promptly as a run of short ones.
+		if lineNo&4095 == 0 || readBytes-lastPoll >= pollBytes {
+			lastPoll = readBytes
 			publish()
 			if ctx.Err() != nil {
 				stopped = true
@@ -655,8 +668,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 				lastCkpt = time.Now()
 			}
 		}
-		line, nlines, rerr := next()
-		if len(line) == 0 && rerr != nil {
+		line, nlines, size, rerr := next()
+		tooLong := errors.Is(rerr, errTooLong)
+		if len(line) == 0 && rerr != nil && !tooLong {
 			if errors.Is(rerr, context.Canceled) && ctx.Err() != nil {
 				stopped = true
 			} else if rerr != io.EOF {
@@ -665,18 +679,14 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			break
 		}
 		atStart := readBytes == 0
-		tooLong := errors.Is(rerr, errTooLong)
 		lineNo += nlines
-		readBytes += int64(len(line)) + nlines
-		if rerr != nil && !tooLong {
-			readBytes-- // the last line had no newline
-		}
+		readBytes += size
 		if bar != nil && readBytes-lastBar > 1<<20 {
 			bar.Set64(readBytes)
 			lastBar = readBytes
 		}
 		if tooLong {
-			err := fmt.Errorf("line longer than %d bytes", maxLineBytes)
+			err := tooLongError(nlines, size)
 			for _, t := range owners {
 				if ferr := t.q.ReportMalformedAt(lineNo, err); ferr != nil && firstErr == nil {
 					firstErr = ferr
@@ -1024,17 +1034,17 @@ func openOutput(env *Env, p string) (io.Writer, func() error, error) {
 // still ticks the query's early emission and flushes its output every
 // 100 ms (or the query's early interval, if shorter). The query itself is
 // only ever touched by the run loop.
-func liveRecords(ctx context.Context, br *bufio.Reader, csv bool, q *ubik.Query, flush func() error, stop <-chan struct{}) func() ([]byte, int64, error) {
+func liveRecords(ctx context.Context, br *bufio.Reader, csv bool, q *ubik.Query, flush func() error, stop <-chan struct{}) func() ([]byte, int64, int64, error) {
 	type rec struct {
-		line []byte
-		n    int64
-		err  error
+		line    []byte
+		n, size int64
+		err     error
 	}
 	ch := make(chan rec, 256)
 	go func() {
 		for {
-			line, n, err := readRecord(br, csv)
-			r := rec{append([]byte(nil), line...), n, err} // the reader reuses its buffer
+			line, n, size, err := readRecord(br, csv)
+			r := rec{append([]byte(nil), line...), n, size, err} // the reader reuses its buffer
 			select {
 			case ch <- r:
 			case <-stop:
@@ -1050,21 +1060,21 @@ func liveRecords(ctx context.Context, br *bufio.Reader, csv bool, q *ubik.Query,
 		every = e
 	}
 	ticker := time.NewTicker(every)
-	return func() ([]byte, int64, error) {
+	return func() ([]byte, int64, int64, error) {
 		for {
 			select {
 			case r := <-ch:
-				return r.line, r.n, r.err
+				return r.line, r.n, r.size, r.err
 			case <-ticker.C:
 				if err := q.Tick(); err != nil {
-					return nil, 0, err
+					return nil, 0, 0, err
 				}
 				if err := flush(); err != nil {
-					return nil, 0, err
+					return nil, 0, 0, err
 				}
 			case <-ctx.Done():
 				ticker.Stop()
-				return nil, 0, ctx.Err()
+				return nil, 0, 0, ctx.Err()
 			}
 		}
 	}
@@ -1073,43 +1083,44 @@ func liveRecords(ctx context.Context, br *bufio.Reader, csv bool, q *ubik.Query,
 // errTooLong marks a record longer than maxLineBytes (consumed, not kept).
 var errTooLong = errors.New("record too long")
 
-// readRecord returns the next event without its final newline, and how many
-// lines it spanned: one line, or for CSV as many lines as it takes to close
-// every quoted field. The error is io.EOF for a last line without a newline
-// (or nothing left), errTooLong for an oversized record (consumed to its
-// end, not kept). Each line is scanned once: a record is complete when its
-// count of '"' is even, and that parity is kept line by line, so a quoted
-// field over many lines costs time linear in its size.
-func readRecord(br *bufio.Reader, csv bool) ([]byte, int64, error) {
-	line, open, tooLong, err := readLine(br, csv)
-	if !csv {
-		if tooLong {
-			return line, 1, errTooLong
-		}
-		return line, 1, err
+// tooLongError words an oversized record of n lines and size bytes, for
+// the dead letter.
+func tooLongError(n, size int64) error {
+	if n == 1 {
+		return fmt.Errorf("line longer than %d bytes", maxLineBytes)
 	}
-	if !open || err != nil {
+	return fmt.Errorf("record longer than %d bytes (%d bytes over %d lines)", maxLineBytes, size, n)
+}
+
+// readRecord returns the next event without its final newline, how many
+// lines it spanned (one line, or for CSV as many lines as it takes to close
+// every quoted field) and how many bytes of input it took, newlines
+// included (the input offset a checkpoint resumes from). The error is
+// io.EOF for a last line without a newline (or nothing left), errTooLong
+// for an oversized record (consumed to its end, not kept: rec is nil).
+// Each line is scanned once: a record is complete when its count of '"' is
+// even, and that parity is kept line by line, so a quoted field over many
+// lines costs time linear in its size.
+func readRecord(br *bufio.Reader, csv bool) (rec []byte, lines, size int64, err error) {
+	line, open, tooLong, size, err := readLine(br, csv)
+	if !csv || !open || err != nil {
 		if tooLong {
-			return line, 1, errTooLong
+			return nil, 1, size, errTooLong
 		}
-		return line, 1, err
+		return line, 1, size, err
 	}
-	var rec []byte
 	if !tooLong {
 		rec = append([]byte(nil), line...)
 	}
-	n := int64(1)
+	lines = 1
 	for open {
-		var next []byte
-		var odd, nextTooLong bool
-		next, odd, nextTooLong, err = readLine(br, true)
-		if len(next) == 0 && err != nil {
-			if tooLong {
-				return nil, n, errTooLong
-			}
-			return rec, n, err
+		next, odd, nextTooLong, n, rerr := readLine(br, true)
+		size += n
+		err = rerr
+		if len(next) == 0 && err != nil && !nextTooLong {
+			break
 		}
-		n++
+		lines++
 		open = open != odd
 		if !tooLong && (nextTooLong || len(rec)+1+len(next) > maxLineBytes) {
 			tooLong, rec = true, nil // keep reading to the record's end, keeping nothing
@@ -1122,9 +1133,9 @@ func readRecord(br *bufio.Reader, csv bool) ([]byte, int64, error) {
 		}
 	}
 	if tooLong {
-		return nil, n, errTooLong
+		return nil, lines, size, errTooLong
 	}
-	return rec, n, err
+	return rec, lines, size, err
 }
 
 // quoteParity reports whether b holds an odd number of '"'.
@@ -1132,40 +1143,42 @@ func quoteParity(b []byte) bool {
 	return bytes.Count(b, []byte{'"'})%2 == 1
 }
 
-// readLine returns the next line without its newline, and, when quotes is
-// set (CSV), whether it holds an odd number of '"' (counted as it is read,
-// over the whole line; a JSON line skips the count, a pass over every
-// byte). A line longer than maxLineBytes is consumed and reported with
-// tooLong set.
-func readLine(br *bufio.Reader, quotes bool) (line []byte, odd, tooLong bool, err error) {
+// readLine returns the next line without its newline, how many bytes it
+// took (its newline included) and, when quotes is set (CSV), whether it
+// holds an odd number of '"' (counted as it is read, over the whole line; a
+// JSON line skips the count, a pass over every byte). A line longer than
+// maxLineBytes is consumed and reported with tooLong set (and line nil).
+func readLine(br *bufio.Reader, quotes bool) (line []byte, odd, tooLong bool, size int64, err error) {
 	line, err = br.ReadSlice('\n')
 	odd = quotes && quoteParity(line)
+	size = int64(len(line))
 	if err == nil {
-		return line[:len(line)-1], odd, false, nil
+		return line[:len(line)-1], odd, false, size, nil
 	}
 	if err != bufio.ErrBufferFull {
-		return line, odd, false, err
+		return line, odd, false, size, err
 	}
 	buf := append([]byte(nil), line...)
 	for {
 		line, err = br.ReadSlice('\n')
 		odd = odd != (quotes && quoteParity(line))
+		size += int64(len(line))
 		if len(buf)+len(line) > maxLineBytes {
-			tooLong = true
-		} else {
+			tooLong, buf = true, nil
+		} else if !tooLong {
 			buf = append(buf, line...)
 		}
 		if err == nil {
-			if !tooLong {
-				buf = buf[:len(buf)-1]
+			if tooLong {
+				return nil, odd, true, size, nil
 			}
-			return buf, odd, tooLong, nil
+			return buf[:len(buf)-1], odd, false, size, nil
 		}
 		if err != bufio.ErrBufferFull {
 			if tooLong {
-				return []byte{0}, odd, true, nil
+				return nil, odd, true, size, nil
 			}
-			return buf, odd, false, err
+			return buf, odd, false, size, err
 		}
 	}
 }

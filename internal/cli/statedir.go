@@ -210,6 +210,9 @@ func (c *checkpointFile) load(q *ubik.Query) (*ckptHeader, error) {
 	if err != nil {
 		return nil, bad("header")
 	}
+	if fin > 1 {
+		return nil, bad("header")
+	}
 	h.Finished = fin == 1
 	for _, p := range []*int64{&h.InputOffset, &h.Line, &h.Outputs[0], &h.Outputs[1], &h.Outputs[2]} {
 		if *p, err = binary.ReadVarint(r); err != nil {
@@ -236,6 +239,9 @@ func (c *checkpointFile) load(q *ubik.Query) (*ckptHeader, error) {
 			}
 		}
 	}
+	if err := h.check(); err != "" {
+		return nil, bad(err)
+	}
 	for {
 		kl, err := binary.ReadUvarint(r)
 		if err == io.EOF {
@@ -260,6 +266,21 @@ func (c *checkpointFile) load(q *ubik.Query) (*ckptHeader, error) {
 		return nil, err
 	}
 	return &h, nil
+}
+
+// check says what in a header cannot be a run's position: a negative
+// offset, line or output length, an offset without a line (or a line
+// without an offset), a finished flag that is neither 0 nor 1.
+func (h *ckptHeader) check() string {
+	for _, v := range append([]int64{h.InputOffset, h.Line, h.Outputs[0], h.Outputs[1], h.Outputs[2], h.RightOffset, h.RightLine}, h.Extra...) {
+		if v < 0 {
+			return "a negative offset, line or length in the header"
+		}
+	}
+	if (h.InputOffset == 0) != (h.Line == 0) || (h.RightOffset == 0) != (h.RightLine == 0) {
+		return "an input offset and line that do not agree"
+	}
+	return ""
 }
 
 // resumableFile is an output that a resumed run cuts back to its

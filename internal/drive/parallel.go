@@ -613,6 +613,10 @@ func (p *par) stats() exec.Stats {
 	s.DedupLate += p.beyond
 	if p.dedup != nil {
 		s.DedupKeys, s.DedupBytes = p.dedup.Keys(), p.dedup.Bytes()
+		// The dedup keys are live state too; the peak, like the shards'
+		// sum, bounds the real one from above.
+		s.StateBytes += s.DedupBytes
+		s.StateBytesPeak += p.dedup.Peak()
 	}
 	s.Watermark = p.wm
 	s.MaxEventTime = p.maxTime

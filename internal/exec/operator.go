@@ -95,7 +95,7 @@ type Stats struct {
 	WindowsFinalized int64 // (group, window) pairs closed
 	LiveGroups       int64 // live (group, window) states now
 	LiveGroupsPeak   int64
-	StateBytes       int64 // estimated bytes of live state now
+	StateBytes       int64 // estimated bytes of live state now, the dedup state's included
 	StateBytesPeak   int64
 	Watermark        int64   // µs; math.MinInt64 before the first event
 	MaxEventTime     int64   // µs
@@ -343,7 +343,9 @@ func (o *Operator) processRow(row []types.Value, key []byte) error {
 	q := o.q
 	if o.dedup != nil {
 		tc := q.Source.TimeCol
+		before := o.dedup.bytes
 		dup, beyond := o.dedup.admit(row, row[tc].I, o.watermark)
+		o.addBytes(o.dedup.bytes - before) // the dedup keys are live state too
 		switch {
 		case dup:
 			o.stats.Duplicates++
@@ -718,7 +720,9 @@ func (o *Operator) AdvanceWatermark(wm int64) error {
 	o.watermark = wm
 	o.stats.Watermark = wm
 	if o.dedup != nil {
+		before := o.dedup.bytes
 		o.dedup.evict(wm)
+		o.addBytes(o.dedup.bytes - before)
 	}
 	switch {
 	case o.buckets != nil:

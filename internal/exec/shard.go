@@ -298,9 +298,11 @@ func (x *Dedup) AdmitKey(key []byte, hasKey bool, ts, watermark int64) (dup, bey
 // Evict forgets the keys the watermark has passed (AdvanceWatermark's).
 func (x *Dedup) Evict(watermark int64) { x.d.evict(watermark) }
 
-// Keys and Bytes are the Stats gauges DedupKeys and DedupBytes.
+// Keys and Bytes are the Stats gauges DedupKeys and DedupBytes; Peak is
+// the most bytes the state held at once.
 func (x *Dedup) Keys() int64  { return int64(len(x.d.seen)) }
 func (x *Dedup) Bytes() int64 { return x.d.bytes }
+func (x *Dedup) Peak() int64  { return x.d.peak }
 
 // Checkpoint writes the dedup entries ("d" + key) as an operator's
 // Checkpoint does: the first time all of them, whatever full says.

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"container/heap"
 	"encoding/binary"
 	"errors"
@@ -196,19 +197,7 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	}
 	r := &reader{b: val[1:]}
 	if string(key) == MetaKey {
-		o.watermark = r.varint()
-		o.maxEventTime = r.varint()
-		o.seq = max(o.seq, r.uvarint()) // a group entry restored first may already have raised it
-		s := &o.stats
-		for _, p := range []*int64{&s.Rows, &s.Filtered, &s.EvalErrors, &s.Late, &s.RecordsOut, &s.HavingSuppressed, &s.WindowsFinalized, &s.Duplicates, &s.DedupLate} {
-			*p = r.varint()
-		}
-		o.stats.Watermark = o.watermark
-		n := r.uvarint()
-		position = append([]byte(nil), r.bytes(int(n))...)
-		o.restoredRows = s.Rows
-		s.Rows = 0 // Restore may be called for more entries; Process checks Rows.
-		return position, r.err
+		return o.restoreMeta(r, val)
 	}
 	if len(key) == 0 {
 		return nil, fmt.Errorf("%w: empty entry key", ErrBadState)
@@ -221,13 +210,20 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 		if r.err != nil {
 			return nil, r.err
 		}
+		if !bytes.Equal(binary.AppendVarint([]byte{stateVersion}, ts), val) {
+			return nil, fmt.Errorf("%w: dedup entry %q holds more than its time", ErrBadState, key)
+		}
 		if _, ok := o.dedup.seen[string(key[1:])]; !ok {
 			o.dedup.add(string(key[1:]), ts)
+			o.addBytes(int64(len(key)-1) + DedupEntryBytes)
 		}
 		return nil, nil
 	}
 	if len(key) < 9 || key[0] != 'g' {
 		return nil, fmt.Errorf("%w: unknown entry key %q", ErrBadState, key)
+	}
+	if !validGroupKey(key[9:], o.keyTypes) {
+		return nil, fmt.Errorf("%w: entry %q: the key is not one of this query's group keys", ErrBadState, key)
 	}
 	g := &group{mapKey: string(key[9:]), heapIndex: -1, flags: written}
 	g.wp = &make([]uint64, o.layout.stride+1)[0] // + a session's end
@@ -271,8 +267,51 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	// What the entry says must be what the group is: a value that reads
+	// but would be written otherwise (trailing bytes, a count that does
+	// not fit its aggregate, a window the query has not) is refused.
+	if kb, vb := o.groupEntry(nil, nil, g); !bytes.Equal(kb, key) || !bytes.Equal(vb, val) {
+		return nil, fmt.Errorf("%w: entry %q does not hold a state of this query (it would be written back otherwise)", ErrBadState, key)
+	}
 	o.place(g)
 	return nil, nil
+}
+
+// restoreMeta loads the meta entry: the clocks, the group counter and the
+// counters, which must be as the operator writes them (counts are never
+// negative, nothing trails the position).
+func (o *Operator) restoreMeta(r *reader, val []byte) ([]byte, error) {
+	wm, maxTime, seq := r.varint(), r.varint(), r.uvarint()
+	var c [9]int64
+	for i := range c {
+		c[i] = r.varint()
+		if c[i] < 0 {
+			return nil, fmt.Errorf("%w: meta entry: a negative count", ErrBadState)
+		}
+	}
+	n := r.uvarint()
+	position := append([]byte(nil), r.bytes(int(min(n, math.MaxInt32)))...)
+	if r.err != nil {
+		return nil, r.err
+	}
+	want := binary.AppendUvarint(binary.AppendVarint(binary.AppendVarint([]byte{stateVersion}, wm), maxTime), seq)
+	for _, x := range c {
+		want = binary.AppendVarint(want, x)
+	}
+	want = append(binary.AppendUvarint(want, uint64(len(position))), position...)
+	if !bytes.Equal(want, val) {
+		return nil, fmt.Errorf("%w: the meta entry is not as the operator writes it", ErrBadState)
+	}
+	o.watermark, o.maxEventTime = wm, maxTime
+	o.seq = max(o.seq, seq) // a group entry restored first may already have raised it
+	s := &o.stats
+	for i, p := range []*int64{&s.Rows, &s.Filtered, &s.EvalErrors, &s.Late, &s.RecordsOut, &s.HavingSuppressed, &s.WindowsFinalized, &s.Duplicates, &s.DedupLate} {
+		*p = c[i]
+	}
+	s.Watermark = o.watermark
+	o.restoredRows = s.Rows
+	s.Rows = 0 // Restore may be called for more entries; Process checks Rows.
+	return position, nil
 }
 
 // place inserts a restored group into the operator's structures. Groups
