@@ -92,6 +92,9 @@ type Stats struct {
 	DedupBytes       int64 // estimated bytes of the dedup state
 	RecordsOut       int64 // records emitted
 	HavingSuppressed int64 // emissions skipped because HAVING was false
+	// emissions skipped because the value equals the last one published
+	// for the (group, window): a change record carries a change
+	UnchangedSuppressed int64
 	WindowsFinalized int64 // (group, window) pairs closed
 	LiveGroups       int64 // live (group, window) states now
 	LiveGroupsPeak   int64
@@ -185,6 +188,11 @@ type Operator struct {
 	rec      changelog.Record
 	keyOut   []byte
 	valOut   []byte
+	// revDep: some SELECT column may read REVISION(), so the value a
+	// change is compared by is rendered again with the revision fixed
+	// (valueHash) into revRow and revBuf.
+	revDep bool
+	revBuf []byte
 
 	stats Stats
 	hist  latencyHist
@@ -264,6 +272,7 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 		o.prefixes[i] = o.enc.AppendPrefix(nil, i)
 	}
 	o.keySpan = make([]int, 2*len(q.Keys))
+	o.revDep = readsRevision(q)
 	o.rec.Meta = changelog.Meta{
 		Query:           q.Name,
 		Windowed:        q.Window != nil,
@@ -916,9 +925,19 @@ func (o *Operator) emit(g *group, final bool) error {
 		}
 		o.outRow[i] = v
 	}
+	o.encodeRecord(row[:len(q.Keys)])
+	if !final {
+		h := o.valueHash(row)
+		if g.has(published) && g.lastValue == h {
+			o.stats.UnchangedSuppressed++
+			o.markCkpt(g) // it is clean now
+			return nil
+		}
+		g.lastValue = h
+		g.set(published, true)
+	}
 	g.revision++
 	o.markCkpt(g)
-	o.encodeRecord(row[:len(q.Keys)])
 	o.rec.Key = o.keyOut
 	o.rec.Value = o.valOut
 	o.rec.Meta.Final = final

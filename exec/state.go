@@ -28,6 +28,14 @@ import (
 
 const stateVersion = 1
 
+// opStateVersion is the format of the operator's group and meta entries:
+// version 2 added the hash of a group's last published value (without it
+// a restart would publish an unchanged value again, or suppress a changed
+// one) and the UnchangedSuppressed counter. Version 1 entries are still
+// read: their groups publish their next record whatever its value, as
+// version 1 did.
+const opStateVersion = 2
+
 // ErrBadState is returned (wrapped) when checkpoint bytes cannot be decoded
 // or do not belong to this query.
 var ErrBadState = errors.New("exec: bad checkpoint state")
@@ -138,13 +146,18 @@ func appendStateKey(kb []byte, seq uint64, mapKey string) []byte {
 
 func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
 	kb = appendStateKey(kb, g.seq, g.mapKey)
-	vb = append(vb, stateVersion)
+	vb = append(vb, opStateVersion)
 	vb = binary.AppendVarint(vb, g.start)
 	vb = binary.AppendVarint(vb, o.groupEnd(g))
 	vb = binary.AppendUvarint(vb, g.revision)
 	vb = binary.AppendUvarint(vb, g.seq)
 	if g.dirtyAt != 0 {
 		vb = append(vb, 1)
+	} else {
+		vb = append(vb, 0)
+	}
+	if g.has(published) {
+		vb = binary.LittleEndian.AppendUint64(append(vb, 1), g.lastValue)
 	} else {
 		vb = append(vb, 0)
 	}
@@ -163,16 +176,11 @@ func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
 }
 
 func (o *Operator) metaEntry(position []byte) []byte {
-	b := []byte{stateVersion}
-	b = binary.AppendVarint(b, o.watermark)
-	b = binary.AppendVarint(b, o.maxEventTime)
-	b = binary.AppendUvarint(b, o.seq)
 	s := &o.stats
-	for _, c := range []int64{s.Rows, s.Filtered, s.EvalErrors, s.Late, s.RecordsOut, s.HavingSuppressed, s.WindowsFinalized, s.Duplicates, s.DedupLate} {
-		b = binary.AppendVarint(b, c)
-	}
-	b = binary.AppendUvarint(b, uint64(len(position)))
-	return append(b, position...)
+	return AppendMeta(nil, Meta{Watermark: o.watermark, MaxEventTime: o.maxEventTime, Seq: o.seq,
+		Counters: [MetaCounters]int64{s.Rows, s.Filtered, s.EvalErrors, s.Late, s.RecordsOut, s.HavingSuppressed,
+			s.WindowsFinalized, s.Duplicates, s.DedupLate, s.UnchangedSuppressed},
+		Position: position})
 }
 
 // Restore loads one checkpoint entry into an operator that has processed
@@ -191,29 +199,35 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if len(val) == 0 {
 		return nil, nil // a deleted entry
 	}
-	if val[0] != stateVersion {
+	version := val[0]
+	if version != stateVersion && version != opStateVersion {
 		return nil, fmt.Errorf("%w: unknown state version %d", ErrBadState, val[0])
 	}
 	r := &reader{b: val[1:]}
 	if string(key) == MetaKey {
-		o.watermark = r.varint()
-		o.maxEventTime = r.varint()
-		o.seq = max(o.seq, r.uvarint()) // a group entry restored first may already have raised it
+		m, err := ParseMeta(val)
+		if err != nil {
+			return nil, err
+		}
+		o.watermark = m.Watermark
+		o.maxEventTime = m.MaxEventTime
+		o.seq = max(o.seq, m.Seq) // a group entry restored first may already have raised it
 		s := &o.stats
-		for _, p := range []*int64{&s.Rows, &s.Filtered, &s.EvalErrors, &s.Late, &s.RecordsOut, &s.HavingSuppressed, &s.WindowsFinalized, &s.Duplicates, &s.DedupLate} {
-			*p = r.varint()
+		for i, p := range []*int64{&s.Rows, &s.Filtered, &s.EvalErrors, &s.Late, &s.RecordsOut, &s.HavingSuppressed, &s.WindowsFinalized, &s.Duplicates, &s.DedupLate, &s.UnchangedSuppressed} {
+			*p = m.Counters[i]
 		}
 		o.stats.Watermark = o.watermark
-		n := r.uvarint()
-		position = append([]byte(nil), r.bytes(int(n))...)
 		o.restoredRows = s.Rows
 		s.Rows = 0 // Restore may be called for more entries; Process checks Rows.
-		return position, r.err
+		return m.Position, nil
 	}
 	if len(key) == 0 {
 		return nil, fmt.Errorf("%w: empty entry key", ErrBadState)
 	}
 	if key[0] == 'd' && len(key) > 1 {
+		if version != stateVersion {
+			return nil, fmt.Errorf("%w: unknown dedup entry version %d", ErrBadState, version)
+		}
 		if o.dedup == nil {
 			return nil, fmt.Errorf("%w: a dedup entry, but the source declares no dedup_key", ErrBadState)
 		}
@@ -247,6 +261,10 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	o.seq = max(o.seq, g.seq)
 	if r.byte1() == 1 {
 		g.dirtyAt = 1
+	}
+	if version >= 2 && r.byte1() == 1 {
+		g.lastValue = r.u64()
+		g.set(published, true)
 	}
 	nc := r.uvarint()
 	if nc != uint64(len(o.keyExprs)) {

@@ -1298,6 +1298,7 @@ type summary struct {
 	DedupKeys          int64   `json:"dedup_keys"`
 	RecordsEmitted     int64   `json:"records_emitted"`
 	HavingSuppressed   int64   `json:"having_suppressed"`
+	Unchanged          int64   `json:"unchanged_suppressed"`
 	WindowsFinalized   int64   `json:"windows_finalized"`
 	WallSeconds        float64 `json:"wall_seconds"`
 	EventsPerSecond    float64 `json:"events_per_second"`
@@ -1367,6 +1368,7 @@ func newSummary(name string, st ubik.Stats, elapsed time.Duration, inputs []stri
 		DedupKeys:        st.DedupKeys,
 		RecordsEmitted:   st.RecordsOut,
 		HavingSuppressed: st.HavingSuppressed,
+		Unchanged:        st.UnchangedSuppressed,
 		WindowsFinalized: st.WindowsFinalized,
 		WallSeconds:      elapsed.Seconds(),
 		EmitLatencyP50Ms: st.LatencyP50 / 1e6,
@@ -1459,8 +1461,12 @@ func (s summary) print(w io.Writer) {
 	if s.Duplicates+s.DedupLate > 0 {
 		fmt.Fprintf(&b, ", %d duplicates, %d dedup late", s.Duplicates, s.DedupLate)
 	}
-	fmt.Fprintf(&b, ", %d records emitted, %d windows finalized, %s, %.0f events/s",
-		s.RecordsEmitted, s.WindowsFinalized, formatWall(s.WallSeconds), s.EventsPerSecond)
+	fmt.Fprintf(&b, ", %d records emitted", s.RecordsEmitted)
+	if s.Unchanged > 0 {
+		fmt.Fprintf(&b, ", %d unchanged suppressed", s.Unchanged)
+	}
+	fmt.Fprintf(&b, ", %d windows finalized, %s, %.0f events/s",
+		s.WindowsFinalized, formatWall(s.WallSeconds), s.EventsPerSecond)
 	if s.Interval != nil {
 		b.WriteString(s.Interval.text())
 	}
