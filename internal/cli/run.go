@@ -215,6 +215,11 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			return fmt.Errorf("%w: the script runs %d queries; --output-dir DIR gives each its own file (--output is for one query)", ErrUsage, len(pqs))
 		}
 	}
+	if len(pqs) == 1 {
+		if err := outputConflict(prog, pqs[0], &f); err != nil {
+			return err
+		}
+	}
 	targets := make([]*runTarget, len(pqs))
 	for i, pq := range pqs {
 		targets[i] = &runTarget{pq: pq, out: outputPath(prog, pq, &f, len(pqs))}
@@ -864,6 +869,20 @@ func outputPath(prog *plan.Program, pq *planQuery, f *runFlags, n int) string {
 		return filepath.Join(f.outputDir, pq.Name+"."+f.format)
 	}
 	return f.output
+}
+
+// outputConflict refuses --output FILE for a query whose CREATE SINK
+// names another file: either would be a silent choice of where the
+// changelog goes.
+func outputConflict(prog *plan.Program, pq *planQuery, f *runFlags) error {
+	s := querySink(prog, pq)
+	if !f.set["output"] || s == nil || s.Options["path"] == "" || strings.EqualFold(s.Options["connector"], "kafka") {
+		return nil
+	}
+	if p := s.Options["path"]; filepath.Clean(p) != filepath.Clean(f.output) {
+		return fmt.Errorf("%w: query %s writes to sink %s WITH (path = '%s'), and --output names %s: a changelog goes to one place; drop --output, or the sink's path", ErrUsage, pq.Name, s.Name, p, f.output)
+	}
+	return nil
 }
 
 // kafkaChain returns, for a Kafka run without --query, the script's last
