@@ -92,9 +92,6 @@ type Stats struct {
 	DedupBytes       int64 // estimated bytes of the dedup state
 	RecordsOut       int64 // records emitted
 	HavingSuppressed int64 // emissions skipped because HAVING was false
-	// emissions skipped because the value equals the last one published
-	// for the (group, window): a change record carries a change
-	UnchangedSuppressed int64
 	WindowsFinalized int64 // (group, window) pairs closed
 	LiveGroups       int64 // live (group, window) states now
 	LiveGroupsPeak   int64
@@ -106,6 +103,10 @@ type Stats struct {
 	LatencyP99       float64
 	LatencyMax       float64
 	LatencyCount     uint64
+
+	// UnchangedSuppressed counts the records not emitted because their
+	// value equals the last one published for the (group, window).
+	UnchangedSuppressed int64
 }
 
 // Operator executes one query. It is not safe for concurrent use.

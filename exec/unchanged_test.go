@@ -28,7 +28,9 @@ type emitted struct {
 	final    bool
 }
 
-func (e emitted) String() string { return fmt.Sprintf("%s %s rev %d final %v", e.key, e.val, e.rev, e.final) }
+func (e emitted) String() string {
+	return fmt.Sprintf("%s %s rev %d final %v", e.key, e.val, e.rev, e.final)
+}
 
 func compileOne(t *testing.T, sql string) *plan.Query {
 	t.Helper()
