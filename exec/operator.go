@@ -58,6 +58,11 @@ type LateEvent struct {
 	// one (internal/drive sets it; nil for a pushed row). Valid only during
 	// the call, so a late output can carry the event for a replay.
 	Event []byte
+	// Source is the declared source Event was read from, when the host
+	// knows it (internal/drive sets it), so a late output can show every
+	// declared column of the event: Row holds only the columns the query
+	// reads.
+	Source *plan.Source
 }
 
 // Config wires an Operator to its host.

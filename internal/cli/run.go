@@ -280,8 +280,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	var curLineNo int64 // the line of the input record being pushed, for the late output
 	var lateHook func(string, *drive.LateEvent)
 	if f.lateOutput != "" {
+		lr := &lateRows{}
 		lateHook = func(query string, ev *drive.LateEvent) {
-			lateBuf = appendLate(lateBuf[:0], query, curLineNo, ev)
+			lateBuf = appendLate(lateBuf[:0], lr, query, curLineNo, ev)
 			if _, err := lateW.Write(lateBuf); err != nil && sideErr == nil {
 				sideErr = fmt.Errorf("--late-output %s: %w", f.lateOutput, err)
 			}
@@ -1264,11 +1265,11 @@ func writeDead(w io.Writer, input, query string, line int64, event []byte, err e
 
 // appendLate renders one late event: the query, the contract key of the
 // (group, window) it was for, the reason, its event time, the window and
-// the watermark, the decoded row (columns the query does not read are
-// NULL), and the whole input record as read (ev.Event, which the driver
+// the watermark, the event's declared columns by name (lateRows), and the
+// whole input record as read (ev.Event, which the driver
 // sets on every host) with its line number when the input has lines (a
 // file; 0 for a Kafka source), so the event can be replayed.
-func appendLate(b []byte, query string, line int64, ev *drive.LateEvent) []byte {
+func appendLate(b []byte, lr *lateRows, query string, line int64, ev *drive.LateEvent) []byte {
 	b = append(b, `{"query": `...)
 	b = changelog.AppendCell(b, types.Str(query))
 	if ev.Windowed {
@@ -1290,7 +1291,7 @@ func appendLate(b []byte, query string, line int64, ev *drive.LateEvent) []byte 
 	b = append(b, `, "watermark": `...)
 	b = changelog.AppendCell(b, types.TS(ev.Watermark))
 	b = append(b, `, "row": `...)
-	b = changelog.AppendKey(b, ev.Row)
+	b = lr.appendRow(b, ev)
 	if ev.Event != nil {
 		if line > 0 {
 			b = append(b, `, "line": `...)

@@ -284,10 +284,11 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		defer lf.Close()
 		var mu sync.Mutex
 		var buf []byte
+		lr := &lateRows{}
 		onViewLate = func(name string, ev *drive.LateEvent) {
 			mu.Lock()
 			defer mu.Unlock()
-			buf = appendLate(buf[:0], name, 0, ev)
+			buf = appendLate(buf[:0], lr, name, 0, ev)
 			if _, err := lf.Write(buf); err != nil && lateErr == nil {
 				lateErr = fmt.Errorf("--late-output %s: %w", f.lateOutput, err)
 			}

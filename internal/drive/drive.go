@@ -348,8 +348,10 @@ func (d *Driver) onRecord(r *changelog.Record) error {
 
 func (d *Driver) onLate(ev *exec.LateEvent) {
 	ev.Event = d.raw
+	ev.Source = d.inputSource()
 	d.late(ev)
 }
+
 
 // Enter begins a call of a host that detects concurrent use: it fails
 // with ErrConcurrentUse while another call runs, and with the driver's
