@@ -352,7 +352,6 @@ func (d *Driver) onLate(ev *exec.LateEvent) {
 	d.late(ev)
 }
 
-
 // Enter begins a call of a host that detects concurrent use: it fails
 // with ErrConcurrentUse while another call runs, and with the driver's
 // fatal error once it has one. A successful Enter is paired with a
