@@ -92,6 +92,9 @@ func (d *Driver) joinEvent(row []types.Value) error {
 			return d.pump()
 		}
 	}
+	if d.join.j.Late(row[d.q.Join.Stream.TimeCol].I) && d.op.CountCopy(row) {
+		return nil // a copy of an admitted event: a duplicate, not late
+	}
 	late, err := d.join.j.PushEvent(row)
 	if err != nil {
 		d.n.Applied--
