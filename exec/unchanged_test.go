@@ -323,3 +323,33 @@ func TestEarlyChangesOnly(t *testing.T) {
 		t.Fatalf("%d suppressed, %d out; want 2 and 3", st.UnchangedSuppressed, st.RecordsOut)
 	}
 }
+
+// BenchmarkChangeRecord: a continuous view whose every event changes its
+// value (each is published, after its value is hashed) against one whose
+// events leave it unchanged (each is rendered, hashed and suppressed).
+func BenchmarkChangeRecord(b *testing.B) {
+	for _, name := range []string{"changed", "unchanged"} {
+		b.Run(name, func(b *testing.B) {
+			prog, err := plan.Compile(benchSource+`SELECT merchant, count(*) AS n, max(customer) AS top FROM events GROUP BY merchant`, plan.CompileOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			sql := prog.Queries[0]
+			if name == "unchanged" {
+				prog, _ = plan.Compile(benchSource+`SELECT merchant, max(customer) AS top FROM events GROUP BY merchant`, plan.CompileOptions{})
+				sql = prog.Queries[0]
+			}
+			op, err := New(sql, Config{Nanotime: func() int64 { return 1 }, Emit: func(*changelog.Record) error { return nil }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			row := []types.Value{types.Str("e"), types.Str("merchant-0001"), types.Str("customer-0001"), types.Float(1), types.TS(36000000000)}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := op.Process(row); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
