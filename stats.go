@@ -16,17 +16,20 @@ type Stats struct {
 	DedupBytes       int64 // estimated bytes of the dedup state
 	RecordsOut       int64 // records emitted
 	HavingSuppressed int64 // emissions skipped because HAVING was false
-	WindowsFinalized int64 // (group, window) pairs closed
-	LiveGroups       int64 // live (group, window) states now
-	LiveGroupsPeak   int64
-	StateBytes       int64 // estimated bytes of live state now
-	StateBytesPeak   int64
-	Watermark        int64   // µs; math.MinInt64 before the first event
-	MaxEventTime     int64   // µs
-	LatencyP50       float64 // emission latency, ns
-	LatencyP99       float64
-	LatencyMax       float64
-	LatencyCount     uint64
+	// UnchangedSuppressed counts change records not emitted because their
+	// value equals the last one emitted for their key.
+	UnchangedSuppressed int64
+	WindowsFinalized    int64 // (group, window) pairs closed
+	LiveGroups          int64 // live (group, window) states now
+	LiveGroupsPeak      int64
+	StateBytes          int64 // estimated bytes of live state now
+	StateBytesPeak      int64
+	Watermark           int64   // µs; math.MinInt64 before the first event
+	MaxEventTime        int64   // µs
+	LatencyP50          float64 // emission latency, ns
+	LatencyP99          float64
+	LatencyMax          float64
+	LatencyCount        uint64
 
 	EventsIn  int64 // events pushed
 	Malformed int64 // events that could not be decoded
@@ -79,8 +82,9 @@ func operatorStats(s exec.Stats) Stats {
 	return Stats{
 		Rows: s.Rows, Filtered: s.Filtered, EvalErrors: s.EvalErrors, Late: s.Late,
 		Duplicates: s.Duplicates, DedupLate: s.DedupLate, DedupKeys: s.DedupKeys, DedupBytes: s.DedupBytes,
-		RecordsOut: s.RecordsOut, HavingSuppressed: s.HavingSuppressed, WindowsFinalized: s.WindowsFinalized,
-		LiveGroups: s.LiveGroups, LiveGroupsPeak: s.LiveGroupsPeak, StateBytes: s.StateBytes, StateBytesPeak: s.StateBytesPeak,
+		RecordsOut: s.RecordsOut, HavingSuppressed: s.HavingSuppressed, UnchangedSuppressed: s.UnchangedSuppressed,
+		WindowsFinalized: s.WindowsFinalized,
+		LiveGroups:       s.LiveGroups, LiveGroupsPeak: s.LiveGroupsPeak, StateBytes: s.StateBytes, StateBytesPeak: s.StateBytesPeak,
 		Watermark: s.Watermark, MaxEventTime: s.MaxEventTime,
 		LatencyP50: s.LatencyP50, LatencyP99: s.LatencyP99, LatencyMax: s.LatencyMax, LatencyCount: s.LatencyCount,
 	}

@@ -594,6 +594,9 @@ type statsJSON struct {
 	Late             int64              `json:"late"`
 	RecordsOut       int64              `json:"records_out"`
 	HavingSuppressed int64              `json:"having_suppressed"`
+	Unchanged        int64              `json:"unchanged_suppressed"`
+	Duplicates       int64              `json:"duplicates"`
+	DedupLate        int64              `json:"dedup_late"`
 	WindowsFinalized int64              `json:"windows_finalized"`
 	LiveGroups       int64              `json:"live_groups"`
 	StateBytes       int64              `json:"state_bytes"`
@@ -657,7 +660,8 @@ func ubik_query_stats(h C.ubik_query, out **C.char, n *C.size_t) (rc C.int) {
 		s := statsJSON{
 			EventsIn: st.EventsIn, Malformed: st.Malformed, Pending: st.Pending,
 			Rows: st.Rows, Filtered: st.Filtered, EvalErrors: st.EvalErrors, Late: st.Late,
-			RecordsOut: st.RecordsOut, HavingSuppressed: st.HavingSuppressed,
+			RecordsOut: st.RecordsOut, HavingSuppressed: st.HavingSuppressed, Unchanged: st.UnchangedSuppressed,
+			Duplicates: st.Duplicates, DedupLate: st.DedupLate,
 			WindowsFinalized: st.WindowsFinalized, LiveGroups: st.LiveGroups, StateBytes: st.StateBytes,
 		}
 		// exec leaves Stats.Watermark at 0, not MinInt64, until the first

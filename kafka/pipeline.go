@@ -197,6 +197,10 @@ type Stats struct {
 	// and the input-dedup state. Duplicates and DedupLate are the owned
 	// operators' running totals (they move with their partitions).
 	LiveGroups, StateBytes, Duplicates, DedupLate, DedupKeys, DedupBytes int64
+	// UnchangedSuppressed is the owned operators' running total of change
+	// records not produced because their value equals the last one
+	// produced for the key.
+	UnchangedSuppressed int64
 	// The source partitions this process reads, as of its last poll:
 	// IdlePartitions are quiet for the idle timeout and no longer hold
 	// the watermark back; SilentPartitions delivered no event in this run
@@ -209,6 +213,7 @@ type counters struct {
 	eventsIn, applied, malformed, headers, evalErrors, late, recordsOut, stateOut, markersOut,
 	commits, aborts, restores, restoredEntries, redos, dataLost atomic.Int64
 	liveGroups, stateBytes, duplicates, dedupLate, dedupKeys, dedupBytes atomic.Int64
+	unchanged                                                            atomic.Int64
 	tableRows, tableMalformed, tableLate                                 atomic.Int64
 	joinJoined, joinUnmatched, joinWaiting, joinVersions, joinKeys       atomic.Int64
 }
@@ -452,7 +457,8 @@ func (p *Pipeline) Stats() (s Stats) {
 		CaughtUp:   p.caughtUp.Load(),
 		LiveGroups: c.liveGroups.Load(), StateBytes: c.stateBytes.Load(), Duplicates: c.duplicates.Load(),
 		DedupLate: c.dedupLate.Load(), DedupKeys: c.dedupKeys.Load(), DedupBytes: c.dedupBytes.Load(),
-		TableRows: c.tableRows.Load(), TableMalformed: c.tableMalformed.Load(), TableLate: c.tableLate.Load(),
+		UnchangedSuppressed: c.unchanged.Load(),
+		TableRows:           c.tableRows.Load(), TableMalformed: c.tableMalformed.Load(), TableLate: c.tableLate.Load(),
 		JoinJoined: c.joinJoined.Load(), JoinUnmatched: c.joinUnmatched.Load(), JoinWaiting: c.joinWaiting.Load(),
 		JoinVersions: c.joinVersions.Load(), JoinKeys: c.joinKeys.Load(),
 	}

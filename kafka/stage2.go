@@ -565,12 +565,14 @@ func (st *stage2) checkpoint() error {
 	p := st.p
 	// Publish the owned operators' gauges for Stats (this goroutine is the
 	// only one that touches the operators).
-	var live, bytes, dups, dlate, dkeys, dbytes int64
+	var live, bytes, dups, dlate, dkeys, dbytes, unchanged int64
 	for _, t := range st.tasks {
 		s := t.d.Stats()
 		live, bytes, dups, dlate, dkeys, dbytes = live+s.LiveGroups, bytes+s.StateBytes, dups+s.Duplicates,
 			dlate+s.DedupLate, dkeys+s.DedupKeys, dbytes+s.DedupBytes
+		unchanged += s.UnchangedSuppressed
 	}
+	p.c.unchanged.Store(unchanged)
 	p.c.liveGroups.Store(live)
 	p.c.stateBytes.Store(bytes)
 	p.c.duplicates.Store(dups)

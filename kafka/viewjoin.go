@@ -545,6 +545,7 @@ func (p *Pipeline) viewJoinStats(s Stats) Stats {
 		s.LiveGroups += x.LiveGroups
 		s.StateBytes += x.StateBytes
 		s.Duplicates += x.Duplicates
+		s.UnchangedSuppressed += x.UnchangedSuppressed
 		s.DedupLate += x.DedupLate
 		s.DedupKeys += x.DedupKeys
 		s.DedupBytes += x.DedupBytes

@@ -302,6 +302,7 @@ func (p *Pipeline) segStats() Stats {
 		s.LiveGroups += x.LiveGroups
 		s.StateBytes += x.StateBytes
 		s.Duplicates += x.Duplicates
+		s.UnchangedSuppressed += x.UnchangedSuppressed
 		s.DedupLate += x.DedupLate
 		s.DedupKeys += x.DedupKeys
 		s.DedupBytes += x.DedupBytes

@@ -27,6 +27,7 @@ type queryMetrics struct {
 	eventsIn, malformed, late, evalErrors, recordsOut, finalized *prometheus.Desc
 	liveGroups, stateBytes, watermark, watermarkLag, emitP99     *prometheus.Desc
 	duplicates, dedupLate, dedupKeys, dedupBytes                 *prometheus.Desc
+	unchanged                                                    *prometheus.Desc
 	join                                                         joinMetrics
 	interval                                                     intervalMetrics
 	// inputs names the two inputs of a query that reads two (setInputs):
@@ -47,6 +48,7 @@ func newQueryMetrics(name string) *queryMetrics {
 		late:         d("events_late_total", "Events that arrived for a window already final."),
 		recordsOut:   d("records_emitted_total", "Changelog records emitted (summary: records_emitted)."),
 		finalized:    d("windows_finalized_total", "(group, window) pairs closed."),
+		unchanged:    d("records_unchanged_suppressed_total", "Records not emitted because their value equals the last one emitted for the key (summary: unchanged_suppressed)."),
 		liveGroups:   d("live_groups", "Live (group, window) states."),
 		stateBytes:   d("state_bytes", "Estimated bytes of live operator state."),
 		watermark:    d("watermark_seconds", "Event-time watermark, Unix seconds."),
@@ -82,7 +84,7 @@ func (m *queryMetrics) publish(s ubik.Stats) { m.snap.Store(&s) }
 
 func (m *queryMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.eventsIn, m.malformed, m.evalErrors, m.late, m.recordsOut, m.finalized,
-		m.liveGroups, m.stateBytes, m.watermark, m.watermarkLag, m.emitP99, m.duplicates, m.dedupLate, m.dedupKeys, m.dedupBytes} {
+		m.liveGroups, m.stateBytes, m.watermark, m.watermarkLag, m.emitP99, m.duplicates, m.dedupLate, m.dedupKeys, m.dedupBytes, m.unchanged} {
 		ch <- d
 	}
 	m.join.describe(ch)
@@ -119,6 +121,7 @@ func (m *queryMetrics) Collect(ch chan<- prometheus.Metric) {
 	c(m.late, float64(late))
 	c(m.recordsOut, float64(s.RecordsOut))
 	c(m.finalized, float64(s.WindowsFinalized))
+	c(m.unchanged, float64(s.UnchangedSuppressed))
 	g(m.liveGroups, float64(s.LiveGroups))
 	g(m.stateBytes, float64(s.StateBytes))
 	g(m.emitP99, s.LatencyP99/1e9)
@@ -208,6 +211,7 @@ func serveKafkaMetrics(ctx context.Context, env *Env, addr, name string, pl *kaf
 		s.EventsIn, s.Malformed, s.EvalErrors, s.Late, s.RecordsOut = st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut
 		s.LiveGroups, s.StateBytes = st.LiveGroups, st.StateBytes
 		s.Duplicates, s.DedupLate, s.DedupKeys, s.DedupBytes = st.Duplicates, st.DedupLate, st.DedupKeys, st.DedupBytes
+		s.UnchangedSuppressed = st.UnchangedSuppressed
 		s.Watermark = minInt64 // per partition in Kafka; not one number
 		s.Table.RowsIn, s.Table.Malformed, s.Table.Late = st.TableRows, st.TableMalformed, st.TableLate
 		s.Join.Joined, s.Join.Unmatched, s.Join.Buffered, s.Join.Versions, s.Join.Keys = st.JoinJoined, st.JoinUnmatched, st.JoinWaiting, st.JoinVersions, st.JoinKeys

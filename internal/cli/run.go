@@ -225,6 +225,11 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			return fmt.Errorf("%w: the script runs %d queries; --output-dir DIR gives each its own file (--output is for one query)", ErrUsage, len(pqs))
 		}
 	}
+	if len(pqs) == 1 {
+		if err := outputConflict(prog, pqs[0], &f); err != nil {
+			return err
+		}
+	}
 	targets := make([]*runTarget, len(pqs))
 	for i, pq := range pqs {
 		targets[i] = &runTarget{pq: pq, out: outputPath(prog, pq, &f, len(pqs))}
@@ -882,6 +887,20 @@ func outputPath(prog *plan.Program, pq *planQuery, f *runFlags, n int) string {
 	return f.output
 }
 
+// outputConflict refuses --output FILE for a query whose CREATE SINK
+// names another file: either would be a silent choice of where the
+// changelog goes.
+func outputConflict(prog *plan.Program, pq *planQuery, f *runFlags) error {
+	s := querySink(prog, pq)
+	if !f.set["output"] || s == nil || s.Options["path"] == "" || strings.EqualFold(s.Options["connector"], "kafka") {
+		return nil
+	}
+	if p := s.Options["path"]; filepath.Clean(p) != filepath.Clean(f.output) {
+		return fmt.Errorf("%w: query %s writes to sink %s WITH (path = '%s'), and --output names %s: a changelog goes to one place; drop --output, or the sink's path", ErrUsage, pq.Name, s.Name, p, f.output)
+	}
+	return nil
+}
+
 // kafkaChain returns, for a Kafka run without --query, the script's last
 // query when it reads every other one (the script is one chain of views,
 // which a Kafka run runs whole), else nil.
@@ -1264,8 +1283,8 @@ func writeDead(w io.Writer, input, query string, line int64, event []byte, err e
 
 // appendLate renders one late event: the query, the contract key of the
 // (group, window) it was for, the reason, its event time, the window and
-// the watermark, the decoded row (columns the query does not read are
-// NULL), and the whole input record as read (ev.Event, which the driver
+// the watermark, the event's declared columns by name (ubik.LateEvent.Row), and the
+// whole input record as read (ev.Event, which the driver
 // sets on every host) with its line number when the input has lines (a
 // file; 0 for a Kafka source), so the event can be replayed.
 func appendLate(b []byte, query string, line int64, ev *ubik.LateEvent) []byte {
@@ -1305,12 +1324,12 @@ func appendLate(b []byte, query string, line int64, ev *ubik.LateEvent) []byte {
 // lateOf fills ev, reusing its buffers, with the late event e as the
 // root package hands one to a host: the Kafka runtime reports the
 // driver's own.
-func lateOf(ev *ubik.LateEvent, e *drive.LateEvent) *ubik.LateEvent {
+func lateOf(ev *ubik.LateEvent, lr *drive.LateRows, e *drive.LateEvent) *ubik.LateEvent {
 	key := ev.Key[:0]
 	if e.Windowed {
 		key = changelog.AppendKey(key, e.Key)
 	}
-	row := changelog.AppendKey(ev.Row[:0], e.Row)
+	row := lr.Append(ev.Row[:0], e)
 	*ev = ubik.LateEvent{Event: e.Event, Key: key, Row: row, Windowed: e.Windowed, EventTime: e.EventTime,
 		WindowStart: e.WindowStart, WindowEnd: e.WindowEnd, Watermark: e.Watermark, Reason: e.Reason}
 	return ev
@@ -1331,6 +1350,7 @@ type summary struct {
 	DedupKeys          int64   `json:"dedup_keys"`
 	RecordsEmitted     int64   `json:"records_emitted"`
 	HavingSuppressed   int64   `json:"having_suppressed"`
+	Unchanged          int64   `json:"unchanged_suppressed"`
 	WindowsFinalized   int64   `json:"windows_finalized"`
 	WallSeconds        float64 `json:"wall_seconds"`
 	EventsPerSecond    float64 `json:"events_per_second"`
@@ -1400,6 +1420,7 @@ func newSummary(name string, st ubik.Stats, elapsed time.Duration, inputs []stri
 		DedupKeys:        st.DedupKeys,
 		RecordsEmitted:   st.RecordsOut,
 		HavingSuppressed: st.HavingSuppressed,
+		Unchanged:        st.UnchangedSuppressed,
 		WindowsFinalized: st.WindowsFinalized,
 		WallSeconds:      elapsed.Seconds(),
 		EmitLatencyP50Ms: st.LatencyP50 / 1e6,
@@ -1492,8 +1513,12 @@ func (s summary) print(w io.Writer) {
 	if s.Duplicates+s.DedupLate > 0 {
 		fmt.Fprintf(&b, ", %d duplicates, %d dedup late", s.Duplicates, s.DedupLate)
 	}
-	fmt.Fprintf(&b, ", %d records emitted, %d windows finalized, %s, %.0f events/s",
-		s.RecordsEmitted, s.WindowsFinalized, formatWall(s.WallSeconds), s.EventsPerSecond)
+	fmt.Fprintf(&b, ", %d records emitted", s.RecordsEmitted)
+	if s.Unchanged > 0 {
+		fmt.Fprintf(&b, ", %d unchanged suppressed", s.Unchanged)
+	}
+	fmt.Fprintf(&b, ", %d windows finalized, %s, %.0f events/s",
+		s.WindowsFinalized, formatWall(s.WallSeconds), s.EventsPerSecond)
 	if s.Interval != nil {
 		b.WriteString(s.Interval.text())
 	}

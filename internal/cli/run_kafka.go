@@ -295,10 +295,11 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		var mu sync.Mutex
 		var buf []byte
 		var late ubik.LateEvent
+		var lr drive.LateRows
 		onViewLate = func(name string, ev *drive.LateEvent) {
 			mu.Lock()
 			defer mu.Unlock()
-			buf = appendLate(buf[:0], name, 0, lateOf(&late, ev))
+			buf = appendLate(buf[:0], name, 0, lateOf(&late, &lr, ev))
 			if _, err := lf.Write(buf); err != nil && lateErr == nil {
 				lateErr = fmt.Errorf("--late-output %s: %w", f.lateOutput, err)
 			}
@@ -384,8 +385,17 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		if stopped {
 			how = "stopped (" + stopCause(ctx).Error() + "): "
 		}
-		fmt.Fprintf(env.Stderr, "ubik: %s: %s%d events consumed, %d malformed, %d eval errors, %d late, %d records produced, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s%s\n",
-			q.Name, how, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
+		// Duplicates and unchanged records are named as the file run's
+		// summary names them (summary.text).
+		dups, unchanged := "", ""
+		if st.Duplicates+st.DedupLate > 0 {
+			dups = fmt.Sprintf(", %d duplicates, %d dedup late", st.Duplicates, st.DedupLate)
+		}
+		if st.UnchangedSuppressed > 0 {
+			unchanged = fmt.Sprintf(", %d unchanged suppressed", st.UnchangedSuppressed)
+		}
+		fmt.Fprintf(env.Stderr, "ubik: %s: %s%d events consumed, %d malformed, %d eval errors, %d late%s, %d records produced%s, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s%s\n",
+			q.Name, how, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, dups, st.RecordsOut, unchanged, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
 	}
 	if err == nil {
 		err = lateErr

@@ -596,6 +596,7 @@ func (p *par) stats() exec.Stats {
 		s.DedupLate += t.DedupLate
 		s.RecordsOut += t.RecordsOut
 		s.HavingSuppressed += t.HavingSuppressed
+		s.UnchangedSuppressed += t.UnchangedSuppressed
 		s.WindowsFinalized += t.WindowsFinalized
 		s.LiveGroups += t.LiveGroups
 		s.LiveGroupsPeak += t.LiveGroupsPeak

@@ -29,6 +29,14 @@ import (
 
 const stateVersion = 1
 
+// opStateVersion is the format of the operator's group and meta entries:
+// version 2 added the hash of a group's last published value (without it
+// a restart would publish an unchanged value again, or suppress a changed
+// one) and the UnchangedSuppressed counter. Version 1 entries are still
+// read: their groups publish their next record whatever its value, as
+// version 1 did.
+const opStateVersion = 2
+
 // ErrBadState is returned (wrapped) when checkpoint bytes cannot be decoded
 // or do not belong to this query.
 var ErrBadState = errors.New("exec: bad checkpoint state")
@@ -138,8 +146,14 @@ func appendStateKey(kb []byte, seq uint64, mapKey string) []byte {
 }
 
 func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
+	return o.groupEntryVersion(kb, vb, g, opStateVersion)
+}
+
+// groupEntryVersion writes g's entry in the given format: a version 1
+// entry has no last published value.
+func (o *Operator) groupEntryVersion(kb, vb []byte, g *group, version byte) ([]byte, []byte) {
 	kb = appendStateKey(kb, g.seq, g.mapKey)
-	vb = append(vb, stateVersion)
+	vb = append(vb, version)
 	vb = binary.AppendVarint(vb, g.start)
 	vb = binary.AppendVarint(vb, o.groupEnd(g))
 	vb = binary.AppendUvarint(vb, g.revision)
@@ -147,6 +161,13 @@ func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
 	if g.dirtyAt != 0 {
 		vb = append(vb, 1)
 	} else {
+		vb = append(vb, 0)
+	}
+	switch {
+	case version < opStateVersion:
+	case g.has(published):
+		vb = binary.LittleEndian.AppendUint64(append(vb, 1), g.lastValue)
+	default:
 		vb = append(vb, 0)
 	}
 	o.cellsOut = decodeKeyBytes(g.mapKey, o.keyTypes, o.cellsOut[:0])
@@ -164,16 +185,11 @@ func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
 }
 
 func (o *Operator) metaEntry(position []byte) []byte {
-	b := []byte{stateVersion}
-	b = binary.AppendVarint(b, o.watermark)
-	b = binary.AppendVarint(b, o.maxEventTime)
-	b = binary.AppendUvarint(b, o.seq)
 	s := &o.stats
-	for _, c := range []int64{s.Rows, s.Filtered, s.EvalErrors, s.Late, s.RecordsOut, s.HavingSuppressed, s.WindowsFinalized, s.Duplicates, s.DedupLate} {
-		b = binary.AppendVarint(b, c)
-	}
-	b = binary.AppendUvarint(b, uint64(len(position)))
-	return append(b, position...)
+	return AppendMeta(nil, Meta{Watermark: o.watermark, MaxEventTime: o.maxEventTime, Seq: o.seq,
+		Counters: [MetaCounters]int64{s.Rows, s.Filtered, s.EvalErrors, s.Late, s.RecordsOut, s.HavingSuppressed,
+			s.WindowsFinalized, s.Duplicates, s.DedupLate, s.UnchangedSuppressed},
+		Position: position})
 }
 
 // Restore loads one checkpoint entry into an operator that has processed
@@ -192,17 +208,21 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if len(val) == 0 {
 		return nil, nil // a deleted entry
 	}
-	if val[0] != stateVersion {
+	version := val[0]
+	if version != stateVersion && version != opStateVersion {
 		return nil, fmt.Errorf("%w: unknown state version %d", ErrBadState, val[0])
 	}
 	r := &reader{b: val[1:]}
 	if string(key) == MetaKey {
-		return o.restoreMeta(r, val)
+		return o.restoreMeta(val)
 	}
 	if len(key) == 0 {
 		return nil, fmt.Errorf("%w: empty entry key", ErrBadState)
 	}
 	if key[0] == 'd' && len(key) > 1 {
+		if version != stateVersion {
+			return nil, fmt.Errorf("%w: unknown dedup entry version %d", ErrBadState, version)
+		}
 		if o.dedup == nil {
 			return nil, fmt.Errorf("%w: a dedup entry, but the source declares no dedup_key", ErrBadState)
 		}
@@ -244,6 +264,10 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if r.byte1() == 1 {
 		g.dirtyAt = 1
 	}
+	if version >= 2 && r.byte1() == 1 {
+		g.lastValue = r.u64()
+		g.set(published, true)
+	}
 	nc := r.uvarint()
 	if nc != uint64(len(o.keyExprs)) {
 		return nil, fmt.Errorf("%w: group has %d key cells, the query %d", ErrBadState, nc, len(o.keyExprs))
@@ -270,7 +294,7 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	// What the entry says must be what the group is: a value that reads
 	// but would be written otherwise (trailing bytes, a count that does
 	// not fit its aggregate, a window the query has not) is refused.
-	if kb, vb := o.groupEntry(nil, nil, g); !bytes.Equal(kb, key) || !bytes.Equal(vb, val) {
+	if kb, vb := o.groupEntryVersion(nil, nil, g, version); !bytes.Equal(kb, key) || !bytes.Equal(vb, val) {
 		return nil, fmt.Errorf("%w: entry %q does not hold a state of this query (it would be written back otherwise)", ErrBadState, key)
 	}
 	o.place(g)
@@ -280,38 +304,29 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 // restoreMeta loads the meta entry: the clocks, the group counter and the
 // counters, which must be as the operator writes them (counts are never
 // negative, nothing trails the position).
-func (o *Operator) restoreMeta(r *reader, val []byte) ([]byte, error) {
-	wm, maxTime, seq := r.varint(), r.varint(), r.uvarint()
-	var c [9]int64
-	for i := range c {
-		c[i] = r.varint()
-		if c[i] < 0 {
+func (o *Operator) restoreMeta(val []byte) ([]byte, error) {
+	m, err := ParseMeta(val)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range m.Counters {
+		if c < 0 {
 			return nil, fmt.Errorf("%w: meta entry: a negative count", ErrBadState)
 		}
 	}
-	n := r.uvarint()
-	position := append([]byte(nil), r.bytes(int(min(n, math.MaxInt32)))...)
-	if r.err != nil {
-		return nil, r.err
-	}
-	want := binary.AppendUvarint(binary.AppendVarint(binary.AppendVarint([]byte{stateVersion}, wm), maxTime), seq)
-	for _, x := range c {
-		want = binary.AppendVarint(want, x)
-	}
-	want = append(binary.AppendUvarint(want, uint64(len(position))), position...)
-	if !bytes.Equal(want, val) {
+	if !bytes.Equal(appendMetaVersion(nil, m, val[0]), val) {
 		return nil, fmt.Errorf("%w: the meta entry is not as the operator writes it", ErrBadState)
 	}
-	o.watermark, o.maxEventTime = wm, maxTime
-	o.seq = max(o.seq, seq) // a group entry restored first may already have raised it
+	o.watermark, o.maxEventTime = m.Watermark, m.MaxEventTime
+	o.seq = max(o.seq, m.Seq) // a group entry restored first may already have raised it
 	s := &o.stats
-	for i, p := range []*int64{&s.Rows, &s.Filtered, &s.EvalErrors, &s.Late, &s.RecordsOut, &s.HavingSuppressed, &s.WindowsFinalized, &s.Duplicates, &s.DedupLate} {
-		*p = c[i]
+	for i, p := range []*int64{&s.Rows, &s.Filtered, &s.EvalErrors, &s.Late, &s.RecordsOut, &s.HavingSuppressed, &s.WindowsFinalized, &s.Duplicates, &s.DedupLate, &s.UnchangedSuppressed} {
+		*p = m.Counters[i]
 	}
 	s.Watermark = o.watermark
 	o.restoredRows = s.Rows
 	s.Rows = 0 // Restore may be called for more entries; Process checks Rows.
-	return position, nil
+	return m.Position, nil
 }
 
 // place inserts a restored group into the operator's structures. Groups
