@@ -54,6 +54,11 @@ func runCBuild(t *testing.T, r *readmeEnv, block string) {
 	if len(lines) != 2 || lines[0] != "bash capi/build.sh" || !strings.HasPrefix(lines[1], "gcc ") {
 		t.Fatalf("want the build script and one gcc line, got %q", lines)
 	}
+	for _, f := range []string{"capi/README.md", "capi/build.sh"} {
+		if b, err := os.ReadFile(filepath.Join(r.root, f)); err != nil || !strings.Contains(string(b), strings.Replace(lines[1], "host", "myhost", 2)) && !strings.Contains(string(b), lines[1]) {
+			t.Errorf("%s does not give docs/embedding.md's build line %s (%v)", f, lines[1], err)
+		}
+	}
 	dir := r.capiLib(t)
 	host := `#include "ubik.h"
 #include <stdio.h>

@@ -1298,7 +1298,7 @@ func lateOf(ev *ubik.LateEvent, e *drive.LateEvent) *ubik.LateEvent {
 }
 
 // summary is what a run reports at the end: the text line on stderr and
-// --stats-json use the same names (README.md, "Run summary"), and the
+// --stats-json use the same names (docs/operations.md, "What `ubik run` prints"), and the
 // Prometheus metrics are ubik_<name>_total for the counters.
 type summary struct {
 	Query              string  `json:"query"`
