@@ -240,8 +240,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if f.threads <= 0 {
 		// One thread unless asked: on the 2-core machines this is
 		// measured on, two threads took 1.04 to 1.12 of one thread's
-		// wall time for 1.8 to 1.9 times its CPU (bench/README.md,
-		// "Threads, the default"), so more threads by default would cost
+		// wall time for 1.8 to 1.9 times its CPU (bench/results/
+		// 2026-12-02-threads-the-default.md), so more threads by default would cost
 		// every run CPU and gain it nothing.
 		f.threads = 1
 	}
