@@ -86,3 +86,29 @@ func TestDocLinks(t *testing.T) {
 		t.Fatalf("found %d relative links in the Markdown files; the walk missed them", links)
 	}
 }
+
+// maxReadmeBytes keeps README.md an entry point: what ubik is, install,
+// the two commands, one example and a link to each topic; the rest lives
+// in docs/.
+const maxReadmeBytes = 15 << 10
+
+// TestReadmeLinksEveryTopic: README.md stays under maxReadmeBytes and
+// links every topic doc under docs/.
+func TestReadmeLinksEveryTopic(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > maxReadmeBytes {
+		t.Errorf("README.md is %d bytes, over %d: move the detail into a topic doc under docs/", len(b), maxReadmeBytes)
+	}
+	docs, err := filepath.Glob("../docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs under ../docs (%v)", err)
+	}
+	for _, d := range docs {
+		if link := "](docs/" + filepath.Base(d) + ")"; !strings.Contains(string(b), link) {
+			t.Errorf("README.md does not link %s (want a link ending %q)", d, link)
+		}
+	}
+}
