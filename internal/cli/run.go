@@ -255,8 +255,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if f.threads <= 0 {
 		// One thread unless asked: on the 2-core machines this is
 		// measured on, two threads took 1.04 to 1.12 of one thread's
-		// wall time for 1.8 to 1.9 times its CPU (bench/README.md,
-		// "Threads, the default"), so more threads by default would cost
+		// wall time for 1.8 to 1.9 times its CPU (bench/results/
+		// 2026-12-02-threads-the-default.md), so more threads by default would cost
 		// every run CPU and gain it nothing.
 		f.threads = 1
 	}
@@ -1336,7 +1336,7 @@ func lateOf(ev *ubik.LateEvent, lr *drive.LateRows, e *drive.LateEvent) *ubik.La
 }
 
 // summary is what a run reports at the end: the text line on stderr and
-// --stats-json use the same names (README.md, "Run summary"), and the
+// --stats-json use the same names (docs/operations.md, "What `ubik run` prints"), and the
 // Prometheus metrics are ubik_<name>_total for the counters.
 type summary struct {
 	Query              string  `json:"query"`
