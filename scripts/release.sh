@@ -7,7 +7,7 @@
 # land/landprom, usage) at VERSION, so each of those modules is tagged
 # (VERSION for the root, DIR/VERSION for the module in DIR), and in the
 # tagged tree they require each other at VERSION, where the branch says
-# v0.0.0. The script makes that tree as one commit off the branch (in a
+# v0.0.0 (go.work resolves both to the directories). The script makes that tree as one commit off the branch (in a
 # temporary worktree), tags it for every module, and prints the push
 # command; the branch itself is not changed.
 #

@@ -5,7 +5,8 @@
 // side: the copy of the tree, the release commit and its tags.
 //
 //	release modules ROOT                    the published modules' directories
-//	release rewrite ROOT VERSION DIR...     requirements on them set to VERSION
+//	release rewrite ROOT VERSION DIR...     requirements on them (in DIR/go.mod
+//	                                        and go.work) set to VERSION
 //	release proxy ROOT VERSION TIME OUT DIR...  OUT/<module>/@v/VERSION.{info,mod,zip}
 package main
 
@@ -47,7 +48,10 @@ func run(args []string) error {
 				return err
 			}
 		}
-		return nil
+		if len(args) == 3 {
+			return nil
+		}
+		return rewriteWork(root, args[2])
 	case args[0] == "proxy" && len(args) >= 6:
 		return writeProxy(root, args[2], args[3], args[4], args[5:])
 	}

@@ -101,6 +101,41 @@ func rewrite(root, dir, version string) error {
 	return nil
 }
 
+// rewriteWork adds to root's go.work, for each replace of a repository
+// module at v0.0.0, the same replace at version: in the tagged tree the
+// published modules require each other at version, and go.work must resolve
+// those requirements to the directories as it does v0.0.0 on the branch
+// (whose other modules still require v0.0.0).
+func rewriteWork(root, version string) error {
+	file := filepath.Join(root, "go.work")
+	out, err := exec.Command("go", "work", "edit", "-json", file).Output()
+	if err != nil {
+		return fmt.Errorf("%w: go work edit -json %s: %v", ErrLayout, file, err)
+	}
+	var w struct {
+		Replace []struct {
+			Old struct{ Path, Version string }
+			New struct{ Path string }
+		}
+	}
+	if err := json.Unmarshal(out, &w); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrLayout, file, err)
+	}
+	args := []string{"work", "edit"}
+	for _, r := range w.Replace {
+		if moduleDir(r.Old.Path) != "" && r.Old.Version == "v0.0.0" {
+			args = append(args, "-replace="+r.Old.Path+"@"+version+"="+r.New.Path)
+		}
+	}
+	if len(args) == 2 {
+		return nil
+	}
+	if out, err := exec.Command("go", append(args, file)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: go work edit %s: %v: %s", ErrLayout, file, err, out)
+	}
+	return nil
+}
+
 // semver is a version a module of major version 0 or 1 can be tagged with
 // (build metadata is not allowed).
 var semver = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)

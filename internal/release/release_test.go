@@ -70,6 +70,31 @@ func TestRewrite(t *testing.T) {
 	}
 }
 
+// TestRewriteWork: go.work resolves the released requirements to the
+// directories, and still the branch's v0.0.0 ones.
+func TestRewriteWork(t *testing.T) {
+	root := t.TempDir()
+	work := "go 1.26.0\n\nuse ./land\n\nreplace github.com/ubiksql/ubik/land v0.0.0 => ./land\n\nreplace example.com/x v0.0.0 => ./x\n"
+	if err := os.WriteFile(filepath.Join(root, "go.work"), []byte(work), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := rewriteWork(root, "v1.2.3"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(root, "go.work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"github.com/ubiksql/ubik/land v0.0.0 => ./land", "github.com/ubiksql/ubik/land v1.2.3 => ./land"} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("rewritten go.work lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(string(got), "example.com/x v1.2.3") {
+		t.Errorf("a module outside the repository was given the version:\n%s", got)
+	}
+}
+
 // TestModuleFiles: a module's zip has its regular files, none of a nested
 // module's, no symlink.
 func TestModuleFiles(t *testing.T) {
