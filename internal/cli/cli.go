@@ -53,7 +53,7 @@ var commands = map[string]command{
 	"explain": {"print the plan of a query: key layout, windows, aggregates and their state cost, emit policy", runExplain},
 	"land":    {"upsert a changelog into Redis, DynamoDB, Postgres or ClickHouse", runLand},
 	"usage":   {"write to and read from the deduplicating usage-event log", runUsage},
-	"version": {"print the module version and VCS revision of this binary", runVersion},
+	"version": {"print the version, VCS revision, Go version and platform of this binary", runVersion},
 }
 
 // Exit statuses (README.md, "Exit status").
@@ -242,7 +242,7 @@ func cleanMessage(s string) string {
 
 func runVersion(ctx context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	setUsage(fs, env, "usage: ubik version (or ubik --version)\n\nprints the module version, the VCS revision and time, and the Go version of this binary",
+	setUsage(fs, env, "usage: ubik version (or ubik --version)\n\nprints the version of this binary (the release version linked in with -ldflags \"-X main.version=VERSION\", else the module version), the VCS revision and time when built in a git checkout, the Go version and the platform",
 		"ubik version", "ubik --version")
 	if err := parseFlags(fs, args); err != nil {
 		return err
