@@ -20,7 +20,8 @@ const installVersion = "v0.0.0-installtest"
 // workspace (GOWORK=off) with an empty GOPATH and module cache, fetching the
 // repository's modules from that proxy only (no checksum database knows
 // them) and every other module through the proxy go env names (after the
-// local module cache, which holds what that proxy served before). The
+// local module cache, which holds what that proxy served before), each
+// checked against the checksum database as a user's install is. The
 // installed binary must report the version, be built from the released
 // modules at that version and without kfake, and run a query.
 func TestInstallFromRelease(t *testing.T) {
