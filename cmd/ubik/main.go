@@ -22,6 +22,13 @@ import (
 // (bench/README.md, "The garbage collector's goal").
 const gcPercent = 200
 
+// version is a release build's version, linked in with
+// go build -ldflags "-X main.version=v1.2.3" (ubik version prints it). It
+// is a variable only because -X sets nothing else; nothing assigns it. A
+// binary installed with go install module@version needs none: its build
+// info has the module version.
+var version string
+
 func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
@@ -38,7 +45,9 @@ func main() {
 		s = <-sigs
 		os.Exit(cli.StopSignal{Signal: s}.Status())
 	}()
-	code := cli.Main(ctx, cli.StdEnv(), os.Args[1:])
+	env := cli.StdEnv()
+	env.Version = version
+	code := cli.Main(ctx, env, os.Args[1:])
 	signal.Stop(sigs)
 	cancel(nil)
 	os.Exit(code)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -27,6 +28,9 @@ type Env struct {
 	// IsTerminal reports whether Stderr is an interactive terminal (for the
 	// progress bar).
 	IsTerminal bool
+	// Version is the release version the binary was linked with (cmd/ubik's
+	// main.version, set by -ldflags -X), or "".
+	Version string
 }
 
 // StdEnv is the process environment.
@@ -49,7 +53,7 @@ var commands = map[string]command{
 	"explain": {"print the plan of a query: key layout, windows, aggregates and their state cost, emit policy", runExplain},
 	"land":    {"upsert a changelog into Redis, DynamoDB, Postgres or ClickHouse", runLand},
 	"usage":   {"write to and read from the deduplicating usage-event log", runUsage},
-	"version": {"print the module version and VCS revision of this binary", runVersion},
+	"version": {"print the version, VCS revision, Go version and platform of this binary", runVersion},
 }
 
 // Exit statuses (docs/operations.md, "Exit status").
@@ -238,7 +242,7 @@ func cleanMessage(s string) string {
 
 func runVersion(ctx context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	setUsage(fs, env, "usage: ubik version (or ubik --version)\n\nprints the module version, the VCS revision and time, and the Go version of this binary",
+	setUsage(fs, env, "usage: ubik version (or ubik --version)\n\nprints the version of this binary (the release version linked in with -ldflags \"-X main.version=VERSION\", else the module version), the VCS revision and time when built in a git checkout, the Go version and the platform",
 		"ubik version", "ubik --version")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -246,32 +250,31 @@ func runVersion(ctx context.Context, env *Env, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: version takes no arguments", ErrUsage)
 	}
-	_, err := fmt.Fprintln(env.Stdout, versionString())
+	bi, ok := debug.ReadBuildInfo()
+	_, err := fmt.Fprintln(env.Stdout, versionOf(env.Version, bi, ok))
 	return err
 }
 
-// versionString describes the binary from its build info: the module
-// version (set by go install module@version; "(devel)" in a checkout), the
-// VCS revision and time (stamped by go build in a git checkout), whether
-// the tree had local changes, and the Go version.
-func versionString() string {
-	bi, ok := debug.ReadBuildInfo()
-	return versionOf(bi, ok)
-}
-
-func versionOf(bi *debug.BuildInfo, ok bool) string {
-	if !ok {
-		return "ubik (no build info)"
-	}
+// versionOf describes the binary: its version, then the VCS revision and
+// time if go build stamped them, the Go version and the platform. The
+// version is the one linked in (-ldflags -X main.version=...) if any, else
+// the module version in the build info (go install module@version sets
+// it; go build in a git checkout stamps a pseudo-version), else (devel).
+func versionOf(linked string, bi *debug.BuildInfo, ok bool) string {
 	var b strings.Builder
-	v := bi.Main.Version
+	v := linked
+	if v == "" && ok && bi.Main.Version != "" {
+		v = bi.Main.Version
+	}
 	if v == "" {
 		v = "(devel)"
 	}
 	fmt.Fprintf(&b, "ubik %s", v)
 	settings := map[string]string{}
-	for _, s := range bi.Settings {
-		settings[s.Key] = s.Value
+	if ok {
+		for _, s := range bi.Settings {
+			settings[s.Key] = s.Value
+		}
 	}
 	if r := settings["vcs.revision"]; r != "" {
 		fmt.Fprintf(&b, " revision %s", r)
@@ -281,10 +284,15 @@ func versionOf(bi *debug.BuildInfo, ok bool) string {
 		if t := settings["vcs.time"]; t != "" {
 			fmt.Fprintf(&b, " committed %s", t)
 		}
-	} else {
-		b.WriteString(" (no VCS revision in the build info)")
 	}
-	fmt.Fprintf(&b, " %s", bi.GoVersion)
+	goVersion := runtime.Version()
+	if ok {
+		goVersion = bi.GoVersion
+	}
+	fmt.Fprintf(&b, " %s %s/%s", goVersion, runtime.GOOS, runtime.GOARCH)
+	if v == "(devel)" && settings["vcs.revision"] == "" {
+		b.WriteString(" (no version: built outside a git checkout or with -buildvcs=false, and without -ldflags -X main.version=VERSION)")
+	}
 	return b.String()
 }
 

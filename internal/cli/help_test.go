@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -68,13 +69,14 @@ func TestHelpEveryCommand(t *testing.T) {
 	}
 }
 
-// TestVersion: ubik version and ubik --version print the module version
-// and the VCS revision the binary was built from. Go stamps the revision
-// when it builds in a git checkout whose .git is a directory; in a git
-// worktree (.git is a file) it stamps none, and the command says so.
+// TestVersion: ubik version and ubik --version print the version linked in
+// with -ldflags -X main.version, the VCS revision the binary was built from,
+// the Go version and the platform. Go stamps the revision when it builds in
+// a git checkout whose .git is a directory; in a git worktree (.git is a
+// file) it stamps none.
 func TestVersion(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "ubik")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/ubiksql/ubik/cmd/ubik")
+	cmd := exec.Command("go", "build", "-o", bin, "-ldflags=-X main.version=v9.8.7-rc.1", "github.com/ubiksql/ubik/cmd/ubik")
 	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=true", "GOWORK="+testenv.GoWork(t)) // cmd/ubik is its own module
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -87,25 +89,44 @@ func TestVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// In a checkout Go stamps a pseudo-version (v0.0.0-DATE-REV) or
-	// (devel), then the revision.
-	want := regexp.MustCompile(`^ubik (\(devel\)|v\S+) revision ` + strings.TrimSpace(string(rev)) + ` `)
+	platform := " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"
+	want := regexp.MustCompile(`^ubik v9\.8\.7-rc\.1 revision ` + strings.TrimSpace(string(rev)) + ` (\(modified\) )?committed \S+ go1\.\S+` + platform + `$`)
 	if fi, err := os.Stat(filepath.Join(strings.TrimSpace(string(top)), ".git")); err != nil || !fi.IsDir() {
-		want = regexp.MustCompile(`^ubik \(devel\) \(no VCS revision in the build info\) `)
+		want = regexp.MustCompile(`^ubik v9\.8\.7-rc\.1 go1\.\S+` + platform + `$`)
 	}
 	for _, arg := range []string{"version", "--version"} {
 		out, err := exec.Command(bin, arg).Output()
 		if err != nil {
 			t.Fatalf("%s: %v", arg, err)
 		}
-		if s := string(out); !want.MatchString(s) || !strings.Contains(s, " go1.") {
-			t.Fatalf("%s: %q, want %s", arg, s, want)
+		if !want.Match(out) {
+			t.Fatalf("%s: %q, want %s", arg, out, want)
 		}
 	}
-	// The rendering of a released build.
-	bi := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
-		{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-07-18T10:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
-	if got, want := versionOf(bi, true), "ubik v1.2.3 revision abc123 (modified) committed 2026-07-18T10:00:00Z go1.26.0"; got != want {
-		t.Fatalf("versionOf: %q, want %q", got, want)
+}
+
+// TestVersionOf: what ubik version prints from each kind of build.
+func TestVersionOf(t *testing.T) {
+	vcs := []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-07-18T10:00:00Z"}, {Key: "vcs.modified", Value: "true"}}
+	platform := " " + runtime.GOOS + "/" + runtime.GOARCH
+	for _, c := range []struct {
+		name, linked string
+		bi           *debug.BuildInfo
+		want         string
+	}{
+		{"go build in a git checkout", "", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v0.0.0-20260718100000-abc123"}, Settings: vcs},
+			"ubik v0.0.0-20260718100000-abc123 revision abc123 (modified) committed 2026-07-18T10:00:00Z go1.26.0" + platform},
+		{"go install module@version", "", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v1.2.3"}},
+			"ubik v1.2.3 go1.26.0" + platform},
+		{"a release build with -ldflags -X", "v1.2.4", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}},
+			"ubik v1.2.4 go1.26.0" + platform},
+		{"-buildvcs=false", "", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}},
+			"ubik (devel) go1.26.0" + platform + " (no version: built outside a git checkout or with -buildvcs=false, and without -ldflags -X main.version=VERSION)"},
+		{"no build info", "", nil,
+			"ubik (devel) " + runtime.Version() + platform + " (no version: built outside a git checkout or with -buildvcs=false, and without -ldflags -X main.version=VERSION)"},
+	} {
+		if got := versionOf(c.linked, c.bi, c.bi != nil); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
 	}
 }

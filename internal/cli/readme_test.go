@@ -219,10 +219,10 @@ var readmeRuns = map[string]func(t *testing.T, r *readmeEnv){
 	docPythonImport: func(t *testing.T, r *readmeEnv) { runPythonImport(t, r, docPythonImport) },
 	docPGTable:      func(t *testing.T, r *readmeEnv) { checkPGSchema(t, r, docPGTable) },
 	docCHTable:      func(t *testing.T, r *readmeEnv) { checkCHSchema(t, r, docCHTable) },
-	// Install. @latest resolves the published module through the module
-	// proxy, which a clone's CI cannot assume; the README's other form,
-	// from a clone, is run instead: it builds the same main package.
-	"go install github.com/ubiksql/ubik/cmd/ubik@latest": func(t *testing.T, r *readmeEnv) {
+	// Install. The install of a release is TestInstallFromRelease's
+	// (internal/install_test.go: scripts/release.sh --proxy, then this
+	// command); here the README's other form, from a clone, is run.
+	"go install github.com/ubiksql/ubik/cmd/ubik@VERSION": func(t *testing.T, r *readmeEnv) {
 		gobin := t.TempDir()
 		if out, errb, code := r.sh(t, r.root, "GOBIN="+gobin+" go install ./cmd/ubik && "+filepath.Join(gobin, "ubik")+" version"); code != 0 || !strings.Contains(out, "ubik") {
 			t.Fatalf("go install ./cmd/ubik: exit %d\n%s%s", code, out, errb)
