@@ -47,6 +47,7 @@ func runExplain(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return sqlError(sqlPath, err)
 	}
+	resolveScriptPaths(prog, sqlPath)
 	var b strings.Builder
 	for _, s := range prog.Sources {
 		b.WriteString(strings.SplitN((&plan.Program{Sources: []*plan.Source{s}}).Explain(), "\n", 2)[0] + "\n")

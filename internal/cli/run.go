@@ -171,6 +171,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return sqlError(sqlPath, err)
 	}
+	resolveScriptPaths(prog, sqlPath)
 	pqs, err := pickTargets(prog, &f)
 	if err != nil {
 		if q := kafkaChain(prog, kf, &f); q != nil {
