@@ -418,9 +418,9 @@ func runLand(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		stopMetrics, bound, err := serveRegistry(ctx, f.metrics, reg)
+		stopMetrics, bound, err := serveRegistry(ctx, env.Stderr, f.metrics, reg)
 		if err != nil {
-			return fmt.Errorf("land: metrics: %w", err)
+			return fmt.Errorf("land: %w", err)
 		}
 		defer stopMetrics()
 		fmt.Fprintf(env.Stderr, "ubik: metrics on http://%s/metrics\n", bound)

@@ -514,7 +514,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			metrics = append(metrics, m)
 		}
 		publish()
-		stop, bound, err := serveMetrics(ctx, f.metrics, metrics...)
+		stop, bound, err := serveMetrics(ctx, env.Stderr, f.metrics, metrics...)
 		if err != nil {
 			return err
 		}
