@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/ubiksql/ubik/internal/sql/parser"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // Env is what a command may touch of the outside world. Tests build their own.
@@ -117,7 +118,7 @@ func Main(ctx context.Context, env *Env, args []string) int {
 			return ExitOK
 		}
 		if _, ok := commands[args[1]]; !ok {
-			fmt.Fprintf(env.Stderr, "ubik: help: unknown command %q\n", args[1])
+			fmt.Fprintf(env.Stderr, "ubik: help: unknown command %q%s\n", args[1], suggestCommand(args[1]))
 			printHelp(env.Stderr)
 			return ExitUsage
 		}
@@ -127,7 +128,7 @@ func Main(ctx context.Context, env *Env, args []string) int {
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(env.Stderr, "ubik: unknown command %q\n", args[0])
+		fmt.Fprintf(env.Stderr, "ubik: unknown command %q%s\n", args[0], suggestCommand(args[0]))
 		printHelp(env.Stderr)
 		return ExitUsage
 	}
@@ -207,7 +208,30 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		fs.Usage()
 		return errHelp
 	}
-	return fmt.Errorf("%w: %v (ubik %s --help lists the flags)", ErrUsage, err, strings.Fields(fs.Name())[len(strings.Fields(fs.Name()))-1])
+	return fmt.Errorf("%w: %v%s (ubik %s --help lists the flags)", ErrUsage, err, suggestFlag(fs, err), strings.Fields(fs.Name())[len(strings.Fields(fs.Name()))-1])
+}
+
+// suggestCommand returns ` (did you mean "run"?)` for a mistyped command
+// close to one of ubik's, or "".
+func suggestCommand(name string) string {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names) // a tie goes to the same name every time
+	return plan.Suggest(name, names)
+}
+
+// suggestFlag returns ` (did you mean "--input"?)` when err is the flag
+// package's unknown flag and the flag is close to one of fs's, or "".
+func suggestFlag(fs *flag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: ")
+	if !ok {
+		return ""
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+	return plan.Suggest("--"+strings.TrimLeft(name, "-"), names)
 }
 
 // redactWriter removes secrets (parser.Redact) from what it writes: a log
