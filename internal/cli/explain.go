@@ -45,7 +45,7 @@ func runExplain(ctx context.Context, env *Env, args []string) error {
 	}
 	prog, err := eng.CompileViews(string(text), strings.TrimSuffix(filepath.Base(sqlPath), filepath.Ext(sqlPath)))
 	if err != nil {
-		return sqlError(sqlPath, err)
+		return inferHint(sqlError(sqlPath, err), string(text), false)
 	}
 	resolveScriptPaths(prog, sqlPath)
 	var b strings.Builder

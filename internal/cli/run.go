@@ -169,7 +169,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	prog, err := eng.CompileViews(string(sqlText), name)
 	if err != nil {
-		return sqlError(sqlPath, err)
+		return inferHint(sqlError(sqlPath, err), string(sqlText), true)
 	}
 	resolveScriptPaths(prog, sqlPath)
 	pqs, err := pickTargets(prog, &f)
