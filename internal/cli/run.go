@@ -496,9 +496,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 
 	var bar *progressbar.ProgressBar
 	if env.IsTerminal && !f.noProgress && size > 0 {
-		bar = progressbar.NewOptions64(size, progressbar.OptionSetWriter(env.Stderr),
-			progressbar.OptionShowBytes(true), progressbar.OptionThrottle(200*time.Millisecond),
-			progressbar.OptionClearOnFinish(), progressbar.OptionSetDescription("ubik run"))
+		bar = newProgressBar(env.Stderr, size)
 	}
 
 	var metrics []*queryMetrics
