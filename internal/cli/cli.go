@@ -59,8 +59,11 @@ const (
 	ExitError    = 1 // an error: bad SQL, a missing file, a failed write, a store that refused
 	ExitUsage    = 2 // a usage error: an unknown flag or command, a missing argument
 	ExitBadInput = 3 // ubik run: bad events crossed --max-bad (or every event was bad)
-	// A stop by SIGINT or SIGTERM exits 128 + the signal number (130, 143),
-	// as shells report a process the signal ended.
+	// A stop by SIGINT or SIGTERM (signalEnd): a service (a Kafka run, a
+	// land) exits 0 after its clean shutdown; a command with an end of its
+	// own (a file run, --until-caught-up) that the signal cut short exits
+	// 128 + the signal number (130, 143), as shells report a process the
+	// signal ended.
 )
 
 // ErrUsage marks a command-line usage error (exit status 2).
@@ -71,8 +74,8 @@ var ErrUsage = errors.New("usage")
 var errHelp = errors.New("help requested")
 
 // StopSignal is the cancellation cause cmd/ubik gives the context when a
-// SIGINT or SIGTERM arrives; a file run stops cleanly and exits 128 + the
-// signal number.
+// SIGINT or SIGTERM arrives; the command stops cleanly and ends as
+// signalEnd says.
 type StopSignal struct{ Signal os.Signal }
 
 func (s StopSignal) Error() string {
@@ -100,6 +103,19 @@ func stopCause(ctx context.Context) error {
 		return s
 	}
 	return fmt.Errorf("stopped: %w", ctx.Err())
+}
+
+// signalEnd is what a command stopped by a signal, after its clean
+// shutdown, returns. A service (service: a Kafka run or a land without
+// --until-caught-up) has no end of its own: a signal is its normal stop,
+// as under systemd or in Kafka Streams, so it succeeds (exit 0). A command
+// with an end (a file run, --until-caught-up) did not reach it: the stop,
+// exit 128 + the signal number, so that `cmd && next` does not go on.
+func signalEnd(ctx context.Context, service bool) error {
+	if service {
+		return nil
+	}
+	return stopCause(ctx)
 }
 
 // Main runs the command in args and returns the process exit status.

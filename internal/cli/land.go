@@ -460,7 +460,9 @@ func runLand(ctx context.Context, env *Env, args []string) error {
 	if errors.Is(context.Cause(runCtx), errCaughtUp) {
 		err = nil
 	} else if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		err = nil // interrupted: what landed is committed
+		// Interrupted: what landed is committed. A service's normal
+		// stop; with --until-caught-up, an end not reached (signalEnd).
+		err = signalEnd(ctx, !f.untilCaughtUp)
 	}
 	printStats("done: ")
 	return err
