@@ -9,7 +9,6 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
 )
@@ -246,25 +245,6 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error
 		return nil, err
 	}
 	return &Query{plan: pq, callback: qo.OnRecord != nil, d: d, onEventError: qo.OnEventError}, nil
-}
-
-// Stats are a query's counters.
-type Stats struct {
-	// Stats are the operator's counters, but Late and EvalErrors add the
-	// events a join turned away (late, or failing to evaluate) before the
-	// windows: Late is the number of events handed to OnLate.
-	exec.Stats
-	EventsIn  int64 // events pushed
-	Malformed int64 // events that could not be decoded
-	Pending   int   // rendered records buffered for Next (at most MaxPendingRecords)
-	Queued    bool  // finalized windows or flushes wait, unrendered, for Next
-	// Join holds a temporal join's counters and state sizes, and Table
-	// the versioned table input's (zero without a join).
-	Join  exec.JoinStats
-	Table TableStats
-	// Interval holds an interval join's counters and state sizes (zero
-	// without one); Table is then its right input's counters.
-	Interval exec.IntervalStats
 }
 
 // Query is one running query. It is not safe for concurrent use: one
@@ -504,9 +484,11 @@ func (q *Query) Stats() Stats {
 	// interval join's late left rows, a temporal join's late events), as
 	// the run summary does; Join and Interval hold the join's own share.
 	s.Late, s.EvalErrors = c.Late, c.EvalErrors
-	return Stats{Stats: s, EventsIn: c.Events, Malformed: c.Malformed, Pending: q.d.Pending(), Queued: q.d.Queued(),
-		Join: q.d.JoinStats(), Table: TableStats{RowsIn: t.Events, Malformed: t.Malformed, Late: t.Late},
-		Interval: q.d.IntervalStats()}
+	st := operatorStats(s)
+	st.EventsIn, st.Malformed, st.Pending, st.Queued = c.Events, c.Malformed, q.d.Pending(), q.d.Queued()
+	st.Join, st.Table = joinStats(q.d.JoinStats()), TableStats{RowsIn: t.Events, Malformed: t.Malformed, Late: t.Late}
+	st.Interval = intervalStats(q.d.IntervalStats())
+	return st
 }
 
 // Checkpoint writes the query's state entries through put: all of them when

@@ -2,6 +2,7 @@ package ubik
 
 import (
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/exec"
 )
 
@@ -17,9 +18,10 @@ type LateEvent struct {
 	// window) the event was for, when Windowed.
 	Key      []byte
 	Windowed bool
-	// Row is the event's row as decoded: a JSON array of its cells in the
-	// input's declared column order, rendered as the changelog renders
-	// cells.
+	// Row is the event's declared columns as a JSON object by name, its
+	// cells rendered as the changelog renders them; when the event's
+	// source is not known (a row given to PushRow, a view's row) it is the
+	// row as the query read it, a JSON array.
 	Row []byte
 	// EventTime, WindowStart, WindowEnd and Watermark are in microseconds
 	// since the Unix epoch; the window's bounds only when Windowed.
@@ -37,12 +39,13 @@ func lateHook(f func(*LateEvent)) func(*exec.LateEvent) {
 	}
 	var ev LateEvent
 	var key, row []byte
+	var rows drive.LateRows
 	return func(e *exec.LateEvent) {
 		key = key[:0]
 		if e.Windowed {
 			key = changelog.AppendKey(key, e.Key)
 		}
-		row = changelog.AppendKey(row[:0], e.Row)
+		row = rows.Append(row[:0], e)
 		ev = LateEvent{Event: e.Event, Key: key, Row: row, Windowed: e.Windowed, EventTime: e.EventTime,
 			WindowStart: e.WindowStart, WindowEnd: e.WindowEnd, Watermark: e.Watermark, Reason: e.Reason}
 		f(&ev)

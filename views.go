@@ -154,5 +154,7 @@ func (q *Query) ViewStats(name string) (Stats, bool) {
 		return Stats{}, false
 	}
 	c := d.Counts()
-	return Stats{Stats: d.Stats(), EventsIn: c.Events, Malformed: c.Malformed, Pending: d.Pending(), Queued: d.Queued()}, true
+	st := operatorStats(d.Stats())
+	st.EventsIn, st.Malformed, st.Pending, st.Queued = c.Events, c.Malformed, d.Pending(), d.Queued()
+	return st, true
 }

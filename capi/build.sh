@@ -4,7 +4,7 @@
 # program build/ubik_test (gcc). Set UBIK_BUILD_DIR to build elsewhere.
 #
 #   bash capi/build.sh
-#   gcc -Ibuild myhost.c -Lbuild -lubik -Wl,-rpath,'$ORIGIN' -o myhost
+#   gcc -Ibuild myhost.c -Lbuild -lubik -Wl,-rpath,"$PWD/build" -o myhost
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${UBIK_BUILD_DIR:-build}

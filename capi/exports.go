@@ -594,6 +594,9 @@ type statsJSON struct {
 	Late             int64              `json:"late"`
 	RecordsOut       int64              `json:"records_out"`
 	HavingSuppressed int64              `json:"having_suppressed"`
+	Unchanged        int64              `json:"unchanged_suppressed"`
+	Duplicates       int64              `json:"duplicates"`
+	DedupLate        int64              `json:"dedup_late"`
 	WindowsFinalized int64              `json:"windows_finalized"`
 	LiveGroups       int64              `json:"live_groups"`
 	StateBytes       int64              `json:"state_bytes"`
@@ -657,7 +660,8 @@ func ubik_query_stats(h C.ubik_query, out **C.char, n *C.size_t) (rc C.int) {
 		s := statsJSON{
 			EventsIn: st.EventsIn, Malformed: st.Malformed, Pending: st.Pending,
 			Rows: st.Rows, Filtered: st.Filtered, EvalErrors: st.EvalErrors, Late: st.Late,
-			RecordsOut: st.RecordsOut, HavingSuppressed: st.HavingSuppressed,
+			RecordsOut: st.RecordsOut, HavingSuppressed: st.HavingSuppressed, Unchanged: st.UnchangedSuppressed,
+			Duplicates: st.Duplicates, DedupLate: st.DedupLate,
 			WindowsFinalized: st.WindowsFinalized, LiveGroups: st.LiveGroups, StateBytes: st.StateBytes,
 		}
 		// exec leaves Stats.Watermark at 0, not MinInt64, until the first
@@ -665,7 +669,7 @@ func ubik_query_stats(h C.ubik_query, out **C.char, n *C.size_t) (rc C.int) {
 		if st.Watermark != math.MinInt64 && (st.Watermark != 0 || st.MaxEventTime != math.MinInt64) {
 			s.WatermarkUs = &st.Watermark
 		}
-		if p := o.q.Plan(); p != nil && p.Join != nil {
+		if o.q.JoinKind() == ubik.TemporalJoin {
 			s.Table = &tableStatsJSON{RowsIn: st.Table.RowsIn, Malformed: st.Table.Malformed, Late: st.Table.Late}
 			j := st.Join
 			s.Join = &joinStatsJSON{Events: j.Events, LateEvents: j.LateEvents, Joined: j.Joined, Unmatched: j.Unmatched,
@@ -676,7 +680,7 @@ func ubik_query_stats(h C.ubik_query, out **C.char, n *C.size_t) (rc C.int) {
 				s.Join.TableWMUs = &j.TableWM
 			}
 		}
-		if p := o.q.Plan(); p != nil && p.IJoin != nil {
+		if o.q.JoinKind() == ubik.IntervalJoin {
 			iv := st.Interval
 			s.Interval = &intervalStatsJSON{LeftRows: iv.LeftRows, RightRows: iv.RightRows, LateLeft: iv.LateLeft,
 				LateRight: iv.LateRight, NullKeys: iv.NullKeys, Matches: iv.Matches, LeftHeld: iv.LeftHeld,
@@ -719,10 +723,10 @@ func ubik_query_columns(h C.ubik_query, out **C.char, n *C.size_t) (rc C.int) {
 	}
 	return withQuery(h, func(o *queryObj) C.int {
 		if o.colsLen == 0 { // the columns never change: built once
-			sel := o.q.Plan().Select
-			cols := make([]columnJSON, len(sel))
-			for i, c := range sel {
-				cols[i] = columnJSON{Name: c.Name, Type: c.Expr.Type().String()}
+			qc := o.q.Columns()
+			cols := make([]columnJSON, len(qc))
+			for i, c := range qc {
+				cols[i] = columnJSON{Name: c.Name, Type: c.Type}
 			}
 			js, err := json.Marshal(cols)
 			if err != nil {

@@ -346,7 +346,10 @@ int ubik_query_close(ubik_query q);
 
 /* Stores in *json and *len (len may be NULL; the text is also
  * NUL-terminated) the query's counters as a JSON object: events_in, malformed, pending, rows, filtered, eval_errors, late,
- * records_out, having_suppressed, windows_finalized, live_groups,
+ * records_out, having_suppressed, unchanged_suppressed (records not
+ * emitted because their value equals the last one emitted for the key),
+ * duplicates, dedup_late (events dropped by the source's dedup_key),
+ * windows_finalized, live_groups,
  * state_bytes, watermark_us (null before the first event); for a query with
  * a temporal join also "table" (rows_in, malformed, late) and "join" (the
  * join's counters: events, late_events, joined, unmatched, null_keys,

@@ -108,7 +108,10 @@ func (b binding) diff(now binding) []string {
 	}
 	if b.Source != now.Source {
 		out = append(out, fmt.Sprintf("the source topic was %s, now %s", b.Source, now.Source))
-	} else if b.SourcePartitions != now.SourcePartitions {
+	} else if b.SourcePartitions != now.SourcePartitions && (now.PartitionedByKey || now.SourcePartitions < b.SourcePartitions) {
+		// Partitions added to a source the query repartitions move no
+		// group (groups are placed by key in the repartition topic): the
+		// restart reads them. Read by key, they would split groups.
 		out = append(out, fmt.Sprintf("source topic %s had %d partitions, now %d", b.Source, b.SourcePartitions, now.SourcePartitions))
 	}
 	if b.PartitionedByKey != now.PartitionedByKey {

@@ -123,11 +123,20 @@ func (p *Pipeline) startPositionsOf(ctx context.Context, group, topic string, fr
 	if from == FromLatest {
 		reset = adm.ListEndOffsets
 	}
+	// Records deleted below a committed offset (Options.AllowDataLoss)
+	// are not read: the consumer starts at the log start.
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: start offsets of %s: %w", topic, err)
+	}
 	var listed kadm.ListedOffsets
 	out := make(map[int32]int64, len(parts))
 	for _, part := range parts {
 		if o, ok := committed.Lookup(topic, part); ok && o.Err == nil && o.At >= 0 {
 			out[part] = o.At
+			if s, ok := starts.Lookup(topic, part); ok && s.Err == nil && s.Offset > o.At {
+				out[part] = s.Offset
+			}
 			continue
 		}
 		if listed == nil {

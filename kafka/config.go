@@ -44,6 +44,15 @@ var (
 	// written at the end of an until-caught-up run before the drain
 	// stopped at the last window's end). Nothing is read or written.
 	ErrOldState = errors.New("kafka: state written by an earlier ubik version cannot be continued")
+	// ErrDataLoss: records of the source were deleted (retention,
+	// DeleteRecords) between the query's committed offsets and the log
+	// start, before the query read them (see Options.AllowDataLoss).
+	ErrDataLoss = errors.New("kafka: source records lost")
+	// ErrSourceChanged: the source topic changed under a running query
+	// in a way it cannot follow (partitions added, the topic deleted or
+	// created again); the query stopped without committing what it read
+	// since. The message says what to do.
+	ErrSourceChanged = errors.New("kafka: the source topic changed")
 	// ErrUnsupported: the query has a shape the pipeline does not run
 	// (the message says which shapes it does).
 	ErrUnsupported = errors.New("kafka: not supported")

@@ -62,6 +62,7 @@ func (g graphRunner) Stats() drive.Stats {
 		s.LiveGroups += n.LiveGroups
 		s.StateBytes += n.StateBytes
 		s.Duplicates += n.Duplicates
+		s.UnchangedSuppressed += n.UnchangedSuppressed
 		s.DedupLate += n.DedupLate
 		s.DedupKeys += n.DedupKeys
 		s.DedupBytes += n.DedupBytes

@@ -190,7 +190,7 @@ func (p *Pipeline) tableSession(ctx context.Context, committedAt *time.Time) (re
 	}
 	defer func() {
 		closeSession()
-		if !isRedo(retErr) {
+		if !isRedo(transient(retErr)) {
 			p.leave(group)
 		}
 	}()

@@ -92,6 +92,18 @@ type Options struct {
 	// TransactionTimeout is how long the broker keeps a transaction of a
 	// dead process open before aborting it. Default 30s.
 	TransactionTimeout time.Duration
+	// GiveUpAfter bounds how long a stage rides out failures that may
+	// heal (a broker down or out of reach, a transaction end of unknown
+	// outcome) by starting new sessions: once it has committed no
+	// transaction for this long, Run returns the last error. Default
+	// DefaultGiveUpAfter.
+	GiveUpAfter time.Duration
+	// AllowDataLoss lets Run go on when records of the source were
+	// deleted (retention, DeleteRecords) below the query's committed
+	// offsets before it read them; they are counted in Stats.DataLost
+	// and logged. Default false: Run refuses to start with ErrDataLoss,
+	// naming the partitions and the records lost.
+	AllowDataLoss bool
 	// RepartitionPartitions is the partition count of the repartition and
 	// state topics. Default: the source topic's.
 	RepartitionPartitions int
@@ -167,6 +179,7 @@ type Stats struct {
 	Restores        int64 // operators restored from the state topic
 	RestoredEntries int64
 	Redos           int64 // stage sessions started again after a transaction end failed (its outcome unknown)
+	DataLost        int64 // source records deleted before the query read them (Options.AllowDataLoss)
 	CaughtUp        bool  // UntilCaughtUp: the input was consumed to its end and every window finalized
 	// A temporal join's table input: rows consumed by the table stage,
 	// rows that did not decode (reported to OnBadEvent), rows behind the
@@ -184,6 +197,10 @@ type Stats struct {
 	// and the input-dedup state. Duplicates and DedupLate are the owned
 	// operators' running totals (they move with their partitions).
 	LiveGroups, StateBytes, Duplicates, DedupLate, DedupKeys, DedupBytes int64
+	// UnchangedSuppressed is the owned operators' running total of change
+	// records not produced because their value equals the last one
+	// produced for the key.
+	UnchangedSuppressed int64
 	// The source partitions this process reads, as of its last poll:
 	// IdlePartitions are quiet for the idle timeout and no longer hold
 	// the watermark back; SilentPartitions delivered no event in this run
@@ -194,8 +211,9 @@ type Stats struct {
 
 type counters struct {
 	eventsIn, applied, malformed, headers, evalErrors, late, recordsOut, stateOut, markersOut,
-	commits, aborts, restores, restoredEntries, redos atomic.Int64
+	commits, aborts, restores, restoredEntries, redos, dataLost atomic.Int64
 	liveGroups, stateBytes, duplicates, dedupLate, dedupKeys, dedupBytes atomic.Int64
+	unchanged                                                            atomic.Int64
 	tableRows, tableMalformed, tableLate                                 atomic.Int64
 	joinJoined, joinUnmatched, joinWaiting, joinVersions, joinKeys       atomic.Int64
 }
@@ -238,6 +256,10 @@ type Pipeline struct {
 
 	fwd      *forward
 	srcParts int
+
+	sourceMeta topicMeta // the source topic as Run found it (watchSource)
+	stop       halt      // set when the source changed under the pipeline: no commit after it
+	resumed    bool      // the source group had committed offsets at start
 }
 
 // markerHeader marks a watermark marker on the repartition topic.
@@ -313,10 +335,13 @@ func New(opts Options) (*Pipeline, error) {
 	if opts.TransactionTimeout == 0 {
 		opts.TransactionTimeout = DefaultTransactionTimeout
 	}
+	if opts.GiveUpAfter == 0 {
+		opts.GiveUpAfter = DefaultGiveUpAfter
+	}
 	if opts.Source.IdleTimeout == 0 {
 		opts.Source.IdleTimeout = DefaultIdleTimeout
 	}
-	if opts.CommitInterval < 0 || opts.MaxPollRecords < 0 || opts.SessionTimeout < 0 || opts.TransactionTimeout < 0 || opts.RepartitionPartitions < 0 {
+	if opts.CommitInterval < 0 || opts.MaxPollRecords < 0 || opts.SessionTimeout < 0 || opts.TransactionTimeout < 0 || opts.RepartitionPartitions < 0 || opts.GiveUpAfter < 0 {
 		return nil, fmt.Errorf("%w: negative interval, timeout or count", ErrConfig)
 	}
 	if m := MaxCommitInterval(opts.TransactionTimeout); opts.CommitInterval > m {
@@ -413,7 +438,9 @@ func sameCluster(a, b Config) bool {
 // Stats returns the counters.
 func (p *Pipeline) Stats() (s Stats) {
 	if len(p.segs) > 0 {
-		return p.segStats()
+		s = p.segStats()
+		s.DataLost += p.c.dataLost.Load() // checked by Run, before the segments start
+		return s
 	}
 	if p.vj != nil {
 		defer func() { s = p.viewJoinStats(s) }()
@@ -426,10 +453,12 @@ func (p *Pipeline) Stats() (s Stats) {
 		EvalErrors: c.evalErrors.Load(), Late: c.late.Load(), RecordsOut: c.recordsOut.Load(),
 		StateEntriesOut: c.stateOut.Load(), MarkersOut: c.markersOut.Load(), Commits: c.commits.Load(),
 		Aborts: c.aborts.Load(), Restores: c.restores.Load(), RestoredEntries: c.restoredEntries.Load(), Redos: c.redos.Load(),
+		DataLost:   c.dataLost.Load(),
 		CaughtUp:   p.caughtUp.Load(),
 		LiveGroups: c.liveGroups.Load(), StateBytes: c.stateBytes.Load(), Duplicates: c.duplicates.Load(),
 		DedupLate: c.dedupLate.Load(), DedupKeys: c.dedupKeys.Load(), DedupBytes: c.dedupBytes.Load(),
-		TableRows: c.tableRows.Load(), TableMalformed: c.tableMalformed.Load(), TableLate: c.tableLate.Load(),
+		UnchangedSuppressed: c.unchanged.Load(),
+		TableRows:           c.tableRows.Load(), TableMalformed: c.tableMalformed.Load(), TableLate: c.tableLate.Load(),
 		JoinJoined: c.joinJoined.Load(), JoinUnmatched: c.joinUnmatched.Load(), JoinWaiting: c.joinWaiting.Load(),
 		JoinVersions: c.joinVersions.Load(), JoinKeys: c.joinKeys.Load(),
 	}
@@ -506,13 +535,15 @@ func (p *Pipeline) admin() (*admClient, func(), error) {
 // prepare checks the source, creates or checks the sink and the internal
 // topics, and checks committed offsets when the source must start from them.
 func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
-	n, err := topicPartitions(ctx, adm, p.opts.Source.Topic)
+	meta, err := describeTopic(ctx, adm, p.opts.Source.Topic)
 	if err != nil {
 		return err
 	}
+	n := meta.partitions
 	if n == 0 {
 		return fmt.Errorf("%w: source topic %s does not exist", ErrConfig, p.opts.Source.Topic)
 	}
+	p.sourceMeta = meta
 	p.nSource = n
 	p.nParts = n
 	if !p.direct && p.opts.RepartitionPartitions > 0 {
@@ -529,6 +560,12 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 	ns, err := topicPartitions(ctx, adm, p.stateTopic)
 	if err != nil {
 		return err
+	}
+	if ns > 0 && !p.direct && p.opts.RepartitionPartitions == 0 {
+		// The internal topics keep the count they were created with: a
+		// source that gained partitions since does not move the groups,
+		// which are placed by their key in the repartition topic.
+		p.nParts = ns
 	}
 	if ns > 0 {
 		if err := p.checkBinding(ctx); err != nil {
@@ -597,7 +634,7 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 			return fmt.Errorf("%w: --from committed, but group %s has no committed offset for %s partition(s) %s", ErrConfig, group, p.opts.Source.Topic, strings.Join(missing, ","))
 		}
 	}
-	return nil
+	return p.checkDataLoss(ctx, adm)
 }
 
 // inGroup is the consumer group of the source topic.
@@ -609,7 +646,10 @@ func (p *Pipeline) inGroup() string {
 }
 
 func (p *Pipeline) resetOffset() kgo.Offset {
-	if p.opts.Source.From == FromLatest {
+	// A query that resumes reads a partition without a committed offset
+	// (one added to the source since) from its start, whatever --from
+	// says: --from is where a new query starts.
+	if p.opts.Source.From == FromLatest && !p.resumed {
 		return kgo.NewOffset().AtEnd()
 	}
 	return kgo.NewOffset().AtStart()
@@ -884,8 +924,8 @@ func takeProduced(s *kgo.GroupTransactSession) bool {
 // It returns whether it committed.
 func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, group string, ok bool) (bool, error) {
 	try := kgo.TryCommit
-	if !ok {
-		try = kgo.TryAbort
+	if !ok || p.stop.get() != nil {
+		try = kgo.TryAbort // the source changed under the pipeline: commit nothing more
 	}
 	empty := !takeProduced(s) && len(s.Client().UncommittedOffsets()) == 0
 	// A clean stop still ends the transaction: give it its own deadline.
@@ -909,9 +949,12 @@ func (p *Pipeline) end(ctx context.Context, s *kgo.GroupTransactSession, group s
 		// worked under: a process paused past its session timeout (a
 		// zombie another instance took over from) stops as fenced.
 		mctx, mcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		member := p.stillMember(mctx, s, group)
+		member, answered := p.membership(mctx, s, group)
 		mcancel()
-		if !member {
+		// A coordinator that did not answer (a broker down or out of
+		// reach) says nothing about this instance: the new session
+		// finds out, once the broker is back.
+		if !member && answered {
 			p.c.aborts.Add(1)
 			txnID, _ := s.Client().OptValue(kgo.TransactionalID).(string)
 			return false, fmt.Errorf("%w: transactional id %s: the end of a transaction failed and this instance is no longer a member of the group generation it worked under (paused or cut off past its session timeout); the transaction is not committed; restart the process: %w",
@@ -1006,16 +1049,24 @@ func (p *Pipeline) abortOpen(txnID string, cause error) {
 // transaction timeout, before it aborted, and a stop landing there took
 // as long. A member the coordinator no longer knows aborts at once.
 func (p *Pipeline) stillMember(ctx context.Context, s *kgo.GroupTransactSession, group string) bool {
+	member, _ := p.membership(ctx, s, group)
+	return member
+}
+
+// membership is stillMember, and whether the coordinator answered (a
+// membership the session does not know, a member id or generation it
+// lost, counts as an answer).
+func (p *Pipeline) membership(ctx context.Context, s *kgo.GroupTransactSession, group string) (member, answered bool) {
 	cl := s.Client()
 	offsets := len(cl.UncommittedOffsets()) > 0
-	member, gen := cl.GroupMetadata()
-	if member == "" || gen < 0 {
-		return false
+	memberID, gen := cl.GroupMetadata()
+	if memberID == "" || gen < 0 {
+		return false, false // not in a generation now: nothing to ask
 	}
 	req := kmsg.NewPtrHeartbeatRequest()
 	req.Group = group
 	req.Generation = gen
-	req.MemberID = member
+	req.MemberID = memberID
 	if p.opts.InstanceID != "" {
 		id := p.opts.InstanceID
 		req.InstanceID = &id
@@ -1023,13 +1074,13 @@ func (p *Pipeline) stillMember(ctx context.Context, s *kgo.GroupTransactSession,
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		p.log.Warn("kafka: checking the group membership before a commit", "group", req.Group, "err", err)
-		return false
+		return false, false
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil && !(offsets && errors.Is(err, kerr.RebalanceInProgress)) {
 		p.log.Info("kafka: aborting a transaction: this instance is no longer in the group generation it worked under", "group", req.Group, "generation", gen, "err", err)
-		return false
+		return false, true
 	}
-	return true
+	return true, true
 }
 
 // decoder returns a decoder of the source's record values. Both stages

@@ -29,6 +29,9 @@ const routeKeyVersion = 1
 // also carries the source offsets and, to every repartition partition, a
 // watermark marker with this instance's per-source-partition watermarks.
 func (p *Pipeline) runStage1(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go p.watchSource(wctx)
 	return p.redo(ctx, "repartition stage", p.inGroup(), p.stage1Session)
 }
 
@@ -45,7 +48,7 @@ func (p *Pipeline) stage1Session(ctx context.Context, committedAt *time.Time) (r
 	}
 	defer func() {
 		closeSession()
-		if !isRedo(retErr) {
+		if !isRedo(transient(retErr)) {
 			p.leave(p.inGroup()) // a redo keeps the membership: the next session takes the same partitions back
 		}
 	}()
@@ -198,6 +201,9 @@ func (p *Pipeline) stage1Session(ctx context.Context, committedAt *time.Time) (r
 		committed, err := p.end(ctx, s, p.inGroup(), workErr == nil)
 		perr.take()
 		s.AllowRebalance()
+		if serr := p.stop.get(); serr != nil {
+			return serr // ended aborted
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

@@ -67,6 +67,11 @@ type outRecord struct {
 // the changelog records to the sink topic, the changed state entries to the
 // state topic, and commits its input offsets.
 func (p *Pipeline) runStage2(ctx context.Context) error {
+	if p.direct {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go p.watchSource(wctx) // this stage reads the source
+	}
 	return p.redo(ctx, "aggregate stage", p.name, p.stage2Session)
 }
 
@@ -90,7 +95,7 @@ func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (r
 	}
 	defer func() {
 		closeSession()
-		if !isRedo(retErr) {
+		if !isRedo(transient(retErr)) {
 			p.leave(p.name)
 		}
 	}()
@@ -166,6 +171,10 @@ func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (r
 		}
 		committed, err := p.end(ctx, s, p.name, workErr == nil)
 		st.perr.take()
+		if serr := p.stop.get(); serr != nil {
+			s.AllowRebalance()
+			return serr // ended aborted
+		}
 		if committed {
 			*committedAt = time.Now()
 		}
@@ -556,12 +565,14 @@ func (st *stage2) checkpoint() error {
 	p := st.p
 	// Publish the owned operators' gauges for Stats (this goroutine is the
 	// only one that touches the operators).
-	var live, bytes, dups, dlate, dkeys, dbytes int64
+	var live, bytes, dups, dlate, dkeys, dbytes, unchanged int64
 	for _, t := range st.tasks {
 		s := t.d.Stats()
 		live, bytes, dups, dlate, dkeys, dbytes = live+s.LiveGroups, bytes+s.StateBytes, dups+s.Duplicates,
 			dlate+s.DedupLate, dkeys+s.DedupKeys, dbytes+s.DedupBytes
+		unchanged += s.UnchangedSuppressed
 	}
+	p.c.unchanged.Store(unchanged)
 	p.c.liveGroups.Store(live)
 	p.c.stateBytes.Store(bytes)
 	p.c.duplicates.Store(dups)
@@ -649,7 +660,7 @@ func (p *Pipeline) restore(ctx context.Context, parts []int32, newTask func(int3
 		deadline := time.Now().Add(p.opts.TransactionTimeout + time.Minute)
 		for len(pending) > 0 {
 			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("kafka: restoring state of %s partitions %v timed out", p.stateTopic, parts)
+				return nil, fmt.Errorf("kafka: restoring state of %s partitions %v: %w after %s", p.stateTopic, parts, errWaitedOut, p.opts.TransactionTimeout+time.Minute)
 			}
 			pctx, cancel := context.WithTimeout(ctx, time.Second)
 			fs := cl.PollFetches(pctx)
@@ -809,7 +820,7 @@ func (p *Pipeline) stableEnds(ctx context.Context, parts []int32) (map[int32]spa
 			return out, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("kafka: state topic %s partitions %v still have an open transaction after %s", p.stateTopic, parts, p.opts.TransactionTimeout+time.Minute)
+			return nil, fmt.Errorf("kafka: state topic %s partitions %v still have an open transaction: %w (%s)", p.stateTopic, parts, errWaitedOut, p.opts.TransactionTimeout+time.Minute)
 		}
 		select {
 		case <-ctx.Done():

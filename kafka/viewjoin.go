@@ -541,9 +541,11 @@ func (p *Pipeline) viewJoinStats(s Stats) Stats {
 		s.Restores += x.Restores
 		s.RestoredEntries += x.RestoredEntries
 		s.Redos += x.Redos
+		s.DataLost += x.DataLost
 		s.LiveGroups += x.LiveGroups
 		s.StateBytes += x.StateBytes
 		s.Duplicates += x.Duplicates
+		s.UnchangedSuppressed += x.UnchangedSuppressed
 		s.DedupLate += x.DedupLate
 		s.DedupKeys += x.DedupKeys
 		s.DedupBytes += x.DedupBytes

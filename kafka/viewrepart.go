@@ -228,6 +228,7 @@ func (p *Pipeline) runSegments(ctx context.Context) error {
 	for k, c := range p.segs {
 		c.nParts, c.srcParts, c.sourceEnd = p.nParts, p.nSource, p.sourceEnd
 		c.nSource = p.nSource
+		c.sourceMeta, c.resumed = p.sourceMeta, p.resumed
 		if k > 0 {
 			c.nSource = p.nParts // its marker table: the partitions of the segment before
 		}
@@ -297,9 +298,11 @@ func (p *Pipeline) segStats() Stats {
 		s.Restores += x.Restores
 		s.RestoredEntries += x.RestoredEntries
 		s.Redos += x.Redos
+		s.DataLost += x.DataLost
 		s.LiveGroups += x.LiveGroups
 		s.StateBytes += x.StateBytes
 		s.Duplicates += x.Duplicates
+		s.UnchangedSuppressed += x.UnchangedSuppressed
 		s.DedupLate += x.DedupLate
 		s.DedupKeys += x.DedupKeys
 		s.DedupBytes += x.DedupBytes

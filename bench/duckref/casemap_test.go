@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden files this package c
 
 // caseMapGolden is the main module's copy of DuckDB's case mappings, which
 // ubik's upper and lower are tested against.
-var caseMapGolden = filepath.Join("..", "..", "sql", "plan", "testdata", "casemap_duckdb.txt")
+var caseMapGolden = filepath.Join("..", "..", "internal", "sql", "plan", "testdata", "casemap_duckdb.txt")
 
 // TestCaseMapGolden: the golden file holds DuckDB's upper and lower of every
 // code point (U+0000..U+10FFFF but the surrogates), as DuckDB computes them

@@ -53,7 +53,7 @@ var commands = map[string]command{
 	"version": {"print the module version and VCS revision of this binary", runVersion},
 }
 
-// Exit statuses (README.md, "Exit status").
+// Exit statuses (docs/operations.md, "Exit status").
 const (
 	ExitOK       = 0 // the command did what was asked
 	ExitError    = 1 // an error: bad SQL, a missing file, a failed write, a store that refused

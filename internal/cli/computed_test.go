@@ -42,11 +42,11 @@ SELECT k, count(*) AS n, max(ts) AS last FROM clicks GROUP BY k, TUMBLE(ts, INTE
 	}
 	b, _ := os.ReadFile(late)
 	var rec struct {
-		Row   []any  `json:"row"`
-		Line  int    `json:"line"`
-		Event string `json:"event"`
+		Row   map[string]any `json:"row"`
+		Line  int            `json:"line"`
+		Event string         `json:"event"`
 	}
-	if err := json.Unmarshal(b, &rec); err != nil || rec.Line != 3 || rec.Event != lateLine || len(rec.Row) != 3 || rec.Row[2] != "2026-07-18 10:00:02" {
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Line != 3 || rec.Event != lateLine || len(rec.Row) != 3 || rec.Row["ts"] != "2026-07-18 10:00:02" || rec.Row["ms"] != float64(1784368802000) {
 		t.Errorf("late output %s (%v)", b, err)
 	}
 	if b, _ := os.ReadFile(dead); !strings.Contains(string(b), `"line": 4`) || !strings.Contains(string(b), `column \"ms\"`) {

@@ -64,7 +64,7 @@ const crashSQLFinal = `CREATE SOURCE ev (merchant VARCHAR, amount DOUBLE, ts TIM
 SELECT merchant, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, count(*) AS n, sum(amount) AS total, max(amount) AS hi, REVISION() AS rev
 FROM ev GROUP BY merchant, TUMBLE(ts, INTERVAL '10' SECOND)`
 
-const crashSQLEarly = crashSQLFinal + ` EMIT EARLY EVERY INTERVAL '5' MILLISECOND`
+const crashSQLEarly = crashSQLFinal + ` EMIT EARLY EVERY INTERVAL '10' MILLISECOND`
 
 // TestKill9Resume kills `ubik run --state-dir` with SIGKILL at several
 // random points, reruns the same command each time, and checks that the

@@ -26,7 +26,7 @@ func csvMultiline(lines int) string {
 func readAll(t testing.TB, in string) (recs []string, lines []int64, errs []error) {
 	br := bufio.NewReaderSize(strings.NewReader(in), 64<<10)
 	for {
-		rec, n, err := readRecord(br, true)
+		rec, n, _, err := readRecord(br, true)
 		if errors.Is(err, io.EOF) && len(rec) == 0 {
 			return
 		}

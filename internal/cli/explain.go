@@ -101,6 +101,10 @@ func explainState(b *strings.Builder, q *plan.Query) {
 		fmt.Fprintf(b, "  dedup: first copy of each %s wins within %s of event time behind the watermark; state: one entry per key within the horizon (~%d bytes + the key), evicted as the watermark passes it\n",
 			q.Source.Columns[d.Col].Name, plan.ValueText(types.Interv(0, 0, d.Within)), drive.DedupEntryBytes)
 	}
+	if q.IJoin != nil {
+		fmt.Fprintf(b, "  interval join state: %s; at most --join-buffer rows (default %d) of both inputs together: one more stops the run\n",
+			heldRowCost(q.IJoin), plan.DefaultJoinBuffer)
+	}
 	switch {
 	case q.Window == nil:
 		b.WriteString("  memory: one entry per distinct group, kept for the life of the query (a continuous view never closes)\n")

@@ -28,6 +28,7 @@ type queryMetrics struct {
 	eventsIn, malformed, late, evalErrors, recordsOut, finalized *prometheus.Desc
 	liveGroups, stateBytes, watermark, watermarkLag, emitP99     *prometheus.Desc
 	duplicates, dedupLate, dedupKeys, dedupBytes                 *prometheus.Desc
+	unchanged                                                    *prometheus.Desc
 	join                                                         joinMetrics
 	interval                                                     intervalMetrics
 	// inputs names the two inputs of a query that reads two (setInputs):
@@ -48,6 +49,7 @@ func newQueryMetrics(name string) *queryMetrics {
 		late:         d("events_late_total", "Events that arrived for a window already final."),
 		recordsOut:   d("records_emitted_total", "Changelog records emitted (summary: records_emitted)."),
 		finalized:    d("windows_finalized_total", "(group, window) pairs closed."),
+		unchanged:    d("records_unchanged_suppressed_total", "Records not emitted because their value equals the last one emitted for the key (summary: unchanged_suppressed)."),
 		liveGroups:   d("live_groups", "Live (group, window) states."),
 		stateBytes:   d("state_bytes", "Estimated bytes of live operator state."),
 		watermark:    d("watermark_seconds", "Event-time watermark, Unix seconds."),
@@ -83,7 +85,7 @@ func (m *queryMetrics) publish(s ubik.Stats) { m.snap.Store(&s) }
 
 func (m *queryMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.eventsIn, m.malformed, m.evalErrors, m.late, m.recordsOut, m.finalized,
-		m.liveGroups, m.stateBytes, m.watermark, m.watermarkLag, m.emitP99, m.duplicates, m.dedupLate, m.dedupKeys, m.dedupBytes} {
+		m.liveGroups, m.stateBytes, m.watermark, m.watermarkLag, m.emitP99, m.duplicates, m.dedupLate, m.dedupKeys, m.dedupBytes, m.unchanged} {
 		ch <- d
 	}
 	m.join.describe(ch)
@@ -120,6 +122,7 @@ func (m *queryMetrics) Collect(ch chan<- prometheus.Metric) {
 	c(m.late, float64(late))
 	c(m.recordsOut, float64(s.RecordsOut))
 	c(m.finalized, float64(s.WindowsFinalized))
+	c(m.unchanged, float64(s.UnchangedSuppressed))
 	g(m.liveGroups, float64(s.LiveGroups))
 	g(m.stateBytes, float64(s.StateBytes))
 	g(m.emitP99, s.LatencyP99/1e9)
@@ -222,10 +225,12 @@ func serveKafkaMetrics(ctx context.Context, env *Env, addr, name string, pl *kaf
 	publish := func() {
 		st := pl.Stats()
 		pm.publish(st.IdlePartitions, st.SilentPartitions)
+		pm.lost.Store(st.DataLost)
 		var s ubik.Stats
 		s.EventsIn, s.Malformed, s.EvalErrors, s.Late, s.RecordsOut = st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut
 		s.LiveGroups, s.StateBytes = st.LiveGroups, st.StateBytes
 		s.Duplicates, s.DedupLate, s.DedupKeys, s.DedupBytes = st.Duplicates, st.DedupLate, st.DedupKeys, st.DedupBytes
+		s.UnchangedSuppressed = st.UnchangedSuppressed
 		s.Watermark = minInt64 // per partition in Kafka; not one number
 		s.Table.RowsIn, s.Table.Malformed, s.Table.Late = st.TableRows, st.TableMalformed, st.TableLate
 		s.Join.Joined, s.Join.Unmatched, s.Join.Buffered, s.Join.Versions, s.Join.Keys = st.JoinJoined, st.JoinUnmatched, st.JoinWaiting, st.JoinVersions, st.JoinKeys
@@ -269,7 +274,9 @@ func serveKafkaMetrics(ctx context.Context, env *Env, addr, name string, pl *kaf
 // there.
 type partitionMetrics struct {
 	snap                               atomic.Pointer[[2][]int32]
+	lost                               atomic.Int64 // source records deleted before the query read them
 	idle, silent, idleCount, silentCnt *prometheus.Desc
+	lostDesc                           *prometheus.Desc
 }
 
 func newPartitionMetrics(name string) *partitionMetrics {
@@ -279,13 +286,14 @@ func newPartitionMetrics(name string) *partitionMetrics {
 		silent:    prometheus.NewDesc("ubik_kafka_source_partition_silent", "1 for a source partition that delivered no event in this run and is not idle yet: it holds the watermark back.", []string{"partition"}, l),
 		idleCount: prometheus.NewDesc("ubik_kafka_source_partitions_idle", "Source partitions of this process that are idle.", nil, l),
 		silentCnt: prometheus.NewDesc("ubik_kafka_source_partitions_silent", "Source partitions of this process that delivered no event yet and are not idle.", nil, l),
+		lostDesc:  prometheus.NewDesc("ubik_kafka_source_records_lost_total", "Source records deleted (retention, DeleteRecords) below the query's committed offsets before it read them (--allow-data-loss).", nil, l),
 	}
 }
 
 func (m *partitionMetrics) publish(idle, silent []int32) { m.snap.Store(&[2][]int32{idle, silent}) }
 
 func (m *partitionMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.idle, m.silent, m.idleCount, m.silentCnt} {
+	for _, d := range []*prometheus.Desc{m.idle, m.silent, m.idleCount, m.silentCnt, m.lostDesc} {
 		ch <- d
 	}
 }
@@ -302,4 +310,5 @@ func (m *partitionMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(m.idleCount, prometheus.GaugeValue, float64(len(s[0])))
 	ch <- prometheus.MustNewConstMetric(m.silentCnt, prometheus.GaugeValue, float64(len(s[1])))
+	ch <- prometheus.MustNewConstMetric(m.lostDesc, prometheus.CounterValue, float64(m.lost.Load()))
 }

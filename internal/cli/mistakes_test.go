@@ -40,7 +40,8 @@ func TestRunUnknownWithOption(t *testing.T) {
 }
 
 // TestRunSinkPath: CREATE SINK ... WITH (path = ...) is where a file run
-// writes the changelog; --output overrides it.
+// writes the changelog; --output naming another file is refused (a usage
+// error naming both), naming the same file is fine.
 func TestRunSinkPath(t *testing.T) {
 	dir := t.TempDir()
 	outPath := filepath.Join(dir, "totals.tsv")
@@ -55,11 +56,15 @@ func TestRunSinkPath(t *testing.T) {
 		t.Fatalf("sink file: %q (%v)", b, err)
 	}
 	other := filepath.Join(dir, "other.tsv")
-	if _, errb, code := runArgs(t, in, "run", sql, "--output", other); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb)
+	_, errb, code = runArgs(t, in, "run", sql, "--output", other)
+	if code != ExitUsage || !strings.Contains(errb, "sink out WITH (path = '"+outPath+"')") || !strings.Contains(errb, "--output names "+other) {
+		t.Fatalf("--output over a sink's path: exit %d: %s", code, errb)
 	}
-	if b, _ := os.ReadFile(other); !strings.Contains(string(b), `"total": 1`) {
-		t.Fatalf("--output file: %q", b)
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Fatalf("the refused run created %s (%v)", other, err)
+	}
+	if _, errb, code := runArgs(t, in, "run", sql, "--output", outPath); code != 0 {
+		t.Fatalf("--output naming the sink's own path: exit %d: %s", code, errb)
 	}
 }
 

@@ -132,7 +132,7 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	var firstErr error
 	perPart := map[int32]int64{}
 	for {
-		line, n, rerr := readRecord(br, csvIn)
+		line, n, _, rerr := readRecord(br, csvIn)
 		if len(line) == 0 && rerr != nil && !errors.Is(rerr, errTooLong) {
 			if rerr != io.EOF {
 				return rerr

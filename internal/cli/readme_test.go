@@ -19,16 +19,47 @@ import (
 	"github.com/ubiksql/ubik/internal/testenv"
 )
 
-// readmeBlock is one fenced block of README.md.
+// readmeBlock is one fenced block of README.md or of a topic doc.
 type readmeBlock struct {
+	file string // relative to the repository root
 	line int    // of the opening fence
 	lang string // after the fence: "sql" or ""
 	text string // the lines between the fences
 }
 
+// readmeFiles are the files whose examples CI runs: the README and every
+// topic doc under docs/ but the key contract, whose blocks show bytes
+// the contract's golden vectors (testdata/contract) pin instead.
+func readmeFiles(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob(filepath.Join(repoRoot(t), "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"README.md"}
+	for _, d := range docs {
+		if name := filepath.Base(d); name != "contract.md" {
+			files = append(files, filepath.Join("docs", name))
+		}
+	}
+	if len(files) < 2 {
+		t.Fatalf("no topic docs under %s", filepath.Join(repoRoot(t), "docs"))
+	}
+	return files
+}
+
 func readmeBlocks(t *testing.T) []readmeBlock {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	var out []readmeBlock
+	for _, f := range readmeFiles(t) {
+		out = append(out, fileBlocks(t, f)...)
+	}
+	return out
+}
+
+func fileBlocks(t *testing.T, file string) []readmeBlock {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +74,7 @@ func readmeBlocks(t *testing.T) []readmeBlock {
 			continue
 		}
 		if cur == nil {
-			cur = &readmeBlock{line: i + 1, lang: strings.TrimPrefix(l, "```")}
+			cur = &readmeBlock{file: file, line: i + 1, lang: strings.TrimPrefix(l, "```")}
 			lines = nil
 			continue
 		}
@@ -52,7 +83,7 @@ func readmeBlocks(t *testing.T) []readmeBlock {
 		cur = nil
 	}
 	if cur != nil {
-		t.Fatalf("README.md:%d: unterminated fenced block", cur.line)
+		t.Fatalf("%s:%d: unterminated fenced block", file, cur.line)
 	}
 	return out
 }
@@ -71,6 +102,8 @@ func repoRoot(t *testing.T) string {
 type readmeEnv struct {
 	root, binDir     string
 	firstOut, firstE string
+	capiDir          string // capiLib's build, once per run
+	scratch          string // the test's temporary directory
 }
 
 // sh runs script with bash in dir, the ubik binary first on PATH, and
@@ -180,6 +213,13 @@ func compileBlock(t *testing.T, sql, rest string) string {
 // not listed (a new or changed example must be given a run here) and for a
 // listed block the README no longer has.
 var readmeRuns = map[string]func(t *testing.T, r *readmeEnv){
+	// docs/embedding.md and docs/landing.md: the build lines built and
+	// run, the store tables created beside the landers' own.
+	docGoGet:        func(t *testing.T, r *readmeEnv) { checkGoGet(t, r, docGoGet) },
+	docCBuild:       func(t *testing.T, r *readmeEnv) { runCBuild(t, r, docCBuild) },
+	docPythonImport: func(t *testing.T, r *readmeEnv) { runPythonImport(t, r, docPythonImport) },
+	docPGTable:      func(t *testing.T, r *readmeEnv) { checkPGSchema(t, r, docPGTable) },
+	docCHTable:      func(t *testing.T, r *readmeEnv) { checkCHSchema(t, r, docCHTable) },
 	// Install. @latest resolves the published module through the module
 	// proxy, which a clone's CI cannot assume; the README's other form,
 	// from a clone, is run instead: it builds the same main package.
@@ -598,31 +638,31 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
-// TestReadmeExamples runs every fenced block of README.md as readmeRuns
+// TestReadmeExamples runs every fenced block of README.md and docs/ as readmeRuns
 // says: commands as written (with the ubik binary on PATH; Kafka topic
 // and query names made unique), SQL over data, printed output against what
 // the command prints. A block without an entry fails: an example added to
-// the README without a run here cannot pass CI.
+// the README or a doc without a run here cannot pass CI.
 func TestReadmeExamples(t *testing.T) {
 	blocks := readmeBlocks(t)
 	seen := map[string]bool{}
 	for _, b := range blocks {
 		if _, ok := readmeRuns[b.text]; !ok {
-			t.Errorf("README.md:%d: this fenced block has no run in readmeRuns (internal/cli/readme_test.go); add one that runs or checks it:\n%s", b.line, b.text)
+			t.Errorf("%s:%d: this fenced block has no run in readmeRuns (internal/cli/readme_test.go); add one that runs or checks it:\n%s", b.file, b.line, b.text)
 		}
 		seen[b.text] = true
 	}
 	for text := range readmeRuns {
 		if !seen[text] {
-			t.Errorf("readmeRuns lists a block README.md no longer has (remove or update it):\n%s", text)
+			t.Errorf("readmeRuns lists a block neither README.md nor docs/ has (remove or update it):\n%s", text)
 		}
 	}
 	if t.Failed() {
 		return
 	}
 	bin := buildUbik(t)
-	r := &readmeEnv{root: repoRoot(t), binDir: filepath.Dir(bin)}
+	r := &readmeEnv{root: repoRoot(t), binDir: filepath.Dir(bin), scratch: t.TempDir()}
 	for _, b := range blocks {
-		t.Run(fmt.Sprintf("line%d", b.line), func(t *testing.T) { readmeRuns[b.text](t, r) })
+		t.Run(fmt.Sprintf("%s:%d", strings.TrimSuffix(filepath.Base(b.file), ".md"), b.line), func(t *testing.T) { readmeRuns[b.text](t, r) })
 	}
 }

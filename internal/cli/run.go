@@ -32,6 +32,11 @@ import (
 // malformed and skipped, never buffered whole.
 const maxLineBytes = 16 << 20
 
+// pollBytes is how much input the run loop reads between two looks at the
+// signal and the checkpoint clock, besides every 4096 lines: decoding is
+// linear in the input, so this bounds the time between looks.
+const pollBytes = 1 << 20
+
 type runFlags struct {
 	input      string
 	output     string
@@ -50,6 +55,7 @@ type runFlags struct {
 	cpuProfile string
 	metrics    string
 	threads    int
+	joinBuffer int
 
 	checkpointEvery time.Duration
 	set             map[string]bool // the flags given on the command line
@@ -92,6 +98,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&f.infer, "infer", false, "when the query reads a source the script does not declare, infer it from the first records of --input and print the CREATE SOURCE")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); off by default")
 	fs.DurationVar(&f.checkpointEvery, "checkpoint-interval", time.Second, "how often to checkpoint with --state-dir")
+	fs.IntVar(&f.joinBuffer, "join-buffer", plan.DefaultJoinBuffer, "the most rows a join holds: an interval join's rows of both inputs together (ubik explain gives the bytes per row), a temporal join's events waiting for the table's watermark; one more stops the run with an error")
 	kf := addKafkaFlags(fs) // run_kafka.go
 	setUsage(fs, env, "usage: ubik run QUERY.sql [--input FILE] [--output FILE | --output-dir DIR] [--format tsv|jsonl] [flags]\n\n"+
 		"exit status: 0 done, 1 error, 2 usage error, 3 too many bad events (--max-bad), 130 or 143 stopped by SIGINT or SIGTERM (a Kafka run without --until-caught-up: 0)",
@@ -116,6 +123,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	limit, err := parseMaxBad(f.maxBad)
 	if err != nil {
+		return err
+	}
+	if err := checkJoinBuffer(&f); err != nil {
 		return err
 	}
 	if f.strict {
@@ -216,6 +226,11 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			return fmt.Errorf("%w: the script runs %d queries; --output-dir DIR gives each its own file (--output is for one query)", ErrUsage, len(pqs))
 		}
 	}
+	if len(pqs) == 1 {
+		if err := outputConflict(prog, pqs[0], &f); err != nil {
+			return err
+		}
+	}
 	targets := make([]*runTarget, len(pqs))
 	for i, pq := range pqs {
 		targets[i] = &runTarget{pq: pq, out: outputPath(prog, pq, &f, len(pqs))}
@@ -241,8 +256,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if f.threads <= 0 {
 		// One thread unless asked: on the 2-core machines this is
 		// measured on, two threads took 1.04 to 1.12 of one thread's
-		// wall time for 1.8 to 1.9 times its CPU (bench/README.md,
-		// "Threads, the default"), so more threads by default would cost
+		// wall time for 1.8 to 1.9 times its CPU (bench/results/
+		// 2026-12-02-threads-the-default.md), so more threads by default would cost
 		// every run CPU and gain it nothing.
 		f.threads = 1
 	}
@@ -265,6 +280,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if ck, err = newCheckpointFile(f.stateDir, string(sqlText), targetNames(targets), abs); err != nil {
 			return err
 		}
+		defer ck.close()
 	}
 
 	// The dead-letter and late outputs. The hooks write through these
@@ -321,6 +337,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	defer in.Close()
 	if resume.InputOffset > 0 {
+		if size > 0 && resume.InputOffset > size {
+			return fmt.Errorf("resume: the checkpoint in %s is at byte %d of %s, which has %d bytes: the input is not the one the run read; remove the state dir to start over", f.stateDir, resume.InputOffset, inPath, size)
+		}
 		if _, err := in.(io.Seeker).Seek(resume.InputOffset, io.SeekStart); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
@@ -565,7 +584,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		hdr, _, _ := readRecord(bufio.NewReader(hf), true)
+		hdr, _, _, _ := readRecord(bufio.NewReader(hf), true)
 		hf.Close()
 		if err := q.Push(bytes.TrimPrefix(trimCR(hdr), utf8BOM)); err != nil {
 			return fmt.Errorf("resume: CSV header: %w", err)
@@ -597,7 +616,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	br := bufio.NewReaderSize(in, 1<<20)
-	next := func() ([]byte, int64, error) { return readRecord(br, csvInput) }
+	next := func() ([]byte, int64, int64, error) { return readRecord(br, csvInput) }
 	if size == 0 {
 		// stdin, a pipe or a FIFO: input can stall for any time, and early
 		// emission and output must not wait for the next line.
@@ -629,8 +648,13 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			firstErr = e
 		}
 	}
+	lastPoll := readBytes
 	for firstErr == nil {
-		if lineNo&4095 == 0 {
+		// A signal and the checkpoint clock are polled every 4096 lines
+		// and every pollBytes of input, so a run of long events stops as
+		// promptly as a run of short ones.
+		if lineNo&4095 == 0 || readBytes-lastPoll >= pollBytes {
+			lastPoll = readBytes
 			publish()
 			if ctx.Err() != nil {
 				stopped = true
@@ -648,8 +672,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 				lastCkpt = time.Now()
 			}
 		}
-		line, nlines, rerr := next()
-		if len(line) == 0 && rerr != nil {
+		line, nlines, size, rerr := next()
+		tooLong := errors.Is(rerr, errTooLong)
+		if len(line) == 0 && rerr != nil && !tooLong {
 			if errors.Is(rerr, context.Canceled) && ctx.Err() != nil {
 				stopped = true
 			} else if rerr != io.EOF {
@@ -658,18 +683,14 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			break
 		}
 		atStart := readBytes == 0
-		tooLong := errors.Is(rerr, errTooLong)
 		lineNo += nlines
-		readBytes += int64(len(line)) + nlines
-		if rerr != nil && !tooLong {
-			readBytes-- // the last line had no newline
-		}
+		readBytes += size
 		if bar != nil && readBytes-lastBar > 1<<20 {
 			bar.Set64(readBytes)
 			lastBar = readBytes
 		}
 		if tooLong {
-			err := fmt.Errorf("line longer than %d bytes", maxLineBytes)
+			err := tooLongError(nlines, size)
 			for _, t := range owners {
 				if ferr := t.q.ReportMalformedAt(lineNo, err); ferr != nil && firstErr == nil {
 					firstErr = ferr
@@ -803,7 +824,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if firstErr == nil && stopped {
 		return stopCause(ctx)
 	}
-	return firstErr
+	return joinBoundError(firstErr, &f, ijq)
 }
 
 // utf8BOM is the byte order mark some tools write at the start of a file.
@@ -863,6 +884,20 @@ func outputPath(prog *plan.Program, pq *planQuery, f *runFlags, n int) string {
 		return filepath.Join(f.outputDir, pq.Name+"."+f.format)
 	}
 	return f.output
+}
+
+// outputConflict refuses --output FILE for a query whose CREATE SINK
+// names another file: either would be a silent choice of where the
+// changelog goes.
+func outputConflict(prog *plan.Program, pq *planQuery, f *runFlags) error {
+	s := querySink(prog, pq)
+	if !f.set["output"] || s == nil || s.Options["path"] == "" || strings.EqualFold(s.Options["connector"], "kafka") {
+		return nil
+	}
+	if p := s.Options["path"]; filepath.Clean(p) != filepath.Clean(f.output) {
+		return fmt.Errorf("%w: query %s writes to sink %s WITH (path = '%s'), and --output names %s: a changelog goes to one place; drop --output, or the sink's path", ErrUsage, pq.Name, s.Name, p, f.output)
+	}
+	return nil
 }
 
 // kafkaChain returns, for a Kafka run without --query, the script's last
@@ -1017,17 +1052,17 @@ func openOutput(env *Env, p string) (io.Writer, func() error, error) {
 // still ticks the query's early emission and flushes its output every
 // 100 ms (or the query's early interval, if shorter). The query itself is
 // only ever touched by the run loop.
-func liveRecords(ctx context.Context, br *bufio.Reader, csv bool, q *ubik.Query, flush func() error, stop <-chan struct{}) func() ([]byte, int64, error) {
+func liveRecords(ctx context.Context, br *bufio.Reader, csv bool, q *ubik.Query, flush func() error, stop <-chan struct{}) func() ([]byte, int64, int64, error) {
 	type rec struct {
-		line []byte
-		n    int64
-		err  error
+		line    []byte
+		n, size int64
+		err     error
 	}
 	ch := make(chan rec, 256)
 	go func() {
 		for {
-			line, n, err := readRecord(br, csv)
-			r := rec{append([]byte(nil), line...), n, err} // the reader reuses its buffer
+			line, n, size, err := readRecord(br, csv)
+			r := rec{append([]byte(nil), line...), n, size, err} // the reader reuses its buffer
 			select {
 			case ch <- r:
 			case <-stop:
@@ -1043,21 +1078,21 @@ func liveRecords(ctx context.Context, br *bufio.Reader, csv bool, q *ubik.Query,
 		every = e
 	}
 	ticker := time.NewTicker(every)
-	return func() ([]byte, int64, error) {
+	return func() ([]byte, int64, int64, error) {
 		for {
 			select {
 			case r := <-ch:
-				return r.line, r.n, r.err
+				return r.line, r.n, r.size, r.err
 			case <-ticker.C:
 				if err := q.Tick(); err != nil {
-					return nil, 0, err
+					return nil, 0, 0, err
 				}
 				if err := flush(); err != nil {
-					return nil, 0, err
+					return nil, 0, 0, err
 				}
 			case <-ctx.Done():
 				ticker.Stop()
-				return nil, 0, ctx.Err()
+				return nil, 0, 0, ctx.Err()
 			}
 		}
 	}
@@ -1066,43 +1101,44 @@ func liveRecords(ctx context.Context, br *bufio.Reader, csv bool, q *ubik.Query,
 // errTooLong marks a record longer than maxLineBytes (consumed, not kept).
 var errTooLong = errors.New("record too long")
 
-// readRecord returns the next event without its final newline, and how many
-// lines it spanned: one line, or for CSV as many lines as it takes to close
-// every quoted field. The error is io.EOF for a last line without a newline
-// (or nothing left), errTooLong for an oversized record (consumed to its
-// end, not kept). Each line is scanned once: a record is complete when its
-// count of '"' is even, and that parity is kept line by line, so a quoted
-// field over many lines costs time linear in its size.
-func readRecord(br *bufio.Reader, csv bool) ([]byte, int64, error) {
-	line, open, tooLong, err := readLine(br, csv)
-	if !csv {
-		if tooLong {
-			return line, 1, errTooLong
-		}
-		return line, 1, err
+// tooLongError words an oversized record of n lines and size bytes, for
+// the dead letter.
+func tooLongError(n, size int64) error {
+	if n == 1 {
+		return fmt.Errorf("line longer than %d bytes", maxLineBytes)
 	}
-	if !open || err != nil {
+	return fmt.Errorf("record longer than %d bytes (%d bytes over %d lines)", maxLineBytes, size, n)
+}
+
+// readRecord returns the next event without its final newline, how many
+// lines it spanned (one line, or for CSV as many lines as it takes to close
+// every quoted field) and how many bytes of input it took, newlines
+// included (the input offset a checkpoint resumes from). The error is
+// io.EOF for a last line without a newline (or nothing left), errTooLong
+// for an oversized record (consumed to its end, not kept: rec is nil).
+// Each line is scanned once: a record is complete when its count of '"' is
+// even, and that parity is kept line by line, so a quoted field over many
+// lines costs time linear in its size.
+func readRecord(br *bufio.Reader, csv bool) (rec []byte, lines, size int64, err error) {
+	line, open, tooLong, size, err := readLine(br, csv)
+	if !csv || !open || err != nil {
 		if tooLong {
-			return line, 1, errTooLong
+			return nil, 1, size, errTooLong
 		}
-		return line, 1, err
+		return line, 1, size, err
 	}
-	var rec []byte
 	if !tooLong {
 		rec = append([]byte(nil), line...)
 	}
-	n := int64(1)
+	lines = 1
 	for open {
-		var next []byte
-		var odd, nextTooLong bool
-		next, odd, nextTooLong, err = readLine(br, true)
-		if len(next) == 0 && err != nil {
-			if tooLong {
-				return nil, n, errTooLong
-			}
-			return rec, n, err
+		next, odd, nextTooLong, n, rerr := readLine(br, true)
+		size += n
+		err = rerr
+		if len(next) == 0 && err != nil && !nextTooLong {
+			break
 		}
-		n++
+		lines++
 		open = open != odd
 		if !tooLong && (nextTooLong || len(rec)+1+len(next) > maxLineBytes) {
 			tooLong, rec = true, nil // keep reading to the record's end, keeping nothing
@@ -1115,9 +1151,9 @@ func readRecord(br *bufio.Reader, csv bool) ([]byte, int64, error) {
 		}
 	}
 	if tooLong {
-		return nil, n, errTooLong
+		return nil, lines, size, errTooLong
 	}
-	return rec, n, err
+	return rec, lines, size, err
 }
 
 // quoteParity reports whether b holds an odd number of '"'.
@@ -1125,40 +1161,42 @@ func quoteParity(b []byte) bool {
 	return bytes.Count(b, []byte{'"'})%2 == 1
 }
 
-// readLine returns the next line without its newline, and, when quotes is
-// set (CSV), whether it holds an odd number of '"' (counted as it is read,
-// over the whole line; a JSON line skips the count, a pass over every
-// byte). A line longer than maxLineBytes is consumed and reported with
-// tooLong set.
-func readLine(br *bufio.Reader, quotes bool) (line []byte, odd, tooLong bool, err error) {
+// readLine returns the next line without its newline, how many bytes it
+// took (its newline included) and, when quotes is set (CSV), whether it
+// holds an odd number of '"' (counted as it is read, over the whole line; a
+// JSON line skips the count, a pass over every byte). A line longer than
+// maxLineBytes is consumed and reported with tooLong set (and line nil).
+func readLine(br *bufio.Reader, quotes bool) (line []byte, odd, tooLong bool, size int64, err error) {
 	line, err = br.ReadSlice('\n')
 	odd = quotes && quoteParity(line)
+	size = int64(len(line))
 	if err == nil {
-		return line[:len(line)-1], odd, false, nil
+		return line[:len(line)-1], odd, false, size, nil
 	}
 	if err != bufio.ErrBufferFull {
-		return line, odd, false, err
+		return line, odd, false, size, err
 	}
 	buf := append([]byte(nil), line...)
 	for {
 		line, err = br.ReadSlice('\n')
 		odd = odd != (quotes && quoteParity(line))
+		size += int64(len(line))
 		if len(buf)+len(line) > maxLineBytes {
-			tooLong = true
-		} else {
+			tooLong, buf = true, nil
+		} else if !tooLong {
 			buf = append(buf, line...)
 		}
 		if err == nil {
-			if !tooLong {
-				buf = buf[:len(buf)-1]
+			if tooLong {
+				return nil, odd, true, size, nil
 			}
-			return buf, odd, tooLong, nil
+			return buf[:len(buf)-1], odd, false, size, nil
 		}
 		if err != bufio.ErrBufferFull {
 			if tooLong {
-				return []byte{0}, odd, true, nil
+				return nil, odd, true, size, nil
 			}
-			return buf, odd, false, err
+			return buf, odd, false, size, err
 		}
 	}
 }
@@ -1244,8 +1282,8 @@ func writeDead(w io.Writer, input, query string, line int64, event []byte, err e
 
 // appendLate renders one late event: the query, the contract key of the
 // (group, window) it was for, the reason, its event time, the window and
-// the watermark, the decoded row (columns the query does not read are
-// NULL), and the whole input record as read (ev.Event, which the driver
+// the watermark, the event's declared columns by name (ubik.LateEvent.Row), and the
+// whole input record as read (ev.Event, which the driver
 // sets on every host) with its line number when the input has lines (a
 // file; 0 for a Kafka source), so the event can be replayed.
 func appendLate(b []byte, query string, line int64, ev *ubik.LateEvent) []byte {
@@ -1285,19 +1323,19 @@ func appendLate(b []byte, query string, line int64, ev *ubik.LateEvent) []byte {
 // lateOf fills ev, reusing its buffers, with the late event e as the
 // root package hands one to a host: the Kafka runtime reports the
 // driver's own.
-func lateOf(ev *ubik.LateEvent, e *drive.LateEvent) *ubik.LateEvent {
+func lateOf(ev *ubik.LateEvent, lr *drive.LateRows, e *drive.LateEvent) *ubik.LateEvent {
 	key := ev.Key[:0]
 	if e.Windowed {
 		key = changelog.AppendKey(key, e.Key)
 	}
-	row := changelog.AppendKey(ev.Row[:0], e.Row)
+	row := lr.Append(ev.Row[:0], e)
 	*ev = ubik.LateEvent{Event: e.Event, Key: key, Row: row, Windowed: e.Windowed, EventTime: e.EventTime,
 		WindowStart: e.WindowStart, WindowEnd: e.WindowEnd, Watermark: e.Watermark, Reason: e.Reason}
 	return ev
 }
 
 // summary is what a run reports at the end: the text line on stderr and
-// --stats-json use the same names (README.md, "Run summary"), and the
+// --stats-json use the same names (docs/operations.md, "What `ubik run` prints"), and the
 // Prometheus metrics are ubik_<name>_total for the counters.
 type summary struct {
 	Query              string  `json:"query"`
@@ -1311,6 +1349,7 @@ type summary struct {
 	DedupKeys          int64   `json:"dedup_keys"`
 	RecordsEmitted     int64   `json:"records_emitted"`
 	HavingSuppressed   int64   `json:"having_suppressed"`
+	Unchanged          int64   `json:"unchanged_suppressed"`
 	WindowsFinalized   int64   `json:"windows_finalized"`
 	WallSeconds        float64 `json:"wall_seconds"`
 	EventsPerSecond    float64 `json:"events_per_second"`
@@ -1380,6 +1419,7 @@ func newSummary(name string, st ubik.Stats, elapsed time.Duration, inputs []stri
 		DedupKeys:        st.DedupKeys,
 		RecordsEmitted:   st.RecordsOut,
 		HavingSuppressed: st.HavingSuppressed,
+		Unchanged:        st.UnchangedSuppressed,
 		WindowsFinalized: st.WindowsFinalized,
 		WallSeconds:      elapsed.Seconds(),
 		EmitLatencyP50Ms: st.LatencyP50 / 1e6,
@@ -1472,8 +1512,12 @@ func (s summary) print(w io.Writer) {
 	if s.Duplicates+s.DedupLate > 0 {
 		fmt.Fprintf(&b, ", %d duplicates, %d dedup late", s.Duplicates, s.DedupLate)
 	}
-	fmt.Fprintf(&b, ", %d records emitted, %d windows finalized, %s, %.0f events/s",
-		s.RecordsEmitted, s.WindowsFinalized, formatWall(s.WallSeconds), s.EventsPerSecond)
+	fmt.Fprintf(&b, ", %d records emitted", s.RecordsEmitted)
+	if s.Unchanged > 0 {
+		fmt.Fprintf(&b, ", %d unchanged suppressed", s.Unchanged)
+	}
+	fmt.Fprintf(&b, ", %d windows finalized, %s, %.0f events/s",
+		s.WindowsFinalized, formatWall(s.WallSeconds), s.EventsPerSecond)
 	if s.Interval != nil {
 		b.WriteString(s.Interval.text())
 	}

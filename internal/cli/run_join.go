@@ -47,8 +47,8 @@ func loadTable(q *ubik.Query, pq *planQuery, onBad func(path string, lineNo int6
 	br := bufio.NewReaderSize(fh, 1<<20)
 	var lineNo int64
 	for {
-		line, n, rerr := readRecord(br, csv)
-		if len(line) == 0 && rerr != nil {
+		line, n, _, rerr := readRecord(br, csv)
+		if len(line) == 0 && rerr != nil && !errors.Is(rerr, errTooLong) {
 			if rerr != io.EOF {
 				return fmt.Errorf("table %s: %w", t.Name, rerr)
 			}
@@ -214,7 +214,7 @@ func (ri *rightInput) csvHeader(q *ubik.Query, resumed bool, header string) erro
 	if err != nil {
 		return err
 	}
-	hdr, _, _ := readRecord(bufio.NewReader(hf), true)
+	hdr, _, _, _ := readRecord(bufio.NewReader(hf), true)
 	hf.Close()
 	if err := q.PushInput(ri.name, bytes.TrimPrefix(trimCR(hdr), utf8BOM)); err != nil {
 		return fmt.Errorf("resume: %s: CSV header: %w", ri.name, err)
@@ -237,8 +237,8 @@ func (ri *rightInput) behind(q *ubik.Query) bool {
 // receives a malformed row (its error, a crossed --max-bad, is returned).
 func (ri *rightInput) pushOne(q *ubik.Query, onBad func(path string, lineNo int64, row []byte, err error) error, curLine *int64) error {
 	for {
-		line, n, rerr := readRecord(ri.br, ri.csv)
-		if len(line) == 0 && rerr != nil {
+		line, n, size, rerr := readRecord(ri.br, ri.csv)
+		if len(line) == 0 && rerr != nil && !errors.Is(rerr, errTooLong) {
 			if rerr != io.EOF {
 				return fmt.Errorf("source %s: %w", ri.name, rerr)
 			}
@@ -248,12 +248,10 @@ func (ri *rightInput) pushOne(q *ubik.Query, onBad func(path string, lineNo int6
 		}
 		atStart := ri.offset == 0
 		ri.line += n
-		ri.offset += int64(len(line)) + n
-		if rerr != nil && !errors.Is(rerr, errTooLong) {
-			ri.offset-- // the last line had no newline
-		}
+		ri.offset += size
 		if errors.Is(rerr, errTooLong) {
-			return fmt.Errorf("%s:%d: line longer than %d bytes", ri.path, ri.line, maxLineBytes)
+			// Malformed, as on the first input: the run goes on.
+			return onBad(ri.path, ri.line, nil, tooLongError(n, size))
 		}
 		line = trimCR(line)
 		if atStart {

@@ -34,6 +34,8 @@ type kafkaFlags struct {
 	resetState       bool
 	logLevel         string
 	commitInterval   time.Duration
+	giveUpAfter      time.Duration
+	allowDataLoss    bool
 }
 
 func addKafkaFlags(fs *flag.FlagSet) *kafkaFlags {
@@ -50,6 +52,8 @@ func addKafkaFlags(fs *flag.FlagSet) *kafkaFlags {
 	fs.StringVar(&k.logLevel, "log-level", "info", "Kafka: diagnostics on stderr: debug, info, warn, error (debug adds the Kafka client's own log: joins, syncs, rebalances, retries)")
 	fs.DurationVar(&k.commitInterval, "commit-interval", kafka.DefaultCommitInterval, fmt.Sprintf("Kafka: how long a transaction takes input before it commits, at most %s (half the %s transaction timeout): each stage's output, EMIT EARLY's early records included, waits up to this (plus the commit itself) before read_committed consumers see it; longer means fewer transactions and state entries, less CPU per event",
 		maxCommitInterval, kafka.DefaultTransactionTimeout))
+	fs.DurationVar(&k.giveUpAfter, "give-up-after", kafka.DefaultGiveUpAfter, "Kafka: how long a broker may be down or out of reach (or transactions fail to end) before the run gives up with an error: until then every failed request is retried and the query resumes from what the broker committed")
+	fs.BoolVar(&k.allowDataLoss, "allow-data-loss", false, "Kafka source: go on when records below the query's committed offsets were deleted (retention, DeleteRecords) before it read them; they are counted and reported. Default: refuse to start, naming the partitions and how many records were lost")
 	return k
 }
 
@@ -89,6 +93,8 @@ func fileOnly(name string) (instead string, ok bool) {
 		return "a Kafka query reports its counts in its log and at --metrics-addr", true
 	case "threads":
 		return "a Kafka query runs a driver per partition: start more instances (each its own --instance-id) to use more cores", true
+	case "join-buffer":
+		return fmt.Sprintf("a Kafka query bounds a join's rows per partition of the join (%d for an interval join)", plan.DefaultJoinBuffer), true
 	case "infer":
 		return "declare the source in the script with CREATE SOURCE (inference reads the first records of --input)", true
 	}
@@ -98,7 +104,7 @@ func fileOnly(name string) (instead string, ok bool) {
 func kafkaOnly(name string) bool {
 	switch name {
 	case "source", "sink", "from", "idle-timeout", "allow-uncompacted-sink", "instance-id",
-		"partitioned-by-key", "until-caught-up", "reset-state", "log-level", "commit-interval":
+		"partitioned-by-key", "until-caught-up", "reset-state", "log-level", "commit-interval", "give-up-after", "allow-data-loss":
 		return true
 	}
 	return false
@@ -250,6 +256,9 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	if k.partitionedByKey {
 		src.PartitionedByKey = true
 	}
+	if k.giveUpAfter <= 0 {
+		return fmt.Errorf("%w: --give-up-after %s: must be positive", ErrUsage, k.giveUpAfter)
+	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(k.logLevel)); err != nil {
 		return fmt.Errorf("%w: --log-level %q: %v", ErrUsage, k.logLevel, err)
@@ -286,10 +295,11 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		var mu sync.Mutex
 		var buf []byte
 		var late ubik.LateEvent
+		var lr drive.LateRows
 		onViewLate = func(name string, ev *drive.LateEvent) {
 			mu.Lock()
 			defer mu.Unlock()
-			buf = appendLate(buf[:0], name, 0, lateOf(&late, ev))
+			buf = appendLate(buf[:0], name, 0, lateOf(&late, &lr, ev))
 			if _, err := lf.Write(buf); err != nil && lateErr == nil {
 				lateErr = fmt.Errorf("--late-output %s: %w", f.lateOutput, err)
 			}
@@ -308,6 +318,8 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		Sink:           sink,
 		InstanceID:     k.instanceID,
 		CommitInterval: k.commitInterval,
+		GiveUpAfter:    k.giveUpAfter,
+		AllowDataLoss:  k.allowDataLoss,
 		Logger:         log,
 		UntilCaughtUp:  k.untilCaughtUp,
 		OnLate:         onLate,
@@ -353,6 +365,9 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		if t, _, what := secondKafkaInput(q); t != nil {
 			end += fmt.Sprintf(", %s: %d rows read, %d malformed, %d late", what, st.TableRows, st.TableMalformed, st.TableLate)
 		}
+		if st.DataLost > 0 {
+			end += fmt.Sprintf(", %d source records lost (deleted before they were read; --allow-data-loss)", st.DataLost)
+		}
 		if st.CaughtUp {
 			end += ", caught up"
 		} else {
@@ -371,8 +386,17 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		if stopped {
 			how = "stopped (" + stopCause(ctx).Error() + "): "
 		}
-		fmt.Fprintf(env.Stderr, "ubik: %s: %s%d events consumed, %d malformed, %d eval errors, %d late, %d records produced, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s%s\n",
-			q.Name, how, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
+		// Duplicates and unchanged records are named as the file run's
+		// summary names them (summary.text).
+		dups, unchanged := "", ""
+		if st.Duplicates+st.DedupLate > 0 {
+			dups = fmt.Sprintf(", %d duplicates, %d dedup late", st.Duplicates, st.DedupLate)
+		}
+		if st.UnchangedSuppressed > 0 {
+			unchanged = fmt.Sprintf(", %d unchanged suppressed", st.UnchangedSuppressed)
+		}
+		fmt.Fprintf(env.Stderr, "ubik: %s: %s%d events consumed, %d malformed, %d eval errors, %d late%s, %d records produced%s, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s%s\n",
+			q.Name, how, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, dups, st.RecordsOut, unchanged, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
 	}
 	if err == nil {
 		err = lateErr

@@ -104,7 +104,7 @@ func TestRunJSONLStrictLate(t *testing.T) {
 		t.Fatalf("stderr %s", errb)
 	}
 	lb, _ := os.ReadFile(late)
-	if !strings.Contains(string(lb), `{"query": "q", "key": ["a", "2026-07-18 10:00:00"], "reason": "window already final"`) || !strings.Contains(string(lb), `"row": ["a", "2026-07-18 10:00:02"]`) {
+	if !strings.Contains(string(lb), `{"query": "q", "key": ["a", "2026-07-18 10:00:00"], "reason": "window already final"`) || !strings.Contains(string(lb), `"row": {"k": "a", "ts": "2026-07-18 10:00:02"}`) {
 		t.Fatalf("late output %s", lb)
 	}
 
@@ -287,5 +287,99 @@ func TestRunStatsJSONCompleted(t *testing.T) {
 	}
 	if _, err := os.Stat(stats + ".tmp"); !os.IsNotExist(err) {
 		t.Errorf("a temporary summary was left: %v", err)
+	}
+}
+
+// TestLateOutputAllColumns: a late event in --late-output carries every
+// column its source declares, by name, with its value, also the columns
+// the query does not read (the decoder skips those for the query); for a
+// temporal join, the late stream event and the late table row each carry
+// their own source's columns.
+func TestLateOutputAllColumns(t *testing.T) {
+	sql := writeFile(t, "q.sql", `CREATE SOURCE ev (id VARCHAR, k VARCHAR, v BIGINT, note VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts) WITH (format = 'jsonl');
+SELECT k, count(*) AS n FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND)`)
+	in := `{"id":"a","k":"x","v":1,"note":"hi","ts":"2026-07-18 10:00:01"}
+{"id":"b","k":"x","v":2,"note":"yo","ts":"2026-07-18 10:00:30"}
+{"id":"c","k":"x","v":3,"note":"late","ts":"2026-07-18 10:00:02"}
+`
+	late := filepath.Join(t.TempDir(), "late.jsonl")
+	if _, errb, code := runArgs(t, in, "run", sql, "--late-output", late); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	b, _ := os.ReadFile(late)
+	if want := `"row": {"id": "c", "k": "x", "v": 3, "note": "late", "ts": "2026-07-18 10:00:02"}`; !strings.Contains(string(b), want) {
+		t.Fatalf("late output %s\nwant it to hold %s", b, want)
+	}
+
+	dir := t.TempDir()
+	table := filepath.Join(dir, "t.jsonl")
+	if err := os.WriteFile(table, []byte(`{"k":"x","price":5,"label":"five","ts":"2026-07-18 10:00:00"}
+{"k":"x","price":6,"label":"six","ts":"2026-07-18 10:01:00"}
+{"k":"x","price":4,"label":"old","ts":"2026-07-18 09:00:00"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sql = writeFile(t, "j.sql", `CREATE SOURCE ev (id VARCHAR, k VARCHAR, v BIGINT, note VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts) WITH (format = 'jsonl');
+CREATE TABLE t (k VARCHAR, price BIGINT, label VARCHAR, ts TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR ts AS ts) WITH (format = 'jsonl', path = '`+table+`');
+SELECT e.k AS k, sum(t.price) AS p FROM ev e JOIN t FOR SYSTEM_TIME AS OF e.ts ON e.k = t.k GROUP BY e.k, TUMBLE(e.ts, INTERVAL '10' SECOND)`)
+	in = `{"id":"a","k":"x","v":1,"note":"hi","ts":"2026-07-18 10:00:01"}
+{"id":"b","k":"x","v":2,"note":"yo","ts":"2026-07-18 10:02:00"}
+{"id":"c","k":"x","v":3,"note":"late","ts":"2026-07-18 10:00:02"}
+`
+	late = filepath.Join(dir, "late.jsonl")
+	if _, errb, code := runArgs(t, in, "run", sql, "--late-output", late); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	b, _ = os.ReadFile(late)
+	for _, want := range []string{`"row": {"id": "c", "k": "x", "v": 3, "note": "late", "ts": "2026-07-18 10:00:02"}`,
+		`"row": {"k": "x", "price": 4, "label": "old", "ts": "2026-07-18 09:00:00"}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("late output %s\nwant it to hold %s", b, want)
+		}
+	}
+}
+
+// TestDuplicatesOneCount: the same input reports the same duplicates in a
+// query over the stream and in a temporal join of it. A copy of an event
+// that arrives after the join's watermark passed its time is a duplicate
+// there too (the dedup runs first in a query without a join), not an event
+// late at the join.
+func TestDuplicatesOneCount(t *testing.T) {
+	dir := t.TempDir()
+	table := filepath.Join(dir, "t.jsonl")
+	if err := os.WriteFile(table, []byte(`{"k":"x","price":5,"ts":"2026-07-18 09:00:00"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := `CREATE SOURCE ev (id VARCHAR, k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts) WITH (format = 'jsonl', dedup_key = 'id', dedup_within = '1 hour');
+CREATE TABLE t (k VARCHAR, price BIGINT, ts TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR ts AS ts) WITH (format = 'jsonl', path = '` + table + `');
+`
+	// e1 is copied at once (a copy in time) and again after the watermark
+	// passed it (a late copy); e3 is late and no copy.
+	in := `{"id":"e1","k":"x","ts":"2026-07-18 10:00:01"}
+{"id":"e1","k":"x","ts":"2026-07-18 10:00:01"}
+{"id":"e2","k":"x","ts":"2026-07-18 10:00:30"}
+{"id":"e1","k":"x","ts":"2026-07-18 10:00:01"}
+{"id":"e3","k":"x","ts":"2026-07-18 10:00:02"}
+`
+	for _, q := range []string{
+		`SELECT k, count(*) AS n FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND)`,
+		`SELECT e.k AS k, sum(t.price) AS p FROM ev e JOIN t FOR SYSTEM_TIME AS OF e.ts ON e.k = t.k GROUP BY e.k, TUMBLE(e.ts, INTERVAL '10' SECOND)`,
+	} {
+		stats := filepath.Join(dir, "stats.json")
+		sql := writeFile(t, "q.sql", src+q)
+		if _, errb, code := runArgs(t, in, "run", sql, "--stats-json", stats); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb)
+		}
+		var s struct {
+			Duplicates int64 `json:"duplicates"`
+			Late       int64 `json:"late"`
+		}
+		b, _ := os.ReadFile(stats)
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Duplicates != 2 || s.Late != 1 {
+			t.Errorf("%s: %d duplicates, %d late; want 2 and 1\n%s", q, s.Duplicates, s.Late, b)
+		}
 	}
 }

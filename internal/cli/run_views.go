@@ -69,7 +69,7 @@ func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook 
 		if lateHook != nil {
 			onLate = func(ev *ubik.LateEvent) { lateHook(name, ev) }
 		}
-		return ubik.QueryOptions{Name: name, Strict: f.strict, OnLate: onLate, OnLateTable: onLate, OnRecord: write(t), Threads: f.threads,
+		return ubik.QueryOptions{Name: name, Strict: f.strict, OnLate: onLate, OnLateTable: onLate, OnRecord: write(t), Threads: f.threads, JoinBuffer: f.joinBuffer,
 			OnEventError: func(lineNo int64, event []byte, err *ubik.EventError) { onBad(t, lineNo, event, err.Err) }}
 	}
 	// An explicit --threads that a query cannot use is said, with why.

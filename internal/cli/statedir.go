@@ -39,6 +39,10 @@ const ckptMagic3 = "UBIKCKP3"
 // ErrStateMismatch is returned when a state dir belongs to another query.
 var ErrStateMismatch = errors.New("ubik: the state dir belongs to a different query or input")
 
+// ErrStateInUse is returned when another process runs over the state dir,
+// or writes an output of the run (statelock.go).
+var ErrStateInUse = errors.New("ubik: already in use")
+
 type ckptHeader struct {
 	Finished    bool
 	InputOffset int64
@@ -54,21 +58,42 @@ type ckptHeader struct {
 type checkpointFile struct {
 	dir      string
 	identity [32]byte // hash of the SQL text, query name and input path
+	lock     *os.File // the state dir's lock, held until close
 }
 
+// newCheckpointFile opens state dir dir (made 0700 if new, so the state
+// is the user's alone), taking its lock for the run: close releases it.
 func newCheckpointFile(dir, sql, query, input string) (*checkpointFile, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
+	}
+	lock, err := lockStateDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	// Temporaries of a run that crashed before its rename.
+	if old, err := filepath.Glob(filepath.Join(dir, ckptTempPattern)); err == nil {
+		for _, p := range old {
+			os.Remove(p)
+		}
 	}
 	h := sha256.New()
 	for _, s := range []string{sql, query, input} {
 		binary.Write(h, binary.LittleEndian, uint64(len(s)))
 		h.Write([]byte(s))
 	}
-	c := &checkpointFile{dir: dir}
+	c := &checkpointFile{dir: dir, lock: lock}
 	copy(c.identity[:], h.Sum(nil))
 	return c, nil
 }
+
+// close releases the state dir's lock.
+func (c *checkpointFile) close() error { return c.lock.Close() }
+
+// ckptTempPattern names a checkpoint being written: a fresh name made
+// with O_EXCL (os.CreateTemp), so that a file or symlink already in the
+// dir is never opened, let alone written through.
+const ckptTempPattern = "checkpoint-*.tmp"
 
 func (c *checkpointFile) path() string { return filepath.Join(c.dir, "checkpoint") }
 
@@ -116,26 +141,33 @@ func (c *checkpointFile) save(q *ubik.Query, h ckptHeader) error {
 		return err
 	}
 	b.Write(binary.LittleEndian.AppendUint32(nil, crc32.ChecksumIEEE(b.Bytes())))
-	tmp := c.path() + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b.Bytes()); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, c.path()); err != nil {
+	if err := c.replace(b.Bytes()); err != nil {
 		return err
 	}
 	return syncDir(c.dir)
+}
+
+// replace writes data to a new temporary file (mode 0600) and renames it
+// over the checkpoint.
+func (c *checkpointFile) replace(data []byte) error {
+	f, err := os.CreateTemp(c.dir, ckptTempPattern)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), c.path())
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 func syncDir(dir string) error {
@@ -178,6 +210,9 @@ func (c *checkpointFile) load(q *ubik.Query) (*ckptHeader, error) {
 	if err != nil {
 		return nil, bad("header")
 	}
+	if fin > 1 {
+		return nil, bad("header")
+	}
 	h.Finished = fin == 1
 	for _, p := range []*int64{&h.InputOffset, &h.Line, &h.Outputs[0], &h.Outputs[1], &h.Outputs[2]} {
 		if *p, err = binary.ReadVarint(r); err != nil {
@@ -203,6 +238,9 @@ func (c *checkpointFile) load(q *ubik.Query) (*ckptHeader, error) {
 				return nil, bad("header")
 			}
 		}
+	}
+	if err := h.check(); err != "" {
+		return nil, bad(err)
 	}
 	for {
 		kl, err := binary.ReadUvarint(r)
@@ -230,6 +268,21 @@ func (c *checkpointFile) load(q *ubik.Query) (*ckptHeader, error) {
 	return &h, nil
 }
 
+// check says what in a header cannot be a run's position: a negative
+// offset, line or output length, an offset without a line (or a line
+// without an offset), a finished flag that is neither 0 nor 1.
+func (h *ckptHeader) check() string {
+	for _, v := range append([]int64{h.InputOffset, h.Line, h.Outputs[0], h.Outputs[1], h.Outputs[2], h.RightOffset, h.RightLine}, h.Extra...) {
+		if v < 0 {
+			return "a negative offset, line or length in the header"
+		}
+	}
+	if (h.InputOffset == 0) != (h.Line == 0) || (h.RightOffset == 0) != (h.RightLine == 0) {
+		return "an input offset and line that do not agree"
+	}
+	return ""
+}
+
 // resumableFile is an output that a resumed run cuts back to its
 // checkpointed length before writing on.
 type resumableFile struct {
@@ -238,9 +291,15 @@ type resumableFile struct {
 	n int64 // bytes written, buffered included
 }
 
+// openResumable opens output path (made 0600 if new) and locks it for
+// the run before cutting it back.
 func openResumable(path string, keep int64) (*resumableFile, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
+		return nil, err
+	}
+	if err := lockOutput(f, path); err != nil {
+		f.Close()
 		return nil, err
 	}
 	if err := f.Truncate(keep); err != nil {

@@ -352,6 +352,7 @@ func (d *Driver) onRecord(r *changelog.Record) error {
 
 func (d *Driver) onLate(ev *exec.LateEvent) {
 	ev.Event = d.raw
+	ev.Source = d.inputSource()
 	d.late(ev)
 }
 

@@ -66,3 +66,10 @@ func ParseMessageFormat(opts map[string]string) (MessageFormat, error) {
 
 // StateCost estimates the state of one live (group, window) of q.
 func StateCost(q *plan.Query) (overhead int, aggs []AggCost) { return exec.StateCost(q) }
+
+// IntervalRowBytes estimates the memory of one held row of input side of
+// interval join j, beyond its text (exec.IntervalRowBytes).
+func IntervalRowBytes(j *plan.IntervalJoin, side int) int { return exec.IntervalRowBytes(j, side) }
+
+// IntervalKeyBytes: see exec.IntervalKeyBytes.
+const IntervalKeyBytes = exec.IntervalKeyBytes

@@ -121,7 +121,7 @@ func (d *Driver) ijRow(side int, row []types.Value, raw []byte) error {
 		}
 		if hook != nil {
 			tc := d.sideSrc(side).TimeCol
-			hook(&exec.LateEvent{Row: row, EventTime: row[tc].I, Watermark: st.j.Watermark(side), Event: raw,
+			hook(&exec.LateEvent{Row: row, EventTime: row[tc].I, Watermark: st.j.Watermark(side), Event: raw, Source: d.sideSrc(side),
 				Reason: fmt.Sprintf("behind the watermark of %s less the allowed lateness at the interval join", d.sideSrc(side).Name)})
 		}
 		return nil

@@ -92,6 +92,9 @@ func (d *Driver) joinEvent(row []types.Value) error {
 			return d.pump()
 		}
 	}
+	if d.join.j.Late(row[d.q.Join.Stream.TimeCol].I) && d.op.CountCopy(row) {
+		return nil // a copy of an admitted event: a duplicate, not late
+	}
 	late, err := d.join.j.PushEvent(row)
 	if err != nil {
 		d.n.Applied--
@@ -100,7 +103,7 @@ func (d *Driver) joinEvent(row []types.Value) error {
 	if late {
 		if d.late != nil {
 			st := d.join.j.Stats()
-			d.late(&exec.LateEvent{Row: row, EventTime: row[d.q.Join.Stream.TimeCol].I, Watermark: st.StreamWM, Event: d.raw,
+			d.late(&exec.LateEvent{Row: row, EventTime: row[d.q.Join.Stream.TimeCol].I, Watermark: st.StreamWM, Event: d.raw, Source: d.q.Join.Stream,
 				Reason: "behind the stream watermark less the allowed lateness at the temporal join"})
 		}
 		return nil
@@ -258,7 +261,7 @@ func (d *Driver) tableRow(row []types.Value, raw []byte) error {
 		js.tn.Late++
 		if d.lateTable != nil {
 			tc := d.q.Join.Table.TimeCol
-			d.lateTable(&exec.LateEvent{Row: row, EventTime: row[tc].I, Watermark: js.j.TableWatermark(), Event: raw,
+			d.lateTable(&exec.LateEvent{Row: row, EventTime: row[tc].I, Watermark: js.j.TableWatermark(), Event: raw, Source: d.q.Join.Table,
 				Reason: "table row behind the table watermark: not applied"})
 		}
 		return nil

@@ -596,6 +596,7 @@ func (p *par) stats() exec.Stats {
 		s.DedupLate += t.DedupLate
 		s.RecordsOut += t.RecordsOut
 		s.HavingSuppressed += t.HavingSuppressed
+		s.UnchangedSuppressed += t.UnchangedSuppressed
 		s.WindowsFinalized += t.WindowsFinalized
 		s.LiveGroups += t.LiveGroups
 		s.LiveGroupsPeak += t.LiveGroupsPeak
@@ -613,6 +614,10 @@ func (p *par) stats() exec.Stats {
 	s.DedupLate += p.beyond
 	if p.dedup != nil {
 		s.DedupKeys, s.DedupBytes = p.dedup.Keys(), p.dedup.Bytes()
+		// The dedup keys are live state too; the peak, like the shards'
+		// sum, bounds the real one from above.
+		s.StateBytes += s.DedupBytes
+		s.StateBytesPeak += p.dedup.Peak()
 	}
 	s.Watermark = p.wm
 	s.MaxEventTime = p.maxTime

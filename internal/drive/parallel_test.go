@@ -67,7 +67,7 @@ func parQuery(r *rand.Rand) string {
 	session := strings.HasPrefix(w.grp, "SESSION")
 	switch m := r.IntN(3); {
 	case m == 0 && !session:
-		s += " EMIT EARLY EVERY INTERVAL '5' MILLISECOND"
+		s += " EMIT EARLY EVERY INTERVAL '10' MILLISECOND"
 	case m == 1 && windowed && !session:
 		s += " EMIT CHANGES"
 	case !windowed:

@@ -95,6 +95,8 @@ type Decoder struct {
 	// buffers for unescaped strings (one per column, since a row may alias
 	// several at once).
 	names      []string
+	colIndex   map[string]int // name -> column, for a source of many columns
+	vals       []*fastjson.Value
 	seen       []bool
 	keyScratch []byte
 	keyCache   []cachedKey // the previous line's keys, by position
@@ -148,10 +150,16 @@ func NewMessageDecoder(src *plan.Source, f MessageFormat) *Decoder {
 }
 
 func newJSONDecoder(src *plan.Source) *Decoder {
-	d := &Decoder{src: src, row: make([]types.Value, len(src.Columns)),
+	d := &Decoder{src: src, row: make([]types.Value, len(src.Columns)), vals: make([]*fastjson.Value, len(src.Columns)),
 		seen: make([]bool, len(src.Columns)), valScratch: make([][]byte, len(src.Columns))}
-	for _, c := range src.Columns {
+	if len(src.Columns) > linearColumns {
+		d.colIndex = make(map[string]int, len(src.Columns))
+	}
+	for i, c := range src.Columns {
 		d.names = append(d.names, c.Name)
+		if _, dup := d.colIndex[c.Name]; d.colIndex != nil && !dup {
+			d.colIndex[c.Name] = i
+		}
 		// A JSON column keeps the value's canonical JSON text; the scanner
 		// does not produce that text, so such sources take the reference
 		// path.
@@ -239,6 +247,10 @@ func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 	if err != nil {
 		return nil, &DecodeError{Msg: "an event must be a JSON object, got " + v.Type().String()}
 	}
+	if tok, off := badNumber(line); off >= 0 {
+		return nil, numberError(tok, off)
+	}
+	d.fieldValues(obj)
 	d.jsonBuf = d.jsonBuf[:0]
 	for i := range d.src.Columns {
 		c := &d.src.Columns[i]
@@ -246,7 +258,7 @@ func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 			d.row[i] = types.NullOf(c.Type)
 			continue
 		}
-		f := obj.Get(c.Name)
+		f := d.vals[i]
 		if c.JSON && f != nil {
 			// Keep the value's JSON text; -> and ->> read paths from it.
 			// The text is taken before anything asks f its type: fastjson
@@ -288,6 +300,18 @@ func (d *Decoder) decodeReference(line []byte) ([]types.Value, error) {
 		d.row[i] = cell
 	}
 	return d.row, nil
+}
+
+// fieldValues finds each column's value among obj's fields in one pass
+// over them (the first field of a name wins, as in fastjson's Get, which
+// searches the fields once per column).
+func (d *Decoder) fieldValues(obj *fastjson.Object) {
+	clear(d.vals)
+	obj.Visit(func(k []byte, v *fastjson.Value) {
+		if c := d.columnIndex(k); c >= 0 && d.vals[c] == nil {
+			d.vals[c] = v
+		}
+	})
 }
 
 func bytesString(b []byte) string {

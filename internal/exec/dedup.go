@@ -25,6 +25,7 @@ type dedupState struct {
 	buckets  map[int64][]string // expiry bucket -> keys
 	order    int64Heap          // live bucket ids
 	bytes    int64
+	peak     int64    // the most bytes at once
 	added    []string // since the last checkpoint, once tracking
 	evicted  []string
 	tracking bool
@@ -79,6 +80,7 @@ func (d *dedupState) add(k string, ts int64) {
 	}
 	d.buckets[b] = append(d.buckets[b], k)
 	d.bytes += int64(len(k)) + DedupEntryBytes
+	d.peak = max(d.peak, d.bytes)
 }
 
 // evict forgets every key whose horizon the watermark has passed.

@@ -16,7 +16,11 @@ type group struct {
 	// The window end is not stored: an aligned window's is start + size, a
 	// continuous view has none, and a session keeps its end in the word
 	// after its aggregate words (Operator.groupEnd).
-	revision  uint64
+	revision uint64
+	// lastValue is the hash of the value of the last record published
+	// (valid when flag published is set): a change record whose value
+	// hashes the same is not published again (Operator.emit).
+	lastValue uint64
 	dirtyAt   int64 // nanotime of the first change since the last emission; 0 = clean
 	seq       uint64
 	heapIndex int32 // sessions: position in the close heap; aligned windows: slot in the dirty list (Operator.finalize)
@@ -30,6 +34,7 @@ const (
 	dead                             // finalized and dropped
 	ckptDirty                        // changed since the last checkpoint
 	written                          // a checkpoint entry exists for it
+	published                        // lastValue holds the hash of a published value
 )
 
 func (g *group) has(f groupFlags) bool { return g.flags&f != 0 }

@@ -18,7 +18,7 @@ import (
 
 var updateVectors = flag.Bool("update", false, "rewrite the key field of testdata/contract/identity_vectors.jsonl from the engine")
 
-const identityVectorsFile = "../testdata/contract/identity_vectors.jsonl"
+const identityVectorsFile = "../../testdata/contract/identity_vectors.jsonl"
 
 // identityVector is one line of identity_vectors.jsonl: spellings of one
 // cell (JSON text as a producer writes it; "" leaves the field out; 0x...

@@ -143,15 +143,35 @@ func (d *Decoder) finishScan(s *scanner) ([]types.Value, error) {
 	return d.row, nil
 }
 
-// columnOf finds the column named key (exact spelling first, as fastjson's
-// Get does: JSON keys are case-sensitive).
+// columnOf finds the column named key that the query reads, or -1: not a
+// column, or one the query does not read (skipped).
 func (d *Decoder) columnOf(key []byte) int {
+	i := d.columnIndex(key)
+	if i >= 0 && d.used != nil && !d.used[i] {
+		return -1
+	}
+	return i
+}
+
+// linearColumns is the column count up to which a search of the names
+// beats a map lookup; above it a map keeps decoding linear in the event.
+const linearColumns = 16
+
+// columnIndex finds the column named key, exactly as spelled (JSON keys
+// are case-sensitive), or -1.
+func (d *Decoder) columnIndex(key []byte) int {
+	if d.colIndex != nil {
+		if i, ok := d.colIndex[string(key)]; ok {
+			return i
+		}
+		return -1
+	}
 	for i, n := range d.names {
-		if len(n) == len(key) && n == string(key) && (d.used == nil || d.used[i]) {
+		if len(n) == len(key) && n == string(key) {
 			return i
 		}
 	}
-	return -1 // not a column, or one the query does not read: skipped
+	return -1
 }
 
 // scanValue converts the value at s into column col; false sends the line

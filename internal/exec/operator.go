@@ -58,6 +58,11 @@ type LateEvent struct {
 	// one (internal/drive sets it; nil for a pushed row). Valid only during
 	// the call, so a late output can carry the event for a replay.
 	Event []byte
+	// Source is the declared source Event was read from, when the host
+	// knows it (internal/drive sets it), so a late output can show every
+	// declared column of the event: Row holds only the columns the query
+	// reads.
+	Source *plan.Source
 }
 
 // Config wires an Operator to its host.
@@ -95,7 +100,7 @@ type Stats struct {
 	WindowsFinalized int64 // (group, window) pairs closed
 	LiveGroups       int64 // live (group, window) states now
 	LiveGroupsPeak   int64
-	StateBytes       int64 // estimated bytes of live state now
+	StateBytes       int64 // estimated bytes of live state now, the dedup state's included
 	StateBytesPeak   int64
 	Watermark        int64   // µs; math.MinInt64 before the first event
 	MaxEventTime     int64   // µs
@@ -103,6 +108,10 @@ type Stats struct {
 	LatencyP99       float64
 	LatencyMax       float64
 	LatencyCount     uint64
+
+	// UnchangedSuppressed counts the records not emitted because their
+	// value equals the last one published for the (group, window).
+	UnchangedSuppressed int64
 }
 
 // Operator executes one query. It is not safe for concurrent use.
@@ -185,6 +194,11 @@ type Operator struct {
 	rec      changelog.Record
 	keyOut   []byte
 	valOut   []byte
+	// revDep: some SELECT column may read REVISION(), so the value a
+	// change is compared by is rendered again with the revision fixed
+	// (valueHash) into revRow and revBuf.
+	revDep bool
+	revBuf []byte
 
 	stats Stats
 	hist  latencyHist
@@ -264,6 +278,7 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 		o.prefixes[i] = o.enc.AppendPrefix(nil, i)
 	}
 	o.keySpan = make([]int, 2*len(q.Keys))
+	o.revDep = readsRevision(q)
 	o.rec.Meta = changelog.Meta{
 		Query:           q.Name,
 		Windowed:        q.Window != nil,
@@ -343,7 +358,9 @@ func (o *Operator) processRow(row []types.Value, key []byte) error {
 	q := o.q
 	if o.dedup != nil {
 		tc := q.Source.TimeCol
+		before := o.dedup.bytes
 		dup, beyond := o.dedup.admit(row, row[tc].I, o.watermark)
+		o.addBytes(o.dedup.bytes - before) // the dedup keys are live state too
 		switch {
 		case dup:
 			o.stats.Duplicates++
@@ -718,7 +735,9 @@ func (o *Operator) AdvanceWatermark(wm int64) error {
 	o.watermark = wm
 	o.stats.Watermark = wm
 	if o.dedup != nil {
+		before := o.dedup.bytes
 		o.dedup.evict(wm)
+		o.addBytes(o.dedup.bytes - before)
 	}
 	switch {
 	case o.buckets != nil:
@@ -916,9 +935,19 @@ func (o *Operator) emit(g *group, final bool) error {
 		}
 		o.outRow[i] = v
 	}
+	o.encodeRecord(row[:len(q.Keys)])
+	if !final {
+		h := o.valueHash(row)
+		if g.has(published) && g.lastValue == h {
+			o.stats.UnchangedSuppressed++
+			o.markCkpt(g) // it is clean now
+			return nil
+		}
+		g.lastValue = h
+		g.set(published, true)
+	}
 	g.revision++
 	o.markCkpt(g)
-	o.encodeRecord(row[:len(q.Keys)])
 	o.rec.Key = o.keyOut
 	o.rec.Value = o.valOut
 	o.rec.Meta.Final = final

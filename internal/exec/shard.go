@@ -86,8 +86,9 @@ func EntryGroupKey(key []byte) ([]byte, bool) {
 	return key[9:], true
 }
 
-// MetaCounters is the number of counters a meta entry carries.
-const MetaCounters = 9
+// MetaCounters is the number of counters a meta entry carries (a version 1
+// entry carries the first 9).
+const MetaCounters = 10
 
 // Meta is the content of a checkpoint's meta entry.
 type Meta struct {
@@ -95,7 +96,7 @@ type Meta struct {
 	MaxEventTime int64
 	Seq          uint64
 	// Rows, Filtered, EvalErrors, Late, RecordsOut, HavingSuppressed,
-	// WindowsFinalized, Duplicates, DedupLate.
+	// WindowsFinalized, Duplicates, DedupLate, UnchangedSuppressed.
 	Counters [MetaCounters]int64
 	Position []byte
 }
@@ -103,14 +104,18 @@ type Meta struct {
 // ParseMeta decodes a meta entry's value.
 func ParseMeta(val []byte) (Meta, error) {
 	var m Meta
-	if len(val) == 0 || val[0] != stateVersion {
+	if len(val) == 0 || val[0] != stateVersion && val[0] != opStateVersion {
 		return m, fmt.Errorf("%w: bad meta entry", ErrBadState)
+	}
+	nc := MetaCounters
+	if val[0] == stateVersion {
+		nc = 9
 	}
 	r := &reader{b: val[1:]}
 	m.Watermark = r.varint()
 	m.MaxEventTime = r.varint()
 	m.Seq = r.uvarint()
-	for i := range m.Counters {
+	for i := range nc {
 		m.Counters[i] = r.varint()
 	}
 	n := r.uvarint()
@@ -119,12 +124,20 @@ func ParseMeta(val []byte) (Meta, error) {
 }
 
 // AppendMeta encodes m as a meta entry's value (what Checkpoint writes).
-func AppendMeta(b []byte, m Meta) []byte {
-	b = append(b, stateVersion)
+func AppendMeta(b []byte, m Meta) []byte { return appendMetaVersion(b, m, opStateVersion) }
+
+// appendMetaVersion encodes m in the given format: a version 1 entry
+// carries the first 9 counters.
+func appendMetaVersion(b []byte, m Meta, version byte) []byte {
+	b = append(b, version)
 	b = binary.AppendVarint(b, m.Watermark)
 	b = binary.AppendVarint(b, m.MaxEventTime)
 	b = binary.AppendUvarint(b, m.Seq)
-	for _, c := range m.Counters {
+	counters := m.Counters[:]
+	if version == stateVersion {
+		counters = counters[:9]
+	}
+	for _, c := range counters {
 		b = binary.AppendVarint(b, c)
 	}
 	b = binary.AppendUvarint(b, uint64(len(m.Position)))
@@ -298,9 +311,11 @@ func (x *Dedup) AdmitKey(key []byte, hasKey bool, ts, watermark int64) (dup, bey
 // Evict forgets the keys the watermark has passed (AdvanceWatermark's).
 func (x *Dedup) Evict(watermark int64) { x.d.evict(watermark) }
 
-// Keys and Bytes are the Stats gauges DedupKeys and DedupBytes.
+// Keys and Bytes are the Stats gauges DedupKeys and DedupBytes; Peak is
+// the most bytes the state held at once.
 func (x *Dedup) Keys() int64  { return int64(len(x.d.seen)) }
 func (x *Dedup) Bytes() int64 { return x.d.bytes }
+func (x *Dedup) Peak() int64  { return x.d.peak }
 
 // Checkpoint writes the dedup entries ("d" + key) as an operator's
 // Checkpoint does: the first time all of them, whatever full says.
@@ -322,7 +337,7 @@ func (x *Dedup) Restore(key, val []byte) error {
 		return nil
 	}
 	if val[0] != stateVersion {
-		return fmt.Errorf("%w: unknown state version %d", ErrBadState, val[0])
+		return fmt.Errorf("%w: unknown dedup entry version %d", ErrBadState, val[0])
 	}
 	r := &reader{b: val[1:]}
 	ts := r.varint()

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"container/heap"
 	"encoding/binary"
 	"errors"
@@ -27,6 +28,14 @@ import (
 // version byte that only moves forward.
 
 const stateVersion = 1
+
+// opStateVersion is the format of the operator's group and meta entries:
+// version 2 added the hash of a group's last published value (without it
+// a restart would publish an unchanged value again, or suppress a changed
+// one) and the UnchangedSuppressed counter. Version 1 entries are still
+// read: their groups publish their next record whatever its value, as
+// version 1 did.
+const opStateVersion = 2
 
 // ErrBadState is returned (wrapped) when checkpoint bytes cannot be decoded
 // or do not belong to this query.
@@ -137,8 +146,14 @@ func appendStateKey(kb []byte, seq uint64, mapKey string) []byte {
 }
 
 func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
+	return o.groupEntryVersion(kb, vb, g, opStateVersion)
+}
+
+// groupEntryVersion writes g's entry in the given format: a version 1
+// entry has no last published value.
+func (o *Operator) groupEntryVersion(kb, vb []byte, g *group, version byte) ([]byte, []byte) {
 	kb = appendStateKey(kb, g.seq, g.mapKey)
-	vb = append(vb, stateVersion)
+	vb = append(vb, version)
 	vb = binary.AppendVarint(vb, g.start)
 	vb = binary.AppendVarint(vb, o.groupEnd(g))
 	vb = binary.AppendUvarint(vb, g.revision)
@@ -146,6 +161,13 @@ func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
 	if g.dirtyAt != 0 {
 		vb = append(vb, 1)
 	} else {
+		vb = append(vb, 0)
+	}
+	switch {
+	case version < opStateVersion:
+	case g.has(published):
+		vb = binary.LittleEndian.AppendUint64(append(vb, 1), g.lastValue)
+	default:
 		vb = append(vb, 0)
 	}
 	o.cellsOut = decodeKeyBytes(g.mapKey, o.keyTypes, o.cellsOut[:0])
@@ -163,16 +185,11 @@ func (o *Operator) groupEntry(kb, vb []byte, g *group) ([]byte, []byte) {
 }
 
 func (o *Operator) metaEntry(position []byte) []byte {
-	b := []byte{stateVersion}
-	b = binary.AppendVarint(b, o.watermark)
-	b = binary.AppendVarint(b, o.maxEventTime)
-	b = binary.AppendUvarint(b, o.seq)
 	s := &o.stats
-	for _, c := range []int64{s.Rows, s.Filtered, s.EvalErrors, s.Late, s.RecordsOut, s.HavingSuppressed, s.WindowsFinalized, s.Duplicates, s.DedupLate} {
-		b = binary.AppendVarint(b, c)
-	}
-	b = binary.AppendUvarint(b, uint64(len(position)))
-	return append(b, position...)
+	return AppendMeta(nil, Meta{Watermark: o.watermark, MaxEventTime: o.maxEventTime, Seq: o.seq,
+		Counters: [MetaCounters]int64{s.Rows, s.Filtered, s.EvalErrors, s.Late, s.RecordsOut, s.HavingSuppressed,
+			s.WindowsFinalized, s.Duplicates, s.DedupLate, s.UnchangedSuppressed},
+		Position: position})
 }
 
 // Restore loads one checkpoint entry into an operator that has processed
@@ -191,29 +208,21 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if len(val) == 0 {
 		return nil, nil // a deleted entry
 	}
-	if val[0] != stateVersion {
+	version := val[0]
+	if version != stateVersion && version != opStateVersion {
 		return nil, fmt.Errorf("%w: unknown state version %d", ErrBadState, val[0])
 	}
 	r := &reader{b: val[1:]}
 	if string(key) == MetaKey {
-		o.watermark = r.varint()
-		o.maxEventTime = r.varint()
-		o.seq = max(o.seq, r.uvarint()) // a group entry restored first may already have raised it
-		s := &o.stats
-		for _, p := range []*int64{&s.Rows, &s.Filtered, &s.EvalErrors, &s.Late, &s.RecordsOut, &s.HavingSuppressed, &s.WindowsFinalized, &s.Duplicates, &s.DedupLate} {
-			*p = r.varint()
-		}
-		o.stats.Watermark = o.watermark
-		n := r.uvarint()
-		position = append([]byte(nil), r.bytes(int(n))...)
-		o.restoredRows = s.Rows
-		s.Rows = 0 // Restore may be called for more entries; Process checks Rows.
-		return position, r.err
+		return o.restoreMeta(val)
 	}
 	if len(key) == 0 {
 		return nil, fmt.Errorf("%w: empty entry key", ErrBadState)
 	}
 	if key[0] == 'd' && len(key) > 1 {
+		if version != stateVersion {
+			return nil, fmt.Errorf("%w: unknown dedup entry version %d", ErrBadState, version)
+		}
 		if o.dedup == nil {
 			return nil, fmt.Errorf("%w: a dedup entry, but the source declares no dedup_key", ErrBadState)
 		}
@@ -221,13 +230,20 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 		if r.err != nil {
 			return nil, r.err
 		}
+		if !bytes.Equal(binary.AppendVarint([]byte{stateVersion}, ts), val) {
+			return nil, fmt.Errorf("%w: dedup entry %q holds more than its time", ErrBadState, key)
+		}
 		if _, ok := o.dedup.seen[string(key[1:])]; !ok {
 			o.dedup.add(string(key[1:]), ts)
+			o.addBytes(int64(len(key)-1) + DedupEntryBytes)
 		}
 		return nil, nil
 	}
 	if len(key) < 9 || key[0] != 'g' {
 		return nil, fmt.Errorf("%w: unknown entry key %q", ErrBadState, key)
+	}
+	if !validGroupKey(key[9:], o.keyTypes) {
+		return nil, fmt.Errorf("%w: entry %q: the key is not one of this query's group keys", ErrBadState, key)
 	}
 	g := &group{mapKey: string(key[9:]), heapIndex: -1, flags: written}
 	g.wp = &make([]uint64, o.layout.stride+1)[0] // + a session's end
@@ -247,6 +263,10 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	o.seq = max(o.seq, g.seq)
 	if r.byte1() == 1 {
 		g.dirtyAt = 1
+	}
+	if version >= 2 && r.byte1() == 1 {
+		g.lastValue = r.u64()
+		g.set(published, true)
 	}
 	nc := r.uvarint()
 	if nc != uint64(len(o.keyExprs)) {
@@ -271,8 +291,42 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	// What the entry says must be what the group is: a value that reads
+	// but would be written otherwise (trailing bytes, a count that does
+	// not fit its aggregate, a window the query has not) is refused.
+	if kb, vb := o.groupEntryVersion(nil, nil, g, version); !bytes.Equal(kb, key) || !bytes.Equal(vb, val) {
+		return nil, fmt.Errorf("%w: entry %q does not hold a state of this query (it would be written back otherwise)", ErrBadState, key)
+	}
 	o.place(g)
 	return nil, nil
+}
+
+// restoreMeta loads the meta entry: the clocks, the group counter and the
+// counters, which must be as the operator writes them (counts are never
+// negative, nothing trails the position).
+func (o *Operator) restoreMeta(val []byte) ([]byte, error) {
+	m, err := ParseMeta(val)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range m.Counters {
+		if c < 0 {
+			return nil, fmt.Errorf("%w: meta entry: a negative count", ErrBadState)
+		}
+	}
+	if !bytes.Equal(appendMetaVersion(nil, m, val[0]), val) {
+		return nil, fmt.Errorf("%w: the meta entry is not as the operator writes it", ErrBadState)
+	}
+	o.watermark, o.maxEventTime = m.Watermark, m.MaxEventTime
+	o.seq = max(o.seq, m.Seq) // a group entry restored first may already have raised it
+	s := &o.stats
+	for i, p := range []*int64{&s.Rows, &s.Filtered, &s.EvalErrors, &s.Late, &s.RecordsOut, &s.HavingSuppressed, &s.WindowsFinalized, &s.Duplicates, &s.DedupLate, &s.UnchangedSuppressed} {
+		*p = m.Counters[i]
+	}
+	s.Watermark = o.watermark
+	o.restoredRows = s.Rows
+	s.Rows = 0 // Restore may be called for more entries; Process checks Rows.
+	return m.Position, nil
 }
 
 // place inserts a restored group into the operator's structures. Groups

@@ -53,6 +53,9 @@ type Column struct {
 	latest       int64
 	lag, lagLine int64
 	ordered      int // TIMESTAMP values seen
+	// intDigits and scale are the most digits before and after the point
+	// of the column's numbers: a DECIMAL column's precision and scale.
+	intDigits, scale int
 }
 
 // int records an integer value read at line.
@@ -162,9 +165,14 @@ func widen(a, b types.Type) types.Type {
 	if b.Kind == types.KindNull || a == b {
 		return a
 	}
-	num := func(t types.Type) bool { return t.Kind == types.KindBigInt || t.Kind == types.KindDouble }
+	num := func(t types.Type) bool {
+		return t.Kind == types.KindBigInt || t.Kind == types.KindDouble || t.Kind == types.KindDecimal
+	}
 	if num(a) && num(b) {
-		return types.Double
+		if a.Kind == types.KindDouble || b.Kind == types.KindDouble {
+			return types.Double
+		}
+		return types.Decimal(0, 0) // its precision and scale are the column's digits (decimalColumns)
 	}
 	if (a.Kind == types.KindDate && b.Kind == types.KindTimestamp) || (a.Kind == types.KindTimestamp && b.Kind == types.KindDate) {
 		return types.Timestamp
@@ -172,13 +180,49 @@ func widen(a, b types.Type) types.Type {
 	return types.Varchar
 }
 
-// textType is the narrowest type a text cell parses as.
-func textType(s string) types.Type {
+// maxDecimalDigits is the widest DECIMAL precision.
+const maxDecimalDigits = 38
+
+// decimalText reports whether s is plain decimal text (an optional minus,
+// digits, a point, digits; no exponent) within 38 digits, and its digits
+// before and after the point. Money and quantities are written so, and a
+// DECIMAL keeps them exact where a DOUBLE would not (0.1 + 0.2).
+func decimalText(s string) (intDigits, scale int, ok bool) {
+	s = strings.TrimPrefix(s, "-")
+	whole, frac, found := strings.Cut(s, ".")
+	if !found || whole == "" || frac == "" || len(whole)+len(frac) > maxDecimalDigits {
+		return 0, 0, false
+	}
+	for _, part := range []string{whole, frac} {
+		for i := 0; i < len(part); i++ {
+			if part[i] < '0' || part[i] > '9' {
+				return 0, 0, false
+			}
+		}
+	}
+	return len(whole), len(frac), true
+}
+
+// numberType is the type of a number's text: BIGINT for an integer, a
+// DECIMAL for plain decimal text, else DOUBLE; ok is false for text that
+// is no number.
+func numberType(s string) (t types.Type, ok bool) {
 	if _, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return types.BigInt
+		return types.BigInt, true
+	}
+	if w, sc, ok := decimalText(s); ok {
+		return types.Decimal(uint8(w+sc), uint8(sc)), true
 	}
 	if _, err := strconv.ParseFloat(s, 64); err == nil && !strings.ContainsAny(s, "xXnN") {
-		return types.Double
+		return types.Double, true
+	}
+	return types.Type{}, false
+}
+
+// textType is the narrowest type a text cell parses as.
+func textType(s string) types.Type {
+	if t, ok := numberType(s); ok {
+		return t
 	}
 	switch strings.ToLower(s) {
 	case "true", "false":
@@ -251,6 +295,10 @@ func Infer(r io.Reader, opts Options) (*Schema, error) {
 		case types.KindBigInt:
 			n, _ := strconv.ParseInt(v, 10, 64)
 			c.int(n, int64(line))
+			c.intDigits = max(c.intDigits, len(strings.TrimPrefix(v, "-")))
+		case types.KindDecimal:
+			c.intDigits = max(c.intDigits, int(t.Width-t.Scale))
+			c.scale = max(c.scale, int(t.Scale))
 		case types.KindTimestamp:
 			us, _ := types.ParseTimestamp([]byte(v))
 			c.at(us, int64(line))
@@ -314,11 +362,12 @@ func Infer(r io.Reader, opts Options) (*Schema, error) {
 				case fastjson.TypeTrue, fastjson.TypeFalse:
 					observe(string(k), types.Boolean, false)
 				case fastjson.TypeNumber:
-					t := types.Double
-					if _, err := strconv.ParseInt(string(f.MarshalTo(nil)), 10, 64); err == nil {
-						t = types.BigInt
+					text := string(f.MarshalTo(nil))
+					t, ok := numberType(text)
+					if !ok {
+						t = types.Double
 					}
-					cell(string(k), t, string(f.MarshalTo(nil)), false)
+					cell(string(k), t, text, false)
 				case fastjson.TypeString:
 					sb, _ := f.StringBytes()
 					cell(string(k), stringType(string(sb)), string(sb), false)
@@ -338,8 +387,18 @@ func Infer(r io.Reader, opts Options) (*Schema, error) {
 		return nil, ErrNoRecords
 	}
 	for i := range s.Columns {
-		if !s.Columns[i].seen {
-			s.Columns[i].Type = types.Varchar // only NULLs: nothing to go on
+		c := &s.Columns[i]
+		if !c.seen {
+			c.Type = types.Varchar // only NULLs: nothing to go on
+		}
+		if c.Type.Kind == types.KindDecimal {
+			// Every number was an integer or plain decimal text: the
+			// DECIMAL that holds the widest of each side of the point,
+			// DOUBLE when that passes 38 digits.
+			c.Type = types.Double
+			if p := c.intDigits + c.scale; p <= maxDecimalDigits {
+				c.Type = types.Decimal(uint8(p), uint8(c.scale))
+			}
 		}
 	}
 	// The event-time column: the first TIMESTAMP named like one (…time…,

@@ -20,7 +20,7 @@ func TestInferJSONAndCompile(t *testing.T) {
 CREATE SOURCE events (
   id VARCHAR,
   n BIGINT,
-  x DOUBLE,
+  x DECIMAL(2,1),
   ok BOOLEAN,
   day DATE,
   at TIMESTAMP,
@@ -46,7 +46,7 @@ func TestInferCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := s.SQL()
-	for _, w := range []string{`CREATE SOURCE "my events" (`, "  when TIMESTAMP,", "  who VARCHAR,", "  amount DOUBLE,", "  flag BOOLEAN,", "WATERMARK FOR when AS when", "format = 'csv'"} {
+	for _, w := range []string{`CREATE SOURCE "my events" (`, "  when TIMESTAMP,", "  who VARCHAR,", "  amount DECIMAL(2,1),", "  flag BOOLEAN,", "WATERMARK FOR when AS when", "format = 'csv'"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("missing %q in\n%s", w, got)
 		}
@@ -209,6 +209,44 @@ func TestInferCommentsStayComments(t *testing.T) {
 	for _, w := range []string{"\n-- event-time candidate: \"a SELECT 1;\" holds epoch milliseconds", "\n-- \"t \" was in order"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("missing %q in\n%s", w, got)
+		}
+	}
+}
+
+// TestInferDecimal: a column whose every sampled number is plain decimal
+// text (or an integer) within 38 digits is a DECIMAL holding the widest
+// integer part and the longest fraction seen, so sums of money are exact;
+// an exponent, a DOUBLE-only form or more than 38 digits make it DOUBLE.
+func TestInferDecimal(t *testing.T) {
+	in := `{"fare":12.50,"qty":0.000000001,"big":1.5,"sci":1.5,"wide":1.5,"n":3,"ts":"2026-07-18 10:00:00"}
+{"fare":1234.99,"qty":123456789.5,"big":12345678901234567890,"sci":2e3,"wide":1234567890123456789012345678901234567.89,"n":4,"ts":"2026-07-18 10:00:01"}
+{"fare":7,"qty":-1.25,"big":0.5,"sci":0.5,"wide":0.5,"n":5,"ts":"2026-07-18 10:00:02"}
+`
+	s, err := Infer(strings.NewReader(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sql := compiles(t, s)
+	for _, w := range []string{"  fare DECIMAL(6,2),", "  qty DECIMAL(18,9),", "  big DOUBLE,", "  sci DOUBLE,", "  wide DOUBLE,", "  n BIGINT,"} {
+		if !strings.Contains(sql, w) {
+			t.Errorf("missing %q in\n%s", w, sql)
+		}
+	}
+	// The same in CSV text.
+	s, err = Infer(strings.NewReader("fare,ts\n12.50,2026-07-18 10:00:00\n-1234.999,2026-07-18 10:00:01\n"), Options{Format: "csv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sql := compiles(t, s); !strings.Contains(sql, "  fare DECIMAL(7,3),") {
+		t.Errorf("CSV: want fare DECIMAL(7,3) in\n%s", sql)
+	}
+	for _, c := range []struct {
+		text string
+		ok   bool
+	}{{"1.5", true}, {"-0.25", true}, {"1.", false}, {".5", false}, {"1e3", false}, {"1.5e3", false}, {"--1.5", false}, {"1.2.3", false},
+		{"1" + strings.Repeat("0", 36) + ".5", true}, {"1" + strings.Repeat("0", 37) + ".5", false}} {
+		if _, _, ok := decimalText(c.text); ok != c.ok {
+			t.Errorf("decimalText(%q) = %v, want %v", c.text, ok, c.ok)
 		}
 	}
 }

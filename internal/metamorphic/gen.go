@@ -377,7 +377,7 @@ func (q *QuerySpec) sql() string {
 		s += " HAVING count(*) > 1"
 	}
 	if q.Early {
-		s += " EMIT EARLY EVERY INTERVAL '5' MILLISECOND"
+		s += " EMIT EARLY EVERY INTERVAL '10' MILLISECOND"
 	}
 	return s + ";\n"
 }

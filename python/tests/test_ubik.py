@@ -350,6 +350,20 @@ class QueryTest(unittest.TestCase):
             q.push({"k": "a", "v": 1})  # the query goes on
             self.assertEqual(q.stats()["malformed"], 1)
 
+    def test_stats_count_unchanged_and_duplicates(self):
+        sql = """
+CREATE SOURCE ev (id VARCHAR, k VARCHAR, v BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts)
+  WITH (format = 'jsonl', dedup_key = 'id', dedup_within = '1 hour');
+SELECT k, max(v) AS top FROM ev GROUP BY k
+"""
+        with ubik.Engine() as eng, eng.start(sql) as q:
+            for i, (ev_id, v) in enumerate([("a", 5), ("b", 3), ("a", 5), ("c", 7)]):
+                q.push({"id": ev_id, "k": "x", "v": v, "ts": "2026-07-18 10:00:%02d" % i})
+            # b leaves the maximum at 5: no record; the second a is a copy
+            self.assertEqual([(r.value, r.revision) for r in q.records()], [(b'{"k": "x", "top": 5}', 1), (b'{"k": "x", "top": 7}', 2)])
+            st = q.stats()
+            self.assertEqual((st["records_out"], st["unchanged_suppressed"], st["duplicates"], st["dedup_late"]), (2, 1, 1, 0))
+
     def test_strict_query_fails(self):
         with ubik.Engine() as eng, eng.start(VIEW_SQL, strict=True) as q:
             q.push({"k": "a", "v": 1})

@@ -719,6 +719,10 @@ func (qb *queryBinder) emit(sel *parser.Select) error {
 		if err != nil {
 			return err
 		}
+		if every < MinEarlyEvery {
+			return b.errAt(e.Every.Pos(), "EMIT EARLY EVERY %s is shorter than the shortest interval, %s: each interval wakes the query even when no event comes",
+				us(every), us(MinEarlyEvery))
+		}
 		q.Emit.Mode, q.Emit.EarlyEvery = EmitEarly, every
 	case parser.EmitChanges:
 		if w != nil && w.Kind == Session {

@@ -12,7 +12,7 @@ import (
 // compares with DuckDB's text: doubles (Python repr), timestamps, dates,
 // decimals, integers and booleans.
 func TestDuckDBCastText(t *testing.T) {
-	f, err := os.Open("../../testdata/contract/duckdb_cast_text.jsonl")
+	f, err := os.Open("../../../testdata/contract/duckdb_cast_text.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

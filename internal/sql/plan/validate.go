@@ -117,8 +117,8 @@ func (q *Query) Validate() error {
 	switch q.Emit.Mode {
 	case EmitFinal, EmitChanges:
 	case EmitEarly:
-		if q.Emit.EarlyEvery <= 0 {
-			return bad("EMIT EARLY interval %d µs is not positive", q.Emit.EarlyEvery)
+		if q.Emit.EarlyEvery < MinEarlyEvery {
+			return bad("EMIT EARLY interval %d µs is shorter than %d µs", q.Emit.EarlyEvery, MinEarlyEvery)
 		}
 	default:
 		return bad("unknown emit mode %d", q.Emit.Mode)

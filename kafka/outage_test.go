@@ -1,0 +1,146 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// restartable is an in-process broker that keeps its log in a data dir
+// on a fixed port, so it can be stopped (an outage: every connection
+// refused) and started again with everything it had committed.
+type restartable struct {
+	t    testing.TB
+	dir  string
+	port int
+	c    *kfake.Cluster
+}
+
+func newRestartable(t testing.TB) *restartable {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	b := &restartable{t: t, dir: t.TempDir(), port: port}
+	b.start()
+	t.Cleanup(func() {
+		if b.c != nil {
+			b.c.Close()
+		}
+	})
+	return b
+}
+
+func (b *restartable) addrs() []string { return []string{"127.0.0.1:" + strconv.Itoa(b.port)} }
+
+func (b *restartable) start() {
+	b.t.Helper()
+	var err error
+	for i := 0; i < 50; i++ { // the port may linger a moment after a stop
+		b.c, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(b.port), kfake.DataDir(b.dir),
+			kfake.BrokerConfigs(map[string]string{"log.cleaner.backoff.ms": "3600000"}))
+		if err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.t.Fatalf("starting the broker again on port %d: %v", b.port, err)
+}
+
+func (b *restartable) stop() {
+	b.c.Close()
+	b.c = nil
+}
+
+// waitCommits waits until the pipeline has committed at least n transactions.
+func waitCommits(t testing.TB, pl *Pipeline, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for pl.Stats().Commits < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d commits after 60s", pl.Stats().Commits)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRunRidesOutBrokerOutage stops the broker for 30 s while a query
+// runs (every request of the loop fails: offsets, metadata, the state
+// restore of a new session, the transaction's end) and starts it again:
+// the query goes on without an error, and its finals are exact.
+func TestRunRidesOutBrokerOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 30 s outage")
+	}
+	b := newRestartable(t)
+	addrs := b.addrs()
+	mkTopic(t, addrs, "events", 3, nil)
+	evs := genEvents(33, 6000)
+	var vals [][]byte
+	for _, e := range evs[:3000] {
+		vals = append(vals, e.json())
+	}
+	produceValues(t, addrs, "events", 3, vals, nil)
+	pl, _ := runPipeline(t, Options{Query: tumbleQuery("outage", 200*time.Millisecond), Source: endpoint(addrs, "events"),
+		Sink: endpoint(addrs, "out"), InstanceID: "a", Logger: testLogger(t)})
+	waitCommits(t, pl, 5)
+	b.stop()
+	time.Sleep(30 * time.Second)
+	b.start()
+	produceEvents(t, addrs, "events", 3, evs[3000:], true)
+	f := follow(t, addrs, "out", false)
+	f.waitFinals(t, tumbleOracle(evs), 120*time.Second)
+	st := pl.Stats()
+	if st.Redos == 0 {
+		t.Errorf("no session was started again: the outage did not reach the loop (stats %+v)", st)
+	}
+	t.Logf("30 s outage ridden out: %d sessions started again, %d commits, %d aborts", st.Redos, st.Commits, st.Aborts)
+}
+
+// TestRunGivesUpAfterOutage: a broker that does not come back ends the
+// run with an error once no transaction has committed for GiveUpAfter
+// (here 3 s; by default 5 minutes), through the same path as the outage
+// ridden out above.
+func TestRunGivesUpAfterOutage(t *testing.T) {
+	b := newRestartable(t)
+	addrs := b.addrs()
+	mkTopic(t, addrs, "events", 2, nil)
+	produceEvents(t, addrs, "events", 2, genEvents(34, 1000), false)
+	const giveUp = 3 * time.Second
+	pl, err := New(Options{Query: tumbleQuery("giveup", 200*time.Millisecond), Source: endpoint(addrs, "events"),
+		Sink: endpoint(addrs, "out"), InstanceID: "a", Logger: testLogger(t), GiveUpAfter: giveUp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- pl.Run(ctx) }()
+	waitCommits(t, pl, 3)
+	b.stop()
+	stopped := time.Now()
+	select {
+	case err = <-done:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("still running 3 minutes into the outage, with GiveUpAfter %s", giveUp)
+	}
+	took := time.Since(stopped)
+	if err == nil || !strings.Contains(err.Error(), "giving up") || !strings.Contains(err.Error(), giveUp.String()) {
+		t.Fatalf("Run = %v, want the give-up error naming %s", err, giveUp)
+	}
+	if took < giveUp {
+		t.Errorf("gave up %s into the outage, before GiveUpAfter %s", took, giveUp)
+	}
+	if errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v: not a stop", err)
+	}
+	t.Logf("gave up %s into the outage: %v", took, err)
+}
