@@ -45,12 +45,13 @@ func TestScriptPathsRelativeToScript(t *testing.T) {
 		t.Fatalf("the sink's path is not the script's folder's: %s (%v)", b, err)
 	}
 
-	// Flags are the working directory's.
+	// Flags are the working directory's: --input cwd.jsonl is dir's, and
+	// --output proj/j.tsv names the sink's own file (not another).
 	env, _, errb = runTestEnv("")
-	if code := Main(context.Background(), env, []string{"run", "proj/q.sql", "--no-progress", "--input", "cwd.jsonl", "--output", "flag.tsv"}); code != 0 {
+	if code := Main(context.Background(), env, []string{"run", "proj/q.sql", "--no-progress", "--input", "cwd.jsonl", "--output", "proj/j.tsv"}); code != 0 {
 		t.Fatalf("run with flags: exit %d: %s", code, errb)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "flag.tsv")); err != nil || !strings.Contains(string(b), `"total": 10`) {
+	if b, err := os.ReadFile(filepath.Join(proj, "j.tsv")); err != nil || !strings.Contains(string(b), `"total": 10`) {
 		t.Fatalf("--input/--output not the working directory's: %s (%v)", b, err)
 	}
 
