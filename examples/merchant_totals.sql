@@ -7,7 +7,7 @@ CREATE SOURCE events (
   amount     DOUBLE,
   event_time TIMESTAMP,
   WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND
-) WITH (format = 'jsonl', path = 'examples/events.jsonl');
+) WITH (format = 'jsonl', path = 'events.jsonl');
 
 CREATE VIEW merchant_totals AS
 SELECT merchant,

@@ -5,7 +5,7 @@
 -- sellers in Oregon, Idaho and California; counted per state, city and
 -- 10-second TUMBLE. Inputs: bench/gen --kind auction (the stream, --input)
 -- and bench/gen --kind person (the table, read from person.jsonl in the
--- working directory; bench/run links it there).
+-- script's folder; bench/run runs a copy of the script where it links it).
 CREATE SOURCE auction (id BIGINT, item_name VARCHAR, seller BIGINT, category BIGINT, initial_bid BIGINT, reserve BIGINT,
                        date_time TIMESTAMP, expires TIMESTAMP,
                        WATERMARK FOR date_time AS date_time - INTERVAL '5' SECOND)

@@ -3,8 +3,8 @@
 -- are each a TUMBLE view emitted once its window closes (EMIT FINAL), per
 -- (person, window) and per (seller, window); the two views are joined on the
 -- person and the window's start. Inputs: bench/gen --kind person and
--- --kind auction, read from person.jsonl and auction.jsonl in the working
--- directory (bench/run links them there). A person's later versions (a
+-- --kind auction, read from person.jsonl and auction.jsonl in the script's
+-- folder (bench/run runs a copy of the script where it links them). A person's later versions (a
 -- move) are rows of the person stream too, as in Nexmark's person stream.
 CREATE SOURCE person (id BIGINT, name VARCHAR, email VARCHAR, city VARCHAR, state VARCHAR, date_time TIMESTAMP,
                       WATERMARK FOR date_time AS date_time - INTERVAL '5' SECOND)

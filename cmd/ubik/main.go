@@ -34,8 +34,10 @@ func main() {
 		debug.SetGCPercent(gcPercent)
 	}
 	// The first SIGINT or SIGTERM cancels the context with the signal as
-	// its cause: a file run checkpoints, prints a "stopped" summary and
-	// exits 128 + the signal number. A second one exits at once.
+	// its cause: the command stops cleanly and prints a "stopped" summary
+	// (a file run exits 128 + the signal number, a Kafka run or a land 0;
+	// README.md, "Exit status"). A second one exits at once, 128 + its
+	// number.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

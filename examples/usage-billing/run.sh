@@ -158,11 +158,11 @@ say "streamed $(wc -l <"$TMP/events.jsonl") events to $IN_TOPIC in $CHUNKS chunk
 # every hour.
 sleep 1
 kill -TERM "$RUN_PID"
-# A clean stop by SIGTERM exits 143 (128 + the signal) with a "stopped"
-# summary.
+# A Kafka run is a service: a clean stop by SIGTERM exits 0 with a
+# "stopped" summary.
 rc=0
 wait "$RUN_PID" || rc=$?
-[ "$rc" -eq 143 ] && grep -q 'stopped (terminated by SIGTERM)' "$TMP/run.log" ||
+[ "$rc" -eq 0 ] && grep -q 'stopped (terminated by SIGTERM)' "$TMP/run.log" ||
 	fail "ubik run did not stop cleanly (exit $rc): $(tail -n 5 "$TMP/run.log")"
 timeout 120 "$UBIK" run "$TMP/query.sql" --query "$Q" --source "kafka://$BROKERS/$IN_TOPIC" --sink "kafka://$BROKERS/$OUT_TOPIC" \
 	--instance-id "$Q" --log-level warn --until-caught-up 2>"$TMP/run-final.log" ||
@@ -195,10 +195,12 @@ done
 	--customers "$CUSTOMERS" --hours "$HOURS" --log "$TMP/log.postgres.json" --log "$TMP/log.clickhouse.json" |
 	sed "s/^/$NAME: /"
 
-# 5. The hourly charge, from the events file, in the folder of prices.jsonl
-# (the table's path). The same dedup key keeps a retried copy from being
-# charged twice.
-(cd "$TMP" && "$UBIK" run "$ROOT/examples/usage-billing/hourly_usage.sql" --query hourly_charge --input events.jsonl \
+# 5. The hourly charge, from the events file, by a copy of the script in
+# the folder of prices.jsonl (the table's path, relative to the script's
+# folder). The same dedup key keeps a retried copy from being charged
+# twice.
+cp examples/usage-billing/hourly_usage.sql "$TMP/hourly_usage.sql"
+(cd "$TMP" && "$UBIK" run hourly_usage.sql --query hourly_charge --input events.jsonl \
 	--output charge.jsonl --format jsonl 2>"$TMP/charge.log") || fail "ubik run hourly_charge: $(tail -n 5 "$TMP/charge.log")"
 say "ubik run hourly_charge: $(sed 's/^ubik: [^:]*: //' "$TMP/charge.log")"
 # The batch computation: the usage log's sums per (customer, plan) over

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/ubiksql/ubik/internal/sql/parser"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // Env is what a command may touch of the outside world. Tests build their own.
@@ -62,8 +63,11 @@ const (
 	ExitError    = 1 // an error: bad SQL, a missing file, a failed write, a store that refused
 	ExitUsage    = 2 // a usage error: an unknown flag or command, a missing argument
 	ExitBadInput = 3 // ubik run: bad events crossed --max-bad (or every event was bad)
-	// A stop by SIGINT or SIGTERM exits 128 + the signal number (130, 143),
-	// as shells report a process the signal ended.
+	// A stop by SIGINT or SIGTERM (signalEnd): a service (a Kafka run, a
+	// land) exits 0 after its clean shutdown; a command with an end of its
+	// own (a file run, --until-caught-up) that the signal cut short exits
+	// 128 + the signal number (130, 143), as shells report a process the
+	// signal ended.
 )
 
 // ErrUsage marks a command-line usage error (exit status 2).
@@ -74,8 +78,8 @@ var ErrUsage = errors.New("usage")
 var errHelp = errors.New("help requested")
 
 // StopSignal is the cancellation cause cmd/ubik gives the context when a
-// SIGINT or SIGTERM arrives; a file run stops cleanly and exits 128 + the
-// signal number.
+// SIGINT or SIGTERM arrives; the command stops cleanly and ends as
+// signalEnd says.
 type StopSignal struct{ Signal os.Signal }
 
 func (s StopSignal) Error() string {
@@ -105,6 +109,19 @@ func stopCause(ctx context.Context) error {
 	return fmt.Errorf("stopped: %w", ctx.Err())
 }
 
+// signalEnd is what a command stopped by a signal, after its clean
+// shutdown, returns. A service (service: a Kafka run or a land without
+// --until-caught-up) has no end of its own: a signal is its normal stop,
+// as under systemd or in Kafka Streams, so it succeeds (exit 0). A command
+// with an end (a file run, --until-caught-up) did not reach it: the stop,
+// exit 128 + the signal number, so that `cmd && next` does not go on.
+func signalEnd(ctx context.Context, service bool) error {
+	if service {
+		return nil
+	}
+	return stopCause(ctx)
+}
+
 // Main runs the command in args and returns the process exit status.
 func Main(ctx context.Context, env *Env, args []string) int {
 	if len(args) == 0 {
@@ -121,7 +138,7 @@ func Main(ctx context.Context, env *Env, args []string) int {
 			return ExitOK
 		}
 		if _, ok := commands[args[1]]; !ok {
-			fmt.Fprintf(env.Stderr, "ubik: help: unknown command %q\n", args[1])
+			fmt.Fprintf(env.Stderr, "ubik: help: unknown command %q%s\n", args[1], suggestCommand(args[1]))
 			printHelp(env.Stderr)
 			return ExitUsage
 		}
@@ -131,7 +148,7 @@ func Main(ctx context.Context, env *Env, args []string) int {
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(env.Stderr, "ubik: unknown command %q\n", args[0])
+		fmt.Fprintf(env.Stderr, "ubik: unknown command %q%s\n", args[0], suggestCommand(args[0]))
 		printHelp(env.Stderr)
 		return ExitUsage
 	}
@@ -211,7 +228,30 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		fs.Usage()
 		return errHelp
 	}
-	return fmt.Errorf("%w: %v (ubik %s --help lists the flags)", ErrUsage, err, strings.Fields(fs.Name())[len(strings.Fields(fs.Name()))-1])
+	return fmt.Errorf("%w: %v%s (ubik %s --help lists the flags)", ErrUsage, err, suggestFlag(fs, err), strings.Fields(fs.Name())[len(strings.Fields(fs.Name()))-1])
+}
+
+// suggestCommand returns ` (did you mean "run"?)` for a mistyped command
+// close to one of ubik's, or "".
+func suggestCommand(name string) string {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names) // a tie goes to the same name every time
+	return plan.Suggest(name, names)
+}
+
+// suggestFlag returns ` (did you mean "--input"?)` when err is the flag
+// package's unknown flag and the flag is close to one of fs's, or "".
+func suggestFlag(fs *flag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: ")
+	if !ok {
+		return ""
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+	return plan.Suggest("--"+strings.TrimLeft(name, "-"), names)
 }
 
 // redactWriter removes secrets (parser.Redact) from what it writes: a log

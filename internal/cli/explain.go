@@ -45,8 +45,9 @@ func runExplain(ctx context.Context, env *Env, args []string) error {
 	}
 	prog, err := eng.CompileViews(string(text), strings.TrimSuffix(filepath.Base(sqlPath), filepath.Ext(sqlPath)))
 	if err != nil {
-		return sqlError(sqlPath, err)
+		return inferHint(sqlError(sqlPath, err), string(text), false)
 	}
+	resolveScriptPaths(prog, sqlPath)
 	var b strings.Builder
 	for _, s := range prog.Sources {
 		b.WriteString(strings.SplitN((&plan.Program{Sources: []*plan.Source{s}}).Explain(), "\n", 2)[0] + "\n")

@@ -87,6 +87,22 @@ func inferStdin(env *Env, name string, rows int) (*infer.Schema, *Env, error) {
 	return s, &e, nil
 }
 
+// inferHint adds to err, when it is the script's unknown source that no
+// CREATE SOURCE declares, how to get a declaration: run's --infer (withRun)
+// or ubik infer. A name close to a declared one (the error suggests it)
+// is a typo, not a missing declaration.
+func inferHint(err error, script string, withRun bool) error {
+	src := undeclaredSource(script)
+	unknown := fmt.Sprintf("unknown source %q", src)
+	if src == "" || !strings.Contains(err.Error(), unknown) || strings.Contains(err.Error(), unknown+" (did you mean") {
+		return err
+	}
+	if withRun {
+		return fmt.Errorf("%w\nno CREATE SOURCE declares %s: add --infer to infer it from the first records of the input (and print its CREATE SOURCE), or run ubik infer FILE --name %s", err, src, src)
+	}
+	return fmt.Errorf("%w\nno CREATE SOURCE declares %s: ubik infer FILE --name %s prints one inferred from a file's first records", err, src, src)
+}
+
 // undeclaredSource returns the name of the source the script's queries read
 // that no CREATE SOURCE in it declares ("" if all are declared).
 func undeclaredSource(script string) string {

@@ -418,9 +418,9 @@ func runLand(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		stopMetrics, bound, err := serveRegistry(ctx, f.metrics, reg)
+		stopMetrics, bound, err := serveRegistry(ctx, env.Stderr, f.metrics, reg)
 		if err != nil {
-			return fmt.Errorf("land: metrics: %w", err)
+			return fmt.Errorf("land: %w", err)
 		}
 		defer stopMetrics()
 		fmt.Fprintf(env.Stderr, "ubik: metrics on http://%s/metrics\n", bound)
@@ -460,7 +460,9 @@ func runLand(ctx context.Context, env *Env, args []string) error {
 	if errors.Is(context.Cause(runCtx), errCaughtUp) {
 		err = nil
 	} else if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		err = nil // interrupted: what landed is committed
+		// Interrupted: what landed is committed. A service's normal
+		// stop; with --until-caught-up, an end not reached (signalEnd).
+		err = signalEnd(ctx, !f.untilCaughtUp)
 	}
 	printStats("done: ")
 	return err

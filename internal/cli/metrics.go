@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -156,8 +157,9 @@ func checkMetricsAddr(addr string) error {
 	return nil
 }
 
-// serveMetrics starts the /metrics endpoint of a run's queries on addr.
-func serveMetrics(ctx context.Context, addr string, ms ...*queryMetrics) (stop func(), bound string, err error) {
+// serveMetrics starts the /metrics endpoint of a run's queries on addr; a
+// failure after the start is written to logw.
+func serveMetrics(ctx context.Context, logw io.Writer, addr string, ms ...*queryMetrics) (stop func(), bound string, err error) {
 	if err := checkMetricsAddr(addr); err != nil {
 		return nil, "", err
 	}
@@ -167,33 +169,50 @@ func serveMetrics(ctx context.Context, addr string, ms ...*queryMetrics) (stop f
 			return nil, "", err
 		}
 	}
-	return serveRegistry(ctx, addr, reg)
+	return serveRegistry(ctx, logw, addr, reg)
 }
 
 // serveRegistry starts the /metrics endpoint on addr for what the caller
 // registered in reg (never the default registry: two commands in one
-// process, or two tests, must not share metrics).
-func serveRegistry(ctx context.Context, addr string, reg prometheus.Gatherer) (stop func(), bound string, err error) {
+// process, or two tests, must not share metrics). An address that cannot
+// be listened on (in use, not this host's) is a configuration error at
+// the start, before any work; a failure after the start goes to logw.
+func serveRegistry(ctx context.Context, logw io.Writer, addr string, reg prometheus.Gatherer) (stop func(), bound string, err error) {
 	if err := checkMetricsAddr(addr); err != nil {
 		return nil, "", err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("%w: --metrics-addr %s: cannot listen: %v", ErrUsage, addr, unwrapOpError(err))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = err // the run goes on without metrics; nothing to report to
-		}
-	}()
+	go serveUntilStopped(srv, ln, logw)
 	return func() {
 		c, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		srv.Shutdown(c)
 	}, ln.Addr().String(), nil
+}
+
+// serveUntilStopped serves srv on ln until it is shut down. A failure
+// before that (the listener broken) is reported on logw: the command goes
+// on, without metrics, as it would with --metrics-addr unset.
+func serveUntilStopped(srv *http.Server, ln net.Listener, logw io.Writer) {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(logw, "ubik: metrics at http://%s/metrics stopped: %v (the command goes on without them)\n", ln.Addr(), err)
+	}
+}
+
+// unwrapOpError drops the "listen tcp ADDR: " prefix of a net.OpError
+// (the message names the address already) and keeps its cause.
+func unwrapOpError(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	return err
 }
 
 // serveKafkaMetrics exposes a Kafka pipeline's counters and the gauges of
@@ -226,7 +245,7 @@ func serveKafkaMetrics(ctx context.Context, env *Env, addr, name string, pl *kaf
 			return nil, err
 		}
 	}
-	stop, bound, err := serveRegistry(ctx, addr, reg)
+	stop, bound, err := serveRegistry(ctx, env.Stderr, addr, reg)
 	if err != nil {
 		return nil, err
 	}

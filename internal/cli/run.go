@@ -101,7 +101,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.IntVar(&f.joinBuffer, "join-buffer", plan.DefaultJoinBuffer, "the most rows a join holds: an interval join's rows of both inputs together (ubik explain gives the bytes per row), a temporal join's events waiting for the table's watermark; one more stops the run with an error")
 	kf := addKafkaFlags(fs) // run_kafka.go
 	setUsage(fs, env, "usage: ubik run QUERY.sql [--input FILE] [--output FILE | --output-dir DIR] [--format tsv|jsonl] [flags]\n\n"+
-		"exit status: 0 done, 1 error, 2 usage error, 3 too many bad events (--max-bad), 130 or 143 stopped by SIGINT or SIGTERM",
+		"exit status: 0 done, 1 error, 2 usage error, 3 too many bad events (--max-bad), 130 or 143 stopped by SIGINT or SIGTERM (a Kafka run without --until-caught-up: 0)",
 		"ubik run examples/merchant_totals.sql --input examples/events.jsonl",
 		"ubik run views.sql --input events.jsonl --output-dir out/ --max-bad 1%",
 		"ubik run q.sql --input events.jsonl --output totals.tsv --state-dir state/ --dead-letter bad.jsonl")
@@ -179,8 +179,9 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	prog, err := eng.CompileViews(string(sqlText), name)
 	if err != nil {
-		return sqlError(sqlPath, err)
+		return inferHint(sqlError(sqlPath, err), string(sqlText), true)
 	}
+	resolveScriptPaths(prog, sqlPath)
 	pqs, err := pickTargets(prog, &f)
 	if err != nil {
 		if q := kafkaChain(prog, kf, &f); q != nil {
@@ -514,9 +515,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 
 	var bar *progressbar.ProgressBar
 	if env.IsTerminal && !f.noProgress && size > 0 {
-		bar = progressbar.NewOptions64(size, progressbar.OptionSetWriter(env.Stderr),
-			progressbar.OptionShowBytes(true), progressbar.OptionThrottle(200*time.Millisecond),
-			progressbar.OptionClearOnFinish(), progressbar.OptionSetDescription("ubik run"))
+		bar = newProgressBar(env.Stderr, size)
 	}
 
 	var metrics []*queryMetrics
@@ -532,7 +531,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			metrics = append(metrics, m)
 		}
 		publish()
-		stop, bound, err := serveMetrics(ctx, f.metrics, metrics...)
+		stop, bound, err := serveMetrics(ctx, env.Stderr, f.metrics, metrics...)
 		if err != nil {
 			return err
 		}

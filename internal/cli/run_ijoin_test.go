@@ -184,7 +184,7 @@ func TestKill9ResumeIntervalJoin(t *testing.T) {
 
 func TestIntervalJoinMetricsAndExplain(t *testing.T) {
 	m := newQueryMetrics("q1")
-	stop, addr, err := serveMetrics(context.Background(), "127.0.0.1:0", m)
+	stop, addr, err := serveMetrics(context.Background(), io.Discard, "127.0.0.1:0", m)
 	if err != nil {
 		t.Fatal(err)
 	}

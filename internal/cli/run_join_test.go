@@ -202,7 +202,7 @@ func TestKill9ResumeJoin(t *testing.T) {
 func TestJoinMetricsAndExplain(t *testing.T) {
 	m := newQueryMetrics("q1")
 	m.setInputs([]string{"usage", "prices"})
-	stop, addr, err := serveMetrics(context.Background(), "127.0.0.1:0", m)
+	stop, addr, err := serveMetrics(context.Background(), io.Discard, "127.0.0.1:0", m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -267,12 +267,12 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		if err := pingKafka(ctx, c); err != nil {
 			if ctx.Err() != nil {
 				// Stopped (SIGINT, SIGTERM) while starting: a clean
-				// stop, said and exited as a later one (128 + the
-				// signal number); it used to exit 0 saying nothing.
+				// stop, said and ended as a later one (signalEnd); it
+				// used to end saying nothing.
 				if !f.quiet {
 					fmt.Fprintf(env.Stderr, "ubik: %s: stopped (%s) while starting: 0 events consumed\n", q.Name, stopCause(ctx))
 				}
-				return stopCause(ctx)
+				return signalEnd(ctx, !k.untilCaughtUp)
 			}
 			return err
 		}
@@ -351,9 +351,10 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	err = pl.Run(ctx)
 	close(watchDone)
 	st := pl.Stats()
-	// A stop (SIGINT, SIGTERM) is a clean end, as for a file run: the open
-	// transaction has ended, the summary says why the run ended, and the
-	// exit status is 128 + the signal number.
+	// A stop (SIGINT, SIGTERM) is a clean end: the open transaction has
+	// ended and the summary says why the run ended. A Kafka run is a
+	// service, so it exits 0; with --until-caught-up it had an end of its
+	// own, which it did not reach: 128 + the signal number (signalEnd).
 	stopped := err == nil && ctx.Err() != nil
 	if !f.quiet {
 		el := time.Since(started).Seconds()
@@ -401,7 +402,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		err = lateErr
 	}
 	if err == nil && stopped {
-		err = stopCause(ctx)
+		err = signalEnd(ctx, !k.untilCaughtUp)
 	}
 	return err
 }

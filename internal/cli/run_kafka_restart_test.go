@@ -244,8 +244,8 @@ func TestRunKafkaIdlePartitions(t *testing.T) {
 			body = string(b)
 		}
 		cancel()
-		if c := <-code; c != 143 { // stopped by SIGTERM
-			t.Fatalf("exit %d, want 143:\n%s", c, stderr)
+		if c := <-code; c != 0 { // stopped by SIGTERM: a service's normal stop
+			t.Fatalf("exit %d, want 0:\n%s", c, stderr)
 		}
 		if !strings.Contains(stderr.String(), wantSummary) {
 			t.Errorf("summary does not say %q:\n%s", wantSummary, stderr)
@@ -289,7 +289,7 @@ CREATE VIEW totals AS SELECT merchant, count(*) AS orders FROM events GROUP BY m
 	cancel(StopSignal{Signal: os.Interrupt})
 	select {
 	case c := <-code:
-		if c != 130 || strings.Contains(stderr.String(), "cannot reach") || !strings.Contains(stderr.String(), "stopped (interrupted by SIGINT) while starting") {
+		if c != 0 || strings.Contains(stderr.String(), "cannot reach") || !strings.Contains(stderr.String(), "stopped (interrupted by SIGINT) while starting") {
 			t.Fatalf("a stop while connecting: exit %d:\n%s", c, stderr)
 		}
 	case <-time.After(20 * time.Second):

@@ -163,7 +163,7 @@ func TestExplain(t *testing.T) {
 
 func TestMetricsEndpoint(t *testing.T) {
 	m := newQueryMetrics("q1")
-	stop, addr, err := serveMetrics(context.Background(), "127.0.0.1:0", m)
+	stop, addr, err := serveMetrics(context.Background(), io.Discard, "127.0.0.1:0", m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}
 	}
-	if _, _, err := serveMetrics(context.Background(), ":0", m); err == nil {
+	if _, _, err := serveMetrics(context.Background(), io.Discard, ":0", m); err == nil {
 		t.Error("an address without a host was accepted")
 	}
 }
