@@ -57,7 +57,7 @@ var (
 	// so it stops land.Run at once; the lander's error names the store's
 	// reason and what to check.
 	ErrConfig = errors.New("land: the store's configuration stops landing")
-	ErrClosed  = errors.New("land: closed")
+	ErrClosed = errors.New("land: closed")
 )
 
 // Mode is the identity rule a lander applies.

@@ -49,10 +49,13 @@ func RequireConfigStop(t testing.TB, l land.Lander, want ...string) error {
 	case took > ConfigStop:
 		t.Fatalf("Run took %v to stop on %v (bound %v)", took.Round(time.Millisecond), err, ConfigStop)
 	}
-	for _, w := range want {
+	for _, w := range append(want, "check: ") {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not name %q", err, w)
 		}
+	}
+	if strings.Contains(err.Error(), "%!") {
+		t.Errorf("error %q is misformatted", err)
 	}
 	if src.Committed() != 0 || c.Rejected.Load() != 0 || c.Retried.Load() != 0 || c.StoreErrors.Load() != 0 {
 		t.Errorf("committed %d, rejected %d, retried %d, store errors %d; want none", src.Committed(),
