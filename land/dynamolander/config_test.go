@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go"
 	"github.com/ubiksql/ubik/internal/testenv"
@@ -15,8 +16,9 @@ import (
 // TestConfigErrorStops: a table that is not there stops land.Run within
 // seconds, naming DynamoDB's reason and what to check, where it was
 // retried forever: a table the lander was told not to create, and one
-// deleted under the lander. (dynalite accepts any credentials, so the
-// credential codes are held by TestConfigErrCodes only.)
+// deleted under the lander; and a request without credentials (dynalite
+// accepts any key it is given, so a wrong one cannot be tested here: it
+// refuses only a request that carries none).
 func TestConfigErrorStops(t *testing.T) {
 	c := client(t)
 	ctx := context.Background()
@@ -44,6 +46,20 @@ func TestConfigErrorStops(t *testing.T) {
 			t.Fatal(err)
 		}
 		landtest.RequireConfigStop(t, l, "ResourceNotFoundException", table)
+	})
+	t.Run("NoCredentials", func(t *testing.T) {
+		table := testenv.Name(t, "dyncfg")
+		if _, err := New(ctx, Options{Client: c, Mode: land.Latest, Table: table}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &table}) })
+		anon := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(testenv.RequireDynamoDB(t)),
+			Credentials: aws.AnonymousCredentials{}})
+		l, err := New(ctx, Options{Client: anon, Mode: land.Latest, Table: table, NoCreate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		landtest.RequireConfigStop(t, l, "MissingAuthenticationTokenException", "credentials")
 	})
 }
 
