@@ -38,8 +38,8 @@ func exec(t *testing.T, p *pgxpool.Pool, sql string) {
 
 // TestConfigErrorStops: errors that point at the configuration stop
 // land.Run within seconds, naming the server's reason and what to check,
-// where they were retried forever: a role without INSERT, a table dropped
-// under the lander, a role that does not exist.
+// where they were retried forever: a role without INSERT, a read-only
+// session, a table dropped under the lander, a role that does not exist.
 func TestConfigErrorStops(t *testing.T) {
 	admin := testPool(t)
 	ctx := context.Background()
@@ -61,6 +61,26 @@ func TestConfigErrorStops(t *testing.T) {
 			t.Fatal(err)
 		}
 		landtest.RequireConfigStop(t, rl, "permission denied", "42501", "INSERT", table)
+	})
+	t.Run("ReadOnly", func(t *testing.T) {
+		table, role := testenv.Name(t, "pgcfg"), testenv.Name(t, "pgrole")
+		l, err := New(ctx, Options{Pool: admin, Mode: land.History, Table: table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			admin.Exec(ctx, "DROP TABLE IF EXISTS "+l.Table())
+			admin.Exec(ctx, "DROP ROLE IF EXISTS "+role)
+		})
+		// The role's sessions are read-only, as on a standby.
+		exec(t, admin, "CREATE ROLE "+role+" LOGIN")
+		exec(t, admin, "GRANT ALL ON "+l.Table()+" TO "+role)
+		exec(t, admin, "ALTER ROLE "+role+" SET default_transaction_read_only = on")
+		rl, err := New(ctx, Options{Pool: poolAs(t, role), Mode: land.History, Table: table, NoCreate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		landtest.RequireConfigStop(t, rl, "read-only transaction", "25006", "writable primary")
 	})
 	t.Run("TableDropped", func(t *testing.T) {
 		table := testenv.Name(t, "pgcfg")
