@@ -51,7 +51,13 @@ var (
 	// ErrRefused is a record the store can never hold (a limit of the
 	// store, not of the changelog): no retry can land it.
 	ErrRefused = errors.New("land: the store refuses the record")
-	ErrClosed  = errors.New("land: closed")
+	// ErrConfig is a store error that points at the configuration rather
+	// than at a record or an outage: a missing table or column, a missing
+	// grant, bad credentials, a read-only database. No retry can fix it,
+	// so it stops land.Run at once; the lander's error names the store's
+	// reason and what to check.
+	ErrConfig = errors.New("land: the store's configuration stops landing")
+	ErrClosed = errors.New("land: closed")
 )
 
 // Mode is the identity rule a lander applies.

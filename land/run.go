@@ -121,6 +121,11 @@ func Permanent(err error) bool {
 	return errors.Is(err, ErrBadRecord) || errors.Is(err, ErrModeMismatch) || errors.Is(err, ErrRefused)
 }
 
+// Config reports whether err points at the store's configuration (a
+// missing table, grant or credentials): it stops Run at once, whatever
+// the batch, and no record is blamed.
+func Config(err error) bool { return errors.Is(err, ErrConfig) }
+
 // BadRecord is a record that can never land, handed to
 // RunOptions.OnBadRecord.
 type BadRecord struct {
@@ -156,8 +161,8 @@ func (o RunOptions) withDefaults() (RunOptions, error) {
 }
 
 // Run lands every batch of src into l until src is exhausted (then it
-// returns nil), ctx is done, or a batch fails permanently (a bad record, or
-// MaxAttempts spent). A batch is committed only after the store
+// returns nil), ctx is done, or a batch fails permanently (a bad record, a
+// store configuration error (ErrConfig), or MaxAttempts spent). A batch is committed only after the store
 // acknowledged all of its records.
 func Run(ctx context.Context, src Source, l Lander, opts RunOptions) error {
 	o, err := opts.withDefaults()
@@ -257,9 +262,10 @@ func Run(ctx context.Context, src Source, l Lander, opts RunOptions) error {
 	return perr
 }
 
-// retry calls f until it succeeds, fails permanently, runs out of attempts
-// or ctx is done. It returns the number of retries. failed, when set, counts
-// the failures that were neither permanent nor the end of ctx.
+// retry calls f until it succeeds, fails permanently or for the store's
+// configuration, runs out of attempts or ctx is done. It returns the number
+// of retries. failed, when set, counts the failures that were none of
+// those.
 func retry(ctx context.Context, o RunOptions, what string, failed *atomic.Int64, f func() error) (int, error) {
 	delay := o.MinBackoff
 	for attempt := 1; ; attempt++ {
@@ -267,7 +273,7 @@ func retry(ctx context.Context, o RunOptions, what string, failed *atomic.Int64,
 		if err == nil {
 			return attempt - 1, nil
 		}
-		if Permanent(err) || ctx.Err() != nil {
+		if Permanent(err) || Config(err) || ctx.Err() != nil {
 			return attempt - 1, err
 		}
 		if failed != nil {

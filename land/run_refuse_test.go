@@ -157,12 +157,15 @@ func (p *prepLander) Close() error                             { return nil }
 // lander's own checks do) or refusing any call that holds one, as a whole
 // (as a server's statement does).
 type picky struct {
+	mu      sync.Mutex // Run lands up to MaxInFlight batches at once
 	refused map[string]bool
 	named   bool
 	landed  map[string]int
 }
 
 func (p *picky) Land(_ context.Context, recs []changelog.Record) (Result, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	var bad RecordErrors
 	for i, r := range recs {
 		if p.refused[string(r.Key)] {

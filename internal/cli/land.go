@@ -55,6 +55,10 @@ naming its topic, partition and offset. --skip-bad-records sets it aside
 instead (logged, counted as bad or rejected, and written to --dead-letter
 FILE when given) and lands the rest of its batch.
 
+A store outage is retried until the store answers. A store error that
+points at the configuration (a missing table, grant or credentials) stops
+the run at once (exit status 1), naming the store's reason and what to check.
+
 --metrics-addr HOST:PORT serves Prometheus metrics at http://HOST:PORT/metrics
 (a host is required: 127.0.0.1:9465 for loopback, 0.0.0.0:9465 to mean every
 interface):

@@ -46,10 +46,6 @@ import (
 	"github.com/ubiksql/ubik/land/chhttp"
 )
 
-// ErrReply is wrapped by a reply the lander cannot read. A server's error
-// answer is a *chhttp.ServerError.
-var ErrReply = errors.New("chlander: unexpected reply")
-
 // Options configure a Lander.
 type Options struct {
 	// URL is the base of the HTTP interface (default http://127.0.0.1:8123).
@@ -212,7 +208,7 @@ func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result
 	for start := 0; start < len(items); start += l.o.BatchRows {
 		r, err := l.write(ctx, items[start:min(start+l.o.BatchRows, len(items))])
 		if err != nil {
-			return land.Result{}, err
+			return land.Result{}, l.configErr(err)
 		}
 		res = res.Add(r)
 	}

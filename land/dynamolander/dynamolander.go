@@ -22,7 +22,11 @@
 // naming the limit: a partition key over 2048 bytes, an item over 400 KB
 // (attribute names and values), a string that is not UTF-8. The sort key
 // is a number, so the 1024-byte sort key limit never applies. A
-// ValidationException from the server refuses the record likewise.
+// ValidationException from the server refuses the record likewise. An
+// error that points at the configuration (AccessDeniedException,
+// UnrecognizedClientException and the other credential errors,
+// ResourceNotFoundException: the table is missing) is land.ErrConfig,
+// which stops land.Run; throttling and a store out of reach are retried.
 package dynamolander
 
 import (
@@ -42,12 +46,6 @@ import (
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/land"
 	"github.com/ubiksql/ubik/land/internal/pool"
-)
-
-// Errors of the package.
-var (
-	ErrNoClient = errors.New("dynamolander: no client")
-	ErrItem     = errors.New("dynamolander: malformed item")
 )
 
 // Options configure a Lander.
@@ -212,6 +210,9 @@ func (l *Lander) put(ctx context.Context, it land.Item) (land.Result, error) {
 	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
 		return land.Result{}, fmt.Errorf("%w: DynamoDB refuses %v in %s: %w", land.ErrRefused, it.Ref, l.o.Table, err)
+	}
+	if cerr := l.configErr(err); cerr != nil {
+		return land.Result{}, cerr
 	}
 	return land.Result{}, fmt.Errorf("dynamolander: UpdateItem %v in %s: %w", it.Ref, l.o.Table, err)
 }

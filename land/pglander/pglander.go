@@ -25,7 +25,11 @@
 // NUL), a NUL byte in the query, key or group (text has none). A data
 // error or a limit the server reports (SQLSTATE class 22 or 54: a key
 // whose index row passes 2704 bytes after compression) refuses the
-// statement's records, and land.Run isolates the one at fault.
+// statement's records, and land.Run isolates the one at fault. An error
+// that points at the configuration (SQLSTATE class 28, 3D, 3F or 42: bad
+// credentials, a missing database, schema, table or column, a missing
+// grant; 25006: a read-only database) is land.ErrConfig, which stops
+// land.Run; an outage (57P01, 57P03, a refused connection) is retried.
 package pglander
 
 import (
@@ -46,11 +50,6 @@ import (
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/land"
 	"github.com/ubiksql/ubik/land/internal/pool"
-)
-
-// Errors of the package.
-var (
-	ErrNoPool = errors.New("pglander: no pool")
 )
 
 // Options configure a Lander.
@@ -315,6 +314,9 @@ func (l *Lander) write(ctx context.Context, items []land.Item) (land.Result, err
 			// not UTF-8) or a program limit (an index row over 2704
 			// bytes): one of the rows can never land.
 			return land.Result{}, fmt.Errorf("%w: PostgreSQL refuses a row of %s: %v", land.ErrRefused, l.table, err)
+		}
+		if cerr := configErr(err, l.table); cerr != nil {
+			return land.Result{}, cerr
 		}
 		return land.Result{}, fmt.Errorf("pglander: upsert into %s: %w", l.table, err)
 	}

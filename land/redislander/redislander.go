@@ -22,7 +22,9 @@
 // never through tonumber. The function is loaded with FUNCTION LOAD
 // (Redis 7); on older servers the same code runs as a script through
 // EVALSHA. Both are reloaded when the server lost them (a restart without
-// persistence).
+// persistence). An error reply that points at the configuration (NOPERM,
+// WRONGPASS, NOAUTH) is land.ErrConfig, which stops land.Run; a server out
+// of reach is retried.
 package redislander
 
 import (
@@ -37,12 +39,6 @@ import (
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/land"
 	"github.com/ubiksql/ubik/land/internal/pool"
-)
-
-// Errors of the package.
-var (
-	ErrNoClient = errors.New("redislander: no client")
-	ErrReply    = errors.New("redislander: unexpected reply")
 )
 
 // Options configure a Lander.
@@ -286,12 +282,12 @@ func (l *Lander) Land(ctx context.Context, recs []changelog.Record) (land.Result
 		// The server restarted without persistence: reload and go again
 		// (the guard makes the repeat harmless).
 		if lerr := l.load(ctx); lerr != nil {
-			return land.Result{}, lerr
+			return land.Result{}, configErr(lerr)
 		}
 		r, err = l.write(ctx, items)
 	}
 	if err != nil {
-		return land.Result{}, err
+		return land.Result{}, configErr(err)
 	}
 	return res.Add(r), nil
 }
