@@ -289,6 +289,7 @@ type Query struct {
 	d        runner // a *drive.Driver, or a *drive.Graph for a query over views
 
 	onEventError func(tag int64, event []byte, err *EventError) // QueryOptions.OnEventError
+	restored     restoredEntries                                // what Restore loaded, until FinishRestore
 }
 
 // Plan returns the compiled query.
@@ -513,7 +514,18 @@ func (q *Query) Restore(key, val []byte) (position []byte, err error) {
 		return nil, err
 	}
 	defer q.d.Leave(&err)
+	if err := q.restored.add(key, val, q.metaKey()); err != nil {
+		return nil, err
+	}
 	return q.d.Restore(key, val)
+}
+
+// metaKey is the key of the query's meta entry.
+func (q *Query) metaKey() []byte {
+	if g, ok := q.d.(interface{ MetaKey() []byte }); ok {
+		return g.MetaKey()
+	}
+	return []byte(drive.MetaKey)
 }
 
 // FinishRestore completes a restore; the query then continues where the
@@ -523,6 +535,9 @@ func (q *Query) FinishRestore() (err error) {
 		return err
 	}
 	defer q.d.Leave(&err)
+	if err := q.restored.finish(); err != nil {
+		return err
+	}
 	q.d.FinishRestore()
 	return nil
 }
