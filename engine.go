@@ -508,7 +508,10 @@ func (q *Query) Checkpoint(full bool, position []byte, put func(key, val []byte)
 
 // Restore loads one checkpoint entry into a query that has not processed
 // anything yet. For the meta entry it returns the host position given to
-// Checkpoint. Call FinishRestore after the last entry.
+// Checkpoint. Call FinishRestore after the last entry. Give each key's
+// latest value once, in any order (an empty value: a deleted entry); an
+// entry given twice, or one the query could not have written, is refused
+// with an error wrapping the engine's bad-state error.
 func (q *Query) Restore(key, val []byte) (position []byte, err error) {
 	if err := q.d.Enter(); err != nil {
 		return nil, err
@@ -530,6 +533,8 @@ func (q *Query) metaKey() []byte {
 
 // FinishRestore completes a restore; the query then continues where the
 // checkpoint left it: revisions continue and no window is finalized twice.
+// Entries without the meta entry (which every checkpoint writes) are
+// refused.
 func (q *Query) FinishRestore() (err error) {
 	if err := q.d.Enter(); err != nil {
 		return err
