@@ -289,6 +289,7 @@ type Query struct {
 	d        runner // a *drive.Driver, or a *drive.Graph for a query over views
 
 	onEventError func(tag int64, event []byte, err *EventError) // QueryOptions.OnEventError
+	restored     restoredEntries                                // what Restore loaded, until FinishRestore
 }
 
 // Plan returns the compiled query.
@@ -507,22 +508,41 @@ func (q *Query) Checkpoint(full bool, position []byte, put func(key, val []byte)
 
 // Restore loads one checkpoint entry into a query that has not processed
 // anything yet. For the meta entry it returns the host position given to
-// Checkpoint. Call FinishRestore after the last entry.
+// Checkpoint. Call FinishRestore after the last entry. Give each key's
+// latest value once, in any order (an empty value: a deleted entry); an
+// entry given twice, or one the query could not have written, is refused
+// with an error wrapping the engine's bad-state error.
 func (q *Query) Restore(key, val []byte) (position []byte, err error) {
 	if err := q.d.Enter(); err != nil {
 		return nil, err
 	}
 	defer q.d.Leave(&err)
+	if err := q.restored.add(key, val, q.metaKey()); err != nil {
+		return nil, err
+	}
 	return q.d.Restore(key, val)
+}
+
+// metaKey is the key of the query's meta entry.
+func (q *Query) metaKey() []byte {
+	if g, ok := q.d.(interface{ MetaKey() []byte }); ok {
+		return g.MetaKey()
+	}
+	return []byte(drive.MetaKey)
 }
 
 // FinishRestore completes a restore; the query then continues where the
 // checkpoint left it: revisions continue and no window is finalized twice.
+// Entries without the meta entry (which every checkpoint writes) are
+// refused.
 func (q *Query) FinishRestore() (err error) {
 	if err := q.d.Enter(); err != nil {
 		return err
 	}
 	defer q.d.Leave(&err)
+	if err := q.restored.finish(); err != nil {
+		return err
+	}
 	q.d.FinishRestore()
 	return nil
 }

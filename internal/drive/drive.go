@@ -1083,6 +1083,9 @@ func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
 	if m <= 0 {
 		return nil, fmt.Errorf("%w: bad position", exec.ErrBadState)
 	}
+	if events < 0 || bad < 0 {
+		return nil, fmt.Errorf("%w: meta entry: a negative count of events (%d) or malformed ones (%d)", exec.ErrBadState, events, bad)
+	}
 	d.n.Records, d.n.Events, d.n.Malformed = events, events, bad
 	return pos[n+m:], nil
 }

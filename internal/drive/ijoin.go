@@ -355,6 +355,9 @@ func (d *Driver) restoreIJoin(val []byte) error {
 		if n <= 0 {
 			return fmt.Errorf("%w: bad interval join counters", exec.ErrBadState)
 		}
+		if x < 0 {
+			return fmt.Errorf("%w: interval join entry: a negative count", exec.ErrBadState)
+		}
 		*p, val = x, val[n:]
 	}
 	return d.ij.j.RestoreState(val)

@@ -426,6 +426,9 @@ func (d *Driver) restoreJoin(val []byte) error {
 		if n <= 0 {
 			return fmt.Errorf("%w: bad temporal join counters", exec.ErrBadState)
 		}
+		if x < 0 && p != &d.join.hostWM {
+			return fmt.Errorf("%w: temporal join entry: a negative count", exec.ErrBadState)
+		}
 		*p, val = x, val[n:]
 	}
 	return d.join.j.RestoreState(val)

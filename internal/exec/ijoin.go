@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -55,6 +56,7 @@ type IntervalJoin struct {
 	incr    bool
 	fresh   []ijRef
 	deleted [][]byte
+	seen    restoredKeys // the arrival numbers RestoreEntry loaded, until FinishEntries
 }
 
 // ijRef names a held row: its input, key and arrival number.
@@ -450,31 +452,71 @@ func (t *IntervalJoin) RestoreState(val []byte) error {
 	}
 	t.seq = uint64(seq)
 	t.fresh = t.fresh[:0]
+	if err := t.restoreSides(r, seq); err != nil {
+		return fmt.Errorf("%w: interval join entry: %v", ErrBadState, err)
+	}
+	return nil
+}
+
+// restoreSides reads both inputs' part of an AppendState entry: counters
+// and held rows, each checked as the join would have made it.
+func (t *IntervalJoin) restoreSides(r *reader, seq int64) error {
+	if r.err == nil {
+		if err := checkCounts("arrival number, null keys, matches, dropped", seq, t.stats.NullKeys, t.stats.Matches, t.stats.Dropped); err != nil {
+			return err
+		}
+	}
+	seqs := map[uint64]bool{}
 	for side, s := range t.sides {
 		for _, p := range []*int64{&s.maxTS, &s.wm, &s.rowsIn, &s.late, &s.peak} {
 			*p = r.varint()
 		}
-		s.ended = r.byte1() == 1
+		ended := r.byte1()
+		s.ended = ended == 1
+		if r.err == nil {
+			if ended > 1 {
+				return fmt.Errorf("%s: the input's end is neither reached nor not", s.src.Name)
+			}
+			if err := checkCounts(s.src.Name+" rows, late rows, peak", s.rowsIn, s.late, s.peak); err != nil {
+				return err
+			}
+		}
 		clear(s.rows)
 		s.exp, s.held = s.exp[:0], 0
 		nk := int(r.uvarint())
+		prev := ""
 		for i := 0; i < nk && r.err == nil; i++ {
 			k := string(r.bytes(int(r.uvarint())))
+			if i > 0 && r.err == nil && k <= prev {
+				return fmt.Errorf("%s key %q: keys not in order, or one twice", s.src.Name, k)
+			}
+			prev = k
 			nr := int(r.uvarint())
 			list := make([]ijRow, 0, min(nr, 1024))
 			for x := 0; x < nr && r.err == nil; x++ {
 				sq := r.uvarint()
 				row := r.row(len(s.src.Columns))
-				if r.err == nil {
-					ts := row[s.src.TimeCol].I
-					list = append(list, ijRow{t: ts, seq: sq, row: row})
-					s.exp.push(expEntry{t: ts, key: k})
-					if t.incr {
-						// A whole entry's row (the one-entry format, read
-						// by an incremental join): its own entry is not
-						// written yet, so the next AppendEntries writes it.
-						t.fresh = append(t.fresh, ijRef{side: side, key: k, t: ts, seq: sq})
-					}
+				if r.err != nil {
+					break
+				}
+				if err := t.checkHeld(s, k, sq, row); err != nil {
+					return err
+				}
+				if sq > uint64(seq) || seqs[sq] {
+					return fmt.Errorf("%s row %d: not an arrival number the join gave (it gave 1 to %d, each once)", s.src.Name, sq, seq)
+				}
+				seqs[sq] = true
+				ts := row[s.src.TimeCol].I
+				if n := len(list); n > 0 && (list[n-1].t > ts || list[n-1].t == ts && list[n-1].seq > sq) {
+					return fmt.Errorf("%s row %d: rows not in (time, arrival) order", s.src.Name, sq)
+				}
+				list = append(list, ijRow{t: ts, seq: sq, row: row})
+				s.exp.push(expEntry{t: ts, key: k})
+				if t.incr {
+					// A whole entry's row (the one-entry format, read
+					// by an incremental join): its own entry is not
+					// written yet, so the next AppendEntries writes it.
+					t.fresh = append(t.fresh, ijRef{side: side, key: k, t: ts, seq: sq})
 				}
 			}
 			s.rows[k] = list
@@ -484,8 +526,22 @@ func (t *IntervalJoin) RestoreState(val []byte) error {
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("trailing bytes")
 	}
-	if r.err != nil {
-		return fmt.Errorf("%w: interval join entry: %v", ErrBadState, r.err)
+	return r.err
+}
+
+// checkHeld checks a restored held row of input s under key k: its cells
+// are the input's, and k is its key (a row with a NULL key cell is never
+// held).
+func (t *IntervalJoin) checkHeld(s *ijSide, k string, seq uint64, row []types.Value) error {
+	if seq == 0 {
+		return fmt.Errorf("%s row 0: the join numbers rows from 1", s.src.Name)
+	}
+	if err := checkRow(row, s.src); err != nil {
+		return fmt.Errorf("%s row %d: %v", s.src.Name, seq, err)
+	}
+	key, err := t.keyOf(s, row)
+	if err != nil || key == nil || string(key) != k {
+		return fmt.Errorf("%s row %d: the row's key is not the key %q it is held under", s.src.Name, seq, k)
 	}
 	return nil
 }
@@ -582,15 +638,30 @@ func (t *IntervalJoin) AppendEntries(full bool, headerKey, prefix []byte, put fu
 // header (RestoreState). Call FinishEntries after the last.
 func (t *IntervalJoin) RestoreEntry(key, val []byte) error {
 	if !IsIntervalEntry(key) || key[2] > 1 {
-		return fmt.Errorf("%w: interval join entry %q", ErrBadState, key)
+		return fmt.Errorf("%w: interval join entry %q: not an entry of an interval join", ErrBadState, key)
 	}
 	s := t.sides[key[2]]
 	seq := binary.BigEndian.Uint64(key[3:])
 	r := &reader{b: val}
 	k := string(r.bytes(int(r.uvarint())))
 	row := r.row(len(s.src.Columns))
-	if r.err != nil || len(r.b) != 0 || row[s.src.TimeCol].Null {
-		return fmt.Errorf("%w: interval join entry %q", ErrBadState, key)
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("trailing bytes")
+	}
+	if r.err != nil {
+		return fmt.Errorf("%w: interval join entry %q: %v", ErrBadState, key, r.err)
+	}
+	if err := t.checkHeld(s, k, seq, row); err != nil {
+		return fmt.Errorf("%w: interval join entry %q: %v", ErrBadState, key, err)
+	}
+	b := binary.AppendUvarint(nil, uint64(len(k)))
+	if !bytes.Equal(appendRow(append(b, k...), row), val) {
+		return fmt.Errorf("%w: interval join entry %q: not as the join writes it", ErrBadState, key)
+	}
+	// One entry per arrival number: a store keeps one value per key, and
+	// the number is the key's whatever the input.
+	if !t.seen.add(key[3:]) {
+		return fmt.Errorf("%w: interval join entry %q: a row of arrival number %d restored twice", ErrBadState, key, seq)
 	}
 	s.rows[k] = append(s.rows[k], ijRow{t: row[s.src.TimeCol].I, seq: seq, row: row, saved: true})
 	s.held++
@@ -600,6 +671,7 @@ func (t *IntervalJoin) RestoreEntry(key, val []byte) error {
 // FinishEntries completes a restore of incremental entries: each key's
 // rows in (time, arrival) order, the expiry heaps rebuilt.
 func (t *IntervalJoin) FinishEntries() {
+	t.seen = nil
 	for _, s := range t.sides {
 		s.exp = s.exp[:0]
 		for k, list := range s.rows {

@@ -1147,49 +1147,54 @@ func appendKeyBytes(b []byte, v types.Value) []byte {
 func validGroupKey(k []byte, kt []types.Type) bool {
 	i := 0
 	for _, t := range kt {
-		if i >= len(k) {
+		n, ok := groupCellLen(k[i:], t)
+		if !ok {
 			return false
 		}
-		tag := k[i]
-		i++
-		if tag == 0 {
-			continue
-		}
-		if types.Kind(tag-1) != t.Kind {
-			return false
-		}
-		switch t.Kind {
-		case types.KindVarchar:
-			n, w := binary.Uvarint(k[i:])
-			if w <= 0 || n > uint64(len(k)-i-w) {
-				return false
-			}
-			i += w
-			if !utf8.Valid(k[i : i+int(n)]) {
-				return false
-			}
-			i += int(n)
-		case types.KindHugeInt, types.KindDecimal, types.KindInterval:
-			if len(k)-i < 16 {
-				return false
-			}
-			i += 16
-		case types.KindBoolean, types.KindInteger, types.KindBigInt, types.KindTimestamp, types.KindDate, types.KindDouble:
-			if len(k)-i < 8 {
-				return false
-			}
-			if t.Kind == types.KindDouble {
-				f := math.Float64frombits(binary.LittleEndian.Uint64(k[i:]))
-				if f-f != 0 || f == 0 && math.Signbit(f) {
-					return false
-				}
-			}
-			i += 8
-		default:
-			return false
-		}
+		i += n
 	}
 	return i == len(k)
+}
+
+// groupCellLen returns the length of the group key cell of type t k
+// starts with, and false if k does not start with one.
+func groupCellLen(k []byte, t types.Type) (int, bool) {
+	if len(k) == 0 {
+		return 0, false
+	}
+	if k[0] == 0 {
+		return 1, true
+	}
+	if types.Kind(k[0]-1) != t.Kind {
+		return 0, false
+	}
+	i := 1
+	switch t.Kind {
+	case types.KindVarchar:
+		n, w := binary.Uvarint(k[i:])
+		if w <= 0 || n > uint64(len(k)-i-w) {
+			return 0, false
+		}
+		i += w
+		if !utf8.Valid(k[i : i+int(n)]) {
+			return 0, false
+		}
+		return i + int(n), true
+	case types.KindHugeInt, types.KindDecimal, types.KindInterval:
+		return i + 16, len(k)-i >= 16
+	case types.KindBoolean, types.KindInteger, types.KindBigInt, types.KindTimestamp, types.KindDate, types.KindDouble:
+		if len(k)-i < 8 {
+			return 0, false
+		}
+		if t.Kind == types.KindDouble {
+			f := math.Float64frombits(binary.LittleEndian.Uint64(k[i:]))
+			if f-f != 0 || f == 0 && math.Signbit(f) {
+				return 0, false
+			}
+		}
+		return i + 8, true
+	}
+	return 0, false
 }
 
 // decodeKeyBytes is the inverse of appendKeyBytes over a whole group key:

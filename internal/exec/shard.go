@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -120,7 +121,21 @@ func ParseMeta(val []byte) (Meta, error) {
 	}
 	n := r.uvarint()
 	m.Position = append([]byte(nil), r.bytes(int(n))...)
-	return m, r.err
+	if r.err != nil {
+		return Meta{}, fmt.Errorf("%w: meta entry: %v", ErrBadState, r.err)
+	}
+	// The entry must be as the operator writes it: counts are never
+	// negative, nothing trails the position, every number is written in
+	// its one encoding.
+	for _, c := range m.Counters {
+		if c < 0 {
+			return Meta{}, fmt.Errorf("%w: meta entry: a negative count", ErrBadState)
+		}
+	}
+	if !bytes.Equal(appendMetaVersion(nil, m, val[0]), val) {
+		return Meta{}, fmt.Errorf("%w: the meta entry is not as the operator writes it", ErrBadState)
+	}
+	return m, nil
 }
 
 // AppendMeta encodes m as a meta entry's value (what Checkpoint writes).

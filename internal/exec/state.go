@@ -305,17 +305,9 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 // counters, which must be as the operator writes them (counts are never
 // negative, nothing trails the position).
 func (o *Operator) restoreMeta(val []byte) ([]byte, error) {
-	m, err := ParseMeta(val)
+	m, err := ParseMeta(val) // checks the entry is as the operator writes it
 	if err != nil {
 		return nil, err
-	}
-	for _, c := range m.Counters {
-		if c < 0 {
-			return nil, fmt.Errorf("%w: meta entry: a negative count", ErrBadState)
-		}
-	}
-	if !bytes.Equal(appendMetaVersion(nil, m, val[0]), val) {
-		return nil, fmt.Errorf("%w: the meta entry is not as the operator writes it", ErrBadState)
 	}
 	o.watermark, o.maxEventTime = m.Watermark, m.MaxEventTime
 	o.seq = max(o.seq, m.Seq) // a group entry restored first may already have raised it

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -77,6 +78,7 @@ type TemporalJoin struct {
 	knames  []string
 	dirty   map[int32]bool
 	deleted [][]byte
+	seen    restoredKeys // the entry keys RestoreEntry loaded, until FinishEntries
 
 	streamMax, tableMax int64
 	// lateFloor: a row behind it is late too (SetLateFloor; a Kafka
@@ -718,16 +720,48 @@ func (t *TemporalJoin) RestoreState(val []byte) error {
 		*p = r.varint()
 	}
 	t.seq = uint64(seq)
-	t.ended = r.byte1() == 1
-	sw, tw := len(t.j.Stream.Columns), len(t.j.Table.Columns)
+	ended := r.byte1()
+	t.ended = ended == 1
+	if r.err == nil && ended > 1 {
+		return fmt.Errorf("%w: temporal join entry: the table's end is neither reached nor not", ErrBadState)
+	}
+	if r.err == nil {
+		if err := checkCounts("sequence, events, joins, table rows, peaks", seq, s.Events, s.LateEvents, s.Joined, s.Unmatched,
+			s.NullKeys, s.TableRows, s.LateTableRows, s.BadTableRows, s.BufferedPeak, s.VersionsPeak, s.Dropped); err != nil {
+			return fmt.Errorf("%w: temporal join entry: %v", ErrBadState, err)
+		}
+	}
+	if err := t.restoreContent(r); err != nil {
+		return fmt.Errorf("%w: temporal join entry: %v", ErrBadState, err)
+	}
+	t.sweepAt = max(2*t.nver, 1024)
+	return nil
+}
+
+// restoreContent reads the waiting events and the versions of an
+// AppendState entry, each checked as the join would have made it.
+func (t *TemporalJoin) restoreContent(r *reader) error {
 	ne := int(r.uvarint())
 	t.buf = t.buf[:0]
+	seqs := map[uint64]bool{}
 	for i := 0; i < ne && r.err == nil; i++ {
 		seq := r.uvarint()
-		row := r.row(sw)
-		if r.err == nil {
-			t.buf = append(t.buf, waiting{t: row[t.j.Stream.TimeCol].I, seq: seq, row: row})
+		row := r.row(len(t.j.Stream.Columns))
+		if r.err != nil {
+			break
 		}
+		if err := checkRow(row, t.j.Stream); err != nil {
+			return fmt.Errorf("event %d: %v", seq, err)
+		}
+		if seq == 0 || seq > t.seq || seqs[seq] {
+			return fmt.Errorf("event %d: not an arrival number the join gave (it gave 1 to %d, each once)", seq, t.seq)
+		}
+		seqs[seq] = true
+		w := waiting{t: row[t.j.Stream.TimeCol].I, seq: seq, row: row}
+		if n := len(t.buf); n > 0 && (t.buf[n-1].t > w.t || t.buf[n-1].t == w.t && t.buf[n-1].seq > seq) {
+			return fmt.Errorf("event %d: events not in (time, arrival) order", seq)
+		}
+		t.buf = append(t.buf, w)
 	}
 	t.buf.init()
 	nk := int(r.uvarint())
@@ -737,16 +771,24 @@ func (t *TemporalJoin) RestoreState(val []byte) error {
 	t.nver = 0
 	for i := 0; i < nk && r.err == nil; i++ {
 		k := string(r.bytes(int(r.uvarint())))
+		if i > 0 && r.err == nil && k <= t.knames[i-1] {
+			return fmt.Errorf("key %q: keys not in order, or one twice", k)
+		}
 		nv := int(r.uvarint())
 		vs := make([]version, 0, min(nv, 1024))
-		for k := 0; k < nv && r.err == nil; k++ {
-			row := r.row(tw)
-			if r.err == nil {
-				vs = append(vs, version{t: row[t.j.Table.TimeCol].I, cells: t.encode(row)})
+		for x := 0; x < nv && r.err == nil; x++ {
+			row := r.row(len(t.j.Table.Columns))
+			if r.err != nil {
+				break
 			}
-		}
-		if _, dup := t.keys[k]; dup && r.err == nil {
-			r.fail("duplicate key")
+			v, err := t.restoredVersion(k, row)
+			if err != nil {
+				return err
+			}
+			if len(vs) > 0 && vs[len(vs)-1].t >= v.t {
+				return fmt.Errorf("key %q: versions not in time order", k)
+			}
+			vs = append(vs, v)
 		}
 		t.keys[k] = t.vers.add(vs)
 		t.knames = append(t.knames, k)
@@ -755,11 +797,25 @@ func (t *TemporalJoin) RestoreState(val []byte) error {
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("trailing bytes")
 	}
-	if r.err != nil {
-		return fmt.Errorf("%w: temporal join entry: %v", ErrBadState, r.err)
+	return r.err
+}
+
+// restoredVersion checks a restored version (a whole table row) of key k:
+// its cells are the table's, and k is a key of the table's key types,
+// the row's own where the row holds its key cells (a version keeps only
+// the columns the query reads).
+func (t *TemporalJoin) restoredVersion(k string, row []types.Value) (version, error) {
+	ts := row[t.j.Table.TimeCol].I
+	if err := checkRow(row, t.j.Table); err != nil {
+		return version{}, fmt.Errorf("key %q version at %s: %v", k, wmText(ts), err)
 	}
-	t.sweepAt = max(2*t.nver, 1024)
-	return nil
+	if !validJoinKey([]byte(k), t.j.TableKey) {
+		return version{}, fmt.Errorf("key %q: not a key of the table's key (%d cells)", k, len(t.j.TableKey))
+	}
+	if key, err := t.keyOf(t.j.TableKey, row); err == nil && key != nil && string(key) != k {
+		return version{}, fmt.Errorf("key %q version at %s: the row's key is not the key it is held under", k, wmText(ts))
+	}
+	return version{t: ts, cells: t.encode(row)}, nil
 }
 
 // NewSourceDecoder returns a decoder of src (a join's stream or table)
@@ -906,38 +962,77 @@ func (t *TemporalJoin) AppendEntries(full bool, prefix []byte, put func(key, val
 // RestoreEntry loads one incremental entry (IsJoinEntry), after the
 // header (RestoreState). Call FinishEntries after the last.
 func (t *TemporalJoin) RestoreEntry(key, val []byte) error {
+	if err := t.restoreEntry(key, val); err != nil {
+		return fmt.Errorf("%w: temporal join entry %q: %v", ErrBadState, key, err)
+	}
+	return nil
+}
+
+func (t *TemporalJoin) restoreEntry(key, val []byte) error {
 	r := &reader{b: val}
+	var row []types.Value
+	var src *plan.Source
 	switch {
 	case len(key) == 2+8 && string(key[:2]) == JoinEventPrefix:
-		seq := binary.BigEndian.Uint64(key[2:])
-		row := r.row(len(t.j.Stream.Columns))
-		if r.err == nil && len(r.b) == 0 {
-			t.buf = append(t.buf, waiting{t: row[t.j.Stream.TimeCol].I, seq: seq, row: row, saved: true})
-			return nil
-		}
+		src = t.j.Stream
 	case len(key) >= 2+8 && string(key[:2]) == JoinVersionPrefix:
-		ts := int64(binary.BigEndian.Uint64(key[2:10]) ^ 1<<63)
-		k := string(key[10:])
-		row := r.row(len(t.j.Table.Columns))
-		if r.err == nil && len(r.b) == 0 && row[t.j.Table.TimeCol].I == ts {
-			ki, ok := t.keys[k]
-			if !ok {
-				ki = t.vers.add(nil)
-				t.keys[k] = ki
-				t.knames = append(t.knames, k)
-			}
-			p := t.vers.at(ki)
-			*p = append(*p, version{t: ts, cells: t.encode(row), saved: true})
-			t.nver++
-			return nil
-		}
+		src = t.j.Table
+	default:
+		return fmt.Errorf("not an entry of a temporal join")
 	}
-	return fmt.Errorf("%w: temporal join entry %q", ErrBadState, key)
+	row = r.row(len(src.Columns))
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("trailing bytes")
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if err := checkRow(row, src); err != nil {
+		return err
+	}
+	if !t.seen.add(key) {
+		return fmt.Errorf("restored twice (a store holds one value per key)")
+	}
+	if src == t.j.Stream {
+		if !bytes.Equal(appendRow(nil, row), val) {
+			return fmt.Errorf("not as the join writes it")
+		}
+		if binary.BigEndian.Uint64(key[2:]) == 0 {
+			return fmt.Errorf("arrival number 0: the join numbers events from 1")
+		}
+		seq := binary.BigEndian.Uint64(key[2:])
+		t.buf = append(t.buf, waiting{t: row[t.j.Stream.TimeCol].I, seq: seq, row: row, saved: true})
+		return nil
+	}
+	ts := int64(binary.BigEndian.Uint64(key[2:10]) ^ 1<<63)
+	k := string(key[10:])
+	if row[t.j.Table.TimeCol].I != ts {
+		return fmt.Errorf("the version's time is not the one in its key")
+	}
+	v, err := t.restoredVersion(k, row)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(appendRow(nil, row), val) {
+		return fmt.Errorf("not as the join writes it")
+	}
+	ki, ok := t.keys[k]
+	if !ok {
+		ki = t.vers.add(nil)
+		t.keys[k] = ki
+		t.knames = append(t.knames, k)
+	}
+	v.saved = true
+	p := t.vers.at(ki)
+	*p = append(*p, v)
+	t.nver++
+	return nil
 }
 
 // FinishEntries completes a restore of incremental entries. (A key has
 // one entry per version time, so no two versions of a key share one.)
 func (t *TemporalJoin) FinishEntries() {
+	t.seen = nil
 	t.buf.init()
 	for ki := range int32(t.vers.n) {
 		slices.SortFunc(*t.vers.at(ki), func(a, b version) int { return cmpInt(a.t, b.t) })
