@@ -138,9 +138,13 @@ type QueryOptions struct {
 	// decodes events (with Feed: as many decoding goroutines decode them
 	// in blocks) and merges the shards' records: the changelog is
 	// byte for byte the one-thread changelog (records and order). It
-	// applies to a query with OnRecord, no OnLate, not Strict, with a
-	// GROUP BY key; any other runs on one thread
-	// (Query.Threads says which). Records of pushed events may reach
+	// applies to every shape: a query's own aggregate, a join's (the join
+	// itself runs on the pushing goroutine and hands its joined rows to
+	// the shards in order), and each query of a graph of views (a view's
+	// rows reach its readers in one thread's order). A query with
+	// OnRecord, no OnLate (for a view: no OnViewLate), not Strict, with a
+	// GROUP BY key runs on the shards; any other runs on one thread
+	// (Query.Threads says which: for a graph, the most of any query). Records of pushed events may reach
 	// OnRecord up to two batches (about 2,000 events) after their Push;
 	// Tick, EmitEarly, AdvanceWatermark, Close and Checkpoint deliver
 	// everything before they return. An aggregate that fails while

@@ -88,6 +88,7 @@ func (e *Engine) StartGraph(pq *plan.Query, with []*plan.Query, qo QueryOptions)
 		CountsInCheckpoint: true,
 		JoinBuffer:         qo.JoinBuffer, // a view's temporal join's
 		LateTable:          lateHook(qo.OnLateTable),
+		Threads:            qo.Threads,
 	}
 	if qo.OnRecord != nil {
 		onRecord := qo.OnRecord

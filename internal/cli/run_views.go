@@ -126,7 +126,7 @@ func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook 
 		return nil, err
 	}
 	owner.q = q
-	noteThreads(owner, qo, "a query over views runs its graph on one thread")
+	noteThreads(owner, qo, "")
 	return []*runTarget{owner}, nil
 }
 

@@ -164,8 +164,9 @@ func (c Counts) minus(o Counts) Counts {
 type Driver struct {
 	q      *plan.Query
 	dec    *exec.Decoder
-	op     *exec.Operator      // nil for a router and a parallel driver
-	par    *par                // a parallel driver's shards (Config.Threads)
+	agg    aggregate           // the window aggregate node; nil for a router
+	op     *exec.Operator      // agg's operator when it is one (nil for a router and a parallel driver)
+	par    *par                // agg's shards when it is sharded (Config.Threads)
 	keys   *exec.GroupKeys     // a router's
 	ikeys  *exec.IntervalRoute // an interval join input's router (NewIntervalRouter)
 	spread bool                // a router of a temporal join's events that groups after the join: by a hash of the record
@@ -225,16 +226,10 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 		d.nextEarly = d.start.Add(d.every)
 	}
 	if ok, _ := eligible(q, cfg); ok && cfg.Threads > 1 {
-		// JSON lines through the driver's own decoder can be decoded in
-		// blocks by the shards' goroutines (feed.go).
-		blocks := cfg.Decoder == nil && !d.dec.IsCSV() && !cfg.ExternalWatermark
-		if d.par, err = newPar(q, cfg, cfg.Threads, blocks); err != nil {
+		if err := d.shard(cfg); err != nil {
 			return nil, err
 		}
-		// A host that drops the driver without closing it leaves no
-		// goroutine behind.
-		runtime.AddCleanup(d, func(p *par) { p.cleanup() }, d.par)
-		return d, nil
+		return d, d.initJoins(cfg)
 	}
 	ecfg := exec.Config{
 		Emit:              d.onRecord,
@@ -259,17 +254,39 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 	if d.op, err = exec.New(q, ecfg); err != nil {
 		return nil, err
 	}
-	if q.Join != nil {
+	d.agg = single{d.op}
+	return d, d.initJoins(cfg)
+}
+
+// shard makes the driver's aggregate node K shards (Config.Threads).
+func (d *Driver) shard(cfg Config) error {
+	q := d.q
+	// JSON lines of a query's own source through the driver's own
+	// decoder can be decoded in blocks by the shards' goroutines
+	// (feed.go); a join's rows are the join's, made on this goroutine.
+	blocks := cfg.Decoder == nil && !d.dec.IsCSV() && !cfg.ExternalWatermark && q.Join == nil && q.IJoin == nil
+	p, err := newPar(q, cfg, cfg.Threads, blocks)
+	if err != nil {
+		return err
+	}
+	d.par, d.agg = p, sharded{p, d}
+	// A host that drops the driver without closing it leaves no
+	// goroutine behind.
+	runtime.AddCleanup(d, func(p *par) { p.cleanup() }, p)
+	return nil
+}
+
+// initJoins sets up the join in front of the aggregate, if q has one.
+func (d *Driver) initJoins(cfg Config) error {
+	if d.q.Join != nil {
 		if err := d.initJoin(cfg); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if q.IJoin != nil {
-		if err := d.initIJoin(cfg); err != nil {
-			return nil, err
-		}
+	if d.q.IJoin != nil {
+		return d.initIJoin(cfg)
 	}
-	return d, nil
+	return nil
 }
 
 // NewRouter returns a driver that decodes events and computes their
@@ -329,8 +346,8 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 // Threads is the number of shards the driver runs (1: the operator runs
 // on the caller's goroutine).
 func (d *Driver) Threads() int {
-	if d.par != nil {
-		return len(d.par.shards)
+	if d.agg != nil {
+		return d.agg.threads()
 	}
 	return 1
 }
@@ -486,7 +503,7 @@ func (d *Driver) admit() error {
 				return err
 			}
 		}
-		if d.op.Queued() || d.room() <= 0 || d.join != nil && d.join.j.Ready() || d.ij != nil && d.ij.j.Pending() > 0 {
+		if d.agg.queued() || d.room() <= 0 || d.join != nil && d.join.j.Ready() || d.ij != nil && d.ij.j.Pending() > 0 {
 			return ErrBackpressure
 		}
 	}
@@ -636,17 +653,7 @@ func (d *Driver) apply(row []types.Value, key []byte, keyed bool) error {
 	}
 	d.setRoom()
 	d.n.Applied++
-	var err error
-	if d.par != nil {
-		if err := d.drainFeed(); err != nil {
-			return err
-		}
-		err = d.par.push(row)
-	} else if keyed {
-		err = d.op.ProcessKeyed(row, key)
-	} else {
-		err = d.op.Process(row)
-	}
+	err := d.agg.process(row, key, keyed)
 	if err != nil {
 		var ee *exec.EvalError
 		if !errors.As(err, &ee) {
@@ -739,14 +746,8 @@ func (d *Driver) tick() error {
 		return nil
 	}
 	d.nextEarly = now.Add(d.every)
-	if d.par != nil {
-		if err := d.drainFeed(); err != nil {
-			return err
-		}
-		return d.parErr(d.par.flush())
-	}
 	d.setRoom()
-	return d.op.EmitEarly()
+	return d.agg.tick()
 }
 
 // parErr makes an error of the shards (other than a skipped record's)
@@ -771,14 +772,8 @@ func (d *Driver) Tick() error {
 			return err
 		}
 	}
-	if d.par != nil {
-		// A quiet input: what is in flight is delivered now.
-		if err := d.drainFeed(); err != nil {
-			return err
-		}
-		return d.parErr(d.par.sync())
-	}
-	return nil
+	// A quiet input: what is in flight is delivered now.
+	return d.agg.sync()
 }
 
 // EmitEarly publishes now every (group, window) changed since its last
@@ -787,39 +782,26 @@ func (d *Driver) EmitEarly() error {
 	if d.closed {
 		return ErrClosed
 	}
-	if d.par != nil {
-		if err := d.drainFeed(); err != nil {
-			return err
-		}
-		if err := d.par.flush(); err != nil {
-			return d.parErr(err)
-		}
-		return d.parErr(d.par.sync())
-	}
 	d.setRoom()
-	return d.op.EmitEarly()
+	return d.agg.emitEarly()
 }
 
 // Flush delivers every record of the events pushed so far: a parallel
 // driver's in-flight batches are applied and merged. One thread's
 // records are delivered as they are rendered, so it has nothing to do.
 func (d *Driver) Flush() error {
-	if d.par == nil || d.closed {
+	if d.closed {
 		return nil
 	}
-	if err := d.drainFeed(); err != nil {
-		return err
-	}
-	return d.parErr(d.par.sync())
+	return d.agg.sync()
 }
 
 // Watermark is the operator's watermark (µs).
-func (d *Driver) Watermark() int64 {
-	if d.par != nil {
-		return d.par.wm
-	}
-	return d.op.Watermark()
-}
+func (d *Driver) Watermark() int64 { return d.agg.watermark() }
+
+// Delivered is the watermark whose records have all been delivered: the
+// operator's, or, on several threads, that of the last batch merged.
+func (d *Driver) Delivered() int64 { return d.agg.delivered() }
 
 // AdvanceWatermark moves the watermark to wm (µs) if that is later;
 // windows it passes finalize (when buffering, their records wait for Next).
@@ -832,20 +814,23 @@ func (d *Driver) AdvanceWatermark(wm int64) error {
 		// waits for the oldest waiting event.
 		d.join.j.AdvanceStream(wm)
 		d.join.hostWM = max(d.join.hostWM, wm)
-		return d.pump()
+		return d.delivering(d.pump())
 	}
 	if d.ij != nil {
-		return d.advanceSide(0, wm)
-	}
-	if d.par != nil {
-		if err := d.drainFeed(); err != nil {
-			return err
-		}
-		d.par.advance(wm)
-		return d.parErr(d.par.sync())
+		return d.delivering(d.advanceSide(0, wm))
 	}
 	d.setRoom()
-	return d.op.AdvanceWatermark(wm)
+	return d.delivering(d.agg.advance(wm))
+}
+
+// delivering ends a call that is not a push: unless it failed, every
+// record of what it did is delivered before it returns (a sharded
+// aggregate's rows in flight are merged).
+func (d *Driver) delivering(err error) error {
+	if err != nil {
+		return err
+	}
+	return d.agg.sync()
 }
 
 // CloseOpenWindows finalizes every open window, moving the watermark only
@@ -855,22 +840,13 @@ func (d *Driver) CloseOpenWindows() error {
 	if d.closed {
 		return ErrClosed
 	}
-	if d.par != nil {
-		if err := d.drainFeed(); err != nil {
-			return err
-		}
-		return d.parErr(d.par.closeOpenWindows())
-	}
 	if d.join != nil {
 		if err := d.closeJoin(); err != nil {
 			return err
 		}
 	}
 	d.setRoom()
-	if err := d.op.CloseOpenWindows(); err != nil {
-		return err
-	}
-	return d.op.EmitEarly()
+	return d.agg.closeOpen()
 }
 
 // Close ends the input: every open window finalizes. Closing twice is a
@@ -897,11 +873,8 @@ func (d *Driver) Close() error {
 		d.ij.finish = true
 		return d.ijPump()
 	}
-	if d.par != nil {
-		return d.parErr(d.par.finish())
-	}
 	d.setRoom()
-	return d.op.Finish()
+	return d.agg.finish()
 }
 
 // Next pops the next buffered record; it renders nothing (see Refill).
@@ -948,24 +921,19 @@ func (d *Driver) Queued() bool {
 	if d.ij != nil && (d.ij.j.Pending() > 0 || d.ij.finish && !d.ij.finished) {
 		return true
 	}
-	return d.par == nil && d.op.Queued()
+	return d.agg.queued()
 }
 
 // Stats are the operator's counters. A parallel driver's are the shards'
 // as of the last batch merged (exact after a call that delivers
 // everything); its peaks are the sums of the shards' peaks, its latency
 // quantiles the largest shard's.
-func (d *Driver) Stats() exec.Stats {
-	if d.par != nil {
-		return d.par.stats()
-	}
-	return d.op.Stats()
-}
+func (d *Driver) Stats() exec.Stats { return d.agg.stats() }
 
 // Counts returns the input counters.
 func (d *Driver) Counts() Counts {
 	c := d.n
-	if d.op != nil || d.par != nil {
+	if d.agg != nil {
 		s := d.Stats()
 		c.EvalErrors, c.Late = s.EvalErrors, s.Late
 		if d.join != nil {
@@ -1014,7 +982,7 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 	if d.join != nil {
 		// The join's entry first, whole (events and versions), so the
 		// meta entry stays last; nothing is written while work is queued.
-		if d.op.Queued() {
+		if d.agg.queued() {
 			return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
 		}
 		if d.join.incr {
@@ -1026,7 +994,7 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 		}
 	}
 	if d.ij != nil {
-		if d.op.Queued() || d.ij.j.Pending() > 0 {
+		if d.agg.queued() || d.ij.j.Pending() > 0 {
 			return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
 		}
 		if d.ij.incr {
@@ -1037,10 +1005,7 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 			return err
 		}
 	}
-	if d.par != nil {
-		return d.parErr(d.par.checkpoint(full, position, put))
-	}
-	err := d.op.Checkpoint(full, position, put)
+	err := d.agg.checkpoint(full, position, put)
 	if errors.Is(err, exec.ErrQueued) {
 		return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
 	}
@@ -1066,12 +1031,7 @@ func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
 		// an incremental one (its next checkpoint writes them as entries).
 		return nil, d.ij.j.RestoreEntry(key, val)
 	}
-	var pos []byte
-	if d.par != nil {
-		pos, err = d.par.restore(key, val)
-	} else {
-		pos, err = d.op.Restore(key, val)
-	}
+	pos, err := d.agg.restore(key, val)
 	if err != nil || pos == nil || !d.counts {
 		return pos, err
 	}
@@ -1100,11 +1060,7 @@ func (d *Driver) FinishRestore() {
 	if d.ij != nil {
 		d.ij.j.FinishEntries()
 	}
-	if d.par != nil {
-		d.par.finishRestore()
-	} else {
-		d.op.FinishRestore()
-	}
+	d.agg.finishRestore()
 	d.taken = d.Counts()
 }
 

@@ -306,8 +306,9 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	if viewEmit != nil {
 		emitView = viewEmit
 	}
+	feedsJoin := g.feedingJoins()
 	for _, n := range g.nodes {
-		c := Config{Late: cfg.Late, Now: cfg.Now, Strict: cfg.Strict, CountsInCheckpoint: cfg.CountsInCheckpoint, Emit: emitView}
+		c := Config{Late: cfg.Late, Now: cfg.Now, Strict: cfg.Strict, CountsInCheckpoint: cfg.CountsInCheckpoint, Emit: emitView, Threads: cfg.Threads}
 		if n == g.primary {
 			c = cfg
 		} else if n == g.join {
@@ -315,6 +316,9 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			// config carries them for the graph).
 			c.JoinBuffer, c.LateTable, c.TableDecoder = cfg.JoinBuffer, cfg.LateTable, cfg.TableDecoder
 			c.IncrementalJoinState = cfg.IncrementalJoinState
+		}
+		if feedsJoin[n] {
+			c.Threads = 1
 		}
 		if n != g.primary && viewLate != nil {
 			name := n.q.Name
@@ -354,6 +358,26 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		n.d = d
 	}
 	return g, nil
+}
+
+// feedingJoins returns the nodes that feed a join of two views, directly
+// or through other views. Such a node runs on one thread: a join of two
+// views matches rows in the order its two inputs interleave, which one
+// thread decides by the host's calls, and a node on several threads
+// delivers its rows batches later than one thread would.
+func (g *Graph) feedingJoins() map[*gnode]bool {
+	out := map[*gnode]bool{}
+	// g.nodes is upstream first: walking it backwards, a node feeds a
+	// join once any of its readers is one or feeds one.
+	for i := len(g.nodes) - 1; i >= 0; i-- {
+		n := g.nodes[i]
+		for _, r := range n.readers {
+			if joinsViews(r.n.q) || out[r.n] {
+				out[n] = true
+			}
+		}
+	}
+	return out
 }
 
 // secondName names the second input of a join root: a temporal join's
@@ -502,7 +526,9 @@ func (g *Graph) marked(n *gnode) {
 	if len(n.readers) == 0 {
 		return
 	}
-	wm := n.q.ViewWatermark(n.d.Watermark())
+	// The watermark of the rows delivered: a node on several threads has
+	// rows in flight that its readers must not be late for.
+	wm := n.q.ViewWatermark(n.d.Delivered())
 	for _, r := range n.readers {
 		if wm > r.n.mark[r.side] {
 			r.n.mark[r.side] = wm
@@ -866,12 +892,35 @@ func (g *Graph) backlog() int {
 	return k
 }
 
-// Threads is 1: every query of a graph runs on the pushing goroutine
-// (a view hands its rows to its readers as it renders them, in order).
-func (g *Graph) Threads() int { return 1 }
+// Threads is the most shards a node of the graph runs on (1: every node
+// runs on the pushing goroutine). Each node on several threads merges its
+// records, and its rows to its readers, back into one thread's order.
+func (g *Graph) Threads() int {
+	k := 1
+	for _, n := range g.nodes {
+		k = max(k, n.d.Threads())
+	}
+	return k
+}
 
-// Flush has nothing to deliver: no query of a graph runs on shards.
-func (g *Graph) Flush() error { return nil }
+// Flush delivers every record of the input pushed so far: each node's rows
+// in flight, upstream first, each reader taking its view's rows before it
+// flushes its own.
+func (g *Graph) Flush() error {
+	for _, n := range g.nodes {
+		if err := g.pump(); err != nil {
+			return err
+		}
+		if n.head < len(n.in) {
+			return nil // backpressure: the rest waits for Next
+		}
+		if err := n.d.Flush(); err != nil {
+			return g.failIfFatal(n, err)
+		}
+		g.marked(n)
+	}
+	return g.pump()
+}
 
 // Pending is the number of the primary's buffered records.
 func (g *Graph) Pending() int { return g.primary.d.Pending() }
@@ -915,7 +964,7 @@ func graphKey(dst []byte, name string, key []byte) []byte {
 // refuses (ErrBackpressure, nothing written) while an inbox or the
 // primary's queue holds work.
 func (g *Graph) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
-	if err := g.pump(); err != nil {
+	if err := g.Flush(); err != nil {
 		return err
 	}
 	if g.primary.d.buffered {

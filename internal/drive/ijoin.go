@@ -152,7 +152,7 @@ func (d *Driver) sideErr(side int, err error) error {
 func (d *Driver) ijPump() error {
 	st := d.ij
 	for st.j.Pending() > 0 {
-		if d.buffered && (d.op.Queued() || d.room() <= 0) {
+		if d.buffered && (d.agg.queued() || d.room() <= 0) {
 			return nil
 		}
 		row := st.j.Take()
@@ -165,7 +165,7 @@ func (d *Driver) ijPump() error {
 		}
 		d.raw = nil
 		d.setRoom()
-		if err := d.op.Process(row); err != nil {
+		if err := d.agg.process(row, nil, false); err != nil {
 			var ee *exec.EvalError
 			if errors.As(err, &ee) {
 				if d.strict {
@@ -178,16 +178,16 @@ func (d *Driver) ijPump() error {
 			return err
 		}
 	}
-	if wm := st.j.OutputWatermark(); wm > d.op.Watermark() && wm != math.MaxInt64 && wm != math.MinInt64 {
+	if wm := st.j.OutputWatermark(); wm > d.agg.watermark() && wm != math.MaxInt64 && wm != math.MinInt64 {
 		d.setRoom()
-		if err := d.op.AdvanceWatermark(wm); err != nil {
+		if err := d.agg.advance(wm); err != nil {
 			return err
 		}
 	}
-	if st.finish && !st.finished && !(d.buffered && d.op.Queued()) {
+	if st.finish && !st.finished && !(d.buffered && d.agg.queued()) {
 		st.finished = true
 		d.setRoom()
-		return d.op.Finish()
+		return d.agg.finish()
 	}
 	return nil
 }
@@ -208,7 +208,7 @@ func (d *Driver) ijAdmit() error {
 		if err := d.ijPump(); err != nil {
 			return err
 		}
-		if d.op.Queued() || d.room() <= 0 || d.ij.j.Pending() > 0 {
+		if d.agg.queued() || d.room() <= 0 || d.ij.j.Pending() > 0 {
 			return ErrBackpressure
 		}
 	}
@@ -320,7 +320,7 @@ func (d *Driver) EndFirst() error {
 	if d.closed || d.ij.j.Ended(0) {
 		return nil
 	}
-	return d.endSide(0)
+	return d.delivering(d.endSide(0))
 }
 
 // endSide ends input side: its watermark goes to the end.

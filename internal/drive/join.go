@@ -82,7 +82,7 @@ func (d *Driver) initJoin(cfg Config) error {
 // joinEvent hands one decoded stream row to the join.
 func (d *Driver) joinEvent(row []types.Value) error {
 	d.n.Applied++
-	if !d.buffered || !d.op.Queued() && d.room() > 0 {
+	if !d.buffered || !d.agg.queued() && d.room() > 0 {
 		// An event that need not wait joins in place: no copy.
 		out, ok, err := d.join.j.JoinNow(row)
 		if ok {
@@ -92,7 +92,7 @@ func (d *Driver) joinEvent(row []types.Value) error {
 			return d.pump()
 		}
 	}
-	if d.join.j.Late(row[d.q.Join.Stream.TimeCol].I) && d.op.CountCopy(row) {
+	if d.join.j.Late(row[d.q.Join.Stream.TimeCol].I) && d.agg.countCopy(row) {
 		return nil // a copy of an admitted event: a duplicate, not late
 	}
 	late, err := d.join.j.PushEvent(row)
@@ -134,7 +134,7 @@ func (d *Driver) joinMax() int {
 func (d *Driver) pump() error {
 	js := d.join
 	for js.j.Ready() {
-		if d.buffered && (d.op.Queued() || d.room() <= 0) {
+		if d.buffered && (d.agg.queued() || d.room() <= 0) {
 			return nil
 		}
 		row, ok, err := js.j.Release()
@@ -145,16 +145,16 @@ func (d *Driver) pump() error {
 			return err
 		}
 	}
-	if wm := min(js.hostWM, js.j.Oldest()); wm > d.op.Watermark() && wm != math.MaxInt64 {
+	if wm := min(js.hostWM, js.j.Oldest()); wm > d.agg.watermark() && wm != math.MaxInt64 {
 		d.setRoom()
-		if err := d.op.AdvanceWatermark(wm); err != nil {
+		if err := d.agg.advance(wm); err != nil {
 			return err
 		}
 	}
-	if js.finish && !js.finished && !js.j.Ready() && js.j.Waiting() == 0 && !(d.buffered && d.op.Queued()) {
+	if js.finish && !js.finished && !js.j.Ready() && js.j.Waiting() == 0 && !(d.buffered && d.agg.queued()) {
 		js.finished = true
 		d.setRoom()
-		return d.op.Finish()
+		return d.agg.finish()
 	}
 	return nil
 }
@@ -183,7 +183,7 @@ func (d *Driver) applyJoined(row []types.Value, jerr error) error {
 	}
 	d.raw = nil
 	d.setRoom()
-	if err := d.op.Process(row); err != nil {
+	if err := d.agg.process(row, nil, false); err != nil {
 		var ee *exec.EvalError
 		if errors.As(err, &ee) && !d.strict {
 			return nil
@@ -336,7 +336,7 @@ func (d *Driver) joinAdmit() error {
 		if err := d.pump(); err != nil {
 			return err
 		}
-		if d.op.Queued() || d.room() <= 0 || d.join.j.Ready() {
+		if d.agg.queued() || d.room() <= 0 || d.join.j.Ready() {
 			return ErrBackpressure
 		}
 	}
@@ -348,7 +348,7 @@ func (d *Driver) joinAdmit() error {
 // will come. Waiting events it passes are joined.
 func (d *Driver) AdvanceTableWatermark(wm int64) error {
 	if d.ij != nil {
-		return d.advanceSide(1, wm)
+		return d.delivering(d.advanceSide(1, wm))
 	}
 	if d.join == nil {
 		return fmt.Errorf("drive: query %s has no versioned table input", d.q.Name)
@@ -357,7 +357,7 @@ func (d *Driver) AdvanceTableWatermark(wm int64) error {
 		return ErrClosed
 	}
 	d.join.j.AdvanceTable(wm)
-	return d.pump()
+	return d.delivering(d.pump())
 }
 
 // closeJoin releases every waiting event, for CloseOpenWindows: the
@@ -376,14 +376,14 @@ func (d *Driver) closeJoin() error {
 // joins the versions there are. Later table rows are refused (late).
 func (d *Driver) EndTable() error {
 	if d.ij != nil {
-		return d.endSide(1)
+		return d.delivering(d.endSide(1))
 	}
 	if d.join == nil {
 		return fmt.Errorf("drive: query %s has no versioned table input", d.q.Name)
 	}
 	d.join.j.EndTable()
 	d.join.j.AdvanceTable(math.MaxInt64)
-	return d.pump()
+	return d.delivering(d.pump())
 }
 
 // TableCounts returns the table input's counters (Late: rows behind the

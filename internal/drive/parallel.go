@@ -162,6 +162,7 @@ type outRec struct {
 	tag              tag
 	meta             changelog.Meta
 	key0, key1, val1 int32
+	row0, row1       int32 // the projected row in chunk.cells (par.onRow)
 }
 
 // chunk is a run of a shard's records. The last chunk of a batch has
@@ -169,6 +170,7 @@ type outRec struct {
 type chunk struct {
 	recs  []outRec
 	bytes []byte
+	cells []types.Value
 	done  bool
 	stats exec.Stats
 	err   error
@@ -208,6 +210,9 @@ type par struct {
 	width    int    // cells per row
 	cols     []int  // the columns the query reads: the only cells a batch carries
 	emit     func(*changelog.Record) error
+	// onRow, if set, receives each record's projected row before the
+	// record (Config.OnRow): the shards carry it to the merge.
+	onRow    func(row []types.Value) error
 	testStep func(shard int, op uint64) // tests only: called before each step of a shard
 	testTake func()                     // tests only: called before a shard's goroutine takes a block
 	// The fields above are what the shards' goroutines read for every
@@ -234,12 +239,14 @@ type par struct {
 
 	op       uint64
 	wm       int64
+	outWM    int64 // the watermark whose records are all merged: the last merged batch's end
 	maxTime  int64
 	rows     int64
 	filtered int64
 	evalErrs int64
 	dups     int64
 	beyond   int64
+	copies   int64 // copies turned away before the shards (countCopy): duplicates, not rows
 
 	cur      *batch
 	inflight *batch
@@ -262,12 +269,6 @@ func eligible(q *plan.Query, cfg Config) (bool, string) {
 		return false, "a late-event hook receives events in input order"
 	case cfg.Strict:
 		return false, "strict mode stops at the first failing event"
-	case cfg.OnRow != nil:
-		return false, "its rows feed another query in order (a view another query reads)"
-	case q.IJoin != nil:
-		return false, "an interval join matches rows in the order its two inputs arrive"
-	case q.Join != nil:
-		return false, "a temporal join releases events in the order of its table's watermark"
 	case !exec.Sharded(q):
 		return false, "the query has no GROUP BY key (one group)"
 	}
@@ -276,8 +277,8 @@ func eligible(q *plan.Query, cfg Config) (bool, string) {
 
 func newPar(q *plan.Query, cfg Config, threads int, blocks bool) (*par, error) {
 	p := &par{q: q, adm: exec.NewAdmission(q), dedup: exec.NewDedup(q), seed: maphash.MakeSeed(), lateness: q.Emit.AllowedLateness,
-		delay: q.Source.WatermarkDelay, external: cfg.ExternalWatermark, perEvent: 1, seqBase: 1,
-		width: len(q.Source.Columns), emit: cfg.Emit, wm: math.MinInt64, maxTime: math.MinInt64}
+		delay: q.Source.WatermarkDelay, external: cfg.ExternalWatermark || q.IJoin != nil, perEvent: 1, seqBase: 1,
+		width: len(q.Source.Columns), emit: cfg.Emit, onRow: cfg.OnRow, wm: math.MinInt64, outWM: math.MinInt64, maxTime: math.MinInt64}
 	if q.Window != nil {
 		p.perEvent = uint64(q.Window.WindowsPerEvent())
 	}
@@ -521,10 +522,17 @@ func (p *par) collect(b *batch) error {
 		p.rec.Key = h.c.bytes[r.key0:r.key1:r.key1]
 		p.rec.Value = h.c.bytes[r.key1:r.val1:r.val1]
 		p.rec.Meta = r.meta
+		if p.onRow != nil {
+			if err := p.onRow(h.c.cells[r.row0:r.row1:r.row1]); err != nil {
+				first = err
+				continue
+			}
+		}
 		if err := p.emit(&p.rec); err != nil {
 			first = err
 		}
 	}
+	p.outWM = max(p.outWM, b.endWM)
 	for i, h := range heads {
 		p.lastStats[i] = h.c.stats
 		if h.c.err != nil && first == nil {
@@ -542,6 +550,15 @@ func (p *par) collect(b *batch) error {
 		p.discard = true
 	}
 	return first
+}
+
+// countCopy is aggregate.countCopy: the dedup runs on the reader.
+func (p *par) countCopy(row []types.Value) bool {
+	if p.dedup == nil || !p.dedup.IsCopy(row, p.wm) {
+		return false
+	}
+	p.copies++
+	return true
 }
 
 // stop ends the shards' goroutines, after the batch in flight.
@@ -610,7 +627,7 @@ func (p *par) stats() exec.Stats {
 	s.Rows += p.filtered + p.evalErrs + p.dups + p.beyond // the shards count the rows routed to them
 	s.Filtered += p.filtered
 	s.EvalErrors += p.evalErrs
-	s.Duplicates += p.dups
+	s.Duplicates += p.dups + p.copies
 	s.DedupLate += p.beyond
 	if p.dedup != nil {
 		s.DedupKeys, s.DedupBytes = p.dedup.Keys(), p.dedup.Bytes()
@@ -657,7 +674,7 @@ func (p *par) checkpoint(full bool, position []byte, put func(key, val []byte) e
 	m.Counters[0] += p.filtered + p.evalErrs + p.dups + p.beyond // Rows: the shards count only the rows routed to them
 	m.Counters[1] += p.filtered
 	m.Counters[2] += p.evalErrs
-	m.Counters[7] += p.dups
+	m.Counters[7] += p.dups + p.copies
 	m.Counters[8] += p.beyond
 	m.Seq = max(m.Seq, p.seqBase+p.op*p.perEvent)
 	return put([]byte(exec.MetaKey), exec.AppendMeta(nil, m))
@@ -671,7 +688,7 @@ func (p *par) restore(key, val []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.wm, p.maxTime = m.Watermark, m.MaxEventTime
+		p.wm, p.outWM, p.maxTime = m.Watermark, m.Watermark, m.MaxEventTime
 		z := m
 		z.Counters = [exec.MetaCounters]int64{}
 		z.Position = nil
@@ -743,7 +760,8 @@ func (s *shard) run() {
 }
 
 func (s *shard) recycle(c *chunk) {
-	c.recs, c.bytes, c.done, c.err = c.recs[:0], c.bytes[:0], false, nil
+	clear(c.cells)
+	c.recs, c.bytes, c.cells, c.done, c.err = c.recs[:0], c.bytes[:0], c.cells[:0], false, nil
 	select {
 	case s.free <- c:
 	default:
@@ -848,6 +866,13 @@ func (s *shard) onRecord(r *changelog.Record) error {
 	or.key1 = int32(len(c.bytes))
 	c.bytes = append(c.bytes, r.Value...)
 	or.val1 = int32(len(c.bytes))
+	if s.p.onRow != nil {
+		// The row's strings are the operator's own, never reused: the
+		// cells are copied, the strings shared.
+		or.row0 = int32(len(c.cells))
+		c.cells = append(c.cells, s.op.EmittedRow()...)
+		or.row1 = int32(len(c.cells))
+	}
 	c.recs = append(c.recs, or)
 	if len(c.recs) >= chunkRecords {
 		s.out <- c

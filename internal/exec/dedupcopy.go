@@ -27,3 +27,17 @@ func (o *Operator) CountCopy(row []types.Value) bool {
 	o.stats.Duplicates++
 	return true
 }
+
+// IsCopy is Operator.CountCopy for a host that runs the input dedup on
+// its own (a sharded aggregate): whether row is a later copy of a key
+// admitted within the horizon, watermark the dedup's. It only looks.
+func (x *Dedup) IsCopy(row []types.Value, watermark int64) bool {
+	d := x.d
+	v, ts := row[d.col], row[x.tc]
+	if v.Null || ts.Null || satAdd(ts.I, d.within) <= watermark {
+		return false
+	}
+	d.keyBuf = appendDistinctCell(d.keyBuf[:0], v)
+	_, ok := d.seen[string(d.keyBuf)]
+	return ok
+}

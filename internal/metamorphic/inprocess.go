@@ -9,6 +9,8 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // Config is one in-process configuration of the root API.
@@ -218,11 +220,11 @@ func (h *inProc) start() error {
 	if err != nil {
 		return err
 	}
-	// A query over views runs its graph on one thread (as documented); any
-	// other query must really run on the threads configured, or the
-	// comparison with one thread would prove nothing.
-	// A join too runs on one thread.
-	if qo.Threads > 1 && q.Threads() != qo.Threads && len(q.Queries()) == 1 && h.c.Second == "" {
+	// Every shape (a query, a join, a graph of views) must really run on
+	// the threads configured, or the comparison with one thread would
+	// prove nothing; only a graph none of whose queries has a GROUP BY key
+	// (one group each) has nothing to split.
+	if qo.Threads > 1 && q.Threads() != qo.Threads && anySharded(q.Plan()) {
 		return fmt.Errorf("the query runs on %d threads, configured %d", q.Threads(), qo.Threads)
 	}
 	h.q = q
@@ -370,4 +372,18 @@ func (h *inProc) restore(next int, st ubik.Stats) error {
 		return fmt.Errorf("restored counters: %d events in, %d malformed; checkpointed %d, %d", st2.EventsIn, st2.Malformed, st.EventsIn, st.Malformed)
 	}
 	return nil
+}
+
+// anySharded reports whether q or a view it reads has a GROUP BY key, so
+// that its groups split among threads.
+func anySharded(q *plan.Query) bool {
+	if exec.Sharded(q) {
+		return true
+	}
+	for _, v := range q.Views() {
+		if anySharded(v) {
+			return true
+		}
+	}
+	return false
 }
