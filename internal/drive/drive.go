@@ -134,6 +134,12 @@ type Config struct {
 	// just before the record is delivered (or buffered); valid only during
 	// the call. A Graph feeds a view's readers with it.
 	OnRow func(row []types.Value) error
+	// OnMark, for a driver on several threads whose rows feed another
+	// query (OnRow), receives its watermark at the end of every call that
+	// moved it, in the merged stream: after the rows of that call and
+	// before the next call's (MarkCall ends a call). One thread's host
+	// reads Watermark after each call instead.
+	OnMark func(wm int64)
 	// OnJoined, for a query with an interval join, receives each joined
 	// row (owned by the callee) instead of the operator: a host that
 	// aggregates the joined rows elsewhere (Kafka: after a repartition
@@ -798,6 +804,18 @@ func (d *Driver) Flush() error {
 
 // Watermark is the operator's watermark (µs).
 func (d *Driver) Watermark() int64 { return d.agg.watermark() }
+
+// MarkCall ends a call of a host that reads the watermark after every
+// call: on several threads, the watermark reaches Config.OnMark in the
+// merged stream; on one thread it does nothing (read Watermark).
+func (d *Driver) MarkCall() {
+	if d.par != nil {
+		d.par.mark()
+	}
+}
+
+// Sharded reports whether the driver's aggregate runs on several threads.
+func (d *Driver) Sharded() bool { return d.par != nil }
 
 // Delivered is the watermark whose records have all been delivered: the
 // operator's, or, on several threads, that of the last batch merged.

@@ -335,6 +335,7 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		}
 		if len(n.readers) > 0 {
 			n := n
+			c.OnMark = func(wm int64) { g.markTo(n, wm) }
 			c.OnRow = func(row []types.Value) error {
 				for _, r := range n.readers {
 					r.n.in = append(r.n.in, gitem{kind: itemRow, side: uint8(r.side), row: slices.Clone(row)})
@@ -526,9 +527,18 @@ func (g *Graph) marked(n *gnode) {
 	if len(n.readers) == 0 {
 		return
 	}
-	// The watermark of the rows delivered: a node on several threads has
-	// rows in flight that its readers must not be late for.
-	wm := n.q.ViewWatermark(n.d.Delivered())
+	if n.d.Sharded() {
+		// Its rows are in flight: the marker follows them in the merged
+		// stream (Config.OnMark, markTo).
+		n.d.MarkCall()
+		return
+	}
+	g.markTo(n, n.d.Watermark())
+}
+
+// markTo gives n's readers the marker of n's watermark wm, when it moved.
+func (g *Graph) markTo(n *gnode, wm int64) {
+	wm = n.q.ViewWatermark(wm)
 	for _, r := range n.readers {
 		if wm > r.n.mark[r.side] {
 			r.n.mark[r.side] = wm
@@ -749,7 +759,8 @@ func (g *Graph) Tick() error { return g.all((*Driver).Tick) }
 func (g *Graph) EmitEarly() error { return g.all((*Driver).EmitEarly) }
 
 func (g *Graph) all(f func(*Driver) error) error {
-	if err := g.pump(); err != nil {
+	// What is in flight first, as one thread would have delivered it.
+	if err := g.Flush(); err != nil {
 		return err
 	}
 	for _, n := range g.nodes {

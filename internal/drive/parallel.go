@@ -134,6 +134,7 @@ func (pt *part) fix() {
 
 type batch struct {
 	advances []advance // every advance of the batch, by op (the end of the input as +inf)
+	marks    []advance // the ends of the host's calls that moved the watermark (par.mark), by op
 	parts    []part
 	startWM  int64 // the watermark before the batch: a block's items carry only their block's (feed.go)
 	endWM    int64 // the watermark after the batch
@@ -213,6 +214,7 @@ type par struct {
 	// onRow, if set, receives each record's projected row before the
 	// record (Config.OnRow): the shards carry it to the merge.
 	onRow    func(row []types.Value) error
+	onMark   func(wm int64)
 	testStep func(shard int, op uint64) // tests only: called before each step of a shard
 	testTake func()                     // tests only: called before a shard's goroutine takes a block
 	// The fields above are what the shards' goroutines read for every
@@ -240,6 +242,7 @@ type par struct {
 	op       uint64
 	wm       int64
 	outWM    int64 // the watermark whose records are all merged: the last merged batch's end
+	lastMark int64 // the watermark of the last call boundary recorded (mark)
 	maxTime  int64
 	rows     int64
 	filtered int64
@@ -278,7 +281,8 @@ func eligible(q *plan.Query, cfg Config) (bool, string) {
 func newPar(q *plan.Query, cfg Config, threads int, blocks bool) (*par, error) {
 	p := &par{q: q, adm: exec.NewAdmission(q), dedup: exec.NewDedup(q), seed: maphash.MakeSeed(), lateness: q.Emit.AllowedLateness,
 		delay: q.Source.WatermarkDelay, external: cfg.ExternalWatermark || q.IJoin != nil, perEvent: 1, seqBase: 1,
-		width: len(q.Source.Columns), emit: cfg.Emit, onRow: cfg.OnRow, wm: math.MinInt64, outWM: math.MinInt64, maxTime: math.MinInt64}
+		width: len(q.Source.Columns), emit: cfg.Emit, onRow: cfg.OnRow, onMark: cfg.OnMark, wm: math.MinInt64, outWM: math.MinInt64,
+		lastMark: math.MinInt64, maxTime: math.MinInt64}
 	if q.Window != nil {
 		p.perEvent = uint64(q.Window.WindowsPerEvent())
 	}
@@ -475,7 +479,7 @@ func (p *par) sync() error {
 		return nil
 	}
 	var err error
-	if b := p.cur; b.events > 0 || len(b.advances) > 0 {
+	if b := p.cur; b.events > 0 || len(b.advances) > 0 || len(b.marks) > 0 {
 		err = p.dispatch()
 	}
 	if b := p.inflight; b != nil {
@@ -498,6 +502,7 @@ func (p *par) collect(b *batch) error {
 		heads[i].c = <-s.out
 	}
 	var first error
+	marks := b.marks
 	for {
 		best := -1
 		for i := range heads {
@@ -519,6 +524,10 @@ func (p *par) collect(b *batch) error {
 		if first != nil || p.discard {
 			continue
 		}
+		for len(marks) > 0 && marks[0].op < r.tag.op {
+			p.onMark(marks[0].wm)
+			marks = marks[1:]
+		}
 		p.rec.Key = h.c.bytes[r.key0:r.key1:r.key1]
 		p.rec.Value = h.c.bytes[r.key1:r.val1:r.val1]
 		p.rec.Meta = r.meta
@@ -532,6 +541,11 @@ func (p *par) collect(b *batch) error {
 			first = err
 		}
 	}
+	if first == nil && !p.discard {
+		for _, m := range marks {
+			p.onMark(m.wm)
+		}
+	}
 	p.outWM = max(p.outWM, b.endWM)
 	for i, h := range heads {
 		p.lastStats[i] = h.c.stats
@@ -543,13 +557,23 @@ func (p *par) collect(b *batch) error {
 	for i := range b.parts {
 		b.parts[i].reset()
 	}
-	b.advances, b.events, b.startWM = b.advances[:0], 0, math.MinInt64
+	b.advances, b.marks, b.events, b.startWM = b.advances[:0], b.marks[:0], 0, math.MinInt64
 	b.blk.reset()
 	p.spare = append(p.spare, b)
 	if first != nil {
 		p.discard = true
 	}
 	return first
+}
+
+// mark ends a call of the host: its watermark reaches onMark after the
+// call's records, when it moved.
+func (p *par) mark() {
+	if p.onMark == nil || p.wm <= p.lastMark {
+		return
+	}
+	p.lastMark = p.wm
+	p.cur.marks = append(p.cur.marks, advance{op: p.op, wm: p.wm})
 }
 
 // countCopy is aggregate.countCopy: the dedup runs on the reader.
@@ -714,6 +738,7 @@ func (p *par) restore(key, val []byte) ([]byte, error) {
 }
 
 func (p *par) finishRestore() {
+	p.lastMark = math.MinInt64 // the host's readers start without a marker
 	for i, s := range p.shards {
 		s.op.FinishRestore()
 		p.seqBase = max(p.seqBase, s.op.Seq()+1)
