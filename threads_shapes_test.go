@@ -61,6 +61,16 @@ CREATE VIEW b AS SELECT k, TUMBLE_START(ts, INTERVAL '2' SECOND) AS ws, max(x) A
 SELECT a.k, TUMBLE_START(a.ws, INTERVAL '10' SECOND) AS w, sum(a.n) AS n, max(b.hi) AS hi
   FROM a JOIN b ON a.k = b.k AND b.ws BETWEEN a.ws - INTERVAL '2' SECOND AND a.ws + INTERVAL '2' SECOND
   GROUP BY a.k, TUMBLE(a.ws, INTERVAL '10' SECOND) EMIT CHANGES`, ""},
+	// One group per window at the top: only the views run on the shards,
+	// so the query's thread count says they do.
+	{"a join of two views counted per window", shapeSource + `
+CREATE VIEW a AS SELECT k, g, TUMBLE_START(ts, INTERVAL '2' SECOND) AS ws, count(*) AS n
+  FROM ev GROUP BY k, g, TUMBLE(ts, INTERVAL '2' SECOND) EMIT FINAL;
+CREATE VIEW b AS SELECT k, TUMBLE_START(ts, INTERVAL '2' SECOND) AS ws, max(x) AS hi
+  FROM ev WHERE x > 0 GROUP BY k, TUMBLE(ts, INTERVAL '2' SECOND) EMIT FINAL;
+SELECT TUMBLE_START(a.ws, INTERVAL '4' SECOND) AS w, sum(a.n) AS n, max(b.hi) AS hi, count(*) AS c
+  FROM a JOIN b ON a.k = b.k AND b.ws BETWEEN a.ws - INTERVAL '2' SECOND AND a.ws + INTERVAL '2' SECOND
+  GROUP BY TUMBLE(a.ws, INTERVAL '4' SECOND) EMIT CHANGES`, ""},
 }
 
 // shapeInput returns the events (out of order within a few seconds, a

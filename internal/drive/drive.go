@@ -814,6 +814,29 @@ func (d *Driver) MarkCall() {
 	}
 }
 
+// SetStep tells a driver on several threads the step of the host's calls
+// that follow (a graph's, inbox.go): its records and rows carry it, as
+// OutStep, when they reach Emit, OnRow and OnMark.
+func (d *Driver) SetStep(s uint64) {
+	if d.par != nil {
+		d.par.step = s
+	}
+}
+
+// OutStep is the step of the call that made the record, row or marker
+// being delivered (a driver on several threads).
+func (d *Driver) OutStep() uint64 { return d.par.outStep }
+
+// PendingStep is the earliest step whose records a driver on several
+// threads has not all delivered (math.MaxUint64: none; one thread
+// delivers as it goes).
+func (d *Driver) PendingStep() uint64 {
+	if d.par == nil {
+		return math.MaxUint64
+	}
+	return d.par.pendingStep()
+}
+
 // Sharded reports whether the driver's aggregate runs on several threads.
 func (d *Driver) Sharded() bool { return d.par != nil }
 

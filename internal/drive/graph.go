@@ -65,15 +65,24 @@ type Graph struct {
 	// graph reports: the primary when it reads the source, else the first.
 	reporter *gnode
 	fatal    error
+
+	// The steps of the host's calls (inbox.go): step is the last begun,
+	// cur the one whose items are being made; seq numbers the items.
+	step, cur, seq uint64
+	rootCall       bool // the roots are being called by the host (not the inboxes applied)
+	inAll          bool // every node is being called (Tick, EmitEarly)
 }
 
 type gnode struct {
-	q       *plan.Query
-	d       *Driver
-	readers []gedge // nodes of the graph reading this one
-	in      []gitem // what waits to enter d, oldest first
-	head    int
-	mark    [2]int64 // the last watermark marker put into in, per input
+	q         *plan.Query
+	d         *Driver
+	readers   []gedge  // nodes of the graph reading this one
+	producers []*gnode // the nodes it reads
+	in        [2]inbox // what waits to enter d, per input (inbox.go)
+	two       bool     // a join of two views: its inputs interleave in one thread's order
+	root      bool     // it reads a declared source
+	index     int      // in Graph.nodes
+	mark      [2]int64 // the last watermark marker put into in, per input
 	input   int      // a root: the index of its source in Graph.sources
 	// joined: a row graph's root that is an interval join of two
 	// streams or a temporal join, applying the joined rows a host made
@@ -99,13 +108,6 @@ const (
 	itemCloseOpen
 	itemClose
 )
-
-type gitem struct {
-	kind gitemKind
-	side uint8 // the input of a join of two views it is for
-	row  []types.Value
-	wm   int64
-}
 
 // NewGraph returns the graph of primary, the queries in with, and every
 // view they read. cfg configures the primary (its Emit nil: buffered, for
@@ -258,12 +260,17 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			for side, v := range []*plan.Query{j.Left.View, j.Right.View} {
 				up := byQuery[v]
 				up.readers = append(up.readers, gedge{n, side})
+				if !slices.Contains(n.producers, up) {
+					n.producers = append(n.producers, up)
+				}
 			}
+			n.two = true
 			continue
 		}
 		if v := n.q.Source.View; v != nil && !host.cut(n.q) {
 			up := byQuery[v]
 			up.readers = append(up.readers, gedge{n, 0})
+			n.producers = append(n.producers, up)
 			continue
 		}
 		if n.q.Join != nil {
@@ -295,6 +302,12 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	if len(g.sources) == 2 && !g.joinsSources() {
 		return nil, fmt.Errorf("drive: the graph's queries read two sources (%s, %s), but none joins a view of one with a view of the other; a graph reads two inputs only for such a join: run the queries of each source in a graph of their own", g.sources[0].Name, g.sources[1].Name)
 	}
+	for i, n := range g.nodes {
+		n.index = i
+	}
+	for _, n := range g.roots {
+		n.root = true
+	}
 	g.reporter = g.roots[0]
 	if len(g.primary.q.Views()) == 0 {
 		g.reporter = g.primary
@@ -306,7 +319,6 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	if viewEmit != nil {
 		emitView = viewEmit
 	}
-	feedsJoin := g.feedingJoins()
 	for _, n := range g.nodes {
 		c := Config{Late: cfg.Late, Now: cfg.Now, Strict: cfg.Strict, CountsInCheckpoint: cfg.CountsInCheckpoint, Emit: emitView, Threads: cfg.Threads}
 		if n == g.primary {
@@ -316,9 +328,6 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			// config carries them for the graph).
 			c.JoinBuffer, c.LateTable, c.TableDecoder = cfg.JoinBuffer, cfg.LateTable, cfg.TableDecoder
 			c.IncrementalJoinState = cfg.IncrementalJoinState
-		}
-		if feedsJoin[n] {
-			c.Threads = 1
 		}
 		if n != g.primary && viewLate != nil {
 			name := n.q.Name
@@ -337,8 +346,10 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 			n := n
 			c.OnMark = func(wm int64) { g.markTo(n, wm) }
 			c.OnRow = func(row []types.Value) error {
+				it := g.item(n, itemRow, 0)
 				for _, r := range n.readers {
-					r.n.in = append(r.n.in, gitem{kind: itemRow, side: uint8(r.side), row: slices.Clone(row)})
+					it.row = slices.Clone(row)
+					g.deliver(r, it)
 				}
 				return nil
 			}
@@ -359,26 +370,6 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 		n.d = d
 	}
 	return g, nil
-}
-
-// feedingJoins returns the nodes that feed a join of two views, directly
-// or through other views. Such a node runs on one thread: a join of two
-// views matches rows in the order its two inputs interleave, which one
-// thread decides by the host's calls, and a node on several threads
-// delivers its rows batches later than one thread would.
-func (g *Graph) feedingJoins() map[*gnode]bool {
-	out := map[*gnode]bool{}
-	// g.nodes is upstream first: walking it backwards, a node feeds a
-	// join once any of its readers is one or feeds one.
-	for i := len(g.nodes) - 1; i >= 0; i-- {
-		n := g.nodes[i]
-		for _, r := range n.readers {
-			if joinsViews(r.n.q) || out[r.n] {
-				out[n] = true
-			}
-		}
-	}
-	return out
 }
 
 // secondName names the second input of a join root: a temporal join's
@@ -511,10 +502,11 @@ func (g *Graph) fail(err error) error {
 	return err
 }
 
-// waiting reports whether any inbox holds something.
+// waiting reports whether any inbox holds an item its node may apply now
+// (a join of two views waits for its other input's earlier items).
 func (g *Graph) waiting() bool {
 	for _, n := range g.nodes {
-		if n.head < len(n.in) {
+		if it, _ := n.next(g.joinFront(n)); it != nil {
 			return true
 		}
 	}
@@ -539,18 +531,20 @@ func (g *Graph) marked(n *gnode) {
 // markTo gives n's readers the marker of n's watermark wm, when it moved.
 func (g *Graph) markTo(n *gnode, wm int64) {
 	wm = n.q.ViewWatermark(wm)
+	it := g.item(n, itemWatermark, wm)
 	for _, r := range n.readers {
 		if wm > r.n.mark[r.side] {
 			r.n.mark[r.side] = wm
-			r.n.in = append(r.n.in, gitem{kind: itemWatermark, side: uint8(r.side), wm: wm})
+			g.deliver(r, it)
 		}
 	}
 }
 
 // pass appends an item (close, close open windows) to n's readers.
 func (g *Graph) pass(n *gnode, kind gitemKind) {
+	it := g.item(n, kind, 0)
 	for _, r := range n.readers {
-		r.n.in = append(r.n.in, gitem{kind: kind, side: uint8(r.side)})
+		g.deliver(r, it)
 	}
 }
 
@@ -561,8 +555,14 @@ func (g *Graph) pump() error {
 		return g.fatal
 	}
 	for _, n := range g.nodes {
-		for n.head < len(n.in) {
-			it := &n.in[n.head]
+		front := g.joinFront(n)
+		for {
+			it, q := n.next(front)
+			if it == nil {
+				break
+			}
+			g.cur = it.step
+			n.d.SetStep(it.step)
 			var err error
 			two := n.q.IJoin != nil // a join of two views: the item's input
 			act := true             // a close acts once both inputs' came
@@ -609,11 +609,7 @@ func (g *Graph) pump() error {
 				}
 			}
 			kind := it.kind
-			*it = gitem{}
-			n.head++
-			if n.head == len(n.in) {
-				n.in, n.head = n.in[:0], 0
-			}
+			q.pop()
 			if err != nil && !g.skipped(n, err) {
 				return g.fail(fmt.Errorf("query %s: %w", n.q.Name, err))
 			}
@@ -663,10 +659,12 @@ func (g *Graph) each(f func(d *Driver) error) error { return g.eachOf(0, f) }
 func (g *Graph) eachOf(i int, f func(d *Driver) error) error {
 	var res error
 	rep := g.reporterOf(i)
+	g.begin(true)
 	for _, n := range g.roots {
 		if n.input != i {
 			continue
 		}
+		n.d.SetStep(g.step)
 		err := f(n.d)
 		g.marked(n)
 		if err != nil && n.d.fatal != nil {
@@ -676,6 +674,7 @@ func (g *Graph) eachOf(i int, f func(d *Driver) error) error {
 			res = err
 		}
 	}
+	g.rootCall = false
 	if err := g.pump(); err != nil {
 		return err
 	}
@@ -763,15 +762,20 @@ func (g *Graph) all(f func(*Driver) error) error {
 	if err := g.Flush(); err != nil {
 		return err
 	}
+	g.begin(false)
+	g.inAll = true
+	defer func() { g.inAll = false }()
 	for _, n := range g.nodes {
-		if n.head < len(n.in) {
+		if n.backlog() > 0 {
 			continue // its turn comes after its inbox
 		}
+		n.d.SetStep(g.step)
 		if err := f(n.d); err != nil {
 			return g.failIfFatal(n, err)
 		}
 		g.marked(n)
 	}
+	g.inAll = false
 	return g.pump()
 }
 
@@ -838,6 +842,8 @@ func (g *Graph) controlNode(n *gnode, f func(*Driver) error, pass gitemKind) err
 	if g.fatal != nil {
 		return g.fatal
 	}
+	g.begin(true)
+	n.d.SetStep(g.step)
 	if err := f(n.d); err != nil && !g.skipped(n, err) {
 		return g.failIfFatal(n, err)
 	}
@@ -845,6 +851,7 @@ func (g *Graph) controlNode(n *gnode, f func(*Driver) error, pass gitemKind) err
 	if pass != 0 {
 		g.pass(n, pass)
 	}
+	g.rootCall = false
 	return g.pump()
 }
 
@@ -855,10 +862,12 @@ func (g *Graph) controlOf(i int, f func(*Driver) error, pass gitemKind) error {
 	if g.fatal != nil {
 		return g.fatal
 	}
+	g.begin(true)
 	for _, n := range g.roots {
 		if i >= 0 && n.input != i {
 			continue
 		}
+		n.d.SetStep(g.step)
 		if err := f(n.d); err != nil && !g.skipped(n, err) {
 			return g.failIfFatal(n, err)
 		}
@@ -867,6 +876,7 @@ func (g *Graph) controlOf(i int, f func(*Driver) error, pass gitemKind) error {
 			g.pass(n, pass)
 		}
 	}
+	g.rootCall = false
 	return g.pump()
 }
 
@@ -898,7 +908,7 @@ func (g *Graph) Refill() (bool, error) {
 func (g *Graph) backlog() int {
 	k := 0
 	for _, n := range g.nodes {
-		k += len(n.in) - n.head
+		k += n.backlog()
 	}
 	return k
 }
@@ -922,7 +932,7 @@ func (g *Graph) Flush() error {
 		if err := g.pump(); err != nil {
 			return err
 		}
-		if n.head < len(n.in) {
+		if n.backlog() > 0 {
 			return nil // backpressure: the rest waits for Next
 		}
 		if err := n.d.Flush(); err != nil {
@@ -1080,8 +1090,11 @@ func (g *Graph) PushTable(raw []byte) error {
 // moves what it released on.
 func (g *Graph) onJoin(f func(d *Driver) error) error {
 	n := g.join
+	g.begin(true)
+	n.d.SetStep(g.step)
 	err := f(n.d)
 	g.marked(n)
+	g.rootCall = false
 	if err != nil && n.d.fatal != nil {
 		return g.fail(err)
 	}

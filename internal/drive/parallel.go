@@ -87,6 +87,11 @@ func (t tag) less(u tag) bool {
 	return t.b < u.b
 }
 
+// opStep is the host's step from op on.
+type opStep struct {
+	op, step uint64
+}
+
 type advance struct {
 	op uint64
 	wm int64
@@ -135,6 +140,7 @@ func (pt *part) fix() {
 type batch struct {
 	advances []advance // every advance of the batch, by op (the end of the input as +inf)
 	marks    []advance // the ends of the host's calls that moved the watermark (par.mark), by op
+	steps    []opStep  // where the host's step changes, by op (par.step)
 	parts    []part
 	startWM  int64 // the watermark before the batch: a block's items carry only their block's (feed.go)
 	endWM    int64 // the watermark after the batch
@@ -242,7 +248,9 @@ type par struct {
 	op       uint64
 	wm       int64
 	outWM    int64 // the watermark whose records are all merged: the last merged batch's end
-	lastMark int64 // the watermark of the last call boundary recorded (mark)
+	lastMark int64  // the watermark of the last call boundary recorded (mark)
+	step     uint64 // the host's step (Driver.SetStep): the ops from now on are its
+	outStep  uint64 // the step of the record, row or marker being delivered
 	maxTime  int64
 	rows     int64
 	filtered int64
@@ -332,7 +340,31 @@ func (p *par) newBatch() *batch {
 	return &batch{parts: make([]part, len(p.shards)), startWM: math.MinInt64}
 }
 
-func (p *par) nextOp() uint64 { p.op++; return p.op }
+func (p *par) nextOp() uint64 {
+	p.op++
+	p.noteStep()
+	return p.op
+}
+
+// noteStep records in the current batch that the ops from p.op on are of
+// the host's step p.step, when that changed.
+func (p *par) noteStep() {
+	b := p.cur
+	if n := len(b.steps); n == 0 || b.steps[n-1].step != p.step {
+		b.steps = append(b.steps, opStep{op: p.op, step: p.step})
+	}
+}
+
+// pendingStep is the earliest step of an op not yet merged.
+func (p *par) pendingStep() uint64 {
+	if b := p.inflight; b != nil && len(b.steps) > 0 {
+		return b.steps[0].step
+	}
+	if b := p.cur; len(b.steps) > 0 {
+		return b.steps[0].step
+	}
+	return math.MaxUint64
+}
 
 // push takes one decoded event: the reader's share of apply.
 func (p *par) push(row []types.Value) error {
@@ -502,7 +534,16 @@ func (p *par) collect(b *batch) error {
 		heads[i].c = <-s.out
 	}
 	var first error
-	marks := b.marks
+	marks, steps := b.marks, b.steps
+	// stepOf sets outStep to the step of op (ops come in order).
+	stepOf := func(op uint64) {
+		for len(steps) > 1 && steps[1].op <= op {
+			steps = steps[1:]
+		}
+		if len(steps) > 0 {
+			p.outStep = steps[0].step
+		}
+	}
 	for {
 		best := -1
 		for i := range heads {
@@ -525,9 +566,11 @@ func (p *par) collect(b *batch) error {
 			continue
 		}
 		for len(marks) > 0 && marks[0].op < r.tag.op {
+			stepOf(marks[0].op)
 			p.onMark(marks[0].wm)
 			marks = marks[1:]
 		}
+		stepOf(r.tag.op)
 		p.rec.Key = h.c.bytes[r.key0:r.key1:r.key1]
 		p.rec.Value = h.c.bytes[r.key1:r.val1:r.val1]
 		p.rec.Meta = r.meta
@@ -543,6 +586,7 @@ func (p *par) collect(b *batch) error {
 	}
 	if first == nil && !p.discard {
 		for _, m := range marks {
+			stepOf(m.op)
 			p.onMark(m.wm)
 		}
 	}
@@ -557,7 +601,7 @@ func (p *par) collect(b *batch) error {
 	for i := range b.parts {
 		b.parts[i].reset()
 	}
-	b.advances, b.marks, b.events, b.startWM = b.advances[:0], b.marks[:0], 0, math.MinInt64
+	b.advances, b.marks, b.steps, b.events, b.startWM = b.advances[:0], b.marks[:0], b.steps[:0], 0, math.MinInt64
 	b.blk.reset()
 	p.spare = append(p.spare, b)
 	if first != nil {
@@ -573,6 +617,7 @@ func (p *par) mark() {
 		return
 	}
 	p.lastMark = p.wm
+	p.noteStep()
 	p.cur.marks = append(p.cur.marks, advance{op: p.op, wm: p.wm})
 }
 
