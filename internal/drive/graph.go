@@ -83,7 +83,7 @@ type gnode struct {
 	root      bool     // it reads a declared source
 	index     int      // in Graph.nodes
 	mark      [2]int64 // the last watermark marker put into in, per input
-	input   int      // a root: the index of its source in Graph.sources
+	input     int      // a root: the index of its source in Graph.sources
 	// joined: a row graph's root that is an interval join of two
 	// streams or a temporal join, applying the joined rows a host made
 	// (NewRowGraph).

@@ -247,7 +247,7 @@ type par struct {
 
 	op       uint64
 	wm       int64
-	outWM    int64 // the watermark whose records are all merged: the last merged batch's end
+	outWM    int64  // the watermark whose records are all merged: the last merged batch's end
 	lastMark int64  // the watermark of the last call boundary recorded (mark)
 	step     uint64 // the host's step (Driver.SetStep): the ops from now on are its
 	outStep  uint64 // the step of the record, row or marker being delivered
