@@ -1,6 +1,8 @@
 package drive
 
 import (
+	"errors"
+	"fmt"
 	"math"
 
 	"github.com/ubiksql/ubik/internal/types"
@@ -148,4 +150,132 @@ func (g *Graph) deliver(r gedge, it gitem) {
 func (g *Graph) begin(rootCall bool) {
 	g.step++
 	g.cur, g.rootCall = g.step, rootCall
+}
+
+// waiting reports whether any inbox holds an item its node may apply now
+// (a join of two views waits for its other input's earlier items).
+func (g *Graph) waiting() bool {
+	for _, n := range g.nodes {
+		if it, _ := n.next(g.joinFront(n)); it != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// marked is called after every call on n's driver: it gives n's readers
+// the watermark marker of n's watermark, when it moved.
+func (g *Graph) marked(n *gnode) {
+	if len(n.readers) == 0 {
+		return
+	}
+	if n.d.Sharded() {
+		// Its rows are in flight: the marker follows them in the merged
+		// stream (Config.OnMark, markTo).
+		n.d.MarkCall()
+		return
+	}
+	g.markTo(n, n.d.Watermark())
+}
+
+// markTo gives n's readers the marker of n's watermark wm, when it moved.
+func (g *Graph) markTo(n *gnode, wm int64) {
+	wm = n.q.ViewWatermark(wm)
+	it := g.item(n, itemWatermark, wm)
+	for _, r := range n.readers {
+		if wm > r.n.mark[r.side] {
+			r.n.mark[r.side] = wm
+			g.deliver(r, it)
+		}
+	}
+}
+
+// pass appends an item (close, close open windows) to n's readers.
+func (g *Graph) pass(n *gnode, kind gitemKind) {
+	it := g.item(n, kind, 0)
+	for _, r := range n.readers {
+		g.deliver(r, it)
+	}
+}
+
+// pump applies the inboxes in topological order until they are empty or
+// the primary refuses a row (backpressure; the rest waits).
+func (g *Graph) pump() error {
+	if g.fatal != nil {
+		return g.fatal
+	}
+	for _, n := range g.nodes {
+		front := g.joinFront(n)
+		for {
+			it, q := n.next(front)
+			if it == nil {
+				break
+			}
+			g.cur = it.step
+			n.d.SetStep(it.step)
+			act, err := n.apply(it)
+			if errors.Is(err, ErrBackpressure) {
+				return nil // the item waits for Next
+			}
+			kind := it.kind
+			q.pop()
+			if err != nil && !g.skipped(n, err) {
+				return g.fail(fmt.Errorf("query %s: %w", n.q.Name, err))
+			}
+			g.marked(n)
+			if kind >= itemCloseOpen && act {
+				g.pass(n, kind)
+			}
+		}
+	}
+	return nil
+}
+
+// apply hands one item to n's driver. act reports whether a close acted:
+// a join of two views closes once both inputs' closes came.
+func (n *gnode) apply(it *gitem) (act bool, err error) {
+	two := n.q.IJoin != nil // a join of two views: the item's input
+	switch it.kind {
+	case itemRow:
+		if two && it.side == 1 {
+			return true, n.d.PushTableRow(it.row)
+		}
+		return true, n.d.PushRow(it.row)
+	case itemWatermark:
+		if two && it.side == 1 {
+			return true, n.d.AdvanceTableWatermark(it.wm)
+		}
+		return true, n.d.AdvanceWatermark(it.wm)
+	case itemCloseOpen:
+		if two {
+			n.closedOpen[it.side] = true
+			// An input that has ended has no open window left.
+			if !((n.closedOpen[0] || n.closed[0]) && (n.closedOpen[1] || n.closed[1])) {
+				return false, nil
+			}
+			n.closedOpen = [2]bool{}
+		}
+		return true, n.d.CloseOpenWindows()
+	}
+	// itemClose
+	if two {
+		n.closed[it.side] = true
+		if !(n.closed[0] && n.closed[1]) {
+			if it.side == 1 {
+				return false, n.d.EndTable()
+			}
+			return false, n.d.endSide(0)
+		}
+	}
+	return true, n.d.Close()
+}
+
+// skipped reports whether err is an error of one row or record that the
+// node counted and went past (a SELECT that failed for one group).
+func (g *Graph) skipped(n *gnode, err error) bool {
+	var ee *EventError
+	if errors.As(err, &ee) || Skipped(err) {
+		return n.d.fatal == nil
+	}
+	return false
 }

@@ -1,13 +1,11 @@
 package drive
 
 import (
-	"fmt"
 	"hash/maphash"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/exec"
@@ -65,143 +63,6 @@ const (
 	chunkRecords = 1024
 	outChunks    = 4
 )
-
-// tag orders a record among the records of every shard.
-type tag struct {
-	op    uint64
-	class uint8 // 0 change, 1 final, 2 flush
-	a     int64
-	b     uint64
-}
-
-func (t tag) less(u tag) bool {
-	if t.op != u.op {
-		return t.op < u.op
-	}
-	if t.class != u.class {
-		return t.class < u.class
-	}
-	if t.a != u.a {
-		return t.a < u.a
-	}
-	return t.b < u.b
-}
-
-// opStep is the host's step from op on.
-type opStep struct {
-	op, step uint64
-}
-
-type advance struct {
-	op uint64
-	wm int64
-}
-
-const (
-	itemEvent uint8 = iota
-	itemFlush
-	itemFinish
-	itemSkip // a dropped copy of a dedup key (feed.go)
-)
-
-type item struct {
-	kind uint8
-	op   uint64
-	wm   int64 // the watermark before this step
-	row  int32 // offset in part.cells
-	key0 int32 // key in part.keys
-	key1 int32
-}
-
-// part is one shard's share of a batch. Cells are copies of the decoded
-// rows; string cells point into strs (the decoder's strings alias its
-// input, which the host reuses), set by fix before the shard reads them.
-type part struct {
-	items []item
-	cells []types.Value
-	strs  []byte
-	fixes []int32 // cells whose S is in strs: cell index, offset, length
-	keys  []byte
-}
-
-func (pt *part) reset() {
-	pt.items, pt.cells, pt.strs, pt.fixes, pt.keys = pt.items[:0], pt.cells[:0], pt.strs[:0], pt.fixes[:0], pt.keys[:0]
-}
-
-// fix points the string cells into strs (the batch is sealed: strs no
-// longer grows).
-func (pt *part) fix() {
-	for i := 0; i+2 < len(pt.fixes); i += 3 {
-		c, off, n := pt.fixes[i], pt.fixes[i+1], pt.fixes[i+2]
-		pt.cells[c].S = unsafe.String(&pt.strs[off], int(n))
-	}
-}
-
-type batch struct {
-	advances []advance // every advance of the batch, by op (the end of the input as +inf)
-	marks    []advance // the ends of the host's calls that moved the watermark (par.mark), by op
-	steps    []opStep  // where the host's step changes, by op (par.step)
-	parts    []part
-	startWM  int64 // the watermark before the batch: a block's items carry only their block's (feed.go)
-	endWM    int64 // the watermark after the batch
-	events   int
-	blk      block // a block of input records decoded by a worker (feed.go); empty otherwise
-}
-
-// finalOp is the op of the first advance of the batch that passes t.
-func (b *batch) finalOp(t int64) uint64 {
-	lo, hi := 0, len(b.advances)
-	for lo < hi {
-		m := (lo + hi) / 2
-		if b.advances[m].wm >= t {
-			hi = m
-		} else {
-			lo = m + 1
-		}
-	}
-	if lo == len(b.advances) {
-		panic(fmt.Sprintf("drive: a window closing at %d finalized with no advance of the batch passing it", t))
-	}
-	return b.advances[lo].op
-}
-
-type outRec struct {
-	tag              tag
-	meta             changelog.Meta
-	key0, key1, val1 int32
-	row0, row1       int32 // the projected row in chunk.cells (par.onRow)
-}
-
-// chunk is a run of a shard's records. The last chunk of a batch has
-// done set, the shard's stats after the batch, and its fatal error.
-type chunk struct {
-	recs  []outRec
-	bytes []byte
-	cells []types.Value
-	done  bool
-	stats exec.Stats
-	err   error
-}
-
-type shard struct {
-	p    *par
-	idx  int
-	op   *exec.Operator
-	in   chan *batch
-	out  chan *chunk
-	free chan *chunk
-	_    [cacheLine]byte // the reader reads the channels above; the shard writes the fields below for every event
-
-	b         *batch
-	curOp     uint64
-	tags      []uint64 // per entry of the operator's dirty list: the op that first dirtied it (0: restored)
-	flushTags []uint64
-	c         *chunk
-	err       error
-	w         *worker       // the block path's decoder (feed.go); nil without it
-	row       []types.Value // the row handed to the operator: the batch's cells spread over the columns, NULL elsewhere
-	_         [cacheLine]byte
-}
 
 type par struct {
 	q        *plan.Query
@@ -445,19 +306,6 @@ func (p *par) observe(row []types.Value) {
 	}
 }
 
-// advance moves the watermark (no shard needs to hear of it now: each
-// applies it before its next step).
-func (p *par) advance(wm int64) {
-	if wm <= p.wm {
-		return
-	}
-	p.wm = wm
-	if p.dedup != nil {
-		p.dedup.Evict(wm)
-	}
-	p.cur.advances = append(p.cur.advances, advance{op: p.nextOp(), wm: wm})
-}
-
 // broadcast adds a step every shard takes at the same position.
 func (p *par) broadcast(kind uint8) {
 	op := p.nextOp()
@@ -525,89 +373,119 @@ func (p *par) sync() error {
 
 // collect merges the shards' records of b into the changelog.
 func (p *par) collect(b *batch) error {
-	type head struct {
-		c *chunk
-		i int
-	}
-	heads := make([]head, len(p.shards))
+	m := merge{p: p, heads: make([]mergeHead, len(p.shards)), marks: b.marks, steps: b.steps}
 	for i, s := range p.shards {
-		heads[i].c = <-s.out
+		m.heads[i].c = <-s.out
 	}
 	var first error
-	marks, steps := b.marks, b.steps
-	// stepOf sets outStep to the step of op (ops come in order).
-	stepOf := func(op uint64) {
-		for len(steps) > 1 && steps[1].op <= op {
-			steps = steps[1:]
-		}
-		if len(steps) > 0 {
-			p.outStep = steps[0].step
-		}
-	}
 	for {
-		best := -1
-		for i := range heads {
-			h := &heads[i]
-			for h.i >= len(h.c.recs) && !h.c.done {
-				p.shards[i].recycle(h.c)
-				h.c, h.i = <-p.shards[i].out, 0
-			}
-			if h.i < len(h.c.recs) && (best < 0 || h.c.recs[h.i].tag.less(heads[best].c.recs[heads[best].i].tag)) {
-				best = i
-			}
-		}
-		if best < 0 {
+		h := m.next()
+		if h == nil {
 			break
 		}
-		h := &heads[best]
 		r := &h.c.recs[h.i]
 		h.i++
-		if first != nil || p.discard {
-			continue
-		}
-		for len(marks) > 0 && marks[0].op < r.tag.op {
-			stepOf(marks[0].op)
-			p.onMark(marks[0].wm)
-			marks = marks[1:]
-		}
-		stepOf(r.tag.op)
-		p.rec.Key = h.c.bytes[r.key0:r.key1:r.key1]
-		p.rec.Value = h.c.bytes[r.key1:r.val1:r.val1]
-		p.rec.Meta = r.meta
-		if p.onRow != nil {
-			if err := p.onRow(h.c.cells[r.row0:r.row1:r.row1]); err != nil {
-				first = err
-				continue
-			}
-		}
-		if err := p.emit(&p.rec); err != nil {
-			first = err
+		if first == nil && !p.discard {
+			first = m.deliver(h.c, r)
 		}
 	}
 	if first == nil && !p.discard {
-		for _, m := range marks {
-			stepOf(m.op)
-			p.onMark(m.wm)
-		}
+		m.marksUpTo(math.MaxUint64)
 	}
 	p.outWM = max(p.outWM, b.endWM)
-	for i, h := range heads {
+	for i, h := range m.heads {
 		p.lastStats[i] = h.c.stats
 		if h.c.err != nil && first == nil {
 			first = h.c.err
 		}
 		p.shards[i].recycle(h.c)
 	}
+	p.recycle(b)
+	if first != nil {
+		p.discard = true
+	}
+	return first
+}
+
+// recycle empties a merged batch for reuse.
+func (p *par) recycle(b *batch) {
 	for i := range b.parts {
 		b.parts[i].reset()
 	}
 	b.advances, b.marks, b.steps, b.events, b.startWM = b.advances[:0], b.marks[:0], b.steps[:0], 0, math.MinInt64
 	b.blk.reset()
 	p.spare = append(p.spare, b)
-	if first != nil {
-		p.discard = true
+}
+
+// merge is the k-way merge of one batch's records by tag, with the
+// batch's call ends (marks) and steps between them.
+type merge struct {
+	p     *par
+	heads []mergeHead
+	marks []advance
+	steps []opStep
+}
+
+// mergeHead is a shard's next record: in chunk c at i.
+type mergeHead struct {
+	c *chunk
+	i int
+}
+
+// next returns the head holding the least tag, nil when every shard's
+// records of the batch are merged.
+func (m *merge) next() *mergeHead {
+	best := -1
+	for i := range m.heads {
+		h := &m.heads[i]
+		for h.i >= len(h.c.recs) && !h.c.done {
+			m.p.shards[i].recycle(h.c)
+			h.c, h.i = <-m.p.shards[i].out, 0
+		}
+		if h.i < len(h.c.recs) && (best < 0 || h.c.recs[h.i].tag.less(m.heads[best].c.recs[m.heads[best].i].tag)) {
+			best = i
+		}
 	}
-	return first
+	if best < 0 {
+		return nil
+	}
+	return &m.heads[best]
+}
+
+// deliver hands one record (and, first, its row) to the host, after the
+// marks of the calls before it.
+func (m *merge) deliver(c *chunk, r *outRec) error {
+	p := m.p
+	m.marksUpTo(r.tag.op)
+	m.stepOf(r.tag.op)
+	p.rec.Key = c.bytes[r.key0:r.key1:r.key1]
+	p.rec.Value = c.bytes[r.key1:r.val1:r.val1]
+	p.rec.Meta = r.meta
+	if p.onRow != nil {
+		if err := p.onRow(c.cells[r.row0:r.row1:r.row1]); err != nil {
+			return err
+		}
+	}
+	return p.emit(&p.rec)
+}
+
+// marksUpTo hands the host the marks of the calls that ended before op.
+func (m *merge) marksUpTo(op uint64) {
+	for len(m.marks) > 0 && m.marks[0].op < op {
+		m.stepOf(m.marks[0].op)
+		m.p.onMark(m.marks[0].wm)
+		m.marks = m.marks[1:]
+	}
+}
+
+// stepOf sets outStep to the step of op (ops come in order).
+func (m *merge) stepOf(op uint64) {
+	for len(m.steps) > 1 && m.steps[1].op <= op {
+		m.steps = m.steps[1:]
+	}
+	if len(m.steps) > 0 {
+		m.p.outStep = m.steps[0].step
+	}
 }
 
 // mark ends a call of the host: its watermark reaches onMark after the
@@ -671,285 +549,7 @@ func (p *par) closeOpenWindows() error {
 	return p.sync()
 }
 
-func (p *par) stats() exec.Stats {
-	var s exec.Stats
-	for _, t := range p.lastStats {
-		s.Rows += t.Rows
-		s.Filtered += t.Filtered
-		s.EvalErrors += t.EvalErrors
-		s.Late += t.Late
-		s.Duplicates += t.Duplicates // restored counters
-		s.DedupLate += t.DedupLate
-		s.RecordsOut += t.RecordsOut
-		s.HavingSuppressed += t.HavingSuppressed
-		s.UnchangedSuppressed += t.UnchangedSuppressed
-		s.WindowsFinalized += t.WindowsFinalized
-		s.LiveGroups += t.LiveGroups
-		s.LiveGroupsPeak += t.LiveGroupsPeak
-		s.StateBytes += t.StateBytes
-		s.StateBytesPeak += t.StateBytesPeak
-		s.LatencyP50 = max(s.LatencyP50, t.LatencyP50)
-		s.LatencyP99 = max(s.LatencyP99, t.LatencyP99)
-		s.LatencyMax = max(s.LatencyMax, t.LatencyMax)
-		s.LatencyCount += t.LatencyCount
-	}
-	s.Rows += p.filtered + p.evalErrs + p.dups + p.beyond // the shards count the rows routed to them
-	s.Filtered += p.filtered
-	s.EvalErrors += p.evalErrs
-	s.Duplicates += p.dups + p.copies
-	s.DedupLate += p.beyond
-	if p.dedup != nil {
-		s.DedupKeys, s.DedupBytes = p.dedup.Keys(), p.dedup.Bytes()
-		// The dedup keys are live state too; the peak, like the shards'
-		// sum, bounds the real one from above.
-		s.StateBytes += s.DedupBytes
-		s.StateBytesPeak += p.dedup.Peak()
-	}
-	s.Watermark = p.wm
-	s.MaxEventTime = p.maxTime
-	return s
-}
-
-// checkpoint writes every shard's entries and one meta entry.
-func (p *par) checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
-	if err := p.sync(); err != nil {
-		return err
-	}
-	m := exec.Meta{Watermark: p.wm, MaxEventTime: p.maxTime, Position: position}
-	for _, s := range p.shards {
-		err := s.op.Checkpoint(full, nil, func(k, v []byte) error {
-			if string(k) != exec.MetaKey {
-				return put(k, v)
-			}
-			sm, err := exec.ParseMeta(v)
-			if err != nil {
-				return err
-			}
-			m.Seq = max(m.Seq, sm.Seq)
-			for i, c := range sm.Counters {
-				m.Counters[i] += c
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if p.dedup != nil {
-		if err := p.dedup.Checkpoint(full, put); err != nil {
-			return err
-		}
-	}
-	m.Counters[0] += p.filtered + p.evalErrs + p.dups + p.beyond // Rows: the shards count only the rows routed to them
-	m.Counters[1] += p.filtered
-	m.Counters[2] += p.evalErrs
-	m.Counters[7] += p.dups + p.copies
-	m.Counters[8] += p.beyond
-	m.Seq = max(m.Seq, p.seqBase+p.op*p.perEvent)
-	return put([]byte(exec.MetaKey), exec.AppendMeta(nil, m))
-}
-
-// restore routes one checkpoint entry to the shard that holds its group
-// (the meta entry to all: its counters to the first only).
-func (p *par) restore(key, val []byte) ([]byte, error) {
-	if string(key) == exec.MetaKey && len(val) > 0 {
-		m, err := exec.ParseMeta(val)
-		if err != nil {
-			return nil, err
-		}
-		p.wm, p.outWM, p.maxTime = m.Watermark, m.Watermark, m.MaxEventTime
-		z := m
-		z.Counters = [exec.MetaCounters]int64{}
-		z.Position = nil
-		for i, s := range p.shards {
-			mv := exec.AppendMeta(nil, z)
-			if i == 0 {
-				mv = val
-			}
-			if _, err := s.op.Restore(key, mv); err != nil {
-				return nil, err
-			}
-		}
-		return m.Position, nil
-	}
-	if p.dedup != nil && p.dedup.IsEntry(key) {
-		return nil, p.dedup.Restore(key, val)
-	}
-	s := p.shards[0]
-	if gk, ok := exec.EntryGroupKey(key); ok {
-		s = p.shards[maphash.Bytes(p.seed, gk)%uint64(len(p.shards))]
-	}
-	return s.op.Restore(key, val)
-}
-
-func (p *par) finishRestore() {
-	p.lastMark = math.MinInt64 // the host's readers start without a marker
-	for i, s := range p.shards {
-		s.op.FinishRestore()
-		p.seqBase = max(p.seqBase, s.op.Seq()+1)
-		s.tags = s.tags[:0]
-		for range s.op.DirtyLen() {
-			s.tags = append(s.tags, 0)
-		}
-		p.lastStats[i] = s.op.Stats()
-	}
-}
-
 // The shard side.
-
-// run applies the batches the reader sends, and between them decodes
-// the blocks of the block path (feed.go): a batch to apply goes first, so
-// the oldest work moves on and the records it renders reach the merge.
-func (s *shard) run() {
-	defer s.p.wg.Done()
-	jobs := s.p.jobs // nil without the block path: never ready
-	for {
-		select {
-		case b, ok := <-s.in:
-			if !ok {
-				return
-			}
-			s.apply(b)
-			continue
-		default:
-		}
-		select {
-		case b, ok := <-s.in:
-			if !ok {
-				return
-			}
-			s.apply(b)
-		case b, ok := <-jobs:
-			if !ok {
-				jobs = nil
-				continue
-			}
-			s.w.take(b)
-		}
-	}
-}
-
-func (s *shard) recycle(c *chunk) {
-	clear(c.cells)
-	c.recs, c.bytes, c.cells, c.done, c.err = c.recs[:0], c.bytes[:0], c.cells[:0], false, nil
-	select {
-	case s.free <- c:
-	default:
-	}
-}
-
-func (s *shard) chunk() *chunk {
-	select {
-	case c := <-s.free:
-		return c
-	default:
-		return &chunk{}
-	}
-}
-
-// apply takes one batch's steps, then hands over its last chunk.
-func (s *shard) apply(b *batch) {
-	s.b = b
-	s.c = s.chunk()
-	if s.err == nil {
-		s.err = s.steps(b)
-	}
-	c := s.c
-	c.done, c.err, c.stats = true, s.err, s.op.Stats()
-	s.c = nil
-	s.out <- c
-}
-
-func (s *shard) steps(b *batch) (err error) {
-	defer Recover(&err)
-	pt := &b.parts[s.idx]
-	cols := s.p.cols
-	for _, it := range pt.items {
-		if it.kind == itemSkip {
-			continue
-		}
-		if s.p.testStep != nil {
-			s.p.testStep(s.idx, it.op)
-		}
-		if err := s.advance(max(it.wm, b.startWM)); err != nil {
-			return err
-		}
-		s.curOp = it.op
-		switch it.kind {
-		case itemEvent:
-			s.op.SetSeq(s.p.seqBase + it.op*s.p.perEvent)
-			for j, c := range pt.cells[it.row : int(it.row)+len(cols)] {
-				s.row[cols[j]] = c
-			}
-			err := s.op.ProcessAdmitted(s.row, pt.keys[it.key0:it.key1], s.p.adm)
-			if err != nil && !Skipped(err) {
-				return err
-			}
-			for len(s.tags) < s.op.DirtyLen() {
-				s.tags = append(s.tags, it.op)
-			}
-		case itemFlush, itemFinish:
-			s.tags, s.flushTags = s.flushTags[:0], s.tags
-			if it.kind == itemFlush {
-				err = s.op.EmitEarly()
-			} else {
-				err = s.op.Finish()
-			}
-			if err != nil && !Skipped(err) {
-				return err
-			}
-		}
-	}
-	return s.advance(b.endWM)
-}
-
-func (s *shard) advance(wm int64) error {
-	if wm <= s.op.Watermark() {
-		return nil
-	}
-	if err := s.op.AdvanceWatermark(wm); err != nil && !Skipped(err) {
-		return err
-	}
-	return nil
-}
-
-// onRecord is the shard operator's Emit: the record, tagged, joins the
-// chunk; a full chunk goes to the reader (blocking while it has
-// outChunks it has not taken).
-func (s *shard) onRecord(r *changelog.Record) error {
-	kind, seq, idx := s.op.EmitOrder()
-	var t tag
-	switch kind {
-	case exec.EmitOnChange:
-		t = tag{op: s.curOp}
-	case exec.EmitOnFinal:
-		t = tag{op: s.b.finalOp(exec.SatAdd(r.Meta.WindowEnd, s.p.lateness)), class: 1, a: r.Meta.WindowEnd, b: seq}
-	case exec.EmitOnFlush:
-		t = tag{op: s.curOp, class: 2, a: int64(s.flushTags[idx])}
-		if t.a == 0 {
-			t.b = seq // restored dirty: by creation, before any new one
-		}
-	}
-	c := s.c
-	or := outRec{tag: t, meta: r.Meta, key0: int32(len(c.bytes))}
-	c.bytes = append(c.bytes, r.Key...)
-	or.key1 = int32(len(c.bytes))
-	c.bytes = append(c.bytes, r.Value...)
-	or.val1 = int32(len(c.bytes))
-	if s.p.onRow != nil {
-		// The row's strings are the operator's own, never reused: the
-		// cells are copied, the strings shared.
-		or.row0 = int32(len(c.cells))
-		c.cells = append(c.cells, s.op.EmittedRow()...)
-		or.row1 = int32(len(c.cells))
-	}
-	c.recs = append(c.recs, or)
-	if len(c.recs) >= chunkRecords {
-		s.out <- c
-		s.c = s.chunk()
-	}
-	return nil
-}
 
 // cleanup stops the goroutines of a driver its host dropped.
 func (p *par) cleanup() {

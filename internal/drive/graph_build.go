@@ -1,0 +1,305 @@
+package drive
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
+)
+
+// Building a graph: its nodes (the queries and every view they read), its
+// roots and inputs, each node's readers, and each node's driver.
+
+// NewGraph returns the graph of primary, the queries in with, and every
+// view they read. cfg configures the primary (its Emit nil: buffered, for
+// Next); the other nodes deliver their records to viewEmit (nil: dropped)
+// and share cfg's Late, Now, Strict and CountsInCheckpoint. Every root
+// must read one source (a root that joins a second input, a versioned
+// table or a right stream, takes it as the graph's second input, with
+// cfg's JoinBuffer, LateTable, TableDecoder); with may name queries that read a view or the
+// same source, and needs a primary with a callback, since only the
+// primary may buffer and it must then have no readers.
+//
+// viewLate, if set, receives the late events of the other nodes with
+// their query's name (instead of cfg.Late).
+func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent)) (*Graph, error) {
+	return newGraph(primary, with, cfg, viewEmit, viewLate, nil)
+}
+
+// NewHostGraph is NewGraph for a host that reads the input itself and
+// moves its watermark (a Kafka stage): the roots decode with dec and run
+// with ExternalWatermark, so only AdvanceWatermark moves theirs (Mark
+// reports the first root's own event-time watermark). The primary must
+// read a view and the graph must have one root, whose group key
+// PushKeyed takes.
+func NewHostGraph(primary *plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), dec *exec.Decoder) (*Graph, error) {
+	if len(primary.Views()) == 0 {
+		return nil, fmt.Errorf("drive: query %s reads no view: run it on a Driver", primary.Name)
+	}
+	g, err := newGraph(primary, nil, cfg, viewEmit, viewLate, &hostRoots{dec: dec})
+	if err != nil {
+		return nil, err
+	}
+	if len(g.roots) != 1 {
+		return nil, fmt.Errorf("drive: query %s reads the source through %d views: a host graph has one", primary.Name, len(g.roots))
+	}
+	return g, nil
+}
+
+// NewRowGraph is NewHostGraph for the part of a chain of views that
+// starts at root, a query reading a view: the graph holds root, primary
+// and the views between them (not root's view), root takes the view's
+// typed rows (PushRow) and its watermark from AdvanceWatermark (the
+// view's watermark markers: plan.Query.ViewWatermark of the view's
+// watermark), as a reader does in a whole graph. A Kafka stage that reads
+// a view's final rows from a repartition topic runs it.
+//
+// root may instead be an interval join of two declared streams, or a
+// temporal join of the source with a versioned table, whose join another
+// host ran (Config.OnJoined): root then aggregates, without
+// its join, the joined rows as they are (PushRow is Driver.ApplyRow for
+// it), its watermark the joined stream's from AdvanceWatermark.
+//
+// root may also be a join of two views: it then takes the left view's
+// rows and markers as the first input (PushRow, AdvanceWatermark) and the
+// right view's as the second (PushTableRow, AdvanceTableWatermark), as
+// the root of a graph with an interval join of two streams does; a Kafka
+// join stage that reads both views' final rows runs it.
+func NewRowGraph(primary, root *plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent)) (*Graph, error) {
+	joined := root != nil && (root.IJoin != nil || root.Join != nil) && len(root.Views()) == 0
+	if root == nil || !joined && !joinsViews(root) && (len(root.Views()) != 1 || root.IJoin != nil) {
+		return nil, fmt.Errorf("drive: a row graph's root must read one view, or join two views, or be a join over the source (an interval join of two streams, a temporal join)")
+	}
+	g, err := newGraph(primary, nil, cfg, viewEmit, viewLate, &hostRoots{root: root})
+	if err != nil {
+		return nil, err
+	}
+	if len(g.roots) != 1 || g.roots[0].q != root {
+		if joined {
+			return nil, fmt.Errorf("drive: query %s does not read the joined rows of %s alone", primary.Name, root.Name)
+		}
+		return nil, fmt.Errorf("drive: query %s does not read view %s's rows through %s alone", primary.Name, root.Views()[0].Name, root.Name)
+	}
+	return g, nil
+}
+
+// hostRoots configures the roots of a host graph: dec decodes the
+// declared source's records; or root, a reader of a view, is the one root
+// (NewRowGraph).
+type hostRoots struct {
+	dec  *exec.Decoder
+	root *plan.Query
+}
+
+// joinsViews reports whether q is an interval join of two views.
+func joinsViews(q *plan.Query) bool {
+	return q.IJoin != nil && q.IJoin.Left.View != nil && q.IJoin.Right.View != nil
+}
+
+// cut reports whether q is a row graph's root: its views are outside.
+func (h *hostRoots) cut(q *plan.Query) bool { return h != nil && h.root != nil && h.root == q }
+
+func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), host *hostRoots) (*Graph, error) {
+	g := &Graph{}
+	byQuery := map[*plan.Query]*gnode{}
+	var add func(q *plan.Query)
+	add = func(q *plan.Query) {
+		if byQuery[q] != nil {
+			return
+		}
+		if !host.cut(q) {
+			for _, v := range q.Views() {
+				add(v)
+			}
+		}
+		n := &gnode{q: q, mark: [2]int64{math.MinInt64, math.MinInt64}}
+		byQuery[q] = n
+		g.nodes = append(g.nodes, n) // after its view: topological
+	}
+	add(primary)
+	for _, q := range with {
+		if q == nil {
+			return nil, errors.New("drive: a nil query in a graph")
+		}
+		add(q)
+	}
+	g.primary = byQuery[primary]
+	if err := g.link(byQuery, host); err != nil {
+		return nil, err
+	}
+	if err := g.check(); err != nil {
+		return nil, err
+	}
+	for i, n := range g.nodes {
+		n.index = i
+	}
+	for _, n := range g.roots {
+		n.root = true
+	}
+	g.reporter = g.roots[0]
+	if len(g.primary.q.Views()) == 0 {
+		g.reporter = g.primary
+	}
+	if len(g.primary.readers) > 0 && cfg.Emit == nil {
+		return nil, fmt.Errorf("drive: query %s is read by %s: a query that feeds others delivers its records by callback, not for Next", primary.Name, g.primary.readers[0].n.q.Name)
+	}
+	if err := g.configure(cfg, viewEmit, viewLate, host); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// link finds the roots (the nodes reading a declared source, and the
+// graph's inputs) and each node's readers.
+func (g *Graph) link(byQuery map[*plan.Query]*gnode, host *hostRoots) error {
+	for _, n := range g.nodes {
+		if host.cut(n.q) && (n.q.IJoin != nil || n.q.Join != nil) && len(n.q.Views()) == 0 {
+			// A row graph's root over a join's joined rows (an interval
+			// join of two streams, a temporal join): its one input is
+			// the host's rows.
+			n.joined = true
+			g.sources = append(g.sources, n.q.Source)
+			g.roots = append(g.roots, n)
+			continue
+		}
+		if j := n.q.IJoin; j != nil && (j.Left.View == nil && j.Right.View == nil || host.cut(n.q)) {
+			// An interval join of two declared streams (or a row
+			// graph's root joining two views, whose rows the host
+			// brings): a root whose left input is a source of the
+			// graph and whose right input is the graph's second input.
+			if g.join != nil {
+				return fmt.Errorf("drive: queries %s and %s both join a second input (%s, %s); a graph runs at most one temporal join or interval join of two streams (its second input is the graph's)", g.join.q.Name, n.q.Name, g.join.secondName(), j.Right.Name)
+			}
+			g.join = n
+			n.input = slices.Index(g.sources, j.Left)
+			if n.input < 0 {
+				if len(g.sources) == 2 {
+					return fmt.Errorf("drive: query %s reads %s, a third source (the graph reads %s and %s); a graph reads at most two inputs", n.q.Name, j.Left.Name, g.sources[0].Name, g.sources[1].Name)
+				}
+				n.input = len(g.sources)
+				g.sources = append(g.sources, j.Left)
+			}
+			g.roots = append(g.roots, n)
+			continue
+		}
+		if j := n.q.IJoin; j != nil {
+			if j.Left.View == nil || j.Right.View == nil {
+				return fmt.Errorf("drive: query %s joins %s and %s: an interval join in a graph joins two views, or two declared streams; join the stream's own windowed EMIT FINAL view instead", n.q.Name, j.Left.Name, j.Right.Name)
+			}
+			for side, v := range []*plan.Query{j.Left.View, j.Right.View} {
+				up := byQuery[v]
+				up.readers = append(up.readers, gedge{n, side})
+				if !slices.Contains(n.producers, up) {
+					n.producers = append(n.producers, up)
+				}
+			}
+			n.two = true
+			continue
+		}
+		if v := n.q.Source.View; v != nil && !host.cut(n.q) {
+			up := byQuery[v]
+			up.readers = append(up.readers, gedge{n, 0})
+			n.producers = append(n.producers, up)
+			continue
+		}
+		if n.q.Join != nil {
+			if g.join != nil {
+				return fmt.Errorf("drive: queries %s and %s both join a second input (%s, %s); a graph runs at most one temporal join or interval join of two streams (its second input is the graph's)", g.join.q.Name, n.q.Name, g.join.secondName(), n.q.Join.Table.Name)
+			}
+			g.join = n
+		}
+		n.input = slices.Index(g.sources, n.q.Source)
+		if n.input < 0 {
+			if len(g.sources) == 2 {
+				return fmt.Errorf("drive: query %s reads %s, a third source (the graph reads %s and %s); a graph reads at most two inputs, the two sides of a join of two views", n.q.Name, n.q.Source.Name, g.sources[0].Name, g.sources[1].Name)
+			}
+			n.input = len(g.sources)
+			g.sources = append(g.sources, n.q.Source)
+		}
+		g.roots = append(g.roots, n)
+	}
+	return nil
+}
+
+// check refuses a graph of more inputs than it can take.
+func (g *Graph) check() error {
+	if g.join != nil && len(g.sources) == 2 {
+		if j := g.join.q.IJoin; j != nil {
+			other := g.sources[0]
+			if other == j.Left {
+				other = g.sources[1]
+			}
+			return fmt.Errorf("drive: query %s joins the streams %s and %s, and the graph also reads %s as the source of another query; a graph reads at most two inputs, here the join's: run the other queries in a graph of their own", g.join.q.Name, j.Left.Name, j.Right.Name, other.Name)
+		}
+		return fmt.Errorf("drive: query %s joins the versioned table %s, and the graph also reads a second source (%s); a graph reads at most two inputs: run the join's queries in a graph of their own", g.join.q.Name, g.join.q.Join.Table.Name, g.sources[1].Name)
+	}
+	if len(g.sources) == 2 && !g.joinsSources() {
+		return fmt.Errorf("drive: the graph's queries read two sources (%s, %s), but none joins a view of one with a view of the other; a graph reads two inputs only for such a join: run the queries of each source in a graph of their own", g.sources[0].Name, g.sources[1].Name)
+	}
+	return nil
+}
+
+// configure makes each node's driver: the primary's with the host's
+// config, the others delivering to viewEmit and their readers.
+func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), host *hostRoots) error {
+	emitView := func(*changelog.Record) error { return nil }
+	if viewEmit != nil {
+		emitView = viewEmit
+	}
+	for _, n := range g.nodes {
+		c := Config{Late: cfg.Late, Now: cfg.Now, Strict: cfg.Strict, CountsInCheckpoint: cfg.CountsInCheckpoint, Emit: emitView, Threads: cfg.Threads}
+		if n == g.primary {
+			c = cfg
+		} else if n == g.join {
+			// The join's table options are the host's (the primary's
+			// config carries them for the graph).
+			c.JoinBuffer, c.LateTable, c.TableDecoder = cfg.JoinBuffer, cfg.LateTable, cfg.TableDecoder
+			c.IncrementalJoinState = cfg.IncrementalJoinState
+		}
+		if n != g.primary && viewLate != nil {
+			name := n.q.Name
+			c.Late = func(ev *exec.LateEvent) { viewLate(name, ev) }
+		}
+		if len(n.q.Views()) > 0 {
+			c.ExternalWatermark = true // moved by the view's markers only
+			c.Decoder = nil
+		} else if n != g.primary {
+			c.Decoder = nil
+		}
+		if host != nil && host.dec != nil && len(n.q.Views()) == 0 {
+			c.Decoder, c.ExternalWatermark = host.dec, true
+		}
+		if len(n.readers) > 0 {
+			n := n
+			c.OnMark = func(wm int64) { g.markTo(n, wm) }
+			c.OnRow = func(row []types.Value) error {
+				it := g.item(n, itemRow, 0)
+				for _, r := range n.readers {
+					it.row = slices.Clone(row)
+					g.deliver(r, it)
+				}
+				return nil
+			}
+		}
+		q := n.q
+		if n.joined {
+			// The aggregate over the joined rows: the query without its
+			// join (the same columns, GROUP BY, windows and name).
+			a := *q
+			a.IJoin, a.Join = nil, nil
+			q = &a
+			c.ExternalWatermark, c.Decoder = true, nil
+		}
+		d, err := New(q, c)
+		if err != nil {
+			return fmt.Errorf("query %s: %w", n.q.Name, err)
+		}
+		n.d = d
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package drive
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/ubiksql/ubik/internal/types"
+)
+
+// A graph's second input: a temporal join's versioned table, an interval
+// join's right stream, or the second source of a join of two views.
+
+// ErrGraphTable is returned by a graph's second-input calls when the graph
+// has none: its second input is the versioned table of a view with a
+// temporal join, or the other source of a join of two views over two
+// different sources.
+var ErrGraphTable = errors.New("a query over views has no second input: its views read one source and join no versioned table (a second input is the table of a view's temporal join, or the other source of a join of two views over two sources)")
+
+// second checks that the graph has a second input that has not ended.
+func (g *Graph) second() error {
+	if g.join != nil {
+		if g.ended[1] {
+			if g.join.q.IJoin != nil {
+				return fmt.Errorf("%w: input %s has ended", ErrClosed, g.join.secondName())
+			}
+			return fmt.Errorf("%w: table %s has ended", ErrClosed, g.join.q.Join.Table.Name)
+		}
+		return nil
+	}
+	if len(g.sources) < 2 {
+		return ErrGraphTable
+	}
+	if g.ended[1] {
+		return fmt.Errorf("%w: input %s has ended", ErrClosed, g.sources[1].Name)
+	}
+	return nil
+}
+
+// PushTable decodes one record of the second source and applies it to
+// the roots reading it (see ErrGraphTable).
+func (g *Graph) PushTable(raw []byte) error {
+	if err := g.second(); err != nil {
+		return err
+	}
+	if err := g.admit(); err != nil {
+		return err
+	}
+	if g.join != nil {
+		return g.onJoin(func(d *Driver) error { return d.PushTable(raw) })
+	}
+	return g.eachOf(1, func(d *Driver) error { return d.Push(raw) })
+}
+
+// onJoin runs f, a call of the table input, on the join's root, then
+// moves what it released on.
+func (g *Graph) onJoin(f func(d *Driver) error) error {
+	n := g.join
+	g.begin(true)
+	n.d.SetStep(g.step)
+	err := f(n.d)
+	g.marked(n)
+	g.rootCall = false
+	if err != nil && n.d.fatal != nil {
+		return g.fail(err)
+	}
+	if perr := g.pump(); perr != nil {
+		return perr
+	}
+	return err
+}
+
+// PushTableBehind is PushTable for the temporal join's table that also
+// counts the row late when it is behind floor (Driver.PushTableBehind).
+func (g *Graph) PushTableBehind(raw []byte, floor int64) error {
+	if g.join == nil {
+		return g.PushTable(raw)
+	}
+	if err := g.second(); err != nil {
+		return err
+	}
+	if err := g.admit(); err != nil {
+		return err
+	}
+	return g.onJoin(func(d *Driver) error { return d.PushTableBehind(raw, floor) })
+}
+
+// PushTableRow applies one typed row of the second source.
+func (g *Graph) PushTableRow(row []types.Value) error {
+	if err := g.second(); err != nil {
+		return err
+	}
+	if err := g.admit(); err != nil {
+		return err
+	}
+	if g.join != nil {
+		return g.onJoin(func(d *Driver) error { return d.PushTableRow(row) })
+	}
+	return g.eachOf(1, func(d *Driver) error { return d.PushRow(row) })
+}
+
+// AdvanceTableWatermark moves the second source's watermark.
+func (g *Graph) AdvanceTableWatermark(wm int64) error {
+	if err := g.second(); err != nil {
+		return err
+	}
+	if g.join != nil {
+		if err := g.pump(); err != nil {
+			return err
+		}
+		return g.onJoin(func(d *Driver) error { return d.AdvanceTableWatermark(wm) })
+	}
+	return g.controlOf(1, func(d *Driver) error { return d.AdvanceWatermark(wm) }, 0)
+}
+
+// EndTable ends the second source: its roots close, then their readers
+// after the views' last rows; the first source goes on.
+func (g *Graph) EndTable() error {
+	if err := g.second(); err != nil {
+		return err
+	}
+	g.ended[1] = true
+	if g.join != nil {
+		if err := g.pump(); err != nil {
+			return err
+		}
+		return g.onJoin((*Driver).EndTable)
+	}
+	return g.controlOf(1, (*Driver).Close, itemClose)
+}
+
+// EndFirst ends the first source of a graph of two alone (its input
+// ended while the second goes on): its roots close, then their readers
+// after the views' last rows, so a join of two views holds no row of the
+// other side for it any more. Ending twice is a no-op; Close ends both.
+func (g *Graph) EndFirst() error {
+	if ij := g.ijRoot(); ij != nil {
+		if g.ended[ij.input] {
+			return nil
+		}
+		g.ended[ij.input] = true
+		// The join's left stream ends (its right goes on); any other
+		// root of that source closes.
+		for _, n := range g.rootsOf(ij.input) {
+			f, pass := (*Driver).Close, itemClose
+			if n == ij {
+				f, pass = (*Driver).EndFirst, 0
+			}
+			if err := g.controlNode(n, f, pass); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(g.sources) < 2 {
+		return fmt.Errorf("drive: the graph of %s reads one source: its input ends with Close", g.primary.q.Name)
+	}
+	if g.ended[0] {
+		return nil
+	}
+	g.ended[0] = true
+	return g.controlOf(0, (*Driver).Close, itemClose)
+}
+
+// TableCounts are the second input's counters (zero with one): the
+// temporal join's table's, or the second source's: its reporter's events
+// and malformed, and the late events and evaluation errors of all its
+// roots.
+func (g *Graph) TableCounts() Counts {
+	if g.join != nil {
+		return g.join.d.TableCounts()
+	}
+	if len(g.sources) < 2 {
+		return Counts{}
+	}
+	c := g.reporterOf(1).d.Counts()
+	c.EvalErrors, c.Late = 0, 0
+	for _, n := range g.rootsOf(1) {
+		o := n.d.Counts()
+		c.EvalErrors += o.EvalErrors
+		c.Late += o.Late
+	}
+	return c
+}
+
+// JoinStats are the graph's temporal join's (zero without one).
+func (g *Graph) JoinStats() JoinStats {
+	if g.join == nil {
+		return JoinStats{}
+	}
+	return g.join.d.JoinStats()
+}
+
+// InputWatermarks are the watermarks of the graph's two inputs: the
+// temporal join's stream and table, or the two sources' (the first root
+// of each); math.MinInt64 for both when it reads one.
+func (g *Graph) InputWatermarks() (int64, int64) {
+	if g.join != nil {
+		return g.join.d.InputWatermarks()
+	}
+	if len(g.sources) < 2 {
+		return math.MinInt64, math.MinInt64
+	}
+	return g.rootsOf(0)[0].d.Watermark(), g.rootsOf(1)[0].d.Watermark()
+}
+
+// IntervalStats are the primary's interval join's, or else the interval
+// join of two streams at the graph's root (zero without one).
+func (g *Graph) IntervalStats() IntervalStats {
+	if n := g.ijRoot(); n != nil && !g.primary.d.HasIntervalJoin() {
+		return n.d.IntervalStats()
+	}
+	return g.primary.d.IntervalStats()
+}

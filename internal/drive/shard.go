@@ -1,0 +1,185 @@
+package drive
+
+import (
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/types"
+)
+
+// The shard side of a sharded aggregate (sharded.go): each shard applies
+// its part of every batch on its own goroutine and renders its records,
+// tagged with what orders them on one thread.
+
+type shard struct {
+	p    *par
+	idx  int
+	op   *exec.Operator
+	in   chan *batch
+	out  chan *chunk
+	free chan *chunk
+	_    [cacheLine]byte // the reader reads the channels above; the shard writes the fields below for every event
+
+	b         *batch
+	curOp     uint64
+	tags      []uint64 // per entry of the operator's dirty list: the op that first dirtied it (0: restored)
+	flushTags []uint64
+	c         *chunk
+	err       error
+	w         *worker       // the block path's decoder (feed.go); nil without it
+	row       []types.Value // the row handed to the operator: the batch's cells spread over the columns, NULL elsewhere
+	_         [cacheLine]byte
+}
+
+// run applies the batches the reader sends, and between them decodes
+// the blocks of the block path (feed.go): a batch to apply goes first, so
+// the oldest work moves on and the records it renders reach the merge.
+func (s *shard) run() {
+	defer s.p.wg.Done()
+	jobs := s.p.jobs // nil without the block path: never ready
+	for {
+		select {
+		case b, ok := <-s.in:
+			if !ok {
+				return
+			}
+			s.apply(b)
+			continue
+		default:
+		}
+		select {
+		case b, ok := <-s.in:
+			if !ok {
+				return
+			}
+			s.apply(b)
+		case b, ok := <-jobs:
+			if !ok {
+				jobs = nil
+				continue
+			}
+			s.w.take(b)
+		}
+	}
+}
+
+func (s *shard) recycle(c *chunk) {
+	clear(c.cells)
+	c.recs, c.bytes, c.cells, c.done, c.err = c.recs[:0], c.bytes[:0], c.cells[:0], false, nil
+	select {
+	case s.free <- c:
+	default:
+	}
+}
+
+func (s *shard) chunk() *chunk {
+	select {
+	case c := <-s.free:
+		return c
+	default:
+		return &chunk{}
+	}
+}
+
+// apply takes one batch's steps, then hands over its last chunk.
+func (s *shard) apply(b *batch) {
+	s.b = b
+	s.c = s.chunk()
+	if s.err == nil {
+		s.err = s.steps(b)
+	}
+	c := s.c
+	c.done, c.err, c.stats = true, s.err, s.op.Stats()
+	s.c = nil
+	s.out <- c
+}
+
+func (s *shard) steps(b *batch) (err error) {
+	defer Recover(&err)
+	pt := &b.parts[s.idx]
+	cols := s.p.cols
+	for _, it := range pt.items {
+		if it.kind == itemSkip {
+			continue
+		}
+		if s.p.testStep != nil {
+			s.p.testStep(s.idx, it.op)
+		}
+		if err := s.advance(max(it.wm, b.startWM)); err != nil {
+			return err
+		}
+		s.curOp = it.op
+		switch it.kind {
+		case itemEvent:
+			s.op.SetSeq(s.p.seqBase + it.op*s.p.perEvent)
+			for j, c := range pt.cells[it.row : int(it.row)+len(cols)] {
+				s.row[cols[j]] = c
+			}
+			err := s.op.ProcessAdmitted(s.row, pt.keys[it.key0:it.key1], s.p.adm)
+			if err != nil && !Skipped(err) {
+				return err
+			}
+			for len(s.tags) < s.op.DirtyLen() {
+				s.tags = append(s.tags, it.op)
+			}
+		case itemFlush, itemFinish:
+			s.tags, s.flushTags = s.flushTags[:0], s.tags
+			if it.kind == itemFlush {
+				err = s.op.EmitEarly()
+			} else {
+				err = s.op.Finish()
+			}
+			if err != nil && !Skipped(err) {
+				return err
+			}
+		}
+	}
+	return s.advance(b.endWM)
+}
+
+func (s *shard) advance(wm int64) error {
+	if wm <= s.op.Watermark() {
+		return nil
+	}
+	if err := s.op.AdvanceWatermark(wm); err != nil && !Skipped(err) {
+		return err
+	}
+	return nil
+}
+
+// onRecord is the shard operator's Emit: the record, tagged, joins the
+// chunk; a full chunk goes to the reader (blocking while it has
+// outChunks it has not taken).
+func (s *shard) onRecord(r *changelog.Record) error {
+	kind, seq, idx := s.op.EmitOrder()
+	var t tag
+	switch kind {
+	case exec.EmitOnChange:
+		t = tag{op: s.curOp}
+	case exec.EmitOnFinal:
+		t = tag{op: s.b.finalOp(exec.SatAdd(r.Meta.WindowEnd, s.p.lateness)), class: 1, a: r.Meta.WindowEnd, b: seq}
+	case exec.EmitOnFlush:
+		t = tag{op: s.curOp, class: 2, a: int64(s.flushTags[idx])}
+		if t.a == 0 {
+			t.b = seq // restored dirty: by creation, before any new one
+		}
+	}
+	c := s.c
+	or := outRec{tag: t, meta: r.Meta, key0: int32(len(c.bytes))}
+	c.bytes = append(c.bytes, r.Key...)
+	or.key1 = int32(len(c.bytes))
+	c.bytes = append(c.bytes, r.Value...)
+	or.val1 = int32(len(c.bytes))
+	if s.p.onRow != nil {
+		// The row's strings are the operator's own, never reused: the
+		// cells are copied, the strings shared.
+		or.row0 = int32(len(c.cells))
+		c.cells = append(c.cells, s.op.EmittedRow()...)
+		or.row1 = int32(len(c.cells))
+	}
+	c.recs = append(c.recs, or)
+	if len(c.recs) >= chunkRecords {
+		s.out <- c
+		s.c = s.chunk()
+	}
+	return nil
+}
