@@ -343,7 +343,18 @@ func (q *Query) Feed(event []byte, tag int64) error {
 		// not escape: a heap cell per event otherwise.
 		return feedDriver(d, event, tag)
 	}
+	if g, ok := q.d.(*drive.Graph); ok {
+		return feedGraph(g, event, tag)
+	}
 	return q.feedOther(event, tag)
+}
+
+func feedGraph(g *drive.Graph, event []byte, tag int64) (err error) {
+	if err := g.Enter(); err != nil {
+		return err
+	}
+	defer g.Leave(&err)
+	return g.Feed(event, tag)
 }
 
 func feedDriver(d *drive.Driver, event []byte, tag int64) (err error) {
@@ -379,6 +390,9 @@ func (q *Query) ReportMalformedAt(tag int64, cause error) (err error) {
 	defer q.d.Leave(&err)
 	if d, ok := q.d.(*drive.Driver); ok {
 		return d.ReportMalformedAt(tag, cause)
+	}
+	if g, ok := q.d.(*drive.Graph); ok {
+		return g.ReportMalformedAt(tag, cause)
 	}
 	q.d.ReportMalformed()
 	if q.onEventError != nil {

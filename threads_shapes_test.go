@@ -1,6 +1,7 @@
 package ubik_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -83,6 +84,9 @@ func shapeInput(seed uint64, n int, second string) (events []string, rows map[in
 		t := base.Add(time.Duration(i)*20*time.Millisecond - time.Duration(r.IntN(2500))*time.Millisecond)
 		ev := fmt.Sprintf(`{"id":"e%d","k":"k%d","g":%d,"x":%d.5,"ts":%q}`, i, r.IntN(40), r.IntN(9), r.IntN(100)-50, t.Format(time.RFC3339Nano))
 		events = append(events, ev)
+		if r.IntN(400) == 0 {
+			events = append(events, `{"id": "bad", "ts": "not a time"}`) // malformed
+		}
 		if r.IntN(50) == 0 {
 			events = append(events, ev) // a copy
 		}
@@ -103,10 +107,13 @@ func shapeInput(seed uint64, n int, second string) (events []string, rows map[in
 type shapeRun struct {
 	threads int
 	restore bool // checkpoint, then continue in a new query from the checkpoint, halfway
+	feed    bool // Feed (decoded in blocks on the shards) instead of Push
 }
 
 func runShape(t *testing.T, sql, second string, events []string, rows map[int][]string, run shapeRun) (recs []string, threads int) {
 	t.Helper()
+	var bad []string
+	defer func() { recs = append(recs, bad...) }()
 	opts := ubik.DefaultOptions()
 	opts.Now = func() time.Time { return time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC) }
 	eng, err := ubik.Open(opts)
@@ -114,9 +121,14 @@ func runShape(t *testing.T, sql, second string, events []string, rows map[int][]
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	qo := ubik.QueryOptions{Name: "query", Threads: run.threads, OnRecord: func(r changelog.Record) error {
+	qo := ubik.QueryOptions{Name: "query", Threads: run.threads, BlockEvents: 97, OnRecord: func(r changelog.Record) error {
 		recs = append(recs, fmt.Sprintf("%s %s final=%v rev=%d", r.Key, r.Value, r.Meta.Final, r.Meta.Revision))
 		return nil
+	}, OnEventError: func(tag int64, _ []byte, err *ubik.EventError) {
+		// Outcomes after the records, in their own order: on several
+		// threads a record may reach OnRecord after a later event's
+		// outcome.
+		bad = append(bad, fmt.Sprintf("event %d: %v", tag, err))
 	}}
 	q, err := eng.Start(sql, qo)
 	if err != nil {
@@ -129,7 +141,17 @@ func runShape(t *testing.T, sql, second string, events []string, rows map[int][]
 				t.Fatalf("%s row %s: %v", second, row, err)
 			}
 		}
-		if err := q.Push([]byte(ev)); err != nil {
+		var err error
+		if run.feed {
+			err = q.Feed([]byte(ev), int64(i))
+		} else if err = q.Push([]byte(ev)); err != nil {
+			var ee *ubik.EventError
+			if errors.As(err, &ee) {
+				qo.OnEventError(int64(i), nil, ee) // as Feed reports it
+				err = nil
+			}
+		}
+		if err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}
 		switch {
@@ -170,7 +192,7 @@ func TestThreadsEveryShape(t *testing.T) {
 			if len(one) < 50 {
 				t.Fatalf("only %d records: the shape proves nothing", len(one))
 			}
-			for _, run := range []shapeRun{{threads: 2}, {threads: 3, restore: true}, {threads: 4}} {
+			for _, run := range []shapeRun{{threads: 2}, {threads: 3, restore: true}, {threads: 4}, {threads: 2, feed: true}, {threads: 3, feed: true, restore: true}} {
 				many, threads := runShape(t, sh.sql, sh.second, events, rows, run)
 				if threads != run.threads {
 					t.Errorf("threads=%d: the query runs on %d threads", run.threads, threads)
@@ -184,7 +206,7 @@ func TestThreadsEveryShape(t *testing.T) {
 						if j < len(many) {
 							b = many[j]
 						}
-						t.Fatalf("threads=%d restore=%v: record %d of %d/%d differs:\n one: %s\nmany: %s", run.threads, run.restore, j, len(one), len(many), a, b)
+						t.Fatalf("threads=%d restore=%v feed=%v: record %d of %d/%d differs:\n one: %s\nmany: %s", run.threads, run.restore, run.feed, j, len(one), len(many), a, b)
 					}
 				}
 			}

@@ -89,6 +89,8 @@ func (e *Engine) StartGraph(pq *plan.Query, with []*plan.Query, qo QueryOptions)
 		JoinBuffer:         qo.JoinBuffer, // a view's temporal join's
 		LateTable:          lateHook(qo.OnLateTable),
 		Threads:            qo.Threads,
+		OnEventError:       qo.OnEventError,
+		BlockEvents:        qo.BlockEvents,
 	}
 	if qo.OnRecord != nil {
 		onRecord := qo.OnRecord

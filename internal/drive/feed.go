@@ -334,6 +334,10 @@ func (d *Driver) blockAppend(raw []byte, tag int64) *batch {
 		b.blk.base = p.op
 		p.fill = b
 	}
+	if n := len(b.steps); n == 0 || b.steps[n-1].step != p.step {
+		// The record's ops are of the host's step now (a graph's).
+		b.steps = append(b.steps, opStep{op: p.op + 1, step: p.step})
+	}
 	p.op += opsPerRecord
 	k := &b.blk
 	k.raw = append(k.raw, raw...)
@@ -419,7 +423,7 @@ func (d *Driver) sequenceNext() error {
 		return k.err
 	}
 	// Steps queued before the block (PushRow, a flush) go first.
-	if c := p.cur; c.events > 0 || len(c.advances) > 0 {
+	if c := p.cur; c.events > 0 || len(c.advances) > 0 || len(c.marks) > 0 {
 		if err := p.dispatch(); err != nil {
 			return d.parErr(err)
 		}
@@ -509,6 +513,11 @@ func (d *Driver) sequenceNext() error {
 		for dd == nil && ai < len(k.local) && k.local[ai].op <= evOp+1 {
 			localWM = k.local[ai].wm
 			ai++
+		}
+		if wm := max(b.startWM, localWM); p.onMark != nil && wm > p.lastMark {
+			// The end of the record's call, for a graph's readers.
+			p.lastMark = wm
+			b.marks = append(b.marks, advance{op: evOp + 2, wm: wm})
 		}
 		if applied && d.every > 0 {
 			d.sinceTick++

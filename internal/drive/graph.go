@@ -291,6 +291,32 @@ func (g *Graph) Push(raw []byte) error {
 	return g.each(func(d *Driver) error { return d.Push(raw) })
 }
 
+// Feed hands one input record to every root, as Push does, tagged by the
+// host: a root on several threads decodes it in a block on its shards
+// (Driver.Feed). The reporter's outcomes reach Config.OnEventError with
+// the tag, in input order.
+func (g *Graph) Feed(raw []byte, tag int64) error {
+	if err := g.admit(); err != nil {
+		return err
+	}
+	return g.each(func(d *Driver) error { return d.Feed(raw, tag) })
+}
+
+// ReportMalformedAt counts an input record the host could not hand over,
+// and reports it with its tag (Driver.ReportMalformedAt).
+func (g *Graph) ReportMalformedAt(tag int64, err error) error {
+	for _, n := range g.rootsOf(0) {
+		if n == g.reporter {
+			if rerr := n.d.ReportMalformedAt(tag, err); rerr != nil {
+				return rerr
+			}
+			continue
+		}
+		n.d.ReportMalformed()
+	}
+	return nil
+}
+
 // PushKeyed decodes one input record and applies it to the one root
 // with its group key as a router computed it (Driver.PushKeyed).
 func (g *Graph) PushKeyed(raw, key []byte) error {

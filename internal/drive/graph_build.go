@@ -261,6 +261,10 @@ func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, vi
 			c.JoinBuffer, c.LateTable, c.TableDecoder = cfg.JoinBuffer, cfg.LateTable, cfg.TableDecoder
 			c.IncrementalJoinState = cfg.IncrementalJoinState
 		}
+		if n == g.reporter {
+			// The input's outcomes are the host's, with its tags.
+			c.OnEventError, c.BlockEvents = cfg.OnEventError, cfg.BlockEvents
+		}
 		if n != g.primary && viewLate != nil {
 			name := n.q.Name
 			c.Late = func(ev *exec.LateEvent) { viewLate(name, ev) }

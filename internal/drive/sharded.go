@@ -216,15 +216,22 @@ func (p *par) noteStep() {
 	}
 }
 
-// pendingStep is the earliest step of an op not yet merged.
+// pendingStep is the earliest step of an op not yet merged: in flight,
+// in a block fed and not yet sequenced, or in the batch being filled.
 func (p *par) pendingStep() uint64 {
-	if b := p.inflight; b != nil && len(b.steps) > 0 {
-		return b.steps[0].step
-	}
-	if b := p.cur; len(b.steps) > 0 {
-		return b.steps[0].step
+	for _, b := range [...]*batch{p.inflight, p.firstPending(), p.fill, p.cur} {
+		if b != nil && len(b.steps) > 0 {
+			return b.steps[0].step
+		}
 	}
 	return math.MaxUint64
+}
+
+func (p *par) firstPending() *batch {
+	if len(p.pending) == 0 {
+		return nil
+	}
+	return p.pending[0]
 }
 
 // push takes one decoded event: the reader's share of apply.
@@ -491,7 +498,9 @@ func (m *merge) stepOf(op uint64) {
 // mark ends a call of the host: its watermark reaches onMark after the
 // call's records, when it moved.
 func (p *par) mark() {
-	if p.onMark == nil || p.wm <= p.lastMark {
+	if p.onMark == nil || p.wm <= p.lastMark || p.jobs != nil && (p.fill != nil || len(p.pending) > 0) {
+		// Unmoved; or the call fed a record, whose mark its block's
+		// sequencing sets (feed.go).
 		return
 	}
 	p.lastMark = p.wm
