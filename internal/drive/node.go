@@ -200,3 +200,8 @@ func (e *joinEnv) finishAgg() error {
 func checkpointWaits() error {
 	return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
 }
+
+var (
+	_ temporalNode = (*temporalJoin)(nil)
+	_ intervalNode = (*intervalJoin)(nil)
+)
