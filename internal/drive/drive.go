@@ -202,12 +202,8 @@ type Driver struct {
 	nextEarly time.Time
 	sinceTick int
 
-	// A temporal join's part (nil without one): see join.go.
-	join       *joinState
-	joinBuffer int
-	// An interval join's part (nil without one): see ijoin.go.
-	ij        *ijState
-	lateTable func(*exec.LateEvent)
+	// The join in front of the aggregate (nil without one): node.go.
+	jn joinNode
 
 	n, taken  Counts
 	routeErrs int64 // a router's evaluation errors (it has no operator to count them)
@@ -284,13 +280,12 @@ func (d *Driver) shard(cfg Config) error {
 
 // initJoins sets up the join in front of the aggregate, if q has one.
 func (d *Driver) initJoins(cfg Config) error {
-	if d.q.Join != nil {
-		if err := d.initJoin(cfg); err != nil {
-			return err
-		}
+	jn, err := d.newJoinNode(cfg)
+	if err != nil {
+		return err
 	}
-	if d.q.IJoin != nil {
-		return d.initIJoin(cfg)
+	if jn != nil {
+		d.jn = jn
 	}
 	return nil
 }
@@ -326,8 +321,7 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{q: q, dec: cfg.Decoder, emit: cfg.Emit, late: cfg.Late, log: cfg.Logger, now: cfg.Now, strict: cfg.Strict,
-		counts: cfg.CountsInCheckpoint, buffered: cfg.Emit == nil, max: cfg.MaxPending, onEventError: cfg.OnEventError,
-		joinBuffer: cfg.JoinBuffer, lateTable: cfg.LateTable}
+		counts: cfg.CountsInCheckpoint, buffered: cfg.Emit == nil, max: cfg.MaxPending, onEventError: cfg.OnEventError}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -492,29 +486,16 @@ func (d *Driver) admit() error {
 	if d.closed {
 		return ErrClosed
 	}
-	if d.ij != nil && d.ij.j.Ended(0) {
-		return fmt.Errorf("%w: the input of source %s has ended", ErrClosed, d.q.IJoin.Left.Name)
+	if d.jn != nil {
+		return d.jn.admit(0)
 	}
 	if d.buffered {
 		if err := d.drain(); err != nil {
 			return err
 		}
-		if d.join != nil {
-			if err := d.pump(); err != nil {
-				return err
-			}
-		}
-		if d.ij != nil {
-			if err := d.ijPump(); err != nil {
-				return err
-			}
-		}
-		if d.agg.queued() || d.room() <= 0 || d.join != nil && d.join.j.Ready() || d.ij != nil && d.ij.j.Pending() > 0 {
+		if d.agg.queued() || d.room() <= 0 {
 			return ErrBackpressure
 		}
-	}
-	if d.join != nil {
-		return d.joinFull()
 	}
 	return nil
 }
@@ -558,13 +539,7 @@ func (d *Driver) PushRow(row []types.Value) error {
 	if src.HasDerived() {
 		if d.derive == nil {
 			d.derive = exec.NewDeriver(src)
-			if d.join != nil {
-				d.derive.SetUsed(d.q.StreamUsed())
-			} else if d.ij != nil {
-				d.derive.SetUsed(d.q.LeftUsed())
-			} else {
-				d.derive.SetUsed(d.q.UsedColumns)
-			}
+			d.derive.SetUsed(firstUsed(d.q))
 		}
 		phys := d.derive.Physical()
 		if len(row) == len(src.Columns) && len(row) != len(phys.Columns) {
@@ -588,22 +563,10 @@ func (d *Driver) PushRow(row []types.Value) error {
 		d.n.Malformed++
 		return d.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d columns", len(row), src.Name, len(cols))})
 	}
-	copied := false
-	for i, c := range cols {
-		if !row[i].Null && row[i].Kind != c.Type.Kind {
-			d.n.Malformed++
-			return d.eventErr(&exec.DecodeError{Column: c.Name, Msg: fmt.Sprintf("cell is %s, column is %s", row[i].Kind, c.Type)})
-		}
-		// Invalid UTF-8 becomes U+FFFD, as the decoders do; the
-		// caller's row is copied, not changed.
-		if row[i].Kind == types.KindVarchar && !row[i].Null {
-			if s := changelog.RepairUTF8(row[i].S); s != row[i].S {
-				if !copied {
-					row, copied = append([]types.Value(nil), row...), true
-				}
-				row[i].S = s
-			}
-		}
+	row, de := typedCells(row, cols)
+	if de != nil {
+		d.n.Malformed++
+		return d.eventErr(de)
 	}
 	if tc >= 0 && row[tc].Null {
 		d.n.Malformed++
@@ -651,11 +614,11 @@ func (d *Driver) ReportMalformed() {
 }
 
 func (d *Driver) apply(row []types.Value, key []byte, keyed bool) error {
-	if d.join != nil {
-		return d.joinEvent(row)
-	}
-	if d.ij != nil {
-		return d.ijRow(0, row, d.raw)
+	if d.jn != nil {
+		// The aggregate takes joined rows: none is an input record.
+		raw := d.raw
+		d.raw = nil
+		return d.jn.push(0, row, raw)
 	}
 	d.setRoom()
 	d.n.Applied++
@@ -850,15 +813,8 @@ func (d *Driver) AdvanceWatermark(wm int64) error {
 	if d.closed {
 		return ErrClosed
 	}
-	if d.join != nil {
-		// The join's state follows the stream watermark; the operator's
-		// waits for the oldest waiting event.
-		d.join.j.AdvanceStream(wm)
-		d.join.hostWM = max(d.join.hostWM, wm)
-		return d.delivering(d.pump())
-	}
-	if d.ij != nil {
-		return d.delivering(d.advanceSide(0, wm))
+	if d.jn != nil {
+		return d.delivering(d.jn.advance(0, wm))
 	}
 	d.setRoom()
 	return d.delivering(d.agg.advance(wm))
@@ -881,8 +837,8 @@ func (d *Driver) CloseOpenWindows() error {
 	if d.closed {
 		return ErrClosed
 	}
-	if d.join != nil {
-		if err := d.closeJoin(); err != nil {
+	if d.jn != nil {
+		if err := d.jn.closeOpen(); err != nil {
 			return err
 		}
 	}
@@ -900,19 +856,10 @@ func (d *Driver) Close() error {
 		return err
 	}
 	d.closed = true
-	if d.join != nil {
-		// Both inputs end: every waiting event joins, then the windows
+	if d.jn != nil {
+		// Both inputs end: every joined row is applied, then the windows
 		// finalize (when buffering, as Next makes room).
-		d.join.j.EndTable()
-		d.join.j.AdvanceTable(math.MaxInt64)
-		d.join.finish = true
-		return d.pump()
-	}
-	if d.ij != nil {
-		d.ij.j.End(0)
-		d.ij.j.End(1)
-		d.ij.finish = true
-		return d.ijPump()
+		return d.jn.finish()
 	}
 	d.setRoom()
 	return d.agg.finish()
@@ -936,14 +883,8 @@ func (d *Driver) Next() (rec changelog.Record, ok bool) {
 // whether any record is buffered.
 func (d *Driver) Refill() (bool, error) {
 	err := d.drain()
-	if err == nil && d.join != nil {
-		err = d.pump()
-		if err == nil {
-			err = d.drain()
-		}
-	}
-	if err == nil && d.ij != nil {
-		err = d.ijPump()
+	if err == nil && d.jn != nil {
+		err = d.jn.pump()
 		if err == nil {
 			err = d.drain()
 		}
@@ -956,10 +897,7 @@ func (d *Driver) Pending() int { return len(d.pending) - d.head }
 
 // Queued reports whether finalized windows or flushes wait, unrendered.
 func (d *Driver) Queued() bool {
-	if d.join != nil && (d.join.j.Ready() || d.join.finish && !d.join.finished) {
-		return true
-	}
-	if d.ij != nil && (d.ij.j.Pending() > 0 || d.ij.finish && !d.ij.finished) {
+	if d.jn != nil && d.jn.queued() {
 		return true
 	}
 	return d.agg.queued()
@@ -977,13 +915,10 @@ func (d *Driver) Counts() Counts {
 	if d.agg != nil {
 		s := d.Stats()
 		c.EvalErrors, c.Late = s.EvalErrors, s.Late
-		if d.join != nil {
-			c.EvalErrors += d.join.evalErrs
-			c.Late += d.join.j.Stats().LateEvents
-		}
-		if d.ij != nil {
-			c.EvalErrors += d.ij.evalErrs
-			c.Late += d.ij.j.Stats().LateLeft
+		if d.jn != nil {
+			j := d.jn.counts(0)
+			c.EvalErrors += j.EvalErrors
+			c.Late += j.Late
 		}
 	} else {
 		c.EvalErrors = d.routeErrs
@@ -1020,35 +955,16 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 		b = binary.AppendVarint(b, d.n.Malformed)
 		position = append(b, position...)
 	}
-	if d.join != nil {
-		// The join's entry first, whole (events and versions), so the
-		// meta entry stays last; nothing is written while work is queued.
-		if d.agg.queued() {
-			return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
-		}
-		if d.join.incr {
-			if err := d.join.j.AppendEntries(full, d.joinCounts(nil), put); err != nil {
-				return err
-			}
-		} else if err := put([]byte(exec.JoinStateKey), d.join.j.AppendState(d.joinCounts(nil))); err != nil {
-			return err
-		}
-	}
-	if d.ij != nil {
-		if d.agg.queued() || d.ij.j.Pending() > 0 {
-			return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
-		}
-		if d.ij.incr {
-			if err := d.ij.j.AppendEntries(full, []byte(exec.JoinStateKey), d.ijCounts(nil), put); err != nil {
-				return err
-			}
-		} else if err := put([]byte(exec.JoinStateKey), d.ij.j.AppendState(d.ijCounts(nil))); err != nil {
+	if d.jn != nil {
+		// The join's entries first, so the meta entry stays last; nothing
+		// is written while work is queued.
+		if err := d.jn.checkpoint(full, put); err != nil {
 			return err
 		}
 	}
 	err := d.agg.checkpoint(full, position, put)
 	if errors.Is(err, exec.ErrQueued) {
-		return fmt.Errorf("%w: a checkpoint waits until the records of finalized windows are taken", ErrBackpressure)
+		return checkpointWaits()
 	}
 	return err
 }
@@ -1057,20 +973,10 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 // nothing yet. For the meta entry (key exec.MetaKey) it returns the
 // host's position given to Checkpoint. Call FinishRestore after the last.
 func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
-	if d.join != nil && string(key) == exec.JoinStateKey {
-		return nil, d.restoreJoin(val)
-	}
-	if d.join != nil && d.join.incr && exec.IsJoinEntry(key) {
-		return nil, d.join.j.RestoreEntry(key, val)
-	}
-	if d.ij != nil && string(key) == exec.JoinStateKey {
-		return nil, d.restoreIJoin(val)
-	}
-	if d.ij != nil && exec.IsIntervalEntry(key) {
-		// Either format restores into either driver: a held row's entry
-		// into one that writes a single entry, a single entry's rows into
-		// an incremental one (its next checkpoint writes them as entries).
-		return nil, d.ij.j.RestoreEntry(key, val)
+	if d.jn != nil {
+		if ok, err := d.jn.restore(key, val); ok {
+			return nil, err
+		}
 	}
 	pos, err := d.agg.restore(key, val)
 	if err != nil || pos == nil || !d.counts {
@@ -1095,20 +1001,20 @@ func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
 // checkpoint left it (revisions continue, no window finalizes twice).
 // What the checkpoint's counters held is not news to TakeCounts.
 func (d *Driver) FinishRestore() {
-	if d.join != nil && d.join.incr {
-		d.join.j.FinishEntries()
-	}
-	if d.ij != nil {
-		d.ij.j.FinishEntries()
+	if d.jn != nil {
+		d.jn.finishRestore()
 	}
 	d.agg.finishRestore()
 	d.taken = d.Counts()
 }
 
 // inputSource is the source of the records Push and PushRow take: the
-// query's, a temporal join's stream, an interval join's left input.
+// query's, a temporal join's stream, an interval join's left input (or,
+// for a router, the input it reads).
 func (d *Driver) inputSource() *plan.Source {
 	switch {
+	case d.jn != nil:
+		return d.jn.source(0)
 	case d.q.Join != nil:
 		return d.q.Join.Stream
 	case d.q.IJoin != nil && d.side == 1:
@@ -1117,4 +1023,16 @@ func (d *Driver) inputSource() *plan.Source {
 		return d.q.IJoin.Left
 	}
 	return d.q.Source
+}
+
+// firstUsed is the columns the query reads of the records Push and PushRow
+// take.
+func firstUsed(q *plan.Query) []bool {
+	switch {
+	case q.Join != nil:
+		return q.StreamUsed()
+	case q.IJoin != nil:
+		return q.LeftUsed()
+	}
+	return q.UsedColumns
 }

@@ -131,7 +131,7 @@ func (g *Graph) FinishRestore() {
 	if n := g.ijRoot(); n != nil {
 		// An input of the join that had ended before the checkpoint
 		// (EndFirst, EndTable) is over in the restored graph too.
-		g.ended[n.input] = n.d.ij.j.Ended(0)
-		g.ended[1] = n.d.ij.j.Ended(1)
+		g.ended[n.input] = n.d.inputEnded(0)
+		g.ended[1] = n.d.inputEnded(1)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"reflect"
 
-	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -16,30 +15,18 @@ import (
 // A query with an interval join (plan.Query.IJoin) has two stream
 // inputs: the left, pushed with Push and PushRow as any query's events,
 // and the right, pushed with PushTable and PushTableRow (the driver's
-// second input; the root package names both by source). The driver holds
-// the join state (exec.IntervalJoin) in front of the operator: a row is
-// matched against the other input's held rows when it arrives, and the
-// joined rows go to the operator, whose watermark only the join moves
-// (exec.Config.ExternalWatermark): to the joined stream's watermark
-// (plan.IntervalJoin.OutputWatermark), once every joined row made so far
-// is applied. Joined rows are applied under the same rule as pushed
+// second input; the root package names both by source). The driver's
+// join node (intervalJoin) holds the join state (exec.IntervalJoin) in
+// front of the aggregate: a row is matched against the other input's held
+// rows when it arrives, and the joined rows go to the aggregate, whose
+// watermark only the join moves (exec.Config.ExternalWatermark): to the
+// joined stream's watermark (plan.IntervalJoin.OutputWatermark), once
+// every joined row made so far is applied. Joined rows are applied under the same rule as pushed
 // events: when buffering, only while nothing is queued and the buffer has
 // room; the rest wait in the join and Refill (Next) applies them.
 
 // IntervalStats are an interval join's counters (exec.IntervalStats).
 type IntervalStats = exec.IntervalStats
-
-// ijState is an interval join driver's part.
-type ijState struct {
-	j        *exec.IntervalJoin
-	rdec     *exec.Decoder
-	rn       Counts // the right input's counters
-	finish   bool
-	finished bool
-	evalErrs int64
-	incr     bool // Config.IncrementalJoinState
-	onJoined func([]types.Value) error
-}
 
 // ErrIntervalJoinFull: see exec.ErrIntervalJoinFull.
 var ErrIntervalJoinFull = exec.ErrIntervalJoinFull
@@ -69,288 +56,214 @@ func NewIntervalRouter(q *plan.Query, side int, cfg Config) (*Driver, error) {
 	return d, nil
 }
 
-func (d *Driver) initIJoin(cfg Config) error {
-	q := d.q
+// intervalJoin is the join node of an interval join: the join state and
+// the right input.
+type intervalJoin struct {
+	*joinEnv
+	j        *exec.IntervalJoin
+	right    joinInput
+	closing  bool // Close was called: the aggregate finishes once every joined row is applied
+	finished bool
+	evalErrs int64 // rows of either input rejected by a join key evaluation error
+	incr     bool  // Config.IncrementalJoinState
+}
+
+func newIntervalJoin(env *joinEnv, cfg Config) (*intervalJoin, error) {
+	q := env.q
 	j, err := exec.NewIntervalJoin(q, cfg.ExternalWatermark)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	j.SetMaxHeld(cfg.JoinBuffer)
 	if cfg.IncrementalJoinState {
 		j.SetIncremental()
 	}
-	st := &ijState{j: j, rdec: cfg.TableDecoder, incr: cfg.IncrementalJoinState, onJoined: cfg.OnJoined}
-	if st.rdec == nil {
-		st.rdec = exec.NewSourceDecoder(q.IJoin.Right, q.RightUsed())
+	t := &intervalJoin{joinEnv: env, j: j, incr: cfg.IncrementalJoinState}
+	t.right = joinInput{env: env, src: q.IJoin.Right, dec: cfg.TableDecoder, noun: "source", call: "PushInput"}
+	if t.right.dec == nil {
+		t.right.dec = exec.NewSourceDecoder(q.IJoin.Right, q.RightUsed())
 	}
-	if err := st.rdec.Err(); err != nil {
-		return fmt.Errorf("source %s: %w", q.IJoin.Right.Name, err)
+	if err := t.right.dec.Err(); err != nil {
+		return nil, fmt.Errorf("source %s: %w", q.IJoin.Right.Name, err)
 	}
-	d.ij = st
+	return t, nil
+}
+
+// admit refuses a row of an input that has ended: the left one's before
+// anything else, the right one's once nothing waits.
+func (t *intervalJoin) admit(input int) error {
+	if input == 0 && t.j.Ended(0) {
+		return t.endedErr(0)
+	}
+	if err := t.backlog(t.pump, t.waiting); err != nil {
+		return err
+	}
+	if input == 1 && t.j.Ended(1) {
+		return t.endedErr(1)
+	}
 	return nil
 }
 
-// ijRow hands one decoded row of input side to the join.
-func (d *Driver) ijRow(side int, row []types.Value, raw []byte) error {
-	st := d.ij
-	late, err := st.j.Push(side, row)
+func (t *intervalJoin) endedErr(input int) error {
+	return fmt.Errorf("%w: the input of source %s has ended", ErrClosed, t.source(input).Name)
+}
+
+// waiting reports whether joined rows wait for the aggregate.
+func (t *intervalJoin) waiting() bool { return t.j.Pending() > 0 }
+
+// push hands one decoded row of an input to the join.
+func (t *intervalJoin) push(side int, row []types.Value, raw []byte) error {
+	late, err := t.j.Push(side, row)
 	if errors.Is(err, exec.ErrIntervalJoinFull) {
-		d.fatal = err // the row was not taken: the host cannot go on
-		return err
+		return t.fail(err) // the row was not taken: the host cannot go on
 	}
 	if err != nil {
-		st.evalErrs++
-		e := d.sideErr(side, err)
-		if !d.strict {
-			if perr := d.ijPump(); perr != nil {
+		t.evalErrs++
+		e := t.sideErr(side, err)
+		if !t.strict {
+			if perr := t.pump(); perr != nil {
 				return perr
 			}
 		}
 		return e
 	}
 	if side == 0 {
-		d.n.Applied++
+		t.n.Applied++
 	} else {
-		st.rn.Applied++
+		t.right.n.Applied++
 	}
 	if late {
-		hook := d.late
+		hook := t.late
 		if side == 1 {
-			st.rn.Late++
-			hook = d.lateTable
+			t.right.n.Late++
+			hook = t.lateTable
 		}
 		if hook != nil {
-			tc := d.sideSrc(side).TimeCol
-			hook(&exec.LateEvent{Row: row, EventTime: row[tc].I, Watermark: st.j.Watermark(side), Event: raw, Source: d.sideSrc(side),
-				Reason: fmt.Sprintf("behind the watermark of %s less the allowed lateness at the interval join", d.sideSrc(side).Name)})
+			src := t.source(side)
+			hook(&exec.LateEvent{Row: row, EventTime: row[src.TimeCol].I, Watermark: t.j.Watermark(side), Event: raw, Source: src,
+				Reason: fmt.Sprintf("behind the watermark of %s less the allowed lateness at the interval join", src.Name)})
 		}
 		return nil
 	}
-	return d.ijPump()
+	return t.pump()
 }
 
-func (d *Driver) sideSrc(side int) *plan.Source {
+func (t *intervalJoin) sideErr(side int, err error) error {
 	if side == 0 {
-		return d.q.IJoin.Left
+		return t.eventErr(err)
 	}
-	return d.q.IJoin.Right
+	return t.right.eventErr(err)
 }
 
-func (d *Driver) sideErr(side int, err error) error {
-	if side == 0 {
-		return d.eventErr(err)
-	}
-	e := &EventError{Seq: d.ij.rn.Events, Err: fmt.Errorf("source %s: %w", d.q.IJoin.Right.Name, err)}
-	if d.strict {
-		d.fatal = e
-	}
-	return e
-}
-
-// ijPump applies the joined rows the operator may take now, then moves
+// pump applies the joined rows the aggregate may take now, then moves
 // its watermark to the joined stream's once none waits.
-func (d *Driver) ijPump() error {
-	st := d.ij
-	for st.j.Pending() > 0 {
-		if d.buffered && (d.agg.queued() || d.room() <= 0) {
+func (t *intervalJoin) pump() error {
+	for t.j.Pending() > 0 {
+		if t.blocked() {
 			return nil
 		}
-		row := st.j.Take()
-		if st.onJoined != nil {
-			if err := st.onJoined(row); err != nil {
-				d.fatal = err
-				return err
-			}
-			continue
-		}
-		d.raw = nil
-		d.setRoom()
-		if err := d.agg.process(row, nil, false); err != nil {
-			var ee *exec.EvalError
-			if errors.As(err, &ee) {
-				if d.strict {
-					d.fatal = err
-					return err
-				}
-				continue
-			}
-			d.fatal = err
+		if err := t.apply(t.j.Take()); err != nil {
 			return err
 		}
 	}
-	if wm := st.j.OutputWatermark(); wm > d.agg.watermark() && wm != math.MaxInt64 && wm != math.MinInt64 {
-		d.setRoom()
-		if err := d.agg.advance(wm); err != nil {
+	if wm := t.j.OutputWatermark(); wm > t.agg.watermark() && wm != math.MaxInt64 && wm != math.MinInt64 {
+		if err := t.advanceAgg(wm); err != nil {
 			return err
 		}
 	}
-	if st.finish && !st.finished && !(d.buffered && d.agg.queued()) {
-		st.finished = true
-		d.setRoom()
-		return d.agg.finish()
+	if t.closing && !t.finished && !(t.buffered && t.agg.queued()) {
+		t.finished = true
+		return t.finishAgg()
 	}
 	return nil
 }
 
-// ijAdmit refuses right input on a failed or closed driver; when
-// buffering it first applies what waits.
-func (d *Driver) ijAdmit() error {
-	if d.fatal != nil {
-		return d.fatal
-	}
-	if d.closed {
-		return ErrClosed
-	}
-	if d.buffered {
-		if err := d.drain(); err != nil {
-			return err
-		}
-		if err := d.ijPump(); err != nil {
-			return err
-		}
-		if d.agg.queued() || d.room() <= 0 || d.ij.j.Pending() > 0 {
-			return ErrBackpressure
-		}
-	}
-	return nil
-}
-
-// rightEnded refuses a row of the right input once it has ended.
-func (d *Driver) rightEnded() error {
-	if d.ij.j.Ended(1) {
-		return fmt.Errorf("%w: the input of source %s has ended", ErrClosed, d.q.IJoin.Right.Name)
-	}
-	return nil
-}
-
-// pushRight decodes one record of the right input and joins it.
-func (d *Driver) pushRight(raw []byte) error {
-	if err := d.ijAdmit(); err != nil {
-		return err
-	}
-	if err := d.rightEnded(); err != nil {
-		return err
-	}
-	st := d.ij
-	st.rn.Records++
-	row, err := st.rdec.Decode(raw)
-	if err != nil {
-		var he *exec.HeaderError
-		if errors.As(err, &he) {
-			d.fatal = fmt.Errorf("source %s: %w", d.q.IJoin.Right.Name, err)
-			return d.fatal
-		}
-		st.rn.Events++
-		st.rn.Malformed++
-		return d.sideErr(1, err)
-	}
-	if row == nil {
-		st.rn.Headers++
-		return nil
-	}
-	st.rn.Events++
-	return d.ijRow(1, row, raw)
-}
-
-// pushRightRow joins one typed row of the right input, in its column
-// order (a source with computed or TIMESTAMP(p) columns takes records).
-func (d *Driver) pushRightRow(row []types.Value) error {
-	if err := d.ijAdmit(); err != nil {
-		return err
-	}
-	if err := d.rightEnded(); err != nil {
-		return err
-	}
-	st := d.ij
-	st.rn.Records++
-	st.rn.Events++
-	src := d.q.IJoin.Right
-	bad := func(col, msg string) error {
-		st.rn.Malformed++
-		return d.sideErr(1, &exec.DecodeError{Column: col, Msg: msg})
-	}
-	if src.HasDerived() {
-		return bad("", "a source with computed or TIMESTAMP(p) columns takes its rows as records (PushInput)")
-	}
-	if len(row) != len(src.Columns) {
-		return bad("", fmt.Sprintf("row has %d cells, source %q has %d columns", len(row), src.Name, len(src.Columns)))
-	}
-	copied := false
-	for i, c := range src.Columns {
-		if !row[i].Null && row[i].Kind != c.Type.Kind {
-			return bad(c.Name, fmt.Sprintf("cell is %s, column is %s", row[i].Kind, c.Type))
-		}
-		if row[i].Kind == types.KindVarchar && !row[i].Null {
-			if s := changelog.RepairUTF8(row[i].S); s != row[i].S {
-				if !copied {
-					row, copied = append([]types.Value(nil), row...), true
-				}
-				row[i].S = s
-			}
-		}
-	}
-	if row[src.TimeCol].Null {
-		return bad(src.Columns[src.TimeCol].Name, "event time is null")
-	}
-	return d.ijRow(1, row, nil)
-}
-
-// advanceSide moves input side's watermark (a host that knows no earlier
+// advance moves input side's watermark (a host that knows no earlier
 // row will come, or a graph's marker).
-func (d *Driver) advanceSide(side int, wm int64) error {
-	if d.closed {
-		return ErrClosed
-	}
-	d.ij.j.Advance(side, wm)
-	return d.ijPump()
+func (t *intervalJoin) advance(side int, wm int64) error {
+	t.j.Advance(side, wm)
+	return t.pump()
 }
 
-// EndFirst ends the left input of an interval join alone, as EndTable
-// ends the right: no row of it will come, its watermark goes to the end,
-// so the join holds no right row for it any more (a host whose left file
-// ended while the right goes on calls it, or the rest of the right input
-// would be held until Close). Close ends both; ending twice is a no-op.
-func (d *Driver) EndFirst() error {
-	if d.ij == nil {
-		return fmt.Errorf("drive: query %s has no interval join: its input ends with Close", d.q.Name)
-	}
-	if d.fatal != nil {
-		return d.fatal
-	}
-	if d.closed || d.ij.j.Ended(0) {
-		return nil
-	}
-	return d.delivering(d.endSide(0))
+// end ends input side: its watermark goes to the end.
+func (t *intervalJoin) end(side int) error {
+	t.j.End(side)
+	return t.pump()
 }
 
-// endSide ends input side: its watermark goes to the end.
-func (d *Driver) endSide(side int) error {
-	d.ij.j.End(side)
-	return d.ijPump()
+func (t *intervalJoin) ended(side int) bool { return t.j.Ended(side) }
+
+// closeOpen releases nothing: the joined rows are applied as they are
+// made.
+func (t *intervalJoin) closeOpen() error { return nil }
+
+func (t *intervalJoin) finish() error {
+	t.j.End(0)
+	t.j.End(1)
+	t.closing = true
+	return t.pump()
 }
 
-// IntervalStats returns the interval join's counters (zero without one).
-func (d *Driver) IntervalStats() IntervalStats {
-	if d.ij == nil {
-		return IntervalStats{}
+func (t *intervalJoin) queued() bool { return t.j.Pending() > 0 || t.closing && !t.finished }
+
+// checkpoint writes the join's entry, or an entry per held row; nothing
+// while joined rows or records of finalized windows wait (they are in no
+// checkpoint).
+func (t *intervalJoin) checkpoint(full bool, put func(key, val []byte) error) error {
+	if t.agg.queued() || t.j.Pending() > 0 {
+		return checkpointWaits()
 	}
-	return d.ij.j.Stats()
+	if t.incr {
+		return t.j.AppendEntries(full, []byte(exec.JoinStateKey), t.counters(nil), put)
+	}
+	return put([]byte(exec.JoinStateKey), t.j.AppendState(t.counters(nil)))
 }
 
-// HasIntervalJoin reports whether the query has an interval join.
-func (d *Driver) HasIntervalJoin() bool { return d.ij != nil }
+func (t *intervalJoin) restore(key, val []byte) (bool, error) {
+	if string(key) == exec.JoinStateKey {
+		return true, t.restoreState(val)
+	}
+	if exec.IsIntervalEntry(key) {
+		// Either format restores into either driver: a held row's entry
+		// into one that writes a single entry, a single entry's rows into
+		// an incremental one (its next checkpoint writes them as entries).
+		return true, t.j.RestoreEntry(key, val)
+	}
+	return false, nil
+}
 
-func (d *Driver) ijCounts(b []byte) []byte {
-	t := d.ij.rn
-	for _, x := range []int64{t.Records, t.Events, t.Malformed, t.Headers, t.Applied, t.Late, d.ij.evalErrs} {
+func (t *intervalJoin) finishRestore() { t.j.FinishEntries() }
+
+func (t *intervalJoin) counts(input int) Counts {
+	if input == 1 {
+		return t.right.n
+	}
+	return Counts{EvalErrors: t.evalErrs, Late: t.j.Stats().LateLeft}
+}
+
+func (t *intervalJoin) watermarks() (first, second int64) { return t.j.Watermark(0), t.j.Watermark(1) }
+
+func (t *intervalJoin) source(side int) *plan.Source {
+	if side == 0 {
+		return t.q.IJoin.Left
+	}
+	return t.q.IJoin.Right
+}
+
+func (t *intervalJoin) second() *joinInput           { return &t.right }
+func (t *intervalJoin) intervalStats() IntervalStats { return t.j.Stats() }
+
+func (t *intervalJoin) counters(b []byte) []byte {
+	c := t.right.n
+	for _, x := range []int64{c.Records, c.Events, c.Malformed, c.Headers, c.Applied, c.Late, t.evalErrs} {
 		b = binary.AppendVarint(b, x)
 	}
 	return b
 }
 
-func (d *Driver) restoreIJoin(val []byte) error {
-	t := &d.ij.rn
-	for _, p := range []*int64{&t.Records, &t.Events, &t.Malformed, &t.Headers, &t.Applied, &t.Late, &d.ij.evalErrs} {
+func (t *intervalJoin) restoreState(val []byte) error {
+	c := &t.right.n
+	for _, p := range []*int64{&c.Records, &c.Events, &c.Malformed, &c.Headers, &c.Applied, &c.Late, &t.evalErrs} {
 		x, n := binary.Varint(val)
 		if n <= 0 {
 			return fmt.Errorf("%w: bad interval join counters", exec.ErrBadState)
@@ -360,21 +273,7 @@ func (d *Driver) restoreIJoin(val []byte) error {
 		}
 		*p, val = x, val[n:]
 	}
-	return d.ij.j.RestoreState(val)
-}
-
-// InputWatermarks are the watermarks (µs) of a join's two inputs: an
-// interval join's left and right, a temporal join's stream and table
-// (math.MinInt64 without a join, or before an input's first row).
-func (d *Driver) InputWatermarks() (first, second int64) {
-	switch {
-	case d.ij != nil:
-		return d.ij.j.Watermark(0), d.ij.j.Watermark(1)
-	case d.join != nil:
-		st := d.join.j.Stats()
-		return st.StreamWM, st.TableWM
-	}
-	return math.MinInt64, math.MinInt64
+	return t.j.RestoreState(val)
 }
 
 // IntervalKeyed reports whether an interval join's GROUP BY puts each

@@ -2,12 +2,10 @@ package drive
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
 
-	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -15,15 +13,16 @@ import (
 
 // A query with a temporal join (plan.Query.Join) has two inputs: the
 // stream, pushed with Push and PushRow as any query's events, and the
-// versioned table, pushed with PushTable and PushTableRow. The driver
-// holds the join state (exec.TemporalJoin) in front of the operator:
-// every event waits in it until the table's watermark has passed its time
-// (or the table has ended), then the joined row goes to the operator.
+// versioned table, pushed with PushTable and PushTableRow. The driver's
+// join node (temporalJoin) holds the join state (exec.TemporalJoin) in
+// front of the aggregate: every event waits in it until the table's
+// watermark has passed its time (or the table has ended), then the joined
+// row goes to the aggregate.
 //
 // Released rows are applied under the same rule as pushed events: when
 // buffering, only while nothing is queued and the buffer has room; the
 // rest wait in the join, releasable, and Refill (Next) applies them. The
-// operator's watermark follows the joined rows' times; a watermark the
+// aggregate's watermark follows the joined rows' times; a watermark the
 // host advances reaches it only as far as the oldest waiting event, so no
 // waiting event is late when it is released.
 
@@ -40,24 +39,25 @@ const JoinStateKey = exec.JoinStateKey
 // an interval join or a join of two views (exec.IsIntervalEntry).
 func IsIntervalEntry(key []byte) bool { return exec.IsIntervalEntry(key) }
 
-// joinState is a join driver's part.
-type joinState struct {
+// temporalJoin is the join node of a temporal join: the join state, the
+// table input, and the stream watermark the host advanced to.
+type temporalJoin struct {
+	*joinEnv
 	j        *exec.TemporalJoin
-	tdec     *exec.Decoder
-	tn       Counts // the table input's counters
-	hostWM   int64  // the stream watermark the host advanced to
-	finish   bool   // Close was called: the operator finishes once the join is empty
+	table    joinInput
+	max      int   // Config.JoinBuffer
+	hostWM   int64 // the stream watermark the host advanced to
+	closing  bool  // Close was called: the aggregate finishes once the join is empty
 	finished bool
 	evalErrs int64 // released events rejected by a join key evaluation error
 	incr     bool  // Config.IncrementalJoinState
-	onJoined func([]types.Value) error
 }
 
-func (d *Driver) initJoin(cfg Config) error {
-	q := d.q
+func newTemporalJoin(env *joinEnv, cfg Config) (*temporalJoin, error) {
+	q := env.q
 	j, err := exec.NewTemporalJoin(q, cfg.JoinBuffer)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cfg.ExternalWatermark {
 		// The host moves both watermarks: the stream's with
@@ -68,370 +68,275 @@ func (d *Driver) initJoin(cfg Config) error {
 	if cfg.IncrementalJoinState {
 		j.SetIncremental()
 	}
-	js := &joinState{j: j, tdec: cfg.TableDecoder, hostWM: math.MinInt64, incr: cfg.IncrementalJoinState, onJoined: cfg.OnJoined}
-	if js.tdec == nil {
-		js.tdec = exec.NewSourceDecoder(q.Join.Table, q.TableUsed())
+	t := &temporalJoin{joinEnv: env, j: j, max: cfg.JoinBuffer, hostWM: math.MinInt64, incr: cfg.IncrementalJoinState}
+	t.table = joinInput{env: env, src: q.Join.Table, dec: cfg.TableDecoder, noun: "table", call: "PushTable"}
+	if t.table.dec == nil {
+		t.table.dec = exec.NewSourceDecoder(q.Join.Table, q.TableUsed())
 	}
-	if err := js.tdec.Err(); err != nil {
-		return fmt.Errorf("table %s: %w", q.Join.Table.Name, err)
+	if err := t.table.dec.Err(); err != nil {
+		return nil, fmt.Errorf("table %s: %w", q.Join.Table.Name, err)
 	}
-	d.join = js
+	return t, nil
+}
+
+func (t *temporalJoin) admit(input int) error {
+	if input == 1 && t.j.Ended() {
+		return fmt.Errorf("%w: the input of table %s has ended", ErrClosed, t.q.Join.Table.Name)
+	}
+	if err := t.backlog(t.pump, t.j.Ready); err != nil {
+		return err
+	}
+	if input == 0 {
+		return t.full()
+	}
 	return nil
 }
 
-// joinEvent hands one decoded stream row to the join.
-func (d *Driver) joinEvent(row []types.Value) error {
-	d.n.Applied++
-	if !d.buffered || !d.agg.queued() && d.room() > 0 {
-		// An event that need not wait joins in place: no copy.
-		out, ok, err := d.join.j.JoinNow(row)
-		if ok {
-			if err := d.applyJoined(out, err); err != nil {
-				return err
-			}
-			return d.pump()
-		}
-	}
-	if d.join.j.Late(row[d.q.Join.Stream.TimeCol].I) && d.agg.countCopy(row) {
-		return nil // a copy of an admitted event: a duplicate, not late
-	}
-	late, err := d.join.j.PushEvent(row)
-	if err != nil {
-		d.n.Applied--
-		return err
-	}
-	if late {
-		if d.late != nil {
-			st := d.join.j.Stats()
-			d.late(&exec.LateEvent{Row: row, EventTime: row[d.q.Join.Stream.TimeCol].I, Watermark: st.StreamWM, Event: d.raw, Source: d.q.Join.Stream,
-				Reason: "behind the stream watermark less the allowed lateness at the temporal join"})
-		}
-		return nil
-	}
-	return d.pump()
-}
-
-// joinFull refuses a stream push while the join's buffer is full (before
+// full refuses a stream push while the join's buffer is full (before
 // anything is decoded or counted).
-func (d *Driver) joinFull() error {
-	if d.join.j.Waiting() < d.joinMax() {
+func (t *temporalJoin) full() error {
+	if t.j.Waiting() < t.bound() {
 		return nil
 	}
-	st := d.join.j.Stats()
+	st := t.j.Stats()
 	return fmt.Errorf("%w: %d events wait for the watermark of table %s (at %s) to pass their time; push table rows first (or end the table input)",
-		ErrJoinBuffer, st.Buffered, d.q.Join.Table.Name, wmText(st.TableWM))
+		ErrJoinBuffer, st.Buffered, t.q.Join.Table.Name, wmText(st.TableWM))
 }
 
-func (d *Driver) joinMax() int {
-	if d.joinBuffer > 0 {
-		return d.joinBuffer
+func (t *temporalJoin) bound() int {
+	if t.max > 0 {
+		return t.max
 	}
 	return plan.DefaultJoinBuffer
 }
 
-// pump applies the releasable joined rows the operator may take now, then
-// lets the host's watermark through as far as the oldest waiting event.
-func (d *Driver) pump() error {
-	js := d.join
-	for js.j.Ready() {
-		if d.buffered && (d.agg.queued() || d.room() <= 0) {
-			return nil
-		}
-		row, ok, err := js.j.Release()
-		if !ok {
-			break
-		}
-		if err := d.applyJoined(row, err); err != nil {
-			return err
-		}
+func (t *temporalJoin) push(input int, row []types.Value, raw []byte) error {
+	if input == 1 {
+		return t.pushTable(row, raw)
 	}
-	if wm := min(js.hostWM, js.j.Oldest()); wm > d.agg.watermark() && wm != math.MaxInt64 {
-		d.setRoom()
-		if err := d.agg.advance(wm); err != nil {
-			return err
-		}
-	}
-	if js.finish && !js.finished && !js.j.Ready() && js.j.Waiting() == 0 && !(d.buffered && d.agg.queued()) {
-		js.finished = true
-		d.setRoom()
-		return d.agg.finish()
-	}
-	return nil
+	return t.pushEvent(row, raw)
 }
 
-// applyJoined applies one joined row to the operator (jerr: the join's
-// key evaluation failed; row nil: an inner join's event without a
-// version). Only a fatal error is returned.
-func (d *Driver) applyJoined(row []types.Value, jerr error) error {
-	if jerr != nil {
-		d.join.evalErrs++
-		if d.strict {
-			d.fatal = jerr
-			return jerr
+// pushEvent hands one decoded stream row to the join.
+func (t *temporalJoin) pushEvent(row []types.Value, raw []byte) error {
+	t.n.Applied++
+	if !t.blocked() {
+		// An event that need not wait joins in place: no copy.
+		out, ok, err := t.j.JoinNow(row)
+		if ok {
+			if err := t.applyJoined(out, err); err != nil {
+				return err
+			}
+			return t.pump()
 		}
-		return nil
 	}
-	if row == nil {
-		return nil
+	stream := t.q.Join.Stream
+	if t.j.Late(row[stream.TimeCol].I) && t.agg.countCopy(row) {
+		return nil // a copy of an admitted event: a duplicate, not late
 	}
-	if d.join.onJoined != nil {
-		if err := d.join.onJoined(row); err != nil {
-			d.fatal = err
-			return err
-		}
-		return nil
-	}
-	d.raw = nil
-	d.setRoom()
-	if err := d.agg.process(row, nil, false); err != nil {
-		var ee *exec.EvalError
-		if errors.As(err, &ee) && !d.strict {
-			return nil
-		}
-		d.fatal = err
+	late, err := t.j.PushEvent(row)
+	if err != nil {
+		t.n.Applied--
 		return err
 	}
-	return nil
-}
-
-// PushTable decodes one record of the versioned table and applies it: the
-// version of its key valid from its time. A malformed row is an
-// *EventError (counted in TableCounts); a late one is counted and handed
-// to the late hook. Waiting events it releases are joined and applied.
-func (d *Driver) PushTable(raw []byte) error {
-	if d.ij != nil {
-		return d.pushRight(raw)
-	}
-	if err := d.joinAdmit(); err != nil {
-		return err
-	}
-	js := d.join
-	js.tn.Records++
-	row, err := js.tdec.Decode(raw)
-	if err != nil {
-		var he *exec.HeaderError
-		if errors.As(err, &he) {
-			d.fatal = fmt.Errorf("table %s: %w", d.q.Join.Table.Name, err)
-			return d.fatal
-		}
-		js.tn.Events++
-		js.tn.Malformed++
-		return d.tableErr(err)
-	}
-	if row == nil {
-		js.tn.Headers++
-		return nil
-	}
-	js.tn.Events++
-	return d.tableRow(row, raw)
-}
-
-// PushTableBehind is PushTable for a host whose table watermark is a
-// minimum over the table's partitions (Kafka): the row is late when it
-// is behind the join's table watermark or behind floor, the watermark
-// of the rows before it in its own table partition (math.MinInt64: not
-// known), so what is late does not depend on the other partitions or
-// on when the host moved the watermark.
-func (d *Driver) PushTableBehind(raw []byte, floor int64) error {
-	if d.join == nil {
-		return d.PushTable(raw)
-	}
-	d.join.j.SetLateFloor(floor)
-	defer d.join.j.SetLateFloor(math.MinInt64)
-	return d.PushTable(raw)
-}
-
-func (d *Driver) tableErr(err error) error {
-	e := &EventError{Seq: d.join.tn.Events, Err: fmt.Errorf("table %s: %w", d.q.Join.Table.Name, err)}
-	if d.strict {
-		d.fatal = e
-	}
-	return e
-}
-
-func (d *Driver) tableRow(row []types.Value, raw []byte) error {
-	js := d.join
-	late, err := js.j.PushTable(row)
-	if err != nil {
-		js.tn.Malformed++
-		return d.tableErr(err)
-	}
-	js.tn.Applied++
 	if late {
-		js.tn.Late++
-		if d.lateTable != nil {
-			tc := d.q.Join.Table.TimeCol
-			d.lateTable(&exec.LateEvent{Row: row, EventTime: row[tc].I, Watermark: js.j.TableWatermark(), Event: raw, Source: d.q.Join.Table,
+		if t.late != nil {
+			st := t.j.Stats()
+			t.late(&exec.LateEvent{Row: row, EventTime: row[stream.TimeCol].I, Watermark: st.StreamWM, Event: raw, Source: stream,
+				Reason: "behind the stream watermark less the allowed lateness at the temporal join"})
+		}
+		return nil
+	}
+	return t.pump()
+}
+
+// pushTable applies one decoded table row: the version of its key valid
+// from its time.
+func (t *temporalJoin) pushTable(row []types.Value, raw []byte) error {
+	tn := &t.table.n
+	late, err := t.j.PushTable(row)
+	if err != nil {
+		tn.Malformed++
+		return t.table.eventErr(err)
+	}
+	tn.Applied++
+	if late {
+		tn.Late++
+		if t.lateTable != nil {
+			tab := t.q.Join.Table
+			t.lateTable(&exec.LateEvent{Row: row, EventTime: row[tab.TimeCol].I, Watermark: t.j.TableWatermark(), Event: raw, Source: tab,
 				Reason: "table row behind the table watermark: not applied"})
 		}
 		return nil
 	}
-	return d.pump()
+	return t.pump()
 }
 
-// PushTableRow applies one typed table row, in the table's column order
-// (a table with computed or TIMESTAMP(p) columns takes its rows through
-// PushTable). A row of the wrong shape or kinds, or without a time, is
-// malformed.
-func (d *Driver) PushTableRow(row []types.Value) error {
-	if d.ij != nil {
-		return d.pushRightRow(row)
-	}
-	if err := d.joinAdmit(); err != nil {
-		return err
-	}
-	js := d.join
-	js.tn.Records++
-	js.tn.Events++
-	t := d.q.Join.Table
-	bad := func(col, msg string) error {
-		js.tn.Malformed++
-		return d.tableErr(&exec.DecodeError{Column: col, Msg: msg})
-	}
-	if t.HasDerived() {
-		return bad("", "a table with computed or TIMESTAMP(p) columns takes its rows as records (PushTable)")
-	}
-	if len(row) != len(t.Columns) {
-		return bad("", fmt.Sprintf("row has %d cells, table %q has %d columns", len(row), t.Name, len(t.Columns)))
-	}
-	copied := false
-	for i, c := range t.Columns {
-		if !row[i].Null && row[i].Kind != c.Type.Kind {
-			return bad(c.Name, fmt.Sprintf("cell is %s, column is %s", row[i].Kind, c.Type))
+// pump applies the releasable joined rows the aggregate may take now, then
+// lets the host's watermark through as far as the oldest waiting event.
+func (t *temporalJoin) pump() error {
+	for t.j.Ready() {
+		if t.blocked() {
+			return nil
 		}
-		if row[i].Kind == types.KindVarchar && !row[i].Null {
-			if s := changelog.RepairUTF8(row[i].S); s != row[i].S {
-				if !copied {
-					row, copied = append([]types.Value(nil), row...), true
-				}
-				row[i].S = s
-			}
+		row, ok, err := t.j.Release()
+		if !ok {
+			break
 		}
-	}
-	if row[t.TimeCol].Null {
-		return bad(t.Columns[t.TimeCol].Name, "event time is null")
-	}
-	return d.tableRow(row, nil)
-}
-
-// joinAdmit refuses table input on a driver that is not a join's, failed
-// or closed; when buffering it first applies what waits.
-func (d *Driver) joinAdmit() error {
-	if d.join == nil {
-		return fmt.Errorf("drive: query %s has no versioned table input", d.q.Name)
-	}
-	if d.fatal != nil {
-		return d.fatal
-	}
-	if d.closed {
-		return ErrClosed
-	}
-	if d.join.j.Ended() {
-		return fmt.Errorf("%w: the input of table %s has ended", ErrClosed, d.q.Join.Table.Name)
-	}
-	if d.buffered {
-		if err := d.drain(); err != nil {
+		if err := t.applyJoined(row, err); err != nil {
 			return err
 		}
-		if err := d.pump(); err != nil {
+	}
+	if wm := min(t.hostWM, t.j.Oldest()); wm > t.agg.watermark() && wm != math.MaxInt64 {
+		if err := t.advanceAgg(wm); err != nil {
 			return err
 		}
-		if d.agg.queued() || d.room() <= 0 || d.join.j.Ready() {
-			return ErrBackpressure
-		}
+	}
+	if t.closing && !t.finished && !t.j.Ready() && t.j.Waiting() == 0 && !(t.buffered && t.agg.queued()) {
+		t.finished = true
+		return t.finishAgg()
 	}
 	return nil
 }
 
-// AdvanceTableWatermark moves the table's watermark to wm (µs) if that is
-// later: a table input that is idle, or whose host knows no earlier row
-// will come. Waiting events it passes are joined.
-func (d *Driver) AdvanceTableWatermark(wm int64) error {
-	if d.ij != nil {
-		return d.delivering(d.advanceSide(1, wm))
+// applyJoined applies one joined row to the aggregate (jerr: the join's
+// key evaluation failed; row nil: an inner join's event without a
+// version). Only a fatal error is returned.
+func (t *temporalJoin) applyJoined(row []types.Value, jerr error) error {
+	if jerr != nil {
+		t.evalErrs++
+		if t.strict {
+			return t.fail(jerr)
+		}
+		return nil
 	}
-	if d.join == nil {
-		return fmt.Errorf("drive: query %s has no versioned table input", d.q.Name)
+	if row == nil {
+		return nil
 	}
-	if d.closed {
-		return ErrClosed
-	}
-	d.join.j.AdvanceTable(wm)
-	return d.delivering(d.pump())
+	return t.apply(row)
 }
 
-// closeJoin releases every waiting event, for CloseOpenWindows: the
-// table's watermark moves just past the newest one (not to +infinity,
-// nor does the table end), so each joins the versions there are, as at
-// the end of a file, and a table row at or before it that comes later is
-// late.
-func (d *Driver) closeJoin() error {
-	if n := d.join.j.Newest(); n != math.MinInt64 && n < math.MaxInt64 {
-		d.join.j.AdvanceTable(n + 1)
+// advance moves the stream's watermark (the join's state follows it; the
+// aggregate's waits for the oldest waiting event) or the table's.
+func (t *temporalJoin) advance(input int, wm int64) error {
+	if input == 0 {
+		t.j.AdvanceStream(wm)
+		t.hostWM = max(t.hostWM, wm)
+	} else {
+		t.j.AdvanceTable(wm)
 	}
-	return d.pump()
+	return t.pump()
 }
 
-// EndTable ends the table input: no row will come, so every waiting event
-// joins the versions there are. Later table rows are refused (late).
-func (d *Driver) EndTable() error {
-	if d.ij != nil {
-		return d.delivering(d.endSide(1))
+// end ends the table input: every waiting event joins the versions there
+// are, and later table rows are late. The stream ends with the driver.
+func (t *temporalJoin) end(input int) error {
+	if input == 0 {
+		return errNoEndFirst(t.q)
 	}
-	if d.join == nil {
-		return fmt.Errorf("drive: query %s has no versioned table input", d.q.Name)
-	}
-	d.join.j.EndTable()
-	d.join.j.AdvanceTable(math.MaxInt64)
-	return d.delivering(d.pump())
+	t.j.EndTable()
+	t.j.AdvanceTable(math.MaxInt64)
+	return t.pump()
 }
 
-// TableCounts returns the table input's counters (Late: rows behind the
-// table watermark; Applied: rows taken as versions or late).
-func (d *Driver) TableCounts() Counts {
-	if d.ij != nil {
-		return d.ij.rn
+func (t *temporalJoin) ended(input int) bool { return input == 1 && t.j.Ended() }
+
+// closeOpen releases every waiting event: the table's watermark moves just
+// past the newest one (not to +infinity, nor does the table end), so
+// each joins the versions there are, as at the end of a file, and a table
+// row at or before it that comes later is late.
+func (t *temporalJoin) closeOpen() error {
+	if n := t.j.Newest(); n != math.MinInt64 && n < math.MaxInt64 {
+		t.j.AdvanceTable(n + 1)
 	}
-	if d.join == nil {
-		return Counts{}
-	}
-	return d.join.tn
+	return t.pump()
 }
 
-// JoinStats returns the join's counters and state sizes (zero without a join).
-func (d *Driver) JoinStats() JoinStats {
-	if d.join == nil {
-		return JoinStats{}
-	}
-	return d.join.j.Stats()
+// finish: both inputs end, every waiting event joins, then the windows
+// finalize (when buffering, as Next makes room).
+func (t *temporalJoin) finish() error {
+	t.j.EndTable()
+	t.j.AdvanceTable(math.MaxInt64)
+	t.closing = true
+	return t.pump()
 }
 
-// HasJoin reports whether the query has a temporal join (a table input).
-func (d *Driver) HasJoin() bool { return d.join != nil }
+func (t *temporalJoin) queued() bool { return t.j.Ready() || t.closing && !t.finished }
 
-// joinCounts prefixes the join entry with the table input's counters and
+// checkpoint writes the join's entry whole (events and versions), or its
+// incremental entries; nothing while records of finalized windows wait.
+func (t *temporalJoin) checkpoint(full bool, put func(key, val []byte) error) error {
+	if t.agg.queued() {
+		return checkpointWaits()
+	}
+	if t.incr {
+		return t.j.AppendEntries(full, t.counters(nil), put)
+	}
+	return put([]byte(exec.JoinStateKey), t.j.AppendState(t.counters(nil)))
+}
+
+func (t *temporalJoin) restore(key, val []byte) (bool, error) {
+	if string(key) == exec.JoinStateKey {
+		return true, t.restoreState(val)
+	}
+	if t.incr && exec.IsJoinEntry(key) {
+		return true, t.j.RestoreEntry(key, val)
+	}
+	return false, nil
+}
+
+func (t *temporalJoin) finishRestore() {
+	if t.incr {
+		t.j.FinishEntries()
+	}
+}
+
+func (t *temporalJoin) counts(input int) Counts {
+	if input == 1 {
+		return t.table.n
+	}
+	return Counts{EvalErrors: t.evalErrs, Late: t.j.Stats().LateEvents}
+}
+
+func (t *temporalJoin) watermarks() (first, second int64) {
+	st := t.j.Stats()
+	return st.StreamWM, st.TableWM
+}
+
+func (t *temporalJoin) source(input int) *plan.Source {
+	if input == 1 {
+		return t.q.Join.Table
+	}
+	return t.q.Join.Stream
+}
+
+func (t *temporalJoin) second() *joinInput       { return &t.table }
+func (t *temporalJoin) joinStats() JoinStats     { return t.j.Stats() }
+func (t *temporalJoin) setLateFloor(floor int64) { t.j.SetLateFloor(floor) }
+
+// counters prefixes the join entry with the table input's counters and
 // the watermark the host advanced to.
-func (d *Driver) joinCounts(b []byte) []byte {
-	t := d.join.tn
-	for _, x := range []int64{t.Records, t.Events, t.Malformed, t.Headers, t.Applied, t.Late, d.join.evalErrs, d.join.hostWM} {
+func (t *temporalJoin) counters(b []byte) []byte {
+	c := t.table.n
+	for _, x := range []int64{c.Records, c.Events, c.Malformed, c.Headers, c.Applied, c.Late, t.evalErrs, t.hostWM} {
 		b = binary.AppendVarint(b, x)
 	}
 	return b
 }
 
-func (d *Driver) restoreJoin(val []byte) error {
-	t := &d.join.tn
-	for _, p := range []*int64{&t.Records, &t.Events, &t.Malformed, &t.Headers, &t.Applied, &t.Late, &d.join.evalErrs, &d.join.hostWM} {
+func (t *temporalJoin) restoreState(val []byte) error {
+	c := &t.table.n
+	for _, p := range []*int64{&c.Records, &c.Events, &c.Malformed, &c.Headers, &c.Applied, &c.Late, &t.evalErrs, &t.hostWM} {
 		x, n := binary.Varint(val)
 		if n <= 0 {
 			return fmt.Errorf("%w: bad temporal join counters", exec.ErrBadState)
 		}
-		if x < 0 && p != &d.join.hostWM {
+		if x < 0 && p != &t.hostWM {
 			return fmt.Errorf("%w: temporal join entry: a negative count", exec.ErrBadState)
 		}
 		*p, val = x, val[n:]
 	}
-	return d.join.j.RestoreState(val)
+	return t.j.RestoreState(val)
 }
 
 func wmText(wm int64) string {
