@@ -14,14 +14,12 @@
 package drive
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"math"
 	"runtime"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -30,26 +28,6 @@ import (
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
 )
-
-// The errors a driver returns; the root package re-exports them under the
-// same names, so errors.Is holds across both.
-var (
-	ErrClosed        = errors.New("ubik: closed")
-	ErrBackpressure  = errors.New("ubik: output buffer full; drain records with Next before pushing more")
-	ErrConcurrentUse = errors.New("ubik: a Query was used from two goroutines at once")
-	ErrInternal      = errors.New("ubik: internal error")
-)
-
-// EventError reports one event that was not applied: malformed input (it
-// unwraps to exec.ErrMalformed) or a runtime evaluation error. The driver
-// goes on unless Config.Strict is set.
-type EventError struct {
-	Seq int64 // 1-based sequence number of the event in this driver's input
-	Err error
-}
-
-func (e *EventError) Error() string { return fmt.Sprintf("event %d: %v", e.Seq, e.Err) }
-func (e *EventError) Unwrap() error { return e.Err }
 
 // tickEvery is how many applied events pass between two looks at the
 // processing clock for early emission: the clock is not read per event.
@@ -147,17 +125,6 @@ type Config struct {
 	// group; its watermark is still the joined stream's. A temporal
 	// join's joined rows likewise (valid only during the call).
 	OnJoined func(row []types.Value) error
-}
-
-// Counts are a driver's input counters.
-type Counts struct {
-	Records    int64 // input records handed over: events and skipped CSV header records
-	Events     int64 // events (records that are not header records)
-	Malformed  int64 // events that could not be decoded
-	Headers    int64 // CSV header records skipped
-	Applied    int64 // events handed to the operator
-	EvalErrors int64 // events rejected by an evaluation error, and records skipped by one
-	Late       int64 // events for a window already final
 }
 
 func (c Counts) minus(o Counts) Counts {
@@ -399,39 +366,6 @@ func (d *Driver) Leave(err *error) {
 	d.busy.Store(false)
 }
 
-// Recover, deferred, turns a panic into an ErrInternal error with the
-// stack, so none crosses an API or a stage boundary.
-func Recover(err *error) {
-	if r := recover(); r != nil {
-		*err = internal(r)
-	}
-}
-
-// PanicError is a recovered panic. Its message is one line (it ends up in
-// a host's error output and in a C caller's error string); Stack is for a
-// log.
-type PanicError struct {
-	Value any
-	Stack []byte
-}
-
-func (e *PanicError) Error() string { return fmt.Sprintf("%v: %v", ErrInternal, e.Value) }
-func (e *PanicError) Unwrap() error { return ErrInternal }
-
-func internal(r any) error { return &PanicError{Value: r, Stack: debug.Stack()} }
-
-// PanicOf is the error of a panic value r recovered by a host.
-func PanicOf(r any) error { return internal(r) }
-
-// LogPanic writes the stack of a recovered panic in err, if it holds one,
-// to log (which may be nil).
-func LogPanic(log *slog.Logger, err error) {
-	var pe *PanicError
-	if log != nil && errors.As(err, &pe) {
-		log.Error("ubik: recovered from an internal error", "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
-	}
-}
-
 // Err returns the driver's fatal error, if it failed.
 func (d *Driver) Err() error { return d.fatal }
 
@@ -522,97 +456,6 @@ func (d *Driver) push(raw, key []byte, keyed bool) error {
 	return d.apply(row, key, keyed)
 }
 
-// PushRow applies one typed row, in the source's column order. A row of
-// the wrong shape or kinds, or without an event time, is malformed. For a
-// source with computed or TIMESTAMP(p) columns the row holds the physical
-// columns (in declaration order, computed ones left out), or every column
-// with each computed cell NULL; the computed cells are evaluated and the
-// TIMESTAMP(p) cells rounded, as the decoders do.
-func (d *Driver) PushRow(row []types.Value) error {
-	if err := d.admit(); err != nil {
-		return err
-	}
-	d.n.Records++
-	d.n.Events++
-	src := d.inputSource()
-	cols, tc := src.Columns, src.TimeCol
-	if src.HasDerived() {
-		if d.derive == nil {
-			d.derive = exec.NewDeriver(src)
-			d.derive.SetUsed(firstUsed(d.q))
-		}
-		phys := d.derive.Physical()
-		if len(row) == len(src.Columns) && len(row) != len(phys.Columns) {
-			cells := make([]types.Value, 0, len(phys.Columns))
-			for i, c := range src.Columns {
-				if c.Computed == nil {
-					cells = append(cells, row[i])
-				} else if !row[i].Null {
-					d.n.Malformed++
-					return d.eventErr(&exec.DecodeError{Column: c.Name, Msg: "a computed column's cell must be NULL: it is evaluated from the other columns"})
-				}
-			}
-			row = cells
-		}
-		if len(row) != len(phys.Columns) {
-			d.n.Malformed++
-			return d.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d physical columns (of %d)", len(row), src.Name, len(phys.Columns), len(src.Columns))})
-		}
-		cols, tc = phys.Columns, phys.TimeCol
-	} else if len(row) != len(cols) {
-		d.n.Malformed++
-		return d.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d columns", len(row), src.Name, len(cols))})
-	}
-	row, de := typedCells(row, cols)
-	if de != nil {
-		d.n.Malformed++
-		return d.eventErr(de)
-	}
-	if tc >= 0 && row[tc].Null {
-		d.n.Malformed++
-		return d.eventErr(&exec.DecodeError{Column: cols[tc].Name, Msg: "event time is null"})
-	}
-	if d.derive != nil {
-		full, err := d.derive.Apply(row)
-		if err != nil {
-			d.n.Malformed++
-			return d.eventErr(err)
-		}
-		row = full
-	}
-	if tc := src.TimeCol; tc >= 0 {
-		if row[tc].Null {
-			d.n.Malformed++
-			return d.eventErr(&exec.DecodeError{Column: src.Columns[tc].Name, Msg: "event time is null"})
-		}
-		d.mark, d.marked = row[tc].I-src.WatermarkDelay, true
-	}
-	d.raw = nil
-	return d.apply(row, nil, false)
-}
-
-// ApplyRow applies a typed row the engine made, as it is: an interval
-// join's joined row, made by another host's join (Config.OnJoined), for
-// a query without the join over the joined row's columns. No decoding,
-// no check of its shape, no computed column evaluated again.
-func (d *Driver) ApplyRow(row []types.Value) error {
-	if err := d.admit(); err != nil {
-		return err
-	}
-	d.n.Records++
-	d.n.Events++
-	d.raw = nil
-	return d.apply(row, nil, false)
-}
-
-// ReportMalformed counts one event the host could not even hand over (a
-// line too long to read), so the counters account for every input record.
-func (d *Driver) ReportMalformed() {
-	d.n.Records++
-	d.n.Events++
-	d.n.Malformed++
-}
-
 func (d *Driver) apply(row []types.Value, key []byte, keyed bool) error {
 	if d.jn != nil {
 		// The aggregate takes joined rows: none is an input record.
@@ -700,13 +543,6 @@ func (d *Driver) drain() error {
 	}
 	d.fatal = err
 	return err
-}
-
-// Skipped reports whether err is an evaluation error of one event or one
-// record, which was counted and skipped: the work goes on.
-func Skipped(err error) bool {
-	var ee *exec.EvalError
-	return errors.As(err, &ee)
 }
 
 func (d *Driver) tick() error {
@@ -901,111 +737,6 @@ func (d *Driver) Queued() bool {
 		return true
 	}
 	return d.agg.queued()
-}
-
-// Stats are the operator's counters. A parallel driver's are the shards'
-// as of the last batch merged (exact after a call that delivers
-// everything); its peaks are the sums of the shards' peaks, its latency
-// quantiles the largest shard's.
-func (d *Driver) Stats() exec.Stats { return d.agg.stats() }
-
-// Counts returns the input counters.
-func (d *Driver) Counts() Counts {
-	c := d.n
-	if d.agg != nil {
-		s := d.Stats()
-		c.EvalErrors, c.Late = s.EvalErrors, s.Late
-		if d.jn != nil {
-			j := d.jn.counts(0)
-			c.EvalErrors += j.EvalErrors
-			c.Late += j.Late
-		}
-	} else {
-		c.EvalErrors = d.routeErrs
-	}
-	return c
-}
-
-// TakeCounts returns what the counters gained since the previous call: a
-// host that adds up several drivers (Kafka, one per partition) adds these.
-func (d *Driver) TakeCounts() Counts {
-	c := d.Counts()
-	delta := c.minus(d.taken)
-	d.taken = c
-	return delta
-}
-
-// Checkpoint writes the state entries through put: all of them when full
-// is set, else only those changed since the previous checkpoint (a nil
-// value deletes one). position is the host's input position, stored in
-// the meta entry (which comes last) and given back by Restore. When
-// buffering it first renders queued records into the room, and returns
-// ErrBackpressure, writing nothing, while work is still queued.
-func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
-	if err := d.drainFeed(); err != nil {
-		return err
-	}
-	if d.buffered {
-		if err := d.drain(); err != nil {
-			return err
-		}
-	}
-	if d.counts {
-		b := binary.AppendVarint(nil, d.n.Events)
-		b = binary.AppendVarint(b, d.n.Malformed)
-		position = append(b, position...)
-	}
-	if d.jn != nil {
-		// The join's entries first, so the meta entry stays last; nothing
-		// is written while work is queued.
-		if err := d.jn.checkpoint(full, put); err != nil {
-			return err
-		}
-	}
-	err := d.agg.checkpoint(full, position, put)
-	if errors.Is(err, exec.ErrQueued) {
-		return checkpointWaits()
-	}
-	return err
-}
-
-// Restore loads one checkpoint entry into a driver that has applied
-// nothing yet. For the meta entry (key exec.MetaKey) it returns the
-// host's position given to Checkpoint. Call FinishRestore after the last.
-func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
-	if d.jn != nil {
-		if ok, err := d.jn.restore(key, val); ok {
-			return nil, err
-		}
-	}
-	pos, err := d.agg.restore(key, val)
-	if err != nil || pos == nil || !d.counts {
-		return pos, err
-	}
-	events, n := binary.Varint(pos)
-	if n <= 0 {
-		return nil, fmt.Errorf("%w: bad position", exec.ErrBadState)
-	}
-	bad, m := binary.Varint(pos[n:])
-	if m <= 0 {
-		return nil, fmt.Errorf("%w: bad position", exec.ErrBadState)
-	}
-	if events < 0 || bad < 0 {
-		return nil, fmt.Errorf("%w: meta entry: a negative count of events (%d) or malformed ones (%d)", exec.ErrBadState, events, bad)
-	}
-	d.n.Records, d.n.Events, d.n.Malformed = events, events, bad
-	return pos[n+m:], nil
-}
-
-// FinishRestore completes a restore: the driver continues where the
-// checkpoint left it (revisions continue, no window finalizes twice).
-// What the checkpoint's counters held is not news to TakeCounts.
-func (d *Driver) FinishRestore() {
-	if d.jn != nil {
-		d.jn.finishRestore()
-	}
-	d.agg.finishRestore()
-	d.taken = d.Counts()
 }
 
 // inputSource is the source of the records Push and PushRow take: the

@@ -432,85 +432,27 @@ func (d *Driver) sequenceNext() error {
 	localWM := int64(math.MinInt64)
 	ai, oi := 0, 0
 	start := int32(0)
-	dd := p.dedup
 	var flushes []advance
 	for i, end := range k.ends {
 		d.n.Records++
-		applied := true
 		evOp := k.base + opsPerRecord*uint64(i) + 1
 		var oc *outcome
 		if oi < len(k.out) && k.out[oi].idx == int32(i) {
 			oc = &k.out[oi]
 			oi++
 		}
-		if dd != nil && k.info[i].decoded {
-			// The dedup comes first, in input order, as in par.push.
-			li := &k.info[i]
-			var it *item
-			if li.part >= 0 {
-				it = &b.parts[li.part].items[li.item]
-			}
-			dup, beyond := dd.AdmitKey(k.dkeys[li.key0:li.key1], li.hasKey, li.ts, p.wm)
-			switch {
-			case dup || beyond:
-				if it != nil {
-					it.kind = itemSkip
-				}
+		if p.dedup != nil && k.info[i].decoded {
+			if !d.admitCopy(b, i, evOp) {
 				oc = nil // no check ran on a dropped copy
-				if dup {
-					p.dups++
-				} else {
-					p.beyond++
-				}
-			case li.filtered:
-				p.filtered++
-			case it != nil:
-				it.wm = p.wm
-			}
-			if !beyond && li.hasTS && li.ts > p.maxTime {
-				p.maxTime = li.ts
-				if wm := exec.SatAdd(li.ts, -p.delay); wm > p.wm {
-					p.wm = wm
-					dd.Evict(wm)
-					b.advances = append(b.advances, advance{op: evOp + 1, wm: wm})
-				}
 			}
 			localWM = p.wm
 		}
-		if oc != nil {
-			switch oc.kind {
-			case outHeader:
-				d.n.Headers++
-				applied = false
-			case outMalformed, outReported:
-				var he *exec.HeaderError
-				if errors.As(oc.err, &he) {
-					d.fatal = oc.err
-					return oc.err
-				}
-				d.n.Events++
-				d.n.Malformed++
-				applied = false
-				d.report(k.tags[i], k.raw[start:end:end], oc.err, oc.kind == outReported)
-			case outEval:
-				var ee *exec.EvalError
-				if !errors.As(oc.err, &ee) {
-					d.fatal = oc.err
-					return oc.err
-				}
-				d.n.Events++
-				d.n.Applied++
-				p.rows++
-				p.evalErrs++
-				d.report(k.tags[i], k.raw[start:end:end], oc.err, false)
-			}
-		} else {
-			d.n.Events++
-			d.n.Applied++
-			p.rows++
+		applied, err := d.count(k, i, k.raw[start:end:end], oc)
+		if err != nil {
+			return err
 		}
 		start = end
-		for dd == nil && ai < len(k.local) && k.local[ai].op <= evOp+1 {
+		for p.dedup == nil && ai < len(k.local) && k.local[ai].op <= evOp+1 {
 			localWM = k.local[ai].wm
 			ai++
 		}
@@ -519,22 +461,120 @@ func (d *Driver) sequenceNext() error {
 			p.lastMark = wm
 			b.marks = append(b.marks, advance{op: evOp + 2, wm: wm})
 		}
-		if applied && d.every > 0 {
-			d.sinceTick++
-			if d.sinceTick >= tickEvery {
-				d.sinceTick = 0
-				if now := d.now(); !now.Before(d.nextEarly) {
-					d.nextEarly = now.Add(d.every)
-					// Inserted after the loop: the dedup marks items by index.
-					flushes = append(flushes, advance{op: evOp + 2, wm: localWM})
-				}
-			}
+		if applied && d.tickDue() {
+			// Inserted after the loop: the dedup marks items by index.
+			flushes = append(flushes, advance{op: evOp + 2, wm: localWM})
 		}
 	}
+	d.seal(b, flushes)
+	return d.parErr(p.send(b))
+}
+
+// admitCopy runs the input dedup on record i of block b, in input order
+// as par.push does, and moves the watermark by its time. It reports
+// whether the record goes on (false: a dropped copy, its item skipped).
+func (d *Driver) admitCopy(b *batch, i int, evOp uint64) bool {
+	p, k := d.par, &b.blk
+	li := &k.info[i]
+	var it *item
+	if li.part >= 0 {
+		it = &b.parts[li.part].items[li.item]
+	}
+	dup, beyond := p.dedup.AdmitKey(k.dkeys[li.key0:li.key1], li.hasKey, li.ts, p.wm)
+	switch {
+	case dup || beyond:
+		if it != nil {
+			it.kind = itemSkip
+		}
+		if dup {
+			p.dups++
+		} else {
+			p.beyond++
+		}
+	case li.filtered:
+		p.filtered++
+	case it != nil:
+		it.wm = p.wm
+	}
+	if !beyond && li.hasTS && li.ts > p.maxTime {
+		p.maxTime = li.ts
+		if wm := exec.SatAdd(li.ts, -p.delay); wm > p.wm {
+			p.wm = wm
+			p.dedup.Evict(wm)
+			b.advances = append(b.advances, advance{op: evOp + 1, wm: wm})
+		}
+	}
+	return !dup && !beyond
+}
+
+// count adds record i of block k (raw) to the counters and reports its
+// outcome oc to the host. applied is false for a header or a malformed
+// record; a header that does not fit or an error that is not one event's
+// is fatal.
+func (d *Driver) count(k *block, i int, raw []byte, oc *outcome) (applied bool, err error) {
+	p := d.par
+	if oc == nil {
+		d.n.Events++
+		d.n.Applied++
+		p.rows++
+		return true, nil
+	}
+	switch oc.kind {
+	case outHeader:
+		d.n.Headers++
+		return false, nil
+	case outMalformed, outReported:
+		var he *exec.HeaderError
+		if errors.As(oc.err, &he) {
+			d.fatal = oc.err
+			return false, oc.err
+		}
+		d.n.Events++
+		d.n.Malformed++
+		d.report(k.tags[i], raw, oc.err, oc.kind == outReported)
+		return false, nil
+	}
+	// outEval
+	var ee *exec.EvalError
+	if !errors.As(oc.err, &ee) {
+		d.fatal = oc.err
+		return false, oc.err
+	}
+	d.n.Events++
+	d.n.Applied++
+	p.rows++
+	p.evalErrs++
+	d.report(k.tags[i], raw, oc.err, false)
+	return true, nil
+}
+
+// tickDue reports whether an early flush is due after an applied event,
+// the processing clock read every tickEvery events as Driver.apply does.
+func (d *Driver) tickDue() bool {
+	if d.every <= 0 {
+		return false
+	}
+	d.sinceTick++
+	if d.sinceTick < tickEvery {
+		return false
+	}
+	d.sinceTick = 0
+	now := d.now()
+	if now.Before(d.nextEarly) {
+		return false
+	}
+	d.nextEarly = now.Add(d.every)
+	return true
+}
+
+// seal completes a sequenced block's batch: its early flushes, and without
+// a dedup its watermark rises and counters.
+func (d *Driver) seal(b *batch, flushes []advance) {
+	p, k := d.par, &b.blk
 	for _, f := range flushes {
 		b.insertFlush(f.op, f.wm)
 	}
-	if dd == nil {
+	if p.dedup == nil {
 		p.filtered += k.filtered
 		for _, a := range k.local {
 			if a.wm > p.wm {
@@ -547,7 +587,6 @@ func (d *Driver) sequenceNext() error {
 	if k.hasTime {
 		d.mark, d.marked = k.lastTime-d.q.Source.WatermarkDelay, true
 	}
-	return d.parErr(p.send(b))
 }
 
 // report hands one record's outcome to the host.

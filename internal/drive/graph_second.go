@@ -1,7 +1,6 @@
 package drive
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -10,12 +9,6 @@ import (
 
 // A graph's second input: a temporal join's versioned table, an interval
 // join's right stream, or the second source of a join of two views.
-
-// ErrGraphTable is returned by a graph's second-input calls when the graph
-// has none: its second input is the versioned table of a view with a
-// temporal join, or the other source of a join of two views over two
-// different sources.
-var ErrGraphTable = errors.New("a query over views has no second input: its views read one source and join no versioned table (a second input is the table of a view's temporal join, or the other source of a join of two views over two sources)")
 
 // second checks that the graph has a second input that has not ended.
 func (g *Graph) second() error {

@@ -28,9 +28,6 @@ import (
 // IntervalStats are an interval join's counters (exec.IntervalStats).
 type IntervalStats = exec.IntervalStats
 
-// ErrIntervalJoinFull: see exec.ErrIntervalJoinFull.
-var ErrIntervalJoinFull = exec.ErrIntervalJoinFull
-
 // NewIntervalRouter returns a driver that decodes the records of input
 // side (0 left, 1 right) of q's interval join, with cfg.Decoder (the
 // input's), and computes their route bytes (Route: the join key under

@@ -26,9 +26,6 @@ import (
 // host advances reaches it only as far as the oldest waiting event, so no
 // waiting event is late when it is released.
 
-// ErrJoinBuffer: see exec.ErrJoinBuffer.
-var ErrJoinBuffer = exec.ErrJoinBuffer
-
 // JoinStats are a temporal join's counters (exec.JoinStats).
 type JoinStats = exec.JoinStats
 

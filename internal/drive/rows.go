@@ -1,6 +1,8 @@
 package drive
 
 import (
+	"fmt"
+
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -27,4 +29,95 @@ func DecodeRow(b []byte) ([]types.Value, error) { return exec.DecodeRow(b) }
 // partitions rows by cells a GROUP BY of them would make one group.
 func AppendGroupIdentity(dst []byte, cells []types.Value) []byte {
 	return exec.AppendGroupIdentity(dst, cells)
+}
+
+// PushRow applies one typed row, in the source's column order. A row of
+// the wrong shape or kinds, or without an event time, is malformed. For a
+// source with computed or TIMESTAMP(p) columns the row holds the physical
+// columns (in declaration order, computed ones left out), or every column
+// with each computed cell NULL; the computed cells are evaluated and the
+// TIMESTAMP(p) cells rounded, as the decoders do.
+func (d *Driver) PushRow(row []types.Value) error {
+	if err := d.admit(); err != nil {
+		return err
+	}
+	d.n.Records++
+	d.n.Events++
+	src := d.inputSource()
+	cols, tc := src.Columns, src.TimeCol
+	if src.HasDerived() {
+		if d.derive == nil {
+			d.derive = exec.NewDeriver(src)
+			d.derive.SetUsed(firstUsed(d.q))
+		}
+		phys := d.derive.Physical()
+		if len(row) == len(src.Columns) && len(row) != len(phys.Columns) {
+			cells := make([]types.Value, 0, len(phys.Columns))
+			for i, c := range src.Columns {
+				if c.Computed == nil {
+					cells = append(cells, row[i])
+				} else if !row[i].Null {
+					d.n.Malformed++
+					return d.eventErr(&exec.DecodeError{Column: c.Name, Msg: "a computed column's cell must be NULL: it is evaluated from the other columns"})
+				}
+			}
+			row = cells
+		}
+		if len(row) != len(phys.Columns) {
+			d.n.Malformed++
+			return d.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d physical columns (of %d)", len(row), src.Name, len(phys.Columns), len(src.Columns))})
+		}
+		cols, tc = phys.Columns, phys.TimeCol
+	} else if len(row) != len(cols) {
+		d.n.Malformed++
+		return d.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d columns", len(row), src.Name, len(cols))})
+	}
+	row, de := typedCells(row, cols)
+	if de != nil {
+		d.n.Malformed++
+		return d.eventErr(de)
+	}
+	if tc >= 0 && row[tc].Null {
+		d.n.Malformed++
+		return d.eventErr(&exec.DecodeError{Column: cols[tc].Name, Msg: "event time is null"})
+	}
+	if d.derive != nil {
+		full, err := d.derive.Apply(row)
+		if err != nil {
+			d.n.Malformed++
+			return d.eventErr(err)
+		}
+		row = full
+	}
+	if tc := src.TimeCol; tc >= 0 {
+		if row[tc].Null {
+			d.n.Malformed++
+			return d.eventErr(&exec.DecodeError{Column: src.Columns[tc].Name, Msg: "event time is null"})
+		}
+		d.mark, d.marked = row[tc].I-src.WatermarkDelay, true
+	}
+	d.raw = nil
+	return d.apply(row, nil, false)
+}
+
+// ApplyRow applies a typed row the engine made, as it is: an interval
+// join's joined row, made by another host's join (Config.OnJoined), for
+// a query without the join over the joined row's columns. No decoding,
+// no check of its shape, no computed column evaluated again.
+func (d *Driver) ApplyRow(row []types.Value) error {
+	if err := d.admit(); err != nil {
+		return err
+	}
+	d.n.Records++
+	d.n.Events++
+	d.raw = nil
+	return d.apply(row, nil, false)
+}
+
+// ReportMalformed counts one event the host could not even hand over (a
+// line too long to read), so the counters account for every input record.
+func (d *Driver) ReportMalformed() {
+	d.n.Records++
+	d.n.Events++
+	d.n.Malformed++
 }
