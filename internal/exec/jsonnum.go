@@ -1,6 +1,10 @@
 package exec
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+)
 
 // fastjson takes any run of digits, '.', '+', '-', 'e' and 'E' for a
 // number, and Go's number parsers then read 007, +1, -.5 and 5. as values.
@@ -55,19 +59,31 @@ func badNumber(line []byte) (tok []byte, off int) {
 
 // stringEnd returns the index of the quote that closes the string whose
 // text starts at line[i], or len(line). An escape takes the byte after
-// its backslash, whatever it is. delimIndex finds the next quote or
-// backslash (most strings of an event are short: eight bytes at a time).
+// its backslash, whatever it is.
 func stringEnd(line []byte, i int) int {
 	for i < len(line) {
-		j, _ := delimIndex(line[i:])
-		if j < 0 {
-			return len(line)
-		}
-		i += j
-		if line[i] == '"' {
+		i = nextDelim(line, i)
+		if i >= len(line) || line[i] == '"' {
 			return i
 		}
 		i += 2
+	}
+	return len(line)
+}
+
+// nextDelim returns the index of the first '"' or '\\' at or after i, or
+// len(line). Most strings of an event are short: their first shortStr
+// bytes are read eight at a time (delimIndex, without its ASCII note),
+// and only a longer string takes the vector search.
+func nextDelim(line []byte, i int) int {
+	for n := 0; n < shortStr/8 && i+8 <= len(line); n++ {
+		if m := delimMask(binary.LittleEndian.Uint64(line[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	if j, _ := delimIndex(line[i:]); j >= 0 {
+		return i + j
 	}
 	return len(line)
 }

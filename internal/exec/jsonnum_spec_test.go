@@ -97,3 +97,22 @@ func TestBadNumberAgrees(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBadNumber: the number check of the reference path over
+// standard events, as it is and as first written (each token scanned,
+// then checked on its own; strings a byte at a time).
+func BenchmarkBadNumber(b *testing.B) {
+	lines := benchLines(4096)
+	for _, bc := range []struct {
+		name string
+		f    func([]byte) ([]byte, int)
+	}{{"onepass", badNumber}, {"definition", specBadNumber}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, off := bc.f(lines[i&4095]); off >= 0 {
+					b.Fatal("a bad number in a standard event")
+				}
+			}
+		})
+	}
+}
