@@ -554,8 +554,9 @@ type AggCost struct {
 }
 
 // StateCost estimates what one live (group, window) costs for q: a fixed
-// overhead (the group, its index slot, and for sessions the per-key
-// structures), and each aggregate's state (its words, and for a boxed
+// overhead (the group, its index slot, the value hash of a query that
+// publishes before its finals, and for sessions the per-key structures),
+// and each aggregate's state (its words, and for a boxed
 // aggregate the box). The key bytes come on top. explain prints it, and
 // the state-bytes gauge adds it up; a test holds it to the measured heap.
 func StateCost(q *plan.Query) (overhead int, aggs []AggCost) {
@@ -567,6 +568,9 @@ func StateCost(q *plan.Query) (overhead int, aggs []AggCost) {
 		overhead = int(unsafe.Sizeof(group{})) + 8 + 16 + 8 + 48 + 16 + 40
 	} else {
 		overhead = bytesPerGroup
+		if keepsHashWord(q) {
+			overhead += 8 // the value hash after the aggregate words
+		}
 	}
 	var arena aggArena
 	for i := range q.Aggs {

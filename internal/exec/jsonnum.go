@@ -1,8 +1,9 @@
 package exec
 
 import (
+	"encoding/binary"
 	"fmt"
-	"strings"
+	"math/bits"
 )
 
 // fastjson takes any run of digits, '.', '+', '-', 'e' and 'E' for a
@@ -12,16 +13,14 @@ import (
 // does) against JSON's grammar; the non-finite words the decoder reads on
 // purpose (see nonFinite) are the one exception.
 
-// isJSONNumber reports whether b is exactly one JSON number (RFC 8259:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?) or one non-finite word.
-func isJSONNumber(b []byte) bool {
-	if _, n := nonFinite(b); n > 0 {
-		return n == len(b)
+// numChar marks the bytes fastjson takes into a number token (a
+// read-only table).
+var numChar = func() (t [256]bool) {
+	for _, c := range []byte("0123456789.+-eE") {
+		t[c] = true
 	}
-	s := scanner{b: b}
-	_, ok := s.number()
-	return ok && s.i == len(b)
-}
+	return t
+}()
 
 // badNumber returns the first number token of line that is not JSON and
 // its byte offset, or off -1. It reads only the text (asking fastjson's
@@ -29,47 +28,114 @@ func isJSONNumber(b []byte) bool {
 // keeps the text as written): a token counts where a value can start
 // (after ':', ',' or '[', or at the start), outside strings, as in
 // rewriteNonFinite. line is one fastjson has parsed, so the structure is
-// sound and only number tokens need the look.
+// sound and only number tokens need the look. A token is checked as it
+// is scanned.
 func badNumber(line []byte) (tok []byte, off int) {
-	inStr, valueStart := false, true
+	valueStart := true
 	for i := 0; i < len(line); i++ {
 		c := line[i]
-		if inStr {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inStr, valueStart = false, false
-			}
-			continue
-		}
 		switch c {
 		case ' ', '\t', '\n', '\r':
 			continue
 		case '"':
-			inStr = true
+			i = stringEnd(line, i+1)
+			valueStart = false
 			continue
 		case ':', ',', '[':
 			valueStart = true
 			continue
 		}
-		if valueStart && (isDigit(c) || strings.IndexByte("-+.eE", c) >= 0) {
-			j := i
-			if _, n := nonFinite(line[i:]); n > 0 {
-				j += n
-			} else {
-				for j < len(line) && (isDigit(line[j]) || strings.IndexByte(".eE+-", line[j]) >= 0) {
-					j++
-				}
+		if valueStart && numChar[c] {
+			end, ok := numberToken(line, i)
+			if !ok {
+				return line[i:end], i
 			}
-			if !isJSONNumber(line[i:j]) {
-				return line[i:j], i
-			}
-			i = j - 1
+			i = end - 1
 		}
 		valueStart = false
 	}
 	return nil, -1
+}
+
+// stringEnd returns the index of the quote that closes the string whose
+// text starts at line[i], or len(line). An escape takes the byte after
+// its backslash, whatever it is.
+func stringEnd(line []byte, i int) int {
+	for i < len(line) {
+		i = nextDelim(line, i)
+		if i >= len(line) || line[i] == '"' {
+			return i
+		}
+		i += 2
+	}
+	return len(line)
+}
+
+// nextDelim returns the index of the first '"' or '\\' at or after i, or
+// len(line). Most strings of an event are short: their first shortStr
+// bytes are read eight at a time (delimIndex, without its ASCII note),
+// and only a longer string takes the vector search.
+func nextDelim(line []byte, i int) int {
+	for n := 0; n < shortStr/8 && i+8 <= len(line); n++ {
+		if m := delimMask(binary.LittleEndian.Uint64(line[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	if j, _ := delimIndex(line[i:]); j >= 0 {
+		return i + j
+	}
+	return len(line)
+}
+
+// numberToken scans the number token at line[i] (a run of numChar bytes,
+// or a signed non-finite word) and returns its end and whether it is
+// exactly one JSON number (RFC 8259:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?) or one non-finite word
+// (see nonFinite), which the decoder reads on purpose.
+func numberToken(line []byte, i int) (end int, ok bool) {
+	if c := line[i]; c == '-' || c == '+' {
+		if _, n := nonFinite(line[i:]); n > 0 {
+			return i + n, true
+		}
+	}
+	j := i
+	if line[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(line) && line[j] == '0':
+		j, ok = j+1, true
+	case j < len(line) && line[j] >= '1' && line[j] <= '9':
+		j, ok = digitsEnd(line, j+1), true
+	}
+	if ok && j < len(line) && line[j] == '.' {
+		k := digitsEnd(line, j+1)
+		j, ok = k, k > j+1
+	}
+	if ok && j < len(line) && line[j]|0x20 == 'e' {
+		j++
+		if j < len(line) && (line[j] == '+' || line[j] == '-') {
+			j++
+		}
+		k := digitsEnd(line, j)
+		j, ok = k, k > j
+	}
+	// The grammar reads only numChar bytes: the token goes on to the
+	// first other byte, and is JSON when the grammar read all of it.
+	end = j
+	for end < len(line) && numChar[line[end]] {
+		end++
+	}
+	return end, ok && end == j
+}
+
+// digitsEnd returns the end of the run of digits at line[i].
+func digitsEnd(line []byte, i int) int {
+	for i < len(line) && isDigit(line[i]) {
+		i++
+	}
+	return i
 }
 
 // numberError words a number token that is not JSON.

@@ -199,6 +199,11 @@ type Operator struct {
 	// (valueHash) into revRow and revBuf.
 	revDep bool
 	revBuf []byte
+	// hashWord: a group's words end with the hash of its last published
+	// value (keepsHashWord); otherwise sideHashes holds the few a restore
+	// brought (unchanged.go).
+	hashWord   bool
+	sideHashes map[*group]uint64
 
 	stats Stats
 	hist  latencyHist
@@ -278,7 +283,8 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 		o.prefixes[i] = o.enc.AppendPrefix(nil, i)
 	}
 	o.keySpan = make([]int, 2*len(q.Keys))
-	o.revDep = readsRevision(q)
+	o.revDep = q.SelectReadsRevision
+	o.hashWord = keepsHashWord(q)
 	o.rec.Meta = changelog.Meta{
 		Query:           q.Name,
 		Windowed:        q.Window != nil,
@@ -548,7 +554,7 @@ func (o *Operator) apply(b *bucket, row []types.Value) error {
 }
 
 func (o *Operator) newBucket(start, end int64) *bucket {
-	return newBucket(start, end, o.seed, o.layout.stride)
+	return newBucket(start, end, o.seed, o.groupWords())
 }
 
 // bucketAt returns the bucket of the aligned window [start, end), opening
@@ -645,6 +651,9 @@ func (o *Operator) dropGroup(g *group) {
 	g.set(dead, true)
 	if o.tracking && g.has(written) {
 		o.ckptDeleted = append(o.ckptDeleted, string(appendStateKey(nil, g.seq, g.mapKey)))
+	}
+	if o.sideHashes != nil {
+		delete(o.sideHashes, g)
 	}
 	w := g.words(o.layout.stride)
 	o.stats.LiveGroups--
@@ -938,12 +947,12 @@ func (o *Operator) emit(g *group, final bool) error {
 	o.encodeRecord(row[:len(q.Keys)])
 	if !final {
 		h := o.valueHash(row)
-		if g.has(published) && g.lastValue == h {
+		if g.has(published) && o.lastValue(g) == h {
 			o.stats.UnchangedSuppressed++
 			o.markCkpt(g) // it is clean now
 			return nil
 		}
-		g.lastValue = h
+		o.setLastValue(g, h)
 		g.set(published, true)
 	}
 	g.revision++

@@ -166,7 +166,7 @@ func (o *Operator) groupEntryVersion(kb, vb []byte, g *group, version byte) ([]b
 	switch {
 	case version < opStateVersion:
 	case g.has(published):
-		vb = binary.LittleEndian.AppendUint64(append(vb, 1), g.lastValue)
+		vb = binary.LittleEndian.AppendUint64(append(vb, 1), o.lastValue(g))
 	default:
 		vb = append(vb, 0)
 	}
@@ -246,7 +246,7 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 		return nil, fmt.Errorf("%w: entry %q: the key is not one of this query's group keys", ErrBadState, key)
 	}
 	g := &group{mapKey: string(key[9:]), heapIndex: -1, flags: written}
-	g.wp = &make([]uint64, o.layout.stride+1)[0] // + a session's end
+	g.wp = &make([]uint64, o.layout.stride+1)[0] // + a session's end or the value hash
 	g.start = r.varint()
 	end := r.varint()
 	switch {
@@ -264,8 +264,9 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if r.byte1() == 1 {
 		g.dirtyAt = 1
 	}
+	var last uint64
 	if version >= 2 && r.byte1() == 1 {
-		g.lastValue = r.u64()
+		last = r.u64()
 		g.set(published, true)
 	}
 	nc := r.uvarint()
@@ -291,10 +292,16 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if g.has(published) {
+		o.setLastValue(g, last)
+	}
 	// What the entry says must be what the group is: a value that reads
 	// but would be written otherwise (trailing bytes, a count that does
 	// not fit its aggregate, a window the query has not) is refused.
 	if kb, vb := o.groupEntryVersion(nil, nil, g, version); !bytes.Equal(kb, key) || !bytes.Equal(vb, val) {
+		if o.sideHashes != nil {
+			delete(o.sideHashes, g)
+		}
 		return nil, fmt.Errorf("%w: entry %q does not hold a state of this query (it would be written back otherwise)", ErrBadState, key)
 	}
 	o.place(g)
@@ -356,7 +363,11 @@ func (o *Operator) FinishRestore() {
 		key, w := ng.mapKey, ng.wp
 		*ng = *g
 		ng.mapKey, ng.wp = key, w
-		copy(ng.words(o.layout.stride), g.words(o.layout.stride))
+		copy(ng.words(o.groupWords()), g.words(o.groupWords()))
+		if h, ok := o.sideHashes[g]; ok {
+			delete(o.sideHashes, g)
+			o.sideHashes[ng] = h
+		}
 	}
 	o.pending = nil
 	if o.sessions != nil {

@@ -1,8 +1,6 @@
 package exec
 
 import (
-	"strings"
-
 	metro "github.com/dgryski/go-metro"
 
 	"github.com/ubiksql/ubik/changelog"
@@ -59,15 +57,48 @@ func (o *Operator) valueHash(row []types.Value) uint64 {
 	return metro.Hash64(o.revBuf, valueSeed)
 }
 
-// readsRevision reports whether a SELECT column of q may read REVISION().
-// It looks for the function in the columns' rendering: a false positive
-// (the text in a string literal) costs a second rendering per record, never
-// a suppressed change.
-func readsRevision(q *plan.Query) bool {
-	for _, c := range q.Select {
-		if strings.Contains(strings.ToLower(c.Expr.String()), "revision()") {
-			return true
-		}
+// The hash is not a field of the group, which it would take past 64 bytes
+// (groups.go). A query that publishes records before its finals (EMIT
+// EARLY, EMIT CHANGES) keeps it in the word after a group's aggregate
+// words, the word a session keeps its end in: a session publishes only
+// when it closes. A query that publishes only finals never compares
+// values and keeps no hash word; a group restored from a checkpoint that
+// carries a hash anyway (written by the same query with another EMIT
+// clause) keeps it in a side table, so the group's next checkpoint entry
+// carries it on as the entry was.
+
+// keepsHashWord reports whether q's groups end with a value hash word: q
+// may publish a record that is not final.
+func keepsHashWord(q *plan.Query) bool {
+	return q.Emit.Mode != plan.EmitFinal && (q.Window == nil || q.Window.Kind != plan.Session)
+}
+
+// groupWords is the words of a group of a bucket: the aggregates', then
+// the value hash if the query keeps it.
+func (o *Operator) groupWords() int {
+	if o.hashWord {
+		return o.layout.stride + 1
 	}
-	return false
+	return o.layout.stride
+}
+
+// lastValue returns the hash of the last value published for g (valid
+// when g has flag published).
+func (o *Operator) lastValue(g *group) uint64 {
+	if o.hashWord {
+		return g.words(o.layout.stride + 1)[o.layout.stride]
+	}
+	return o.sideHashes[g]
+}
+
+// setLastValue records h as the hash of the last value published for g.
+func (o *Operator) setLastValue(g *group, h uint64) {
+	if o.hashWord {
+		g.words(o.layout.stride + 1)[o.layout.stride] = h
+		return
+	}
+	if o.sideHashes == nil {
+		o.sideHashes = make(map[*group]uint64)
+	}
+	o.sideHashes[g] = h
 }

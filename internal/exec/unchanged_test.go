@@ -353,3 +353,22 @@ func BenchmarkChangeRecord(b *testing.B) {
 		})
 	}
 }
+
+// TestRevisionDependence: a value is rendered again with its revision
+// fixed exactly when the binder marks a SELECT column as reading
+// REVISION(), not when the text of the query merely spells it.
+func TestRevisionDependence(t *testing.T) {
+	for sql, want := range map[string]bool{
+		unchangedRevQuery: true,
+		`SELECT merchant, count(*) + revision() AS n FROM events GROUP BY merchant`: true,
+		unchangedQuery: false,
+		`SELECT merchant, 'revision()' AS note, count(*) AS n FROM events GROUP BY merchant`:   false,
+		`SELECT merchant, count(*) AS n FROM events GROUP BY merchant HAVING revision() < 100`: false,
+		`SELECT merchant, count(*) AS "Revision()" FROM events GROUP BY merchant`:              false,
+	} {
+		var got []emitted
+		if op := collectingOp(t, compileOne(t, sql), &got); op.revDep != want {
+			t.Errorf("%s: renders with the revision fixed: %v, want %v", sql, op.revDep, want)
+		}
+	}
+}

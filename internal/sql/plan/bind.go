@@ -36,6 +36,9 @@ type metaRef struct {
 	slot int // 0 window_start, 1 window_end, 2 final, 3 revision
 }
 
+// revisionSlot is REVISION()'s slot among the trailing four.
+const revisionSlot = 3
+
 func (b *binder) query(name string, sel *parser.Select, sources map[string]*Source) (*Query, error) {
 	start, end := sel.Span()
 	qb := &queryBinder{
@@ -88,6 +91,14 @@ func (b *binder) query(name string, sel *parser.Select, sources map[string]*Sour
 		}
 		names[key] = true
 		q.Select = append(q.Select, OutputColumn{Name: colName, Expr: x})
+	}
+	// Every reference to REVISION() is a metaRef (metaRef), and the SELECT
+	// list is bound before HAVING: the references so far are the SELECT
+	// list's.
+	for _, m := range qb.metaRefs {
+		if m.slot == revisionSlot {
+			q.SelectReadsRevision = true
+		}
 	}
 	if sel.Having != nil {
 		h, err := b.bindExpr(sel.Having, &scope{clause: "HAVING", q: qb, post: true})
@@ -506,7 +517,7 @@ func (qb *queryBinder) metaRef(name string) Expr {
 	if name == "is_final" {
 		return qb.meta(2, types.Boolean, "is_final()")
 	}
-	return qb.meta(3, types.BigInt, "revision()")
+	return qb.meta(revisionSlot, types.BigInt, "revision()")
 }
 
 // windowBound resolves TUMBLE_START(ts, size) and its kin to the window

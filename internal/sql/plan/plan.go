@@ -333,6 +333,10 @@ type Query struct {
 	Having Expr // over the post-aggregation row; nil when absent
 	Select []OutputColumn
 	Emit   Emit
+	// SelectReadsRevision is set by the binder when a SELECT column reads
+	// REVISION(): the value then changes with every record, and the
+	// operator compares values with the revision fixed.
+	SelectReadsRevision bool
 	// UsedColumns marks the source columns the query reads (expressions,
 	// the window, the event time, the dedup key); the decoder converts only
 	// those. Nil means all.
