@@ -173,8 +173,9 @@ func (p *Pipeline) prepareTable(ctx context.Context, adm *admClient) error {
 // transaction. Malformed rows are counted and reported here, once.
 func (p *Pipeline) runTableStage(ctx context.Context) error {
 	group := p.tableGroup()
+	// A transaction per poll, as the repartition stage's: the stage only forwards its input.
 	spec := loopSpec{name: "table stage", group: group, topic: p.tj.ep.Topic, txnID: group + "." + p.opts.InstanceID,
-		reset: kgo.NewOffset().AtStart(), manual: map[string]bool{p.repTopic: true}}
+		reset: kgo.NewOffset().AtStart(), manual: map[string]bool{p.repTopic: true}, records: 1}
 	if p.tj.interval && p.tj.ep.From == FromLatest {
 		spec.reset = kgo.NewOffset().AtEnd()
 	}

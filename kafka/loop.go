@@ -70,10 +70,20 @@ type loopSpec struct {
 	txnID  string
 	reset  kgo.Offset      // where a partition without a committed offset starts
 	manual map[string]bool // topics whose records carry their partition (markers, state entries)
-	// fill keeps a transaction taking polls until CommitInterval has
-	// passed since its first poll began; without it a transaction takes
-	// one poll.
-	fill bool
+	// records, if set, ends a transaction once it has taken this many
+	// input records (1: one poll), as Options.CommitRecords does; the
+	// smaller of the two applies.
+	records int
+}
+
+// maxRecords is how many input records end a transaction (0: the
+// interval alone ends it).
+func (l *loop) maxRecords() int {
+	n, o := l.spec.records, l.p.opts.CommitRecords
+	if n == 0 || o > 0 && o < n {
+		return o
+	}
+	return n
 }
 
 // txn produces a stage's records into the open transaction. Records are
@@ -172,12 +182,7 @@ func (l *loop) round(ctx context.Context) (again bool, err error) {
 	if err := s.Begin(); err != nil {
 		return false, beginFailed(err)
 	}
-	now := p.opts.Now()
-	last, workErr := l.w.process(fs, now)
-	var pollErr error
-	if l.spec.fill && fs.NumRecords() > 0 {
-		now, workErr, pollErr = l.more(ctx, began.Add(p.opts.CommitInterval), now, last, workErr)
-	}
+	now, workErr, pollErr := l.take(ctx, fs, began.Add(p.opts.CommitInterval))
 	if workErr == nil {
 		workErr = l.w.precommit(now)
 	}
@@ -192,31 +197,36 @@ func (l *loop) round(ctx context.Context) (again bool, err error) {
 	return l.ended(ctx, committed, err, workErr, pollErr)
 }
 
-// more polls and processes records in the open transaction until
-// deadline (the commit interval after the transaction's first poll
-// began), a stop, an error, or the stage's last batch. Every record
-// polled after Begin is processed in this transaction and its offset
-// commits with it (the session commits what was polled); the assignment
-// cannot change before AllowRebalance, so the partitions stay those of
-// the first poll. A fetch error ends the transaction (aborted) and is
-// returned as pollErr, which ends the session as an error of the first
-// poll does.
-func (l *loop) more(ctx context.Context, deadline, now time.Time, last bool, workErr error) (time.Time, error, error) {
-	for workErr == nil && !last && ctx.Err() == nil {
+// take processes the transaction's input: the first poll's batch and,
+// if it held records, the batches polled after it until deadline (the
+// commit interval after the first poll began) or maxRecords, a stop, an
+// error, or the stage's last batch. Every batch polled is processed in
+// this transaction, because its offsets commit with it (the session
+// commits what was polled); the assignment cannot change before
+// AllowRebalance, so the partitions stay those of the first poll. It
+// returns the clock of the last batch processed; a fetch error makes the
+// transaction abort and is returned as pollErr, which ends the session
+// as an error of the first poll does.
+func (l *loop) take(ctx context.Context, fs kgo.Fetches, deadline time.Time) (now time.Time, workErr, pollErr error) {
+	now = l.p.opts.Now()
+	last, workErr := l.w.process(fs, now)
+	max, taken := l.maxRecords(), fs.NumRecords()
+	if taken == 0 {
+		return now, workErr, nil
+	}
+	for workErr == nil && !last && ctx.Err() == nil && (max == 0 || taken < max) {
 		wait := time.Until(deadline)
 		if wait <= 0 {
 			break
 		}
 		fs, err := l.p.pollFor(ctx, l.s, wait)
-		if err != nil {
-			if ctx.Err() != nil {
-				break // a stop: the transaction ends whole with what it holds
-			}
+		if err != nil && ctx.Err() == nil {
 			return now, err, err
 		}
 		if fs.NumRecords() == 0 {
-			continue
+			continue // a stop ends the loop with what the transaction holds
 		}
+		taken += fs.NumRecords()
 		now = l.p.opts.Now()
 		last, workErr = l.w.process(fs, now)
 	}

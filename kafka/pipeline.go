@@ -71,16 +71,21 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the processing-time clock (EMIT EARLY, idle timeout). Default time.Now.
 	Now func() time.Time
-	// CommitInterval is how long a transaction takes input: the
-	// aggregating stage keeps polling and processing in one transaction
-	// until the interval has passed since its first poll began, then
-	// ends it, so commits come about once per interval plus the time the
-	// end takes, which is also the output latency floor. A transaction
-	// ends early at a stop and when an UntilCaughtUp run reaches the end
-	// of its input. The repartition stage ends a transaction after each
-	// poll (at most the interval). Default DefaultCommitInterval; at
-	// most MaxCommitInterval(TransactionTimeout).
+	// CommitInterval is how long a transaction takes input: every stage
+	// keeps polling and processing in one transaction until the interval
+	// has passed since its first poll began, then ends it, so commits
+	// come about once per interval plus the time the end takes, which is
+	// also the output latency floor. A transaction ends early at a stop,
+	// at CommitRecords, and when an UntilCaughtUp run reaches the end of
+	// its input. Default DefaultCommitInterval; at most
+	// MaxCommitInterval(TransactionTimeout).
 	CommitInterval time.Duration
+	// CommitRecords, if set, also ends a transaction once it has taken
+	// this many input records (it takes whole polls, so up to
+	// MaxPollRecords - 1 more): it bounds a transaction's size when the
+	// input comes faster than the interval. Default 0: the interval
+	// alone ends it.
+	CommitRecords int
 	// MaxPollRecords bounds the input records of one poll (and so the
 	// records processed between two looks at the clock). Default 10000.
 	MaxPollRecords int
@@ -339,7 +344,7 @@ func New(opts Options) (*Pipeline, error) {
 	if opts.Source.IdleTimeout == 0 {
 		opts.Source.IdleTimeout = DefaultIdleTimeout
 	}
-	if opts.CommitInterval < 0 || opts.MaxPollRecords < 0 || opts.SessionTimeout < 0 || opts.TransactionTimeout < 0 || opts.RepartitionPartitions < 0 || opts.GiveUpAfter < 0 {
+	if opts.CommitInterval < 0 || opts.CommitRecords < 0 || opts.MaxPollRecords < 0 || opts.SessionTimeout < 0 || opts.TransactionTimeout < 0 || opts.RepartitionPartitions < 0 || opts.GiveUpAfter < 0 {
 		return nil, fmt.Errorf("%w: negative interval, timeout or count", ErrConfig)
 	}
 	if m := MaxCommitInterval(opts.TransactionTimeout); opts.CommitInterval > m {

@@ -223,13 +223,16 @@ func (p *Pipeline) poll(ctx context.Context, s *kgo.GroupTransactSession) (kgo.F
 	return p.pollFor(ctx, s, p.opts.CommitInterval)
 }
 
-// pollFor waits at most wait for records.
+// pollFor waits at most wait for records. When ctx ends meanwhile it
+// returns ctx's error with what the poll returned: a poll can return
+// records as ctx ends, and records polled in a transaction are its own
+// (their offsets commit with it), so they must not be dropped.
 func (p *Pipeline) pollFor(ctx context.Context, s *kgo.GroupTransactSession, wait time.Duration) (kgo.Fetches, error) {
 	pctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	fs := s.PollRecords(pctx, p.opts.MaxPollRecords)
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return fs, ctx.Err()
 	}
 	if fs.IsClientClosed() {
 		return nil, ErrClosed

@@ -31,8 +31,11 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go p.watchSource(wctx)
+	// A transaction per poll: the stage only forwards its input, and
+	// the aggregating stage sees it at each commit (a longer one made
+	// its input come in bursts, for no gain in CPU).
 	spec := loopSpec{name: "repartition stage", group: p.inGroup(), topic: p.opts.Source.Topic,
-		txnID: p.name + "-in." + p.opts.InstanceID, reset: p.resetOffset(), manual: map[string]bool{p.repTopic: true}}
+		txnID: p.name + "-in." + p.opts.InstanceID, reset: p.resetOffset(), manual: map[string]bool{p.repTopic: true}, records: 1}
 	return p.runLoop(ctx, spec, p.newStage1)
 }
 

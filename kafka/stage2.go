@@ -64,7 +64,7 @@ type outRecord struct {
 // as a session: the next session restores them from the state topic.
 func (p *Pipeline) runStage2(ctx context.Context) error {
 	spec := loopSpec{name: "aggregate stage", group: p.name, topic: p.repTopic, txnID: p.name + "." + p.opts.InstanceID,
-		reset: kgo.NewOffset().AtStart(), manual: map[string]bool{p.stateTopic: true}, fill: true}
+		reset: kgo.NewOffset().AtStart(), manual: map[string]bool{p.stateTopic: true}}
 	if p.direct {
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
