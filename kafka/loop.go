@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -200,7 +201,10 @@ func (l *loop) round(ctx context.Context) (again bool, err error) {
 // take processes the transaction's input: the first poll's batch and,
 // if it held records, the batches polled after it until deadline (the
 // commit interval after the first poll began) or maxRecords, a stop, an
-// error, or the stage's last batch. Every batch polled is processed in
+// error, or the stage's last batch. A fetcher polls the next batch while
+// this goroutine processes the current one (one batch ahead), and
+// records are produced asynchronously: the flush before the end waits
+// for the last acknowledgements only. Every batch polled is processed in
 // this transaction, because its offsets commit with it (the session
 // commits what was polled); the assignment cannot change before
 // AllowRebalance, so the partitions stay those of the first poll. It
@@ -210,27 +214,56 @@ func (l *loop) round(ctx context.Context) (again bool, err error) {
 func (l *loop) take(ctx context.Context, fs kgo.Fetches, deadline time.Time) (now time.Time, workErr, pollErr error) {
 	now = l.p.opts.Now()
 	last, workErr := l.w.process(fs, now)
-	max, taken := l.maxRecords(), fs.NumRecords()
-	if taken == 0 {
+	max := l.maxRecords()
+	if fs.NumRecords() == 0 || max > 0 && fs.NumRecords() >= max || last || workErr != nil || ctx.Err() != nil {
 		return now, workErr, nil
 	}
-	for workErr == nil && !last && ctx.Err() == nil && (max == 0 || taken < max) {
+	hctx, halt := context.WithCancel(ctx)
+	defer halt()
+	batches := make(chan polled, 1)
+	go l.fetch(hctx, deadline, fs.NumRecords(), max, batches)
+	for b := range batches {
+		if b.err != nil && ctx.Err() == nil && hctx.Err() == nil {
+			pollErr, workErr = b.err, cmp.Or(workErr, b.err)
+		}
+		if workErr != nil || b.fs.NumRecords() == 0 {
+			continue // aborting: what is left goes with the transaction
+		}
+		now = l.p.opts.Now()
+		if last, workErr = l.w.process(b.fs, now); last || workErr != nil {
+			halt() // the batch the fetcher holds, if any, is still processed
+		}
+	}
+	return now, workErr, pollErr
+}
+
+// polled is a batch the fetcher hands to the loop, or its error.
+type polled struct {
+	fs  kgo.Fetches
+	err error
+}
+
+// fetch polls batches for the open transaction into out, until deadline,
+// max input records (taken: those of the first poll; 0: no bound), ctx
+// done (a stop, or the loop halting it), or a poll error (the last batch
+// out). A poll that returns records is handed over even when ctx ended
+// meanwhile: the records are polled, so they are the transaction's.
+func (l *loop) fetch(ctx context.Context, deadline time.Time, taken, max int, out chan<- polled) {
+	defer close(out)
+	for ctx.Err() == nil && (max == 0 || taken < max) {
 		wait := time.Until(deadline)
 		if wait <= 0 {
-			break
+			return
 		}
 		fs, err := l.p.pollFor(ctx, l.s, wait)
-		if err != nil && ctx.Err() == nil {
-			return now, err, err
-		}
-		if fs.NumRecords() == 0 {
-			continue // a stop ends the loop with what the transaction holds
-		}
 		taken += fs.NumRecords()
-		now = l.p.opts.Now()
-		last, workErr = l.w.process(fs, now)
+		if fs.NumRecords() > 0 || err != nil {
+			out <- polled{fs: fs, err: err}
+		}
+		if err != nil {
+			return
+		}
 	}
-	return now, workErr, nil
 }
 
 // ended handles the end of a transaction: committed, or not (workErr,
