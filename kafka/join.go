@@ -172,248 +172,176 @@ func (p *Pipeline) prepareTable(ctx context.Context, adm *admClient) error {
 // watermark marker to every partition, with the table offsets, in one
 // transaction. Malformed rows are counted and reported here, once.
 func (p *Pipeline) runTableStage(ctx context.Context) error {
-	return p.redo(ctx, "table stage", p.tableGroup(), p.tableSession)
+	group := p.tableGroup()
+	// A transaction per poll, as the repartition stage's: the stage only forwards its input.
+	spec := loopSpec{name: "table stage", group: group, topic: p.tj.ep.Topic, txnID: group + "." + p.opts.InstanceID,
+		reset: kgo.NewOffset().AtStart(), manual: map[string]bool{p.repTopic: true}, records: 1}
+	if p.tj.interval && p.tj.ep.From == FromLatest {
+		spec.reset = kgo.NewOffset().AtEnd()
+	}
+	return p.runLoop(ctx, spec, p.newTableStage)
 }
 
-func (p *Pipeline) tableSession(ctx context.Context, committedAt *time.Time) (retErr error) {
-	tj := p.tj
-	a := &assignment{owned: map[int32]bool{}}
-	group := p.tableGroup()
-	txnID := group + "." + p.opts.InstanceID
-	reset := kgo.NewOffset().AtStart()
-	if tj.interval && tj.ep.From == FromLatest {
-		reset = kgo.NewOffset().AtEnd()
-	}
-	s, closeSession, err := p.session(group, tj.ep.Topic, txnID, reset, a, map[string]bool{p.repTopic: true})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		closeSession()
-		if !isRedo(transient(retErr)) {
-			p.leave(group)
-		}
-	}()
-	if err := p.fence(ctx, s, txnID); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	table, used, what, _ := secondInput(p.root)
-	dec := drive.NewMessageSourceDecoder(table, used, tj.ep.Format)
-	var router *drive.Driver // an interval join: the right rows' router by the join key
-	if tj.interval {
-		if router, err = drive.NewIntervalRouter(p.root, 1, drive.Config{Decoder: dec}); err != nil {
-			return err
-		}
-	}
-	wm := newTracker(tj.n)
-	committedWM := wm.clone()
-	ownedNow := map[int32]bool{}
-	idle := newIdleClock(tj.ep.IdleTimeout)
-	var lastSent []byte
-	var lastSentAt time.Time
+// tableStage is the table stage's work in the loop (loop.go).
+type tableStage struct {
+	p      *Pipeline
+	tx     *txn
+	table  *plan.Source
+	what   string // how errors name the input
+	dec    *drive.Decoder
+	router *drive.Driver // an interval join: the right rows' router by the join key
+	m      *marks
 	// sentWM: each table partition's watermark in the last marker sent.
-	sentWM := map[int32]int64{}
-	var perr firstErr
-	promise := func(_ *kgo.Record, err error) { perr.set(err) }
-	pctx := context.WithoutCancel(ctx)
-	var end *ends
+	sentWM map[int32]int64
+}
+
+func (p *Pipeline) newTableStage(tx *txn) (stageWork, error) {
+	tj := p.tj
+	table, used, what, _ := secondInput(p.root)
+	ts := &tableStage{p: p, tx: tx, table: table, what: what, dec: drive.NewMessageSourceDecoder(table, used, tj.ep.Format), sentWM: map[int32]int64{}}
+	if tj.interval {
+		var err error
+		if ts.router, err = drive.NewIntervalRouter(p.root, 1, drive.Config{Decoder: ts.dec}); err != nil {
+			return nil, err
+		}
+	}
+	var end map[int32]int64
 	if p.opts.UntilCaughtUp {
-		end = newEnds(tj.end)
+		end = tj.end
 	}
-	for {
-		fs, err := p.poll(ctx, s)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+	ts.m = newMarks(tj.n, tj.ep.IdleTimeout, end)
+	return ts, nil
+}
+
+func (ts *tableStage) assigned(ctx context.Context, owned, _ map[int32]bool, now time.Time) error {
+	ts.m.assign(owned, now)
+	if ts.m.end == nil {
+		return nil
+	}
+	tj := ts.p.tj
+	from := FromEarliest // a table: every version counts
+	if tj.interval {
+		from = tj.ep.From
+	}
+	return ts.p.trackStartsOf(ctx, ts.m.end, ts.p.tableGroup(), tj.ep.Topic, from, owned)
+}
+
+func (ts *tableStage) ready(context.Context) error { return nil }
+
+func (ts *tableStage) process(fs kgo.Fetches, now time.Time) (bool, error) {
+	var rows, bad int64
+	err := func() (err error) {
+		defer drive.Recover(&err)
+		fs.EachRecord(func(r *kgo.Record) {
+			if err != nil || !ts.m.seen(r, now) {
+				return
 			}
-			return err
-		}
-		now := p.opts.Now()
-		if owned, ok := a.snapshot(); ok {
-			ownedNow = owned
-			for part := range wm.parts {
-				if !owned[part] {
-					wm.remove(part)
-					idle.forget(part)
-				}
-			}
-			for part := range owned {
-				if _, ok := wm.parts[part]; !ok {
-					wm.get(part)
-					idle.touch(part, now)
-				}
-			}
-			if end != nil {
-				from := FromEarliest // a table: every version counts
-				if tj.interval {
-					from = tj.ep.From
-				}
-				if err := p.trackStartsOf(ctx, end, group, tj.ep.Topic, from, owned); err != nil {
-					if ctx.Err() != nil {
-						return nil
-					}
-					return err
-				}
-			}
-		}
-		if err := s.Begin(); err != nil {
-			return beginFailed(err)
-		}
-		var rows, bad int64
-		workErr := func() (err error) {
-			defer drive.Recover(&err)
-			fs.EachRecord(func(r *kgo.Record) {
-				if err != nil {
-					return
-				}
-				if end != nil {
-					end.seen(r.Partition, r.Offset)
-				}
-				if r.Attrs.IsControl() {
-					return
-				}
-				idle.touch(r.Partition, now)
-				wm.get(r.Partition)
-				rows++
-				if router != nil {
-					// One partition, the one the left rows of its join
-					// key go to (the same key bytes, the same partitioner).
-					key, rerr := router.Route(append(make([]byte, 0, 32), routeKeyVersion), r.Value)
-					if mark, ok := router.Mark(); ok {
-						wm.observe(r.Partition, mark)
-					}
-					if rerr != nil {
-						bad++
-						if p.opts.OnBadEvent != nil {
-							p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: fmt.Errorf("%s: %w", what, rerr)})
-						}
-						return
-					}
-					if key != nil { // nil: a CSV header record
-						s.Produce(pctx, &kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: r.Value,
-							Headers: []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}}}, promise)
-					}
-					return
-				}
-				row, derr := dec.Decode(r.Value)
-				if derr == nil && row != nil && row[table.TimeCol].Null {
-					derr = fmt.Errorf("column %s: event time is null", table.Columns[table.TimeCol].Name)
-				}
-				if derr != nil {
-					bad++
-					if p.opts.OnBadEvent != nil {
-						p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: fmt.Errorf("table %s: %w", table.Name, derr)})
-					}
-					return
-				}
-				if row == nil {
-					return // a CSV header record
-				}
-				// A row behind its own table partition's watermark is
-				// late (as in a file run, where the table's watermark
-				// moves row by row): the partitions judge it by that
-				// partition's watermark in their markers, so the marker
-				// covering the rows before it goes first, if this poll's
-				// rows moved it (else a poll's rows would all be judged
-				// by the watermark before the poll, and what is late
-				// would depend on where the polls and the restarts fall).
-				if pw := wm.get(r.Partition); row[table.TimeCol].I < pw.wm && pw.wm > sentWM[r.Partition] {
-					for part := range wm.parts {
-						wm.setIdle(part, idle.idle(part, now))
-					}
-					enc := wm.appendTo(nil)
-					for i := 0; i < p.nParts; i++ {
-						s.Produce(pctx, &kgo.Record{Topic: p.repTopic, Partition: int32(i), Key: tableMarkerKey, Value: enc,
-							Headers: []kgo.RecordHeader{{Key: tableMarkerHeader, Value: []byte{1}}}}, promise)
-						p.c.markersOut.Add(1)
-					}
-					for part, pw := range wm.parts {
-						sentWM[part] = pw.wm
-					}
-				}
-				wm.observe(r.Partition, satSub(row[table.TimeCol].I, table.WatermarkDelay))
-				part := binary.BigEndian.AppendUint32(nil, uint32(r.Partition))
-				for i := 0; i < p.nParts; i++ {
-					s.Produce(pctx, &kgo.Record{Topic: p.repTopic, Partition: int32(i), Key: tableRowKey, Value: r.Value,
-						Headers: []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}, {Key: tablePartHeader, Value: part}}}, promise)
-				}
-			})
-			return err
-		}()
-		p.c.tableRows.Add(rows)
-		p.c.tableMalformed.Add(bad)
-		for part := range wm.parts {
-			wm.setIdle(part, idle.idle(part, now))
-			if end != nil && ownedNow[part] {
-				if pos, ok := end.position(part); ok {
-					wm.setPos(part, pos)
-				}
-			}
-		}
-		if len(wm.parts) > 0 && workErr == nil {
-			enc := wm.appendTo(nil)
-			if string(enc) != string(lastSent) || now.Sub(lastSentAt) >= markerEvery {
-				for i := 0; i < p.nParts; i++ {
-					s.Produce(pctx, &kgo.Record{Topic: p.repTopic, Partition: int32(i), Key: tableMarkerKey, Value: enc,
-						Headers: []kgo.RecordHeader{{Key: tableMarkerHeader, Value: []byte{1}}}}, promise)
-					p.c.markersOut.Add(1)
-				}
-				lastSent, lastSentAt = enc, now
-				for part, pw := range wm.parts {
-					sentWM[part] = pw.wm
-				}
-			}
-		}
-		if workErr == nil {
-			workErr = p.flush(ctx, s)
-		}
-		if workErr == nil {
-			workErr = perr.take()
-		}
-		committed, err := p.end(ctx, s, group, workErr == nil)
-		perr.take()
-		s.AllowRebalance()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return endFailed(err)
-		}
-		if committed {
-			*committedAt = time.Now()
-		}
-		if end != nil {
-			if committed {
-				end.commit()
+			rows++
+			var ok bool
+			if ts.router != nil {
+				ok = ts.route(r)
 			} else {
-				end.abort()
+				ok = ts.broadcast(r, now)
 			}
-		}
-		if committed {
-			committedWM = wm.clone()
-		} else {
-			wm = committedWM.clone() // as stage 1: a marker never runs ahead of the rows produced again
-			for part := range wm.parts {
-				if !ownedNow[part] {
-					wm.remove(part)
-				}
+			if !ok {
+				bad++
 			}
-			lastSent = nil
-			clear(sentWM)
-			if errors.Is(workErr, drive.ErrInternal) {
-				return workErr
-			}
-			if workErr != nil {
-				p.log.Warn("kafka: table transaction aborted", "err", workErr)
-			}
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
+		})
+		return err
+	}()
+	ts.p.c.tableRows.Add(rows)
+	ts.p.c.tableMalformed.Add(bad)
+	ts.m.settle(now)
+	return false, err
+}
+
+// badRow reports a row of the second input that did not decode.
+func (ts *tableStage) badRow(r *kgo.Record, err error) {
+	if ts.p.opts.OnBadEvent != nil {
+		ts.p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err})
 	}
+}
+
+// route produces an interval join's right row to one partition, the one
+// the left rows of its join key go to (the same key bytes, the same
+// partitioner). It reports false for a row that did not decode.
+func (ts *tableStage) route(r *kgo.Record) bool {
+	key, err := ts.router.Route(append(make([]byte, 0, 32), routeKeyVersion), r.Value)
+	if mark, ok := ts.router.Mark(); ok {
+		ts.m.wm.observe(r.Partition, mark)
+	}
+	if err != nil {
+		ts.badRow(r, fmt.Errorf("%s: %w", ts.what, err))
+		return false
+	}
+	if key != nil { // nil: a CSV header record
+		ts.tx.produce(&kgo.Record{Topic: ts.p.repTopic, Partition: -1, Key: key, Value: r.Value,
+			Headers: []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}}})
+	}
+	return true
+}
+
+// broadcast produces a temporal join's table row to every partition. It
+// reports false for a row that did not decode.
+func (ts *tableStage) broadcast(r *kgo.Record, now time.Time) bool {
+	p, table, wm := ts.p, ts.table, ts.m.wm
+	row, err := ts.dec.Decode(r.Value)
+	if err == nil && row != nil && row[table.TimeCol].Null {
+		err = fmt.Errorf("column %s: event time is null", table.Columns[table.TimeCol].Name)
+	}
+	if err != nil {
+		ts.badRow(r, fmt.Errorf("table %s: %w", table.Name, err))
+		return false
+	}
+	if row == nil {
+		return true // a CSV header record
+	}
+	// A row behind its own table partition's watermark is late (as in a
+	// file run, where the table's watermark moves row by row): the
+	// partitions judge it by that partition's watermark in their
+	// markers, so the marker covering the rows before it goes first, if
+	// this poll's rows moved it (else a poll's rows would all be judged
+	// by the watermark before the poll, and what is late would depend on
+	// where the polls and the restarts fall).
+	if pw := wm.get(r.Partition); row[table.TimeCol].I < pw.wm && pw.wm > ts.sentWM[r.Partition] {
+		for part := range wm.parts {
+			wm.setIdle(part, ts.m.idle.idle(part, now))
+		}
+		ts.send(wm.appendTo(nil))
+	}
+	wm.observe(r.Partition, satSub(row[table.TimeCol].I, table.WatermarkDelay))
+	part := binary.BigEndian.AppendUint32(nil, uint32(r.Partition))
+	for i := 0; i < p.nParts; i++ {
+		ts.tx.produce(&kgo.Record{Topic: p.repTopic, Partition: int32(i), Key: tableRowKey, Value: r.Value,
+			Headers: []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}, {Key: tablePartHeader, Value: part}}})
+	}
+	return true
+}
+
+// send produces a table marker and remembers what it said.
+func (ts *tableStage) send(enc []byte) {
+	ts.p.sendMarks(ts.tx, tableMarkerKey, tableMarkerHeader, enc)
+	for part, pw := range ts.m.wm.parts {
+		ts.sentWM[part] = pw.wm
+	}
+}
+
+// precommit sends the table marker, after every row it covers.
+func (ts *tableStage) precommit(now time.Time) error {
+	if enc, ok := ts.m.due(now); ok {
+		ts.send(enc)
+	}
+	return nil
+}
+
+// ended rewinds the marker table after an abort, as stage 1 does: a
+// marker never runs ahead of the rows produced again.
+func (ts *tableStage) ended(committed bool) bool {
+	ts.m.ended(committed)
+	if !committed {
+		clear(ts.sentWM)
+	}
+	return false
 }
 
 func satSub(a, b int64) int64 {

@@ -28,20 +28,16 @@ type task struct {
 	emitted int64
 }
 
-// stage2 is the aggregating stage's loop state.
+// stage2 is the aggregating stage's work in the loop (loop.go).
 type stage2 struct {
 	p     *Pipeline
-	s     *kgo.GroupTransactSession
-	ctx   context.Context
-	pctx  context.Context // records are produced under it: a stop does not cancel it (see Pipeline.flush)
-	topic string
+	tx    *txn
 	tasks map[int32]*task
 	owned map[int32]bool
 	// direct mode: the watermarks of this instance's partitions.
 	local *tracker
 	idle  *idleClock
 	seen  map[int32]bool // direct mode: owned partitions that delivered an event in this run
-	perr  firstErr
 	// UntilCaughtUp: end tracks the source partitions in direct mode;
 	// finishing is set when every owned operator reached the end of the
 	// input in the open transaction.
@@ -51,7 +47,6 @@ type stage2 struct {
 	// segment and when (viewrepart.go); reset when a transaction aborts.
 	fwdSent []byte
 	fwdAt   time.Time
-	promise func(*kgo.Record, error) // sets perr; one closure for every record produced
 }
 
 // outRecord is a changelog record to produce with room for its headers
@@ -65,187 +60,82 @@ type outRecord struct {
 // the source topic itself when it is partitioned by the group key), keeps
 // one operator per assigned partition, and in each transaction produces
 // the changelog records to the sink topic, the changed state entries to the
-// state topic, and commits its input offsets.
+// state topic, and commits its input offsets. Its operators live as long
+// as a session: the next session restores them from the state topic.
 func (p *Pipeline) runStage2(ctx context.Context) error {
+	spec := loopSpec{name: "aggregate stage", group: p.name, topic: p.repTopic, txnID: p.name + "." + p.opts.InstanceID,
+		reset: kgo.NewOffset().AtStart(), manual: map[string]bool{p.stateTopic: true}}
 	if p.direct {
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		go p.watchSource(wctx) // this stage reads the source
+		spec.topic, spec.reset = p.opts.Source.Topic, p.resetOffset()
 	}
-	return p.redo(ctx, "aggregate stage", p.name, p.stage2Session)
+	if p.fwd != nil {
+		spec.manual[p.fwd.topic] = true // its watermark markers
+	}
+	return p.runLoop(ctx, spec, p.newStage2)
 }
 
-// stage2Session is one session of the aggregating stage (see
-// stage1Session): its operators live as long as the session, and the
-// next session restores them from the state topic.
-func (p *Pipeline) stage2Session(ctx context.Context, committedAt *time.Time) (retErr error) {
-	a := &assignment{owned: map[int32]bool{}}
-	topic, reset := p.repTopic, kgo.NewOffset().AtStart()
-	if p.direct {
-		topic, reset = p.opts.Source.Topic, p.resetOffset()
-	}
-	txnID := p.name + "." + p.opts.InstanceID
-	manual := map[string]bool{p.stateTopic: true}
-	if p.fwd != nil {
-		manual[p.fwd.topic] = true // its watermark markers
-	}
-	s, closeSession, err := p.session(p.name, topic, txnID, reset, a, manual)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		closeSession()
-		if !isRedo(transient(retErr)) {
-			p.leave(p.name)
-		}
-	}()
-	if err := p.fence(ctx, s, txnID); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	st := &stage2{p: p, s: s, ctx: ctx, pctx: context.WithoutCancel(ctx), topic: topic, tasks: map[int32]*task{}, owned: map[int32]bool{},
+func (p *Pipeline) newStage2(tx *txn) (stageWork, error) {
+	st := &stage2{p: p, tx: tx, tasks: map[int32]*task{}, owned: map[int32]bool{},
 		local: newTracker(0), idle: newIdleClock(p.opts.Source.IdleTimeout), seen: map[int32]bool{}}
-	st.promise = func(_ *kgo.Record, err error) { st.perr.set(err) }
 	if p.opts.UntilCaughtUp && p.direct {
 		st.end = newEnds(p.sourceEnd)
 	}
-	for {
-		polled := time.Now()
-		fs, err := p.poll(ctx, s)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if owned, ok := a.snapshot(); ok {
-			for part := range a.takeDropped() {
-				delete(st.tasks, part) // another instance may have changed it: restore
-			}
-			st.reassign(owned)
-			if st.end != nil {
-				if err := p.trackStarts(ctx, st.end, p.inGroup(), owned); err != nil {
-					if ctx.Err() != nil {
-						return nil
-					}
-					return err
-				}
-			}
-		}
-		if err := st.ensureTasks(); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if err := s.Begin(); err != nil {
-			return beginFailed(err)
-		}
-		workErr := st.process(fs)
-		// One transaction takes the polls of one commit interval, not
-		// one poll: while the loop processes a poll the client keeps
-		// fetching, and the transaction's fixed costs (the flush, the
-		// membership check, the offsets, EndTxn) and its state entries
-		// (a group changed by many polls is written once) are paid once
-		// per interval. Every record polled after Begin is processed in
-		// this transaction and its offset commits with it (the session
-		// commits what was polled); the assignment cannot change before
-		// AllowRebalance, so the operators stay those of the first poll.
-		var pollErr error
-		if fs.NumRecords() > 0 {
-			workErr, pollErr = st.more(polled.Add(p.opts.CommitInterval), workErr)
-		}
-		if workErr == nil {
-			workErr = st.forwardMarks() // after every row of the transaction
-		}
-		if workErr == nil {
-			workErr = st.checkpoint()
-		}
-		if workErr == nil {
-			workErr = p.flush(ctx, s)
-		}
-		if workErr == nil {
-			workErr = st.perr.take()
-		}
-		committed, err := p.end(ctx, s, p.name, workErr == nil)
-		st.perr.take()
-		if serr := p.stop.get(); serr != nil {
-			s.AllowRebalance()
-			return serr // ended aborted
-		}
-		if committed {
-			*committedAt = time.Now()
-		}
-		if st.end != nil {
-			if committed {
-				st.end.commit()
-			} else {
-				st.end.abort()
-			}
-		}
-		if committed && st.finishing && err == nil {
-			p.caughtUp.Store(true)
-			p.log.Info("kafka: caught up: the input is consumed to its end and every window is final")
-			return nil
-		}
-		st.finishing = false
-		if !committed {
-			// The operators hold the aborted transaction's changes:
-			// drop them; the next round restores the committed state.
-			clear(st.tasks)
-			st.local = newTracker(0)
-			st.fwdSent = nil
-			if workErr != nil && ctx.Err() == nil {
-				if isFatal(workErr) {
-					s.AllowRebalance()
-					return workErr
-				}
-				p.log.Warn("kafka: aggregate transaction aborted", "err", workErr)
-			}
-		}
-		s.AllowRebalance()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return endFailed(err)
-		}
-		if pollErr != nil {
-			return pollErr
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-	}
+	return st, nil
 }
 
-// more polls and processes records in the open transaction until
-// deadline (the commit interval after the transaction's first poll
-// began), a stop, an error, or, with UntilCaughtUp, the end of the input
-// (the transaction carrying the finals ends at once). A fetch error ends
-// the transaction (aborted) and is returned as pollErr, which stops the
-// session as an error of the first poll does.
-func (st *stage2) more(deadline time.Time, workErr error) (error, error) {
-	for workErr == nil && !st.finishing && st.ctx.Err() == nil {
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			break
-		}
-		fs, err := st.p.pollFor(st.ctx, st.s, wait)
-		if err != nil {
-			if st.ctx.Err() != nil {
-				break // a stop: the transaction ends whole with what it holds
-			}
-			return err, err
-		}
-		if fs.NumRecords() == 0 {
-			continue
-		}
-		workErr = st.process(fs)
+func (st *stage2) assigned(ctx context.Context, owned, dropped map[int32]bool, now time.Time) error {
+	for part := range dropped {
+		delete(st.tasks, part) // another instance may have changed it: restore
 	}
-	return workErr, nil
+	st.reassign(owned, now)
+	if st.end == nil {
+		return nil
+	}
+	return st.p.trackStarts(ctx, st.end, st.p.inGroup(), owned)
+}
+
+// process applies a batch; the transaction carrying the finals of an
+// UntilCaughtUp run ends at once.
+func (st *stage2) process(fs kgo.Fetches, now time.Time) (bool, error) {
+	err := st.apply(fs, now)
+	return st.finishing, err
+}
+
+// precommit sends the next segment's watermark markers (after every row
+// of the transaction), then the state entries.
+func (st *stage2) precommit(time.Time) error {
+	if err := st.forwardMarks(); err != nil {
+		return err
+	}
+	return st.checkpoint()
+}
+
+// ended drops every operator after an abort: they hold the aborted
+// transaction's changes, and the next transaction restores the
+// committed state.
+func (st *stage2) ended(committed bool) bool {
+	if st.end != nil {
+		if committed {
+			st.end.commit()
+		} else {
+			st.end.abort()
+		}
+	}
+	if committed && st.finishing {
+		st.p.caughtUp.Store(true)
+		st.p.log.Info("kafka: caught up: the input is consumed to its end and every window is final")
+		return true
+	}
+	st.finishing = false
+	if !committed {
+		clear(st.tasks)
+		st.local = newTracker(0)
+		st.fwdSent = nil
+	}
+	return false
 }
 
 // isFatal tells errors that a retry cannot fix (bad state, a null value,
@@ -255,7 +145,7 @@ func isFatal(err error) bool {
 		errors.Is(err, drive.ErrJoinBuffer) || errors.Is(err, drive.ErrIntervalJoinFull) || errors.Is(err, ErrViewJoinState)
 }
 
-func (st *stage2) reassign(owned map[int32]bool) {
+func (st *stage2) reassign(owned map[int32]bool, now time.Time) {
 	for part := range st.owned {
 		if !owned[part] {
 			delete(st.tasks, part)
@@ -264,7 +154,6 @@ func (st *stage2) reassign(owned map[int32]bool) {
 			delete(st.seen, part)
 		}
 	}
-	now := st.p.opts.Now()
 	for part := range owned {
 		if !st.owned[part] {
 			st.idle.touch(part, now)
@@ -273,8 +162,8 @@ func (st *stage2) reassign(owned map[int32]bool) {
 	st.owned = owned
 }
 
-// ensureTasks restores an operator for every owned partition that has none.
-func (st *stage2) ensureTasks() error {
+// ready restores an operator for every owned partition that has none.
+func (st *stage2) ready(ctx context.Context) error {
 	var need []int32
 	for part := range st.owned {
 		if st.tasks[part] == nil {
@@ -285,7 +174,7 @@ func (st *stage2) ensureTasks() error {
 		return nil
 	}
 	sort.Slice(need, func(i, j int) bool { return need[i] < need[j] })
-	restored, err := st.p.restore(st.ctx, need, st.newTask)
+	restored, err := st.p.restore(ctx, need, st.newTask)
 	if err != nil {
 		return err
 	}
@@ -382,21 +271,20 @@ func (st *stage2) emit(t *task, topic string, r *changelog.Record) error {
 	kv := append(append(make([]byte, 0, len(r.Key)+len(r.Value)), r.Key...), r.Value...)
 	out.rec = kgo.Record{Topic: topic, Partition: -1, Key: kv[:len(r.Key):len(r.Key)], Value: kv[len(r.Key):],
 		Headers: changelog.AppendHeaders(out.headers[:0], r.Meta)}
-	st.s.Produce(st.pctx, &out.rec, st.promise)
+	st.tx.produce(&out.rec)
 	st.p.c.recordsOut.Add(1)
 	t.emitted++
 	t.touched = true
 	return nil
 }
 
-// process applies one poll's records, then moves each operator's watermark
+// apply applies one poll's records, then moves each operator's watermark
 // and performs the early emission that is due. The drivers count; their
 // counts are added to the pipeline's at the end.
-func (st *stage2) process(fs kgo.Fetches) (err error) {
+func (st *stage2) apply(fs kgo.Fetches, now time.Time) (err error) {
 	defer drive.Recover(&err)
 	defer st.takeCounts()
 	p := st.p
-	now := p.opts.Now()
 	fs.EachRecord(func(r *kgo.Record) {
 		if err != nil {
 			return
@@ -607,7 +495,7 @@ func (st *stage2) checkpoint() error {
 			if v != nil {
 				rec.Value = append(kv[len(kv):], v...)
 			}
-			st.s.Produce(st.pctx, rec, st.promise)
+			st.tx.produce(rec)
 			p.c.stateOut.Add(1)
 			return nil
 		})

@@ -351,7 +351,7 @@ func (st *stage2) forwardRow(t *task) func([]types.Value) error {
 			key = []byte{routeKeyVersion}
 		}
 		rec := &kgo.Record{Topic: f.topic, Partition: -1, Key: key, Value: drive.AppendRow(nil, row), Headers: f.headers(nil)}
-		st.s.Produce(st.pctx, rec, func(_ *kgo.Record, err error) { st.perr.set(err) })
+		st.tx.produce(rec)
 		t.touched = true
 		return nil
 	}
@@ -387,7 +387,7 @@ func (st *stage2) forwardMarks() error {
 	for i := 0; i < f.parts; i++ {
 		m := &kgo.Record{Topic: f.topic, Partition: int32(i), Key: markerKey, Value: enc,
 			Headers: f.headers([]kgo.RecordHeader{{Key: markerHeader, Value: []byte{1}}})}
-		st.s.Produce(st.pctx, m, func(_ *kgo.Record, err error) { st.perr.set(err) })
+		st.tx.produce(m)
 		st.p.c.markersOut.Add(1)
 	}
 	st.fwdSent, st.fwdAt = enc, now
