@@ -1,0 +1,228 @@
+package scripttest
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Host runs scripts one way: in process, through a binary, over Kafka.
+type Host interface {
+	// Name names the host in messages.
+	Name() string
+	// Cannot says why the host cannot run command c of query q ("" when
+	// it can). The segment is then skipped on this host, saying so.
+	Cannot(q *Query, c *Cmd) string
+	// Unobserved says why the host produces no output line of kind k (""
+	// when it does); such lines are left out of its comparison.
+	Unobserved(k Kind) string
+	// Run runs the segment and returns its output: one slice per expect
+	// command of the segment when the host knows where each expect falls,
+	// or one slice for the whole segment (a process whose output is read
+	// at its end). A host prints "?" for a counter it does not know.
+	Run(t *testing.T, g *Segment) [][]string
+}
+
+// Runner runs the scripts of Glob through a host.
+type Runner struct {
+	Glob string
+	// Reference marks the host whose output is the expect blocks
+	// verbatim: it must run every segment, its output is compared line for
+	// line, and with Update it rewrites the expect blocks instead.
+	Reference bool
+	Update    bool
+	// MustRun fails a script none of whose segments the host runs.
+	MustRun bool
+	// Parallel runs the scripts side by side (they share nothing).
+	Parallel bool
+}
+
+// Run runs every script through h, one subtest per script and in it one
+// per segment.
+func (r Runner) Run(t *testing.T, h Host) {
+	files, err := filepath.Glob(r.Glob)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts in %s (%v)", r.Glob, err)
+	}
+	for _, f := range files {
+		s, err := Parse(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(s.Name(), func(t *testing.T) {
+			if r.Parallel {
+				t.Parallel()
+			}
+			r.runScript(t, h, s)
+		})
+	}
+}
+
+func (r Runner) runScript(t *testing.T, h Host, s *Script) {
+	ran := 0
+	var skipped []string
+	for _, g := range s.Segments() {
+		why := cannot(h, g)
+		if why != "" {
+			if r.Reference {
+				t.Errorf("%s: the reference host %s cannot run it: %s", g.At(), h.Name(), why)
+			}
+			skipped = append(skipped, g.Name()+": "+why)
+			t.Run(g.Name(), func(t *testing.T) { t.Skipf("%s: %s", h.Name(), why) })
+			continue
+		}
+		ran++
+		t.Run(g.Name(), func(t *testing.T) {
+			got := h.Run(t, g)
+			if t.Failed() {
+				return
+			}
+			r.compare(t, h, g, got)
+		})
+	}
+	if r.Update && r.Reference && !t.Failed() {
+		if err := s.Write(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.MustRun && ran == 0 {
+		t.Errorf("%s runs no query of %s:\n%s", h.Name(), s.Path, strings.Join(skipped, "\n"))
+	}
+}
+
+// cannot is why h cannot run g, naming the first command it cannot run.
+func cannot(h Host, g *Segment) string {
+	for _, q := range g.Queries {
+		for _, c := range append([]*Cmd{q.SQL}, q.Cmds...) {
+			if c == nil {
+				continue
+			}
+			if why := h.Cannot(q, c); why != "" {
+				return fmt.Sprintf("line %d: > %s: %s", c.Line, c.Name, why)
+			}
+		}
+	}
+	return ""
+}
+
+func (r Runner) compare(t *testing.T, h Host, g *Segment, got [][]string) {
+	exp := g.Expects()
+	if r.Reference {
+		if len(got) != len(exp) {
+			t.Fatalf("%s: %d outputs for %d expects", g.At(), len(got), len(exp))
+		}
+		for i, c := range exp {
+			if r.Update {
+				c.Block = append([]string(nil), got[i]...)
+				continue
+			}
+			if strings.Join(got[i], "\n") != strings.Join(c.Block, "\n") {
+				t.Errorf("%s:%d: output differs\n--- got\n%s\n--- want\n%s", g.Script.Path, c.Line, strings.Join(got[i], "\n"), strings.Join(c.Block, "\n"))
+			}
+		}
+		return
+	}
+	switch len(got) {
+	case len(exp):
+		for i, c := range exp {
+			compareStreams(t, h, fmt.Sprintf("%s:%d", g.Script.Path, c.Line), got[i], c.Block)
+		}
+	case 1:
+		var want []string
+		for _, c := range exp {
+			want = append(want, c.Block...)
+		}
+		compareStreams(t, h, g.At()+" (the expect blocks of the query together)", got[0], want)
+	default:
+		t.Fatalf("%s: %s gave %d outputs for %d expects", g.At(), h.Name(), len(got), len(exp))
+	}
+}
+
+// compareStreams compares got and want stream by stream, leaving out the
+// kinds h does not produce.
+func compareStreams(t *testing.T, h Host, at string, got, want []string) {
+	t.Helper()
+	g, w := streams(h, Classify(got)), streams(h, Classify(want))
+	var bad []string
+	for _, name := range keys(g, w) {
+		if d := diffStream(g[name], w[name]); d != "" {
+			bad = append(bad, name+": "+d)
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("%s: %s output differs:\n%s\n--- got\n%s\n--- want (the kinds %s produces)\n%s", at, h.Name(),
+			strings.Join(bad, "\n"), strings.Join(got, "\n"), h.Name(), strings.Join(observed(h, want), "\n"))
+	}
+}
+
+func streams(h Host, lines []Line) map[string][]Line {
+	out := map[string][]Line{}
+	for _, l := range lines {
+		if h.Unobserved(l.Kind) == "" {
+			out[l.Stream] = append(out[l.Stream], l)
+		}
+	}
+	return out
+}
+
+func observed(h Host, lines []string) []string {
+	var out []string
+	for _, l := range Classify(lines) {
+		if h.Unobserved(l.Kind) == "" {
+			out = append(out, l.Text)
+		}
+	}
+	return out
+}
+
+func keys(a, b map[string][]Line) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range []map[string][]Line{a, b} {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// diffStream describes the first difference of two streams ("" if none).
+// A counter the host printed "?" matches any value.
+func diffStream(got, want []Line) string {
+	for i := 0; i < max(len(got), len(want)); i++ {
+		switch {
+		case i >= len(got):
+			return fmt.Sprintf("line %d missing: %q", i+1, want[i].Text)
+		case i >= len(want):
+			return fmt.Sprintf("line %d extra: %q", i+1, got[i].Text)
+		case !sameLine(got[i], want[i]):
+			return fmt.Sprintf("line %d: got %q, want %q", i+1, got[i].Text, want[i].Text)
+		}
+	}
+	return ""
+}
+
+func sameLine(got, want Line) bool {
+	if got.Text == want.Text {
+		return true
+	}
+	if got.Kind != Stats && got.Kind != JoinStats {
+		return false
+	}
+	g, w := strings.Fields(got.Text), strings.Fields(want.Text)
+	if len(g) != len(w) {
+		return false
+	}
+	for i := range g {
+		gk, gv, _ := strings.Cut(g[i], "=")
+		wk, _, _ := strings.Cut(w[i], "=")
+		if g[i] != w[i] && (gk != wk || gv != "?") {
+			return false
+		}
+	}
+	return true
+}
