@@ -40,7 +40,7 @@ type cliHost struct{ bin string }
 
 func (cliHost) Name() string { return "ubik run" }
 
-func (cliHost) Unobserved(k scripttest.Kind) string { return "" }
+func (cliHost) Unobserved(scripttest.Line) string { return "" }
 
 // StopsAtFirstError: an error that is not a rejected event (those go to
 // --dead-letter) stops a file run.

@@ -35,7 +35,7 @@ func TestScripts(t *testing.T) {
 type apiHost struct{}
 
 func (apiHost) Name() string                                     { return "the Go API" }
-func (apiHost) Unobserved(scripttest.Kind) string                { return "" }
+func (apiHost) Unobserved(scripttest.Line) string                { return "" }
 func (apiHost) Cannot(*scripttest.Query, *scripttest.Cmd) string { return "" }
 
 // apiRun is one segment's run: the query, the output since the last

@@ -27,6 +27,7 @@ func (k Kind) String() string {
 // Line is one output line, classified.
 type Line struct {
 	Kind Kind
+	View string // the view whose record or late event it is ("" the query's own)
 	// Stream groups the lines a host produces in one order: a query's
 	// records, its late events, an input's rejected events.
 	Stream string
@@ -46,28 +47,28 @@ func Classify(lines []string) []Line {
 	for _, l := range lines {
 		switch m := recordLine.FindStringSubmatch(l); {
 		case m != nil:
-			out = append(out, Line{Record, "records " + m[1], l})
+			out = append(out, Line{Record, m[1], "records " + m[1], l})
 			continue
 		}
 		if m := lateLine.FindStringSubmatch(l); m != nil {
-			out = append(out, Line{Late, "late " + m[1], l})
+			out = append(out, Line{Late, m[1], "late " + m[1], l})
 			continue
 		}
 		if m := eventError.FindStringSubmatch(l); m != nil {
-			out = append(out, Line{EventError, "rejected " + m[1], l})
+			out = append(out, Line{EventError, "", "rejected " + m[1], l})
 			continue
 		}
 		switch {
 		case strings.HasPrefix(l, "! "):
-			out = append(out, Line{Error, "errors", l})
+			out = append(out, Line{Error, "", "errors", l})
 		case strings.HasPrefix(l, "events=") || strings.HasPrefix(l, "duplicates="):
-			out = append(out, Line{Stats, "stats", l})
+			out = append(out, Line{Stats, "", "stats", l})
 		case strings.HasPrefix(l, "join: ") || strings.HasPrefix(l, "table: "):
-			out = append(out, Line{JoinStats, "join stats", l})
+			out = append(out, Line{JoinStats, "", "join stats", l})
 		case len(out) > 0 && out[len(out)-1].Kind == Error:
 			out[len(out)-1].Text += "\n" + l
 		default:
-			out = append(out, Line{Error, "errors", l})
+			out = append(out, Line{Error, "", "errors", l})
 		}
 	}
 	return out

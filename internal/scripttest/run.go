@@ -3,6 +3,7 @@ package scripttest
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -14,9 +15,10 @@ type Host interface {
 	// Cannot says why the host cannot run command c of query q ("" when
 	// it can). The segment is then skipped on this host, saying so.
 	Cannot(q *Query, c *Cmd) string
-	// Unobserved says why the host produces no output line of kind k (""
-	// when it does); such lines are left out of its comparison.
-	Unobserved(k Kind) string
+	// Unobserved says why the host does not produce output line l (""
+	// when it does): a kind of line, or a view's lines. Such lines are
+	// left out of its comparison.
+	Unobserved(l Line) string
 	// Run runs the segment and returns its output: one slice per expect
 	// command of the segment when the host knows where each expect falls,
 	// or one slice for the whole segment (a process whose output is read
@@ -31,11 +33,15 @@ type Normalizer interface {
 	Normalize(l Line) string
 }
 
-// Stopper is a host whose run stops at its first error (a process that
-// exits): only the first line of the error stream is compared.
+// Stopper is a host whose run stops at an error that is not in the SQL (a
+// process that exits): after such an error, the later errors of an
+// expect block are not compared.
 type Stopper interface {
 	StopsAtFirstError() bool
 }
+
+// sqlError is a SQL error: it stops a query before it starts, not a run.
+var sqlError = regexp.MustCompile(`^! line [0-9]+:[0-9]+: `)
 
 // Runner runs the scripts of Glob through a host.
 type Runner struct {
@@ -171,15 +177,20 @@ func compareStreams(t *testing.T, h Host, at string, got, want []string) {
 
 func streams(h Host, lines []Line) map[string][]Line {
 	out := map[string][]Line{}
+	stopped := false
 	for _, l := range lines {
-		if h.Unobserved(l.Kind) != "" {
+		if h.Unobserved(l) != "" {
 			continue
 		}
 		if n, ok := h.(Normalizer); ok {
 			l.Text = n.Normalize(l)
 		}
-		if st, ok := h.(Stopper); ok && st.StopsAtFirstError() && l.Kind == Error && len(out[l.Stream]) > 0 {
-			continue
+		if l.Kind == Error {
+			if stopped {
+				continue
+			}
+			st, ok := h.(Stopper)
+			stopped = ok && st.StopsAtFirstError() && !sqlError.MatchString(l.Text)
 		}
 		out[l.Stream] = append(out[l.Stream], l)
 	}
@@ -189,7 +200,7 @@ func streams(h Host, lines []Line) map[string][]Line {
 func observed(h Host, lines []string) []string {
 	var out []string
 	for _, l := range Classify(lines) {
-		if h.Unobserved(l.Kind) == "" {
+		if h.Unobserved(l) == "" {
 			out = append(out, l.Text)
 		}
 	}
