@@ -40,7 +40,12 @@ type cliHost struct{ bin string }
 
 func (cliHost) Name() string { return "ubik run" }
 
-func (cliHost) Unobserved(scripttest.Line) string { return "" }
+func (cliHost) Unobserved(l scripttest.Line) string {
+	if l.Kind == scripttest.Inputs {
+		return "a query's inputs are the Go API's Query.Inputs"
+	}
+	return ""
+}
 
 // StopsAtFirstError: an error that is not a rejected event (those go to
 // --dead-letter) stops a file run.
@@ -81,6 +86,10 @@ func (cliHost) Cannot(q *scripttest.Query, c *scripttest.Cmd) string {
 		if q.After(c, "push") {
 			return "a file run reads the table's file whole, and ends it, before the stream; the script pushes events first"
 		}
+	case "input":
+		if !declares(q.Text(), c.Arg) {
+			return "a file run reads the inputs its script declares, and " + c.Arg + " is none"
+		}
 	case "end-input":
 		for _, o := range q.Cmds {
 			if o.Line > c.Line && o.Name == "input" && o.Arg == c.Arg {
@@ -103,6 +112,11 @@ func (cliHost) Cannot(q *scripttest.Query, c *scripttest.Cmd) string {
 		}
 	}
 	return ""
+}
+
+// declares reports whether the script declares source or table name.
+func declares(sql, name string) bool {
+	return regexp.MustCompile(`(?i)CREATE\s+(SOURCE|TABLE)\s+` + regexp.QuoteMeta(name) + `\s*\(`).MatchString(sql)
 }
 
 // hasBareSelect reports whether the script has a query that is not a view.
@@ -140,6 +154,7 @@ type cliRun struct {
 	primary string               // the query the run writes
 	graph   []string             // the queries of its graph (its own name, and the views it reads)
 	first   string               // its first input, which --input gives
+	second  string               // its second input ("" for none), read from the file its CREATE names
 	views   bool                 // the script has views: --output-dir
 	input   *cliInput            // the first input's file
 	seconds map[string]*cliInput // the second input's, by its name
@@ -367,4 +382,7 @@ func (r *cliRun) probe() {
 		return // the run fails the same way
 	}
 	r.primary, r.graph, r.first = uq.Plan().Name, uq.Queries(), uq.Inputs()[0]
+	if in := uq.Inputs(); len(in) > 1 {
+		r.second = in[1]
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"time"
 
@@ -81,6 +82,10 @@ func (r *cliRun) writeFiles() error {
 	first := r.first
 	r.input = &cliInput{path: filepath.Join(r.dir, "events"), seq: map[int]int{}}
 	seconds := map[string]*cliInput{}
+	if r.second != "" {
+		// The second input's file, empty unless rows are pushed to it.
+		seconds[r.second] = &cliInput{path: filepath.Join(r.dir, "input-"+r.second), seq: map[int]int{}}
+	}
 	for _, c := range q.Cmds {
 		switch {
 		case c.Name == "push" || c.Name == "input" && c.Arg == first:
@@ -89,8 +94,8 @@ func (r *cliRun) writeFiles() error {
 			}
 		case c.Name == "input" || c.Name == "table":
 			name := c.Arg
-			if c.Name == "table" {
-				name = tableName(sql)
+			if c.Name == "table" || strings.EqualFold(name, r.second) {
+				name = r.second
 			}
 			in := seconds[name]
 			if in == nil {
@@ -136,15 +141,6 @@ func (r *cliRun) writeFiles() error {
 		r.args = append(r.args, "--state-dir", filepath.Join(r.dir, "state"), "--checkpoint-interval", "1ns")
 	}
 	return nil
-}
-
-// tableName is the name of the script's versioned table.
-func tableName(sql string) string {
-	m := regexp.MustCompile(`(?i)CREATE\s+TABLE\s+([A-Za-z_][A-Za-z0-9_]*)`).FindStringSubmatch(sql)
-	if m == nil {
-		return ""
-	}
-	return m[1]
 }
 
 // withPath gives source or table name of the script the option path =

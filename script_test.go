@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -172,6 +173,8 @@ func (r *apiRun) do(c *scripttest.Cmd) {
 		r.out = append(r.out, statsLines(q.Stats())...)
 	case "join-stats":
 		r.out = append(r.out, joinStatsLines(q.Stats())...)
+	case "inputs":
+		r.out = append(r.out, "inputs: "+strings.Join(q.Inputs(), ", "))
 	}
 }
 
@@ -257,4 +260,26 @@ func wmTS(us int64) string {
 		return "-"
 	}
 	return ts(us)
+}
+
+// scriptSQL is the SQL of the nth query (from 1) of script name: the join
+// and view tests that generate their histories run the shapes the
+// scripts keep.
+func scriptSQL(t testing.TB, name string, n int) string {
+	t.Helper()
+	s, err := scripttest.Parse(filepath.Join("testdata", "script", name+".txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range s.Segments() {
+		for _, q := range g.Queries {
+			if q.SQL != nil {
+				if n--; n == 0 {
+					return q.Text()
+				}
+			}
+		}
+	}
+	t.Fatalf("%s has no query %d", s.Path, n)
+	return ""
 }

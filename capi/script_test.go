@@ -60,8 +60,6 @@ func (h *abiHost) Name() string { return h.name }
 
 func (h *abiHost) Cannot(q *scripttest.Query, c *scripttest.Cmd) string {
 	switch c.Name {
-	case "kill":
-		return "the C ABI has no checkpoint and restore"
 	case "tick":
 		return "the C ABI's processing clock is the machine's"
 	case "end-input":
@@ -70,8 +68,13 @@ func (h *abiHost) Cannot(q *scripttest.Query, c *scripttest.Cmd) string {
 	return ""
 }
 
+// NoKill: a kill is left out.
+func (h *abiHost) NoKill() string { return "the C ABI has no checkpoint and restore" }
+
 func (h *abiHost) Unobserved(l scripttest.Line) string {
 	switch {
+	case l.Kind == scripttest.Inputs:
+		return "a query's inputs are the Go API's Query.Inputs"
 	case l.Kind == scripttest.Late:
 		return "the C ABI has no late-event callback: late events are only counted"
 	case l.View != "":

@@ -50,6 +50,8 @@ func (h *scriptHost) Unobserved(l scripttest.Line) string {
 		return "a Kafka run hands late and rejected events to hooks of the process that read them (a killed process's are gone)"
 	case scripttest.Stats, scripttest.JoinStats:
 		return "a Kafka run's counters are its process's, and start over in a restarted one"
+	case scripttest.Inputs:
+		return "a query's inputs are the Go API's Query.Inputs"
 	}
 	return "a Kafka run's errors are its process's"
 }
@@ -66,6 +68,10 @@ func (h *scriptHost) Cannot(q *scripttest.Query, c *scripttest.Cmd) string {
 		return "a Kafka run emits early on its clock, per transaction"
 	case "end-input":
 		return "a topic has no end of input: a run ends where its input ended when it started"
+	case "input":
+		if _, err := scriptQuery(q); err == nil && !scriptDeclares(q, c.Arg) {
+			return "a Kafka run reads the inputs its script declares, and " + c.Arg + " is none"
+		}
 	case "end-table", "table":
 		if q.After(c, "push") {
 			return "a topic has no end of input, and a run reads two topics in its own order; the script pushes events before table rows"
@@ -104,6 +110,16 @@ func scriptCannotRun(q *scripttest.Query) string {
 		}
 	}
 	return ""
+}
+
+// scriptDeclares reports whether the query reads input name.
+func scriptDeclares(q *scripttest.Query, name string) bool {
+	pq, err := scriptQuery(q)
+	if err != nil {
+		return false
+	}
+	first, second := scriptInputs(nil, pq)
+	return strings.EqualFold(name, first) || strings.EqualFold(name, second)
 }
 
 // scriptQuery compiles the script and picks the query the sql command
@@ -149,13 +165,13 @@ func (s *scriptSpec) options(t testing.TB) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range append(pq.Upstream(), pq) {
+	for _, v := range append(allViews(pq), pq) {
 		v.Name = s.Prefix + "_" + v.Name
 	}
 	e := func(topic string) Endpoint { return endpoint(s.Brokers, topic) }
 	o := Options{Query: pq, Source: e(s.Topics[""]), Sink: e(s.Topics[pq.Name]), InstanceID: s.Prefix,
 		CommitInterval: 20 * time.Millisecond, ViewSinks: map[string]Endpoint{}}
-	for _, v := range pq.Upstream() {
+	for _, v := range allViews(pq) {
 		o.ViewSinks[v.Name] = e(s.Topics[v.Name])
 	}
 	switch s.Second {
@@ -186,7 +202,7 @@ func (h *scriptHost) runQuery(t *testing.T, q *scripttest.Query) []string {
 			s.Second = "join"
 		}
 	}
-	for _, v := range append(pq.Upstream(), pq) {
+	for _, v := range append(allViews(pq), pq) {
 		s.Topics[s.Prefix+"_"+v.Name] = s.Prefix + "-out-" + v.Name
 	}
 	at := 0
@@ -212,6 +228,20 @@ func (h *scriptHost) runQuery(t *testing.T, q *scripttest.Query) []string {
 	return h.records(t, s, pq)
 }
 
+// allViews are the views q reads, directly or through others, each once,
+// upstream first.
+func allViews(q *plan.Query) []*plan.Query {
+	var out []*plan.Query
+	for _, v := range q.Views() {
+		for _, u := range append(allViews(v), v) {
+			if !slices.Contains(out, u) {
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
 // scriptInputs are the query's inputs: the first one's name and the
 // second's ("" without one).
 func scriptInputs(t *testing.T, pq *plan.Query) (first, second string) {
@@ -220,7 +250,7 @@ func scriptInputs(t *testing.T, pq *plan.Query) (first, second string) {
 		g, err := drive.NewGraph(pq, nil, drive.Config{Emit: func(*changelog.Record) error { return nil }},
 			func(*changelog.Record) error { return nil }, func(string, *drive.LateEvent) {})
 		if err != nil {
-			t.Fatal(err)
+			return "", ""
 		}
 		return g.Sources()[0].Name, g.SecondInput()
 	case pq.Join != nil:
@@ -261,7 +291,7 @@ func (h *scriptHost) produce(t *testing.T, s *scriptSpec, q *scripttest.Query, f
 // view's name as the script prints them.
 func (h *scriptHost) records(t *testing.T, s *scriptSpec, pq *plan.Query) []string {
 	var out []string
-	for _, v := range append(pq.Upstream(), pq) {
+	for _, v := range append(allViews(pq), pq) {
 		view := v.Name
 		if v == pq {
 			view = ""

@@ -17,11 +17,11 @@ const (
 	Late                   // "[VIEW: ]late REASON: event ..."
 	Stats                  // the counters: "events=...", "duplicates=..."
 	JoinStats              // the temporal join's: "join: ...", "table: ..."
-	numKinds
+	Inputs                 // "inputs: A, B": the inputs a query takes rows on
 )
 
 func (k Kind) String() string {
-	return [...]string{"record", "event error", "error", "late event", "stats", "join stats"}[k]
+	return [...]string{"record", "event error", "error", "late event", "stats", "join stats", "inputs"}[k]
 }
 
 // Line is one output line, classified.
@@ -65,6 +65,8 @@ func Classify(lines []string) []Line {
 			out = append(out, Line{Stats, "", "stats", l})
 		case strings.HasPrefix(l, "join: ") || strings.HasPrefix(l, "table: "):
 			out = append(out, Line{JoinStats, "", "join stats", l})
+		case strings.HasPrefix(l, "inputs: "):
+			out = append(out, Line{Inputs, "", "inputs", l})
 		case len(out) > 0 && out[len(out)-1].Kind == Error:
 			out[len(out)-1].Text += "\n" + l
 		default:

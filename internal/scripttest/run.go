@@ -44,6 +44,14 @@ type Stopper interface {
 // sqlError is a SQL error: it stops a query before it starts, not a run.
 var sqlError = regexp.MustCompile(`^! line [0-9]+:[0-9]+: `)
 
+// Killless is a host that cannot kill a query: it runs a query with kill
+// commands without them (a kill changes no output, by the format's rule),
+// and says so.
+type Killless interface {
+	// NoKill says why the host does not kill.
+	NoKill() string
+}
+
 // Unordered is a host that keeps the order of each key's records, not the
 // order of records of different keys (a Kafka topic read after the run):
 // its streams are compared as sets of lines.
@@ -101,6 +109,13 @@ func (r Runner) runScript(t *testing.T, h Host, s *Script) {
 		}
 		ran++
 		t.Run(g.Name(), func(t *testing.T) {
+			if k, ok := h.(Killless); ok {
+				for _, c := range g.Cmds {
+					if c.Name == "kill" {
+						t.Logf("%s: line %d: > kill: run without it: %s", h.Name(), c.Line, k.NoKill())
+					}
+				}
+			}
 			got := h.Run(t, g)
 			if t.Failed() {
 				return

@@ -22,6 +22,7 @@
 //	> close                       end of input
 //	> stats                       print the counters
 //	> join-stats                  print the temporal join's counters
+//	> inputs                      print the query's inputs (Query.Inputs)
 //	> expect                      the output since the previous expect, verbatim
 //
 // A kill never prints anything: the changelog must go on as if the query
@@ -34,7 +35,7 @@
 // Output lines: "F rev=N key<TAB>value" for a final record, "P rev=N ..."
 // for a provisional one, "! message" for a rejected event or an error
 // ("! event N: ..." for the Nth event of an input), "late ..." for a late
-// event, and the counter lines of stats and join-stats.
+// event, the counter lines of stats and join-stats, and "inputs: A, B".
 //
 // A segment is one query: a sql command and the commands up to the next
 // one. A host runs the segments it can; for one it cannot, it names the
@@ -71,7 +72,7 @@ type Script struct {
 var commands = map[string]bool{
 	"sql": true, "push": true, "input": true, "end-input": true, "table": true, "table-watermark": true,
 	"end-table": true, "watermark": true, "early": true, "tick": true, "kill": true, "close": true,
-	"stats": true, "join-stats": true, "expect": true,
+	"stats": true, "join-stats": true, "inputs": true, "expect": true,
 }
 
 // Parse reads a script file.
