@@ -50,11 +50,39 @@ type apiRun struct {
 	q       *ubik.Query
 	out     []string
 	entries map[string][]byte // the last checkpoint's entries (a kill's)
-
+	// incremental: a kill's checkpoint holds only the entries changed
+	// since the last (all of them, in the entry format, the first time).
+	incremental bool
 }
 
+// Run runs the segment; one with a kill runs again with incremental
+// checkpoints (a kill's full checkpoint and an incremental one restore
+// through different paths), which must give the same output.
 func (apiHost) Run(t *testing.T, g *scripttest.Segment) [][]string {
-	r := &apiRun{t: t, g: g, clock: time.Date(2026, 7, 18, 12, 0, 0, 0, time.UTC)}
+	blocks := apiHost{}.run(t, g, false)
+	for _, c := range g.Cmds {
+		if c.Name != "kill" {
+			continue
+		}
+		if again := (apiHost{}).run(t, g, true); !slices.EqualFunc(blocks, again, slices.Equal) {
+			t.Errorf("%s: with incremental checkpoints at the kills the output differs:\n%s\n--- with full checkpoints\n%s",
+				g.At(), joinBlocks(again), joinBlocks(blocks))
+		}
+		break
+	}
+	return blocks
+}
+
+func joinBlocks(blocks [][]string) string {
+	var b strings.Builder
+	for _, l := range blocks {
+		b.WriteString(strings.Join(l, "\n") + "\n> expect\n")
+	}
+	return b.String()
+}
+
+func (apiHost) run(t *testing.T, g *scripttest.Segment, incremental bool) [][]string {
+	r := &apiRun{t: t, g: g, clock: time.Date(2026, 7, 18, 12, 0, 0, 0, time.UTC), incremental: incremental}
 	opts := ubik.DefaultOptions()
 	opts.Now = func() time.Time { return r.clock }
 	eng, err := ubik.Open(opts)
@@ -67,6 +95,11 @@ func (apiHost) Run(t *testing.T, g *scripttest.Segment) [][]string {
 		if sq.SQL != nil {
 			r.sq, r.q, r.entries = sq, nil, nil
 			r.start()
+			if r.incremental && r.q != nil {
+				// A first checkpoint before any input: the kill's is a
+				// delta over it.
+				r.checkpoint(sq.SQL, false, "start")
+			}
 		}
 		for _, c := range sq.Cmds {
 			switch {
@@ -186,26 +219,13 @@ func (r *apiRun) time(c *scripttest.Cmd) time.Time {
 	return time.UnixMicro(us)
 }
 
-// kill checkpoints the query (incrementally after a first kill: the
-// entries changed since, applied to the kept ones), drops it, and starts
-// a new one restored from the entries; the position comes back.
+// kill checkpoints the query (in full the first time unless the run is
+// incremental; then the entries changed since, applied to the kept ones),
+// drops it, and starts a new one restored from the entries; the position
+// comes back.
 func (r *apiRun) kill(c *scripttest.Cmd) {
-	full := r.entries == nil
-	if full {
-		r.entries = map[string][]byte{}
-	}
 	pos := fmt.Sprintf("line %d", c.Line)
-	err := r.q.Checkpoint(full, []byte(pos), func(k, v []byte) error {
-		if v == nil {
-			delete(r.entries, string(k))
-		} else {
-			r.entries[string(k)] = slices.Clone(v)
-		}
-		return nil
-	})
-	if err != nil {
-		r.t.Fatalf("%s:%d: checkpoint: %v", r.g.Script.Path, c.Line, err)
-	}
+	r.checkpoint(c, r.entries == nil && !r.incremental, pos)
 	q, err := r.eng.Start(r.sq.Text(), r.options())
 	if err != nil {
 		r.t.Fatalf("%s:%d: restart: %v", r.g.Script.Path, c.Line, err)
@@ -232,6 +252,25 @@ func (r *apiRun) kill(c *scripttest.Cmd) {
 		r.t.Fatalf("%s:%d: restored position %q, want %q", r.g.Script.Path, c.Line, got, pos)
 	}
 	r.q = q
+}
+
+// checkpoint takes a checkpoint of the query at position pos, applied
+// to the entries kept (a nil value deletes one).
+func (r *apiRun) checkpoint(c *scripttest.Cmd, full bool, pos string) {
+	if r.entries == nil {
+		r.entries = map[string][]byte{}
+	}
+	err := r.q.Checkpoint(full, []byte(pos), func(k, v []byte) error {
+		if v == nil {
+			delete(r.entries, string(k))
+		} else {
+			r.entries[string(k)] = slices.Clone(v)
+		}
+		return nil
+	})
+	if err != nil {
+		r.t.Fatalf("%s:%d: checkpoint: %v", r.g.Script.Path, c.Line, err)
+	}
 }
 
 func statsLines(s ubik.Stats) []string {
