@@ -111,15 +111,7 @@ func TestViewOverIntervalJoin(t *testing.T) {
 // or OnLateTable; the reader's finals are the batch answer over the rows
 // that were not late, computed here by hand, whatever the interleaving,
 // with a checkpoint and restore mid-run and the first input ended early.
-
-const viewIJoinLateSQL = `
-CREATE SOURCE imp (id BIGINT, campaign VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);
-CREATE SOURCE clk (impression_id BIGINT, amount BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND);
-CREATE VIEW per10s AS SELECT i.campaign, TUMBLE_START(c.ts, INTERVAL '10' SECOND) AS w, count(*) AS n, sum(c.amount) AS amount
-FROM imp i JOIN clk c ON c.impression_id = i.id AND c.ts BETWEEN i.ts AND i.ts + INTERVAL '5' SECOND
-GROUP BY i.campaign, TUMBLE(c.ts, INTERVAL '10' SECOND) EMIT FINAL;
-CREATE VIEW per_minute AS SELECT campaign, TUMBLE_START(w, INTERVAL '1' MINUTE) AS m, sum(n) AS n, sum(amount) AS amount, count(*) AS windows
-FROM per10s GROUP BY campaign, TUMBLE(w, INTERVAL '1' MINUTE);`
+// The query is view_over_interval_join_late.txt's per_minute.
 
 type lateRow struct {
 	click    bool
@@ -267,7 +259,7 @@ func runViewIJoinLate(t *testing.T, in []joinInput, ckptAt int, endFirst bool) (
 	var hooks [2]int
 	start := func() *ubik.Query {
 		hooks = [2]int{}
-		q, err := eng.Start(viewIJoinLateSQL, ubik.QueryOptions{Name: "per_minute",
+		q, err := eng.Start(scriptSQL(t, "view_over_interval_join_late", 1), ubik.QueryOptions{Name: "per_minute",
 			OnLate:      func(*ubik.LateEvent) { hooks[0]++ },
 			OnLateTable: func(ev *ubik.LateEvent) { hooks[1]++ },
 			OnRecord: func(r changelog.Record) error {
@@ -356,38 +348,4 @@ func runViewIJoinLate(t *testing.T, in []joinInput, ckptAt int, endFirst bool) (
 		t.Fatalf("a second Close: %v", err)
 	}
 	return got, q.Stats(), hooks
-}
-
-// TestGraphInputs: a graph names its declared inputs (Query.Inputs), as
-// PushInput and the C ABI take them: one source; a view's temporal
-// join's stream and table; a view's interval join's two streams; the
-// two sources of a join of two views.
-func TestGraphInputs(t *testing.T) {
-	eng, _ := ubik.Open(ubik.DefaultOptions())
-	for _, c := range []struct {
-		sql, name string
-		want      []string
-	}{
-		{fmt.Sprintf(viewJoinSQL, ""), "two_minute", []string{"usage", "prices"}},
-		{viewIJoinLateSQL, "per_minute", []string{"imp", "clk"}},
-		{twoSourceJoinSQL, "q8", []string{"ps", "au"}},
-		{viewIJoinLateSQL, "per10s", []string{"imp", "clk"}},
-	} {
-		q, err := eng.Start(c.sql, ubik.QueryOptions{Name: c.name, OnRecord: func(changelog.Record) error { return nil }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := q.Inputs(); !slices.Equal(got, c.want) {
-			t.Errorf("%s: inputs %q, want %q", c.name, got, c.want)
-		}
-		if err := q.PushInput("nope", nil); !errors.Is(err, ubik.ErrUnknownInput) || !strings.Contains(err.Error(), "its inputs: "+strings.Join(c.want, ", ")) {
-			t.Errorf("%s: an unknown input: %v", c.name, err)
-		}
-		if err := q.EndInput(c.want[1]); err != nil {
-			t.Errorf("%s: EndInput(%s): %v", c.name, c.want[1], err)
-		}
-		if err := q.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
 }

@@ -16,12 +16,8 @@ import (
 // A query over a view whose body is a join of two views: q8 (the window
 // join of two EMIT FINAL views over two sources, views_join2_test.go)
 // read by a query that groups its final rows again, by the name in
-// 20-second windows. The join's finals are an append-only stream of rows,
-// so the reader needs no retractions.
-
-const overJoinSQL = twoSourceJoinSQL + `
-CREATE VIEW q8m AS SELECT name, TUMBLE_START(ws, INTERVAL '20' SECOND) AS m, count(*) AS n, sum(v) AS v, sum(a) AS a, min(id) AS lo
-  FROM q8 GROUP BY name, TUMBLE(ws, INTERVAL '20' SECOND) EMIT FINAL;`
+// 20-second windows: view_over_join.txt's query q8m. The join's finals
+// are an append-only stream of rows, so the reader needs no retractions.
 
 // keptEvents drops the events late at their view (their window ended
 // behind the source's watermark, max time - 2 s, at arrival): what every
@@ -48,7 +44,7 @@ func keptEvents(evs []tsEvent) []tsEvent {
 // checkpoints and restarts (runViews).
 func TestViewJoinOverOracle(t *testing.T) {
 	dsn := testenv.RequirePostgres(t)
-	prog, err := plan.Compile(overJoinSQL, plan.CompileOptions{})
+	prog, err := plan.Compile(scriptSQL(t, "view_over_join", 1), plan.CompileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +155,7 @@ func runOverJoin(t *testing.T, ps, au []tsEvent, rng *rand.Rand, pick float64) m
 		m[string(r.Key)] = string(r.Value)
 		return nil
 	}
-	q, err := eng.Start(overJoinSQL, ubik.QueryOptions{Name: "q8m", OnRecord: rec, OnViewRecord: rec})
+	q, err := eng.Start(scriptSQL(t, "view_over_join", 1), ubik.QueryOptions{Name: "q8m", OnRecord: rec, OnViewRecord: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +203,7 @@ func TestViewJoinOverMetamorphic(t *testing.T) {
 			j++
 		}
 	}
+	overJoinSQL := scriptSQL(t, "view_over_join", 1)
 	ref := runViews(t, viewOpts{primary: "q8m", script: overJoinSQL, eventsIn: evs, inputOf: inputs})
 	if len(ref.logs["q8m"]) < 5 || len(ref.logs["q8"]) < 20 || ref.late == 0 {
 		t.Fatalf("too little: q8m %d, q8 %d records, %d late", len(ref.logs["q8m"]), len(ref.logs["q8"]), ref.late)

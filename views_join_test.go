@@ -105,25 +105,14 @@ func TestViewWindowJoinOracle(t *testing.T) {
 	}
 }
 
-// viewJoinEdgeSQL joins two views of viewEdgeSQL's source on the edge
-// cells of the key rules: the views' string groups and their double
-// groups (NaN, ±Inf and NULL are one group of a view, whose row has a
-// NULL cell: it never matches).
-const viewJoinEdgeSQL = `CREATE SOURCE ev (g VARCHAR, d DOUBLE, x DECIMAL(20,4), ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);
-CREATE VIEW pos AS SELECT g, d, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS n, sum(x) AS sx
-  FROM ev WHERE x > 0 GROUP BY g, d, TUMBLE(ts, INTERVAL '1' SECOND) EMIT FINAL ALLOWED LATENESS INTERVAL '1' SECOND;
-CREATE VIEW neg AS SELECT g, d, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS n, min(x) AS lo
-  FROM ev WHERE x <= 0 GROUP BY g, d, TUMBLE(ts, INTERVAL '1' SECOND) EMIT FINAL;
-CREATE VIEW j AS SELECT p.g, p.d, TUMBLE_START(p.ws, INTERVAL '4' SECOND) AS w, sum(p.n) AS pn, sum(n.n) AS nn,
-  sum(p.sx) AS sx, min(n.lo) AS lo, count(*) AS pairs
-  FROM pos p JOIN neg n ON p.g = n.g AND n.d = p.d AND n.ws = p.ws
-  GROUP BY p.g, p.d, TUMBLE(p.ws, INTERVAL '4' SECOND);`
-
 // TestViewWindowJoinMetamorphic holds the full changelogs of the two
 // views and their join to one reference run, byte for byte, under output
 // bounds, partial pulls, full and incremental checkpoints and restarts.
+// The join is view_join_edges.txt's, over viewEdgeSQL's source: the views'
+// string groups and their double groups (NaN, ±Inf and NULL are one group
+// of a view, whose row has a NULL cell: it never matches).
 func TestViewWindowJoinMetamorphic(t *testing.T) {
+	viewJoinEdgeSQL := scriptSQL(t, "view_join_edges", 1)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	evs := viewEdgeEvents(seed, 3000)

@@ -18,22 +18,9 @@ import (
 // 2-minute windows. The reader's finals must not depend on how the two
 // inputs interleave, on shuffles within the watermark delays, on output
 // bounds or on a checkpoint and restore at any point, and must equal
-// PostgreSQL's batch answer over the same events and versions.
-
-const viewJoinSQL = `
-CREATE SOURCE usage (customer VARCHAR, plan VARCHAR, qty DECIMAL(10,2), ts TIMESTAMP,
-  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND);
-CREATE TABLE prices (plan VARCHAR, price DECIMAL(12,6), valid_from TIMESTAMP,
-  PRIMARY KEY (plan) NOT ENFORCED,
-  WATERMARK FOR valid_from AS valid_from - INTERVAL '3' SECOND);
-CREATE VIEW minute_charge AS
-SELECT u.customer, TUMBLE_START(u.ts, INTERVAL '1' MINUTE) AS m, sum(u.qty * p.price) AS charge, count(*) AS events
-FROM usage u %s JOIN prices FOR SYSTEM_TIME AS OF u.ts AS p ON u.plan = p.plan
-GROUP BY u.customer, TUMBLE(u.ts, INTERVAL '1' MINUTE) EMIT FINAL;
-CREATE VIEW two_minute AS
-SELECT customer, TUMBLE_START(m, INTERVAL '2' MINUTE) AS w, sum(charge) AS charge, sum(events) AS events,
-  max(charge) AS top, count(*) AS minutes
-FROM minute_charge GROUP BY customer, TUMBLE(m, INTERVAL '2' MINUTE);`
+// PostgreSQL's batch answer over the same events and versions. The
+// queries are view_over_temporal_join.txt's: the first an inner join, the
+// second a LEFT JOIN.
 
 func TestViewOverTemporalJoin(t *testing.T) {
 	evs, vs := genJoin(21, 5000, 3600)
@@ -75,9 +62,10 @@ SELECT customer, w, customer, w, sum(charge), sum(events), max(charge), count(*)
 	for _, c := range []struct {
 		kind string
 		idx  int
-	}{{"", inner}, {"LEFT", left}} {
+		n    int // the query of view_over_temporal_join.txt
+	}{{"", inner, 1}, {"LEFT", left, 2}} {
 		t.Run("join="+c.kind, func(t *testing.T) {
-			sql := fmt.Sprintf(viewJoinSQL, c.kind)
+			sql := scriptSQL(t, "view_over_temporal_join", c.n)
 			var want []string
 			for _, row := range res[c.idx] {
 				key := make([]types.Value, len(keyT))

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	osexec "os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ubiksql/ubik/internal/crashtest"
 )
 
 const (
@@ -59,31 +60,19 @@ func TestChaos(t *testing.T) {
 	}()
 	type inst struct {
 		id      string
-		cmd     *osexec.Cmd
+		p       *crashtest.Proc
 		stopped bool
 	}
 	start := func(in *inst) {
-		cmd := osexec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envCrashChild+"="+strings.Join(addrs, ","), envCrashInstance+"="+in.id,
-			envCrashTimeouts+"=6000,8000")
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting instance %s: %v", in.id, err)
-		}
-		in.cmd, in.stopped = cmd, false
+		in.p = crashtest.Start(t, crashtest.Self(envCrashChild+"="+strings.Join(addrs, ","), envCrashInstance+"="+in.id,
+			envCrashTimeouts+"=6000,8000"))
+		in.stopped = false
 	}
 	all := make([]*inst, instances)
 	for i := range all {
 		all[i] = &inst{id: fmt.Sprintf("chaos-%d", i)}
 		start(all[i])
 	}
-	t.Cleanup(func() {
-		for _, in := range all {
-			in.cmd.Process.Signal(syscall.SIGCONT)
-			in.cmd.Process.Signal(syscall.SIGKILL)
-			in.cmd.Wait()
-		}
-	})
 	f := follow(t, addrs, "out", false)
 	var kills, stops int
 	resume := map[*inst]time.Time{}
@@ -93,7 +82,7 @@ func TestChaos(t *testing.T) {
 		}
 		for in, at := range resume {
 			if time.Now().After(at) {
-				in.cmd.Process.Signal(syscall.SIGCONT)
+				in.p.Cmd.Process.Signal(syscall.SIGCONT)
 				in.stopped = false
 				delete(resume, in)
 			}
@@ -103,19 +92,18 @@ func TestChaos(t *testing.T) {
 			continue
 		}
 		if r.IntN(3) == 0 {
-			in.cmd.Process.Signal(syscall.SIGSTOP)
+			in.p.Cmd.Process.Signal(syscall.SIGSTOP)
 			in.stopped = true
 			resume[in] = time.Now().Add(time.Duration(500+r.IntN(9500)) * time.Millisecond)
 			stops++
 			continue
 		}
-		in.cmd.Process.Signal(syscall.SIGKILL)
-		in.cmd.Wait()
+		killChild(t, in.p)
 		start(in)
 		kills++
 	}
 	for in := range resume {
-		in.cmd.Process.Signal(syscall.SIGCONT)
+		in.p.Cmd.Process.Signal(syscall.SIGCONT)
 		in.stopped = false
 	}
 	t.Logf("%d kills, %d stops while producing; %d records read so far", kills, stops, f.n)

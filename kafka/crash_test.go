@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	osexec "os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ubiksql/ubik/internal/crashtest"
 )
 
 // The crash test runs the pipeline in a child process (this test binary,
@@ -186,14 +187,8 @@ func TestCrashRecovery(t *testing.T) {
 		produceSlowly(t, addrs, "events", parts, evs, 8*time.Second)
 	}()
 
-	start := func() *osexec.Cmd {
-		cmd := osexec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envCrashChild+"="+strings.Join(addrs, ","))
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting the pipeline process: %v", err)
-		}
-		return cmd
+	start := func() *crashtest.Proc {
+		return crashtest.Start(t, crashtest.Self(envCrashChild+"="+strings.Join(addrs, ",")))
 	}
 	f := follow(t, addrs, "out", false)
 	began := time.Now()
@@ -204,10 +199,7 @@ func TestCrashRecovery(t *testing.T) {
 		for time.Now().Before(deadline) {
 			f.poll(100 * time.Millisecond)
 		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatalf("kill -9: %v", err)
-		}
-		cmd.Wait()
+		killChild(t, cmd)
 		kills++
 		t.Logf("kill -9 #%d at %s; %d records read so far", kills, time.Since(began).Round(time.Millisecond), f.n)
 		cmd = start()
@@ -215,10 +207,6 @@ func TestCrashRecovery(t *testing.T) {
 			break
 		}
 	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-	}()
 	f.waitFinals(t, tumbleOracle(evs), 5*time.Minute)
 	t.Logf("%d kills; %d events; finals complete after %s; %d records read", kills, n, time.Since(began).Round(time.Millisecond), f.n)
 }
@@ -264,30 +252,15 @@ func TestRestartLatency(t *testing.T) {
 			// Each process but the last kills itself inside a
 			// transaction, after a few have committed.
 			const kills = 3
-			type proc struct {
-				cmd  *osexec.Cmd
-				done chan error
-			}
-			start := func(i int) proc {
-				cmd := osexec.Command(os.Args[0], "-test.run=^$")
-				cmd.Env = append(os.Environ(), envCrashChild+"="+strings.Join(addrs, ","))
+			start := func(i int) *crashtest.Proc {
+				env := []string{envCrashChild + "=" + strings.Join(addrs, ",")}
 				if i < kills {
-					cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", envCrashKill, 2+i))
+					env = append(env, fmt.Sprintf("%s=%d", envCrashKill, 2+i))
 				}
-				cmd.Stderr = os.Stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatalf("starting the pipeline process: %v", err)
-				}
-				p := proc{cmd, make(chan error, 1)}
-				go func() { p.done <- cmd.Wait() }()
-				return p
+				return crashtest.Start(t, crashtest.Self(env...))
 			}
 			f := follow(t, addrs, "out", false)
 			cur := start(0)
-			defer func() {
-				cur.cmd.Process.Signal(syscall.SIGKILL)
-				<-cur.done
-			}()
 			// waitNew polls until the consumer sees a record it had not.
 			waitNew := func(limit time.Duration) (time.Duration, bool) {
 				began, n := time.Now(), f.n
@@ -302,11 +275,10 @@ func TestRestartLatency(t *testing.T) {
 			var worst time.Duration
 			for kill := 1; kill <= kills; kill++ {
 				select {
-				case err := <-cur.done:
-					if ws, ok := cur.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-						t.Fatalf("the pipeline process ended without killing itself: %v", err)
+				case <-cur.Done():
+					if ws, ok := cur.Cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+						t.Fatalf("the pipeline process ended without killing itself: %v", cur.Cmd.ProcessState)
 					}
-					cur.done <- err // for the deferred kill
 				case <-time.After(2 * time.Minute):
 					t.Fatal("the pipeline process did not kill itself within 2 minutes")
 				}
@@ -315,7 +287,6 @@ func TestRestartLatency(t *testing.T) {
 					n = f.n
 					f.poll(300 * time.Millisecond)
 				}
-				<-cur.done
 				cur = start(kill)
 				d, ok := waitNew(bound + 30*time.Second)
 				t.Logf("kill -9 #%d: first record %s after the restart", kill, d.Round(time.Millisecond))

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/crashtest"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -493,4 +494,13 @@ type tWriter struct{ t testing.TB }
 func (w tWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(b), "\n"))
 	return len(b), nil
+}
+
+// killChild kills a child pipeline with SIGKILL. The child runs until it
+// is killed: one that ended by itself failed.
+func killChild(t testing.TB, p *crashtest.Proc) {
+	t.Helper()
+	if killed, err := p.Kill(); !killed {
+		t.Fatalf("the child ended before its kill: %v\n%s", err, p.Stderr())
+	}
 }

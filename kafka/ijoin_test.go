@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	osexec "os/exec"
 	"os/signal"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/crashtest"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/testenv"
@@ -379,29 +379,12 @@ func ijoinKill(t *testing.T, by string) {
 	e := newIJoinEnv(t, nImp, nClk, by)
 	q := ijoinQuery(t, e.name)
 	want := ijoinInProcess(t, q, seed, imps, clks)
-	var out strings.Builder
-	child := func(end bool) *osexec.Cmd {
-		cmd := osexec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envIJoinChild+"="+strings.Join(e.addrs, ",")+"|"+e.name)
+	child := func(end bool) *crashtest.Proc {
+		env := []string{envIJoinChild + "=" + strings.Join(e.addrs, ",") + "|" + e.name}
 		if end {
-			cmd.Env = append(cmd.Env, envIJoinChild+"_END=1")
-			cmd.Stdout = &out
+			env = append(env, envIJoinChild+"_END=1")
 		}
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-			if t.Failed() && errb.Len() > 0 {
-				t.Logf("child stderr:\n%s", errb.String())
-			}
-		})
-		return cmd
+		return crashtest.Start(t, crashtest.Self(env...))
 	}
 	const slices = 6
 	for i := range slices {
@@ -410,27 +393,18 @@ func ijoinKill(t *testing.T, by string) {
 		clo, chi := i*len(clks)/slices, (i+1)*len(clks)/slices
 		produceShuffled(t, e.addrs, seed+uint64(i), e.imp, nImp, imps[lo:hi], e.clk, nClk, clks[clo:chi])
 		time.Sleep(time.Duration(300+r.IntN(2500)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		cmd.Wait()
+		killChild(t, cmd)
 	}
-	cmd := child(true)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("final run: %v", err)
-		}
-	case <-time.After(4 * time.Minute):
-		t.Fatal("final run did not catch up within 4 minutes")
+	final := child(true)
+	if err := final.Wait(t, 4*time.Minute); err != nil {
+		t.Fatalf("final run: %v", err)
 	}
-	t.Logf("imp %d, clk %d partitions, query %s, %d kills; final run: %s", nImp, nClk, e.name, slices, strings.TrimSpace(out.String()))
+	out := final.Stdout()
+	t.Logf("imp %d, clk %d partitions, query %s, %d kills; final run: %s", nImp, nClk, e.name, slices, strings.TrimSpace(out))
 	var restored, late, tlate int64
 	var caught bool
-	if _, err := fmt.Sscanf(out.String(), "restored %d entries, late %d, table late %d, caught up %v", &restored, &late, &tlate, &caught); err != nil {
-		t.Fatalf("final run's summary %q: %v", out.String(), err)
+	if _, err := fmt.Sscanf(out, "restored %d entries, late %d, table late %d, caught up %v", &restored, &late, &tlate, &caught); err != nil {
+		t.Fatalf("final run's summary %q: %v", out, err)
 	}
 	if restored == 0 || late != 0 || tlate != 0 || !caught {
 		t.Errorf("final run: restored %d entries (want some), late %d and %d (want 0), caught up %v", restored, late, tlate, caught)

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/crashtest"
 	"github.com/ubiksql/ubik/internal/drive"
 )
 
@@ -172,28 +172,21 @@ func TestStopDuringRebalance(t *testing.T) {
 	}()
 	dir := t.TempDir()
 	type child struct {
-		cmd  *osexec.Cmd
-		log  string
-		done chan struct{}
+		p   *crashtest.Proc
+		log string
 	}
 	start := func(id string, env ...string) *child {
-		cmd := osexec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envCrashChild+"="+strings.Join(addrs, ","), envCrashInstance+"="+id, envCrashLog+"=1")
-		cmd.Env = append(cmd.Env, env...)
-		ch := &child{cmd: cmd, log: filepath.Join(dir, id+".log"), done: make(chan struct{})}
+		cmd := crashtest.Self(append([]string{envCrashChild + "=" + strings.Join(addrs, ","), envCrashInstance + "=" + id, envCrashLog + "=1"}, env...)...)
+		ch := &child{log: filepath.Join(dir, id+".log")}
 		logf, err := os.Create(ch.log)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cmd.Stderr = logf
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting instance %s: %v", id, err)
-		}
-		go func() { cmd.Wait(); logf.Close(); close(ch.done) }()
+		ch.p = crashtest.Start(t, cmd)
 		t.Cleanup(func() {
-			cmd.Process.Signal(syscall.SIGCONT)
-			cmd.Process.Signal(syscall.SIGKILL)
-			<-ch.done
+			ch.p.Kill()
+			logf.Close()
 			if t.Failed() {
 				b, _ := os.ReadFile(ch.log)
 				if len(b) > 30000 {
@@ -219,9 +212,9 @@ func TestStopDuringRebalance(t *testing.T) {
 	stop := func(id string, ch *child) {
 		t.Helper()
 		at := time.Now()
-		ch.cmd.Process.Signal(syscall.SIGTERM)
+		ch.p.Cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-ch.done:
+		case <-ch.p.Done():
 		case <-time.After(stopBound + 60*time.Second):
 			t.Fatalf("instance %s did not stop within %s of SIGTERM", id, stopBound+60*time.Second)
 		}
@@ -229,7 +222,7 @@ func TestStopDuringRebalance(t *testing.T) {
 		if took > stopBound {
 			t.Errorf("instance %s stopped %s after SIGTERM, want at most %s", id, took.Round(time.Millisecond), stopBound)
 		}
-		if code := ch.cmd.ProcessState.ExitCode(); code != 0 {
+		if code := ch.p.Cmd.ProcessState.ExitCode(); code != 0 {
 			t.Errorf("instance %s: exit status %d after SIGTERM, want 0 (a clean stop)", id, code)
 		}
 		b, _ := os.ReadFile(ch.log)
@@ -247,7 +240,7 @@ func TestStopDuringRebalance(t *testing.T) {
 	b := start("stop-b", envCrashTimeouts+"=30000,40000")
 	waitFor("b joins both groups", func() bool { return count(b, session) >= 2 })
 	time.Sleep(time.Second)
-	if err := b.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := b.p.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	joins := count(a, "joining group")
@@ -257,7 +250,7 @@ func TestStopDuringRebalance(t *testing.T) {
 	waitFor("a rejoins", func() bool { return count(a, "joining group") > joins })
 	time.Sleep(300 * time.Millisecond)
 	stop("a", a)
-	b.cmd.Process.Signal(syscall.SIGCONT)
+	b.p.Cmd.Process.Signal(syscall.SIGCONT)
 	<-produced
 	stop("c", cc)
 	stop("b", b)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	osexec "os/exec"
 	"os/signal"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/crashtest"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
@@ -355,29 +355,12 @@ func kijvKill(t *testing.T, shape string) {
 	nImp, nClk := 1+r.IntN(3), 1+r.IntN(3)
 	addrs := cluster(t).ListenAddrs()
 	e := kijvEnv(t, addrs, "kijv", nImp, nClk)
-	var out strings.Builder
-	child := func(end bool) *osexec.Cmd {
-		cmd := osexec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envKIJVChild+"="+strings.Join(addrs, ",")+"|"+shape)
+	child := func(end bool) *crashtest.Proc {
+		env := []string{envKIJVChild + "=" + strings.Join(addrs, ",") + "|" + shape}
 		if end {
-			cmd.Env = append(cmd.Env, envKIJVChild+"_END=1")
-			cmd.Stdout = &out
+			env = append(env, envKIJVChild+"_END=1")
 		}
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-			if t.Failed() && errb.Len() > 0 {
-				t.Logf("child stderr:\n%s", errb.String())
-			}
-		})
-		return cmd
+		return crashtest.Start(t, crashtest.Self(env...))
 	}
 	states := []string{q.Name + "-state", q.Name + "-s2-state"}
 	if shape == "site-chain" {
@@ -397,27 +380,18 @@ func kijvKill(t *testing.T, shape string) {
 				waitTopicWritten(t, addrs, s, time.Minute)
 			}
 		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		cmd.Wait()
+		killChild(t, cmd)
 	}
-	cmd := child(true)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("final run: %v", err)
-		}
-	case <-time.After(3 * time.Minute):
-		t.Fatal("final run did not catch up within 3 minutes")
+	final := child(true)
+	if err := final.Wait(t, 3*time.Minute); err != nil {
+		t.Fatalf("final run: %v", err)
 	}
-	t.Logf("imp %d, clk %d partitions, %d kills; final run: %s", nImp, nClk, slices, strings.TrimSpace(out.String()))
+	out := final.Stdout()
+	t.Logf("imp %d, clk %d partitions, %d kills; final run: %s", nImp, nClk, slices, strings.TrimSpace(out))
 	var restored, late, tlate int64
 	var caught bool
-	if _, err := fmt.Sscanf(out.String(), "restored %d entries, late %d, table late %d, caught up %v", &restored, &late, &tlate, &caught); err != nil {
-		t.Fatalf("final run's summary %q: %v", out.String(), err)
+	if _, err := fmt.Sscanf(out, "restored %d entries, late %d, table late %d, caught up %v", &restored, &late, &tlate, &caught); err != nil {
+		t.Fatalf("final run's summary %q: %v", out, err)
 	}
 	if restored == 0 || late != 0 || tlate != 0 || !caught {
 		t.Errorf("final run: restored %d entries (want some), late %d and %d (want 0), caught up %v", restored, late, tlate, caught)

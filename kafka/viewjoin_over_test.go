@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	osexec "os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ubiksql/ubik/internal/crashtest"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
@@ -133,29 +132,12 @@ func q8KillOver(t *testing.T, q *plan.Query, env string, topics map[string]strin
 	addrs := cluster(t).ListenAddrs()
 	mkTopic(t, addrs, "person", 3, nil)
 	mkTopic(t, addrs, "auction", 2, nil)
-	var out strings.Builder
-	child := func(end bool) *osexec.Cmd {
-		cmd := osexec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envQ8Child+"="+strings.Join(addrs, ","), envQ8Child+env+"=1")
+	child := func(end bool) *crashtest.Proc {
+		env := []string{envQ8Child + "=" + strings.Join(addrs, ","), envQ8Child + env + "=1"}
 		if end {
-			cmd.Env = append(cmd.Env, envQ8Child+"_END=1")
-			cmd.Stdout = &out
+			env = append(env, envQ8Child+"_END=1")
 		}
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-			if t.Failed() && errb.Len() > 0 {
-				t.Logf("child stderr:\n%s", errb.String())
-			}
-		})
-		return cmd
+		return crashtest.Start(t, crashtest.Self(env...))
 	}
 	const slices = 5
 	for i := range slices {
@@ -170,27 +152,18 @@ func q8KillOver(t *testing.T, q *plan.Query, env string, topics map[string]strin
 		time.Sleep(time.Duration(r.IntN(800)) * time.Millisecond)
 		second()
 		time.Sleep(time.Duration(200+r.IntN(2500)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		cmd.Wait()
+		killChild(t, cmd)
 	}
-	cmd := child(true)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("final run: %v", err)
-		}
-	case <-time.After(4 * time.Minute):
-		t.Fatal("final run did not catch up within 4 minutes")
+	final := child(true)
+	if err := final.Wait(t, 4*time.Minute); err != nil {
+		t.Fatalf("final run: %v", err)
 	}
-	t.Logf("%d kills; final run: %s", slices, strings.TrimSpace(out.String()))
+	out := final.Stdout()
+	t.Logf("%d kills; final run: %s", slices, strings.TrimSpace(out))
 	var restored, late int64
 	var caught bool
-	if _, err := fmt.Sscanf(out.String(), "restored %d entries, late %d, caught up %v", &restored, &late, &caught); err != nil {
-		t.Fatalf("final run's summary %q: %v", out.String(), err)
+	if _, err := fmt.Sscanf(out, "restored %d entries, late %d, caught up %v", &restored, &late, &caught); err != nil {
+		t.Fatalf("final run's summary %q: %v", out, err)
 	}
 	if restored == 0 || late != 0 || !caught {
 		t.Errorf("final run: restored %d entries (want some), late %d (want 0), caught up %v", restored, late, caught)

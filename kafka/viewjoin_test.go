@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/crashtest"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
@@ -414,29 +415,12 @@ func TestRunKafkaViewJoinKill(t *testing.T) {
 	addrs := cluster(t).ListenAddrs()
 	mkTopic(t, addrs, "person", 3, nil)
 	mkTopic(t, addrs, "auction", 2, nil)
-	var out strings.Builder
-	child := func(end bool) *osexec.Cmd {
-		cmd := osexec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envQ8Child+"="+strings.Join(addrs, ","))
+	child := func(end bool) *crashtest.Proc {
+		env := []string{envQ8Child + "=" + strings.Join(addrs, ",")}
 		if end {
-			cmd.Env = append(cmd.Env, envQ8Child+"_END=1")
-			cmd.Stdout = &out
+			env = append(env, envQ8Child+"_END=1")
 		}
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-			if t.Failed() && errb.Len() > 0 {
-				t.Logf("child stderr:\n%s", errb.String())
-			}
-		})
-		return cmd
+		return crashtest.Start(t, crashtest.Self(env...))
 	}
 	const slices = 6
 	for i := range slices {
@@ -451,27 +435,18 @@ func TestRunKafkaViewJoinKill(t *testing.T) {
 		time.Sleep(time.Duration(r.IntN(800)) * time.Millisecond)
 		second()
 		time.Sleep(time.Duration(200+r.IntN(2500)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		cmd.Wait()
+		killChild(t, cmd)
 	}
-	cmd := child(true)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("final run: %v", err)
-		}
-	case <-time.After(4 * time.Minute):
-		t.Fatal("final run did not catch up within 4 minutes")
+	final := child(true)
+	if err := final.Wait(t, 4*time.Minute); err != nil {
+		t.Fatalf("final run: %v", err)
 	}
-	t.Logf("%d kills; final run: %s", slices, strings.TrimSpace(out.String()))
+	out := final.Stdout()
+	t.Logf("%d kills; final run: %s", slices, strings.TrimSpace(out))
 	var restored, late int64
 	var caught bool
-	if _, err := fmt.Sscanf(out.String(), "restored %d entries, late %d, caught up %v", &restored, &late, &caught); err != nil {
-		t.Fatalf("final run's summary %q: %v", out.String(), err)
+	if _, err := fmt.Sscanf(out, "restored %d entries, late %d, caught up %v", &restored, &late, &caught); err != nil {
+		t.Fatalf("final run's summary %q: %v", out, err)
 	}
 	if restored == 0 || late != 0 || !caught {
 		t.Errorf("final run: restored %d entries (want some), late %d (want 0), caught up %v", restored, late, caught)

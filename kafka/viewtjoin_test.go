@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	osexec "os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/crashtest"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
@@ -310,29 +310,12 @@ func TestRunKafkaViewTemporalJoinKill(t *testing.T) {
 	addrs := cluster(t).ListenAddrs()
 	mkTopic(t, addrs, "usage", 3, nil)
 	mkTopic(t, addrs, "prices", 2, nil)
-	var out strings.Builder
-	child := func(end bool) *osexec.Cmd {
-		cmd := osexec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envKTJVChild+"="+strings.Join(addrs, ","))
+	child := func(end bool) *crashtest.Proc {
+		env := []string{envKTJVChild + "=" + strings.Join(addrs, ",")}
 		if end {
-			cmd.Env = append(cmd.Env, envKTJVChild+"_END=1")
-			cmd.Stdout = &out
+			env = append(env, envKTJVChild+"_END=1")
 		}
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-			if t.Failed() && errb.Len() > 0 {
-				t.Logf("child stderr:\n%s", errb.String())
-			}
-		})
-		return cmd
+		return crashtest.Start(t, crashtest.Self(env...))
 	}
 	const slices = 6
 	for i := range slices {
@@ -354,27 +337,18 @@ func TestRunKafkaViewTemporalJoinKill(t *testing.T) {
 			waitTopicWritten(t, addrs, q.Name+"-state", time.Minute)
 			waitTopicWritten(t, addrs, q.Name+"-s2-state", time.Minute)
 		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		cmd.Wait()
+		killChild(t, cmd)
 	}
-	cmd := child(true)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("final run: %v", err)
-		}
-	case <-time.After(3 * time.Minute):
-		t.Fatal("final run did not catch up within 3 minutes")
+	final := child(true)
+	if err := final.Wait(t, 3*time.Minute); err != nil {
+		t.Fatalf("final run: %v", err)
 	}
-	t.Logf("%d kills; final run: %s", slices, strings.TrimSpace(out.String()))
+	out := final.Stdout()
+	t.Logf("%d kills; final run: %s", slices, strings.TrimSpace(out))
 	var restored, late, tlate int64
 	var caught bool
-	if _, err := fmt.Sscanf(out.String(), "restored %d entries, late %d, table late %d, caught up %v", &restored, &late, &tlate, &caught); err != nil {
-		t.Fatalf("final run's summary %q: %v", out.String(), err)
+	if _, err := fmt.Sscanf(out, "restored %d entries, late %d, table late %d, caught up %v", &restored, &late, &tlate, &caught); err != nil {
+		t.Fatalf("final run's summary %q: %v", out, err)
 	}
 	if restored == 0 || late != 0 || tlate != 0 || !caught {
 		t.Errorf("final run: restored %d entries (want some), late %d and %d (want 0), caught up %v", restored, late, tlate, caught)

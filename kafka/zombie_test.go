@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ubiksql/ubik/internal/crashtest"
 )
 
 // TestZombieFenced: instance a is frozen with SIGSTOP inside a transaction
@@ -40,27 +41,21 @@ func TestZombieFenced(t *testing.T) {
 	stopFile := filepath.Join(t.TempDir(), "zombie")
 	logs := map[string]string{} // instance id -> its diagnostics file, shown when the test fails
 	var resumed string          // when a was resumed, as its log lines show the time
-	start := func(id string, env ...string) *osexec.Cmd {
-		cmd := osexec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envCrashChild+"="+strings.Join(addrs, ","), envCrashInstance+"="+id,
-			envCrashTimeouts+"=6000,8000", envCrashLog+"=1")
-		cmd.Env = append(cmd.Env, env...)
+	start := func(id string, env ...string) *crashtest.Proc {
+		cmd := crashtest.Self(append([]string{envCrashChild + "=" + strings.Join(addrs, ","), envCrashInstance + "=" + id,
+			envCrashTimeouts + "=6000,8000", envCrashLog + "=1"}, env...)...)
 		logf, err := os.Create(filepath.Join(t.TempDir(), id+".log"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		logs[id] = logf.Name()
 		cmd.Stderr = logf
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting instance %s: %v", id, err)
-		}
+		p := crashtest.Start(t, cmd)
 		t.Cleanup(func() {
-			cmd.Process.Signal(syscall.SIGCONT)
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
+			p.Kill()
 			logf.Close()
 		})
-		return cmd
+		return p
 	}
 	t.Cleanup(func() {
 		if !t.Failed() {
@@ -123,7 +118,7 @@ func TestZombieFenced(t *testing.T) {
 	t.Logf("b took over: %d new records; resuming a after %s", f.n-n, time.Since(stoppedAt).Round(time.Millisecond))
 	resumed = time.Now().Format("15:04:05.000")
 	t.Logf("%s SIGCONT", resumed)
-	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := a.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	// Give the zombie time to do whatever it would.
@@ -133,16 +128,13 @@ func TestZombieFenced(t *testing.T) {
 	<-produced
 	f.waitFinals(t, tumbleOracle(evs), 2*time.Minute)
 	// Stop both (a clean stop) so the topics go quiet, then read them.
-	for _, cmd := range []*osexec.Cmd{a, b} {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
+	for _, p := range []*crashtest.Proc{a, b} {
+		p.Cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-done:
+		case <-p.Done():
 		case <-time.After(60 * time.Second):
 			t.Errorf("instance did not stop within 60 s of SIGTERM")
-			cmd.Process.Signal(syscall.SIGKILL)
-			<-done
+			p.Kill()
 		}
 	}
 	// Nothing of the zombie commits after its stop: not the stopped
@@ -158,7 +150,7 @@ func TestZombieFenced(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("instance a: %v; instance b: %v", a.ProcessState, b.ProcessState)
+	t.Logf("instance a: %v; instance b: %v", a.Cmd.ProcessState, b.Cmd.ProcessState)
 }
 
 // producerRecords reads topic with read_committed until it is quiet and

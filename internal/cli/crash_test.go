@@ -10,10 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ubiksql/ubik/internal/crashtest"
 	"github.com/ubiksql/ubik/internal/testenv"
 )
 
@@ -97,31 +97,12 @@ func TestKill9Resume(t *testing.T) {
 			got := filepath.Join(dir, "got.jsonl")
 			state := filepath.Join(dir, "state")
 			r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-			kills := 0
-			for kills < 6 {
-				cmd := exec.Command(bin, args(got, state)...)
-				var stderr bytes.Buffer
-				cmd.Stderr = &stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				done := make(chan error, 1)
-				go func() { done <- cmd.Wait() }()
-				select {
-				case err := <-done:
-					// It finished before the kill: start over from scratch so
-					// the next attempt can be interrupted.
-					if err != nil {
-						t.Fatalf("run: %v\n%s", err, stderr.String())
-					}
-					os.RemoveAll(state)
-					continue
-				case <-time.After(time.Duration(30+r.IntN(400)) * time.Millisecond):
-				}
-				cmd.Process.Signal(syscall.SIGKILL)
-				<-done
-				kills++
-			}
+			// A run that ends before its kill starts over from scratch, so the
+			// next one can be interrupted.
+			const kills = 6
+			crashtest.Loop(t, r, kills, 30*time.Millisecond, 430*time.Millisecond,
+				func() *exec.Cmd { return exec.Command(bin, args(got, state)...) },
+				func() { os.RemoveAll(state) })
 			if out, err := exec.Command(bin, args(got, state)...).CombinedOutput(); err != nil {
 				t.Fatalf("final run: %v\n%s", err, out)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/ubiksql/ubik/internal/crashtest"
 )
 
 // A chain of views whose readers group by less than the views they read,
@@ -256,13 +257,9 @@ func TestRunKafkaViewRepartitionKill9(t *testing.T) {
 	}()
 	args := []string{"run", sql, "--source", to, "--sink", "kafka://" + addr + "/out", "--log-level", "warn"}
 	r := rand.New(rand.NewPCG(seed, 3))
-	procs := map[string]*exec.Cmd{}
+	procs := map[string]*crashtest.Proc{}
 	start := func(id string) {
-		cmd := exec.Command(bin, append(args, "--instance-id", id)...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		procs[id] = cmd
+		procs[id] = crashtest.Start(t, exec.Command(bin, append(args, "--instance-id", id)...))
 	}
 	start("a")
 	start("b")
@@ -270,17 +267,16 @@ func TestRunKafkaViewRepartitionKill9(t *testing.T) {
 	for kills < 8 {
 		time.Sleep(time.Duration(200+r.IntN(600)) * time.Millisecond)
 		id := []string{"a", "b"}[r.IntN(2)]
-		procs[id].Process.Signal(syscall.SIGKILL)
-		procs[id].Wait()
+		procs[id].Kill()
 		kills++
 		start(id)
 	}
 	time.Sleep(time.Second)
-	for _, cmd := range procs {
-		cmd.Process.Signal(syscall.SIGTERM)
+	for _, p := range procs {
+		p.Cmd.Process.Signal(syscall.SIGTERM)
 	}
-	for id, cmd := range procs {
-		if err := cmd.Wait(); err != nil && !strings.Contains(err.Error(), "exit status 143") && !strings.Contains(err.Error(), "signal: terminated") {
+	for id, p := range procs {
+		if err := p.Wait(t, time.Minute); err != nil && !strings.Contains(err.Error(), "exit status 143") && !strings.Contains(err.Error(), "signal: terminated") {
 			t.Errorf("instance %s: %v", id, err)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ubiksql/ubik/internal/crashtest"
 	"github.com/ubiksql/ubik/land/kafkasrc"
 )
 
@@ -313,13 +314,9 @@ func TestRunKafkaViewsKill9(t *testing.T) {
 	// killed and restarted with its id at once, so partitions also move
 	// between the instances with their graphs' state.
 	r := rand.New(rand.NewPCG(seed, 3))
-	procs := map[string]*exec.Cmd{}
+	procs := map[string]*crashtest.Proc{}
 	start := func(id string) {
-		cmd := exec.Command(bin, append(args, "--instance-id", id)...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		procs[id] = cmd
+		procs[id] = crashtest.Start(t, exec.Command(bin, append(args, "--instance-id", id)...))
 	}
 	start("a")
 	start("b")
@@ -327,19 +324,18 @@ func TestRunKafkaViewsKill9(t *testing.T) {
 	for kills < 8 {
 		time.Sleep(time.Duration(200+r.IntN(600)) * time.Millisecond)
 		id := []string{"a", "b"}[r.IntN(2)]
-		procs[id].Process.Signal(syscall.SIGKILL)
-		procs[id].Wait()
+		procs[id].Kill()
 		kills++
 		start(id)
 	}
 	time.Sleep(time.Second) // the restarted one is past its start: SIGTERM is a clean stop, not the default action
-	for _, cmd := range procs {
-		cmd.Process.Signal(syscall.SIGTERM) // a clean stop leaves the group: the final run takes every partition at once
+	for _, p := range procs {
+		p.Cmd.Process.Signal(syscall.SIGTERM) // a clean stop leaves the group: the final run takes every partition at once
 	}
-	for id, cmd := range procs {
+	for id, p := range procs {
 		// 143: stopped; "terminated": the signal came before the
 		// process set up its handler (a restart a moment before).
-		if err := cmd.Wait(); err != nil && !strings.Contains(err.Error(), "exit status 143") && !strings.Contains(err.Error(), "signal: terminated") {
+		if err := p.Wait(t, time.Minute); err != nil && !strings.Contains(err.Error(), "exit status 143") && !strings.Contains(err.Error(), "signal: terminated") {
 			t.Errorf("instance %s: %v", id, err)
 		}
 	}

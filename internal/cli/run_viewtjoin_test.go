@@ -11,9 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ubiksql/ubik/internal/crashtest"
 )
 
 // A view whose body is a temporal join, read by another query: the run
@@ -130,30 +131,12 @@ func TestKill9ResumeViewJoin(t *testing.T) {
 	got := filepath.Join(dir, "got")
 	state := filepath.Join(dir, "state")
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-	kills := 0
-	for kills < 6 {
-		cmd := exec.Command(bin, args(got, state)...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("run: %v\n%s", err, stderr.String())
-			}
-			os.RemoveAll(state)
-			os.RemoveAll(got)
-			continue
-		case <-time.After(time.Duration(30+r.IntN(400)) * time.Millisecond):
-		}
-		cmd.Process.Signal(syscall.SIGKILL)
-		<-done
-		kills++
-	}
+	// A run that ends before its kill starts over from scratch, so the
+	// next one can be interrupted.
+	const kills = 6
+	crashtest.Loop(t, r, kills, 30*time.Millisecond, 430*time.Millisecond,
+		func() *exec.Cmd { return exec.Command(bin, args(got, state)...) },
+		func() { os.RemoveAll(state); os.RemoveAll(got) })
 	if out, err := exec.Command(bin, args(got, state)...).CombinedOutput(); err != nil {
 		t.Fatalf("final run: %v\n%s", err, out)
 	}

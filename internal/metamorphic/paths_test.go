@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/crashtest"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/testenv"
 	"github.com/ubiksql/ubik/kafka"
@@ -238,73 +238,6 @@ func summary(path string) (malformed, duplicates int64, err error) {
 	return int64(m), int64(d), nil
 }
 
-// killer starts cmd, and SIGKILLs it after a random delay in [lo, hi)
-// unless it ends first; it reports whether it killed it.
-func killer(cmd *exec.Cmd, r *rand.Rand, lo, hi time.Duration) (killed bool, err error) {
-	if err := cmd.Start(); err != nil {
-		return false, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return false, err
-	case <-time.After(lo + time.Duration(r.Int64N(int64(hi-lo)))):
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		if errors.Is(err, os.ErrProcessDone) {
-			return false, <-done // it ended just now
-		}
-		return false, err
-	}
-	<-done
-	return true, nil
-}
-
-// stepKill starts cmd stopped and lets it run in slices of slice (SIGCONT,
-// sleep, SIGSTOP), then SIGKILLs it after steps slices unless it ended
-// first; so a run of a few milliseconds is still killed at a random point
-// of its own progress, not of the machine's clock. It reports whether it
-// killed the process.
-func stepKill(cmd *exec.Cmd, steps int, slice time.Duration) (killed bool, err error) {
-	_, killed, err = stepRun(cmd, steps, slice)
-	return killed, err
-}
-
-// stepRun is stepKill; it also returns how many slices it gave the
-// process (with steps < 0 it never kills: the count measures a whole run).
-func stepRun(cmd *exec.Cmd, steps int, slice time.Duration) (given int, killed bool, err error) {
-	if err := cmd.Start(); err != nil {
-		return 0, false, err
-	}
-	p := cmd.Process
-	_ = p.Signal(syscall.SIGSTOP)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	for i := 0; steps < 0 || i < steps; i++ {
-		_ = p.Signal(syscall.SIGCONT)
-		select {
-		case err := <-done:
-			return i + 1, false, err
-		case <-time.After(slice):
-		}
-		_ = p.Signal(syscall.SIGSTOP)
-	}
-	select {
-	case err := <-done:
-		return steps, false, err
-	default:
-	}
-	if err := p.Signal(syscall.SIGKILL); err != nil {
-		if errors.Is(err, os.ErrProcessDone) {
-			return steps, false, <-done // it ended just now
-		}
-		return steps, false, err
-	}
-	<-done
-	return steps, true, nil
-}
-
 // runFile runs c with `ubik run --state-dir`: once uninterrupted (to time
 // it), then under kills -9 at random points, each time rerunning the same
 // command, which resumes from the state directory; the resumed output is
@@ -319,7 +252,7 @@ func (tl *tools) runFile(t *testing.T, c *Case, dir string, r *rand.Rand, kills 
 		"--state-dir", state, "--checkpoint-interval", "2ms", "--stats-json", stats, "--query", QueryName}
 	// The uninterrupted run, in slices: how many a whole run takes.
 	const slice = 500 * time.Microsecond
-	whole, _, err := stepRun(exec.Command(tl.ubik, args...), -1, slice)
+	whole, _, err := crashtest.StepRun(exec.Command(tl.ubik, args...), -1, slice)
 	if err != nil {
 		return nil, 0, fmt.Errorf("file run: %v", err)
 	}
@@ -331,7 +264,7 @@ func (tl *tools) runFile(t *testing.T, c *Case, dir string, r *rand.Rand, kills 
 		cmd := exec.Command(tl.ubik, args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		k, err := stepKill(cmd, r.IntN(whole+1), slice)
+		_, k, err := crashtest.StepRun(cmd, r.IntN(whole+1), slice)
 		if err != nil {
 			return nil, killed, fmt.Errorf("file run under kill: %v\n%s", err, stderr.String())
 		}
@@ -556,12 +489,13 @@ func (tl *tools) runKafka(t *testing.T, c *Case, dir string, r *rand.Rand, kr ka
 	if kr.direct {
 		run = append(run, "--partitioned-by-key")
 	}
-	cmd := exec.Command(tl.ubik, run...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	killed, err = killer(cmd, r, 100*time.Millisecond, 3*time.Second)
+	p, err := crashtest.Launch(exec.Command(tl.ubik, run...))
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("%s: the run before the kill: %v\n%s", kr, err, stderr.String())
+		return nil, nil, false, err
+	}
+	killed, err = p.KillAfter(100*time.Millisecond + time.Duration(r.Int64N(int64(2900*time.Millisecond))))
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("%s: the run before the kill: %v\n%s", kr, err, p.Stderr())
 	}
 	if out, err := exec.Command(tl.ubik, append(run, "--until-caught-up")...).CombinedOutput(); err != nil {
 		return nil, nil, killed, fmt.Errorf("%s: the run after the kill: %v\n%s", kr, err, out)
