@@ -121,10 +121,18 @@ func readFinals(t testing.TB, addrs []string, topic string) map[string]string {
 	finals := map[string]string{}
 	rev := map[string]uint64{}
 	done := map[string]bool{}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	// The first records may take a while on a loaded machine (a 700 ms
+	// wait for them read "0 finals" there); after them, a quiet second is
+	// the end of the topic.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	read := 0
 	for {
-		pctx, pc := context.WithTimeout(ctx, 700*time.Millisecond)
+		wait := time.Second
+		if read == 0 {
+			wait = 10 * time.Second
+		}
+		pctx, pc := context.WithTimeout(ctx, wait)
 		fs := f.cl.PollFetches(pctx)
 		pc()
 		n := 0
@@ -148,6 +156,7 @@ func readFinals(t testing.TB, addrs []string, topic string) map[string]string {
 				finals[k] = string(r.Value)
 			}
 		})
+		read += n
 		if n == 0 {
 			return finals
 		}
