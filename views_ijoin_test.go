@@ -38,6 +38,7 @@ CREATE VIEW clicks_5m AS SELECT campaign, TUMBLE_START(w, INTERVAL '5' MINUTE) A
 FROM clicks_1m GROUP BY campaign, TUMBLE(w, INTERVAL '5' MINUTE);`
 
 func TestViewOverIntervalJoin(t *testing.T) {
+	t.Parallel()
 	imps, clicks := genIJoin(11, 2000, 1800)
 	for bi, bd := range ijoinBounds[:2] {
 		for _, side := range []string{"c", "i"} {
@@ -200,6 +201,7 @@ func lateOracle(imp, clk []lateRow) (map[string]string, int, int) {
 }
 
 func TestViewOverIntervalJoinLate(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 77))
 	imp, clk := genLateSides(r, 1500)
 	want, lateImp, lateClk := lateOracle(imp, clk)

@@ -205,6 +205,7 @@ func runTwoSources(t *testing.T, ps, au []tsEvent, rng *rand.Rand, pick float64)
 // any interleaving of the two sources (persons first, auctions first,
 // alternating), with NULL keys on both sides and late rows at each view.
 func TestViewJoinTwoSourcesOracle(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(6) {
 		rng := rand.New(rand.NewPCG(seed, 17))
 		ps, au := genTwoSources(rng, 3000)
@@ -242,6 +243,7 @@ func TestViewJoinTwoSourcesOracle(t *testing.T) {
 // (the interleaving of the two sources fixed; TestViewJoinTwoSourcesOracle
 // varies it).
 func TestViewJoinTwoSourcesMetamorphic(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 18))

@@ -43,6 +43,7 @@ func keptEvents(evs []tsEvent) []tsEvent {
 // sources; and the query's finals are byte-identical under output bounds,
 // checkpoints and restarts (runViews).
 func TestViewJoinOverOracle(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.RequirePostgres(t)
 	prog, err := plan.Compile(scriptSQL(t, "view_over_join", 1), plan.CompileOptions{})
 	if err != nil {
@@ -188,6 +189,7 @@ func runOverJoin(t *testing.T, ps, au []tsEvent, rng *rand.Rand, pick float64) m
 // output bounds, partial pulls, full and incremental checkpoints and
 // restarts at random events.
 func TestViewJoinOverMetamorphic(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 33))

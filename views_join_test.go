@@ -29,6 +29,7 @@ CREATE VIEW both_sides AS SELECT c.k, TUMBLE_START(c.ws, INTERVAL '10' SECOND) A
 // TestViewWindowJoinOracle: the finals of the join of two views equal
 // PostgreSQL's join of the same two GROUP BYs in batch.
 func TestViewWindowJoinOracle(t *testing.T) {
+	t.Parallel()
 	sc, dsn, evs := loadOracle(t, 23, 20000)
 	view := func(where, aggs string) string {
 		return `SELECT k, date_bin('2 seconds', ts, '1970-01-01') AS ws, ` + aggs + ` FROM ev WHERE ` + where + ` GROUP BY 1, 2`
@@ -112,6 +113,7 @@ func TestViewWindowJoinOracle(t *testing.T) {
 // string groups and their double groups (NaN, ±Inf and NULL are one group
 // of a view, whose row has a NULL cell: it never matches).
 func TestViewWindowJoinMetamorphic(t *testing.T) {
+	t.Parallel()
 	viewJoinEdgeSQL := scriptSQL(t, "view_join_edges", 1)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)

@@ -23,6 +23,7 @@ import (
 // second a LEFT JOIN.
 
 func TestViewOverTemporalJoin(t *testing.T) {
+	t.Parallel()
 	evs, vs := genJoin(21, 5000, 3600)
 	dsn := testenv.RequirePostgres(t)
 	sc := &testenv.PGScript{}

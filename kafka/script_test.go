@@ -216,6 +216,7 @@ func (h *scriptHost) runQuery(t *testing.T, q *scripttest.Query) []string {
 	h.produce(t, s, q, first, at, 1<<30)
 	o := s.options(t)
 	o.UntilCaughtUp = true
+	o.Logger = testLogger(t)
 	pl, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -303,28 +304,37 @@ func (h *scriptHost) records(t *testing.T, s *scriptSpec, pq *plan.Query) []stri
 	return out
 }
 
-// readTopic reads a changelog topic to its end with read_committed.
+// readTopic reads a changelog topic to its end with read_committed: to
+// its last transaction (whose commit marker is its last offset), or, after
+// an aborted one, until no record comes for a while.
 func readTopic(t *testing.T, addrs []string, topic string) []changelog.Record {
+	ends, err := kadm.NewClient(client(t, addrs)).ListEndOffsets(context.Background(), topic)
+	if err != nil {
+		t.Fatalf("%s: %v", topic, err)
+	}
+	end, _ := ends.Lookup(topic, 0)
+	if end.Offset == 0 {
+		return nil
+	}
 	cl := client(t, addrs, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var out []changelog.Record
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	last := int64(-1)
+	quiet := time.Now().Add(30 * time.Second) // until the first record: slow on a loaded broker
+	for last < end.Offset-2 && time.Now().Before(quiet) {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		fs := cl.PollFetches(ctx)
 		cancel()
-		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
-			n++
 			kr, err := changelog.DecodeHeaders(r.Key, r.Value, r.Headers)
 			if err != nil {
 				t.Fatalf("%s: %v", topic, err)
 			}
-			out = append(out, kr)
+			out, last = append(out, kr), r.Offset
+			quiet = time.Now().Add(2 * time.Second)
 		})
-		if n == 0 {
-			return out
-		}
 	}
+	return out
 }
 
 // envScriptChild makes the test binary a child running a script query's
