@@ -189,7 +189,7 @@ type tableStage struct {
 	table  *plan.Source
 	what   string // how errors name the input
 	dec    *drive.Decoder
-	router *drive.Driver // an interval join: the right rows' router by the join key
+	router *drive.Router // an interval join: the right rows' router by the join key
 	m      *marks
 	// sentWM: each table partition's watermark in the last marker sent.
 	sentWM map[int32]int64

@@ -46,13 +46,13 @@ type stage1 struct {
 	// router decodes each event and computes its canonical group key,
 	// counting what it skips; the aggregating stage does not evaluate
 	// the GROUP BY again.
-	router *drive.Driver
+	router *drive.Router
 	m      *marks         // this instance's source partitions only
 	seen   map[int32]bool // owned partitions that delivered an event in this run
 }
 
 func (p *Pipeline) newStage1(tx *txn) (stageWork, error) {
-	var router *drive.Driver
+	var router *drive.Router
 	var err error
 	if isIntervalJoin(p.root) {
 		// An interval join's left rows go by the join key, as its right

@@ -13,9 +13,16 @@ import (
 // readers; a view read by other queries feeds them from its aggregate.
 // An exchange goes wherever a consumer needs rows placed otherwise than
 // its producer places them.
-func Lower(prog *plan.Program) (*Plan, error) {
+func Lower(prog *plan.Program) (*Plan, error) { return LowerQueries(prog.Queries) }
+
+// LowerQueries is Lower for the queries qs (and every view they read): a
+// runtime that runs some queries of a program lowers those.
+func LowerQueries(qs []*plan.Query) (*Plan, error) {
 	l := &lowerer{p: &Plan{}, decoded: map[*plan.Source]int{}, aggs: map[*plan.Query]int{}, exchanges: map[string]int{}}
-	for _, q := range prog.Queries {
+	for _, q := range qs {
+		if q == nil {
+			return nil, fmt.Errorf("%w: a nil query", ErrPlan)
+		}
 		id, err := l.aggregate(q, nil)
 		if err != nil {
 			return nil, err

@@ -4,6 +4,11 @@ import (
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
+// GroupNeed is the placement a query's aggregate needs of its input rows
+// (groupNeed): a runtime splits the aggregate over several partitions only
+// when it is a Hash placement.
+func GroupNeed(q *plan.Query) Partitioning { return groupNeed(q) }
+
 // groupNeed is the placement a query's aggregate needs: its rows hashed
 // by the group identity of its GROUP BY terms other than the window, or
 // all in one partition when it groups by the window alone (or nothing).

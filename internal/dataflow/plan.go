@@ -104,3 +104,35 @@ func (p *Plan) Consumers(id int) []int {
 	}
 	return out
 }
+
+// Producer returns the node whose rows reach e's consumer: e's producer,
+// or, through exchanges, the node that feeds them (an exchange moves rows
+// and changes nothing else).
+func (p *Plan) Producer(e Edge) *Node {
+	n := p.Node(e.From)
+	for n.Kind == Exchange {
+		n = p.Node(n.Inputs[0].From)
+	}
+	return n
+}
+
+// Aggregate returns q's aggregate node, or nil.
+func (p *Plan) Aggregate(q *plan.Query) *Node {
+	for _, n := range p.Nodes {
+		if n.Kind == Aggregate && n.Query == q {
+			return n
+		}
+	}
+	return nil
+}
+
+// Upstream reports whether node id feeds node to, directly or through
+// other nodes.
+func (p *Plan) Upstream(id, to int) bool {
+	for _, e := range p.Node(to).Inputs {
+		if e.From == id || p.Upstream(id, e.From) {
+			return true
+		}
+	}
+	return false
+}

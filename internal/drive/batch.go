@@ -2,6 +2,7 @@ package drive
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/ubiksql/ubik/changelog"
@@ -142,3 +143,38 @@ func (p *par) advance(wm int64) {
 	}
 	p.cur.advances = append(p.cur.advances, advance{op: p.nextOp(), wm: wm})
 }
+
+// MarkCall ends a call of a host that reads the watermark after every
+// call: on several threads, the watermark reaches Config.OnMark in the
+// merged stream; on one thread it does nothing (read Watermark).
+func (d *Driver) MarkCall() {
+	if d.par != nil {
+		d.par.mark()
+	}
+}
+
+// SetStep tells a driver on several threads the step of the host's calls
+// that follow (a graph's, inbox.go): its records and rows carry it, as
+// OutStep, when they reach Emit, OnRow and OnMark.
+func (d *Driver) SetStep(s uint64) {
+	if d.par != nil {
+		d.par.step = s
+	}
+}
+
+// OutStep is the step of the call that made the record, row or marker
+// being delivered (a driver on several threads).
+func (d *Driver) OutStep() uint64 { return d.par.outStep }
+
+// PendingStep is the earliest step whose records a driver on several
+// threads has not all delivered (math.MaxUint64: none; one thread
+// delivers as it goes).
+func (d *Driver) PendingStep() uint64 {
+	if d.par == nil {
+		return math.MaxUint64
+	}
+	return d.par.pendingStep()
+}
+
+// Sharded reports whether the driver's aggregate runs on several threads.
+func (d *Driver) Sharded() bool { return d.par != nil }

@@ -16,9 +16,7 @@ package drive
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
-	"math"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -135,19 +133,14 @@ func (c Counts) minus(o Counts) Counts {
 // Driver runs one operator (or, made by NewRouter, only decodes and keys
 // events for a repartitioning host).
 type Driver struct {
-	q      *plan.Query
-	dec    *exec.Decoder
-	agg    aggregate           // the window aggregate node; nil for a router
-	op     *exec.Operator      // agg's operator when it is one (nil for a router and a parallel driver)
-	par    *par                // agg's shards when it is sharded (Config.Threads)
-	keys   *exec.GroupKeys     // a router's
-	ikeys  *exec.IntervalRoute // an interval join input's router (NewIntervalRouter)
-	spread bool                // a router of a temporal join's events that groups after the join: by a hash of the record
-	side   int                 // the input an interval join's router reads (0 left, 1 right)
-	derive *exec.Deriver       // PushRow's, for a source with computed or TIMESTAMP(p) columns (made on first use)
-	emit   func(*changelog.Record) error
-	late   func(*exec.LateEvent)
-	log    *slog.Logger // receives a recovered panic's stack; may be nil
+	q    *plan.Query
+	in   decodeNode     // the first input's decode node (decode.go)
+	agg  aggregate      // the window aggregate node
+	op   *exec.Operator // agg's operator when it is one (nil when sharded)
+	par  *par           // agg's shards when it is sharded (Config.Threads)
+	emit func(*changelog.Record) error
+	late func(*exec.LateEvent)
+	log  *slog.Logger // receives a recovered panic's stack; may be nil
 	// onEventError is Config.OnEventError.
 	onEventError func(tag int64, raw []byte, err *EventError)
 	now          func() time.Time
@@ -161,9 +154,7 @@ type Driver struct {
 	pending  []changelog.Record
 	head     int
 
-	raw    []byte // the input record being applied, for the late hook
-	mark   int64  // the last decoded event's time less the watermark delay
-	marked bool
+	raw []byte // the input record being applied, for the late hook
 
 	every     time.Duration // EMIT EARLY interval; 0 otherwise
 	nextEarly time.Time
@@ -172,12 +163,11 @@ type Driver struct {
 	// The join in front of the aggregate (nil without one): node.go.
 	jn joinNode
 
-	n, taken  Counts
-	routeErrs int64 // a router's evaluation errors (it has no operator to count them)
-	closed    bool
-	fatal     error
-	busy      atomic.Bool
-	_         [cacheLine]byte // the driver's fields off the line of whatever the allocator puts after it (a shard's)
+	n, taken Counts
+	closed   bool
+	fatal    error
+	busy     atomic.Bool
+	_        [cacheLine]byte // the driver's fields off the line of whatever the allocator puts after it (a shard's)
 }
 
 // New returns a driver of q. A plan an operator cannot run
@@ -233,7 +223,7 @@ func (d *Driver) shard(cfg Config) error {
 	// JSON lines of a query's own source through the driver's own
 	// decoder can be decoded in blocks by the shards' goroutines
 	// (feed.go); a join's rows are the join's, made on this goroutine.
-	blocks := cfg.Decoder == nil && !d.dec.IsCSV() && !cfg.ExternalWatermark && q.Join == nil && q.IJoin == nil
+	blocks := cfg.Decoder == nil && !d.in.dec.IsCSV() && !cfg.ExternalWatermark && q.Join == nil && q.IJoin == nil
 	p, err := newPar(q, cfg, cfg.Threads, blocks)
 	if err != nil {
 		return err
@@ -257,56 +247,22 @@ func (d *Driver) initJoins(cfg Config) error {
 	return nil
 }
 
-// NewRouter returns a driver that decodes events and computes their
-// canonical group key (Route) and runs no operator: the repartitioning
-// host's mode, whose keys the aggregating host hands to PushKeyed, so the
-// GROUP BY is evaluated once.
-func NewRouter(q *plan.Query, cfg Config) (*Driver, error) {
-	spread := q != nil && q.Join != nil && !StreamKeyed(q)
-	if q != nil && q.IJoin != nil {
-		return nil, fmt.Errorf("drive: query %s has an interval join: its inputs are routed by the join key (NewIntervalRouter)", q.Name)
-	}
-	d, err := newDriver(q, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if spread {
-		// A temporal join whose GROUP BY reads the table's columns: an
-		// event's group is known only after the join, and every
-		// partition holds the whole table, so any partition will do; a
-		// hash of the record spreads them (the host repartitions the
-		// joined rows by the GROUP BY key, Config.OnJoined).
-		d.spread = true
-		return d, nil
-	}
-	d.keys = exec.NewGroupKeys(q)
-	return d, nil
-}
-
 func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
-	d := &Driver{q: q, dec: cfg.Decoder, emit: cfg.Emit, late: cfg.Late, log: cfg.Logger, now: cfg.Now, strict: cfg.Strict,
+	dec, err := inputDecoder(q, cfg.Decoder)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{q: q, emit: cfg.Emit, late: cfg.Late, log: cfg.Logger, now: cfg.Now, strict: cfg.Strict,
 		counts: cfg.CountsInCheckpoint, buffered: cfg.Emit == nil, max: cfg.MaxPending, onEventError: cfg.OnEventError}
+	d.in = decodeNode{dec: dec, src: firstSource(q), used: firstUsed(q), n: &d.n}
 	if d.now == nil {
 		d.now = time.Now
 	}
 	d.start = d.now()
 	d.startMono = nanotime()
-	if d.dec == nil {
-		if q.Join != nil {
-			// The events are the stream's; the query reads the joined row.
-			d.dec = exec.NewSourceDecoder(q.Join.Stream, q.StreamUsed())
-		} else if q.IJoin != nil {
-			d.dec = exec.NewSourceDecoder(q.IJoin.Left, q.LeftUsed())
-		} else {
-			d.dec = exec.NewQueryDecoder(q)
-		}
-	}
-	if err := d.dec.Err(); err != nil {
-		return nil, err
-	}
 	return d, nil
 }
 
@@ -328,11 +284,6 @@ func ThreadsFallback(q *plan.Query, cfg Config) string {
 
 // Query returns the driven query.
 func (d *Driver) Query() *plan.Query { return d.q }
-
-func (d *Driver) onRecord(r *changelog.Record) error {
-	d.pending = append(d.pending, r.Clone())
-	return nil
-}
 
 func (d *Driver) onLate(ev *exec.LateEvent) {
 	ev.Event = d.raw
@@ -374,33 +325,21 @@ func (d *Driver) Err() error { return d.fatal }
 // returned as an *EventError; a header that does not fit the source is
 // fatal.
 func (d *Driver) decode(raw []byte) ([]types.Value, error) {
-	d.n.Records++
-	row, err := d.dec.Decode(raw)
+	row, err := d.in.decode(raw)
 	if err == nil {
-		if row == nil {
-			d.n.Headers++
-			return nil, nil
-		}
-		d.n.Events++
-		if src := d.inputSource(); src.TimeCol >= 0 {
-			d.mark, d.marked = row[src.TimeCol].I-src.WatermarkDelay, true
-		}
 		return row, nil
 	}
-	var he *exec.HeaderError
-	if errors.As(err, &he) {
+	if fatalInput(err) {
 		// The input does not fit the source: stop, as for any fatal error.
 		d.fatal = err
 		return nil, err
 	}
-	d.n.Events++
-	d.n.Malformed++
 	return nil, d.eventErr(err)
 }
 
 // Mark returns the last decoded event's time less the source's watermark
 // delay: what that event proposes as the watermark of its input partition.
-func (d *Driver) Mark() (int64, bool) { return d.mark, d.marked }
+func (d *Driver) Mark() (int64, bool) { return d.in.mark, d.in.marked }
 
 func (d *Driver) eventErr(err error) error {
 	e := &EventError{Seq: d.n.Events, Err: err}
@@ -493,58 +432,6 @@ func (d *Driver) apply(row []types.Value, key []byte, keyed bool) error {
 	return err
 }
 
-// Route decodes one input record and appends its canonical group key
-// (exec.GroupKeys) to dst: a router's work. A nil key and a nil error is
-// a CSV header record, skipped; a bad event is an *EventError, counted.
-func (d *Driver) Route(dst, raw []byte) ([]byte, error) {
-	row, err := d.decode(raw)
-	if err != nil || row == nil {
-		return nil, err
-	}
-	var key []byte
-	if d.spread {
-		h := fnv.New64a()
-		h.Write(raw)
-		return h.Sum(dst), nil
-	} else if d.ikeys != nil {
-		key, err = d.ikeys.Append(dst, row)
-	} else {
-		key, err = d.keys.Append(dst, row)
-	}
-	if err != nil {
-		d.routeErrs++
-		return nil, d.eventErr(err)
-	}
-	return key, nil
-}
-
-// room is how many more records the buffer can hold.
-func (d *Driver) room() int { return d.max - (len(d.pending) - d.head) }
-
-// setRoom tells the operator how many records it may render now: all of
-// them with a callback (the operator's default), the buffer's room without.
-func (d *Driver) setRoom() {
-	if d.buffered {
-		d.op.SetRoom(d.room())
-	}
-}
-
-// drain renders queued records into the buffer's room. A record skipped
-// by an evaluation error is counted by the operator; it fails a Strict
-// driver.
-func (d *Driver) drain() error {
-	if d.op == nil || !d.op.Queued() {
-		return nil
-	}
-	d.op.SetRoom(d.room())
-	err := d.op.Drain()
-	if err == nil || Skipped(err) && !d.strict {
-		return nil
-	}
-	d.fatal = err
-	return err
-}
-
 func (d *Driver) tick() error {
 	now := d.now()
 	if now.Before(d.nextEarly) {
@@ -603,41 +490,6 @@ func (d *Driver) Flush() error {
 
 // Watermark is the operator's watermark (µs).
 func (d *Driver) Watermark() int64 { return d.agg.watermark() }
-
-// MarkCall ends a call of a host that reads the watermark after every
-// call: on several threads, the watermark reaches Config.OnMark in the
-// merged stream; on one thread it does nothing (read Watermark).
-func (d *Driver) MarkCall() {
-	if d.par != nil {
-		d.par.mark()
-	}
-}
-
-// SetStep tells a driver on several threads the step of the host's calls
-// that follow (a graph's, inbox.go): its records and rows carry it, as
-// OutStep, when they reach Emit, OnRow and OnMark.
-func (d *Driver) SetStep(s uint64) {
-	if d.par != nil {
-		d.par.step = s
-	}
-}
-
-// OutStep is the step of the call that made the record, row or marker
-// being delivered (a driver on several threads).
-func (d *Driver) OutStep() uint64 { return d.par.outStep }
-
-// PendingStep is the earliest step whose records a driver on several
-// threads has not all delivered (math.MaxUint64: none; one thread
-// delivers as it goes).
-func (d *Driver) PendingStep() uint64 {
-	if d.par == nil {
-		return math.MaxUint64
-	}
-	return d.par.pendingStep()
-}
-
-// Sharded reports whether the driver's aggregate runs on several threads.
-func (d *Driver) Sharded() bool { return d.par != nil }
 
 // Delivered is the watermark whose records have all been delivered: the
 // operator's, or, on several threads, that of the last batch merged.
@@ -701,60 +553,10 @@ func (d *Driver) Close() error {
 	return d.agg.finish()
 }
 
-// Next pops the next buffered record; it renders nothing (see Refill).
-func (d *Driver) Next() (rec changelog.Record, ok bool) {
-	if d.head >= len(d.pending) {
-		return changelog.Record{}, false
-	}
-	rec = d.pending[d.head]
-	d.pending[d.head] = changelog.Record{}
-	d.head++
-	if d.head == len(d.pending) {
-		d.pending, d.head = d.pending[:0], 0
-	}
-	return rec, true
-}
-
-// Refill renders queued records into the buffer's room and reports
-// whether any record is buffered.
-func (d *Driver) Refill() (bool, error) {
-	err := d.drain()
-	if err == nil && d.jn != nil {
-		err = d.jn.pump()
-		if err == nil {
-			err = d.drain()
-		}
-	}
-	return d.head < len(d.pending), err
-}
-
-// Pending is the number of buffered records.
-func (d *Driver) Pending() int { return len(d.pending) - d.head }
-
-// Queued reports whether finalized windows or flushes wait, unrendered.
-func (d *Driver) Queued() bool {
-	if d.jn != nil && d.jn.queued() {
-		return true
-	}
-	return d.agg.queued()
-}
-
-// inputSource is the source of the records Push and PushRow take: the
-// query's, a temporal join's stream, an interval join's left input (or,
-// for a router, the input it reads).
-func (d *Driver) inputSource() *plan.Source {
-	switch {
-	case d.jn != nil:
-		return d.jn.source(0)
-	case d.q.Join != nil:
-		return d.q.Join.Stream
-	case d.q.IJoin != nil && d.side == 1:
-		return d.q.IJoin.Right
-	case d.q.IJoin != nil:
-		return d.q.IJoin.Left
-	}
-	return d.q.Source
-}
+// inputSource is the declared source of the records Push and PushRow
+// take: the query's, a temporal join's stream, an interval join's left
+// input.
+func (d *Driver) inputSource() *plan.Source { return d.in.src }
 
 // firstUsed is the columns the query reads of the records Push and PushRow
 // take.

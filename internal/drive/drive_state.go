@@ -31,16 +31,12 @@ func (d *Driver) Stats() exec.Stats { return d.agg.stats() }
 // Counts returns the input counters.
 func (d *Driver) Counts() Counts {
 	c := d.n
-	if d.agg != nil {
-		s := d.Stats()
-		c.EvalErrors, c.Late = s.EvalErrors, s.Late
-		if d.jn != nil {
-			j := d.jn.counts(0)
-			c.EvalErrors += j.EvalErrors
-			c.Late += j.Late
-		}
-	} else {
-		c.EvalErrors = d.routeErrs
+	s := d.Stats()
+	c.EvalErrors, c.Late = s.EvalErrors, s.Late
+	if d.jn != nil {
+		j := d.jn.counts(0)
+		c.EvalErrors += j.EvalErrors
+		c.Late += j.Late
 	}
 	return c
 }

@@ -39,7 +39,7 @@ func events() [][]byte {
 	return out
 }
 
-func run(t *testing.T, d *Driver, evs [][]byte, keyed *Driver) {
+func run(t *testing.T, d *Driver, evs [][]byte, keyed *Router) {
 	t.Helper()
 	for _, e := range evs {
 		var err error
@@ -109,7 +109,7 @@ func TestLateEventCarriesRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var router *Driver
+		var router *Router
 		if keyed {
 			router, _ = NewRouter(q, Config{})
 		}

@@ -585,7 +585,7 @@ func (d *Driver) seal(b *batch, flushes []advance) {
 		p.maxTime = max(p.maxTime, k.maxTime)
 	}
 	if k.hasTime {
-		d.mark, d.marked = k.lastTime-d.q.Source.WatermarkDelay, true
+		d.in.mark, d.in.marked = k.lastTime-d.q.Source.WatermarkDelay, true
 	}
 }
 

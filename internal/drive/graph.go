@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
 )
@@ -41,7 +42,9 @@ import (
 // only with every inbox empty, so a restore resumes the whole graph at one
 // input position.
 type Graph struct {
-	nodes   []*gnode // upstream before downstream
+	plan    *dataflow.Plan // the physical plan of the graph's queries
+	byNode  map[int]*gnode // the graph's node of each aggregate node of plan
+	nodes   []*gnode       // upstream before downstream
 	primary *gnode
 	roots   []*gnode // the nodes reading a declared source
 	// sources are the declared sources the roots read: one, or two for a
@@ -70,6 +73,7 @@ type Graph struct {
 
 type gnode struct {
 	q         *plan.Query
+	node      *dataflow.Node // q's aggregate node in the plan
 	d         *Driver
 	readers   []gedge  // nodes of the graph reading this one
 	producers []*gnode // the nodes it reads
@@ -157,6 +161,11 @@ func (g *Graph) joinsSources() bool {
 	}
 	return false
 }
+
+// Plan returns the physical plan of the graph's queries: each node of the
+// graph is one of its aggregate nodes (with the join or decode node that
+// feeds it), and each reader edge one of its edges.
+func (g *Graph) Plan() *dataflow.Plan { return g.plan }
 
 // Sources returns the declared sources the graph reads: the first is the
 // Push input, the second (a join of views over two sources) the

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -105,31 +106,11 @@ func joinsViews(q *plan.Query) bool {
 func (h *hostRoots) cut(q *plan.Query) bool { return h != nil && h.root != nil && h.root == q }
 
 func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), host *hostRoots) (*Graph, error) {
-	g := &Graph{}
-	byQuery := map[*plan.Query]*gnode{}
-	var add func(q *plan.Query)
-	add = func(q *plan.Query) {
-		if byQuery[q] != nil {
-			return
-		}
-		if !host.cut(q) {
-			for _, v := range q.Views() {
-				add(v)
-			}
-		}
-		n := &gnode{q: q, mark: [2]int64{math.MinInt64, math.MinInt64}}
-		byQuery[q] = n
-		g.nodes = append(g.nodes, n) // after its view: topological
+	g, err := planGraph(primary, with, host)
+	if err != nil {
+		return nil, err
 	}
-	add(primary)
-	for _, q := range with {
-		if q == nil {
-			return nil, errors.New("drive: a nil query in a graph")
-		}
-		add(q)
-	}
-	g.primary = byQuery[primary]
-	if err := g.link(byQuery, host); err != nil {
+	if err := g.link(host); err != nil {
 		return nil, err
 	}
 	if err := g.check(); err != nil {
@@ -154,75 +135,144 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	return g, nil
 }
 
-// link finds the roots (the nodes reading a declared source, and the
-// graph's inputs) and each node's readers.
-func (g *Graph) link(byQuery map[*plan.Query]*gnode, host *hostRoots) error {
-	for _, n := range g.nodes {
-		if host.cut(n.q) && (n.q.IJoin != nil || n.q.Join != nil) && len(n.q.Views()) == 0 {
-			// A row graph's root over a join's joined rows (an interval
-			// join of two streams, a temporal join): its one input is
-			// the host's rows.
-			n.joined = true
-			g.sources = append(g.sources, n.q.Source)
-			g.roots = append(g.roots, n)
-			continue
+// planGraph lowers the graph's queries (primary, then with) into their
+// physical plan and makes a node of the graph of every aggregate of it,
+// upstream first; a row graph runs the aggregates below its root only
+// (the host runs those above, as another segment).
+func planGraph(primary *plan.Query, with []*plan.Query, host *hostRoots) (*Graph, error) {
+	qs := []*plan.Query{primary}
+	for _, q := range with {
+		if q == nil {
+			return nil, errors.New("drive: a nil query in a graph")
 		}
-		if j := n.q.IJoin; j != nil && (j.Left.View == nil && j.Right.View == nil || host.cut(n.q)) {
-			// An interval join of two declared streams (or a row
-			// graph's root joining two views, whose rows the host
-			// brings): a root whose left input is a source of the
-			// graph and whose right input is the graph's second input.
-			if g.join != nil {
-				return fmt.Errorf("drive: queries %s and %s both join a second input (%s, %s); a graph runs at most one temporal join or interval join of two streams (its second input is the graph's)", g.join.q.Name, n.q.Name, g.join.secondName(), j.Right.Name)
-			}
-			g.join = n
-			n.input = slices.Index(g.sources, j.Left)
-			if n.input < 0 {
-				if len(g.sources) == 2 {
-					return fmt.Errorf("drive: query %s reads %s, a third source (the graph reads %s and %s); a graph reads at most two inputs", n.q.Name, j.Left.Name, g.sources[0].Name, g.sources[1].Name)
-				}
-				n.input = len(g.sources)
-				g.sources = append(g.sources, j.Left)
-			}
-			g.roots = append(g.roots, n)
-			continue
-		}
-		if j := n.q.IJoin; j != nil {
-			if j.Left.View == nil || j.Right.View == nil {
-				return fmt.Errorf("drive: query %s joins %s and %s: an interval join in a graph joins two views, or two declared streams; join the stream's own windowed EMIT FINAL view instead", n.q.Name, j.Left.Name, j.Right.Name)
-			}
-			for side, v := range []*plan.Query{j.Left.View, j.Right.View} {
-				up := byQuery[v]
-				up.readers = append(up.readers, gedge{n, side})
-				if !slices.Contains(n.producers, up) {
-					n.producers = append(n.producers, up)
-				}
-			}
-			n.two = true
-			continue
-		}
-		if v := n.q.Source.View; v != nil && !host.cut(n.q) {
-			up := byQuery[v]
-			up.readers = append(up.readers, gedge{n, 0})
-			n.producers = append(n.producers, up)
-			continue
-		}
-		if n.q.Join != nil {
-			if g.join != nil {
-				return fmt.Errorf("drive: queries %s and %s both join a second input (%s, %s); a graph runs at most one temporal join or interval join of two streams (its second input is the graph's)", g.join.q.Name, n.q.Name, g.join.secondName(), n.q.Join.Table.Name)
-			}
-			g.join = n
-		}
-		n.input = slices.Index(g.sources, n.q.Source)
-		if n.input < 0 {
-			if len(g.sources) == 2 {
-				return fmt.Errorf("drive: query %s reads %s, a third source (the graph reads %s and %s); a graph reads at most two inputs, the two sides of a join of two views", n.q.Name, n.q.Source.Name, g.sources[0].Name, g.sources[1].Name)
-			}
-			n.input = len(g.sources)
-			g.sources = append(g.sources, n.q.Source)
-		}
-		g.roots = append(g.roots, n)
+		qs = append(qs, q)
 	}
+	p, err := dataflow.LowerQueries(qs)
+	if err != nil {
+		return nil, err
+	}
+	g := &Graph{plan: p, byNode: map[int]*gnode{}}
+	var cut *dataflow.Node
+	if host != nil && host.root != nil {
+		cut = p.Aggregate(host.root)
+	}
+	for _, x := range p.Nodes {
+		if x.Kind != dataflow.Aggregate || cut != nil && p.Upstream(x.ID, cut.ID) {
+			continue
+		}
+		n := &gnode{q: x.Query, node: x, mark: [2]int64{math.MinInt64, math.MinInt64}}
+		g.byNode[x.ID] = n
+		g.nodes = append(g.nodes, n)
+	}
+	g.primary = g.byNode[p.Aggregate(primary).ID]
+	return g, nil
+}
+
+// link finds, from the plan, the roots (the nodes reading a declared
+// source, and the graph's inputs) and each node's readers.
+func (g *Graph) link(host *hostRoots) error {
+	for _, n := range g.nodes {
+		in := g.plan.Producer(n.node.Inputs[0])
+		var err error
+		switch {
+		case host.cut(n.q):
+			err = g.linkCut(n)
+		case in.Kind == dataflow.IntervalJoin:
+			err = g.linkIntervalJoin(n, in)
+		case in.Kind == dataflow.Aggregate:
+			err = g.read(n, in, 0)
+		default: // a declared source's decode (or dedup), or a temporal join of it
+			err = g.linkRoot(n)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read makes n a reader of the aggregate node from, on its input side.
+func (g *Graph) read(n *gnode, from *dataflow.Node, side int) error {
+	up := g.byNode[from.ID]
+	if up == nil {
+		return fmt.Errorf("drive: query %s reads view %s, which the host runs outside this graph", n.q.Name, from.Name)
+	}
+	up.readers = append(up.readers, gedge{n, side})
+	if !slices.Contains(n.producers, up) {
+		n.producers = append(n.producers, up)
+	}
+	return nil
+}
+
+// linkCut links a row graph's root: its input is the host's rows.
+func (g *Graph) linkCut(n *gnode) error {
+	if (n.q.IJoin != nil || n.q.Join != nil) && len(n.q.Views()) == 0 {
+		// A root over a join's joined rows (an interval join of two
+		// streams, a temporal join): its one input is the host's rows.
+		n.joined = true
+		g.sources = append(g.sources, n.q.Source)
+		g.roots = append(g.roots, n)
+		return nil
+	}
+	if n.q.IJoin != nil {
+		// A root joining two views, whose rows the host brings: its
+		// left input is the graph's first, its right the second.
+		return g.joinRoot(n, n.q.IJoin.Left, "")
+	}
+	return g.linkRoot(n) // a reader of a view, the view's rows the host's
+}
+
+// linkIntervalJoin links a node whose rows an interval join makes: a join
+// of two views reads both, a join of two declared streams is a root.
+func (g *Graph) linkIntervalJoin(n *gnode, ij *dataflow.Node) error {
+	j := n.q.IJoin
+	left, right := g.plan.Producer(ij.Inputs[0]), g.plan.Producer(ij.Inputs[1])
+	switch views := (left.Kind == dataflow.Aggregate) == (right.Kind == dataflow.Aggregate); {
+	case !views:
+		return fmt.Errorf("drive: query %s joins %s and %s: an interval join in a graph joins two views, or two declared streams; join the stream's own windowed EMIT FINAL view instead", n.q.Name, j.Left.Name, j.Right.Name)
+	case left.Kind != dataflow.Aggregate:
+		return g.joinRoot(n, j.Left, "")
+	}
+	for side, v := range []*dataflow.Node{left, right} {
+		if err := g.read(n, v, side); err != nil {
+			return err
+		}
+	}
+	n.two = true
+	return nil
+}
+
+// joinRoot makes n the graph's root with a second input of its own, its
+// first input reading first.
+func (g *Graph) joinRoot(n *gnode, first *plan.Source, which string) error {
+	if g.join != nil {
+		return fmt.Errorf("drive: queries %s and %s both join a second input (%s, %s); a graph runs at most one temporal join or interval join of two streams (its second input is the graph's)", g.join.q.Name, n.q.Name, g.join.secondName(), n.secondName())
+	}
+	g.join = n
+	return g.addRoot(n, first, which)
+}
+
+// linkRoot makes n a root reading its query's source (a temporal join's
+// joined row: the graph's second input is its table).
+func (g *Graph) linkRoot(n *gnode) error {
+	const which = ", the two sides of a join of two views"
+	if n.q.Join != nil {
+		return g.joinRoot(n, n.q.Source, which)
+	}
+	return g.addRoot(n, n.q.Source, which)
+}
+
+// addRoot makes n a root reading src, the graph's first or second input.
+func (g *Graph) addRoot(n *gnode, src *plan.Source, which string) error {
+	n.input = slices.Index(g.sources, src)
+	if n.input < 0 {
+		if len(g.sources) == 2 {
+			return fmt.Errorf("drive: query %s reads %s, a third source (the graph reads %s and %s); a graph reads at most two inputs%s", n.q.Name, src.Name, g.sources[0].Name, g.sources[1].Name, which)
+		}
+		n.input = len(g.sources)
+		g.sources = append(g.sources, src)
+	}
+	g.roots = append(g.roots, n)
 	return nil
 }
 

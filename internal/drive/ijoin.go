@@ -28,31 +28,6 @@ import (
 // IntervalStats are an interval join's counters (exec.IntervalStats).
 type IntervalStats = exec.IntervalStats
 
-// NewIntervalRouter returns a driver that decodes the records of input
-// side (0 left, 1 right) of q's interval join, with cfg.Decoder (the
-// input's), and computes their route bytes (Route: the join key under
-// the group key rules, exec.IntervalRoute), running no join and no
-// operator: a host that splits both inputs by the join key so that rows
-// that may match meet in one partition.
-func NewIntervalRouter(q *plan.Query, side int, cfg Config) (*Driver, error) {
-	if q.IJoin == nil || side < 0 || side > 1 {
-		return nil, fmt.Errorf("drive: query %s has no interval join input %d", q.Name, side)
-	}
-	if cfg.Decoder == nil {
-		return nil, fmt.Errorf("drive: the router of an interval join input needs its decoder")
-	}
-	r, err := exec.NewIntervalRoute(q, side)
-	if err != nil {
-		return nil, err
-	}
-	d, err := newDriver(q, cfg)
-	if err != nil {
-		return nil, err
-	}
-	d.ikeys, d.side = r, side
-	return d, nil
-}
-
 // intervalJoin is the join node of an interval join: the join state and
 // the right input.
 type intervalJoin struct {

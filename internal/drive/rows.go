@@ -1,8 +1,6 @@
 package drive
 
 import (
-	"fmt"
-
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -41,60 +39,9 @@ func (d *Driver) PushRow(row []types.Value) error {
 	if err := d.admit(); err != nil {
 		return err
 	}
-	d.n.Records++
-	d.n.Events++
-	src := d.inputSource()
-	cols, tc := src.Columns, src.TimeCol
-	if src.HasDerived() {
-		if d.derive == nil {
-			d.derive = exec.NewDeriver(src)
-			d.derive.SetUsed(firstUsed(d.q))
-		}
-		phys := d.derive.Physical()
-		if len(row) == len(src.Columns) && len(row) != len(phys.Columns) {
-			cells := make([]types.Value, 0, len(phys.Columns))
-			for i, c := range src.Columns {
-				if c.Computed == nil {
-					cells = append(cells, row[i])
-				} else if !row[i].Null {
-					d.n.Malformed++
-					return d.eventErr(&exec.DecodeError{Column: c.Name, Msg: "a computed column's cell must be NULL: it is evaluated from the other columns"})
-				}
-			}
-			row = cells
-		}
-		if len(row) != len(phys.Columns) {
-			d.n.Malformed++
-			return d.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d physical columns (of %d)", len(row), src.Name, len(phys.Columns), len(src.Columns))})
-		}
-		cols, tc = phys.Columns, phys.TimeCol
-	} else if len(row) != len(cols) {
-		d.n.Malformed++
-		return d.eventErr(&exec.DecodeError{Msg: fmt.Sprintf("row has %d cells, source %q has %d columns", len(row), src.Name, len(cols))})
-	}
-	row, de := typedCells(row, cols)
-	if de != nil {
-		d.n.Malformed++
-		return d.eventErr(de)
-	}
-	if tc >= 0 && row[tc].Null {
-		d.n.Malformed++
-		return d.eventErr(&exec.DecodeError{Column: cols[tc].Name, Msg: "event time is null"})
-	}
-	if d.derive != nil {
-		full, err := d.derive.Apply(row)
-		if err != nil {
-			d.n.Malformed++
-			return d.eventErr(err)
-		}
-		row = full
-	}
-	if tc := src.TimeCol; tc >= 0 {
-		if row[tc].Null {
-			d.n.Malformed++
-			return d.eventErr(&exec.DecodeError{Column: src.Columns[tc].Name, Msg: "event time is null"})
-		}
-		d.mark, d.marked = row[tc].I-src.WatermarkDelay, true
+	row, err := d.in.typed(row)
+	if err != nil {
+		return d.eventErr(err)
 	}
 	d.raw = nil
 	return d.apply(row, nil, false)

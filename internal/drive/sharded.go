@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -141,7 +142,8 @@ func eligible(q *plan.Query, cfg Config) (bool, string) {
 		return false, "a late-event hook receives events in input order"
 	case cfg.Strict:
 		return false, "strict mode stops at the first failing event"
-	case !exec.Sharded(q):
+	case dataflow.GroupNeed(q).Kind != dataflow.Hash:
+		// The plan places the aggregate's rows in one partition.
 		return false, "the query has no GROUP BY key (one group)"
 	}
 	return true, ""
