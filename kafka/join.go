@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
@@ -77,11 +78,20 @@ func joinedQuery(q *plan.Query) *plan.Query {
 }
 
 // joinRepartitioned reports whether q's joined rows are repartitioned by
-// its GROUP BY key to a segment of their own: its join's partitioning
-// (the join key, or any partition for a temporal join) does not hold
-// its groups.
+// its GROUP BY key to a segment of their own: its plan places the joined
+// rows (by the join key, or anywhere for a temporal join) otherwise than
+// its groups need (segmentsOf).
 func joinRepartitioned(q *plan.Query) bool {
-	return isIntervalJoin(q) && !drive.IntervalKeyed(q) || q.Join != nil && !drive.StreamKeyed(q)
+	if !isIntervalJoin(q) && q.Join == nil {
+		return false
+	}
+	p, err := dataflow.LowerQueries([]*plan.Query{q})
+	if err != nil {
+		// A compiled query always lowers; were it not to, the join's
+		// own segment is right whatever the placement.
+		return true
+	}
+	return joinCut(p, q)
 }
 
 // isIntervalJoin reports whether q is an interval join of two streams

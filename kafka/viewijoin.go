@@ -3,7 +3,6 @@ package kafka
 import (
 	"fmt"
 
-	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
@@ -14,9 +13,9 @@ import (
 // are the interval join's: stage 1 routes the left stream and the table
 // stage the right one by the join key, both to Q-repartition, and the
 // partitions of Q join. When the view groups by a join key column
-// (drive.IntervalKeyed), the partition runs the whole chain's graph with
-// the join at its root, and the readers that keep a join key column
-// (ijoinCarry) stay in that partition. Otherwise the partitions run the
+// (its plan needs no exchange after the join: segmentsOf), the partition
+// runs the whole chain's graph with the join at its root, and the readers
+// that keep a join key column stay in that partition. Otherwise the partitions run the
 // join alone, the joined rows go to Q-s2-repartition keyed by the view's
 // GROUP BY, and Q-s2 runs the view's aggregate over them (without its
 // join, drive.NewRowGraph) and the readers that follow it; a reader that
@@ -25,27 +24,6 @@ import (
 // chainIJoinRoot reports whether v, the first view of a chain, is an
 // interval join of two declared streams: the chain's root (chain).
 func chainIJoinRoot(q, v *plan.Query) bool { return v != q && isIntervalJoin(v) }
-
-// ijoinCarry is the partitioning of a chain whose root, an interval join
-// of two streams, groups by a join key column (drive.IntervalKeyed): for
-// each equality of the ON, the position of a GROUP BY term that is the
-// one column of one of its sides. A reader keeping those terms as plain
-// columns has, per group, one cell for each, so one join key under the
-// key rules, so one partition.
-func ijoinCarry(v *plan.Query) []int {
-	j := v.IJoin
-	var out []int
-	for i := range j.LeftKey {
-		for _, e := range []plan.Expr{j.LeftKey[i], j.RightKey[i]} {
-			ki := drive.KeyTermOf(v, e)
-			if ki >= 0 {
-				out = append(out, ki)
-				break
-			}
-		}
-	}
-	return out
-}
 
 // viewJoinSideStreamJoin refuses a join of two views (q) whose side v
 // reads, directly or through other views, an interval join of two

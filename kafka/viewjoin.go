@@ -732,3 +732,30 @@ func newViewJoinPipeline(opts Options) (*Pipeline, error) {
 	}
 	return p, nil
 }
+
+// followsPartitioning returns the positions of r's key terms that repeat up's
+// partitioning terms carry (as plain columns of up's SELECT), or false
+// if one is missing.
+func followsPartitioning(up, r *plan.Query, carry []int) ([]int, bool) {
+	var next []int
+	for _, ki := range carry {
+		found := -1
+		for ri, k := range r.Keys {
+			if k.Kind != plan.KeyExpr {
+				continue
+			}
+			ref, ok := k.Expr.(*plan.ColRef)
+			if !ok || ref.Index < 0 || ref.Index >= len(up.Select) {
+				continue
+			}
+			if uref, ok := up.Select[ref.Index].Expr.(*plan.ColRef); ok && uref.Index == ki {
+				found = ri
+			}
+		}
+		if found < 0 {
+			return nil, false
+		}
+		next = append(next, found)
+	}
+	return next, true
+}

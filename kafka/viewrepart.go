@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"slices"
+
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -76,53 +79,34 @@ func segmentOwned(name string) (groups, topics []string) {
 	return groups, topics
 }
 
-// segmentsOf splits the chain (views, root first, then q) into segments:
-// a new one starts at each reader whose groups could span the partitions
-// of the view it reads. The partitioning follows the segment root's
-// GROUP BY terms, carried along the chain: a reader keeps it when its
-// GROUP BY names, as plain columns, the view's columns that repeat each
-// of them (equal reader keys then mean equal root keys under the key
-// rules, so one partition). A reader that groups by less (fewer columns,
-// an expression of them, a window alone) starts a segment partitioned by
-// its own GROUP BY.
+// segmentsOf splits the chain (views, root first, then q) into segments
+// where its physical plan (internal/dataflow) puts an exchange: a new
+// segment starts at each reader whose aggregate needs its rows placed
+// otherwise than the view it reads places them (a reader grouping by
+// less: fewer columns, an expression of them, a window alone; or a view
+// whose GROUP BY columns are not all selected), and a root whose joined
+// rows its GROUP BY cannot keep in the join's partitions (a temporal join
+// grouped by a table column, an interval join grouped by other than its
+// key) runs its join in a segment of its own, its aggregate in the next.
+// A segment is partitioned as its first aggregate's input.
 func segmentsOf(q *plan.Query, views []*plan.Query) ([][]*plan.Query, error) {
-	all := append(append([]*plan.Query{}, views...), q)
-	keyTerms := func(r *plan.Query) []int {
-		var out []int
-		for i, k := range r.Keys {
-			if k.Kind == plan.KeyExpr {
-				out = append(out, i)
+	p, err := dataflow.LowerQueries([]*plan.Query{q})
+	if err != nil {
+		return nil, err
+	}
+	var segs [][]*plan.Query
+	for i, r := range append(slices.Clone(views), q) {
+		switch {
+		case i == 0:
+			segs = append(segs, []*plan.Query{r})
+			if joinCut(p, r) {
+				segs = append(segs, []*plan.Query{r})
 			}
-		}
-		return out
-	}
-	segs := [][]*plan.Query{{all[0]}}
-	carry := keyTerms(all[0]) // key term positions of the current node that carry a partition cell
-	if r := all[0]; len(all) > 1 && isIntervalJoin(r) {
-		if drive.IntervalKeyed(r) {
-			carry = ijoinCarry(r) // partitioned by the join key (viewijoin.go)
-		} else {
-			// The join alone, then its aggregate over the joined rows
-			// repartitioned by its GROUP BY key (joinRepartitioned).
+		case exchanged(p, r):
 			segs = append(segs, []*plan.Query{r})
+		default:
+			segs[len(segs)-1] = append(segs[len(segs)-1], r)
 		}
-	} else if len(all) > 1 && r.Join != nil && !drive.StreamKeyed(r) {
-		// A temporal join grouped by a table column: the join alone
-		// (its events where a hash of the record sends them), then its
-		// aggregate over the joined rows repartitioned by its GROUP BY
-		// key (joinRepartitioned).
-		segs = append(segs, []*plan.Query{r})
-	}
-	for i := 1; i < len(all); i++ {
-		up, r := all[i-1], all[i]
-		next, ok := followsPartitioning(up, r, carry)
-		if !ok {
-			segs = append(segs, []*plan.Query{r})
-			carry = keyTerms(r)
-			continue
-		}
-		segs[len(segs)-1] = append(segs[len(segs)-1], r)
-		carry = next
 	}
 	if len(segs) > maxSegments {
 		return nil, fmt.Errorf("%w: query %s reads a chain of views whose GROUP BYs change the partitioning %d times; over Kafka each change takes a repartition topic, and at most %d are run", ErrUnsupported, q.Name, len(segs)-1, maxSegments-1)
@@ -130,31 +114,18 @@ func segmentsOf(q *plan.Query, views []*plan.Query) ([][]*plan.Query, error) {
 	return segs, nil
 }
 
-// followsPartitioning returns the positions of r's key terms that repeat up's
-// partitioning terms carry (as plain columns of up's SELECT), or false
-// if one is missing.
-func followsPartitioning(up, r *plan.Query, carry []int) ([]int, bool) {
-	var next []int
-	for _, ki := range carry {
-		found := -1
-		for ri, k := range r.Keys {
-			if k.Kind != plan.KeyExpr {
-				continue
-			}
-			ref, ok := k.Expr.(*plan.ColRef)
-			if !ok || ref.Index < 0 || ref.Index >= len(up.Select) {
-				continue
-			}
-			if uref, ok := up.Select[ref.Index].Expr.(*plan.ColRef); ok && uref.Index == ki {
-				found = ri
-			}
-		}
-		if found < 0 {
-			return nil, false
-		}
-		next = append(next, found)
-	}
-	return next, true
+// exchanged reports whether the plan moves q's input rows between
+// partitions before its aggregate.
+func exchanged(p *dataflow.Plan, q *plan.Query) bool {
+	a := p.Aggregate(q)
+	return p.Node(a.Inputs[0].From).Kind == dataflow.Exchange
+}
+
+// joinCut reports whether the plan puts an exchange between q's join and
+// its aggregate.
+func joinCut(p *dataflow.Plan, q *plan.Query) bool {
+	k := p.Producer(p.Aggregate(q).Inputs[0]).Kind
+	return (k == dataflow.TemporalJoin || k == dataflow.IntervalJoin) && exchanged(p, q)
 }
 
 // newSegments builds the pipelines of a chain cut into segs (New, after

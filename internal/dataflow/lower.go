@@ -60,8 +60,8 @@ func (l *lowerer) aggregate(q *plan.Query, seen []*plan.Query) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	need := groupNeed(q)
-	id := l.add(&Node{Kind: Aggregate, Name: q.Name, Query: q, Inputs: []Edge{l.edge(in, "", need)}, Out: groupOut(q)})
+	e := l.edge(in, "", groupNeed(q))
+	id := l.add(&Node{Kind: Aggregate, Name: q.Name, Query: q, Inputs: []Edge{e}, Out: carried(q, l.p.Node(e.From).Out)})
 	l.aggs[q] = id
 	return id, nil
 }
@@ -80,7 +80,7 @@ func (l *lowerer) rows(q *plan.Query, seen []*plan.Query) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		se := l.edge(stream, "stream", Partitioning{Kind: Any})
+		se := l.edge(stream, "stream", streamNeed(q))
 		te := l.edge(table, "table", Partitioning{Kind: Broadcast})
 		// The joined row starts with the stream's columns: the stream's
 		// placement is the join's.
@@ -98,9 +98,8 @@ func (l *lowerer) rows(q *plan.Query, seen []*plan.Query) (int, error) {
 		}
 		ln, rn := keyPlacement(j.LeftKey, 0, j.Left), keyPlacement(j.RightKey, j.Offset, j.Right)
 		le, re := l.edge(left, "left", ln), l.edge(right, "right", rn)
-		// Matched rows are placed by the left key's value (equal to the
-		// right's), and the joined row starts with the left's columns.
-		return l.add(&Node{Kind: IntervalJoin, Name: q.Name, Query: q, Inputs: []Edge{le, re}, Out: ln}), nil
+		out := ijOut(q, l.p.Node(le.From).Out)
+		return l.add(&Node{Kind: IntervalJoin, Name: q.Name, Query: q, Inputs: []Edge{le, re}, Out: out}), nil
 	}
 	return l.input(q.Source, seen)
 }
@@ -133,7 +132,7 @@ func (l *lowerer) edge(id int, role string, need Partitioning) Edge {
 	k := fmt.Sprintf("%d/%s", id, need)
 	x, ok := l.exchanges[k]
 	if !ok {
-		x = l.add(&Node{Kind: Exchange, Name: l.p.Node(id).Name, Inputs: []Edge{{From: id}}, Out: need})
+		x = l.add(&Node{Kind: Exchange, Name: l.p.Node(id).Name, Inputs: []Edge{{From: id}}, Out: provided(need)})
 		l.exchanges[k] = x
 	}
 	return Edge{From: x, Role: role, Need: need}

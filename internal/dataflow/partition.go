@@ -53,17 +53,23 @@ type Partitioning struct {
 	// row rather than its columns (a GROUP BY expression, a join key
 	// expression): such a placement satisfies only its own consumer.
 	Exprs []string
+	// Reads holds, for each of Exprs, the row's columns it reads. Rows
+	// equal on those columns have one value of the expression, so a
+	// placement by expressions of a need's columns serves that need.
+	Reads [][]int
 	// Names are the columns' names, for explain.
 	Names []string
 }
 
 // Satisfies reports whether rows placed by have are placed as need asks:
 // need is Any; or both are Single, or both Broadcast; or have is Single
-// and need is Hash (one partition holds every group); or both are Hash
-// under the same rule and have hashes a non-empty subset of need's plain
-// columns and no expression (rows equal on need's columns are then equal
-// on have's, so they are in one partition), or both hash the same
-// expressions and columns.
+// and need is Hash (one partition holds every group); or both are Hash,
+// have's rule places need's equal rows together (the same rule, or group
+// identity for a join equality: values that join are always one group,
+// docs/contract.md), and either both hash the same expressions and
+// columns, or need hashes plain columns only and have hashes some of
+// them and expressions reading only them (rows equal on need's columns
+// then have one hashed value, so they are in one partition).
 func Satisfies(have, need Partitioning) bool {
 	switch need.Kind {
 	case Any:
@@ -74,21 +80,35 @@ func Satisfies(have, need Partitioning) bool {
 	if have.Kind == Single {
 		return true
 	}
-	if have.Kind != Hash || have.Rule != need.Rule {
+	if have.Kind != Hash || have.Rule != need.Rule && !(have.Rule == GroupIdentity && need.Rule == JoinEquality) {
 		return false
 	}
-	if len(have.Exprs) > 0 { // an expression's placement serves only its own kind
-		return slices.Equal(have.Exprs, need.Exprs) && slices.Equal(have.Cols, need.Cols)
+	if len(have.Exprs) > 0 && slices.Equal(have.Exprs, need.Exprs) && slices.Equal(have.Cols, need.Cols) {
+		return true
 	}
-	if len(have.Cols) == 0 {
+	if len(need.Exprs) > 0 || len(have.Cols)+len(have.Exprs) == 0 {
+		// Rows equal on a need's expression may differ on every column.
 		return false
 	}
-	for _, c := range have.Cols {
-		if !slices.Contains(need.Cols, c) {
+	if !isSubset(have.Cols, need.Cols) {
+		return false
+	}
+	for i := range have.Exprs {
+		if i >= len(have.Reads) || len(have.Reads[i]) == 0 || !isSubset(have.Reads[i], need.Cols) {
 			return false
 		}
 	}
 	return true
+}
+
+// provided is the placement an exchange gives a consumer that needs need:
+// need itself, but a join key hashed by group identity (as Kafka's routers
+// place it), which serves a join and also a GROUP BY of the key's columns.
+func provided(need Partitioning) Partitioning {
+	if need.Kind == Hash && need.Rule == JoinEquality {
+		need.Rule = GroupIdentity
+	}
+	return need
 }
 
 func (p Partitioning) String() string {

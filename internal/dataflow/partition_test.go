@@ -57,10 +57,13 @@ func TestSatisfiesIsSound(t *testing.T) {
 	}
 }
 
-// TestSatisfiesRules: placements under different equality rules never
-// satisfy each other (a group identity folds values a join equality keeps
-// apart), an expression placement serves only the same expressions, and
-// the kinds match as documented.
+// TestSatisfiesRules: a placement under one equality rule satisfies a
+// need under another only when its rule is group identity and the need's
+// join equality (values that join are always one group: the property
+// exec.TestJoinEqualityProperty holds; a join equality keeps apart NULLs
+// that group identity folds, so never the other way), an expression
+// placement serves only the same expressions, and the kinds match as
+// documented.
 func TestSatisfiesRules(t *testing.T) {
 	g := Partitioning{Kind: Hash, Rule: GroupIdentity, Cols: []int{0}}
 	j := Partitioning{Kind: Hash, Rule: JoinEquality, Cols: []int{0}}
@@ -69,7 +72,7 @@ func TestSatisfiesRules(t *testing.T) {
 		have, need Partitioning
 		want       bool
 	}{
-		{g, j, false}, {j, g, false}, {g, g, true},
+		{g, j, true}, {j, g, false}, {g, g, true}, {j, j, true},
 		{e, e, true}, {e, g, false}, {g, e, false},
 		{Partitioning{Kind: Single}, g, true}, {g, Partitioning{Kind: Single}, false},
 		{Partitioning{Kind: Any}, g, false}, {g, Partitioning{Kind: Any}, true},

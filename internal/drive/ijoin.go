@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
@@ -246,90 +245,4 @@ func (t *intervalJoin) restoreState(val []byte) error {
 		*p, val = x, val[n:]
 	}
 	return t.j.RestoreState(val)
-}
-
-// IntervalKeyed reports whether an interval join's GROUP BY puts each
-// group in one partition of a host that splits both inputs by the join
-// key (NewIntervalRouter): every equality of the ON has a side that reads
-// one column alone, and that column is a GROUP BY term by itself. Equal
-// groups then have equal join keys, so equal route bytes.
-func IntervalKeyed(q *plan.Query) bool {
-	j := q.IJoin
-	if j == nil {
-		return false
-	}
-	plain := map[int]bool{}
-	for _, k := range q.Keys {
-		if c, ok := k.Expr.(*plan.ColRef); ok && k.Kind == plan.KeyExpr {
-			plain[c.Index] = true
-		}
-	}
-	for i := range j.LeftKey {
-		ok := false
-		for _, e := range []plan.Expr{j.LeftKey[i], j.RightKey[i]} {
-			cols := map[int]bool{}
-			columnsOf(reflect.ValueOf(e), cols)
-			for c := range cols {
-				ok = ok || len(cols) == 1 && plain[c]
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// KeyTermOf returns the position in q's GROUP BY of a term that is, by
-// itself, the one column expression e reads (e an equality's side of q's
-// interval join: the column, or the column under a cast), or -1.
-func KeyTermOf(q *plan.Query, e plan.Expr) int {
-	cols := map[int]bool{}
-	columnsOf(reflect.ValueOf(e), cols)
-	if len(cols) != 1 {
-		return -1
-	}
-	for i, k := range q.Keys {
-		if c, ok := k.Expr.(*plan.ColRef); ok && k.Kind == plan.KeyExpr && cols[c.Index] {
-			return i
-		}
-	}
-	return -1
-}
-
-// columnsOf adds the column indexes an expression tree reads to set
-// (the walk of maxColumn).
-func columnsOf(v reflect.Value, set map[int]bool) {
-	switch v.Kind() {
-	case reflect.Interface:
-		if !v.IsNil() {
-			columnsOf(v.Elem(), set)
-		}
-	case reflect.Pointer:
-		if v.IsNil() {
-			return
-		}
-		if v.Type() == colRefType {
-			set[int(v.Elem().FieldByName("Index").Int())] = true
-			return
-		}
-		if v.Type().Implements(exprType) && v.Elem().Kind() == reflect.Struct {
-			columnsOf(v.Elem(), set)
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			f := v.Field(i)
-			if t := f.Type(); t.Kind() == reflect.Interface && t.Implements(exprType) || t.Kind() == reflect.Pointer && t.Implements(exprType) ||
-				t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Struct && t.Implements(exprType) {
-				columnsOf(f, set)
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		if !v.Type().Elem().Implements(exprType) && v.Type().Elem().Kind() != reflect.Struct {
-			return
-		}
-		for i := range v.Len() {
-			columnsOf(v.Index(i), set)
-		}
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"reflect"
 
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
@@ -350,53 +349,9 @@ func wmText(wm int64) string {
 // has joined its version.
 func StreamKeyed(q *plan.Query) bool {
 	for _, k := range q.Keys {
-		if k.Kind == plan.KeyExpr && maxColumn(reflect.ValueOf(k.Expr)) >= q.Join.Offset {
+		if k.Kind == plan.KeyExpr && plan.MaxColumn(k.Expr) >= q.Join.Offset {
 			return false
 		}
 	}
 	return true
-}
-
-var (
-	exprType   = reflect.TypeFor[plan.Expr]()
-	colRefType = reflect.TypeFor[*plan.ColRef]()
-)
-
-// maxColumn is the largest column index an expression tree reads (-1:
-// none). It walks the tree's plan.Expr values, in fields, slices and
-// arrays, whatever their concrete types.
-func maxColumn(v reflect.Value) int {
-	m := -1
-	switch v.Kind() {
-	case reflect.Interface:
-		if !v.IsNil() {
-			m = maxColumn(v.Elem())
-		}
-	case reflect.Pointer:
-		if v.IsNil() {
-			return -1
-		}
-		if v.Type() == colRefType {
-			return int(v.Elem().FieldByName("Index").Int()) // not Interface: v may come from an unexported field
-		}
-		if v.Type().Implements(exprType) && v.Elem().Kind() == reflect.Struct {
-			m = maxColumn(v.Elem())
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			f := v.Field(i)
-			if t := f.Type(); t.Kind() == reflect.Interface && t.Implements(exprType) || t.Kind() == reflect.Pointer && t.Implements(exprType) ||
-				t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Struct && t.Implements(exprType) {
-				m = max(m, maxColumn(f))
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		if !v.Type().Elem().Implements(exprType) && v.Type().Elem().Kind() != reflect.Struct {
-			return -1
-		}
-		for i := range v.Len() {
-			m = max(m, maxColumn(v.Index(i)))
-		}
-	}
-	return m
 }
