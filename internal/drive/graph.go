@@ -179,7 +179,18 @@ func (g *Graph) reporterOf(i int) *gnode {
 	if i == 0 {
 		return g.reporter
 	}
-	return g.rootsOf(i)[0]
+	return g.firstRootOf(i)
+}
+
+// firstRootOf is the first root of input i, without the slice rootsOf
+// builds (the host asks for it for every record of a join of two inputs).
+func (g *Graph) firstRootOf(i int) *gnode {
+	for _, n := range g.roots {
+		if n.input == i {
+			return n
+		}
+	}
+	return nil
 }
 
 // Primary returns the primary's driver.
