@@ -60,6 +60,7 @@ type Graph struct {
 	// graph reports: the primary when it reads the source, else the first.
 	reporter *gnode
 	fatal    error
+	stalled  bool // the last pump stopped at an item the primary refused
 
 	// The steps of the host's calls (inbox.go): step is the last begun,
 	// cur the one whose items are being made; seq numbers the items.
@@ -250,7 +251,10 @@ func (g *Graph) admit() error {
 	if err := g.pump(); err != nil {
 		return err
 	}
-	if g.waiting() {
+	// A pump that ran to the end left nothing its nodes may apply (each
+	// node's inbox fills only from the nodes before it, which it visited
+	// first): only one stopped by backpressure needs the scan.
+	if g.stalled && g.waiting() {
 		return ErrBackpressure
 	}
 	for _, n := range g.roots {
