@@ -63,6 +63,7 @@ type Graph struct {
 	// graph reports: the primary when it reads the source, else the first.
 	reporter *gnode
 	fatal    error
+	stalled  bool // the last pump stopped at an item the primary refused
 
 	// The steps of the host's calls (inbox.go): step is the last begun,
 	// cur the one whose items are being made; seq numbers the items.
@@ -188,7 +189,18 @@ func (g *Graph) reporterOf(i int) *gnode {
 	if i == 0 {
 		return g.reporter
 	}
-	return g.rootsOf(i)[0]
+	return g.firstRootOf(i)
+}
+
+// firstRootOf is the first root of input i, without the slice rootsOf
+// builds (the host asks for it for every record of a join of two inputs).
+func (g *Graph) firstRootOf(i int) *gnode {
+	for _, n := range g.roots {
+		if n.input == i {
+			return n
+		}
+	}
+	return nil
 }
 
 // Primary returns the primary's driver.
@@ -248,7 +260,10 @@ func (g *Graph) admit() error {
 	if err := g.pump(); err != nil {
 		return err
 	}
-	if g.waiting() {
+	// A pump that ran to the end left nothing its nodes may apply (each
+	// node's inbox fills only from the nodes before it, which it visited
+	// first): only one stopped by backpressure needs the scan.
+	if g.stalled && g.waiting() {
 		return ErrBackpressure
 	}
 	for _, n := range g.roots {

@@ -194,7 +194,7 @@ func (g *Graph) InputWatermarks() (int64, int64) {
 	if len(g.sources) < 2 {
 		return math.MinInt64, math.MinInt64
 	}
-	return g.rootsOf(0)[0].d.Watermark(), g.rootsOf(1)[0].d.Watermark()
+	return g.firstRootOf(0).d.Watermark(), g.firstRootOf(1).d.Watermark()
 }
 
 // IntervalStats are the primary's interval join's, or else the interval

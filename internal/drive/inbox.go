@@ -204,6 +204,7 @@ func (g *Graph) pump() error {
 	if g.fatal != nil {
 		return g.fatal
 	}
+	g.stalled = true
 	for _, n := range g.nodes {
 		front := g.joinFront(n)
 		for {
@@ -215,7 +216,7 @@ func (g *Graph) pump() error {
 			n.d.SetStep(it.step)
 			act, err := n.apply(it)
 			if errors.Is(err, ErrBackpressure) {
-				return nil // the item waits for Next
+				return nil // the item waits for Next (stalled)
 			}
 			kind := it.kind
 			q.pop()
@@ -228,6 +229,7 @@ func (g *Graph) pump() error {
 			}
 		}
 	}
+	g.stalled = false
 	return nil
 }
 

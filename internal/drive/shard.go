@@ -27,7 +27,12 @@ type shard struct {
 	err       error
 	w         *worker       // the block path's decoder (feed.go); nil without it
 	row       []types.Value // the row handed to the operator: the batch's cells spread over the columns, NULL elsewhere
-	_         [cacheLine]byte
+	// The last final's window end (plus lateness) and its op in s.b:
+	// a watermark advance finalizes windows in runs of the same end, so
+	// most finals need no search of the batch's advances (finalOp).
+	lastFinal   int64
+	lastFinalOp uint64
+	_           [cacheLine]byte
 }
 
 // run applies the batches the reader sends, and between them decodes
@@ -82,7 +87,7 @@ func (s *shard) chunk() *chunk {
 
 // apply takes one batch's steps, then hands over its last chunk.
 func (s *shard) apply(b *batch) {
-	s.b = b
+	s.b, s.lastFinalOp = b, 0
 	s.c = s.chunk()
 	if s.err == nil {
 		s.err = s.steps(b)
@@ -146,6 +151,14 @@ func (s *shard) advance(wm int64) error {
 	return nil
 }
 
+// finalOp is s.b.finalOp(t), remembered for the last t of the batch.
+func (s *shard) finalOp(t int64) uint64 {
+	if s.lastFinalOp == 0 || s.lastFinal != t {
+		s.lastFinal, s.lastFinalOp = t, s.b.finalOp(t)
+	}
+	return s.lastFinalOp
+}
+
 // onRecord is the shard operator's Emit: the record, tagged, joins the
 // chunk; a full chunk goes to the reader (blocking while it has
 // outChunks it has not taken).
@@ -156,7 +169,7 @@ func (s *shard) onRecord(r *changelog.Record) error {
 	case exec.EmitOnChange:
 		t = tag{op: s.curOp}
 	case exec.EmitOnFinal:
-		t = tag{op: s.b.finalOp(exec.SatAdd(r.Meta.WindowEnd, s.p.lateness)), class: 1, a: r.Meta.WindowEnd, b: seq}
+		t = tag{op: s.finalOp(exec.SatAdd(r.Meta.WindowEnd, s.p.lateness)), class: 1, a: r.Meta.WindowEnd, b: seq}
 	case exec.EmitOnFlush:
 		t = tag{op: s.curOp, class: 2, a: int64(s.flushTags[idx])}
 		if t.a == 0 {
