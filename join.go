@@ -128,7 +128,10 @@ func (q *Query) EndInput(input string) (err error) {
 // InputWatermarks returns the watermarks (µs) of a join's two inputs:
 // the first (Push) and the second (PushTable); math.MinInt64 before an
 // input's first row, or for a query without a join. A host reading two
-// inputs feeds the one behind.
+// inputs feeds the one behind. They are those of every record fed so far,
+// on any number of threads (a graph over two sources then decodes each
+// record as it is fed), so an order chosen by them is the same on every
+// run.
 func (q *Query) InputWatermarks() (first, second int64) { return q.d.InputWatermarks() }
 
 // Inputs names the query's inputs, as PushInput takes them: its source,

@@ -55,6 +55,13 @@ type Config struct {
 	// ExternalWatermark: only AdvanceWatermark moves the watermark (a
 	// source with several partitions), see exec.Config.
 	ExternalWatermark bool
+	// RecordWatermark: the watermark is that of every record fed so far,
+	// at every call, on any number of threads: Feed decodes each record as
+	// it comes rather than in blocks on the shards (whose watermark lags
+	// by the blocks not yet decoded). A host that reads the watermark to
+	// decide which of two inputs to read next needs it, or its order, and
+	// so the changelog, would depend on the threads' timing.
+	RecordWatermark bool
 	// Strict makes the first event that is not applied a fatal error.
 	Strict bool
 	// CountsInCheckpoint stores the event and malformed counters in the
@@ -223,7 +230,7 @@ func (d *Driver) shard(cfg Config) error {
 	// JSON lines of a query's own source through the driver's own
 	// decoder can be decoded in blocks by the shards' goroutines
 	// (feed.go); a join's rows are the join's, made on this goroutine.
-	blocks := cfg.Decoder == nil && !d.in.dec.IsCSV() && !cfg.ExternalWatermark && q.Join == nil && q.IJoin == nil
+	blocks := cfg.Decoder == nil && !d.in.dec.IsCSV() && !cfg.ExternalWatermark && !cfg.RecordWatermark && q.Join == nil && q.IJoin == nil
 	p, err := newPar(q, cfg, cfg.Threads, blocks)
 	if err != nil {
 		return err

@@ -311,6 +311,11 @@ func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, vi
 			c.JoinBuffer, c.LateTable, c.TableDecoder = cfg.JoinBuffer, cfg.LateTable, cfg.TableDecoder
 			c.IncrementalJoinState = cfg.IncrementalJoinState
 		}
+		if n.root && len(g.sources) == 2 {
+			// The host reads the two inputs' watermarks to interleave
+			// them (InputWatermarks): they must be exact at every record.
+			c.RecordWatermark = true
+		}
 		if n == g.reporter {
 			// The input's outcomes are the host's, with its tags.
 			c.OnEventError, c.BlockEvents = cfg.OnEventError, cfg.BlockEvents
