@@ -9,7 +9,7 @@ import (
 // BY, windows and emission, fed rows in input order. It runs as one
 // operator on the driver's goroutine (single) or as K shards joined to the
 // driver by an in-memory exchange, the groups split by key and the records
-// merged back into one operator's order (sharded, parallel.go). Whatever
+// merged back into one operator's order (sharded, sharded.go). Whatever
 // feeds it (the decoded events of a query, a temporal join's or an
 // interval join's joined rows, a view's rows in a graph) is the same
 // code on one thread or several: threading is a property of the node,

@@ -97,7 +97,7 @@ type Config struct {
 	// goroutine, the groups split among them by key, with this driver's
 	// goroutine decoding (with Feed: the shards' goroutines decode blocks
 	// of records between their batches, feed.go) and merging
-	// (parallel.go): the changelog is byte
+	// (sharded.go): the changelog is byte
 	// for byte the one thread's. It applies to a driver with Emit, no Late
 	// hook, not Strict, for a query with a GROUP BY key; any other runs
 	// on one thread (Threads reports which). The

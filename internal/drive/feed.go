@@ -20,7 +20,7 @@ import (
 // sequenced in input order on the host's goroutine: the counters, the
 // outcome of every record that was not applied cleanly (Config.OnEventError,
 // with the host's tag), the watermark and the early ticks, and the batch is
-// dispatched to the shards and merged as any other (parallel.go).
+// dispatched to the shards and merged as any other (sharded.go).
 //
 // The watermark stays a function of the decoded event times in input
 // order: a worker records where its block's own maximum event time rises
