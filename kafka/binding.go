@@ -311,8 +311,11 @@ func (p *Pipeline) writeBinding(ctx context.Context, b binding) error {
 // their committed offsets, and the internal topics are deleted, so the
 // run starts over as a new query would. The sink topic is kept.
 func (p *Pipeline) resetState(ctx context.Context, adm *admClient) error {
-	groups, _, topics := Owned(p.name, false) // both layouts: a reset also clears the other one
-	sg, st := segmentOwned(p.name)            // and every view repartition a query text may have had
+	groups, _, topics := Owned(p.name, false)     // both layouts: a reset also clears the other one
+	sg, st, err := segmentOwned(ctx, adm, p.name) // and every view repartition a query text may have had
+	if err != nil {
+		return fmt.Errorf("kafka: resetting state: %w", err)
+	}
 	groups, topics = append(groups, sg...), append(topics, st...)
 	groups = append(groups, p.tableGroup()) // a temporal join's table stage (a group that never existed is skipped)
 	for _, g := range groups {

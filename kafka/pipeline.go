@@ -417,7 +417,7 @@ func New(opts Options) (*Pipeline, error) {
 		name:       q.Name,
 	}
 	if len(segs) > 1 {
-		if err := checkTopicName(segmentName(q.Name, maxSegments-1) + "-repartition"); err != nil {
+		if err := checkTopicName(segmentName(q.Name, len(segs)-1) + "-repartition"); err != nil {
 			return nil, fmt.Errorf("%w: query name %q cannot name the internal topics of its view repartitions", ErrConfig, q.Name)
 		}
 		p.newSegments(segs)

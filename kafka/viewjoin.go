@@ -181,10 +181,8 @@ func checkViewJoin(q, jq *plan.Query) error {
 	if _, rest := viewJoinCut(q, jq); len(rest) > 0 {
 		// The queries from the first reader that groups by less run in
 		// segments after the join stage's (viewrepart.go).
-		if segs, err := segmentsOf(q, rest[:len(rest)-1]); err != nil {
+		if _, err := segmentsOf(q, rest[:len(rest)-1]); err != nil {
 			return err
-		} else if len(segs) >= maxSegments {
-			return fmt.Errorf("%w: query %s reads a chain of views over a join of two views whose GROUP BYs change the partitioning %d times; over Kafka each change takes a repartition topic, and at most %d are run", ErrUnsupported, q.Name, len(segs), maxSegments-1)
 		}
 	}
 	for _, v := range []*plan.Query{j.Left.View, j.Right.View} {
@@ -337,6 +335,9 @@ func newViewJoin(p *Pipeline) error {
 		segs, err := segmentsOf(q, rest[:len(rest)-1])
 		if err != nil {
 			return err
+		}
+		if err := checkTopicName(segmentName(q.Name, len(segs)) + "-repartition"); err != nil {
+			return fmt.Errorf("%w: query name %q cannot name the internal topics of its view repartitions", ErrConfig, q.Name)
 		}
 		p.fwd = &forward{topic: segmentName(q.Name, 1) + "-repartition", keys: drive.NewGroupKeys(segs[0][0]), view: vj.top}
 		for k, seg := range segs {

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"slices"
+	"strconv"
 
 	"context"
 	"errors"
@@ -33,10 +34,6 @@ import (
 // Each segment is a Pipeline of its own (the same stage-2 loop) under a
 // name derived from the query's.
 
-// maxSegments bounds the cuts of one chain (ResetState deletes the
-// names of this many segments).
-const maxSegments = 16
-
 // forward is where a segment sends its primary's final rows: the next
 // segment's repartition topic, keyed by the next root's group key.
 type forward struct {
@@ -67,16 +64,45 @@ func segmentName(name string, k int) string {
 	return fmt.Sprintf("%s-s%d", name, k+1)
 }
 
-// segmentOwned lists the groups and internal topics of every segment
-// after the first a query name can have (ResetState deletes them all:
-// an earlier query text may have been cut more often).
-func segmentOwned(name string) (groups, topics []string) {
-	for k := 1; k < maxSegments; k++ {
-		n := segmentName(name, k)
-		groups = append(groups, n)
-		topics = append(topics, n+"-repartition", n+"-state")
+// segmentOwned lists the groups and internal topics of the segments
+// after the first that the cluster holds under a query name (ResetState
+// deletes them all: an earlier query text may have been cut more often
+// than this one). A chain may be cut any number of times, so they are
+// found by their names, not counted.
+func segmentOwned(ctx context.Context, adm *admClient, name string) (groups, topics []string, err error) {
+	tds, err := adm.ListTopics(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafka: listing topics: %w", err)
 	}
-	return groups, topics
+	for t := range tds {
+		for _, suffix := range []string{"-repartition", "-state"} {
+			if seg, ok := strings.CutSuffix(t, suffix); ok && isSegmentName(name, seg) {
+				topics = append(topics, t)
+			}
+		}
+	}
+	lg, err := adm.ListGroups(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafka: listing consumer groups: %w", err)
+	}
+	for _, g := range lg.Groups() {
+		if isSegmentName(name, g) {
+			groups = append(groups, g)
+		}
+	}
+	slices.Sort(topics)
+	slices.Sort(groups)
+	return groups, topics, nil
+}
+
+// isSegmentName reports whether s is segmentName(name, k) for some k > 0.
+func isSegmentName(name, s string) bool {
+	k, ok := strings.CutPrefix(s, name+"-s")
+	if !ok || k == "" || k[0] == '0' {
+		return false
+	}
+	n, err := strconv.Atoi(k)
+	return err == nil && n >= 2 && strconv.Itoa(n) == k
 }
 
 // segmentsOf splits the chain (views, root first, then q) into segments
@@ -107,9 +133,6 @@ func segmentsOf(q *plan.Query, views []*plan.Query) ([][]*plan.Query, error) {
 		default:
 			segs[len(segs)-1] = append(segs[len(segs)-1], r)
 		}
-	}
-	if len(segs) > maxSegments {
-		return nil, fmt.Errorf("%w: query %s reads a chain of views whose GROUP BYs change the partitioning %d times; over Kafka each change takes a repartition topic, and at most %d are run", ErrUnsupported, q.Name, len(segs)-1, maxSegments-1)
 	}
 	return segs, nil
 }

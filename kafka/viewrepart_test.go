@@ -239,27 +239,58 @@ func readAll(t *testing.T, addrs []string, topic string) []outRec {
 	return out
 }
 
-// TestSegmentsBound: a chain whose every reader groups by an expression
-// of its view's key is cut at each reader; 15 cuts run, a 16th is
-// refused, saying why.
-func TestSegmentsBound(t *testing.T) {
-	for _, n := range []int{maxSegments, maxSegments + 1} {
-		var b strings.Builder
-		b.WriteString("CREATE SOURCE ev (a VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);\n")
-		b.WriteString("CREATE VIEW v0 AS SELECT a, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY a, TUMBLE(ts, INTERVAL '1' MINUTE);\n")
-		for i := 1; i < n; i++ {
-			fmt.Fprintf(&b, "CREATE VIEW v%d AS SELECT upper(a) AS a, TUMBLE_START(ws, INTERVAL '1' MINUTE) AS ws, sum(n) AS n FROM v%d GROUP BY upper(a), TUMBLE(ws, INTERVAL '1' MINUTE);\n", i, i-1)
-		}
-		prog, err := plan.Compile(b.String(), plan.CompileOptions{})
-		if err != nil {
+// TestSegmentsUnbounded: a chain whose every reader groups by an
+// expression of its view's key is cut at each reader, as often as it has
+// readers (40 here): each cut is one more repartition topic, no refusal.
+func TestSegmentsUnbounded(t *testing.T) {
+	const n = 41
+	var b strings.Builder
+	b.WriteString("CREATE SOURCE ev (a VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);\n")
+	b.WriteString("CREATE VIEW v0 AS SELECT a, TUMBLE_START(ts, INTERVAL '1' MINUTE) AS ws, count(*) AS n FROM ev GROUP BY a, TUMBLE(ts, INTERVAL '1' MINUTE);\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "CREATE VIEW v%d AS SELECT upper(a) AS a, TUMBLE_START(ws, INTERVAL '1' MINUTE) AS ws, sum(n) AS n FROM v%d GROUP BY upper(a), TUMBLE(ws, INTERVAL '1' MINUTE);\n", i, i-1)
+	}
+	prog, err := plan.Compile(b.String(), plan.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := prog.Queries[len(prog.Queries)-1]
+	if err := CheckQuery(q); err != nil {
+		t.Fatal(err)
+	}
+	views, _ := chain(q)
+	segs, err := segmentsOf(q, views)
+	if err != nil || len(segs) != n {
+		t.Fatalf("%d segments, want %d (%v)", len(segs), n, err)
+	}
+}
+
+// TestSegmentOwned: a reset finds every segment's topics and group a
+// query name holds on the cluster, however many cuts an earlier text had
+// (here 2 and 27), and nothing of another name that only starts alike.
+func TestSegmentOwned(t *testing.T) {
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	for _, topic := range []string{"q-s2-state", "q-s2-repartition", "q-s27-repartition", "q-state", "q-s2x-state", "q-s02-state", "qq-s3-state", "q-s1-state"} {
+		mkTopic(t, addrs, topic, 1, nil)
+	}
+	cl := client(t, addrs)
+	adm := &admClient{Client: kadm.NewClient(cl), cl: cl}
+	for _, g := range []string{"q-s27", "q-s3", "q-sx", "q"} {
+		var offs kadm.Offsets
+		offs.Add(kadm.Offset{Topic: "q-state", Partition: 0, At: 0})
+		if _, err := adm.CommitOffsets(context.Background(), g, offs); err != nil {
 			t.Fatal(err)
 		}
-		err = CheckQuery(prog.Queries[len(prog.Queries)-1])
-		if n == maxSegments && err != nil {
-			t.Errorf("%d segments: %v", n, err)
-		}
-		if n > maxSegments && (!errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "change the partitioning 16 times; over Kafka each change takes a repartition topic, and at most 15 are run")) {
-			t.Errorf("%d segments: %v", n, err)
-		}
+	}
+	groups, topics, err := segmentOwned(context.Background(), adm, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(topics, " "), "q-s2-repartition q-s2-state q-s27-repartition"; got != want {
+		t.Errorf("topics %s, want %s", got, want)
+	}
+	if got, want := strings.Join(groups, " "), "q-s27 q-s3"; got != want {
+		t.Errorf("groups %s, want %s", got, want)
 	}
 }
