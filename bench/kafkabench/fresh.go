@@ -196,7 +196,8 @@ func startUbik(c config, in, out, name string) (*ubikProc, error) {
 }
 
 // stop ends ubik with SIGTERM (a Kafka run ends its transaction and exits
-// 0), killing it after 30 s, and returns its CPU seconds.
+// 0, or 143 before that rule), killing it after 30 s, and returns its CPU
+// seconds.
 func (u *ubikProc) stop() (float64, error) {
 	defer u.log.Close()
 	_ = u.cmd.Process.Signal(syscall.SIGTERM)
@@ -210,7 +211,9 @@ func (u *ubikProc) stop() (float64, error) {
 		<-done
 		err = errors.New("did not stop within 30 s of SIGTERM")
 	}
-	if err != nil {
+	// Older binaries exit 143 at SIGTERM; that is a stop too.
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 143) {
 		return 0, fmt.Errorf("ubik run: %v (its output: %s)", err, u.log.Name())
 	}
 	ru := u.cmd.ProcessState.SysUsage().(*syscall.Rusage)
