@@ -126,13 +126,19 @@ func (p *Plan) Aggregate(q *plan.Query) *Node {
 	return nil
 }
 
-// Upstream reports whether node id feeds node to, directly or through
+// Upstream returns the nodes that feed node id, directly or through
 // other nodes.
-func (p *Plan) Upstream(id, to int) bool {
-	for _, e := range p.Node(to).Inputs {
-		if e.From == id || p.Upstream(id, e.From) {
-			return true
+func (p *Plan) Upstream(id int) map[int]bool {
+	seen := map[int]bool{}
+	var walk func(int)
+	walk = func(n int) {
+		for _, e := range p.Node(n).Inputs {
+			if !seen[e.From] {
+				seen[e.From] = true
+				walk(e.From)
+			}
 		}
 	}
-	return false
+	walk(id)
+	return seen
 }

@@ -152,12 +152,14 @@ func planGraph(primary *plan.Query, with []*plan.Query, host *hostRoots) (*Graph
 		return nil, err
 	}
 	g := &Graph{plan: p, byNode: map[int]*gnode{}}
-	var cut *dataflow.Node
+	var above map[int]bool // the nodes above a row graph's root
 	if host != nil && host.root != nil {
-		cut = p.Aggregate(host.root)
+		if cut := p.Aggregate(host.root); cut != nil {
+			above = p.Upstream(cut.ID)
+		}
 	}
 	for _, x := range p.Nodes {
-		if x.Kind != dataflow.Aggregate || cut != nil && p.Upstream(x.ID, cut.ID) {
+		if x.Kind != dataflow.Aggregate || above[x.ID] {
 			continue
 		}
 		n := &gnode{q: x.Query, node: x, mark: [2]int64{math.MinInt64, math.MinInt64}}
