@@ -21,10 +21,6 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/internal/infer"
-	"github.com/ubiksql/ubik/internal/sql/plan"
-	"github.com/ubiksql/ubik/internal/types"
 	"github.com/ubiksql/ubik/kafka"
 )
 
@@ -98,7 +94,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&f.infer, "infer", false, "when the query reads a source the script does not declare, infer it from the first records of --input and print the CREATE SOURCE")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); off by default")
 	fs.DurationVar(&f.checkpointEvery, "checkpoint-interval", time.Second, "how often to checkpoint with --state-dir")
-	fs.IntVar(&f.joinBuffer, "join-buffer", plan.DefaultJoinBuffer, "the most rows a join holds: an interval join's rows of both inputs together (ubik explain gives the bytes per row), a temporal join's events waiting for the table's watermark; one more stops the run with an error")
+	fs.IntVar(&f.joinBuffer, "join-buffer", ubik.DefaultJoinBuffer, "the most rows a join holds: an interval join's rows of both inputs together (ubik explain gives the bytes per row), a temporal join's events waiting for the table's watermark; one more stops the run with an error")
 	kf := addKafkaFlags(fs) // run_kafka.go
 	setUsage(fs, env, "usage: ubik run QUERY.sql [--input FILE] [--output FILE | --output-dir DIR] [--format tsv|jsonl] [flags]\n\n"+
 		"exit status: 0 done, 1 error, 2 usage error, 3 too many bad events (--max-bad), 130 or 143 stopped by SIGINT or SIGTERM (a Kafka run without --until-caught-up: 0)",
@@ -159,18 +155,16 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	defer eng.Close()
 	if f.infer {
-		if src := undeclaredSource(string(sqlText)); src != "" {
-			var s *infer.Schema
+		if src := ubik.UndeclaredSource(string(sqlText)); src != "" {
+			var decl string
 			if f.input == "" || f.input == "-" {
-				s, env, err = inferStdin(env, src, 1000)
+				decl, env, err = inferStdin(env, src, 1000)
 			} else {
-				s, err = inferFile(f.input, src, "", 1000)
+				decl, err = inferFile(f.input, src, "", 1000, "")
 			}
 			if err != nil {
 				return err
 			}
-			s.Path = ""
-			decl := s.SQL()
 			fmt.Fprintf(env.Stderr, "ubik: inferred source %s (keep it in your script):\n%s", src, decl)
 			if err := eng.Exec(decl); err != nil {
 				return fmt.Errorf("inferred source: %w", err)
@@ -200,12 +194,12 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			last := pqs[len(pqs)-1]
 			for _, o := range pqs[:len(pqs)-1] {
 				if !slices.Contains(allViews(last), o) {
-					return fmt.Errorf("%w: query %s runs over Kafka, and a Kafka run runs one query, or one query with the views it reads: choose it with --query", ErrUsage, pq.Name)
+					return fmt.Errorf("%w: query %s runs over Kafka, and a Kafka run runs one query, or one query with the views it reads: choose it with --query", ErrUsage, pq.Name())
 				}
 			}
 			pq = last
 		}
-		if err := kafka.CheckQuery(pq); err != nil {
+		if err := kafka.CheckPlan(pq); err != nil {
 			return fmt.Errorf("%w: %s", ErrUsage, strings.TrimPrefix(err.Error(), kafka.ErrUnsupported.Error()+": "))
 		}
 		return runKafka(ctx, env, kf, &f, prog, pq)
@@ -216,7 +210,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if len(pqs) > 1 {
 		for _, pq := range pqs[1:] {
 			if a, b := firstInput(pqs[0]), firstInput(pq); a != b && graphSecond(pqs) == nil {
-				return fmt.Errorf("%w: queries %s and %s read different sources (%s, %s), and a run reads one input: run each with --query", ErrUsage, pqs[0].Name, pq.Name, a.Name, b.Name)
+				return fmt.Errorf("%w: queries %s and %s read different sources (%s, %s), and a run reads one input: run each with --query", ErrUsage, pqs[0].Name(), pq.Name(), a.Name(), b.Name())
 			}
 		}
 		if f.stateDir != "" && !readsView(pqs) {
@@ -241,17 +235,17 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	pq := pqs[0]
-	input := inputQuery(pq).Source // the declared source the run reads (a view's, for a query over views)
-	second := graphSecond(pqs)     // a join of two views over two sources: the other source
+	input := inputQuery(pq).Source() // the declared source the run reads (a view's, for a query over views)
+	second := graphSecond(pqs)       // a join of two views over two sources: the other source
 	if second != nil {
-		input = inputQuery(pqs[len(pqs)-1]).Source // the graph's first input: its primary's
+		input = inputQuery(pqs[len(pqs)-1]).Source() // the graph's first input: its primary's
 	}
 	ijq := streamJoin(pqs) // an interval join of two streams (the query's, or a view's of the graph): its right is the second input
 	if ijq != nil {
-		input = ijq.IJoin.Left
+		input, _, _ = ijq.IntervalJoin()
 	}
-	if pq.IJoin != nil && len(pq.Views()) == 0 && len(pqs) > 1 && !readsView(pqs) {
-		return fmt.Errorf("%w: query %s is an interval join of two inputs, which runs alone: choose it with --query", ErrUsage, pq.Name)
+	if _, _, ok := pq.IntervalJoin(); ok && len(pq.Views()) == 0 && len(pqs) > 1 && !readsView(pqs) {
+		return fmt.Errorf("%w: query %s is an interval join of two inputs, which runs alone: choose it with --query", ErrUsage, pq.Name())
 	}
 	if f.threads <= 0 {
 		// One thread unless asked: on the 2-core machines this is
@@ -264,7 +258,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 
 	inPath := f.input
 	if inPath == "" {
-		inPath = input.Options["path"]
+		inPath = input.Option("path")
 	}
 	var ck *checkpointFile
 	if f.stateDir != "" {
@@ -316,18 +310,18 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		if h != nil {
 			resumed = true
 			if h.Finished {
-				fmt.Fprintf(env.Stderr, "ubik: %s: the run checkpointed in %s already completed; remove the state dir to run again\n", pq.Name, f.stateDir)
+				fmt.Fprintf(env.Stderr, "ubik: %s: the run checkpointed in %s already completed; remove the state dir to run again\n", pq.Name(), f.stateDir)
 				// --stats-json still gets the completed run's summary, from
 				// the checkpoint's counters: a run killed after its last
 				// checkpoint may have left the file empty or absent.
 				var sums []summary
 				for _, t := range targets {
-					sums = append(sums, newSummary(t.pq.Name, t.stats(), 0, t.inputNames(input, second)))
+					sums = append(sums, newSummary(t.pq.Name(), t.stats(), 0, t.inputNames(input, second)))
 				}
 				return writeStatsJSON(f.statsJSON, sums)
 			}
 			resume = *h
-			fmt.Fprintf(env.Stderr, "ubik: %s: resuming from line %d of %s\n", pq.Name, h.Line, inPath)
+			fmt.Fprintf(env.Stderr, "ubik: %s: resuming from line %d of %s\n", pq.Name(), h.Line, inPath)
 		}
 	}
 
@@ -446,7 +440,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 		who := ""
 		if len(owners) > 1 { // a graph reads its input once: its bad events are the input's
-			who = t.pq.Name + ": "
+			who = t.pq.Name() + ": "
 		}
 		if reported < reportMalformed {
 			fmt.Fprintf(env.Stderr, "ubik: %s%s:%d: %s: %s\n", who, inName, lineNo, badKind(err), cleanMessage(err.Error()))
@@ -461,7 +455,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 		query := ""
 		if len(owners) > 1 {
-			query = t.pq.Name
+			query = t.pq.Name()
 		}
 		if werr := writeDead(dead, inName, query, lineNo, event, err); werr != nil && sideErr == nil {
 			sideErr = fmt.Errorf("--dead-letter %s: %w", f.deadLetter, werr)
@@ -490,10 +484,10 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		}
 		if len(names) == 2 {
 			return fmt.Errorf("%w: %s: more than %d events were malformed or failed to evaluate over its inputs (--max-bad %s counts every input: %s %d, %s %d); the last at %s: %s",
-				ErrBadInput, t.pq.Name, limit.n, f.maxBad, names[0], t.badIn[0], names[1], t.badIn[1], at, cleanMessage(err.Error()))
+				ErrBadInput, t.pq.Name(), limit.n, f.maxBad, names[0], t.badIn[0], names[1], t.badIn[1], at, cleanMessage(err.Error()))
 		}
 		return fmt.Errorf("%w: %s: more than %d events were malformed or failed to evaluate (--max-bad %s); the last at %s: %s",
-			ErrBadInput, t.pq.Name, limit.n, f.maxBad, at, cleanMessage(err.Error()))
+			ErrBadInput, t.pq.Name(), limit.n, f.maxBad, at, cleanMessage(err.Error()))
 	}
 	// onSecondBad takes a bad record of the second input (path:lineNo):
 	// to --dead-letter or stderr (the first ten), and into the count.
@@ -501,7 +495,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	onSecondBad := func(path string, lineNo int64, event []byte, err error) error {
 		t := owners[0]
 		if dead != nil {
-			if werr := writeDead(dead, path, t.pq.Name, lineNo, event, err); werr != nil {
+			if werr := writeDead(dead, path, t.pq.Name(), lineNo, event, err); werr != nil {
 				return fmt.Errorf("--dead-letter %s: %w", f.deadLetter, werr)
 			}
 		} else {
@@ -526,7 +520,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	if f.metrics != "" {
 		for _, t := range targets {
-			m := newQueryMetrics(t.pq.Name)
+			m := newQueryMetrics(t.pq.Name())
 			m.setInputs(t.inputNames(input, second))
 			metrics = append(metrics, m)
 		}
@@ -577,8 +571,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	lastCkpt := time.Now()
 
-	csvInput := strings.EqualFold(input.Options["format"], "csv")
-	if csvInput && resume.InputOffset > 0 && !strings.EqualFold(input.Options["header"], "false") {
+	csvInput := strings.EqualFold(input.Option("format"), "csv")
+	if csvInput && resume.InputOffset > 0 && !strings.EqualFold(input.Option("header"), "false") {
 		// The header names the columns: read it again from the start.
 		hf, err := os.Open(inPath)
 		if err != nil {
@@ -592,7 +586,8 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 
 	if ijq != nil {
-		if right, err = openRightInput(ijq.IJoin.Right, ijq.IJoin.Left, resume.RightOffset, resume.RightLine); err != nil {
+		left, r, _ := ijq.IntervalJoin()
+		if right, err = openRightInput(r, left, resume.RightOffset, resume.RightLine); err != nil {
 			return err
 		}
 	} else if second != nil {
@@ -602,7 +597,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	}
 	if right != nil {
 		defer right.fh.Close()
-		if err := right.csvHeader(q, resumed, right.src.Options["header"]); err != nil {
+		if err := right.csvHeader(q, resumed, right.src.Option("header")); err != nil {
 			return err
 		}
 	}
@@ -722,8 +717,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			if err == nil {
 				continue
 			}
-			var he *drive.HeaderError
-			if errors.As(err, &he) {
+			if errors.Is(err, ubik.ErrCSVHeader) {
 				err = fmt.Errorf("%s:%d: %w", inName, lineNo, err)
 			}
 			firstErr = err
@@ -737,7 +731,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 		// The first file ended before the second: its input ends now, so
 		// the join holds no row of the rest of the second for it (without
 		// this, every one of them would be held until the end).
-		firstErr = q.EndInput(input.Name)
+		firstErr = q.EndInput(input.Name())
 	}
 	// The rest of the second file: stopped by a signal and checkpointed
 	// as the main loop is, so a long rest is not read again after a crash.
@@ -804,10 +798,10 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 			}
 			if lim := limit.crossedAtEnd(t.bad, read); lim != "" {
 				t.limit = lim
-				firstErr = fmt.Errorf("%w: %s: %d of %d events were malformed or failed to evaluate (%s)", ErrBadInput, t.pq.Name, t.bad, read, lim)
+				firstErr = fmt.Errorf("%w: %s: %d of %d events were malformed or failed to evaluate (%s)", ErrBadInput, t.pq.Name(), t.bad, read, lim)
 			}
 		}
-		sum := newSummary(t.pq.Name, st, elapsed, t.inputNames(input, second))
+		sum := newSummary(t.pq.Name(), st, elapsed, t.inputNames(input, second))
 		sum.BadInputLimit = t.limit
 		if stopped {
 			sum.Stopped = stopCause(ctx).Error()
@@ -832,12 +826,7 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // badKind names what went wrong with one event.
 func badKind(err error) string {
-	var de *drive.DecodeError
-	if errors.As(err, &de) {
-		return "malformed event"
-	}
-	var ee *drive.EvalError
-	if errors.As(err, &ee) {
+	if errors.Is(err, ubik.ErrEvaluation) {
 		return "evaluation error"
 	}
 	return "malformed event"
@@ -845,8 +834,8 @@ func badKind(err error) string {
 
 // pickTargets chooses the queries a file run runs: --query's, the only
 // one, or with --output-dir (or a CREATE SINK path for each) all of them.
-func pickTargets(prog *plan.Program, f *runFlags) ([]*planQuery, error) {
-	qs := prog.Queries
+func pickTargets(prog *ubik.Program, f *runFlags) ([]*planQuery, error) {
+	qs := prog.Queries()
 	if f.query != "" || len(qs) <= 1 {
 		pq, err := pickProgramQuery(qs, f.query)
 		if err != nil {
@@ -860,8 +849,8 @@ func pickTargets(prog *plan.Program, f *runFlags) ([]*planQuery, error) {
 	var names []string
 	allPaths := true
 	for _, q := range qs {
-		names = append(names, q.Name)
-		if s := querySink(prog, q); s == nil || s.Options["path"] == "" {
+		names = append(names, q.Name())
+		if s := querySink(prog, q); s == nil || s.Option("path") == "" {
 			allPaths = false
 		}
 	}
@@ -873,15 +862,15 @@ func pickTargets(prog *plan.Program, f *runFlags) ([]*planQuery, error) {
 
 // outputPath is where a query's changelog goes: --output (one query), the
 // path of its CREATE SINK, --output-dir/QUERY.tsv, or stdout.
-func outputPath(prog *plan.Program, pq *planQuery, f *runFlags, n int) string {
+func outputPath(prog *ubik.Program, pq *planQuery, f *runFlags, n int) string {
 	if n == 1 && f.set["output"] {
 		return f.output
 	}
-	if s := querySink(prog, pq); s != nil && s.Options["path"] != "" && !strings.EqualFold(s.Options["connector"], "kafka") {
-		return s.Options["path"]
+	if s := querySink(prog, pq); s != nil && s.Option("path") != "" && !strings.EqualFold(s.Option("connector"), "kafka") {
+		return s.Option("path")
 	}
 	if f.outputDir != "" {
-		return filepath.Join(f.outputDir, pq.Name+"."+f.format)
+		return filepath.Join(f.outputDir, pq.Name()+"."+f.format)
 	}
 	return f.output
 }
@@ -889,13 +878,13 @@ func outputPath(prog *plan.Program, pq *planQuery, f *runFlags, n int) string {
 // outputConflict refuses --output FILE for a query whose CREATE SINK
 // names another file: either would be a silent choice of where the
 // changelog goes.
-func outputConflict(prog *plan.Program, pq *planQuery, f *runFlags) error {
+func outputConflict(prog *ubik.Program, pq *planQuery, f *runFlags) error {
 	s := querySink(prog, pq)
-	if !f.set["output"] || s == nil || s.Options["path"] == "" || strings.EqualFold(s.Options["connector"], "kafka") {
+	if !f.set["output"] || s == nil || s.Option("path") == "" || strings.EqualFold(s.Option("connector"), "kafka") {
 		return nil
 	}
-	if p := s.Options["path"]; filepath.Clean(p) != filepath.Clean(f.output) {
-		return fmt.Errorf("%w: query %s writes to sink %s WITH (path = '%s'), and --output names %s: a changelog goes to one place; drop --output, or the sink's path", ErrUsage, pq.Name, s.Name, p, f.output)
+	if p := s.Option("path"); filepath.Clean(p) != filepath.Clean(f.output) {
+		return fmt.Errorf("%w: query %s writes to sink %s WITH (path = '%s'), and --output names %s: a changelog goes to one place; drop --output, or the sink's path", ErrUsage, pq.Name(), s.Name(), p, f.output)
 	}
 	return nil
 }
@@ -903,8 +892,8 @@ func outputConflict(prog *plan.Program, pq *planQuery, f *runFlags) error {
 // kafkaChain returns, for a Kafka run without --query, the script's last
 // query when it reads every other one (the script is one chain of views,
 // which a Kafka run runs whole), else nil.
-func kafkaChain(prog *plan.Program, kf *kafkaFlags, f *runFlags) *planQuery {
-	qs := prog.Queries
+func kafkaChain(prog *ubik.Program, kf *kafkaFlags, f *runFlags) *planQuery {
+	qs := prog.Queries()
 	if f.query != "" || len(qs) < 2 {
 		return nil
 	}
@@ -996,10 +985,10 @@ func pickProgramQuery(qs []*planQuery, name string) (*planQuery, error) {
 	}
 	var names []string
 	for _, q := range qs {
-		if q.Name == name {
+		if q.Name() == name {
 			return q, nil
 		}
-		names = append(names, q.Name)
+		names = append(names, q.Name())
 	}
 	if name == "" {
 		return nil, fmt.Errorf("%w: the script has queries %s; choose one with --query", ErrUsage, strings.Join(names, ", "))
@@ -1074,7 +1063,7 @@ func liveRecords(ctx context.Context, br *bufio.Reader, csv bool, q *ubik.Query,
 		}
 	}()
 	every := 100 * time.Millisecond
-	if e := time.Duration(q.Plan().Emit.EarlyEvery) * time.Microsecond; e > 0 && e < every {
+	if e := q.Plan().EarlyEvery(); e > 0 && e < every {
 		every = e
 	}
 	ticker := time.NewTicker(every)
@@ -1235,16 +1224,16 @@ func formatRecord(b []byte, format string, r *changelog.Record) []byte {
 	b = append(b, `, "value": `...)
 	b = append(b, r.Value...)
 	b = append(b, `, "query": `...)
-	b = changelog.AppendCell(b, types.Str(r.Meta.Query))
+	b = changelog.AppendString(b, r.Meta.Query)
 	b = append(b, `, "final": `...)
 	b = strconv.AppendBool(b, r.Meta.Final)
 	b = append(b, `, "revision": `...)
 	b = strconv.AppendUint(b, r.Meta.Revision, 10)
 	if r.Meta.Windowed {
 		b = append(b, `, "window_start": `...)
-		b = changelog.AppendCell(b, types.TS(r.Meta.WindowStart))
+		b = appendTimestamp(b, r.Meta.WindowStart)
 		b = append(b, `, "window_end": `...)
-		b = changelog.AppendCell(b, types.TS(r.Meta.WindowEnd))
+		b = appendTimestamp(b, r.Meta.WindowEnd)
 	}
 	b = append(b, `, "window_positions": [`...)
 	for i, p := range r.Meta.WindowPositions {
@@ -1260,20 +1249,20 @@ func formatRecord(b []byte, format string, r *changelog.Record) []byte {
 // several), the line, the error and the event's text.
 func writeDead(w io.Writer, input, query string, line int64, event []byte, err error) error {
 	b := []byte(`{"input": `)
-	b = changelog.AppendCell(b, types.Str(input))
+	b = changelog.AppendString(b, input)
 	if query != "" {
 		b = append(b, `, "query": `...)
-		b = changelog.AppendCell(b, types.Str(query))
+		b = changelog.AppendString(b, query)
 	}
 	b = append(b, `, "line": `...)
 	b = strconv.AppendInt(b, line, 10)
 	b = append(b, `, "error": `...)
-	b = changelog.AppendCell(b, types.Str(cleanMessage(err.Error())))
+	b = changelog.AppendString(b, cleanMessage(err.Error()))
 	b = append(b, `, "event": `...)
 	if event == nil {
 		b = append(b, "null"...)
 	} else {
-		b = changelog.AppendCell(b, types.Str(string(event)))
+		b = changelog.AppendString(b, string(event))
 	}
 	b = append(b, "}\n"...)
 	_, werr := w.Write(b)
@@ -1288,7 +1277,7 @@ func writeDead(w io.Writer, input, query string, line int64, event []byte, err e
 // file; 0 for a Kafka source), so the event can be replayed.
 func appendLate(b []byte, query string, line int64, ev *ubik.LateEvent) []byte {
 	b = append(b, `{"query": `...)
-	b = changelog.AppendCell(b, types.Str(query))
+	b = changelog.AppendString(b, query)
 	if ev.Windowed {
 		// The contract key of the (group, window) the event was for, so a
 		// host can match late events to the records they would have changed.
@@ -1296,17 +1285,17 @@ func appendLate(b []byte, query string, line int64, ev *ubik.LateEvent) []byte {
 		b = append(b, ev.Key...)
 	}
 	b = append(b, `, "reason": `...)
-	b = changelog.AppendCell(b, types.Str(ev.Reason))
+	b = changelog.AppendString(b, ev.Reason)
 	b = append(b, `, "event_time": `...)
-	b = changelog.AppendCell(b, types.TS(ev.EventTime))
+	b = appendTimestamp(b, ev.EventTime)
 	if ev.Windowed {
 		b = append(b, `, "window_start": `...)
-		b = changelog.AppendCell(b, types.TS(ev.WindowStart))
+		b = appendTimestamp(b, ev.WindowStart)
 		b = append(b, `, "window_end": `...)
-		b = changelog.AppendCell(b, types.TS(ev.WindowEnd))
+		b = appendTimestamp(b, ev.WindowEnd)
 	}
 	b = append(b, `, "watermark": `...)
-	b = changelog.AppendCell(b, types.TS(ev.Watermark))
+	b = appendTimestamp(b, ev.Watermark)
 	b = append(b, `, "row": `...)
 	b = append(b, ev.Row...)
 	if ev.Event != nil {
@@ -1315,23 +1304,15 @@ func appendLate(b []byte, query string, line int64, ev *ubik.LateEvent) []byte {
 			b = strconv.AppendInt(b, line, 10)
 		}
 		b = append(b, `, "event": `...)
-		b = changelog.AppendCell(b, types.Str(string(ev.Event)))
+		b = changelog.AppendString(b, string(ev.Event))
 	}
 	return append(b, "}\n"...)
 }
 
-// lateOf fills ev, reusing its buffers, with the late event e as the
-// root package hands one to a host: the Kafka runtime reports the
-// driver's own.
-func lateOf(ev *ubik.LateEvent, lr *drive.LateRows, e *drive.LateEvent) *ubik.LateEvent {
-	key := ev.Key[:0]
-	if e.Windowed {
-		key = changelog.AppendKey(key, e.Key)
-	}
-	row := lr.Append(ev.Row[:0], e)
-	*ev = ubik.LateEvent{Event: e.Event, Key: key, Row: row, Windowed: e.Windowed, EventTime: e.EventTime,
-		WindowStart: e.WindowStart, WindowEnd: e.WindowEnd, Watermark: e.Watermark, Reason: e.Reason}
-	return ev
+// appendTimestamp appends a TIMESTAMP cell of a JSON line: its text,
+// quoted, as changelog.AppendCell writes one.
+func appendTimestamp(b []byte, us int64) []byte {
+	return append(changelog.AppendTimestamp(append(b, '"'), us), '"')
 }
 
 // summary is what a run reports at the end: the text line on stderr and
@@ -1383,25 +1364,31 @@ type inputSummary struct {
 // inputNames names the two inputs of the target's query when it reads
 // two (first the one read from --input), else nil. first and second are
 // the run's inputs for a graph of views (second nil with one source).
-func (t *runTarget) inputNames(first, second *plan.Source) []string {
+func (t *runTarget) inputNames(first, second *ubik.Source) []string {
 	switch pq := t.pq; {
 	case t.via != nil:
 		return nil // a query inside a graph: its own counters
-	case pq.Join != nil:
-		return []string{pq.Source.Name, pq.Join.Table.Name}
-	case graphJoin([]*plan.Query{pq}) != nil:
-		j := graphJoin([]*plan.Query{pq})
-		return []string{j.Source.Name, j.Join.Table.Name}
-	case streamJoin([]*plan.Query{pq}) != nil:
-		j := streamJoin([]*plan.Query{pq})
-		return []string{j.IJoin.Left.Name, j.IJoin.Right.Name}
+	case joinTable(pq) != nil:
+		return []string{pq.Source().Name(), joinTable(pq).Name()}
+	case graphJoin([]*planQuery{pq}) != nil:
+		j := graphJoin([]*planQuery{pq})
+		return []string{j.Source().Name(), joinTable(j).Name()}
+	case streamJoin([]*planQuery{pq}) != nil:
+		left, right, _ := streamJoin([]*planQuery{pq}).IntervalJoin()
+		return []string{left.Name(), right.Name()}
 	case second != nil:
-		return []string{first.Name, second.Name}
+		return []string{first.Name(), second.Name()}
 	}
 	return nil
 }
 
-type planQuery = plan.Query
+type planQuery = ubik.Plan
+
+// joinTable is the versioned table of q's temporal join, or nil.
+func joinTable(q *planQuery) *ubik.Source {
+	_, t, _ := q.TemporalJoin()
+	return t
+}
 
 // newSummary makes the summary of a query's counters; inputs names its
 // two inputs when it reads two (Stats: the first's counters, Table the
@@ -1444,7 +1431,7 @@ func newSummary(name string, st ubik.Stats, elapsed time.Duration, inputs []stri
 		s.StateBytesPerGroup = float64(st.StateBytesPeak) / float64(st.LiveGroupsPeak)
 	}
 	if st.Watermark != minInt64 {
-		s.Watermark = plan.ValueText(types.TS(st.Watermark))
+		s.Watermark = string(changelog.AppendTimestamp(nil, st.Watermark))
 	}
 	if st.Interval.LeftRows > 0 || st.Interval.RightRows > 0 {
 		s.Interval = newIntervalSummary(st)

@@ -9,14 +9,11 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik"
-	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/kafka"
 )
 
@@ -94,7 +91,7 @@ func fileOnly(name string) (instead string, ok bool) {
 	case "threads":
 		return "a Kafka query runs a driver per partition: start more instances (each its own --instance-id) to use more cores", true
 	case "join-buffer":
-		return fmt.Sprintf("a Kafka query bounds a join's rows per partition of the join (%d for an interval join)", plan.DefaultJoinBuffer), true
+		return fmt.Sprintf("a Kafka query bounds a join's rows per partition of the join (%d for an interval join)", ubik.DefaultJoinBuffer), true
 	case "infer":
 		return "declare the source in the script with CREATE SOURCE (inference reads the first records of --input)", true
 	}
@@ -133,31 +130,24 @@ func checkRunScope(set map[string]bool, overKafka bool) error {
 func isKafkaURL(s string) bool { return strings.HasPrefix(s, "kafka://") }
 
 // querySink returns the CREATE SINK that q writes to, if any.
-func querySink(prog *plan.Program, q *plan.Query) *plan.Sink {
-	for _, s := range prog.Sinks {
-		if s.Query == q.Name {
-			return s
-		}
-	}
-	return nil
-}
+func querySink(prog *ubik.Program, q *planQuery) *ubik.Sink { return prog.Sink(q) }
 
 // wanted reports whether the query runs over Kafka.
-func (k *kafkaFlags) wanted(prog *plan.Program, q *plan.Query) bool {
+func (k *kafkaFlags) wanted(prog *ubik.Program, q *planQuery) bool {
 	if isKafkaURL(k.source) || isKafkaURL(k.sink) {
 		return true
 	}
-	if strings.EqualFold(q.Source.Options["connector"], "kafka") {
+	if strings.EqualFold(q.Source().Option("connector"), "kafka") {
 		return true
 	}
 	s := querySink(prog, q)
-	return s != nil && strings.EqualFold(s.Options["connector"], "kafka")
+	return s != nil && strings.EqualFold(s.Option("connector"), "kafka")
 }
 
 // runKafka runs q from a Kafka source to a Kafka sink, exactly once, until
 // interrupted, or with --until-caught-up until the input is consumed to
 // the end it had at start and every window is final.
-func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *plan.Program, q *plan.Query) error {
+func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *ubik.Program, q *planQuery) error {
 	if err := checkRunScope(f.set, true); err != nil {
 		return err
 	}
@@ -175,13 +165,13 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		}
 	case k.source != "":
 		return fmt.Errorf("%w: --source %s is not a kafka:// URL", ErrUsage, redactURL(k.source))
-	case strings.EqualFold(input.Options["connector"], "kafka"):
-		src, err = kafka.FromOptions(input.Options, kafka.RoleSource, env.Getenv)
+	case strings.EqualFold(input.Option("connector"), "kafka"):
+		src, err = kafka.FromOptions(input.Options(), kafka.RoleSource, env.Getenv)
 		if err != nil {
-			err = fmt.Errorf("CREATE SOURCE %s: %w", input.Name, err)
+			err = fmt.Errorf("CREATE SOURCE %s: %w", input.Name(), err)
 		}
 	default:
-		return fmt.Errorf("%w: a Kafka sink needs a Kafka source (--source kafka://host:port/topic, or connector = 'kafka' in CREATE SOURCE %s): exactly-once output rests on consuming the input in the same transactions", ErrUsage, input.Name)
+		return fmt.Errorf("%w: a Kafka sink needs a Kafka source (--source kafka://host:port/topic, or connector = 'kafka' in CREATE SOURCE %s): exactly-once output rests on consuming the input in the same transactions", ErrUsage, input.Name())
 	}
 	if err != nil {
 		return err
@@ -191,23 +181,23 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		// The versioned table (or an interval join's right stream) is a
 		// topic too (the table stage reads it, with the source's
 		// connection settings unless it names brokers).
-		if !strings.EqualFold(t.Options["connector"], "kafka") {
-			return fmt.Errorf("%w: query %s joins %s, which over Kafka is read from a topic: %s %s (...) WITH (connector = 'kafka', topic = 'TOPIC'); a file (path) is for a file run", ErrUsage, q.Name, what, create, t.Name)
+		if !strings.EqualFold(t.Option("connector"), "kafka") {
+			return fmt.Errorf("%w: query %s joins %s, which over Kafka is read from a topic: %s %s (...) WITH (connector = 'kafka', topic = 'TOPIC'); a file (path) is for a file run", ErrUsage, q.Name(), what, create, t.Name())
 		}
-		opts := t.Options
+		opts := t.Options()
 		if opts["brokers"] == "" {
 			// Without brokers, the table is on the source's cluster.
 			opts = maps.Clone(opts)
 			opts["brokers"] = strings.Join(src.Config.Brokers, ",")
 		}
 		if table, err = kafka.FromOptions(opts, kafka.RoleSource, env.Getenv); err != nil {
-			return fmt.Errorf("%s %s: %w", create, t.Name, err)
+			return fmt.Errorf("%s %s: %w", create, t.Name(), err)
 		}
 		if table.PartitionedByKey {
 			if create == "CREATE SOURCE" {
-				return fmt.Errorf("%w: CREATE SOURCE %s: partitioned_by_key: an interval join's inputs are both split by the join key", ErrUsage, t.Name)
+				return fmt.Errorf("%w: CREATE SOURCE %s: partitioned_by_key: an interval join's inputs are both split by the join key", ErrUsage, t.Name())
 			}
-			return fmt.Errorf("%w: CREATE TABLE %s: partitioned_by_key is a stream's option: every partition reads the whole table", ErrUsage, t.Name)
+			return fmt.Errorf("%w: CREATE TABLE %s: partitioned_by_key is a stream's option: every partition reads the whole table", ErrUsage, t.Name())
 		}
 		if k.idleTimeout > 0 {
 			table.IdleTimeout = k.idleTimeout
@@ -222,10 +212,10 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		sink, err = kafka.ParseURL(k.sink, kafka.RoleSink, env.Getenv)
 	case k.sink != "":
 		return fmt.Errorf("%w: --sink %s is not a kafka:// URL", ErrUsage, redactURL(k.sink))
-	case s != nil && strings.EqualFold(s.Options["connector"], "kafka"):
-		sink, err = kafka.FromOptions(s.Options, kafka.RoleSink, env.Getenv)
+	case s != nil && strings.EqualFold(s.Option("connector"), "kafka"):
+		sink, err = kafka.FromOptions(s.Options(), kafka.RoleSink, env.Getenv)
 		if err != nil {
-			err = fmt.Errorf("CREATE SINK %s: %w", s.Name, err)
+			err = fmt.Errorf("CREATE SINK %s: %w", s.Name(), err)
 		}
 	default:
 		return fmt.Errorf("%w: a Kafka source needs a Kafka sink (--sink kafka://host:port/topic, or CREATE SINK ... WITH (connector = 'kafka', ...)): the output is produced in the transactions that commit the input offsets", ErrUsage)
@@ -270,7 +260,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 				// stop, said and ended as a later one (signalEnd); it
 				// used to end saying nothing.
 				if !f.quiet {
-					fmt.Fprintf(env.Stderr, "ubik: %s: stopped (%s) while starting: 0 events consumed\n", q.Name, stopCause(ctx))
+					fmt.Fprintf(env.Stderr, "ubik: %s: stopped (%s) while starting: 0 events consumed\n", q.Name(), stopCause(ctx))
 				}
 				return signalEnd(ctx, !k.untilCaughtUp)
 			}
@@ -283,8 +273,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 	// runs of one query (restarts included) add to one file. A
 	// transaction that aborts is redone, so after an abort a late event
 	// can be written twice.
-	var onLate func(*drive.LateEvent)
-	var onViewLate func(string, *drive.LateEvent)
+	var onLate func(string, *ubik.LateEvent)
 	var lateErr error
 	if f.lateOutput != "" {
 		lf, err := os.OpenFile(f.lateOutput, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -292,19 +281,13 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 			return err
 		}
 		defer lf.Close()
-		var mu sync.Mutex
 		var buf []byte
-		var late ubik.LateEvent
-		var lr drive.LateRows
-		onViewLate = func(name string, ev *drive.LateEvent) {
-			mu.Lock()
-			defer mu.Unlock()
-			buf = appendLate(buf[:0], name, 0, lateOf(&late, &lr, ev))
+		onLate = func(name string, ev *ubik.LateEvent) { // one call at a time (kafka.Options.OnLateEvent)
+			buf = appendLate(buf[:0], name, 0, ev)
 			if _, err := lf.Write(buf); err != nil && lateErr == nil {
 				lateErr = fmt.Errorf("--late-output %s: %w", f.lateOutput, err)
 			}
 		}
-		onLate = func(ev *drive.LateEvent) { onViewLate(q.Name, ev) }
 	}
 	var clientOpts []kgo.Opt
 	if lvl <= slog.LevelDebug {
@@ -312,7 +295,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		clientOpts = append(clientOpts, kafka.ClientLogger(log, kgo.LogLevelInfo))
 	}
 	pl, err := kafka.New(kafka.Options{
-		Query:          q,
+		Plan:           q,
 		ClientOpts:     clientOpts,
 		Source:         src,
 		Sink:           sink,
@@ -322,12 +305,11 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		AllowDataLoss:  k.allowDataLoss,
 		Logger:         log,
 		UntilCaughtUp:  k.untilCaughtUp,
-		OnLate:         onLate,
+		OnLateEvent:    onLate,
 		ResetState:     k.resetState,
 		ViewSinks:      viewSinks,
 		Table:          table,
 		JoinSource:     joinSrc,
-		OnViewLate:     onViewLate,
 		OnBadEvent: func(e *kafka.BadEvent) {
 			if reported < 10 {
 				log.Warn("ubik: event not applied", "topic", e.Topic, "partition", e.Partition, "offset", e.Offset, "err", e.Err)
@@ -339,7 +321,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 		return err
 	}
 	if f.metrics != "" {
-		stop, err := serveKafkaMetrics(ctx, env, f.metrics, q.Name, pl)
+		stop, err := serveKafkaMetrics(ctx, env, f.metrics, q.Name(), pl)
 		if err != nil {
 			return err
 		}
@@ -396,7 +378,7 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 			unchanged = fmt.Sprintf(", %d unchanged suppressed", st.UnchangedSuppressed)
 		}
 		fmt.Fprintf(env.Stderr, "ubik: %s: %s%d events consumed, %d malformed, %d eval errors, %d late%s, %d records produced%s, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s%s\n",
-			q.Name, how, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, dups, st.RecordsOut, unchanged, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
+			q.Name(), how, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, dups, st.RecordsOut, unchanged, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
 	}
 	if err == nil {
 		err = lateErr
@@ -411,24 +393,24 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 // its own changelog topic: its CREATE SINK's (connector = 'kafka'), or
 // else the sink topic's name, a dash and the view's name, on the sink's
 // cluster, as ksqlDB gives each persistent query its own topic.
-func viewSinks(prog *plan.Program, q *plan.Query, sink kafka.Endpoint, env *Env) (map[string]kafka.Endpoint, error) {
+func viewSinks(prog *ubik.Program, q *planQuery, sink kafka.Endpoint, env *Env) (map[string]kafka.Endpoint, error) {
 	ups := allViews(q) // both sides' of a join of two views
 	if len(ups) == 0 {
 		return nil, nil
 	}
 	out := map[string]kafka.Endpoint{}
 	for _, v := range ups {
-		if s := querySink(prog, v); s != nil && strings.EqualFold(s.Options["connector"], "kafka") {
-			e, err := kafka.FromOptions(s.Options, kafka.RoleSink, env.Getenv)
+		if s := querySink(prog, v); s != nil && strings.EqualFold(s.Option("connector"), "kafka") {
+			e, err := kafka.FromOptions(s.Options(), kafka.RoleSink, env.Getenv)
 			if err != nil {
-				return nil, fmt.Errorf("CREATE SINK %s: %w", s.Name, err)
+				return nil, fmt.Errorf("CREATE SINK %s: %w", s.Name(), err)
 			}
-			out[v.Name] = e
+			out[v.Name()] = e
 			continue
 		}
 		e := sink
-		e.Topic = sink.Topic + "-" + v.Name
-		out[v.Name] = e
+		e.Topic = sink.Topic + "-" + v.Name()
+		out[v.Name()] = e
 	}
 	return out, nil
 }
@@ -437,8 +419,8 @@ func viewSinks(prog *plan.Program, q *plan.Query, sink kafka.Endpoint, env *Env)
 // one the CREATE SOURCE names: the URL's options replace the statement's,
 // and a script written for CSV read as JSON would only yield malformed
 // events.
-func sameFormat(s *plan.Source, src kafka.Endpoint) error {
-	f, ok := s.Options["format"]
+func sameFormat(s *ubik.Source, src kafka.Endpoint) error {
+	f, ok := s.Options()["format"]
 	if !ok {
 		return nil
 	}
@@ -448,9 +430,9 @@ func sameFormat(s *plan.Source, src kafka.Endpoint) error {
 		}
 		return "json"
 	}
-	if want, err := drive.ParseMessageFormat(map[string]string{"format": f}); err == nil && want.CSV != src.Format.CSV {
+	if want, err := kafka.ParseFormat(map[string]string{"format": f}); err == nil && want != src.Format.CSV {
 		return fmt.Errorf("%w: CREATE SOURCE %s reads format %s, --source reads %s (its options replace the statement's): say format=%s in the URL",
-			ErrUsage, s.Name, name(want.CSV), name(src.Format.CSV), name(want.CSV))
+			ErrUsage, s.Name(), name(want), name(src.Format.CSV), name(want))
 	}
 	return nil
 }
@@ -498,12 +480,13 @@ func watchPartitions(log *slog.Logger, pl *kafka.Pipeline, idleTimeout time.Dura
 // secondKafkaInput is the second topic a Kafka run of q reads: a temporal
 // join's versioned table or an interval join's right stream (nil for
 // any other query), the statement that declares it, and its name.
-func secondKafkaInput(q *plan.Query) (src *plan.Source, create, what string) {
-	switch r := inputQuery(q); {
-	case r.Join != nil: // q's, or the temporal join of the view its chain starts at
-		return r.Join.Table, "CREATE TABLE", "table " + r.Join.Table.Name
-	case r.IJoin != nil && len(r.Views()) == 0: // q's, or the one of the view its chain starts at
-		return r.IJoin.Right, "CREATE SOURCE", "source " + r.IJoin.Right.Name
+func secondKafkaInput(q *planQuery) (src *ubik.Source, create, what string) {
+	r := inputQuery(q)
+	if t := joinTable(r); t != nil { // q's, or the temporal join of the view its chain starts at
+		return t, "CREATE TABLE", "table " + t.Name()
+	}
+	if _, right, ok := r.IntervalJoin(); ok && len(r.Views()) == 0 { // q's, or the one of the view its chain starts at
+		return right, "CREATE SOURCE", "source " + right.Name()
 	}
 	return nil, "", ""
 }
