@@ -53,35 +53,9 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	if *to == "" {
 		return fmt.Errorf("%w: produce needs --to kafka://HOST:PORT/TOPIC", ErrUsage)
 	}
-	var keys *kafka.KeyReader // with --key-field: reads the key as a query does
-	switch strings.ToLower(*format) {
-	case "jsonl", "json", "ndjson":
-		if *header || *delimiter != "," {
-			return fmt.Errorf("%w: --header and --delimiter are for --format csv", ErrUsage)
-		}
-		if *keyField != "" {
-			// A string key is the text a query's VARCHAR column holds
-			// (invalid UTF-8 repaired, escapes resolved), and the line
-			// is read by the engine's decoder, which takes every number
-			// spelling a query takes (NaN, -Infinity, 1e400): a topic
-			// keyed this way is partitioned by the group a query keyed
-			// by that column computes.
-			keys = kafka.NewKeyReader(*keyField, false, "")
-		}
-	case "csv":
-		if _, err := kafka.ParseFormat(map[string]string{"format": "csv", "delimiter": *delimiter}); err != nil {
-			return fmt.Errorf("%w: --delimiter: %v", ErrUsage, err)
-		}
-		if *keyField != "" {
-			if !*header {
-				return fmt.Errorf("%w: --key-field with --format csv names a header column: add --header", ErrUsage)
-			}
-			// The key column is read as a CSV file source with a header
-			// reads it (fields by name, the same quoting and NULLs).
-			keys = kafka.NewKeyReader(*keyField, true, *delimiter)
-		}
-	default:
-		return fmt.Errorf("%w: --format %q: want jsonl or csv", ErrUsage, *format)
+	keys, err := produceKeys(*format, *header, *delimiter, *keyField)
+	if err != nil {
+		return err
 	}
 	csvIn := strings.EqualFold(*format, "csv")
 	ep, err := kafka.ParseURL(*to, kafka.RoleSink, env.Getenv)
@@ -175,26 +149,7 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	if firstErr != nil {
 		return fmt.Errorf("produce to %s: %w", ep.Topic, firstErr)
 	}
-	fmt.Fprintf(env.Stderr, "ubik: produced %d records to %s", sent, ep.Topic)
-	if keyless > 0 {
-		fmt.Fprintf(env.Stderr, " (%d not readable for a %q key, sent without a key)", keyless, *keyField)
-	}
-	if len(perPart) > 0 {
-		parts := make([]int32, 0, len(perPart))
-		for p := range perPart {
-			parts = append(parts, p)
-		}
-		slices.Sort(parts)
-		var b strings.Builder
-		for i, p := range parts {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "%d: %d", p, perPart[p])
-		}
-		fmt.Fprintf(env.Stderr, "; per partition %s", b.String())
-	}
-	fmt.Fprintln(env.Stderr)
+	printProduced(env.Stderr, sent, ep.Topic, keyless, *keyField, perPart)
 	return nil
 }
 
@@ -323,4 +278,64 @@ func csvHeaderHasKey(keys *kafka.KeyReader, header []byte, key string) error {
 		return fmt.Errorf("%w: the CSV header has no column %q for --key-field", ErrUsage, key)
 	}
 	return nil
+}
+
+// produceKeys checks the format flags and returns, with --key-field, the
+// reader of each record's key (nil without).
+func produceKeys(format string, header bool, delimiter, keyField string) (*kafka.KeyReader, error) {
+	switch strings.ToLower(format) {
+	case "jsonl", "json", "ndjson":
+		if header || delimiter != "," {
+			return nil, fmt.Errorf("%w: --header and --delimiter are for --format csv", ErrUsage)
+		}
+		if keyField != "" {
+			// A string key is the text a query's VARCHAR column holds
+			// (invalid UTF-8 repaired, escapes resolved), and the line
+			// is read by the engine's decoder, which takes every number
+			// spelling a query takes (NaN, -Infinity, 1e400): a topic
+			// keyed this way is partitioned by the group a query keyed
+			// by that column computes.
+			return kafka.NewKeyReader(keyField, false, ""), nil
+		}
+	case "csv":
+		if _, err := kafka.ParseFormat(map[string]string{"format": "csv", "delimiter": delimiter}); err != nil {
+			return nil, fmt.Errorf("%w: --delimiter: %v", ErrUsage, err)
+		}
+		if keyField != "" {
+			if !header {
+				return nil, fmt.Errorf("%w: --key-field with --format csv names a header column: add --header", ErrUsage)
+			}
+			// The key column is read as a CSV file source with a header
+			// reads it (fields by name, the same quoting and NULLs).
+			return kafka.NewKeyReader(keyField, true, delimiter), nil
+		}
+	default:
+		return nil, fmt.Errorf("%w: --format %q: want jsonl or csv", ErrUsage, format)
+	}
+	return nil, nil
+}
+
+// printProduced says what produce sent: the records, those without a
+// key, and the records per partition.
+func printProduced(w io.Writer, sent int64, topic string, keyless int64, keyField string, perPart map[int32]int64) {
+	fmt.Fprintf(w, "ubik: produced %d records to %s", sent, topic)
+	if keyless > 0 {
+		fmt.Fprintf(w, " (%d not readable for a %q key, sent without a key)", keyless, keyField)
+	}
+	if len(perPart) > 0 {
+		parts := make([]int32, 0, len(perPart))
+		for p := range perPart {
+			parts = append(parts, p)
+		}
+		slices.Sort(parts)
+		var b strings.Builder
+		for i, p := range parts {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%d: %d", p, perPart[p])
+		}
+		fmt.Fprintf(w, "; per partition %s", b.String())
+	}
+	fmt.Fprintln(w)
 }
