@@ -12,7 +12,6 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/internal/types"
 )
 
 // These tests hold Options.MaxPendingRecords to its word: at no time does a
@@ -200,11 +199,11 @@ func TestBackpressureWatermarkJumpOverAMillionGroups(t *testing.T) {
 		SELECT k, count(*) AS n FROM e GROUP BY k, TUMBLE(t, INTERVAL '1' MINUTE)`, bound, nil)
 	h := &bpHost{t: t, q: q, max: bound}
 	base := time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC)
-	row := make([]types.Value, 3)
+	row := make([]ubik.Value, 3)
 	for i := 0; i < groups; i++ {
-		row[0] = types.Str("key-" + strconv.Itoa(i))
-		row[1] = types.Big(int64(i))
-		row[2] = types.TS(base.UnixMicro() + int64(i)%60_000_000)
+		row[0] = ubik.Varchar("key-" + strconv.Itoa(i))
+		row[1] = ubik.BigInt(int64(i))
+		row[2] = ubik.TimestampMicros(base.UnixMicro() + int64(i)%60_000_000)
 		if err := q.PushRow(row); err != nil {
 			t.Fatal(err)
 		}

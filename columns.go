@@ -1,5 +1,7 @@
 package ubik
 
+import "github.com/ubiksql/ubik/internal/sql/plan"
+
 // Column is one column of a query's output row (its SELECT list), as the
 // changelog's value object names it.
 type Column struct {
@@ -8,9 +10,11 @@ type Column struct {
 }
 
 // Columns returns the query's output columns in SELECT order.
-func (q *Query) Columns() []Column {
-	cols := make([]Column, len(q.plan.Select))
-	for i, c := range q.plan.Select {
+func (q *Query) Columns() []Column { return columnsOf(q.plan) }
+
+func columnsOf(q *plan.Query) []Column {
+	cols := make([]Column, len(q.Select))
+	for i, c := range q.Select {
 		cols[i] = Column{Name: c.Name, Type: c.Expr.Type().String()}
 	}
 	return cols

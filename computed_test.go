@@ -9,7 +9,6 @@ import (
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/exec"
-	"github.com/ubiksql/ubik/internal/types"
 )
 
 // TestComputedColumnsInProcess: a source declared with Engine.Exec that has
@@ -37,18 +36,18 @@ FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY 
 		t.Fatal(err)
 	}
 	// Physical cells only: k, ms, at.
-	if err := q.PushRow([]types.Value{types.Str("a"), types.Big(base + 1500), types.TS(1784368800_400000)}); err != nil {
+	if err := q.PushRow([]ubik.Value{ubik.Varchar("a"), ubik.BigInt(base + 1500), ubik.TimestampMicros(1784368800_400000)}); err != nil {
 		t.Fatal(err)
 	}
 	// Every cell, the computed one NULL.
-	if err := q.PushRow([]types.Value{types.Str("a"), types.Big(base + 2000), types.NullOf(types.Timestamp), types.NullOf(types.Timestamp)}); err != nil {
+	if err := q.PushRow([]ubik.Value{ubik.Varchar("a"), ubik.BigInt(base + 2000), ubik.Null(), ubik.Null()}); err != nil {
 		t.Fatal(err)
 	}
 	// A computed cell given a value, a wrong width, a NULL event time.
-	for _, row := range [][]types.Value{
-		{types.Str("a"), types.Big(base), types.TS(0), types.NullOf(types.Timestamp)},
-		{types.Str("a")},
-		{types.Str("a"), types.NullOf(types.BigInt), types.NullOf(types.Timestamp)},
+	for _, row := range [][]ubik.Value{
+		{ubik.Varchar("a"), ubik.BigInt(base), ubik.TimestampMicros(0), ubik.Null()},
+		{ubik.Varchar("a")},
+		{ubik.Varchar("a"), ubik.Null(), ubik.Null()},
 	} {
 		err := q.PushRow(row)
 		if err == nil || !errors.Is(err, exec.ErrMalformed) {

@@ -10,7 +10,6 @@ import (
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
-	"github.com/ubiksql/ubik/internal/types"
 )
 
 // Engine holds registered sources and starts queries. It is safe for
@@ -50,14 +49,15 @@ func (e *Engine) Exec(script string) (err error) {
 	return nil
 }
 
-// RegisterSource declares a source from Go.
-func (e *Engine) RegisterSource(src plan.Source) error {
+// RegisterSource declares a source of another program (Program.Sources)
+// for later scripts, as its CREATE SOURCE or CREATE TABLE would.
+func (e *Engine) RegisterSource(src *Source) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return ErrClosed
 	}
-	s := src
+	s := *src.s
 	e.sources = mergeSources(e.sources, []*plan.Source{&s})
 	return nil
 }
@@ -80,23 +80,27 @@ func mergeSources(have, add []*plan.Source) []*plan.Source {
 
 // Compile compiles a script against the registered sources without starting
 // anything (for explain and validation).
-func (e *Engine) Compile(script, defaultName string) (prog *plan.Program, err error) {
+func (e *Engine) Compile(script, defaultName string) (prog *Program, err error) {
+	return e.compile(script, plan.CompileOptions{DefaultName: defaultName})
+}
+
+func (e *Engine) compile(script string, o plan.CompileOptions) (prog *Program, err error) {
 	defer e.recover(&err)
 	e.mu.Lock()
-	srcs := e.sources
+	o.Sources = e.sources
 	e.mu.Unlock()
-	return plan.Compile(script, plan.CompileOptions{Sources: srcs, DefaultName: defaultName})
+	p, err := plan.Compile(script, o)
+	if err != nil {
+		return nil, err
+	}
+	return newProgram(p), nil
 }
 
 // CompileViews compiles script as Compile does, for a host that writes
 // each query without a CREATE SINK to an output of its own (the ubik
 // command line: one file per query), so several such queries are allowed.
-func (e *Engine) CompileViews(script, defaultName string) (prog *plan.Program, err error) {
-	defer e.recover(&err)
-	e.mu.Lock()
-	srcs := e.sources
-	e.mu.Unlock()
-	return plan.Compile(script, plan.CompileOptions{Sources: srcs, DefaultName: defaultName, OwnOutputs: true})
+func (e *Engine) CompileViews(script, defaultName string) (prog *Program, err error) {
+	return e.compile(script, plan.CompileOptions{DefaultName: defaultName, OwnOutputs: true})
 }
 
 // Close releases the engine. Queries already started keep running.
@@ -182,18 +186,18 @@ func (e *Engine) Start(script string, qo QueryOptions) (q *Query, err error) {
 	if err != nil {
 		return nil, err
 	}
-	pq, err := pickQuery(prog, qo.Name)
+	pq, err := pickQuery(prog.p, qo.Name)
 	if err != nil {
 		return nil, err
 	}
 	if len(qo.With) > 0 {
-		with, err := withQueries(prog, qo.With)
+		with, err := withQueries(prog.p, qo.With)
 		if err != nil {
 			return nil, err
 		}
-		return e.StartGraph(pq, with, qo)
+		return e.startGraph(prog.c.plan(pq), with, qo)
 	}
-	return e.StartPlan(pq, qo)
+	return e.StartPlan(prog.c.plan(pq), qo)
 }
 
 func pickQuery(prog *plan.Program, name string) (*plan.Query, error) {
@@ -215,17 +219,21 @@ func pickQuery(prog *plan.Program, name string) (*plan.Query, error) {
 	return nil, fmt.Errorf("ubik: the script has %d queries %v; name one with QueryOptions.Name", len(prog.Queries), names)
 }
 
-// StartPlan starts an already compiled query. A plan that is not one an
-// operator can run (plan.Query.Validate) is an error.
-func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error) {
+// StartPlan starts a query of a compiled Program (a query over views
+// runs with its views, as StartGraph runs it).
+func (e *Engine) StartPlan(p *Plan, qo QueryOptions) (q *Query, err error) {
 	defer func() {
 		if err != nil {
 			q = nil
 		}
 	}()
 	defer e.recover(&err)
-	if pq != nil && pq.Source != nil && len(pq.Views()) > 0 {
-		return e.StartGraph(pq, nil, qo)
+	if p == nil {
+		return nil, ErrNoQuery
+	}
+	pq := p.q
+	if pq.Source != nil && len(pq.Views()) > 0 {
+		return e.StartGraph(p, nil, qo)
 	}
 	cfg := drive.Config{
 		MaxPending:         e.opts.MaxPendingRecords,
@@ -248,7 +256,8 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error
 	if err != nil {
 		return nil, err
 	}
-	return &Query{plan: pq, callback: qo.OnRecord != nil, d: d, onEventError: qo.OnEventError}, nil
+	return &Query{plan: pq, pub: p, callback: qo.OnRecord != nil, d: d, onEventError: qo.OnEventError,
+		oneThread: drive.ThreadsFallback(pq, cfg)}, nil
 }
 
 // Query is one running query. It is not safe for concurrent use: one
@@ -288,16 +297,22 @@ func (e *Engine) StartPlan(pq *plan.Query, qo QueryOptions) (q *Query, err error
 // The work is the internal driver's (internal/drive), which the Kafka
 // pipeline runs too; Query adds the checks of the embedding API.
 type Query struct {
-	plan     *plan.Query
-	callback bool
-	d        runner // a *drive.Driver, or a *drive.Graph for a query over views
+	plan      *plan.Query
+	pub       *Plan  // plan's wrapper
+	oneThread string // why the query runs on one thread, if it does
+	callback  bool
+	d         runner // a *drive.Driver, or a *drive.Graph for a query over views
 
 	onEventError func(tag int64, event []byte, err *EventError) // QueryOptions.OnEventError
 	restored     restoredEntries                                // what Restore loaded, until FinishRestore
 }
 
 // Plan returns the compiled query.
-func (q *Query) Plan() *plan.Query { return q.plan }
+func (q *Query) Plan() *Plan { return q.pub }
+
+// OneThreadReason says why a query whose QueryOptions.Threads is above
+// one runs on one thread ("" when its options let it run on several).
+func (q *Query) OneThreadReason() string { return q.oneThread }
 
 // Flush delivers to OnRecord every record of the events pushed so far
 // (a query on several threads delivers them up to two batches late; on
@@ -405,12 +420,12 @@ func (q *Query) ReportMalformedAt(tag int64, cause error) (err error) {
 // with computed columns, the row holds the physical columns only, or every
 // column with each computed cell NULL; the computed cells are evaluated and
 // TIMESTAMP(p) cells rounded, as the decoders do.
-func (q *Query) PushRow(row []types.Value) (err error) {
+func (q *Query) PushRow(row []Value) (err error) {
 	if err := q.d.Enter(); err != nil {
 		return err
 	}
 	defer q.d.Leave(&err)
-	return q.d.PushRow(row)
+	return q.d.PushRow(cells(row))
 }
 
 // ReportMalformed counts one event the host could not even hand over (a

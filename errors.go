@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/internal/exec"
 )
 
 // The error vocabulary of the root package: every error a Query, a
@@ -40,6 +41,14 @@ var (
 	// ErrUnknownInput is returned by PushInput for a name that is none of
 	// the query's inputs; nothing was done.
 	ErrUnknownInput = errors.New("ubik: unknown input")
+	// ErrEvaluation classifies an event that failed to evaluate (a failed
+	// cast, an overflow), as errors.Is sees an *EventError's cause; a
+	// malformed event is ErrMalformed.
+	ErrEvaluation = exec.ErrEval
+	// ErrCSVHeader classifies a CSV header that does not fit its source
+	// (a declared column missing, or one named twice): a wrong input, not
+	// one bad event.
+	ErrCSVHeader = exec.ErrHeader
 )
 
 // EventError reports one event that was not applied: malformed input (it

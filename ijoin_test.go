@@ -456,20 +456,20 @@ CREATE SOURCE r (k VARCHAR, q BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INT
 			if err != nil {
 				b.Fatal(err)
 			}
-			keys := make([]types.Value, 1000)
+			keys := make([]ubik.Value, 1000)
 			for i := range keys {
-				keys[i] = types.Str(fmt.Sprintf("k%d", i))
+				keys[i] = ubik.Varchar(fmt.Sprintf("k%d", i))
 			}
-			row := make([]types.Value, 3)
+			row := make([]ubik.Value, 3)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				ts := joinBase + int64(i)*1000
-				row[0], row[1], row[2] = keys[i%len(keys)], types.Big(3), types.TS(ts)
+				row[0], row[1], row[2] = keys[i%len(keys)], ubik.BigInt(3), ubik.TimestampMicros(ts)
 				if err := q.PushRow(row); err != nil {
 					b.Fatal(err)
 				}
-				row[0], row[1], row[2] = keys[(i+500)%len(keys)], types.Big(2), types.TS(ts+int64(i%2000)*1000-1_000_000)
+				row[0], row[1], row[2] = keys[(i+500)%len(keys)], ubik.BigInt(2), ubik.TimestampMicros(ts+int64(i%2000)*1000-1_000_000)
 				if c.name == "join" {
 					err = q.PushInputRow("r", row)
 				} else {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
-	"github.com/ubiksql/ubik/internal/types"
 )
 
 // TableStats are the counters of a query's versioned table input.
@@ -49,12 +48,12 @@ func (q *Query) PushTable(row []byte) (err error) {
 
 // PushTableRow applies one typed row of the versioned table, in its column
 // order.
-func (q *Query) PushTableRow(row []types.Value) (err error) {
+func (q *Query) PushTableRow(row []Value) (err error) {
 	if err := q.d.Enter(); err != nil {
 		return err
 	}
 	defer q.d.Leave(&err)
-	return q.d.PushTableRow(row)
+	return q.d.PushTableRow(cells(row))
 }
 
 // PushInput pushes one record to the input named input: the query's
@@ -73,7 +72,7 @@ func (q *Query) PushInput(input string, record []byte) error {
 
 // PushInputRow pushes one typed row, in its source's column order, to the
 // input named input (see PushInput).
-func (q *Query) PushInputRow(input string, row []types.Value) error {
+func (q *Query) PushInputRow(input string, row []Value) error {
 	second, err := q.inputKind(input)
 	if err != nil {
 		return err

@@ -428,13 +428,13 @@ SELECT s.k, sum(t.x) AS total FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts ON s.k = 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.PushTableRow([]types.Value{types.Str("a"), types.Big(7), types.TS(joinBase)}); err != nil {
+	if err := q.PushTableRow([]ubik.Value{ubik.Varchar("a"), ubik.BigInt(7), ubik.TimestampMicros(joinBase)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.PushTableRow([]types.Value{types.Str("a"), types.Str("x"), types.TS(joinBase)}); err == nil {
+	if err := q.PushTableRow([]ubik.Value{ubik.Varchar("a"), ubik.Varchar("x"), ubik.TimestampMicros(joinBase)}); err == nil {
 		t.Fatal("a table row of the wrong kinds was taken")
 	}
-	if err := q.PushRow([]types.Value{types.Str("a"), types.Big(joinBase/1000 + 1)}); err != nil {
+	if err := q.PushRow([]ubik.Value{ubik.Varchar("a"), ubik.BigInt(joinBase/1000 + 1)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.PushInput("T", []byte(`{"k":"a","x":1,"vt":"2026-07-18 10:00:05"}`)); err != nil {
@@ -464,7 +464,7 @@ SELECT s.k, sum(t.x) AS total FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts ON s.k = 
 	}
 	bad := ubik.DefaultOptions()
 	e2, _ := ubik.Open(bad)
-	if err := e2.RegisterSource(plan.Source{Name: "v", Columns: []plan.Column{{Name: "k", Type: types.Varchar}}, TimeCol: -1, PrimaryKey: []int{0}}); err != nil {
+	if err := ubik.RegisterRawSource(e2, plan.Source{Name: "v", Columns: []plan.Column{{Name: "k", Type: types.Varchar}}, TimeCol: -1, PrimaryKey: []int{0}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e2.Start(`CREATE SOURCE s3 (k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts); SELECT s3.k, count(*) FROM s3 JOIN v FOR SYSTEM_TIME AS OF s3.ts ON s3.k = v.k GROUP BY s3.k`, ubik.QueryOptions{})
@@ -489,26 +489,26 @@ CREATE TABLE p (k VARCHAR, price BIGINT, vt TIMESTAMP, PRIMARY KEY (k) NOT ENFOR
 			if err != nil {
 				b.Fatal(err)
 			}
-			keys := make([]types.Value, 1000)
+			keys := make([]ubik.Value, 1000)
 			for i := range keys {
-				keys[i] = types.Str(fmt.Sprintf("plan%d", i))
+				keys[i] = ubik.Varchar(fmt.Sprintf("plan%d", i))
 				if c.name == "join" {
-					q.PushTableRow([]types.Value{keys[i], types.Big(1), types.TS(joinBase)})
+					q.PushTableRow([]ubik.Value{keys[i], ubik.BigInt(1), ubik.TimestampMicros(joinBase)})
 				}
 			}
-			row := make([]types.Value, 3)
-			trow := make([]types.Value, 3)
+			row := make([]ubik.Value, 3)
+			trow := make([]ubik.Value, 3)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				ts := joinBase + int64(i)*1000
 				if c.name == "join" && i%10 == 0 {
-					trow[0], trow[1], trow[2] = keys[(i*7)%len(keys)], types.Big(int64(i%5)), types.TS(ts)
+					trow[0], trow[1], trow[2] = keys[(i*7)%len(keys)], ubik.BigInt(int64(i%5)), ubik.TimestampMicros(ts)
 					if err := q.PushTableRow(trow); err != nil {
 						b.Fatal(err)
 					}
 				}
-				row[0], row[1], row[2] = keys[i%len(keys)], types.Big(3), types.TS(ts)
+				row[0], row[1], row[2] = keys[i%len(keys)], ubik.BigInt(3), ubik.TimestampMicros(ts)
 				if err := q.PushRow(row); err != nil {
 					b.Fatal(err)
 				}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/internal/types"
 )
 
 // TestMemoryFlatAsWindowsClose pushes 10M events with 10M distinct keys
@@ -29,7 +28,7 @@ func TestMemoryFlatAsWindowsClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC).UnixMicro()
-	row := make([]types.Value, 3)
+	row := make([]ubik.Value, 3)
 	heapAt := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats
@@ -39,9 +38,9 @@ func TestMemoryFlatAsWindowsClose(t *testing.T) {
 	var early, peak uint64
 	var livePeak int64
 	for i := 0; i < events; i++ {
-		row[0] = types.Str("key-" + strconv.Itoa(i)) // every key is new
-		row[1] = types.Float(float64(i % 1000))
-		row[2] = types.TS(base + int64(i)*(1_000_000/perWindow))
+		row[0] = ubik.Varchar("key-" + strconv.Itoa(i)) // every key is new
+		row[1] = ubik.Double(float64(i % 1000))
+		row[2] = ubik.TimestampMicros(base + int64(i)*(1_000_000/perWindow))
 		if err := q.PushRow(row); err != nil {
 			t.Fatal(err)
 		}

@@ -381,7 +381,7 @@ func (r *cliRun) probe() {
 	if err != nil {
 		return // the run fails the same way
 	}
-	r.primary, r.graph, r.first = uq.Plan().Name, uq.Queries(), uq.Inputs()[0]
+	r.primary, r.graph, r.first = uq.Plan().Name(), uq.Queries(), uq.Inputs()[0]
 	if in := uq.Inputs(); len(in) > 1 {
 		r.second = in[1]
 	}

@@ -27,7 +27,7 @@ func TestStartPlanRejectsBrokenPlans(t *testing.T) {
 		q    *plan.Query
 		want string
 	}{
-		{"nil", nil, "nil"},
+		{"nil", nil, "no query"},
 		{"empty", &plan.Query{Name: "x"}, "no source"},
 		{"time column out of range", &plan.Query{Name: "x", Source: &plan.Source{Name: "ev", TimeCol: 3}}, "event time column 3"},
 		{"time column not a timestamp", &plan.Query{Name: "x", Source: &plan.Source{Name: "ev", TimeCol: 0, Columns: []plan.Column{{Name: "g", Type: types.Varchar}}}}, "not TIMESTAMP"},
@@ -48,7 +48,7 @@ func TestStartPlanRejectsBrokenPlans(t *testing.T) {
 						t.Fatalf("StartPlan panicked: %v", r)
 					}
 				}()
-				q, err = eng.StartPlan(c.q, ubik.QueryOptions{})
+				q, err = ubik.StartRawPlan(eng, c.q, ubik.QueryOptions{})
 			}()
 			if err == nil || q != nil {
 				t.Fatalf("StartPlan = %v, %v; want an error", q, err)
@@ -59,7 +59,7 @@ func TestStartPlanRejectsBrokenPlans(t *testing.T) {
 		})
 	}
 	// A well-formed hand-built plan starts.
-	q, err := eng.StartPlan(&plan.Query{Name: "x", Source: src(), Keys: []plan.KeyTerm{{Kind: plan.KeyExpr, Expr: g}},
+	q, err := ubik.StartRawPlan(eng, &plan.Query{Name: "x", Source: src(), Keys: []plan.KeyTerm{{Kind: plan.KeyExpr, Expr: g}},
 		Select: []plan.OutputColumn{{Name: "g", Expr: g}}}, ubik.QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -87,12 +87,12 @@ SELECT g, count(*) AS n FROM ev GROUP BY g`, ubik.QueryOptions{OnRecord: func(r 
 		t.Fatal(err)
 	}
 	for _, s := range []string{"\xff", "\xfe", "\ufffd"} {
-		row := []types.Value{types.Str(s)}
+		row := []ubik.Value{ubik.Varchar(s)}
 		if err := q.PushRow(row); err != nil {
 			t.Fatal(err)
 		}
-		if row[0].S != s {
-			t.Fatalf("PushRow changed the caller's row: %q", row[0].S)
+		if ubik.VarcharText(row[0]) != s {
+			t.Fatalf("PushRow changed the caller's row: %q", ubik.VarcharText(row[0]))
 		}
 	}
 	if err := q.Close(); err != nil {
@@ -112,7 +112,7 @@ SELECT count(DISTINCT g) AS d FROM ev`, ubik.QueryOptions{OnRecord: func(r chang
 		t.Fatal(err)
 	}
 	for _, s := range []string{"\xff", "\xfe", "\ufffd"} {
-		if err := q.PushRow([]types.Value{types.Str(s)}); err != nil {
+		if err := q.PushRow([]ubik.Value{ubik.Varchar(s)}); err != nil {
 			t.Fatal(err)
 		}
 	}

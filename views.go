@@ -69,16 +69,25 @@ var (
 // A query that other queries of the graph read must deliver by callback:
 // with a non-empty with, OnRecord is required when pq is read by one of
 // them.
-func (e *Engine) StartGraph(pq *plan.Query, with []*plan.Query, qo QueryOptions) (q *Query, err error) {
+func (e *Engine) StartGraph(p *Plan, with []*Plan, qo QueryOptions) (q *Query, err error) {
+	ws := make([]*plan.Query, len(with))
+	for i, w := range with {
+		ws[i] = w.q
+	}
+	return e.startGraph(p, ws, qo)
+}
+
+func (e *Engine) startGraph(p *Plan, with []*plan.Query, qo QueryOptions) (q *Query, err error) {
 	defer func() {
 		if err != nil {
 			q = nil
 		}
 	}()
 	defer e.recover(&err)
-	if pq == nil {
+	if p == nil {
 		return nil, ErrNoQuery
 	}
+	pq := p.q
 	cfg := drive.Config{
 		MaxPending:         e.opts.MaxPendingRecords,
 		Late:               lateHook(qo.OnLate),
@@ -105,7 +114,8 @@ func (e *Engine) StartGraph(pq *plan.Query, with []*plan.Query, qo QueryOptions)
 	if err != nil {
 		return nil, fmt.Errorf("ubik: %w", err)
 	}
-	return &Query{plan: pq, callback: qo.OnRecord != nil, d: g, onEventError: qo.OnEventError}, nil
+	return &Query{plan: pq, pub: p, callback: qo.OnRecord != nil, d: g, onEventError: qo.OnEventError,
+		oneThread: drive.ThreadsFallback(pq, cfg)}, nil
 }
 
 // withQueries resolves QueryOptions.With.

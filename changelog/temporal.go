@@ -216,3 +216,7 @@ func appendIntervalUnit(dst []byte, start int, n int32, unit string) []byte {
 	}
 	return dst
 }
+
+// AppendTimestamp appends the text of a TIMESTAMP of microseconds since
+// the epoch, as AppendText renders one (unquoted; AppendCell quotes it).
+func AppendTimestamp(dst []byte, us int64) []byte { return appendTimestampText(dst, us) }

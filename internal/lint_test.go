@@ -5,7 +5,9 @@
 // reach it only through the one driver, internal/drive, never by importing
 // exec, and no package or test of the root module imports another module
 // of the repository or a host-side SDK, so an embedder's module graph holds
-// none of them.
+// none of them. The hosts of the public API import of the repository only
+// what they may: the C ABI the root package and changelog, the command line
+// those, the Kafka runtime, the landers and the usage log.
 package internal_test
 
 import (
@@ -212,30 +214,115 @@ func TestDriverImportsControl(t *testing.T) {
 // internalPrefix is every package an embedder cannot import.
 const internalPrefix = "github.com/ubiksql/ubik/internal/"
 
+// allowRule: of this repository's packages, the packages pkgs (and, with
+// tests, their test files) import directly only the root package (when
+// root is set) and those under allowed. Whatever else they need, the root
+// package (or, for the command line, the Kafka runtime) owns.
+type allowRule struct {
+	name    string
+	pkgs    []string
+	tests   bool
+	root    bool
+	allowed []string
+	testing []string // further packages the test files may import (test helpers)
+}
+
 // embedderRule: a program built on the public API (the C ABI is one)
-// imports the root package and changelog, never an internal package:
-// whatever it needs the root package owns.
-func embedderRule(pkgs ...string) rule {
-	return rule{name: "an embedder of the public API", pkgs: pkgs, forbidden: []string{internalPrefix}}
+// imports the root package and changelog, never another package of the
+// repository.
+func embedderRule(pkgs ...string) allowRule {
+	return allowRule{name: "an embedder of the public API", pkgs: pkgs, root: true,
+		allowed: []string{rootModule + "/changelog"}}
+}
+
+// cliRule: the command line is a host of the public API: the root
+// package, changelog, the Kafka runtime, the landers and the usage log
+// (and, in its tests, the test helpers).
+func cliRule(pkgs ...string) allowRule {
+	return allowRule{name: "the command line", pkgs: pkgs, tests: true, root: true,
+		allowed: []string{rootModule + "/changelog", rootModule + "/kafka", rootModule + "/land", rootModule + "/usage", rootModule + "/internal/cli"},
+		testing: []string{rootModule + "/internal/testenv", rootModule + "/internal/crashtest"}}
+}
+
+// allowViolations runs go list in dir over r's packages and returns every
+// direct import of a package of the repository that r does not allow.
+func allowViolations(t *testing.T, dir string, r allowRule) []string {
+	t.Helper()
+	format := `{{.ImportPath}}{{"\t"}}{{join .Imports " "}}{{"\t"}}`
+	if r.tests {
+		format += `{{join .TestImports " "}} {{join .XTestImports " "}}`
+	}
+	cmd := exec.Command("go", append([]string{"list", "-f", format}, r.pkgs...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK="+testenv.GoWork(t)) // internal/cli is its own module
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list in %s: %v\n%s", dir, err, out)
+	}
+	ok := func(imp string, allowed []string) bool {
+		if imp != rootModule && !strings.HasPrefix(imp, rootModule+"/") {
+			return true // not the repository's
+		}
+		if imp == rootModule {
+			return r.root
+		}
+		return slices.ContainsFunc(allowed, func(a string) bool { return under(imp, a) })
+	}
+	var vs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		parts := strings.SplitN(line, "\t", 3)
+		for i, imps := range parts[1:] {
+			allowed := r.allowed
+			if i == 1 { // the test files'
+				allowed = append(slices.Clone(r.allowed), r.testing...)
+			}
+			for _, imp := range strings.Fields(imps) {
+				if !ok(imp, allowed) {
+					vs = append(vs, parts[0]+" imports "+imp)
+				}
+			}
+		}
+	}
+	slices.Sort(vs)
+	return slices.Compact(vs)
 }
 
 func TestEmbedderImports(t *testing.T) {
 	r := embedderRule("./capi/...")
-	for _, v := range directViolations(t, "..", r) {
+	for _, v := range allowViolations(t, "..", r) {
 		t.Errorf("%s must reach the engine through the root package: %s", r.name, v)
 	}
 }
 
-// TestEmbedderImportsControl: the rule catches a direct import of an
-// internal package (testdata/badexec imports internal/exec) and passes a
-// package that imports only public ones (testdata/badimport).
-func TestEmbedderImportsControl(t *testing.T) {
-	const fixture = "github.com/ubiksql/ubik/internal/testdata/badexec"
-	want := []string{fixture + " imports " + execPkg}
-	if got := directViolations(t, ".", embedderRule("./testdata/badexec")); !slices.Equal(got, want) {
-		t.Errorf("the embedder rule over the fixture: %q, want %q", got, want)
+func TestCLIImports(t *testing.T) {
+	r := cliRule("./internal/cli/...")
+	for _, v := range allowViolations(t, "..", r) {
+		t.Errorf("%s must reach the engine through the root package (or the Kafka runtime's API): %s", r.name, v)
 	}
-	if got := directViolations(t, ".", embedderRule("./testdata/badimport")); len(got) != 0 {
-		t.Errorf("the embedder rule over a package that imports no internal package: %q, want none", got)
+}
+
+// TestPublicImportsControl: the rules catch a direct import of an
+// internal package (testdata/badexec imports internal/exec,
+// testdata/drivehost internal/drive) and, for an embedder, of a public
+// package besides the root and changelog (testdata/badimport imports a
+// lander); a package that imports only the root package and changelog
+// (testdata/embedder) passes both.
+func TestPublicImportsControl(t *testing.T) {
+	const fixtures = "github.com/ubiksql/ubik/internal/testdata/"
+	for _, c := range []struct {
+		r    allowRule
+		want []string
+	}{
+		{embedderRule("./testdata/badexec"), []string{fixtures + "badexec imports " + execPkg}},
+		{embedderRule("./testdata/badimport"), []string{fixtures + "badimport imports " + rootModule + "/land/kafkasrc"}},
+		{embedderRule("./testdata/embedder"), nil},
+		{cliRule("./testdata/drivehost"), []string{fixtures + "drivehost imports " + rootModule + "/internal/drive"}},
+		{cliRule("./testdata/badexec"), []string{fixtures + "badexec imports " + execPkg}},
+		{cliRule("./testdata/badimport"), nil}, // a lander: the command line's
+		{cliRule("./testdata/embedder"), nil},
+	} {
+		if got := allowViolations(t, ".", c.r); !slices.Equal(got, c.want) {
+			t.Errorf("%s over %s: %q, want %q", c.r.name, c.r.pkgs[0], got, c.want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ubiksql/ubik"
 	"log/slog"
 	"os"
 	"slices"
@@ -26,6 +27,9 @@ type Options struct {
 	// stage) and the internal topics (Name+"-repartition", Name+"-state"):
 	// processes running the same query name form one group and share work.
 	Query *plan.Query
+	// Plan, if set, is the compiled query as the root package gives it
+	// (ubik.Program.Queries): it takes the place of Query.
+	Plan *ubik.Plan
 	// Source is the input topic (RoleSource options apply).
 	Source Endpoint
 	// Sink is the changelog topic (RoleSink options apply). It may be on
@@ -119,6 +123,11 @@ type Options struct {
 	// source can meet one: a view's rows are never late at its reader).
 	// Unset, they go to OnLate.
 	OnViewLate func(query string, ev *drive.LateEvent)
+	// OnLateEvent, if set, takes the place of OnLate and OnViewLate: it
+	// receives the late events of the query and of the views it reads,
+	// with the name of the query that met it, as the root package hands
+	// one to its host (valid only during the call; one call at a time).
+	OnLateEvent func(query string, ev *ubik.LateEvent)
 	// OnBadEvent, if set, receives every input record that was not applied
 	// (malformed, or a runtime evaluation error). They are counted either way.
 	OnBadEvent func(*BadEvent)
@@ -292,6 +301,7 @@ func MaxCommitInterval(transactionTimeout time.Duration) time.Duration {
 // New validates opts and returns a pipeline. Nothing touches the network
 // until Run.
 func New(opts Options) (*Pipeline, error) {
+	hostOptions(&opts)
 	if opts.Query == nil {
 		return nil, fmt.Errorf("%w: no query", ErrConfig)
 	}

@@ -16,8 +16,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/ubiksql/ubik/internal/sql/parser"
-	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik"
 )
 
 // Env is what a command may touch of the outside world. Tests build their own.
@@ -163,7 +162,7 @@ func Main(ctx context.Context, env *Env, args []string) int {
 		return stop.Status()
 	}
 	// An error can quote a statement or a URL: never with its password.
-	fmt.Fprintln(env.Stderr, "ubik:", cleanMessage(parser.Redact(err.Error())))
+	fmt.Fprintln(env.Stderr, "ubik:", cleanMessage(ubik.RedactSecrets(err.Error())))
 	switch {
 	case errors.Is(err, ErrUsage):
 		return ExitUsage
@@ -239,7 +238,7 @@ func suggestCommand(name string) string {
 		names = append(names, n)
 	}
 	sort.Strings(names) // a tie goes to the same name every time
-	return plan.Suggest(name, names)
+	return suggest(name, names)
 }
 
 // suggestFlag returns ` (did you mean "--input"?)` when err is the flag
@@ -251,16 +250,16 @@ func suggestFlag(fs *flag.FlagSet, err error) string {
 	}
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
-	return plan.Suggest("--"+strings.TrimLeft(name, "-"), names)
+	return suggest("--"+strings.TrimLeft(name, "-"), names)
 }
 
-// redactWriter removes secrets (parser.Redact) from what it writes: a log
+// redactWriter removes secrets (ubik.RedactSecrets) from what it writes: a log
 // line can quote a broker list or an option. A slog handler writes one
 // record per call, so a secret is never split across calls.
 type redactWriter struct{ w io.Writer }
 
 func (r redactWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(r.w, parser.Redact(string(p))); err != nil {
+	if _, err := io.WriteString(r.w, ubik.RedactSecrets(string(p))); err != nil {
 		return 0, err
 	}
 	return len(p), nil

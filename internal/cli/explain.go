@@ -9,10 +9,6 @@ import (
 	"strings"
 
 	"github.com/ubiksql/ubik"
-	"github.com/ubiksql/ubik/internal/dataflow"
-	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/internal/sql/plan"
-	"github.com/ubiksql/ubik/internal/types"
 )
 
 // runExplain prints the plan of each query in a script: source and
@@ -49,15 +45,15 @@ func runExplain(ctx context.Context, env *Env, args []string) error {
 	}
 	resolveScriptPaths(prog, sqlPath)
 	var b strings.Builder
-	for _, s := range prog.Sources {
-		b.WriteString(strings.SplitN((&plan.Program{Sources: []*plan.Source{s}}).Explain(), "\n", 2)[0] + "\n")
+	for _, s := range prog.Sources() {
+		b.WriteString(s.Explain() + "\n")
 	}
 	for _, g := range prog.Graph() {
 		b.WriteString("graph: " + g + "\n")
 	}
 	found := false
-	for _, q := range prog.Queries {
-		if *query != "" && q.Name != *query {
+	for _, q := range prog.Queries() {
+		if *query != "" && q.Name() != *query {
 			continue
 		}
 		found = true
@@ -70,21 +66,21 @@ func runExplain(ctx context.Context, env *Env, args []string) error {
 	if *query == "" {
 		// The physical plan: nodes, the placement each input needs, the
 		// exchanges where it changes, and the segments between them.
-		df, err := dataflow.Lower(prog)
+		df, err := prog.ExplainDataflow()
 		if err != nil {
 			return sqlError(sqlPath, err)
 		}
-		b.WriteString("dataflow:\n" + df.Explain())
+		b.WriteString("dataflow:\n" + df)
 	}
 	_, err = fmt.Fprint(env.Stdout, b.String())
 	return err
 }
 
-func explainState(b *strings.Builder, q *plan.Query) {
-	overhead, aggs := drive.StateCost(q)
-	total := overhead
-	fmt.Fprintf(b, "  state per live (group, window): ~%d bytes + key text", overhead)
-	for _, a := range aggs {
+func explainState(b *strings.Builder, q *planQuery) {
+	c := q.StateCost()
+	total := c.Overhead
+	fmt.Fprintf(b, "  state per live (group, window): ~%d bytes + key text", c.Overhead)
+	for _, a := range c.Aggregates {
 		total += a.Bytes
 		grows := ""
 		if a.Grows {
@@ -94,21 +90,21 @@ func explainState(b *strings.Builder, q *plan.Query) {
 	}
 	fmt.Fprintf(b, " (total ~%d bytes; + grows with input)\n", total)
 	var positions []string
-	for _, p := range q.WindowPositions() {
+	for _, p := range c.WindowPositions {
 		positions = append(positions, fmt.Sprint(p))
 	}
-	if d := q.Source.Dedup; d != nil {
+	if d := c.Dedup; d != nil {
 		fmt.Fprintf(b, "  dedup: first copy of each %s wins within %s of event time behind the watermark; state: one entry per key within the horizon (~%d bytes + the key), evicted as the watermark passes it\n",
-			q.Source.Columns[d.Col].Name, plan.ValueText(types.Interv(0, 0, d.Within)), drive.DedupEntryBytes)
+			d.Column, d.Within, d.EntryBytes)
 	}
-	if q.IJoin != nil {
+	if j := c.IntervalJoin; j != nil {
 		fmt.Fprintf(b, "  interval join state: %s; at most --join-buffer rows (default %d) of both inputs together: one more stops the run\n",
-			heldRowCost(q.IJoin), plan.DefaultJoinBuffer)
+			heldRowCost(j), ubik.DefaultJoinBuffer)
 	}
 	switch {
-	case q.Window == nil:
+	case !c.Windowed:
 		b.WriteString("  memory: one entry per distinct group, kept for the life of the query (a continuous view never closes)\n")
-	case q.Window.Kind == plan.Session:
+	case c.Session:
 		fmt.Fprintf(b, "  memory: one entry per open session; dropped when it closes. window cells at key positions [%s]\n", strings.Join(positions, ", "))
 	default:
 		fmt.Fprintf(b, "  memory: one entry per open (group, window); dropped when the window's final record is emitted. window cells at key positions [%s]\n", strings.Join(positions, ", "))

@@ -10,8 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ubiksql/ubik/internal/infer"
-	"github.com/ubiksql/ubik/internal/sql/parser"
+	"github.com/ubiksql/ubik"
 )
 
 // runInfer prints a CREATE SOURCE statement inferred from an input file.
@@ -35,19 +34,19 @@ func runInfer(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var s *infer.Schema
+	var decl string
 	if path == "" || path == "-" {
-		s, err = infer.Infer(env.Stdin, infer.Options{Name: *name, Format: formatOf("", *format), Rows: *rows})
+		decl, err = ubik.InferSource(env.Stdin, ubik.InferOptions{Name: *name, Format: formatOf("", *format), Rows: *rows})
 		if err != nil {
 			err = fmt.Errorf("stdin: %w", err)
 		}
 	} else {
-		s, err = inferFile(path, *name, *format, *rows)
+		decl, err = inferFile(path, *name, *format, *rows, path)
 	}
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprint(env.Stdout, s.SQL())
+	_, err = fmt.Fprint(env.Stdout, decl)
 	return err
 }
 
@@ -61,30 +60,32 @@ func formatOf(path, format string) string {
 	return "jsonl"
 }
 
-func inferFile(path, name, format string, rows int) (*infer.Schema, error) {
+// inferFile infers a source from the first records of the file at path;
+// its CREATE SOURCE names optPath as its path ("" none).
+func inferFile(path, name, format string, rows int, optPath string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer f.Close()
-	s, err := infer.Infer(f, infer.Options{Name: name, Format: formatOf(path, format), Rows: rows, Path: path})
+	decl, err := ubik.InferSource(f, ubik.InferOptions{Name: name, Format: formatOf(path, format), Rows: rows, Path: optPath})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	return s, nil
+	return decl, nil
 }
 
 // inferStdin infers a source from the first records of env.Stdin and
 // returns an Env whose Stdin replays what inference read before the rest.
-func inferStdin(env *Env, name string, rows int) (*infer.Schema, *Env, error) {
+func inferStdin(env *Env, name string, rows int) (string, *Env, error) {
 	var seen bytes.Buffer
-	s, err := infer.Infer(io.TeeReader(env.Stdin, &seen), infer.Options{Name: name, Rows: rows})
+	decl, err := ubik.InferSource(io.TeeReader(env.Stdin, &seen), ubik.InferOptions{Name: name, Rows: rows})
 	if err != nil {
-		return nil, nil, fmt.Errorf("stdin: %w", err)
+		return "", nil, fmt.Errorf("stdin: %w", err)
 	}
 	e := *env
 	e.Stdin = io.MultiReader(&seen, env.Stdin)
-	return s, &e, nil
+	return decl, &e, nil
 }
 
 // inferHint adds to err, when it is the script's unknown source that no
@@ -92,7 +93,7 @@ func inferStdin(env *Env, name string, rows int) (*infer.Schema, *Env, error) {
 // or ubik infer. A name close to a declared one (the error suggests it)
 // is a typo, not a missing declaration.
 func inferHint(err error, script string, withRun bool) error {
-	src := undeclaredSource(script)
+	src := ubik.UndeclaredSource(script)
 	unknown := fmt.Sprintf("unknown source %q", src)
 	if src == "" || !strings.Contains(err.Error(), unknown) || strings.Contains(err.Error(), unknown+" (did you mean") {
 		return err
@@ -101,40 +102,4 @@ func inferHint(err error, script string, withRun bool) error {
 		return fmt.Errorf("%w\nno CREATE SOURCE declares %s: add --infer to infer it from the first records of the input (and print its CREATE SOURCE), or run ubik infer FILE --name %s", err, src, src)
 	}
 	return fmt.Errorf("%w\nno CREATE SOURCE declares %s: ubik infer FILE --name %s prints one inferred from a file's first records", err, src, src)
-}
-
-// undeclaredSource returns the name of the source the script's queries read
-// that no CREATE SOURCE in it declares ("" if all are declared).
-func undeclaredSource(script string) string {
-	s, err := parser.Parse(script)
-	if err != nil {
-		return ""
-	}
-	declared := map[string]bool{}
-	var from []string
-	var walk func(sel *parser.Select)
-	walk = func(sel *parser.Select) {
-		switch t := sel.From.(type) {
-		case *parser.TableName:
-			from = append(from, t.Name.Name)
-		case *parser.WindowTVF:
-			from = append(from, t.Table.Name)
-		}
-	}
-	for _, st := range s.Stmts {
-		switch n := st.(type) {
-		case *parser.CreateSource:
-			declared[strings.ToLower(n.Name.Name)] = true
-		case *parser.CreateView:
-			walk(n.Query)
-		case *parser.Select:
-			walk(n)
-		}
-	}
-	for _, f := range from {
-		if !declared[strings.ToLower(f)] {
-			return f
-		}
-	}
-	return ""
 }

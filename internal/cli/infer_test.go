@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik"
 )
 
 func TestInferStdin(t *testing.T) {
@@ -45,7 +45,11 @@ func TestInferPrintsCompilingSQL(t *testing.T) {
 			t.Errorf("missing %q in\n%s", w, out)
 		}
 	}
-	if _, err := plan.Compile(out+"SELECT count(*) FROM events", plan.CompileOptions{}); err != nil {
+	eng, err := ubik.Open(ubik.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Compile(out+"SELECT count(*) FROM events", ""); err != nil {
 		t.Fatalf("the suggestion does not compile: %v\n%s", err, out)
 	}
 }

@@ -4,8 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik"
 )
 
 // The --join-buffer flag bounds the rows a join of a file run holds: an
@@ -23,19 +22,19 @@ func checkJoinBuffer(f *runFlags) error {
 }
 
 // heldRowCost says what one held row of interval join j costs.
-func heldRowCost(j *plan.IntervalJoin) string {
+func heldRowCost(j *ubik.IntervalJoinCost) string {
 	return fmt.Sprintf("about %d bytes per held row of %s and %d of %s, plus their text, plus %d per distinct join key",
-		drive.IntervalRowBytes(j, 0), j.Left.Name, drive.IntervalRowBytes(j, 1), j.Right.Name, drive.IntervalKeyBytes)
+		j.LeftRow, j.Left, j.RightRow, j.Right, j.KeyBytes)
 }
 
 // joinBoundError adds to an interval join's full-state error which flag
 // sets the bound and what to do.
 func joinBoundError(err error, f *runFlags, ijq *planQuery) error {
-	if ijq == nil || !errors.Is(err, drive.ErrIntervalJoinFull) {
+	if ijq == nil || !errors.Is(err, ubik.ErrIntervalJoinFull) {
 		return err
 	}
 	return fmt.Errorf("%w. --join-buffer (now %d) bounds the rows the interval join of query %s holds, at %s (ubik explain shows it). "+
 		"Raise --join-buffer if the memory is there, narrow the interval, or give the inputs closer event times; "+
 		"with --state-dir the same command with a larger --join-buffer resumes from the last checkpoint",
-		err, f.joinBuffer, ijq.Name, heldRowCost(ijq.IJoin))
+		err, f.joinBuffer, ijq.Name(), heldRowCost(ijq.StateCost().IntervalJoin))
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/land"
 	"github.com/ubiksql/ubik/land/chlander"
 	"github.com/ubiksql/ubik/land/dynamolander"
@@ -208,7 +207,7 @@ func storeQuery(flagName, raw string, u *url.URL, allowed ...string) (url.Values
 		if !slices.Contains(allowed, k) {
 			known := slices.Clone(allowed)
 			slices.Sort(known)
-			return nil, fmt.Errorf("%w: %s %s: unknown option %q%s (%s:// takes %s)", ErrUsage, flagName, redactURL(raw), k, plan.Suggest(k, allowed), u.Scheme, strings.Join(known, ", "))
+			return nil, fmt.Errorf("%w: %s %s: unknown option %q%s (%s:// takes %s)", ErrUsage, flagName, redactURL(raw), k, suggest(k, allowed), u.Scheme, strings.Join(known, ", "))
 		}
 		if len(vs) != 1 {
 			return nil, fmt.Errorf("%w: %s %s: option %q is given %d times", ErrUsage, flagName, redactURL(raw), k, len(vs))

@@ -17,9 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/internal/sql/plan"
-	"github.com/ubiksql/ubik/internal/types"
 	"github.com/ubiksql/ubik/kafka"
 )
 
@@ -56,43 +53,9 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	if *to == "" {
 		return fmt.Errorf("%w: produce needs --to kafka://HOST:PORT/TOPIC", ErrUsage)
 	}
-	var csvKey *drive.Decoder              // csv with --key-field: reads the key column
-	var jsonKey, jsonAnyKey *drive.Decoder // jsonl with --key-field: read the key as a query does
-	switch strings.ToLower(*format) {
-	case "jsonl", "json", "ndjson":
-		if *header || *delimiter != "," {
-			return fmt.Errorf("%w: --header and --delimiter are for --format csv", ErrUsage)
-		}
-		if *keyField != "" {
-			// A string key is the text a query's VARCHAR column holds
-			// (invalid UTF-8 repaired, escapes resolved), and the line
-			// is read by the engine's decoder, which takes every number
-			// spelling a query takes (NaN, -Infinity, 1e400): a topic
-			// keyed this way is partitioned by the group a query keyed
-			// by that column computes.
-			jsonKey = drive.NewDecoder(&plan.Source{Name: "--input", TimeCol: -1,
-				Columns: []plan.Column{{Name: *keyField, Type: types.Varchar}},
-				Options: map[string]string{"format": "jsonl"}})
-			jsonAnyKey = drive.NewDecoder(&plan.Source{Name: "--input", TimeCol: -1,
-				Columns: []plan.Column{{Name: *keyField, Type: types.Varchar, JSON: true}},
-				Options: map[string]string{"format": "jsonl"}})
-		}
-	case "csv":
-		if _, err := drive.ParseMessageFormat(map[string]string{"format": "csv", "delimiter": *delimiter}); err != nil {
-			return fmt.Errorf("%w: --delimiter: %v", ErrUsage, err)
-		}
-		if *keyField != "" {
-			if !*header {
-				return fmt.Errorf("%w: --key-field with --format csv names a header column: add --header", ErrUsage)
-			}
-			// The key column is read as a CSV file source with a header
-			// reads it (fields by name, the same quoting and NULLs).
-			csvKey = drive.NewDecoder(&plan.Source{Name: "--input", TimeCol: -1,
-				Columns: []plan.Column{{Name: *keyField, Type: types.Varchar}},
-				Options: map[string]string{"format": "csv", "header": "true", "delimiter": *delimiter}})
-		}
-	default:
-		return fmt.Errorf("%w: --format %q: want jsonl or csv", ErrUsage, *format)
+	keys, err := produceKeys(*format, *header, *delimiter, *keyField)
+	if err != nil {
+		return err
 	}
 	csvIn := strings.EqualFold(*format, "csv")
 	ep, err := kafka.ParseURL(*to, kafka.RoleSink, env.Getenv)
@@ -149,34 +112,19 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 		}
 		if needHeader {
 			needHeader = false
-			if csvKey != nil {
-				if err := csvHeaderHasKey(csvKey, line, *keyField); err != nil {
+			if keys != nil {
+				if err := csvHeaderHasKey(keys, line, *keyField); err != nil {
 					return fmt.Errorf("%s:%d: %w", *input, lineNo, err)
 				}
 			}
 			continue
 		}
 		rec := &kgo.Record{Value: append([]byte(nil), line...)}
-		switch {
-		case csvKey != nil:
-			if row, err := csvKey.Decode(line); err == nil && !row[0].Null {
-				rec.Key = []byte(row[0].S)
-			} else if err == nil {
-				rec.Key = []byte("null") // the NULL group, as for JSON lines
-			}
-		case jsonKey != nil:
-			if row, err := jsonKey.Decode(line); err == nil && !row[0].Null {
-				rec.Key = []byte(row[0].S)
-			} else if err == nil {
-				// NULL (a JSON null, or no such field: a query reads both
-				// as NULL, one group) keys as "null", so the NULL group
-				// is on one partition as every other group is.
-				rec.Key = []byte("null")
-			} else if row, err := jsonAnyKey.Decode(line); err == nil && !row[0].Null {
-				// Not a string (a number, an object): its canonical JSON
-				// text, as a JSON column holds it.
-				rec.Key = []byte(row[0].S)
-			}
+		if keys != nil {
+			// A string's text; another JSON value's canonical JSON;
+			// "null" for NULL (JSON null, or no such field), so the NULL
+			// group is on one partition as every other group is.
+			rec.Key = keys.Key(line)
 		}
 		if *keyField != "" && rec.Key == nil {
 			keyless++
@@ -201,26 +149,7 @@ func runProduce(ctx context.Context, env *Env, args []string) error {
 	if firstErr != nil {
 		return fmt.Errorf("produce to %s: %w", ep.Topic, firstErr)
 	}
-	fmt.Fprintf(env.Stderr, "ubik: produced %d records to %s", sent, ep.Topic)
-	if keyless > 0 {
-		fmt.Fprintf(env.Stderr, " (%d not readable for a %q key, sent without a key)", keyless, *keyField)
-	}
-	if len(perPart) > 0 {
-		parts := make([]int32, 0, len(perPart))
-		for p := range perPart {
-			parts = append(parts, p)
-		}
-		slices.Sort(parts)
-		var b strings.Builder
-		for i, p := range parts {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "%d: %d", p, perPart[p])
-		}
-		fmt.Fprintf(env.Stderr, "; per partition %s", b.String())
-	}
-	fmt.Fprintln(env.Stderr)
+	printProduced(env.Stderr, sent, ep.Topic, keyless, *keyField, perPart)
 	return nil
 }
 
@@ -338,16 +267,75 @@ func (w *stallWatch) stop() bool {
 	return <-w.result
 }
 
-// csvHeaderHasKey reads the header record into dec (a CSV decoder with a
-// header and one column, the key) and checks that it names the key: the
-// header read again as data yields, in the key column, the header's own
-// cell, which is NULL when no field maps to that column.
-func csvHeaderHasKey(dec *drive.Decoder, header []byte, key string) error {
-	if _, err := dec.Decode(header); err != nil {
+// csvHeaderHasKey reads the header record into keys and checks that it
+// names the key column.
+func csvHeaderHasKey(keys *kafka.KeyReader, header []byte, key string) error {
+	named, err := keys.Header(header)
+	if err != nil {
 		return fmt.Errorf("CSV header: %w", err)
 	}
-	if row, err := dec.Decode(header); err != nil || row[0].Null {
+	if !named {
 		return fmt.Errorf("%w: the CSV header has no column %q for --key-field", ErrUsage, key)
 	}
 	return nil
+}
+
+// produceKeys checks the format flags and returns, with --key-field, the
+// reader of each record's key (nil without).
+func produceKeys(format string, header bool, delimiter, keyField string) (*kafka.KeyReader, error) {
+	switch strings.ToLower(format) {
+	case "jsonl", "json", "ndjson":
+		if header || delimiter != "," {
+			return nil, fmt.Errorf("%w: --header and --delimiter are for --format csv", ErrUsage)
+		}
+		if keyField != "" {
+			// A string key is the text a query's VARCHAR column holds
+			// (invalid UTF-8 repaired, escapes resolved), and the line
+			// is read by the engine's decoder, which takes every number
+			// spelling a query takes (NaN, -Infinity, 1e400): a topic
+			// keyed this way is partitioned by the group a query keyed
+			// by that column computes.
+			return kafka.NewKeyReader(keyField, false, ""), nil
+		}
+	case "csv":
+		if _, err := kafka.ParseFormat(map[string]string{"format": "csv", "delimiter": delimiter}); err != nil {
+			return nil, fmt.Errorf("%w: --delimiter: %v", ErrUsage, err)
+		}
+		if keyField != "" {
+			if !header {
+				return nil, fmt.Errorf("%w: --key-field with --format csv names a header column: add --header", ErrUsage)
+			}
+			// The key column is read as a CSV file source with a header
+			// reads it (fields by name, the same quoting and NULLs).
+			return kafka.NewKeyReader(keyField, true, delimiter), nil
+		}
+	default:
+		return nil, fmt.Errorf("%w: --format %q: want jsonl or csv", ErrUsage, format)
+	}
+	return nil, nil
+}
+
+// printProduced says what produce sent: the records, those without a
+// key, and the records per partition.
+func printProduced(w io.Writer, sent int64, topic string, keyless int64, keyField string, perPart map[int32]int64) {
+	fmt.Fprintf(w, "ubik: produced %d records to %s", sent, topic)
+	if keyless > 0 {
+		fmt.Fprintf(w, " (%d not readable for a %q key, sent without a key)", keyless, keyField)
+	}
+	if len(perPart) > 0 {
+		parts := make([]int32, 0, len(perPart))
+		for p := range perPart {
+			parts = append(parts, p)
+		}
+		slices.Sort(parts)
+		var b strings.Builder
+		for i, p := range parts {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%d: %d", p, perPart[p])
+		}
+		fmt.Fprintf(w, "; per partition %s", b.String())
+	}
+	fmt.Fprintln(w)
 }

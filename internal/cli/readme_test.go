@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/ubiksql/ubik"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/testenv"
 )
 
@@ -201,7 +201,11 @@ func sinkHas(t *testing.T, broker, topic string) func() bool {
 // explained program.
 func compileBlock(t *testing.T, sql, rest string) string {
 	t.Helper()
-	prog, err := plan.Compile(sql+"\n"+rest, plan.CompileOptions{OwnOutputs: true})
+	eng, err := ubik.Open(ubik.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := eng.CompileViews(sql+"\n"+rest, "")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, sql)
 	}

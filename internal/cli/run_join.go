@@ -12,8 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ubiksql/ubik"
-	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // A query with a temporal join reads two files: the stream (--input or its
@@ -30,27 +28,27 @@ import (
 // curLine is the late output's line number; onBad receives each malformed
 // row (its error, a crossed --max-bad, stops the load).
 func loadTable(q *ubik.Query, pq *planQuery, onBad func(path string, lineNo int64, row []byte, err error) error, curLine *int64) error {
-	t := pq.Join.Table
-	path := t.Options["path"]
-	if strings.EqualFold(t.Options["connector"], "kafka") {
-		return fmt.Errorf("%w: table %s is a Kafka topic (connector = 'kafka'), which a Kafka run reads: give the stream from Kafka too (--source kafka://HOST:PORT/TOPIC, or connector = 'kafka' in its CREATE SOURCE) and a Kafka sink; a file run reads the table from a file (WITH (path = 'FILE'))", ErrUsage, t.Name)
+	_, t, _ := pq.TemporalJoin()
+	path := t.Option("path")
+	if strings.EqualFold(t.Option("connector"), "kafka") {
+		return fmt.Errorf("%w: table %s is a Kafka topic (connector = 'kafka'), which a Kafka run reads: give the stream from Kafka too (--source kafka://HOST:PORT/TOPIC, or connector = 'kafka' in its CREATE SOURCE) and a Kafka sink; a file run reads the table from a file (WITH (path = 'FILE'))", ErrUsage, t.Name())
 	}
 	if path == "" {
-		return fmt.Errorf("%w: table %s has no path option: a file run reads a versioned table from WITH (path = 'FILE')", ErrUsage, t.Name)
+		return fmt.Errorf("%w: table %s has no path option: a file run reads a versioned table from WITH (path = 'FILE')", ErrUsage, t.Name())
 	}
 	fh, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("table %s: %w", t.Name, err)
+		return fmt.Errorf("table %s: %w", t.Name(), err)
 	}
 	defer fh.Close()
-	csv := strings.EqualFold(t.Options["format"], "csv")
+	csv := strings.EqualFold(t.Option("format"), "csv")
 	br := bufio.NewReaderSize(fh, 1<<20)
 	var lineNo int64
 	for {
 		line, n, _, rerr := readRecord(br, csv)
 		if len(line) == 0 && rerr != nil && !errors.Is(rerr, errTooLong) {
 			if rerr != io.EOF {
-				return fmt.Errorf("table %s: %w", t.Name, rerr)
+				return fmt.Errorf("table %s: %w", t.Name(), rerr)
 			}
 			break
 		}
@@ -73,8 +71,7 @@ func loadTable(q *ubik.Query, pq *planQuery, onBad func(path string, lineNo int6
 		}
 		var ee *ubik.EventError
 		if !errors.As(err, &ee) {
-			var he *drive.HeaderError
-			if errors.As(err, &he) {
+			if errors.Is(err, ubik.ErrCSVHeader) {
 				return fmt.Errorf("%s:%d: %w", path, lineNo, err)
 			}
 			return err
@@ -173,7 +170,7 @@ func (j *joinMetrics) collect(s *ubik.Stats, c, g func(*prometheus.Desc, float64
 
 // rightInput reads the right stream's file of an interval join.
 type rightInput struct {
-	src        *plan.Source
+	src        *ubik.Source
 	name, path string
 	fh         *os.File
 	br         *bufio.Reader
@@ -183,17 +180,17 @@ type rightInput struct {
 	done       bool
 }
 
-func openRightInput(r, left *plan.Source, offset, line int64) (*rightInput, error) {
-	if strings.EqualFold(r.Options["connector"], "kafka") {
-		return nil, fmt.Errorf("%w: source %s is a Kafka topic: a join of two inputs runs from files (or the Go API); give %s a file (WITH (path = 'FILE'))", ErrUsage, r.Name, r.Name)
+func openRightInput(r, left *ubik.Source, offset, line int64) (*rightInput, error) {
+	if strings.EqualFold(r.Option("connector"), "kafka") {
+		return nil, fmt.Errorf("%w: source %s is a Kafka topic: a join of two inputs runs from files (or the Go API); give %s a file (WITH (path = 'FILE'))", ErrUsage, r.Name(), r.Name())
 	}
-	path := r.Options["path"]
+	path := r.Option("path")
 	if path == "" {
-		return nil, fmt.Errorf("%w: source %s has no path option: a file run of a join of two inputs reads the second, %s, from WITH (path = 'FILE') (the first, %s, from --input or its path)", ErrUsage, r.Name, r.Name, left.Name)
+		return nil, fmt.Errorf("%w: source %s has no path option: a file run of a join of two inputs reads the second, %s, from WITH (path = 'FILE') (the first, %s, from --input or its path)", ErrUsage, r.Name(), r.Name(), left.Name())
 	}
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", r.Name, err)
+		return nil, fmt.Errorf("source %s: %w", r.Name(), err)
 	}
 	if offset > 0 {
 		if _, err := fh.Seek(offset, io.SeekStart); err != nil {
@@ -201,8 +198,8 @@ func openRightInput(r, left *plan.Source, offset, line int64) (*rightInput, erro
 			return nil, fmt.Errorf("resume: %w", err)
 		}
 	}
-	return &rightInput{src: r, name: r.Name, path: path, fh: fh, br: bufio.NewReaderSize(fh, 1<<20),
-		csv: strings.EqualFold(r.Options["format"], "csv"), offset: offset, line: line}, nil
+	return &rightInput{src: r, name: r.Name(), path: path, fh: fh, br: bufio.NewReaderSize(fh, 1<<20),
+		csv: strings.EqualFold(r.Option("format"), "csv"), offset: offset, line: line}, nil
 }
 
 // csvHeader pushes the CSV header of a file resumed past it.
@@ -268,8 +265,7 @@ func (ri *rightInput) pushOne(q *ubik.Query, onBad func(path string, lineNo int6
 		}
 		var ee *ubik.EventError
 		if !errors.As(err, &ee) {
-			var he *drive.HeaderError
-			if errors.As(err, &he) {
+			if errors.Is(err, ubik.ErrCSVHeader) {
 				return fmt.Errorf("%s:%d: %w", ri.path, ri.line, err)
 			}
 			return err

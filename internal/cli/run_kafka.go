@@ -9,14 +9,11 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik"
-	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/kafka"
 )
 
@@ -94,7 +91,7 @@ func fileOnly(name string) (instead string, ok bool) {
 	case "threads":
 		return "a Kafka query runs a driver per partition: start more instances (each its own --instance-id) to use more cores", true
 	case "join-buffer":
-		return fmt.Sprintf("a Kafka query bounds a join's rows per partition of the join (%d for an interval join)", plan.DefaultJoinBuffer), true
+		return fmt.Sprintf("a Kafka query bounds a join's rows per partition of the join (%d for an interval join)", ubik.DefaultJoinBuffer), true
 	case "infer":
 		return "declare the source in the script with CREATE SOURCE (inference reads the first records of --input)", true
 	}
@@ -133,38 +130,140 @@ func checkRunScope(set map[string]bool, overKafka bool) error {
 func isKafkaURL(s string) bool { return strings.HasPrefix(s, "kafka://") }
 
 // querySink returns the CREATE SINK that q writes to, if any.
-func querySink(prog *plan.Program, q *plan.Query) *plan.Sink {
-	for _, s := range prog.Sinks {
-		if s.Query == q.Name {
-			return s
-		}
-	}
-	return nil
-}
+func querySink(prog *ubik.Program, q *planQuery) *ubik.Sink { return prog.Sink(q) }
 
 // wanted reports whether the query runs over Kafka.
-func (k *kafkaFlags) wanted(prog *plan.Program, q *plan.Query) bool {
+func (k *kafkaFlags) wanted(prog *ubik.Program, q *planQuery) bool {
 	if isKafkaURL(k.source) || isKafkaURL(k.sink) {
 		return true
 	}
-	if strings.EqualFold(q.Source.Options["connector"], "kafka") {
+	if strings.EqualFold(q.Source().Option("connector"), "kafka") {
 		return true
 	}
 	s := querySink(prog, q)
-	return s != nil && strings.EqualFold(s.Options["connector"], "kafka")
+	return s != nil && strings.EqualFold(s.Option("connector"), "kafka")
 }
 
 // runKafka runs q from a Kafka source to a Kafka sink, exactly once, until
 // interrupted, or with --until-caught-up until the input is consumed to
 // the end it had at start and every window is final.
-func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *plan.Program, q *plan.Query) error {
+func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *ubik.Program, q *planQuery) error {
 	if err := checkRunScope(f.set, true); err != nil {
 		return err
 	}
 	if err := checkCommitInterval(k.commitInterval); err != nil {
 		return err
 	}
-	var src, sink kafka.Endpoint
+	eps, err := kafkaEndpointsOf(env, k, prog, q)
+	if err != nil {
+		return err
+	}
+	if k.giveUpAfter <= 0 {
+		return fmt.Errorf("%w: --give-up-after %s: must be positive", ErrUsage, k.giveUpAfter)
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(k.logLevel)); err != nil {
+		return fmt.Errorf("%w: --log-level %q: %v", ErrUsage, k.logLevel, err)
+	}
+	if started, err := pingEndpoints(ctx, env, k, f, q, eps); !started {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(redactWriter{env.Stderr}, &slog.HandlerOptions{Level: lvl}))
+	late, err := openKafkaLate(f.lateOutput)
+	if err != nil {
+		return err
+	}
+	defer late.close()
+	pl, err := kafka.New(kafkaOptions(k, q, eps, log, lvl, late))
+	if err != nil {
+		return err
+	}
+	if f.metrics != "" {
+		stop, err := serveKafkaMetrics(ctx, env, f.metrics, q.Name(), pl)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	watchDone := make(chan struct{})
+	go watchPartitions(log, pl, eps.src.IdleTimeout, watchDone)
+	started := time.Now()
+	err = pl.Run(ctx)
+	close(watchDone)
+	// A stop (SIGINT, SIGTERM) is a clean end: the open transaction has
+	// ended and the summary says why the run ended. A Kafka run is a
+	// service, so it exits 0; with --until-caught-up it had an end of its
+	// own, which it did not reach: 128 + the signal number (signalEnd).
+	stopped := err == nil && ctx.Err() != nil
+	if !f.quiet {
+		how := ""
+		if stopped {
+			how = "stopped (" + stopCause(ctx).Error() + "): "
+		}
+		fmt.Fprint(env.Stderr, kafkaSummary(q, pl.Stats(), eps.src.IdleTimeout, how, time.Since(started).Seconds()))
+	}
+	if err == nil {
+		err = late.err
+	}
+	if err == nil && stopped {
+		err = signalEnd(ctx, !k.untilCaughtUp)
+	}
+	return err
+}
+
+// kafkaEndpoints are the topics of a Kafka run.
+type kafkaEndpoints struct {
+	src, sink kafka.Endpoint
+	table     kafka.Endpoint // a temporal join's table or an interval join's right stream
+	joinSrc   kafka.Endpoint // the second source of a join of two views over two sources
+	views     map[string]kafka.Endpoint
+}
+
+// kafkaEndpointsOf reads the run's topics from the flags and the
+// script's CREATE SOURCE, CREATE TABLE and CREATE SINK statements.
+func kafkaEndpointsOf(env *Env, k *kafkaFlags, prog *ubik.Program, q *planQuery) (*kafkaEndpoints, error) {
+	var e kafkaEndpoints
+	var err error
+	if e.src, err = kafkaRunSource(env, k, q); err != nil {
+		return nil, err
+	}
+	if e.table, err = kafkaRunTable(env, k, q, e.src); err != nil {
+		return nil, err
+	}
+	if e.joinSrc, err = kafkaJoinSource(q, e.src, k, env); err != nil {
+		return nil, err
+	}
+	if e.sink, err = kafkaRunSink(env, k, prog, q); err != nil {
+		return nil, err
+	}
+	if k.allowUncompacted {
+		// Before viewSinks: the views' topics named after the sink's
+		// (TOPIC-VIEW) are the sink's too.
+		e.sink.AllowUncompacted = true
+	}
+	if e.views, err = viewSinks(prog, q, e.sink, env); err != nil {
+		return nil, err
+	}
+	if k.from != "" {
+		if e.src.From, err = kafka.ParseStartOffset(k.from); err != nil {
+			return nil, fmt.Errorf("%w: --from: %v", ErrUsage, err)
+		}
+	}
+	if k.idleTimeout < 0 {
+		return nil, fmt.Errorf("%w: --idle-timeout must be positive", ErrUsage)
+	}
+	if k.idleTimeout > 0 {
+		e.src.IdleTimeout = k.idleTimeout
+	}
+	if k.partitionedByKey {
+		e.src.PartitionedByKey = true
+	}
+	return &e, nil
+}
+
+// kafkaRunSource is the run's source topic: --source, or the CREATE SOURCE's.
+func kafkaRunSource(env *Env, k *kafkaFlags, q *planQuery) (kafka.Endpoint, error) {
+	var src kafka.Endpoint
 	var err error
 	input := firstInput(q) // the declared source (a view's, for a query over views; an interval join's left stream)
 	switch {
@@ -174,261 +273,229 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *p
 			err = sameFormat(input, src)
 		}
 	case k.source != "":
-		return fmt.Errorf("%w: --source %s is not a kafka:// URL", ErrUsage, redactURL(k.source))
-	case strings.EqualFold(input.Options["connector"], "kafka"):
-		src, err = kafka.FromOptions(input.Options, kafka.RoleSource, env.Getenv)
+		return src, fmt.Errorf("%w: --source %s is not a kafka:// URL", ErrUsage, redactURL(k.source))
+	case strings.EqualFold(input.Option("connector"), "kafka"):
+		src, err = kafka.FromOptions(input.Options(), kafka.RoleSource, env.Getenv)
 		if err != nil {
-			err = fmt.Errorf("CREATE SOURCE %s: %w", input.Name, err)
+			err = fmt.Errorf("CREATE SOURCE %s: %w", input.Name(), err)
 		}
 	default:
-		return fmt.Errorf("%w: a Kafka sink needs a Kafka source (--source kafka://host:port/topic, or connector = 'kafka' in CREATE SOURCE %s): exactly-once output rests on consuming the input in the same transactions", ErrUsage, input.Name)
+		return src, fmt.Errorf("%w: a Kafka sink needs a Kafka source (--source kafka://host:port/topic, or connector = 'kafka' in CREATE SOURCE %s): exactly-once output rests on consuming the input in the same transactions", ErrUsage, input.Name())
 	}
+	return src, err
+}
+
+// kafkaRunTable is the topic of the run's second input, if any: the
+// versioned table (or an interval join's right stream), read with the
+// source's connection settings unless it names brokers.
+func kafkaRunTable(env *Env, k *kafkaFlags, q *planQuery, src kafka.Endpoint) (kafka.Endpoint, error) {
+	t, create, what := secondKafkaInput(q)
+	if t == nil {
+		return kafka.Endpoint{}, nil
+	}
+	if !strings.EqualFold(t.Option("connector"), "kafka") {
+		return kafka.Endpoint{}, fmt.Errorf("%w: query %s joins %s, which over Kafka is read from a topic: %s %s (...) WITH (connector = 'kafka', topic = 'TOPIC'); a file (path) is for a file run", ErrUsage, q.Name(), what, create, t.Name())
+	}
+	opts := t.Options()
+	if opts["brokers"] == "" {
+		// Without brokers, the table is on the source's cluster.
+		opts["brokers"] = strings.Join(src.Config.Brokers, ",")
+	}
+	table, err := kafka.FromOptions(opts, kafka.RoleSource, env.Getenv)
 	if err != nil {
-		return err
+		return table, fmt.Errorf("%s %s: %w", create, t.Name(), err)
 	}
-	var table kafka.Endpoint
-	if t, create, what := secondKafkaInput(q); t != nil {
-		// The versioned table (or an interval join's right stream) is a
-		// topic too (the table stage reads it, with the source's
-		// connection settings unless it names brokers).
-		if !strings.EqualFold(t.Options["connector"], "kafka") {
-			return fmt.Errorf("%w: query %s joins %s, which over Kafka is read from a topic: %s %s (...) WITH (connector = 'kafka', topic = 'TOPIC'); a file (path) is for a file run", ErrUsage, q.Name, what, create, t.Name)
+	if table.PartitionedByKey {
+		if create == "CREATE SOURCE" {
+			return table, fmt.Errorf("%w: CREATE SOURCE %s: partitioned_by_key: an interval join's inputs are both split by the join key", ErrUsage, t.Name())
 		}
-		opts := t.Options
-		if opts["brokers"] == "" {
-			// Without brokers, the table is on the source's cluster.
-			opts = maps.Clone(opts)
-			opts["brokers"] = strings.Join(src.Config.Brokers, ",")
-		}
-		if table, err = kafka.FromOptions(opts, kafka.RoleSource, env.Getenv); err != nil {
-			return fmt.Errorf("%s %s: %w", create, t.Name, err)
-		}
-		if table.PartitionedByKey {
-			if create == "CREATE SOURCE" {
-				return fmt.Errorf("%w: CREATE SOURCE %s: partitioned_by_key: an interval join's inputs are both split by the join key", ErrUsage, t.Name)
-			}
-			return fmt.Errorf("%w: CREATE TABLE %s: partitioned_by_key is a stream's option: every partition reads the whole table", ErrUsage, t.Name)
-		}
-		if k.idleTimeout > 0 {
-			table.IdleTimeout = k.idleTimeout
-		}
+		return table, fmt.Errorf("%w: CREATE TABLE %s: partitioned_by_key is a stream's option: every partition reads the whole table", ErrUsage, t.Name())
 	}
-	joinSrc, err := kafkaJoinSource(q, src, k, env)
-	if err != nil {
-		return err
+	if k.idleTimeout > 0 {
+		table.IdleTimeout = k.idleTimeout
 	}
+	return table, nil
+}
+
+// kafkaRunSink is the run's changelog topic: --sink, or the CREATE SINK's.
+func kafkaRunSink(env *Env, k *kafkaFlags, prog *ubik.Program, q *planQuery) (kafka.Endpoint, error) {
+	var sink kafka.Endpoint
+	var err error
 	switch s := querySink(prog, q); {
 	case isKafkaURL(k.sink):
 		sink, err = kafka.ParseURL(k.sink, kafka.RoleSink, env.Getenv)
 	case k.sink != "":
-		return fmt.Errorf("%w: --sink %s is not a kafka:// URL", ErrUsage, redactURL(k.sink))
-	case s != nil && strings.EqualFold(s.Options["connector"], "kafka"):
-		sink, err = kafka.FromOptions(s.Options, kafka.RoleSink, env.Getenv)
+		return sink, fmt.Errorf("%w: --sink %s is not a kafka:// URL", ErrUsage, redactURL(k.sink))
+	case s != nil && strings.EqualFold(s.Option("connector"), "kafka"):
+		sink, err = kafka.FromOptions(s.Options(), kafka.RoleSink, env.Getenv)
 		if err != nil {
-			err = fmt.Errorf("CREATE SINK %s: %w", s.Name, err)
+			err = fmt.Errorf("CREATE SINK %s: %w", s.Name(), err)
 		}
 	default:
-		return fmt.Errorf("%w: a Kafka source needs a Kafka sink (--sink kafka://host:port/topic, or CREATE SINK ... WITH (connector = 'kafka', ...)): the output is produced in the transactions that commit the input offsets", ErrUsage)
+		return sink, fmt.Errorf("%w: a Kafka source needs a Kafka sink (--sink kafka://host:port/topic, or CREATE SINK ... WITH (connector = 'kafka', ...)): the output is produced in the transactions that commit the input offsets", ErrUsage)
 	}
-	if err != nil {
-		return err
-	}
-	if k.allowUncompacted {
-		// Before viewSinks: the views' topics named after the sink's
-		// (TOPIC-VIEW) are the sink's too.
-		sink.AllowUncompacted = true
-	}
-	viewSinks, err := viewSinks(prog, q, sink, env)
-	if err != nil {
-		return err
-	}
-	if k.from != "" {
-		if src.From, err = kafka.ParseStartOffset(k.from); err != nil {
-			return fmt.Errorf("%w: --from: %v", ErrUsage, err)
-		}
-	}
-	if k.idleTimeout < 0 {
-		return fmt.Errorf("%w: --idle-timeout must be positive", ErrUsage)
-	}
-	if k.idleTimeout > 0 {
-		src.IdleTimeout = k.idleTimeout
-	}
-	if k.partitionedByKey {
-		src.PartitionedByKey = true
-	}
-	if k.giveUpAfter <= 0 {
-		return fmt.Errorf("%w: --give-up-after %s: must be positive", ErrUsage, k.giveUpAfter)
-	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(k.logLevel)); err != nil {
-		return fmt.Errorf("%w: --log-level %q: %v", ErrUsage, k.logLevel, err)
-	}
-	for _, c := range []kafka.Config{src.Config, sink.Config} {
+	return sink, err
+}
+
+// pingEndpoints reaches the source's and the sink's clusters. started is
+// false when the run ends here, with err: a cluster that cannot be
+// reached, or a stop (SIGINT, SIGTERM) while starting, a clean stop,
+// said and ended as a later one (signalEnd).
+func pingEndpoints(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, q *planQuery, eps *kafkaEndpoints) (started bool, err error) {
+	for _, c := range []kafka.Config{eps.src.Config, eps.sink.Config} {
 		if err := pingKafka(ctx, c); err != nil {
 			if ctx.Err() != nil {
-				// Stopped (SIGINT, SIGTERM) while starting: a clean
-				// stop, said and ended as a later one (signalEnd); it
-				// used to end saying nothing.
 				if !f.quiet {
-					fmt.Fprintf(env.Stderr, "ubik: %s: stopped (%s) while starting: 0 events consumed\n", q.Name, stopCause(ctx))
+					fmt.Fprintf(env.Stderr, "ubik: %s: stopped (%s) while starting: 0 events consumed\n", q.Name(), stopCause(ctx))
 				}
-				return signalEnd(ctx, !k.untilCaughtUp)
+				return false, signalEnd(ctx, !k.untilCaughtUp)
 			}
-			return err
+			return false, err
 		}
 	}
-	log := slog.New(slog.NewTextHandler(redactWriter{env.Stderr}, &slog.HandlerOptions{Level: lvl}))
-	reported := 0
-	// --late-output: each late event as a JSON line, appended, so the
-	// runs of one query (restarts included) add to one file. A
-	// transaction that aborts is redone, so after an abort a late event
-	// can be written twice.
-	var onLate func(*drive.LateEvent)
-	var onViewLate func(string, *drive.LateEvent)
-	var lateErr error
-	if f.lateOutput != "" {
-		lf, err := os.OpenFile(f.lateOutput, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-		if err != nil {
-			return err
-		}
-		defer lf.Close()
-		var mu sync.Mutex
-		var buf []byte
-		var late ubik.LateEvent
-		var lr drive.LateRows
-		onViewLate = func(name string, ev *drive.LateEvent) {
-			mu.Lock()
-			defer mu.Unlock()
-			buf = appendLate(buf[:0], name, 0, lateOf(&late, &lr, ev))
-			if _, err := lf.Write(buf); err != nil && lateErr == nil {
-				lateErr = fmt.Errorf("--late-output %s: %w", f.lateOutput, err)
-			}
-		}
-		onLate = func(ev *drive.LateEvent) { onViewLate(q.Name, ev) }
+	return true, nil
+}
+
+// kafkaLate is --late-output of a Kafka run: each late event as a JSON
+// line, appended, so the runs of one query (restarts included) add to
+// one file. A transaction that aborts is redone, so after an abort a late
+// event can be written twice.
+type kafkaLate struct {
+	path string
+	f    *os.File
+	buf  []byte
+	err  error // the first write error
+}
+
+func openKafkaLate(path string) (*kafkaLate, error) {
+	l := &kafkaLate{path: path}
+	if path == "" {
+		return l, nil
 	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	l.f = f
+	return l, nil
+}
+
+// write writes one late event; one call at a time (kafka.Options.OnLateEvent).
+func (l *kafkaLate) write(name string, ev *ubik.LateEvent) {
+	l.buf = appendLate(l.buf[:0], name, 0, ev)
+	if _, err := l.f.Write(l.buf); err != nil && l.err == nil {
+		l.err = fmt.Errorf("--late-output %s: %w", l.path, err)
+	}
+}
+
+// hook is write, or nil without --late-output.
+func (l *kafkaLate) hook() func(string, *ubik.LateEvent) {
+	if l.f == nil {
+		return nil
+	}
+	return l.write
+}
+
+func (l *kafkaLate) close() {
+	if l.f != nil {
+		l.f.Close()
+	}
+}
+
+// kafkaOptions are the pipeline's options for a run of q.
+func kafkaOptions(k *kafkaFlags, q *planQuery, eps *kafkaEndpoints, log *slog.Logger, lvl slog.Level, late *kafkaLate) kafka.Options {
 	var clientOpts []kgo.Opt
 	if lvl <= slog.LevelDebug {
 		// The Kafka client's own log: joins, syncs, leaves, retries.
 		clientOpts = append(clientOpts, kafka.ClientLogger(log, kgo.LogLevelInfo))
 	}
-	pl, err := kafka.New(kafka.Options{
-		Query:          q,
+	reported := 0
+	return kafka.Options{
+		Plan:           q,
 		ClientOpts:     clientOpts,
-		Source:         src,
-		Sink:           sink,
+		Source:         eps.src,
+		Sink:           eps.sink,
 		InstanceID:     k.instanceID,
 		CommitInterval: k.commitInterval,
 		GiveUpAfter:    k.giveUpAfter,
 		AllowDataLoss:  k.allowDataLoss,
 		Logger:         log,
 		UntilCaughtUp:  k.untilCaughtUp,
-		OnLate:         onLate,
+		OnLateEvent:    late.hook(),
 		ResetState:     k.resetState,
-		ViewSinks:      viewSinks,
-		Table:          table,
-		JoinSource:     joinSrc,
-		OnViewLate:     onViewLate,
+		ViewSinks:      eps.views,
+		Table:          eps.table,
+		JoinSource:     eps.joinSrc,
 		OnBadEvent: func(e *kafka.BadEvent) {
 			if reported < 10 {
 				log.Warn("ubik: event not applied", "topic", e.Topic, "partition", e.Partition, "offset", e.Offset, "err", e.Err)
 			}
 			reported++
 		},
-	})
-	if err != nil {
-		return err
 	}
-	if f.metrics != "" {
-		stop, err := serveKafkaMetrics(ctx, env, f.metrics, q.Name, pl)
-		if err != nil {
-			return err
-		}
-		defer stop()
+}
+
+// kafkaSummary is the line a Kafka run prints at its end; how says why
+// it ended ("" at the end of its input), el its seconds.
+func kafkaSummary(q *planQuery, st kafka.Stats, idleTimeout time.Duration, how string, el float64) string {
+	end := ""
+	if st.HeadersSkipped > 0 {
+		end = fmt.Sprintf(", %d CSV header records skipped", st.HeadersSkipped)
 	}
-	watchDone := make(chan struct{})
-	go watchPartitions(log, pl, src.IdleTimeout, watchDone)
-	started := time.Now()
-	err = pl.Run(ctx)
-	close(watchDone)
-	st := pl.Stats()
-	// A stop (SIGINT, SIGTERM) is a clean end: the open transaction has
-	// ended and the summary says why the run ended. A Kafka run is a
-	// service, so it exits 0; with --until-caught-up it had an end of its
-	// own, which it did not reach: 128 + the signal number (signalEnd).
-	stopped := err == nil && ctx.Err() != nil
-	if !f.quiet {
-		el := time.Since(started).Seconds()
-		end := ""
-		if st.HeadersSkipped > 0 {
-			end = fmt.Sprintf(", %d CSV header records skipped", st.HeadersSkipped)
-		}
-		if t, _, what := secondKafkaInput(q); t != nil {
-			end += fmt.Sprintf(", %s: %d rows read, %d malformed, %d late", what, st.TableRows, st.TableMalformed, st.TableLate)
-		}
-		if st.DataLost > 0 {
-			end += fmt.Sprintf(", %d source records lost (deleted before they were read; --allow-data-loss)", st.DataLost)
-		}
-		if st.CaughtUp {
-			end += ", caught up"
-		} else {
-			idleTimeout := src.IdleTimeout
-			if idleTimeout == 0 {
-				idleTimeout = kafka.DefaultIdleTimeout
-			}
-			if len(st.SilentPartitions) > 0 {
-				end += fmt.Sprintf(", no events yet from source partitions %s (they hold the watermark back, so windows wait, until --idle-timeout %s passes)", joinParts(st.SilentPartitions), idleTimeout)
-			}
-			if len(st.IdlePartitions) > 0 {
-				end += fmt.Sprintf(", idle source partitions %s (quiet for --idle-timeout %s: they no longer hold the watermark back)", joinParts(st.IdlePartitions), idleTimeout)
-			}
-		}
-		how := ""
-		if stopped {
-			how = "stopped (" + stopCause(ctx).Error() + "): "
-		}
-		// Duplicates and unchanged records are named as the file run's
-		// summary names them (summary.text).
-		dups, unchanged := "", ""
-		if st.Duplicates+st.DedupLate > 0 {
-			dups = fmt.Sprintf(", %d duplicates, %d dedup late", st.Duplicates, st.DedupLate)
-		}
-		if st.UnchangedSuppressed > 0 {
-			unchanged = fmt.Sprintf(", %d unchanged suppressed", st.UnchangedSuppressed)
-		}
-		fmt.Fprintf(env.Stderr, "ubik: %s: %s%d events consumed, %d malformed, %d eval errors, %d late%s, %d records produced%s, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s%s\n",
-			q.Name, how, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, dups, st.RecordsOut, unchanged, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
+	if t, _, what := secondKafkaInput(q); t != nil {
+		end += fmt.Sprintf(", %s: %d rows read, %d malformed, %d late", what, st.TableRows, st.TableMalformed, st.TableLate)
 	}
-	if err == nil {
-		err = lateErr
+	if st.DataLost > 0 {
+		end += fmt.Sprintf(", %d source records lost (deleted before they were read; --allow-data-loss)", st.DataLost)
 	}
-	if err == nil && stopped {
-		err = signalEnd(ctx, !k.untilCaughtUp)
+	if st.CaughtUp {
+		end += ", caught up"
+	} else {
+		if idleTimeout == 0 {
+			idleTimeout = kafka.DefaultIdleTimeout
+		}
+		if len(st.SilentPartitions) > 0 {
+			end += fmt.Sprintf(", no events yet from source partitions %s (they hold the watermark back, so windows wait, until --idle-timeout %s passes)", joinParts(st.SilentPartitions), idleTimeout)
+		}
+		if len(st.IdlePartitions) > 0 {
+			end += fmt.Sprintf(", idle source partitions %s (quiet for --idle-timeout %s: they no longer hold the watermark back)", joinParts(st.IdlePartitions), idleTimeout)
+		}
 	}
-	return err
+	// Duplicates and unchanged records are named as the file run's
+	// summary names them (summary.text).
+	dups, unchanged := "", ""
+	if st.Duplicates+st.DedupLate > 0 {
+		dups = fmt.Sprintf(", %d duplicates, %d dedup late", st.Duplicates, st.DedupLate)
+	}
+	if st.UnchangedSuppressed > 0 {
+		unchanged = fmt.Sprintf(", %d unchanged suppressed", st.UnchangedSuppressed)
+	}
+	return fmt.Sprintf("ubik: %s: %s%d events consumed, %d malformed, %d eval errors, %d late%s, %d records produced%s, %d commits, %d aborts, %d operator restores, %.3fs, %.0f events/s%s\n",
+		q.Name(), how, st.EventsIn, st.Malformed, st.EvalErrors, st.Late, dups, st.RecordsOut, unchanged, st.Commits, st.Aborts, st.Restores, el, float64(st.EventsIn)/max(el, 1e-9), end)
 }
 
 // viewSinks gives each view q reads (directly or through other views)
 // its own changelog topic: its CREATE SINK's (connector = 'kafka'), or
 // else the sink topic's name, a dash and the view's name, on the sink's
 // cluster, as ksqlDB gives each persistent query its own topic.
-func viewSinks(prog *plan.Program, q *plan.Query, sink kafka.Endpoint, env *Env) (map[string]kafka.Endpoint, error) {
+func viewSinks(prog *ubik.Program, q *planQuery, sink kafka.Endpoint, env *Env) (map[string]kafka.Endpoint, error) {
 	ups := allViews(q) // both sides' of a join of two views
 	if len(ups) == 0 {
 		return nil, nil
 	}
 	out := map[string]kafka.Endpoint{}
 	for _, v := range ups {
-		if s := querySink(prog, v); s != nil && strings.EqualFold(s.Options["connector"], "kafka") {
-			e, err := kafka.FromOptions(s.Options, kafka.RoleSink, env.Getenv)
+		if s := querySink(prog, v); s != nil && strings.EqualFold(s.Option("connector"), "kafka") {
+			e, err := kafka.FromOptions(s.Options(), kafka.RoleSink, env.Getenv)
 			if err != nil {
-				return nil, fmt.Errorf("CREATE SINK %s: %w", s.Name, err)
+				return nil, fmt.Errorf("CREATE SINK %s: %w", s.Name(), err)
 			}
-			out[v.Name] = e
+			out[v.Name()] = e
 			continue
 		}
 		e := sink
-		e.Topic = sink.Topic + "-" + v.Name
-		out[v.Name] = e
+		e.Topic = sink.Topic + "-" + v.Name()
+		out[v.Name()] = e
 	}
 	return out, nil
 }
@@ -437,8 +504,8 @@ func viewSinks(prog *plan.Program, q *plan.Query, sink kafka.Endpoint, env *Env)
 // one the CREATE SOURCE names: the URL's options replace the statement's,
 // and a script written for CSV read as JSON would only yield malformed
 // events.
-func sameFormat(s *plan.Source, src kafka.Endpoint) error {
-	f, ok := s.Options["format"]
+func sameFormat(s *ubik.Source, src kafka.Endpoint) error {
+	f, ok := s.Options()["format"]
 	if !ok {
 		return nil
 	}
@@ -448,9 +515,9 @@ func sameFormat(s *plan.Source, src kafka.Endpoint) error {
 		}
 		return "json"
 	}
-	if want, err := drive.ParseMessageFormat(map[string]string{"format": f}); err == nil && want.CSV != src.Format.CSV {
+	if want, err := kafka.ParseFormat(map[string]string{"format": f}); err == nil && want != src.Format.CSV {
 		return fmt.Errorf("%w: CREATE SOURCE %s reads format %s, --source reads %s (its options replace the statement's): say format=%s in the URL",
-			ErrUsage, s.Name, name(want.CSV), name(src.Format.CSV), name(want.CSV))
+			ErrUsage, s.Name(), name(want), name(src.Format.CSV), name(want))
 	}
 	return nil
 }
@@ -498,12 +565,13 @@ func watchPartitions(log *slog.Logger, pl *kafka.Pipeline, idleTimeout time.Dura
 // secondKafkaInput is the second topic a Kafka run of q reads: a temporal
 // join's versioned table or an interval join's right stream (nil for
 // any other query), the statement that declares it, and its name.
-func secondKafkaInput(q *plan.Query) (src *plan.Source, create, what string) {
-	switch r := inputQuery(q); {
-	case r.Join != nil: // q's, or the temporal join of the view its chain starts at
-		return r.Join.Table, "CREATE TABLE", "table " + r.Join.Table.Name
-	case r.IJoin != nil && len(r.Views()) == 0: // q's, or the one of the view its chain starts at
-		return r.IJoin.Right, "CREATE SOURCE", "source " + r.IJoin.Right.Name
+func secondKafkaInput(q *planQuery) (src *ubik.Source, create, what string) {
+	r := inputQuery(q)
+	if t := joinTable(r); t != nil { // q's, or the temporal join of the view its chain starts at
+		return t, "CREATE TABLE", "table " + t.Name()
+	}
+	if _, right, ok := r.IntervalJoin(); ok && len(r.Views()) == 0 { // q's, or the one of the view its chain starts at
+		return right, "CREATE SOURCE", "source " + right.Name()
 	}
 	return nil, "", ""
 }

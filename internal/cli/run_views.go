@@ -7,8 +7,6 @@ import (
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // A file run of queries over views (CREATE VIEW v ... EMIT FINAL, named in
@@ -22,7 +20,7 @@ import (
 
 // inputQuery returns the query of q's chain that reads the declared
 // source: q itself, or the view at the head of its chain.
-func inputQuery(q *plan.Query) *plan.Query {
+func inputQuery(q *planQuery) *planQuery {
 	for vs := q.Views(); len(vs) > 0; vs = q.Views() {
 		q = vs[0] // the views of a join of two views read one source
 	}
@@ -31,12 +29,12 @@ func inputQuery(q *plan.Query) *plan.Query {
 
 // firstInput returns the declared source q's run reads from --input:
 // its chain's, the left stream of an interval join of two streams.
-func firstInput(q *plan.Query) *plan.Source {
+func firstInput(q *planQuery) *ubik.Source {
 	in := inputQuery(q)
-	if in.IJoin != nil && len(in.Views()) == 0 {
-		return in.IJoin.Left
+	if left, _, ok := in.IntervalJoin(); ok && len(in.Views()) == 0 {
+		return left
 	}
-	return in.Source
+	return in.Source()
 }
 
 // stats returns the counters of the target's query.
@@ -44,7 +42,7 @@ func (t *runTarget) stats() ubik.Stats {
 	if t.via == nil {
 		return t.q.Stats()
 	}
-	st, _ := t.via.q.ViewStats(t.pq.Name)
+	st, _ := t.via.q.ViewStats(t.pq.Name())
 	return st
 }
 
@@ -64,7 +62,7 @@ func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook 
 		}
 	}
 	options := func(t *runTarget) ubik.QueryOptions {
-		name := t.pq.Name
+		name := t.pq.Name()
 		var onLate func(*ubik.LateEvent)
 		if lateHook != nil {
 			onLate = func(ev *ubik.LateEvent) { lateHook(name, ev) }
@@ -78,13 +76,9 @@ func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook 
 			return
 		}
 		if why == "" {
-			var late func(*drive.LateEvent)
-			if qo.OnLate != nil {
-				late = func(*drive.LateEvent) {} // only its presence matters here
-			}
-			why = drive.ThreadsFallback(t.pq, drive.Config{Emit: func(*changelog.Record) error { return nil }, Late: late, Strict: qo.Strict})
+			why = t.q.OneThreadReason()
 		}
-		fmt.Fprintf(stderr, "ubik: %s: runs on one thread: %s\n", t.pq.Name, why)
+		fmt.Fprintf(stderr, "ubik: %s: runs on one thread: %s\n", t.pq.Name(), why)
 	}
 	graph := false
 	for _, t := range targets {
@@ -103,10 +97,10 @@ func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook 
 	}
 	owner := targets[len(targets)-1]
 	byName := map[string]*runTarget{}
-	var with []*plan.Query
+	var with []*planQuery
 	for _, t := range targets[:len(targets)-1] {
 		t.via = owner
-		byName[t.pq.Name] = t
+		byName[t.pq.Name()] = t
 		with = append(with, t.pq)
 	}
 	writers := map[string]func(changelog.Record) error{}
@@ -131,7 +125,7 @@ func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook 
 }
 
 // readsView reports whether any of qs reads a view (the run is a graph).
-func readsView(qs []*plan.Query) bool {
+func readsView(qs []*planQuery) bool {
 	for _, q := range qs {
 		if len(q.Views()) > 0 {
 			return true
@@ -144,7 +138,7 @@ func readsView(qs []*plan.Query) bool {
 func targetNames(targets []*runTarget) string {
 	names := make([]string, len(targets))
 	for i, t := range targets {
-		names[i] = t.pq.Name
+		names[i] = t.pq.Name()
 	}
 	return strings.Join(names, ",")
 }
@@ -152,17 +146,17 @@ func targetNames(targets []*runTarget) string {
 // graphSecond returns the second declared source of a graph of views (a
 // join of two views over two different sources), the one read beside the
 // primary's: nil when the queries' views read one source.
-func graphSecond(qs []*plan.Query) *plan.Source {
+func graphSecond(qs []*planQuery) *ubik.Source {
 	if !readsView(qs) {
 		return nil
 	}
-	first := inputQuery(qs[len(qs)-1]).Source
-	var walk func(q *plan.Query) *plan.Source
-	walk = func(q *plan.Query) *plan.Source {
+	first := inputQuery(qs[len(qs)-1]).Source()
+	var walk func(q *planQuery) *ubik.Source
+	walk = func(q *planQuery) *ubik.Source {
 		vs := q.Views()
 		if len(vs) == 0 {
-			if q.Source != first {
-				return q.Source
+			if q.Source() != first {
+				return q.Source()
 			}
 			return nil
 		}
@@ -185,15 +179,15 @@ func graphSecond(qs []*plan.Query) *plan.Source {
 // streams among qs and the views they read (a graph runs at most one),
 // or nil: its right stream is the run's second input, read beside its
 // left, the run's first.
-func streamJoin(qs []*plan.Query) *plan.Query {
-	seen := map[*plan.Query]bool{}
-	var walk func(q *plan.Query) *plan.Query
-	walk = func(q *plan.Query) *plan.Query {
+func streamJoin(qs []*planQuery) *planQuery {
+	seen := map[*planQuery]bool{}
+	var walk func(q *planQuery) *planQuery
+	walk = func(q *planQuery) *planQuery {
 		if seen[q] {
 			return nil
 		}
 		seen[q] = true
-		if q.IJoin != nil && len(q.Views()) == 0 {
+		if _, _, ok := q.IntervalJoin(); ok && len(q.Views()) == 0 {
 			return q
 		}
 		for _, v := range q.Views() {
@@ -214,15 +208,15 @@ func streamJoin(qs []*plan.Query) *plan.Query {
 // graphJoin returns the query with a temporal join among qs and the views
 // they read (a graph runs at most one), or nil: its versioned table is
 // the run's table input.
-func graphJoin(qs []*plan.Query) *plan.Query {
-	seen := map[*plan.Query]bool{}
-	var walk func(q *plan.Query) *plan.Query
-	walk = func(q *plan.Query) *plan.Query {
+func graphJoin(qs []*planQuery) *planQuery {
+	seen := map[*planQuery]bool{}
+	var walk func(q *planQuery) *planQuery
+	walk = func(q *planQuery) *planQuery {
 		if seen[q] {
 			return nil
 		}
 		seen[q] = true
-		if q.Join != nil {
+		if _, _, ok := q.TemporalJoin(); ok {
 			return q
 		}
 		for _, v := range q.Views() {

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/usage"
 	"github.com/ubiksql/ubik/usage/chusage"
 	"github.com/ubiksql/ubik/usage/pgusage"
@@ -65,7 +64,7 @@ func runUsage(ctx context.Context, env *Env, args []string) error {
 	switch sub {
 	case "write", "aggregate", "list", "get":
 	default:
-		return fmt.Errorf("%w: unknown usage subcommand %q%s (write, aggregate, list, get)", ErrUsage, sub, plan.Suggest(sub, []string{"write", "aggregate", "list", "get"}))
+		return fmt.Errorf("%w: unknown usage subcommand %q%s (write, aggregate, list, get)", ErrUsage, sub, suggest(sub, []string{"write", "aggregate", "list", "get"}))
 	}
 	fs := flag.NewFlagSet("ubik usage "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

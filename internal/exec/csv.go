@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -254,6 +255,12 @@ func (d *csvDecoder) split(rec []byte) error {
 type HeaderError struct{ Msg string }
 
 func (e *HeaderError) Error() string { return e.Msg }
+
+// ErrHeader classifies a HeaderError for errors.Is.
+var ErrHeader = errors.New("exec: the CSV header does not fit the source")
+
+// Is makes errors.Is(err, ErrHeader) hold.
+func (e *HeaderError) Is(target error) bool { return target == ErrHeader }
 
 // decode returns the row, or nil and no error for the header record.
 func (d *csvDecoder) decode(rec []byte, row []types.Value) ([]types.Value, error) {

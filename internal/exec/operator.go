@@ -41,6 +41,12 @@ type EvalError struct {
 func (e *EvalError) Error() string { return fmt.Sprintf("%s: %v", e.Where, e.Err) }
 func (e *EvalError) Unwrap() error { return e.Err }
 
+// ErrEval classifies an EvalError for errors.Is.
+var ErrEval = errors.New("exec: evaluation error")
+
+// Is makes errors.Is(err, ErrEval) hold.
+func (e *EvalError) Is(target error) bool { return target == ErrEval }
+
 // LateEvent describes an event that arrived for a window that is already
 // final. The row aliases the caller's row and is valid only during the call.
 type LateEvent struct {

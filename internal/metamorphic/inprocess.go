@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/ubiksql/ubik/internal/handle"
 	"sort"
 	"time"
 
@@ -224,7 +225,7 @@ func (h *inProc) start() error {
 	// the threads configured, or the comparison with one thread would
 	// prove nothing; only a graph none of whose queries has a GROUP BY key
 	// (one group each) has nothing to split.
-	if qo.Threads > 1 && q.Threads() != qo.Threads && anySharded(q.Plan()) {
+	if qo.Threads > 1 && q.Threads() != qo.Threads && anySharded(handle.Query(q.Plan())) {
 		return fmt.Errorf("the query runs on %d threads, configured %d", q.Threads(), qo.Threads)
 	}
 	h.q = q
