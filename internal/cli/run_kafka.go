@@ -31,6 +31,7 @@ type kafkaFlags struct {
 	resetState       bool
 	logLevel         string
 	commitInterval   time.Duration
+	commitRecords    int
 	giveUpAfter      time.Duration
 	allowDataLoss    bool
 }
@@ -49,6 +50,7 @@ func addKafkaFlags(fs *flag.FlagSet) *kafkaFlags {
 	fs.StringVar(&k.logLevel, "log-level", "info", "Kafka: diagnostics on stderr: debug, info, warn, error (debug adds the Kafka client's own log: joins, syncs, rebalances, retries)")
 	fs.DurationVar(&k.commitInterval, "commit-interval", kafka.DefaultCommitInterval, fmt.Sprintf("Kafka: how long a transaction takes input before it commits, at most %s (half the %s transaction timeout): each stage's output, EMIT EARLY's early records included, waits up to this (plus the commit itself) before read_committed consumers see it; longer means fewer transactions and state entries, less CPU per event",
 		maxCommitInterval, kafka.DefaultTransactionTimeout))
+	fs.IntVar(&k.commitRecords, "commit-records", 0, "Kafka: also end a transaction once it has taken this many input records (it takes whole polls, so up to one poll more): bounds a transaction's size when the input comes faster than --commit-interval; 0 (default) ends transactions by time only")
 	fs.DurationVar(&k.giveUpAfter, "give-up-after", kafka.DefaultGiveUpAfter, "Kafka: how long a broker may be down or out of reach (or transactions fail to end) before the run gives up with an error: until then every failed request is retried and the query resumes from what the broker committed")
 	fs.BoolVar(&k.allowDataLoss, "allow-data-loss", false, "Kafka source: go on when records below the query's committed offsets were deleted (retention, DeleteRecords) before it read them; they are counted and reported. Default: refuse to start, naming the partitions and how many records were lost")
 	return k
@@ -101,7 +103,7 @@ func fileOnly(name string) (instead string, ok bool) {
 func kafkaOnly(name string) bool {
 	switch name {
 	case "source", "sink", "from", "idle-timeout", "allow-uncompacted-sink", "instance-id",
-		"partitioned-by-key", "until-caught-up", "reset-state", "log-level", "commit-interval", "give-up-after", "allow-data-loss":
+		"partitioned-by-key", "until-caught-up", "reset-state", "log-level", "commit-interval", "commit-records", "give-up-after", "allow-data-loss":
 		return true
 	}
 	return false
@@ -153,6 +155,9 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *u
 	}
 	if err := checkCommitInterval(k.commitInterval); err != nil {
 		return err
+	}
+	if k.commitRecords < 0 {
+		return fmt.Errorf("%w: --commit-records %d: must be 0 (by time only) or positive", ErrUsage, k.commitRecords)
 	}
 	eps, err := kafkaEndpointsOf(env, k, prog, q)
 	if err != nil {
@@ -417,6 +422,7 @@ func kafkaOptions(k *kafkaFlags, q *planQuery, eps *kafkaEndpoints, log *slog.Lo
 		Sink:           eps.sink,
 		InstanceID:     k.instanceID,
 		CommitInterval: k.commitInterval,
+		CommitRecords:  k.commitRecords,
 		GiveUpAfter:    k.giveUpAfter,
 		AllowDataLoss:  k.allowDataLoss,
 		Logger:         log,

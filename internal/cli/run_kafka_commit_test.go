@@ -24,8 +24,8 @@ CREATE VIEW totals AS SELECT merchant, count(*) AS orders, sum(amount) AS total 
 // TestRunKafkaCommitIntervalBounds: --commit-interval is refused (exit 2,
 // naming the flag and the bound) at 0, below it, and above half the
 // transaction timeout, before any broker is asked (the brokers here do
-// not exist); the bound itself runs; and the flag given to a file run is
-// an error, not ignored.
+// not exist); the bound itself runs (with --commit-records, refused when
+// negative); and either flag given to a file run is an error, not ignored.
 func TestRunKafkaCommitIntervalBounds(t *testing.T) {
 	dir := t.TempDir()
 	sql := filepath.Join(dir, "totals.sql")
@@ -44,6 +44,9 @@ func TestRunKafkaCommitIntervalBounds(t *testing.T) {
 			t.Errorf("--commit-interval %s: exit %d, want 2 and %q:\n%s", c.arg, code, c.want, errs)
 		}
 	}
+	if code, errs := kafkaCLI(t, "", append(nowhere, "--commit-records", "-1")...); code != 2 || !strings.Contains(errs, "--commit-records -1: must be 0 (by time only) or positive") {
+		t.Errorf("--commit-records -1: exit %d, want 2:\n%s", code, errs)
+	}
 	events := filepath.Join(dir, "events.jsonl")
 	if err := os.WriteFile(events, []byte(`{"merchant":"m0","amount":1,"event_time":"2026-07-18 10:00:00"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -54,6 +57,9 @@ func TestRunKafkaCommitIntervalBounds(t *testing.T) {
 		if code != 2 || !strings.Contains(errs, "--commit-interval applies to Kafka runs only") {
 			t.Errorf("file run with --commit-interval %s: exit %d, want 2 and 'applies to Kafka runs only':\n%s", arg, code, errs)
 		}
+	}
+	if code, errs := kafkaCLI(t, "", "run", sql, "--input", events, "--commit-records", "10"); code != 2 || !strings.Contains(errs, "--commit-records applies to Kafka runs only") {
+		t.Errorf("file run with --commit-records: exit %d, want 2 and 'applies to Kafka runs only':\n%s", code, errs)
 	}
 	if code, errs := kafkaCLI(t, "", "run", sql, "--input", events); code != 0 {
 		t.Fatalf("file run without the flag: exit %d:\n%s", code, errs)
@@ -72,7 +78,7 @@ func TestRunKafkaCommitIntervalBounds(t *testing.T) {
 		t.Fatalf("produce: exit %d: %s", code, errs)
 	}
 	code, errs := kafkaCLI(t, "", "run", sql, "--source", to, "--sink", "kafka://"+addr+"/out", "--instance-id", "a",
-		"--until-caught-up", "--log-level", "warn", "--commit-interval", "15s")
+		"--until-caught-up", "--log-level", "warn", "--commit-interval", "15s", "--commit-records", "1")
 	if code != 0 || !strings.Contains(errs, "1 events consumed") || !strings.Contains(errs, "caught up") {
 		t.Fatalf("--commit-interval 15s: exit %d, want 0, 1 event consumed, caught up:\n%s", code, errs)
 	}
