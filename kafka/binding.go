@@ -13,11 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// ErrBindingMismatch is returned (wrapped) when a query name's state topic
-// records other inputs than the run's: another query text, source topic,
-// source partition count or sink topic.
-var ErrBindingMismatch = errors.New("kafka: the query name is bound to other inputs")
-
 // bindingKey is the state-topic key of the binding record, in partition 0.
 // Its 4-byte prefix is not a partition number (state keys start with
 // theirs), so it never collides with an operator's entry.

@@ -13,7 +13,6 @@ package kafka
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -24,38 +23,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
-)
-
-// The error vocabulary of the package.
-var (
-	ErrConfig        = errors.New("kafka: bad configuration")
-	ErrNotCompacted  = errors.New("kafka: sink topic is not compacted")
-	ErrTopicMismatch = errors.New("kafka: topic layout does not match")
-	ErrNullValue     = errors.New("kafka: refusing to produce a record with a null value")
-	ErrClosed        = errors.New("kafka: pipeline closed")
-	// ErrFenced: the broker refused this process's transactional
-	// producer because its epoch is no longer current (another process
-	// took its transactional id, or the broker aborted its transaction
-	// at the transaction timeout while it was paused). Nothing of the
-	// refused transaction is committed; the process must restart.
-	ErrFenced = errors.New("kafka: transactional producer fenced")
-	// ErrOldState: the state topic holds state of an earlier ubik
-	// version that this one cannot continue (a watermark of +infinity,
-	// written at the end of an until-caught-up run before the drain
-	// stopped at the last window's end). Nothing is read or written.
-	ErrOldState = errors.New("kafka: state written by an earlier ubik version cannot be continued")
-	// ErrDataLoss: records of the source were deleted (retention,
-	// DeleteRecords) between the query's committed offsets and the log
-	// start, before the query read them (see Options.AllowDataLoss).
-	ErrDataLoss = errors.New("kafka: source records lost")
-	// ErrSourceChanged: the source topic changed under a running query
-	// in a way it cannot follow (partitions added, the topic deleted or
-	// created again); the query stopped without committing what it read
-	// since. The message says what to do.
-	ErrSourceChanged = errors.New("kafka: the source topic changed")
-	// ErrUnsupported: the query has a shape the pipeline does not run
-	// (the message says which shapes it does).
-	ErrUnsupported = errors.New("kafka: not supported")
 )
 
 // SASL mechanisms.

@@ -160,20 +160,6 @@ type Options struct {
 	ResetState bool
 }
 
-// BadEvent is an input record that was not applied.
-type BadEvent struct {
-	Topic     string
-	Partition int32
-	Offset    int64
-	Err       error
-}
-
-func (e *BadEvent) Error() string {
-	return fmt.Sprintf("kafka: topic %s partition %d offset %d: %v", e.Topic, e.Partition, e.Offset, e.Err)
-}
-
-func (e *BadEvent) Unwrap() error { return e.Err }
-
 // Stats are a pipeline's counters. Across a transaction abort the work is
 // redone, so counters count attempts, not committed work.
 type Stats struct {

@@ -20,24 +20,6 @@ import (
 // Streams' task.timeout.ms, which bounds the same recovery there.
 const DefaultGiveUpAfter = 5 * time.Minute
 
-// redoError ends a stage's session whose last transaction could not be
-// ended: End (or the Begin after it) failed with a transient error (a
-// deadline under CPU starvation, a broker that paused or moved its
-// coordinator). The outcome of that transaction is unknown: the broker
-// may have committed it after the client stopped waiting, or aborted it.
-// Nothing the session holds can be trusted then (kgo rewinds its offsets
-// to what it last saw committed, which is wrong if the commit went
-// through), so the stage starts a new session, as a restarted process
-// would: its InitProducerID waits for the old transaction to complete and
-// fences it (an open one is aborted), the group's stable offset fetch and
-// the state restore then read the committed outcome, whichever it was.
-// This is what Kafka Streams does with a TimeoutException on commit
-// (the task is closed dirty and revived from its changelog).
-type redoError struct{ err error }
-
-func (e *redoError) Error() string { return e.err.Error() }
-func (e *redoError) Unwrap() error { return e.err }
-
 func isRedo(err error) bool {
 	var r *redoError
 	return errors.As(err, &r)
@@ -86,11 +68,6 @@ func transient(err error) error {
 	}
 	return err
 }
-
-// errWaitedOut marks a wait of the loop that ran out of time (a state
-// partition's open transaction, a restore): after an outage it can be the
-// broker's, so it is transient.
-var errWaitedOut = errors.New("waited too long")
 
 // redo runs a stage's sessions: a session that ends with a *redoError is
 // followed by a new one, after a short pause, until one has committed

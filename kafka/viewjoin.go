@@ -37,11 +37,6 @@ const sideHeader = "ubik.side"
 // partition when Options.JoinBuffer is not set.
 const DefaultViewJoinRows = 100_000
 
-// ErrViewJoinState stops a join of two views whose held rows pass their
-// bound (Options.JoinBuffer): the sides' watermarks are too far apart (one view is behind the
-// other) for the rows of one partition to be kept.
-var ErrViewJoinState = errors.New("kafka: a join of two views holds more rows than it may")
-
 // viewJoin is a join of two views: the pipelines of its sides.
 type viewJoin struct {
 	sides [2]*Pipeline

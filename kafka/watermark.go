@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -151,8 +150,6 @@ const (
 	wmVersion     = 2
 	wmVersionEnds = 3
 )
-
-var errBadWatermark = errors.New("kafka: bad watermark encoding")
 
 func (t *tracker) appendTo(b []byte) []byte {
 	ends := t.hasEnds()

@@ -25,9 +25,6 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
 )
 
-// ErrUsage reports bad command-line arguments.
-var ErrUsage = errors.New("duckref: usage")
-
 // Options are duckref's settings.
 type Options struct {
 	Query   string // a key of queries; required

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -47,9 +46,6 @@ const (
 	// use it so that the number of distinct keys seen is close to --groups.
 	DistUniform Dist = "uniform"
 )
-
-// ErrConfig reports an invalid generator configuration.
-var ErrConfig = errors.New("gen: invalid config")
 
 // Config is the whole description of a workload: the same Config gives the
 // same bytes.

@@ -15,9 +15,6 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// ErrMismatch reports that two changelogs end in different final values.
-var ErrMismatch = errors.New("report: results differ")
-
 // finals are a changelog's last value of each key (the upsert rule): the
 // value's JSON text by normalized key, and the keys in first-seen order.
 type finals struct {

@@ -17,9 +17,6 @@ import (
 	"strings"
 )
 
-// ErrUsage reports bad command-line arguments.
-var ErrUsage = errors.New("report: usage")
-
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -15,9 +14,6 @@ import (
 	"strings"
 	"time"
 )
-
-// ErrRuns reports a malformed runs file.
-var ErrRuns = errors.New("report: bad runs file")
 
 // runsHeader is the first line bench/run writes to runs.tsv.
 const runsHeader = "set\tquery\tworkload\tevents\tgroups\tdist\trep\tengine\tstatus\ttime_file\tstats_file\tlog_file"

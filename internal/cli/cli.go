@@ -14,7 +14,6 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/ubiksql/ubik"
 )
@@ -68,36 +67,6 @@ const (
 	// 128 + the signal number (130, 143), as shells report a process the
 	// signal ended.
 )
-
-// ErrUsage marks a command-line usage error (exit status 2).
-var ErrUsage = errors.New("usage")
-
-// errHelp is returned by a command whose --help was asked for: the help is
-// printed on stdout and the exit status is 0.
-var errHelp = errors.New("help requested")
-
-// StopSignal is the cancellation cause cmd/ubik gives the context when a
-// SIGINT or SIGTERM arrives; the command stops cleanly and ends as
-// signalEnd says.
-type StopSignal struct{ Signal os.Signal }
-
-func (s StopSignal) Error() string {
-	switch s.Signal {
-	case os.Interrupt:
-		return "interrupted by SIGINT"
-	case syscall.SIGTERM:
-		return "terminated by SIGTERM"
-	}
-	return "stopped by " + s.Signal.String()
-}
-
-// Status is the exit status a shell reports for the signal: 128 + its number.
-func (s StopSignal) Status() int {
-	if n, ok := s.Signal.(syscall.Signal); ok {
-		return 128 + int(n)
-	}
-	return 130
-}
 
 // stopCause is why ctx ended, as an error Main maps to an exit status.
 func stopCause(ctx context.Context) error {

@@ -408,9 +408,6 @@ func (l badLimit) crossedAtEnd(bad, read int64) string {
 	return ""
 }
 
-// ErrBadInput marks a run that crossed its bad-input limit (exit status 3).
-var ErrBadInput = errors.New("bad input")
-
 // splitPositional lets the query file come before the flags, as in
 // `ubik run q.sql --input events.jsonl`.
 func splitPositional(args []string) (string, []string) {

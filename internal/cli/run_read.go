@@ -65,9 +65,6 @@ func liveRecords(ctx context.Context, br *bufio.Reader, csv bool, q *ubik.Query,
 	}
 }
 
-// errTooLong marks a record longer than maxLineBytes (consumed, not kept).
-var errTooLong = errors.New("record too long")
-
 // tooLongError words an oversized record of n lines and size bytes, for
 // the dead letter.
 func tooLongError(n, size int64) error {

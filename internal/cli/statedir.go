@@ -36,13 +36,6 @@ const ckptMagic2 = "UBIKCKP2"
 // ckptMagic2, the position in an interval join's right input.
 const ckptMagic3 = "UBIKCKP3"
 
-// ErrStateMismatch is returned when a state dir belongs to another query.
-var ErrStateMismatch = errors.New("ubik: the state dir belongs to a different query or input")
-
-// ErrStateInUse is returned when another process runs over the state dir,
-// or writes an output of the run (statelock.go).
-var ErrStateInUse = errors.New("ubik: already in use")
-
 type ckptHeader struct {
 	Finished    bool
 	InputOffset int64

@@ -2,7 +2,6 @@ package exec
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -12,10 +11,6 @@ import (
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
 )
-
-// ErrOverflow is returned when an exact aggregate leaves its type's range
-// (DuckDB raises the same "Out of Range" error).
-var ErrOverflow = errors.New("exec: out of range: overflow in sum")
 
 // aggState is the running state of one aggregate call for one (group, window).
 // Every state is mergeable, which session windows need when two sessions join.

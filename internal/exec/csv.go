@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -248,19 +247,6 @@ func (d *csvDecoder) split(rec []byte) error {
 	}
 	return nil
 }
-
-// HeaderError says a CSV header does not fit the source: it lacks a
-// declared column or names one twice. It is not one bad event but a wrong
-// input, so the host stops rather than reading every row with a NULL column.
-type HeaderError struct{ Msg string }
-
-func (e *HeaderError) Error() string { return e.Msg }
-
-// ErrHeader classifies a HeaderError for errors.Is.
-var ErrHeader = errors.New("exec: the CSV header does not fit the source")
-
-// Is makes errors.Is(err, ErrHeader) hold.
-func (e *HeaderError) Is(target error) bool { return target == ErrHeader }
 
 // decode returns the row, or nil and no error for the header record.
 func (d *csvDecoder) decode(rec []byte, row []types.Value) ([]types.Value, error) {

@@ -16,23 +16,6 @@ import (
 	"github.com/ubiksql/ubik/internal/types"
 )
 
-// ErrMalformed classifies an event that cannot be decoded into the source's
-// row: bad JSON, a wrong type, a missing event time.
-var ErrMalformed = errors.New("exec: malformed event")
-
-// DecodeError says what is wrong with one event and in which column.
-type DecodeError struct {
-	Column string // "" when the whole event is bad (not JSON, not an object)
-	Msg    string
-}
-
-func (e *DecodeError) Error() string {
-	if e.Column == "" {
-		return clipMessage(e.Msg)
-	}
-	return fmt.Sprintf("column %q: %s", clipMessage(e.Column), clipMessage(e.Msg))
-}
-
 // maxMessageBytes bounds the text of one decode error: a message echoes
 // parts of the event, and an event may be megabytes.
 const maxMessageBytes = 320
@@ -68,9 +51,6 @@ func shortJSONError(msg string) string {
 	}
 	return strings.Join(parts[:2], ": ") + ": ... (" + strconv.Itoa(n-3) + " more levels) ...: " + strings.Join(parts[n-1:], ": ")
 }
-
-// Unwrap classifies every DecodeError as ErrMalformed.
-func (e *DecodeError) Unwrap() error { return ErrMalformed }
 
 // Decoder turns JSON-lines events into source rows. It uses fastjson rather
 // than encoding/json: encoding/json costs about 2 µs per event, several times

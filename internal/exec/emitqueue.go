@@ -22,10 +22,6 @@ import (
 // which only Process changes. AdvanceWatermark, EmitEarly and Finish only
 // append, so they never need to refuse.
 
-// ErrQueued is returned by Process and Checkpoint while records wait in the
-// emission queue: the host drains them first (SetRoom, Drain).
-var ErrQueued = errors.New("exec: records of finalized windows are queued; drain them before pushing rows or checkpointing")
-
 type workKind uint8
 
 const (

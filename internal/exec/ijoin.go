@@ -3,7 +3,6 @@ package exec
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -66,10 +65,6 @@ type ijRef struct {
 	t    int64
 	seq  uint64
 }
-
-// ErrIntervalJoinFull is returned for a row an interval join cannot hold:
-// it holds its bound (SetMaxHeld) of rows already. The row is not taken.
-var ErrIntervalJoinFull = errors.New("exec: interval join state full")
 
 type ijSide struct {
 	src    *plan.Source

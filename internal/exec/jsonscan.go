@@ -123,9 +123,6 @@ func (d *Decoder) scanKey(s *scanner, p int) (col int, colon, ok bool) {
 	return col, colon, true
 }
 
-// errFallback sends a line to the reference (fastjson) decoder.
-var errFallback = errors.New("exec: fall back to the reference decoder")
-
 func (d *Decoder) finishScan(s *scanner) ([]types.Value, error) {
 	s.ws()
 	if s.i != len(s.b) {

@@ -17,7 +17,6 @@ import (
 	"container/heap"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash/maphash"
 	"math"
 	"unicode/utf8"
@@ -27,25 +26,6 @@ import (
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
 )
-
-// ErrFinished is returned when rows are pushed after Finish.
-var ErrFinished = errors.New("exec: operator finished")
-
-// EvalError is a runtime failure evaluating an expression for one event
-// (a failed cast, an integer overflow). The event is not applied.
-type EvalError struct {
-	Where string // "WHERE", "GROUP BY", "aggregate", "HAVING", "SELECT"
-	Err   error
-}
-
-func (e *EvalError) Error() string { return fmt.Sprintf("%s: %v", e.Where, e.Err) }
-func (e *EvalError) Unwrap() error { return e.Err }
-
-// ErrEval classifies an EvalError for errors.Is.
-var ErrEval = errors.New("exec: evaluation error")
-
-// Is makes errors.Is(err, ErrEval) hold.
-func (e *EvalError) Is(target error) bool { return target == ErrEval }
 
 // LateEvent describes an event that arrived for a window that is already
 // final. The row aliases the caller's row and is valid only during the call.

@@ -3,7 +3,6 @@ package exec
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/ubiksql/ubik/internal/sql/plan"
@@ -273,10 +272,6 @@ func Sharded(q *plan.Query) bool {
 
 // SatAdd is a + b, saturating at the int64 bounds (what window closes use).
 func SatAdd(a, b int64) int64 { return satAdd(a, b) }
-
-// errWindowTimeNull is the error processAligned and processSession give
-// an event without a window time.
-var errWindowTimeNull = errors.New("window time column is NULL")
 
 // Dedup is a source's input dedup (dedup_key) on its own, for a host that
 // routes events to several operators: the first copy of a key is decided

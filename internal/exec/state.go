@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"container/heap"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -36,10 +35,6 @@ const stateVersion = 1
 // read: their groups publish their next record whatever its value, as
 // version 1 did.
 const opStateVersion = 2
-
-// ErrBadState is returned (wrapped) when checkpoint bytes cannot be decoded
-// or do not belong to this query.
-var ErrBadState = errors.New("exec: bad checkpoint state")
 
 // MetaKey is the key of the meta entry (a constant: a byte slice here
 // would be package-level state anyone could change).

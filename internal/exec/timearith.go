@@ -1,10 +1,7 @@
 package exec
 
 import (
-	"fmt"
 	"math"
-
-	"github.com/ubiksql/ubik/changelog"
 
 	"github.com/ubiksql/ubik/internal/types"
 )
@@ -37,16 +34,6 @@ func satSub(a, b int64) int64 {
 		return a - b
 	}
 	return satAdd(a, -b)
-}
-
-// errWindowRange reports an event whose window cannot be represented.
-type errWindowRange struct {
-	ts int64
-}
-
-func (e errWindowRange) Error() string {
-	return fmt.Sprintf("a window of event time %s lies outside the TIMESTAMP range (%s to %s)",
-		changelog.AppendText(nil, types.TS(e.ts)), types.MinTimestampText, types.MaxTimestampText)
 }
 
 // alignedWindows returns the first (oldest) and last window start of the

@@ -3,7 +3,6 @@ package exec
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -12,12 +11,6 @@ import (
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
 )
-
-// ErrJoinBuffer is returned for an event a temporal join cannot hold: as
-// many events as its bound wait already for the table's watermark to pass
-// their time. The event is not applied (nor counted); the host pushes
-// table rows, or advances the table's watermark, and pushes it again.
-var ErrJoinBuffer = errors.New("exec: temporal join buffer full")
 
 // JoinStateKey is the key of a temporal join's checkpoint entry.
 const JoinStateKey = "j"

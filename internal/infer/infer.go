@@ -6,7 +6,6 @@ package infer
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -18,9 +17,6 @@ import (
 
 	"github.com/ubiksql/ubik/internal/types"
 )
-
-// ErrNoRecords is returned when the input holds no record to infer from.
-var ErrNoRecords = errors.New("no records to infer a schema from")
 
 // Options configure Infer.
 type Options struct {

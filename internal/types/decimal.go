@@ -1,13 +1,9 @@
 package types
 
 import (
-	"errors"
 	"fmt"
 	"math/big"
 )
-
-// ErrBadDecimal is returned (wrapped) for text that is not a decimal in range.
-var ErrBadDecimal = errors.New("types: bad decimal")
 
 var pow10Big = func() [39]*big.Int {
 	var p [39]*big.Int

@@ -1,12 +1,8 @@
 package types
 
 import (
-	"errors"
 	"fmt"
 )
-
-// ErrBadTimestamp is returned (wrapped) for text that is not a timestamp.
-var ErrBadTimestamp = errors.New("types: bad timestamp")
 
 // DaysFromCivil converts a proleptic Gregorian date to days since 1970-01-01.
 // (Howard Hinnant's algorithm; valid for every int32 year.)

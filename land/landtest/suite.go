@@ -424,8 +424,6 @@ type crashSource struct {
 	crash     context.CancelFunc
 }
 
-var errCrash = errors.New("landtest: crash between the store write and the offset commit")
-
 func (s *crashSource) Next(ctx context.Context) (*land.Batch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -48,7 +48,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -62,9 +61,6 @@ import (
 	"github.com/ubiksql/ubik/land/chhttp"
 	"github.com/ubiksql/ubik/usage"
 )
-
-// ErrInvalidOptions reports bad Options.
-var ErrInvalidOptions = errors.New("chusage: invalid options")
 
 // Options configure a Log.
 type Options struct {

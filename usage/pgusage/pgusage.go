@@ -29,9 +29,6 @@ import (
 	"github.com/ubiksql/ubik/usage"
 )
 
-// ErrInvalidOptions reports bad Options.
-var ErrInvalidOptions = errors.New("pgusage: invalid options")
-
 // Options configure a Log. The zero value of every field but DSN is a
 // documented default.
 type Options struct {

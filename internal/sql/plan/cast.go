@@ -11,25 +11,6 @@ import (
 	"github.com/ubiksql/ubik/internal/types"
 )
 
-// Runtime error vocabulary. Eval errors are *EvalError values whose Unwrap
-// is one of these sentinels; their text follows DuckDB's wording so a user
-// who knows DuckDB recognises them.
-var (
-	// ErrConversion is a failed cast (DuckDB "Conversion Error").
-	ErrConversion = errors.New("plan: conversion error")
-	// ErrOutOfRange is an arithmetic overflow (DuckDB "Out of Range Error").
-	ErrOutOfRange = errors.New("plan: out of range")
-)
-
-// EvalError is a runtime failure of an expression.
-type EvalError struct {
-	Kind error // ErrConversion or ErrOutOfRange
-	Msg  string
-}
-
-func (e *EvalError) Error() string { return e.Msg }
-func (e *EvalError) Unwrap() error { return e.Kind }
-
 func convErr(format string, args ...any) error {
 	return &EvalError{Kind: ErrConversion, Msg: "Conversion Error: " + fmt.Sprintf(format, args...)}
 }

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -46,10 +45,6 @@ func Compile(script string, opts CompileOptions) (prog *Program, err error) {
 	b := &binder{sql: script}
 	return b.program(s, opts)
 }
-
-// ErrInvalidSource reports a bad source registered through
-// CompileOptions.Sources (script errors are *parser.Error instead).
-var ErrInvalidSource = errors.New("plan: invalid registered source")
 
 func validateSource(s *Source) error {
 	if s.Name == "" {

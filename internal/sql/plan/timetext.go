@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"errors"
 	"github.com/ubiksql/ubik/internal/types"
 	"math"
 	"strconv"
@@ -50,8 +49,6 @@ const (
 )
 
 // ---- parsing ----
-
-var errTimeFormat = errors.New("bad time text")
 
 // scanInt reads up to max digits at s[i:]; it returns the value, the new
 // index and the number of digits read.
