@@ -145,6 +145,7 @@ type Driver struct {
 	agg  aggregate      // the window aggregate node
 	op   *exec.Operator // agg's operator when it is one (nil when sharded)
 	par  *par           // agg's shards when it is sharded (Config.Threads)
+	pout *parOut        // the merge's callbacks, which par holds only weakly
 	emit func(*changelog.Record) error
 	late func(*exec.LateEvent)
 	log  *slog.Logger // receives a recovered panic's stack; may be nil
@@ -231,7 +232,10 @@ func (d *Driver) shard(cfg Config) error {
 	// decoder can be decoded in blocks by the shards' goroutines
 	// (feed.go); a join's rows are the join's, made on this goroutine.
 	blocks := cfg.Decoder == nil && !d.in.dec.IsCSV() && !cfg.ExternalWatermark && !cfg.RecordWatermark && q.Join == nil && q.IJoin == nil
-	p, err := newPar(q, cfg, cfg.Threads, blocks)
+	// The driver holds the merge's callbacks; the shards only weakly
+	// (parOut), so dropping the driver lets its cleanup run.
+	d.pout = &parOut{emit: cfg.Emit, onRow: cfg.OnRow, onMark: cfg.OnMark}
+	p, err := newPar(q, cfg, d.pout, cfg.Threads, blocks)
 	if err != nil {
 		return err
 	}

@@ -259,7 +259,7 @@ func (d *Driver) sequenceNext() error {
 			localWM = k.local[ai].wm
 			ai++
 		}
-		if wm := max(b.startWM, localWM); p.onMark != nil && wm > p.lastMark {
+		if wm := max(b.startWM, localWM); p.marks && wm > p.lastMark {
 			// The end of the record's call, for a graph's readers.
 			p.lastMark = wm
 			b.marks = append(b.marks, advance{op: evOp + 2, wm: wm})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"weak"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/dataflow"
@@ -296,6 +297,35 @@ func (g *Graph) check() error {
 	return nil
 }
 
+// readerHooks returns the hooks through which node i's driver feeds its
+// readers: its watermark markers and its rows. They hold the graph by a
+// weak pointer: a driver on several threads keeps its hooks with its
+// shards, and frees them (stopping the goroutines) only once the driver
+// is unreachable, which a strong pointer back to the graph, and so to
+// the driver, would never let happen for a graph dropped unclosed.
+func (g *Graph) readerHooks(i int) (onMark func(int64), onRow func([]types.Value) error) {
+	wg := weak.Make(g)
+	onMark = func(wm int64) {
+		if g := wg.Value(); g != nil {
+			g.markTo(g.nodes[i], wm)
+		}
+	}
+	onRow = func(row []types.Value) error {
+		g := wg.Value()
+		if g == nil {
+			return nil // the graph is gone: no reader is left to feed
+		}
+		n := g.nodes[i]
+		it := g.item(n, itemRow, 0)
+		for _, r := range n.readers {
+			it.row = slices.Clone(row)
+			g.deliver(r, it)
+		}
+		return nil
+	}
+	return onMark, onRow
+}
+
 // configure makes each node's driver: the primary's with the host's
 // config, the others delivering to viewEmit and their readers.
 func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), host *hostRoots) error {
@@ -336,16 +366,7 @@ func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, vi
 			c.Decoder, c.ExternalWatermark = host.dec, true
 		}
 		if len(n.readers) > 0 {
-			n := n
-			c.OnMark = func(wm int64) { g.markTo(n, wm) }
-			c.OnRow = func(row []types.Value) error {
-				it := g.item(n, itemRow, 0)
-				for _, r := range n.readers {
-					it.row = slices.Clone(row)
-					g.deliver(r, it)
-				}
-				return nil
-			}
+			c.OnMark, c.OnRow = g.readerHooks(n.index)
 		}
 		q := n.q
 		if n.joined {

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/sql/plan"
@@ -520,5 +522,41 @@ CREATE VIEW mixed AS SELECT x.g, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, 
 	}
 	if _, err := NewRowGraph(qs["mixed"], qs["mixed"], Config{Emit: finals(got)}, nil, nil); err == nil || !strings.Contains(err.Error(), "a row graph's root must read one view, or join two") {
 		t.Errorf("a root joining a view and a stream: %v", err)
+	}
+}
+
+// TestGraphNoLeak: a graph whose views run on several threads, closed or
+// dropped unclosed, leaves no goroutine behind (a view's shards hold the
+// graph through the reader hooks, so the driver's cleanup must not keep
+// the graph reachable).
+func TestGraphNoLeak(t *testing.T) {
+	qs := graphQueries(t)
+	base := runtime.NumGoroutine()
+	for i := 0; i < 6; i++ {
+		g, err := NewGraph(qs["ra"], nil, Config{Threads: 3, Emit: func(*changelog.Record) error { return nil }}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Threads() != 3 {
+			t.Fatalf("the graph runs on %d threads, want 3", g.Threads())
+		}
+		for j := 0; j < 500; j++ {
+			if err := g.Push(fmt.Appendf(nil, `{"g":"k%d","ts":"2026-07-18 10:00:%02d"}`, j%7, j%60)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%2 == 0 {
+			if err := g.Close(); err != nil {
+				t.Fatal(err)
+			}
+		} // else dropped without Close
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base {
+		t.Fatalf("%d goroutines, %d before", n, base)
 	}
 }

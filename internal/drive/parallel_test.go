@@ -605,3 +605,62 @@ SELECT g, count(*) AS c, sum(x) AS s FROM ev GROUP BY g, TUMBLE(ts, INTERVAL '1'
 		}
 	}
 }
+
+// TestParallelCollectedWithSelfReference: a driver on several threads
+// whose Emit callback reaches the driver itself (as a host's callback that
+// holds its query does) is collected once the host drops it, closed or
+// not: its shards and state do not outlive it. Before the merge's
+// callbacks were held weakly, the driver's own cleanup kept it reachable
+// for ever.
+func TestParallelCollectedWithSelfReference(t *testing.T) {
+	q := compile(t, testSQL)
+	base := runtime.NumGoroutine()
+	var collected []chan struct{}
+	for i := 0; i < 4; i++ {
+		type host struct {
+			d *Driver
+			n int
+		}
+		h := &host{}
+		d, err := New(q, Config{Threads: 3, Emit: func(*changelog.Record) error { h.n++; _ = h.d; return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.d = d
+		done := make(chan struct{})
+		runtime.AddCleanup(d, func(c chan struct{}) { close(c) }, done)
+		collected = append(collected, done)
+		for _, e := range events() {
+			if err := d.Push(e); err != nil && !errors.As(err, new(*EventError)) {
+				t.Fatal(err)
+			}
+		}
+		if i%2 == 0 {
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for i, done := range collected {
+		for {
+			runtime.GC()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Millisecond):
+				if time.Now().Before(deadline) {
+					continue
+				}
+				t.Fatalf("driver %d (closed: %v) was never collected", i, i%2 == 0)
+			}
+			break
+		}
+	}
+	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base {
+		t.Fatalf("%d goroutines, %d before", n, base)
+	}
+}

@@ -182,7 +182,7 @@ func (s *shard) onRecord(r *changelog.Record) error {
 	or.key1 = int32(len(c.bytes))
 	c.bytes = append(c.bytes, r.Value...)
 	or.val1 = int32(len(c.bytes))
-	if s.p.onRow != nil {
+	if s.p.withRows {
 		// The row's strings are the operator's own, never reused: the
 		// cells are copied, the strings shared.
 		or.row0 = int32(len(c.cells))

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/dataflow"
@@ -78,11 +79,12 @@ type par struct {
 	seqBase  uint64 // above every restored creation number
 	width    int    // cells per row
 	cols     []int  // the columns the query reads: the only cells a batch carries
-	emit     func(*changelog.Record) error
-	// onRow, if set, receives each record's projected row before the
-	// record (Config.OnRow): the shards carry it to the merge.
-	onRow    func(row []types.Value) error
-	onMark   func(wm int64)
+	// out is where the merge delivers: held by the driver, only weakly
+	// here (parOut). rows: Config.OnRow is set, so the shards carry each
+	// record's projected row to the merge; marks: Config.OnMark is set.
+	out      weak.Pointer[parOut]
+	withRows bool
+	marks    bool
 	testStep func(shard int, op uint64) // tests only: called before each step of a shard
 	testTake func()                     // tests only: called before a shard's goroutine takes a block
 	// The fields above are what the shards' goroutines read for every
@@ -149,10 +151,22 @@ func eligible(q *plan.Query, cfg Config) (bool, string) {
 	return true, ""
 }
 
-func newPar(q *plan.Query, cfg Config, threads int, blocks bool) (*par, error) {
+// parOut is where a sharded aggregate's merge delivers: the host's
+// callbacks (Config.Emit, OnRow, OnMark). The driver holds it; the par
+// only weakly. A host's callback often reaches the host's query and so
+// the driver, and the par is what the driver's cleanup keeps (and what
+// the shards' goroutines reach): a strong pointer would keep a driver
+// dropped unclosed reachable for ever, its goroutines and state with it.
+type parOut struct {
+	emit   func(*changelog.Record) error
+	onRow  func(row []types.Value) error
+	onMark func(wm int64)
+}
+
+func newPar(q *plan.Query, cfg Config, out *parOut, threads int, blocks bool) (*par, error) {
 	p := &par{q: q, adm: exec.NewAdmission(q), dedup: exec.NewDedup(q), seed: maphash.MakeSeed(), lateness: q.Emit.AllowedLateness,
 		delay: q.Source.WatermarkDelay, external: cfg.ExternalWatermark || q.IJoin != nil, perEvent: 1, seqBase: 1,
-		width: len(q.Source.Columns), emit: cfg.Emit, onRow: cfg.OnRow, onMark: cfg.OnMark, wm: math.MinInt64, outWM: math.MinInt64,
+		width: len(q.Source.Columns), out: weak.Make(out), withRows: out.onRow != nil, marks: out.onMark != nil, wm: math.MinInt64, outWM: math.MinInt64,
 		lastMark: math.MinInt64, maxTime: math.MinInt64}
 	if q.Window != nil {
 		p.perEvent = uint64(q.Window.WindowsPerEvent())
@@ -382,7 +396,10 @@ func (p *par) sync() error {
 
 // collect merges the shards' records of b into the changelog.
 func (p *par) collect(b *batch) error {
-	m := merge{p: p, heads: make([]mergeHead, len(p.shards)), marks: b.marks, steps: b.steps}
+	m := merge{p: p, out: p.out.Value(), heads: make([]mergeHead, len(p.shards)), marks: b.marks, steps: b.steps}
+	if m.out == nil {
+		p.discard = true // the driver is gone (its cleanup stops the shards)
+	}
 	for i, s := range p.shards {
 		m.heads[i].c = <-s.out
 	}
@@ -430,6 +447,7 @@ func (p *par) recycle(b *batch) {
 // batch's call ends (marks) and steps between them.
 type merge struct {
 	p     *par
+	out   *parOut // nil once the driver is gone
 	heads []mergeHead
 	marks []advance
 	steps []opStep
@@ -470,19 +488,19 @@ func (m *merge) deliver(c *chunk, r *outRec) error {
 	p.rec.Key = c.bytes[r.key0:r.key1:r.key1]
 	p.rec.Value = c.bytes[r.key1:r.val1:r.val1]
 	p.rec.Meta = r.meta
-	if p.onRow != nil {
-		if err := p.onRow(c.cells[r.row0:r.row1:r.row1]); err != nil {
+	if m.out.onRow != nil {
+		if err := m.out.onRow(c.cells[r.row0:r.row1:r.row1]); err != nil {
 			return err
 		}
 	}
-	return p.emit(&p.rec)
+	return m.out.emit(&p.rec)
 }
 
 // marksUpTo hands the host the marks of the calls that ended before op.
 func (m *merge) marksUpTo(op uint64) {
 	for len(m.marks) > 0 && m.marks[0].op < op {
 		m.stepOf(m.marks[0].op)
-		m.p.onMark(m.marks[0].wm)
+		m.out.onMark(m.marks[0].wm)
 		m.marks = m.marks[1:]
 	}
 }
@@ -500,7 +518,7 @@ func (m *merge) stepOf(op uint64) {
 // mark ends a call of the host: its watermark reaches onMark after the
 // call's records, when it moved.
 func (p *par) mark() {
-	if p.onMark == nil || p.wm <= p.lastMark || p.jobs != nil && (p.fill != nil || len(p.pending) > 0) {
+	if !p.marks || p.wm <= p.lastMark || p.jobs != nil && (p.fill != nil || len(p.pending) > 0) {
 		// Unmoved; or the call fed a record, whose mark its block's
 		// sequencing sets (feed.go).
 		return
