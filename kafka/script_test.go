@@ -387,10 +387,19 @@ func (h *scriptHost) killRun(t *testing.T, s *scriptSpec) {
 }
 
 // waitCommitted waits until every consumer group of the run (its names
-// start with prefix) has committed its input to the end.
+// start with prefix) has committed its input to the end. The stages keep
+// writing watermark markers (one a second, idle or not), so the internal
+// topics never stand still: it waits in rounds instead, each until every
+// group has committed what its topic held when the round began (the
+// inputs: their end), as many rounds as there are groups, so a row
+// derived from the input through every stage has been taken by the last.
 func waitCommitted(t *testing.T, addrs []string, s *scriptSpec, p *crashtest.Proc) {
 	prefix := s.Prefix
 	adm := kadm.NewClient(client(t, addrs))
+	inputs := []string{s.Topics[""], s.Topics["2"]}
+	var target map[string]map[int32]int64 // the round's ends; nil: the inputs' only
+	var seen []string                     // the groups of the rounds so far
+	rounds := 0
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		select {
 		case <-p.Done():
@@ -398,48 +407,78 @@ func waitCommitted(t *testing.T, addrs []string, s *scriptSpec, p *crashtest.Pro
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the run before the kill did not commit its input within a minute (%s):\n%s", lagsOf(adm, prefix), p.Stderr())
+			t.Fatalf("the run before the kill did not commit its input within a minute (round %d; %s):\n%s", rounds, lagsOf(adm, prefix), p.Stderr())
 		}
-		listed, err := adm.ListGroups(context.Background())
-		if err != nil {
+		groups := groupsOf(adm, prefix)
+		if len(groups) == 0 {
 			continue
 		}
-		var groups []string
-		for _, g := range listed.Groups() {
-			if strings.HasPrefix(g, prefix) {
-				groups = append(groups, g)
-			}
+		if slices.Sort(groups); !slices.Equal(groups, seen) {
+			// A stage's group appeared: the rounds start over.
+			seen, target, rounds = groups, nil, 0
 		}
-		if len(groups) > 0 && caughtUp(adm, groups, []string{s.Topics[""], s.Topics["2"]}) {
+		lags, err := adm.Lag(context.Background(), groups...)
+		if err != nil || !reached(lags, target, inputs) {
+			continue
+		}
+		if rounds++; rounds > len(groups) {
 			return
 		}
+		target = endsOf(lags)
 	}
 }
 
-// caughtUp reports whether every partition the groups consume is
-// committed to its end: the inputs' to their last record, the internal
-// topics (written in transactions) to their last transaction's marker.
-func caughtUp(adm *kadm.Client, groups []string, inputs []string) bool {
-	lags, err := adm.Lag(context.Background(), groups...)
+// groupsOf lists the consumer groups whose names start with prefix.
+func groupsOf(adm *kadm.Client, prefix string) []string {
+	listed, err := adm.ListGroups(context.Background())
 	if err != nil {
-		return false
+		return nil
 	}
+	var groups []string
+	for _, g := range listed.Groups() {
+		if strings.HasPrefix(g, prefix) {
+			groups = append(groups, g)
+		}
+	}
+	return groups
+}
+
+// reached reports whether every partition the groups consume is
+// committed: an input to its end, an internal topic (written in
+// transactions) up to the marker that ends target's last transaction, or
+// anywhere when target has none of it.
+func reached(lags kadm.DescribedGroupLags, target map[string]map[int32]int64, inputs []string) bool {
 	ok := true
 	lags.Each(func(l kadm.DescribedGroupLag) {
 		if l.Error() != nil || len(l.Lag) == 0 {
 			ok = false
 		}
 		for _, p := range l.Lag.Sorted() {
-			marker := int64(1)
-			if slices.Contains(inputs, p.Topic) {
-				marker = 0
-			}
-			if p.Commit.At < 0 || p.Lag < 0 || p.Lag > marker {
+			switch end, known := target[p.Topic][p.Partition]; {
+			case p.Commit.At < 0 || p.Lag < 0:
 				ok = false
+			case slices.Contains(inputs, p.Topic):
+				ok = ok && p.Lag == 0
+			case known:
+				ok = ok && p.Commit.At >= end-1
 			}
 		}
 	})
 	return ok
+}
+
+// endsOf is the end offset of every partition the groups consume.
+func endsOf(lags kadm.DescribedGroupLags) map[string]map[int32]int64 {
+	out := map[string]map[int32]int64{}
+	lags.Each(func(l kadm.DescribedGroupLag) {
+		for _, p := range l.Lag.Sorted() {
+			if out[p.Topic] == nil {
+				out[p.Topic] = map[int32]int64{}
+			}
+			out[p.Topic][p.Partition] = p.End.Offset
+		}
+	})
+	return out
 }
 
 // lagsOf describes the lags of the groups named prefix*, for a failure.
