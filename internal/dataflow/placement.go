@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // GroupNeed is the placement a query's aggregate needs of its input rows
@@ -26,7 +27,7 @@ func groupNeed(q *plan.Query) Partitioning {
 			p.Names = append(p.Names, q.Source.Columns[c.Index].Name)
 		} else {
 			p.Exprs = append(p.Exprs, k.Name)
-			p.Reads = append(p.Reads, plan.ColumnsRead(k.Expr))
+			p.Reads = append(p.Reads, keptReads(plan.ColumnsRead(k.Expr), q.Source, 0))
 		}
 	}
 	if len(p.Cols)+len(p.Exprs) == 0 {
@@ -132,16 +133,35 @@ func ijOut(q *plan.Query, left Partitioning) Partitioning {
 
 // rightColumn is the joined-row column the right side of q's first key
 // equality whose left side is reads, when that side reads one column and
-// need hashes it (a plain column, or one under the cast that unified the
-// equality's types); else -1.
+// need hashes it (a plain column, or an expression of one whose group
+// identity folds nothing, keptReads); else -1.
 func rightColumn(q *plan.Query, need Partitioning, is func(plan.Expr) bool) int {
 	j := q.IJoin
 	for k, lk := range j.LeftKey {
-		if rc := plan.ColumnsRead(j.RightKey[k]); len(rc) == 1 && is(lk) && slices.Contains(need.Cols, rc[0]) {
+		rc := plan.ColumnsRead(j.RightKey[k])
+		if _, plain := j.RightKey[k].(*plan.ColRef); !plain {
+			rc = keptReads(rc, q.Source, 0)
+		}
+		if len(rc) == 1 && is(lk) && slices.Contains(need.Cols, rc[0]) {
 			return rc[0]
 		}
 	}
 	return -1
+}
+
+// keptReads is cols (columns of src, offset into the row) when an
+// expression of them gives rows of one group identity one value: so
+// unless one is a DOUBLE, whose group identity folds values an
+// expression may tell apart (NaN, ±Infinity and NULL are one group, -0.0
+// and 0.0 another, but CAST(x AS VARCHAR) gives 'NaN', 'Infinity', '-0');
+// else nil, and a placement by such an expression serves only itself.
+func keptReads(cols []int, src *plan.Source, offset int) []int {
+	for _, c := range cols {
+		if src.Columns[c-offset].Type.Kind == types.KindDouble {
+			return nil
+		}
+	}
+	return cols
 }
 
 // isSubset reports whether every one of cols is in of.
@@ -199,7 +219,7 @@ func keyPlacement(keys []plan.Expr, offset int, s *plan.Source) Partitioning {
 			p.Names = append(p.Names, s.Columns[c.Index-offset].Name)
 		} else {
 			p.Exprs = append(p.Exprs, k.String())
-			p.Reads = append(p.Reads, shifted(plan.ColumnsRead(k), offset))
+			p.Reads = append(p.Reads, keptReads(shifted(plan.ColumnsRead(k), offset), s, 0))
 		}
 	}
 	return p
