@@ -1,9 +1,14 @@
 package kafka
 
 import (
+	"context"
+	"fmt"
 	"testing"
+	"time"
 
+	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // TestJoinRepartitionedByKeyIdentity: an interval join of two streams
@@ -27,4 +32,53 @@ SELECT l.x AS x, count(*) AS n FROM l JOIN r ON CAST(l.x AS VARCHAR) = r.s AND r
 			t.Errorf("a join on CAST(%s AS VARCHAR) grouped by the column: repartitioned %v, want %v", c.typ, got, c.want)
 		}
 	}
+}
+
+// TestRunKafkaIntervalJoinCastOfDouble: the join above, end to end. NaN,
+// +Infinity and -Infinity impressions join clicks on their text ('nan',
+// 'inf', '-inf': three join keys, routed apart) and count as one group,
+// [null]: the finals must be the in-process run's, one count of all three
+// (with the joined rows left in the join's partitions, each partition
+// published its own count of the group).
+func TestRunKafkaIntervalJoinCastOfDouble(t *testing.T) {
+	e := newIJoinEnv(t, 3, 3)
+	prog, err := plan.Compile(`CREATE SOURCE imp (ad DOUBLE, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);
+CREATE SOURCE clk (s VARCHAR, cts TIMESTAMP, WATERMARK FOR cts AS cts - INTERVAL '3' SECOND);
+CREATE VIEW `+e.name+` AS SELECT i.ad AS ad, TUMBLE_START(i.ts, INTERVAL '10' SECOND) AS w, count(*) AS n
+FROM imp i JOIN clk c ON c.s = CAST(i.ad AS VARCHAR) AND c.cts BETWEEN i.ts - INTERVAL '1' SECOND AND i.ts + INTERVAL '4' SECOND
+GROUP BY i.ad, TUMBLE(i.ts, INTERVAL '10' SECOND);`, plan.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := prog.Queries[len(prog.Queries)-1]
+	ts := func(s int64) string { return string(changelog.AppendCell(nil, types.TS(baseTS+s*1_000_000))) }
+	var imps, clks [][]byte
+	for i, ad := range []string{`"NaN"`, `"Infinity"`, `"-Infinity"`, `1.5`, `null`, `"NaN"`, `"Infinity"`, `"-Infinity"`} {
+		imps = append(imps, fmt.Appendf(nil, `{"ad":%s,"ts":%s}`, ad, ts(int64(i))))
+	}
+	for i, s := range []string{"nan", "inf", "-inf", "1.5", "nan", "inf", "-inf"} {
+		clks = append(clks, fmt.Appendf(nil, `{"s":"%s","cts":%s}`, s, ts(int64(i)+1)))
+	}
+	// Late enough to close the window on both inputs.
+	imps = append(imps, fmt.Appendf(nil, `{"ad":9,"ts":%s}`, ts(60)))
+	clks = append(clks, fmt.Appendf(nil, `{"s":"x","cts":%s}`, ts(60)))
+	want := ijoinInProcess(t, q, 1, imps, clks)
+	if len(want) != 2 {
+		t.Fatalf("in process: %d finals, want 2 (the group [null] and 1.5): %v", len(want), want)
+	}
+	produceShuffled(t, e.addrs, 3, e.imp, 3, imps, e.clk, 3, clks)
+	o := e.options(q)
+	o.RepartitionPartitions = 8
+	o.UntilCaughtUp = true
+	o.Logger = testLogger(t)
+	pl, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := pl.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	compareFinals(t, readFinals(t, e.addrs, e.sink), want)
 }
