@@ -31,7 +31,7 @@
 // clock when it was produced, through `ubik run --source kafka://...
 // --sink kafka://...` (exactly once) on a windowed query that publishes
 // max(sent_ms) per group with EMIT EARLY every 100 ms
-// (bench/queries/fresh.sql), and a read_committed consumer of the sink
+// (bench/kafkabench/fresh.sql), and a read_committed consumer of the sink
 // topic that takes, per record, its arrival time minus that value: p50,
 // p99 and max, early records and finals apart, after a warm-up.
 //
@@ -89,7 +89,7 @@ func parseFlags() config {
 	flag.StringVar(&c.broker, "broker", "", "start a private broker from this ubik-broker binary (default: use --brokers)")
 	flag.StringVar(&c.brokers, "brokers", "", "Kafka brokers to use when --broker is not given (default $UBIK_KAFKA_BROKERS)")
 	flag.StringVar(&c.input, "input", "", "throughput: the events, JSON lines (required; bench/gen --kind merchant)")
-	flag.StringVar(&c.query, "query", "", "the query script (default bench/queries/std.sql; fresh: bench/queries/fresh.sql)")
+	flag.StringVar(&c.query, "query", "", "the query script (default bench/queries/std.sql; fresh: bench/kafkabench/fresh.sql)")
 	flag.StringVar(&c.keyField, "key-field", "merchant", "throughput: the GROUP BY column the input topic is keyed by")
 	flag.IntVar(&c.partitions, "partitions", 4, "partitions of every topic")
 	flag.IntVar(&c.repeat, "repeat", 3, "throughput: pairs per figure; figures are medians")
@@ -132,7 +132,7 @@ func (c *config) check() error {
 		}
 	case "fresh":
 		if c.query == "" {
-			c.query = "bench/queries/fresh.sql"
+			c.query = "bench/kafkabench/fresh.sql"
 		}
 		f := c.fresh
 		if f.rate < 1 || f.groups < 1 || f.duration <= 0 || f.warmup < 0 || f.grace < 0 || f.linger < 0 {

@@ -34,7 +34,7 @@ func TestRunFlagScope(t *testing.T) {
 		"format": "jsonl", "state-dir": filepath.Join(dir, "state"), "checkpoint-interval": "2s",
 		"max-bad": "5", "dead-letter": filepath.Join(dir, "bad.jsonl"), "stats-json": filepath.Join(dir, "stats.json"),
 		"threads": "2", "source": events, "sink": filepath.Join(dir, "sink.tsv"), "from": "earliest",
-		"idle-timeout": "1s", "instance-id": "a", "log-level": "warn", "commit-interval": "100ms", "join-buffer": "1000", "give-up-after": "1m",
+		"idle-timeout": "1s", "instance-id": "a", "log-level": "warn", "commit-interval": "100ms", "commit-records": "1000", "join-buffer": "1000", "give-up-after": "1m",
 	}
 	env, out, errb := runTestEnv("")
 	Main(context.Background(), env, []string{"run", "--help"})
