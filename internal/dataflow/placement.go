@@ -185,16 +185,24 @@ func shifted(cols []int, offset int) []int {
 // needs with no exchange after the join (as Kafka routes such a join's
 // events by their group key before the join).
 func streamNeed(q *plan.Query) Partitioning {
-	need := groupNeed(q)
-	if need.Kind != Hash {
-		return Partitioning{Kind: Any}
+	if need := groupNeed(q); need.Kind == Hash && StreamGrouped(q) {
+		return need
 	}
+	return Partitioning{Kind: Any}
+}
+
+// StreamGrouped reports whether a temporal join's GROUP BY reads only the
+// stream's columns, so an event's group is known before the join: a host
+// that splits the stream by group key (Kafka's repartition stage,
+// drive.NewRouter) can route it. A term over a table column is known only
+// once the event has joined its version.
+func StreamGrouped(q *plan.Query) bool {
 	for _, k := range q.Keys {
 		if k.Kind == plan.KeyExpr && plan.MaxColumn(k.Expr) >= q.Join.Offset {
-			return Partitioning{Kind: Any}
+			return false
 		}
 	}
-	return need
+	return true
 }
 
 // selected returns the SELECT column that is the post-aggregation slot,

@@ -341,17 +341,3 @@ func wmText(wm int64) string {
 	}
 	return plan.ValueText(types.Value{Kind: types.KindTimestamp, I: wm})
 }
-
-// StreamKeyed reports whether a temporal join's GROUP BY reads only the
-// stream's columns, so an event's group is known before the join: a host
-// that splits the stream by group key (Kafka's repartition stage, NewRouter)
-// can route it. A term over a table column is known only once the event
-// has joined its version.
-func StreamKeyed(q *plan.Query) bool {
-	for _, k := range q.Keys {
-		if k.Kind == plan.KeyExpr && plan.MaxColumn(k.Expr) >= q.Join.Offset {
-			return false
-		}
-	}
-	return true
-}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 
+	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
@@ -39,7 +40,7 @@ func NewRouter(q *plan.Query, cfg Config) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	if q.Join != nil && !StreamKeyed(q) {
+	if q.Join != nil && !dataflow.StreamGrouped(q) {
 		r.spread = true
 	} else {
 		r.keys = exec.NewGroupKeys(q)
