@@ -9,7 +9,7 @@ import (
 // A query over a view whose body is an interval join of two declared
 // streams (clicks per campaign within five minutes of an impression, then
 // hourly sums of them) runs as a chain whose root is the join
-// (DESIGN.md, "A view with an interval join of two streams"). Its stages
+// (DESIGN.md, "Interval joins of two streams"). Its stages
 // are the interval join's: stage 1 routes the left stream and the table
 // stage the right one by the join key, both to Q-repartition, and the
 // partitions of Q join. When the view groups by a join key column

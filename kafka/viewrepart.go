@@ -22,10 +22,10 @@ import (
 
 // A chain of views whose reader groups by less than the partitioning of
 // the view it reads (hourly totals per region over minute totals per
-// merchant and region) is cut there into segments (DESIGN.md, "A reader
-// that groups by less"). Segment 1 runs as a chain always ran: stage 1
-// routes the events by the root's group key and each partition runs the
-// chain up to the view before the cut. That view's final rows go, typed
+// merchant and region) is cut there into segments (DESIGN.md, "Cuts:
+// where the plan puts an exchange"). Segment 1 runs as a chain always
+// ran: stage 1 routes the events by the root's group key and each
+// partition runs the chain up to the view before the cut. That view's final rows go, typed
 // and encoded lossless, to the next segment's repartition topic keyed by
 // the reader's group key, with the view's watermark as markers to every
 // partition, in the transaction that computed them; the next segment
