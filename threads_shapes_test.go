@@ -62,6 +62,18 @@ CREATE VIEW b AS SELECT k, TUMBLE_START(ts, INTERVAL '2' SECOND) AS ws, max(x) A
 SELECT a.k, TUMBLE_START(a.ws, INTERVAL '10' SECOND) AS w, sum(a.n) AS n, max(b.hi) AS hi
   FROM a JOIN b ON a.k = b.k AND b.ws BETWEEN a.ws - INTERVAL '2' SECOND AND a.ws + INTERVAL '2' SECOND
   GROUP BY a.k, TUMBLE(a.ws, INTERVAL '10' SECOND) EMIT CHANGES`, ""},
+	// The host reads the two sources' watermarks after every record, so
+	// each is decoded at its push, or ahead (Prefetch).
+	{"a join of two views over two sources", `CREATE SOURCE ev (id VARCHAR, k VARCHAR, g BIGINT, x DOUBLE, j JSON, ts TIMESTAMP,
+  WATERMARK FOR ts AS ts - INTERVAL '3' SECOND) WITH (format = 'jsonl');
+CREATE SOURCE clicks (k VARCHAR, c BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (format = 'jsonl');
+CREATE VIEW a AS SELECT k, TUMBLE_START(ts, INTERVAL '2' SECOND) AS ws, count(*) AS n, sum(x) AS sx, max(j) AS jx
+  FROM ev GROUP BY k, TUMBLE(ts, INTERVAL '2' SECOND) EMIT FINAL;
+CREATE VIEW b AS SELECT k, TUMBLE_START(ts, INTERVAL '2' SECOND) AS ws, sum(c) AS c
+  FROM clicks GROUP BY k, TUMBLE(ts, INTERVAL '2' SECOND) EMIT FINAL;
+SELECT a.k, TUMBLE_START(a.ws, INTERVAL '10' SECOND) AS w, sum(a.n) AS n, max(a.sx) AS sx, max(a.jx) AS jx, sum(b.c) AS c
+  FROM a JOIN b ON a.k = b.k AND b.ws BETWEEN a.ws - INTERVAL '2' SECOND AND a.ws + INTERVAL '2' SECOND
+  GROUP BY a.k, TUMBLE(a.ws, INTERVAL '10' SECOND) EMIT CHANGES`, "clicks"},
 	// One group per window at the top: only the views run on the shards,
 	// so the query's thread count says they do.
 	{"a join of two views counted per window", shapeSource + `
@@ -82,7 +94,14 @@ func shapeInput(seed uint64, n int, second string) (events []string, rows map[in
 	rows = map[int][]string{}
 	for i := range n {
 		t := base.Add(time.Duration(i)*20*time.Millisecond - time.Duration(r.IntN(2500))*time.Millisecond)
-		ev := fmt.Sprintf(`{"id":"e%d","k":"k%d","g":%d,"x":%d.5,"ts":%q}`, i, r.IntN(40), r.IntN(9), r.IntN(100)-50, t.Format(time.RFC3339Nano))
+		// A key now and then with an escape, which the decoder unescapes
+		// into its own scratch.
+		k := fmt.Sprintf("k%d", r.IntN(40))
+		if i%7 == 0 {
+			k = `k\u00e9\"` + k[1:]
+		}
+		// A JSON column's canonical text is in the decoder's scratch too.
+		ev := fmt.Sprintf(`{"id":"e%d","k":"%s","g":%d,"x":%d.5,"j":{"v": %d},"ts":%q}`, i, k, r.IntN(9), r.IntN(100)-50, r.IntN(1000), t.Format(time.RFC3339Nano))
 		events = append(events, ev)
 		if r.IntN(400) == 0 {
 			events = append(events, `{"id": "bad", "ts": "not a time"}`) // malformed
@@ -97,7 +116,11 @@ func shapeInput(seed uint64, n int, second string) (events []string, rows map[in
 			}
 		case "clicks":
 			if r.IntN(3) == 0 {
-				rows[len(events)] = append(rows[len(events)], fmt.Sprintf(`{"k":"k%d","c":%d,"ts":%q}`, r.IntN(40), r.IntN(10), t.Format(time.RFC3339Nano)))
+				row := fmt.Sprintf(`{"k":"k%d","c":%d,"ts":%q}`, r.IntN(40), r.IntN(10), t.Format(time.RFC3339Nano))
+				if r.IntN(60) == 0 {
+					row = `{"k": "bad", "ts": null}` // malformed
+				}
+				rows[len(events)] = append(rows[len(events)], row)
 			}
 		}
 	}
@@ -108,6 +131,29 @@ type shapeRun struct {
 	threads int
 	restore bool // checkpoint, then continue in a new query from the checkpoint, halfway
 	feed    bool // Feed (decoded in blocks on the shards) instead of Push
+	// prefetch hands both inputs' records to Prefetch ahead of their
+	// push, in runs of prefetchRun events (and once a record that is not
+	// pushed next: what was prefetched is dropped); the run fails unless
+	// the query took some.
+	prefetch bool
+}
+
+const prefetchRun = 300
+
+// prefetchAhead prefetches the records of events[from:from+prefetchRun]
+// and of the second input's rows before them.
+func prefetchAhead(q *ubik.Query, second string, events []string, rows map[int][]string, from int) (took int) {
+	for i := from; i < min(from+prefetchRun, len(events)); i++ {
+		for _, row := range rows[i] {
+			if q.Prefetch(second, []byte(row)) {
+				took++
+			}
+		}
+		if q.Prefetch("ev", []byte(events[i])) {
+			took++
+		}
+	}
+	return took
 }
 
 func runShape(t *testing.T, sql, second string, events []string, rows map[int][]string, run shapeRun) (recs []string, threads int) {
@@ -135,10 +181,26 @@ func runShape(t *testing.T, sql, second string, events []string, rows map[int][]
 		t.Fatal(err)
 	}
 	threads = q.Threads()
+	took := 0
+	defer func() {
+		if run.prefetch && took == 0 && !t.Failed() {
+			t.Errorf("threads=%d: the query took no record to prefetch", run.threads)
+		}
+	}()
 	for i, ev := range events {
+		if run.prefetch && i%prefetchRun == 0 {
+			took += prefetchAhead(q, second, events, rows, i)
+			if i == 3*prefetchRun {
+				q.Prefetch("ev", []byte(`{"id":"never pushed"}`))
+			}
+		}
 		for _, row := range rows[i] {
 			if err := q.PushInput(second, []byte(row)); err != nil {
-				t.Fatalf("%s row %s: %v", second, row, err)
+				var ee *ubik.EventError
+				if !errors.As(err, &ee) {
+					t.Fatalf("%s row %s: %v", second, row, err)
+				}
+				bad = append(bad, fmt.Sprintf("%s row before event %d: %v", second, i, ee))
 			}
 		}
 		var err error
@@ -192,7 +254,11 @@ func TestThreadsEveryShape(t *testing.T) {
 			if len(one) < 50 {
 				t.Fatalf("only %d records: the shape proves nothing", len(one))
 			}
-			for _, run := range []shapeRun{{threads: 2}, {threads: 3, restore: true}, {threads: 4}, {threads: 2, feed: true}, {threads: 3, feed: true, restore: true}} {
+			runs := []shapeRun{{threads: 2}, {threads: 3, restore: true}, {threads: 4}, {threads: 2, feed: true}, {threads: 3, feed: true, restore: true}}
+			if sh.name == "a join of two views over two sources" {
+				runs = append(runs, shapeRun{threads: 2, feed: true, prefetch: true}, shapeRun{threads: 3, prefetch: true, restore: true})
+			}
+			for _, run := range runs {
 				many, threads := runShape(t, sh.sql, sh.second, events, rows, run)
 				if threads != run.threads {
 					t.Errorf("threads=%d: the query runs on %d threads", run.threads, threads)

@@ -148,3 +148,71 @@ func TestRunThreadsTwoInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestRunThreadsTwoInputsReadAhead runs the join of two views over two
+// files whose lines a reader ahead must hand over exactly as they are
+// pushed: a byte order mark, CRLF endings, blank and malformed lines. On 2
+// and 3 threads (each file read ahead, its records decoded ahead) the
+// changelog and the dead letters equal one thread's byte for byte.
+func TestRunThreadsTwoInputsReadAhead(t *testing.T) {
+	dir := t.TempDir()
+	imps, clicks := ijoinCrashInputs(t, dir, 20_000)
+	for _, p := range []string{imps, clicks} {
+		roughen(t, p)
+	}
+	sql := filepath.Join(dir, "q.sql")
+	if err := os.WriteFile(sql, fmt.Appendf(nil, viewJoinRunSQL, clicks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var want, wantBad string
+	for i, threads := range []int{1, 2, 3} {
+		dead := filepath.Join(dir, fmt.Sprintf("dead%d.jsonl", i))
+		env, stdout, errb := runTestEnv("")
+		if code := Main(context.Background(), env, []string{"run", sql, "--query", "both_seen", "--input", imps, "--format", "jsonl",
+			"--no-progress", "--threads", fmt.Sprint(threads), "--dead-letter", dead}); code != 0 {
+			t.Fatalf("threads %d: exit %d: %s", threads, code, errb)
+		}
+		bad, err := os.ReadFile(dead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			want, wantBad = stdout.String(), string(bad)
+			if strings.Count(want, "\n") < 1000 || strings.Count(wantBad, "\n") < 40 {
+				t.Fatalf("only %d records and %d dead letters", strings.Count(want, "\n"), strings.Count(wantBad, "\n"))
+			}
+			continue
+		}
+		if got := stdout.String(); got != want {
+			t.Fatalf("%d threads: the changelog differs from one thread's (%d and %d bytes)", threads, len(got), len(want))
+		}
+		if string(bad) != wantBad {
+			t.Fatalf("%d threads: the dead letters differ from one thread's:\n%s\none thread's:\n%s", threads, bad, wantBad)
+		}
+	}
+}
+
+// roughen rewrites a JSON lines file with a byte order mark, CRLF endings
+// on every third line, and a blank line, a line of spaces and a malformed
+// line every 400 lines.
+func roughen(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := append([]byte(nil), utf8BOM...)
+	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		out = append(out, line...)
+		if i%3 == 0 {
+			out = append(out, '\r')
+		}
+		out = append(out, '\n')
+		if i%400 == 17 {
+			out = append(out, "\n   \n{\"id\": 1, \"ts\": \"yesterday\"}\n"...)
+		}
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
