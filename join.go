@@ -70,43 +70,6 @@ func (q *Query) PushInput(input string, record []byte) error {
 	return q.Push(record)
 }
 
-// Prefetch hands over a record of the input named input that a later push
-// of that input (Feed, Push, PushInput) will bring, so that a query on
-// several threads decodes it ahead, on goroutines of its own, while the
-// records before it are pushed. A host that reads ahead calls it for each
-// record it has read, in input order, then pushes them as it would have.
-// It is a hint: it reports whether the record was taken. A record not
-// taken, or pushed out of the order prefetched, is decoded at its push;
-// the records, the watermarks and the changelog are the same either way.
-// Only the roots of a graph over two sources take records (a host reads
-// their watermarks at every record to interleave them, so they cannot be
-// decoded in blocks after their push), up to a bound. The bytes are
-// copied.
-func (q *Query) Prefetch(input string, record []byte) bool {
-	g, ok := q.d.(*drive.Graph)
-	if !ok {
-		return false
-	}
-	second, err := q.inputKind(input)
-	if err != nil {
-		return false
-	}
-	took, _ := prefetchGraph(g, second, record)
-	return took
-}
-
-func prefetchGraph(g *drive.Graph, second bool, record []byte) (took bool, err error) {
-	if err := g.Enter(); err != nil {
-		return false, err
-	}
-	defer g.Leave(&err)
-	i := 0
-	if second {
-		i = 1
-	}
-	return g.Prefetch(i, record), nil
-}
-
 // PushInputRow pushes one typed row, in its source's column order, to the
 // input named input (see PushInput).
 func (q *Query) PushInputRow(input string, row []Value) error {

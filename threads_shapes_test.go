@@ -63,7 +63,7 @@ SELECT a.k, TUMBLE_START(a.ws, INTERVAL '10' SECOND) AS w, sum(a.n) AS n, max(b.
   FROM a JOIN b ON a.k = b.k AND b.ws BETWEEN a.ws - INTERVAL '2' SECOND AND a.ws + INTERVAL '2' SECOND
   GROUP BY a.k, TUMBLE(a.ws, INTERVAL '10' SECOND) EMIT CHANGES`, ""},
 	// The host reads the two sources' watermarks after every record, so
-	// each is decoded at its push, or ahead (Prefetch).
+	// each is decoded at its push, not in blocks on the shards.
 	{"a join of two views over two sources", `CREATE SOURCE ev (id VARCHAR, k VARCHAR, g BIGINT, x DOUBLE, j JSON, ts TIMESTAMP,
   WATERMARK FOR ts AS ts - INTERVAL '3' SECOND) WITH (format = 'jsonl');
 CREATE SOURCE clicks (k VARCHAR, c BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (format = 'jsonl');
@@ -131,29 +131,6 @@ type shapeRun struct {
 	threads int
 	restore bool // checkpoint, then continue in a new query from the checkpoint, halfway
 	feed    bool // Feed (decoded in blocks on the shards) instead of Push
-	// prefetch hands both inputs' records to Prefetch ahead of their
-	// push, in runs of prefetchRun events (and once a record that is not
-	// pushed next: what was prefetched is dropped); the run fails unless
-	// the query took some.
-	prefetch bool
-}
-
-const prefetchRun = 300
-
-// prefetchAhead prefetches the records of events[from:from+prefetchRun]
-// and of the second input's rows before them.
-func prefetchAhead(q *ubik.Query, second string, events []string, rows map[int][]string, from int) (took int) {
-	for i := from; i < min(from+prefetchRun, len(events)); i++ {
-		for _, row := range rows[i] {
-			if q.Prefetch(second, []byte(row)) {
-				took++
-			}
-		}
-		if q.Prefetch("ev", []byte(events[i])) {
-			took++
-		}
-	}
-	return took
 }
 
 func runShape(t *testing.T, sql, second string, events []string, rows map[int][]string, run shapeRun) (recs []string, threads int) {
@@ -181,19 +158,7 @@ func runShape(t *testing.T, sql, second string, events []string, rows map[int][]
 		t.Fatal(err)
 	}
 	threads = q.Threads()
-	took := 0
-	defer func() {
-		if run.prefetch && took == 0 && !t.Failed() {
-			t.Errorf("threads=%d: the query took no record to prefetch", run.threads)
-		}
-	}()
 	for i, ev := range events {
-		if run.prefetch && i%prefetchRun == 0 {
-			took += prefetchAhead(q, second, events, rows, i)
-			if i == 3*prefetchRun {
-				q.Prefetch("ev", []byte(`{"id":"never pushed"}`))
-			}
-		}
 		for _, row := range rows[i] {
 			if err := q.PushInput(second, []byte(row)); err != nil {
 				var ee *ubik.EventError
@@ -254,11 +219,7 @@ func TestThreadsEveryShape(t *testing.T) {
 			if len(one) < 50 {
 				t.Fatalf("only %d records: the shape proves nothing", len(one))
 			}
-			runs := []shapeRun{{threads: 2}, {threads: 3, restore: true}, {threads: 4}, {threads: 2, feed: true}, {threads: 3, feed: true, restore: true}}
-			if sh.name == "a join of two views over two sources" {
-				runs = append(runs, shapeRun{threads: 2, feed: true, prefetch: true}, shapeRun{threads: 3, prefetch: true, restore: true})
-			}
-			for _, run := range runs {
+			for _, run := range []shapeRun{{threads: 2}, {threads: 3, restore: true}, {threads: 4}, {threads: 2, feed: true}, {threads: 3, feed: true, restore: true}} {
 				many, threads := runShape(t, sh.sql, sh.second, events, rows, run)
 				if threads != run.threads {
 					t.Errorf("threads=%d: the query runs on %d threads", run.threads, threads)

@@ -15,14 +15,14 @@ import (
 const markerEvery = time.Second
 
 // routeKeyVersion is the first byte of a repartition record's key, before
-// the row's group key (exec.AppendGroupIdentity, through drive.Driver.Route). It keeps the key non-empty (a
+// the row's group key (exec.AppendGroupIdentity, through drive.Router.Route). It keeps the key non-empty (a
 // query without GROUP BY expressions has an empty group key, and an empty
 // key would be spread over the partitions) and names the format, so the
 // second stage knows the rest is a group key it can use as it is.
 const routeKeyVersion = 1
 
 // runStage1 is the repartitioning stage: it consumes the source topic,
-// decodes each event and computes its group key (drive.Driver.Route), and produces
+// decodes each event and computes its group key (drive.Router.Route), and produces
 // the event unchanged to the repartition topic keyed by those bytes, so each group is
 // owned by exactly one partition of the aggregating stage. Each transaction
 // also carries the source offsets and, to every repartition partition, a

@@ -532,7 +532,7 @@ func chaosRound(t *testing.T, bin string, shape chaosShape, seed uint64, n int, 
 const stopBound = 10 * time.Second
 
 // checkStopped waits for p to exit after SIGTERM sent at since, and checks
-// that it exited within stopBound with the documented status (143 and a
+// that it exited within stopBound with the documented status (0 and a
 // stopped summary). One that takes longer gets SIGQUIT, which makes the Go
 // runtime print every goroutine's stack to its log, and fails with that.
 func checkStopped(t *testing.T, p *chaosProc, since time.Time) {

@@ -71,9 +71,6 @@ func (r *fileRun) openReader(csvInput bool) {
 	r.next = func() ([]byte, int64, int64, error) { return readRecord(br, csvInput) }
 	r.lineNo, r.readBytes = r.resume.Line, r.resume.InputOffset
 	if r.size != 0 {
-		if r.right != nil {
-			r.readAhead()
-		}
 		return
 	}
 	// stdin, a pipe or a FIFO: input can stall for any time, and early
@@ -91,21 +88,6 @@ func (r *fileRun) openReader(csvInput bool) {
 		return r.flushAll()
 	}
 	r.next = liveRecords(r.ctx, br, csvInput, r.owners[0].q, tickAll, stop)
-}
-
-// readAhead reads both files ahead of their push, so that the queries
-// decode their records on other threads (run_ahead.go).
-func (r *fileRun) readAhead() {
-	name := r.input.Name()
-	r.next = newReadAhead(r.next, r.readBytes, func(rec []byte) bool {
-		took := false
-		for _, t := range r.owners {
-			took = t.q.Prefetch(name, rec) || took
-		}
-		return took
-	}).next
-	ri, q := r.right, r.q
-	ri.read = newReadAhead(ri.read, ri.offset, func(rec []byte) bool { return q.Prefetch(ri.name, rec) }).next
 }
 
 // poll publishes the metrics, stops at a signal (a graceful stop

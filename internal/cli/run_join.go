@@ -175,8 +175,7 @@ type rightInput struct {
 	fh         *os.File
 	br         *bufio.Reader
 	csv        bool
-	read       func() ([]byte, int64, int64, error) // the next record (run_ahead.go)
-	offset     int64                                // bytes consumed
+	offset     int64 // bytes consumed
 	line       int64
 	done       bool
 }
@@ -199,10 +198,8 @@ func openRightInput(r, left *ubik.Source, offset, line int64) (*rightInput, erro
 			return nil, fmt.Errorf("resume: %w", err)
 		}
 	}
-	ri := &rightInput{src: r, name: r.Name(), path: path, fh: fh, br: bufio.NewReaderSize(fh, 1<<20),
-		csv: strings.EqualFold(r.Option("format"), "csv"), offset: offset, line: line}
-	ri.read = func() ([]byte, int64, int64, error) { return readRecord(ri.br, ri.csv) }
-	return ri, nil
+	return &rightInput{src: r, name: r.Name(), path: path, fh: fh, br: bufio.NewReaderSize(fh, 1<<20),
+		csv: strings.EqualFold(r.Option("format"), "csv"), offset: offset, line: line}, nil
 }
 
 // csvHeader pushes the CSV header of a file resumed past it.
@@ -237,7 +234,7 @@ func (ri *rightInput) behind(q *ubik.Query) bool {
 // receives a malformed row (its error, a crossed --max-bad, is returned).
 func (ri *rightInput) pushOne(q *ubik.Query, onBad func(path string, lineNo int64, row []byte, err error) error, curLine *int64) error {
 	for {
-		line, n, size, rerr := ri.read()
+		line, n, size, rerr := readRecord(ri.br, ri.csv)
 		if len(line) == 0 && rerr != nil && !errors.Is(rerr, errTooLong) {
 			if rerr != io.EOF {
 				return fmt.Errorf("source %s: %w", ri.name, rerr)

@@ -49,9 +49,8 @@ func kill9ViewJoin(t *testing.T, script, query string, minLines int) []byte {
 	imps, clicks := ijoinCrashInputs(t, dir, 60_000)
 	sql := filepath.Join(dir, "q.sql")
 	os.WriteFile(sql, fmt.Appendf(nil, script, clicks), 0o644)
-	// The interrupted runs take 2, 3 and 1 threads in turn: on several,
-	// each file is read, and its records decoded, ahead of their push,
-	// and a checkpoint's positions are those of the records pushed.
+	// The interrupted runs take 2, 3 and 1 threads in turn: a checkpoint
+	// of one restores into another.
 	runs := 0
 	args := func(out, state string) []string {
 		a := []string{"run", sql, "--query", query, "--input", imps, "--output", out, "--format", "jsonl", "--no-progress"}

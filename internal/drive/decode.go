@@ -26,7 +26,6 @@ type decodeNode struct {
 	n      *Counts // the owner's counters
 	mark   int64   // the last event's time less the watermark delay
 	marked bool
-	ahead  *ahead // the records decoded ahead (prefetch.go); nil: none
 }
 
 // inputDecoder is dec, or the default decoder of the records of q's first
@@ -60,10 +59,7 @@ func fatalInput(err error) bool {
 // (fatalInput).
 func (x *decodeNode) decode(raw []byte) ([]types.Value, error) {
 	x.n.Records++
-	row, err, ok := x.ahead.take(raw)
-	if !ok {
-		row, err = x.dec.Decode(raw)
-	}
+	row, err := x.dec.Decode(raw)
 	if err == nil {
 		if row == nil {
 			x.n.Headers++

@@ -240,11 +240,6 @@ func (d *Driver) shard(cfg Config) error {
 		return err
 	}
 	d.par, d.agg = p, sharded{p, d}
-	if cfg.RecordWatermark && cfg.Decoder == nil && !d.in.dec.IsCSV() && q.Join == nil && q.IJoin == nil {
-		// A host that reads the watermark at every record can still
-		// have its records decoded on other goroutines (prefetch.go).
-		d.in.ahead = newAhead(func() *exec.Decoder { return exec.NewQueryDecoder(q) })
-	}
 	// A host that drops the driver without closing it leaves no
 	// goroutine behind.
 	runtime.AddCleanup(d, func(p *par) { p.cleanup() }, p)
