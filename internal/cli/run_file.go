@@ -93,11 +93,11 @@ func newFileRun(ctx context.Context, env *Env, f *runFlags, limit badLimit, eng 
 		return nil, fmt.Errorf("%w: query %s is an interval join of two inputs, which runs alone: choose it with --query", ErrUsage, pq.Name())
 	}
 	if f.threads <= 0 {
-		// One thread unless asked: on the 2-core machines this is
-		// measured on, two threads took 1.04 to 1.12 of one thread's
-		// wall time for 1.8 to 1.9 times its CPU (bench/results/
-		// 2026-12-02-threads-the-default.md), so more threads by default would cost
-		// every run CPU and gain it nothing.
+		// One thread unless asked: a second thread costs 1.1 to 1.2
+		// times the CPU for its 1.6 times the events per second on an
+		// idle machine (bench/results/2026-12-06-threads-10m-idle.md),
+		// gains nothing for a join or two files, and on a busy machine
+		// costs more than it gives.
 		f.threads = 1
 	}
 	r.inPath = f.input
