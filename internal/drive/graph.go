@@ -463,34 +463,27 @@ func (g *Graph) Close() error {
 
 // controlNode is control on root n alone.
 func (g *Graph) controlNode(n *gnode, f func(*Driver) error, pass gitemKind) error {
-	if g.fatal != nil {
-		return g.fatal
-	}
-	g.begin(true)
-	n.d.SetStep(g.step)
-	if err := f(n.d); err != nil && !g.skipped(n, err) {
-		return g.failIfFatal(n, err)
-	}
-	g.marked(n)
-	if pass != 0 {
-		g.pass(n, pass)
-	}
-	g.rootCall = false
-	return g.pump()
+	return g.controlAll([]*gnode{n}, f, pass)
 }
 
 func (g *Graph) control(f func(*Driver) error, pass gitemKind) error { return g.controlOf(-1, f, pass) }
 
 // controlOf is control on the roots of input i (-1: every root).
 func (g *Graph) controlOf(i int, f func(*Driver) error, pass gitemKind) error {
+	if i < 0 {
+		return g.controlAll(g.roots, f, pass)
+	}
+	return g.controlAll(g.rootsOf(i), f, pass)
+}
+
+// controlAll calls f on the roots ns in one step, then passes them (a
+// close, a close of the open windows) to their readers.
+func (g *Graph) controlAll(ns []*gnode, f func(*Driver) error, pass gitemKind) error {
 	if g.fatal != nil {
 		return g.fatal
 	}
 	g.begin(true)
-	for _, n := range g.roots {
-		if i >= 0 && n.input != i {
-			continue
-		}
+	for _, n := range ns {
 		n.d.SetStep(g.step)
 		if err := f(n.d); err != nil && !g.skipped(n, err) {
 			return g.failIfFatal(n, err)
