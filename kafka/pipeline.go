@@ -291,8 +291,15 @@ func New(opts Options) (*Pipeline, error) {
 	if opts.Query == nil {
 		return nil, fmt.Errorf("%w: no query", ErrConfig)
 	}
-	if err := checkTopicName(opts.Query.Name + "-repartition"); err != nil {
-		return nil, fmt.Errorf("%w: query name %q cannot name internal topics", ErrConfig, opts.Query.Name)
+	return newNamed(opts, opts.Query.Name)
+}
+
+// newNamed is New for a pipeline that owns its groups, ids and internal
+// topics under name (a side of a join of two views runs its view's
+// query under a name derived from the join's).
+func newNamed(opts Options, name string) (*Pipeline, error) {
+	if err := checkTopicName(name + "-repartition"); err != nil {
+		return nil, fmt.Errorf("%w: query name %q cannot name internal topics", ErrConfig, name)
 	}
 	if err := opts.Source.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("source: %w", err)
@@ -407,13 +414,13 @@ func New(opts Options) (*Pipeline, error) {
 		views:      views,
 		log:        opts.Logger.With("query", q.Name, "instance", opts.InstanceID),
 		base:       append(base, opts.ClientOpts...),
-		repTopic:   q.Name + "-repartition",
-		stateTopic: q.Name + "-state",
+		repTopic:   name + "-repartition",
+		stateTopic: name + "-state",
 		direct:     opts.Source.PartitionedByKey,
-		name:       q.Name,
+		name:       name,
 	}
 	if len(segs) > 1 {
-		if err := checkTopicName(segmentName(q.Name, len(segs)-1) + "-repartition"); err != nil {
+		if err := checkTopicName(segmentName(name, len(segs)-1) + "-repartition"); err != nil {
 			return nil, fmt.Errorf("%w: query name %q cannot name the internal topics of its view repartitions", ErrConfig, q.Name)
 		}
 		p.newSegments(segs)

@@ -187,18 +187,8 @@ func checkViewJoin(q, jq *plan.Query) error {
 		if viewJoinBelow(v) != nil {
 			return fmt.Errorf("%w: query %s joins view %s, which is itself over a join of two views: over Kafka a side of a join of two views runs as one chain over its source; join the views under %s directly, or run the graph from files", ErrUnsupported, jq.Name, v.Name, v.Name)
 		}
-		views, err := chain(v)
-		if err != nil {
+		if err := CheckQuery(v); err != nil { // a side runs as a query of its own
 			return err
-		}
-		if len(views) > 0 {
-			segs, err := segmentsOf(v, views)
-			if err != nil {
-				return err
-			}
-			if len(segs) > 1 {
-				return fmt.Errorf("%w: query %s joins view %s, whose chain of views has a repartition inside it (a reader grouping by less than the view it reads, or a join whose joined rows are repartitioned by its GROUP BY); over Kafka a side of a join of two views runs as one chain without a repartition: run the graph from files", ErrUnsupported, q.Name, v.Name)
-			}
 		}
 	}
 	return nil
@@ -284,12 +274,10 @@ func newViewJoin(p *Pipeline) error {
 		default:
 			so.OnLate = opts.OnLate
 		}
-		sp, err := New(so)
+		sp, err := newNamed(so, q.Name+[2]string{"-left", "-right"}[side])
 		if err != nil {
 			return fmt.Errorf("view %s: %w", v.Name, err)
 		}
-		sp.name = q.Name + [2]string{"-left", "-right"}[side]
-		sp.repTopic, sp.stateTopic = sp.name+"-repartition", sp.name+"-state"
 		sp.log = p.log.With("side", v.Name)
 		k := &sideKey{scratch: make([]types.Value, j.Offset+len(j.Right.Columns))}
 		for _, i := range terms {
@@ -299,6 +287,9 @@ func newViewJoin(p *Pipeline) error {
 			k.off = j.Offset
 		}
 		sp.fwd = &forward{topic: p.repTopic, view: v, side: side, join: k}
+		if n := len(sp.segs); n > 0 {
+			sp.segs[n-1].fwd = sp.fwd // the side's chain is cut: its last segment computes v's rows
+		}
 		vj.sides[side] = sp
 	}
 	// The views the join stage runs before q: the join and those
@@ -484,6 +475,10 @@ func (p *Pipeline) runViewJoin(ctx context.Context, adm *admClient) error {
 		}()
 	}
 	for _, sp := range p.vj.sides {
+		if len(sp.segs) > 0 {
+			run("stages of view "+sp.q.Name, sp.runSegments)
+			continue
+		}
 		if !sp.direct {
 			run("repartition stage of view "+sp.q.Name, sp.runStage1)
 		}

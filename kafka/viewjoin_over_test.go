@@ -123,7 +123,7 @@ func q8KillOver(t *testing.T, q *plan.Query, env string, topics map[string]strin
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 2))
 	persons, auctions := nexmark(t, "person", 8000, 11), nexmark(t, "auction", 24000, 11)
-	want := q8InProcess(t, q, persons, auctions)
+	want := graphFinals(t, q, persons, auctions)
 	for name := range topics {
 		if len(want[name]) == 0 {
 			t.Fatalf("in process: no %s rows: the data must reach every query", name)

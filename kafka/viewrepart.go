@@ -160,7 +160,7 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) {
 	joinSeg := p.tj != nil && joinRepartitioned(p.root) // the join's own segment, then its aggregate's
 	for k, seg := range segs {
 		c := &Pipeline{opts: top, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
-			log: p.log.With("segment", k+1), base: p.base, name: segmentName(p.q.Name, k),
+			log: p.log.With("segment", k+1), base: p.base, name: segmentName(p.name, k),
 			direct: p.direct && k == 0, rowsIn: k > 0}
 		c.opts.ResetState = false // the whole query's, done once by Run
 		c.repTopic, c.stateTopic = c.name+"-repartition", c.name+"-state"
@@ -174,7 +174,7 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) {
 			if k == 0 && joinSeg {
 				next = joinedQuery(next) // the joined rows' aggregate
 			}
-			c.fwd = &forward{topic: segmentName(p.q.Name, k+1) + "-repartition", keys: drive.NewGroupKeys(next), view: c.q}
+			c.fwd = &forward{topic: segmentName(p.name, k+1) + "-repartition", keys: drive.NewGroupKeys(next), view: c.q}
 			if k == 0 && joinSeg {
 				// The join's segment: its joined rows go on, and its
 				// markers carry the joined stream's watermark as it is.
@@ -226,8 +226,8 @@ func (p *Pipeline) runSegments(ctx context.Context) error {
 		if k > 0 {
 			c.nSource = p.nParts // its marker table: the partitions of the segment before
 		}
-		if c.fwd != nil {
-			c.fwd.parts = p.nParts
+		if c.fwd != nil && k < len(p.segs)-1 {
+			c.fwd.parts = p.nParts // the last's, a side's of a join of two views, is the join stage's (prepareViewJoin)
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
