@@ -254,6 +254,7 @@ type Pipeline struct {
 
 	fwd      *forward
 	srcParts int
+	muted    map[string]bool // queries whose changelog another pipeline publishes (mute)
 
 	sourceMeta topicMeta // the source topic as Run found it (watchSource)
 	stop       halt      // set when the source changed under the pipeline: no commit after it
@@ -355,7 +356,7 @@ func newNamed(opts Options, name string) (*Pipeline, error) {
 			ErrConfig, opts.CommitInterval, m, opts.TransactionTimeout)
 	}
 	if viewJoinBelow(opts.Query) != nil {
-		return newViewJoinPipeline(opts) // the join of two views, or a chain over it
+		return newViewJoinPipeline(opts, name) // the join of two views, or a chain over it
 	}
 	views, err := chain(opts.Query)
 	if err != nil {
@@ -480,10 +481,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return err
 	}
 	defer closeAdm()
-	if p.vj != nil {
-		return p.runViewJoin(ctx, adm)
-	}
-	if err := p.prepare(ctx, adm); err != nil {
+	if err := p.prepareAll(ctx, adm); err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return nil // stopped while starting: a clean stop, as later
 		}
@@ -491,10 +489,26 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	p.log.Info("kafka: pipeline starting", "source", p.opts.Source.Topic, "sink", p.opts.Sink.Topic,
 		"cluster", p.opts.Source.Config, "direct", p.direct, "partitions", p.nParts)
+	return p.runStages(ctx)
+}
+
+// prepareAll prepares p's topics: a join of two views', or any other's.
+func (p *Pipeline) prepareAll(ctx context.Context, adm *admClient) error {
+	if p.vj != nil {
+		return p.prepareViewJoin(ctx, adm)
+	}
+	return p.prepare(ctx, adm)
+}
+
+// runStages runs p's stages, prepared, until ctx is canceled, a stage
+// fails, or (UntilCaughtUp) the last has drained.
+func (p *Pipeline) runStages(ctx context.Context) error {
+	if p.vj != nil {
+		return p.runViewJoin(ctx)
+	}
 	if len(p.segs) > 0 {
 		return p.runSegments(ctx)
 	}
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

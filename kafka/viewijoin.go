@@ -1,8 +1,6 @@
 package kafka
 
 import (
-	"fmt"
-
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
@@ -24,21 +22,3 @@ import (
 // chainIJoinRoot reports whether v, the first view of a chain, is an
 // interval join of two declared streams: the chain's root (chain).
 func chainIJoinRoot(q, v *plan.Query) bool { return v != q && isIntervalJoin(v) }
-
-// viewJoinSideStreamJoin refuses a join of two views (q) whose side v
-// reads, directly or through other views, an interval join of two
-// streams: the side's pipeline reads one topic, and that join reads two.
-func viewJoinSideStreamJoin(q, v *plan.Query) error {
-	r := v
-	if up := v.Upstream(); len(up) > 0 {
-		r = up[len(up)-1]
-	}
-	if isIntervalJoin(r) {
-		j := r.IJoin
-		if r == v {
-			return fmt.Errorf("%w: query %s joins view %s, an interval join of the streams %s and %s; over Kafka a side of a join of two views reads one topic, and that join reads two: join the views in a query over a chain (a view that is an interval join of the streams runs at the root of a chain), or run the graph from files", ErrUnsupported, q.Name, v.Name, j.Left.Name, j.Right.Name)
-		}
-		return fmt.Errorf("%w: query %s joins view %s, which reads view %s, an interval join of the streams %s and %s; over Kafka a side of a join of two views reads one topic, and that join reads two: join the views in a query over the chain (a view that is an interval join of the streams runs at the root of a chain), or run the graph from files", ErrUnsupported, q.Name, v.Name, r.Name, j.Left.Name, j.Right.Name)
-	}
-	return nil
-}

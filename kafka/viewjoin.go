@@ -180,26 +180,16 @@ func checkViewJoin(q, jq *plan.Query) error {
 			return err
 		}
 	}
+	streams, tables := inputsOf(q)
+	if len(streams) > 2 || len(tables) > 1 {
+		return fmt.Errorf("%w: query %s reads %d streams and %d tables: over Kafka a join of two views takes two source topics (Options.Source and JoinSource) and one table topic (Options.Table); run the graph from files", ErrUnsupported, q.Name, len(streams), len(tables))
+	}
 	for _, v := range []*plan.Query{j.Left.View, j.Right.View} {
-		if err := viewJoinSideStreamJoin(jq, v); err != nil { // viewijoin.go
-			return err
-		}
-		if viewJoinBelow(v) != nil {
-			return fmt.Errorf("%w: query %s joins view %s, which is itself over a join of two views: over Kafka a side of a join of two views runs as one chain over its source; join the views under %s directly, or run the graph from files", ErrUnsupported, jq.Name, v.Name, v.Name)
-		}
 		if err := CheckQuery(v); err != nil { // a side runs as a query of its own
 			return err
 		}
 	}
 	return nil
-}
-
-// rootSource is the declared source under view v's chain.
-func rootSource(v *plan.Query) *plan.Source {
-	for vs := v.Views(); len(vs) > 0; vs = v.Views() {
-		v = vs[0]
-	}
-	return v.Source
 }
 
 // newViewJoin builds the pipelines of a join of two views (New, after
@@ -212,36 +202,12 @@ func newViewJoin(p *Pipeline) error {
 		return err
 	}
 	j := jq.IJoin
-	if opts.Table.Topic != "" {
-		return fmt.Errorf("%w: query %s has no temporal join; Options.Table is for one", ErrConfig, q.Name)
+	eps, err := inputEndpoints(opts, q)
+	if err != nil {
+		return err
 	}
-	srcs := [2]*plan.Source{rootSource(j.Left.View), rootSource(j.Right.View)}
-	eps := [2]Endpoint{opts.Source, opts.Source}
-	if srcs[0] != srcs[1] {
-		if opts.JoinSource.Topic == "" {
-			return fmt.Errorf("%w: query %s joins view %s (over source %s) and view %s (over source %s): source %s needs its topic too (Options.JoinSource)", ErrConfig, jq.Name, j.Left.Name, srcs[0].Name, j.Right.Name, srcs[1].Name, srcs[1].Name)
-		}
-		eps[1] = opts.JoinSource
-		if eps[1].Config.Brokers == nil {
-			eps[1].Config = opts.Source.Config
-		}
-		if eps[1].IdleTimeout == 0 {
-			eps[1].IdleTimeout = DefaultIdleTimeout
-		}
-		if err := eps[1].Config.Validate(); err != nil {
-			return fmt.Errorf("join source: %w", err)
-		}
-		if !sameCluster(opts.Source.Config, eps[1].Config) {
-			return fmt.Errorf("%w: source %s's topic (%s) must be on the cluster of the source (%s): a Kafka transaction cannot span two", ErrConfig, srcs[1].Name, eps[1].Config, opts.Source.Config)
-		}
-		if eps[1].Topic == opts.Source.Topic || eps[1].Topic == opts.Sink.Topic {
-			return fmt.Errorf("%w: source %s's topic %s is also the first source's or the sink's", ErrConfig, srcs[1].Name, eps[1].Topic)
-		}
-	} else if opts.JoinSource.Topic != "" {
-		return fmt.Errorf("%w: both views query %s joins read source %s: Options.JoinSource is for a join of views over two sources", ErrConfig, jq.Name, srcs[0].Name)
-	}
-	if err := checkTopicName(q.Name + "-right-repartition"); err != nil {
-		return fmt.Errorf("%w: query name %q cannot name the internal topics of its join's sides", ErrConfig, q.Name)
+	if err := checkTopicName(p.name + "-right-repartition"); err != nil {
+		return fmt.Errorf("%w: query name %q cannot name the internal topics of its join's sides", ErrConfig, p.name)
 	}
 	limit := opts.JoinBuffer
 	if limit == 0 {
@@ -252,29 +218,13 @@ func newViewJoin(p *Pipeline) error {
 	}
 	vj := &viewJoin{limit: limit}
 	terms := partitionTerms(jq)
+	left := map[string]bool{} // the views the left side computes and publishes
 	for side, v := range []*plan.Query{j.Left.View, j.Right.View} {
-		so := opts
-		so.Query, so.Source, so.JoinSource, so.Table = v, eps[side], Endpoint{}, Endpoint{}
-		vs, ok := opts.ViewSinks[v.Name]
-		if !ok || vs.Topic == "" {
-			return fmt.Errorf("%w: query %s joins view %s, which needs its own sink topic (Options.ViewSinks)", ErrConfig, jq.Name, v.Name)
+		so, err := sideOptions(opts, jq, v, eps)
+		if err != nil {
+			return err
 		}
-		so.Sink = vs
-		so.ViewSinks = map[string]Endpoint{}
-		views, _ := chain(v)
-		for _, w := range views {
-			if s, ok := opts.ViewSinks[w.Name]; ok {
-				so.ViewSinks[w.Name] = s
-			}
-		}
-		name := v.Name
-		switch {
-		case opts.OnViewLate != nil:
-			so.OnLate = func(ev *drive.LateEvent) { opts.OnViewLate(name, ev) }
-		default:
-			so.OnLate = opts.OnLate
-		}
-		sp, err := newNamed(so, q.Name+[2]string{"-left", "-right"}[side])
+		sp, err := newNamed(so, p.name+[2]string{"-left", "-right"}[side])
 		if err != nil {
 			return fmt.Errorf("view %s: %w", v.Name, err)
 		}
@@ -286,9 +236,13 @@ func newViewJoin(p *Pipeline) error {
 		if side == 1 {
 			k.off = j.Offset
 		}
-		sp.fwd = &forward{topic: p.repTopic, view: v, side: side, join: k}
-		if n := len(sp.segs); n > 0 {
-			sp.segs[n-1].fwd = sp.fwd // the side's chain is cut: its last segment computes v's rows
+		sp.out().fwd = &forward{topic: p.repTopic, view: v, side: side, join: k}
+		for _, w := range append(allViewsOf(v), v) {
+			if side == 0 {
+				left[w.Name] = true
+			} else if left[w.Name] {
+				sp.mute(w.Name) // both sides compute it; the left publishes its changelog
+			}
 		}
 		vj.sides[side] = sp
 	}
@@ -322,13 +276,13 @@ func newViewJoin(p *Pipeline) error {
 		if err != nil {
 			return err
 		}
-		if err := checkTopicName(segmentName(q.Name, len(segs)) + "-repartition"); err != nil {
-			return fmt.Errorf("%w: query name %q cannot name the internal topics of its view repartitions", ErrConfig, q.Name)
+		if err := checkTopicName(segmentName(p.name, len(segs)) + "-repartition"); err != nil {
+			return fmt.Errorf("%w: query name %q cannot name the internal topics of its view repartitions", ErrConfig, p.name)
 		}
-		p.fwd = &forward{topic: segmentName(q.Name, 1) + "-repartition", keys: drive.NewGroupKeys(segs[0][0]), view: vj.top}
+		p.fwd = &forward{topic: segmentName(p.name, 1) + "-repartition", keys: drive.NewGroupKeys(segs[0][0]), view: vj.top}
 		for k, seg := range segs {
 			c := &Pipeline{opts: opts, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
-				log: p.log.With("segment", k+2), base: p.base, name: segmentName(q.Name, k+1), rowsIn: true}
+				log: p.log.With("segment", k+2), base: p.base, name: segmentName(p.name, k+1), rowsIn: true}
 			c.opts.ResetState = false // the whole query's, done once by Run
 			c.repTopic, c.stateTopic = c.name+"-repartition", c.name+"-state"
 			if k < len(segs)-1 {
@@ -337,7 +291,7 @@ func newViewJoin(p *Pipeline) error {
 					name := c.q.Name
 					c.opts.OnLate = func(ev *drive.LateEvent) { opts.OnViewLate(name, ev) }
 				}
-				c.fwd = &forward{topic: segmentName(q.Name, k+2) + "-repartition", keys: drive.NewGroupKeys(segs[k+1][0]), view: c.q}
+				c.fwd = &forward{topic: segmentName(p.name, k+2) + "-repartition", keys: drive.NewGroupKeys(segs[k+1][0]), view: c.q}
 			}
 			vj.after = append(vj.after, c)
 		}
@@ -370,7 +324,7 @@ func (k *sideKey) append(dst []byte, row []types.Value) []byte {
 // sink, internal topics and binding.
 func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 	for _, sp := range p.vj.sides {
-		if err := sp.prepare(ctx, adm); err != nil {
+		if err := sp.prepareAll(ctx, adm); err != nil {
 			return fmt.Errorf("view %s: %w", sp.q.Name, err)
 		}
 	}
@@ -423,19 +377,22 @@ func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 		}
 	}
 	for _, sp := range p.vj.sides {
-		sp.fwd.parts = p.nParts
-		sp.srcParts = sp.nSource // its drain markers' positions (reachedOf)
+		sp.out().fwd.parts = p.nParts
+		if sp.vj == nil {
+			sp.srcParts = sp.nSource // its drain markers' positions (reachedOf)
+		}
 	}
+	// The join stage's drain markers carry how far it consumed the left
+	// view's rows, so the left's source positions; it drains only once
+	// both views are consumed.
+	p.srcParts = p.vj.sides[0].srcParts
 	if len(p.vj.after) > 0 {
-		// The join stage's drain markers carry how far it consumed the
-		// left view's rows; it drains only once both views are consumed.
-		p.srcParts = p.nSource
 		p.fwd.parts = p.nParts
-		for _, c := range p.vj.after {
-			c.nParts, c.srcParts, c.sourceEnd = p.nParts, p.nSource, p.sourceEnd
+		for k, c := range p.vj.after {
+			c.nParts, c.srcParts, c.sourceEnd = p.nParts, p.srcParts, p.sourceEnd
 			c.nSource = p.nParts // its marker table: the partitions of the stage before
-			if c.fwd != nil {
-				c.fwd.parts = p.nParts
+			if c.fwd != nil && k < len(p.vj.after)-1 {
+				c.fwd.parts = p.nParts // the last's is a join's of which p is a side
 			}
 			if err := ensureInternalTopic(ctx, adm, c.repTopic, p.nParts, false, p.log); err != nil {
 				return err
@@ -448,18 +405,10 @@ func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 	return nil
 }
 
-// runViewJoin runs both sides' stages and the join stage until ctx is
-// canceled, a stage fails, or (UntilCaughtUp) the join stage has drained
-// (a side that drained first waits for it).
-func (p *Pipeline) runViewJoin(ctx context.Context, adm *admClient) error {
-	if err := p.prepareViewJoin(ctx, adm); err != nil {
-		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			return nil
-		}
-		return err
-	}
-	p.log.Info("kafka: join of two views starting", "left", p.vj.sides[0].opts.Source.Topic, "right", p.vj.sides[1].opts.Source.Topic,
-		"sink", p.opts.Sink.Topic, "partitions", p.nParts)
+// runViewJoin runs both sides' stages and the join stage, prepared,
+// until ctx is canceled, a stage fails, or (UntilCaughtUp) the join stage
+// has drained (a side that drained first waits for it).
+func (p *Pipeline) runViewJoin(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -475,14 +424,7 @@ func (p *Pipeline) runViewJoin(ctx context.Context, adm *admClient) error {
 		}()
 	}
 	for _, sp := range p.vj.sides {
-		if len(sp.segs) > 0 {
-			run("stages of view "+sp.q.Name, sp.runSegments)
-			continue
-		}
-		if !sp.direct {
-			run("repartition stage of view "+sp.q.Name, sp.runStage1)
-		}
-		run("aggregate stage of view "+sp.q.Name, sp.runStage2)
+		run("view "+sp.q.Name, sp.runStages)
 	}
 	after := p.vj.after
 	run("join stage", func(ctx context.Context) error {
@@ -702,7 +644,7 @@ func (st *stage2) advanceViewJoin() error {
 }
 
 // newViewJoinPipeline is New for a join of two views.
-func newViewJoinPipeline(opts Options) (*Pipeline, error) {
+func newViewJoinPipeline(opts Options, name string) (*Pipeline, error) {
 	base, err := opts.Source.Config.ClientOpts()
 	if err != nil {
 		return nil, err
@@ -714,9 +656,9 @@ func newViewJoinPipeline(opts Options) (*Pipeline, error) {
 		root:       viewJoinBelow(q),
 		log:        opts.Logger.With("query", q.Name, "instance", opts.InstanceID),
 		base:       append(base, opts.ClientOpts...),
-		repTopic:   q.Name + "-repartition",
-		stateTopic: q.Name + "-state",
-		name:       q.Name,
+		repTopic:   name + "-repartition",
+		stateTopic: name + "-state",
+		name:       name,
 	}
 	if err := newViewJoin(p); err != nil {
 		return nil, err

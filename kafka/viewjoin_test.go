@@ -375,19 +375,21 @@ func init() {
 	text, err := os.ReadFile("../bench/queries/q8.sql")
 	over := os.Getenv(envQ8Child+"_OVER") != ""     // the query over q8 (viewjoin_over_test.go)
 	repart := os.Getenv(envQ8Child+"_REPART") != "" // a reader over q8m grouping by less (viewjoin_repart_test.go)
-	sides := os.Getenv(envQ8Child+"_SIDES") != ""   // a join of views whose sides are cut (viewjoin_sides_test.go)
 	if over || repart {
 		text = append(text, q8OverSQL...)
 	}
 	if repart {
 		text = append(text, q8RepartSQL...)
 	}
-	if sides {
-		text = append(text, q8SidesSQL...)
+	var shape *viewJoinShape // a shape of viewjoin_shapes_test.go
+	for env, s := range viewJoinShapes {
+		if os.Getenv(envQ8Child+env) != "" {
+			text, shape = append(text, s.sql...), &s
+		}
 	}
 	var prog *plan.Program
 	if err == nil {
-		prog, err = plan.Compile(string(text), plan.CompileOptions{OwnOutputs: sides})
+		prog, err = plan.Compile(string(text), plan.CompileOptions{OwnOutputs: shape != nil})
 	}
 	if err == nil {
 		o := q8Options(prog.Queries[len(prog.Queries)-1], strings.Split(brokers, ","))
@@ -397,8 +399,8 @@ func init() {
 		if repart {
 			o = q8RepartOptions(prog.Queries[len(prog.Queries)-1], strings.Split(brokers, ","))
 		}
-		if sides {
-			o = q8SidesOptions(prog.Queries[len(prog.Queries)-1], strings.Split(brokers, ","))
+		if shape != nil {
+			o = shape.options(prog.Queries[len(prog.Queries)-1], strings.Split(brokers, ","))
 		}
 		o.UntilCaughtUp = os.Getenv(envQ8Child+"_END") != ""
 		o.CommitInterval = 20 * time.Millisecond

@@ -413,6 +413,8 @@ func primaryWatermark(r runner) int64 {
 		return x.Driver.Watermark()
 	case rowRunner:
 		return primaryWatermark(x.runner)
+	case joinRunner:
+		return primaryWatermark(x.joinDriver) // the graph's primary above the join, not the join
 	}
 	return r.Watermark()
 }
