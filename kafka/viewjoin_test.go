@@ -196,9 +196,10 @@ CREATE VIEW ns AS SELECT seller, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, c
 	for _, c := range []struct{ name, sql, want string }{
 		{"q8", `CREATE VIEW j AS SELECT p.id, TUMBLE_START(p.ws, INTERVAL '10' SECOND) AS w, count(*) AS n` + join + `GROUP BY p.id, TUMBLE(p.ws, INTERVAL '10' SECOND) EMIT FINAL;`, ""},
 		{"by the right's column", `CREATE VIEW j AS SELECT a.seller, count(*) AS n` + join + `GROUP BY a.seller;`, ""},
-		{"by no join column", `CREATE VIEW j AS SELECT TUMBLE_START(p.ws, INTERVAL '10' SECOND) AS w, count(*) AS n` + join + `GROUP BY TUMBLE(p.ws, INTERVAL '10' SECOND) EMIT FINAL;`,
-			"groups by none of the join's equality columns"},
-		{"by an expression of one", `CREATE VIEW j AS SELECT p.id + 1 AS i, count(*) AS n` + join + `GROUP BY p.id + 1;`, "groups by none of the join's equality columns"},
+		// Grouped by none of the join's equality columns: the joined rows
+		// are repartitioned by the GROUP BY (viewjoin_shapes_test.go).
+		{"by no join column", `CREATE VIEW j AS SELECT TUMBLE_START(p.ws, INTERVAL '10' SECOND) AS w, count(*) AS n` + join + `GROUP BY TUMBLE(p.ws, INTERVAL '10' SECOND) EMIT FINAL;`, ""},
+		{"by an expression of one", `CREATE VIEW j AS SELECT p.id + 1 AS i, count(*) AS n` + join + `GROUP BY p.id + 1;`, ""},
 		// A side's chain cut by a view repartition runs as its segments
 		// (viewjoin_sides_test.go).
 		{"a side cut by a repartition", `CREATE VIEW allp AS SELECT TUMBLE_START(ws, INTERVAL '10' SECOND) AS ws, max(id) AS id FROM np GROUP BY TUMBLE(ws, INTERVAL '10' SECOND) EMIT FINAL;

@@ -278,35 +278,45 @@ func (p *Pipeline) segStats() Stats {
 		if i == 0 {
 			s.IdlePartitions, s.SilentPartitions = x.IdlePartitions, x.SilentPartitions
 		}
-		s.EventsIn += x.EventsIn
-		s.EventsApplied += x.EventsApplied
-		s.Malformed += x.Malformed
-		s.HeadersSkipped += x.HeadersSkipped
-		s.EvalErrors += x.EvalErrors
-		s.Late += x.Late
-		s.RecordsOut += x.RecordsOut
-		s.StateEntriesOut += x.StateEntriesOut
-		s.MarkersOut += x.MarkersOut
-		s.Commits += x.Commits
-		s.Aborts += x.Aborts
-		s.Restores += x.Restores
-		s.RestoredEntries += x.RestoredEntries
-		s.Redos += x.Redos
-		s.DataLost += x.DataLost
-		s.LiveGroups += x.LiveGroups
-		s.StateBytes += x.StateBytes
-		s.Duplicates += x.Duplicates
-		s.UnchangedSuppressed += x.UnchangedSuppressed
-		s.DedupLate += x.DedupLate
-		s.DedupKeys += x.DedupKeys
-		s.DedupBytes += x.DedupBytes
-		if i == 0 && c.tj != nil { // a join's segment
-			s.TableRows, s.TableMalformed, s.TableLate = x.TableRows, x.TableMalformed, x.TableLate
-			s.JoinJoined, s.JoinWaiting, s.JoinUnmatched, s.JoinVersions, s.JoinKeys = x.JoinJoined, x.JoinWaiting, x.JoinUnmatched, x.JoinVersions, x.JoinKeys
-		}
+		s.add(x)
 	}
 	s.CaughtUp = p.caughtUp.Load()
 	return s
+}
+
+// add adds x's counters and gauges to s's (a temporal join's are its
+// segment's alone).
+func (s *Stats) add(x Stats) {
+	s.EventsIn += x.EventsIn
+	s.EventsApplied += x.EventsApplied
+	s.Malformed += x.Malformed
+	s.HeadersSkipped += x.HeadersSkipped
+	s.EvalErrors += x.EvalErrors
+	s.Late += x.Late
+	s.RecordsOut += x.RecordsOut
+	s.StateEntriesOut += x.StateEntriesOut
+	s.MarkersOut += x.MarkersOut
+	s.Commits += x.Commits
+	s.Aborts += x.Aborts
+	s.Restores += x.Restores
+	s.RestoredEntries += x.RestoredEntries
+	s.Redos += x.Redos
+	s.DataLost += x.DataLost
+	s.LiveGroups += x.LiveGroups
+	s.StateBytes += x.StateBytes
+	s.Duplicates += x.Duplicates
+	s.UnchangedSuppressed += x.UnchangedSuppressed
+	s.DedupLate += x.DedupLate
+	s.DedupKeys += x.DedupKeys
+	s.DedupBytes += x.DedupBytes
+	s.TableRows += x.TableRows
+	s.TableMalformed += x.TableMalformed
+	s.TableLate += x.TableLate
+	s.JoinJoined += x.JoinJoined
+	s.JoinWaiting += x.JoinWaiting
+	s.JoinUnmatched += x.JoinUnmatched
+	s.JoinVersions += x.JoinVersions
+	s.JoinKeys += x.JoinKeys
 }
 
 // segmentsText names the segments' groups and topics (ownedText).
