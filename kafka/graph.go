@@ -95,8 +95,8 @@ func chain(q *plan.Query) ([]*plan.Query, error) {
 		if n != q && n.Join != nil && len(vs) == 0 {
 			break // a temporal join over the source: the chain's root (by a table column, a segment of its own: segmentsOf)
 		}
-		if chainIJoinRoot(q, n) { // an interval join of two streams: the chain's root (viewijoin.go)
-			break
+		if n != q && isIntervalJoin(n) {
+			break // an interval join of two streams: the chain's root (DESIGN.md, "A view with an interval join of two streams")
 		}
 		if len(vs) > 0 && n.IJoin != nil {
 			return nil, mixedJoin(n, vs[0])

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -71,28 +71,24 @@ func isViewJoin(q *plan.Query) bool {
 
 // partitionTerms returns the equalities (indexes into LeftKey/RightKey)
 // the joined rows are partitioned by: those one of whose sides is a
-// column the query's GROUP BY names as it is. Equal group keys then have
-// equal cells there (the key rules make one group of what the equality
-// matches), so each group of the query lies in one partition, and rows
-// that match share every equality's cells, so they meet.
-func partitionTerms(q *plan.Query) []int {
+// column the query's GROUP BY names as it is; and, for each, that column
+// of the joined row (the first GROUP BY term naming a side of it). Equal
+// group keys then have equal cells there (the key rules make one group
+// of what the equality matches), so each group of the query lies in one
+// partition, and rows that match share every equality's cells, so they
+// meet.
+func partitionTerms(q *plan.Query) (terms, cols []int) {
 	j := q.IJoin
-	grouped := map[int]bool{}
-	for _, k := range q.Keys {
-		if ref, ok := k.Expr.(*plan.ColRef); k.Kind == plan.KeyExpr && ok {
-			grouped[ref.Index] = true
-		}
-	}
-	var out []int
+	isCol := func(e plan.Expr, c int) bool { r, ok := e.(*plan.ColRef); return ok && r.Index == c }
 	for i := range j.LeftKey {
-		for _, e := range []plan.Expr{j.LeftKey[i], j.RightKey[i]} {
-			if ref, ok := e.(*plan.ColRef); ok && grouped[ref.Index] {
-				out = append(out, i)
+		for _, k := range q.Keys {
+			if ref, ok := k.Expr.(*plan.ColRef); k.Kind == plan.KeyExpr && ok && (isCol(j.LeftKey[i], ref.Index) || isCol(j.RightKey[i], ref.Index)) {
+				terms, cols = append(terms, i), append(cols, ref.Index)
 				break
 			}
 		}
 	}
-	return out
+	return terms, cols
 }
 
 // viewJoinBelow returns the join of two views q runs on: q itself, or
@@ -125,40 +121,20 @@ func aboveViewJoin(q, jq *plan.Query) []*plan.Query {
 
 // viewJoinCut splits the chain from the join of two views jq up to q:
 // top is the last query the join stage runs in its partitions (jq, or a
-// view above it whose chain from jq keeps grouping by the join's
-// partition columns as plain columns), rest the queries after it (the
-// first a reader that groups by less, q last), which run in segments of
-// their own behind a view repartition; rest is empty when the join stage
-// runs q.
+// view above it whose rows stay where its reader's aggregate needs them),
+// rest the queries after it (the first a reader whose plan would move its
+// rows, q last), which run in segments of their own behind a view
+// repartition; rest is empty when the join stage runs q. The join's rows
+// are placed by its partition columns under group identity, and each
+// query's output as its plan carries its input's placement.
 func viewJoinCut(q, jq *plan.Query) (top *plan.Query, rest []*plan.Query) {
-	if q == jq {
-		return q, nil
-	}
-	j := jq.IJoin
-	// The key terms of jq that carry a partition cell: one per
-	// partitioning equality, the GROUP BY column naming a side of it.
-	var carry []int
-	for _, i := range partitionTerms(jq) {
-		for ki, k := range jq.Keys {
-			ref, ok := k.Expr.(*plan.ColRef)
-			if k.Kind != plan.KeyExpr || !ok || !slices.ContainsFunc([]plan.Expr{j.LeftKey[i], j.RightKey[i]}, func(e plan.Expr) bool {
-				r, ok := e.(*plan.ColRef)
-				return ok && r.Index == ref.Index
-			}) {
-				continue
-			}
-			carry = append(carry, ki)
-			break
-		}
-	}
+	_, cols := partitionTerms(jq)
+	in := dataflow.Partitioning{Kind: dataflow.Hash, Rule: dataflow.GroupIdentity, Cols: cols}
 	all := append(aboveViewJoin(q, jq), q)
-	up := jq
 	for i, r := range all[1:] {
-		next, ok := followsPartitioning(up, r, carry)
-		if !ok {
-			return up, all[i+1:]
+		if in = dataflow.Carried(all[i], in); !dataflow.Satisfies(in, dataflow.GroupNeed(r)) {
+			return all[i], all[i+1:]
 		}
-		up, carry = r, next
 	}
 	return q, nil
 }
@@ -169,9 +145,14 @@ func viewJoinCut(q, jq *plan.Query) (top *plan.Query, rest []*plan.Query) {
 // groups must then lie in one partition, as a chain's do).
 func checkViewJoin(q, jq *plan.Query) error {
 	j := jq.IJoin
-	if streams, tables := inputsOf(q); len(streams)+len(tables) > 2 {
+	// As a graph in process: two declared inputs at most, and no table
+	// (a graph with a temporal join reads no other input).
+	switch streams, tables := inputsOf(q); {
+	case len(tables) > 0:
+		return fmt.Errorf("%w: query %s joins two views and reads table %s: a graph with a temporal join reads no other input, in a file run too; run the temporal join's queries in a graph of their own", ErrUnsupported, q.Name, tables[0].Name)
+	case len(streams) > 2:
 		var names []string
-		for _, s := range append(streams, tables...) {
+		for _, s := range streams {
 			names = append(names, s.Name)
 		}
 		return fmt.Errorf("%w: query %s reads %s: a graph reads at most two declared inputs, in a file run too", ErrUnsupported, q.Name, strings.Join(names, ", "))
@@ -209,7 +190,7 @@ func newViewJoin(p *Pipeline) error {
 		return fmt.Errorf("%w: negative JoinBuffer", ErrConfig)
 	}
 	vj := &viewJoin{limit: limit}
-	terms := partitionTerms(jq)
+	terms, _ := partitionTerms(jq)
 	joinedOut := len(terms) == 0
 	if joinedOut {
 		// The GROUP BY names no equality column: as the plan places
@@ -250,25 +231,8 @@ func newViewJoin(p *Pipeline) error {
 	// The views the join stage runs before q: the join and those
 	// between it and q, each publishing to its own sink.
 	vj.above = aboveViewJoin(q, jq)
-	for _, v := range vj.above {
-		if vs, ok := opts.ViewSinks[v.Name]; !ok || vs.Topic == "" {
-			return fmt.Errorf("%w: query %s reads view %s, which needs its own sink topic (Options.ViewSinks)", ErrConfig, q.Name, v.Name)
-		}
-	}
-	topics := map[string]string{opts.Sink.Topic: q.Name}
-	for name, vs := range opts.ViewSinks {
-		if other, dup := topics[vs.Topic]; dup {
-			return fmt.Errorf("%w: view %s's sink topic %s is also %s's", ErrConfig, name, vs.Topic, other)
-		}
-		topics[vs.Topic] = name
-		if !sameCluster(opts.Sink.Config, vs.Config) {
-			return fmt.Errorf("%w: view %s's sink (%s) must be on the cluster of the sink (%s): a Kafka transaction cannot span two", ErrConfig, name, vs.Config, opts.Sink.Config)
-		}
-		if vj.sides[0].opts.Sink.Topic != vs.Topic && vj.sides[1].opts.Sink.Topic != vs.Topic &&
-			vj.sides[0].opts.ViewSinks[name].Topic == "" && vj.sides[1].opts.ViewSinks[name].Topic == "" &&
-			!slices.ContainsFunc(vj.above, func(v *plan.Query) bool { return v.Name == name }) {
-			return fmt.Errorf("%w: a sink for view %s, which query %s does not read", ErrConfig, name, q.Name)
-		}
+	if err := checkViewSinks(opts, q, allViewsOf(q)); err != nil {
+		return err
 	}
 	p.vj = vj
 	segs, err := p.afterJoin(joinedOut)
@@ -276,29 +240,16 @@ func newViewJoin(p *Pipeline) error {
 		return err
 	}
 	if len(segs) > 0 {
-		if err := checkTopicName(segmentName(p.name, len(segs)) + "-repartition"); err != nil {
-			return fmt.Errorf("%w: query name %q cannot name the internal topics of its view repartitions", ErrConfig, p.name)
+		// The join stage is the first of the segments: its rows go to
+		// the next through a view repartition, as in a chain.
+		if err := p.newSegments(append([][]*plan.Query{{vj.top}}, segs...)); err != nil {
+			return err
 		}
-		p.fwd = &forward{topic: segmentName(p.name, 1) + "-repartition", keys: drive.NewGroupKeys(segs[0][0]), view: vj.top}
+		p.fwd, vj.after, p.segs = p.segs[0].fwd, p.segs[1:], nil
 		if joinedOut {
 			// The joined rows, keyed by the join's GROUP BY; the markers
 			// carry the joined stream's watermark as it is.
-			p.fwd.keys, p.fwd.view, p.joinOut = drive.NewGroupKeys(joinedQuery(jq)), nil, true
-		}
-		for k, seg := range segs {
-			c := &Pipeline{opts: opts, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
-				log: p.log.With("segment", k+2), base: p.base, name: segmentName(p.name, k+1), rowsIn: true, joinedIn: joinedOut && k == 0}
-			c.opts.ResetState = false // the whole query's, done once by Run
-			c.repTopic, c.stateTopic = c.name+"-repartition", c.name+"-state"
-			if k < len(segs)-1 {
-				c.opts.Sink = opts.ViewSinks[c.q.Name]
-				if opts.OnViewLate != nil {
-					name := c.q.Name
-					c.opts.OnLate = func(ev *drive.LateEvent) { opts.OnViewLate(name, ev) }
-				}
-				c.fwd = &forward{topic: segmentName(p.name, k+2) + "-repartition", keys: drive.NewGroupKeys(segs[k+1][0]), view: c.q}
-			}
-			vj.after = append(vj.after, c)
+			p.fwd.keys, p.fwd.view, p.joinOut, vj.after[0].joinedIn = drive.NewGroupKeys(joinedQuery(jq)), nil, true, true
 		}
 	}
 	p.views = append(jq.Views(), vj.above...) // the binding records every view's text and topic
@@ -360,47 +311,8 @@ func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 		p.nParts = p.opts.RepartitionPartitions
 	}
 	p.sourceEnd = l.sourceEnd
-	if p.opts.ResetState {
-		if err := p.resetState(ctx, adm); err != nil {
-			return err
-		}
-	}
-	ns, err := topicPartitions(ctx, adm, p.stateTopic)
-	if err != nil {
+	if err := p.prepareOwn(ctx, adm, p.vj.above); err != nil {
 		return err
-	}
-	if ns > 0 {
-		if err := p.checkBinding(ctx); err != nil {
-			return err
-		}
-	}
-	sinkParts := p.opts.Sink.Partitions
-	if sinkParts == 0 {
-		sinkParts = p.nParts
-	}
-	if err := ensureSinkTopic(ctx, adm, p.opts.Sink.Topic, sinkParts, p.opts.Sink.AllowUncompacted, p.log); err != nil {
-		return err
-	}
-	for _, v := range p.vj.above {
-		vs := p.opts.ViewSinks[v.Name]
-		parts := vs.Partitions
-		if parts == 0 {
-			parts = p.nParts
-		}
-		if err := ensureSinkTopic(ctx, adm, vs.Topic, parts, vs.AllowUncompacted, p.log); err != nil {
-			return fmt.Errorf("view %s: %w", v.Name, err)
-		}
-	}
-	if err := ensureInternalTopic(ctx, adm, p.repTopic, p.nParts, false, p.log); err != nil {
-		return err
-	}
-	if err := ensureInternalTopic(ctx, adm, p.stateTopic, p.nParts, true, p.log); err != nil {
-		return err
-	}
-	if ns == 0 {
-		if err := p.checkBinding(ctx); err != nil {
-			return err
-		}
 	}
 	for _, sp := range p.vj.sides {
 		sp.out().fwd.parts = p.nParts
@@ -420,15 +332,9 @@ func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 			if c.fwd != nil && k < len(p.vj.after)-1 {
 				c.fwd.parts = p.nParts // the last's is a join's of which p is a side
 			}
-			if err := ensureInternalTopic(ctx, adm, c.repTopic, p.nParts, false, p.log); err != nil {
-				return err
-			}
-			if err := ensureInternalTopic(ctx, adm, c.stateTopic, p.nParts, true, p.log); err != nil {
-				return err
-			}
 		}
 	}
-	return nil
+	return ensureSegmentTopics(ctx, adm, p.vj.after, p.nParts, p.log)
 }
 
 // runViewJoin runs both sides' stages and the join stage, prepared,
@@ -648,54 +554,4 @@ func (st *stage2) advanceViewJoin() error {
 		}
 	}
 	return nil
-}
-
-// newViewJoinPipeline is New for a join of two views.
-func newViewJoinPipeline(opts Options, name string) (*Pipeline, error) {
-	base, err := opts.Source.Config.ClientOpts()
-	if err != nil {
-		return nil, err
-	}
-	q := opts.Query
-	p := &Pipeline{
-		opts:       opts,
-		q:          q,
-		root:       viewJoinBelow(q),
-		log:        opts.Logger.With("query", q.Name, "instance", opts.InstanceID),
-		base:       append(base, opts.ClientOpts...),
-		repTopic:   name + "-repartition",
-		stateTopic: name + "-state",
-		name:       name,
-	}
-	if err := newViewJoin(p); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// followsPartitioning returns the positions of r's key terms that repeat up's
-// partitioning terms carry (as plain columns of up's SELECT), or false
-// if one is missing.
-func followsPartitioning(up, r *plan.Query, carry []int) ([]int, bool) {
-	var next []int
-	for _, ki := range carry {
-		found := -1
-		for ri, k := range r.Keys {
-			if k.Kind != plan.KeyExpr {
-				continue
-			}
-			ref, ok := k.Expr.(*plan.ColRef)
-			if !ok || ref.Index < 0 || ref.Index >= len(up.Select) {
-				continue
-			}
-			if uref, ok := up.Select[ref.Index].Expr.(*plan.ColRef); ok && uref.Index == ki {
-				found = ri
-			}
-		}
-		if found < 0 {
-			return nil, false
-		}
-		next = append(next, found)
-	}
-	return next, true
 }

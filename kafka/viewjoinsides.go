@@ -11,13 +11,13 @@ import (
 // The sides of a join of two views are queries of their own, whatever
 // their shape: a chain (cut or not), a chain over a join of two views
 // (the side is then a join of views itself, with its own sides), a chain
-// whose root joins a table or a second stream. Each reads the inputs its
-// plan decodes, from the topics Options give them: the first stream the
-// query's plan decodes (the left input's first) is Options.Source, the
-// second Options.JoinSource, a versioned table Options.Table.
+// whose root joins two streams. Each reads the streams its plan decodes,
+// from the topics Options give them: the first stream the query's plan
+// decodes (the left input's first) is Options.Source, the second
+// Options.JoinSource.
 
 // inputsOf returns the declared streams q reads, in the order its plan
-// decodes them, and the versioned tables.
+// decodes them, and the versioned tables (checkViewJoin refuses them).
 func inputsOf(q *plan.Query) (streams, tables []*plan.Source) {
 	p, err := dataflow.LowerQueries([]*plan.Query{q})
 	if err != nil {
@@ -35,18 +35,13 @@ func inputsOf(q *plan.Query) (streams, tables []*plan.Source) {
 	return streams, tables
 }
 
-// inputEndpoints gives each declared input q reads its topic.
+// inputEndpoints gives each declared stream q reads its topic.
 func inputEndpoints(opts Options, q *plan.Query) (map[*plan.Source]Endpoint, error) {
-	streams, tables := inputsOf(q)
-	if len(streams) == 0 {
-		return nil, fmt.Errorf("%w: query %s reads no declared stream", ErrConfig, q.Name)
-	}
-	eps := map[*plan.Source]Endpoint{streams[0]: opts.Source}
-	if len(tables) > 0 {
-		eps[tables[0]] = opts.Table
-	} else if opts.Table.Topic != "" {
+	streams, _ := inputsOf(q)
+	if opts.Table.Topic != "" {
 		return nil, fmt.Errorf("%w: query %s has no temporal join; Options.Table is for one", ErrConfig, q.Name)
 	}
+	eps := map[*plan.Source]Endpoint{streams[0]: opts.Source}
 	if len(streams) < 2 {
 		if opts.JoinSource.Topic != "" {
 			return nil, fmt.Errorf("%w: query %s reads one source, %s: Options.JoinSource is for a join of views over two sources", ErrConfig, q.Name, streams[0].Name)
@@ -80,7 +75,7 @@ func inputEndpoints(opts Options, q *plan.Query) (map[*plan.Source]Endpoint, err
 // v's inputs' topics, v's sink, the sinks of the views it reads.
 func sideOptions(opts Options, jq, v *plan.Query, eps map[*plan.Source]Endpoint) (Options, error) {
 	so := opts
-	streams, tables := inputsOf(v)
+	streams, _ := inputsOf(v)
 	so.Query, so.Source, so.JoinSource, so.Table = v, eps[streams[0]], Endpoint{}, Endpoint{}
 	if len(streams) > 1 {
 		if viewJoinBelow(v) != nil {
@@ -88,9 +83,6 @@ func sideOptions(opts Options, jq, v *plan.Query, eps map[*plan.Source]Endpoint)
 		} else {
 			so.Table = eps[streams[1]] // an interval join of two streams at the root of v's chain
 		}
-	}
-	if len(tables) > 0 {
-		so.Table = eps[tables[0]]
 	}
 	vs, ok := opts.ViewSinks[v.Name]
 	if !ok || vs.Topic == "" {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -155,7 +156,10 @@ func joinCut(p *dataflow.Plan, q *plan.Query) bool {
 // the checks): the first keeps the query's name and layout, each reads
 // the one before it. What depends on the cluster (partition counts, end
 // offsets) is set by Run.
-func (p *Pipeline) newSegments(segs [][]*plan.Query) {
+func (p *Pipeline) newSegments(segs [][]*plan.Query) error {
+	if err := checkTopicName(segmentName(p.name, len(segs)-1) + "-repartition"); err != nil {
+		return fmt.Errorf("%w: query name %q cannot name the internal topics of its view repartitions", ErrConfig, p.name)
+	}
 	top := p.opts
 	joinSeg := p.tj != nil && joinRepartitioned(p.root) // the join's own segment, then its aggregate's
 	for k, seg := range segs {
@@ -199,16 +203,23 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) {
 		c.joinedIn = k == 1 && joinSeg
 		p.segs = append(p.segs, c)
 	}
+	return nil
 }
 
 // prepareSegments creates or checks the internal topics of the segments
 // after the first (whose topics are the query's own).
 func (p *Pipeline) prepareSegments(ctx context.Context, adm *admClient) error {
-	for _, c := range p.segs[1:] {
-		if err := ensureInternalTopic(ctx, adm, c.repTopic, p.nParts, false, p.log); err != nil {
+	return ensureSegmentTopics(ctx, adm, p.segs[1:], p.nParts, p.log)
+}
+
+// ensureSegmentTopics creates or checks the segments' internal topics,
+// of n partitions each.
+func ensureSegmentTopics(ctx context.Context, adm *admClient, segs []*Pipeline, n int, log *slog.Logger) error {
+	for _, c := range segs {
+		if err := ensureInternalTopic(ctx, adm, c.repTopic, n, false, log); err != nil {
 			return err
 		}
-		if err := ensureInternalTopic(ctx, adm, c.stateTopic, p.nParts, true, p.log); err != nil {
+		if err := ensureInternalTopic(ctx, adm, c.stateTopic, n, true, log); err != nil {
 			return err
 		}
 	}

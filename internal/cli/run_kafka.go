@@ -572,13 +572,8 @@ func watchPartitions(log *slog.Logger, pl *kafka.Pipeline, idleTimeout time.Dura
 // join's versioned table or an interval join's right stream (nil for
 // any other query), the statement that declares it, and its name.
 func secondKafkaInput(q *planQuery) (src *ubik.Source, create, what string) {
-	if jq := viewJoinOf(q); jq != nil {
-		// A join of two views: its sides' second streams are the join
-		// source (kafkaJoinSource); a table is its only second input.
-		if _, tables := declaredInputs(jq); len(tables) > 0 {
-			return tables[0], "CREATE TABLE", "table " + tables[0].Name()
-		}
-		return nil, "", ""
+	if viewJoinOf(q) != nil {
+		return nil, "", "" // a join of two views: its second stream is the join source (kafkaJoinSource)
 	}
 	r := inputQuery(q)
 	if t := joinTable(r); t != nil { // q's, or the temporal join of the view its chain starts at

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ubiksql/ubik"
@@ -18,7 +19,7 @@ func kafkaJoinSource(q *planQuery, first kafka.Endpoint, k *kafkaFlags, env *Env
 	if jq == nil {
 		return kafka.Endpoint{}, nil
 	}
-	streams, _ := declaredInputs(jq)
+	streams := declaredStreams(jq)
 	if len(streams) < 2 {
 		return kafka.Endpoint{}, nil
 	}
@@ -81,35 +82,30 @@ func viewJoinOf(q *planQuery) *planQuery {
 	return q
 }
 
-// declaredInputs returns the declared streams q's graph reads, each once,
-// in the order its plan decodes them (a join's left input's first), and
-// its versioned tables: a Kafka run reads the first stream from the
-// source, the second from the join source, a table from the table topic.
-func declaredInputs(q *planQuery) (streams, tables []*ubik.Source) {
-	seen := map[*ubik.Source]bool{}
+// declaredStreams returns the declared streams q's graph reads, each
+// once, in the order its plan decodes them (a join's left input's
+// first): a Kafka run of a join of two views reads the first from the
+// source, the second from the join source.
+func declaredStreams(q *planQuery) []*ubik.Source {
+	var out []*ubik.Source
 	var walk func(*planQuery)
-	input := func(s *ubik.Source, table bool) {
-		switch {
-		case s.View() != nil:
-			walk(s.View())
-		case !seen[s] && table:
-			tables = append(tables, s)
-		case !seen[s]:
-			streams = append(streams, s)
+	input := func(s *ubik.Source) {
+		if v := s.View(); v != nil {
+			walk(v)
+		} else if !slices.Contains(out, s) {
+			out = append(out, s)
 		}
-		seen[s] = true
 	}
 	walk = func(n *planQuery) {
-		if s, t, ok := n.TemporalJoin(); ok {
-			input(s, false)
-			input(t, true)
+		if s, _, ok := n.TemporalJoin(); ok {
+			input(s)
 		} else if l, r, ok := n.IntervalJoin(); ok {
-			input(l, false)
-			input(r, false)
+			input(l)
+			input(r)
 		} else {
-			input(n.Source(), false)
+			input(n.Source())
 		}
 	}
 	walk(q)
-	return streams, tables
+	return out
 }
