@@ -87,7 +87,7 @@ func CheckQuery(q *plan.Query) error {
 }
 
 // chain returns q's views, the one reading the source first: the chain a
-// graph runs. A join of two views is refused.
+// graph runs. A join of a view with a stream is refused.
 func chain(q *plan.Query) ([]*plan.Query, error) {
 	var out []*plan.Query
 	for n := q; ; {
@@ -95,11 +95,11 @@ func chain(q *plan.Query) ([]*plan.Query, error) {
 		if n != q && n.Join != nil && len(vs) == 0 {
 			break // a temporal join over the source: the chain's root (by a table column, a segment of its own: segmentsOf)
 		}
-		if chainIJoinRoot(q, n) { // an interval join of two streams: the chain's root (viewijoin.go)
-			break
+		if n != q && isIntervalJoin(n) {
+			break // an interval join of two streams: the chain's root (DESIGN.md, "A view with an interval join of two streams")
 		}
-		if len(vs) > 1 || (len(vs) > 0 || n != q) && (n.IJoin != nil || n.Join != nil) {
-			return nil, fmt.Errorf("%w: query %s is a join of views; over Kafka a query over views runs a chain: each query of it reads one view, the first the source", ErrUnsupported, n.Name)
+		if len(vs) > 0 && n.IJoin != nil {
+			return nil, mixedJoin(n, vs[0])
 		}
 		if len(vs) == 0 {
 			break
@@ -127,4 +127,14 @@ func (p *Pipeline) newGraphRunner(tbl drive.Config, emit func(*changelog.Record)
 		return nil, err
 	}
 	return graphRunner{g}, nil
+}
+
+// mixedJoin refuses query n, an interval join of view v with a declared
+// stream, as a graph in process does (drive.Graph).
+func mixedJoin(n, v *plan.Query) error {
+	s := n.IJoin.Left
+	if s.View != nil {
+		s = n.IJoin.Right
+	}
+	return fmt.Errorf("%w: query %s joins view %s with stream %s: an interval join joins two views or two declared streams (in a file run too); join the stream's own windowed EMIT FINAL view instead", ErrUnsupported, n.Name, v.Name, s.Name)
 }

@@ -254,6 +254,7 @@ type Pipeline struct {
 
 	fwd      *forward
 	srcParts int
+	muted    map[string]bool // queries whose changelog another pipeline publishes (mute)
 
 	sourceMeta topicMeta // the source topic as Run found it (watchSource)
 	stop       halt      // set when the source changed under the pipeline: no commit after it
@@ -291,8 +292,15 @@ func New(opts Options) (*Pipeline, error) {
 	if opts.Query == nil {
 		return nil, fmt.Errorf("%w: no query", ErrConfig)
 	}
-	if err := checkTopicName(opts.Query.Name + "-repartition"); err != nil {
-		return nil, fmt.Errorf("%w: query name %q cannot name internal topics", ErrConfig, opts.Query.Name)
+	return newNamed(opts, opts.Query.Name)
+}
+
+// newNamed is New for a pipeline that owns its groups, ids and internal
+// topics under name (a side of a join of two views runs its view's
+// query under a name derived from the join's).
+func newNamed(opts Options, name string) (*Pipeline, error) {
+	if err := checkTopicName(name + "-repartition"); err != nil {
+		return nil, fmt.Errorf("%w: query name %q cannot name internal topics", ErrConfig, name)
 	}
 	if err := opts.Source.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("source: %w", err)
@@ -347,44 +355,38 @@ func New(opts Options) (*Pipeline, error) {
 		return nil, fmt.Errorf("%w: commit interval %s is above %s, half the transaction timeout %s: a transaction stays open for the interval and then the time its end takes, and one the broker times out is aborted and redone",
 			ErrConfig, opts.CommitInterval, m, opts.TransactionTimeout)
 	}
-	if viewJoinBelow(opts.Query) != nil {
-		return newViewJoinPipeline(opts) // the join of two views, or a chain over it
-	}
-	views, err := chain(opts.Query)
+	base, err := opts.Source.Config.ClientOpts()
 	if err != nil {
 		return nil, err
 	}
-	root := opts.Query
+	q := opts.Query
+	p := &Pipeline{opts: opts, q: q, root: q, name: name, repTopic: name + "-repartition", stateTopic: name + "-state",
+		log: opts.Logger.With("query", q.Name, "instance", opts.InstanceID), base: append(base, opts.ClientOpts...)}
+	if p.root = viewJoinBelow(q); p.root != nil {
+		if err := newViewJoin(p); err != nil { // the join of two views, or a chain over it
+			return nil, err
+		}
+		return p, nil
+	}
+	views, err := chain(q)
+	if err != nil {
+		return nil, err
+	}
+	root := q
 	var segs [][]*plan.Query
-	if joinRepartitioned(opts.Query) {
+	if joinRepartitioned(q) {
 		// The join at a stage partitioned by the join key, the aggregate
 		// after a repartition of the joined rows by the GROUP BY key
 		// (join.go, joinedQuery).
-		segs = [][]*plan.Query{{opts.Query}, {joinedQuery(opts.Query)}}
+		segs = [][]*plan.Query{{q}, {joinedQuery(q)}}
 	}
 	if len(views) > 0 {
 		root = views[0]
-		if segs, err = segmentsOf(opts.Query, views); err != nil {
+		if segs, err = segmentsOf(q, views); err != nil {
 			return nil, err
 		}
-		topics := map[string]string{opts.Sink.Topic: opts.Query.Name, opts.Source.Topic: "the source"}
-		for _, v := range views {
-			vs, ok := opts.ViewSinks[v.Name]
-			if !ok || vs.Topic == "" {
-				return nil, fmt.Errorf("%w: query %s reads view %s, which needs its own sink topic (Options.ViewSinks)", ErrConfig, opts.Query.Name, v.Name)
-			}
-			if other, dup := topics[vs.Topic]; dup {
-				return nil, fmt.Errorf("%w: view %s's sink topic %s is also %s's", ErrConfig, v.Name, vs.Topic, other)
-			}
-			topics[vs.Topic] = v.Name
-			if !sameCluster(opts.Sink.Config, vs.Config) {
-				return nil, fmt.Errorf("%w: view %s's sink (%s) must be on the cluster of the sink (%s): a Kafka transaction cannot span two", ErrConfig, v.Name, vs.Config, opts.Sink.Config)
-			}
-		}
-		for name := range opts.ViewSinks {
-			if !slices.ContainsFunc(views, func(v *plan.Query) bool { return v.Name == name }) {
-				return nil, fmt.Errorf("%w: a sink for view %s, which query %s does not read", ErrConfig, name, opts.Query.Name)
-			}
+		if err := checkViewSinks(opts, q, views); err != nil {
+			return nil, err
 		}
 	}
 	if err := drive.NewMessageDecoder(root.Source, opts.Source.Format).Err(); err != nil {
@@ -394,31 +396,39 @@ func New(opts Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, err := opts.Source.Config.ClientOpts()
-	if err != nil {
-		return nil, err
-	}
-	q := opts.Query
-	p := &Pipeline{
-		tj:         tj,
-		opts:       opts,
-		q:          q,
-		root:       root,
-		views:      views,
-		log:        opts.Logger.With("query", q.Name, "instance", opts.InstanceID),
-		base:       append(base, opts.ClientOpts...),
-		repTopic:   q.Name + "-repartition",
-		stateTopic: q.Name + "-state",
-		direct:     opts.Source.PartitionedByKey,
-		name:       q.Name,
-	}
+	p.opts, p.tj, p.root, p.views, p.direct = opts, tj, root, views, opts.Source.PartitionedByKey
 	if len(segs) > 1 {
-		if err := checkTopicName(segmentName(q.Name, len(segs)-1) + "-repartition"); err != nil {
-			return nil, fmt.Errorf("%w: query name %q cannot name the internal topics of its view repartitions", ErrConfig, q.Name)
+		if err := p.newSegments(segs); err != nil {
+			return nil, err
 		}
-		p.newSegments(segs)
 	}
 	return p, nil
+}
+
+// checkViewSinks checks the sinks of the views q reads: each has its own
+// topic, on the sink's cluster, no two queries share one, and each sink
+// is a view's that q reads.
+func checkViewSinks(opts Options, q *plan.Query, views []*plan.Query) error {
+	topics := map[string]string{opts.Sink.Topic: q.Name, opts.Source.Topic: "the source"}
+	for _, v := range views {
+		vs, ok := opts.ViewSinks[v.Name]
+		if !ok || vs.Topic == "" {
+			return fmt.Errorf("%w: query %s reads view %s, which needs its own sink topic (Options.ViewSinks)", ErrConfig, q.Name, v.Name)
+		}
+		if other, dup := topics[vs.Topic]; dup {
+			return fmt.Errorf("%w: view %s's sink topic %s is also %s's", ErrConfig, v.Name, vs.Topic, other)
+		}
+		topics[vs.Topic] = v.Name
+		if !sameCluster(opts.Sink.Config, vs.Config) {
+			return fmt.Errorf("%w: view %s's sink (%s) must be on the cluster of the sink (%s): a Kafka transaction cannot span two", ErrConfig, v.Name, vs.Config, opts.Sink.Config)
+		}
+	}
+	for name := range opts.ViewSinks {
+		if !slices.ContainsFunc(views, func(v *plan.Query) bool { return v.Name == name }) {
+			return fmt.Errorf("%w: a sink for view %s, which query %s does not read", ErrConfig, name, q.Name)
+		}
+	}
+	return nil
 }
 
 func sameCluster(a, b Config) bool {
@@ -473,10 +483,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return err
 	}
 	defer closeAdm()
-	if p.vj != nil {
-		return p.runViewJoin(ctx, adm)
-	}
-	if err := p.prepare(ctx, adm); err != nil {
+	if err := p.prepareAll(ctx, adm); err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return nil // stopped while starting: a clean stop, as later
 		}
@@ -484,10 +491,26 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	p.log.Info("kafka: pipeline starting", "source", p.opts.Source.Topic, "sink", p.opts.Sink.Topic,
 		"cluster", p.opts.Source.Config, "direct", p.direct, "partitions", p.nParts)
+	return p.runStages(ctx)
+}
+
+// prepareAll prepares p's topics: a join of two views', or any other's.
+func (p *Pipeline) prepareAll(ctx context.Context, adm *admClient) error {
+	if p.vj != nil {
+		return p.prepareViewJoin(ctx, adm)
+	}
+	return p.prepare(ctx, adm)
+}
+
+// runStages runs p's stages, prepared, until ctx is canceled, a stage
+// fails, or (UntilCaughtUp) the last has drained.
+func (p *Pipeline) runStages(ctx context.Context) error {
+	if p.vj != nil {
+		return p.runViewJoin(ctx)
+	}
 	if len(p.segs) > 0 {
 		return p.runSegments(ctx)
 	}
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -548,61 +571,11 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 	if !p.direct && p.opts.RepartitionPartitions > 0 {
 		p.nParts = p.opts.RepartitionPartitions
 	}
-	if p.opts.ResetState {
-		if err := p.resetState(ctx, adm); err != nil {
-			return err
-		}
-	}
-	// The state topic records the inputs it belongs to: compared before
-	// the layout checks, so that a query name reused over other inputs
-	// is told what differs, and recorded when the topic is new.
-	ns, err := topicPartitions(ctx, adm, p.stateTopic)
-	if err != nil {
-		return err
-	}
-	if ns > 0 && !p.direct && p.opts.RepartitionPartitions == 0 {
-		// The internal topics keep the count they were created with: a
-		// source that gained partitions since does not move the groups,
-		// which are placed by their key in the repartition topic.
-		p.nParts = ns
-	}
-	if ns > 0 {
-		if err := p.checkBinding(ctx); err != nil {
-			return err
-		}
-	}
-	sinkParts := p.opts.Sink.Partitions
-	if sinkParts == 0 {
-		sinkParts = p.nParts
-	}
-	if err := ensureSinkTopic(ctx, adm, p.opts.Sink.Topic, sinkParts, p.opts.Sink.AllowUncompacted, p.log); err != nil {
-		return err
-	}
-	for _, v := range p.views {
-		vs := p.opts.ViewSinks[v.Name]
-		parts := vs.Partitions
-		if parts == 0 {
-			parts = p.nParts
-		}
-		if err := ensureSinkTopic(ctx, adm, vs.Topic, parts, vs.AllowUncompacted, p.log); err != nil {
-			return fmt.Errorf("view %s: %w", v.Name, err)
-		}
-	}
-	if !p.direct {
-		if err := ensureInternalTopic(ctx, adm, p.repTopic, p.nParts, false, p.log); err != nil {
-			return err
-		}
-	}
-	if err := ensureInternalTopic(ctx, adm, p.stateTopic, p.nParts, true, p.log); err != nil {
+	if err := p.prepareOwn(ctx, adm, p.views); err != nil {
 		return err
 	}
 	if len(p.segs) > 0 {
 		if err := p.prepareSegments(ctx, adm); err != nil {
-			return err
-		}
-	}
-	if ns == 0 {
-		if err := p.checkBinding(ctx); err != nil {
 			return err
 		}
 	}
@@ -634,6 +607,64 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 		}
 	}
 	return p.checkDataLoss(ctx, adm)
+}
+
+// prepareOwn resets what p's name owns if asked, checks its binding (or
+// records it), and creates or checks its sink, views' sinks (of views)
+// and internal topics.
+func (p *Pipeline) prepareOwn(ctx context.Context, adm *admClient, views []*plan.Query) error {
+	if p.opts.ResetState {
+		if err := p.resetState(ctx, adm); err != nil {
+			return err
+		}
+	}
+	// The state topic records the inputs it belongs to: compared before
+	// the layout checks, so that a query name reused over other inputs
+	// is told what differs, and recorded when the topic is new.
+	ns, err := topicPartitions(ctx, adm, p.stateTopic)
+	if err != nil {
+		return err
+	}
+	if ns > 0 && p.vj == nil && !p.direct && p.opts.RepartitionPartitions == 0 {
+		// The internal topics keep the count they were created with: a
+		// source that gained partitions since does not move the groups,
+		// which are placed by their key in the repartition topic.
+		p.nParts = ns
+	}
+	if ns > 0 {
+		if err := p.checkBinding(ctx); err != nil {
+			return err
+		}
+	}
+	sinkParts := p.opts.Sink.Partitions
+	if sinkParts == 0 {
+		sinkParts = p.nParts
+	}
+	if err := ensureSinkTopic(ctx, adm, p.opts.Sink.Topic, sinkParts, p.opts.Sink.AllowUncompacted, p.log); err != nil {
+		return err
+	}
+	for _, v := range views {
+		vs := p.opts.ViewSinks[v.Name]
+		parts := vs.Partitions
+		if parts == 0 {
+			parts = p.nParts
+		}
+		if err := ensureSinkTopic(ctx, adm, vs.Topic, parts, vs.AllowUncompacted, p.log); err != nil {
+			return fmt.Errorf("view %s: %w", v.Name, err)
+		}
+	}
+	if !p.direct {
+		if err := ensureInternalTopic(ctx, adm, p.repTopic, p.nParts, false, p.log); err != nil {
+			return err
+		}
+	}
+	if err := ensureInternalTopic(ctx, adm, p.stateTopic, p.nParts, true, p.log); err != nil {
+		return err
+	}
+	if ns == 0 {
+		return p.checkBinding(ctx)
+	}
+	return nil
 }
 
 // inGroup is the consumer group of the source topic.

@@ -266,6 +266,9 @@ func (st *stage2) emit(t *task, topic string, r *changelog.Record) error {
 	if r.Value == nil {
 		return fmt.Errorf("%w: key %s", ErrNullValue, r.Key)
 	}
+	if st.p.muted[r.Meta.Query] {
+		return nil
+	}
 	// One allocation for the record and its headers, one for key and value.
 	out := new(outRecord)
 	kv := append(append(make([]byte, 0, len(r.Key)+len(r.Value)), r.Key...), r.Value...)

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -70,28 +71,24 @@ func isViewJoin(q *plan.Query) bool {
 
 // partitionTerms returns the equalities (indexes into LeftKey/RightKey)
 // the joined rows are partitioned by: those one of whose sides is a
-// column the query's GROUP BY names as it is. Equal group keys then have
-// equal cells there (the key rules make one group of what the equality
-// matches), so each group of the query lies in one partition, and rows
-// that match share every equality's cells, so they meet.
-func partitionTerms(q *plan.Query) []int {
+// column the query's GROUP BY names as it is; and, for each, that column
+// of the joined row (the first GROUP BY term naming a side of it). Equal
+// group keys then have equal cells there (the key rules make one group
+// of what the equality matches), so each group of the query lies in one
+// partition, and rows that match share every equality's cells, so they
+// meet.
+func partitionTerms(q *plan.Query) (terms, cols []int) {
 	j := q.IJoin
-	grouped := map[int]bool{}
-	for _, k := range q.Keys {
-		if ref, ok := k.Expr.(*plan.ColRef); k.Kind == plan.KeyExpr && ok {
-			grouped[ref.Index] = true
-		}
-	}
-	var out []int
+	isCol := func(e plan.Expr, c int) bool { r, ok := e.(*plan.ColRef); return ok && r.Index == c }
 	for i := range j.LeftKey {
-		for _, e := range []plan.Expr{j.LeftKey[i], j.RightKey[i]} {
-			if ref, ok := e.(*plan.ColRef); ok && grouped[ref.Index] {
-				out = append(out, i)
+		for _, k := range q.Keys {
+			if ref, ok := k.Expr.(*plan.ColRef); k.Kind == plan.KeyExpr && ok && (isCol(j.LeftKey[i], ref.Index) || isCol(j.RightKey[i], ref.Index)) {
+				terms, cols = append(terms, i), append(cols, ref.Index)
 				break
 			}
 		}
 	}
-	return out
+	return terms, cols
 }
 
 // viewJoinBelow returns the join of two views q runs on: q itself, or
@@ -124,40 +121,20 @@ func aboveViewJoin(q, jq *plan.Query) []*plan.Query {
 
 // viewJoinCut splits the chain from the join of two views jq up to q:
 // top is the last query the join stage runs in its partitions (jq, or a
-// view above it whose chain from jq keeps grouping by the join's
-// partition columns as plain columns), rest the queries after it (the
-// first a reader that groups by less, q last), which run in segments of
-// their own behind a view repartition; rest is empty when the join stage
-// runs q.
+// view above it whose rows stay where its reader's aggregate needs them),
+// rest the queries after it (the first a reader whose plan would move its
+// rows, q last), which run in segments of their own behind a view
+// repartition; rest is empty when the join stage runs q. The join's rows
+// are placed by its partition columns under group identity, and each
+// query's output as its plan carries its input's placement.
 func viewJoinCut(q, jq *plan.Query) (top *plan.Query, rest []*plan.Query) {
-	if q == jq {
-		return q, nil
-	}
-	j := jq.IJoin
-	// The key terms of jq that carry a partition cell: one per
-	// partitioning equality, the GROUP BY column naming a side of it.
-	var carry []int
-	for _, i := range partitionTerms(jq) {
-		for ki, k := range jq.Keys {
-			ref, ok := k.Expr.(*plan.ColRef)
-			if k.Kind != plan.KeyExpr || !ok || !slices.ContainsFunc([]plan.Expr{j.LeftKey[i], j.RightKey[i]}, func(e plan.Expr) bool {
-				r, ok := e.(*plan.ColRef)
-				return ok && r.Index == ref.Index
-			}) {
-				continue
-			}
-			carry = append(carry, ki)
-			break
-		}
-	}
+	_, cols := partitionTerms(jq)
+	in := dataflow.Partitioning{Kind: dataflow.Hash, Rule: dataflow.GroupIdentity, Cols: cols}
 	all := append(aboveViewJoin(q, jq), q)
-	up := jq
 	for i, r := range all[1:] {
-		next, ok := followsPartitioning(up, r, carry)
-		if !ok {
-			return up, all[i+1:]
+		if in = dataflow.Carried(all[i], in); !dataflow.Satisfies(in, dataflow.GroupNeed(r)) {
+			return all[i], all[i+1:]
 		}
-		up, carry = r, next
 	}
 	return q, nil
 }
@@ -168,48 +145,24 @@ func viewJoinCut(q, jq *plan.Query) (top *plan.Query, rest []*plan.Query) {
 // groups must then lie in one partition, as a chain's do).
 func checkViewJoin(q, jq *plan.Query) error {
 	j := jq.IJoin
-	terms := partitionTerms(jq)
-	if len(terms) == 0 {
-		return fmt.Errorf("%w: query %s joins views %s and %s and groups by none of the join's equality columns: over Kafka the rows of both views are partitioned by the equalities' columns so that matching rows meet, and a group must lie in one partition; group by one of %s's or %s's join columns as it is, or run the query from files",
-			ErrUnsupported, jq.Name, j.Left.Name, j.Right.Name, j.LeftAlias, j.RightAlias)
-	}
-	if _, rest := viewJoinCut(q, jq); len(rest) > 0 {
-		// The queries from the first reader that groups by less run in
-		// segments after the join stage's (viewrepart.go).
-		if _, err := segmentsOf(q, rest[:len(rest)-1]); err != nil {
-			return err
+	// As a graph in process: two declared inputs at most, and no table
+	// (a graph with a temporal join reads no other input).
+	switch streams, tables := inputsOf(q); {
+	case len(tables) > 0:
+		return fmt.Errorf("%w: query %s joins two views and reads table %s: a graph with a temporal join reads no other input, in a file run too; run the temporal join's queries in a graph of their own", ErrUnsupported, q.Name, tables[0].Name)
+	case len(streams) > 2:
+		var names []string
+		for _, s := range streams {
+			names = append(names, s.Name)
 		}
+		return fmt.Errorf("%w: query %s reads %s: a graph reads at most two declared inputs, in a file run too", ErrUnsupported, q.Name, strings.Join(names, ", "))
 	}
 	for _, v := range []*plan.Query{j.Left.View, j.Right.View} {
-		if err := viewJoinSideStreamJoin(jq, v); err != nil { // viewijoin.go
+		if err := CheckQuery(v); err != nil { // a side runs as a query of its own
 			return err
-		}
-		if viewJoinBelow(v) != nil {
-			return fmt.Errorf("%w: query %s joins view %s, which is itself over a join of two views: over Kafka a side of a join of two views runs as one chain over its source; join the views under %s directly, or run the graph from files", ErrUnsupported, jq.Name, v.Name, v.Name)
-		}
-		views, err := chain(v)
-		if err != nil {
-			return err
-		}
-		if len(views) > 0 {
-			segs, err := segmentsOf(v, views)
-			if err != nil {
-				return err
-			}
-			if len(segs) > 1 {
-				return fmt.Errorf("%w: query %s joins view %s, whose chain of views has a repartition inside it (a reader grouping by less than the view it reads, or a join whose joined rows are repartitioned by its GROUP BY); over Kafka a side of a join of two views runs as one chain without a repartition: run the graph from files", ErrUnsupported, q.Name, v.Name)
-			}
 		}
 	}
 	return nil
-}
-
-// rootSource is the declared source under view v's chain.
-func rootSource(v *plan.Query) *plan.Source {
-	for vs := v.Views(); len(vs) > 0; vs = v.Views() {
-		v = vs[0]
-	}
-	return v.Source
 }
 
 // newViewJoin builds the pipelines of a join of two views (New, after
@@ -222,36 +175,12 @@ func newViewJoin(p *Pipeline) error {
 		return err
 	}
 	j := jq.IJoin
-	if opts.Table.Topic != "" {
-		return fmt.Errorf("%w: query %s has no temporal join; Options.Table is for one", ErrConfig, q.Name)
+	eps, err := inputEndpoints(opts, q)
+	if err != nil {
+		return err
 	}
-	srcs := [2]*plan.Source{rootSource(j.Left.View), rootSource(j.Right.View)}
-	eps := [2]Endpoint{opts.Source, opts.Source}
-	if srcs[0] != srcs[1] {
-		if opts.JoinSource.Topic == "" {
-			return fmt.Errorf("%w: query %s joins view %s (over source %s) and view %s (over source %s): source %s needs its topic too (Options.JoinSource)", ErrConfig, jq.Name, j.Left.Name, srcs[0].Name, j.Right.Name, srcs[1].Name, srcs[1].Name)
-		}
-		eps[1] = opts.JoinSource
-		if eps[1].Config.Brokers == nil {
-			eps[1].Config = opts.Source.Config
-		}
-		if eps[1].IdleTimeout == 0 {
-			eps[1].IdleTimeout = DefaultIdleTimeout
-		}
-		if err := eps[1].Config.Validate(); err != nil {
-			return fmt.Errorf("join source: %w", err)
-		}
-		if !sameCluster(opts.Source.Config, eps[1].Config) {
-			return fmt.Errorf("%w: source %s's topic (%s) must be on the cluster of the source (%s): a Kafka transaction cannot span two", ErrConfig, srcs[1].Name, eps[1].Config, opts.Source.Config)
-		}
-		if eps[1].Topic == opts.Source.Topic || eps[1].Topic == opts.Sink.Topic {
-			return fmt.Errorf("%w: source %s's topic %s is also the first source's or the sink's", ErrConfig, srcs[1].Name, eps[1].Topic)
-		}
-	} else if opts.JoinSource.Topic != "" {
-		return fmt.Errorf("%w: both views query %s joins read source %s: Options.JoinSource is for a join of views over two sources", ErrConfig, jq.Name, srcs[0].Name)
-	}
-	if err := checkTopicName(q.Name + "-right-repartition"); err != nil {
-		return fmt.Errorf("%w: query name %q cannot name the internal topics of its join's sides", ErrConfig, q.Name)
+	if err := checkTopicName(p.name + "-right-repartition"); err != nil {
+		return fmt.Errorf("%w: query name %q cannot name the internal topics of its join's sides", ErrConfig, p.name)
 	}
 	limit := opts.JoinBuffer
 	if limit == 0 {
@@ -261,35 +190,26 @@ func newViewJoin(p *Pipeline) error {
 		return fmt.Errorf("%w: negative JoinBuffer", ErrConfig)
 	}
 	vj := &viewJoin{limit: limit}
-	terms := partitionTerms(jq)
+	terms, _ := partitionTerms(jq)
+	joinedOut := len(terms) == 0
+	if joinedOut {
+		// The GROUP BY names no equality column: as the plan places
+		// them, the views' rows meet by every equality, and the joined
+		// rows reach the aggregate through an exchange by its GROUP BY.
+		for i := range j.LeftKey {
+			terms = append(terms, i)
+		}
+	}
+	left := map[string]bool{} // the views the left side computes and publishes
 	for side, v := range []*plan.Query{j.Left.View, j.Right.View} {
-		so := opts
-		so.Query, so.Source, so.JoinSource, so.Table = v, eps[side], Endpoint{}, Endpoint{}
-		vs, ok := opts.ViewSinks[v.Name]
-		if !ok || vs.Topic == "" {
-			return fmt.Errorf("%w: query %s joins view %s, which needs its own sink topic (Options.ViewSinks)", ErrConfig, jq.Name, v.Name)
+		so, err := sideOptions(opts, jq, v, eps)
+		if err != nil {
+			return err
 		}
-		so.Sink = vs
-		so.ViewSinks = map[string]Endpoint{}
-		views, _ := chain(v)
-		for _, w := range views {
-			if s, ok := opts.ViewSinks[w.Name]; ok {
-				so.ViewSinks[w.Name] = s
-			}
-		}
-		name := v.Name
-		switch {
-		case opts.OnViewLate != nil:
-			so.OnLate = func(ev *drive.LateEvent) { opts.OnViewLate(name, ev) }
-		default:
-			so.OnLate = opts.OnLate
-		}
-		sp, err := New(so)
+		sp, err := newNamed(so, p.name+[2]string{"-left", "-right"}[side])
 		if err != nil {
 			return fmt.Errorf("view %s: %w", v.Name, err)
 		}
-		sp.name = q.Name + [2]string{"-left", "-right"}[side]
-		sp.repTopic, sp.stateTopic = sp.name+"-repartition", sp.name+"-state"
 		sp.log = p.log.With("side", v.Name)
 		k := &sideKey{scratch: make([]types.Value, j.Offset+len(j.Right.Columns))}
 		for _, i := range terms {
@@ -298,62 +218,64 @@ func newViewJoin(p *Pipeline) error {
 		if side == 1 {
 			k.off = j.Offset
 		}
-		sp.fwd = &forward{topic: p.repTopic, view: v, side: side, join: k}
+		sp.out().fwd = &forward{topic: p.repTopic, view: v, side: side, join: k}
+		for _, w := range append(allViewsOf(v), v) {
+			if side == 0 {
+				left[w.Name] = true
+			} else if left[w.Name] {
+				sp.mute(w.Name) // both sides compute it; the left publishes its changelog
+			}
+		}
 		vj.sides[side] = sp
 	}
 	// The views the join stage runs before q: the join and those
 	// between it and q, each publishing to its own sink.
 	vj.above = aboveViewJoin(q, jq)
-	for _, v := range vj.above {
-		if vs, ok := opts.ViewSinks[v.Name]; !ok || vs.Topic == "" {
-			return fmt.Errorf("%w: query %s reads view %s, which needs its own sink topic (Options.ViewSinks)", ErrConfig, q.Name, v.Name)
-		}
-	}
-	topics := map[string]string{opts.Sink.Topic: q.Name}
-	for name, vs := range opts.ViewSinks {
-		if other, dup := topics[vs.Topic]; dup {
-			return fmt.Errorf("%w: view %s's sink topic %s is also %s's", ErrConfig, name, vs.Topic, other)
-		}
-		topics[vs.Topic] = name
-		if !sameCluster(opts.Sink.Config, vs.Config) {
-			return fmt.Errorf("%w: view %s's sink (%s) must be on the cluster of the sink (%s): a Kafka transaction cannot span two", ErrConfig, name, vs.Config, opts.Sink.Config)
-		}
-		if vj.sides[0].opts.Sink.Topic != vs.Topic && vj.sides[1].opts.Sink.Topic != vs.Topic &&
-			vj.sides[0].opts.ViewSinks[name].Topic == "" && vj.sides[1].opts.ViewSinks[name].Topic == "" &&
-			!slices.ContainsFunc(vj.above, func(v *plan.Query) bool { return v.Name == name }) {
-			return fmt.Errorf("%w: a sink for view %s, which query %s does not read", ErrConfig, name, q.Name)
-		}
-	}
-	var rest []*plan.Query
-	vj.top, rest = viewJoinCut(q, jq)
-	if len(rest) > 0 {
-		segs, err := segmentsOf(q, rest[:len(rest)-1])
-		if err != nil {
-			return err
-		}
-		if err := checkTopicName(segmentName(q.Name, len(segs)) + "-repartition"); err != nil {
-			return fmt.Errorf("%w: query name %q cannot name the internal topics of its view repartitions", ErrConfig, q.Name)
-		}
-		p.fwd = &forward{topic: segmentName(q.Name, 1) + "-repartition", keys: drive.NewGroupKeys(segs[0][0]), view: vj.top}
-		for k, seg := range segs {
-			c := &Pipeline{opts: opts, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
-				log: p.log.With("segment", k+2), base: p.base, name: segmentName(q.Name, k+1), rowsIn: true}
-			c.opts.ResetState = false // the whole query's, done once by Run
-			c.repTopic, c.stateTopic = c.name+"-repartition", c.name+"-state"
-			if k < len(segs)-1 {
-				c.opts.Sink = opts.ViewSinks[c.q.Name]
-				if opts.OnViewLate != nil {
-					name := c.q.Name
-					c.opts.OnLate = func(ev *drive.LateEvent) { opts.OnViewLate(name, ev) }
-				}
-				c.fwd = &forward{topic: segmentName(q.Name, k+2) + "-repartition", keys: drive.NewGroupKeys(segs[k+1][0]), view: c.q}
-			}
-			vj.after = append(vj.after, c)
-		}
+	if err := checkViewSinks(opts, q, allViewsOf(q)); err != nil {
+		return err
 	}
 	p.vj = vj
+	segs, err := p.afterJoin(joinedOut)
+	if err != nil {
+		return err
+	}
+	if len(segs) > 0 {
+		// The join stage is the first of the segments: its rows go to
+		// the next through a view repartition, as in a chain.
+		if err := p.newSegments(append([][]*plan.Query{{vj.top}}, segs...)); err != nil {
+			return err
+		}
+		p.fwd, vj.after, p.segs = p.segs[0].fwd, p.segs[1:], nil
+		if joinedOut {
+			// The joined rows, keyed by the join's GROUP BY; the markers
+			// carry the joined stream's watermark as it is.
+			p.fwd.keys, p.fwd.view, p.joinOut, vj.after[0].joinedIn = drive.NewGroupKeys(joinedQuery(jq)), nil, true, true
+		}
+	}
 	p.views = append(jq.Views(), vj.above...) // the binding records every view's text and topic
 	return nil
+}
+
+// afterJoin sets the last query the join stage runs (vj.top) and returns
+// the segments after it: with joinedOut, the join's aggregate (which
+// reads the joined rows) then the chain above it, cut where its plan puts
+// an exchange; else the queries from the first reader above the join
+// that groups by less than the join's partitioning (viewJoinCut).
+func (p *Pipeline) afterJoin(joinedOut bool) ([][]*plan.Query, error) {
+	q, jq, vj := p.q, p.root, p.vj
+	if joinedOut {
+		vj.top = jq
+		if q == jq {
+			return [][]*plan.Query{{jq}}, nil
+		}
+		segs, err := segmentsOf(q, vj.above[1:])
+		return append([][]*plan.Query{{jq}}, segs...), err
+	}
+	var rest []*plan.Query
+	if vj.top, rest = viewJoinCut(q, jq); len(rest) == 0 {
+		return nil, nil
+	}
+	return segmentsOf(q, rest[:len(rest)-1])
 }
 
 // append appends the partition key of one row of the side: the version
@@ -379,7 +301,7 @@ func (k *sideKey) append(dst []byte, row []types.Value) []byte {
 // sink, internal topics and binding.
 func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 	for _, sp := range p.vj.sides {
-		if err := sp.prepare(ctx, adm); err != nil {
+		if err := sp.prepareAll(ctx, adm); err != nil {
 			return fmt.Errorf("view %s: %w", sp.q.Name, err)
 		}
 	}
@@ -389,86 +311,36 @@ func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 		p.nParts = p.opts.RepartitionPartitions
 	}
 	p.sourceEnd = l.sourceEnd
-	if p.opts.ResetState {
-		if err := p.resetState(ctx, adm); err != nil {
-			return err
-		}
-	}
-	ns, err := topicPartitions(ctx, adm, p.stateTopic)
-	if err != nil {
+	if err := p.prepareOwn(ctx, adm, p.vj.above); err != nil {
 		return err
-	}
-	if ns > 0 {
-		if err := p.checkBinding(ctx); err != nil {
-			return err
-		}
-	}
-	sinkParts := p.opts.Sink.Partitions
-	if sinkParts == 0 {
-		sinkParts = p.nParts
-	}
-	if err := ensureSinkTopic(ctx, adm, p.opts.Sink.Topic, sinkParts, p.opts.Sink.AllowUncompacted, p.log); err != nil {
-		return err
-	}
-	for _, v := range p.vj.above {
-		vs := p.opts.ViewSinks[v.Name]
-		parts := vs.Partitions
-		if parts == 0 {
-			parts = p.nParts
-		}
-		if err := ensureSinkTopic(ctx, adm, vs.Topic, parts, vs.AllowUncompacted, p.log); err != nil {
-			return fmt.Errorf("view %s: %w", v.Name, err)
-		}
-	}
-	if err := ensureInternalTopic(ctx, adm, p.repTopic, p.nParts, false, p.log); err != nil {
-		return err
-	}
-	if err := ensureInternalTopic(ctx, adm, p.stateTopic, p.nParts, true, p.log); err != nil {
-		return err
-	}
-	if ns == 0 {
-		if err := p.checkBinding(ctx); err != nil {
-			return err
-		}
 	}
 	for _, sp := range p.vj.sides {
-		sp.fwd.parts = p.nParts
-		sp.srcParts = sp.nSource // its drain markers' positions (reachedOf)
+		sp.out().fwd.parts = p.nParts
+		if sp.vj == nil {
+			sp.srcParts = sp.nSource // its drain markers' positions (reachedOf)
+		}
 	}
+	// The join stage's drain markers carry how far it consumed the left
+	// view's rows, so the left's source positions; it drains only once
+	// both views are consumed.
+	p.srcParts = p.vj.sides[0].srcParts
 	if len(p.vj.after) > 0 {
-		// The join stage's drain markers carry how far it consumed the
-		// left view's rows; it drains only once both views are consumed.
-		p.srcParts = p.nSource
 		p.fwd.parts = p.nParts
-		for _, c := range p.vj.after {
-			c.nParts, c.srcParts, c.sourceEnd = p.nParts, p.nSource, p.sourceEnd
+		for k, c := range p.vj.after {
+			c.nParts, c.srcParts, c.sourceEnd = p.nParts, p.srcParts, p.sourceEnd
 			c.nSource = p.nParts // its marker table: the partitions of the stage before
-			if c.fwd != nil {
-				c.fwd.parts = p.nParts
-			}
-			if err := ensureInternalTopic(ctx, adm, c.repTopic, p.nParts, false, p.log); err != nil {
-				return err
-			}
-			if err := ensureInternalTopic(ctx, adm, c.stateTopic, p.nParts, true, p.log); err != nil {
-				return err
+			if c.fwd != nil && k < len(p.vj.after)-1 {
+				c.fwd.parts = p.nParts // the last's is a join's of which p is a side
 			}
 		}
 	}
-	return nil
+	return ensureSegmentTopics(ctx, adm, p.vj.after, p.nParts, p.log)
 }
 
-// runViewJoin runs both sides' stages and the join stage until ctx is
-// canceled, a stage fails, or (UntilCaughtUp) the join stage has drained
-// (a side that drained first waits for it).
-func (p *Pipeline) runViewJoin(ctx context.Context, adm *admClient) error {
-	if err := p.prepareViewJoin(ctx, adm); err != nil {
-		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			return nil
-		}
-		return err
-	}
-	p.log.Info("kafka: join of two views starting", "left", p.vj.sides[0].opts.Source.Topic, "right", p.vj.sides[1].opts.Source.Topic,
-		"sink", p.opts.Sink.Topic, "partitions", p.nParts)
+// runViewJoin runs both sides' stages and the join stage, prepared,
+// until ctx is canceled, a stage fails, or (UntilCaughtUp) the join stage
+// has drained (a side that drained first waits for it).
+func (p *Pipeline) runViewJoin(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -484,10 +356,7 @@ func (p *Pipeline) runViewJoin(ctx context.Context, adm *admClient) error {
 		}()
 	}
 	for _, sp := range p.vj.sides {
-		if !sp.direct {
-			run("repartition stage of view "+sp.q.Name, sp.runStage1)
-		}
-		run("aggregate stage of view "+sp.q.Name, sp.runStage2)
+		run("view "+sp.q.Name, sp.runStages)
 	}
 	after := p.vj.after
 	run("join stage", func(ctx context.Context) error {
@@ -517,34 +386,12 @@ func (p *Pipeline) viewJoinStats(s Stats) Stats {
 	if n := len(p.vj.after); n > 0 {
 		s.CaughtUp = p.vj.after[n-1].caughtUp.Load() // the last segment's drain
 	}
-	ps := append([]*Pipeline{p.vj.sides[0], p.vj.sides[1]}, p.vj.after...)
-	for i, sp := range ps {
+	for i, sp := range append([]*Pipeline{p.vj.sides[0], p.vj.sides[1]}, p.vj.after...) {
 		x := sp.Stats()
 		if i == 0 {
 			s.IdlePartitions, s.SilentPartitions = x.IdlePartitions, x.SilentPartitions
 		}
-		s.EventsIn += x.EventsIn
-		s.EventsApplied += x.EventsApplied
-		s.Malformed += x.Malformed
-		s.HeadersSkipped += x.HeadersSkipped
-		s.EvalErrors += x.EvalErrors
-		s.Late += x.Late
-		s.RecordsOut += x.RecordsOut
-		s.StateEntriesOut += x.StateEntriesOut
-		s.MarkersOut += x.MarkersOut
-		s.Commits += x.Commits
-		s.Aborts += x.Aborts
-		s.Restores += x.Restores
-		s.RestoredEntries += x.RestoredEntries
-		s.Redos += x.Redos
-		s.DataLost += x.DataLost
-		s.LiveGroups += x.LiveGroups
-		s.StateBytes += x.StateBytes
-		s.Duplicates += x.Duplicates
-		s.UnchangedSuppressed += x.UnchangedSuppressed
-		s.DedupLate += x.DedupLate
-		s.DedupKeys += x.DedupKeys
-		s.DedupBytes += x.DedupBytes
+		s.add(x)
 	}
 	return s
 }
@@ -582,6 +429,9 @@ func (p *Pipeline) newJoinRunner(part int32, emit, emitView func(r *changelog.Re
 	// (drive.Config.IncrementalJoinState) and the first checkpoint after
 	// it writes each row's entry.
 	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, IncrementalJoinState: true, OnRow: onRow}
+	if p.joinOut {
+		cfg.OnJoined, cfg.OnRow = onRow, nil // the joined rows go to the aggregate's segment
+	}
 	top := p.vj.top
 	if top != p.q {
 		// The join stage's last query is a view whose rows go on to the
@@ -704,54 +554,4 @@ func (st *stage2) advanceViewJoin() error {
 		}
 	}
 	return nil
-}
-
-// newViewJoinPipeline is New for a join of two views.
-func newViewJoinPipeline(opts Options) (*Pipeline, error) {
-	base, err := opts.Source.Config.ClientOpts()
-	if err != nil {
-		return nil, err
-	}
-	q := opts.Query
-	p := &Pipeline{
-		opts:       opts,
-		q:          q,
-		root:       viewJoinBelow(q),
-		log:        opts.Logger.With("query", q.Name, "instance", opts.InstanceID),
-		base:       append(base, opts.ClientOpts...),
-		repTopic:   q.Name + "-repartition",
-		stateTopic: q.Name + "-state",
-		name:       q.Name,
-	}
-	if err := newViewJoin(p); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// followsPartitioning returns the positions of r's key terms that repeat up's
-// partitioning terms carry (as plain columns of up's SELECT), or false
-// if one is missing.
-func followsPartitioning(up, r *plan.Query, carry []int) ([]int, bool) {
-	var next []int
-	for _, ki := range carry {
-		found := -1
-		for ri, k := range r.Keys {
-			if k.Kind != plan.KeyExpr {
-				continue
-			}
-			ref, ok := k.Expr.(*plan.ColRef)
-			if !ok || ref.Index < 0 || ref.Index >= len(up.Select) {
-				continue
-			}
-			if uref, ok := up.Select[ref.Index].Expr.(*plan.ColRef); ok && uref.Index == ki {
-				found = ri
-			}
-		}
-		if found < 0 {
-			return nil, false
-		}
-		next = append(next, found)
-	}
-	return next, true
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -155,12 +156,15 @@ func joinCut(p *dataflow.Plan, q *plan.Query) bool {
 // the checks): the first keeps the query's name and layout, each reads
 // the one before it. What depends on the cluster (partition counts, end
 // offsets) is set by Run.
-func (p *Pipeline) newSegments(segs [][]*plan.Query) {
+func (p *Pipeline) newSegments(segs [][]*plan.Query) error {
+	if err := checkTopicName(segmentName(p.name, len(segs)-1) + "-repartition"); err != nil {
+		return fmt.Errorf("%w: query name %q cannot name the internal topics of its view repartitions", ErrConfig, p.name)
+	}
 	top := p.opts
 	joinSeg := p.tj != nil && joinRepartitioned(p.root) // the join's own segment, then its aggregate's
 	for k, seg := range segs {
 		c := &Pipeline{opts: top, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
-			log: p.log.With("segment", k+1), base: p.base, name: segmentName(p.q.Name, k),
+			log: p.log.With("segment", k+1), base: p.base, name: segmentName(p.name, k),
 			direct: p.direct && k == 0, rowsIn: k > 0}
 		c.opts.ResetState = false // the whole query's, done once by Run
 		c.repTopic, c.stateTopic = c.name+"-repartition", c.name+"-state"
@@ -174,7 +178,7 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) {
 			if k == 0 && joinSeg {
 				next = joinedQuery(next) // the joined rows' aggregate
 			}
-			c.fwd = &forward{topic: segmentName(p.q.Name, k+1) + "-repartition", keys: drive.NewGroupKeys(next), view: c.q}
+			c.fwd = &forward{topic: segmentName(p.name, k+1) + "-repartition", keys: drive.NewGroupKeys(next), view: c.q}
 			if k == 0 && joinSeg {
 				// The join's segment: its joined rows go on, and its
 				// markers carry the joined stream's watermark as it is.
@@ -199,16 +203,23 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) {
 		c.joinedIn = k == 1 && joinSeg
 		p.segs = append(p.segs, c)
 	}
+	return nil
 }
 
 // prepareSegments creates or checks the internal topics of the segments
 // after the first (whose topics are the query's own).
 func (p *Pipeline) prepareSegments(ctx context.Context, adm *admClient) error {
-	for _, c := range p.segs[1:] {
-		if err := ensureInternalTopic(ctx, adm, c.repTopic, p.nParts, false, p.log); err != nil {
+	return ensureSegmentTopics(ctx, adm, p.segs[1:], p.nParts, p.log)
+}
+
+// ensureSegmentTopics creates or checks the segments' internal topics,
+// of n partitions each.
+func ensureSegmentTopics(ctx context.Context, adm *admClient, segs []*Pipeline, n int, log *slog.Logger) error {
+	for _, c := range segs {
+		if err := ensureInternalTopic(ctx, adm, c.repTopic, n, false, log); err != nil {
 			return err
 		}
-		if err := ensureInternalTopic(ctx, adm, c.stateTopic, p.nParts, true, p.log); err != nil {
+		if err := ensureInternalTopic(ctx, adm, c.stateTopic, n, true, log); err != nil {
 			return err
 		}
 	}
@@ -226,8 +237,8 @@ func (p *Pipeline) runSegments(ctx context.Context) error {
 		if k > 0 {
 			c.nSource = p.nParts // its marker table: the partitions of the segment before
 		}
-		if c.fwd != nil {
-			c.fwd.parts = p.nParts
+		if c.fwd != nil && k < len(p.segs)-1 {
+			c.fwd.parts = p.nParts // the last's, a side's of a join of two views, is the join stage's (prepareViewJoin)
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -278,35 +289,45 @@ func (p *Pipeline) segStats() Stats {
 		if i == 0 {
 			s.IdlePartitions, s.SilentPartitions = x.IdlePartitions, x.SilentPartitions
 		}
-		s.EventsIn += x.EventsIn
-		s.EventsApplied += x.EventsApplied
-		s.Malformed += x.Malformed
-		s.HeadersSkipped += x.HeadersSkipped
-		s.EvalErrors += x.EvalErrors
-		s.Late += x.Late
-		s.RecordsOut += x.RecordsOut
-		s.StateEntriesOut += x.StateEntriesOut
-		s.MarkersOut += x.MarkersOut
-		s.Commits += x.Commits
-		s.Aborts += x.Aborts
-		s.Restores += x.Restores
-		s.RestoredEntries += x.RestoredEntries
-		s.Redos += x.Redos
-		s.DataLost += x.DataLost
-		s.LiveGroups += x.LiveGroups
-		s.StateBytes += x.StateBytes
-		s.Duplicates += x.Duplicates
-		s.UnchangedSuppressed += x.UnchangedSuppressed
-		s.DedupLate += x.DedupLate
-		s.DedupKeys += x.DedupKeys
-		s.DedupBytes += x.DedupBytes
-		if i == 0 && c.tj != nil { // a join's segment
-			s.TableRows, s.TableMalformed, s.TableLate = x.TableRows, x.TableMalformed, x.TableLate
-			s.JoinJoined, s.JoinWaiting, s.JoinUnmatched, s.JoinVersions, s.JoinKeys = x.JoinJoined, x.JoinWaiting, x.JoinUnmatched, x.JoinVersions, x.JoinKeys
-		}
+		s.add(x)
 	}
 	s.CaughtUp = p.caughtUp.Load()
 	return s
+}
+
+// add adds x's counters and gauges to s's (a temporal join's are its
+// segment's alone).
+func (s *Stats) add(x Stats) {
+	s.EventsIn += x.EventsIn
+	s.EventsApplied += x.EventsApplied
+	s.Malformed += x.Malformed
+	s.HeadersSkipped += x.HeadersSkipped
+	s.EvalErrors += x.EvalErrors
+	s.Late += x.Late
+	s.RecordsOut += x.RecordsOut
+	s.StateEntriesOut += x.StateEntriesOut
+	s.MarkersOut += x.MarkersOut
+	s.Commits += x.Commits
+	s.Aborts += x.Aborts
+	s.Restores += x.Restores
+	s.RestoredEntries += x.RestoredEntries
+	s.Redos += x.Redos
+	s.DataLost += x.DataLost
+	s.LiveGroups += x.LiveGroups
+	s.StateBytes += x.StateBytes
+	s.Duplicates += x.Duplicates
+	s.UnchangedSuppressed += x.UnchangedSuppressed
+	s.DedupLate += x.DedupLate
+	s.DedupKeys += x.DedupKeys
+	s.DedupBytes += x.DedupBytes
+	s.TableRows += x.TableRows
+	s.TableMalformed += x.TableMalformed
+	s.TableLate += x.TableLate
+	s.JoinJoined += x.JoinJoined
+	s.JoinWaiting += x.JoinWaiting
+	s.JoinUnmatched += x.JoinUnmatched
+	s.JoinVersions += x.JoinVersions
+	s.JoinKeys += x.JoinKeys
 }
 
 // segmentsText names the segments' groups and topics (ownedText).
@@ -413,6 +434,8 @@ func primaryWatermark(r runner) int64 {
 		return x.Driver.Watermark()
 	case rowRunner:
 		return primaryWatermark(x.runner)
+	case joinRunner:
+		return primaryWatermark(x.joinDriver) // the graph's primary above the join, not the join
 	}
 	return r.Watermark()
 }

@@ -572,6 +572,9 @@ func watchPartitions(log *slog.Logger, pl *kafka.Pipeline, idleTimeout time.Dura
 // join's versioned table or an interval join's right stream (nil for
 // any other query), the statement that declares it, and its name.
 func secondKafkaInput(q *planQuery) (src *ubik.Source, create, what string) {
+	if viewJoinOf(q) != nil {
+		return nil, "", "" // a join of two views: its second stream is the join source (kafkaJoinSource)
+	}
 	r := inputQuery(q)
 	if t := joinTable(r); t != nil { // q's, or the temporal join of the view its chain starts at
 		return t, "CREATE TABLE", "table " + t.Name()

@@ -190,3 +190,72 @@ CREATE SOURCE au (seller BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL
 		t.Errorf("a query over the join grouped by the name: exit %d: %s", code, errs)
 	}
 }
+
+// TestRunKafkaViewJoinStreamSide runs a join of two views whose left
+// side is an interval join of both sources (its right stream read from
+// the second source's topic) and whose right side reads the first
+// source: every view's topic and the query's equal the file run's.
+func TestRunKafkaViewJoinStreamSide(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	base := time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC)
+	var ps, au strings.Builder
+	for i := 0; i < 3000; i++ {
+		ts := base.Add(time.Duration(i)*15*time.Millisecond - time.Duration(r.IntN(1500))*time.Millisecond).Format("2006-01-02 15:04:05.000")
+		if i%3 == 0 {
+			fmt.Fprintf(&ps, `{"id":%d,"ts":"%s"}`+"\n", r.IntN(40), ts)
+		}
+		fmt.Fprintf(&au, `{"seller":%d,"ts":"%s"}`+"\n", r.IntN(50), ts)
+	}
+	src := `CREATE SOURCE ps (id BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (%s);
+CREATE SOURCE au (seller BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (%s);`
+	const queries = `
+CREATE VIEW pa AS SELECT p.id, TUMBLE_START(a.ts, INTERVAL '10' SECOND) AS ws, count(*) AS n
+  FROM ps p JOIN au a ON a.seller = p.id AND a.ts BETWEEN p.ts AND p.ts + INTERVAL '5' SECOND
+  GROUP BY p.id, TUMBLE(a.ts, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW np AS SELECT id, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, count(*) AS v
+  FROM ps GROUP BY id, TUMBLE(ts, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW jp AS SELECT x.id, TUMBLE_START(x.ws, INTERVAL '10' SECOND) AS ws, sum(x.n) AS n, sum(y.v) AS v
+  FROM pa x JOIN np y ON x.id = y.id AND x.ws = y.ws GROUP BY x.id, TUMBLE(x.ws, INTERVAL '10' SECOND) EMIT FINAL;
+`
+	dir := t.TempDir()
+	fileSQL := writeFile(t, "j.sql", fmt.Sprintf(src, "format = 'jsonl', path = '"+writeFile(t, "ps.jsonl", ps.String())+"'",
+		"format = 'jsonl', path = '"+writeFile(t, "au.jsonl", au.String())+"'")+queries)
+	env, _, errb := runTestEnv("")
+	if code := Main(context.Background(), env, []string{"run", fileSQL, "--output-dir", dir, "--quiet"}); code != 0 {
+		t.Fatalf("file run: exit %d: %s", code, errb)
+	}
+	want := map[string]map[string]string{}
+	for _, v := range []string{"pa", "np", "jp"} {
+		b, err := os.ReadFile(filepath.Join(dir, v+".tsv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			k, val, _ := strings.Cut(line, "\t")
+			m[k] = val
+		}
+		if len(m) < 10 {
+			t.Fatalf("file run: %s has %d keys", v, len(m))
+		}
+		want[v] = m
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	kafkaSQL := writeFile(t, "kj.sql", fmt.Sprintf(src, "connector = 'kafka', topic = 'ps', brokers = '"+addr+"'", "connector = 'kafka', topic = 'au'")+queries)
+	for topic, parts := range map[string]string{"ps": "2", "au": "3"} {
+		in := map[string]string{"ps": ps.String(), "au": au.String()}[topic]
+		if code, errs := kafkaCLI(t, in, "produce", "--to", "kafka://"+addr+"/"+topic, "--partitions", parts); code != 0 {
+			t.Fatalf("produce %s: exit %d: %s", topic, code, errs)
+		}
+	}
+	run := []string{"run", kafkaSQL, "--query", "jp", "--sink", "kafka://" + addr + "/jout", "--instance-id", "a", "--until-caught-up", "--log-level", "warn"}
+	if code, errs := kafkaCLI(t, "", run...); code != 0 || !strings.Contains(errs, "0 malformed, 0 eval errors, 0 late") || !strings.Contains(errs, "caught up") {
+		t.Fatalf("run: exit %d, want nothing late, caught up:\n%s", code, errs)
+	}
+	checkViewSinks(t, addr, map[string]string{"jp": "jout", "pa": "jout-pa", "np": "jout-np"}, want)
+}

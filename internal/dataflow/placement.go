@@ -36,6 +36,11 @@ func groupNeed(q *plan.Query) Partitioning {
 	return p
 }
 
+// Carried is how q's aggregate places its output rows when its input rows
+// are placed by in (carried): a runtime that places a join's rows its own
+// way follows them through the queries above it.
+func Carried(q *plan.Query, in Partitioning) Partitioning { return carried(q, in) }
+
 // carried is how an aggregate's output rows (its SELECT list, which a
 // query over it reads as its columns) are placed, given how its input rows
 // are: by the SELECT columns that repeat the GROUP BY terms the input is
