@@ -36,7 +36,7 @@ func main() {
 	// The first SIGINT or SIGTERM cancels the context with the signal as
 	// its cause: the command stops cleanly and prints a "stopped" summary
 	// (a file run exits 128 + the signal number, a Kafka run or a land 0;
-	// README.md, "Exit status"). A second one exits at once, 128 + its
+	// docs/operations.md, "Exit status"). A second one exits at once, 128 + its
 	// number.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)

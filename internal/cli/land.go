@@ -39,10 +39,12 @@ STORE is one of:
   redis://[:PASSWORD@]HOST:PORT/DB[?prefix=P]
   dynamodb://HOST:PORT/TABLE[?region=R&tls=1]   (credentials: AWS_ACCESS_KEY_ID and
                                                 AWS_SECRET_ACCESS_KEY, else "local")
-  postgres://USER[:PASSWORD]@HOST:PORT/DB?table=T[&fillfactor=F&sslmode=...]
+  postgres://USER[:PASSWORD]@HOST:PORT/DB[?table=T&fillfactor=F&sslmode=...]
                                                 (fillfactor: of a table land creates, 10 to
                                                 100, default 70: room for in-page updates)
-  clickhouse://[USER[:PASSWORD]@]HOST:8123/DB?table=T[&tls=1]
+  clickhouse://[USER[:PASSWORD]@]HOST:8123[/DB][?table=T&tls=1]
+                                                (DB: default "default")
+  (table=T: default ubik_land; created when missing)
 
 MODE is continuous (a continuous view), latest (the latest window per
 group) or history (one row per group and window).

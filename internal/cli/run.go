@@ -119,7 +119,7 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 func newRunFlags(fs *flag.FlagSet) *runFlags {
 	var f runFlags
 	fs.StringVar(&f.input, "input", "", "input file of JSON lines or CSV (- for stdin; default: the source's path option, else stdin)")
-	fs.StringVar(&f.output, "output", "-", "where the changelog goes (- for stdout; default: the CREATE SINK's path option, else stdout)")
+	fs.StringVar(&f.output, "output", "", "where the changelog goes (- for stdout; default: the CREATE SINK's path option, else stdout)")
 	fs.StringVar(&f.outputDir, "output-dir", "", "run every query of the script, each writing its changelog to DIR/QUERY.tsv (or .jsonl), unless its CREATE SINK names a path")
 	fs.StringVar(&f.format, "format", "tsv", "record format: tsv (key<TAB>value) or jsonl (an envelope with the metadata)")
 	fs.StringVar(&f.query, "query", "", "which query of the script to run (default: its only query; see --output-dir)")
@@ -316,7 +316,7 @@ func outputPath(prog *ubik.Program, pq *planQuery, f *runFlags, n int) string {
 	if f.outputDir != "" {
 		return filepath.Join(f.outputDir, pq.Name()+"."+f.format)
 	}
-	return f.output
+	return "-"
 }
 
 // outputConflict refuses --output FILE for a query whose CREATE SINK

@@ -367,7 +367,7 @@ func (b *binder) bindBinary(n *parser.BinaryExpr, sc *scope) (Expr, error) {
 		// applies to the concatenated text, which is never what was meant
 		// and would fail on every event. Parentheses say it was meant.
 		if c, ok := n.L.(*parser.BinaryExpr); ok && c.Op == "||" {
-			return nil, b.errAt(n.P, "%s applies to the whole concatenation %s on its left, not to %s: -> and ->> bind as loosely as || and group left to right (as in PostgreSQL and DuckDB); write ... || (%s%s%s ...) to read from %s, or parenthesize the concatenation if it is meant",
+			return nil, b.errAt(n.P, "%s applies to the whole concatenation %s on its left, not to %s: -> and ->> bind as loosely as || and group left to right (as in PostgreSQL; DuckDB binds them looser still); write ... || (%s%s%s ...) to read from %s, or parenthesize the concatenation if it is meant",
 				n.Op, parser.Format(c), parser.Format(c.R), parser.Format(c.R), n.Op, parser.Format(n.R), parser.Format(c.R))
 		}
 		x, msg := bindJSONAccess(l, r, n.Op == "->>", "")
