@@ -267,3 +267,48 @@ CREATE SINK m FROM per_minute WITH (path = '`+sinkPath+`')`)
 		t.Fatalf("explain: exit %d:\n%s%s", code, out, errb)
 	}
 }
+
+// TestRunRefusesSharedOutputs: two outputs of a run that are one file
+// (two sinks with one path, --output and --dead-letter, a view's output
+// and --late-output) would truncate each other's records, and an output
+// that is an input would overwrite it before it is read: each is a usage
+// error naming both, and nothing is written. A device takes any number of
+// outputs.
+func TestRunRefusesSharedOutputs(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	events := `{"k":"a","v":1,"ts":"2026-07-18 10:00:01"}` + "\n" + `{"k":"b","v":"bad","ts":"2026-07-18 10:00:02"}` + "\n"
+	if err := os.WriteFile(in, []byte(events), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	same := filepath.Join(dir, "same.tsv")
+	twoSinks := writeFile(t, "q.sql", strings.Replace(evSQL, "SELECT", "CREATE VIEW a AS SELECT", 1)+";\n"+
+		strings.Replace(strings.SplitN(evSQL, ";\n", 2)[1], "SELECT", "CREATE VIEW b AS SELECT", 1)+";\n"+
+		"CREATE SINK sa FROM a WITH (path = '"+same+"');\nCREATE SINK sb FROM b WITH (path = '"+same+"')")
+	one := writeFile(t, "one.sql", evSQL)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"two sinks with one path", []string{"run", twoSinks, "--input", in}, "the output of query a and the output of query b are both " + same},
+		{"--output and --dead-letter", []string{"run", one, "--input", in, "--output", same, "--dead-letter", same}, "the output of query one and --dead-letter are both " + same},
+		{"--late-output and --output", []string{"run", one, "--input", in, "--output", same, "--late-output", same}, "are both " + same},
+		{"--output over the input", []string{"run", one, "--input", in, "--output", in}, "the output of query one is " + in + ", which the run reads"},
+		{"--dead-letter over the input", []string{"run", one, "--input", filepath.Join(dir, ".", "in.jsonl"), "--dead-letter", in}, "--dead-letter is"},
+	} {
+		_, errb, code := runArgs(t, "", c.args...)
+		if code != ExitUsage || !strings.Contains(errb, c.want) {
+			t.Errorf("%s: exit %d, want %d and %q: %s", c.name, code, ExitUsage, c.want, errb)
+		}
+		if _, err := os.Stat(same); !os.IsNotExist(err) {
+			t.Fatalf("%s: the refused run created %s (%v)", c.name, same, err)
+		}
+		if b, _ := os.ReadFile(in); string(b) != events {
+			t.Fatalf("%s: the input was changed: %q", c.name, b)
+		}
+	}
+	if _, errb, code := runArgs(t, "", "run", one, "--input", in, "--output", os.DevNull, "--dead-letter", os.DevNull, "--late-output", os.DevNull); code != 0 {
+		t.Fatalf("every output to %s: exit %d: %s", os.DevNull, code, errb)
+	}
+}

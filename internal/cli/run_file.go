@@ -134,6 +134,9 @@ func checkFileTargets(prog *ubik.Program, pqs []*planQuery, f *runFlags) error {
 // run runs the steps, then closes what they opened.
 func (r *fileRun) run() error {
 	defer r.close()
+	if err := r.checkPaths(); err != nil {
+		return err
+	}
 	if err := r.openState(); err != nil {
 		return err
 	}

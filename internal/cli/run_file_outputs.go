@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/ubiksql/ubik"
 )
@@ -133,4 +134,72 @@ func (r *fileRun) late(query string, ev *ubik.LateEvent) {
 	if _, err := r.lateW.Write(r.lateBuf); err != nil && r.sideErr == nil {
 		r.sideErr = fmt.Errorf("--late-output %s: %w", r.f.lateOutput, err)
 	}
+}
+
+// checkPaths refuses a run two of whose outputs are one file (each would
+// truncate the other's records), or that would write over one of its
+// inputs, before anything is opened.
+func (r *fileRun) checkPaths() error {
+	type named struct{ what, path string }
+	var outs []named
+	for _, t := range r.targets {
+		if t.out != "" && t.out != "-" {
+			outs = append(outs, named{"the output of query " + t.pq.Name(), t.out})
+		}
+	}
+	for _, o := range []named{{"--dead-letter", r.f.deadLetter}, {"--late-output", r.f.lateOutput}} {
+		if o.path != "" {
+			outs = append(outs, o)
+		}
+	}
+	for i, a := range outs {
+		for _, b := range outs[:i] {
+			if samePath(a.path, b.path) {
+				return fmt.Errorf("%w: %s and %s are both %s: each output needs a file of its own", ErrUsage, b.what, a.what, a.path)
+			}
+		}
+		for _, in := range r.inputPaths() {
+			if samePath(a.path, in) {
+				return fmt.Errorf("%w: %s is %s, which the run reads: an output would overwrite its input", ErrUsage, a.what, in)
+			}
+		}
+	}
+	return nil
+}
+
+// inputPaths are the files the run reads: its input, the second input
+// of a join of two inputs, a temporal join's table.
+func (r *fileRun) inputPaths() []string {
+	var ins []string
+	if r.inPath != "" && r.inPath != "-" {
+		ins = append(ins, r.inPath)
+	}
+	if r.ijq != nil {
+		_, right, _ := r.ijq.IntervalJoin()
+		ins = append(ins, right.Option("path"))
+	} else if r.second != nil {
+		ins = append(ins, r.second.Option("path"))
+	}
+	if jq := graphJoin(r.pqs); jq != nil {
+		_, t, _ := jq.TemporalJoin()
+		ins = append(ins, t.Option("path"))
+	}
+	return ins
+}
+
+// samePath reports whether a and b name one regular file: the same file
+// when both exist, else the same absolute path. A device or a pipe
+// (/dev/null, say) may take several outputs.
+func samePath(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	if errA == nil && errB == nil {
+		return sa.Mode().IsRegular() && os.SameFile(sa, sb)
+	}
+	aa, errA := filepath.Abs(a)
+	ab, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && aa == ab
 }
