@@ -45,7 +45,7 @@ func loadTable(q *ubik.Query, pq *planQuery, onBad func(path string, lineNo int6
 	br := bufio.NewReaderSize(fh, 1<<20)
 	var lineNo int64
 	for {
-		line, n, _, rerr := readRecord(br, csv)
+		line, n, size, rerr := readRecord(br, csv)
 		if len(line) == 0 && rerr != nil && !errors.Is(rerr, errTooLong) {
 			if rerr != io.EOF {
 				return fmt.Errorf("table %s: %w", t.Name(), rerr)
@@ -55,7 +55,11 @@ func loadTable(q *ubik.Query, pq *planQuery, onBad func(path string, lineNo int6
 		atStart := lineNo == 0
 		lineNo += n
 		if errors.Is(rerr, errTooLong) {
-			return fmt.Errorf("%s:%d: line longer than %d bytes", path, lineNo, maxLineBytes)
+			// Malformed, as on the stream: the load goes on.
+			if err := onBad(path, lineNo, nil, tooLongError(n, size)); err != nil {
+				return err
+			}
+			continue
 		}
 		line = trimCR(line)
 		if atStart {

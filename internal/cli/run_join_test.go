@@ -253,3 +253,37 @@ SELECT s.k, count(*) FROM s JOIN t FOR SYSTEM_TIME AS OF s.ts ON s.k = t.k GROUP
 		}
 	}
 }
+
+// TestRunTemporalJoinTableLineTooLong: a line of the table file longer
+// than a record may be is malformed, with its line number, as on the
+// stream, and the load goes on (it stopped the run).
+func TestRunTemporalJoinTableLineTooLong(t *testing.T) {
+	dir := t.TempDir()
+	prices := filepath.Join(dir, "prices.jsonl")
+	long := `{"plan":"basic","note":"` + strings.Repeat("z", maxLineBytes) + `","price":"9.000000","valid_from":"2026-07-18 10:00:05"}`
+	os.WriteFile(prices, []byte(`{"plan":"pro","price":"1.000000","valid_from":"2026-07-18 10:00:00"}
+`+long+`
+{"plan":"basic","price":"0.100000","valid_from":"2026-07-18 10:00:00"}
+`), 0o644)
+	usage := filepath.Join(dir, "usage.jsonl")
+	os.WriteFile(usage, []byte(`{"customer":"c1","plan":"basic","qty":"2.00","ts":"2026-07-18 10:00:20"}
+{"customer":"c2","plan":"pro","qty":"3.50","ts":"2026-07-18 10:00:50"}
+`), 0o644)
+	sql := filepath.Join(dir, "q.sql")
+	os.WriteFile(sql, fmt.Appendf(nil, joinRunSQL, prices, ""), 0o644)
+	dead := filepath.Join(dir, "dead.jsonl")
+	stdout, errb, code := runArgs(t, "", "run", sql, "--input", usage, "--dead-letter", dead)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	want := `["c1", "2026-07-18 10:00:00"]	{"customer": "c1", "m": "2026-07-18 10:00:00", "charge": 0.20000000, "events": 1}
+["c2", "2026-07-18 10:00:00"]	{"customer": "c2", "m": "2026-07-18 10:00:00", "charge": 3.50000000, "events": 1}
+`
+	if stdout != want {
+		t.Fatalf("changelog:\n%s\nwant:\n%s", stdout, want)
+	}
+	d, _ := os.ReadFile(dead)
+	if !strings.Contains(string(d), `"line": 2`) || !strings.Contains(string(d), "prices.jsonl") || !strings.Contains(string(d), "longer than") {
+		t.Fatalf("dead letters: %s", d)
+	}
+}
