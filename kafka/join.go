@@ -509,7 +509,7 @@ func (st *stage2) advanceTables() error {
 // state grew and what to do: the stage stops (a retry would meet the same
 // state).
 func (p *Pipeline) intervalJoinFull(err error, part int32) error {
-	return fmt.Errorf("%w. Partition %d of %s holds Options.JoinBuffer rows of the join. A row is held until the other input's watermark passes its time and the interval; over Kafka an input's watermark is the minimum over its topic's partitions (%s, %s): one that gets no rows holds it back until it is idle (idle_timeout, %s and %s). Produce to every partition, shorten the idle_timeout, narrow the interval, or raise Options.JoinBuffer",
+	return fmt.Errorf("%w. Partition %d of %s holds Options.JoinBuffer rows of the join. A row is held until the other input's watermark passes its time and the interval; over Kafka an input's watermark is the minimum over its topic's partitions (%s, %s): one that gets no rows holds it back until it is idle (idle_timeout, %s and %s). Produce to every partition, shorten the idle_timeout, narrow the interval, or raise the bound (ubik run --join-buffer, Options.JoinBuffer)",
 		err, part, p.repTopic, p.opts.Source.Topic, p.tj.ep.Topic, p.opts.Source.IdleTimeout, p.tj.ep.IdleTimeout)
 }
 
@@ -517,7 +517,7 @@ func (p *Pipeline) intervalJoinFull(err error, part int32) error {
 // watermark is behind and what to do: the stage stops (a retry would
 // meet the same full buffer).
 func (p *Pipeline) joinBufferFull(err error) error {
-	return fmt.Errorf("%w. Over Kafka the table's watermark is the minimum over the partitions of topic %s: one that gets no rows holds it back until it is idle (idle_timeout, %s), and a table whose rows come later than the events they price makes the events wait; produce table rows to every partition, shorten the table's idle_timeout, or raise Options.JoinBuffer",
+	return fmt.Errorf("%w. Over Kafka the table's watermark is the minimum over the partitions of topic %s: one that gets no rows holds it back until it is idle (idle_timeout, %s), and a table whose rows come later than the events they price makes the events wait; produce table rows to every partition, shorten the table's idle_timeout, or raise the bound (ubik run --join-buffer, Options.JoinBuffer)",
 		err, p.tj.ep.Topic, p.tj.ep.IdleTimeout)
 }
 

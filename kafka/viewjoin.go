@@ -479,7 +479,7 @@ func (r joinRunner) TakeCounts() drive.Counts {
 }
 
 // viewJoinAdvice says what makes a join of two views hold many rows.
-const viewJoinAdvice = "a row waits until the other view's watermark passes its window, so one view far behind the other (a source partition that gets no events holds its view's watermark back until its idle timeout) makes the other's rows wait; produce to every partition, shorten idle_timeout, or run with more partitions"
+const viewJoinAdvice = "a row waits until the other view's watermark passes its window, so one view far behind the other (a source partition that gets no events holds its view's watermark back until its idle timeout) makes the other's rows wait; produce to every partition, shorten idle_timeout, run with more partitions, or raise the bound (ubik run --join-buffer, Options.JoinBuffer)"
 
 // push applies one row of side.
 func (r joinRunner) push(side byte, row []types.Value) error {

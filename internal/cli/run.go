@@ -136,7 +136,7 @@ func newRunFlags(fs *flag.FlagSet) *runFlags {
 	fs.BoolVar(&f.infer, "infer", false, "when the query reads a source the script does not declare, infer it from the first records of --input and print the CREATE SOURCE")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); off by default")
 	fs.DurationVar(&f.checkpointEvery, "checkpoint-interval", time.Second, "how often to checkpoint with --state-dir")
-	fs.IntVar(&f.joinBuffer, "join-buffer", ubik.DefaultJoinBuffer, "the most rows a join holds: an interval join's rows of both inputs together (ubik explain gives the bytes per row), a temporal join's events waiting for the table's watermark; one more stops the run with an error")
+	fs.IntVar(&f.joinBuffer, "join-buffer", ubik.DefaultJoinBuffer, "the most rows a join holds: an interval join's rows of both inputs together (ubik explain gives the bytes per row), a temporal join's events waiting for the table's watermark; over Kafka, per partition of the join; one more stops the run with an error")
 	return &f
 }
 

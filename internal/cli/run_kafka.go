@@ -92,8 +92,6 @@ func fileOnly(name string) (instead string, ok bool) {
 		return "a Kafka query reports its counts in its log and at --metrics-addr", true
 	case "threads":
 		return "a Kafka query runs a driver per partition: start more instances (each its own --instance-id) to use more cores", true
-	case "join-buffer":
-		return fmt.Sprintf("a Kafka query bounds a join's rows per partition of the join (%d for an interval join)", ubik.DefaultJoinBuffer), true
 	case "infer":
 		return "declare the source in the script with CREATE SOURCE (inference reads the first records of --input)", true
 	}
@@ -179,7 +177,11 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *u
 		return err
 	}
 	defer late.close()
-	pl, err := kafka.New(kafkaOptions(k, q, eps, log, lvl, late))
+	opts := kafkaOptions(k, q, eps, log, lvl, late)
+	if f.set["join-buffer"] {
+		opts.JoinBuffer = f.joinBuffer // per partition of the join
+	}
+	pl, err := kafka.New(opts)
 	if err != nil {
 		return err
 	}

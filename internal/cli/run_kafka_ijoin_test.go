@@ -205,3 +205,29 @@ FROM per_site GROUP BY TUMBLE(m, INTERVAL '1' MINUTE);
 	}
 	checkViewSinks(t, addr, map[string]string{"total": "totals", "spend": "totals-spend", "per_site": "totals-per_site"}, want)
 }
+
+// TestRunKafkaJoinBufferFlag: --join-buffer bounds a Kafka run's join per
+// partition of the join: one row over it stops the run (exit 1) with an
+// error that says how to raise it, and the same run with room finishes.
+func TestRunKafkaJoinBufferFlag(t *testing.T) {
+	imps, clks := kafkaIJoinRows(3000, 1)
+	addr := testenv.RequireKafka(t)[0]
+	name := fmt.Sprintf("ijbuf_%d_%d", os.Getpid(), time.Now().UnixNano()%1_000_000_000)
+	script := fmt.Sprintf(kafkaIJoinSQL, fmt.Sprintf(" WITH (connector = 'kafka', brokers = '%s', topic = '%s-imp')", addr, name),
+		fmt.Sprintf(" WITH (connector = 'kafka', topic = '%s-clk')", name), name, "c.ad") +
+		fmt.Sprintf("CREATE SINK out FROM %s WITH (connector = 'kafka', brokers = '%s', topic = '%s-out');\n", name, addr, name)
+	sql := writeFile(t, "kij.sql", script)
+	for topic, rows := range map[string]string{name + "-clk": clks, name + "-imp": imps} {
+		if code, errs := kafkaCLI(t, rows, "produce", "--to", "kafka://"+addr+"/"+topic, "--partitions", "2"); code != 0 {
+			t.Fatalf("produce: exit %d: %s", code, errs)
+		}
+	}
+	code, errs := kafkaCLI(t, "", "run", sql, "--instance-id", "a", "--until-caught-up", "--log-level", "warn", "--join-buffer", "5")
+	if code != 1 || !strings.Contains(errs, "ubik run --join-buffer") {
+		t.Fatalf("--join-buffer 5: exit %d, want 1 and the bound's error:\n%s", code, errs)
+	}
+	code, errs = kafkaCLI(t, "", "run", sql, "--instance-id", "a", "--until-caught-up", "--log-level", "warn", "--join-buffer", "100000", "--reset-state")
+	if code != 0 || !strings.Contains(errs, "3000 events consumed") {
+		t.Fatalf("--join-buffer 100000: exit %d:\n%s", code, errs)
+	}
+}

@@ -17,7 +17,7 @@ import (
 // connection.
 func TestRunFlagScope(t *testing.T) {
 	both := map[string]bool{"query": true, "quiet": true, "no-progress": true, "late-output": true,
-		"metrics-addr": true, "cpuprofile": true}
+		"metrics-addr": true, "cpuprofile": true, "join-buffer": true}
 	dir := t.TempDir()
 	sql := filepath.Join(dir, "totals.sql")
 	events := filepath.Join(dir, "events.jsonl")
