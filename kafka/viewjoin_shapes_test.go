@@ -110,6 +110,7 @@ func TestRunKafkaViewJoinShapes(t *testing.T) {
 	for _, env := range viewJoinShapeOrder {
 		s := viewJoinShapes[env]
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel() // each on a cluster of its own; the runs mostly wait on their commit intervals
 			q, err := s.compile()
 			if err != nil {
 				t.Fatal(err)
@@ -168,6 +169,7 @@ func TestRunKafkaViewJoinShapesKill(t *testing.T) {
 	for _, env := range viewJoinShapeOrder {
 		s := viewJoinShapes[env]
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
 			q, err := s.compile()
 			if err != nil {
 				t.Fatal(err)
