@@ -161,28 +161,8 @@ FROM per_site GROUP BY TUMBLE(m, INTERVAL '1' MINUTE);
 		t.Fatal(err)
 	}
 	in := writeFile(t, "imp.jsonl", imps)
-	outDir := t.TempDir()
-	env, _, errb := runTestEnv("")
 	fileSQL := writeFile(t, "vij.sql", fmt.Sprintf(script, "", fmt.Sprintf(" WITH (path = '%s')", cpath), "spend", "i.site"))
-	if code := Main(t.Context(), env, []string{"run", fileSQL, "--input", in, "--output-dir", outDir, "--quiet"}); code != 0 {
-		t.Fatalf("file run: exit %d: %s", code, errb)
-	}
-	want := map[string]map[string]string{}
-	for _, v := range []string{"spend", "per_site", "total"} {
-		b, err := os.ReadFile(filepath.Join(outDir, v+".tsv"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]string{}
-		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-			k, val, _ := strings.Cut(line, "\t")
-			m[k] = val
-		}
-		if len(m) < 3 {
-			t.Fatalf("file run: %s has %d keys", v, len(m))
-		}
-		want[v] = m
-	}
+	want := fileRunViews(t, []string{fileSQL, "--input", in}, 3, "spend", "per_site", "total")
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)

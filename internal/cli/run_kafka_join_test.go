@@ -154,28 +154,8 @@ FROM per_customer GROUP BY TUMBLE(m, INTERVAL '1' MINUTE);
 		t.Fatal(err)
 	}
 	in := writeFile(t, "usage.jsonl", events)
-	outDir := t.TempDir()
-	env, _, errb := runTestEnv("")
 	fileSQL := writeFile(t, "vjoin.sql", fmt.Sprintf(script, "", fmt.Sprintf(" WITH (path = '%s')", tpath)))
-	if code := Main(t.Context(), env, []string{"run", fileSQL, "--input", in, "--output-dir", outDir, "--quiet"}); code != 0 {
-		t.Fatalf("file run: exit %d: %s", code, errb)
-	}
-	want := map[string]map[string]string{}
-	for _, v := range []string{"charge", "per_customer", "total"} {
-		b, err := os.ReadFile(filepath.Join(outDir, v+".tsv"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]string{}
-		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-			k, val, _ := strings.Cut(line, "\t")
-			m[k] = val
-		}
-		if len(m) < 3 {
-			t.Fatalf("file run: %s has %d keys", v, len(m))
-		}
-		want[v] = m
-	}
+	want := fileRunViews(t, []string{fileSQL, "--input", in}, 3, "charge", "per_customer", "total")
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)

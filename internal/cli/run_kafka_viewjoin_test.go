@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -49,29 +48,9 @@ func TestRunKafkaViewJoin(t *testing.T) {
 	src := `CREATE SOURCE ps (id BIGINT, name VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (%s);
 CREATE SOURCE au (seller BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (%s);`
 	// The file run.
-	dir := t.TempDir()
 	fileSQL := writeFile(t, "j.sql", fmt.Sprintf(src, "format = 'jsonl', path = '"+writeFile(t, "ps.jsonl", ps.String())+"'",
 		"format = 'jsonl', path = '"+writeFile(t, "au.jsonl", au.String())+"'")+kafkaViewJoinQueries)
-	env, _, errb := runTestEnv("")
-	if code := Main(context.Background(), env, []string{"run", fileSQL, "--output-dir", dir, "--quiet"}); code != 0 {
-		t.Fatalf("file run: exit %d: %s", code, errb)
-	}
-	want := map[string]map[string]string{}
-	for _, v := range []string{"np", "ns", "j"} {
-		b, err := os.ReadFile(filepath.Join(dir, v+".tsv"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]string{}
-		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-			k, val, _ := strings.Cut(line, "\t")
-			m[k] = val
-		}
-		if len(m) < 10 {
-			t.Fatalf("file run: %s has %d keys", v, len(m))
-		}
-		want[v] = m
-	}
+	want := fileRunViews(t, []string{fileSQL}, 10, "np", "ns", "j")
 
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -137,29 +116,9 @@ CREATE SOURCE au (seller BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL
 	const over = `CREATE VIEW top AS SELECT id, TUMBLE_START(ws, INTERVAL '1' MINUTE) AS m, count(*) AS n, sum(a) AS a
   FROM j GROUP BY id, TUMBLE(ws, INTERVAL '1' MINUTE) EMIT FINAL;
 `
-	dir := t.TempDir()
 	fileSQL := writeFile(t, "j.sql", fmt.Sprintf(src, "format = 'jsonl', path = '"+writeFile(t, "ps.jsonl", ps.String())+"'",
 		"format = 'jsonl', path = '"+writeFile(t, "au.jsonl", au.String())+"'")+kafkaViewJoinQueries+over)
-	env, _, errb := runTestEnv("")
-	if code := Main(context.Background(), env, []string{"run", fileSQL, "--output-dir", dir, "--quiet"}); code != 0 {
-		t.Fatalf("file run: exit %d: %s", code, errb)
-	}
-	want := map[string]map[string]string{}
-	for _, v := range []string{"np", "ns", "j", "top"} {
-		b, err := os.ReadFile(filepath.Join(dir, v+".tsv"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]string{}
-		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-			k, val, _ := strings.Cut(line, "\t")
-			m[k] = val
-		}
-		if len(m) < 10 {
-			t.Fatalf("file run: %s has %d keys", v, len(m))
-		}
-		want[v] = m
-	}
+	want := fileRunViews(t, []string{fileSQL}, 10, "np", "ns", "j", "top")
 
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -217,29 +176,9 @@ CREATE VIEW np AS SELECT id, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, count
 CREATE VIEW jp AS SELECT x.id, TUMBLE_START(x.ws, INTERVAL '10' SECOND) AS ws, sum(x.n) AS n, sum(y.v) AS v
   FROM pa x JOIN np y ON x.id = y.id AND x.ws = y.ws GROUP BY x.id, TUMBLE(x.ws, INTERVAL '10' SECOND) EMIT FINAL;
 `
-	dir := t.TempDir()
 	fileSQL := writeFile(t, "j.sql", fmt.Sprintf(src, "format = 'jsonl', path = '"+writeFile(t, "ps.jsonl", ps.String())+"'",
 		"format = 'jsonl', path = '"+writeFile(t, "au.jsonl", au.String())+"'")+queries)
-	env, _, errb := runTestEnv("")
-	if code := Main(context.Background(), env, []string{"run", fileSQL, "--output-dir", dir, "--quiet"}); code != 0 {
-		t.Fatalf("file run: exit %d: %s", code, errb)
-	}
-	want := map[string]map[string]string{}
-	for _, v := range []string{"pa", "np", "jp"} {
-		b, err := os.ReadFile(filepath.Join(dir, v+".tsv"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]string{}
-		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-			k, val, _ := strings.Cut(line, "\t")
-			m[k] = val
-		}
-		if len(m) < 10 {
-			t.Fatalf("file run: %s has %d keys", v, len(m))
-		}
-		want[v] = m
-	}
+	want := fileRunViews(t, []string{fileSQL}, 10, "pa", "np", "jp")
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)

@@ -58,29 +58,7 @@ func kafkaViewsEvents(n int, seed uint64) string {
 // returns each view's last value per key.
 func fileFinals(t *testing.T, sql, events string) map[string]map[string]string {
 	t.Helper()
-	in := writeFile(t, "ev.jsonl", events)
-	dir := t.TempDir()
-	env, _, errb := runTestEnv("")
-	if code := Main(context.Background(), env, []string{"run", sql, "--input", in, "--output-dir", dir, "--quiet"}); code != 0 {
-		t.Fatalf("file run: exit %d: %s", code, errb)
-	}
-	out := map[string]map[string]string{}
-	for _, v := range []string{"tens", "mins", "per_merchant"} {
-		b, err := os.ReadFile(filepath.Join(dir, v+".tsv"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]string{}
-		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-			k, val, ok := strings.Cut(line, "\t")
-			if !ok {
-				t.Fatalf("%s: line %q", v, line)
-			}
-			m[k] = val
-		}
-		out[v] = m
-	}
-	return out
+	return fileRunViews(t, []string{sql, "--input", writeFile(t, "ev.jsonl", events)}, 0, "tens", "mins", "per_merchant")
 }
 
 // sinkRecord is one committed record of a sink topic.
@@ -395,4 +373,36 @@ func TestRunKafkaViewsAllowUncompacted(t *testing.T) {
 		t.Fatalf("with --allow-uncompacted-sink: exit %d, want 301 events consumed and a warning:\n%s", code, errs)
 	}
 	checkViewSinks(t, addr, map[string]string{"per_merchant": "pm", "tens": "pm-tens", "mins": "pm-mins"}, want)
+}
+
+// fileRunViews runs `ubik run` with args and --output-dir over files (the
+// oracle) and returns each of views' last value per key; each must hold at
+// least min keys.
+func fileRunViews(t *testing.T, args []string, min int, views ...string) map[string]map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	env, _, errb := runTestEnv("")
+	if code := Main(t.Context(), env, append(append([]string{"run"}, args...), "--output-dir", dir, "--quiet")); code != 0 {
+		t.Fatalf("file run: exit %d: %s", code, errb)
+	}
+	out := map[string]map[string]string{}
+	for _, v := range views {
+		b, err := os.ReadFile(filepath.Join(dir, v+".tsv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			k, val, ok := strings.Cut(line, "\t")
+			if !ok {
+				t.Fatalf("%s: line %q", v, line)
+			}
+			m[k] = val
+		}
+		if len(m) < min {
+			t.Fatalf("file run: %s has %d keys", v, len(m))
+		}
+		out[v] = m
+	}
+	return out
 }
