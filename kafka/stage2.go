@@ -104,9 +104,25 @@ func (st *stage2) process(fs kgo.Fetches, now time.Time) (bool, error) {
 	return st.finishing, err
 }
 
-// precommit sends the next segment's watermark markers (after every row
-// of the transaction), then the state entries.
+// precommit makes the early emission that is due, then sends the next
+// segment's watermark markers (after every row of the transaction), then
+// the state entries.
+//
+// The early emission waits for the transaction's end: its records become
+// visible only when the transaction commits, so emitting at a poll
+// in the middle of it would show readers older values, as late, and
+// produce records that a later emission in the same transaction
+// replaces. At the end each (group, window) changed since its last
+// emission is published once, with the newest value the transaction
+// holds, no more often than EMIT EARLY's interval.
 func (st *stage2) precommit(time.Time) error {
+	if !st.finishing {
+		for _, t := range st.tasks {
+			if err := t.d.Tick(); err != nil && !drive.Skipped(err) {
+				return err
+			}
+		}
+	}
 	if err := st.forwardMarks(); err != nil {
 		return err
 	}
@@ -211,6 +227,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 		Now:               st.p.opts.Now,
 		Decoder:           st.p.decoder(),
 		ExternalWatermark: true,
+		HostTicks:         true, // precommit ticks
 	}
 	if tj := st.p.tj; tj != nil {
 		t.twm = newTracker(tj.n)
@@ -397,11 +414,6 @@ func (st *stage2) apply(fs kgo.Fetches, now time.Time) (err error) {
 		}
 		st.finishing = true
 		return nil
-	}
-	for _, t := range st.tasks {
-		if err := t.d.Tick(); err != nil && !drive.Skipped(err) {
-			return err
-		}
 	}
 	return nil
 }

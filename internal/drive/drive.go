@@ -130,6 +130,14 @@ type Config struct {
 	// group; its watermark is still the joined stream's. A temporal
 	// join's joined rows likewise (valid only during the call).
 	OnJoined func(row []types.Value) error
+	// HostTicks: an EMIT EARLY query's early emission happens only when
+	// the host calls Tick (when it is due by the processing clock);
+	// pushing rows never reads the clock. A transactional host ticks
+	// just before it commits: early records are invisible until the
+	// commit, so emitting in the middle of a transaction only shows
+	// readers older values and produces records a later emission in the
+	// same transaction replaces.
+	HostTicks bool
 }
 
 func (c Counts) minus(o Counts) Counts {
@@ -165,6 +173,7 @@ type Driver struct {
 	raw []byte // the input record being applied, for the late hook
 
 	every     time.Duration // EMIT EARLY interval; 0 otherwise
+	hostTicks bool          // Config.HostTicks: only Tick emits early
 	nextEarly time.Time
 	sinceTick int
 
@@ -190,6 +199,7 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 	}
 	if q.Emit.Mode == plan.EmitEarly {
 		d.every = time.Duration(q.Emit.EarlyEvery) * time.Microsecond
+		d.hostTicks = cfg.HostTicks
 		d.nextEarly = d.start.Add(d.every)
 	}
 	if ok, _ := eligible(q, cfg); ok && cfg.Threads > 1 {
@@ -431,7 +441,7 @@ func (d *Driver) apply(row []types.Value, key []byte, keyed bool) error {
 			return err
 		}
 	}
-	if d.every > 0 {
+	if d.every > 0 && !d.hostTicks {
 		d.sinceTick++
 		if d.sinceTick >= tickEvery {
 			d.sinceTick = 0

@@ -354,7 +354,7 @@ func (d *Driver) count(k *block, i int, raw []byte, oc *outcome) (applied bool, 
 // tickDue reports whether an early flush is due after an applied event,
 // the processing clock read every tickEvery events as Driver.apply does.
 func (d *Driver) tickDue() bool {
-	if d.every <= 0 {
+	if d.every <= 0 || d.hostTicks {
 		return false
 	}
 	d.sinceTick++

@@ -334,7 +334,7 @@ func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, vi
 		emitView = viewEmit
 	}
 	for _, n := range g.nodes {
-		c := Config{Late: cfg.Late, Now: cfg.Now, Strict: cfg.Strict, CountsInCheckpoint: cfg.CountsInCheckpoint, Emit: emitView, Threads: cfg.Threads}
+		c := Config{Late: cfg.Late, Now: cfg.Now, Strict: cfg.Strict, CountsInCheckpoint: cfg.CountsInCheckpoint, Emit: emitView, Threads: cfg.Threads, HostTicks: cfg.HostTicks}
 		if n == g.primary {
 			c = cfg
 		} else if n == g.join {
