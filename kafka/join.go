@@ -259,15 +259,17 @@ func (ts *tableStage) process(fs kgo.Fetches, now time.Time) (bool, error) {
 		})
 		return err
 	}()
-	ts.p.c.tableRows.Add(rows)
-	ts.p.c.tableMalformed.Add(bad)
+	if !ts.p.inputMuted() {
+		ts.p.c.tableRows.Add(rows)
+		ts.p.c.tableMalformed.Add(bad)
+	}
 	ts.m.settle(now)
 	return false, err
 }
 
 // badRow reports a row of the second input that did not decode.
 func (ts *tableStage) badRow(r *kgo.Record, err error) {
-	if ts.p.opts.OnBadEvent != nil {
+	if ts.p.opts.OnBadEvent != nil && !ts.p.inputMuted() {
 		ts.p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err})
 	}
 }

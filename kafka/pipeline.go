@@ -710,15 +710,20 @@ func (p *Pipeline) count(c drive.Counts, events bool) {
 	p.c.late.Add(c.Late)
 }
 
+// inputMuted reports whether p's root is muted (mute): another pipeline
+// reads p's input too, and counts and reports its events, malformed and
+// bad (Config.Muted keeps p's drivers from counting them).
+func (p *Pipeline) inputMuted() bool { return p.muted[p.root.Name] }
+
 // badEvent hands an event the driver did not apply (an *drive.EventError,
-// already counted) to OnBadEvent and reports true; any other error is not
-// an event's, and it reports false.
+// already counted) to OnBadEvent, unless the input is muted, and reports
+// true; any other error is not an event's, and it reports false.
 func (p *Pipeline) badEvent(r *kgo.Record, err error) bool {
 	var ee *drive.EventError
 	if !errors.As(err, &ee) {
 		return false
 	}
-	if p.opts.OnBadEvent != nil {
+	if p.opts.OnBadEvent != nil && !p.inputMuted() {
 		p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: ee.Err})
 	}
 	return true

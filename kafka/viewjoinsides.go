@@ -134,9 +134,11 @@ func (p *Pipeline) out() *Pipeline {
 }
 
 // mute keeps p and its stages from publishing the changelog of the query
-// named name: a view both sides of a join of two views read is computed
-// by each, and published by the left's alone (its late events are met,
-// reported and counted by both).
+// named name, and from reporting or counting its late events, evaluation
+// errors and, when it is p's root, its input's events, malformed and bad
+// events (drive.Config.Muted, inputMuted): a view both sides of a join of
+// two views read is computed by each, and the left's alone publishes,
+// reports and counts it, so a Kafka run reports each once, as a file run.
 func (p *Pipeline) mute(name string) {
 	if p.muted == nil {
 		p.muted = map[string]bool{}
