@@ -131,12 +131,6 @@ func newTableJoin(opts *Options) (*tableJoin, error) {
 		}
 		return nil, fmt.Errorf("%w: query %s has a temporal join, whose table reaches every partition through the repartition topic: it cannot read the source partitioned by key (drop partitioned_by_key)", ErrConfig, q.Name)
 	}
-	switch opts.Table.Topic {
-	case opts.Source.Topic:
-		return nil, fmt.Errorf("%w: %s and the source are the same topic %s", ErrConfig, what, opts.Table.Topic)
-	case opts.Sink.Topic:
-		return nil, fmt.Errorf("%w: %s and the sink are the same topic %s", ErrConfig, what, opts.Table.Topic)
-	}
 	if len(opts.Table.Config.Brokers) == 0 {
 		opts.Table.Config = opts.Source.Config
 	}

@@ -64,9 +64,6 @@ func inputEndpoints(opts Options, q *plan.Query) (map[*plan.Source]Endpoint, err
 	if !sameCluster(opts.Source.Config, ep.Config) {
 		return nil, fmt.Errorf("%w: source %s's topic (%s) must be on the cluster of the source (%s): a Kafka transaction cannot span two", ErrConfig, s.Name, ep.Config, opts.Source.Config)
 	}
-	if ep.Topic == opts.Source.Topic || ep.Topic == opts.Sink.Topic {
-		return nil, fmt.Errorf("%w: source %s's topic %s is also the first source's or the sink's", ErrConfig, s.Name, ep.Topic)
-	}
 	eps[s] = ep
 	return eps, nil
 }
@@ -144,11 +141,7 @@ func (p *Pipeline) mute(name string) {
 		p.muted = map[string]bool{}
 	}
 	p.muted[name] = true
-	subs := p.segs
-	if p.vj != nil {
-		subs = append([]*Pipeline{p.vj.sides[0], p.vj.sides[1]}, p.vj.after...)
-	}
-	for _, c := range subs {
+	for _, c := range p.subs() {
 		c.mute(name)
 	}
 }
