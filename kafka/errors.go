@@ -39,6 +39,10 @@ var (
 	// created again); the query stopped without committing what it read
 	// since. The message says what to do.
 	ErrSourceChanged = errors.New("kafka: the source topic changed")
+	// ErrSharedTopic: two uses of a run are one topic (two sinks, a sink
+	// and an input, or either and one of the run's internal topics);
+	// New refuses the run, naming both. It is an ErrConfig.
+	ErrSharedTopic = fmt.Errorf("%w: one topic for two uses", ErrConfig)
 	// ErrUnsupported: the query has a shape the pipeline does not run
 	// (the message says which shapes it does).
 	ErrUnsupported = errors.New("kafka: not supported")

@@ -120,7 +120,7 @@ func (p *Pipeline) newGraphRunner(tbl drive.Config, emit func(*changelog.Record)
 	} else if p.opts.OnLate != nil {
 		viewLate = func(_ string, ev *drive.LateEvent) { p.opts.OnLate(ev) }
 	}
-	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, HostTicks: true, OnRow: onRow,
+	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, HostTicks: true, OnRow: onRow, Muted: p.muted,
 		TableDecoder: tbl.TableDecoder, IncrementalJoinState: tbl.IncrementalJoinState, JoinBuffer: tbl.JoinBuffer, LateTable: tbl.LateTable}
 	g, err := drive.NewHostGraph(p.q, cfg, emitView, viewLate, p.decoder())
 	if err != nil {

@@ -101,9 +101,11 @@ CREATE VIEW q AS SELECT a, sum(n) AS n FROM w GROUP BY a;`, plan.CompileOptions{
 	}{
 		{"all", map[string]Endpoint{"v": ep("out-v"), "w": ep("out-w")}, ""},
 		{"one missing", map[string]Endpoint{"v": ep("out-v")}, "query q reads view w, which needs its own sink topic"},
-		{"shared with the sink", map[string]Endpoint{"v": ep("out"), "w": ep("out-w")}, "view v's sink topic out is also q's"},
-		{"shared by two views", map[string]Endpoint{"v": ep("x"), "w": ep("x")}, "view w's sink topic x is also v's"},
-		{"the source", map[string]Endpoint{"v": ep("ev"), "w": ep("out-w")}, "view v's sink topic ev is also the source's"},
+		{"shared with the sink", map[string]Endpoint{"v": ep("out"), "w": ep("out-w")}, "query q's sink and view v's sink are both topic out (on brokers=k:9092): two changelogs in one compacted topic would overwrite each other's keys; give each sink a topic of its own"},
+		{"shared by two views", map[string]Endpoint{"v": ep("x"), "w": ep("x")}, "view w's sink and view v's sink are both topic x"},
+		{"the source", map[string]Endpoint{"v": ep("ev"), "w": ep("out-w")}, "source ev's topic and view v's sink are both topic ev (on brokers=k:9092): the query would read its own output; give the sink a topic of its own"},
+		{"the state topic", map[string]Endpoint{"v": ep("q-state"), "w": ep("out-w")}, "view v's sink is topic q-state, an internal topic of q: ubik writes its own records there and --reset-state (Options.ResetState) deletes it; give it another topic, or the query another name"},
+		{"a view repartition's topic", map[string]Endpoint{"v": ep("out-v"), "w": ep("q-s7-state")}, "view w's sink is topic q-s7-state, an internal topic of q"},
 		{"another cluster", map[string]Endpoint{"v": ep("out-v", "other:9092"), "w": ep("out-w")}, "view v's sink (brokers=other:9092) must be on the cluster of the sink (brokers=k:9092)"},
 		{"not read", map[string]Endpoint{"v": ep("out-v"), "w": ep("out-w"), "z": ep("out-z")}, "a sink for view z, which query q does not read"},
 	} {
@@ -113,6 +115,14 @@ CREATE VIEW q AS SELECT a, sum(n) AS n FROM w GROUP BY a;`, plan.CompileOptions{
 			t.Errorf("%s: %v", c.name, err)
 		case c.want != "" && (err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: %v\nwant %q", c.name, err, c.want)
+		}
+	}
+	// The sink is the source, or the repartition topic of the query.
+	for sink, want := range map[string]string{"ev": "source ev's topic and query q's sink are both topic ev",
+		"q-repartition": "query q's sink is topic q-repartition, an internal topic of q"} {
+		_, err := New(Options{Query: q, Source: ep("ev"), Sink: ep(sink), ViewSinks: map[string]Endpoint{"v": ep("out-v"), "w": ep("out-w")}})
+		if !errors.Is(err, ErrSharedTopic) || !strings.Contains(err.Error(), want) {
+			t.Errorf("sink %s: %v\nwant %q", sink, err, want)
 		}
 	}
 }

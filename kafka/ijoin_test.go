@@ -454,8 +454,8 @@ CREATE SOURCE w (c VARCHAR, k VARCHAR, ms BIGINT, ts AS to_timestamp_ltz(ms, 3),
 		want string
 	}{
 		{"no right topic", Options{Query: q, Source: ep("imp"), Sink: ep("out")}, "query ij joins source clk: give its topic (Options.Table; CREATE SOURCE clk ... WITH (connector = 'kafka', topic = '...'))"},
-		{"right is the source", Options{Query: q, Source: ep("imp"), Sink: ep("out"), Table: ep("imp")}, "source clk and the source are the same topic imp"},
-		{"right is the sink", Options{Query: q, Source: ep("imp"), Sink: ep("out"), Table: ep("out")}, "source clk and the sink are the same topic out"},
+		{"right is the source", Options{Query: q, Source: ep("imp"), Sink: ep("out"), Table: ep("imp")}, "source imp's topic and source clk's topic are both topic imp (on brokers=k:9092): a run reads each input from a topic of its own"},
+		{"right is the sink", Options{Query: q, Source: ep("imp"), Sink: ep("out"), Table: ep("out")}, "source clk's topic and query ij's sink are both topic out"},
 		{"partitioned by key", Options{Query: q, Source: Endpoint{Config: Config{Brokers: []string{"k:9092"}}, Topic: "imp", PartitionedByKey: true}, Sink: ep("out"), Table: ep("clk")}, "split by the join key: it cannot read the source partitioned by key"},
 		{"another cluster", Options{Query: q, Source: ep("imp"), Sink: ep("out"), Table: Endpoint{Config: Config{Brokers: []string{"other:9092"}}, Topic: "clk"}}, "source clk (brokers=other:9092) must be on the source's cluster"},
 		{"runs", Options{Query: q, Source: ep("imp"), Sink: ep("out"), Table: ep("clk")}, ""},

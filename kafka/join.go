@@ -131,12 +131,6 @@ func newTableJoin(opts *Options) (*tableJoin, error) {
 		}
 		return nil, fmt.Errorf("%w: query %s has a temporal join, whose table reaches every partition through the repartition topic: it cannot read the source partitioned by key (drop partitioned_by_key)", ErrConfig, q.Name)
 	}
-	switch opts.Table.Topic {
-	case opts.Source.Topic:
-		return nil, fmt.Errorf("%w: %s and the source are the same topic %s", ErrConfig, what, opts.Table.Topic)
-	case opts.Sink.Topic:
-		return nil, fmt.Errorf("%w: %s and the sink are the same topic %s", ErrConfig, what, opts.Table.Topic)
-	}
 	if len(opts.Table.Config.Brokers) == 0 {
 		opts.Table.Config = opts.Source.Config
 	}
@@ -259,15 +253,17 @@ func (ts *tableStage) process(fs kgo.Fetches, now time.Time) (bool, error) {
 		})
 		return err
 	}()
-	ts.p.c.tableRows.Add(rows)
-	ts.p.c.tableMalformed.Add(bad)
+	if !ts.p.inputMuted() {
+		ts.p.c.tableRows.Add(rows)
+		ts.p.c.tableMalformed.Add(bad)
+	}
 	ts.m.settle(now)
 	return false, err
 }
 
 // badRow reports a row of the second input that did not decode.
 func (ts *tableStage) badRow(r *kgo.Record, err error) {
-	if ts.p.opts.OnBadEvent != nil {
+	if ts.p.opts.OnBadEvent != nil && !ts.p.inputMuted() {
 		ts.p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err})
 	}
 }

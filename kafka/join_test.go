@@ -394,8 +394,8 @@ CREATE TABLE t2 (k VARCHAR, p BIGINT, ms BIGINT, vf AS to_timestamp_ltz(ms, 3), 
 		want string
 	}{
 		{"no table", Options{Query: q, Source: ep("usage"), Sink: ep("out")}, "query charge joins table prices: give its topic"},
-		{"table is the source", Options{Query: q, Source: ep("usage"), Sink: ep("out"), Table: ep("usage")}, "table prices and the source are the same topic usage"},
-		{"table is the sink", Options{Query: q, Source: ep("usage"), Sink: ep("out"), Table: ep("out")}, "table prices and the sink are the same topic out"},
+		{"table is the source", Options{Query: q, Source: ep("usage"), Sink: ep("out"), Table: ep("usage")}, "source usage's topic and table prices's topic are both topic usage"},
+		{"table is the sink", Options{Query: q, Source: ep("usage"), Sink: ep("out"), Table: ep("out")}, "table prices's topic and query charge's sink are both topic out (on brokers=k:9092): the query would read its own output"},
 		{"partitioned by key", Options{Query: q, Source: Endpoint{Config: Config{Brokers: []string{"k:9092"}}, Topic: "usage", PartitionedByKey: true}, Sink: ep("out"), Table: ep("prices")}, "cannot read the source partitioned by key"},
 		{"another cluster", Options{Query: q, Source: ep("usage"), Sink: ep("out"), Table: Endpoint{Config: Config{Brokers: []string{"other:9092"}}, Topic: "prices"}}, "must be on the source's cluster"},
 		{"from latest", Options{Query: q, Source: ep("usage"), Sink: ep("out"), Table: Endpoint{Topic: "prices", From: FromLatest}}, "is read from its start"},

@@ -292,7 +292,14 @@ func New(opts Options) (*Pipeline, error) {
 	if opts.Query == nil {
 		return nil, fmt.Errorf("%w: no query", ErrConfig)
 	}
-	return newNamed(opts, opts.Query.Name)
+	p, err := newNamed(opts, opts.Query.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkTopics(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // newNamed is New for a pipeline that owns its groups, ids and internal
@@ -310,9 +317,6 @@ func newNamed(opts Options, name string) (*Pipeline, error) {
 	}
 	if opts.Source.Topic == "" || opts.Sink.Topic == "" {
 		return nil, fmt.Errorf("%w: source and sink need a topic", ErrConfig)
-	}
-	if opts.Source.Topic == opts.Sink.Topic {
-		return nil, fmt.Errorf("%w: source and sink are the same topic %s", ErrConfig, opts.Source.Topic)
 	}
 	if !sameCluster(opts.Source.Config, opts.Sink.Config) {
 		return nil, fmt.Errorf("%w: source (%s) and sink (%s) must be on one cluster: a Kafka transaction cannot span two", ErrConfig, opts.Source.Config, opts.Sink.Config)
@@ -405,20 +409,15 @@ func newNamed(opts Options, name string) (*Pipeline, error) {
 	return p, nil
 }
 
-// checkViewSinks checks the sinks of the views q reads: each has its own
-// topic, on the sink's cluster, no two queries share one, and each sink
-// is a view's that q reads.
+// checkViewSinks checks the sinks of the views q reads: each has a topic,
+// on the sink's cluster, and each sink is a view's that q reads (that no
+// two uses share a topic is checkTopics').
 func checkViewSinks(opts Options, q *plan.Query, views []*plan.Query) error {
-	topics := map[string]string{opts.Sink.Topic: q.Name, opts.Source.Topic: "the source"}
 	for _, v := range views {
 		vs, ok := opts.ViewSinks[v.Name]
 		if !ok || vs.Topic == "" {
 			return fmt.Errorf("%w: query %s reads view %s, which needs its own sink topic (Options.ViewSinks)", ErrConfig, q.Name, v.Name)
 		}
-		if other, dup := topics[vs.Topic]; dup {
-			return fmt.Errorf("%w: view %s's sink topic %s is also %s's", ErrConfig, v.Name, vs.Topic, other)
-		}
-		topics[vs.Topic] = v.Name
 		if !sameCluster(opts.Sink.Config, vs.Config) {
 			return fmt.Errorf("%w: view %s's sink (%s) must be on the cluster of the sink (%s): a Kafka transaction cannot span two", ErrConfig, v.Name, vs.Config, opts.Sink.Config)
 		}
@@ -430,6 +429,10 @@ func checkViewSinks(opts Options, q *plan.Query, views []*plan.Query) error {
 	}
 	return nil
 }
+
+// SameCluster reports whether a and b reach one cluster: they share a
+// broker address.
+func SameCluster(a, b Config) bool { return sameCluster(a, b) }
 
 func sameCluster(a, b Config) bool {
 	set := map[string]bool{}
@@ -710,15 +713,20 @@ func (p *Pipeline) count(c drive.Counts, events bool) {
 	p.c.late.Add(c.Late)
 }
 
+// inputMuted reports whether p's root is muted (mute): another pipeline
+// reads p's input too, and counts and reports its events, malformed and
+// bad (Config.Muted keeps p's drivers from counting them).
+func (p *Pipeline) inputMuted() bool { return p.muted[p.root.Name] }
+
 // badEvent hands an event the driver did not apply (an *drive.EventError,
-// already counted) to OnBadEvent and reports true; any other error is not
-// an event's, and it reports false.
+// already counted) to OnBadEvent, unless the input is muted, and reports
+// true; any other error is not an event's, and it reports false.
 func (p *Pipeline) badEvent(r *kgo.Record, err error) bool {
 	var ee *drive.EventError
 	if !errors.As(err, &ee) {
 		return false
 	}
-	if p.opts.OnBadEvent != nil {
+	if p.opts.OnBadEvent != nil && !p.inputMuted() {
 		p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: ee.Err})
 	}
 	return true

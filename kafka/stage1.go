@@ -88,7 +88,9 @@ func (r *stage1) ready(context.Context) error { return nil }
 
 func (r *stage1) process(fs kgo.Fetches, now time.Time) (bool, error) {
 	err := r.route(fs, now)
-	r.p.count(r.router.TakeCounts(), true)
+	if c := r.router.TakeCounts(); !r.p.inputMuted() {
+		r.p.count(c, true)
+	}
 	r.m.settle(now)
 	r.p.publishSourceParts(r.m.owned, r.seen, r.m.idle, now)
 	return false, err

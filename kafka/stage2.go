@@ -224,6 +224,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	}
 	cfg := drive.Config{
 		Late:              st.p.opts.OnLate,
+		Muted:             st.p.muted, // counted and reported by the pipeline that publishes them
 		Now:               st.p.opts.Now,
 		Decoder:           st.p.decoder(),
 		ExternalWatermark: true,

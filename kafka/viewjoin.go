@@ -428,7 +428,7 @@ func (p *Pipeline) newJoinRunner(part int32, emit, emitView func(r *changelog.Re
 	// of an earlier version holds one entry with every row: it is read
 	// (drive.Config.IncrementalJoinState) and the first checkpoint after
 	// it writes each row's entry.
-	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, HostTicks: true, IncrementalJoinState: true, OnRow: onRow}
+	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, HostTicks: true, IncrementalJoinState: true, OnRow: onRow, Muted: p.muted}
 	if p.joinOut {
 		cfg.OnJoined, cfg.OnRow = onRow, nil // the joined rows go to the aggregate's segment
 	}

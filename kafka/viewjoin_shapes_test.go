@@ -2,11 +2,16 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
@@ -177,4 +182,149 @@ func TestRunKafkaViewJoinShapesKill(t *testing.T) {
 			q8KillOver(t, q, env, s.topics)
 		})
 	}
+}
+
+// reported is what a run reports of the events it does not apply: each
+// late event as the query that met it and the event, sorted, and the
+// counters of the input.
+type reported struct {
+	late                     []string
+	events, malformed, lateN int64
+}
+
+// graphReported runs q's graph in process over the person and auction
+// streams, interleaved as graphFinals does, then over the person and
+// auction records of tail: what it reports (ubik run over files runs
+// this graph).
+func graphReported(t testing.TB, q *plan.Query, persons, auctions [][]byte, tail [2][][]byte) reported {
+	t.Helper()
+	var r reported
+	cfg := drive.Config{Emit: func(*changelog.Record) error { return nil },
+		Late: func(ev *drive.LateEvent) { r.late = append(r.late, q.Name+" "+string(ev.Event)) }}
+	g, err := drive.NewGraph(q, nil, cfg, nil, func(name string, ev *drive.LateEvent) { r.late = append(r.late, name+" "+string(ev.Event)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	push := func(f func([]byte) error, vs [][]byte) {
+		for _, v := range vs {
+			var ee *drive.EventError
+			if err := f(v); err != nil && !errors.As(err, &ee) {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i, j := 0, 0; i < len(persons) || j < len(auctions); i, j = i+300, j+900 {
+		push(g.Push, persons[min(i, len(persons)):min(i+300, len(persons))])
+		push(g.PushTable, auctions[min(j, len(auctions)):min(j+900, len(auctions))])
+	}
+	push(g.Push, tail[0])
+	push(g.PushTable, tail[1])
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, tc := g.Counts(), g.TableCounts()
+	r.events, r.malformed, r.lateN = c.Records+tc.Records, c.Malformed+tc.Malformed, c.Late+tc.Late
+	slices.Sort(r.late)
+	return r
+}
+
+// sharedViewShapes are joins of two views whose right side computes a
+// view the left computes too: the join over a join (its right side that
+// view alone, a driver), and one whose right side reads that view (a
+// graph whose root is that view).
+var sharedViewShapes = []viewJoinShape{viewJoinShapes["_NESTED"], {"the right side reading it", `
+CREATE VIEW ns10 AS SELECT seller, TUMBLE_START(window_start, INTERVAL '10' SECOND) AS window_start, sum(auctions) AS auctions
+FROM new_sellers GROUP BY seller, TUMBLE(window_start, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW q8g AS SELECT x.id, TUMBLE_START(x.window_start, INTERVAL '10' SECOND) AS window_start, max(y.auctions) AS auctions
+FROM q8 x JOIN ns10 y ON x.id = y.seller AND x.window_start = y.window_start
+GROUP BY x.id, TUMBLE(x.window_start, INTERVAL '10' SECOND) EMIT FINAL;`,
+	map[string]string{"q8g": "q8g-out", "q8": "q8-out", "ns10": "ns10-out", "new_persons": "np-out", "new_sellers": "ns-out"}}}
+
+// TestRunKafkaViewJoinSharedViewLate: a view both sides of a join of two
+// views compute (new_sellers) meets an auction an hour behind: the Kafka
+// run reports it once, as the in-process graph (a file run's) does, with
+// the late person and the malformed auction, and counts the events, the
+// late and the malformed as it does. The side that does not publish the
+// view reports and counts nothing of it.
+func TestRunKafkaViewJoinSharedViewLate(t *testing.T) {
+	persons, auctions := nexmark(t, "person", 6000, 10), nexmark(t, "auction", 18000, 10)
+	tail := [2][][]byte{
+		{[]byte(`{"id":1000,"name":"Late Person","email":"e","city":"c","state":"s","date_time":"2026-07-18 09:00:00.000"}`)},
+		{[]byte(`{"id":1,"item_name":"i","seller":1000,"category":1,"initial_bid":1,"reserve":1,"date_time":"2026-07-18 09:00:00.000","expires":"2026-07-18 09:10:00.000"}`),
+			[]byte(`{"id":2,"seller":`)},
+	}
+	for _, s := range sharedViewShapes {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel() // each on a cluster of its own
+			q, err := s.compile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := graphReported(t, q, persons, auctions, tail)
+			if len(want.late) != 2 || want.lateN != 2 || want.malformed != 1 {
+				t.Fatalf("in process: late %q (%d), %d malformed: want the person and the auction late, one malformed", want.late, want.lateN, want.malformed)
+			}
+			got, bad := kafkaReported(t, s, q, persons, auctions, tail)
+			if !slices.Equal(got.late, want.late) {
+				t.Errorf("late events reported:\n%q\nin process:\n%q", got.late, want.late)
+			}
+			if got.events != want.events || got.malformed != want.malformed || got.lateN != want.lateN || bad != want.malformed {
+				t.Errorf("events %d, malformed %d (%d reported), late %d; in process %d, %d, %d", got.events, got.malformed, bad, got.lateN, want.events, want.malformed, want.lateN)
+			}
+		})
+	}
+}
+
+// kafkaReported runs shape s's query q over Kafka until caught up, then
+// again over the records of tail: what the two runs reported, and the
+// bad events handed to OnBadEvent. Every topic gets finals.
+func kafkaReported(t *testing.T, s viewJoinShape, q *plan.Query, persons, auctions [][]byte, tail [2][][]byte) (reported, int64) {
+	t.Helper()
+	addrs := cluster(t).ListenAddrs()
+	mkTopic(t, addrs, "person", 2, nil)
+	mkTopic(t, addrs, "auction", 2, nil)
+	produceValues(t, addrs, "person", 2, persons, nil)
+	produceValues(t, addrs, "auction", 2, auctions, nil)
+	var mu sync.Mutex
+	var got reported
+	var bad int64
+	o := s.options(q, addrs)
+	o.UntilCaughtUp, o.Logger = true, testLogger(t)
+	o.OnViewLate = func(name string, ev *drive.LateEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		got.late = append(got.late, name+" "+string(ev.Event))
+	}
+	o.OnLate = func(ev *drive.LateEvent) { o.OnViewLate(q.Name, ev) }
+	o.OnBadEvent = func(*BadEvent) { mu.Lock(); bad++; mu.Unlock() }
+	run := func() {
+		t.Helper()
+		pl, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if err := pl.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		st := pl.Stats()
+		if !st.CaughtUp || st.Aborts != 0 {
+			t.Fatalf("stats %+v: an aborted transaction is redone, and counted again", st)
+		}
+		got.events, got.malformed, got.lateN = got.events+st.EventsIn, got.malformed+st.Malformed, got.lateN+st.Late+st.TableLate
+	}
+	run()
+	produceValues(t, addrs, "person", 2, tail[0], nil)
+	produceValues(t, addrs, "auction", 2, tail[1], nil)
+	run()
+	for name, topic := range s.topics {
+		if len(readFinals(t, addrs, topic)) == 0 {
+			t.Errorf("%s: no finals", name)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(got.late)
+	return got, bad
 }

@@ -254,10 +254,13 @@ CREATE VIEW top AS SELECT k, count(*) AS n FROM tj GROUP BY k;`, plan.CompileOpt
 	}{
 		{"runs", func(*Options) {}, ""},
 		{"no second source", func(o *Options) { o.JoinSource = Endpoint{} }, "source auction needs its topic too (Options.JoinSource)"},
-		{"second source is the first", func(o *Options) { o.JoinSource.Topic = "person" }, "source auction's topic person is also the first source's or the sink's"},
+		{"second source is the first", func(o *Options) { o.JoinSource.Topic = "person" }, "source person's topic and source auction's topic are both topic person"},
+		{"second source is the sink", func(o *Options) { o.JoinSource.Topic = "q8-out" }, "source auction's topic and query q8's sink are both topic q8-out"},
+		{"a view's sink is the second source", func(o *Options) { o.ViewSinks["new_persons"] = endpoint(addrs, "auction") }, "source auction's topic and view new_persons's sink are both topic auction"},
+		{"a side's state topic", func(o *Options) { o.Sink = endpoint(addrs, "q8-right-state") }, "query q8's sink is topic q8-right-state, an internal topic of q8-right"},
 		{"another cluster", func(o *Options) { o.JoinSource.Config.Brokers = []string{"other:9092"} }, "must be on the cluster of the source"},
 		{"no view sink", func(o *Options) { delete(o.ViewSinks, "new_sellers") }, "joins view new_sellers, which needs its own sink topic"},
-		{"a shared sink", func(o *Options) { o.ViewSinks["new_sellers"] = endpoint(addrs, "np-out") }, "is also"},
+		{"a shared sink", func(o *Options) { o.ViewSinks["new_sellers"] = endpoint(addrs, "np-out") }, "view new_persons's sink and view new_sellers's sink are both topic np-out"},
 		{"a sink of no view", func(o *Options) { o.ViewSinks["other"] = endpoint(addrs, "x-out") }, "a sink for view other, which query q8 does not read"},
 		{"a table", func(o *Options) { o.Table = endpoint(addrs, "t") }, "has no temporal join"},
 	} {

@@ -64,9 +64,6 @@ func inputEndpoints(opts Options, q *plan.Query) (map[*plan.Source]Endpoint, err
 	if !sameCluster(opts.Source.Config, ep.Config) {
 		return nil, fmt.Errorf("%w: source %s's topic (%s) must be on the cluster of the source (%s): a Kafka transaction cannot span two", ErrConfig, s.Name, ep.Config, opts.Source.Config)
 	}
-	if ep.Topic == opts.Source.Topic || ep.Topic == opts.Sink.Topic {
-		return nil, fmt.Errorf("%w: source %s's topic %s is also the first source's or the sink's", ErrConfig, s.Name, ep.Topic)
-	}
 	eps[s] = ep
 	return eps, nil
 }
@@ -134,19 +131,17 @@ func (p *Pipeline) out() *Pipeline {
 }
 
 // mute keeps p and its stages from publishing the changelog of the query
-// named name: a view both sides of a join of two views read is computed
-// by each, and published by the left's alone (its late events are met,
-// reported and counted by both).
+// named name, and from reporting or counting its late events, evaluation
+// errors and, when it is p's root, its input's events, malformed and bad
+// events (drive.Config.Muted, inputMuted): a view both sides of a join of
+// two views read is computed by each, and the left's alone publishes,
+// reports and counts it, so a Kafka run reports each once, as a file run.
 func (p *Pipeline) mute(name string) {
 	if p.muted == nil {
 		p.muted = map[string]bool{}
 	}
 	p.muted[name] = true
-	subs := p.segs
-	if p.vj != nil {
-		subs = append([]*Pipeline{p.vj.sides[0], p.vj.sides[1]}, p.vj.after...)
-	}
-	for _, c := range subs {
+	for _, c := range p.subs() {
 		c.mute(name)
 	}
 }

@@ -473,7 +473,7 @@ func (r rowRunner) TakeCounts() drive.Counts {
 // newRowRunner builds a partition's work for a segment reading a view's
 // rows: the root alone (a driver) or the graph from it to the primary.
 func (p *Pipeline) newRowRunner(emit, emitView func(*changelog.Record) error, onRow func([]types.Value) error) (runner, error) {
-	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, HostTicks: true, OnRow: onRow}
+	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, HostTicks: true, OnRow: onRow, Muted: p.muted}
 	if p.q == p.root {
 		q := p.q
 		if p.joinedIn {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -161,6 +162,9 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *u
 	if err != nil {
 		return err
 	}
+	if err := checkScriptSinks(prog, q, eps, k, env); err != nil {
+		return err
+	}
 	if k.giveUpAfter <= 0 {
 		return fmt.Errorf("%w: --give-up-after %s: must be positive", ErrUsage, k.giveUpAfter)
 	}
@@ -168,23 +172,28 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *u
 	if err := lvl.UnmarshalText([]byte(k.logLevel)); err != nil {
 		return fmt.Errorf("%w: --log-level %q: %v", ErrUsage, k.logLevel, err)
 	}
-	if started, err := pingEndpoints(ctx, env, k, f, q, eps); !started {
-		return err
-	}
 	log := slog.New(slog.NewTextHandler(redactWriter{env.Stderr}, &slog.HandlerOptions{Level: lvl}))
-	late, err := openKafkaLate(f.lateOutput)
-	if err != nil {
-		return err
-	}
-	defer late.close()
+	late := &kafkaLate{path: f.lateOutput}
 	opts := kafkaOptions(k, q, eps, log, lvl, late)
 	if f.set["join-buffer"] {
 		opts.JoinBuffer = f.joinBuffer // per partition of the join
 	}
+	// New checks the options, offline: a refused run reaches no cluster
+	// and opens no file.
 	pl, err := kafka.New(opts)
+	if errors.Is(err, kafka.ErrSharedTopic) {
+		return fmt.Errorf("%w: %w", ErrUsage, err)
+	}
 	if err != nil {
 		return err
 	}
+	if started, err := pingEndpoints(ctx, env, k, f, q, eps); !started {
+		return err
+	}
+	if err := late.open(); err != nil {
+		return err
+	}
+	defer late.close()
 	if f.metrics != "" {
 		stop, err := serveKafkaMetrics(ctx, env, f.metrics, q.Name(), pl)
 		if err != nil {
@@ -374,17 +383,17 @@ type kafkaLate struct {
 	err  error // the first write error
 }
 
-func openKafkaLate(path string) (*kafkaLate, error) {
-	l := &kafkaLate{path: path}
-	if path == "" {
-		return l, nil
+// open opens the file to append to (none without --late-output).
+func (l *kafkaLate) open() error {
+	if l.path == "" {
+		return nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	l.f = f
-	return l, nil
+	return nil
 }
 
 // write writes one late event; one call at a time (kafka.Options.OnLateEvent).
@@ -395,9 +404,9 @@ func (l *kafkaLate) write(name string, ev *ubik.LateEvent) {
 	}
 }
 
-// hook is write, or nil without --late-output.
+// hook is write, or nil without --late-output (it writes once open).
 func (l *kafkaLate) hook() func(string, *ubik.LateEvent) {
-	if l.f == nil {
+	if l.path == "" {
 		return nil
 	}
 	return l.write

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -197,4 +199,87 @@ CREATE VIEW jp AS SELECT x.id, TUMBLE_START(x.ws, INTERVAL '10' SECOND) AS ws, s
 		t.Fatalf("run: exit %d, want nothing late, caught up:\n%s", code, errs)
 	}
 	checkViewSinks(t, addr, map[string]string{"jp": "jout", "pa": "jout-pa", "np": "jout-np"}, want)
+}
+
+// TestRunKafkaViewJoinSharedView runs a join of two views whose left
+// side is a join of two views and whose right side is a view that join
+// reads too (ns: both sides compute it, the left publishes it), then a
+// late and a malformed event of ns's source: the Kafka run's summary
+// (events, malformed, late), its --late-output and its warnings report
+// each once, as the file run over the same events does.
+func TestRunKafkaViewJoinSharedView(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 6))
+	base := time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC)
+	var ps, au strings.Builder
+	for i := 0; i < 3000; i++ {
+		ts := base.Add(time.Duration(i)*15*time.Millisecond - time.Duration(r.IntN(1500))*time.Millisecond).Format("2006-01-02 15:04:05.000")
+		if i%3 == 0 {
+			fmt.Fprintf(&ps, `{"id":%d,"name":"n%d","ts":"%s"}`+"\n", r.IntN(40), r.IntN(2), ts)
+		}
+		fmt.Fprintf(&au, `{"seller":%d,"ts":"%s"}`+"\n", r.IntN(50), ts)
+	}
+	const tail = `{"seller":1,"ts":"2026-07-18 09:00:00"}` + "\n" + `{"seller":` + "\n"
+	src := `CREATE SOURCE ps (id BIGINT, name VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (%s);
+CREATE SOURCE au (seller BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (%s);`
+	const nested = kafkaViewJoinQueries + `CREATE VIEW js AS SELECT x.id, TUMBLE_START(x.ws, INTERVAL '10' SECOND) AS ws, sum(y.a) AS a
+  FROM j x JOIN ns y ON x.id = y.seller AND x.ws = y.ws GROUP BY x.id, TUMBLE(x.ws, INTERVAL '10' SECOND) EMIT FINAL;
+`
+	// The file run, over every event, the late and malformed last.
+	fileSQL := writeFile(t, "j.sql", fmt.Sprintf(src, "format = 'jsonl', path = '"+writeFile(t, "ps.jsonl", ps.String())+"'",
+		"format = 'jsonl', path = '"+writeFile(t, "au.jsonl", au.String()+tail)+"'")+nested)
+	fileLate := filepath.Join(t.TempDir(), "late.jsonl")
+	code, errs := kafkaCLI(t, "", "run", fileSQL, "--late-output", fileLate, "--output-dir", t.TempDir())
+	if want := "4002 events read (ps 1000, au 3002), 1 malformed (ps 0, au 1), 0 eval errors, 1 late (ps 0, au 1)"; code != 0 || !strings.Contains(errs, want) {
+		t.Fatalf("file run: exit %d, want %q:\n%s", code, want, errs)
+	}
+	want := lateEvents(t, fileLate)
+	if len(want) != 1 || !strings.HasPrefix(want[0], "ns ") {
+		t.Fatalf("file run: late %q", want)
+	}
+
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	kafkaSQL := writeFile(t, "kj.sql", fmt.Sprintf(src, "connector = 'kafka', topic = 'ps', brokers = '"+addr+"'", "connector = 'kafka', topic = 'au'")+nested)
+	for topic, in := range map[string]string{"ps": ps.String(), "au": au.String()} {
+		if code, errs := kafkaCLI(t, in, "produce", "--to", "kafka://"+addr+"/"+topic, "--partitions", "2"); code != 0 {
+			t.Fatalf("produce %s: exit %d: %s", topic, code, errs)
+		}
+	}
+	run := []string{"run", kafkaSQL, "--sink", "kafka://" + addr + "/jsout", "--instance-id", "a", "--until-caught-up", "--log-level", "warn"}
+	if code, errs := kafkaCLI(t, "", run...); code != 0 || !strings.Contains(errs, "4000 events consumed, 0 malformed, 0 eval errors, 0 late") {
+		t.Fatalf("run: exit %d, want 4000 events consumed, nothing late:\n%s", code, errs)
+	}
+	if code, errs := kafkaCLI(t, tail, "produce", "--to", "kafka://"+addr+"/au"); code != 0 {
+		t.Fatalf("produce: exit %d: %s", code, errs)
+	}
+	late := filepath.Join(t.TempDir(), "late.jsonl")
+	code, errs = kafkaCLI(t, "", append(run, "--late-output", late)...)
+	if code != 0 || !strings.Contains(errs, "2 events consumed, 1 malformed, 0 eval errors, 1 late") || strings.Count(errs, "event not applied") != 1 {
+		t.Fatalf("resumed run: exit %d, want 2 events consumed, 1 malformed, 1 late, one event not applied:\n%s", code, errs)
+	}
+	if got := lateEvents(t, late); !slices.Equal(got, want) {
+		t.Errorf("late output %q, the file run's %q", got, want)
+	}
+}
+
+// lateEvents reads a --late-output file: each line's query and event.
+func lateEvents(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		var ev struct{ Query, Event string }
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("late output line %q: %v", line, err)
+		}
+		out = append(out, ev.Query+" "+ev.Event)
+	}
+	return out
 }

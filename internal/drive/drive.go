@@ -43,6 +43,13 @@ type Config struct {
 	// LateEvent.Event set to the input record that carried it. Late events
 	// are counted either way.
 	Late func(*exec.LateEvent)
+	// Muted names the queries this driver (or graph) runs as a second
+	// copy, whose late events and counters the first copy reports: over
+	// Kafka, a view both sides of a join of two views compute, published
+	// by one side alone. A muted query's driver hands no event to Late or
+	// LateTable, and its Counts, TakeCounts and TableCounts are zero, so a
+	// graph leaves it out of its own; its records and rows flow as ever.
+	Muted map[string]bool
 	// Logger receives diagnostics (a recovered panic's stack). Nil: none.
 	Logger *slog.Logger
 	// Now is the processing clock (early emission, emission latency).
@@ -164,6 +171,7 @@ type Driver struct {
 	start        time.Time
 	strict       bool
 	counts       bool // CountsInCheckpoint
+	muted        bool // Config.Muted names q: its counters read zero
 
 	buffered bool // no Emit: records wait in pending for Next
 	max      int
@@ -190,6 +198,9 @@ type Driver struct {
 // New returns a driver of q. A plan an operator cannot run
 // (plan.Query.Validate) or a source the decoder cannot read is an error.
 func New(q *plan.Query, cfg Config) (*Driver, error) {
+	if cfg.Muted[q.Name] {
+		cfg.Late, cfg.LateTable = nil, nil
+	}
 	d, err := newDriver(q, cfg)
 	if err != nil {
 		return nil, err
@@ -277,7 +288,7 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{q: q, emit: cfg.Emit, late: cfg.Late, log: cfg.Logger, now: cfg.Now, strict: cfg.Strict,
-		counts: cfg.CountsInCheckpoint, buffered: cfg.Emit == nil, max: cfg.MaxPending, onEventError: cfg.OnEventError}
+		counts: cfg.CountsInCheckpoint, muted: cfg.Muted[q.Name], buffered: cfg.Emit == nil, max: cfg.MaxPending, onEventError: cfg.OnEventError}
 	d.in = decodeNode{dec: dec, src: firstSource(q), used: firstUsed(q), n: &d.n}
 	if d.now == nil {
 		d.now = time.Now

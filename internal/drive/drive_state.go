@@ -28,8 +28,11 @@ type Counts struct {
 // quantiles the largest shard's.
 func (d *Driver) Stats() exec.Stats { return d.agg.stats() }
 
-// Counts returns the input counters.
+// Counts returns the input counters (zero for a muted query: Config.Muted).
 func (d *Driver) Counts() Counts {
+	if d.muted {
+		return Counts{}
+	}
 	c := d.n
 	s := d.Stats()
 	c.EvalErrors, c.Late = s.EvalErrors, s.Late

@@ -230,7 +230,7 @@ func (d *Driver) inputEnded(input int) bool { return d.jn != nil && d.jn.ended(i
 // TableCounts returns the second input's counters (Late: rows behind its
 // watermark; Applied: rows taken, as versions or held rows, or late).
 func (d *Driver) TableCounts() Counts {
-	if d.jn == nil {
+	if d.jn == nil || d.muted {
 		return Counts{}
 	}
 	return d.jn.counts(1)
