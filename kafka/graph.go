@@ -3,10 +3,7 @@ package kafka
 import (
 	"fmt"
 
-	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
-	"github.com/ubiksql/ubik/internal/types"
 )
 
 // A query over views (FROM a windowed EMIT FINAL view of the script) runs
@@ -26,49 +23,6 @@ import (
 // merchant, from per-merchant minutes) starts a segment of its own: the
 // view's final rows reach it through a repartition topic keyed by its
 // GROUP BY (segmentsOf, viewrepart.go).
-
-// runner is what the aggregating stage does with a partition's work: one
-// drive.Driver, or a graphRunner for a query over views.
-type runner interface {
-	Push(raw []byte) error
-	PushKeyed(raw, key []byte) error
-	Mark() (int64, bool)
-	Watermark() int64
-	AdvanceWatermark(int64) error
-	CloseOpenWindows() error
-	Tick() error
-	TakeCounts() drive.Counts
-	Stats() drive.Stats
-	Checkpoint(full bool, position []byte, put func(key, val []byte) error) error
-	Restore(key, val []byte) ([]byte, error)
-	FinishRestore()
-	MetaKey() []byte
-}
-
-// driverRunner is one operator's driver.
-type driverRunner struct{ *drive.Driver }
-
-func (driverRunner) MetaKey() []byte { return []byte(drive.MetaKey) }
-
-// graphRunner is a query over views: the watermark and mark are the
-// root's (the input's), the gauges summed over every query.
-type graphRunner struct{ *drive.Graph }
-
-func (g graphRunner) Mark() (int64, bool) { return g.Root().Mark() }
-func (g graphRunner) Watermark() int64    { return g.Root().Watermark() }
-func (g graphRunner) Stats() drive.Stats {
-	var s drive.Stats
-	for _, n := range g.NodeStats() {
-		s.LiveGroups += n.LiveGroups
-		s.StateBytes += n.StateBytes
-		s.Duplicates += n.Duplicates
-		s.UnchangedSuppressed += n.UnchangedSuppressed
-		s.DedupLate += n.DedupLate
-		s.DedupKeys += n.DedupKeys
-		s.DedupBytes += n.DedupBytes
-	}
-	return s
-}
 
 // CheckQuery reports whether the pipeline runs q's shape: a query over
 // the source, or over a chain of views (each query reading one view; see
@@ -108,25 +62,6 @@ func chain(q *plan.Query) ([]*plan.Query, error) {
 		n = vs[0]
 	}
 	return out, nil
-}
-
-// newGraphRunner builds a partition's graph: the primary's records go to
-// emit, each view's to emitView with its query name; tbl's table options
-// configure the root's temporal join, if it has one.
-func (p *Pipeline) newGraphRunner(tbl drive.Config, emit func(*changelog.Record) error, emitView func(*changelog.Record) error, onRow func([]types.Value) error) (runner, error) {
-	var viewLate func(string, *drive.LateEvent)
-	if p.opts.OnViewLate != nil {
-		viewLate = p.opts.OnViewLate
-	} else if p.opts.OnLate != nil {
-		viewLate = func(_ string, ev *drive.LateEvent) { p.opts.OnLate(ev) }
-	}
-	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, HostTicks: true, OnRow: onRow, Muted: p.muted,
-		TableDecoder: tbl.TableDecoder, IncrementalJoinState: tbl.IncrementalJoinState, JoinBuffer: tbl.JoinBuffer, LateTable: tbl.LateTable}
-	g, err := drive.NewHostGraph(p.q, cfg, emitView, viewLate, p.decoder())
-	if err != nil {
-		return nil, err
-	}
-	return graphRunner{g}, nil
 }
 
 // mixedJoin refuses query n, an interval join of view v with a declared

@@ -366,12 +366,6 @@ func hasHeader(r *kgo.Record, key string) bool {
 	return false
 }
 
-// tableBehind is a driver that judges a table row late by its own table
-// partition's watermark too (drive.Driver.PushTableBehind).
-type tableBehind interface {
-	PushTableBehind(raw []byte, floor int64) error
-}
-
 func headerValue(r *kgo.Record, key string) ([]byte, bool) {
 	for _, h := range r.Headers {
 		if h.Key == key {
@@ -381,58 +375,32 @@ func headerValue(r *kgo.Record, key string) ([]byte, bool) {
 	return nil, false
 }
 
-// tableRunner is the part of a partition's driver a temporal join uses.
-type tableRunner interface {
-	PushTable(raw []byte) error
-	AdvanceTableWatermark(wm int64) error
-	JoinStats() drive.JoinStats
-}
-
-// tableRecord handles a record of the table stage in the aggregating
-// stage (a table row or a table marker) and reports whether r was one.
-// A table row goes to every partition: only partition 0 reports its
-// errors, so each is reported once.
-func (st *stage2) tableRecord(t *task, r *kgo.Record) (bool, error) {
-	switch {
-	case hasHeader(r, tableMarkerHeader):
-		m, err := decodeTracker(r.Value)
-		if err != nil {
-			return true, fmt.Errorf("%w at %s partition %d offset %d", err, r.Topic, r.Partition, r.Offset)
-		}
-		t.twm.merge(m)
-		return true, nil
-	case hasHeader(r, tableRowHeader):
-		tr, ok := t.d.(tableRunner)
-		if !ok {
-			return true, fmt.Errorf("%w: a table row for a query without a temporal join", drive.ErrInternal)
-		}
-		var err error
-		if tb, ok := t.d.(tableBehind); ok && !st.p.tj.interval {
-			// Late when behind its own table partition's watermark
-			// (every partition knows it from the same markers).
-			floor := int64(math.MinInt64)
-			if part, ok := headerValue(r, tablePartHeader); ok && len(part) == 4 {
-				if pw, ok := t.twm.parts[int32(binary.BigEndian.Uint32(part))]; ok {
-					floor = pw.wm
-				}
+// tableRow applies a row of the table stage: a temporal join's table
+// row goes to every partition, and only partition 0 reports its errors,
+// so each is reported once; an interval join's right row reaches one.
+func (st *stage2) tableRow(t *task, r *kgo.Record) error {
+	var err error
+	if !st.p.tj.interval {
+		// Late when behind its own table partition's watermark (every
+		// partition knows it from the same markers).
+		floor := int64(math.MinInt64)
+		if part, ok := headerValue(r, tablePartHeader); ok && len(part) == 4 {
+			if pw, ok := t.twm.parts[int32(binary.BigEndian.Uint32(part))]; ok {
+				floor = pw.wm
 			}
-			err = tb.PushTableBehind(r.Value, floor)
-		} else {
-			err = tr.PushTable(r.Value)
 		}
-		var ee *drive.EventError
-		if errors.As(err, &ee) {
-			if t.part == 0 || st.p.tj.interval { // an interval join's right row reaches one partition
-				st.p.badEvent(r, err)
-			}
-			return true, nil
-		}
-		if errors.Is(err, drive.ErrIntervalJoinFull) {
-			err = st.p.intervalJoinFull(err, t.part)
-		}
-		return true, err
+		err = t.g.PushTableBehind(r.Value, floor)
+	} else {
+		err = t.g.PushTable(r.Value)
 	}
-	return false, nil
+	var ee *drive.EventError
+	if errors.As(err, &ee) {
+		if t.part == 0 || st.p.tj.interval {
+			st.p.badEvent(r, err)
+		}
+		return nil
+	}
+	return st.p.joinFull(err, t.part)
 }
 
 // rightLate is where a join's late rows of its second input (a temporal
@@ -446,59 +414,34 @@ func (p *Pipeline) rightLate() func(*drive.LateEvent) {
 	return p.opts.OnLate
 }
 
-// intervalRunner is the part of a partition's driver an interval join uses.
-type intervalRunner interface {
-	InputWatermarks() (first, second int64)
-	TableCounts() drive.Counts
-	IntervalStats() drive.IntervalStats
-}
-
-// inputWatermark is the stream watermark the partition's driver has: an
-// interval join's left input's (its operator's is the joined stream's,
-// which may be ahead of the left input's), else the operator's.
-func (st *stage2) inputWatermark(t *task) int64 {
-	if ir, ok := t.d.(intervalRunner); ok && st.p.tj != nil && st.p.tj.interval {
-		first, _ := ir.InputWatermarks()
-		return first
-	}
-	return t.d.Watermark()
-}
-
-// advanceTables moves each join's table watermark (an interval join's:
-// its right input's) to its markers' minimum, and publishes the late
-// table rows (counted in partition 0's join only: every partition sees
-// every row, and a row is late in all or none, being behind its own table
-// partition's watermark; an interval join's right rows are late in the
-// one partition each reaches, so every partition counts its own).
-func (st *stage2) advanceTables() error {
+// publishTableLate publishes the late table rows: counted in partition
+// 0's join only for a temporal join (every partition sees every row, and
+// a row is late in all or none, being behind its own table partition's
+// watermark); an interval join's right rows are late in the one partition
+// each reaches, so every partition counts its own.
+func (st *stage2) publishTableLate() {
 	var late int64
 	for _, t := range st.tasks {
-		tr, ok := t.d.(tableRunner)
-		if !ok {
-			continue
-		}
-		cur := tr.JoinStats().TableWM
-		ir, interval := t.d.(intervalRunner)
-		interval = interval && st.p.tj.interval
-		if interval {
-			_, cur = ir.InputWatermarks()
-		}
-		if wm := t.twm.watermark(); wm != math.MinInt64 && wm > cur {
-			t.touched = true
-			if err := tr.AdvanceTableWatermark(wm); err != nil && !drive.Skipped(err) {
-				return err
-			}
-		}
-		if interval {
-			late += ir.TableCounts().Late
+		if st.p.tj.interval {
+			late += t.g.TableCounts().Late
 		} else if t.part == 0 {
-			st.p.c.tableLate.Store(tr.JoinStats().LateTableRows)
+			late = t.g.JoinStats().LateTableRows
 		}
 	}
-	if st.p.tj.interval {
-		st.p.c.tableLate.Store(late)
+	st.p.c.tableLate.Store(late)
+}
+
+// joinFull says, for a row a join cannot hold, why and what to do
+// (joinBufferFull, intervalJoinFull); any other error is returned as it
+// is.
+func (p *Pipeline) joinFull(err error, part int32) error {
+	switch {
+	case errors.Is(err, drive.ErrJoinBuffer):
+		return p.joinBufferFull(err)
+	case errors.Is(err, drive.ErrIntervalJoinFull):
+		return p.intervalJoinFull(err, part)
 	}
-	return nil
+	return err
 }
 
 // intervalJoinFull says, for a row an interval join cannot hold, why its
@@ -523,16 +466,14 @@ func (p *Pipeline) joinBufferFull(err error) error {
 func (st *stage2) publishJoin() {
 	var s drive.JoinStats
 	for _, t := range st.tasks {
-		if ir, ok := t.d.(intervalRunner); ok && st.p.tj.interval {
-			is := ir.IntervalStats()
+		if st.p.tj.interval {
+			is := t.g.IntervalStats()
 			s.Joined, s.Buffered = s.Joined+is.Matches, s.Buffered+is.LeftHeld+is.RightHeld
 			continue
 		}
-		if tr, ok := t.d.(tableRunner); ok {
-			js := tr.JoinStats()
-			s.Joined, s.Unmatched, s.Buffered, s.Versions, s.Keys = s.Joined+js.Joined, s.Unmatched+js.Unmatched,
-				s.Buffered+js.Buffered, s.Versions+js.Versions, s.Keys+js.Keys
-		}
+		js := t.g.JoinStats()
+		s.Joined, s.Unmatched, s.Buffered, s.Versions, s.Keys = s.Joined+js.Joined, s.Unmatched+js.Unmatched,
+			s.Buffered+js.Buffered, s.Versions+js.Versions, s.Keys+js.Keys
 	}
 	c := &st.p.c
 	c.joinJoined.Store(s.Joined)

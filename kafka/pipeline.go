@@ -241,12 +241,12 @@ type Pipeline struct {
 	name string
 	// A chain cut into segments (viewrepart.go): segs are their
 	// pipelines, run by Run in place of this one's stages. In a segment:
-	// rowsIn reads a view's rows (from the segment before), fwd sends
-	// the primary's rows to the next, srcParts is the source's partition
-	// count (nSource is its marker table's).
+	// rowsIn reads rows (a view's, from the segment before; a join of two
+	// views' sides'), fwd sends the primary's rows to the next, srcParts
+	// is the source's partition count (nSource is its marker table's).
 	segs     []*Pipeline
 	rowsIn   bool
-	joinedIn bool // rowsIn: the rows are an interval join's joined rows (ApplyRow)
+	joinedIn bool // rowsIn: the rows are its root's join's joined rows (drive.HostInput.Joined)
 	joinOut  bool // the join's segment: its joined rows (OnJoined) go to the aggregate's
 	// lateRight, if set, receives an interval join's late right rows in
 	// place of opts.OnLate (rightLate).

@@ -16,15 +16,19 @@ import (
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
-// task is the aggregating stage's work for one input partition: one
-// operator, restored from (and checkpointed to) the same-numbered partition
-// of the state topic.
+// task is the aggregating stage's work for one input partition: the
+// graph of the segment's queries (drive.NewHostGraph), restored from
+// (and checkpointed to) the same-numbered partition of the state topic.
 type task struct {
-	part    int32
-	d       runner   // one driver, or the graph of a query over views
-	wm      *tracker // repartition mode: the source partitions' watermarks, from markers
-	twm     *tracker // a temporal join: the table partitions' watermarks, from the table stage's markers
-	touched bool     // changed since the last checkpoint
+	part int32
+	g    *drive.Graph
+	// The marker tables of the graph's inputs: wm the first's (the source
+	// partitions' in repartition mode, the segment before's, a join of
+	// two views' left side's); twm the second's, nil without one (a
+	// temporal join's table partitions', an interval join's right
+	// stream's, the right side's).
+	wm, twm *tracker
+	touched bool // changed since the last checkpoint
 	emitted int64
 }
 
@@ -118,7 +122,7 @@ func (st *stage2) process(fs kgo.Fetches, now time.Time) (bool, error) {
 func (st *stage2) precommit(time.Time) error {
 	if !st.finishing {
 		for _, t := range st.tasks {
-			if err := t.d.Tick(); err != nil && !drive.Skipped(err) {
+			if err := t.g.Tick(); err != nil && !drive.Skipped(err) {
 				return err
 			}
 		}
@@ -203,89 +207,83 @@ func (st *stage2) ready(ctx context.Context) error {
 	return nil
 }
 
-// emitView publishes a record of a view of t's graph to the view's sink.
-func (st *stage2) emitView(t *task) func(r *changelog.Record) error {
-	return func(r *changelog.Record) error {
-		vs, ok := st.p.opts.ViewSinks[r.Meta.Query]
-		if !ok {
-			return fmt.Errorf("%w: a record of query %q, which has no sink", drive.ErrInternal, r.Meta.Query)
-		}
-		return st.emit(t, vs.Topic, r)
-	}
-}
-
 func (st *stage2) newTask(part int32) (*task, error) {
-	t := &task{part: part, wm: newTracker(st.p.nSource)}
-	if vj := st.p.vj; vj != nil { // a join of two views (viewjoin.go): the right view's markers in twm
-		t.twm = newTracker(vj.sides[1].nParts)
-		d, err := st.p.newJoinRunner(part, func(r *changelog.Record) error { return st.emit(t, st.p.opts.Sink.Topic, r) }, st.emitView(t), st.forwardRow(t))
-		t.d = d
-		return t, err
+	p := st.p
+	t := &task{part: part, wm: newTracker(p.nSource)}
+	if n := p.secondParts(); n > 0 {
+		t.twm = newTracker(n)
 	}
-	cfg := drive.Config{
-		Late:              st.p.opts.OnLate,
-		Muted:             st.p.muted, // counted and reported by the pipeline that publishes them
-		Now:               st.p.opts.Now,
-		Decoder:           st.p.decoder(),
-		ExternalWatermark: true,
-		HostTicks:         true, // precommit ticks
+	emit := func(r *changelog.Record) error { return st.emit(t, r) }
+	// A join's state is a small header entry and an entry per waiting
+	// event, version or held row, written once and deleted with a
+	// tombstone (exec.TemporalJoin.AppendEntries,
+	// exec.IntervalJoin.AppendEntries), so a transaction writes only what
+	// changed and no record grows with the state. A state topic of an
+	// earlier version holding an interval join in one entry is read, and
+	// the first checkpoint after it writes each row's entry.
+	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true,
+		IncrementalJoinState: true, OnRow: st.forwardRow(t),
+		Muted:     p.muted, // counted and reported by the pipeline that publishes them
+		HostTicks: true,    // precommit ticks
 	}
-	if tj := st.p.tj; tj != nil {
-		t.twm = newTracker(tj.n)
-		src, used, _, _ := secondInput(st.p.root)
+	if p.joinOut {
+		cfg.OnJoined, cfg.OnRow = cfg.OnRow, nil // the joined rows go to the aggregate's segment
+	}
+	if tj := p.tj; tj != nil {
+		src, used, _, _ := secondInput(p.root)
 		cfg.TableDecoder = drive.NewMessageSourceDecoder(src, used, tj.ep.Format)
-		cfg.IncrementalJoinState = true // a checkpoint per transaction, in records of bounded size
-		cfg.JoinBuffer = st.p.opts.JoinBuffer
+		cfg.JoinBuffer = p.opts.JoinBuffer
 		if tj.interval {
 			if cfg.JoinBuffer == 0 {
 				cfg.JoinBuffer = plan.DefaultJoinBuffer
 			}
-			cfg.LateTable = st.p.rightLate() // each right row reaches one partition
+			cfg.LateTable = p.rightLate() // each right row reaches one partition
 		} else if part == 0 {
-			cfg.LateTable = st.p.rightLate() // every partition sees every table row: one reports the late ones
+			cfg.LateTable = p.rightLate() // every partition sees every table row: one reports the late ones
 		}
 	}
-	emit := func(r *changelog.Record) error { return st.emit(t, st.p.opts.Sink.Topic, r) }
-	emitView := st.emitView(t)
-	onRow := st.forwardRow(t) // nil unless the primary's rows go to another segment
-	if st.p.rowsIn {
-		r, err := st.p.newRowRunner(emit, emitView, onRow)
-		if err != nil {
-			return nil, err
-		}
-		t.d = r
-		return t, nil
+	in, top := drive.HostInput{Root: p.root, Joined: p.joinedIn}, p.q
+	if !p.rowsIn {
+		in = drive.HostInput{Decoder: p.decoder()} // the source's records
 	}
-	if len(st.p.views) > 0 {
-		g, err := st.p.newGraphRunner(cfg, emit, emitView, onRow)
-		if err != nil {
-			return nil, err
-		}
-		t.d = g
-		return t, nil
+	if p.vj != nil {
+		top = p.vj.top
 	}
-	cfg.Emit = emit
-	cfg.OnRow = onRow
-	if st.p.joinOut && onRow != nil {
-		cfg.OnJoined, cfg.OnRow = onRow, nil // the joined rows go to the aggregate's segment
-	}
-	d, err := drive.New(st.p.q, cfg)
-	if err != nil {
-		return nil, err
-	}
-	t.d = driverRunner{d}
-	return t, nil
+	g, err := drive.NewHostGraph(top, in, cfg, emit, p.opts.OnViewLate)
+	t.g = g
+	return t, err
 }
 
-// emit produces one changelog record to topic (the sink's, or a view's). The operator
-// reuses the record's buffers, so they are copied; ubik never produces a
-// null value, and a record without one is a bug that stops the query.
-func (st *stage2) emit(t *task, topic string, r *changelog.Record) error {
+// secondParts is the number of partitions of the graph's second input's
+// marker table (0 without one).
+func (p *Pipeline) secondParts() int {
+	switch {
+	case p.tj != nil:
+		return p.tj.n
+	case p.vj != nil:
+		return p.vj.sides[1].nParts
+	}
+	return 0
+}
+
+// emit produces one changelog record to its query's topic (the sink's,
+// or a view's). The operator reuses the record's buffers, so they are
+// copied; ubik never produces a null value, and a record without one is
+// a bug that stops the query.
+func (st *stage2) emit(t *task, r *changelog.Record) error {
 	if r.Value == nil {
 		return fmt.Errorf("%w: key %s", ErrNullValue, r.Key)
 	}
 	if st.p.muted[r.Meta.Query] {
 		return nil
+	}
+	topic := st.p.opts.Sink.Topic
+	if r.Meta.Query != st.p.q.Name {
+		vs, ok := st.p.opts.ViewSinks[r.Meta.Query]
+		if !ok {
+			return fmt.Errorf("%w: a record of query %q, which has no sink", drive.ErrInternal, r.Meta.Query)
+		}
+		topic = vs.Topic
 	}
 	// One allocation for the record and its headers, one for key and value.
 	out := new(outRecord)
@@ -322,51 +320,7 @@ func (st *stage2) apply(fs kgo.Fetches, now time.Time) (err error) {
 			return // a transaction marker (kept for UntilCaughtUp)
 		}
 		t.touched = true
-		if p.vj != nil {
-			err = st.viewJoinRecord(t, r)
-			return
-		}
-		if p.tj != nil {
-			if ok, terr := st.tableRecord(t, r); ok {
-				err = terr
-				return
-			}
-		}
-		if !p.direct && isMarker(r) {
-			m, derr := decodeTracker(r.Value)
-			if derr != nil {
-				err = fmt.Errorf("%w at %s partition %d offset %d", derr, r.Topic, r.Partition, r.Offset)
-				return
-			}
-			t.wm.merge(m)
-			return
-		}
-		var perr error
-		if p.direct {
-			st.idle.touch(r.Partition, now)
-			st.seen[r.Partition] = true
-			perr = t.d.Push(r.Value)
-			if mark, ok := t.d.Mark(); ok {
-				st.local.observe(r.Partition, mark)
-			}
-		} else {
-			// Stage 1 keyed the record by the row's group key: the
-			// GROUP BY is evaluated once, there.
-			var key []byte
-			if len(r.Key) > 0 && r.Key[0] == routeKeyVersion {
-				key = r.Key[1:]
-			}
-			perr = t.d.PushKeyed(r.Value, key)
-			if errors.Is(perr, drive.ErrJoinBuffer) {
-				perr = p.joinBufferFull(perr)
-			}
-			if errors.Is(perr, drive.ErrIntervalJoinFull) {
-				perr = p.intervalJoinFull(perr, t.part)
-			}
-		}
-		if perr != nil && !p.badEvent(r, perr) {
-			err = perr
-		}
+		err = st.record(t, r, now)
 	})
 	if err != nil {
 		return err
@@ -378,27 +332,13 @@ func (st *stage2) apply(fs kgo.Fetches, now time.Time) (err error) {
 		}
 		p.publishSourceParts(st.owned, st.seen, st.idle, now)
 	}
-	if p.tj != nil {
-		if err := st.advanceTables(); err != nil {
-			return err
-		}
-	}
-	if p.vj != nil {
-		if err := st.advanceViewJoin(); err != nil {
-			return err
-		}
-	}
 	for _, t := range st.tasks {
-		wm := t.wm.watermark()
-		if p.direct {
-			wm = st.local.watermark()
+		if err := st.advance(t); err != nil {
+			return err
 		}
-		if wm > st.inputWatermark(t) && wm != math.MinInt64 {
-			t.touched = true
-			if err := t.d.AdvanceWatermark(wm); err != nil && !drive.Skipped(err) {
-				return err
-			}
-		}
+	}
+	if p.tj != nil {
+		st.publishTableLate()
 	}
 	if p.opts.UntilCaughtUp && !st.finishing && st.allAtEnd() {
 		// As at the end of a file: every window finalizes and what is
@@ -409,7 +349,7 @@ func (st *stage2) apply(fs kgo.Fetches, now time.Time) (err error) {
 		// event for a later window.
 		for _, t := range st.tasks {
 			t.touched = true
-			if err := t.d.CloseOpenWindows(); err != nil && !drive.Skipped(err) {
+			if err := t.g.CloseOpenWindows(); err != nil && !drive.Skipped(err) {
 				return err
 			}
 		}
@@ -419,13 +359,144 @@ func (st *stage2) apply(fs kgo.Fetches, now time.Time) (err error) {
 	return nil
 }
 
-// takeCounts adds what the operators' drivers counted to the pipeline's
-// counters. In repartition mode the first stage counted the events it
-// consumed.
+// takeCounts adds what the graphs counted to the pipeline's counters. In
+// repartition mode the first stage counted the events it consumed; a
+// view's row is not an event of the input: of a graph reading rows, only
+// the late and evaluation-error counts are kept.
 func (st *stage2) takeCounts() {
 	for _, t := range st.tasks {
-		st.p.count(t.d.TakeCounts(), st.p.direct)
+		c := t.g.TakeCounts()
+		if st.p.rowsIn {
+			c = drive.Counts{EvalErrors: c.EvalErrors, Late: c.Late}
+		}
+		st.p.count(c, st.p.direct)
 	}
+}
+
+// record applies one input record by its kind: a watermark marker of
+// one of the graph's inputs, a row of the second input (the table
+// stage's), a view's row (a side of a join of two views tagged by its
+// side), or an event of the source.
+func (st *stage2) record(t *task, r *kgo.Record, now time.Time) error {
+	p := st.p
+	in, err := st.inputOf(r)
+	switch {
+	case err != nil:
+		return err
+	case hasHeader(r, tableMarkerHeader) || !p.direct && isMarker(r):
+		m, err := decodeTracker(r.Value)
+		if err != nil {
+			return fmt.Errorf("%w at %s partition %d offset %d", err, r.Topic, r.Partition, r.Offset)
+		}
+		[2]*tracker{t.wm, t.twm}[in].merge(m)
+		return nil
+	case in == 1 && p.tj != nil:
+		return st.tableRow(t, r)
+	case p.rowsIn:
+		return st.row(t, in, r)
+	}
+	if p.direct {
+		st.idle.touch(r.Partition, now)
+		st.seen[r.Partition] = true
+		err = t.g.Push(r.Value)
+		if mark, ok := t.g.Root().Mark(); ok {
+			st.local.observe(r.Partition, mark)
+		}
+	} else {
+		// Stage 1 keyed the record by the row's group key: the GROUP BY
+		// is evaluated once, there.
+		var key []byte
+		if len(r.Key) > 0 && r.Key[0] == routeKeyVersion {
+			key = r.Key[1:]
+		}
+		err = p.joinFull(t.g.PushKeyed(r.Value, key), t.part)
+	}
+	if err != nil && !p.badEvent(r, err) {
+		return err
+	}
+	return nil
+}
+
+// inputOf is the graph's input a record is for: 1 for the table stage's
+// records and a join of two views' right side's, else 0.
+func (st *stage2) inputOf(r *kgo.Record) (int, error) {
+	if st.p.vj == nil {
+		if st.p.tj != nil && (hasHeader(r, tableRowHeader) || hasHeader(r, tableMarkerHeader)) {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	if side, ok := headerValue(r, sideHeader); ok && len(side) == 1 && side[0] < 2 {
+		return int(side[0]), nil
+	}
+	return 0, fmt.Errorf("%w: a record without its side at %s partition %d offset %d", drive.ErrBadState, r.Topic, r.Partition, r.Offset)
+}
+
+// row applies a view's row (drive.AppendRow) to input in of the graph.
+func (st *stage2) row(t *task, in int, r *kgo.Record) error {
+	row, err := drive.DecodeRow(r.Value)
+	if err != nil {
+		return fmt.Errorf("a view row at %s partition %d offset %d: %w", r.Topic, r.Partition, r.Offset, err)
+	}
+	if in == 0 {
+		err = t.g.PushRow(row)
+	} else {
+		err = t.g.PushTableRow(row)
+	}
+	var ee *drive.EventError
+	if err != nil && (errors.As(err, &ee) || drive.Skipped(err)) {
+		return nil // counted (an evaluation error of a reader), as a reader in a file run goes past it
+	}
+	return err
+}
+
+// advance moves each input of t's graph to its markers' minimum: a join
+// of two views' left input (its own watermark, not the join's), the
+// second input, then the first as any query's; a join of two views is
+// then held to its bound on held rows.
+func (st *stage2) advance(t *task) error {
+	first, second := t.g.InputWatermarks()
+	if st.p.vj != nil {
+		if err := advanceInput(t, t.wm, first, t.g.AdvanceWatermark); err != nil {
+			return err
+		}
+	}
+	if t.twm != nil {
+		if err := advanceInput(t, t.twm, second, t.g.AdvanceTableWatermark); err != nil {
+			return err
+		}
+	}
+	if st.p.tj == nil || !st.p.tj.interval {
+		// An interval join's left input's watermark is its first; any
+		// other graph's is its root's.
+		first = t.g.Root().Watermark()
+	}
+	wm := t.wm.watermark()
+	if st.p.direct {
+		wm = st.local.watermark()
+	}
+	if wm > first && wm != math.MinInt64 {
+		t.touched = true
+		if err := t.g.AdvanceWatermark(wm); err != nil && !drive.Skipped(err) {
+			return err
+		}
+	}
+	if st.p.vj != nil {
+		return st.heldRows(t)
+	}
+	return nil
+}
+
+// advanceInput moves an input to its marker table's watermark when that
+// is ahead of cur.
+func advanceInput(t *task, tab *tracker, cur int64, advance func(int64) error) error {
+	if wm := tab.watermark(); wm != math.MinInt64 && wm > cur {
+		t.touched = true
+		if err := advance(wm); err != nil && !drive.Skipped(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // allAtEnd reports whether this instance owns partitions and every one's
@@ -471,10 +542,11 @@ func (st *stage2) checkpoint() error {
 	// only one that touches the operators).
 	var live, bytes, dups, dlate, dkeys, dbytes, unchanged int64
 	for _, t := range st.tasks {
-		s := t.d.Stats()
-		live, bytes, dups, dlate, dkeys, dbytes = live+s.LiveGroups, bytes+s.StateBytes, dups+s.Duplicates,
-			dlate+s.DedupLate, dkeys+s.DedupKeys, dbytes+s.DedupBytes
-		unchanged += s.UnchangedSuppressed
+		for _, s := range t.g.NodeStats() {
+			live, bytes, dups, dlate, dkeys, dbytes = live+s.LiveGroups, bytes+s.StateBytes, dups+s.Duplicates,
+				dlate+s.DedupLate, dkeys+s.DedupKeys, dbytes+s.DedupBytes
+			unchanged += s.UnchangedSuppressed
+		}
 	}
 	p.c.unchanged.Store(unchanged)
 	p.c.liveGroups.Store(live)
@@ -492,7 +564,7 @@ func (st *stage2) checkpoint() error {
 		}
 		t.touched = false
 		pos := t.wm.appendTo(nil)
-		if p.tj != nil || p.vj != nil {
+		if t.twm != nil {
 			pos = joinPosition(t.wm, t.twm)
 		}
 		if p.direct {
@@ -502,7 +574,7 @@ func (st *stage2) checkpoint() error {
 			}
 			pos = own.appendTo(nil)
 		}
-		err := t.d.Checkpoint(false, pos, func(k, v []byte) error {
+		err := t.g.Checkpoint(false, pos, func(k, v []byte) error {
 			// One allocation for key and value: 4 bytes of partition, the
 			// entry key, the value (a nil v is a tombstone).
 			kv := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(k)+len(v)), uint32(t.part))
@@ -618,7 +690,7 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	metaKey := string(t.d.MetaKey())
+	metaKey := string(t.g.MetaKey())
 	if _, ok := entries[string(stateKey(t.part, []byte(metaKey)))]; !ok && len(entries) > 0 {
 		// Every transaction that writes entries writes the meta entry
 		// too, and compaction keeps its latest value: entries without it
@@ -635,26 +707,22 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 			meta = entries[k]
 			continue
 		}
-		if _, err := t.d.Restore(ek, entries[k]); err != nil {
+		if _, err := t.g.Restore(ek, entries[k]); err != nil {
 			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
 		}
 	}
 	if meta != nil {
-		pos, err := t.d.Restore([]byte(metaKey), meta)
+		pos, err := t.g.Restore([]byte(metaKey), meta)
 		if err != nil {
 			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
 		}
 		var tr *tracker
-		if p.tj != nil || p.vj != nil {
+		if t.twm != nil {
 			var ttr *tracker
 			tr, ttr, err = splitJoinPosition(pos)
 			if err == nil {
 				t.twm = ttr
-				if p.tj != nil {
-					t.twm.n = max(t.twm.n, p.tj.n)
-				} else {
-					t.twm.n = max(t.twm.n, p.vj.sides[1].nParts)
-				}
+				t.twm.n = max(t.twm.n, p.secondParts())
 			}
 		} else {
 			tr, err = decodeTracker(pos)
@@ -675,7 +743,7 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 			}
 		}
 	}
-	t.d.FinishRestore()
+	t.g.FinishRestore()
 	p.c.restoredEntries.Add(int64(len(entries)))
 	return nil
 }

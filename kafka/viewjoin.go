@@ -2,15 +2,10 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
@@ -253,6 +248,13 @@ func newViewJoin(p *Pipeline) error {
 		}
 	}
 	p.views = append(jq.Views(), vj.above...) // the binding records every view's text and topic
+	p.rowsIn = true                           // the sides' rows
+	if vj.top != q && opts.OnViewLate != nil {
+		// The join stage's last query is a view whose rows go on to the
+		// next segment: its late rows are the view's.
+		name := vj.top.Name
+		p.opts.OnLate = func(ev *drive.LateEvent) { opts.OnViewLate(name, ev) }
+	}
 	return nil
 }
 
@@ -396,162 +398,17 @@ func (p *Pipeline) viewJoinStats(s Stats) Stats {
 	return s
 }
 
-// joinRunner is a join stage partition's work: the join's driver, the
-// left view's rows pushed as its input, the right's as its second input;
-// or, for a query over the join, a graph whose root is the join
-// (drive.NewRowGraph), the rows going on to the queries above it.
-type joinRunner struct {
-	joinDriver
-	part  int32
-	limit int
-}
-
-// joinDriver is what a join stage partition runs: a driverRunner or a
-// graphRunner.
-type joinDriver interface {
-	runner
-	PushRow(row []types.Value) error
-	PushTableRow(row []types.Value) error
-	AdvanceTableWatermark(wm int64) error
-	InputWatermarks() (int64, int64)
-	IntervalStats() drive.IntervalStats
-}
-
-// newJoinRunner builds a join stage partition's work: the query's records
-// go to emit, those of the views above the join (and of the join, when
-// the query is over it) to emitView.
-func (p *Pipeline) newJoinRunner(part int32, emit, emitView func(r *changelog.Record) error, onRow func([]types.Value) error) (runner, error) {
-	// The join's state: a small header entry and an entry per held row,
-	// written once and deleted with a tombstone when the row is dropped
-	// (exec.IntervalJoin.AppendEntries), so a transaction writes only
-	// what changed and no record grows with the rows held. A state topic
-	// of an earlier version holds one entry with every row: it is read
-	// (drive.Config.IncrementalJoinState) and the first checkpoint after
-	// it writes each row's entry.
-	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, HostTicks: true, IncrementalJoinState: true, OnRow: onRow, Muted: p.muted}
-	if p.joinOut {
-		cfg.OnJoined, cfg.OnRow = onRow, nil // the joined rows go to the aggregate's segment
-	}
-	top := p.vj.top
-	if top != p.q {
-		// The join stage's last query is a view whose rows go on to the
-		// next segment: its records go to its own sink, its late rows are
-		// the view's.
-		cfg.Emit = emitView
-		if p.opts.OnViewLate != nil {
-			name := top.Name
-			cfg.Late = func(ev *drive.LateEvent) { p.opts.OnViewLate(name, ev) }
-		}
-	}
-	if top != p.root {
-		var viewLate func(string, *drive.LateEvent)
-		if p.opts.OnViewLate != nil {
-			viewLate = p.opts.OnViewLate
-		} else if p.opts.OnLate != nil {
-			viewLate = func(_ string, ev *drive.LateEvent) { p.opts.OnLate(ev) }
-		}
-		g, err := drive.NewRowGraph(top, p.root, cfg, emitView, viewLate)
-		if err != nil {
-			return nil, err
-		}
-		return joinRunner{joinDriver: graphRunner{g}, part: part, limit: p.vj.limit}, nil
-	}
-	d, err := drive.New(top, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return joinRunner{joinDriver: driverRunner{d}, part: part, limit: p.vj.limit}, nil
-}
-
-// Push refuses a record without a side: nothing else reaches the
-// join's repartition topic.
-func (r joinRunner) Push([]byte) error {
-	return fmt.Errorf("%w: a record without its side in the join's repartition topic", drive.ErrBadState)
-}
-
-func (r joinRunner) PushKeyed(raw, _ []byte) error { return r.Push(raw) }
-
-// TakeCounts keeps the late and evaluation-error counts: a view's row is
-// not an event of the input.
-func (r joinRunner) TakeCounts() drive.Counts {
-	c := r.joinDriver.TakeCounts()
-	return drive.Counts{EvalErrors: c.EvalErrors, Late: c.Late}
-}
-
 // viewJoinAdvice says what makes a join of two views hold many rows.
 const viewJoinAdvice = "a row waits until the other view's watermark passes its window, so one view far behind the other (a source partition that gets no events holds its view's watermark back until its idle timeout) makes the other's rows wait; produce to every partition, shorten idle_timeout, run with more partitions, or raise the bound (ubik run --join-buffer, Options.JoinBuffer)"
 
-// push applies one row of side.
-func (r joinRunner) push(side byte, row []types.Value) error {
-	var err error
-	if side == 0 {
-		err = r.joinDriver.PushRow(row)
-	} else {
-		err = r.joinDriver.PushTableRow(row)
-	}
-	var ee *drive.EventError
-	if err != nil && (errors.As(err, &ee) || drive.Skipped(err)) {
-		return nil // counted, as a join of two views in a file run goes past it
-	}
-	return err
-}
-
-// viewJoinRecord handles a record of the join stage's input: a side's
-// row or watermark marker.
-func (st *stage2) viewJoinRecord(t *task, r *kgo.Record) error {
-	side := -1
-	for _, h := range r.Headers {
-		if h.Key == sideHeader && len(h.Value) == 1 && h.Value[0] < 2 {
-			side = int(h.Value[0])
-		}
-	}
-	jr, ok := t.d.(joinRunner)
-	if side < 0 || !ok {
-		return fmt.Errorf("%w: a record without its side at %s partition %d offset %d", drive.ErrBadState, r.Topic, r.Partition, r.Offset)
-	}
-	if isMarker(r) {
-		m, err := decodeTracker(r.Value)
-		if err != nil {
-			return fmt.Errorf("%w at %s partition %d offset %d", err, r.Topic, r.Partition, r.Offset)
-		}
-		[2]*tracker{t.wm, t.twm}[side].merge(m)
-		return nil
-	}
-	row, err := drive.DecodeRow(r.Value)
-	if err != nil {
-		return fmt.Errorf("a view row at %s partition %d offset %d: %w", r.Topic, r.Partition, r.Offset, err)
-	}
-	return jr.push(byte(side), row)
-}
-
-// advanceViewJoin moves each join's inputs to their markers' minimums
-// (the left's is also moved by the stage's loop), then holds the join to
-// its bound on held rows.
-func (st *stage2) advanceViewJoin() error {
-	for _, t := range st.tasks {
-		jr, ok := t.d.(joinRunner)
-		if !ok {
-			continue
-		}
-		lw, rw := jr.joinDriver.InputWatermarks()
-		if wm := t.wm.watermark(); wm != math.MinInt64 && wm > lw {
-			t.touched = true
-			if err := jr.joinDriver.AdvanceWatermark(wm); err != nil && !drive.Skipped(err) {
-				return err
-			}
-		}
-		if wm := t.twm.watermark(); wm != math.MinInt64 && wm > rw {
-			t.touched = true
-			if err := jr.joinDriver.AdvanceTableWatermark(wm); err != nil && !drive.Skipped(err) {
-				return err
-			}
-		}
-		s := jr.joinDriver.IntervalStats()
-		if held := s.LeftHeld + s.RightHeld; held > int64(jr.limit) {
-			j := st.p.root.IJoin
-			return fmt.Errorf("%w: partition %d holds %d rows of %s and %d of %s, more than %d (Options.JoinBuffer): %s",
-				ErrViewJoinState, t.part, s.LeftHeld, j.Left.Name, s.RightHeld, j.Right.Name, jr.limit, viewJoinAdvice)
-		}
+// heldRows holds a join of two views to its bound on the rows it holds
+// per partition.
+func (st *stage2) heldRows(t *task) error {
+	s, limit := t.g.IntervalStats(), st.p.vj.limit
+	if held := s.LeftHeld + s.RightHeld; held > int64(limit) {
+		j := st.p.root.IJoin
+		return fmt.Errorf("%w: partition %d holds %d rows of %s and %d of %s, more than %d (Options.JoinBuffer): %s",
+			ErrViewJoinState, t.part, s.LeftHeld, j.Left.Name, s.RightHeld, j.Right.Name, limit, viewJoinAdvice)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
@@ -385,7 +383,7 @@ func (st *stage2) forwardMarks() error {
 	}
 	tab := newTracker(st.p.nParts)
 	for part, t := range st.tasks {
-		wm := primaryWatermark(t.d)
+		wm := t.g.Watermark() // the primary's
 		if f.view != nil {
 			wm = f.view.ViewWatermark(wm)
 		}
@@ -422,79 +420,4 @@ func (st *stage2) reachedOf(t *task) []int64 {
 		return out
 	}
 	return t.wm.reached(st.p.srcParts)
-}
-
-// primaryWatermark is the watermark of a runner's primary (the view whose
-// rows a segment forwards).
-func primaryWatermark(r runner) int64 {
-	switch x := r.(type) {
-	case graphRunner:
-		return x.Graph.Watermark()
-	case driverRunner:
-		return x.Driver.Watermark()
-	case rowRunner:
-		return primaryWatermark(x.runner)
-	case joinRunner:
-		return primaryWatermark(x.joinDriver) // the graph's primary above the join, not the join
-	}
-	return r.Watermark()
-}
-
-// rowRunner is a segment that reads a view's final rows: a record value
-// is a row (drive.AppendRow), pushed typed into the segment's root.
-type rowRunner struct {
-	runner
-	push func([]types.Value) error
-}
-
-func (r rowRunner) Push(raw []byte) error {
-	row, err := drive.DecodeRow(raw)
-	if err != nil {
-		return fmt.Errorf("a view row in the repartition topic: %w", err)
-	}
-	err = r.push(row)
-	var ee *drive.EventError
-	if err != nil && (errors.As(err, &ee) || drive.Skipped(err)) {
-		return nil // counted (an evaluation error of the reader), as a reader in a file run goes past it
-	}
-	return err
-}
-
-// PushKeyed ignores the key: the reader evaluates its GROUP BY on the row.
-func (r rowRunner) PushKeyed(raw, _ []byte) error { return r.Push(raw) }
-
-// TakeCounts keeps the late and evaluation-error counts: a view's row is
-// not an event of the input.
-func (r rowRunner) TakeCounts() drive.Counts {
-	c := r.runner.TakeCounts()
-	return drive.Counts{EvalErrors: c.EvalErrors, Late: c.Late}
-}
-
-// newRowRunner builds a partition's work for a segment reading a view's
-// rows: the root alone (a driver) or the graph from it to the primary.
-func (p *Pipeline) newRowRunner(emit, emitView func(*changelog.Record) error, onRow func([]types.Value) error) (runner, error) {
-	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true, HostTicks: true, OnRow: onRow, Muted: p.muted}
-	if p.q == p.root {
-		q := p.q
-		if p.joinedIn {
-			q = joinedQuery(q) // the view of a chain, an interval join whose joined rows come in
-		}
-		d, err := drive.New(q, cfg)
-		if err != nil {
-			return nil, err
-		}
-		if p.joinedIn {
-			return rowRunner{driverRunner{d}, d.ApplyRow}, nil
-		}
-		return rowRunner{driverRunner{d}, d.PushRow}, nil
-	}
-	var viewLate func(string, *drive.LateEvent)
-	if p.opts.OnViewLate != nil {
-		viewLate = p.opts.OnViewLate
-	}
-	g, err := drive.NewRowGraph(p.q, p.root, cfg, emitView, viewLate)
-	if err != nil {
-		return nil, err
-	}
-	return rowRunner{graphRunner{g}, g.PushRow}, nil
 }

@@ -56,7 +56,7 @@ func newTracker(n int) *tracker { return &tracker{n: n, parts: map[int32]*partWM
 // There is no exact migration: the finalized windows are gone from the
 // state, so the finite watermark that closes them is not known.
 func (p *Pipeline) finiteWatermarks(t *task, tr *tracker) error {
-	inf := t.d.Watermark() == math.MaxInt64
+	inf := t.g.Root().Watermark() == math.MaxInt64
 	for _, pw := range tr.parts {
 		inf = inf || pw.wm == math.MaxInt64
 	}

@@ -64,6 +64,10 @@ type Graph struct {
 	reporter *gnode
 	fatal    error
 	stalled  bool // the last pump stopped at an item the primary refused
+	// lone: a graph of one node, which has no inbox; flat: a host graph
+	// of one query, whose checkpoint entries are its driver's as they are
+	// (NewHostGraph).
+	lone, flat bool
 
 	// The steps of the host's calls (inbox.go): step is the last begun,
 	// cur the one whose items are being made; seq numbers the items.
@@ -84,9 +88,8 @@ type gnode struct {
 	index     int      // in Graph.nodes
 	mark      [2]int64 // the last watermark marker put into in, per input
 	input     int      // a root: the index of its source in Graph.sources
-	// joined: a row graph's root that is an interval join of two
-	// streams or a temporal join, applying the joined rows a host made
-	// (NewRowGraph).
+	// joined: a host graph's root applying the joined rows of its join,
+	// which a host made (HostInput.Joined).
 	joined bool
 	// A join of two views: the inputs whose close (or close of the open
 	// windows) has arrived; the node acts once both have.
@@ -255,8 +258,13 @@ func (g *Graph) fail(err error) error {
 	return err
 }
 
-// admit refuses a host push while anything waits before it.
-func (g *Graph) admit() error {
+// admit refuses a host push while anything waits before it (table: a
+// push of the second input, which the join root admits as its table's:
+// a temporal join's full buffer of events waits for table rows).
+func (g *Graph) admit(table bool) error {
+	if g.lone {
+		return g.fatal // its driver's push admits itself: there is no inbox
+	}
 	if err := g.pump(); err != nil {
 		return err
 	}
@@ -270,7 +278,13 @@ func (g *Graph) admit() error {
 		if g.ended[n.input] {
 			continue // its input ended: nothing more comes to it
 		}
-		if err := n.d.admit(); err != nil {
+		var err error
+		if table && n == g.join {
+			err = n.d.admitTable()
+		} else {
+			err = n.d.admit()
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -309,7 +323,7 @@ func (g *Graph) eachOf(i int, f func(d *Driver) error) error {
 
 // Push decodes one input record and applies it to every root.
 func (g *Graph) Push(raw []byte) error {
-	if err := g.admit(); err != nil {
+	if err := g.admit(false); err != nil {
 		return err
 	}
 	return g.each(func(d *Driver) error { return d.Push(raw) })
@@ -320,7 +334,7 @@ func (g *Graph) Push(raw []byte) error {
 // (Driver.Feed). The reporter's outcomes reach Config.OnEventError with
 // the tag, in input order.
 func (g *Graph) Feed(raw []byte, tag int64) error {
-	if err := g.admit(); err != nil {
+	if err := g.admit(false); err != nil {
 		return err
 	}
 	return g.each(func(d *Driver) error { return d.Feed(raw, tag) })
@@ -347,7 +361,7 @@ func (g *Graph) PushKeyed(raw, key []byte) error {
 	if len(g.roots) != 1 {
 		return fmt.Errorf("drive: a keyed push into a graph of %d roots", len(g.roots))
 	}
-	if err := g.admit(); err != nil {
+	if err := g.admit(false); err != nil {
 		return err
 	}
 	return g.each(func(d *Driver) error { return d.PushKeyed(raw, key) })
@@ -359,7 +373,7 @@ func (g *Graph) Root() *Driver { return g.roots[0].d }
 
 // PushRow applies one typed row of the declared source to every root.
 func (g *Graph) PushRow(row []types.Value) error {
-	if err := g.admit(); err != nil {
+	if err := g.admit(false); err != nil {
 		return err
 	}
 	if g.roots[0].joined {

@@ -33,69 +33,51 @@ func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	return newGraph(primary, with, cfg, viewEmit, viewLate, nil)
 }
 
-// NewHostGraph is NewGraph for a host that reads the input itself and
-// moves its watermark (a Kafka stage): the roots decode with dec and run
-// with ExternalWatermark, so only AdvanceWatermark moves theirs (Mark
-// reports the first root's own event-time watermark). The primary must
-// read a view and the graph must have one root, whose group key
-// PushKeyed takes.
-func NewHostGraph(primary *plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), dec *exec.Decoder) (*Graph, error) {
-	if len(primary.Views()) == 0 {
-		return nil, fmt.Errorf("drive: query %s reads no view: run it on a Driver", primary.Name)
+// HostInput is what a host graph's one root takes (NewHostGraph): the
+// input of one segment of the plan.
+type HostInput struct {
+	// Decoder decodes the declared source's records, which the root
+	// takes (Push, PushKeyed): a segment that reads a source.
+	Decoder *exec.Decoder
+	// Root, if set, is the root, whose rows the host brings (a segment
+	// that reads an exchange): the typed rows of the view it reads
+	// (PushRow), or of the two views it joins (the left's with PushRow,
+	// the right's with PushTableRow), each input's watermark from
+	// AdvanceWatermark and AdvanceTableWatermark (the views' markers:
+	// plan.Query.ViewWatermark of their watermarks), as a reader's in a
+	// whole graph.
+	Root *plan.Query
+	// Joined: Root's rows are its join's joined rows, which another host
+	// joined (Config.OnJoined): Root aggregates them as they are (PushRow
+	// is Driver.ApplyRow), its watermark the joined stream's.
+	Joined bool
+}
+
+// NewHostGraph returns the graph of one segment of primary's plan for a
+// host that reads the input itself and moves its watermark (a Kafka
+// task): primary and the queries below it down to the one root, which
+// takes in. A root over the source decodes with in.Decoder and runs with
+// ExternalWatermark, so only AdvanceWatermark moves its watermark (Mark
+// reports its own event-time watermark; PushKeyed takes its group key).
+// A graph of one query writes its driver's checkpoint entries as they
+// are, under no query name.
+func NewHostGraph(primary *plan.Query, in HostInput, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent)) (*Graph, error) {
+	root := in.Root
+	if root != nil && !in.Joined && !joinsViews(root) && (len(root.Views()) != 1 || root.IJoin != nil) {
+		return nil, fmt.Errorf("drive: a host graph's root must read one view, or join two views, or take its join's joined rows")
 	}
-	g, err := newGraph(primary, nil, cfg, viewEmit, viewLate, &hostRoots{dec: dec})
+	g, err := newGraph(primary, nil, cfg, viewEmit, viewLate, &in)
 	if err != nil {
 		return nil, err
 	}
-	if len(g.roots) != 1 {
+	switch {
+	case len(g.roots) != 1 && root == nil:
 		return nil, fmt.Errorf("drive: query %s reads the source through %d views: a host graph has one", primary.Name, len(g.roots))
+	case root != nil && (len(g.roots) != 1 || g.roots[0].q != root):
+		return nil, fmt.Errorf("drive: query %s does not read the rows of %s alone", primary.Name, root.Name)
 	}
+	g.flat = g.lone
 	return g, nil
-}
-
-// NewRowGraph is NewHostGraph for the part of a chain of views that
-// starts at root, a query reading a view: the graph holds root, primary
-// and the views between them (not root's view), root takes the view's
-// typed rows (PushRow) and its watermark from AdvanceWatermark (the
-// view's watermark markers: plan.Query.ViewWatermark of the view's
-// watermark), as a reader does in a whole graph. A Kafka stage that reads
-// a view's final rows from a repartition topic runs it.
-//
-// root may instead be an interval join of two declared streams, or a
-// temporal join of the source with a versioned table, whose join another
-// host ran (Config.OnJoined): root then aggregates, without
-// its join, the joined rows as they are (PushRow is Driver.ApplyRow for
-// it), its watermark the joined stream's from AdvanceWatermark.
-//
-// root may also be a join of two views: it then takes the left view's
-// rows and markers as the first input (PushRow, AdvanceWatermark) and the
-// right view's as the second (PushTableRow, AdvanceTableWatermark), as
-// the root of a graph with an interval join of two streams does; a Kafka
-// join stage that reads both views' final rows runs it.
-func NewRowGraph(primary, root *plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent)) (*Graph, error) {
-	joined := root != nil && (root.IJoin != nil || root.Join != nil) && len(root.Views()) == 0
-	if root == nil || !joined && !joinsViews(root) && (len(root.Views()) != 1 || root.IJoin != nil) {
-		return nil, fmt.Errorf("drive: a row graph's root must read one view, or join two views, or be a join over the source (an interval join of two streams, a temporal join)")
-	}
-	g, err := newGraph(primary, nil, cfg, viewEmit, viewLate, &hostRoots{root: root})
-	if err != nil {
-		return nil, err
-	}
-	if len(g.roots) != 1 || g.roots[0].q != root {
-		if joined {
-			return nil, fmt.Errorf("drive: query %s does not read the joined rows of %s alone", primary.Name, root.Name)
-		}
-		return nil, fmt.Errorf("drive: query %s does not read view %s's rows through %s alone", primary.Name, root.Views()[0].Name, root.Name)
-	}
-	return g, nil
-}
-
-// hostRoots configures the roots of a host graph: dec decodes the
-// declared source's records; or root, a reader of a view, is the one root
-// (NewRowGraph).
-type hostRoots struct {
-	dec  *exec.Decoder
-	root *plan.Query
 }
 
 // joinsViews reports whether q is an interval join of two views.
@@ -103,10 +85,11 @@ func joinsViews(q *plan.Query) bool {
 	return q.IJoin != nil && q.IJoin.Left.View != nil && q.IJoin.Right.View != nil
 }
 
-// cut reports whether q is a row graph's root: its views are outside.
-func (h *hostRoots) cut(q *plan.Query) bool { return h != nil && h.root != nil && h.root == q }
+// cut reports whether q is a host graph's root taking rows: its views
+// are outside.
+func (h *HostInput) cut(q *plan.Query) bool { return h != nil && h.Root != nil && h.Root == q }
 
-func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), host *hostRoots) (*Graph, error) {
+func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), host *HostInput) (*Graph, error) {
 	g, err := planGraph(primary, with, host)
 	if err != nil {
 		return nil, err
@@ -120,6 +103,7 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	for i, n := range g.nodes {
 		n.index = i
 	}
+	g.lone = len(g.nodes) == 1
 	for _, n := range g.roots {
 		n.root = true
 	}
@@ -140,7 +124,7 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 // physical plan and makes a node of the graph of every aggregate of it,
 // upstream first; a row graph runs the aggregates below its root only
 // (the host runs those above, as another segment).
-func planGraph(primary *plan.Query, with []*plan.Query, host *hostRoots) (*Graph, error) {
+func planGraph(primary *plan.Query, with []*plan.Query, host *HostInput) (*Graph, error) {
 	qs := []*plan.Query{primary}
 	for _, q := range with {
 		if q == nil {
@@ -154,8 +138,8 @@ func planGraph(primary *plan.Query, with []*plan.Query, host *hostRoots) (*Graph
 	}
 	g := &Graph{plan: p, byNode: map[int]*gnode{}}
 	var above map[int]bool // the nodes above a row graph's root
-	if host != nil && host.root != nil {
-		if cut := p.Aggregate(host.root); cut != nil {
+	if host != nil && host.Root != nil {
+		if cut := p.Aggregate(host.Root); cut != nil {
 			above = p.Upstream(cut.ID)
 		}
 	}
@@ -173,13 +157,13 @@ func planGraph(primary *plan.Query, with []*plan.Query, host *hostRoots) (*Graph
 
 // link finds, from the plan, the roots (the nodes reading a declared
 // source, and the graph's inputs) and each node's readers.
-func (g *Graph) link(host *hostRoots) error {
+func (g *Graph) link(host *HostInput) error {
 	for _, n := range g.nodes {
 		in := g.plan.Producer(n.node.Inputs[0])
 		var err error
 		switch {
 		case host.cut(n.q):
-			err = g.linkCut(n)
+			err = g.linkCut(n, host.Joined)
 		case in.Kind == dataflow.IntervalJoin:
 			err = g.linkIntervalJoin(n, in)
 		case in.Kind == dataflow.Aggregate:
@@ -207,11 +191,12 @@ func (g *Graph) read(n *gnode, from *dataflow.Node, side int) error {
 	return nil
 }
 
-// linkCut links a row graph's root: its input is the host's rows.
-func (g *Graph) linkCut(n *gnode) error {
-	if (n.q.IJoin != nil || n.q.Join != nil) && len(n.q.Views()) == 0 {
-		// A root over a join's joined rows (an interval join of two
-		// streams, a temporal join): its one input is the host's rows.
+// linkCut links a host graph's root taking rows: its input is the
+// host's rows.
+func (g *Graph) linkCut(n *gnode, joined bool) error {
+	if joined {
+		// A root over its join's joined rows: its one input is the
+		// host's rows.
 		n.joined = true
 		g.sources = append(g.sources, n.q.Source)
 		g.roots = append(g.roots, n)
@@ -328,7 +313,7 @@ func (g *Graph) readerHooks(i int) (onMark func(int64), onRow func([]types.Value
 
 // configure makes each node's driver: the primary's with the host's
 // config, the others delivering to viewEmit and their readers.
-func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), host *hostRoots) error {
+func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), host *HostInput) error {
 	emitView := func(*changelog.Record) error { return nil }
 	if viewEmit != nil {
 		emitView = viewEmit
@@ -362,8 +347,8 @@ func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, vi
 		} else if n != g.primary {
 			c.Decoder = nil
 		}
-		if host != nil && host.dec != nil && len(n.q.Views()) == 0 {
-			c.Decoder, c.ExternalWatermark = host.dec, true
+		if host != nil && host.Decoder != nil && len(n.q.Views()) == 0 {
+			c.Decoder, c.ExternalWatermark = host.Decoder, true
 		}
 		if len(n.readers) > 0 {
 			c.OnMark, c.OnRow = g.readerHooks(n.index)

@@ -36,7 +36,7 @@ func (g *Graph) PushTable(raw []byte) error {
 	if err := g.second(); err != nil {
 		return err
 	}
-	if err := g.admit(); err != nil {
+	if err := g.admit(true); err != nil {
 		return err
 	}
 	if g.join != nil {
@@ -72,7 +72,7 @@ func (g *Graph) PushTableBehind(raw []byte, floor int64) error {
 	if err := g.second(); err != nil {
 		return err
 	}
-	if err := g.admit(); err != nil {
+	if err := g.admit(true); err != nil {
 		return err
 	}
 	return g.onJoin(func(d *Driver) error { return d.PushTableBehind(raw, floor) })
@@ -83,7 +83,7 @@ func (g *Graph) PushTableRow(row []types.Value) error {
 	if err := g.second(); err != nil {
 		return err
 	}
-	if err := g.admit(); err != nil {
+	if err := g.admit(true); err != nil {
 		return err
 	}
 	if g.join != nil {

@@ -38,7 +38,7 @@ func (g *Graph) NodeStats() []exec.Stats {
 
 // MetaKey is the checkpoint key of the primary's meta entry (the one
 // whose position Restore returns).
-func (g *Graph) MetaKey() []byte { return graphKey(nil, g.primary.q.Name, []byte(exec.MetaKey)) }
+func (g *Graph) MetaKey() []byte { return g.key(nil, g.primary, []byte(exec.MetaKey)) }
 
 // Stats are the primary's operator counters.
 func (g *Graph) Stats() exec.Stats { return g.primary.d.Stats() }
@@ -64,10 +64,14 @@ func (g *Graph) Counts() Counts {
 	return c
 }
 
-// graphKey prefixes a node's checkpoint key with its query name.
-func graphKey(dst []byte, name string, key []byte) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(name)))
-	dst = append(dst, name...)
+// key is node n's checkpoint key: prefixed with its query name, unless
+// the graph is flat.
+func (g *Graph) key(dst []byte, n *gnode, key []byte) []byte {
+	if g.flat {
+		return append(dst, key...)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(n.q.Name)))
+	dst = append(dst, n.q.Name...)
 	return append(dst, key...)
 }
 
@@ -90,9 +94,8 @@ func (g *Graph) Checkpoint(full bool, position []byte, put func(key, val []byte)
 	var kb []byte
 	order := append(slices.DeleteFunc(slices.Clone(g.nodes), func(n *gnode) bool { return n == g.primary }), g.primary)
 	for _, n := range order {
-		name := n.q.Name
 		err := n.d.Checkpoint(full, position, func(key, val []byte) error {
-			kb = graphKey(kb[:0], name, key)
+			kb = g.key(kb[:0], n, key)
 			return put(kb, val)
 		})
 		if err != nil {
@@ -105,6 +108,9 @@ func (g *Graph) Checkpoint(full bool, position []byte, put func(key, val []byte)
 // Restore loads one entry written by Checkpoint into its node. It returns
 // the host's position for the primary's meta entry.
 func (g *Graph) Restore(key, val []byte) ([]byte, error) {
+	if g.flat {
+		return g.primary.d.Restore(key, val)
+	}
 	l, n := binary.Uvarint(key)
 	if n <= 0 || uint64(len(key)-n) < l {
 		return nil, fmt.Errorf("%w: a graph checkpoint entry without its query name", exec.ErrBadState)

@@ -201,7 +201,7 @@ func (g *Graph) pass(n *gnode, kind gitemKind) {
 // pump applies the inboxes in topological order until they are empty or
 // the primary refuses a row (backpressure; the rest waits).
 func (g *Graph) pump() error {
-	if g.fatal != nil {
+	if g.fatal != nil || g.lone {
 		return g.fatal
 	}
 	g.stalled = true
