@@ -253,7 +253,7 @@ func (ts *tableStage) process(fs kgo.Fetches, now time.Time) (bool, error) {
 		})
 		return err
 	}()
-	if !ts.p.inputMuted() {
+	if !ts.muted() {
 		ts.p.c.tableRows.Add(rows)
 		ts.p.c.tableMalformed.Add(bad)
 	}
@@ -261,9 +261,14 @@ func (ts *tableStage) process(fs kgo.Fetches, now time.Time) (bool, error) {
 	return false, err
 }
 
+// muted reports whether another pipeline counts and reports the second
+// input's rows: it publishes p's root (mute), or it reads the same source
+// and counts it (muteSource).
+func (ts *tableStage) muted() bool { return ts.p.inputMuted() || ts.p.mutedSrc[ts.table.Name] }
+
 // badRow reports a row of the second input that did not decode.
 func (ts *tableStage) badRow(r *kgo.Record, err error) {
-	if ts.p.opts.OnBadEvent != nil && !ts.p.inputMuted() {
+	if ts.p.opts.OnBadEvent != nil && !ts.muted() {
 		ts.p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err})
 	}
 }

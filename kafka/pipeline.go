@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
@@ -255,6 +256,9 @@ type Pipeline struct {
 	fwd      *forward
 	srcParts int
 	muted    map[string]bool // queries whose changelog another pipeline publishes (mute)
+	// mutedSrc are the declared sources whose events another pipeline
+	// counts and reports (muteSource).
+	mutedSrc map[string]bool
 
 	sourceMeta topicMeta // the source topic as Run found it (watchSource)
 	stop       halt      // set when the source changed under the pipeline: no commit after it
@@ -718,16 +722,51 @@ func (p *Pipeline) count(c drive.Counts, events bool) {
 // bad (Config.Muted keeps p's drivers from counting them).
 func (p *Pipeline) inputMuted() bool { return p.muted[p.root.Name] }
 
+// inputCounts drops from c, the counts of the records of source s that
+// p reads, what another pipeline counts: everything when it publishes
+// p's root (mute), the records (events, malformed, CSV headers) when it
+// reads s too and counts them (muteSource); p's own queries' evaluation
+// errors and late events stay p's.
+func (p *Pipeline) inputCounts(c drive.Counts, s *plan.Source) drive.Counts {
+	switch {
+	case p.inputMuted():
+		return drive.Counts{}
+	case p.mutedSrc[s.Name]:
+		c.Records, c.Events, c.Malformed, c.Headers = 0, 0, 0, 0
+	}
+	return c
+}
+
+// badMuted reports whether another pipeline reports the bad event err of
+// source s (inputCounts): a malformed one when it counts s's records,
+// any when it publishes p's root.
+func (p *Pipeline) badMuted(err error, s *plan.Source) bool {
+	return p.inputMuted() || p.mutedSrc[s.Name] && errors.Is(err, exec.ErrMalformed)
+}
+
 // badEvent hands an event the driver did not apply (an *drive.EventError,
-// already counted) to OnBadEvent, unless the input is muted, and reports
-// true; any other error is not an event's, and it reports false.
+// already counted) to OnBadEvent, unless another pipeline reports it
+// (badMuted), and reports true; any other error is not an event's, and
+// it reports false.
 func (p *Pipeline) badEvent(r *kgo.Record, err error) bool {
 	var ee *drive.EventError
 	if !errors.As(err, &ee) {
 		return false
 	}
-	if p.opts.OnBadEvent != nil && !p.inputMuted() {
+	if p.opts.OnBadEvent != nil && !p.badMuted(ee.Err, firstStream(p.root)) {
 		p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: ee.Err})
 	}
 	return true
+}
+
+// firstStream is the declared source whose records p's first stage (a
+// direct query's only stage) reads, as decoder decodes them.
+func firstStream(q *plan.Query) *plan.Source {
+	switch {
+	case q.Join != nil:
+		return q.Join.Stream
+	case q.IJoin != nil:
+		return q.IJoin.Left
+	}
+	return q.Source
 }

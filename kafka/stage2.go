@@ -368,6 +368,8 @@ func (st *stage2) takeCounts() {
 		c := t.g.TakeCounts()
 		if st.p.rowsIn {
 			c = drive.Counts{EvalErrors: c.EvalErrors, Late: c.Late}
+		} else if st.p.direct {
+			c = st.p.inputCounts(c, firstStream(st.p.root))
 		}
 		st.p.count(c, st.p.direct)
 	}

@@ -145,3 +145,19 @@ func (p *Pipeline) mute(name string) {
 		c.mute(name)
 	}
 }
+
+// muteSource keeps p and its stages from counting and reporting the
+// records of source name (inputCounts, badMuted): both sides of a join
+// of two views read it, and the first side in plan order that reads it
+// counts its events, malformed and CSV headers and reports its bad
+// records, as a file run reads each source once. Each side's queries
+// count their own evaluation errors and late events, as in a file run.
+func (p *Pipeline) muteSource(name string) {
+	if p.mutedSrc == nil {
+		p.mutedSrc = map[string]bool{}
+	}
+	p.mutedSrc[name] = true
+	for _, c := range p.subs() {
+		c.muteSource(name)
+	}
+}
