@@ -180,10 +180,12 @@ type Stats struct {
 	Redos           int64 // stage sessions started again after a transaction end failed (its outcome unknown)
 	DataLost        int64 // source records deleted before the query read them (Options.AllowDataLoss)
 	CaughtUp        bool  // UntilCaughtUp: the input was consumed to its end and every window finalized
-	// A temporal join's table input: rows consumed by the table stage,
-	// rows that did not decode (reported to OnBadEvent), rows behind the
-	// table watermark (not applied; handed to OnLate), as of this
-	// process's last look.
+	// A temporal join's table input (an interval join's right stream):
+	// rows consumed by the table stage, rows that did not decode
+	// (reported to OnBadEvent), rows behind the table watermark (not
+	// applied; handed to OnLate), as of this process's last look. A join
+	// of two views counts its sides' in EventsIn, Malformed and Late: each
+	// of its inputs is a stream.
 	TableRows, TableMalformed, TableLate int64
 	// A temporal join's gauges over the partitions this process owns, as
 	// of the last transaction: events joined and unmatched (running
