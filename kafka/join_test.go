@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/crashtest"
@@ -110,57 +109,6 @@ func kjoinInProcess(t testing.TB, q *plan.Query, events, versions [][]byte) map[
 		t.Fatalf("in process: the data must join some events, leave some unmatched and have nothing late: %+v", st)
 	}
 	return out
-}
-
-// readFinals reads the sink with read_committed to its end and checks the
-// changelog invariants: one final per key, revisions increasing, nothing
-// after a final.
-func readFinals(t testing.TB, addrs []string, topic string) map[string]string {
-	t.Helper()
-	f := follow(t, addrs, topic, false)
-	finals := map[string]string{}
-	rev := map[string]uint64{}
-	done := map[string]bool{}
-	// The first records may take a while on a loaded machine (a 700 ms
-	// wait for them read "0 finals" there); after them, a quiet second is
-	// the end of the topic.
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	read := 0
-	for {
-		wait := time.Second
-		if read == 0 {
-			wait = 10 * time.Second
-		}
-		pctx, pc := context.WithTimeout(ctx, wait)
-		fs := f.cl.PollFetches(pctx)
-		pc()
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			kr, err := changelog.DecodeHeaders(r.Key, r.Value, r.Headers)
-			if err != nil {
-				t.Errorf("sink record: %v", err)
-				return
-			}
-			k := string(r.Key)
-			switch {
-			case done[k]:
-				t.Errorf("key %s: revision %d after its final", k, kr.Meta.Revision)
-			case kr.Meta.Revision <= rev[k]:
-				t.Errorf("key %s: revision %d after %d", k, kr.Meta.Revision, rev[k])
-			}
-			rev[k] = kr.Meta.Revision
-			if kr.Meta.Final {
-				done[k] = true
-				finals[k] = string(r.Value)
-			}
-		})
-		read += n
-		if n == 0 {
-			return finals
-		}
-	}
 }
 
 func compareFinals(t testing.TB, got, want map[string]string) {
