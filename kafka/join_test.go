@@ -114,30 +114,41 @@ func kjoinInProcess(t testing.TB, q *plan.Query, events, versions [][]byte) map[
 
 // readFinals reads the sink with read_committed to its end and checks the
 // changelog invariants: one final per key, revisions increasing, nothing
-// after a final.
+// after a final. Every caller's runs have ended, so the end is the end
+// offset each partition has now: control records are kept so that the
+// last offset (a transaction marker) is seen. A partition that cannot be
+// read to its end offset (a transaction left open, a tail compacted
+// away) ends the read once no record comes for a second.
 func readFinals(t testing.TB, addrs []string, topic string) map[string]string {
 	t.Helper()
-	f := follow(t, addrs, topic, false)
+	left := topicEnds(t, addrs, topic)
+	cl := client(t, addrs, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords())
 	finals := map[string]string{}
 	rev := map[string]uint64{}
 	done := map[string]bool{}
 	// The first records may take a while on a loaded machine (a 700 ms
-	// wait for them read "0 finals" there); after them, a quiet second is
-	// the end of the topic.
+	// wait for them read "0 finals" there).
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	read := 0
-	for {
+	for len(left) > 0 {
 		wait := time.Second
 		if read == 0 {
 			wait = 10 * time.Second
 		}
 		pctx, pc := context.WithTimeout(ctx, wait)
-		fs := f.cl.PollFetches(pctx)
+		fs := cl.PollFetches(pctx)
 		pc()
 		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
 			n++
+			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
+				delete(left, r.Partition)
+			}
+			if r.Attrs.IsControl() {
+				return
+			}
 			kr, err := changelog.DecodeHeaders(r.Key, r.Value, r.Headers)
 			if err != nil {
 				t.Errorf("sink record: %v", err)
@@ -158,9 +169,30 @@ func readFinals(t testing.TB, addrs []string, topic string) map[string]string {
 		})
 		read += n
 		if n == 0 {
-			return finals
+			break
 		}
 	}
+	return finals
+}
+
+// topicEnds is topic's end offset by partition, for the partitions that
+// hold a record.
+func topicEnds(t testing.TB, addrs []string, topic string) map[int32]int64 {
+	t.Helper()
+	ends, err := kadm.NewClient(client(t, addrs)).ListEndOffsets(context.Background(), topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", topic, err)
+	}
+	left := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			left[o.Partition] = o.Offset
+		}
+	})
+	return left
 }
 
 func compareFinals(t testing.TB, got, want map[string]string) {
