@@ -108,7 +108,9 @@ func TestRunRidesOutBrokerOutage(t *testing.T) {
 // TestRunGivesUpAfterOutage: a broker that does not come back ends the
 // run with an error once no transaction has committed for GiveUpAfter
 // (here 3 s; by default 5 minutes), through the same path as the outage
-// ridden out above.
+// ridden out above. The transaction timeout bounds each attempt's flush
+// and end in the outage (twice the timeout passed before the first
+// redo at the default 30 s): 5 s here.
 func TestRunGivesUpAfterOutage(t *testing.T) {
 	b := newRestartable(t)
 	addrs := b.addrs()
@@ -116,7 +118,7 @@ func TestRunGivesUpAfterOutage(t *testing.T) {
 	produceEvents(t, addrs, "events", 2, genEvents(34, 1000), false)
 	const giveUp = 3 * time.Second
 	pl, err := New(Options{Query: tumbleQuery("giveup", 200*time.Millisecond), Source: endpoint(addrs, "events"),
-		Sink: endpoint(addrs, "out"), InstanceID: "a", Logger: testLogger(t), GiveUpAfter: giveUp})
+		Sink: endpoint(addrs, "out"), InstanceID: "a", Logger: testLogger(t), GiveUpAfter: giveUp, TransactionTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
