@@ -393,6 +393,12 @@ func ijoinKill(t *testing.T, by string) {
 		clo, chi := i*len(clks)/slices, (i+1)*len(clks)/slices
 		produceShuffled(t, e.addrs, seed+uint64(i), e.imp, nImp, imps[lo:hi], e.clk, nClk, clks[clo:chi])
 		time.Sleep(time.Duration(300+r.IntN(2500)) * time.Millisecond)
+		if i == slices-1 {
+			// Under load a child can be killed before its first commit
+			// every time; the last one is killed only after some state
+			// is committed, so the final run has a restore to make.
+			waitCommittedRecord(t, e.addrs, e.name+"-state", time.Minute)
+		}
 		killChild(t, cmd)
 	}
 	final := child(true)

@@ -377,7 +377,7 @@ func kijvKill(t *testing.T, shape string) {
 			// The last child is killed only after every stage committed
 			// state, so the final run restores each.
 			for _, s := range states {
-				waitTopicWritten(t, addrs, s, time.Minute)
+				waitCommittedRecord(t, addrs, s, time.Minute)
 			}
 		}
 		killChild(t, cmd)

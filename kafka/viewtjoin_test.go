@@ -334,8 +334,8 @@ func TestRunKafkaViewTemporalJoinKill(t *testing.T) {
 		if i == slices-1 {
 			// The last child is killed only after both segments
 			// committed state, so the final run restores both.
-			waitTopicWritten(t, addrs, q.Name+"-state", time.Minute)
-			waitTopicWritten(t, addrs, q.Name+"-s2-state", time.Minute)
+			waitCommittedRecord(t, addrs, q.Name+"-state", time.Minute)
+			waitCommittedRecord(t, addrs, q.Name+"-s2-state", time.Minute)
 		}
 		killChild(t, cmd)
 	}
