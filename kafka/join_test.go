@@ -227,6 +227,7 @@ func kjoinOptions(q *plan.Query, addrs []string) Options {
 // TestRunKafkaTemporalJoin: finals equal to the in-process run's at
 // several source, table and repartition partition counts.
 func TestRunKafkaTemporalJoin(t *testing.T) {
+	t.Parallel()
 	q := kjoinQuery(t)
 	events, versions := kjoinData(7, 1500)
 	want := kjoinInProcess(t, q, events, versions)
@@ -312,11 +313,13 @@ func init() {
 // time (same instance id), then run until caught up: the finals equal
 // the in-process run's, one per key, with no revision twice.
 func TestRunKafkaTemporalJoinKill(t *testing.T) {
+	t.Parallel()
 	t.Run("stream-group", func(t *testing.T) { kjoinKill(t, false) })
 	t.Run("table-group", func(t *testing.T) { kjoinKill(t, true) }) // the joined rows repartitioned
 }
 
 func kjoinKill(t *testing.T, byLabel bool) {
+	t.Parallel() // a subtest; each on a cluster (or names) of its own
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 1))
@@ -454,6 +457,7 @@ var kjoinByLabelSQL = strings.NewReplacer("SELECT u.customer,", "SELECT p.label 
 // in the NULL label's groups) gives the in-process finals byte for byte
 // at several partition counts.
 func TestRunKafkaTemporalJoinTableGroup(t *testing.T) {
+	t.Parallel()
 	prog, err := plan.Compile(kjoinByLabelSQL, plan.CompileOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -532,6 +536,7 @@ func TestRunKafkaTemporalJoinBuffer(t *testing.T) {
 // stops) while both topics grow in slices, either one ahead; then one
 // runs until caught up. The finals equal the in-process run's.
 func TestRunKafkaTemporalJoinInstances(t *testing.T) {
+	t.Parallel()
 	q := kjoinQuery(t)
 	events, versions := kjoinData(11, 2400)
 	want := kjoinInProcess(t, q, events, versions)
@@ -587,6 +592,7 @@ func TestRunKafkaTemporalJoinInstances(t *testing.T) {
 // customers with the delimiter, doubled quotes and non-ASCII text. The
 // finals equal one in-process driver's over the same records.
 func TestRunKafkaTemporalJoinCSV(t *testing.T) {
+	t.Parallel()
 	q := kjoinQuery(t)
 	csv, err := drive.ParseMessageFormat(map[string]string{"format": "csv"})
 	if err != nil {

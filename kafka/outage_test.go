@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ type restartable struct {
 	dir  string
 	port int
 	c    *kfake.Cluster
+	hold int // while stopped: a socket bound to the port (see stop); else -1
 }
 
 func newRestartable(t testing.TB) *restartable {
@@ -29,12 +31,13 @@ func newRestartable(t testing.TB) *restartable {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	b := &restartable{t: t, dir: t.TempDir(), port: port}
+	b := &restartable{t: t, dir: t.TempDir(), port: port, hold: -1}
 	b.start()
 	t.Cleanup(func() {
 		if b.c != nil {
 			b.c.Close()
 		}
+		b.release()
 	})
 	return b
 }
@@ -43,6 +46,7 @@ func (b *restartable) addrs() []string { return []string{"127.0.0.1:" + strconv.
 
 func (b *restartable) start() {
 	b.t.Helper()
+	b.release()
 	var err error
 	for i := 0; i < 50; i++ { // the port may linger a moment after a stop
 		b.c, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(b.port), kfake.DataDir(b.dir),
@@ -55,9 +59,48 @@ func (b *restartable) start() {
 	b.t.Fatalf("starting the broker again on port %d: %v", b.port, err)
 }
 
+// stop stops the broker and holds its port until start: a socket bound
+// to it and not listening refuses every connection, as a closed port
+// does, and no listener of another test (they run in parallel) or
+// process can take the port meanwhile.
 func (b *restartable) stop() {
+	b.t.Helper()
 	b.c.Close()
 	b.c = nil
+	var err error
+	for i := 0; i < 50; i++ { // as in start
+		if b.hold, err = bindOnly(b.port); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.t.Fatalf("holding port %d while the broker is down: %v", b.port, err)
+}
+
+func (b *restartable) release() {
+	if b.hold >= 0 {
+		syscall.Close(b.hold)
+		b.hold = -1
+	}
+}
+
+// bindOnly binds a TCP socket to 127.0.0.1:port without listening.
+func bindOnly(port int) (int, error) {
+	syscall.ForkLock.RLock() // no child (a crash test's) inherits it
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return -1, err
+	}
+	syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
 // waitCommits waits until the pipeline has committed at least n transactions.
@@ -82,6 +125,7 @@ func waitCommits(t testing.TB, pl *Pipeline, n int64) {
 // outage, the broker was back first in some runs under load, and the
 // transaction merely aborted).
 func TestRunRidesOutBrokerOutage(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a 15 s outage")
 	}
@@ -117,6 +161,7 @@ func TestRunRidesOutBrokerOutage(t *testing.T) {
 // and end in the outage (twice the timeout passed before the first
 // redo at the default 30 s): 5 s here.
 func TestRunGivesUpAfterOutage(t *testing.T) {
+	t.Parallel()
 	b := newRestartable(t)
 	addrs := b.addrs()
 	mkTopic(t, addrs, "events", 2, nil)
