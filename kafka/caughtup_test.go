@@ -119,6 +119,7 @@ func TestUntilCaughtUp(t *testing.T) {
 // finalizes everything. An empty remainder works too (the second run of a
 // continuous view starts at the end already).
 func TestUntilCaughtUpAfterStop(t *testing.T) {
+	t.Parallel()
 	c := cluster(t)
 	addrs := c.ListenAddrs()
 	mkTopic(t, addrs, "events", 2, nil)
@@ -199,6 +200,7 @@ func TestTransactionTakesManyPolls(t *testing.T) {
 // aborts: a final run of the chaos test whose join waited 60 s reported
 // some 600 aborts that aborted nothing.
 func TestEmptyEndsAreNotAborts(t *testing.T) {
+	t.Parallel()
 	c := cluster(t)
 	addrs := c.ListenAddrs()
 	mkTopic(t, addrs, "events", 2, nil)

@@ -32,6 +32,7 @@ const (
 //
 //	UBIK_CHAOS_EVENTS=500000 UBIK_CHAOS_SECONDS=180 go test -run TestChaos -v -timeout 30m ./kafka
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	n, secs := 100000, 15
 	for env, p := range map[string]*int{envChaosEvents: &n, envChaosSeconds: &secs} {
 		if s := os.Getenv(env); s != "" {

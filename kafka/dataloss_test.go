@@ -15,6 +15,7 @@ import (
 // the restart fail naming the partitions and the records lost, in both
 // modes; with AllowDataLoss it goes on from the log start and counts them.
 func TestDataLossRefused(t *testing.T) {
+	t.Parallel()
 	for _, direct := range []bool{false, true} {
 		name := "repartition"
 		if direct {

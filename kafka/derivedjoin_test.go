@@ -83,6 +83,7 @@ func derivedIJoinData(seed uint64, n int) (imps, clks [][]byte) {
 // and TIMESTAMP(3) columns (not the join key: the joined rows are
 // repartitioned) at several partitionings.
 func TestRunKafkaIntervalJoinDerived(t *testing.T) {
+	t.Parallel()
 	imps, clks := derivedIJoinData(17, 1500)
 	for _, c := range []struct{ imp, clk, rep int }{{1, 1, 0}, {2, 3, 0}, {3, 2, 2}} {
 		t.Run(fmt.Sprintf("imp%d-clk%d-rep%d", c.imp, c.clk, c.rep), func(t *testing.T) {
@@ -169,6 +170,7 @@ func derivedTJoinData(seed uint64, n int) (events, versions [][]byte) {
 // TestRunKafkaTemporalJoinDerived: the temporal join grouped by the
 // table's computed and TIMESTAMP(3) columns at several partitionings.
 func TestRunKafkaTemporalJoinDerived(t *testing.T) {
+	t.Parallel()
 	prog, err := plan.Compile(derivedTJoinSQL, plan.CompileOptions{})
 	if err != nil {
 		t.Fatal(err)

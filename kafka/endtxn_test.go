@@ -147,6 +147,7 @@ func (c *stallConn) Read(b []byte) (int, error) {
 // by itself, and the read_committed changelog has every final equal to
 // the oracle, no (key, revision) twice and no revision going backwards.
 func TestEndTxnAnswerLost(t *testing.T) {
+	t.Parallel()
 	c := cluster(t)
 	addrs := c.ListenAddrs()
 	mkTopic(t, addrs, "events", 3, nil)

@@ -21,16 +21,18 @@ import (
 	"github.com/ubiksql/ubik/internal/types"
 )
 
-// The interval join of two streams over Kafka, against the broker of
-// scripts/services.sh (cmd/ubik-broker): impressions and clicks, each
-// over 1 to 3 partitions, joined on a DOUBLE ad id (-0.0 and 0.0 one
-// key, NULL never matching) within an interval, then counted per ad and
-// window, must give the finals of one in-process driver fed both inputs
-// in a shuffled interleaving, byte for byte, and after kill -9 at random
-// points.
+// The interval join of two streams over Kafka, each test on an
+// in-process broker of its own (the tests run in parallel; the
+// services' broker, the same kfake as cmd/ubik-broker, serves every test
+// process at once through one request loop): impressions and clicks,
+// each over 1 to 3 partitions, joined on a DOUBLE ad id (-0.0 and 0.0
+// one key, NULL never matching) within an interval, then counted per ad
+// and window, must give the finals of one in-process driver fed both
+// inputs in a shuffled interleaving, byte for byte, and after kill -9 at
+// random points.
 
-// ijoinSQL is the script; NAME is replaced by the query's (unique per
-// test: the internal topics are named after it on the shared broker).
+// ijoinSQL is the script; NAME is replaced by the query's (the internal
+// topics are named after it).
 const ijoinSQL = `
 CREATE SOURCE imp (ad DOUBLE, site VARCHAR, cost DECIMAL(10,2), ts TIMESTAMP,
   WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);
@@ -64,9 +66,10 @@ func ijoinScript(name string) string {
 	return strings.ReplaceAll(strings.Replace(ijoinSQL, "NAME", name, 1), "i.GROUP", "i."+by)
 }
 
-// uniq is a name no other run on the shared broker uses.
+// uniq is a name no other run on a shared broker uses, nor another test
+// of this run (they run in parallel).
 func uniq(prefix string) string {
-	return fmt.Sprintf("%s%d_%d", prefix, os.Getpid(), time.Now().UnixNano()%1_000_000_000)
+	return fmt.Sprintf("%s%d_%s", prefix, os.Getpid(), testenv.RandomHex(5))
 }
 
 var (
@@ -158,7 +161,7 @@ func produceShuffled(t testing.TB, addrs []string, seed uint64, imp string, nImp
 	}
 }
 
-// ijoinEnv is one test's topics and query name on the shared broker.
+// ijoinEnv is one test's broker, topics and query name.
 type ijoinEnv struct {
 	addrs          []string
 	name           string // the query's
@@ -167,7 +170,7 @@ type ijoinEnv struct {
 
 func newIJoinEnv(t testing.TB, nImp, nClk int, suffix ...string) *ijoinEnv {
 	t.Helper()
-	e := &ijoinEnv{addrs: testenv.RequireKafka(t), name: uniq("ijq") + strings.Join(suffix, "")}
+	e := &ijoinEnv{addrs: cluster(t).ListenAddrs(), name: uniq("ijq") + strings.Join(suffix, "")}
 	e.imp, e.clk, e.sink = e.name+"-imp", e.name+"-clk", e.name+"-out"
 	mkTopic(t, e.addrs, e.imp, nImp, nil)
 	mkTopic(t, e.addrs, e.clk, nClk, nil)
@@ -183,6 +186,7 @@ func (e *ijoinEnv) options(q *plan.Query) Options {
 // and 3 partitions of each input (and a repartition topic of another
 // count), the topics filled in a shuffled interleaving.
 func TestRunKafkaIntervalJoin(t *testing.T) {
+	t.Parallel()
 	imps, clks := ijoinData(7, 1500)
 	for _, c := range []struct {
 		imp, clk, rep int
@@ -234,6 +238,7 @@ func TestRunKafkaIntervalJoin(t *testing.T) {
 // and handed to OnLate with their record, not joined; the rest joins as
 // in process.
 func TestRunKafkaIntervalJoinLate(t *testing.T) {
+	t.Parallel()
 	imps, clks := ijoinData(5, 600)
 	e := newIJoinEnv(t, 2, 2)
 	q := ijoinQuery(t, e.name)
@@ -358,6 +363,7 @@ func init() {
 // the join key and for two whose joined rows are repartitioned (one of
 // them over computed and TIMESTAMP(3) columns).
 func TestRunKafkaIntervalJoinKill(t *testing.T) {
+	t.Parallel()
 	for _, by := range []string{"", "_site", "_der"} {
 		t.Run("by"+by, func(t *testing.T) { ijoinKill(t, by) })
 	}
@@ -368,6 +374,7 @@ func TestRunKafkaIntervalJoinKill(t *testing.T) {
 // or by computed and TIMESTAMP(3) columns (by "_der", derivedjoin_test.go:
 // repartitioned too).
 func ijoinKill(t *testing.T, by string) {
+	t.Parallel() // a subtest; each on a cluster (or names) of its own
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 1))
@@ -393,6 +400,12 @@ func ijoinKill(t *testing.T, by string) {
 		clo, chi := i*len(clks)/slices, (i+1)*len(clks)/slices
 		produceShuffled(t, e.addrs, seed+uint64(i), e.imp, nImp, imps[lo:hi], e.clk, nClk, clks[clo:chi])
 		time.Sleep(time.Duration(300+r.IntN(2500)) * time.Millisecond)
+		if i == slices-1 {
+			// Under load a child can be killed before its first commit
+			// every time; the last one is killed only after some state
+			// is committed, so the final run has a restore to make.
+			waitCommittedRecord(t, e.addrs, e.name+"-state", time.Minute)
+		}
 		killChild(t, cmd)
 	}
 	final := child(true)
@@ -476,6 +489,7 @@ CREATE SOURCE w (c VARCHAR, k VARCHAR, ms BIGINT, ts AS to_timestamp_ltz(ms, 3),
 // stops) while both topics grow in shuffled slices; then one runs until
 // caught up. The finals equal the in-process run's.
 func TestRunKafkaIntervalJoinInstances(t *testing.T) {
+	t.Parallel()
 	imps, clks := ijoinData(11, 2400)
 	e := newIJoinEnv(t, 3, 3)
 	q := ijoinQuery(t, e.name)
@@ -525,6 +539,7 @@ func TestRunKafkaIntervalJoinInstances(t *testing.T) {
 // an empty (NULL) key, quoted sites with the delimiter and doubled quotes.
 // The finals equal one in-process driver's over the same records.
 func TestRunKafkaIntervalJoinCSV(t *testing.T) {
+	t.Parallel()
 	csv, err := drive.ParseMessageFormat(map[string]string{"format": "csv"})
 	if err != nil {
 		t.Fatal(err)
@@ -604,6 +619,7 @@ func TestRunKafkaIntervalJoinCSV(t *testing.T) {
 // (from = latest, as any source may be): a first run until caught up
 // consumes nothing of what was there before and ends.
 func TestRunKafkaIntervalJoinFromLatest(t *testing.T) {
+	t.Parallel()
 	imps, clks := ijoinData(13, 300)
 	e := newIJoinEnv(t, 2, 2)
 	produceValues(t, e.addrs, e.imp, 2, imps, nil)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/crashtest"
@@ -143,6 +143,7 @@ func kjoinOptions(q *plan.Query, addrs []string) Options {
 // TestRunKafkaTemporalJoin: finals equal to the in-process run's at
 // several source, table and repartition partition counts.
 func TestRunKafkaTemporalJoin(t *testing.T) {
+	t.Parallel()
 	q := kjoinQuery(t)
 	events, versions := kjoinData(7, 1500)
 	want := kjoinInProcess(t, q, events, versions)
@@ -228,11 +229,13 @@ func init() {
 // time (same instance id), then run until caught up: the finals equal
 // the in-process run's, one per key, with no revision twice.
 func TestRunKafkaTemporalJoinKill(t *testing.T) {
+	t.Parallel()
 	t.Run("stream-group", func(t *testing.T) { kjoinKill(t, false) })
 	t.Run("table-group", func(t *testing.T) { kjoinKill(t, true) }) // the joined rows repartitioned
 }
 
 func kjoinKill(t *testing.T, byLabel bool) {
+	t.Parallel() // a subtest; each on a cluster (or names) of its own
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 1))
@@ -282,7 +285,7 @@ func kjoinKill(t *testing.T, byLabel bool) {
 			// Under load a child can be killed before its first commit
 			// every time; the last one is killed only after some state
 			// is committed, so the final run has a restore to make.
-			waitTopicWritten(t, addrs, q.Name+"-state", time.Minute)
+			waitCommittedRecord(t, addrs, q.Name+"-state", time.Minute)
 		}
 		killChild(t, cmd)
 		kills++
@@ -370,6 +373,7 @@ var kjoinByLabelSQL = strings.NewReplacer("SELECT u.customer,", "SELECT p.label 
 // in the NULL label's groups) gives the in-process finals byte for byte
 // at several partition counts.
 func TestRunKafkaTemporalJoinTableGroup(t *testing.T) {
+	t.Parallel()
 	prog, err := plan.Compile(kjoinByLabelSQL, plan.CompileOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -448,6 +452,7 @@ func TestRunKafkaTemporalJoinBuffer(t *testing.T) {
 // stops) while both topics grow in slices, either one ahead; then one
 // runs until caught up. The finals equal the in-process run's.
 func TestRunKafkaTemporalJoinInstances(t *testing.T) {
+	t.Parallel()
 	q := kjoinQuery(t)
 	events, versions := kjoinData(11, 2400)
 	want := kjoinInProcess(t, q, events, versions)
@@ -503,6 +508,7 @@ func TestRunKafkaTemporalJoinInstances(t *testing.T) {
 // customers with the delimiter, doubled quotes and non-ASCII text. The
 // finals equal one in-process driver's over the same records.
 func TestRunKafkaTemporalJoinCSV(t *testing.T) {
+	t.Parallel()
 	q := kjoinQuery(t)
 	csv, err := drive.ParseMessageFormat(map[string]string{"format": "csv"})
 	if err != nil {
@@ -574,24 +580,21 @@ func TestRunKafkaTemporalJoinCSV(t *testing.T) {
 	compareFinals(t, readFinals(t, addrs, "charges"), want)
 }
 
-// waitTopicWritten waits until topic holds a record (its end offsets add
-// up to more than zero), failing after timeout.
-func waitTopicWritten(t *testing.T, addrs []string, topic string, timeout time.Duration) {
+// waitCommittedRecord waits until a read_committed consumer of topic sees a
+// record, failing after timeout. (A record in the topic is not enough: a
+// child killed inside its first transaction leaves records that the next
+// child's start aborts.)
+func waitCommittedRecord(t *testing.T, addrs []string, topic string, timeout time.Duration) {
 	t.Helper()
-	adm := kadm.NewClient(client(t, addrs))
-	deadline := time.Now().Add(timeout)
-	for {
-		ends, err := adm.ListEndOffsets(context.Background(), topic)
-		var n int64
-		if err == nil {
-			ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
-		}
-		if n > 0 {
+	cl := client(t, addrs, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for ctx.Err() == nil {
+		if fs := cl.PollRecords(ctx, 1); fs.NumRecords() > 0 {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("topic %s has no record after %s (%v)", topic, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // an error came back (the topic not created yet)
 	}
+	t.Fatalf("topic %s has no committed record after %s", topic, timeout)
 }

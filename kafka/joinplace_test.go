@@ -41,6 +41,7 @@ SELECT l.x AS x, count(*) AS n FROM l JOIN r ON CAST(l.x AS VARCHAR) = r.s AND r
 // (with the joined rows left in the join's partitions, each partition
 // published its own count of the group).
 func TestRunKafkaIntervalJoinCastOfDouble(t *testing.T) {
+	t.Parallel()
 	e := newIJoinEnv(t, 3, 3)
 	prog, err := plan.Compile(`CREATE SOURCE imp (ad DOUBLE, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND);
 CREATE SOURCE clk (s VARCHAR, cts TIMESTAMP, WATERMARK FOR cts AS cts - INTERVAL '3' SECOND);

@@ -17,6 +17,7 @@ import (
 // Processing time is a test clock, so the idle timeout passes exactly
 // when the test says.
 func TestIdlePartitionsNamed(t *testing.T) {
+	t.Parallel()
 	for _, direct := range []bool{false, true} {
 		name := "repartition"
 		if direct {

@@ -214,6 +214,7 @@ func produceSlowly(t testing.TB, addrs []string, topic string, parts int, evs []
 // ILLEGAL_GENERATION abort transactions midway, as a revoke that the
 // member learns of only at commit time does.
 func TestRebalance(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 3))
@@ -371,6 +372,7 @@ func spin(t *testing.T) {
 // transactional producer's sequence numbers must keep the retries out of
 // what a read_committed consumer sees.
 func TestBrokerFaultNoDuplicates(t *testing.T) {
+	t.Parallel()
 	c := cluster(t)
 	addrs := c.ListenAddrs()
 	mkTopic(t, addrs, "events", 2, nil)

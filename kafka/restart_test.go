@@ -128,6 +128,7 @@ func TestUntilCaughtUpRestart(t *testing.T) {
 // already final is late, and a new window is applied and finalizes when
 // the watermark passes it.
 func TestStreamingRestart(t *testing.T) {
+	t.Parallel()
 	c := cluster(t)
 	addrs := c.ListenAddrs()
 	mkTopic(t, addrs, "events", 3, nil)

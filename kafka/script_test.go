@@ -30,6 +30,7 @@ import (
 // has committed everything before the kill, then a run that resumes from
 // its committed state.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	addrs := testenv.RequireKafka(t)
 	scripttest.Runner{Glob: "../testdata/script/*.txt", Parallel: true}.Run(t, &scriptHost{addrs: addrs})
 }

@@ -76,6 +76,7 @@ func checkFinals(t *testing.T, f *follower, want map[string]agg) int {
 // restart reads every partition and every final equals the oracle's
 // over all the events; read by key, the restart is refused.
 func TestSourcePartitionsAdded(t *testing.T) {
+	t.Parallel()
 	for _, direct := range []bool{false, true} {
 		name := "repartition"
 		if direct {
@@ -146,6 +147,7 @@ func TestSourcePartitionsAdded(t *testing.T) {
 // a running query stops it with an error naming the change, instead of
 // fetching the old topic id forever.
 func TestSourceRecreated(t *testing.T) {
+	t.Parallel()
 	c := cluster(t)
 	addrs := c.ListenAddrs()
 	mkTopic(t, addrs, "events", 2, nil)

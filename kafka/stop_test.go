@@ -47,6 +47,7 @@ func (h *cancelAt) OnProduceRecordBuffered(r *kgo.Record) {
 // offsets without all of its repartitioned events, changelog records or
 // state entries loses events. The finals must equal the oracle.
 func TestStopMidTransaction(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 2))

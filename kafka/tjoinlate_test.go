@@ -23,6 +23,7 @@ import (
 // table topic is keyed by the primary key (tiers -0.0 and 0.0 are one
 // key, in one partition), as it must be.
 func TestRunKafkaTemporalJoinLateTableRows(t *testing.T) {
+	t.Parallel()
 	q := kjoinQuery(t)
 	events, _ := kjoinData(11, 800)
 	versions, parts, nLate := lateTableData()

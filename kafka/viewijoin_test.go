@@ -162,6 +162,7 @@ func kijvSegments(t testing.TB, q *plan.Query) int {
 // filled in shuffled slices: every topic's finals are the in-process
 // graph's, nothing late.
 func TestRunKafkaViewIntervalJoin(t *testing.T) {
+	t.Parallel()
 	imps, clks := ijoinData(21, 1200)
 	segs := map[string]int{"ad-direct": 1, "ad-chain": 2, "site-direct": 2, "site-chain": 3}
 	for _, shape := range []string{"ad-direct", "ad-chain", "site-direct", "site-chain"} {
@@ -227,6 +228,7 @@ func TestRunKafkaViewIntervalJoin(t *testing.T) {
 // keyed (the graph at the join's partitions) and not (the join alone,
 // its rows repartitioned).
 func TestRunKafkaViewIntervalJoinLate(t *testing.T) {
+	t.Parallel()
 	imps, clks := ijoinData(5, 1200)
 	for _, shape := range []string{"ad-chain", "site-chain"} {
 		t.Run(shape, func(t *testing.T) {
@@ -340,12 +342,14 @@ func init() {
 // in-process graph's, one per key, state restored in every stage,
 // nothing late.
 func TestRunKafkaViewIntervalJoinKill(t *testing.T) {
+	t.Parallel()
 	for _, shape := range []string{"ad-chain", "site-chain"} {
 		t.Run(shape, func(t *testing.T) { kijvKill(t, shape) })
 	}
 }
 
 func kijvKill(t *testing.T, shape string) {
+	t.Parallel() // a subtest; each on a cluster (or names) of its own
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 4))
@@ -377,7 +381,7 @@ func kijvKill(t *testing.T, shape string) {
 			// The last child is killed only after every stage committed
 			// state, so the final run restores each.
 			for _, s := range states {
-				waitTopicWritten(t, addrs, s, time.Minute)
+				waitCommittedRecord(t, addrs, s, time.Minute)
 			}
 		}
 		killChild(t, cmd)

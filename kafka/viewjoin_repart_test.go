@@ -42,6 +42,7 @@ func q8RepartOptions(q *plan.Query, addrs []string) Options {
 // (the view repartition's reader's among them) equal the in-process
 // run's, the state restored.
 func TestRunKafkaViewJoinRepartitionKill(t *testing.T) {
+	t.Parallel()
 	text, err := os.ReadFile("../bench/queries/q8.sql")
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +59,7 @@ func TestRunKafkaViewJoinRepartitionKill(t *testing.T) {
 // a view that keeps the join's partitioning), at 1 and several
 // partitions: every topic's finals equal the in-process graph's.
 func TestRunKafkaViewJoinRepartition(t *testing.T) {
+	t.Parallel()
 	text, err := os.ReadFile("../bench/queries/q8.sql")
 	if err != nil {
 		t.Fatal(err)

@@ -111,6 +111,7 @@ func (s viewJoinShape) options(q *plan.Query, addrs []string) Options {
 // each source and of the join stage: every topic's finals equal the
 // in-process graph's.
 func TestRunKafkaViewJoinShapes(t *testing.T) {
+	t.Parallel()
 	persons, auctions := nexmark(t, "person", 12000, 8), nexmark(t, "auction", 36000, 8)
 	for _, env := range viewJoinShapeOrder {
 		s := viewJoinShapes[env]
@@ -171,6 +172,7 @@ func TestRunKafkaViewJoinShapes(t *testing.T) {
 // equal the in-process run's, the state (every side's stages' among it)
 // restored.
 func TestRunKafkaViewJoinShapesKill(t *testing.T) {
+	t.Parallel()
 	for _, env := range viewJoinShapeOrder {
 		s := viewJoinShapes[env]
 		t.Run(s.name, func(t *testing.T) {

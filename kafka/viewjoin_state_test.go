@@ -162,6 +162,7 @@ func toOneEntryState(t testing.TB, q *plan.Query, addrs []string, topic string, 
 // row's entry, so the third, restoring those, still has the rows the
 // second did not drop.
 func TestRunKafkaViewJoinState(t *testing.T) {
+	t.Parallel()
 	q := q8Query(t)
 	for _, c := range []struct {
 		name              string
@@ -255,6 +256,7 @@ func TestRunKafkaViewJoinState(t *testing.T) {
 // TestViewJoinStateBadEntry: a held row's entry that does not decode
 // stops the restore, naming the topic and partition.
 func TestViewJoinStateBadEntry(t *testing.T) {
+	t.Parallel()
 	q := q8Query(t)
 	addrs := cluster(t).ListenAddrs()
 	mkTopic(t, addrs, "person", 1, nil)

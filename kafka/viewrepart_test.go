@@ -93,6 +93,7 @@ CREATE VIEW total AS SELECT TUMBLE_START(m, INTERVAL '1' MINUTE) AS h, sum(n) AS
 // spread over many transactions of every upstream partition: every
 // query's finals equal the in-process graph's, one final per key.
 func TestViewRepartitionSmallTransactions(t *testing.T) {
+	t.Parallel()
 	prog, err := plan.Compile(repartScript, plan.CompileOptions{})
 	if err != nil {
 		t.Fatal(err)

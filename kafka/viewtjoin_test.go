@@ -152,6 +152,7 @@ func ktjvCompare(t *testing.T, addrs []string, o Options, want map[string]map[st
 // after a view repartition, at several source, table and repartition
 // partition counts; then --reset-state into new topics gives the same.
 func TestRunKafkaViewTemporalJoin(t *testing.T) {
+	t.Parallel()
 	events, versions := kjoinData(11, 1200)
 	for _, rd := range []struct{ name, sql string }{{"same-segment", ktjvSQL(ktjvSame)}, {"repartitioned", ktjvSQL(ktjvRepart)},
 		{"by-table-column", ktjvByTable(ktjvByTableSame)}, {"by-table-column-repartitioned", ktjvByTable(ktjvRepart)}} {
@@ -231,6 +232,7 @@ func TestRunKafkaViewTemporalJoin(t *testing.T) {
 // (TestRunKafkaTemporalJoinLateTableRows): counted once, not applied,
 // every topic's finals those of the in-process graph.
 func TestRunKafkaViewTemporalJoinLateTableRows(t *testing.T) {
+	t.Parallel()
 	prog := ktjvProgram(t, ktjvSame)
 	q := prog.Queries[len(prog.Queries)-1]
 	events, _ := kjoinData(11, 800)
@@ -300,6 +302,7 @@ func init() {
 // arrive, restarted each time, then run until caught up: every topic's
 // finals equal the in-process graph's, one per key.
 func TestRunKafkaViewTemporalJoinKill(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 2))
@@ -334,8 +337,8 @@ func TestRunKafkaViewTemporalJoinKill(t *testing.T) {
 		if i == slices-1 {
 			// The last child is killed only after both segments
 			// committed state, so the final run restores both.
-			waitTopicWritten(t, addrs, q.Name+"-state", time.Minute)
-			waitTopicWritten(t, addrs, q.Name+"-s2-state", time.Minute)
+			waitCommittedRecord(t, addrs, q.Name+"-state", time.Minute)
+			waitCommittedRecord(t, addrs, q.Name+"-s2-state", time.Minute)
 		}
 		killChild(t, cmd)
 	}

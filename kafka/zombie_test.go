@@ -29,6 +29,7 @@ import (
 // when it aborted the transaction at its timeout: the zombie's stages stop
 // with ErrFenced.)
 func TestZombieFenced(t *testing.T) {
+	t.Parallel()
 	c := cluster(t)
 	addrs := c.ListenAddrs()
 	mkTopic(t, addrs, "events", 4, nil)

@@ -14,20 +14,7 @@ import (
 	"time"
 
 	"github.com/ubiksql/ubik/internal/crashtest"
-	"github.com/ubiksql/ubik/internal/testenv"
 )
-
-// buildUbik compiles the ubik binary once per test binary run.
-func buildUbik(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ubik")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/ubiksql/ubik/cmd/ubik")
-	cmd.Env = append(os.Environ(), "GOWORK="+testenv.GoWork(t)) // cmd/ubik is its own module
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // crashInput writes n events (with a few malformed and late ones) and
 // returns the path.
