@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
@@ -743,7 +742,7 @@ func (p *Pipeline) inputCounts(c drive.Counts, s *plan.Source) drive.Counts {
 // source s (inputCounts): a malformed one when it counts s's records,
 // any when it publishes p's root.
 func (p *Pipeline) badMuted(err error, s *plan.Source) bool {
-	return p.inputMuted() || p.mutedSrc[s.Name] && errors.Is(err, exec.ErrMalformed)
+	return p.inputMuted() || p.mutedSrc[s.Name] && errors.Is(err, drive.ErrMalformed)
 }
 
 // badEvent hands an event the driver did not apply (an *drive.EventError,
