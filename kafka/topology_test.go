@@ -1,0 +1,259 @@
+package kafka
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ubiksql/ubik/internal/scripttest"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+)
+
+// TestTopologyFromPlan compares, for every query shape the script tests
+// run over Kafka and the shapes of the joins of two views, the stages the
+// pipelines build (New) with the stages the plan's segments give
+// (planTopology): their names, input and output topics. The shapes whose
+// plan differs from the pipelines' topology are listed in planDiffers with
+// why; any other difference, or a listed shape that no longer differs,
+// fails.
+func TestTopologyFromPlan(t *testing.T) {
+	seen := map[string]bool{}
+	var refused []string
+	check := func(t *testing.T, shape string, o Options) {
+		t.Helper()
+		pl, err := New(o)
+		if err != nil {
+			refused = append(refused, shape+": "+err.Error())
+			return // a shape New refuses has no topology
+		}
+		old := strings.Join(oldTopology(pl), "\n")
+		var got string
+		stages, err := planTopology(o, o.Query.Name)
+		if err != nil {
+			got = err.Error()
+		} else {
+			got = strings.Join(specLines(stages), "\n")
+		}
+		why, differs := planDiffers[shape]
+		seen[shape] = true
+		switch {
+		case differs && got == old:
+			t.Errorf("%s: listed as differing (%s), but the plan gives the pipelines' topology:\n%s", shape, why, old)
+		case !differs && got != old:
+			t.Errorf("%s: the pipelines build\n%s\nthe plan gives\n%s", shape, old, got)
+		case differs:
+			t.Logf("%s (%s): the pipelines build\n%s\nthe plan gives\n%s", shape, why, old, got)
+		}
+	}
+	files, err := filepath.Glob("../testdata/script/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts: %v", err)
+	}
+	addrs := []string{"127.0.0.1:1"}
+	for _, f := range files {
+		s, err := scripttest.Parse(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range s.Segments() {
+			for i, q := range g.Queries {
+				if q.SQL == nil {
+					continue
+				}
+				if pq, err := scriptQuery(q); err != nil || CheckQuery(pq) != nil {
+					continue // a shape the pipelines do not run
+				}
+				shape := fmt.Sprintf("%s/%s/%d", s.Name(), g.Name(), i)
+				check(t, shape, scriptShapeOptions(t, q, addrs, false))
+				check(t, shape+"/direct", scriptShapeOptions(t, q, addrs, true))
+			}
+		}
+	}
+	for _, q := range []*plan.Query{tumbleQuery("tumble", 0), continuousQuery("continuous")} {
+		for _, direct := range []bool{false, true} {
+			o := Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out")}
+			o.Source.PartitionedByKey = direct
+			check(t, fmt.Sprintf("%s/direct=%v", q.Name, direct), o)
+		}
+	}
+	for key, s := range viewJoinShapes {
+		q, err := s.compile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, "q8"+key, s.options(q, addrs))
+	}
+	// The shapes New refuses: a direct source under a join of two streams
+	// (its second stream has no key to be partitioned by).
+	t.Logf("%d shapes compared, %d refused by New:\n%s", len(seen), len(refused), strings.Join(refused, "\n"))
+	if len(seen) < 90 {
+		t.Errorf("only %d shapes compared", len(seen))
+	}
+	for shape := range planDiffers {
+		if !seen[shape] {
+			t.Errorf("%s is listed in planDiffers but no longer a shape", shape)
+		}
+	}
+}
+
+// planDiffers are the shapes whose plan's stages differ from the
+// topology the pipelines build, and why.
+var planDiffers = map[string]string{
+	"dedup/q1/0":              dedupPlaced,
+	"dedup/q1/0/direct":       dedupPlaced,
+	"temporal_join_keys/q1/0": tjoinByTable,
+	"temporal_join_keys/q2/0": tjoinByTable,
+	"temporal_join_left/q1/0": tjoinByTable,
+	"temporal_join_left/q2/0": tjoinByTable,
+
+	"view_join_edges/q1/0":              viewJoinFused,
+	"view_join_edges/q1/0/direct":       viewJoinFused,
+	"view_join_two_sources/q1/0":        viewJoinFused,
+	"view_join_two_sources/q1/0/direct": viewJoinFused,
+	"view_join_two_sources/q2/0":        viewJoinFused,
+	"view_join_two_sources/q2/0/direct": viewJoinFused,
+	"view_over_join/q1/0":               viewJoinFused,
+	"view_over_join/q1/0/direct":        viewJoinFused,
+	"q8_SIDES":                          viewJoinFused,
+	"q8_NESTED":                         viewJoinFused,
+	"q8_IJSIDE":                         viewJoinFused,
+	"q8_BYNONE":                         viewJoinFused,
+}
+
+const (
+	// A source with a dedup key: the plan places its events by the key
+	// (an exchange, a stage) before it dedups them, then by the group
+	// key; the pipelines route them once, by the group key, and dedup in
+	// the aggregating stage (copies of an event have one group key).
+	dedupPlaced = "the plan places the events by their dedup key first"
+	// A temporal join grouped by a table column: its stream needs no
+	// placement, so the plan joins in the source's partitions (the join's
+	// stage reads the source topic and the broadcast table), where the
+	// pipelines route the stream through a repartition stage (Q-in) first.
+	tjoinByTable = "the plan joins in the source's partitions"
+	// A join of two views: the plan runs a side's view in the join's
+	// segment where the view's placement is the join's (one stage, one
+	// state topic, each source decoded once), where the pipelines run each
+	// side as a query of its own (Q-left, Q-right: its stages, state topic
+	// and repartition to the join's topic; a view both sides read computed
+	// by each).
+	viewJoinFused = "the plan runs the sides' views in the join's segment"
+)
+
+// scriptShapeOptions are the options of script query q, as TestScripts
+// runs it (scriptSpec.options), its source partitioned by key if direct.
+func scriptShapeOptions(t *testing.T, q *scripttest.Query, addrs []string, direct bool) Options {
+	pq, err := scriptQuery(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &scriptSpec{Brokers: addrs, SQL: q.Text(), Name: q.Name(), Prefix: "scr", Topics: map[string]string{}}
+	s.Topics[""], s.Topics["2"] = "scr-in", "scr-in2"
+	if _, second := scriptInputs(t, pq); second != "" {
+		s.Second = "table"
+		if viewJoinBelow(pq) != nil {
+			s.Second = "join"
+		}
+	}
+	for _, v := range append(allViews(pq), pq) {
+		s.Topics[s.Prefix+"_"+v.Name] = s.Prefix + "-out-" + v.Name
+	}
+	o := s.options(t)
+	o.Source.PartitionedByKey = direct
+	return o
+}
+
+// oldTopology lists the stages pipeline p runs (runStages).
+func oldTopology(p *Pipeline) []string {
+	var out []string
+	switch {
+	case p.vj != nil:
+		for _, sp := range p.vj.sides {
+			out = append(out, oldTopology(sp)...)
+		}
+		out = append(out, aggStage(p))
+		for _, c := range p.vj.after {
+			out = append(out, aggStage(c))
+		}
+	case len(p.segs) > 0:
+		out = append(out, inStages(p.segs[0], p.direct)...)
+		for _, c := range p.segs {
+			out = append(out, aggStage(c))
+		}
+	default:
+		out = append(out, inStages(p, p.direct)...)
+		out = append(out, aggStage(p))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// inStages are the repartition and table stages of p.
+func inStages(p *Pipeline, direct bool) []string {
+	var out []string
+	if !direct {
+		out = append(out, specLine(stageSpec{name: p.inGroup(), inputs: []stageIn{{topic: p.opts.Source.Topic}}, exchanges: []string{p.repTopic}}))
+	}
+	if p.tj != nil {
+		out = append(out, specLine(stageSpec{name: p.tableGroup(), inputs: []stageIn{{topic: p.tj.ep.Topic}}, exchanges: []string{p.repTopic}}))
+	}
+	return out
+}
+
+// aggStage is p's aggregating stage: what its tasks' graphs publish and
+// forward.
+func aggStage(p *Pipeline) string {
+	st := stageSpec{name: p.name, state: p.stateTopic}
+	switch {
+	case p.direct:
+		st.inputs = []stageIn{{topic: p.opts.Source.Topic}}
+	case p.tj != nil && !p.tj.interval:
+		st.inputs = []stageIn{{topic: p.repTopic}, {topic: p.repTopic, broadcast: true}}
+	default:
+		st.inputs = []stageIn{{topic: p.repTopic}}
+	}
+	t, err := (&stage2{p: p}).newTask(0)
+	if err != nil {
+		return p.name + ": " + err.Error()
+	}
+	top := p.q
+	if p.vj != nil {
+		top = p.vj.top
+	}
+	for _, q := range t.g.Queries() {
+		switch {
+		case p.muted[q.Name], q == top && p.joinOut: // joinOut: its joined rows go on, unaggregated
+		case q.Name == p.q.Name:
+			st.sinks = append(st.sinks, p.opts.Sink.Topic)
+		case q.Name != p.q.Name:
+			st.sinks = append(st.sinks, p.opts.ViewSinks[q.Name].Topic)
+		}
+	}
+	if p.fwd != nil {
+		st.exchanges = []string{p.fwd.topic}
+	}
+	return specLine(st)
+}
+
+func specLines(stages []stageSpec) []string {
+	var out []string
+	for _, s := range stages {
+		out = append(out, specLine(s))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// specLine is a stage as one comparable line, its lists sorted.
+func specLine(s stageSpec) string {
+	var in []string
+	for _, x := range s.inputs {
+		in = append(in, x.String())
+	}
+	slices.Sort(in)
+	sinks, ex := slices.Sorted(slices.Values(s.sinks)), slices.Sorted(slices.Values(s.exchanges))
+	return fmt.Sprintf("%s: in [%s] sinks [%s] exchanges [%s] state %q", s.name, strings.Join(in, " "),
+		strings.Join(sinks, " "), strings.Join(ex, " "), s.state)
+}
