@@ -34,6 +34,9 @@ type stageSpec struct {
 	sinks     []string  // changelog topics produced
 	exchanges []string  // repartition topics produced
 	state     string    // state topic; "" for a stage without state
+	// queries are the queries whose operators (joins, aggregates) the
+	// stage runs, upstream first.
+	queries []*plan.Query
 }
 
 // stageIn is one input topic of a stage.
@@ -185,6 +188,8 @@ func (t *topology) stage(s int) (stageSpec, error) {
 		switch n.Kind {
 		case dataflow.Decode:
 			st.inputs = appendIn(st.inputs, stageIn{topic: t.topicOf(n.Source)})
+		case dataflow.Dedup:
+			st.state = name + "-state" // the keys seen
 		case dataflow.Sink:
 			st.sinks = append(st.sinks, t.sinkOf(n.Query))
 		case dataflow.Exchange:
@@ -193,8 +198,11 @@ func (t *topology) stage(s int) (stageSpec, error) {
 					st.exchanges = append(st.exchanges, topic)
 				}
 			}
-		default:
+		case dataflow.Aggregate, dataflow.TemporalJoin, dataflow.IntervalJoin:
 			st.state = name + "-state"
+			if !slices.Contains(st.queries, n.Query) {
+				st.queries = append(st.queries, n.Query)
+			}
 		}
 	}
 	for _, x := range t.p.Segments[s].Inputs {

@@ -222,6 +222,7 @@ func aggStage(p *Pipeline) string {
 	if p.vj != nil {
 		top = p.vj.top
 	}
+	st.queries = t.g.Queries()
 	for _, q := range t.g.Queries() {
 		switch {
 		case p.muted[q.Name], q == top && p.joinOut: // joinOut: its joined rows go on, unaggregated
@@ -253,7 +254,11 @@ func specLine(s stageSpec) string {
 		in = append(in, x.String())
 	}
 	slices.Sort(in)
+	var qs []string
+	for _, q := range s.queries {
+		qs = append(qs, q.Name)
+	}
 	sinks, ex := slices.Sorted(slices.Values(s.sinks)), slices.Sorted(slices.Values(s.exchanges))
-	return fmt.Sprintf("%s: in [%s] sinks [%s] exchanges [%s] state %q", s.name, strings.Join(in, " "),
-		strings.Join(sinks, " "), strings.Join(ex, " "), s.state)
+	return fmt.Sprintf("%s: runs [%s] in [%s] sinks [%s] exchanges [%s] state %q", s.name, strings.Join(qs, " "),
+		strings.Join(in, " "), strings.Join(sinks, " "), strings.Join(ex, " "), s.state)
 }
