@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
@@ -32,36 +33,38 @@ func CheckQuery(q *plan.Query) error {
 	if jq := viewJoinBelow(q); jq != nil {
 		return checkViewJoin(q, jq) // viewjoin.go
 	}
-	views, err := chain(q)
-	if err != nil || len(views) == 0 {
+	segs, err := chainQueries(q)
+	if err != nil {
 		return err
 	}
-	_, err = segmentsOf(q, views)
-	return err
+	return checkChain(segs)
 }
 
-// chain returns q's views, the one reading the source first: the chain a
-// graph runs. A join of a view with a stream is refused.
-func chain(q *plan.Query) ([]*plan.Query, error) {
-	var out []*plan.Query
-	for n := q; ; {
-		vs := n.Views()
-		if n != q && n.Join != nil && len(vs) == 0 {
-			break // a temporal join over the source: the chain's root (by a table column, a segment of its own: segmentsOf)
+// checkChain refuses a stage that runs an interval join of a view with a
+// declared stream, as a graph in process does (drive.Graph).
+func checkChain(segs [][]*plan.Query) error {
+	for _, seg := range segs {
+		for _, n := range seg {
+			if vs := n.Views(); len(vs) > 0 && n.IJoin != nil {
+				return mixedJoin(n, vs[0])
+			}
 		}
-		if n != q && isIntervalJoin(n) {
-			break // an interval join of two streams: the chain's root (DESIGN.md, "A view with an interval join of two streams")
-		}
-		if len(vs) > 0 && n.IJoin != nil {
-			return nil, mixedJoin(n, vs[0])
-		}
-		if len(vs) == 0 {
-			break
-		}
-		out = append([]*plan.Query{vs[0]}, out...)
-		n = vs[0]
 	}
-	return out, nil
+	return nil
+}
+
+// chainViews returns the queries the stages of segs run other than q,
+// upstream first: the views q reads, down to the one reading the source.
+func chainViews(q *plan.Query, segs [][]*plan.Query) []*plan.Query {
+	var out []*plan.Query
+	for _, seg := range segs {
+		for _, r := range seg {
+			if r != q && !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // mixedJoin refuses query n, an interval join of view v with a declared

@@ -61,8 +61,7 @@ CREATE VIEW q AS SELECT sum(n) AS n FROM w2;`, "v w q"},
 			t.Errorf("%s: %v", c.name, err)
 			continue
 		}
-		views, _ := chain(q)
-		segs, err := segmentsOf(q, views)
+		segs, err := chainQueries(q)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
@@ -77,23 +76,6 @@ func joinedQuery(q *plan.Query) *plan.Query {
 	return &a
 }
 
-// joinRepartitioned reports whether q's joined rows are repartitioned by
-// its GROUP BY key to a segment of their own: its plan places the joined
-// rows (by the join key, or anywhere for a temporal join) otherwise than
-// its groups need (segmentsOf).
-func joinRepartitioned(q *plan.Query) bool {
-	if !isIntervalJoin(q) && q.Join == nil {
-		return false
-	}
-	p, err := dataflow.LowerQueries([]*plan.Query{q})
-	if err != nil {
-		// A compiled query always lowers; were it not to, the join's
-		// own segment is right whatever the placement.
-		return true
-	}
-	return joinCut(p, q)
-}
-
 // isIntervalJoin reports whether q is an interval join of two streams
 // (the second input a topic of its own, read by the table stage).
 func isIntervalJoin(q *plan.Query) bool { return q.IJoin != nil && len(q.Views()) == 0 }
@@ -113,7 +95,7 @@ func secondInput(q *plan.Query) (src *plan.Source, used []bool, what, create str
 func newTableJoin(opts *Options) (*tableJoin, error) {
 	q := opts.Query
 	if up := q.Upstream(); len(up) > 0 && (up[len(up)-1].Join != nil || isIntervalJoin(up[len(up)-1])) {
-		q = up[len(up)-1] // a chain's root with a temporal join or an interval join of two streams (graph.go, chain)
+		q = up[len(up)-1] // a chain's root with a temporal join or an interval join of two streams (chainQueries)
 	}
 	if q.Join == nil && !isIntervalJoin(q) {
 		if opts.Table.Topic != "" {

@@ -377,23 +377,18 @@ func newNamed(opts Options, name string) (*Pipeline, error) {
 		}
 		return p, nil
 	}
-	views, err := chain(q)
+	// The stages the plan's segments give (topology.go): one, or a
+	// chain of them, each reading the rows of the one before through a
+	// repartition topic (viewrepart.go).
+	segs, err := chainQueries(q)
 	if err != nil {
 		return nil, err
 	}
-	root := q
-	var segs [][]*plan.Query
-	if joinRepartitioned(q) {
-		// The join at a stage partitioned by the join key, the aggregate
-		// after a repartition of the joined rows by the GROUP BY key
-		// (join.go, joinedQuery).
-		segs = [][]*plan.Query{{q}, {joinedQuery(q)}}
+	if err := checkChain(segs); err != nil {
+		return nil, err
 	}
+	root, views := segs[0][0], chainViews(q, segs)
 	if len(views) > 0 {
-		root = views[0]
-		if segs, err = segmentsOf(q, views); err != nil {
-			return nil, err
-		}
 		if err := checkViewSinks(opts, q, views); err != nil {
 			return nil, err
 		}

@@ -93,10 +93,7 @@ func planTopology(opts Options, name string) ([]stageSpec, error) {
 // base, then the stages that feed its first: its inputs' decoding
 // segments and a join of two views' sides.
 func (t *topology) chain(seg int, base string) error {
-	segs := []int{seg}
-	for s := t.pred(seg); s >= 0; s = t.pred(s) {
-		segs = append([]int{s}, segs...)
-	}
+	segs := t.chainOf(seg)
 	for k, s := range segs {
 		if err := t.name(s, segmentName(base, k)); err != nil {
 			return err
@@ -124,6 +121,53 @@ func (t *topology) chain(seg int, base string) error {
 		}
 	}
 	return nil
+}
+
+// chainOf is the chain of aggregating segments ending at seg, upstream
+// first: each reads the rows of the one before through an exchange.
+func (t *topology) chainOf(seg int) []int {
+	segs := []int{seg}
+	for s := t.pred(seg); s >= 0; s = t.pred(s) {
+		segs = append([]int{s}, segs...)
+	}
+	return segs
+}
+
+// chainQueries returns, for each stage of the chain that ends at q's
+// sink (the stages Q, Q-s2, ...), the queries whose operators it runs,
+// upstream first: a chain of views cut where the plan puts an exchange,
+// and a join whose joined rows an exchange moves runs in a stage of its
+// own, its query's aggregate in the next (both name the query).
+func chainQueries(q *plan.Query) ([][]*plan.Query, error) {
+	p, err := dataflow.LowerQueries([]*plan.Query{q})
+	if err != nil {
+		return nil, err
+	}
+	t := &topology{p: p}
+	var out [][]*plan.Query
+	for _, n := range p.Nodes {
+		if n.Kind == dataflow.Sink && n.Query == q {
+			for _, s := range t.chainOf(n.Segment) {
+				out = append(out, t.queriesOf(s))
+			}
+		}
+	}
+	return out, nil
+}
+
+// queriesOf are the queries of segment s's joins and aggregates, in
+// plan order.
+func (t *topology) queriesOf(s int) []*plan.Query {
+	var out []*plan.Query
+	for _, id := range t.p.Segments[s].Nodes {
+		switch n := t.p.Node(id); n.Kind {
+		case dataflow.Aggregate, dataflow.TemporalJoin, dataflow.IntervalJoin:
+			if !slices.Contains(out, n.Query) {
+				out = append(out, n.Query)
+			}
+		}
+	}
+	return out
 }
 
 // pred is the segment whose rows seg's first aggregate reads through an
@@ -182,7 +226,7 @@ func (t *topology) stage(s int) (stageSpec, error) {
 	if !ok {
 		return stageSpec{}, fmt.Errorf("%w: segment %d is no stage the pipelines name", ErrUnsupported, s)
 	}
-	st := stageSpec{name: name, seg: s}
+	st := stageSpec{name: name, seg: s, queries: t.queriesOf(s)}
 	for _, id := range t.p.Segments[s].Nodes {
 		n := t.p.Node(id)
 		switch n.Kind {
@@ -200,9 +244,6 @@ func (t *topology) stage(s int) (stageSpec, error) {
 			}
 		case dataflow.Aggregate, dataflow.TemporalJoin, dataflow.IntervalJoin:
 			st.state = name + "-state"
-			if !slices.Contains(st.queries, n.Query) {
-				st.queries = append(st.queries, n.Query)
-			}
 		}
 	}
 	for _, x := range t.p.Segments[s].Inputs {

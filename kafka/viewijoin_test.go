@@ -146,11 +146,7 @@ func kijvEnv(t testing.TB, addrs []string, name string, nImp, nClk int) *ijoinEn
 
 // kijvSegments is the number of stages a shape's chain runs in.
 func kijvSegments(t testing.TB, q *plan.Query) int {
-	views, err := chain(q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	segs, err := segmentsOf(q, views)
+	segs, err := chainQueries(q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,11 +438,7 @@ CREATE SOURCE k (iid BIGINT, c VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
 			t.Errorf("%s: %v", c.reader, err)
 			continue
 		}
-		views, err := chain(q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		segs, err := segmentsOf(q, views)
+		segs, err := chainQueries(q)
 		if err != nil {
 			t.Fatal(err)
 		}

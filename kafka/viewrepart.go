@@ -159,7 +159,8 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) error {
 		return fmt.Errorf("%w: query name %q cannot name the internal topics of its view repartitions", ErrConfig, p.name)
 	}
 	top := p.opts
-	joinSeg := p.tj != nil && joinRepartitioned(p.root) // the join's own segment, then its aggregate's
+	// The join's own segment, then its aggregate's: both run the root.
+	joinSeg := p.tj != nil && segs[1][0] == p.root
 	for k, seg := range segs {
 		c := &Pipeline{opts: top, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
 			log: p.log.With("segment", k+1), base: p.base, name: segmentName(p.name, k),

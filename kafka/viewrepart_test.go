@@ -259,8 +259,7 @@ func TestSegmentsUnbounded(t *testing.T) {
 	if err := CheckQuery(q); err != nil {
 		t.Fatal(err)
 	}
-	views, _ := chain(q)
-	segs, err := segmentsOf(q, views)
+	segs, err := chainQueries(q)
 	if err != nil || len(segs) != n {
 		t.Fatalf("%d segments, want %d (%v)", len(segs), n, err)
 	}
