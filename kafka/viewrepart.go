@@ -104,16 +104,12 @@ func isSegmentName(name, s string) bool {
 	return err == nil && n >= 2 && strconv.Itoa(n) == k
 }
 
-// segmentsOf splits the chain (views, root first, then q) into segments
-// where its physical plan (internal/dataflow) puts an exchange: a new
-// segment starts at each reader whose aggregate needs its rows placed
-// otherwise than the view it reads places them (a reader grouping by
-// less: fewer columns, an expression of them, a window alone; or a view
-// whose GROUP BY columns are not all selected), and a root whose joined
-// rows its GROUP BY cannot keep in the join's partitions (a temporal join
-// grouped by a table column, an interval join grouped by other than its
-// key) runs its join in a segment of its own, its aggregate in the next.
-// A segment is partitioned as its first aggregate's input.
+// segmentsOf splits the queries above a join of two views (views, the
+// lowest first, then q; none a join) into the segments after the join
+// stage's (afterJoin): the first starts one, and a new one starts at each
+// reader whose aggregate the plan gives an exchange (a reader grouping by
+// less than the view it reads places its rows). A chain over the source
+// is cut by chainQueries (topology.go).
 func segmentsOf(q *plan.Query, views []*plan.Query) ([][]*plan.Query, error) {
 	p, err := dataflow.LowerQueries([]*plan.Query{q})
 	if err != nil {
@@ -121,33 +117,13 @@ func segmentsOf(q *plan.Query, views []*plan.Query) ([][]*plan.Query, error) {
 	}
 	var segs [][]*plan.Query
 	for i, r := range append(slices.Clone(views), q) {
-		switch {
-		case i == 0:
+		if a := p.Aggregate(r); i == 0 || p.Node(a.Inputs[0].From).Kind == dataflow.Exchange {
 			segs = append(segs, []*plan.Query{r})
-			if joinCut(p, r) {
-				segs = append(segs, []*plan.Query{r})
-			}
-		case exchanged(p, r):
-			segs = append(segs, []*plan.Query{r})
-		default:
+		} else {
 			segs[len(segs)-1] = append(segs[len(segs)-1], r)
 		}
 	}
 	return segs, nil
-}
-
-// exchanged reports whether the plan moves q's input rows between
-// partitions before its aggregate.
-func exchanged(p *dataflow.Plan, q *plan.Query) bool {
-	a := p.Aggregate(q)
-	return p.Node(a.Inputs[0].From).Kind == dataflow.Exchange
-}
-
-// joinCut reports whether the plan puts an exchange between q's join and
-// its aggregate.
-func joinCut(p *dataflow.Plan, q *plan.Query) bool {
-	k := p.Producer(p.Aggregate(q).Inputs[0]).Kind
-	return (k == dataflow.TemporalJoin || k == dataflow.IntervalJoin) && exchanged(p, q)
 }
 
 // newSegments builds the pipelines of a chain cut into segs (New, after
