@@ -91,15 +91,12 @@ func secondInput(q *plan.Query) (src *plan.Source, used []bool, what, create str
 }
 
 // newTableJoin checks the second topic of a join query: a temporal
-// join's table, an interval join's right stream.
-func newTableJoin(opts *Options) (*tableJoin, error) {
-	q := opts.Query
-	if up := q.Upstream(); len(up) > 0 && (up[len(up)-1].Join != nil || isIntervalJoin(up[len(up)-1])) {
-		q = up[len(up)-1] // a chain's root with a temporal join or an interval join of two streams (chainQueries)
-	}
+// join's table, an interval join's right stream, read by q, the root of
+// the query's first stage (chainQueries).
+func newTableJoin(opts *Options, q *plan.Query) (*tableJoin, error) {
 	if q.Join == nil && !isIntervalJoin(q) {
 		if opts.Table.Topic != "" {
-			return nil, fmt.Errorf("%w: a second input's topic (%s), but query %s has no join of a stream with a table or another stream", ErrConfig, opts.Table.Topic, q.Name)
+			return nil, fmt.Errorf("%w: a second input's topic (%s), but query %s has no join of a stream with a table or another stream", ErrConfig, opts.Table.Topic, opts.Query.Name)
 		}
 		return nil, nil
 	}

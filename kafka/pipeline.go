@@ -396,7 +396,7 @@ func newNamed(opts Options, name string) (*Pipeline, error) {
 	if err := drive.NewMessageDecoder(root.Source, opts.Source.Format).Err(); err != nil {
 		return nil, fmt.Errorf("%w: source: %v", ErrConfig, err)
 	}
-	tj, err := newTableJoin(&opts)
+	tj, err := newTableJoin(&opts, root)
 	if err != nil {
 		return nil, err
 	}
