@@ -1,7 +1,6 @@
 package ubik
 
 import (
-	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -252,11 +251,11 @@ func (e *Engine) StartPlan(p *Plan, qo QueryOptions) (q *Query, err error) {
 		onRecord := qo.OnRecord
 		cfg.Emit = func(r *changelog.Record) error { return onRecord(*r) }
 	}
-	d, err := drive.New(pq, cfg)
+	g, err := drive.NewQueryGraph(pq, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Query{plan: pq, pub: p, callback: qo.OnRecord != nil, d: d, onEventError: qo.OnEventError,
+	return &Query{plan: pq, pub: p, callback: qo.OnRecord != nil, d: g, onEventError: qo.OnEventError,
 		oneThread: drive.ThreadsFallback(pq, cfg)}, nil
 }
 
@@ -294,14 +293,17 @@ func (e *Engine) StartPlan(p *Plan, qo QueryOptions) (q *Query, err error) {
 // record and counts it in Stats.EvalErrors; the call that rendered it
 // returns the error, except Next, which cannot (a Strict query then fails).
 //
-// The work is the internal driver's (internal/drive), which the Kafka
-// pipeline runs too; Query adds the checks of the embedding API.
+// The work is an internal graph's (internal/drive: one node per query),
+// which the Kafka pipeline runs too; Query adds the checks of the
+// embedding API.
 type Query struct {
 	plan      *plan.Query
 	pub       *Plan  // plan's wrapper
 	oneThread string // why the query runs on one thread, if it does
 	callback  bool
-	d         runner // a *drive.Driver, or a *drive.Graph for a query over views
+	// d runs the query: a graph of one node, or for a query over views
+	// of one node per query (its views' and the With queries').
+	d *drive.Graph
 
 	onEventError func(tag int64, event []byte, err *EventError) // QueryOptions.OnEventError
 	restored     restoredEntries                                // what Restore loaded, until FinishRestore
@@ -353,45 +355,17 @@ func (q *Query) Push(event []byte) (err error) {
 // (or ErrBackpressure, as for Push). The records and their order are
 // those of Push.
 func (q *Query) Feed(event []byte, tag int64) error {
-	if d, ok := q.d.(*drive.Driver); ok {
-		// Through the concrete type, so the deferred Leave's error does
-		// not escape: a heap cell per event otherwise.
-		return feedDriver(d, event, tag)
-	}
-	if g, ok := q.d.(*drive.Graph); ok {
-		return feedGraph(g, event, tag)
-	}
-	return q.feedOther(event, tag)
+	// Through a function of its own, so the deferred Leave's error does
+	// not escape: a heap cell per event otherwise.
+	return feed(q.d, event, tag)
 }
 
-func feedGraph(g *drive.Graph, event []byte, tag int64) (err error) {
+func feed(g *drive.Graph, event []byte, tag int64) (err error) {
 	if err := g.Enter(); err != nil {
 		return err
 	}
 	defer g.Leave(&err)
 	return g.Feed(event, tag)
-}
-
-func feedDriver(d *drive.Driver, event []byte, tag int64) (err error) {
-	if err := d.Enter(); err != nil {
-		return err
-	}
-	defer d.Leave(&err)
-	return d.Feed(event, tag)
-}
-
-func (q *Query) feedOther(event []byte, tag int64) (err error) {
-	if err := q.d.Enter(); err != nil {
-		return err
-	}
-	defer q.d.Leave(&err)
-	err = q.d.Push(event)
-	var ee *EventError
-	if q.onEventError != nil && errors.As(err, &ee) {
-		q.onEventError(tag, event, ee)
-		return nil
-	}
-	return err
 }
 
 // ReportMalformedAt counts one event the host could not even hand over
@@ -403,17 +377,7 @@ func (q *Query) ReportMalformedAt(tag int64, cause error) (err error) {
 		return err
 	}
 	defer q.d.Leave(&err)
-	if d, ok := q.d.(*drive.Driver); ok {
-		return d.ReportMalformedAt(tag, cause)
-	}
-	if g, ok := q.d.(*drive.Graph); ok {
-		return g.ReportMalformedAt(tag, cause)
-	}
-	q.d.ReportMalformed()
-	if q.onEventError != nil {
-		q.onEventError(tag, nil, &EventError{Seq: q.d.Counts().Events, Err: cause})
-	}
-	return nil
+	return q.d.ReportMalformedAt(tag, cause)
 }
 
 // PushRow applies one typed row, in the source's column order. For a source
@@ -557,12 +521,7 @@ func (q *Query) Restore(key, val []byte) (position []byte, err error) {
 }
 
 // metaKey is the key of the query's meta entry.
-func (q *Query) metaKey() []byte {
-	if g, ok := q.d.(interface{ MetaKey() []byte }); ok {
-		return g.MetaKey()
-	}
-	return []byte(drive.MetaKey)
-}
+func (q *Query) metaKey() []byte { return q.d.MetaKey() }
 
 // FinishRestore completes a restore; the query then continues where the
 // checkpoint left it: revisions continue and no window is finalized twice.

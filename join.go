@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
@@ -113,8 +112,7 @@ func (q *Query) EndInput(input string) (err error) {
 	if second {
 		return q.EndTable()
 	}
-	g, isGraph := q.d.(*drive.Graph)
-	if isGraph && !g.TwoStreams() || !isGraph && q.plan.IJoin == nil {
+	if !q.d.TwoStreams() {
 		return fmt.Errorf("ubik: %s is the first input of query %s: it ends with Close", input, q.plan.Name)
 	}
 	if err := q.d.Enter(); err != nil {
@@ -150,16 +148,7 @@ func (q *Query) Inputs() []string {
 // inputNames are the first input's source and the second input's name
 // ("" without one).
 func (q *Query) inputNames() (*plan.Source, string) {
-	if g, ok := q.d.(*drive.Graph); ok {
-		return g.Sources()[0], g.SecondInput()
-	}
-	switch {
-	case q.plan.Join != nil:
-		return q.plan.Join.Stream, q.plan.Join.Table.Name
-	case q.plan.IJoin != nil:
-		return q.plan.IJoin.Left, q.plan.IJoin.Right.Name
-	}
-	return q.plan.Source, ""
+	return q.d.Sources()[0], q.d.SecondInput()
 }
 
 // inputKind reports whether input names the query's second input.

@@ -5,48 +5,7 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
-	"github.com/ubiksql/ubik/internal/types"
-)
-
-// runner is what a Query drives: one query's driver, or the graph of a
-// query over views.
-type runner interface {
-	Enter() error
-	Leave(err *error)
-	Push(raw []byte) error
-	PushRow(row []types.Value) error
-	ReportMalformed()
-	Tick() error
-	EmitEarly() error
-	AdvanceWatermark(wm int64) error
-	Close() error
-	Next() (changelog.Record, bool)
-	Refill() (bool, error)
-	Pending() int
-	Queued() bool
-	Stats() exec.Stats
-	Counts() drive.Counts
-	Checkpoint(full bool, position []byte, put func(key, val []byte) error) error
-	Restore(key, val []byte) ([]byte, error)
-	FinishRestore()
-	Flush() error
-	Threads() int
-	PushTable(raw []byte) error
-	PushTableRow(row []types.Value) error
-	AdvanceTableWatermark(wm int64) error
-	EndTable() error
-	EndFirst() error
-	TableCounts() drive.Counts
-	JoinStats() drive.JoinStats
-	IntervalStats() drive.IntervalStats
-	InputWatermarks() (int64, int64)
-}
-
-var (
-	_ runner = (*drive.Driver)(nil)
-	_ runner = (*drive.Graph)(nil)
 )
 
 // StartGraph starts pq together with the queries in with, and every view
@@ -139,12 +98,8 @@ func withQueries(prog *plan.Program, names []string) ([]*plan.Query, error) {
 // Queries returns the names of the queries the Query runs: its own, or
 // for a query over views every query of its graph, upstream first.
 func (q *Query) Queries() []string {
-	g, ok := q.d.(*drive.Graph)
-	if !ok {
-		return []string{q.plan.Name}
-	}
 	var names []string
-	for _, p := range g.Queries() {
+	for _, p := range q.d.Queries() {
 		names = append(names, p.Name)
 	}
 	return names
@@ -154,15 +109,7 @@ func (q *Query) Queries() []string {
 // itself, a view it reads, a With query): its operator's, with the
 // events (or view rows) it was given.
 func (q *Query) ViewStats(name string) (Stats, bool) {
-	var d *drive.Driver
-	switch r := q.d.(type) {
-	case *drive.Driver:
-		if name == q.plan.Name {
-			d = r
-		}
-	case *drive.Graph:
-		d = r.Driver(name)
-	}
+	d := q.d.Driver(name)
 	if d == nil {
 		return Stats{}, false
 	}

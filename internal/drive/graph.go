@@ -66,8 +66,9 @@ type Graph struct {
 	stalled  bool // the last pump stopped at an item the primary refused
 	// lone: a graph of one node, which has no inbox; flat: a host graph
 	// of one query, whose checkpoint entries are its driver's as they are
-	// (NewHostGraph).
-	lone, flat bool
+	// (NewHostGraph); solo: the embedding API's graph of one query, whose
+	// calls are its driver's (NewQueryGraph).
+	lone, flat, solo bool
 
 	// The steps of the host's calls (inbox.go): step is the last begun,
 	// cur the one whose items are being made; seq numbers the items.
@@ -240,9 +241,6 @@ func (g *Graph) Enter() error {
 	return nil
 }
 
-// Leave ends a call begun by Enter.
-func (g *Graph) Leave(err *error) { g.primary.d.Leave(err) }
-
 // Err returns the graph's fatal error, if it failed.
 func (g *Graph) Err() error {
 	if g.fatal != nil {
@@ -297,6 +295,9 @@ func (g *Graph) each(f func(d *Driver) error) error { return g.eachOf(0, f) }
 
 // eachOf is each for the roots of input i.
 func (g *Graph) eachOf(i int, f func(d *Driver) error) error {
+	if d := g.one(); d != nil {
+		return f(d) // no step: nothing orders its rows with another node's
+	}
 	var res error
 	rep := g.reporterOf(i)
 	g.begin(true)
@@ -396,6 +397,9 @@ func (g *Graph) Tick() error { return g.all((*Driver).Tick) }
 func (g *Graph) EmitEarly() error { return g.all((*Driver).EmitEarly) }
 
 func (g *Graph) all(f func(*Driver) error) error {
+	if d := g.one(); d != nil {
+		return f(d) // what its driver's call delivers
+	}
 	// What is in flight first, as one thread would have delivered it.
 	if err := g.Flush(); err != nil {
 		return err
@@ -429,6 +433,9 @@ func (g *Graph) failIfFatal(n *gnode, err error) error {
 // AdvanceWatermark moves the input's watermark (the roots'); the readers
 // follow by their markers.
 func (g *Graph) AdvanceWatermark(wm int64) error {
+	if d := g.one(); d != nil {
+		return d.AdvanceWatermark(wm)
+	}
 	return g.controlOf(0, func(d *Driver) error { return d.AdvanceWatermark(wm) }, 0)
 }
 
@@ -436,6 +443,9 @@ func (g *Graph) AdvanceWatermark(wm int64) error {
 // has not ended, then, after those rows, every reader's (a join of two
 // views whose other input ended acts on this one's alone).
 func (g *Graph) CloseOpenWindows() error {
+	if d := g.one(); d != nil {
+		return d.CloseOpenWindows()
+	}
 	for i := range g.sources {
 		if g.ended[i] {
 			continue
@@ -454,6 +464,9 @@ func (g *Graph) CloseOpenWindows() error {
 // Close ends the input (both inputs, when the graph reads two): the roots
 // close, then each reader after its view's last rows.
 func (g *Graph) Close() error {
+	if d := g.one(); d != nil {
+		return d.Close()
+	}
 	ij := g.ijRoot()
 	if g.ended[0] && (len(g.sources) < 2 || g.ended[1]) && (ij == nil || ij.d.closed) {
 		return nil // closed already: a second Close does nothing

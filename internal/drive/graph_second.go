@@ -33,6 +33,9 @@ func (g *Graph) second() error {
 // PushTable decodes one record of the second source and applies it to
 // the roots reading it (see ErrGraphTable).
 func (g *Graph) PushTable(raw []byte) error {
+	if d := g.one(); d != nil {
+		return d.PushTable(raw)
+	}
 	if err := g.second(); err != nil {
 		return err
 	}
@@ -66,6 +69,9 @@ func (g *Graph) onJoin(f func(d *Driver) error) error {
 // PushTableBehind is PushTable for the temporal join's table that also
 // counts the row late when it is behind floor (Driver.PushTableBehind).
 func (g *Graph) PushTableBehind(raw []byte, floor int64) error {
+	if d := g.one(); d != nil {
+		return d.PushTableBehind(raw, floor)
+	}
 	if g.join == nil {
 		return g.PushTable(raw)
 	}
@@ -80,6 +86,9 @@ func (g *Graph) PushTableBehind(raw []byte, floor int64) error {
 
 // PushTableRow applies one typed row of the second source.
 func (g *Graph) PushTableRow(row []types.Value) error {
+	if d := g.one(); d != nil {
+		return d.PushTableRow(row)
+	}
 	if err := g.second(); err != nil {
 		return err
 	}
@@ -94,6 +103,9 @@ func (g *Graph) PushTableRow(row []types.Value) error {
 
 // AdvanceTableWatermark moves the second source's watermark.
 func (g *Graph) AdvanceTableWatermark(wm int64) error {
+	if d := g.one(); d != nil {
+		return d.AdvanceTableWatermark(wm)
+	}
 	if err := g.second(); err != nil {
 		return err
 	}
@@ -109,6 +121,9 @@ func (g *Graph) AdvanceTableWatermark(wm int64) error {
 // EndTable ends the second source: its roots close, then their readers
 // after the views' last rows; the first source goes on.
 func (g *Graph) EndTable() error {
+	if d := g.one(); d != nil {
+		return d.EndTable()
+	}
 	if err := g.second(); err != nil {
 		return err
 	}
@@ -127,6 +142,9 @@ func (g *Graph) EndTable() error {
 // after the views' last rows, so a join of two views holds no row of the
 // other side for it any more. Ending twice is a no-op; Close ends both.
 func (g *Graph) EndFirst() error {
+	if d := g.one(); d != nil {
+		return d.EndFirst()
+	}
 	if ij := g.ijRoot(); ij != nil {
 		if g.ended[ij.input] {
 			return nil

@@ -80,6 +80,9 @@ func (g *Graph) key(dst []byte, n *gnode, key []byte) []byte {
 // refuses (ErrBackpressure, nothing written) while an inbox or the
 // primary's queue holds work.
 func (g *Graph) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
+	if d := g.one(); d != nil {
+		return d.Checkpoint(full, position, put)
+	}
 	if err := g.Flush(); err != nil {
 		return err
 	}

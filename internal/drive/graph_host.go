@@ -1,0 +1,65 @@
+package drive
+
+import (
+	"fmt"
+
+	"github.com/ubiksql/ubik/internal/sql/plan"
+)
+
+// The graph of one query of the embedding API: the root package runs
+// every query on a Graph (the C ABI, Python and ubik run on files through
+// it), a query that reads no view as a graph of one node.
+
+// NewQueryGraph returns the graph of q, a query that reads no view: one
+// node, whose driver is made with cfg as New makes it, so a query New
+// refuses is refused with New's error. The graph is solo: it writes its
+// driver's checkpoint entries as they are (under no query name, so a
+// state written before restores), and every call's outcome (its error,
+// what it refuses and delivers) is its driver's.
+func NewQueryGraph(q *plan.Query, cfg Config) (*Graph, error) {
+	d, err := New(q, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(q.Views()) > 0 {
+		return nil, fmt.Errorf("drive: query %s reads views: its graph has a node for each (NewGraph)", q.Name)
+	}
+	g, err := planGraph(q, nil, nil)
+	if err == nil {
+		err = g.link(nil)
+	}
+	if err == nil {
+		err = g.check()
+	}
+	if err != nil {
+		return nil, err
+	}
+	n := g.primary
+	n.d, n.root = d, true
+	g.reporter = n
+	g.lone, g.flat, g.solo = true, true, true
+	return g, nil
+}
+
+// one returns the driver of a solo graph (NewQueryGraph), whose calls are
+// its driver's: nil for any other graph.
+func (g *Graph) one() *Driver {
+	if g.solo {
+		return g.primary.d
+	}
+	return nil
+}
+
+// Leave ends a call begun by Enter; deferred, it turns a panic into an
+// ErrInternal error that is the primary's fatal error from then on, as
+// Driver.Leave does (which cannot recover it for the graph: recover
+// stops a panic only when the deferred function calls it itself).
+func (g *Graph) Leave(err *error) {
+	d := g.primary.d
+	if r := recover(); r != nil {
+		d.fatal = internal(r)
+		*err = d.fatal
+		LogPanic(d.log, d.fatal)
+	}
+	d.busy.Store(false)
+}
