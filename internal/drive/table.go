@@ -141,7 +141,8 @@ func (d *Driver) PushTable(raw []byte) error {
 	if err != nil || row == nil {
 		return err
 	}
-	return d.jn.push(1, row, raw)
+	_, err = d.jn.push(1, d.one.set(row, raw, nil, false))
+	return err
 }
 
 // PushTableBehind is PushTable for a host whose table watermark is a
@@ -171,7 +172,8 @@ func (d *Driver) PushTableRow(row []types.Value) error {
 	if err != nil {
 		return err
 	}
-	return d.jn.push(1, row, nil)
+	_, err = d.jn.push(1, d.one.set(row, nil, nil, false))
+	return err
 }
 
 // AdvanceTableWatermark moves the second input's watermark to wm (µs) if
