@@ -46,13 +46,14 @@ type intervalNode interface {
 }
 
 // joinEnv is what a join node holds of its driver: the aggregate it feeds
-// (its output edge, through the node interface),
-// the driver's rules for feeding it (the buffer's room, strict), its
-// fatal error, the first input's counters, and the hooks.
+// (its output edge: rows, watermark, finish and the checkpoint's chain go
+// through the node interface), the driver's rules for feeding it (the
+// buffer's room, strict), its fatal error, the first input's counters,
+// and the hooks.
 type joinEnv struct {
 	q        *plan.Query
-	agg      aggregate
-	buffered bool // the driver buffers its records for Next
+	agg      aggregate // the next node
+	buffered bool      // the driver buffers its records for Next
 	strict   bool
 	room     func() int   // the buffer's room (buffered)
 	drain    func() error // renders queued records into the room
