@@ -2,7 +2,6 @@ package drive
 
 import (
 	"fmt"
-	"math"
 	"unsafe"
 
 	"github.com/ubiksql/ubik/changelog"
@@ -147,34 +146,21 @@ func (p *par) advance(wm int64) {
 // MarkCall ends a call of a host that reads the watermark after every
 // call: on several threads, the watermark reaches Config.OnMark in the
 // merged stream; on one thread it does nothing (read Watermark).
-func (d *Driver) MarkCall() {
-	if d.par != nil {
-		d.par.mark()
-	}
-}
+func (d *Driver) MarkCall() { d.agg.mark() }
 
 // SetStep tells a driver on several threads the step of the host's calls
 // that follow (a graph's, inbox.go): its records and rows carry it, as
 // OutStep, when they reach Emit, OnRow and OnMark.
-func (d *Driver) SetStep(s uint64) {
-	if d.par != nil {
-		d.par.step = s
-	}
-}
+func (d *Driver) SetStep(s uint64) { d.agg.setStep(s) }
 
 // OutStep is the step of the call that made the record, row or marker
 // being delivered (a driver on several threads).
-func (d *Driver) OutStep() uint64 { return d.par.outStep }
+func (d *Driver) OutStep() uint64 { return d.agg.outStep() }
 
 // PendingStep is the earliest step whose records a driver on several
 // threads has not all delivered (math.MaxUint64: none; one thread
 // delivers as it goes).
-func (d *Driver) PendingStep() uint64 {
-	if d.par == nil {
-		return math.MaxUint64
-	}
-	return d.par.pendingStep()
-}
+func (d *Driver) PendingStep() uint64 { return d.agg.pendingStep() }
 
 // Sharded reports whether the driver's aggregate runs on several threads.
-func (d *Driver) Sharded() bool { return d.par != nil }
+func (d *Driver) Sharded() bool { return d.agg.threads() > 1 }

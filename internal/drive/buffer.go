@@ -55,12 +55,13 @@ func (d *Driver) Next() (rec changelog.Record, ok bool) {
 // Refill renders queued records into the buffer's room and reports
 // whether any record is buffered.
 func (d *Driver) Refill() (bool, error) {
+	// A join's waiting rows are applied into the room that is left.
 	err := d.drain()
-	if err == nil && d.jn != nil {
-		err = d.jn.pump()
-		if err == nil {
-			err = d.drain()
-		}
+	if err == nil {
+		err = d.first.pump()
+	}
+	if err == nil {
+		err = d.drain()
 	}
 	return d.head < len(d.pending), err
 }
@@ -69,9 +70,4 @@ func (d *Driver) Refill() (bool, error) {
 func (d *Driver) Pending() int { return len(d.pending) - d.head }
 
 // Queued reports whether finalized windows or flushes wait, unrendered.
-func (d *Driver) Queued() bool {
-	if d.jn != nil && d.jn.queued() {
-		return true
-	}
-	return d.agg.queued()
-}
+func (d *Driver) Queued() bool { return d.first.queued() }

@@ -152,18 +152,20 @@ func (c Counts) minus(o Counts) Counts {
 		c.Applied - o.Applied, c.EvalErrors - o.EvalErrors, c.Late - o.Late}
 }
 
-// Driver runs one operator (or, made by NewRouter, only decodes and keys
-// events for a repartitioning host).
+// Driver runs one query: its decode node, then the head of its chain of
+// nodes (node.go: a join node if the query has a join, then the
+// aggregate).
 type Driver struct {
-	q    *plan.Query
-	in   decodeNode     // the first input's decode node (decode.go)
-	agg  aggregate      // the window aggregate node
-	op   *exec.Operator // agg's operator when it is one (nil when sharded)
-	par  *par           // agg's shards when it is sharded (Config.Threads)
-	pout *parOut        // the merge's callbacks, which par holds only weakly
-	emit func(*changelog.Record) error
-	late func(*exec.LateEvent)
-	log  *slog.Logger // receives a recovered panic's stack; may be nil
+	q     *plan.Query
+	in    decodeNode     // the first input's decode node (decode.go)
+	first node           // the first node of the chain (node.go): the join, or the aggregate
+	agg   aggregate      // the window aggregate node, the chain's last
+	op    *exec.Operator // agg's operator when it is one (nil when sharded)
+	par   *par           // agg's shards when it is sharded (Config.Threads)
+	pout  *parOut        // the merge's callbacks, which par holds only weakly
+	emit  func(*changelog.Record) error
+	late  func(*exec.LateEvent)
+	log   *slog.Logger // receives a recovered panic's stack; may be nil
 	// onEventError is Config.OnEventError.
 	onEventError func(tag int64, raw []byte, err *EventError)
 	now          func() time.Time
@@ -185,8 +187,10 @@ type Driver struct {
 	nextEarly time.Time
 	sinceTick int
 
-	// The join in front of the aggregate (nil without one): node.go.
-	jn joinNode
+	// The join in front of the aggregate (nil without one), for what only
+	// a join has (table.go).
+	jn  joinNode
+	one one // the row being pushed
 
 	n, taken Counts
 	closed   bool
@@ -242,7 +246,7 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 	if d.op, err = exec.New(q, ecfg); err != nil {
 		return nil, err
 	}
-	d.agg = single{d.op}
+	d.agg = &single{d.aggIn(), d.op}
 	return d, d.initJoins(cfg)
 }
 
@@ -260,21 +264,27 @@ func (d *Driver) shard(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	d.par, d.agg = p, sharded{p, d}
+	d.par, d.agg = p, &sharded{d.aggIn(), p}
 	// A host that drops the driver without closing it leaves no
 	// goroutine behind.
 	runtime.AddCleanup(d, func(p *par) { p.cleanup() }, p)
 	return nil
 }
 
-// initJoins sets up the join in front of the aggregate, if q has one.
+// aggIn is how the aggregate takes its rows: the driver's events, or a
+// join's joined rows.
+func (d *Driver) aggIn() aggIn { return aggIn{d: d, head: d.q.Join == nil && d.q.IJoin == nil} }
+
+// initJoins sets up the chain: the join in front of the aggregate, if q
+// has one, then the aggregate.
 func (d *Driver) initJoins(cfg Config) error {
 	jn, err := d.newJoinNode(cfg)
 	if err != nil {
 		return err
 	}
+	d.first = d.agg
 	if jn != nil {
-		d.jn = jn
+		d.jn, d.first = jn, jn
 	}
 	return nil
 }
@@ -300,12 +310,7 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 
 // Threads is the number of shards the driver runs (1: the operator runs
 // on the caller's goroutine).
-func (d *Driver) Threads() int {
-	if d.agg != nil {
-		return d.agg.threads()
-	}
-	return 1
-}
+func (d *Driver) Threads() int { return d.agg.threads() }
 
 // ThreadsFallback says why a query configured with Threads > 1 runs on
 // one thread ("" when it would run on several).
@@ -391,18 +396,7 @@ func (d *Driver) admit() error {
 	if d.closed {
 		return ErrClosed
 	}
-	if d.jn != nil {
-		return d.jn.admit(0)
-	}
-	if d.buffered {
-		if err := d.drain(); err != nil {
-			return err
-		}
-		if d.agg.queued() || d.room() <= 0 {
-			return ErrBackpressure
-		}
-	}
-	return nil
+	return d.first.admit(0)
 }
 
 // Push decodes one input record and applies it. A malformed event or one
@@ -423,20 +417,21 @@ func (d *Driver) push(raw, key []byte, keyed bool) error {
 	if err != nil || row == nil {
 		return err
 	}
-	d.raw = raw
-	return d.apply(row, key, keyed)
+	return d.apply(row, raw, key, keyed)
 }
 
-func (d *Driver) apply(row []types.Value, key []byte, keyed bool) error {
-	if d.jn != nil {
-		// The aggregate takes joined rows: none is an input record.
-		raw := d.raw
-		d.raw = nil
-		return d.jn.push(0, row, raw)
-	}
-	d.setRoom()
-	d.n.Applied++
-	err := d.agg.process(row, key, keyed)
+// apply hands one decoded event (raw its record, nil for a typed row) to
+// the head of the chain.
+func (d *Driver) apply(row []types.Value, raw, key []byte, keyed bool) error {
+	_, err := d.first.push(0, d.one.set(row, raw, key, keyed))
+	return err
+}
+
+// applied is the outcome of an event the aggregate took at the head of the
+// chain (aggIn): an evaluation error is the event's (fatal when strict),
+// any other is fatal; every few hundred events the processing clock is
+// looked at for an early emission.
+func (d *Driver) applied(err error) error {
 	if err != nil {
 		var ee *exec.EvalError
 		if !errors.As(err, &ee) {
@@ -470,8 +465,7 @@ func (d *Driver) tick() error {
 		return nil
 	}
 	d.nextEarly = now.Add(d.every)
-	d.setRoom()
-	return d.agg.tick()
+	return d.first.tick()
 }
 
 // parErr makes an error of the shards (other than a skipped record's)
@@ -506,7 +500,6 @@ func (d *Driver) EmitEarly() error {
 	if d.closed {
 		return ErrClosed
 	}
-	d.setRoom()
 	return d.agg.emitEarly()
 }
 
@@ -533,11 +526,7 @@ func (d *Driver) AdvanceWatermark(wm int64) error {
 	if d.closed {
 		return ErrClosed
 	}
-	if d.jn != nil {
-		return d.delivering(d.jn.advance(0, wm))
-	}
-	d.setRoom()
-	return d.delivering(d.agg.advance(wm))
+	return d.delivering(d.first.advance(0, wm))
 }
 
 // delivering ends a call that is not a push: unless it failed, every
@@ -557,13 +546,7 @@ func (d *Driver) CloseOpenWindows() error {
 	if d.closed {
 		return ErrClosed
 	}
-	if d.jn != nil {
-		if err := d.jn.closeOpen(); err != nil {
-			return err
-		}
-	}
-	d.setRoom()
-	return d.agg.closeOpen()
+	return d.first.closeOpen()
 }
 
 // Close ends the input: every open window finalizes. Closing twice is a
@@ -576,13 +559,9 @@ func (d *Driver) Close() error {
 		return err
 	}
 	d.closed = true
-	if d.jn != nil {
-		// Both inputs end: every joined row is applied, then the windows
-		// finalize (when buffering, as Next makes room).
-		return d.jn.finish()
-	}
-	d.setRoom()
-	return d.agg.finish()
+	// Every input ends: a join applies every joined row, then the
+	// windows finalize (when buffering, as Next makes room).
+	return d.first.finish()
 }
 
 // inputSource is the declared source of the records Push and PushRow

@@ -35,12 +35,8 @@ func (d *Driver) Counts() Counts {
 	}
 	c := d.n
 	s := d.Stats()
-	c.EvalErrors, c.Late = s.EvalErrors, s.Late
-	if d.jn != nil {
-		j := d.jn.counts(0)
-		c.EvalErrors += j.EvalErrors
-		c.Late += j.Late
-	}
+	j := d.first.counts(0)
+	c.EvalErrors, c.Late = s.EvalErrors+j.EvalErrors, s.Late+j.Late
 	return c
 }
 
@@ -73,14 +69,9 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 		b = binary.AppendVarint(b, d.n.Malformed)
 		position = append(b, position...)
 	}
-	if d.jn != nil {
-		// The join's entries first, so the meta entry stays last; nothing
-		// is written while work is queued.
-		if err := d.jn.checkpoint(full, put); err != nil {
-			return err
-		}
-	}
-	err := d.agg.checkpoint(full, position, put)
+	// A join's entries first, so the meta entry stays last; nothing is
+	// written while work is queued.
+	err := d.first.checkpoint(full, position, put)
 	if errors.Is(err, exec.ErrQueued) {
 		return checkpointWaits()
 	}
@@ -91,12 +82,7 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 // nothing yet. For the meta entry (key exec.MetaKey) it returns the
 // host's position given to Checkpoint. Call FinishRestore after the last.
 func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
-	if d.jn != nil {
-		if ok, err := d.jn.restore(key, val); ok {
-			return nil, err
-		}
-	}
-	pos, err := d.agg.restore(key, val)
+	pos, err := d.first.restore(key, val)
 	if err != nil || pos == nil || !d.counts {
 		return pos, err
 	}
@@ -119,9 +105,6 @@ func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
 // checkpoint left it (revisions continue, no window finalizes twice).
 // What the checkpoint's counters held is not news to TakeCounts.
 func (d *Driver) FinishRestore() {
-	if d.jn != nil {
-		d.jn.finishRestore()
-	}
-	d.agg.finishRestore()
+	d.first.finishRestore()
 	d.taken = d.Counts()
 }

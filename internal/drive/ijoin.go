@@ -82,8 +82,17 @@ func (t *intervalJoin) endedErr(input int) error {
 // waiting reports whether joined rows wait for the aggregate.
 func (t *intervalJoin) waiting() bool { return t.j.Pending() > 0 }
 
-// push hands one decoded row of an input to the join.
-func (t *intervalJoin) push(side int, row []types.Value, raw []byte) error {
+func (t *intervalJoin) push(side int, b *rowBatch) (int, error) {
+	for i, row := range b.rows {
+		if err := t.pushRow(side, row, b.raw(i)); err != nil {
+			return i + 1, err
+		}
+	}
+	return len(b.rows), nil
+}
+
+// pushRow hands one decoded row of an input to the join.
+func (t *intervalJoin) pushRow(side int, row []types.Value, raw []byte) error {
 	late, err := t.j.Push(side, row)
 	if errors.Is(err, exec.ErrIntervalJoinFull) {
 		return t.fail(err) // the row was not taken: the host cannot go on
@@ -165,8 +174,8 @@ func (t *intervalJoin) end(side int) error {
 func (t *intervalJoin) ended(side int) bool { return t.j.Ended(side) }
 
 // closeOpen releases nothing: the joined rows are applied as they are
-// made.
-func (t *intervalJoin) closeOpen() error { return nil }
+// made. The aggregate's windows close.
+func (t *intervalJoin) closeOpen() error { return t.agg.closeOpen() }
 
 func (t *intervalJoin) finish() error {
 	t.j.End(0)
@@ -175,35 +184,46 @@ func (t *intervalJoin) finish() error {
 	return t.pump()
 }
 
-func (t *intervalJoin) queued() bool { return t.j.Pending() > 0 || t.closing && !t.finished }
+func (t *intervalJoin) queued() bool {
+	return t.j.Pending() > 0 || t.closing && !t.finished || t.agg.queued()
+}
 
 // checkpoint writes the join's entry, or an entry per held row; nothing
 // while joined rows or records of finalized windows wait (they are in no
-// checkpoint).
-func (t *intervalJoin) checkpoint(full bool, put func(key, val []byte) error) error {
+// checkpoint). Then the aggregate's.
+func (t *intervalJoin) checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
 	if t.agg.queued() || t.j.Pending() > 0 {
 		return checkpointWaits()
 	}
+	var err error
 	if t.incr {
-		return t.j.AppendEntries(full, []byte(exec.JoinStateKey), t.counters(nil), put)
+		err = t.j.AppendEntries(full, []byte(exec.JoinStateKey), t.counters(nil), put)
+	} else {
+		err = put([]byte(exec.JoinStateKey), t.j.AppendState(t.counters(nil)))
 	}
-	return put([]byte(exec.JoinStateKey), t.j.AppendState(t.counters(nil)))
+	if err != nil {
+		return err
+	}
+	return t.agg.checkpoint(full, position, put)
 }
 
-func (t *intervalJoin) restore(key, val []byte) (bool, error) {
+func (t *intervalJoin) restore(key, val []byte) ([]byte, error) {
 	if string(key) == exec.JoinStateKey {
-		return true, t.restoreState(val)
+		return nil, t.restoreState(val)
 	}
 	if exec.IsIntervalEntry(key) {
 		// Either format restores into either driver: a held row's entry
 		// into one that writes a single entry, a single entry's rows into
 		// an incremental one (its next checkpoint writes them as entries).
-		return true, t.j.RestoreEntry(key, val)
+		return nil, t.j.RestoreEntry(key, val)
 	}
-	return false, nil
+	return t.agg.restore(key, val)
 }
 
-func (t *intervalJoin) finishRestore() { t.j.FinishEntries() }
+func (t *intervalJoin) finishRestore() {
+	t.j.FinishEntries()
+	t.agg.finishRestore()
+}
 
 func (t *intervalJoin) counts(input int) Counts {
 	if input == 1 {

@@ -106,11 +106,19 @@ func (t *temporalJoin) bound() int {
 	return plan.DefaultJoinBuffer
 }
 
-func (t *temporalJoin) push(input int, row []types.Value, raw []byte) error {
-	if input == 1 {
-		return t.pushTable(row, raw)
+func (t *temporalJoin) push(input int, b *rowBatch) (int, error) {
+	for i, row := range b.rows {
+		var err error
+		if input == 1 {
+			err = t.pushTable(row, b.raw(i))
+		} else {
+			err = t.pushEvent(row, b.raw(i))
+		}
+		if err != nil {
+			return i + 1, err
+		}
 	}
-	return t.pushEvent(row, raw)
+	return len(b.rows), nil
 }
 
 // pushEvent hands one decoded stream row to the join.
@@ -245,7 +253,10 @@ func (t *temporalJoin) closeOpen() error {
 	if n := t.j.Newest(); n != math.MinInt64 && n < math.MaxInt64 {
 		t.j.AdvanceTable(n + 1)
 	}
-	return t.pump()
+	if err := t.pump(); err != nil {
+		return err
+	}
+	return t.agg.closeOpen()
 }
 
 // finish: both inputs end, every waiting event joins, then the windows
@@ -257,34 +268,44 @@ func (t *temporalJoin) finish() error {
 	return t.pump()
 }
 
-func (t *temporalJoin) queued() bool { return t.j.Ready() || t.closing && !t.finished }
+func (t *temporalJoin) queued() bool {
+	return t.j.Ready() || t.closing && !t.finished || t.agg.queued()
+}
 
 // checkpoint writes the join's entry whole (events and versions), or its
 // incremental entries; nothing while records of finalized windows wait.
-func (t *temporalJoin) checkpoint(full bool, put func(key, val []byte) error) error {
+// Then the aggregate's.
+func (t *temporalJoin) checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
 	if t.agg.queued() {
 		return checkpointWaits()
 	}
+	var err error
 	if t.incr {
-		return t.j.AppendEntries(full, t.counters(nil), put)
+		err = t.j.AppendEntries(full, t.counters(nil), put)
+	} else {
+		err = put([]byte(exec.JoinStateKey), t.j.AppendState(t.counters(nil)))
 	}
-	return put([]byte(exec.JoinStateKey), t.j.AppendState(t.counters(nil)))
+	if err != nil {
+		return err
+	}
+	return t.agg.checkpoint(full, position, put)
 }
 
-func (t *temporalJoin) restore(key, val []byte) (bool, error) {
+func (t *temporalJoin) restore(key, val []byte) ([]byte, error) {
 	if string(key) == exec.JoinStateKey {
-		return true, t.restoreState(val)
+		return nil, t.restoreState(val)
 	}
 	if t.incr && exec.IsJoinEntry(key) {
-		return true, t.j.RestoreEntry(key, val)
+		return nil, t.j.RestoreEntry(key, val)
 	}
-	return false, nil
+	return t.agg.restore(key, val)
 }
 
 func (t *temporalJoin) finishRestore() {
 	if t.incr {
 		t.j.FinishEntries()
 	}
+	t.agg.finishRestore()
 }
 
 func (t *temporalJoin) counts(input int) Counts {

@@ -43,8 +43,7 @@ func (d *Driver) PushRow(row []types.Value) error {
 	if err != nil {
 		return d.eventErr(err)
 	}
-	d.raw = nil
-	return d.apply(row, nil, false)
+	return d.apply(row, nil, nil, false)
 }
 
 // ApplyRow applies a typed row the engine made, as it is: an interval
@@ -57,8 +56,7 @@ func (d *Driver) ApplyRow(row []types.Value) error {
 	}
 	d.n.Records++
 	d.n.Events++
-	d.raw = nil
-	return d.apply(row, nil, false)
+	return d.apply(row, nil, nil, false)
 }
 
 // ReportMalformed counts one event the host could not even hand over (a

@@ -141,7 +141,8 @@ func (d *Driver) PushTable(raw []byte) error {
 	if err != nil || row == nil {
 		return err
 	}
-	return d.jn.push(1, row, raw)
+	_, err = d.first.push(1, d.one.set(row, raw, nil, false))
+	return err
 }
 
 // PushTableBehind is PushTable for a host whose table watermark is a
@@ -171,7 +172,8 @@ func (d *Driver) PushTableRow(row []types.Value) error {
 	if err != nil {
 		return err
 	}
-	return d.jn.push(1, row, nil)
+	_, err = d.first.push(1, d.one.set(row, nil, nil, false))
+	return err
 }
 
 // AdvanceTableWatermark moves the second input's watermark to wm (µs) if
@@ -184,7 +186,7 @@ func (d *Driver) AdvanceTableWatermark(wm int64) error {
 	if d.closed {
 		return ErrClosed
 	}
-	return d.delivering(d.jn.advance(1, wm))
+	return d.delivering(d.first.advance(1, wm))
 }
 
 // EndTable ends the second input: no row will come, so every waiting
@@ -230,10 +232,10 @@ func (d *Driver) inputEnded(input int) bool { return d.jn != nil && d.jn.ended(i
 // TableCounts returns the second input's counters (Late: rows behind its
 // watermark; Applied: rows taken, as versions or held rows, or late).
 func (d *Driver) TableCounts() Counts {
-	if d.jn == nil || d.muted {
+	if d.muted {
 		return Counts{}
 	}
-	return d.jn.counts(1)
+	return d.first.counts(1)
 }
 
 // JoinStats returns the temporal join's counters and state sizes (zero
