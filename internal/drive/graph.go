@@ -64,11 +64,18 @@ type Graph struct {
 	reporter *gnode
 	fatal    error
 	stalled  bool // the last pump stopped at an item the primary refused
-	// lone: a graph of one node, which has no inbox; flat: a host graph
-	// of one query, whose checkpoint entries are its driver's as they are
-	// (NewHostGraph); solo: the embedding API's graph of one query, whose
-	// calls are its driver's (NewQueryGraph).
-	lone, flat, solo bool
+	// lone: a graph of one node, which has no inbox; flat: a graph of one
+	// query, whose checkpoint entries are its driver's as they are
+	// (NewHostGraph, NewQueryGraph).
+	lone, flat bool
+	// ordered: a node joins two views, whose inputs it takes in the order
+	// of the steps (inbox.go); without one no step is recorded, so a
+	// driver on several threads pays nothing per event for them.
+	ordered bool
+	// evalErr is the first evaluation error of a record that a node
+	// skipped during the host's call (a HAVING that fails when a window
+	// finalizes), which the call returns as a driver's would (settle).
+	evalErr error
 
 	// The steps of the host's calls (inbox.go): step is the last begun,
 	// cur the one whose items are being made; seq numbers the items.
@@ -295,9 +302,6 @@ func (g *Graph) each(f func(d *Driver) error) error { return g.eachOf(0, f) }
 
 // eachOf is each for the roots of input i.
 func (g *Graph) eachOf(i int, f func(d *Driver) error) error {
-	if d := g.one(); d != nil {
-		return f(d) // no step: nothing orders its rows with another node's
-	}
 	var res error
 	rep := g.reporterOf(i)
 	g.begin(true)
@@ -305,7 +309,7 @@ func (g *Graph) eachOf(i int, f func(d *Driver) error) error {
 		if n.input != i {
 			continue
 		}
-		n.d.SetStep(g.step)
+		g.setStep(n, g.step)
 		err := f(n.d)
 		g.marked(n)
 		if err != nil && n.d.fatal != nil {
@@ -323,7 +327,8 @@ func (g *Graph) eachOf(i int, f func(d *Driver) error) error {
 }
 
 // Push decodes one input record and applies it to every root.
-func (g *Graph) Push(raw []byte) error {
+func (g *Graph) Push(raw []byte) (err error) {
+	defer g.settle(&err)
 	if err := g.admit(false); err != nil {
 		return err
 	}
@@ -334,7 +339,8 @@ func (g *Graph) Push(raw []byte) error {
 // host: a root on several threads decodes it in a block on its shards
 // (Driver.Feed). The reporter's outcomes reach Config.OnEventError with
 // the tag, in input order.
-func (g *Graph) Feed(raw []byte, tag int64) error {
+func (g *Graph) Feed(raw []byte, tag int64) (err error) {
+	defer g.settle(&err)
 	if err := g.admit(false); err != nil {
 		return err
 	}
@@ -358,7 +364,8 @@ func (g *Graph) ReportMalformedAt(tag int64, err error) error {
 
 // PushKeyed decodes one input record and applies it to the one root
 // with its group key as a router computed it (Driver.PushKeyed).
-func (g *Graph) PushKeyed(raw, key []byte) error {
+func (g *Graph) PushKeyed(raw, key []byte) (err error) {
+	defer g.settle(&err)
 	if len(g.roots) != 1 {
 		return fmt.Errorf("drive: a keyed push into a graph of %d roots", len(g.roots))
 	}
@@ -373,7 +380,8 @@ func (g *Graph) PushKeyed(raw, key []byte) error {
 func (g *Graph) Root() *Driver { return g.roots[0].d }
 
 // PushRow applies one typed row of the declared source to every root.
-func (g *Graph) PushRow(row []types.Value) error {
+func (g *Graph) PushRow(row []types.Value) (err error) {
+	defer g.settle(&err)
 	if err := g.admit(false); err != nil {
 		return err
 	}
@@ -396,13 +404,15 @@ func (g *Graph) Tick() error { return g.all((*Driver).Tick) }
 // EmitEarly publishes every node's changed groups now.
 func (g *Graph) EmitEarly() error { return g.all((*Driver).EmitEarly) }
 
-func (g *Graph) all(f func(*Driver) error) error {
-	if d := g.one(); d != nil {
-		return f(d) // what its driver's call delivers
-	}
-	// What is in flight first, as one thread would have delivered it.
-	if err := g.Flush(); err != nil {
-		return err
+func (g *Graph) all(f func(*Driver) error) (err error) {
+	defer g.settle(&err)
+	if !g.lone {
+		// What is in flight first, as one thread would have delivered
+		// it to the readers (one node has none: its call is its
+		// driver's).
+		if err := g.flush(); err != nil {
+			return err
+		}
 	}
 	g.begin(false)
 	g.inAll = true
@@ -411,8 +421,8 @@ func (g *Graph) all(f func(*Driver) error) error {
 		if n.backlog() > 0 {
 			continue // its turn comes after its inbox
 		}
-		n.d.SetStep(g.step)
-		if err := f(n.d); err != nil {
+		g.setStep(n, g.step)
+		if err := f(n.d); err != nil && !g.skip(n, err) {
 			return g.failIfFatal(n, err)
 		}
 		g.marked(n)
@@ -432,19 +442,18 @@ func (g *Graph) failIfFatal(n *gnode, err error) error {
 
 // AdvanceWatermark moves the input's watermark (the roots'); the readers
 // follow by their markers.
-func (g *Graph) AdvanceWatermark(wm int64) error {
-	if d := g.one(); d != nil {
-		return d.AdvanceWatermark(wm)
-	}
+func (g *Graph) AdvanceWatermark(wm int64) (err error) {
+	defer g.settle(&err)
 	return g.controlOf(0, func(d *Driver) error { return d.AdvanceWatermark(wm) }, 0)
 }
 
 // CloseOpenWindows finalizes the open windows of the roots whose input
 // has not ended, then, after those rows, every reader's (a join of two
 // views whose other input ended acts on this one's alone).
-func (g *Graph) CloseOpenWindows() error {
-	if d := g.one(); d != nil {
-		return d.CloseOpenWindows()
+func (g *Graph) CloseOpenWindows() (err error) {
+	defer g.settle(&err)
+	if g.closed() {
+		return ErrClosed // as a closed driver refuses it
 	}
 	for i := range g.sources {
 		if g.ended[i] {
@@ -463,14 +472,12 @@ func (g *Graph) CloseOpenWindows() error {
 
 // Close ends the input (both inputs, when the graph reads two): the roots
 // close, then each reader after its view's last rows.
-func (g *Graph) Close() error {
-	if d := g.one(); d != nil {
-		return d.Close()
-	}
-	ij := g.ijRoot()
-	if g.ended[0] && (len(g.sources) < 2 || g.ended[1]) && (ij == nil || ij.d.closed) {
+func (g *Graph) Close() (err error) {
+	defer g.settle(&err)
+	if g.closed() {
 		return nil // closed already: a second Close does nothing
 	}
+	ij := g.ijRoot()
 	for i := range g.sources {
 		if g.ended[i] {
 			continue
@@ -486,6 +493,12 @@ func (g *Graph) Close() error {
 		return g.controlNode(ij, (*Driver).Close, itemClose)
 	}
 	return nil
+}
+
+// closed reports whether every input has ended (Close).
+func (g *Graph) closed() bool {
+	ij := g.ijRoot()
+	return g.ended[0] && (len(g.sources) < 2 || g.ended[1]) && (ij == nil || ij.d.closed)
 }
 
 // controlNode is control on root n alone.
@@ -511,8 +524,8 @@ func (g *Graph) controlAll(ns []*gnode, f func(*Driver) error, pass gitemKind) e
 	}
 	g.begin(true)
 	for _, n := range ns {
-		n.d.SetStep(g.step)
-		if err := f(n.d); err != nil && !g.skipped(n, err) {
+		g.setStep(n, g.step)
+		if err := f(n.d); err != nil && !g.skip(n, err) {
 			return g.failIfFatal(n, err)
 		}
 		g.marked(n)
@@ -533,6 +546,9 @@ func (g *Graph) Next() (changelog.Record, bool) { return g.primary.d.Next() }
 // Refill renders queued records of the primary and moves waiting rows on
 // until a record is buffered or nothing waits.
 func (g *Graph) Refill() (bool, error) {
+	// What it renders is Next's, which returns no error: a skipped
+	// record is counted, as a driver's Refill counts it.
+	defer func() { g.evalErr = nil }()
 	for {
 		ok, err := g.primary.d.Refill()
 		if ok || err != nil || !g.waiting() {
@@ -571,7 +587,12 @@ func (g *Graph) Threads() int {
 // Flush delivers every record of the input pushed so far: each node's rows
 // in flight, upstream first, each reader taking its view's rows before it
 // flushes its own.
-func (g *Graph) Flush() error {
+func (g *Graph) Flush() (err error) {
+	defer g.settle(&err)
+	return g.flush()
+}
+
+func (g *Graph) flush() error {
 	for _, n := range g.nodes {
 		if err := g.pump(); err != nil {
 			return err
@@ -579,7 +600,7 @@ func (g *Graph) Flush() error {
 		if n.backlog() > 0 {
 			return nil // backpressure: the rest waits for Next
 		}
-		if err := n.d.Flush(); err != nil {
+		if err := n.d.Flush(); err != nil && !g.skip(n, err) {
 			return g.failIfFatal(n, err)
 		}
 		g.marked(n)

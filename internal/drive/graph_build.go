@@ -226,7 +226,7 @@ func (g *Graph) linkIntervalJoin(n *gnode, ij *dataflow.Node) error {
 			return err
 		}
 	}
-	n.two = true
+	n.two, g.ordered = true, true
 	return nil
 }
 

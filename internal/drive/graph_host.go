@@ -12,10 +12,11 @@ import (
 
 // NewQueryGraph returns the graph of q, a query that reads no view: one
 // node, whose driver is made with cfg as New makes it, so a query New
-// refuses is refused with New's error. The graph is solo: it writes its
+// refuses is refused with New's error. The graph is flat: it writes its
 // driver's checkpoint entries as they are (under no query name, so a
-// state written before restores), and every call's outcome (its error,
-// what it refuses and delivers) is its driver's.
+// state written before restores); and as every graph of one node, every
+// call's outcome (its error, what it refuses and delivers) is its
+// driver's (TestQueryGraphIsItsDriver).
 func NewQueryGraph(q *plan.Query, cfg Config) (*Graph, error) {
 	d, err := New(q, cfg)
 	if err != nil {
@@ -37,17 +38,8 @@ func NewQueryGraph(q *plan.Query, cfg Config) (*Graph, error) {
 	n := g.primary
 	n.d, n.root = d, true
 	g.reporter = n
-	g.lone, g.flat, g.solo = true, true, true
+	g.lone, g.flat = true, true
 	return g, nil
-}
-
-// one returns the driver of a solo graph (NewQueryGraph), whose calls are
-// its driver's: nil for any other graph.
-func (g *Graph) one() *Driver {
-	if g.solo {
-		return g.primary.d
-	}
-	return nil
 }
 
 // Leave ends a call begun by Enter; deferred, it turns a panic into an

@@ -10,8 +10,17 @@ import (
 // A graph's second input: a temporal join's versioned table, an interval
 // join's right stream, or the second source of a join of two views.
 
-// second checks that the graph has a second input that has not ended.
+// second checks that the graph has a second input that has not ended. A
+// graph of one node leaves that to its driver, whose words (and whose
+// leniency: a second EndTable does nothing) a host of one query knows; a
+// graph of views keeps its own, which name the input of the graph.
 func (g *Graph) second() error {
+	if g.lone {
+		if g.join == nil {
+			return g.primary.d.errNoTable() // a query that reads no view
+		}
+		return nil
+	}
 	if g.join != nil {
 		if g.ended[1] {
 			if g.join.q.IJoin != nil {
@@ -32,10 +41,8 @@ func (g *Graph) second() error {
 
 // PushTable decodes one record of the second source and applies it to
 // the roots reading it (see ErrGraphTable).
-func (g *Graph) PushTable(raw []byte) error {
-	if d := g.one(); d != nil {
-		return d.PushTable(raw)
-	}
+func (g *Graph) PushTable(raw []byte) (err error) {
+	defer g.settle(&err)
 	if err := g.second(); err != nil {
 		return err
 	}
@@ -53,7 +60,7 @@ func (g *Graph) PushTable(raw []byte) error {
 func (g *Graph) onJoin(f func(d *Driver) error) error {
 	n := g.join
 	g.begin(true)
-	n.d.SetStep(g.step)
+	g.setStep(n, g.step)
 	err := f(n.d)
 	g.marked(n)
 	g.rootCall = false
@@ -68,10 +75,8 @@ func (g *Graph) onJoin(f func(d *Driver) error) error {
 
 // PushTableBehind is PushTable for the temporal join's table that also
 // counts the row late when it is behind floor (Driver.PushTableBehind).
-func (g *Graph) PushTableBehind(raw []byte, floor int64) error {
-	if d := g.one(); d != nil {
-		return d.PushTableBehind(raw, floor)
-	}
+func (g *Graph) PushTableBehind(raw []byte, floor int64) (err error) {
+	defer g.settle(&err)
 	if g.join == nil {
 		return g.PushTable(raw)
 	}
@@ -85,10 +90,8 @@ func (g *Graph) PushTableBehind(raw []byte, floor int64) error {
 }
 
 // PushTableRow applies one typed row of the second source.
-func (g *Graph) PushTableRow(row []types.Value) error {
-	if d := g.one(); d != nil {
-		return d.PushTableRow(row)
-	}
+func (g *Graph) PushTableRow(row []types.Value) (err error) {
+	defer g.settle(&err)
 	if err := g.second(); err != nil {
 		return err
 	}
@@ -102,10 +105,8 @@ func (g *Graph) PushTableRow(row []types.Value) error {
 }
 
 // AdvanceTableWatermark moves the second source's watermark.
-func (g *Graph) AdvanceTableWatermark(wm int64) error {
-	if d := g.one(); d != nil {
-		return d.AdvanceTableWatermark(wm)
-	}
+func (g *Graph) AdvanceTableWatermark(wm int64) (err error) {
+	defer g.settle(&err)
 	if err := g.second(); err != nil {
 		return err
 	}
@@ -120,10 +121,8 @@ func (g *Graph) AdvanceTableWatermark(wm int64) error {
 
 // EndTable ends the second source: its roots close, then their readers
 // after the views' last rows; the first source goes on.
-func (g *Graph) EndTable() error {
-	if d := g.one(); d != nil {
-		return d.EndTable()
-	}
+func (g *Graph) EndTable() (err error) {
+	defer g.settle(&err)
 	if err := g.second(); err != nil {
 		return err
 	}
@@ -141,10 +140,8 @@ func (g *Graph) EndTable() error {
 // ended while the second goes on): its roots close, then their readers
 // after the views' last rows, so a join of two views holds no row of the
 // other side for it any more. Ending twice is a no-op; Close ends both.
-func (g *Graph) EndFirst() error {
-	if d := g.one(); d != nil {
-		return d.EndFirst()
-	}
+func (g *Graph) EndFirst() (err error) {
+	defer g.settle(&err)
 	if ij := g.ijRoot(); ij != nil {
 		if g.ended[ij.input] {
 			return nil
@@ -162,6 +159,9 @@ func (g *Graph) EndFirst() error {
 			}
 		}
 		return nil
+	}
+	if g.lone {
+		return errNoEndFirst(g.primary.q) // a query that reads no view
 	}
 	if len(g.sources) < 2 {
 		return fmt.Errorf("drive: the graph of %s reads one source: its input ends with Close", g.primary.q.Name)

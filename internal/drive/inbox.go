@@ -213,14 +213,14 @@ func (g *Graph) pump() error {
 				break
 			}
 			g.cur = it.step
-			n.d.SetStep(it.step)
+			g.setStep(n, it.step)
 			act, err := n.apply(it)
 			if errors.Is(err, ErrBackpressure) {
 				return nil // the item waits for Next (stalled)
 			}
 			kind := it.kind
 			q.pop()
-			if err != nil && !g.skipped(n, err) {
+			if err != nil && !g.skip(n, err) {
 				return g.fail(fmt.Errorf("query %s: %w", n.q.Name, err))
 			}
 			g.marked(n)
@@ -272,12 +272,37 @@ func (n *gnode) apply(it *gitem) (act bool, err error) {
 	return true, n.d.Close()
 }
 
-// skipped reports whether err is an error of one row or record that the
-// node counted and went past (a SELECT that failed for one group).
-func (g *Graph) skipped(n *gnode, err error) bool {
+// skip reports whether err is an error of one row or record that the
+// node counted and went past (a SELECT that failed for one group); the
+// first of a host call is the call's (settle).
+func (g *Graph) skip(n *gnode, err error) bool {
 	var ee *EventError
-	if errors.As(err, &ee) || Skipped(err) {
-		return n.d.fatal == nil
+	if !errors.As(err, &ee) && !Skipped(err) || n.d.fatal != nil {
+		return false
 	}
-	return false
+	if g.evalErr == nil && ee == nil {
+		// A record's (an event's error is the host's event's alone:
+		// a view's row that fails at its reader is counted there).
+		g.evalErr = err
+	}
+	return true
+}
+
+// settle ends a host call: deferred, it returns the first record the call
+// skipped for an evaluation error when nothing else failed, so a call on
+// a graph returns what the same call on a driver returns, whichever node
+// rendered the record (a view's window, applied as its rows move on).
+func (g *Graph) settle(err *error) {
+	if *err == nil {
+		*err = g.evalErr
+	}
+	g.evalErr = nil
+}
+
+// setStep gives n's driver the step of the calls that follow, when a join
+// of two views orders its inputs by them (ordered).
+func (g *Graph) setStep(n *gnode, step uint64) {
+	if g.ordered {
+		n.d.SetStep(step)
+	}
 }
