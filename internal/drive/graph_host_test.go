@@ -14,34 +14,89 @@ import (
 // (NewQueryGraph) is its driver to the host: every call's outcome, the
 // records, the refusals (buffer, table input) with their text, an
 // evaluation error returned by the call that rendered the record, and the
-// checkpoint entries under the driver's own keys.
+// checkpoint entries under the driver's own keys, on one thread and on
+// two.
 func TestQueryGraphIsItsDriver(t *testing.T) {
-	const src = `CREATE SOURCE a (g VARCHAR, k VARCHAR, v BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts);
-CREATE TABLE t (k VARCHAR, p BIGINT, vf TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vf AS vf);
-`
 	for name, query := range map[string]string{
 		// HAVING overflows for a group of two events.
 		"plain": `SELECT g, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM a GROUP BY g, TUMBLE(ts, INTERVAL '1' SECOND) HAVING count(*) * 9223372036854775807 > 0;`,
 		"join":  `SELECT a.g, TUMBLE_START(a.ts, INTERVAL '1' SECOND) AS ws, sum(t.p) AS p FROM a JOIN t FOR SYSTEM_TIME AS OF a.ts ON a.k = t.k GROUP BY a.g, TUMBLE(a.ts, INTERVAL '1' SECOND);`,
 	} {
-		for _, buffered := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/buffered=%v", name, buffered), func(t *testing.T) {
-				prog, err := plan.Compile(src+query, plan.CompileOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				q := prog.Queries[0]
-				want := hostTrace(t, q, buffered, false)
-				got := hostTrace(t, q, buffered, true)
-				if got != want {
-					t.Fatalf("the graph of one query:\n%s\nits driver:\n%s", got, want)
-				}
-				if !strings.Contains(want, "ok") {
-					t.Fatalf("nothing ran:\n%s", want)
-				}
-			})
+		for _, threads := range []int{1, 2} {
+			for _, buffered := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/threads=%d/buffered=%v", name, threads, buffered), func(t *testing.T) {
+					q := compileHost(t, query)
+					cfg := hostConfig(buffered, threads)
+					want := hostTrace(t, cfg, true, func(cfg Config) (hostCalls, error) { return New(q, cfg) })
+					got := hostTrace(t, cfg, true, func(cfg Config) (hostCalls, error) { return NewQueryGraph(q, cfg) })
+					if got != want {
+						t.Fatalf("the graph of one query:\n%s\nits driver:\n%s", got, want)
+					}
+					if !strings.Contains(want, "ok") {
+						t.Fatalf("nothing ran:\n%s", want)
+					}
+				})
+			}
 		}
 	}
+}
+
+// TestViewErrorsAreItsDriver: a graph of a view and its reader returns
+// what the view's own driver returns from each call of the first input
+// (the records differ: they are the reader's): an evaluation error of a
+// view's window is returned by the call that finalized it, as for a
+// single query, whether the reader is on one thread or two.
+func TestViewErrorsAreItsDriver(t *testing.T) {
+	const view = `CREATE VIEW v AS SELECT g, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM a GROUP BY g, TUMBLE(ts, INTERVAL '1' SECOND) HAVING count(*) * 9223372036854775807 > 0 EMIT FINAL;
+`
+	for _, threads := range []int{1, 2} {
+		t.Run(fmt.Sprintf("threads=%d", threads), func(t *testing.T) {
+			reader := compileHost(t, view+`SELECT g, sum(n) AS n FROM v GROUP BY g;`)
+			cfg := hostConfig(false, threads)
+			outcomes := func(trace string) string {
+				var b strings.Builder
+				for l := range strings.Lines(trace) {
+					if !strings.HasPrefix(l, "record ") && !strings.HasPrefix(l, "entry ") {
+						b.WriteString(l)
+					}
+				}
+				return b.String()
+			}
+			want := outcomes(hostTrace(t, cfg, false, func(cfg Config) (hostCalls, error) { return New(reader.Views()[0], cfg) }))
+			got := outcomes(hostTrace(t, cfg, false, func(cfg Config) (hostCalls, error) { return NewGraph(reader, nil, cfg, nil, nil) }))
+			if got != want {
+				t.Fatalf("the graph of the view and its reader:\n%s\nthe view's driver:\n%s", got, want)
+			}
+			// On two threads a driver counts the failed window without
+			// returning it (its shards evaluate HAVING): the graph
+			// must do the same, which the comparison checks.
+			if threads == 1 && !strings.Contains(want, "Overflow") {
+				t.Fatalf("no window failed to evaluate:\n%s", want)
+			}
+		})
+	}
+}
+
+// compileHost compiles query over the test's source and table and
+// returns its last query.
+func compileHost(t *testing.T, query string) *plan.Query {
+	t.Helper()
+	const src = `CREATE SOURCE a (g VARCHAR, k VARCHAR, v BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+CREATE TABLE t (k VARCHAR, p BIGINT, vf TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vf AS vf);
+`
+	prog, err := plan.Compile(src+query, plan.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prog.Queries[len(prog.Queries)-1]
+}
+
+func hostConfig(buffered bool, threads int) Config {
+	cfg := Config{MaxPending: 1, CountsInCheckpoint: true, Threads: threads}
+	if !buffered {
+		cfg.Emit = func(*changelog.Record) error { return nil } // hostTrace's
+	}
+	return cfg
 }
 
 // hostCalls is what a host calls on a driver or a graph.
@@ -56,35 +111,26 @@ type hostCalls interface {
 	EmitEarly() error
 	Flush() error
 	Close() error
+	CloseOpenWindows() error
 	Next() (changelog.Record, bool)
 	Refill() (bool, error)
 	Checkpoint(full bool, position []byte, put func(key, val []byte) error) error
 }
 
-// hostTrace runs one sequence of calls on q's driver, or its graph, and
-// returns every outcome, record and checkpoint entry as text.
-func hostTrace(t *testing.T, q *plan.Query, buffered, graph bool) string {
+// hostTrace runs one sequence of calls on what start makes (the calls of
+// the second input too when second) and returns every outcome, record
+// and checkpoint entry as text.
+func hostTrace(t *testing.T, cfg Config, second bool, start func(Config) (hostCalls, error)) string {
 	var b strings.Builder
-	cfg := Config{MaxPending: 1, CountsInCheckpoint: true}
-	if !buffered {
+	if cfg.Emit != nil {
 		cfg.Emit = func(r *changelog.Record) error {
 			fmt.Fprintf(&b, "record %s %s\n", r.Key, r.Value)
 			return nil
 		}
 	}
-	var h hostCalls
-	if graph {
-		g, err := NewQueryGraph(q, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h = g
-	} else {
-		d, err := New(q, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h = d
+	h, err := start(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
 	out := func(what string, err error) {
 		if err == nil {
@@ -116,24 +162,33 @@ func hostTrace(t *testing.T, q *plan.Query, buffered, graph bool) string {
 		for e := range 3 {
 			out("push", h.Push(fmt.Appendf(nil, `{"g":"g%d","k":"k%d","v":%d,"ts":"2026-07-18 10:00:%02d.%d"}`, e%2, e%2, e, i, e)))
 		}
-		out("table", h.PushTable(fmt.Appendf(nil, `{"k":"k%d","p":%d,"vf":"2026-07-18 10:00:%02d"}`, i%2, i, i)))
-		out("advance table", h.AdvanceTableWatermark(at(i+1)))
+		if second {
+			out("table", h.PushTable(fmt.Appendf(nil, `{"k":"k%d","p":%d,"vf":"2026-07-18 10:00:%02d"}`, i%2, i, i)))
+			out("advance table", h.AdvanceTableWatermark(at(i+1)))
+		}
 		out("advance", h.AdvanceWatermark(at(i+1)))
 		out("tick", h.Tick())
 		cp()
 		take()
 		cp()
 	}
-	out("end table", h.EndTable())
-	out("table after its end", h.PushTable([]byte(`{"k":"k0","p":1,"vf":"2026-07-18 10:00:09"}`)))
-	out("end first", h.EndFirst())
+	out("push", h.Push([]byte(`{"g":"g0","k":"k0","v":1,"ts":"2026-07-18 10:00:08"}`)))
+	out("push", h.Push([]byte(`{"g":"g0","k":"k0","v":1,"ts":"2026-07-18 10:00:08"}`)))
+	if second {
+		out("end table", h.EndTable())
+		out("table after its end", h.PushTable([]byte(`{"k":"k0","p":1,"vf":"2026-07-18 10:00:09"}`)))
+		out("advance table after its end", h.AdvanceTableWatermark(at(10)))
+		out("end table again", h.EndTable())
+		out("end first", h.EndFirst())
+	}
 	out("emit early", h.EmitEarly())
 	out("flush", h.Flush())
 	out("close", h.Close())
 	take()
 	out("close again", h.Close())
 	out("push after close", h.Push([]byte(`{"g":"g0","k":"k0","v":1,"ts":"2026-07-18 10:00:09"}`)))
-	out("close open windows", h.(interface{ CloseOpenWindows() error }).CloseOpenWindows())
+	out("close open windows", h.CloseOpenWindows())
+	out("advance after close", h.AdvanceWatermark(at(20)))
 	cp()
 	return b.String()
 }
