@@ -328,7 +328,7 @@ func (g *Graph) eachOf(i int, f func(d *Driver) error) error {
 
 // Push decodes one input record and applies it to every root.
 func (g *Graph) Push(raw []byte) (err error) {
-	defer g.settle(&err)
+	defer g.settleEvent(&err, 0, nil, false)
 	if err := g.admit(false); err != nil {
 		return err
 	}
@@ -340,7 +340,7 @@ func (g *Graph) Push(raw []byte) (err error) {
 // (Driver.Feed). The reporter's outcomes reach Config.OnEventError with
 // the tag, in input order.
 func (g *Graph) Feed(raw []byte, tag int64) (err error) {
-	defer g.settle(&err)
+	defer g.settleEvent(&err, tag, raw, true)
 	if err := g.admit(false); err != nil {
 		return err
 	}
@@ -365,7 +365,7 @@ func (g *Graph) ReportMalformedAt(tag int64, err error) error {
 // PushKeyed decodes one input record and applies it to the one root
 // with its group key as a router computed it (Driver.PushKeyed).
 func (g *Graph) PushKeyed(raw, key []byte) (err error) {
-	defer g.settle(&err)
+	defer g.settleEvent(&err, 0, nil, false)
 	if len(g.roots) != 1 {
 		return fmt.Errorf("drive: a keyed push into a graph of %d roots", len(g.roots))
 	}
@@ -381,7 +381,7 @@ func (g *Graph) Root() *Driver { return g.roots[0].d }
 
 // PushRow applies one typed row of the declared source to every root.
 func (g *Graph) PushRow(row []types.Value) (err error) {
-	defer g.settle(&err)
+	defer g.settleEvent(&err, 0, nil, false)
 	if err := g.admit(false); err != nil {
 		return err
 	}

@@ -299,6 +299,26 @@ func (g *Graph) settle(err *error) {
 	g.evalErr = nil
 }
 
+// settleEvent is settle for a push: a record it skipped is its event's
+// error, as a driver's push returns it (an *EventError of the reporter's
+// event); fed (Feed), it goes where a driver's Feed sends it
+// (Driver.outcome), which a driver on several threads, whose events are
+// decoded in blocks, cannot tell apart: there it is counted only.
+func (g *Graph) settleEvent(err *error, tag int64, raw []byte, fed bool) {
+	e := g.evalErr
+	g.evalErr = nil
+	if *err != nil || e == nil {
+		return
+	}
+	d := g.reporter.d
+	switch ee := (&EventError{Seq: d.n.Events, Err: e}); {
+	case !fed:
+		*err = ee
+	case !d.feeding():
+		*err = d.outcome(ee, tag, raw)
+	}
+}
+
 // setStep gives n's driver the step of the calls that follow, when a join
 // of two views orders its inputs by them (ordered).
 func (g *Graph) setStep(n *gnode, step uint64) {
