@@ -302,6 +302,14 @@ func (g *Graph) each(f func(d *Driver) error) error { return g.eachOf(0, f) }
 
 // eachOf is each for the roots of input i.
 func (g *Graph) eachOf(i int, f func(d *Driver) error) error {
+	if g.lone {
+		// One node: no step orders its rows, no reader takes them.
+		err := f(g.primary.d)
+		if err != nil && g.primary.d.fatal != nil {
+			return g.fail(err)
+		}
+		return err
+	}
 	var res error
 	rep := g.reporterOf(i)
 	g.begin(true)
