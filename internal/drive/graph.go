@@ -41,6 +41,14 @@ import (
 // empty. A checkpoint writes every node's entries under its name, and
 // only with every inbox empty, so a restore resumes the whole graph at one
 // input position.
+//
+// To the host a graph is a driver: a call returns what the same call on
+// the driver of one query returns, whichever node did the work; a record
+// skipped for an evaluation error (a HAVING that fails as a window
+// finalizes, in a view or its reader) is returned by the call that
+// rendered it, a push's as its event's *EventError, except Refill's and a
+// checkpoint's, as a driver's. A graph of one node is its driver's calls
+// (TestQueryGraphIsItsDriver).
 type Graph struct {
 	plan    *dataflow.Plan // the physical plan of the graph's queries
 	byNode  map[int]*gnode // the graph's node of each aggregate node of plan
