@@ -563,11 +563,9 @@ func StateCost(q *plan.Query) (overhead int, aggs []AggCost) {
 		overhead = int(unsafe.Sizeof(group{})) + 8 + 16 + 8 + 48 + 16 + 40
 	} else {
 		overhead = bytesPerGroup
-		if keepsHashWord(q) {
-			overhead += 8 // the value hash after the aggregate words
-		}
 	}
 	var arena aggArena
+	stride := 0
 	for i := range q.Aggs {
 		c := &q.Aggs[i]
 		k, grows, err := newKernel(c, &arena)
@@ -575,11 +573,15 @@ func StateCost(q *plan.Query) (overhead int, aggs []AggCost) {
 			aggs = append(aggs, AggCost{Name: c.Name})
 			continue
 		}
+		stride += k.nwords()
 		n := 8 * k.nwords()
 		if b, ok := k.(boxK); ok {
 			n += boxBytes(b.fresh())
 		}
 		aggs = append(aggs, AggCost{Name: c.Name, Bytes: n, Grows: grows})
+	}
+	if keepsHashWord(q, stride) {
+		overhead += 8 // the value hash word
 	}
 	return overhead, aggs
 }

@@ -12,7 +12,8 @@ import (
 // TestGroupSize keeps it so: at 72 bytes (an 8-byte field more) the
 // standard query took 1.08 times the CPU and a HOP query 1.23 times. A
 // field read only at emission belongs in the word after the aggregate
-// words (a session's end, the hash of the last published value), not here.
+// words (a session's end) or in the chunk's hash words (the hash of the
+// last published value), not here.
 type group struct {
 	wp     *uint64 // first aggregate word (nil when the query has none)
 	mapKey string  // binary group key
@@ -25,6 +26,7 @@ type group struct {
 	seq       uint64
 	heapIndex int32 // sessions: position in the close heap; aligned windows: slot in the dirty list (Operator.finalize)
 	flags     groupFlags
+	hashOff   uint16 // words from wp to the value hash word, when the query keeps one (bucket.add)
 }
 
 type groupFlags uint8
@@ -54,6 +56,11 @@ func (g *group) words(stride int) []uint64 {
 	return unsafe.Slice(g.wp, stride)
 }
 
+// hashWord returns g's value hash word (the query keeps one: keepsHashWord).
+func (g *group) hashWord() *uint64 {
+	return (*uint64)(unsafe.Add(unsafe.Pointer(g.wp), uintptr(g.hashOff)*8))
+}
+
 // bucket holds the groups of one aligned window (TUMBLE, HOP) or of the
 // continuous view.
 //
@@ -74,7 +81,8 @@ type bucket struct {
 	keys       []byte    // the current key slab (appended to, never moved)
 	index      []idxLine // a power of two of lines; slot j of a line: ord[j]
 	seed       maphash.Seed
-	stride     int // aggregate words per group
+	stride     int  // aggregate words per group
+	hashWords  bool // each group has a value hash word (bucket.add)
 }
 
 const (
@@ -140,19 +148,37 @@ func (b *bucket) add(key []byte, h uint64) *group {
 	ci := b.n / chunkSize
 	if ci == len(b.chunks) {
 		b.chunks = append(b.chunks, make([]group, chunkSize))
-		if b.stride > 0 {
-			ws := make([]uint64, chunkSize*b.stride)
-			c := b.chunks[ci]
-			for j := range c {
-				c[j].wp = &ws[j*b.stride]
-			}
-		}
+		b.chunkWords(b.chunks[ci])
 	}
 	g := b.at(b.n)
 	g.mapKey = b.storeKey(key)
 	b.n++
 	b.insertIndex(h, uint32(b.n))
 	return g
+}
+
+// chunkWords gives a new chunk's groups their words: one slab, the
+// aggregate words of every group, then (if the bucket keeps them) the
+// value hash words of every group. The hashes are read only when a record
+// that is not final is published, so a window's finals (a HOP query's
+// bulk) walk the aggregate words alone, as densely as a query without
+// hashes: a hash word after each group's aggregate words would double a
+// one-count group's words.
+func (b *bucket) chunkWords(c []group) {
+	s, n := b.stride, chunkSize*b.stride
+	if b.hashWords {
+		n += chunkSize
+	}
+	if n == 0 {
+		return
+	}
+	ws := make([]uint64, n)
+	for j := range c {
+		c[j].wp = &ws[j*s]
+		if b.hashWords {
+			c[j].hashOff = uint16(chunkSize*s + j - j*s)
+		}
+	}
 }
 
 // storeKey copies key into the key slab. The string aliases the slab,

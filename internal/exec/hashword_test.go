@@ -58,8 +58,8 @@ func TestValueHashWord(t *testing.T) {
 			}
 		}
 		for _, b := range op.buckets {
-			if want := op.layout.stride + map[bool]int{true: 1}[c.word]; b.stride != want {
-				t.Fatalf("%s: a bucket's groups have %d words, want %d", c.sql, b.stride, want)
+			if b.stride != op.layout.stride || b.hashWords != c.word {
+				t.Fatalf("%s: a bucket's groups have %d aggregate words and hash words %v, want %d and %v", c.sql, b.stride, b.hashWords, op.layout.stride, c.word)
 			}
 		}
 		if op.sideHashes != nil {

@@ -270,7 +270,7 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 	}
 	o.keySpan = make([]int, 2*len(q.Keys))
 	o.revDep = q.SelectReadsRevision
-	o.hashWord = keepsHashWord(q)
+	o.hashWord = keepsHashWord(q, o.layout.stride)
 	o.rec.Meta = changelog.Meta{
 		Query:           q.Name,
 		Windowed:        q.Window != nil,
@@ -540,7 +540,9 @@ func (o *Operator) apply(b *bucket, row []types.Value) error {
 }
 
 func (o *Operator) newBucket(start, end int64) *bucket {
-	return newBucket(start, end, o.seed, o.groupWords())
+	b := newBucket(start, end, o.seed, o.layout.stride)
+	b.hashWords = o.hashWord
+	return b
 }
 
 // bucketAt returns the bucket of the aligned window [start, end), opening

@@ -242,6 +242,9 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	}
 	g := &group{mapKey: string(key[9:]), heapIndex: -1, flags: written}
 	g.wp = &make([]uint64, o.layout.stride+1)[0] // + a session's end or the value hash
+	if o.hashWord {
+		g.hashOff = uint16(o.layout.stride)
+	}
 	g.start = r.varint()
 	end := r.varint()
 	switch {
@@ -355,10 +358,13 @@ func (o *Operator) FinishRestore() {
 			b = o.bucketAt(g.start, o.groupEnd(g))
 		}
 		ng := b.add([]byte(g.mapKey), maphash.String(o.seed, g.mapKey))
-		key, w := ng.mapKey, ng.wp
+		key, w, off := ng.mapKey, ng.wp, ng.hashOff
 		*ng = *g
-		ng.mapKey, ng.wp = key, w
-		copy(ng.words(o.groupWords()), g.words(o.groupWords()))
+		ng.mapKey, ng.wp, ng.hashOff = key, w, off
+		copy(ng.words(o.layout.stride), g.words(o.layout.stride))
+		if o.hashWord {
+			*ng.hashWord() = *g.hashWord()
+		}
 		if h, ok := o.sideHashes[g]; ok {
 			delete(o.sideHashes, g)
 			o.sideHashes[ng] = h

@@ -59,34 +59,30 @@ func (o *Operator) valueHash(row []types.Value) uint64 {
 
 // The hash is not a field of the group, which it would take past 64 bytes
 // (groups.go). A query that publishes records before its finals (EMIT
-// EARLY, EMIT CHANGES) keeps it in the word after a group's aggregate
-// words, the word a session keeps its end in: a session publishes only
-// when it closes. A query that publishes only finals never compares
-// values and keeps no hash word; a group restored from a checkpoint that
-// carries a hash anyway (written by the same query with another EMIT
-// clause) keeps it in a side table, so the group's next checkpoint entry
-// carries it on as the entry was.
+// EARLY, EMIT CHANGES) keeps it in a word of its own: a bucket's chunk
+// keeps its groups' hash words after all their aggregate words
+// (bucket.chunkWords), a group restored before its bucket exists after its
+// own aggregate words; group.hashOff finds it either way. A session
+// publishes only when it closes, and a query that publishes only finals
+// never compares values: neither keeps a hash word. A group restored from
+// a checkpoint that carries a hash anyway (written by the same query with
+// another EMIT clause) keeps it in a side table, so the group's next
+// checkpoint entry carries it on as the entry was; so does every group of
+// a query whose aggregate words are too many for hashOff.
 
-// keepsHashWord reports whether q's groups end with a value hash word: q
-// may publish a record that is not final.
-func keepsHashWord(q *plan.Query) bool {
-	return q.Emit.Mode != plan.EmitFinal && (q.Window == nil || q.Window.Kind != plan.Session)
-}
-
-// groupWords is the words of a group of a bucket: the aggregates', then
-// the value hash if the query keeps it.
-func (o *Operator) groupWords() int {
-	if o.hashWord {
-		return o.layout.stride + 1
-	}
-	return o.layout.stride
+// keepsHashWord reports whether q's groups, of stride aggregate words,
+// keep a value hash word: q may publish a record that is not final, and
+// the word's offset from a chunk's first group fits group.hashOff.
+func keepsHashWord(q *plan.Query, stride int) bool {
+	return q.Emit.Mode != plan.EmitFinal && (q.Window == nil || q.Window.Kind != plan.Session) &&
+		chunkSize*stride < 1<<16
 }
 
 // lastValue returns the hash of the last value published for g (valid
 // when g has flag published).
 func (o *Operator) lastValue(g *group) uint64 {
 	if o.hashWord {
-		return g.words(o.layout.stride + 1)[o.layout.stride]
+		return *g.hashWord()
 	}
 	return o.sideHashes[g]
 }
@@ -94,7 +90,7 @@ func (o *Operator) lastValue(g *group) uint64 {
 // setLastValue records h as the hash of the last value published for g.
 func (o *Operator) setLastValue(g *group, h uint64) {
 	if o.hashWord {
-		g.words(o.layout.stride + 1)[o.layout.stride] = h
+		*g.hashWord() = h
 		return
 	}
 	if o.sideHashes == nil {
