@@ -209,7 +209,7 @@ func (st *stage2) ready(ctx context.Context) error {
 
 func (st *stage2) newTask(part int32) (*task, error) {
 	p := st.p
-	t := &task{part: part, wm: newTracker(p.nSource)}
+	t := &task{part: part, wm: newTracker(p.upParts())}
 	if n := p.secondParts(); n > 0 {
 		t.twm = newTracker(n)
 	}
@@ -248,6 +248,9 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	}
 	if p.vj != nil {
 		top = p.vj.top
+	}
+	if p.dedup {
+		top = withoutDedup(top) // the dedup stage deduplicated its input
 	}
 	g, err := drive.NewHostGraph(top, in, cfg, emit, p.opts.OnViewLate)
 	t.g = g
@@ -553,10 +556,12 @@ func (st *stage2) checkpoint() error {
 	p.c.unchanged.Store(unchanged)
 	p.c.liveGroups.Store(live)
 	p.c.stateBytes.Store(bytes)
-	p.c.duplicates.Store(dups)
-	p.c.dedupLate.Store(dlate)
-	p.c.dedupKeys.Store(dkeys)
-	p.c.dedupBytes.Store(dbytes)
+	if !p.dedup { // else the dedup stage's
+		p.c.duplicates.Store(dups)
+		p.c.dedupLate.Store(dlate)
+		p.c.dedupKeys.Store(dkeys)
+		p.c.dedupBytes.Store(dbytes)
+	}
 	if p.tj != nil {
 		st.publishJoin()
 	}
@@ -609,7 +614,30 @@ func stateKey(part int32, k []byte) []byte {
 // to its last stable offset with read_committed, keeps the latest value of
 // each key (a tombstone deletes), and loads the entries.
 func (p *Pipeline) restore(ctx context.Context, parts []int32, newTask func(int32) (*task, error)) ([]*task, error) {
-	ends, err := p.stableEnds(ctx, parts)
+	latest, err := p.readState(ctx, p.stateTopic, parts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*task, 0, len(parts))
+	for _, part := range parts {
+		t, err := newTask(part)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.load(t, latest[part]); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+		p.c.restores.Add(1)
+	}
+	return out, nil
+}
+
+// readState returns the latest entry of each key (a tombstone deletes)
+// in partitions parts of state topic topic, read once no transaction is
+// open on them.
+func (p *Pipeline) readState(ctx context.Context, topic string, parts []int32) (map[int32]map[string][]byte, error) {
+	ends, err := p.stableEnds(ctx, topic, parts)
 	if err != nil {
 		return nil, err
 	}
@@ -626,7 +654,7 @@ func (p *Pipeline) restore(ctx context.Context, parts []int32, newTask func(int3
 	if len(pending) > 0 {
 		opts := append([]kgo.Opt{}, p.base...)
 		opts = append(opts,
-			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{p.stateTopic: from}),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.KeepControlRecords(),
 		)
@@ -638,7 +666,7 @@ func (p *Pipeline) restore(ctx context.Context, parts []int32, newTask func(int3
 		deadline := time.Now().Add(p.opts.TransactionTimeout + time.Minute)
 		for len(pending) > 0 {
 			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("kafka: restoring state of %s partitions %v: %w after %s", p.stateTopic, parts, errWaitedOut, p.opts.TransactionTimeout+time.Minute)
+				return nil, fmt.Errorf("kafka: restoring state of %s partitions %v: %w after %s", topic, parts, errWaitedOut, p.opts.TransactionTimeout+time.Minute)
 			}
 			pctx, cancel := context.WithTimeout(ctx, time.Second)
 			fs := cl.PollFetches(pctx)
@@ -670,19 +698,7 @@ func (p *Pipeline) restore(ctx context.Context, parts []int32, newTask func(int3
 			})
 		}
 	}
-	out := make([]*task, 0, len(parts))
-	for _, part := range parts {
-		t, err := newTask(part)
-		if err != nil {
-			return nil, err
-		}
-		if err := p.load(t, latest[part]); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-		p.c.restores.Add(1)
-	}
-	return out, nil
+	return latest, nil
 }
 
 // load restores one operator from its partition's latest entries.
@@ -736,13 +752,11 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 			return err
 		}
 		if p.direct {
-			t.wm = newTracker(p.nSource)
+			t.wm = newTracker(p.upParts())
 			t.wm.merge(tr) // the partition's own watermark; merged into the instance's below
 		} else {
 			t.wm = tr
-			if t.wm.n < p.nSource {
-				t.wm.n = p.nSource
-			}
+			t.wm.n = max(t.wm.n, p.upParts())
 		}
 	}
 	t.g.FinishRestore()
@@ -754,7 +768,7 @@ type span struct{ start, end int64 }
 
 // stableEnds waits until the last stable offset equals the high watermark
 // on each partition (no transaction open), and returns [start, end).
-func (p *Pipeline) stableEnds(ctx context.Context, parts []int32) (map[int32]span, error) {
+func (p *Pipeline) stableEnds(ctx context.Context, topic string, parts []int32) (map[int32]span, error) {
 	adm, closeAdm, err := p.admin()
 	if err != nil {
 		return nil, err
@@ -762,24 +776,24 @@ func (p *Pipeline) stableEnds(ctx context.Context, parts []int32) (map[int32]spa
 	defer closeAdm()
 	deadline := time.Now().Add(p.opts.TransactionTimeout + time.Minute)
 	for {
-		starts, err := adm.ListStartOffsets(ctx, p.stateTopic)
+		starts, err := adm.ListStartOffsets(ctx, topic)
 		if err != nil {
-			return nil, fmt.Errorf("kafka: start offsets of %s: %w", p.stateTopic, err)
+			return nil, fmt.Errorf("kafka: start offsets of %s: %w", topic, err)
 		}
-		lso, err := adm.ListCommittedOffsets(ctx, p.stateTopic)
+		lso, err := adm.ListCommittedOffsets(ctx, topic)
 		if err != nil {
-			return nil, fmt.Errorf("kafka: stable offsets of %s: %w", p.stateTopic, err)
+			return nil, fmt.Errorf("kafka: stable offsets of %s: %w", topic, err)
 		}
-		hwm, err := adm.ListEndOffsets(ctx, p.stateTopic)
+		hwm, err := adm.ListEndOffsets(ctx, topic)
 		if err != nil {
-			return nil, fmt.Errorf("kafka: end offsets of %s: %w", p.stateTopic, err)
+			return nil, fmt.Errorf("kafka: end offsets of %s: %w", topic, err)
 		}
 		out := map[int32]span{}
 		open := false
 		for _, part := range parts {
-			s, ok1 := starts.Lookup(p.stateTopic, part)
-			l, ok2 := lso.Lookup(p.stateTopic, part)
-			h, ok3 := hwm.Lookup(p.stateTopic, part)
+			s, ok1 := starts.Lookup(topic, part)
+			l, ok2 := lso.Lookup(topic, part)
+			h, ok3 := hwm.Lookup(topic, part)
 			if !ok1 || !ok2 || !ok3 || s.Err != nil || l.Err != nil || h.Err != nil {
 				open = true
 				break
@@ -794,7 +808,7 @@ func (p *Pipeline) stableEnds(ctx context.Context, parts []int32) (map[int32]spa
 			return out, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("kafka: state topic %s partitions %v still have an open transaction: %w (%s)", p.stateTopic, parts, errWaitedOut, p.opts.TransactionTimeout+time.Minute)
+			return nil, fmt.Errorf("kafka: state topic %s partitions %v still have an open transaction: %w (%s)", topic, parts, errWaitedOut, p.opts.TransactionTimeout+time.Minute)
 		}
 		select {
 		case <-ctx.Done():
