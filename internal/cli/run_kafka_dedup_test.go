@@ -110,7 +110,7 @@ func runKafkaDedup(t *testing.T, sql string, produce []string, restarts bool) ma
 	if code != 0 {
 		t.Fatalf("run: exit %d:\n%s", code, errs)
 	}
-	if !restarts && !strings.Contains(errs, "134 duplicates, 0 dedup late") {
+	if !strings.Contains(errs, "134 duplicates, 0 dedup late") { // running totals, restored after a kill
 		t.Errorf("want 134 duplicates, 0 dedup late:\n%s", errs)
 	}
 	got := map[string]string{}
@@ -120,8 +120,9 @@ func runKafkaDedup(t *testing.T, sql string, produce []string, restarts bool) ma
 	return got
 }
 
-// committedDedup reports whether the dedup stage has committed the keys
-// of most of the events produced before the kill.
+// committedDedup reports whether the dedup stage has committed some of
+// the keys produced before the kill (so that it dies with work done and,
+// likely, work in flight).
 func committedDedup(t *testing.T, addr string) bool {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -134,7 +135,7 @@ func committedDedup(t *testing.T, addr string) bool {
 	}
 	var n int64
 	lso.Each(func(o kadm.ListedOffset) { n += max(o.Offset, 0) })
-	return n > 300
+	return n > 150
 }
 
 // sumN adds up the n column of a query's final rows.
