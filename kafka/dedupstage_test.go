@@ -85,6 +85,9 @@ func TestOldDedupStateRefused(t *testing.T) {
 		t.Errorf("the run with a reset: caught up %v, %d events in, %d duplicates, %d dedup keys, %d dedup late; want caught up, %d in, %d duplicates, %d keys, 0 late",
 			st.CaughtUp, st.EventsIn, st.Duplicates, st.DedupKeys, st.DedupLate, len(evs), len(evs)-len(keys), len(keys))
 	}
+	if st.DedupBytes <= 0 || st.StateBytes < st.DedupBytes {
+		t.Errorf("%d state bytes, %d dedup bytes: want the dedup's counted in the state's", st.StateBytes, st.DedupBytes)
+	}
 	if st.EventsApplied != int64(len(evs)) {
 		t.Errorf("%d events applied, want %d (the copies reach the query's dedup)", st.EventsApplied, len(evs))
 	}

@@ -468,6 +468,10 @@ func (p *Pipeline) Stats() (s Stats) {
 	}
 	c := &p.c
 	idle, silent := p.sourceParts()
+	stateBytes := c.stateBytes.Load()
+	if p.dedup {
+		stateBytes += c.dedupBytes.Load() // the dedup stage's keys are live state too, as in a file run
+	}
 	return Stats{
 		IdlePartitions: idle, SilentPartitions: silent,
 		EventsIn: c.eventsIn.Load(), EventsApplied: c.applied.Load(), Malformed: c.malformed.Load(), HeadersSkipped: c.headers.Load(),
@@ -476,7 +480,7 @@ func (p *Pipeline) Stats() (s Stats) {
 		Aborts: c.aborts.Load(), Restores: c.restores.Load(), RestoredEntries: c.restoredEntries.Load(), Redos: c.redos.Load(),
 		DataLost:   c.dataLost.Load(),
 		CaughtUp:   p.caughtUp.Load(),
-		LiveGroups: c.liveGroups.Load(), StateBytes: c.stateBytes.Load(), Duplicates: c.duplicates.Load(),
+		LiveGroups: c.liveGroups.Load(), StateBytes: stateBytes, Duplicates: c.duplicates.Load(),
 		DedupLate: c.dedupLate.Load(), DedupKeys: c.dedupKeys.Load(), DedupBytes: c.dedupBytes.Load(),
 		UnchangedSuppressed: c.unchanged.Load(),
 		TableRows:           c.tableRows.Load(), TableMalformed: c.tableMalformed.Load(), TableLate: c.tableLate.Load(),
