@@ -46,14 +46,18 @@ func TestRunKafkaDedupAcrossGroups(t *testing.T) {
 		produce  []string
 		ordered  bool // the copies of a key share a partition
 		restarts bool // kill -9 the run in the middle
+		run      []string
 	}{
-		{"one partition", []string{"--partitions", "1"}, true, false},
-		{"four partitions by id", []string{"--partitions", "4", "--key-field", "id"}, true, false},
-		{"four partitions round-robin", []string{"--partitions", "4"}, false, false},
-		{"kill -9", []string{"--partitions", "4", "--key-field", "id"}, true, true},
+		{"one partition", []string{"--partitions", "1"}, true, false, nil},
+		{"four partitions by id", []string{"--partitions", "4", "--key-field", "id"}, true, false, nil},
+		{"four partitions round-robin", []string{"--partitions", "4"}, false, false, nil},
+		// Keyed by group, the input is not keyed by the dedup key: the
+		// repartition stage still places the events for the dedup.
+		{"partitioned by key", []string{"--partitions", "4", "--key-field", "customer"}, false, false, []string{"--partitioned-by-key"}},
+		{"kill -9", []string{"--partitions", "4", "--key-field", "id"}, true, true, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := runKafkaDedup(t, fileSQL, c.produce, c.restarts)
+			got := runKafkaDedup(t, fileSQL, c.produce, c.restarts, c.run...)
 			if len(got) != len(want) {
 				t.Errorf("%d groups over Kafka, %d in a file run", len(got), len(want))
 			}
@@ -76,7 +80,7 @@ func TestRunKafkaDedupAcrossGroups(t *testing.T) {
 // (restarts: first a ubik process killed with SIGKILL in the middle,
 // the originals consumed, the copies not yet produced) and returns the
 // sink's latest value per key.
-func runKafkaDedup(t *testing.T, sql string, produce []string, restarts bool) map[string]string {
+func runKafkaDedup(t *testing.T, sql string, produce []string, restarts bool, flags ...string) map[string]string {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +96,7 @@ func runKafkaDedup(t *testing.T, sql string, produce []string, restarts bool) ma
 	if code, errs := kafkaCLI(t, strings.Join(first, ""), append([]string{"produce", "--to", to}, produce...)...); code != 0 {
 		t.Fatalf("produce: exit %d: %s", code, errs)
 	}
-	run := []string{"run", sql, "--source", to, "--sink", "kafka://" + addr + "/out", "--instance-id", "a", "--log-level", "warn"}
+	run := append([]string{"run", sql, "--source", to, "--sink", "kafka://" + addr + "/out", "--instance-id", "a", "--log-level", "warn"}, flags...)
 	if restarts {
 		p := crashtest.Start(t, exec.Command(buildUbik(t), run...))
 		deadline := time.Now().Add(30 * time.Second)
