@@ -252,7 +252,7 @@ func (w *dedupWork) apply(fs kgo.Fetches) (err error) {
 		key, routed, perr := t.h.Push(append(make([]byte, 0, 32), routeKeyVersion), r.Value)
 		switch {
 		case perr != nil:
-			if !p.badEvent(r, perr) {
+			if !p.badEvent(p.sourceOf(r), perr) {
 				err = perr
 			}
 		case routed:
@@ -319,4 +319,31 @@ func (w *dedupWork) ended(committed bool) bool {
 		w.sent = nil
 	}
 	return false
+}
+
+// srcHeader carries, on the dedup topic, an event's source partition and
+// offset (varints), so that a bad event is reported where it was read.
+const srcHeader = "ubik.src"
+
+func sourceHeader(r *kgo.Record) []kgo.RecordHeader {
+	v := binary.AppendVarint(binary.AppendVarint(nil, int64(r.Partition)), r.Offset)
+	return []kgo.RecordHeader{{Key: srcHeader, Value: v}}
+}
+
+// sourceOf is the source record an event of the dedup topic was read
+// from (its topic, partition and offset), or r without the header.
+func (p *Pipeline) sourceOf(r *kgo.Record) *kgo.Record {
+	v, ok := headerValue(r, srcHeader)
+	if !ok {
+		return r
+	}
+	part, n := binary.Varint(v)
+	if n <= 0 {
+		return r
+	}
+	off, m := binary.Varint(v[n:])
+	if m <= 0 {
+		return r
+	}
+	return &kgo.Record{Topic: p.opts.Source.Topic, Partition: int32(part), Offset: off}
 }

@@ -137,7 +137,11 @@ func (r *stage1) route(fs kgo.Fetches, now time.Time) (err error) {
 		if mark, ok := r.router.Mark(); ok {
 			r.m.wm.observe(rec.Partition, mark)
 		}
-		r.tx.produce(&kgo.Record{Topic: r.out, Partition: -1, Key: key, Value: rec.Value})
+		out := &kgo.Record{Topic: r.out, Partition: -1, Key: key, Value: rec.Value}
+		if p.dedup {
+			out.Headers = sourceHeader(rec) // where a bad event is reported from
+		}
+		r.tx.produce(out)
 	})
 	return err
 }

@@ -190,3 +190,30 @@ func TestRunKafkaDedupSourceOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestRunKafkaDedupBadEventWhere: an event whose GROUP BY fails, found
+// by the dedup stage (after the dedup, as in a file run), is reported
+// where it was read: the source topic, partition and offset.
+func TestRunKafkaDedupBadEventWhere(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	ev := `{"id":"a","customer":"1","qty":1,"ts":"2026-07-18 10:00:00"}
+{"id":"b","customer":"x","qty":1,"ts":"2026-07-18 10:00:01"}
+{"id":"b","customer":"2","qty":1,"ts":"2026-07-18 10:00:01"}
+`
+	if code, errs := kafkaCLI(t, ev, "produce", "--to", "kafka://"+addr+"/usage", "--partitions", "1"); code != 0 {
+		t.Fatalf("produce: exit %d: %s", code, errs)
+	}
+	sql := writeFile(t, "e.sql", `CREATE SOURCE usage (id VARCHAR, customer VARCHAR, qty BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (dedup_key = 'id', dedup_within = '1 hour');
+CREATE VIEW per_customer AS SELECT CAST(customer AS BIGINT) AS c, sum(qty) AS n FROM usage GROUP BY CAST(customer AS BIGINT);`)
+	code, errs := kafkaCLI(t, "", "run", sql, "--source", "kafka://"+addr+"/usage", "--sink", "kafka://"+addr+"/out", "--instance-id", "a", "--until-caught-up", "--log-level", "warn")
+	// The copy of b is a copy of the event that failed: dropped, as in a file run.
+	if code != 0 || !strings.Contains(errs, "1 eval errors") || !strings.Contains(errs, "1 duplicates") ||
+		!strings.Contains(errs, "topic=usage partition=0 offset=1") {
+		t.Fatalf("run: exit %d, want 1 eval error reported at usage partition 0 offset 1 and 1 duplicate:\n%s", code, errs)
+	}
+}
