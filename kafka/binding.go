@@ -151,6 +151,11 @@ func (p *Pipeline) ownedText() string {
 		groups = append(groups, p.tableGroup())
 		txns = append(txns, p.tableGroup()+".<instance-id>")
 	}
+	if p.dedup {
+		groups = append(groups, dedupName(p.name))
+		txns = append(txns, dedupName(p.name)+".<instance-id>")
+		topics = append(topics, p.ddTopic(), p.ddState())
+	}
 	for i := range txns {
 		txns[i] = strings.Replace(txns[i], "<instance-id>", p.opts.InstanceID, 1)
 	}
@@ -312,7 +317,10 @@ func (p *Pipeline) resetState(ctx context.Context, adm *admClient) error {
 		return fmt.Errorf("kafka: resetting state: %w", err)
 	}
 	groups, topics = append(groups, sg...), append(topics, st...)
-	groups = append(groups, p.tableGroup()) // a temporal join's table stage (a group that never existed is skipped)
+	// A temporal join's table stage and a dedup stage (a group or topic
+	// that never existed is skipped).
+	groups = append(groups, p.tableGroup(), dedupName(p.name))
+	topics = append(topics, p.ddTopic(), p.ddState())
 	for _, g := range groups {
 		if _, err := adm.LeaveGroup(ctx, kadm.LeaveGroup(g).InstanceIDs(p.opts.InstanceID).Reason("ubik --reset-state")); err != nil {
 			p.log.Debug("kafka: leaving the group before the reset", "group", g, "err", err)

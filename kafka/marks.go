@@ -121,8 +121,14 @@ func (m *marks) ended(committed bool) {
 // sendMarks produces a watermark marker (key and header name it) to every
 // partition of the repartition topic.
 func (p *Pipeline) sendMarks(tx *txn, key []byte, header string, enc []byte) {
+	p.sendMarksTo(tx, p.repTopic, key, header, enc)
+}
+
+// sendMarksTo is sendMarks to topic, of as many partitions (the dedup
+// topic's are the repartition topic's).
+func (p *Pipeline) sendMarksTo(tx *txn, topic string, key []byte, header string, enc []byte) {
 	for i := 0; i < p.nParts; i++ {
-		tx.produce(&kgo.Record{Topic: p.repTopic, Partition: int32(i), Key: key, Value: enc,
+		tx.produce(&kgo.Record{Topic: topic, Partition: int32(i), Key: key, Value: enc,
 			Headers: []kgo.RecordHeader{{Key: header, Value: []byte{1}}}})
 		p.c.markersOut.Add(1)
 	}

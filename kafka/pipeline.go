@@ -228,6 +228,7 @@ type Pipeline struct {
 	base                 []kgo.Opt // connection options
 	repTopic, stateTopic string
 	direct               bool            // the source is partitioned by the group key: no repartition stage
+	dedup                bool            // the source has a dedup key: a dedup stage (dedupstage.go)
 	nParts               int             // partitions of the aggregating stage's input (and of the state topic)
 	nSource              int             // partitions of the source topic
 	sourceEnd            map[int32]int64 // UntilCaughtUp: the source's end offsets at start
@@ -401,6 +402,14 @@ func newNamed(opts Options, name string) (*Pipeline, error) {
 		return nil, err
 	}
 	p.opts, p.tj, p.root, p.views, p.direct = opts, tj, root, views, opts.Source.PartitionedByKey
+	if hasDedupStage(root) {
+		// Placed by the group key, the source is not placed by the dedup
+		// key: it goes through the repartition stage to the dedup stage.
+		p.dedup, p.direct = true, false
+		if err := checkTopicName(dedupName(name) + "-repartition"); err != nil {
+			return nil, fmt.Errorf("%w: query name %q cannot name the internal topics of its dedup stage", ErrConfig, name)
+		}
+	}
 	if len(segs) > 1 {
 		if err := p.newSegments(segs); err != nil {
 			return nil, err
@@ -459,6 +468,10 @@ func (p *Pipeline) Stats() (s Stats) {
 	}
 	c := &p.c
 	idle, silent := p.sourceParts()
+	stateBytes := c.stateBytes.Load()
+	if p.dedup {
+		stateBytes += c.dedupBytes.Load() // the dedup stage's keys are live state too, as in a file run
+	}
 	return Stats{
 		IdlePartitions: idle, SilentPartitions: silent,
 		EventsIn: c.eventsIn.Load(), EventsApplied: c.applied.Load(), Malformed: c.malformed.Load(), HeadersSkipped: c.headers.Load(),
@@ -467,7 +480,7 @@ func (p *Pipeline) Stats() (s Stats) {
 		Aborts: c.aborts.Load(), Restores: c.restores.Load(), RestoredEntries: c.restoredEntries.Load(), Redos: c.redos.Load(),
 		DataLost:   c.dataLost.Load(),
 		CaughtUp:   p.caughtUp.Load(),
-		LiveGroups: c.liveGroups.Load(), StateBytes: c.stateBytes.Load(), Duplicates: c.duplicates.Load(),
+		LiveGroups: c.liveGroups.Load(), StateBytes: stateBytes, Duplicates: c.duplicates.Load(),
 		DedupLate: c.dedupLate.Load(), DedupKeys: c.dedupKeys.Load(), DedupBytes: c.dedupBytes.Load(),
 		UnchangedSuppressed: c.unchanged.Load(),
 		TableRows:           c.tableRows.Load(), TableMalformed: c.tableMalformed.Load(), TableLate: c.tableLate.Load(),
@@ -517,7 +530,7 @@ func (p *Pipeline) runStages(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	run := func(name string, f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -530,6 +543,9 @@ func (p *Pipeline) runStages(ctx context.Context) error {
 	}
 	if !p.direct {
 		run("repartition stage", p.runStage1)
+	}
+	if p.dedup {
+		run("dedup stage", p.runDedupStage)
 	}
 	if p.tj != nil {
 		run("table stage", p.runTableStage)
@@ -634,6 +650,11 @@ func (p *Pipeline) prepareOwn(ctx context.Context, adm *admClient, views []*plan
 		// which are placed by their key in the repartition topic.
 		p.nParts = ns
 	}
+	if p.dedup {
+		if err := p.oldDedupState(ctx, adm, ns); err != nil {
+			return err
+		}
+	}
 	if ns > 0 {
 		if err := p.checkBinding(ctx); err != nil {
 			return err
@@ -654,6 +675,11 @@ func (p *Pipeline) prepareOwn(ctx context.Context, adm *admClient, views []*plan
 		}
 		if err := ensureSinkTopic(ctx, adm, vs.Topic, parts, vs.AllowUncompacted, p.log); err != nil {
 			return fmt.Errorf("view %s: %w", v.Name, err)
+		}
+	}
+	if p.dedup {
+		if err := p.prepareDedup(ctx, adm); err != nil {
+			return err
 		}
 	}
 	if !p.direct {

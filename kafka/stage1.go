@@ -36,6 +36,9 @@ func (p *Pipeline) runStage1(ctx context.Context) error {
 	// its input come in bursts, for no gain in CPU).
 	spec := loopSpec{name: "repartition stage", group: p.inGroup(), topic: p.opts.Source.Topic,
 		txnID: p.name + "-in." + p.opts.InstanceID, reset: p.resetOffset(), manual: map[string]bool{p.repTopic: true}, records: 1}
+	if p.dedup {
+		spec.manual = map[string]bool{p.ddTopic(): true} // its markers
+	}
 	return p.runLoop(ctx, spec, p.newStage1)
 }
 
@@ -45,20 +48,34 @@ type stage1 struct {
 	tx *txn
 	// router decodes each event and computes its canonical group key,
 	// counting what it skips; the aggregating stage does not evaluate
-	// the GROUP BY again.
-	router *drive.Router
+	// the GROUP BY again. With a dedup stage, it computes the dedup key.
+	router router
+	out    string         // the topic routed to: the repartition or the dedup topic
 	m      *marks         // this instance's source partitions only
 	seen   map[int32]bool // owned partitions that delivered an event in this run
 }
 
+// router is what the repartition stage routes with: drive.Router, or
+// drive.DedupRouter before a dedup stage.
+type router interface {
+	Route(dst, raw []byte) ([]byte, error)
+	Mark() (int64, bool)
+	TakeCounts() drive.Counts
+}
+
 func (p *Pipeline) newStage1(tx *txn) (stageWork, error) {
-	var router *drive.Router
+	var router router
 	var err error
-	if isIntervalJoin(p.root) {
+	out := p.repTopic
+	switch {
+	case p.dedup:
+		out = p.ddTopic()
+		router, err = drive.NewDedupRouter(p.root, drive.Config{Decoder: p.decoder()})
+	case isIntervalJoin(p.root):
 		// An interval join's left rows go by the join key, as its right
 		// rows do (join.go): rows that may match meet.
 		router, err = drive.NewIntervalRouter(p.root, 0, drive.Config{Decoder: p.decoder()})
-	} else {
+	default:
 		router, err = drive.NewRouter(p.root, drive.Config{Decoder: p.decoder()})
 	}
 	if err != nil {
@@ -68,7 +85,7 @@ func (p *Pipeline) newStage1(tx *txn) (stageWork, error) {
 	if p.opts.UntilCaughtUp {
 		end = p.sourceEnd
 	}
-	return &stage1{p: p, tx: tx, router: router, m: newMarks(p.nSource, p.opts.Source.IdleTimeout, end), seen: map[int32]bool{}}, nil
+	return &stage1{p: p, tx: tx, router: router, out: out, m: newMarks(p.nSource, p.opts.Source.IdleTimeout, end), seen: map[int32]bool{}}, nil
 }
 
 func (r *stage1) assigned(ctx context.Context, owned, _ map[int32]bool, now time.Time) error {
@@ -120,7 +137,11 @@ func (r *stage1) route(fs kgo.Fetches, now time.Time) (err error) {
 		if mark, ok := r.router.Mark(); ok {
 			r.m.wm.observe(rec.Partition, mark)
 		}
-		r.tx.produce(&kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: rec.Value})
+		out := &kgo.Record{Topic: r.out, Partition: -1, Key: key, Value: rec.Value}
+		if p.dedup {
+			out.Headers = sourceHeader(rec) // where a bad event is reported from
+		}
+		r.tx.produce(out)
 	})
 	return err
 }
@@ -128,7 +149,7 @@ func (r *stage1) route(fs kgo.Fetches, now time.Time) (err error) {
 // precommit sends the watermark marker, after every event it covers.
 func (r *stage1) precommit(now time.Time) error {
 	if enc, ok := r.m.due(now); ok {
-		r.p.sendMarks(r.tx, markerKey, markerHeader, enc)
+		r.p.sendMarksTo(r.tx, r.out, markerKey, markerHeader, enc)
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ func (p *Pipeline) topicUses() []topicUse {
 // repartition's of any segment, which ResetState deletes), or "".
 func (p *Pipeline) ownerOf(topic string) string {
 	for _, suffix := range []string{"-repartition", "-state"} {
-		if n, ok := strings.CutSuffix(topic, suffix); ok && (n == p.name || isSegmentName(p.name, n)) {
+		if n, ok := strings.CutSuffix(topic, suffix); ok && (n == p.name || n == dedupName(p.name) || isSegmentName(p.name, n)) {
 			return p.name
 		}
 	}

@@ -90,7 +90,7 @@ func TestTopologyFromPlan(t *testing.T) {
 	if len(seen) < 90 {
 		t.Errorf("only %d shapes compared", len(seen))
 	}
-	for _, why := range []string{dedupPlaced, tjoinByTable, viewJoinFused} {
+	for _, why := range []string{tjoinByTable, viewJoinFused} {
 		if differing[why] == 0 {
 			t.Errorf("no shape differs because %s: the family's plan is the pipelines' topology now", why)
 		}
@@ -108,8 +108,6 @@ func planFamily(t *testing.T, q *plan.Query) string {
 		switch {
 		case n.Kind == dataflow.IntervalJoin && n.Query.IJoin.Left.View != nil && n.Query.IJoin.Right.View != nil:
 			return viewJoinFused
-		case n.Kind == dataflow.Dedup:
-			return dedupPlaced
 		case n.Kind == dataflow.TemporalJoin && p.Node(n.Inputs[0].From).Kind == dataflow.Decode:
 			return tjoinByTable
 		}
@@ -118,11 +116,6 @@ func planFamily(t *testing.T, q *plan.Query) string {
 }
 
 const (
-	// A source with a dedup key: the plan places its events by the key
-	// (an exchange, a stage) before it dedups them, then by the group
-	// key; the pipelines route them once, by the group key, and dedup in
-	// the aggregating stage (copies of an event have one group key).
-	dedupPlaced = "the plan places the events by their dedup key first"
 	// A temporal join grouped by a table column: its stream needs no
 	// placement, so the plan joins in the source's partitions (the join's
 	// stage reads the source topic and the broadcast table), where the
@@ -188,7 +181,11 @@ func oldTopology(p *Pipeline) []string {
 // inStages are the repartition and table stages of p.
 func inStages(p *Pipeline, direct bool) []string {
 	var out []string
-	if !direct {
+	switch {
+	case p.dedup:
+		out = append(out, specLine(stageSpec{name: p.inGroup(), inputs: []stageIn{{topic: p.opts.Source.Topic}}, exchanges: []string{p.ddTopic()}}),
+			specLine(stageSpec{name: dedupName(p.name), inputs: []stageIn{{topic: p.ddTopic()}}, exchanges: []string{p.repTopic}, state: p.ddState()}))
+	case !direct:
 		out = append(out, specLine(stageSpec{name: p.inGroup(), inputs: []stageIn{{topic: p.opts.Source.Topic}}, exchanges: []string{p.repTopic}}))
 	}
 	if p.tj != nil {
@@ -352,7 +349,15 @@ func (t *namer) chain(seg int, base string) error {
 	for _, x := range t.p.Segments[segs[0]].Inputs {
 		from, c := t.p.Node(t.p.Node(x).Inputs[0].From), t.consumer(x, segs[0])
 		switch {
-		case from.Kind == dataflow.Decode || from.Kind == dataflow.Dedup:
+		case from.Kind == dataflow.Dedup:
+			// The dedup stage, and the stage decoding its source.
+			if err := t.name(from.Segment, dedupName(base)); err != nil {
+				return err
+			}
+			if err := t.name(t.p.Node(t.p.Node(t.p.Segments[from.Segment].Inputs[0]).Inputs[0].From).Segment, base+"-in"); err != nil {
+				return err
+			}
+		case from.Kind == dataflow.Decode:
 			suffix := "-in"
 			if r := t.role(c, x); r == "table" || r == "right" {
 				suffix = "-tbl"
@@ -387,7 +392,20 @@ func (t *namer) name(s int, name string) error {
 // placement makes unneeded (Endpoint.PartitionedByKey): the source's
 // partitions are already its reader's, which reads the source topic.
 func (t *namer) direct(s int) bool {
-	return t.opts.Source.PartitionedByKey && t.names[s] == t.opts.Query.Name+"-in"
+	return t.opts.Source.PartitionedByKey && t.names[s] == t.opts.Query.Name+"-in" && !t.feedsDedup(s)
+}
+
+// feedsDedup reports whether segment s places its events for a dedup:
+// by the dedup key, which a source partitioned by its group key is not.
+func (t *namer) feedsDedup(s int) bool {
+	for _, id := range t.p.Segments[s].Nodes {
+		for _, c := range t.p.Consumers(id) {
+			if t.p.Node(c).Kind == dataflow.Dedup {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // stage is segment s's stage.

@@ -3,6 +3,7 @@ package kafka
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,6 +82,12 @@ var commonKeys = []string{"tls", "tls_ca", "tls_cert", "tls_key", "tls_server_na
 var sourceKeys = []string{"format", "delimiter", "header", "from", "partitioned_by_key", "idle_timeout"}
 var sinkKeys = []string{"allow_uncompacted", "partitions"}
 
+// engineSourceKeys are the source options the planner reads, not the
+// endpoint (input deduplication): a CREATE SOURCE's WITH takes them, and
+// FromOptions leaves them to the planner; a URL, which the planner never
+// sees, may not carry them.
+var engineSourceKeys = []string{"dedup_key", "dedup_within"}
+
 // ParseURL parses kafka://host:port[,host:port]/topic?option=value&...
 // The options are the same as the WITH options of a Kafka source or sink
 // (see FromOptions), except brokers and topic, which the URL carries.
@@ -101,6 +108,9 @@ func ParseURL(raw string, role Role, getenv func(string) string) (Endpoint, erro
 		lk := strings.ToLower(k)
 		if lk == "brokers" || lk == "topic" {
 			return Endpoint{}, fmt.Errorf("%w: %s URL option %q: the URL itself names it", ErrConfig, role, k)
+		}
+		if slices.Contains(engineSourceKeys, lk) {
+			return Endpoint{}, fmt.Errorf("%w: %s URL option %q is the query's, not the topic's: declare it in the source's CREATE SOURCE ... WITH (%s = '...')", ErrConfig, role, k, lk)
 		}
 		if len(vs) != 1 {
 			return Endpoint{}, fmt.Errorf("%w: %s URL option %q given %d times", ErrConfig, role, k, len(vs))
@@ -147,6 +157,9 @@ func FromOptions(opts map[string]string, role Role, getenv func(string) string) 
 	roleKeys := sourceKeys
 	if role == RoleSink {
 		roleKeys = sinkKeys
+	}
+	if role == RoleSource {
+		roleKeys = append(slices.Clone(roleKeys), engineSourceKeys...)
 	}
 	for _, k := range roleKeys {
 		allowed[k] = true

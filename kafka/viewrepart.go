@@ -140,7 +140,7 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) error {
 	for k, seg := range segs {
 		c := &Pipeline{opts: top, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
 			log: p.log.With("segment", k+1), base: p.base, name: segmentName(p.name, k),
-			direct: p.direct && k == 0, rowsIn: k > 0}
+			direct: p.direct && k == 0, dedup: p.dedup && k == 0, rowsIn: k > 0}
 		c.opts.ResetState = false // the whole query's, done once by Run
 		c.repTopic, c.stateTopic = c.name+"-repartition", c.name+"-state"
 		if k < len(segs)-1 {
@@ -219,7 +219,7 @@ func (p *Pipeline) runSegments(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, len(p.segs)+1)
+	errs := make(chan error, len(p.segs)+2)
 	run := func(name string, f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -232,6 +232,9 @@ func (p *Pipeline) runSegments(ctx context.Context) error {
 	}
 	if !p.direct {
 		run("repartition stage", p.segs[0].runStage1)
+	}
+	if p.segs[0].dedup {
+		run("dedup stage", p.segs[0].runDedupStage)
 	}
 	if p.segs[0].tj != nil {
 		run("table stage", p.segs[0].runTableStage)

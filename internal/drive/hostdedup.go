@@ -1,0 +1,201 @@
+package drive
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+)
+
+// A source's input dedup (dedup_key) as a stage of its own, for a host
+// that places the events by their dedup key before deduplicating them
+// and routes the survivors by their group key after (the Kafka runtime,
+// following the plan's Dedup node): every copy of a key meets in one
+// partition, so the first copy counts there whatever group the copies
+// fall in, as a file run's dedup decides on its reader.
+
+// DedupRouter decodes each record and places it by its dedup key, under
+// the identity the dedup uses (exec.Dedup.AppendKey).
+type DedupRouter struct {
+	in    decodeNode
+	d     *exec.Dedup
+	n     Counts
+	taken Counts
+}
+
+// NewDedupRouter returns the router of q's events by their dedup key
+// (q's source declares one). Only cfg.Decoder is read.
+func NewDedupRouter(q *plan.Query, cfg Config) (*DedupRouter, error) {
+	if q.Join != nil || q.IJoin != nil || q.Source.Dedup == nil {
+		return nil, fmt.Errorf("drive: query %s reads no declared source with a dedup key", q.Name)
+	}
+	r, err := newRouter(q, cfg.Decoder, -1)
+	if err != nil {
+		return nil, err
+	}
+	dr := &DedupRouter{d: exec.NewDedup(q)}
+	dr.in = decodeNode{dec: r.in.dec, src: q.Source, n: &dr.n}
+	return dr, nil
+}
+
+// Route decodes one record and appends its placing bytes to dst: its
+// dedup key's identity, or for a NULL key (never a copy: any partition
+// will do) a hash of the record. A nil key and a nil error is a CSV
+// header record; a bad event is an *EventError, counted.
+func (r *DedupRouter) Route(dst, raw []byte) ([]byte, error) {
+	row, err := r.in.decode(raw)
+	if err != nil {
+		if fatalInput(err) {
+			return nil, err
+		}
+		return nil, &EventError{Seq: r.n.Events, Err: err}
+	}
+	if row == nil {
+		return nil, nil
+	}
+	key, ok := r.d.AppendKey(append(dst, 1), row)
+	if !ok {
+		h := fnv.New64a()
+		h.Write(raw)
+		return h.Sum(append(dst, 0)), nil
+	}
+	return key, nil
+}
+
+// Mark is Router.Mark: the last event's time less the watermark delay.
+func (r *DedupRouter) Mark() (int64, bool) { return r.in.mark, r.in.marked }
+
+// TakeCounts returns what the counters gained since the previous call.
+func (r *DedupRouter) TakeCounts() Counts {
+	delta := r.n.minus(r.taken)
+	r.taken = r.n
+	return delta
+}
+
+// HostDedup is the dedup of one partition of the dedup key's placement:
+// it decodes each event, admits it against the watermark its host moves
+// (exec.Dedup: a later copy within the horizon is a duplicate; an event
+// beyond the horizon is dedup-late, reported late, as the operator
+// reports it), and gives a survivor's group key (exec.GroupKeys) for
+// the aggregate's placement. It checkpoints its keys, counters and
+// watermark as an operator does (entries "d" + key and exec.MetaKey).
+type HostDedup struct {
+	in     decodeNode
+	d      *exec.Dedup
+	keys   *exec.GroupKeys
+	late   func(*LateEvent)
+	wm     int64
+	dups   int64 // running totals, restored
+	beyond int64
+	n      Counts
+	taken  Counts
+}
+
+// NewHostDedup returns the dedup of q's source (q reads a declared
+// source with a dedup key). cfg.Decoder decodes the records; cfg.Late
+// receives the events beyond the horizon.
+func NewHostDedup(q *plan.Query, cfg Config) (*HostDedup, error) {
+	r, err := NewDedupRouter(q, cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := &HostDedup{d: r.d, keys: exec.NewGroupKeys(q), late: cfg.Late, wm: math.MinInt64}
+	h.in = decodeNode{dec: r.in.dec, src: q.Source, n: &h.n}
+	return h, nil
+}
+
+// Push decodes one record and admits it. For the first copy of its key
+// (or an event without one) it appends the event's group key to dst and
+// reports routed; a duplicate or a dedup-late event is dropped and
+// counted. An event whose group key fails to evaluate is an *EventError
+// (counted in EvalErrors).
+func (h *HostDedup) Push(dst, raw []byte) (key []byte, routed bool, err error) {
+	row, err := h.in.decode(raw)
+	if err != nil || row == nil {
+		if err != nil && !fatalInput(err) {
+			err = &EventError{Seq: h.n.Events, Err: err}
+		}
+		return nil, false, err
+	}
+	tc := h.in.src.TimeCol
+	switch dup, beyond := h.d.Admit(row, h.wm); {
+	case dup:
+		h.dups++
+		h.n.Applied++ // the dedup is the query's first step: the copy reached it
+		return nil, false, nil
+	case beyond:
+		h.beyond++
+		h.n.Applied++
+		if h.late != nil {
+			h.late(&exec.LateEvent{Row: row, EventTime: row[tc].I, Watermark: h.wm, Event: raw, Source: h.in.src,
+				Reason: "beyond the dedup horizon: a retry can no longer be told from a new event"})
+		}
+		return nil, false, nil
+	}
+	key, err = h.keys.Append(dst, row)
+	if err != nil {
+		h.n.EvalErrors++
+		return nil, false, &EventError{Seq: h.n.Events, Err: err}
+	}
+	return key, true, nil
+}
+
+// AdvanceWatermark moves the dedup's watermark to wm (never back) and
+// forgets the keys it passed.
+func (h *HostDedup) AdvanceWatermark(wm int64) {
+	if wm > h.wm {
+		h.wm = wm
+		h.d.Evict(wm)
+	}
+}
+
+// Watermark is the dedup's watermark.
+func (h *HostDedup) Watermark() int64 { return h.wm }
+
+// Stats returns the Stats counters Duplicates and DedupLate (running
+// totals) and the gauges DedupKeys and DedupBytes.
+func (h *HostDedup) Stats() (dups, late, keys, bytes int64) {
+	return h.dups, h.beyond, h.d.Keys(), h.d.Bytes()
+}
+
+// TakeCounts returns what the input counters gained since the previous
+// call (the host keeps those its placement did not count already).
+func (h *HostDedup) TakeCounts() Counts {
+	delta := h.n.minus(h.taken)
+	h.taken = h.n
+	return delta
+}
+
+// Checkpoint writes the keys added and forgotten since the last call
+// (all of them the first time, or when full), then the meta entry:
+// watermark, counters and the host's position.
+func (h *HostDedup) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
+	if err := h.d.Checkpoint(full, put); err != nil {
+		return err
+	}
+	m := exec.Meta{Watermark: h.wm, Position: position}
+	m.Counters[7], m.Counters[8] = h.dups, h.beyond
+	return put([]byte(exec.MetaKey), exec.AppendMeta(nil, m))
+}
+
+// Restore loads one checkpoint entry into a dedup that has taken
+// nothing yet, and returns the host position from the meta entry.
+func (h *HostDedup) Restore(key, val []byte) (position []byte, err error) {
+	if string(key) == exec.MetaKey {
+		m, err := exec.ParseMeta(val)
+		if err != nil {
+			return nil, err
+		}
+		h.wm, h.dups, h.beyond = m.Watermark, m.Counters[7], m.Counters[8]
+		return m.Position, nil
+	}
+	if !h.d.IsEntry(key) {
+		return nil, fmt.Errorf("%w: entry %q is not a dedup key's", ErrBadState, key)
+	}
+	return nil, h.d.Restore(key, val)
+}
+
+// MetaKey is the key of the meta entry.
+func (h *HostDedup) MetaKey() []byte { return []byte(exec.MetaKey) }

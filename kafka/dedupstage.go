@@ -1,0 +1,349 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+)
+
+// The dedup stage. A source with a dedup key is deduplicated where its
+// plan does it (internal/dataflow: an exchange by the dedup key, the
+// Dedup node, then the exchange by the GROUP BY): the repartition stage
+// routes each event by its dedup key to Q-dedup-repartition, the dedup
+// stage (group Q-dedup) keeps the keys seen in each partition
+// (drive.HostDedup, state in Q-dedup-state) and routes the first copy of
+// each, by its group key, to Q-repartition, followed by its own
+// watermark per partition as markers. Every copy of an event meets in
+// one dedup partition, so the first copy counts whatever group the
+// copies fall in, as in a file run; the aggregating stage deduplicates
+// nothing.
+
+// hasDedupStage reports whether root, the query reading the source,
+// deduplicates it in a dedup stage: a declared source with a dedup key,
+// read without a join (a join's dedup stays in its stage).
+func hasDedupStage(root *plan.Query) bool {
+	return root.Join == nil && root.IJoin == nil && root.Source != nil && root.Source.View == nil && root.Source.Dedup != nil
+}
+
+// dedupName is the name the dedup stage of the query (or segment) named
+// name owns its group, transactional id and topics under.
+func dedupName(name string) string { return name + "-dedup" }
+
+func (p *Pipeline) ddTopic() string { return dedupName(p.name) + "-repartition" }
+func (p *Pipeline) ddState() string { return dedupName(p.name) + "-state" }
+
+// upParts is the partition count of the aggregating stage's marker
+// table: the dedup stage's partitions, or the source's.
+func (p *Pipeline) upParts() int {
+	if p.dedup {
+		return p.nParts
+	}
+	return p.nSource
+}
+
+// withoutDedup is q with its chain down to the source, copied, the
+// source without its dedup key: the aggregating stage's queries.
+func withoutDedup(q *plan.Query) *plan.Query {
+	c, src := *q, *q.Source
+	if src.View != nil {
+		src.View = withoutDedup(src.View)
+	}
+	src.Dedup = nil
+	c.Source = &src
+	return &c
+}
+
+// oldDedupState refuses a state topic of an earlier version, whose
+// aggregating stage kept the dedup keys: the aggregating stage's state
+// topic exists (ns partitions), the dedup stage's does not.
+func (p *Pipeline) oldDedupState(ctx context.Context, adm *admClient, ns int) error {
+	if ns == 0 {
+		return nil
+	}
+	nd, err := topicPartitions(ctx, adm, p.ddState())
+	if err != nil || nd > 0 {
+		return err
+	}
+	return fmt.Errorf("%w: query %s's state topic %s predates its dedup stage (%s): an earlier version deduplicated in the aggregating stage, whose state holds the dedup keys, and found only the copies that fell in one group. Start the query over (ubik run --reset-state, Options.ResetState: it deletes the query's consumer groups and internal topics, so the input is read again as --from says, and the sink's keys restart at revision 1) or run it under another query name",
+		ErrOldState, p.q.Name, p.stateTopic, p.ddState())
+}
+
+// prepareDedup creates or checks the dedup stage's topics, before the
+// aggregating stage's state topic is made (so a first run stopped
+// between the two is not taken for an earlier version's).
+func (p *Pipeline) prepareDedup(ctx context.Context, adm *admClient) error {
+	if err := ensureInternalTopic(ctx, adm, p.ddTopic(), p.nParts, false, p.log); err != nil {
+		return err
+	}
+	return ensureInternalTopic(ctx, adm, p.ddState(), p.nParts, true, p.log)
+}
+
+// runDedupStage runs the dedup stage.
+func (p *Pipeline) runDedupStage(ctx context.Context) error {
+	g := dedupName(p.name)
+	spec := loopSpec{name: "dedup stage", group: g, topic: p.ddTopic(), txnID: g + "." + p.opts.InstanceID,
+		reset: kgo.NewOffset().AtStart(), manual: map[string]bool{p.ddState(): true, p.repTopic: true}}
+	return p.runLoop(ctx, spec, func(tx *txn) (stageWork, error) {
+		return &dedupWork{p: p, tx: tx, tasks: map[int32]*ddTask{}, owned: map[int32]bool{}}, nil
+	})
+}
+
+// ddTask is the dedup of one partition of the dedup topic.
+type ddTask struct {
+	part    int32
+	h       *drive.HostDedup
+	wm      *tracker // the repartition stage's markers
+	touched bool
+}
+
+// dedupWork is the dedup stage's work in the loop (loop.go).
+type dedupWork struct {
+	p      *Pipeline
+	tx     *txn
+	tasks  map[int32]*ddTask
+	owned  map[int32]bool
+	sent   []byte
+	sentAt time.Time
+}
+
+func (w *dedupWork) assigned(_ context.Context, owned, dropped map[int32]bool, _ time.Time) error {
+	for part := range w.tasks {
+		if dropped[part] || !owned[part] {
+			delete(w.tasks, part)
+		}
+	}
+	w.owned = owned
+	return nil
+}
+
+// ready restores the dedup of every owned partition that has none.
+func (w *dedupWork) ready(ctx context.Context) error {
+	var need []int32
+	for part := range w.owned {
+		if w.tasks[part] == nil {
+			need = append(need, part)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	sort.Slice(need, func(i, j int) bool { return need[i] < need[j] })
+	latest, err := w.p.readState(ctx, w.p.ddState(), need)
+	if err != nil {
+		return err
+	}
+	for _, part := range need {
+		t, err := w.newTask(part)
+		if err != nil {
+			return err
+		}
+		if err := w.load(t, latest[part]); err != nil {
+			return err
+		}
+		w.tasks[part] = t
+		w.p.c.restores.Add(1)
+		w.p.c.restoredEntries.Add(int64(len(latest[part])))
+	}
+	return nil
+}
+
+func (w *dedupWork) newTask(part int32) (*ddTask, error) {
+	p := w.p
+	late := p.opts.OnLate
+	if p.root != p.q && p.opts.OnViewLate != nil {
+		name := p.root.Name
+		late = func(ev *drive.LateEvent) { p.opts.OnViewLate(name, ev) }
+	}
+	if p.inputMuted() {
+		late = nil // another pipeline reports the root's late events
+	}
+	h, err := drive.NewHostDedup(p.root, drive.Config{Decoder: p.decoder(), Late: late})
+	if err != nil {
+		return nil, err
+	}
+	return &ddTask{part: part, h: h, wm: newTracker(p.nSource)}, nil
+}
+
+// load restores one partition's dedup from its latest entries.
+func (w *dedupWork) load(t *ddTask, entries map[string][]byte) error {
+	p := w.p
+	meta := string(stateKey(t.part, t.h.MetaKey()))
+	if _, ok := entries[meta]; !ok {
+		if len(entries) > 0 {
+			return fmt.Errorf("%w: state topic %s partition %d holds %d entries but no meta entry: records were lost from the topic", drive.ErrBadState, p.ddState(), t.part, len(entries))
+		}
+		return nil
+	}
+	for k, v := range entries {
+		if len(k) < 4 || int32(binary.BigEndian.Uint32([]byte(k[:4]))) != t.part {
+			return fmt.Errorf("%w: state topic %s partition %d holds an entry of another partition", drive.ErrBadState, p.ddState(), t.part)
+		}
+		if k == meta {
+			continue
+		}
+		if _, err := t.h.Restore([]byte(k[4:]), v); err != nil {
+			return fmt.Errorf("state topic %s partition %d: %w", p.ddState(), t.part, err)
+		}
+	}
+	pos, err := t.h.Restore(t.h.MetaKey(), entries[meta])
+	if err == nil {
+		t.wm, err = decodeTracker(pos)
+	}
+	if err != nil {
+		return fmt.Errorf("state topic %s partition %d: %w", p.ddState(), t.part, err)
+	}
+	t.wm.n = max(t.wm.n, p.nSource)
+	return nil
+}
+
+func (w *dedupWork) process(fs kgo.Fetches, _ time.Time) (bool, error) {
+	err := w.apply(fs)
+	var c drive.Counts
+	for _, t := range w.tasks {
+		// The repartition stage counted the records; the group key's
+		// evaluation errors and the events dropped here (applied to
+		// the query, as in a file run) are this stage's.
+		n := t.h.TakeCounts()
+		c.EvalErrors += n.EvalErrors
+		c.Applied += n.Applied
+	}
+	if !w.p.inputMuted() {
+		w.p.count(c, false)
+	}
+	return false, err
+}
+
+// apply admits each event of fs in its partition's order, moving the
+// partition's dedup to each marker's watermark as it comes, and routes
+// each first copy by its group key to the aggregating stage.
+func (w *dedupWork) apply(fs kgo.Fetches) (err error) {
+	defer drive.Recover(&err)
+	p := w.p
+	fs.EachRecord(func(r *kgo.Record) {
+		if err != nil || r.Attrs.IsControl() {
+			return
+		}
+		t := w.tasks[r.Partition]
+		if t == nil {
+			err = fmt.Errorf("kafka: record for partition %d of %s, which has no dedup", r.Partition, r.Topic)
+			return
+		}
+		t.touched = true
+		if isMarker(r) {
+			m, merr := decodeTracker(r.Value)
+			if merr != nil {
+				err = fmt.Errorf("%w at %s partition %d offset %d", merr, r.Topic, r.Partition, r.Offset)
+				return
+			}
+			t.wm.merge(m)
+			if wm := t.wm.watermark(); wm != math.MinInt64 {
+				t.h.AdvanceWatermark(wm)
+			}
+			return
+		}
+		key, routed, perr := t.h.Push(append(make([]byte, 0, 32), routeKeyVersion), r.Value)
+		switch {
+		case perr != nil:
+			if !p.badEvent(p.sourceOf(r), perr) {
+				err = perr
+			}
+		case routed:
+			w.tx.produce(&kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: r.Value})
+		}
+	})
+	return err
+}
+
+// precommit sends, after the transaction's events, each owned
+// partition's watermark to every partition of the aggregating stage's
+// topic (with UntilCaughtUp, once the partition has seen the whole
+// input, how far it was consumed: a drain marker), then the changed
+// state entries.
+func (w *dedupWork) precommit(now time.Time) error {
+	p := w.p
+	var dups, late, keys, bytes int64
+	tab := newTracker(p.nParts)
+	for part, t := range w.tasks {
+		tab.observe(part, t.h.Watermark())
+		if p.opts.UntilCaughtUp && t.wm.consumedTo(p.sourceEnd) {
+			tab.setEnd(part, t.wm.reached(p.nSource))
+		}
+		d, l, k, b := t.h.Stats()
+		dups, late, keys, bytes = dups+d, late+l, keys+k, bytes+b
+	}
+	p.c.duplicates.Store(dups)
+	p.c.dedupLate.Store(late)
+	p.c.dedupKeys.Store(keys)
+	p.c.dedupBytes.Store(bytes)
+	if len(tab.parts) > 0 {
+		enc := tab.appendTo(nil)
+		if string(enc) != string(w.sent) || now.Sub(w.sentAt) >= markerEvery {
+			p.sendMarks(w.tx, markerKey, markerHeader, enc)
+			w.sent, w.sentAt = enc, now
+		}
+	}
+	for _, t := range w.tasks {
+		if !t.touched {
+			continue
+		}
+		t.touched = false
+		err := t.h.Checkpoint(false, t.wm.appendTo(nil), func(k, v []byte) error {
+			rec := &kgo.Record{Topic: p.ddState(), Partition: t.part, Key: stateKey(t.part, k)}
+			if v != nil {
+				rec.Value = append([]byte(nil), v...)
+			}
+			w.tx.produce(rec)
+			p.c.stateOut.Add(1)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ended drops every dedup after an abort: the next transaction restores
+// the committed state.
+func (w *dedupWork) ended(committed bool) bool {
+	if !committed {
+		clear(w.tasks)
+		w.sent = nil
+	}
+	return false
+}
+
+// srcHeader carries, on the dedup topic, an event's source partition and
+// offset (varints), so that a bad event is reported where it was read.
+const srcHeader = "ubik.src"
+
+func sourceHeader(r *kgo.Record) []kgo.RecordHeader {
+	v := binary.AppendVarint(binary.AppendVarint(nil, int64(r.Partition)), r.Offset)
+	return []kgo.RecordHeader{{Key: srcHeader, Value: v}}
+}
+
+// sourceOf is the source record an event of the dedup topic was read
+// from (its topic, partition and offset), or r without the header.
+func (p *Pipeline) sourceOf(r *kgo.Record) *kgo.Record {
+	v, ok := headerValue(r, srcHeader)
+	if !ok {
+		return r
+	}
+	part, n := binary.Varint(v)
+	if n <= 0 {
+		return r
+	}
+	off, m := binary.Varint(v[n:])
+	if m <= 0 {
+		return r
+	}
+	return &kgo.Record{Topic: p.opts.Source.Topic, Partition: int32(part), Offset: off}
+}
