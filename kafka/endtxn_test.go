@@ -156,8 +156,12 @@ func TestEndTxnAnswerLost(t *testing.T) {
 	q := tumbleQuery("lost", 100*time.Millisecond)
 	tt := 5 * time.Second
 	h := &lostEndTxn{stall: tt + time.Second, targets: map[string]int{q.Name + "-in.a": 2, q.Name + ".a": 2}}
+	// CommitRecords makes each stage commit at least twelve times, so each
+	// has a third commit to stall: by the interval alone, an aggregating
+	// stage whose group join was slow (tests in parallel) found every
+	// event routed and took them all in its first two transactions.
 	st := runUntilCaughtUp(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a",
-		Logger: testLogger(t), MaxPollRecords: 1000, TransactionTimeout: tt, ClientOpts: []kgo.Opt{kgo.Dialer(h.dial)}})
+		Logger: testLogger(t), MaxPollRecords: 1000, CommitRecords: 1000, TransactionTimeout: tt, ClientOpts: []kgo.Opt{kgo.Dialer(h.dial)}})
 	if n := h.fired.Load(); n != 2 {
 		t.Fatalf("%d EndTxn answers stalled, want 2 (one per stage)", n)
 	}
