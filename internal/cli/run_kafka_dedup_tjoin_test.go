@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/internal/crashtest"
 )
@@ -140,4 +142,34 @@ func runKafkaDedupJoin(t *testing.T, versions, query string, produce []string, r
 		got[r.key] = r.value
 	}
 	return got
+}
+
+// TestRunKafkaDedupTemporalJoinOldState: an earlier version's join stage
+// deduplicated its stream and kept the keys in its state topic; a state
+// topic without the dedup stage's is refused, naming the reset.
+func TestRunKafkaDedupTemporalJoinOldState(t *testing.T) {
+	k, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	addr := k.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(t.Context(), 4, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "per_customer-state"); err != nil {
+		t.Fatal(err)
+	}
+	sql := writeFile(t, "k.sql", fmt.Sprintf(dedupJoinSQL, fmt.Sprintf("connector = 'kafka', brokers = '%s', topic = 'usage', ", addr), " WITH (connector = 'kafka', topic = 'prices')"))
+	for topic, data := range map[string]string{"prices": `{"tier":1,"price":3,"valid_from":"2026-07-18 09:00:00"}` + "\n", "usage": dedupJoinEvents()} {
+		if code, errs := kafkaCLI(t, data, "produce", "--to", "kafka://"+addr+"/"+topic, "--partitions", "4"); code != 0 {
+			t.Fatalf("produce: exit %d: %s", code, errs)
+		}
+	}
+	code, errs := kafkaCLI(t, "", "run", sql, "--query", "per_customer", "--sink", "kafka://"+addr+"/out", "--instance-id", "a", "--until-caught-up", "--log-level", "warn")
+	if code == 0 || !strings.Contains(errs, "per_customer-dedup-state") || !strings.Contains(errs, "--reset-state") {
+		t.Fatalf("run over a join state without its dedup stage's: exit %d, want a refusal naming the dedup stage and --reset-state:\n%s", code, errs)
+	}
 }
