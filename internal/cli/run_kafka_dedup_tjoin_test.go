@@ -25,15 +25,17 @@ GROUP BY u.customer, TUMBLE(u.ts, INTERVAL '1' MINUTE);
 CREATE VIEW per_price AS SELECT p.price, TUMBLE_START(u.ts, INTERVAL '1' MINUTE) AS ws, sum(u.qty) AS n
 FROM usage u LEFT JOIN prices FOR SYSTEM_TIME AS OF u.ts AS p ON u.tier = p.tier
 GROUP BY p.price, TUMBLE(u.ts, INTERVAL '1' MINUTE);
+CREATE VIEW hourly AS SELECT TUMBLE_START(ws, INTERVAL '1' HOUR) AS h, sum(n) AS n FROM per_customer GROUP BY TUMBLE(ws, INTERVAL '1' HOUR);
 `
 
 // dedupJoinEvents are 400 events in time order, then a second copy of
-// every third one under another customer (within the watermark delay),
-// then an event an hour later.
+// every third one under another customer (within the watermark delay;
+// the customer's tier, so often another price), then an event an hour
+// later.
 func dedupJoinEvents() string {
 	var b strings.Builder
 	ev := func(i, c int) {
-		fmt.Fprintf(&b, `{"id":"e%d","customer":"c%d","tier":1,"qty":1,"ts":"2026-07-18 10:00:%02d.%d"}`+"\n", i, c, i/10, i%10)
+		fmt.Fprintf(&b, `{"id":"e%d","customer":"c%d","tier":%d,"qty":1,"ts":"2026-07-18 10:00:%02d.%d"}`+"\n", i, c, c%3, i/10, i%10)
 	}
 	for i := 0; i < 400; i++ {
 		ev(i, i%7)
@@ -45,26 +47,27 @@ func dedupJoinEvents() string {
 	return b.String()
 }
 
-// TestRunKafkaDedupTemporalJoinRefused: in a file run each dedup key of
-
 // TestRunKafkaDedupTemporalJoin: a temporal join's stream runs through
 // the dedup stage, so copies of an event (one id) under another customer
 // count once over Kafka as in a file run (400 events and the one an hour
 // later; 134 copies dropped): per group where the copies share a
 // partition (keyed by id), the total round-robin; after a kill -9 too.
 func TestRunKafkaDedupTemporalJoin(t *testing.T) {
-	const versions = `{"tier":1,"price":3,"valid_from":"2026-07-18 09:00:00"}` + "\n"
+	const versions = `{"tier":0,"price":2,"valid_from":"2026-07-18 09:00:00"}
+{"tier":1,"price":3,"valid_from":"2026-07-18 09:00:00"}
+{"tier":2,"price":5,"valid_from":"2026-07-18 09:00:00"}
+`
 	ev := dedupJoinEvents()
 	fileSQL := writeFile(t, "dj.sql", fmt.Sprintf(dedupJoinSQL, "", fmt.Sprintf(" WITH (path = '%s')", writeFile(t, "prices.jsonl", versions))))
 	input, wants := writeFile(t, "ev.jsonl", ev), map[string]map[string]string{}
-	for _, q := range []string{"per_customer", "per_price"} {
+	for _, q := range []string{"per_customer", "per_price", "hourly"} {
 		wants[q] = fileRunViews(t, []string{fileSQL, "--input", input, "--query", q}, 0, q)[q]
 		if n := sumN(t, wants[q]); n != 401 {
 			t.Fatalf("file run of %s: %d events counted, want 401", q, n)
 		}
 	}
 	for _, c := range []struct {
-		name, query string // per_price: grouped by the table, the survivors are placed by a hash
+		name, query string // per_price: grouped by the table, the survivors are placed by a hash; hourly: the join a view of the chain
 		produce     []string
 		ordered     bool // the copies of a key share a partition
 		restarts    bool // kill -9 the run in the middle
@@ -72,6 +75,7 @@ func TestRunKafkaDedupTemporalJoin(t *testing.T) {
 		{"four partitions by id", "per_customer", []string{"--partitions", "4", "--key-field", "id"}, true, false},
 		{"four partitions round-robin", "per_customer", []string{"--partitions", "4"}, false, false},
 		{"grouped by the table", "per_price", []string{"--partitions", "4", "--key-field", "id"}, true, false},
+		{"a chain over the join", "hourly", []string{"--partitions", "4"}, true, false},
 		{"kill -9", "per_customer", []string{"--partitions", "4", "--key-field", "id"}, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
