@@ -28,9 +28,10 @@ import (
 
 // hasDedupStage reports whether root, the query reading the source,
 // deduplicates it in a dedup stage: a declared source with a dedup key,
-// read without a join (a join's dedup stays in its stage).
+// or a temporal join's stream with one (the joined source carries the
+// stream's dedup key), not an interval join's input.
 func hasDedupStage(root *plan.Query) bool {
-	return root.Join == nil && root.IJoin == nil && root.Source != nil && root.Source.View == nil && root.Source.Dedup != nil
+	return root.IJoin == nil && root.Source != nil && root.Source.View == nil && root.Source.Dedup != nil
 }
 
 // dedupName is the name the dedup stage of the query (or segment) named
@@ -50,7 +51,8 @@ func (p *Pipeline) upParts() int {
 }
 
 // withoutDedup is q with its chain down to the source, copied, the
-// source without its dedup key: the aggregating stage's queries.
+// source without its dedup key (a temporal join's stream and joined
+// source too): the aggregating or join stage's queries.
 func withoutDedup(q *plan.Query) *plan.Query {
 	c, src := *q, *q.Source
 	if src.View != nil {
@@ -58,6 +60,11 @@ func withoutDedup(q *plan.Query) *plan.Query {
 	}
 	src.Dedup = nil
 	c.Source = &src
+	if q.Join != nil {
+		j, stream := *q.Join, *q.Join.Stream
+		stream.Dedup = nil
+		j.Stream, c.Join = &stream, &j
+	}
 	return &c
 }
 

@@ -84,6 +84,17 @@ func TestTopologyFromPlan(t *testing.T) {
 		}
 		check(t, "q8"+key, s.options(q, addrs))
 	}
+	// A temporal join over a stream with a dedup key: the dedup stage
+	// before the join stage, grouped by the stream and by the table.
+	for _, by := range []string{"u.customer", "p.price"} {
+		prog, err := plan.Compile(fmt.Sprintf(dedupJoinShape, by, by), plan.CompileOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := prog.Queries[len(prog.Queries)-1]
+		o := Options{Query: q, Source: endpoint(addrs, "usage"), Table: endpoint(addrs, "prices"), Sink: endpoint(addrs, "out")}
+		check(t, "dedup join by "+by, o)
+	}
 	// The shapes New refuses: a direct source under a join of two streams
 	// (its second stream has no key to be partitioned by).
 	t.Logf("%d shapes compared, %d refused by New:\n%s", len(seen), len(refused), strings.Join(refused, "\n"))
@@ -97,6 +108,12 @@ func TestTopologyFromPlan(t *testing.T) {
 	}
 }
 
+// dedupJoinShape is a temporal join over a stream with a dedup key,
+// grouped by its %s.
+const dedupJoinShape = `CREATE SOURCE usage (id VARCHAR, customer VARCHAR, tier BIGINT, qty BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts) WITH (dedup_key = 'id', dedup_within = '1 hour');
+CREATE TABLE prices (tier BIGINT, price BIGINT, valid_from TIMESTAMP, PRIMARY KEY (tier) NOT ENFORCED, WATERMARK FOR valid_from AS valid_from);
+SELECT %s, sum(u.qty) AS n FROM usage u JOIN prices FOR SYSTEM_TIME AS OF u.ts AS p ON u.tier = p.tier GROUP BY %s`
+
 // planFamily is why q's plan is another topology than the pipelines
 // build, or "".
 func planFamily(t *testing.T, q *plan.Query) string {
@@ -108,7 +125,7 @@ func planFamily(t *testing.T, q *plan.Query) string {
 		switch {
 		case n.Kind == dataflow.IntervalJoin && n.Query.IJoin.Left.View != nil && n.Query.IJoin.Right.View != nil:
 			return viewJoinFused
-		case n.Kind == dataflow.TemporalJoin && p.Node(n.Inputs[0].From).Kind == dataflow.Decode:
+		case n.Kind == dataflow.TemporalJoin && slices.Contains([]dataflow.Kind{dataflow.Decode, dataflow.Dedup}, p.Node(n.Inputs[0].From).Kind):
 			return tjoinByTable
 		}
 	}
@@ -120,6 +137,8 @@ const (
 	// placement, so the plan joins in the source's partitions (the join's
 	// stage reads the source topic and the broadcast table), where the
 	// pipelines route the stream through a repartition stage (Q-in) first.
+	// Over a dedup key, the plan joins in the dedup's partitions, where
+	// the pipelines deduplicate in a dedup stage and hash the survivors.
 	tjoinByTable = "the plan joins in the source's partitions"
 	// A join of two views: the plan runs a side's view in the join's
 	// segment where the view's placement is the join's (one stage, one

@@ -26,9 +26,10 @@ type DedupRouter struct {
 }
 
 // NewDedupRouter returns the router of q's events by their dedup key
-// (q's source declares one). Only cfg.Decoder is read.
+// (q's source, or its temporal join's stream, declares one). Only
+// cfg.Decoder is read.
 func NewDedupRouter(q *plan.Query, cfg Config) (*DedupRouter, error) {
-	if q.Join != nil || q.IJoin != nil || q.Source.Dedup == nil {
+	if q.IJoin != nil || q.Source.Dedup == nil {
 		return nil, fmt.Errorf("drive: query %s reads no declared source with a dedup key", q.Name)
 	}
 	r, err := newRouter(q, cfg.Decoder, -1)
@@ -79,12 +80,13 @@ func (r *DedupRouter) TakeCounts() Counts {
 // (exec.Dedup: a later copy within the horizon is a duplicate; an event
 // beyond the horizon is dedup-late, reported late, as the operator
 // reports it), and gives a survivor's group key (exec.GroupKeys) for
-// the aggregate's placement. It checkpoints its keys, counters and
+// the aggregate's placement (a temporal join's: as NewRouter places its
+// stream's events). It checkpoints its keys, counters and
 // watermark as an operator does (entries "d" + key and exec.MetaKey).
 type HostDedup struct {
 	in     decodeNode
 	d      *exec.Dedup
-	keys   *exec.GroupKeys
+	place  *Router // the survivors' placement
 	late   func(*LateEvent)
 	wm     int64
 	dups   int64 // running totals, restored
@@ -101,7 +103,11 @@ func NewHostDedup(q *plan.Query, cfg Config) (*HostDedup, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &HostDedup{d: r.d, keys: exec.NewGroupKeys(q), late: cfg.Late, wm: math.MinInt64}
+	place, err := NewRouter(q, cfg)
+	if err != nil {
+		return nil, err
+	}
+	h := &HostDedup{d: r.d, place: place, late: cfg.Late, wm: math.MinInt64}
 	h.in = decodeNode{dec: r.in.dec, src: q.Source, n: &h.n}
 	return h, nil
 }
@@ -134,7 +140,7 @@ func (h *HostDedup) Push(dst, raw []byte) (key []byte, routed bool, err error) {
 		}
 		return nil, false, nil
 	}
-	key, err = h.keys.Append(dst, row)
+	key, err = h.place.place(dst, raw, row)
 	if err != nil {
 		h.n.EvalErrors++
 		return nil, false, &EventError{Seq: h.n.Events, Err: err}

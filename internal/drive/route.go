@@ -7,6 +7,7 @@ import (
 	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // A Router is the decode, key and route node of a host that repartitions
@@ -106,22 +107,26 @@ func (r *Router) Route(dst, raw []byte) ([]byte, error) {
 	if row == nil {
 		return nil, nil
 	}
-	var key []byte
+	key, err := r.place(dst, raw, row)
+	if err != nil {
+		r.n.EvalErrors++
+		return nil, r.eventErr(err)
+	}
+	return key, nil
+}
+
+// place appends the placing bytes of a decoded record (row, read from
+// raw) to dst; an error is the key's evaluation error.
+func (r *Router) place(dst, raw []byte, row []types.Value) ([]byte, error) {
 	switch {
 	case r.spread:
 		h := fnv.New64a()
 		h.Write(raw)
 		return h.Sum(dst), nil
 	case r.ikeys != nil:
-		key, err = r.ikeys.Append(dst, row)
-	default:
-		key, err = r.keys.Append(dst, row)
+		return r.ikeys.Append(dst, row)
 	}
-	if err != nil {
-		r.n.EvalErrors++
-		return nil, r.eventErr(err)
-	}
-	return key, nil
+	return r.keys.Append(dst, row)
 }
 
 func (r *Router) eventErr(err error) error { return &EventError{Seq: r.n.Events, Err: err} }
