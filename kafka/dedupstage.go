@@ -79,7 +79,7 @@ func (p *Pipeline) oldDedupState(ctx context.Context, adm *admClient, ns int) er
 	if err != nil || nd > 0 {
 		return err
 	}
-	return fmt.Errorf("%w: query %s's state topic %s predates its dedup stage (%s): an earlier version deduplicated in the aggregating stage, whose state holds the dedup keys, and found only the copies that fell in one group. Start the query over (ubik run --reset-state, Options.ResetState: it deletes the query's consumer groups and internal topics, so the input is read again as --from says, and the sink's keys restart at revision 1) or run it under another query name",
+	return fmt.Errorf("%w: query %s's state topic %s predates its dedup stage (%s): an earlier version deduplicated in the stage that joins or aggregates, whose state holds the dedup keys, and so found only the copies that fell in one of its partitions. Start the query over (ubik run --reset-state, Options.ResetState: it deletes the query's consumer groups and internal topics, so the input is read again as --from says, and the sink's keys restart at revision 1) or run it under another query name",
 		ErrOldState, p.q.Name, p.stateTopic, p.ddState())
 }
 
