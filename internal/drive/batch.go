@@ -138,7 +138,7 @@ func (p *par) advance(wm int64) {
 	}
 	p.wm = wm
 	if p.dedup != nil {
-		p.dedup.Evict(wm)
+		p.dedup.advance(wm)
 	}
 	p.cur.advances = append(p.cur.advances, advance{op: p.nextOp(), wm: wm})
 }

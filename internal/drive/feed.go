@@ -283,31 +283,26 @@ func (d *Driver) admitCopy(b *batch, i int, evOp uint64) bool {
 	if li.part >= 0 {
 		it = &b.parts[li.part].items[li.item]
 	}
-	dup, beyond := p.dedup.AdmitKey(k.dkeys[li.key0:li.key1], li.hasKey, li.ts, p.wm)
+	v := p.dedup.admitKey(k.dkeys[li.key0:li.key1], li.hasKey, li.ts, p.wm)
 	switch {
-	case dup || beyond:
+	case v != dedupKeep:
 		if it != nil {
 			it.kind = itemSkip
-		}
-		if dup {
-			p.dups++
-		} else {
-			p.beyond++
 		}
 	case li.filtered:
 		p.filtered++
 	case it != nil:
 		it.wm = p.wm
 	}
-	if !beyond && li.hasTS && li.ts > p.maxTime {
+	if v != dedupBeyond && li.hasTS && li.ts > p.maxTime {
 		p.maxTime = li.ts
 		if wm := exec.SatAdd(li.ts, -p.delay); wm > p.wm {
 			p.wm = wm
-			p.dedup.Evict(wm)
+			p.dedup.advance(wm)
 			b.advances = append(b.advances, advance{op: evOp + 1, wm: wm})
 		}
 	}
-	return !dup && !beyond
+	return v == dedupKeep
 }
 
 // count adds record i of block k (raw) to the counters and reports its

@@ -200,7 +200,7 @@ func (lt *localTime) observe(p *par, k *block, op uint64, ts int64) {
 func (w *worker) dedupInfo(k *block, li *lineInfo, row []types.Value, tc int) {
 	li.decoded = true
 	li.key0 = int32(len(k.dkeys))
-	k.dkeys, li.hasKey = w.p.dedup.AppendKey(k.dkeys, row)
+	k.dkeys, li.hasKey = w.p.dedup.appendKey(k.dkeys, row)
 	li.key1 = int32(len(k.dkeys))
 	if tc >= 0 && !row[tc].Null {
 		li.ts, li.hasTS = row[tc].I, true

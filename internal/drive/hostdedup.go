@@ -3,7 +3,6 @@ package drive
 import (
 	"fmt"
 	"hash/fnv"
-	"math"
 
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
@@ -17,10 +16,10 @@ import (
 // fall in, as a file run's dedup decides on its reader.
 
 // DedupRouter decodes each record and places it by its dedup key, under
-// the identity the dedup uses (exec.Dedup.AppendKey).
+// the identity the dedup node uses (dedupNode.appendKey).
 type DedupRouter struct {
 	in    decodeNode
-	d     *exec.Dedup
+	dd    *dedupNode // only its key is read
 	n     Counts
 	taken Counts
 }
@@ -36,7 +35,7 @@ func NewDedupRouter(q *plan.Query, cfg Config) (*DedupRouter, error) {
 	if err != nil {
 		return nil, err
 	}
-	dr := &DedupRouter{d: exec.NewDedup(q)}
+	dr := &DedupRouter{dd: newDedupNode(q, nil)}
 	dr.in = decodeNode{dec: r.in.dec, src: q.Source, n: &dr.n}
 	return dr, nil
 }
@@ -56,7 +55,7 @@ func (r *DedupRouter) Route(dst, raw []byte) ([]byte, error) {
 	if row == nil {
 		return nil, nil
 	}
-	key, ok := r.d.AppendKey(append(dst, 1), row)
+	key, ok := r.dd.appendKey(append(dst, 1), row)
 	if !ok {
 		h := fnv.New64a()
 		h.Write(raw)
@@ -76,23 +75,18 @@ func (r *DedupRouter) TakeCounts() Counts {
 }
 
 // HostDedup is the dedup of one partition of the dedup key's placement:
-// it decodes each event, admits it against the watermark its host moves
-// (exec.Dedup: a later copy within the horizon is a duplicate; an event
-// beyond the horizon is dedup-late, reported late, as the operator
-// reports it), and gives a survivor's group key (exec.GroupKeys) for
-// the aggregate's placement (a temporal join's: as NewRouter places its
-// stream's events). It checkpoints its keys, counters and
-// watermark as an operator does (entries "d" + key and exec.MetaKey).
+// it decodes each event, hands it to the dedup node (dedup.go) at the
+// watermark its host moves, and gives a survivor's group key
+// (exec.GroupKeys) for the aggregate's placement (a temporal join's: as
+// NewRouter places its stream's events). It checkpoints the node's keys,
+// then a meta entry of its own: watermark, counters (at the places an
+// operator's meta entry has them) and the host's position.
 type HostDedup struct {
-	in     decodeNode
-	d      *exec.Dedup
-	place  *Router // the survivors' placement
-	late   func(*LateEvent)
-	wm     int64
-	dups   int64 // running totals, restored
-	beyond int64
-	n      Counts
-	taken  Counts
+	in    decodeNode
+	dd    *dedupNode
+	place *Router // the survivors' placement
+	n     Counts
+	taken Counts
 }
 
 // NewHostDedup returns the dedup of q's source (q reads a declared
@@ -107,7 +101,7 @@ func NewHostDedup(q *plan.Query, cfg Config) (*HostDedup, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &HostDedup{d: r.d, place: place, late: cfg.Late, wm: math.MinInt64}
+	h := &HostDedup{dd: newDedupNode(q, cfg.Late), place: place}
 	h.in = decodeNode{dec: r.in.dec, src: q.Source, n: &h.n}
 	return h, nil
 }
@@ -125,19 +119,8 @@ func (h *HostDedup) Push(dst, raw []byte) (key []byte, routed bool, err error) {
 		}
 		return nil, false, err
 	}
-	tc := h.in.src.TimeCol
-	switch dup, beyond := h.d.Admit(row, h.wm); {
-	case dup:
-		h.dups++
-		h.n.Applied++ // the dedup is the query's first step: the copy reached it
-		return nil, false, nil
-	case beyond:
-		h.beyond++
-		h.n.Applied++
-		if h.late != nil {
-			h.late(&exec.LateEvent{Row: row, EventTime: row[tc].I, Watermark: h.wm, Event: raw, Source: h.in.src,
-				Reason: "beyond the dedup horizon: a retry can no longer be told from a new event"})
-		}
+	if h.dd.admit(row, raw, h.dd.wm) != dedupKeep {
+		h.n.Applied++ // the dedup is the query's first step: the event reached it
 		return nil, false, nil
 	}
 	key, err = h.place.place(dst, raw, row)
@@ -150,20 +133,17 @@ func (h *HostDedup) Push(dst, raw []byte) (key []byte, routed bool, err error) {
 
 // AdvanceWatermark moves the dedup's watermark to wm (never back) and
 // forgets the keys it passed.
-func (h *HostDedup) AdvanceWatermark(wm int64) {
-	if wm > h.wm {
-		h.wm = wm
-		h.d.Evict(wm)
-	}
-}
+func (h *HostDedup) AdvanceWatermark(wm int64) { h.dd.advance(wm) }
 
 // Watermark is the dedup's watermark.
-func (h *HostDedup) Watermark() int64 { return h.wm }
+func (h *HostDedup) Watermark() int64 { return h.dd.wm }
 
 // Stats returns the Stats counters Duplicates and DedupLate (running
 // totals) and the gauges DedupKeys and DedupBytes.
 func (h *HostDedup) Stats() (dups, late, keys, bytes int64) {
-	return h.dups, h.beyond, h.d.Keys(), h.d.Bytes()
+	var s exec.Stats
+	h.dd.addStats(&s)
+	return s.Duplicates, s.DedupLate, s.DedupKeys, s.DedupBytes
 }
 
 // TakeCounts returns what the input counters gained since the previous
@@ -178,11 +158,11 @@ func (h *HostDedup) TakeCounts() Counts {
 // (all of them the first time, or when full), then the meta entry:
 // watermark, counters and the host's position.
 func (h *HostDedup) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
-	if err := h.d.Checkpoint(full, put); err != nil {
+	if err := h.dd.checkpoint(full, put); err != nil {
 		return err
 	}
-	m := exec.Meta{Watermark: h.wm, Position: position}
-	m.Counters[7], m.Counters[8] = h.dups, h.beyond
+	m := exec.Meta{Watermark: h.dd.wm, Position: position}
+	h.dd.addMeta(&m)
 	return put([]byte(exec.MetaKey), exec.AppendMeta(nil, m))
 }
 
@@ -194,13 +174,10 @@ func (h *HostDedup) Restore(key, val []byte) (position []byte, err error) {
 		if err != nil {
 			return nil, err
 		}
-		h.wm, h.dups, h.beyond = m.Watermark, m.Counters[7], m.Counters[8]
+		h.dd.wm, h.dd.dups, h.dd.beyond = m.Watermark, m.Counters[7], m.Counters[8]
 		return m.Position, nil
 	}
-	if !h.d.IsEntry(key) {
-		return nil, fmt.Errorf("%w: entry %q is not a dedup key's", ErrBadState, key)
-	}
-	return nil, h.d.Restore(key, val)
+	return nil, h.dd.restore(key, val)
 }
 
 // MetaKey is the key of the meta entry.

@@ -69,7 +69,7 @@ const (
 type par struct {
 	q        *plan.Query
 	adm      *exec.Admission
-	dedup    *exec.Dedup // nil without a dedup_key
+	dedup    *dedupNode // nil without a dedup_key (no late hook: one refuses threads)
 	shards   []*shard
 	seed     maphash.Seed
 	lateness int64
@@ -119,9 +119,6 @@ type par struct {
 	rows     int64
 	filtered int64
 	evalErrs int64
-	dups     int64
-	beyond   int64
-	copies   int64 // copies turned away before the shards (countCopy): duplicates, not rows
 
 	cur      *batch
 	inflight *batch
@@ -164,7 +161,7 @@ type parOut struct {
 }
 
 func newPar(q *plan.Query, cfg Config, out *parOut, threads int, blocks bool) (*par, error) {
-	p := &par{q: q, adm: exec.NewAdmission(q), dedup: exec.NewDedup(q), seed: maphash.MakeSeed(), lateness: q.Emit.AllowedLateness,
+	p := &par{q: q, adm: exec.NewAdmission(q), dedup: newDedupNode(q, nil), seed: maphash.MakeSeed(), lateness: q.Emit.AllowedLateness,
 		delay: q.Source.WatermarkDelay, external: cfg.ExternalWatermark || q.IJoin != nil, perEvent: 1, seqBase: 1,
 		width: len(q.Source.Columns), out: weak.Make(out), withRows: out.onRow != nil, marks: out.onMark != nil, wm: math.MinInt64, outWM: math.MinInt64,
 		lastMark: math.MinInt64, maxTime: math.MinInt64}
@@ -255,13 +252,11 @@ func (p *par) push(row []types.Value) error {
 	p.rows++
 	op := p.nextOp()
 	if p.dedup != nil {
-		switch dup, beyond := p.dedup.Admit(row, p.wm); {
-		case dup:
-			p.dups++
+		switch p.dedup.admit(row, nil, p.wm) {
+		case dedupCopy:
 			p.observe(row)
 			return p.dispatchIfFull()
-		case beyond:
-			p.beyond++
+		case dedupBeyond:
 			return p.dispatchIfFull()
 		}
 	}
@@ -530,11 +525,7 @@ func (p *par) mark() {
 
 // countCopy is aggregate.countCopy: the dedup runs on the reader.
 func (p *par) countCopy(row []types.Value) bool {
-	if p.dedup == nil || !p.dedup.IsCopy(row, p.wm) {
-		return false
-	}
-	p.copies++
-	return true
+	return p.dedup != nil && p.dedup.countCopy(row, p.wm)
 }
 
 // stop ends the shards' goroutines, after the batch in flight.

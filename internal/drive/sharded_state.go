@@ -33,17 +33,15 @@ func (p *par) stats() exec.Stats {
 		s.LatencyMax = max(s.LatencyMax, t.LatencyMax)
 		s.LatencyCount += t.LatencyCount
 	}
-	s.Rows += p.filtered + p.evalErrs + p.dups + p.beyond // the shards count the rows routed to them
+	s.Rows += p.filtered + p.evalErrs + p.dedup.dropped() // the shards count the rows routed to them
 	s.Filtered += p.filtered
 	s.EvalErrors += p.evalErrs
-	s.Duplicates += p.dups + p.copies
-	s.DedupLate += p.beyond
 	if p.dedup != nil {
-		s.DedupKeys, s.DedupBytes = p.dedup.Keys(), p.dedup.Bytes()
+		p.dedup.addStats(&s)
 		// The dedup keys are live state too; the peak, like the shards'
 		// sum, bounds the real one from above.
 		s.StateBytes += s.DedupBytes
-		s.StateBytesPeak += p.dedup.Peak()
+		s.StateBytesPeak += p.dedup.st.Peak()
 	}
 	s.Watermark = p.wm
 	s.MaxEventTime = p.maxTime
@@ -76,15 +74,14 @@ func (p *par) checkpoint(full bool, position []byte, put func(key, val []byte) e
 		}
 	}
 	if p.dedup != nil {
-		if err := p.dedup.Checkpoint(full, put); err != nil {
+		if err := p.dedup.checkpoint(full, put); err != nil {
 			return err
 		}
+		p.dedup.addMeta(&m)
 	}
-	m.Counters[0] += p.filtered + p.evalErrs + p.dups + p.beyond // Rows: the shards count only the rows routed to them
+	m.Counters[0] += p.filtered + p.evalErrs + p.dedup.dropped() // Rows: the shards count only the rows routed to them
 	m.Counters[1] += p.filtered
 	m.Counters[2] += p.evalErrs
-	m.Counters[7] += p.dups + p.copies
-	m.Counters[8] += p.beyond
 	m.Seq = max(m.Seq, p.seqBase+p.op*p.perEvent)
 	return put([]byte(exec.MetaKey), exec.AppendMeta(nil, m))
 }
@@ -112,8 +109,8 @@ func (p *par) restore(key, val []byte) ([]byte, error) {
 		}
 		return m.Position, nil
 	}
-	if p.dedup != nil && p.dedup.IsEntry(key) {
-		return nil, p.dedup.Restore(key, val)
+	if p.dedup != nil && p.dedup.isEntry(key) {
+		return nil, p.dedup.restore(key, val)
 	}
 	s := p.shards[0]
 	if gk, ok := exec.EntryGroupKey(key); ok {
