@@ -151,7 +151,7 @@ func (s *single) stats() exec.Stats                { return s.op.Stats() }
 func (s *single) finishRestore()                   { s.op.FinishRestore() }
 func (s *single) threads() int                     { return 1 }
 func (s *single) outStep() uint64                  { return 0 }
-func (s *single) countCopy(row []types.Value) bool { return s.op.CountCopy(row) }
+func (s *single) countCopy(row []types.Value) bool { return false } // no dedup: dedupAgg has one
 
 func (s *single) checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
 	return s.op.Checkpoint(full, position, put)

@@ -50,6 +50,8 @@ type dedupState interface {
 	Checkpoint(full bool, put func(key, val []byte) error) error
 	IsEntry(key []byte) bool
 	Restore(key, val []byte) error
+	// Track starts tracking changes: a restored store holds the entries.
+	Track()
 }
 
 // dedupVerdict is what the node decides for one event.

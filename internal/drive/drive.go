@@ -243,10 +243,11 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 			return deliver(r)
 		}
 	}
-	if d.op, err = exec.New(q, ecfg); err != nil {
+	dd := dedupFront(q, &ecfg)
+	if d.op, err = exec.New(exec.NoDedup(q), ecfg); err != nil {
 		return nil, err
 	}
-	d.agg = &single{d.aggIn(), d.op}
+	d.agg = dd.front(&single{d.aggIn(), d.op})
 	return d, d.initJoins(cfg)
 }
 

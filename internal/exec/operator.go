@@ -69,6 +69,11 @@ type Config struct {
 	// the minimum over the partitions, not the maximum event time seen.
 	// Event times are still tracked for Stats.MaxEventTime.
 	ExternalWatermark bool
+	// OnAdvance, if set, is called when the watermark moves forward,
+	// before any window closes, with the new watermark; it returns how
+	// much the host's state kept in front of the operator changed (the
+	// input dedup's forgotten keys), which StateBytes includes.
+	OnAdvance func(wm int64) (bytesDelta int64)
 }
 
 // Stats are cumulative counters and current gauges of one operator.
@@ -118,8 +123,6 @@ type Operator struct {
 	keys       *GroupKeys      // evaluates keyBuf
 	argCols    [][]int         // per aggregate argument: the same
 	keyHash    uint64          // its hash under seed
-
-	dedup *dedupState // nil unless the source declares dedup_key
 
 	layout *aggLayout // where each aggregate's state sits in a group's words
 	arena  aggArena   // boxed aggregate states
@@ -212,6 +215,9 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
+	if err := noDedup(q); err != nil {
+		return nil, err
+	}
 	o := &Operator{
 		q:            q,
 		cfg:          cfg,
@@ -275,9 +281,6 @@ func New(q *plan.Query, cfg Config) (*Operator, error) {
 		Query:           q.Name,
 		Windowed:        q.Window != nil,
 		WindowPositions: q.WindowPositions(),
-	}
-	if q.Source.Dedup != nil {
-		o.dedup = newDedup(q.Source.Dedup)
 	}
 	switch {
 	case q.Window == nil:
@@ -348,24 +351,6 @@ func (o *Operator) processRow(row []types.Value, key []byte) error {
 	o.stats.Rows++
 	o.rowClock = 0
 	q := o.q
-	if o.dedup != nil {
-		tc := q.Source.TimeCol
-		before := o.dedup.bytes
-		dup, beyond := o.dedup.admit(row, row[tc].I, o.watermark)
-		o.addBytes(o.dedup.bytes - before) // the dedup keys are live state too
-		switch {
-		case dup:
-			o.stats.Duplicates++
-			return o.observeTime(row)
-		case beyond:
-			o.stats.DedupLate++
-			if o.cfg.Late != nil {
-				o.cfg.Late(&LateEvent{Row: row, EventTime: row[tc].I, Watermark: o.watermark,
-					Reason: "beyond the dedup horizon: a retry can no longer be told from a new event"})
-			}
-			return nil
-		}
-	}
 	if q.Filter != nil {
 		v, err := q.Filter.Eval(row)
 		if err != nil {
@@ -731,10 +716,8 @@ func (o *Operator) AdvanceWatermark(wm int64) error {
 	}
 	o.watermark = wm
 	o.stats.Watermark = wm
-	if o.dedup != nil {
-		before := o.dedup.bytes
-		o.dedup.evict(wm)
-		o.addBytes(o.dedup.bytes - before)
+	if o.cfg.OnAdvance != nil {
+		o.addBytes(o.cfg.OnAdvance(wm))
 	}
 	switch {
 	case o.buckets != nil:
@@ -1037,10 +1020,6 @@ func (o *Operator) Stats() Stats {
 	s.LatencyCount = o.hist.n
 	s.MaxEventTime = o.maxEventTime
 	s.Watermark = o.watermark
-	if o.dedup != nil {
-		s.DedupKeys = int64(len(o.dedup.seen))
-		s.DedupBytes = o.dedup.bytes
-	}
 	return s
 }
 

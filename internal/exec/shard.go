@@ -340,9 +340,13 @@ func (x *Dedup) Checkpoint(full bool, put func(key, val []byte) error) error {
 // IsEntry reports whether key is a dedup entry's.
 func (x *Dedup) IsEntry(key []byte) bool { return len(key) > 1 && key[0] == 'd' }
 
+// Track starts tracking changes, for a dedup restored from a store
+// that holds its entries: the next checkpoint writes only what changed.
+func (x *Dedup) Track() { x.tracking, x.d.tracking = true, true }
+
 // Restore loads one dedup entry.
 func (x *Dedup) Restore(key, val []byte) error {
-	x.tracking, x.d.tracking = true, true
+	x.Track()
 	if len(val) == 0 {
 		return nil
 	}
@@ -353,6 +357,9 @@ func (x *Dedup) Restore(key, val []byte) error {
 	ts := r.varint()
 	if r.err != nil {
 		return r.err
+	}
+	if !bytes.Equal(binary.AppendVarint([]byte{stateVersion}, ts), val) {
+		return fmt.Errorf("%w: dedup entry %q holds more than its time", ErrBadState, key)
 	}
 	if _, ok := x.d.seen[string(key[1:])]; !ok {
 		x.d.add(string(key[1:]), ts)

@@ -57,9 +57,6 @@ func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []by
 		// therefore writes everything.
 		full = true
 		o.tracking = true
-		if o.dedup != nil {
-			o.dedup.tracking = true
-		}
 	}
 	if full {
 		for _, g := range o.liveGroups() {
@@ -86,11 +83,6 @@ func (o *Operator) Checkpoint(full bool, position []byte, put func(key, val []by
 				return err
 			}
 			g.set(written, true)
-		}
-	}
-	if o.dedup != nil {
-		if err := o.dedup.checkpoint(full, put); err != nil {
-			return err
 		}
 	}
 	o.ckptDeleted = o.ckptDeleted[:0]
@@ -197,9 +189,6 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 	// A restored operator continues a store that already holds entries:
 	// every later change must be tracked, deletes included.
 	o.tracking = true
-	if o.dedup != nil {
-		o.dedup.tracking = true
-	}
 	if len(val) == 0 {
 		return nil, nil // a deleted entry
 	}
@@ -218,21 +207,9 @@ func (o *Operator) Restore(key, val []byte) (position []byte, err error) {
 		if version != stateVersion {
 			return nil, fmt.Errorf("%w: unknown dedup entry version %d", ErrBadState, version)
 		}
-		if o.dedup == nil {
-			return nil, fmt.Errorf("%w: a dedup entry, but the source declares no dedup_key", ErrBadState)
-		}
-		ts := r.varint()
-		if r.err != nil {
-			return nil, r.err
-		}
-		if !bytes.Equal(binary.AppendVarint([]byte{stateVersion}, ts), val) {
-			return nil, fmt.Errorf("%w: dedup entry %q holds more than its time", ErrBadState, key)
-		}
-		if _, ok := o.dedup.seen[string(key[1:])]; !ok {
-			o.dedup.add(string(key[1:]), ts)
-			o.addBytes(int64(len(key)-1) + DedupEntryBytes)
-		}
-		return nil, nil
+		// The input dedup's entries are its own (Dedup.Restore): the
+		// operator runs without it.
+		return nil, fmt.Errorf("%w: a dedup entry, but the source declares no dedup_key", ErrBadState)
 	}
 	if len(key) < 9 || key[0] != 'g' {
 		return nil, fmt.Errorf("%w: unknown entry key %q", ErrBadState, key)
