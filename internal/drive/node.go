@@ -8,7 +8,9 @@ import (
 // input's records into rows, and hands them to the head of the chain, a
 // join (temporalJoin, join.go; intervalJoin, ijoin.go) or, without one,
 // the window aggregate (single, sharded: aggregate.go). A join's output
-// edge feeds the aggregate through the same interface. The driver calls
+// edge feeds the aggregate through the same interface. A source's input
+// dedup (dedup.go) stands in front of the aggregate: a single one behind
+// dedupAgg (dedupagg.go), a sharded one on its reader. The driver calls
 // its head and never asks which kind it is; what only one kind has (a
 // join's second input and counters, the aggregate's watermark and
 // delivery) is a small extra interface (joinNode, aggregate).
