@@ -2,16 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/ubiksql/ubik/internal/crashtest"
 )
 
 const dedupSQL = `CREATE SOURCE usage (id VARCHAR, customer VARCHAR, qty BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (dedup_key = 'id', dedup_within = '1 hour');
@@ -57,29 +53,13 @@ func TestRunKafkaDedupAcrossGroups(t *testing.T) {
 		{"kill -9", []string{"--partitions", "4", "--key-field", "id"}, true, true, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := runKafkaDedup(t, fileSQL, c.produce, c.restarts, c.run...)
-			if len(got) != len(want) {
-				t.Errorf("%d groups over Kafka, %d in a file run", len(got), len(want))
-			}
-			if !c.ordered {
-				if g, w := sumN(t, got), sumN(t, want); g != w {
-					t.Errorf("over Kafka %d events counted, in a file run %d", g, w)
-				}
-				return
-			}
-			for k, v := range want {
-				if got[k] != v {
-					t.Errorf("group %s: over Kafka %s, in a file run %s", k, got[k], v)
-				}
-			}
+			sameAsFileRun(t, runKafkaDedup(t, fileSQL, c.produce, c.restarts, c.run...), want, c.ordered)
 		})
 	}
 }
 
-// runKafkaDedup produces the events, runs the query until caught up
-// (restarts: first a ubik process killed with SIGKILL in the middle,
-// the originals consumed, the copies not yet produced) and returns the
-// sink's latest value per key.
+// runKafkaDedup runs the query over the events on a broker of its own
+// (runDedupKafka) and returns the sink's latest value per key.
 func runKafkaDedup(t *testing.T, sql string, produce []string, restarts bool, flags ...string) map[string]string {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -88,40 +68,8 @@ func runKafkaDedup(t *testing.T, sql string, produce []string, restarts bool, fl
 	defer c.Close()
 	addr := c.ListenAddrs()[0]
 	to := "kafka://" + addr + "/usage"
-	lines := dedupEvents()
-	first, rest := lines, []string(nil)
-	if restarts {
-		first, rest = lines[:450], lines[450:] // the originals and some copies; the rest after the kill
-	}
-	if code, errs := kafkaCLI(t, strings.Join(first, ""), append([]string{"produce", "--to", to}, produce...)...); code != 0 {
-		t.Fatalf("produce: exit %d: %s", code, errs)
-	}
 	run := append([]string{"run", sql, "--source", to, "--sink", "kafka://" + addr + "/out", "--instance-id", "a", "--log-level", "warn"}, flags...)
-	if restarts {
-		p := crashtest.Start(t, exec.Command(buildUbik(t), run...))
-		deadline := time.Now().Add(30 * time.Second)
-		for !committedDedup(t, addr) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if killed, err := p.Kill(); !killed || err != nil {
-			t.Fatalf("kill: %v, %v: %s", killed, err, p.Stderr())
-		}
-		if code, errs := kafkaCLI(t, strings.Join(rest, ""), append([]string{"produce", "--to", to}, produce...)...); code != 0 {
-			t.Fatalf("produce: exit %d: %s", code, errs)
-		}
-	}
-	code, errs := kafkaCLI(t, "", append(run, "--until-caught-up")...)
-	if code != 0 {
-		t.Fatalf("run: exit %d:\n%s", code, errs)
-	}
-	if !strings.Contains(errs, "134 duplicates, 0 dedup late") { // running totals, restored after a kill
-		t.Errorf("want 134 duplicates, 0 dedup late:\n%s", errs)
-	}
-	got := map[string]string{}
-	for _, r := range readCommitted(t, addr, "out") {
-		got[r.key] = r.value
-	}
-	return got
+	return runDedupKafka(t, addr, to, dedupEvents(), produce, run, restarts)
 }
 
 // committedDedup reports whether the dedup stage has committed some of
@@ -181,14 +129,7 @@ func TestRunKafkaDedupSourceOptions(t *testing.T) {
 	for _, r := range readCommitted(t, addr, "out") {
 		got[r.key] = r.value
 	}
-	if len(got) != len(want) {
-		t.Errorf("%d groups over Kafka, %d in a file run", len(got), len(want))
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("group %s: over Kafka %s, in a file run %s", k, got[k], v)
-		}
-	}
+	sameAsFileRun(t, got, want, true)
 }
 
 // TestRunKafkaDedupBadEventWhere: an event whose GROUP BY fails, found

@@ -2,16 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/ubiksql/ubik/internal/crashtest"
 )
 
 // A temporal join whose stream has a dedup key: copies of an event (one
@@ -79,27 +75,14 @@ func TestRunKafkaDedupTemporalJoin(t *testing.T) {
 		{"kill -9", "per_customer", []string{"--partitions", "4", "--key-field", "id"}, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			want := wants[c.query]
-			got := runKafkaDedupJoin(t, versions, c.query, c.produce, c.restarts)
-			if len(got) != len(want) {
-				t.Errorf("%d groups over Kafka, %d in a file run", len(got), len(want))
-			}
-			if g, w := sumN(t, got), sumN(t, want); g != w {
-				t.Errorf("over Kafka %d events counted, in a file run %d", g, w)
-			}
-			for k, v := range want {
-				if c.ordered && got[k] != v {
-					t.Errorf("group %s: over Kafka %s, in a file run %s", k, got[k], v)
-				}
-			}
+			sameAsFileRun(t, runKafkaDedupJoin(t, versions, c.query, c.produce, c.restarts), wants[c.query], c.ordered)
 		})
 	}
 }
 
-// runKafkaDedupJoin produces the table's versions and the events, runs
-// the join until caught up (restarts: first a ubik process killed with
-// SIGKILL once its dedup stage committed some keys, the rest of the
-// events produced after) and returns the sink's latest value per key.
+// runKafkaDedupJoin produces the table's versions, then runs the join
+// over the events on a broker of its own (runDedupKafka) and returns the
+// sink's latest value per key.
 func runKafkaDedupJoin(t *testing.T, versions, query string, produce []string, restarts bool) map[string]string {
 	k, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -111,41 +94,8 @@ func runKafkaDedupJoin(t *testing.T, versions, query string, produce []string, r
 	if code, errs := kafkaCLI(t, versions, "produce", "--to", "kafka://"+addr+"/prices", "--partitions", "1"); code != 0 {
 		t.Fatalf("produce: exit %d: %s", code, errs)
 	}
-	lines := strings.SplitAfter(dedupJoinEvents(), "\n")
-	first, rest := lines, []string(nil)
-	if restarts {
-		first, rest = lines[:450], lines[450:] // the originals and some copies; the rest after the kill
-	}
-	to := "kafka://" + addr + "/usage"
-	if code, errs := kafkaCLI(t, strings.Join(first, ""), append([]string{"produce", "--to", to}, produce...)...); code != 0 {
-		t.Fatalf("produce: exit %d: %s", code, errs)
-	}
 	run := []string{"run", sql, "--query", query, "--sink", "kafka://" + addr + "/out", "--instance-id", "a", "--log-level", "warn"}
-	if restarts {
-		p := crashtest.Start(t, exec.Command(buildUbik(t), run...))
-		deadline := time.Now().Add(30 * time.Second) // committedDedup reads per_customer's dedup stage
-		for !committedDedup(t, addr) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if killed, err := p.Kill(); !killed || err != nil {
-			t.Fatalf("kill: %v, %v: %s", killed, err, p.Stderr())
-		}
-		if code, errs := kafkaCLI(t, strings.Join(rest, ""), append([]string{"produce", "--to", to}, produce...)...); code != 0 {
-			t.Fatalf("produce: exit %d: %s", code, errs)
-		}
-	}
-	code, errs := kafkaCLI(t, "", append(run, "--until-caught-up")...)
-	if code != 0 {
-		t.Fatalf("run: exit %d:\n%s", code, errs)
-	}
-	if !strings.Contains(errs, "134 duplicates, 0 dedup late") { // running totals, restored after a kill
-		t.Errorf("want 134 duplicates, 0 dedup late:\n%s", errs)
-	}
-	got := map[string]string{}
-	for _, r := range readCommitted(t, addr, "out") {
-		got[r.key] = r.value
-	}
-	return got
+	return runDedupKafka(t, addr, "kafka://"+addr+"/usage", strings.SplitAfter(dedupJoinEvents(), "\n"), produce, run, restarts)
 }
 
 // TestRunKafkaDedupTemporalJoinOldState: an earlier version's join stage

@@ -406,3 +406,66 @@ func fileRunViews(t *testing.T, args []string, min int, views ...string) map[str
 	}
 	return out
 }
+
+// runDedupKafka produces a dedup query's events (lines, to the topic at
+// to; produce: the producer's flags), runs it (run: ubik's arguments)
+// until caught up and returns the sink out's latest value per key. With
+// restarts, a ubik process is first killed with SIGKILL once its dedup
+// stage committed some keys: the first 450 lines (the originals and some
+// copies) are produced before, the rest after. Every run drops the 134
+// copies of dedupEvents and dedupJoinEvents, none late (running totals,
+// restored after a kill).
+func runDedupKafka(t *testing.T, addr, to string, lines, produce, run []string, restarts bool) map[string]string {
+	t.Helper()
+	first, rest := lines, []string(nil)
+	if restarts {
+		first, rest = lines[:450], lines[450:]
+	}
+	if code, errs := kafkaCLI(t, strings.Join(first, ""), append([]string{"produce", "--to", to}, produce...)...); code != 0 {
+		t.Fatalf("produce: exit %d: %s", code, errs)
+	}
+	if restarts {
+		p := crashtest.Start(t, exec.Command(buildUbik(t), run...))
+		deadline := time.Now().Add(30 * time.Second) // committedDedup reads per_customer's dedup stage
+		for !committedDedup(t, addr) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if killed, err := p.Kill(); !killed || err != nil {
+			t.Fatalf("kill: %v, %v: %s", killed, err, p.Stderr())
+		}
+		if code, errs := kafkaCLI(t, strings.Join(rest, ""), append([]string{"produce", "--to", to}, produce...)...); code != 0 {
+			t.Fatalf("produce: exit %d: %s", code, errs)
+		}
+	}
+	code, errs := kafkaCLI(t, "", append(run, "--until-caught-up")...)
+	if code != 0 {
+		t.Fatalf("run: exit %d:\n%s", code, errs)
+	}
+	if !strings.Contains(errs, "134 duplicates, 0 dedup late") {
+		t.Errorf("want 134 duplicates, 0 dedup late:\n%s", errs)
+	}
+	got := map[string]string{}
+	for _, r := range readCommitted(t, addr, "out") {
+		got[r.key] = r.value
+	}
+	return got
+}
+
+// sameAsFileRun compares a Kafka run's final rows (got) with a file
+// run's: as many groups and events counted, and, when the copies of a
+// key shared a partition (ordered, so the first copy is the file's),
+// each group's row.
+func sameAsFileRun(t *testing.T, got, want map[string]string, ordered bool) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%d groups over Kafka, %d in a file run", len(got), len(want))
+	}
+	if g, w := sumN(t, got), sumN(t, want); g != w {
+		t.Errorf("over Kafka %d events counted, in a file run %d", g, w)
+	}
+	for k, v := range want {
+		if ordered && got[k] != v {
+			t.Errorf("group %s: over Kafka %s, in a file run %s", k, got[k], v)
+		}
+	}
+}
