@@ -10,6 +10,7 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // dedupEvents are events with copies of a key carrying other values and
@@ -36,7 +37,8 @@ func dedupEvents(n int) (raws [][]byte, ts []int64) {
 // aggregate, on one thread and on several) and as the Kafka dedup stage
 // runs it (HostDedup, its survivors then aggregated by a driver of the
 // query without its dedup, the watermark moved by the host): the same
-// records, counters, dedup-late events and checkpoint entries.
+// records, counters, dedup-late events and checkpoint entries; and a
+// driver restored halfway goes on as the one that was not stopped.
 func TestDedupNodeSameSurvivors(t *testing.T) {
 	q := compile(t, `CREATE SOURCE ev (id VARCHAR, g VARCHAR, v BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
   WITH (dedup_key = 'id', dedup_within = '4 seconds');
@@ -103,7 +105,18 @@ SELECT g, count(*) AS n, sum(v) AS s FROM ev GROUP BY g, TUMBLE(ts, INTERVAL '2'
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, raw := range raws {
+		var saved [][2][]byte
+		half, at := len(raws)/2, 0
+		for i, raw := range raws {
+			if i == half {
+				if err := d.Checkpoint(true, nil, func(k, v []byte) error {
+					saved = append(saved, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				at = len(recs) // a checkpoint delivers every record before it
+			}
 			if err := d.Push(raw); err != nil {
 				t.Fatal(err)
 			}
@@ -127,6 +140,42 @@ SELECT g, count(*) AS n, sum(v) AS s FROM ev GROUP BY g, TUMBLE(ts, INTERVAL '2'
 		if threads == 1 && !slices.Equal(lates, hostLate) {
 			t.Errorf("%d dedup-late events in process, %d through the stage, or other ones", len(lates), len(hostLate))
 		}
+		restoredRun(t, q, cfg, saved, raws[half:], s, &recs, at)
+	}
+}
+
+// restoredRun restores a driver of q from saved, pushes raws and closes
+// it: its counters must be want's and its records those of all after the
+// first at (its Emit appends to all, which is cleared first).
+func restoredRun(t *testing.T, q *plan.Query, cfg Config, saved [][2][]byte, raws [][]byte, want exec.Stats, all *[]string, at int) {
+	t.Helper()
+	whole := *all
+	*all = nil
+	r, err := New(q, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range saved {
+		if _, err := r.Restore(e[0], e[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.FinishRestore()
+	for _, raw := range raws {
+		if err := r.Push(raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := r.Stats()
+	if s.Rows != want.Rows || s.Duplicates != want.Duplicates || s.DedupLate != want.DedupLate || s.DedupKeys != want.DedupKeys || s.DedupBytes != want.DedupBytes {
+		t.Errorf("threads %d, restored halfway: rows %d, duplicates %d, dedup-late %d, keys %d, bytes %d; not stopped %d, %d, %d, %d, %d",
+			cfg.Threads, s.Rows, s.Duplicates, s.DedupLate, s.DedupKeys, s.DedupBytes, want.Rows, want.Duplicates, want.DedupLate, want.DedupKeys, want.DedupBytes)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(*all, whole[at:]) {
+		t.Errorf("threads %d, restored halfway: %d records, not the last %d of a run not stopped", cfg.Threads, len(*all), len(whole)-at)
 	}
 }
 
