@@ -23,6 +23,9 @@ import (
 type dedupNode struct {
 	st  dedupState
 	src *plan.Source
+	// The fields above are what a sharded aggregate's decoding goroutines
+	// read for every record (appendKey); the ones below its reader writes.
+	_ [cacheLine]byte
 	// wm is the watermark the keys were last evicted at.
 	wm   int64
 	late func(*exec.LateEvent) // nil: dedup-late events are not reported

@@ -9,8 +9,9 @@ import (
 // writes for every event off the cache lines another goroutine reads for
 // every event: the workers (one per shard's goroutine, and the reader's,
 // allocated one after another, each writing its key scratch per event),
-// the par's read-mostly head against the reader's counters, and a shard's
-// channels against the fields the shard writes.
+// the par's read-mostly head against the reader's counters, the dedup
+// node's state (the workers read its key) against its counters, and a
+// shard's channels against the fields the shard writes.
 func TestHotFieldsApart(t *testing.T) {
 	if n := unsafe.Sizeof(worker{}); n < 64+unsafe.Sizeof(worker{}.key) {
 		t.Errorf("worker is %d bytes: two workers' key scratch can share a cache line", n)
@@ -21,6 +22,10 @@ func TestHotFieldsApart(t *testing.T) {
 	}
 	if gap := unsafe.Offsetof(p.op) - (unsafe.Offsetof(p.cols) + unsafe.Sizeof(p.cols)); gap < 64 {
 		t.Errorf("par: %d bytes between cols and op", gap)
+	}
+	var n dedupNode
+	if gap := unsafe.Offsetof(n.wm) - (unsafe.Offsetof(n.src) + unsafe.Sizeof(n.src)); gap < 64 {
+		t.Errorf("dedupNode: %d bytes between the state the decoding goroutines read and the counters the reader writes", gap)
 	}
 	var s shard
 	if gap := unsafe.Offsetof(s.b) - (unsafe.Offsetof(s.free) + unsafe.Sizeof(s.free)); gap < 64 {
