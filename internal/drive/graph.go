@@ -60,6 +60,10 @@ type Graph struct {
 	// The first is the host's Push input, the second its PushTable input.
 	sources []*plan.Source
 	ended   [2]bool // the inputs ended (EndTable, Close)
+	// fed are the readers of each input that is a view's rows the host
+	// brings (NewSegmentGraph); fedMark the last marker of each.
+	fed     [2][]gedge
+	fedMark [2]int64
 	// join is the root whose query has a second input of its own, nil
 	// without one: a temporal join (a view over a stream and a versioned
 	// table) or an interval join of two declared streams (a view over
@@ -310,6 +314,9 @@ func (g *Graph) each(f func(d *Driver) error) error { return g.eachOf(0, f) }
 
 // eachOf is each for the roots of input i.
 func (g *Graph) eachOf(i int, f func(d *Driver) error) error {
+	if g.isFed(i) {
+		return fmt.Errorf("drive: input %s of the graph of %s takes the view's rows", g.sources[i].Name, g.primary.q.Name)
+	}
 	if g.lone {
 		// One node: no step orders its rows, no reader takes them.
 		err := f(g.primary.d)
@@ -398,6 +405,9 @@ func (g *Graph) Root() *Driver { return g.roots[0].d }
 // PushRow applies one typed row of the declared source to every root.
 func (g *Graph) PushRow(row []types.Value) (err error) {
 	defer g.settleEvent(&err, 0, nil, false)
+	if g.isFed(0) {
+		return g.feedRow(0, row)
+	}
 	if err := g.admit(false); err != nil {
 		return err
 	}

@@ -51,6 +51,9 @@ type HostInput struct {
 	// joined (Config.OnJoined): Root aggregates them as they are (PushRow
 	// is Driver.ApplyRow), its watermark the joined stream's.
 	Joined bool
+	// views and decoders are a segment graph's (NewSegmentGraph).
+	views    []*plan.Query
+	decoders func(root *plan.Query) *exec.Decoder
 }
 
 // NewHostGraph returns the graph of one segment of primary's plan for a
@@ -103,11 +106,14 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	for i, n := range g.nodes {
 		n.index = i
 	}
-	g.lone = len(g.nodes) == 1
+	g.lone = len(g.nodes) == 1 && !g.isFed(0) && !g.isFed(1)
 	for _, n := range g.roots {
 		n.root = true
 	}
-	g.reporter = g.roots[0]
+	g.reporter = g.primary // a segment graph's whose inputs are all rows
+	if len(g.roots) > 0 {
+		g.reporter = g.roots[0]
+	}
 	if len(g.primary.q.Views()) == 0 {
 		g.reporter = g.primary
 	}
@@ -143,6 +149,9 @@ func planGraph(primary *plan.Query, with []*plan.Query, host *HostInput) (*Graph
 			above = p.Upstream(cut.ID)
 		}
 	}
+	if host != nil && len(host.views) > 0 {
+		above = outsideNodes(p, host.views)
+	}
 	for _, x := range p.Nodes {
 		if x.Kind != dataflow.Aggregate || above[x.ID] {
 			continue
@@ -164,6 +173,10 @@ func (g *Graph) link(host *HostInput) error {
 		switch {
 		case host.cut(n.q):
 			err = g.linkCut(n, host.Joined)
+		case host.fedBy(g.plan, in) != nil:
+			err = g.linkFed(n, host.fedBy(g.plan, in), 0)
+		case in.Kind == dataflow.IntervalJoin && host.fedSide(g.plan, in):
+			err = g.linkFedJoin(n, in, host)
 		case in.Kind == dataflow.IntervalJoin:
 			err = g.linkIntervalJoin(n, in)
 		case in.Kind == dataflow.Aggregate:
@@ -349,6 +362,9 @@ func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, vi
 		}
 		if host != nil && host.Decoder != nil && len(n.q.Views()) == 0 {
 			c.Decoder, c.ExternalWatermark = host.Decoder, true
+		}
+		if host != nil && host.decoders != nil && len(n.q.Views()) == 0 {
+			c.Decoder, c.ExternalWatermark = host.decoders(n.q), true
 		}
 		if len(n.readers) > 0 {
 			c.OnMark, c.OnRow = g.readerHooks(n.index)

@@ -95,6 +95,9 @@ func (g *Graph) PushTableRow(row []types.Value) (err error) {
 	if err := g.second(); err != nil {
 		return err
 	}
+	if g.isFed(1) {
+		return g.feedRow(1, row)
+	}
 	if err := g.admit(true); err != nil {
 		return err
 	}
@@ -109,6 +112,9 @@ func (g *Graph) AdvanceTableWatermark(wm int64) (err error) {
 	defer g.settle(&err)
 	if err := g.second(); err != nil {
 		return err
+	}
+	if g.isFed(1) {
+		return g.feed(1, itemWatermark, wm, nil)
 	}
 	if g.join != nil {
 		if err := g.pump(); err != nil {
@@ -181,7 +187,7 @@ func (g *Graph) TableCounts() Counts {
 	if g.join != nil {
 		return g.join.d.TableCounts()
 	}
-	if len(g.sources) < 2 {
+	if len(g.sources) < 2 || g.isFed(1) {
 		return Counts{}
 	}
 	c := g.reporterOf(1).d.Counts()
@@ -212,7 +218,16 @@ func (g *Graph) InputWatermarks() (int64, int64) {
 	if len(g.sources) < 2 {
 		return math.MinInt64, math.MinInt64
 	}
-	return g.firstRootOf(0).d.Watermark(), g.firstRootOf(1).d.Watermark()
+	return g.inputWatermark(0), g.inputWatermark(1)
+}
+
+// inputWatermark is input i's watermark: its first root's, or a view's
+// last marker.
+func (g *Graph) inputWatermark(i int) int64 {
+	if g.isFed(i) {
+		return g.fedMark[i]
+	}
+	return g.firstRootOf(i).d.Watermark()
 }
 
 // IntervalStats are the primary's interval join's, or else the interval
