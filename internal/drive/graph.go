@@ -56,8 +56,9 @@ type Graph struct {
 	primary *gnode
 	roots   []*gnode // the nodes reading a declared source
 	// sources are the declared sources the roots read: one, or two for a
-	// join of two views over different sources (the left view's first).
-	// The first is the host's Push input, the second its PushTable input.
+	// join of two views over different sources (the left view's first);
+	// in a segment graph, also the views whose rows the host brings. The
+	// first is the host's Push input, the second its PushTable input.
 	sources []*plan.Source
 	ended   [2]bool // the inputs ended (EndTable, Close)
 	// fed are the readers of each input that is a view's rows the host
@@ -399,8 +400,14 @@ func (g *Graph) PushKeyed(raw, key []byte) (err error) {
 }
 
 // Root returns the driver of the first root (the node reading the
-// declared source).
-func (g *Graph) Root() *Driver { return g.roots[0].d }
+// declared source); of a segment graph without one, the first node
+// reading the rows of its first input.
+func (g *Graph) Root() *Driver {
+	if len(g.roots) == 0 {
+		return g.fed[0][0].n.d
+	}
+	return g.roots[0].d
+}
 
 // PushRow applies one typed row of the declared source to every root.
 func (g *Graph) PushRow(row []types.Value) (err error) {

@@ -218,12 +218,12 @@ func (g *Graph) InputWatermarks() (int64, int64) {
 	if len(g.sources) < 2 {
 		return math.MinInt64, math.MinInt64
 	}
-	return g.inputWatermark(0), g.inputWatermark(1)
+	return g.InputWatermark(0), g.InputWatermark(1)
 }
 
-// inputWatermark is input i's watermark: its first root's, or a view's
-// last marker.
-func (g *Graph) inputWatermark(i int) int64 {
+// InputWatermark is input i's watermark: its first root's, or the last
+// marker of a view whose rows the host brings.
+func (g *Graph) InputWatermark(i int) int64 {
 	if g.isFed(i) {
 		return g.fedMark[i]
 	}
@@ -235,6 +235,14 @@ func (g *Graph) inputWatermark(i int) int64 {
 func (g *Graph) IntervalStats() IntervalStats {
 	if n := g.ijRoot(); n != nil && !g.primary.d.HasIntervalJoin() {
 		return n.d.IntervalStats()
+	}
+	if !g.primary.d.HasIntervalJoin() && (g.isFed(0) || g.isFed(1)) {
+		// A segment graph's join of two views below the primary.
+		for _, n := range g.nodes {
+			if n.two {
+				return n.d.IntervalStats()
+			}
+		}
 	}
 	return g.primary.d.IntervalStats()
 }

@@ -31,14 +31,33 @@ import (
 // input takes its rows and its markers (plan.Query.ViewWatermark of its
 // watermark); EndFirst, EndTable and Close end it as a source's. Each
 // root over a declared source decodes with decoder(root) and runs with
-// ExternalWatermark (nil decoder: the driver's own decoder).
+// ExternalWatermark (nil decoder: the driver's own decoder). A graph of
+// one query writes its driver's checkpoint entries as they are, under no
+// query name.
 func NewSegmentGraph(primary *plan.Query, views []*plan.Query, decoder func(root *plan.Query) *exec.Decoder, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent)) (*Graph, error) {
 	for _, v := range views {
-		if v == nil || !slices.Contains(primary.Upstream(), v) {
+		if v == nil || !reads(primary, v) {
 			return nil, fmt.Errorf("drive: a segment graph of %s takes the rows of views it reads", primary.Name)
 		}
 	}
-	return newGraph(primary, nil, cfg, viewEmit, viewLate, &HostInput{views: views, decoders: decoder})
+	g, err := newGraph(primary, nil, cfg, viewEmit, viewLate, &HostInput{views: views, decoders: decoder})
+	if err != nil {
+		return nil, err
+	}
+	// A graph of one query writes its driver's entries as they are, as
+	// a host graph of one does.
+	g.flat = len(g.nodes) == 1
+	return g, nil
+}
+
+// reads reports whether q reads view v, directly or through other views.
+func reads(q, v *plan.Query) bool {
+	for _, w := range q.Views() {
+		if w == v || reads(w, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // outsideNodes are the nodes of p that compute views, or feed them only:
@@ -75,10 +94,12 @@ func (h *HostInput) fedSide(p *dataflow.Plan, ij *dataflow.Node) bool {
 	return h.fedBy(p, p.Producer(ij.Inputs[0])) != nil || h.fedBy(p, p.Producer(ij.Inputs[1])) != nil
 }
 
-// linkFed makes side of n a reader of input v, a view the host brings.
-func (g *Graph) linkFed(n *gnode, v *plan.Query, side int) error {
+// linkFed makes side of n a reader of input v, a view the host brings
+// (own: an input of its own, the right side of a join of a view with
+// itself, whose rows the host brings for each side).
+func (g *Graph) linkFed(n *gnode, v *plan.Query, side int, own bool) error {
 	i := slices.IndexFunc(g.sources, func(s *plan.Source) bool { return s.View == v })
-	if i < 0 {
+	if i < 0 || own {
 		if len(g.sources) == 2 {
 			return fmt.Errorf("drive: query %s reads view %s, a third input (the graph reads %s and %s); a graph reads at most two inputs", n.q.Name, v.Name, g.sources[0].Name, g.sources[1].Name)
 		}
@@ -98,7 +119,7 @@ func (g *Graph) linkFedJoin(n *gnode, ij *dataflow.Node, host *HostInput) error 
 		var err error
 		switch v := host.fedBy(g.plan, from); {
 		case v != nil:
-			err = g.linkFed(n, v, side)
+			err = g.linkFed(n, v, side, side == 1 && v == host.fedBy(g.plan, g.plan.Producer(ij.Inputs[0])))
 		case from.Kind == dataflow.Aggregate:
 			err = g.read(n, from, side)
 		default:
