@@ -29,7 +29,9 @@ import (
 // takes Push, PushKeyed (one root) or PushRow, and AdvanceWatermark;
 // input 1 PushTable or PushTableRow, and AdvanceTableWatermark. A view's
 // input takes its rows and its markers (plan.Query.ViewWatermark of its
-// watermark); EndFirst, EndTable and Close end it as a source's. Each
+// watermark), each row kept as it is until a node applies it (the host
+// does not change it after the call); EndFirst, EndTable and Close end it
+// as a source's. Each
 // root over a declared source decodes with decoder(root) and runs with
 // ExternalWatermark (nil decoder: the driver's own decoder). A graph of
 // one query writes its driver's checkpoint entries as they are, under no
@@ -170,5 +172,5 @@ func (g *Graph) feedRow(i int, row []types.Value) error {
 	if err := g.admit(false); err != nil {
 		return err
 	}
-	return g.feed(i, itemRow, 0, slices.Clone(row))
+	return g.feed(i, itemRow, 0, row) // the host's: it waits as it is
 }

@@ -252,3 +252,68 @@ func TestSegmentGraphRefusals(t *testing.T) {
 		t.Errorf("a row after the view's input ended: %v", err)
 	}
 }
+
+// BenchmarkSegmentGraphJoin: a Kafka join stage's graph (q over np and
+// ns, both views' rows from the host) fed both views' rows and markers.
+func BenchmarkSegmentGraphJoin(b *testing.B) {
+	prog, err := plan.Compile(segmentScript, plan.CompileOptions{OwnOutputs: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	qs := map[string]*plan.Query{}
+	for _, q := range prog.Queries {
+		qs[q.Name] = q
+	}
+	persons, auctions := segmentInput()
+	var rows [2][][]types.Value
+	var marks [2][]int64
+	for side, name := range []string{"np", "ns"} {
+		v, in := qs[name], [2][][]byte{persons, auctions}[side]
+		d, err := New(v, Config{Emit: func(*changelog.Record) error { return nil }, OnRow: func(row []types.Value) error {
+			rows[side] = append(rows[side], slices.Clone(row))
+			return nil
+		}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, raw := range in {
+			if err := d.Push(raw); err != nil {
+				b.Fatal(err)
+			}
+			marks[side] = append(marks[side], v.ViewWatermark(d.Watermark()))
+		}
+		if err := d.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		g, err := NewSegmentGraph(qs["q"], qs["q"].Views(), nil, Config{Emit: func(*changelog.Record) error { return nil }, ExternalWatermark: true, IncrementalJoinState: true}, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range max(len(rows[0]), len(rows[1])) {
+			if i < len(rows[0]) {
+				if err := g.PushRow(rows[0][i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if i < len(rows[1]) {
+				if err := g.PushTableRow(rows[1][i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if i < len(marks[0]) {
+				if err := g.AdvanceWatermark(marks[0][i]); err != nil {
+					b.Fatal(err)
+				}
+				if err := g.AdvanceTableWatermark(marks[1][i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		if err := g.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
