@@ -24,6 +24,7 @@ CREATE VIEW np AS SELECT id, name, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, 
 CREATE VIEW ns AS SELECT seller, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS a FROM auction GROUP BY seller, TUMBLE(ts, INTERVAL '1' SECOND) EMIT FINAL;
 CREATE VIEW q AS SELECT p.id, p.name, TUMBLE_START(p.ws, INTERVAL '1' SECOND) AS ws, sum(a.a) AS a FROM np p JOIN ns a ON p.id = a.seller AND p.ws = a.ws GROUP BY p.id, p.name, TUMBLE(p.ws, INTERVAL '1' SECOND) EMIT FINAL;
 CREATE VIEW top AS SELECT id, TUMBLE_START(ws, INTERVAL '5' SECOND) AS w, count(*) AS c, sum(a) AS a FROM q GROUP BY id, TUMBLE(ws, INTERVAL '5' SECOND) EMIT FINAL;
+CREATE VIEW q2 AS SELECT x.id, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, max(y.a) AS a, count(*) AS n FROM q x JOIN ns y ON x.id = y.seller AND x.ws = y.ws GROUP BY x.id, TUMBLE(x.ws, INTERVAL '1' SECOND) EMIT FINAL;
 CREATE VIEW pos AS SELECT seller, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM auction WHERE seller % 2 = 0 GROUP BY seller, TUMBLE(ts, INTERVAL '1' SECOND) EMIT FINAL;
 CREATE VIEW j1 AS SELECT x.seller, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, sum(x.n) AS n, sum(y.a) AS a FROM pos x JOIN ns y ON x.seller = y.seller AND x.ws = y.ws GROUP BY x.seller, TUMBLE(x.ws, INTERVAL '1' SECOND) EMIT FINAL;`
 
@@ -51,7 +52,8 @@ func finalsInto(into map[string][]string) func(*changelog.Record) error {
 // TestSegmentGraphTwoRoots: the join's segment of q8's plan (ns over
 // auction and the join, np's rows coming from another segment with its
 // markers) as one segment graph gives every query's finals of the whole
-// graph, restored from a checkpoint in the middle or not; and the join of
+// graph, restored from a checkpoint in the middle or not, with a query
+// over the join or a join of the join and ns; and the join of
 // two views over one source, both in the join's segment, as one segment
 // graph of two roots, likewise.
 func TestSegmentGraphTwoRoots(t *testing.T) {
@@ -82,22 +84,27 @@ func TestSegmentGraphTwoRoots(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		want["before Close"] = []string{fmt.Sprint(len(want["q"]), " of q, ", len(want["top"]), " of top")}
+		want["before Close"] = []string{fmt.Sprint(len(want["q"]), " of q, ", len(want[primary]), " of ", primary)}
 		if err := g.Close(); err != nil {
 			t.Fatal(err)
 		}
 		return want
 	}
-	for _, restore := range []bool{false, true} {
-		want := whole("top")
-		if len(want["q"]) < 20 || len(want["top"]) < 5 || len(want["ns"]) < 20 {
-			t.Fatalf("too little: q %d, top %d, ns %d finals", len(want["q"]), len(want["top"]), len(want["ns"]))
+	// top over the join; q2 a join of the join and ns, which both joins
+	// read in the segment.
+	for _, c := range []struct {
+		top     string
+		restore bool
+	}{{"top", false}, {"top", true}, {"q2", false}, {"q2", true}} {
+		want := whole(c.top)
+		if len(want["q"]) < 20 || len(want[c.top]) < 5 || len(want["ns"]) < 20 {
+			t.Fatalf("too little: q %d, %s %d, ns %d finals", len(want["q"]), c.top, len(want[c.top]), len(want["ns"]))
 		}
-		got := runSegment(t, qs["top"], qs["np"], persons, auctions, restore)
+		got := runSegment(t, qs[c.top], qs["np"], persons, auctions, c.restore)
 		delete(want, "np") // np's segment's
 		for name := range want {
 			if !slices.Equal(got[name], want[name]) {
-				t.Errorf("restore %v: %s: the segment graph's finals differ from the whole graph's:\n%q\nvs\n%q", restore, name, got[name], want[name])
+				t.Errorf("%s, restore %v: %s: the segment graph's finals differ from the whole graph's:\n%q\nvs\n%q", c.top, c.restore, name, got[name], want[name])
 			}
 		}
 	}
@@ -191,7 +198,7 @@ func runSegment(t *testing.T, top, view *plan.Query, persons, auctions [][]byte,
 			g = restoreInto(t, g, newSeg())
 		}
 	}
-	got["before Close"] = []string{fmt.Sprint(len(got["q"]), " of q, ", len(got["top"]), " of top")}
+	got["before Close"] = []string{fmt.Sprint(len(got["q"]), " of q, ", len(got[top.Name]), " of ", top.Name)}
 	if err := vd.Close(); err != nil {
 		t.Fatal(err)
 	}
