@@ -17,7 +17,8 @@ import (
 )
 
 // task is the aggregating stage's work for one input partition: the
-// graph of the segment's queries (drive.NewHostGraph), restored from
+// graph of the segment's queries (drive.NewHostGraph, or
+// drive.NewSegmentGraph for a segment reading views' rows), restored from
 // (and checkpointed to) the same-numbered partition of the state topic.
 type task struct {
 	part int32
