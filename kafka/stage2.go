@@ -17,7 +17,8 @@ import (
 )
 
 // task is the aggregating stage's work for one input partition: the
-// graph of the segment's queries (drive.NewHostGraph), restored from
+// graph of the segment's queries (drive.NewHostGraph, or
+// drive.NewSegmentGraph for a segment reading views' rows), restored from
 // (and checkpointed to) the same-numbered partition of the state topic.
 type task struct {
 	part int32
@@ -242,18 +243,24 @@ func (st *stage2) newTask(part int32) (*task, error) {
 			cfg.LateTable = p.rightLate() // every partition sees every table row: one reports the late ones
 		}
 	}
-	in, top := drive.HostInput{Root: p.root, Joined: p.joinedIn}, p.q
-	if !p.rowsIn {
-		in = drive.HostInput{Decoder: p.decoder()} // the source's records
-	}
+	top := p.q
 	if p.vj != nil {
 		top = p.vj.top
 	}
 	if p.dedup {
 		top = withoutDedup(top) // the dedup stage deduplicated its input
 	}
-	g, err := drive.NewHostGraph(top, in, cfg, emit, p.opts.OnViewLate)
-	t.g = g
+	var err error
+	switch {
+	case p.rowsIn && !p.joinedIn:
+		// The rows of the views its root reads, which the stages before
+		// computed.
+		t.g, err = drive.NewSegmentGraph(top, p.root.Views(), nil, cfg, emit, p.opts.OnViewLate)
+	case p.rowsIn:
+		t.g, err = drive.NewHostGraph(top, drive.HostInput{Joined: p.root}, cfg, emit, p.opts.OnViewLate)
+	default:
+		t.g, err = drive.NewHostGraph(top, drive.HostInput{Decoder: p.decoder()}, cfg, emit, p.opts.OnViewLate) // the source's records
+	}
 	return t, err
 }
 
@@ -473,8 +480,8 @@ func (st *stage2) advance(t *task) error {
 	}
 	if st.p.tj == nil || !st.p.tj.interval {
 		// An interval join's left input's watermark is its first; any
-		// other graph's is its root's.
-		first = t.g.Root().Watermark()
+		// other graph's is its first input's.
+		first = t.g.InputWatermark(0)
 	}
 	wm := t.wm.watermark()
 	if st.p.direct {

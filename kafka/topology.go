@@ -68,8 +68,12 @@ func (t *topology) queriesOf(s int) []*plan.Query {
 }
 
 // pred is the segment whose rows seg's first aggregate reads through an
-// exchange (a view's, or a join's joined rows), or -1.
+// exchange (a view's, or a join's joined rows), or -1: also for a join's
+// segment, whose inputs are the join's sides.
 func (t *topology) pred(seg int) int {
+	if t.joinIn(seg) != nil {
+		return -1
+	}
 	for _, x := range t.p.Segments[seg].Inputs {
 		from := t.p.Node(t.p.Node(x).Inputs[0].From)
 		if from.Kind != dataflow.Decode && from.Kind != dataflow.Dedup && t.consumer(x, seg).Kind == dataflow.Aggregate {
@@ -77,6 +81,16 @@ func (t *topology) pred(seg int) int {
 		}
 	}
 	return -1
+}
+
+// joinIn is segment seg's interval join, or nil.
+func (t *topology) joinIn(seg int) *dataflow.Node {
+	for _, id := range t.p.Segments[seg].Nodes {
+		if n := t.p.Node(id); n.Kind == dataflow.IntervalJoin {
+			return n
+		}
+	}
+	return nil
 }
 
 // consumer is the node of segment seg that reads exchange x.

@@ -32,6 +32,7 @@ func TestTopologyFromPlan(t *testing.T) {
 		var got string
 		stages, err := planTopology(o, o.Query.Name)
 		if err != nil {
+			t.Errorf("%s: the plan's topology: %v", shape, err) // every shape New runs has one
 			got = err.Error()
 		} else {
 			got = strings.Join(specLines(stages), "\n")
@@ -145,7 +146,13 @@ const (
 	// state topic, each source decoded once), where the pipelines run each
 	// side as a query of its own (Q-left, Q-right: its stages, state topic
 	// and repartition to the join's topic; a view both sides read computed
-	// by each).
+	// by each). In the plan's, the join's stage Q reads Q-repartition,
+	// which carries the events of each source a view of its segment
+	// decodes (their stage Q-in, or Q-tbl for an interval join's right
+	// stream; none for a source partitioned by key, which its reader reads) and the
+	// rows of each view of another segment (its chain named by the side
+	// of the join reading it, Q-left or Q-right); one decoding stage
+	// routes a source to every topic reading it.
 	viewJoinFused = "the plan runs the sides' views in the join's segment"
 )
 
@@ -384,9 +391,15 @@ func (t *namer) chain(seg int, base string) error {
 			if err := t.name(from.Segment, base+suffix); err != nil {
 				return err
 			}
-		case c.Kind == dataflow.IntervalJoin:
+		default:
+			// A side of a join of the segment: read by the join, or
+			// by an aggregate of the segment the join reads.
+			j := t.joinOf(segs[0], x, c.ID)
+			if j == nil {
+				continue
+			}
 			side := "-left"
-			if t.role(c, x) == "right" {
+			if r := t.role(j, x); r == "right" || r == "" && t.role(j, c.ID) == "right" {
 				side = "-right"
 			}
 			if err := t.chain(from.Segment, base+side); err != nil {
@@ -398,20 +411,44 @@ func (t *namer) chain(seg int, base string) error {
 }
 
 // name names segment s, once: a segment two chains reach under two
-// names has no name the pipelines give it.
+// names has no name the pipelines give it, but a source's decoding
+// segment, one stage routing to each reader's topic, keeps its first.
 func (t *namer) name(s int, name string) error {
 	if old, ok := t.names[s]; ok && old != name {
+		if t.decodes(s) {
+			return nil
+		}
 		return fmt.Errorf("%w: segment %d is both %s and %s", ErrUnsupported, s, old, name)
 	}
 	t.names[s] = name
 	return nil
 }
 
+// decodes reports whether segment s decodes a source and runs nothing
+// else (a dedup is state of its own).
+func (t *namer) decodes(s int) bool {
+	for _, id := range t.p.Segments[s].Nodes {
+		if k := t.p.Node(id).Kind; k != dataflow.Decode && k != dataflow.Exchange {
+			return false
+		}
+	}
+	return true
+}
+
 // direct reports whether segment s is a decoding segment the source's
-// placement makes unneeded (Endpoint.PartitionedByKey): the source's
-// partitions are already its reader's, which reads the source topic.
+// placement makes unneeded (Endpoint.PartitionedByKey): it decodes the
+// first stream (Options.Source), whose partitions are already its
+// reader's, which reads the source topic.
 func (t *namer) direct(s int) bool {
-	return t.opts.Source.PartitionedByKey && t.names[s] == t.opts.Query.Name+"-in" && !t.feedsDedup(s)
+	if !t.opts.Source.PartitionedByKey || t.feedsDedup(s) || !t.decodes(s) {
+		return false
+	}
+	for _, id := range t.p.Segments[s].Nodes {
+		if n := t.p.Node(id); n.Kind == dataflow.Decode && n.Source == t.firstStream() {
+			return true
+		}
+	}
+	return false
 }
 
 // feedsDedup reports whether segment s places its events for a dedup:
@@ -501,6 +538,17 @@ func (t *namer) sinkOf(q *plan.Query) string {
 		return t.opts.Sink.Topic
 	}
 	return t.opts.ViewSinks[q.Name].Topic
+}
+
+// joinOf is the interval join of segment seg reading x or, through an
+// aggregate, c; nil without one.
+func (t *namer) joinOf(seg, x, c int) *dataflow.Node {
+	for _, id := range t.p.Segments[seg].Nodes {
+		if n := t.p.Node(id); n.Kind == dataflow.IntervalJoin && (t.role(n, x) != "" || t.role(n, c) != "") {
+			return n
+		}
+	}
+	return nil
 }
 
 // role is the role of n's input from x.

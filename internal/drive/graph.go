@@ -56,10 +56,15 @@ type Graph struct {
 	primary *gnode
 	roots   []*gnode // the nodes reading a declared source
 	// sources are the declared sources the roots read: one, or two for a
-	// join of two views over different sources (the left view's first).
-	// The first is the host's Push input, the second its PushTable input.
+	// join of two views over different sources (the left view's first);
+	// in a segment graph, also the views whose rows the host brings. The
+	// first is the host's Push input, the second its PushTable input.
 	sources []*plan.Source
 	ended   [2]bool // the inputs ended (EndTable, Close)
+	// fed are the readers of each input that is a view's rows the host
+	// brings (NewSegmentGraph); fedMark the last marker of each.
+	fed     [2][]gedge
+	fedMark [2]int64
 	// join is the root whose query has a second input of its own, nil
 	// without one: a temporal join (a view over a stream and a versioned
 	// table) or an interval join of two declared streams (a view over
@@ -310,6 +315,9 @@ func (g *Graph) each(f func(d *Driver) error) error { return g.eachOf(0, f) }
 
 // eachOf is each for the roots of input i.
 func (g *Graph) eachOf(i int, f func(d *Driver) error) error {
+	if g.isFed(i) {
+		return fmt.Errorf("drive: input %s of the graph of %s takes the view's rows", g.sources[i].Name, g.primary.q.Name)
+	}
 	if g.lone {
 		// One node: no step orders its rows, no reader takes them.
 		err := f(g.primary.d)
@@ -392,12 +400,21 @@ func (g *Graph) PushKeyed(raw, key []byte) (err error) {
 }
 
 // Root returns the driver of the first root (the node reading the
-// declared source).
-func (g *Graph) Root() *Driver { return g.roots[0].d }
+// declared source); of a segment graph without one, the first node
+// reading the rows of its first input.
+func (g *Graph) Root() *Driver {
+	if len(g.roots) == 0 {
+		return g.fed[0][0].n.d
+	}
+	return g.roots[0].d
+}
 
 // PushRow applies one typed row of the declared source to every root.
 func (g *Graph) PushRow(row []types.Value) (err error) {
 	defer g.settleEvent(&err, 0, nil, false)
+	if g.isFed(0) {
+		return g.feedRow(0, row)
+	}
 	if err := g.admit(false); err != nil {
 		return err
 	}

@@ -34,23 +34,20 @@ func NewGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 }
 
 // HostInput is what a host graph's one root takes (NewHostGraph): the
-// input of one segment of the plan.
+// input of one segment of the plan. A segment whose input is the rows of
+// views is a segment graph (NewSegmentGraph).
 type HostInput struct {
 	// Decoder decodes the declared source's records, which the root
 	// takes (Push, PushKeyed): a segment that reads a source.
 	Decoder *exec.Decoder
-	// Root, if set, is the root, whose rows the host brings (a segment
-	// that reads an exchange): the typed rows of the view it reads
-	// (PushRow), or of the two views it joins (the left's with PushRow,
-	// the right's with PushTableRow), each input's watermark from
-	// AdvanceWatermark and AdvanceTableWatermark (the views' markers:
-	// plan.Query.ViewWatermark of their watermarks), as a reader's in a
-	// whole graph.
-	Root *plan.Query
-	// Joined: Root's rows are its join's joined rows, which another host
-	// joined (Config.OnJoined): Root aggregates them as they are (PushRow
-	// is Driver.ApplyRow), its watermark the joined stream's.
-	Joined bool
+	// Joined, if set, is the root, whose rows are its join's joined rows,
+	// which another host joined (Config.OnJoined): it aggregates them as
+	// they are (PushRow is Driver.ApplyRow), its watermark the joined
+	// stream's (AdvanceWatermark).
+	Joined *plan.Query
+	// views and decoders are a segment graph's (NewSegmentGraph).
+	views    []*plan.Query
+	decoders func(root *plan.Query) *exec.Decoder
 }
 
 // NewHostGraph returns the graph of one segment of primary's plan for a
@@ -62,9 +59,9 @@ type HostInput struct {
 // A graph of one query writes its driver's checkpoint entries as they
 // are, under no query name.
 func NewHostGraph(primary *plan.Query, in HostInput, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent)) (*Graph, error) {
-	root := in.Root
-	if root != nil && !in.Joined && !joinsViews(root) && (len(root.Views()) != 1 || root.IJoin != nil) {
-		return nil, fmt.Errorf("drive: a host graph's root must read one view, or join two views, or take its join's joined rows")
+	root := in.Joined
+	if root != nil && root.IJoin == nil && root.Join == nil {
+		return nil, fmt.Errorf("drive: query %s has no join whose joined rows a host graph could take", root.Name)
 	}
 	g, err := newGraph(primary, nil, cfg, viewEmit, viewLate, &in)
 	if err != nil {
@@ -80,14 +77,9 @@ func NewHostGraph(primary *plan.Query, in HostInput, cfg Config, viewEmit func(*
 	return g, nil
 }
 
-// joinsViews reports whether q is an interval join of two views.
-func joinsViews(q *plan.Query) bool {
-	return q.IJoin != nil && q.IJoin.Left.View != nil && q.IJoin.Right.View != nil
-}
-
-// cut reports whether q is a host graph's root taking rows: its views
-// are outside.
-func (h *HostInput) cut(q *plan.Query) bool { return h != nil && h.Root != nil && h.Root == q }
+// cut reports whether q is a host graph's root taking its join's joined
+// rows.
+func (h *HostInput) cut(q *plan.Query) bool { return h != nil && h.Joined != nil && h.Joined == q }
 
 func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), host *HostInput) (*Graph, error) {
 	g, err := planGraph(primary, with, host)
@@ -103,11 +95,14 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	for i, n := range g.nodes {
 		n.index = i
 	}
-	g.lone = len(g.nodes) == 1
+	g.lone = len(g.nodes) == 1 && !g.isFed(0) && !g.isFed(1)
 	for _, n := range g.roots {
 		n.root = true
 	}
-	g.reporter = g.roots[0]
+	g.reporter = g.primary // a segment graph's whose inputs are all rows
+	if len(g.roots) > 0 {
+		g.reporter = g.roots[0]
+	}
 	if len(g.primary.q.Views()) == 0 {
 		g.reporter = g.primary
 	}
@@ -138,10 +133,13 @@ func planGraph(primary *plan.Query, with []*plan.Query, host *HostInput) (*Graph
 	}
 	g := &Graph{plan: p, byNode: map[int]*gnode{}}
 	var above map[int]bool // the nodes above a row graph's root
-	if host != nil && host.Root != nil {
-		if cut := p.Aggregate(host.Root); cut != nil {
+	if host != nil && host.Joined != nil {
+		if cut := p.Aggregate(host.Joined); cut != nil {
 			above = p.Upstream(cut.ID)
 		}
+	}
+	if host != nil && len(host.views) > 0 {
+		above = outsideNodes(p, host.views)
 	}
 	for _, x := range p.Nodes {
 		if x.Kind != dataflow.Aggregate || above[x.ID] {
@@ -163,7 +161,11 @@ func (g *Graph) link(host *HostInput) error {
 		var err error
 		switch {
 		case host.cut(n.q):
-			err = g.linkCut(n, host.Joined)
+			err = g.linkJoined(n)
+		case host.fedBy(g.plan, in) != nil:
+			err = g.linkFed(n, host.fedBy(g.plan, in), 0, false)
+		case in.Kind == dataflow.IntervalJoin && host.fedSide(g.plan, in):
+			err = g.linkFedJoin(n, in, host)
 		case in.Kind == dataflow.IntervalJoin:
 			err = g.linkIntervalJoin(n, in)
 		case in.Kind == dataflow.Aggregate:
@@ -191,23 +193,13 @@ func (g *Graph) read(n *gnode, from *dataflow.Node, side int) error {
 	return nil
 }
 
-// linkCut links a host graph's root taking rows: its input is the
-// host's rows.
-func (g *Graph) linkCut(n *gnode, joined bool) error {
-	if joined {
-		// A root over its join's joined rows: its one input is the
-		// host's rows.
-		n.joined = true
-		g.sources = append(g.sources, n.q.Source)
-		g.roots = append(g.roots, n)
-		return nil
-	}
-	if n.q.IJoin != nil {
-		// A root joining two views, whose rows the host brings: its
-		// left input is the graph's first, its right the second.
-		return g.joinRoot(n, n.q.IJoin.Left, "")
-	}
-	return g.linkRoot(n) // a reader of a view, the view's rows the host's
+// linkJoined links a host graph's root over its join's joined rows: its
+// one input is the host's rows.
+func (g *Graph) linkJoined(n *gnode) error {
+	n.joined = true
+	g.sources = append(g.sources, n.q.Source)
+	g.roots = append(g.roots, n)
+	return nil
 }
 
 // linkIntervalJoin links a node whose rows an interval join makes: a join
@@ -276,7 +268,7 @@ func (g *Graph) check() error {
 		}
 		return fmt.Errorf("drive: query %s joins the versioned table %s, and the graph also reads a second source (%s); a graph reads at most two inputs: run the join's queries in a graph of their own", g.join.q.Name, g.join.q.Join.Table.Name, g.sources[1].Name)
 	}
-	if len(g.sources) == 2 && !g.joinsSources() {
+	if len(g.sources) == 2 && !g.isFed(0) && !g.isFed(1) && !g.joinsSources() {
 		return fmt.Errorf("drive: the graph's queries read two sources (%s, %s), but none joins a view of one with a view of the other; a graph reads two inputs only for such a join: run the queries of each source in a graph of their own", g.sources[0].Name, g.sources[1].Name)
 	}
 	return nil
@@ -349,6 +341,9 @@ func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, vi
 		}
 		if host != nil && host.Decoder != nil && len(n.q.Views()) == 0 {
 			c.Decoder, c.ExternalWatermark = host.Decoder, true
+		}
+		if host != nil && host.decoders != nil && len(n.q.Views()) == 0 {
+			c.Decoder, c.ExternalWatermark = host.decoders(n.q), true
 		}
 		if len(n.readers) > 0 {
 			c.OnMark, c.OnRow = g.readerHooks(n.index)

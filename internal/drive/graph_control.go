@@ -8,6 +8,9 @@ package drive
 // follow by their markers.
 func (g *Graph) AdvanceWatermark(wm int64) (err error) {
 	defer g.settle(&err)
+	if g.isFed(0) {
+		return g.feed(0, itemWatermark, wm, nil)
+	}
 	return g.controlOf(0, func(d *Driver) error { return d.AdvanceWatermark(wm) }, 0)
 }
 
@@ -74,8 +77,11 @@ func (g *Graph) control(f func(*Driver) error, pass gitemKind) error { return g.
 
 // controlOf is control on the roots of input i (-1: every root).
 func (g *Graph) controlOf(i int, f func(*Driver) error, pass gitemKind) error {
-	if i < 0 {
+	switch {
+	case i < 0:
 		return g.controlAll(g.roots, f, pass)
+	case g.isFed(i):
+		return g.feed(i, pass, 0, nil) // a close, or a close of the open windows
 	}
 	return g.controlAll(g.rootsOf(i), f, pass)
 }

@@ -95,6 +95,9 @@ func (g *Graph) PushTableRow(row []types.Value) (err error) {
 	if err := g.second(); err != nil {
 		return err
 	}
+	if g.isFed(1) {
+		return g.feedRow(1, row)
+	}
 	if err := g.admit(true); err != nil {
 		return err
 	}
@@ -109,6 +112,9 @@ func (g *Graph) AdvanceTableWatermark(wm int64) (err error) {
 	defer g.settle(&err)
 	if err := g.second(); err != nil {
 		return err
+	}
+	if g.isFed(1) {
+		return g.feed(1, itemWatermark, wm, nil)
 	}
 	if g.join != nil {
 		if err := g.pump(); err != nil {
@@ -181,7 +187,7 @@ func (g *Graph) TableCounts() Counts {
 	if g.join != nil {
 		return g.join.d.TableCounts()
 	}
-	if len(g.sources) < 2 {
+	if len(g.sources) < 2 || g.isFed(1) {
 		return Counts{}
 	}
 	c := g.reporterOf(1).d.Counts()
@@ -212,7 +218,16 @@ func (g *Graph) InputWatermarks() (int64, int64) {
 	if len(g.sources) < 2 {
 		return math.MinInt64, math.MinInt64
 	}
-	return g.firstRootOf(0).d.Watermark(), g.firstRootOf(1).d.Watermark()
+	return g.InputWatermark(0), g.InputWatermark(1)
+}
+
+// InputWatermark is input i's watermark: its first root's, or the last
+// marker of a view whose rows the host brings.
+func (g *Graph) InputWatermark(i int) int64 {
+	if g.isFed(i) {
+		return g.fedMark[i]
+	}
+	return g.firstRootOf(i).d.Watermark()
 }
 
 // IntervalStats are the primary's interval join's, or else the interval
@@ -220,6 +235,14 @@ func (g *Graph) InputWatermarks() (int64, int64) {
 func (g *Graph) IntervalStats() IntervalStats {
 	if n := g.ijRoot(); n != nil && !g.primary.d.HasIntervalJoin() {
 		return n.d.IntervalStats()
+	}
+	if !g.primary.d.HasIntervalJoin() && (g.isFed(0) || g.isFed(1)) {
+		// A segment graph's join of two views below the primary.
+		for _, n := range g.nodes {
+			if n.two {
+				return n.d.IntervalStats()
+			}
+		}
 	}
 	return g.primary.d.IntervalStats()
 }

@@ -353,7 +353,7 @@ CREATE VIEW r AS SELECT s, TUMBLE_START(ws, INTERVAL '3' SECOND) AS w, sum(n) AS
 	}
 	// The join alone, its joined rows and output watermark handed over.
 	got := map[string]string{}
-	rg, err := NewHostGraph(r, HostInput{Root: j, Joined: true}, Config{Emit: collect(got), ExternalWatermark: true}, collect(got), nil)
+	rg, err := NewHostGraph(r, HostInput{Joined: j}, Config{Emit: collect(got), ExternalWatermark: true}, collect(got), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ CREATE VIEW r AS SELECT s, TUMBLE_START(ws, INTERVAL '3' SECOND) AS w, sum(n) AS
 	if len(want) < 6 || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("row graph finals:\n%v\nthe graph's:\n%v", got, want)
 	}
-	if _, err := NewHostGraph(r, HostInput{Root: r}, Config{Emit: collect(got)}, nil, nil); err != nil {
+	if _, err := NewSegmentGraph(r, r.Views(), nil, Config{Emit: collect(got)}, nil, nil); err != nil {
 		t.Errorf("a row graph from a reader: %v", err)
 	}
 }
@@ -450,7 +450,7 @@ CREATE VIEW mixed AS SELECT x.g, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, 
 	}
 
 	got := map[string][]string{}
-	rg, err := NewHostGraph(qs["top"], HostInput{Root: qs["j"]}, Config{Emit: finals(got), ExternalWatermark: true, IncrementalJoinState: true}, finals(got), nil)
+	rg, err := NewSegmentGraph(qs["top"], qs["j"].Views(), nil, Config{Emit: finals(got), ExternalWatermark: true, IncrementalJoinState: true}, finals(got), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,7 +520,7 @@ CREATE VIEW mixed AS SELECT x.g, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, 
 			t.Errorf("%s: the row graph's finals differ from the whole graph's:\n%q\nvs\n%q", name, got[name], want[name])
 		}
 	}
-	if _, err := NewHostGraph(qs["mixed"], HostInput{Root: qs["mixed"]}, Config{Emit: finals(got)}, nil, nil); err == nil || !strings.Contains(err.Error(), "a host graph's root must read one view, or join two") {
+	if _, err := NewSegmentGraph(qs["mixed"], qs["mixed"].Views(), nil, Config{Emit: finals(got)}, nil, nil); err == nil || !strings.Contains(err.Error(), "query mixed joins a view and a stream") {
 		t.Errorf("a root joining a view and a stream: %v", err)
 	}
 }

@@ -1,0 +1,176 @@
+package drive
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/dataflow"
+	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
+)
+
+// A segment graph runs one segment of a plan whose inputs are any mix of
+// declared sources and views other segments compute (a Kafka task of a
+// join whose one side's view runs in the join's partitions, the other's
+// rows coming through an exchange). Each input is a declared source,
+// whose records the roots reading it decode and take, or a view's rows,
+// which wait in the inboxes of the nodes reading the view with its
+// watermark markers and its end, as the rows of a view of the graph
+// would: the host's call is the step that delivers them.
+
+// NewSegmentGraph returns the graph of primary and the views it reads
+// but views (and what only they read), which other segments compute: a
+// node reading one of them takes its rows from the host. The graph's
+// inputs (Sources, at most two) are the declared sources its roots read
+// and views, in the order its nodes read them, upstream first: input 0
+// takes Push, PushKeyed (one root) or PushRow, and AdvanceWatermark;
+// input 1 PushTable or PushTableRow, and AdvanceTableWatermark. A view's
+// input takes its rows and its markers (plan.Query.ViewWatermark of its
+// watermark), each row kept as it is until a node applies it (the host
+// does not change it after the call); EndFirst, EndTable and Close end it
+// as a source's. Each
+// root over a declared source decodes with decoder(root) and runs with
+// ExternalWatermark (nil decoder: the driver's own decoder). A graph of
+// one query writes its driver's checkpoint entries as they are, under no
+// query name.
+func NewSegmentGraph(primary *plan.Query, views []*plan.Query, decoder func(root *plan.Query) *exec.Decoder, cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent)) (*Graph, error) {
+	for _, v := range views {
+		if v == nil || !reads(primary, v) {
+			return nil, fmt.Errorf("drive: a segment graph of %s takes the rows of views it reads", primary.Name)
+		}
+	}
+	g, err := newGraph(primary, nil, cfg, viewEmit, viewLate, &HostInput{views: views, decoders: decoder})
+	if err != nil {
+		return nil, err
+	}
+	// A graph of one query writes its driver's entries as they are, as
+	// a host graph of one does.
+	g.flat = len(g.nodes) == 1
+	return g, nil
+}
+
+// reads reports whether q reads view v, directly or through other views.
+func reads(q, v *plan.Query) bool {
+	for _, w := range q.Views() {
+		if w == v || reads(w, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// outsideNodes are the nodes of p that compute views, or feed them only:
+// another segment runs them.
+func outsideNodes(p *dataflow.Plan, views []*plan.Query) map[int]bool {
+	out := map[int]bool{}
+	for _, v := range views {
+		if a := p.Aggregate(v); a != nil {
+			out[a.ID] = true
+			for id := range p.Upstream(a.ID) {
+				out[id] = true
+			}
+		}
+	}
+	return out
+}
+
+// fedBy is the view of views whose aggregate node is from, or nil.
+func (h *HostInput) fedBy(p *dataflow.Plan, from *dataflow.Node) *plan.Query {
+	if h == nil || from.Kind != dataflow.Aggregate {
+		return nil
+	}
+	for _, v := range h.views {
+		if p.Aggregate(v) == from {
+			return v
+		}
+	}
+	return nil
+}
+
+// fedSide reports whether a side of interval join ij is a view the host
+// brings.
+func (h *HostInput) fedSide(p *dataflow.Plan, ij *dataflow.Node) bool {
+	return h.fedBy(p, p.Producer(ij.Inputs[0])) != nil || h.fedBy(p, p.Producer(ij.Inputs[1])) != nil
+}
+
+// linkFed makes side of n a reader of input v, a view the host brings
+// (own: an input of its own, the right side of a join of a view with
+// itself, whose rows the host brings for each side).
+func (g *Graph) linkFed(n *gnode, v *plan.Query, side int, own bool) error {
+	i := slices.IndexFunc(g.sources, func(s *plan.Source) bool { return s.View == v })
+	if i < 0 || own {
+		if len(g.sources) == 2 {
+			return fmt.Errorf("drive: query %s reads view %s, a third input (the graph reads %s and %s); a graph reads at most two inputs", n.q.Name, v.Name, g.sources[0].Name, g.sources[1].Name)
+		}
+		i = len(g.sources)
+		g.sources = append(g.sources, &plan.Source{Name: v.Name, View: v})
+		g.fedMark[i] = math.MinInt64
+	}
+	g.fed[i] = append(g.fed[i], gedge{n, side})
+	return nil
+}
+
+// linkFedJoin links a join of two views one side of which (or both) the
+// host brings: the other reads the graph's node.
+func (g *Graph) linkFedJoin(n *gnode, ij *dataflow.Node, host *HostInput) error {
+	for side, e := range ij.Inputs[:2] {
+		from := g.plan.Producer(e)
+		var err error
+		switch v := host.fedBy(g.plan, from); {
+		case v != nil:
+			err = g.linkFed(n, v, side, side == 1 && v == host.fedBy(g.plan, g.plan.Producer(ij.Inputs[0])))
+		case from.Kind == dataflow.Aggregate:
+			err = g.read(n, from, side)
+		default:
+			err = fmt.Errorf("drive: query %s joins a view and a stream: an interval join in a graph joins two views, or two declared streams", n.q.Name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	n.two, g.ordered = true, true
+	return nil
+}
+
+// isFed reports whether input i is a view's rows the host brings.
+func (g *Graph) isFed(i int) bool { return len(g.fed[i]) > 0 }
+
+// feed delivers an item of input i, a view's row, marker, end or close
+// of its open windows, to the nodes reading it, in a step of its own,
+// then applies the inboxes.
+func (g *Graph) feed(i int, kind gitemKind, wm int64, row []types.Value) error {
+	if g.fatal != nil {
+		return g.fatal
+	}
+	if kind == itemWatermark {
+		if wm <= g.fedMark[i] {
+			return nil
+		}
+		g.fedMark[i] = wm
+	}
+	g.begin(true)
+	it := gitem{kind: kind, wm: wm, step: g.cur, from: -1}
+	for k, r := range g.fed[i] {
+		if kind == itemRow && k > 0 {
+			row = slices.Clone(row) // each reader holds its own
+		}
+		it.row = row
+		g.deliver(r, it)
+	}
+	g.rootCall = false
+	return g.pump()
+}
+
+// feedRow is PushRow and PushTableRow for input i, a view's rows.
+func (g *Graph) feedRow(i int, row []types.Value) error {
+	if g.ended[i] {
+		return fmt.Errorf("%w: input %s has ended", ErrClosed, g.sources[i].Name)
+	}
+	if err := g.admit(false); err != nil {
+		return err
+	}
+	return g.feed(i, itemRow, 0, row) // the host's: it waits as it is
+}
