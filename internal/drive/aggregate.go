@@ -78,7 +78,7 @@ func (a aggIn) taken(err error) error {
 func (a aggIn) admit(input int) error {
 	d := a.d
 	if input != 0 {
-		return d.errNoTable()
+		return d.errNoInput()
 	}
 	if d.buffered {
 		if err := d.drain(); err != nil {
@@ -89,6 +89,19 @@ func (a aggIn) admit(input int) error {
 		}
 	}
 	return nil
+}
+
+// The aggregate has one input, which ends with the host (finish).
+func (a aggIn) input(int) *joinInput     { return nil }
+func (a aggIn) alone(int) bool           { return false }
+func (a aggIn) ended(int) bool           { return false }
+func (a aggIn) inputWatermark(int) int64 { return math.MinInt64 }
+func (a aggIn) setLateFloor(int, int64)  {}
+func (a aggIn) end(input int) error {
+	if input == 0 {
+		return errNoEndFirst(a.d.q)
+	}
+	return a.d.errNoInput()
 }
 
 func (a aggIn) pump() error         { return nil }

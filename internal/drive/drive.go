@@ -47,7 +47,7 @@ type Config struct {
 	// copy, whose late events and counters the first copy reports: over
 	// Kafka, a view both sides of a join of two views compute, published
 	// by one side alone. A muted query's driver hands no event to Late or
-	// LateTable, and its Counts, TakeCounts and TableCounts are zero, so a
+	// LateTable, and its Counts, TakeCounts and InputCounts are zero, so a
 	// graph leaves it out of its own; its records and rows flow as ever.
 	Muted map[string]bool
 	// Logger receives diagnostics (a recovered panic's stack). Nil: none.
@@ -187,9 +187,6 @@ type Driver struct {
 	nextEarly time.Time
 	sinceTick int
 
-	// The join in front of the aggregate (nil without one), for what only
-	// a join has (table.go).
-	jn  joinNode
 	one one // the row being pushed
 
 	n, taken Counts
@@ -284,7 +281,7 @@ func (d *Driver) initJoins(cfg Config) error {
 	}
 	d.first = d.agg
 	if jn != nil {
-		d.jn, d.first = jn, jn
+		d.first = jn
 	}
 	return nil
 }
@@ -386,17 +383,21 @@ func (d *Driver) eventErr(err error) error {
 	return e
 }
 
-// admit refuses a push on a failed or closed driver and, when buffering,
-// while records of finalized windows wait: queued work is rendered into
-// the room first, and a push is taken only when nothing waits before it.
-func (d *Driver) admit() error {
+// admit refuses a push on input of a driver whose head has no such input,
+// a failed or closed driver and, when buffering, while records of
+// finalized windows wait: queued work is rendered into the room first,
+// and a push is taken only when nothing waits before it.
+func (d *Driver) admit(input int) error {
+	if input > 0 && d.first.input(input) == nil {
+		return d.errNoInput()
+	}
 	if d.fatal != nil {
 		return d.fatal
 	}
 	if d.closed {
 		return ErrClosed
 	}
-	return d.first.admit(0)
+	return d.first.admit(input)
 }
 
 // Push decodes one input record and applies it. A malformed event or one
@@ -410,7 +411,7 @@ func (d *Driver) Push(raw []byte) error { return d.push(raw, nil, false) }
 func (d *Driver) PushKeyed(raw, key []byte) error { return d.push(raw, key, true) }
 
 func (d *Driver) push(raw, key []byte, keyed bool) error {
-	if err := d.admit(); err != nil {
+	if err := d.admit(0); err != nil {
 		return err
 	}
 	row, err := d.decode(raw)

@@ -83,7 +83,7 @@ func (d *Driver) Feed(raw []byte, tag int64) error {
 		}
 		return d.outcome(d.Push(raw), tag, raw)
 	}
-	if err := d.admit(); err != nil {
+	if err := d.admit(0); err != nil {
 		return err
 	}
 	b := d.blockAppend(raw, tag)

@@ -144,7 +144,7 @@ func (g *Graph) FinishRestore() {
 	if n := g.ijRoot(); n != nil {
 		// An input of the join that had ended before the checkpoint
 		// (EndFirst, EndTable) is over in the restored graph too.
-		g.ended[n.input] = n.d.inputEnded(0)
-		g.ended[1] = n.d.inputEnded(1)
+		g.ended[n.input] = n.d.first.ended(0)
+		g.ended[1] = n.d.first.ended(1)
 	}
 }

@@ -240,12 +240,12 @@ func (n *gnode) apply(it *gitem) (act bool, err error) {
 	switch it.kind {
 	case itemRow:
 		if two && it.side == 1 {
-			return true, n.d.PushTableRow(it.row)
+			return true, n.d.PushInputRow(1, it.row)
 		}
 		return true, n.d.PushRow(it.row)
 	case itemWatermark:
 		if two && it.side == 1 {
-			return true, n.d.AdvanceTableWatermark(it.wm)
+			return true, n.d.AdvanceInput(1, it.wm)
 		}
 		return true, n.d.AdvanceWatermark(it.wm)
 	case itemCloseOpen:
@@ -264,9 +264,9 @@ func (n *gnode) apply(it *gitem) (act bool, err error) {
 		n.closed[it.side] = true
 		if !(n.closed[0] && n.closed[1]) {
 			if it.side == 1 {
-				return false, n.d.EndTable()
+				return false, n.d.EndInput(1)
 			}
-			return false, n.d.endSide(0)
+			return false, n.d.first.end(0) // delivering nothing yet
 		}
 	}
 	return true, n.d.Close()

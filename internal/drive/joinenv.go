@@ -13,30 +13,18 @@ import (
 // (temporalJoin, join.go) or an interval join (intervalJoin, ijoin.go).
 // Input 0 is the stream, or the left input: the records Push and PushRow
 // take, decoded and counted by the driver. Input 1 is the versioned
-// table, or the right input: the records PushTable and PushTableRow take,
-// decoded into the node's second input (joinInput). Beyond the node
-// interface it has what only a join has: an input that ends alone, the
-// two inputs' watermarks and sources, and the second input.
+// table, or the right input: the records PushInput and PushInputRow take
+// for it, decoded by the node's decode node of that input (joinInput).
+// Beyond the node interface it has the two inputs' sources.
 type joinNode interface {
 	node
-	// end ends input: no row of it will come.
-	end(input int) error
-	ended(input int) bool
-	// watermarks are the two inputs' watermarks (math.MinInt64 before an
-	// input's first row).
-	watermarks() (first, second int64)
 	source(input int) *plan.Source
-	// second is the second input, whose records the driver decodes and
-	// checks into it before push.
-	second() *joinInput
 }
 
-// temporalNode is what only a temporal join has: its counters, and a late
-// floor for a table row (PushTableBehind).
+// temporalNode is what only a temporal join has: its counters.
 type temporalNode interface {
 	joinNode
 	joinStats() JoinStats
-	setLateFloor(floor int64)
 }
 
 // intervalNode is what only an interval join has: its counters.

@@ -9,9 +9,14 @@ import (
 // join (temporalJoin, join.go; intervalJoin, ijoin.go) or, without one,
 // the window aggregate (single, sharded: aggregate.go). A join's output
 // edge feeds the aggregate through the same interface. The driver calls
-// its head and never asks which kind it is; what only one kind has (a
-// join's second input and counters, the aggregate's watermark and
-// delivery) is a small extra interface (joinNode, aggregate).
+// its head and never asks which kind it is. Its inputs are the head's,
+// numbered: input 0's records are decoded by the driver's decode node, a
+// later input's (a join's second) by the head's decode node of that input
+// (input), and every call of an input (PushInput, AdvanceInput, EndInput,
+// InputCounts, InputWatermark) is a call of the head on that input. What
+// only one kind has (a join's counters, the aggregate's watermark and
+// delivery) is a small extra interface (temporalNode, intervalNode,
+// aggregate).
 //
 // The driver checks its own state (failed, closed) before it calls a
 // node. Rows are applied under the rule of pushed events: when the driver
@@ -31,6 +36,23 @@ type node interface {
 	push(input int, b *rowBatch) (int, error)
 	// advance moves input's watermark to wm if that is later.
 	advance(input int, wm int64) error
+	// input is the decode node of input i > 0, whose records the host
+	// decodes and checks into it before push (nil: the node has no such
+	// input; input 0's is the host's own decode node).
+	input(i int) *joinInput
+	// alone reports whether input ends alone (a join's second input, an
+	// interval join's either); end ends it: no row of it will come.
+	// ended reports whether it has.
+	alone(input int) bool
+	end(input int) error
+	ended(input int) bool
+	// inputWatermark is input's watermark (math.MinInt64 before its
+	// first row, or for an input the node does not have).
+	inputWatermark(input int) int64
+	// setLateFloor makes input's rows pushed next late behind floor too
+	// (a temporal join's table: PushBehind; math.MinInt64: none); a node
+	// without such a floor ignores it.
+	setLateFloor(input int, floor int64)
 	// tick is an early emission at this input position (the processing
 	// clock decided it).
 	tick() error
