@@ -58,7 +58,6 @@ type aggIn struct {
 // take readies the aggregate for row i of b.
 func (a aggIn) take(b *rowBatch, i int) {
 	d := a.d
-	d.setRoom()
 	d.raw = b.raw(i)
 	if a.head {
 		d.n.Applied++
@@ -73,20 +72,10 @@ func (a aggIn) taken(err error) error {
 	return a.d.applied(err)
 }
 
-// admit refuses a push while records of finalized windows wait for room
-// (a driver that buffers), rendering them into the room first.
+// admit refuses a push on an input the aggregate does not have.
 func (a aggIn) admit(input int) error {
-	d := a.d
 	if input != 0 {
-		return d.errNoInput()
-	}
-	if d.buffered {
-		if err := d.drain(); err != nil {
-			return err
-		}
-		if d.op.Queued() || d.room() <= 0 {
-			return ErrBackpressure
-		}
+		return a.d.errNoInput()
 	}
 	return nil
 }
@@ -104,20 +93,56 @@ func (a aggIn) end(input int) error {
 	return a.d.errNoInput()
 }
 
-func (a aggIn) pump() error         { return nil }
 func (a aggIn) counts(int) Counts   { return Counts{} }
 func (a aggIn) mark()               {}
 func (a aggIn) setStep(uint64)      {}
 func (a aggIn) pendingStep() uint64 { return math.MaxUint64 }
 
-// single is the aggregate as one operator on the driver's goroutine.
+// single is the aggregate as one operator on the driver's goroutine. It
+// renders into the host's room (outbox): what does not fit waits in the
+// operator's queue, and a push is refused while anything waits.
 type single struct {
 	aggIn
-	op *exec.Operator
+	op  *exec.Operator
+	out *outbox
+}
+
+// setRoom tells the operator how many records it may render now.
+func (s *single) setRoom() { s.op.SetRoom(s.out.room()) }
+
+// admit refuses a push while records of finalized windows wait for room,
+// rendering them into the room first.
+func (s *single) admit(input int) error {
+	if err := s.aggIn.admit(input); err != nil {
+		return err
+	}
+	if err := s.pump(); err != nil {
+		return err
+	}
+	if s.op.Queued() || s.out.room() <= 0 {
+		return ErrBackpressure
+	}
+	return nil
+}
+
+// pump renders queued records into the room. A record skipped by an
+// evaluation error is counted by the operator; it fails a Strict driver.
+func (s *single) pump() error {
+	if !s.op.Queued() {
+		return nil
+	}
+	s.setRoom()
+	err := s.op.Drain()
+	if err == nil || Skipped(err) && !s.d.strict {
+		return nil
+	}
+	s.d.fatal = err
+	return err
 }
 
 func (s *single) push(_ int, b *rowBatch) (int, error) {
 	for i, row := range b.rows {
+		s.setRoom()
 		s.take(b, i)
 		var err error
 		if b.keyed {
@@ -133,22 +158,22 @@ func (s *single) push(_ int, b *rowBatch) (int, error) {
 }
 
 func (s *single) advance(_ int, wm int64) error {
-	s.d.setRoom()
+	s.setRoom()
 	return s.op.AdvanceWatermark(wm)
 }
 
 func (s *single) tick() error {
-	s.d.setRoom()
+	s.setRoom()
 	return s.op.EmitEarly()
 }
 
 func (s *single) finish() error {
-	s.d.setRoom()
+	s.setRoom()
 	return s.op.Finish()
 }
 
 func (s *single) closeOpen() error {
-	s.d.setRoom()
+	s.setRoom()
 	if err := s.op.CloseOpenWindows(); err != nil {
 		return err
 	}
@@ -240,6 +265,7 @@ func (s *sharded) sync() error {
 func (s *sharded) watermark() int64                 { return s.p.wm }
 func (s *sharded) delivered() int64                 { return s.p.outWM }
 func (s *sharded) queued() bool                     { return false }
+func (s *sharded) pump() error                      { return nil }
 func (s *sharded) countCopy(row []types.Value) bool { return s.p.countCopy(row) }
 func (s *sharded) stats() exec.Stats                { return s.p.stats() }
 func (s *sharded) finishRestore()                   { s.p.finishRestore() }

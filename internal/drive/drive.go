@@ -175,10 +175,7 @@ type Driver struct {
 	counts       bool // CountsInCheckpoint
 	muted        bool // Config.Muted names q: its counters read zero
 
-	buffered bool // no Emit: records wait in pending for Next
-	max      int
-	pending  []changelog.Record
-	head     int
+	out outbox // the records, and the room the nodes render into (buffer.go)
 
 	raw []byte // the input record being applied, for the late hook
 
@@ -221,7 +218,7 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 		return d, d.initJoins(cfg)
 	}
 	ecfg := exec.Config{
-		Emit:              d.onRecord,
+		Emit:              d.out.add,
 		Nanotime:          d.nanotime(),
 		ExternalWatermark: cfg.ExternalWatermark || q.IJoin != nil,
 	}
@@ -243,7 +240,7 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 	if d.op, err = exec.New(q, ecfg); err != nil {
 		return nil, err
 	}
-	d.agg = &single{d.aggIn(), d.op}
+	d.agg = &single{d.aggIn(), d.op, &d.out}
 	return d, d.initJoins(cfg)
 }
 
@@ -295,7 +292,7 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{q: q, emit: cfg.Emit, late: cfg.Late, log: cfg.Logger, now: cfg.Now, strict: cfg.Strict,
-		counts: cfg.CountsInCheckpoint, muted: cfg.Muted[q.Name], buffered: cfg.Emit == nil, max: cfg.MaxPending, onEventError: cfg.OnEventError}
+		counts: cfg.CountsInCheckpoint, muted: cfg.Muted[q.Name], out: newOutbox(cfg), onEventError: cfg.OnEventError}
 	d.in = decodeNode{dec: dec, src: firstSource(q), used: firstUsed(q), n: &d.n}
 	if d.now == nil {
 		d.now = time.Now

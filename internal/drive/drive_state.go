@@ -59,10 +59,8 @@ func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte
 	if err := d.drainFeed(); err != nil {
 		return err
 	}
-	if d.buffered {
-		if err := d.drain(); err != nil {
-			return err
-		}
+	if err := d.agg.pump(); err != nil {
+		return err
 	}
 	if d.counts {
 		b := binary.AppendVarint(nil, d.n.Events)

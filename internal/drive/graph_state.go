@@ -87,10 +87,8 @@ func (g *Graph) Checkpoint(full bool, position []byte, put func(key, val []byte)
 	if err != nil {
 		return err
 	}
-	if g.primary.d.buffered {
-		if err := g.primary.d.drain(); err != nil {
-			return err
-		}
+	if err := g.primary.d.agg.pump(); err != nil {
+		return err
 	}
 	if g.lone && g.primary.d.Queued() {
 		return checkpointWaits() // its driver's words: it has no inbox

@@ -151,7 +151,7 @@ func (t *intervalJoin) pump() error {
 			return err
 		}
 	}
-	if t.closing && !t.finished && !(t.buffered && t.agg.queued()) {
+	if t.closing && !t.finished && !t.agg.queued() {
 		t.finished = true
 		return t.finishAgg()
 	}

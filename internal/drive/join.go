@@ -196,7 +196,7 @@ func (t *temporalJoin) pump() error {
 			return err
 		}
 	}
-	if t.closing && !t.finished && !t.j.Ready() && t.j.Waiting() == 0 && !(t.buffered && t.agg.queued()) {
+	if t.closing && !t.finished && !t.j.Ready() && t.j.Waiting() == 0 && !t.agg.queued() {
 		t.finished = true
 		return t.finishAgg()
 	}

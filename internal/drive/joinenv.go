@@ -39,16 +39,14 @@ type intervalNode interface {
 // buffer's room, strict), its fatal error, the first input's counters,
 // and the hooks.
 type joinEnv struct {
-	q        *plan.Query
-	agg      aggregate // the next node
-	buffered bool      // the driver buffers its records for Next
-	strict   bool
-	room     func() int   // the buffer's room (buffered)
-	drain    func() error // renders queued records into the room
-	fatal    *error       // the driver's fatal error
-	out      one          // the joined row being applied
-	n        *Counts      // the driver's counters of the first input
-	late     func(*exec.LateEvent)
+	q      *plan.Query
+	agg    aggregate // the next node
+	room   *outbox   // the host's room (buffer.go)
+	strict bool
+	fatal  *error  // the driver's fatal error
+	out    one     // the joined row being applied
+	n      *Counts // the driver's counters of the first input
+	late   func(*exec.LateEvent)
 	// lateTable receives the second input's late rows.
 	lateTable func(*exec.LateEvent)
 	// onJoined, if set, takes the joined rows instead of the aggregate
@@ -59,8 +57,7 @@ type joinEnv struct {
 // newJoinNode returns the join node of the driver's query (nil without a
 // join). The driver's aggregate is made first: the node feeds it.
 func (d *Driver) newJoinNode(cfg Config) (joinNode, error) {
-	env := &joinEnv{q: d.q, agg: d.agg, buffered: d.buffered, strict: d.strict, room: d.room,
-		drain: d.drain, fatal: &d.fatal, n: &d.n, late: d.late, lateTable: cfg.LateTable, onJoined: cfg.OnJoined}
+	env := &joinEnv{q: d.q, agg: d.agg, room: &d.out, strict: d.strict, fatal: &d.fatal, n: &d.n, late: d.late, lateTable: cfg.LateTable, onJoined: cfg.OnJoined}
 	switch {
 	case d.q.Join != nil:
 		t, err := newTemporalJoin(env, cfg)
@@ -78,9 +75,9 @@ func (d *Driver) newJoinNode(cfg Config) (joinNode, error) {
 	return nil, nil
 }
 
-// blocked reports whether the aggregate may take no row now: the driver
-// buffers, and records wait unrendered or the buffer is full.
-func (e *joinEnv) blocked() bool { return e.buffered && (e.agg.queued() || e.room() <= 0) }
+// blocked reports whether the aggregate may take no row now: records
+// wait unrendered, or the host's room is used up.
+func (e *joinEnv) blocked() bool { return e.agg.queued() || e.room.room() <= 0 }
 
 // fail makes err the driver's fatal error.
 func (e *joinEnv) fail(err error) error {
@@ -98,20 +95,18 @@ func (e *joinEnv) eventErr(err error) error {
 	return ee
 }
 
-// backlog, when the driver buffers, renders and applies what waits as far
-// as the room goes (pump), and refuses a push while anything still waits
-// (ready: joined rows wait in the node).
+// backlog renders and applies what waits as far as the host's room goes
+// (pump), and refuses a push while anything still waits (ready: joined
+// rows wait in the node). A host with Emit has room for everything, so
+// nothing ever waits for it.
 func (e *joinEnv) backlog(pump func() error, ready func() bool) error {
-	if !e.buffered {
-		return nil
-	}
-	if err := e.drain(); err != nil {
+	if err := e.agg.pump(); err != nil {
 		return err
 	}
 	if err := pump(); err != nil {
 		return err
 	}
-	if e.agg.queued() || e.room() <= 0 || ready() {
+	if e.agg.queued() || e.room.room() <= 0 || ready() {
 		return ErrBackpressure
 	}
 	return nil

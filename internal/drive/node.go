@@ -19,16 +19,16 @@ import (
 // aggregate).
 //
 // The driver checks its own state (failed, closed) before it calls a
-// node. Rows are applied under the rule of pushed events: when the driver
-// buffers, only while nothing is queued and the buffer has room; what
-// cannot be applied yet waits in the node that made it, and pump applies
-// it.
+// node. Rows are applied under the rule of pushed events, which the host
+// passes to the nodes as its room (outbox, buffer.go): only while nothing
+// is queued and the room is not used up; what cannot be applied yet waits
+// in the node that made it, and pump applies it. A host with Emit has
+// room for everything; the nodes obey the room alike for both hosts.
 type node interface {
 	// admit refuses a push on input that the node cannot take now: an
-	// input it does not have or that has ended, a full join buffer, or,
-	// when the driver buffers, rows that still wait for room
-	// (ErrBackpressure, after the queued ones were applied as far as the
-	// room goes).
+	// input it does not have or that has ended, a full join buffer, or
+	// rows that still wait for the host's room (ErrBackpressure, after
+	// the queued ones were applied as far as the room goes).
 	admit(input int) error
 	// push applies the batch's rows of input in order. It stops at the
 	// first row that is not applied cleanly and returns how many rows it
@@ -56,7 +56,8 @@ type node interface {
 	// tick is an early emission at this input position (the processing
 	// clock decided it).
 	tick() error
-	// pump applies what waits and the node may hand on now.
+	// pump applies what waits and the node may hand on now (the
+	// aggregate: renders its queued records into the room).
 	pump() error
 	// queued reports whether work waits in the node or after it.
 	queued() bool
