@@ -198,17 +198,29 @@ func (s *single) checkpoint(full bool, position []byte, put func(key, val []byte
 func (s *single) restore(key, val []byte) ([]byte, error) { return s.op.Restore(key, val) }
 
 // sharded is the aggregate as a parallel driver's shards. An error of the
-// shards other than a skipped record's is the driver's fatal error. Every
-// call first sequences the records fed in blocks (Driver.drainFeed).
+// shards other than a skipped record's is the driver's fatal error. When
+// it decodes its own input in blocks (feed: its blockFeed), every call
+// first sequences the records fed so far.
 type sharded struct {
 	aggIn
-	p *par
+	p    *par
+	out  *parOut // the merge's callbacks, which p holds only weakly
+	feed feeder  // the driver's feeder: its blockFeed, or direct
+}
+
+// parErr makes an error of the shards (other than a skipped record's)
+// the driver's fatal error.
+func (s *sharded) parErr(err error) error {
+	if err != nil && !Skipped(err) {
+		s.d.fatal = err
+	}
+	return err
 }
 
 func (s *sharded) push(_ int, b *rowBatch) (int, error) {
 	for i, row := range b.rows {
 		s.take(b, i)
-		err := s.d.drainFeed()
+		err := s.feed.drain()
 		if err == nil {
 			err = s.p.push(row)
 		}
@@ -220,7 +232,7 @@ func (s *sharded) push(_ int, b *rowBatch) (int, error) {
 }
 
 func (s *sharded) advance(_ int, wm int64) error {
-	if err := s.d.drainFeed(); err != nil {
+	if err := s.feed.drain(); err != nil {
 		return err
 	}
 	s.p.advance(wm)
@@ -228,38 +240,38 @@ func (s *sharded) advance(_ int, wm int64) error {
 }
 
 func (s *sharded) tick() error {
-	if err := s.d.drainFeed(); err != nil {
+	if err := s.feed.drain(); err != nil {
 		return err
 	}
-	return s.d.parErr(s.p.flush())
+	return s.parErr(s.p.flush())
 }
 
 func (s *sharded) emitEarly() error {
 	if err := s.tick(); err != nil {
 		return err
 	}
-	return s.d.parErr(s.p.sync())
+	return s.parErr(s.p.sync())
 }
 
 func (s *sharded) closeOpen() error {
-	if err := s.d.drainFeed(); err != nil {
+	if err := s.feed.drain(); err != nil {
 		return err
 	}
-	return s.d.parErr(s.p.closeOpenWindows())
+	return s.parErr(s.p.closeOpenWindows())
 }
 
 func (s *sharded) finish() error {
-	if err := s.d.drainFeed(); err != nil {
+	if err := s.feed.drain(); err != nil {
 		return err
 	}
-	return s.d.parErr(s.p.finish())
+	return s.parErr(s.p.finish())
 }
 
 func (s *sharded) sync() error {
-	if err := s.d.drainFeed(); err != nil {
+	if err := s.feed.drain(); err != nil {
 		return err
 	}
-	return s.d.parErr(s.p.sync())
+	return s.parErr(s.p.sync())
 }
 
 func (s *sharded) watermark() int64                 { return s.p.wm }
@@ -276,10 +288,10 @@ func (s *sharded) outStep() uint64                  { return s.p.outStep }
 func (s *sharded) pendingStep() uint64              { return s.p.pendingStep() }
 
 func (s *sharded) checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
-	if err := s.d.drainFeed(); err != nil {
+	if err := s.feed.drain(); err != nil {
 		return err
 	}
-	return s.d.parErr(s.p.checkpoint(full, position, put))
+	return s.parErr(s.p.checkpoint(full, position, put))
 }
 
 func (s *sharded) restore(key, val []byte) ([]byte, error) { return s.p.restore(key, val) }

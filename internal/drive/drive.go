@@ -161,11 +161,12 @@ type Driver struct {
 	first node           // the first node of the chain (node.go): the join, or the aggregate
 	agg   aggregate      // the window aggregate node, the chain's last
 	op    *exec.Operator // agg's operator when it is one (nil when sharded)
-	par   *par           // agg's shards when it is sharded (Config.Threads)
-	pout  *parOut        // the merge's callbacks, which par holds only weakly
-	emit  func(*changelog.Record) error
-	late  func(*exec.LateEvent)
-	log   *slog.Logger // receives a recovered panic's stack; may be nil
+	// feeder takes Feed's records (feed.go): direct, or the sharded
+	// aggregate's block decode node.
+	feeder feeder
+	emit   func(*changelog.Record) error
+	late   func(*exec.LateEvent)
+	log    *slog.Logger // receives a recovered panic's stack; may be nil
 	// onEventError is Config.OnEventError.
 	onEventError func(tag int64, raw []byte, err *EventError)
 	now          func() time.Time
@@ -253,12 +254,17 @@ func (d *Driver) shard(cfg Config) error {
 	blocks := cfg.Decoder == nil && !d.in.dec.IsCSV() && !cfg.ExternalWatermark && !cfg.RecordWatermark && q.Join == nil && q.IJoin == nil
 	// The driver holds the merge's callbacks; the shards only weakly
 	// (parOut), so dropping the driver lets its cleanup run.
-	d.pout = &parOut{emit: cfg.Emit, onRow: cfg.OnRow, onMark: cfg.OnMark}
-	p, err := newPar(q, cfg, d.pout, cfg.Threads, blocks)
+	out := &parOut{emit: cfg.Emit, onRow: cfg.OnRow, onMark: cfg.OnMark}
+	p, err := newPar(q, cfg, out, cfg.Threads, blocks)
 	if err != nil {
 		return err
 	}
-	d.par, d.agg = p, &sharded{d.aggIn(), p}
+	s := &sharded{aggIn: d.aggIn(), p: p, out: out, feed: d.feeder}
+	if blocks {
+		f := &blockFeed{d: d, s: s, p: p}
+		s.feed, d.feeder = f, f
+	}
+	d.agg = s
 	// A host that drops the driver without closing it leaves no
 	// goroutine behind.
 	runtime.AddCleanup(d, func(p *par) { p.cleanup() }, p)
@@ -293,6 +299,7 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 	}
 	d := &Driver{q: q, emit: cfg.Emit, late: cfg.Late, log: cfg.Logger, now: cfg.Now, strict: cfg.Strict,
 		counts: cfg.CountsInCheckpoint, muted: cfg.Muted[q.Name], out: newOutbox(cfg), onEventError: cfg.OnEventError}
+	d.feeder = direct{d}
 	d.in = decodeNode{dec: dec, src: firstSource(q), used: firstUsed(q), n: &d.n}
 	if d.now == nil {
 		d.now = time.Now
@@ -466,15 +473,6 @@ func (d *Driver) tick() error {
 	return d.first.tick()
 }
 
-// parErr makes an error of the shards (other than a skipped record's)
-// the driver's fatal error.
-func (d *Driver) parErr(err error) error {
-	if err != nil && !Skipped(err) {
-		d.fatal = err
-	}
-	return err
-}
-
 // Tick performs the early emission that is due by the processing clock
 // (EMIT EARLY queries; otherwise a no-op), and a parallel driver delivers
 // the records still in flight. Push looks at the clock itself every few
@@ -553,7 +551,7 @@ func (d *Driver) Close() error {
 	if d.closed {
 		return nil
 	}
-	if err := d.drainFeed(); err != nil {
+	if err := d.feeder.drain(); err != nil {
 		return err
 	}
 	d.closed = true

@@ -56,7 +56,7 @@ func (d *Driver) TakeCounts() Counts {
 // buffering it first renders queued records into the room, and returns
 // ErrBackpressure, writing nothing, while work is still queued.
 func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
-	if err := d.drainFeed(); err != nil {
+	if err := d.feeder.drain(); err != nil {
 		return err
 	}
 	if err := d.agg.pump(); err != nil {
