@@ -157,14 +157,12 @@ func (c Counts) minus(o Counts) Counts {
 // aggregate).
 type Driver struct {
 	q     *plan.Query
-	in    decodeNode     // the first input's decode node (decode.go)
-	first node           // the first node of the chain (node.go): the join, or the aggregate
-	agg   aggregate      // the window aggregate node, the chain's last
-	op    *exec.Operator // agg's operator when it is one (nil when sharded)
+	in    decodeNode // the first input's decode node (decode.go)
+	first node       // the first node of the chain (node.go): the join, or the aggregate
+	agg   aggregate  // the window aggregate node, the chain's last
 	// feeder takes Feed's records (feed.go): direct, or the sharded
 	// aggregate's block decode node.
 	feeder feeder
-	emit   func(*changelog.Record) error
 	late   func(*exec.LateEvent)
 	log    *slog.Logger // receives a recovered panic's stack; may be nil
 	// onEventError is Config.OnEventError.
@@ -229,19 +227,20 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 	if cfg.Late != nil {
 		ecfg.Late = d.onLate
 	}
+	var op *exec.Operator
 	if cfg.OnRow != nil {
 		deliver, onRow := ecfg.Emit, cfg.OnRow
 		ecfg.Emit = func(r *changelog.Record) error {
-			if err := onRow(d.op.EmittedRow()); err != nil {
+			if err := onRow(op.EmittedRow()); err != nil {
 				return err
 			}
 			return deliver(r)
 		}
 	}
-	if d.op, err = exec.New(q, ecfg); err != nil {
+	if op, err = exec.New(q, ecfg); err != nil {
 		return nil, err
 	}
-	d.agg = &single{d.aggIn(), d.op, &d.out}
+	d.agg = &single{d.aggIn(), op, &d.out}
 	return d, d.initJoins(cfg)
 }
 
@@ -297,7 +296,7 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{q: q, emit: cfg.Emit, late: cfg.Late, log: cfg.Logger, now: cfg.Now, strict: cfg.Strict,
+	d := &Driver{q: q, late: cfg.Late, log: cfg.Logger, now: cfg.Now, strict: cfg.Strict,
 		counts: cfg.CountsInCheckpoint, muted: cfg.Muted[q.Name], out: newOutbox(cfg), onEventError: cfg.OnEventError}
 	d.feeder = direct{d}
 	d.in = decodeNode{dec: dec, src: firstSource(q), used: firstUsed(q), n: &d.n}
