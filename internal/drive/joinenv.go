@@ -35,7 +35,7 @@ type intervalNode interface {
 
 // joinEnv is what a join node holds of its driver: the aggregate it feeds
 // (its output edge: rows, watermark, finish and the checkpoint's chain go
-// through the node interface), the driver's rules for feeding it (the
+// through the node interface), the host's rules for feeding it (its
 // buffer's room, strict), its fatal error, the first input's counters,
 // and the hooks.
 type joinEnv struct {
