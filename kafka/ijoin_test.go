@@ -126,7 +126,7 @@ func ijoinInProcess(t testing.TB, q *plan.Query, seed uint64, imps, clks [][]byt
 			continue
 		}
 		for k := r.IntN(40); k >= 0 && j < len(clks); k-- {
-			if err := d.PushTable(clks[j]); err != nil {
+			if err := d.PushInput(1, clks[j]); err != nil {
 				t.Fatal(err)
 			}
 			j++
@@ -581,7 +581,7 @@ func TestRunKafkaIntervalJoinCSV(t *testing.T) {
 			}
 		}
 		if i < len(clks) {
-			if err := d.PushTable(clks[i]); err != nil {
+			if err := d.PushInput(1, clks[i]); err != nil {
 				t.Fatal(err)
 			}
 		}

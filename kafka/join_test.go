@@ -93,7 +93,7 @@ func kjoinInProcess(t testing.TB, q *plan.Query, events, versions [][]byte) map[
 		t.Fatal(err)
 	}
 	for _, v := range versions {
-		if err := d.PushTable(v); err != nil {
+		if err := d.PushInput(1, v); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -542,7 +542,7 @@ func TestRunKafkaTemporalJoinCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range versions {
-		if err := d.PushTable(v); err != nil {
+		if err := d.PushInput(1, v); err != nil {
 			t.Fatal(err)
 		}
 	}

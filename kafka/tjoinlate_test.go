@@ -39,7 +39,7 @@ func TestRunKafkaTemporalJoinLateTableRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range versions {
-		if err := d.PushTable(v); err != nil {
+		if err := d.PushInput(1, v); err != nil {
 			t.Fatal(err)
 		}
 	}

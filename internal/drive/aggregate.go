@@ -58,7 +58,6 @@ type aggIn struct {
 // take readies the aggregate for row i of b.
 func (a aggIn) take(b *rowBatch, i int) {
 	d := a.d
-	d.setRoom()
 	d.raw = b.raw(i)
 	if a.head {
 		d.n.Applied++
@@ -73,38 +72,77 @@ func (a aggIn) taken(err error) error {
 	return a.d.applied(err)
 }
 
-// admit refuses a push while records of finalized windows wait for room
-// (a driver that buffers), rendering them into the room first.
+// admit refuses a push on an input the aggregate does not have.
 func (a aggIn) admit(input int) error {
-	d := a.d
 	if input != 0 {
-		return d.errNoTable()
-	}
-	if d.buffered {
-		if err := d.drain(); err != nil {
-			return err
-		}
-		if d.op.Queued() || d.room() <= 0 {
-			return ErrBackpressure
-		}
+		return a.d.errNoInput()
 	}
 	return nil
 }
 
-func (a aggIn) pump() error         { return nil }
+// The aggregate has one input, which ends with the host (finish).
+func (a aggIn) input(int) *joinInput     { return nil }
+func (a aggIn) alone(int) bool           { return false }
+func (a aggIn) ended(int) bool           { return false }
+func (a aggIn) inputWatermark(int) int64 { return math.MinInt64 }
+func (a aggIn) setLateFloor(int, int64)  {}
+func (a aggIn) end(input int) error {
+	if input == 0 {
+		return errNoEndFirst(a.d.q)
+	}
+	return a.d.errNoInput()
+}
+
 func (a aggIn) counts(int) Counts   { return Counts{} }
 func (a aggIn) mark()               {}
 func (a aggIn) setStep(uint64)      {}
 func (a aggIn) pendingStep() uint64 { return math.MaxUint64 }
 
-// single is the aggregate as one operator on the driver's goroutine.
+// single is the aggregate as one operator on the driver's goroutine. It
+// renders into the host's room (outbox): what does not fit waits in the
+// operator's queue, and a push is refused while anything waits.
 type single struct {
 	aggIn
-	op *exec.Operator
+	op  *exec.Operator
+	out *outbox
+}
+
+// setRoom tells the operator how many records it may render now.
+func (s *single) setRoom() { s.op.SetRoom(s.out.room()) }
+
+// admit refuses a push while records of finalized windows wait for room,
+// rendering them into the room first.
+func (s *single) admit(input int) error {
+	if err := s.aggIn.admit(input); err != nil {
+		return err
+	}
+	if err := s.pump(); err != nil {
+		return err
+	}
+	if s.op.Queued() || s.out.room() <= 0 {
+		return ErrBackpressure
+	}
+	return nil
+}
+
+// pump renders queued records into the room. A record skipped by an
+// evaluation error is counted by the operator; it fails a Strict driver.
+func (s *single) pump() error {
+	if !s.op.Queued() {
+		return nil
+	}
+	s.setRoom()
+	err := s.op.Drain()
+	if err == nil || Skipped(err) && !s.d.strict {
+		return nil
+	}
+	s.d.fatal = err
+	return err
 }
 
 func (s *single) push(_ int, b *rowBatch) (int, error) {
 	for i, row := range b.rows {
+		s.setRoom()
 		s.take(b, i)
 		var err error
 		if b.keyed {
@@ -120,22 +158,22 @@ func (s *single) push(_ int, b *rowBatch) (int, error) {
 }
 
 func (s *single) advance(_ int, wm int64) error {
-	s.d.setRoom()
+	s.setRoom()
 	return s.op.AdvanceWatermark(wm)
 }
 
 func (s *single) tick() error {
-	s.d.setRoom()
+	s.setRoom()
 	return s.op.EmitEarly()
 }
 
 func (s *single) finish() error {
-	s.d.setRoom()
+	s.setRoom()
 	return s.op.Finish()
 }
 
 func (s *single) closeOpen() error {
-	s.d.setRoom()
+	s.setRoom()
 	if err := s.op.CloseOpenWindows(); err != nil {
 		return err
 	}
@@ -160,17 +198,29 @@ func (s *single) checkpoint(full bool, position []byte, put func(key, val []byte
 func (s *single) restore(key, val []byte) ([]byte, error) { return s.op.Restore(key, val) }
 
 // sharded is the aggregate as a parallel driver's shards. An error of the
-// shards other than a skipped record's is the driver's fatal error. Every
-// call first sequences the records fed in blocks (Driver.drainFeed).
+// shards other than a skipped record's is the driver's fatal error. When
+// it decodes its own input in blocks (feed: its blockFeed), every call
+// first sequences the records fed so far.
 type sharded struct {
 	aggIn
-	p *par
+	p    *par
+	out  *parOut // the merge's callbacks, which p holds only weakly
+	feed feeder  // the driver's feeder: its blockFeed, or direct
+}
+
+// parErr makes an error of the shards (other than a skipped record's)
+// the driver's fatal error.
+func (s *sharded) parErr(err error) error {
+	if err != nil && !Skipped(err) {
+		s.d.fatal = err
+	}
+	return err
 }
 
 func (s *sharded) push(_ int, b *rowBatch) (int, error) {
 	for i, row := range b.rows {
 		s.take(b, i)
-		err := s.d.drainFeed()
+		err := s.feed.drain()
 		if err == nil {
 			err = s.p.push(row)
 		}
@@ -182,7 +232,7 @@ func (s *sharded) push(_ int, b *rowBatch) (int, error) {
 }
 
 func (s *sharded) advance(_ int, wm int64) error {
-	if err := s.d.drainFeed(); err != nil {
+	if err := s.feed.drain(); err != nil {
 		return err
 	}
 	s.p.advance(wm)
@@ -190,43 +240,44 @@ func (s *sharded) advance(_ int, wm int64) error {
 }
 
 func (s *sharded) tick() error {
-	if err := s.d.drainFeed(); err != nil {
+	if err := s.feed.drain(); err != nil {
 		return err
 	}
-	return s.d.parErr(s.p.flush())
+	return s.parErr(s.p.flush())
 }
 
 func (s *sharded) emitEarly() error {
 	if err := s.tick(); err != nil {
 		return err
 	}
-	return s.d.parErr(s.p.sync())
+	return s.parErr(s.p.sync())
 }
 
 func (s *sharded) closeOpen() error {
-	if err := s.d.drainFeed(); err != nil {
+	if err := s.feed.drain(); err != nil {
 		return err
 	}
-	return s.d.parErr(s.p.closeOpenWindows())
+	return s.parErr(s.p.closeOpenWindows())
 }
 
 func (s *sharded) finish() error {
-	if err := s.d.drainFeed(); err != nil {
+	if err := s.feed.drain(); err != nil {
 		return err
 	}
-	return s.d.parErr(s.p.finish())
+	return s.parErr(s.p.finish())
 }
 
 func (s *sharded) sync() error {
-	if err := s.d.drainFeed(); err != nil {
+	if err := s.feed.drain(); err != nil {
 		return err
 	}
-	return s.d.parErr(s.p.sync())
+	return s.parErr(s.p.sync())
 }
 
 func (s *sharded) watermark() int64                 { return s.p.wm }
 func (s *sharded) delivered() int64                 { return s.p.outWM }
 func (s *sharded) queued() bool                     { return false }
+func (s *sharded) pump() error                      { return nil }
 func (s *sharded) countCopy(row []types.Value) bool { return s.p.countCopy(row) }
 func (s *sharded) stats() exec.Stats                { return s.p.stats() }
 func (s *sharded) finishRestore()                   { s.p.finishRestore() }
@@ -237,10 +288,10 @@ func (s *sharded) outStep() uint64                  { return s.p.outStep }
 func (s *sharded) pendingStep() uint64              { return s.p.pendingStep() }
 
 func (s *sharded) checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
-	if err := s.d.drainFeed(); err != nil {
+	if err := s.feed.drain(); err != nil {
 		return err
 	}
-	return s.d.parErr(s.p.checkpoint(full, position, put))
+	return s.parErr(s.p.checkpoint(full, position, put))
 }
 
 func (s *sharded) restore(key, val []byte) ([]byte, error) { return s.p.restore(key, val) }

@@ -47,7 +47,7 @@ type Config struct {
 	// copy, whose late events and counters the first copy reports: over
 	// Kafka, a view both sides of a join of two views compute, published
 	// by one side alone. A muted query's driver hands no event to Late or
-	// LateTable, and its Counts, TakeCounts and TableCounts are zero, so a
+	// LateTable, and its Counts, TakeCounts and InputCounts are zero, so a
 	// graph leaves it out of its own; its records and rows flow as ever.
 	Muted map[string]bool
 	// Logger receives diagnostics (a recovered panic's stack). Nil: none.
@@ -157,15 +157,14 @@ func (c Counts) minus(o Counts) Counts {
 // aggregate).
 type Driver struct {
 	q     *plan.Query
-	in    decodeNode     // the first input's decode node (decode.go)
-	first node           // the first node of the chain (node.go): the join, or the aggregate
-	agg   aggregate      // the window aggregate node, the chain's last
-	op    *exec.Operator // agg's operator when it is one (nil when sharded)
-	par   *par           // agg's shards when it is sharded (Config.Threads)
-	pout  *parOut        // the merge's callbacks, which par holds only weakly
-	emit  func(*changelog.Record) error
-	late  func(*exec.LateEvent)
-	log   *slog.Logger // receives a recovered panic's stack; may be nil
+	in    decodeNode // the first input's decode node (decode.go)
+	first node       // the first node of the chain (node.go): the join, or the aggregate
+	agg   aggregate  // the window aggregate node, the chain's last
+	// feeder takes Feed's records (feed.go): direct, or the sharded
+	// aggregate's block decode node.
+	feeder feeder
+	late   func(*exec.LateEvent)
+	log    *slog.Logger // receives a recovered panic's stack; may be nil
 	// onEventError is Config.OnEventError.
 	onEventError func(tag int64, raw []byte, err *EventError)
 	now          func() time.Time
@@ -175,10 +174,7 @@ type Driver struct {
 	counts       bool // CountsInCheckpoint
 	muted        bool // Config.Muted names q: its counters read zero
 
-	buffered bool // no Emit: records wait in pending for Next
-	max      int
-	pending  []changelog.Record
-	head     int
+	out outbox // the records, and the room the nodes render into (buffer.go)
 
 	raw []byte // the input record being applied, for the late hook
 
@@ -187,9 +183,6 @@ type Driver struct {
 	nextEarly time.Time
 	sinceTick int
 
-	// The join in front of the aggregate (nil without one), for what only
-	// a join has (table.go).
-	jn  joinNode
 	one one // the row being pushed
 
 	n, taken Counts
@@ -224,7 +217,7 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 		return d, d.initJoins(cfg)
 	}
 	ecfg := exec.Config{
-		Emit:              d.onRecord,
+		Emit:              d.out.add,
 		Nanotime:          d.nanotime(),
 		ExternalWatermark: cfg.ExternalWatermark || q.IJoin != nil,
 	}
@@ -234,20 +227,21 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 	if cfg.Late != nil {
 		ecfg.Late = d.onLate
 	}
+	var op *exec.Operator
 	if cfg.OnRow != nil {
 		deliver, onRow := ecfg.Emit, cfg.OnRow
 		ecfg.Emit = func(r *changelog.Record) error {
-			if err := onRow(d.op.EmittedRow()); err != nil {
+			if err := onRow(op.EmittedRow()); err != nil {
 				return err
 			}
 			return deliver(r)
 		}
 	}
 	dd := dedupFront(q, &ecfg)
-	if d.op, err = exec.New(exec.NoDedup(q), ecfg); err != nil {
+	if op, err = exec.New(exec.NoDedup(q), ecfg); err != nil {
 		return nil, err
 	}
-	d.agg = dd.front(&single{d.aggIn(), d.op})
+	d.agg = dd.front(&single{d.aggIn(), op, &d.out})
 	return d, d.initJoins(cfg)
 }
 
@@ -260,12 +254,17 @@ func (d *Driver) shard(cfg Config) error {
 	blocks := cfg.Decoder == nil && !d.in.dec.IsCSV() && !cfg.ExternalWatermark && !cfg.RecordWatermark && q.Join == nil && q.IJoin == nil
 	// The driver holds the merge's callbacks; the shards only weakly
 	// (parOut), so dropping the driver lets its cleanup run.
-	d.pout = &parOut{emit: cfg.Emit, onRow: cfg.OnRow, onMark: cfg.OnMark}
-	p, err := newPar(q, cfg, d.pout, cfg.Threads, blocks)
+	out := &parOut{emit: cfg.Emit, onRow: cfg.OnRow, onMark: cfg.OnMark}
+	p, err := newPar(q, cfg, out, cfg.Threads, blocks)
 	if err != nil {
 		return err
 	}
-	d.par, d.agg = p, &sharded{d.aggIn(), p}
+	s := &sharded{aggIn: d.aggIn(), p: p, out: out, feed: d.feeder}
+	if blocks {
+		f := &blockFeed{d: d, s: s, p: p}
+		s.feed, d.feeder = f, f
+	}
+	d.agg = s
 	// A host that drops the driver without closing it leaves no
 	// goroutine behind.
 	runtime.AddCleanup(d, func(p *par) { p.cleanup() }, p)
@@ -285,7 +284,7 @@ func (d *Driver) initJoins(cfg Config) error {
 	}
 	d.first = d.agg
 	if jn != nil {
-		d.jn, d.first = jn, jn
+		d.first = jn
 	}
 	return nil
 }
@@ -298,8 +297,9 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{q: q, emit: cfg.Emit, late: cfg.Late, log: cfg.Logger, now: cfg.Now, strict: cfg.Strict,
-		counts: cfg.CountsInCheckpoint, muted: cfg.Muted[q.Name], buffered: cfg.Emit == nil, max: cfg.MaxPending, onEventError: cfg.OnEventError}
+	d := &Driver{q: q, late: cfg.Late, log: cfg.Logger, now: cfg.Now, strict: cfg.Strict,
+		counts: cfg.CountsInCheckpoint, muted: cfg.Muted[q.Name], out: newOutbox(cfg), onEventError: cfg.OnEventError}
+	d.feeder = direct{d}
 	d.in = decodeNode{dec: dec, src: firstSource(q), used: firstUsed(q), n: &d.n}
 	if d.now == nil {
 		d.now = time.Now
@@ -387,17 +387,21 @@ func (d *Driver) eventErr(err error) error {
 	return e
 }
 
-// admit refuses a push on a failed or closed driver and, when buffering,
-// while records of finalized windows wait: queued work is rendered into
-// the room first, and a push is taken only when nothing waits before it.
-func (d *Driver) admit() error {
+// admit refuses a push on input of a driver whose head has no such input,
+// a failed or closed driver and, when buffering, while records of
+// finalized windows wait: queued work is rendered into the room first,
+// and a push is taken only when nothing waits before it.
+func (d *Driver) admit(input int) error {
+	if input > 0 && d.first.input(input) == nil {
+		return d.errNoInput()
+	}
 	if d.fatal != nil {
 		return d.fatal
 	}
 	if d.closed {
 		return ErrClosed
 	}
-	return d.first.admit(0)
+	return d.first.admit(input)
 }
 
 // Push decodes one input record and applies it. A malformed event or one
@@ -411,7 +415,7 @@ func (d *Driver) Push(raw []byte) error { return d.push(raw, nil, false) }
 func (d *Driver) PushKeyed(raw, key []byte) error { return d.push(raw, key, true) }
 
 func (d *Driver) push(raw, key []byte, keyed bool) error {
-	if err := d.admit(); err != nil {
+	if err := d.admit(0); err != nil {
 		return err
 	}
 	row, err := d.decode(raw)
@@ -467,15 +471,6 @@ func (d *Driver) tick() error {
 	}
 	d.nextEarly = now.Add(d.every)
 	return d.first.tick()
-}
-
-// parErr makes an error of the shards (other than a skipped record's)
-// the driver's fatal error.
-func (d *Driver) parErr(err error) error {
-	if err != nil && !Skipped(err) {
-		d.fatal = err
-	}
-	return err
 }
 
 // Tick performs the early emission that is due by the processing clock
@@ -556,7 +551,7 @@ func (d *Driver) Close() error {
 	if d.closed {
 		return nil
 	}
-	if err := d.drainFeed(); err != nil {
+	if err := d.feeder.drain(); err != nil {
 		return err
 	}
 	d.closed = true

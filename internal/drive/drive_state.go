@@ -56,13 +56,11 @@ func (d *Driver) TakeCounts() Counts {
 // buffering it first renders queued records into the room, and returns
 // ErrBackpressure, writing nothing, while work is still queued.
 func (d *Driver) Checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
-	if err := d.drainFeed(); err != nil {
+	if err := d.feeder.drain(); err != nil {
 		return err
 	}
-	if d.buffered {
-		if err := d.drain(); err != nil {
-			return err
-		}
+	if err := d.agg.pump(); err != nil {
+		return err
 	}
 	if d.counts {
 		b := binary.AppendVarint(nil, d.n.Events)

@@ -9,7 +9,9 @@ import (
 	"github.com/ubiksql/ubik/internal/exec"
 )
 
-// The block path of a parallel driver (Driver.Feed). The host's goroutine
+// The block path of a sharded aggregate (Driver.Feed): its decode node,
+// blockFeed, which the driver feeds as it would feed records one by one
+// (direct), so the driver has no mode for it. The host's goroutine
 // only copies each input record into the block being filled; a full block
 // goes to the shards' goroutines, each with its own decoder and admission
 // check, one of which takes it between two batches (a batch to apply goes
@@ -41,9 +43,10 @@ import (
 // and computes the watermark itself (a copy beyond the horizon does not
 // move it), setting each kept item's.
 //
-// A driver uses the block path when its input is JSON lines read by its
-// own decoder and the watermark is its own (not external); otherwise Feed
-// is Push.
+// A sharded aggregate at the head of the chain decodes in blocks when its
+// input is JSON lines read by the driver's own decoder and the watermark
+// is its own (not external); otherwise the driver's feeder is direct and
+// Feed is Push.
 // Bounds: a block holds at most Config.BlockEvents records (and is cut
 // after 1 MiB of them); at most 2 blocks per shard plus 2 wait to be
 // sequenced; past that Feed sequences the oldest first, decoding it
@@ -63,8 +66,26 @@ const (
 	opsPerRecord       = 3
 )
 
-// feeding reports whether the driver takes records in blocks.
-func (d *Driver) feeding() bool { return d.par != nil && d.par.jobs != nil }
+// feeder is how a driver takes the records of Feed, with the host's tags:
+// decoded one by one on the driver's goroutine and pushed to the head of
+// the chain (direct), or, when the head is a sharded aggregate that
+// decodes its own input, in blocks on the shards' goroutines (blockFeed,
+// the aggregate's decode node). The driver calls its feeder and never
+// asks which it has.
+type feeder interface {
+	feed(raw []byte, tag int64) error
+	// reportAt counts an event the host could not hand over, and
+	// reports err for it with the tag, in input order.
+	reportAt(tag int64, err error) error
+	// drain sequences every record fed so far: any call that delivers
+	// records starts with it.
+	drain() error
+	// outcome hands a fed record's error (err, not nil) to
+	// Config.OnEventError, or returns it when it is not one event's or
+	// there is no callback; on the block path an outcome comes as its
+	// block is sequenced, so a later error of the call is counted only.
+	outcome(err error, tag int64, raw []byte) error
+}
 
 // Feed hands over one input record, as Push does, with a tag of the
 // host's (a line number). Its outcome, when it is not applied cleanly (it
@@ -76,61 +97,90 @@ func (d *Driver) feeding() bool { return d.par != nil && d.par.jobs != nil }
 // CloseOpenWindows, Close, Checkpoint), which first sequence every record
 // fed; otherwise Feed is Push, and the callback runs before it returns.
 // raw is copied. The error returned is fatal.
-func (d *Driver) Feed(raw []byte, tag int64) error {
-	if !d.feeding() {
-		if d.fatal != nil {
-			return d.fatal
-		}
-		return d.outcome(d.Push(raw), tag, raw)
-	}
-	if err := d.admit(); err != nil {
-		return err
-	}
-	b := d.blockAppend(raw, tag)
-	if len(b.blk.ends) >= d.par.blockEvents || len(b.blk.raw) >= blockBytes {
-		return d.submit()
-	}
-	return nil
-}
+func (d *Driver) Feed(raw []byte, tag int64) error { return d.feeder.feed(raw, tag) }
 
 // ReportMalformedAt counts one event the host could not even hand over
 // (a line too long to read), as ReportMalformed, and reports err for it
 // through Config.OnEventError with the tag, in input order (the record is
 // nil).
-func (d *Driver) ReportMalformedAt(tag int64, err error) error {
-	if !d.feeding() {
-		d.ReportMalformed()
-		if d.onEventError != nil {
-			d.onEventError(tag, nil, &EventError{Seq: d.n.Events, Err: err})
-		}
-		return nil
-	}
+func (d *Driver) ReportMalformedAt(tag int64, err error) error { return d.feeder.reportAt(tag, err) }
+
+// direct is the feeder of a driver that decodes on its own goroutine:
+// Feed is Push.
+type direct struct{ d *Driver }
+
+func (x direct) feed(raw []byte, tag int64) error {
+	d := x.d
 	if d.fatal != nil {
 		return d.fatal
 	}
-	b := d.blockAppend(nil, tag)
-	k := &b.blk
-	k.host = append(k.host, outcome{idx: int32(len(k.ends) - 1), kind: outReported, err: err})
-	if len(k.ends) >= d.par.blockEvents {
-		return d.submit()
+	return x.outcome(d.Push(raw), tag, raw)
+}
+
+func (x direct) reportAt(tag int64, err error) error {
+	d := x.d
+	d.ReportMalformed()
+	if d.onEventError != nil {
+		d.onEventError(tag, nil, &EventError{Seq: d.n.Events, Err: err})
 	}
 	return nil
 }
 
-func (d *Driver) outcome(err error, tag int64, raw []byte) error {
+func (x direct) drain() error { return nil }
+
+func (x direct) outcome(err error, tag int64, raw []byte) error {
 	if err == nil {
 		return nil // before ee, which errors.As moves to the heap
 	}
 	var ee *EventError
-	if d.onEventError != nil && errors.As(err, &ee) {
-		d.onEventError(tag, raw, ee)
+	if x.d.onEventError != nil && errors.As(err, &ee) {
+		x.d.onEventError(tag, raw, ee)
 		return nil
 	}
 	return err
 }
 
-func (d *Driver) blockAppend(raw []byte, tag int64) *batch {
-	p := d.par
+// blockFeed is the decode node of a sharded aggregate that reads its
+// query's own JSON lines: the records of Feed go to the shards'
+// goroutines in blocks, and are sequenced in input order into the
+// driver's counters and the aggregate's batches.
+type blockFeed struct {
+	d *Driver
+	s *sharded
+	p *par
+}
+
+func (f *blockFeed) feed(raw []byte, tag int64) error {
+	if err := f.d.admit(0); err != nil {
+		return err
+	}
+	b := f.blockAppend(raw, tag)
+	if len(b.blk.ends) >= f.p.blockEvents || len(b.blk.raw) >= blockBytes {
+		return f.submit()
+	}
+	return nil
+}
+
+func (f *blockFeed) reportAt(tag int64, err error) error {
+	if f.d.fatal != nil {
+		return f.d.fatal
+	}
+	b := f.blockAppend(nil, tag)
+	k := &b.blk
+	k.host = append(k.host, outcome{idx: int32(len(k.ends) - 1), kind: outReported, err: err})
+	if len(k.ends) >= f.p.blockEvents {
+		return f.submit()
+	}
+	return nil
+}
+
+// outcome: a record's outcome reached the host as its block was
+// sequenced; one a later step of the call made is counted only (a block
+// does not know which of its records a graph's reader failed for).
+func (f *blockFeed) outcome(error, int64, []byte) error { return nil }
+
+func (f *blockFeed) blockAppend(raw []byte, tag int64) *batch {
+	p := f.p
 	b := p.fill
 	if b == nil {
 		b = p.newBatch()
@@ -151,12 +201,12 @@ func (d *Driver) blockAppend(raw []byte, tag int64) *batch {
 
 // submit hands the block being filled to the shards, then sequences the
 // blocks already decoded.
-func (d *Driver) submit() error {
-	p := d.par
+func (f *blockFeed) submit() error {
+	p := f.p
 	b := p.fill
 	p.fill = nil
 	for len(p.pending) >= cap(p.jobs) {
-		if err := d.sequenceNext(); err != nil {
+		if err := f.sequenceNext(); err != nil {
 			return err
 		}
 	}
@@ -168,7 +218,7 @@ func (d *Driver) submit() error {
 	for len(p.pending) > 0 {
 		select {
 		case <-p.pending[0].blk.done:
-			if err := d.sequenceNext(); err != nil {
+			if err := f.sequenceNext(); err != nil {
 				return err
 			}
 		default:
@@ -178,13 +228,10 @@ func (d *Driver) submit() error {
 	return nil
 }
 
-// drainFeed sequences every record fed so far: any other call of a
-// parallel driver starts with it.
-func (d *Driver) drainFeed() error {
-	if !d.feeding() {
-		return nil
-	}
-	p := d.par
+// drain sequences every record fed so far: any other call of a parallel
+// driver starts with it.
+func (f *blockFeed) drain() error {
+	d, p := f.d, f.p
 	if p.fill == nil && len(p.pending) == 0 {
 		return nil
 	}
@@ -192,12 +239,12 @@ func (d *Driver) drainFeed() error {
 		return d.fatal
 	}
 	if p.fill != nil {
-		if err := d.submit(); err != nil {
+		if err := f.submit(); err != nil {
 			return err
 		}
 	}
 	for len(p.pending) > 0 {
-		if err := d.sequenceNext(); err != nil {
+		if err := f.sequenceNext(); err != nil {
 			return err
 		}
 	}
@@ -206,8 +253,8 @@ func (d *Driver) drainFeed() error {
 
 // sequenceNext takes the oldest block, once decoded, in input order: its
 // counters, outcomes, watermark and ticks, then its batch to the shards.
-func (d *Driver) sequenceNext() error {
-	p := d.par
+func (f *blockFeed) sequenceNext() error {
+	d, p := f.d, f.p
 	b := p.pending[0]
 	// Decoding it here beats waiting, and takes the place of a shard
 	// busy elsewhere (blocked on the merge, which only this goroutine
@@ -228,7 +275,7 @@ func (d *Driver) sequenceNext() error {
 	// Steps queued before the block (PushRow, a flush) go first.
 	if c := p.cur; c.events > 0 || len(c.advances) > 0 || len(c.marks) > 0 {
 		if err := p.dispatch(); err != nil {
-			return d.parErr(err)
+			return f.s.parErr(err)
 		}
 	}
 	b.startWM = p.wm
@@ -245,12 +292,12 @@ func (d *Driver) sequenceNext() error {
 			oi++
 		}
 		if p.dedup != nil && k.info[i].decoded {
-			if !d.admitCopy(b, i, evOp) {
+			if !f.admitCopy(b, i, evOp) {
 				oc = nil // no check ran on a dropped copy
 			}
 			localWM = p.wm
 		}
-		applied, err := d.count(k, i, k.raw[start:end:end], oc)
+		applied, err := f.count(k, i, k.raw[start:end:end], oc)
 		if err != nil {
 			return err
 		}
@@ -264,20 +311,20 @@ func (d *Driver) sequenceNext() error {
 			p.lastMark = wm
 			b.marks = append(b.marks, advance{op: evOp + 2, wm: wm})
 		}
-		if applied && d.tickDue() {
+		if applied && f.tickDue() {
 			// Inserted after the loop: the dedup marks items by index.
 			flushes = append(flushes, advance{op: evOp + 2, wm: localWM})
 		}
 	}
-	d.seal(b, flushes)
-	return d.parErr(p.send(b))
+	f.seal(b, flushes)
+	return f.s.parErr(p.send(b))
 }
 
 // admitCopy runs the input dedup on record i of block b, in input order
 // as par.push does, and moves the watermark by its time. It reports
 // whether the record goes on (false: a dropped copy, its item skipped).
-func (d *Driver) admitCopy(b *batch, i int, evOp uint64) bool {
-	p, k := d.par, &b.blk
+func (f *blockFeed) admitCopy(b *batch, i int, evOp uint64) bool {
+	p, k := f.p, &b.blk
 	li := &k.info[i]
 	var it *item
 	if li.part >= 0 {
@@ -309,8 +356,8 @@ func (d *Driver) admitCopy(b *batch, i int, evOp uint64) bool {
 // outcome oc to the host. applied is false for a header or a malformed
 // record; a header that does not fit or an error that is not one event's
 // is fatal.
-func (d *Driver) count(k *block, i int, raw []byte, oc *outcome) (applied bool, err error) {
-	p := d.par
+func (f *blockFeed) count(k *block, i int, raw []byte, oc *outcome) (applied bool, err error) {
+	d, p := f.d, f.p
 	if oc == nil {
 		d.n.Events++
 		d.n.Applied++
@@ -329,7 +376,7 @@ func (d *Driver) count(k *block, i int, raw []byte, oc *outcome) (applied bool, 
 		}
 		d.n.Events++
 		d.n.Malformed++
-		d.report(k.tags[i], raw, oc.err, oc.kind == outReported)
+		f.report(k.tags[i], raw, oc.err, oc.kind == outReported)
 		return false, nil
 	}
 	// outEval
@@ -342,13 +389,14 @@ func (d *Driver) count(k *block, i int, raw []byte, oc *outcome) (applied bool, 
 	d.n.Applied++
 	p.rows++
 	p.evalErrs++
-	d.report(k.tags[i], raw, oc.err, false)
+	f.report(k.tags[i], raw, oc.err, false)
 	return true, nil
 }
 
 // tickDue reports whether an early flush is due after an applied event,
 // the processing clock read every tickEvery events as Driver.apply does.
-func (d *Driver) tickDue() bool {
+func (f *blockFeed) tickDue() bool {
+	d := f.d
 	if d.every <= 0 || d.hostTicks {
 		return false
 	}
@@ -367,10 +415,10 @@ func (d *Driver) tickDue() bool {
 
 // seal completes a sequenced block's batch: its early flushes, and without
 // a dedup its watermark rises and counters.
-func (d *Driver) seal(b *batch, flushes []advance) {
-	p, k := d.par, &b.blk
-	for _, f := range flushes {
-		b.insertFlush(f.op, f.wm)
+func (f *blockFeed) seal(b *batch, flushes []advance) {
+	d, p, k := f.d, f.p, &b.blk
+	for _, fl := range flushes {
+		b.insertFlush(fl.op, fl.wm)
 	}
 	if p.dedup == nil {
 		p.filtered += k.filtered
@@ -388,7 +436,8 @@ func (d *Driver) seal(b *batch, flushes []advance) {
 }
 
 // report hands one record's outcome to the host.
-func (d *Driver) report(tag int64, raw []byte, err error, reported bool) {
+func (f *blockFeed) report(tag int64, raw []byte, err error, reported bool) {
+	d := f.d
 	if d.onEventError == nil {
 		return
 	}

@@ -298,9 +298,9 @@ func (g *Graph) admit(table bool) error {
 		}
 		var err error
 		if table && n == g.join {
-			err = n.d.admitTable()
+			err = n.d.admit(1)
 		} else {
-			err = n.d.admit()
+			err = n.d.admit(0)
 		}
 		if err != nil {
 			return err

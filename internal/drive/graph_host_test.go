@@ -27,7 +27,7 @@ func TestQueryGraphIsItsDriver(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/threads=%d/buffered=%v", name, threads, buffered), func(t *testing.T) {
 					q := compileHost(t, query)
 					cfg := hostConfig(buffered, threads)
-					want := hostTrace(t, cfg, true, func(cfg Config) (hostCalls, error) { return New(q, cfg) })
+					want := hostTrace(t, cfg, true, func(cfg Config) (hostCalls, error) { return newDriverCalls(q, cfg) })
 					got := hostTrace(t, cfg, true, func(cfg Config) (hostCalls, error) { return NewQueryGraph(q, cfg) })
 					if got != want {
 						t.Fatalf("the graph of one query:\n%s\nits driver:\n%s", got, want)
@@ -74,7 +74,7 @@ func TestViewErrorsAreItsDriver(t *testing.T) {
 					}
 					return b.String()
 				}
-				want := outcomes(hostTrace(t, cfg, false, func(cfg Config) (hostCalls, error) { return New(driver, cfg) }))
+				want := outcomes(hostTrace(t, cfg, false, func(cfg Config) (hostCalls, error) { return newDriverCalls(driver, cfg) }))
 				got := outcomes(hostTrace(t, cfg, false, func(cfg Config) (hostCalls, error) { return NewGraph(reader, nil, cfg, nil, nil) }))
 				if got != want {
 					t.Fatalf("the graph of the view and its reader:\n%s\nthe driver:\n%s", got, want)
@@ -130,6 +130,23 @@ type hostCalls interface {
 	Refill() (bool, error)
 	Checkpoint(full bool, position []byte, put func(key, val []byte) error) error
 }
+
+// driverCalls are a driver's calls under the graph's names: the graph
+// names its second input's calls, the driver numbers its inputs.
+type driverCalls struct{ *Driver }
+
+func newDriverCalls(q *plan.Query, cfg Config) (hostCalls, error) {
+	d, err := New(q, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return driverCalls{d}, nil
+}
+
+func (d driverCalls) PushTable(raw []byte) error           { return d.PushInput(1, raw) }
+func (d driverCalls) AdvanceTableWatermark(wm int64) error { return d.AdvanceInput(1, wm) }
+func (d driverCalls) EndTable() error                      { return d.EndInput(1) }
+func (d driverCalls) EndFirst() error                      { return d.EndInput(0) }
 
 // hostTrace runs one sequence of calls on what start makes (the calls of
 // the second input too when second) and returns every outcome, record

@@ -17,7 +17,7 @@ import (
 func (g *Graph) second() error {
 	if g.lone {
 		if g.join == nil {
-			return g.primary.d.errNoTable() // a query that reads no view
+			return g.primary.d.errNoInput() // a query that reads no view
 		}
 		return nil
 	}
@@ -50,7 +50,7 @@ func (g *Graph) PushTable(raw []byte) (err error) {
 		return err
 	}
 	if g.join != nil {
-		return g.onJoin(func(d *Driver) error { return d.PushTable(raw) })
+		return g.onJoin(func(d *Driver) error { return d.PushInput(1, raw) })
 	}
 	return g.eachOf(1, func(d *Driver) error { return d.Push(raw) })
 }
@@ -86,7 +86,7 @@ func (g *Graph) PushTableBehind(raw []byte, floor int64) (err error) {
 	if err := g.admit(true); err != nil {
 		return err
 	}
-	return g.onJoin(func(d *Driver) error { return d.PushTableBehind(raw, floor) })
+	return g.onJoin(func(d *Driver) error { return d.PushBehind(1, raw, floor) })
 }
 
 // PushTableRow applies one typed row of the second source.
@@ -102,7 +102,7 @@ func (g *Graph) PushTableRow(row []types.Value) (err error) {
 		return err
 	}
 	if g.join != nil {
-		return g.onJoin(func(d *Driver) error { return d.PushTableRow(row) })
+		return g.onJoin(func(d *Driver) error { return d.PushInputRow(1, row) })
 	}
 	return g.eachOf(1, func(d *Driver) error { return d.PushRow(row) })
 }
@@ -120,7 +120,7 @@ func (g *Graph) AdvanceTableWatermark(wm int64) (err error) {
 		if err := g.pump(); err != nil {
 			return err
 		}
-		return g.onJoin(func(d *Driver) error { return d.AdvanceTableWatermark(wm) })
+		return g.onJoin(func(d *Driver) error { return d.AdvanceInput(1, wm) })
 	}
 	return g.controlOf(1, func(d *Driver) error { return d.AdvanceWatermark(wm) }, 0)
 }
@@ -137,7 +137,7 @@ func (g *Graph) EndTable() (err error) {
 		if err := g.pump(); err != nil {
 			return err
 		}
-		return g.onJoin((*Driver).EndTable)
+		return g.onJoin(func(d *Driver) error { return d.EndInput(1) })
 	}
 	return g.controlOf(1, (*Driver).Close, itemClose)
 }
@@ -158,7 +158,7 @@ func (g *Graph) EndFirst() (err error) {
 		for _, n := range g.rootsOf(ij.input) {
 			f, pass := (*Driver).Close, itemClose
 			if n == ij {
-				f, pass = (*Driver).EndFirst, 0
+				f, pass = func(d *Driver) error { return d.EndInput(0) }, 0
 			}
 			if err := g.controlNode(n, f, pass); err != nil {
 				return err
@@ -185,7 +185,7 @@ func (g *Graph) EndFirst() (err error) {
 // roots.
 func (g *Graph) TableCounts() Counts {
 	if g.join != nil {
-		return g.join.d.TableCounts()
+		return g.join.d.InputCounts(1)
 	}
 	if len(g.sources) < 2 || g.isFed(1) {
 		return Counts{}
@@ -213,7 +213,7 @@ func (g *Graph) JoinStats() JoinStats {
 // of each); math.MinInt64 for both when it reads one.
 func (g *Graph) InputWatermarks() (int64, int64) {
 	if g.join != nil {
-		return g.join.d.InputWatermarks()
+		return g.join.d.InputWatermark(0), g.join.d.InputWatermark(1)
 	}
 	if len(g.sources) < 2 {
 		return math.MinInt64, math.MinInt64
@@ -233,10 +233,10 @@ func (g *Graph) InputWatermark(i int) int64 {
 // IntervalStats are the primary's interval join's, or else the interval
 // join of two streams at the graph's root (zero without one).
 func (g *Graph) IntervalStats() IntervalStats {
-	if n := g.ijRoot(); n != nil && !g.primary.d.HasIntervalJoin() {
+	if n := g.ijRoot(); n != nil && g.primary.q.IJoin == nil {
 		return n.d.IntervalStats()
 	}
-	if !g.primary.d.HasIntervalJoin() && (g.isFed(0) || g.isFed(1)) {
+	if _, ij := g.primary.d.first.(intervalNode); !ij && (g.isFed(0) || g.isFed(1)) {
 		// A segment graph's join of two views below the primary.
 		for _, n := range g.nodes {
 			if n.two {

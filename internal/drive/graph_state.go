@@ -87,10 +87,8 @@ func (g *Graph) Checkpoint(full bool, position []byte, put func(key, val []byte)
 	if err != nil {
 		return err
 	}
-	if g.primary.d.buffered {
-		if err := g.primary.d.drain(); err != nil {
-			return err
-		}
+	if err := g.primary.d.agg.pump(); err != nil {
+		return err
 	}
 	if g.lone && g.primary.d.Queued() {
 		return checkpointWaits() // its driver's words: it has no inbox
@@ -144,7 +142,7 @@ func (g *Graph) FinishRestore() {
 	if n := g.ijRoot(); n != nil {
 		// An input of the join that had ended before the checkpoint
 		// (EndFirst, EndTable) is over in the restored graph too.
-		g.ended[n.input] = n.d.inputEnded(0)
-		g.ended[1] = n.d.inputEnded(1)
+		g.ended[n.input] = n.d.first.ended(0)
+		g.ended[1] = n.d.first.ended(1)
 	}
 }

@@ -365,7 +365,7 @@ CREATE VIEW r AS SELECT s, TUMBLE_START(ws, INTERVAL '3' SECOND) AS w, sum(n) AS
 	for i := range left {
 		for _, step := range []func() error{
 			func() error { return g.Push(left[i]) }, func() error { return g.PushTable(right[i]) },
-			func() error { return join.Push(left[i]) }, func() error { return join.PushTable(right[i]) },
+			func() error { return join.Push(left[i]) }, func() error { return join.PushInput(1, right[i]) },
 		} {
 			if err := step(); err != nil {
 				t.Fatal(err)

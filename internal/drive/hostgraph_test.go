@@ -47,7 +47,9 @@ CREATE VIEW j AS SELECT a.g, TUMBLE_START(a.ts, INTERVAL '1' SECOND) AS ws, sum(
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.push, r.tbl, r.adv, r.tadv = d.Push, d.PushTable, d.AdvanceWatermark, d.AdvanceTableWatermark
+			r.push, r.adv = d.Push, d.AdvanceWatermark
+			r.tbl = func(raw []byte) error { return d.PushInput(1, raw) }
+			r.tadv = func(wm int64) error { return d.AdvanceInput(1, wm) }
 			r.cp = func(put func(k, v []byte) error) error { return d.Checkpoint(true, []byte("pos"), put) }
 			return r
 		}

@@ -13,8 +13,8 @@ import (
 
 // A query with an interval join (plan.Query.IJoin) has two stream
 // inputs: the left, pushed with Push and PushRow as any query's events,
-// and the right, pushed with PushTable and PushTableRow (the driver's
-// second input; the root package names both by source). The driver's
+// and the right, input 1, pushed with PushInput and PushInputRow (the
+// root package names both by source). The driver's
 // join node (intervalJoin) holds the join state (exec.IntervalJoin) in
 // front of the aggregate: a row is matched against the other input's held
 // rows when it arrives, and the joined rows go to the aggregate, whose
@@ -151,7 +151,7 @@ func (t *intervalJoin) pump() error {
 			return err
 		}
 	}
-	if t.closing && !t.finished && !(t.buffered && t.agg.queued()) {
+	if t.closing && !t.finished && !t.agg.queued() {
 		t.finished = true
 		return t.finishAgg()
 	}
@@ -232,7 +232,7 @@ func (t *intervalJoin) counts(input int) Counts {
 	return Counts{EvalErrors: t.evalErrs, Late: t.j.Stats().LateLeft}
 }
 
-func (t *intervalJoin) watermarks() (first, second int64) { return t.j.Watermark(0), t.j.Watermark(1) }
+func (t *intervalJoin) inputWatermark(side int) int64 { return t.j.Watermark(side) }
 
 func (t *intervalJoin) source(side int) *plan.Source {
 	if side == 0 {
@@ -241,7 +241,16 @@ func (t *intervalJoin) source(side int) *plan.Source {
 	return t.q.IJoin.Right
 }
 
-func (t *intervalJoin) second() *joinInput           { return &t.right }
+// input 1 is the right input; either input ends alone.
+func (t *intervalJoin) input(i int) *joinInput {
+	if i == 1 {
+		return &t.right
+	}
+	return nil
+}
+
+func (t *intervalJoin) alone(input int) bool         { return input == 0 || input == 1 }
+func (t *intervalJoin) setLateFloor(int, int64)      {}
 func (t *intervalJoin) intervalStats() IntervalStats { return t.j.Stats() }
 
 func (t *intervalJoin) counters(b []byte) []byte {

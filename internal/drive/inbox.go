@@ -240,12 +240,12 @@ func (n *gnode) apply(it *gitem) (act bool, err error) {
 	switch it.kind {
 	case itemRow:
 		if two && it.side == 1 {
-			return true, n.d.PushTableRow(it.row)
+			return true, n.d.PushInputRow(1, it.row)
 		}
 		return true, n.d.PushRow(it.row)
 	case itemWatermark:
 		if two && it.side == 1 {
-			return true, n.d.AdvanceTableWatermark(it.wm)
+			return true, n.d.AdvanceInput(1, it.wm)
 		}
 		return true, n.d.AdvanceWatermark(it.wm)
 	case itemCloseOpen:
@@ -264,9 +264,9 @@ func (n *gnode) apply(it *gitem) (act bool, err error) {
 		n.closed[it.side] = true
 		if !(n.closed[0] && n.closed[1]) {
 			if it.side == 1 {
-				return false, n.d.EndTable()
+				return false, n.d.EndInput(1)
 			}
-			return false, n.d.endSide(0)
+			return false, n.d.first.end(0) // delivering nothing yet
 		}
 	}
 	return true, n.d.Close()
@@ -302,7 +302,7 @@ func (g *Graph) settle(err *error) {
 // settleEvent is settle for a push: a record it skipped is its event's
 // error, as a driver's push returns it (an *EventError of the reporter's
 // event); fed (Feed), it goes where a driver's Feed sends it
-// (Driver.outcome), which a driver on several threads, whose events are
+// (its feeder's outcome), which a driver on several threads, whose events are
 // decoded in blocks, cannot tell apart: there it is counted only.
 func (g *Graph) settleEvent(err *error, tag int64, raw []byte, fed bool) {
 	e := g.evalErr
@@ -311,12 +311,12 @@ func (g *Graph) settleEvent(err *error, tag int64, raw []byte, fed bool) {
 		return
 	}
 	d := g.reporter.d
-	switch ee := (&EventError{Seq: d.n.Events, Err: e}); {
-	case !fed:
+	ee := &EventError{Seq: d.n.Events, Err: e}
+	if !fed {
 		*err = ee
-	case !d.feeding():
-		*err = d.outcome(ee, tag, raw)
+		return
 	}
+	*err = d.feeder.outcome(ee, tag, raw)
 }
 
 // setStep gives n's driver the step of the calls that follow, when a join

@@ -12,7 +12,7 @@ import (
 
 // A query with a temporal join (plan.Query.Join) has two inputs: the
 // stream, pushed with Push and PushRow as any query's events, and the
-// versioned table, pushed with PushTable and PushTableRow. The driver's
+// versioned table, input 1, pushed with PushInput and PushInputRow. The driver's
 // join node (temporalJoin) holds the join state (exec.TemporalJoin) in
 // front of the aggregate: every event waits in it until the table's
 // watermark has passed its time (or the table has ended), then the joined
@@ -57,7 +57,7 @@ func newTemporalJoin(env *joinEnv, cfg Config) (*temporalJoin, error) {
 	}
 	if cfg.ExternalWatermark {
 		// The host moves both watermarks: the stream's with
-		// AdvanceWatermark, the table's with AdvanceTableWatermark
+		// AdvanceWatermark, the table's with AdvanceInput(1)
 		// (Kafka: the minimum over each input's partitions).
 		j.SetExternalWatermarks()
 	}
@@ -196,7 +196,7 @@ func (t *temporalJoin) pump() error {
 			return err
 		}
 	}
-	if t.closing && !t.finished && !t.j.Ready() && t.j.Waiting() == 0 && !(t.buffered && t.agg.queued()) {
+	if t.closing && !t.finished && !t.j.Ready() && t.j.Waiting() == 0 && !t.agg.queued() {
 		t.finished = true
 		return t.finishAgg()
 	}
@@ -315,9 +315,30 @@ func (t *temporalJoin) counts(input int) Counts {
 	return Counts{EvalErrors: t.evalErrs, Late: t.j.Stats().LateEvents}
 }
 
-func (t *temporalJoin) watermarks() (first, second int64) {
+func (t *temporalJoin) inputWatermark(input int) int64 {
 	st := t.j.Stats()
-	return st.StreamWM, st.TableWM
+	if input == 1 {
+		return st.TableWM
+	}
+	return st.StreamWM
+}
+
+// input 1 is the table; alone, only the table ends (the stream ends with
+// the driver).
+func (t *temporalJoin) input(i int) *joinInput {
+	if i == 1 {
+		return &t.table
+	}
+	return nil
+}
+
+func (t *temporalJoin) alone(input int) bool { return input == 1 }
+
+// setLateFloor: a table row is late behind floor too (PushBehind).
+func (t *temporalJoin) setLateFloor(input int, floor int64) {
+	if input == 1 {
+		t.j.SetLateFloor(floor)
+	}
 }
 
 func (t *temporalJoin) source(input int) *plan.Source {
@@ -327,9 +348,7 @@ func (t *temporalJoin) source(input int) *plan.Source {
 	return t.q.Join.Stream
 }
 
-func (t *temporalJoin) second() *joinInput       { return &t.table }
-func (t *temporalJoin) joinStats() JoinStats     { return t.j.Stats() }
-func (t *temporalJoin) setLateFloor(floor int64) { t.j.SetLateFloor(floor) }
+func (t *temporalJoin) joinStats() JoinStats { return t.j.Stats() }
 
 // counters prefixes the join entry with the table input's counters and
 // the watermark the host advanced to.

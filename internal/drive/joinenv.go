@@ -13,30 +13,18 @@ import (
 // (temporalJoin, join.go) or an interval join (intervalJoin, ijoin.go).
 // Input 0 is the stream, or the left input: the records Push and PushRow
 // take, decoded and counted by the driver. Input 1 is the versioned
-// table, or the right input: the records PushTable and PushTableRow take,
-// decoded into the node's second input (joinInput). Beyond the node
-// interface it has what only a join has: an input that ends alone, the
-// two inputs' watermarks and sources, and the second input.
+// table, or the right input: the records PushInput and PushInputRow take
+// for it, decoded by the node's decode node of that input (joinInput).
+// Beyond the node interface it has the two inputs' sources.
 type joinNode interface {
 	node
-	// end ends input: no row of it will come.
-	end(input int) error
-	ended(input int) bool
-	// watermarks are the two inputs' watermarks (math.MinInt64 before an
-	// input's first row).
-	watermarks() (first, second int64)
 	source(input int) *plan.Source
-	// second is the second input, whose records the driver decodes and
-	// checks into it before push.
-	second() *joinInput
 }
 
-// temporalNode is what only a temporal join has: its counters, and a late
-// floor for a table row (PushTableBehind).
+// temporalNode is what only a temporal join has: its counters.
 type temporalNode interface {
 	joinNode
 	joinStats() JoinStats
-	setLateFloor(floor int64)
 }
 
 // intervalNode is what only an interval join has: its counters.
@@ -47,20 +35,18 @@ type intervalNode interface {
 
 // joinEnv is what a join node holds of its driver: the aggregate it feeds
 // (its output edge: rows, watermark, finish and the checkpoint's chain go
-// through the node interface), the driver's rules for feeding it (the
+// through the node interface), the host's rules for feeding it (its
 // buffer's room, strict), its fatal error, the first input's counters,
 // and the hooks.
 type joinEnv struct {
-	q        *plan.Query
-	agg      aggregate // the next node
-	buffered bool      // the driver buffers its records for Next
-	strict   bool
-	room     func() int   // the buffer's room (buffered)
-	drain    func() error // renders queued records into the room
-	fatal    *error       // the driver's fatal error
-	out      one          // the joined row being applied
-	n        *Counts      // the driver's counters of the first input
-	late     func(*exec.LateEvent)
+	q      *plan.Query
+	agg    aggregate // the next node
+	room   *outbox   // the host's room (buffer.go)
+	strict bool
+	fatal  *error  // the driver's fatal error
+	out    one     // the joined row being applied
+	n      *Counts // the driver's counters of the first input
+	late   func(*exec.LateEvent)
 	// lateTable receives the second input's late rows.
 	lateTable func(*exec.LateEvent)
 	// onJoined, if set, takes the joined rows instead of the aggregate
@@ -71,8 +57,7 @@ type joinEnv struct {
 // newJoinNode returns the join node of the driver's query (nil without a
 // join). The driver's aggregate is made first: the node feeds it.
 func (d *Driver) newJoinNode(cfg Config) (joinNode, error) {
-	env := &joinEnv{q: d.q, agg: d.agg, buffered: d.buffered, strict: d.strict, room: d.room,
-		drain: d.drain, fatal: &d.fatal, n: &d.n, late: d.late, lateTable: cfg.LateTable, onJoined: cfg.OnJoined}
+	env := &joinEnv{q: d.q, agg: d.agg, room: &d.out, strict: d.strict, fatal: &d.fatal, n: &d.n, late: d.late, lateTable: cfg.LateTable, onJoined: cfg.OnJoined}
 	switch {
 	case d.q.Join != nil:
 		t, err := newTemporalJoin(env, cfg)
@@ -90,9 +75,9 @@ func (d *Driver) newJoinNode(cfg Config) (joinNode, error) {
 	return nil, nil
 }
 
-// blocked reports whether the aggregate may take no row now: the driver
-// buffers, and records wait unrendered or the buffer is full.
-func (e *joinEnv) blocked() bool { return e.buffered && (e.agg.queued() || e.room() <= 0) }
+// blocked reports whether the aggregate may take no row now: records
+// wait unrendered, or the host's room is used up.
+func (e *joinEnv) blocked() bool { return e.agg.queued() || e.room.room() <= 0 }
 
 // fail makes err the driver's fatal error.
 func (e *joinEnv) fail(err error) error {
@@ -110,20 +95,18 @@ func (e *joinEnv) eventErr(err error) error {
 	return ee
 }
 
-// backlog, when the driver buffers, renders and applies what waits as far
-// as the room goes (pump), and refuses a push while anything still waits
-// (ready: joined rows wait in the node).
+// backlog renders and applies what waits as far as the host's room goes
+// (pump), and refuses a push while anything still waits (ready: joined
+// rows wait in the node). A host with Emit has room for everything, so
+// nothing ever waits for it.
 func (e *joinEnv) backlog(pump func() error, ready func() bool) error {
-	if !e.buffered {
-		return nil
-	}
-	if err := e.drain(); err != nil {
+	if err := e.agg.pump(); err != nil {
 		return err
 	}
 	if err := pump(); err != nil {
 		return err
 	}
-	if e.agg.queued() || e.room() <= 0 || ready() {
+	if e.agg.queued() || e.room.room() <= 0 || ready() {
 		return ErrBackpressure
 	}
 	return nil

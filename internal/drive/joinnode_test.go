@@ -83,26 +83,26 @@ func transcript(t *testing.T, sql string, cfg Config) string {
 	first := func(k string, x, s int) []byte { return fmt.Appendf(nil, `{"k":%q,"x":%d,"ts":%q}`, k, x, ts(s)) }
 	second := func(k string, p, s int) []byte { return fmt.Appendf(nil, `{"k":%q,"p":%d,"vt":%q}`, k, p, ts(s)) }
 	if !cfg.Strict { // strict fails at the bad first row below
-		do("row of two cells", d.PushTableRow([]types.Value{types.Str("a"), types.Big(2)}))
-		do("row of a wrong kind", d.PushTableRow([]types.Value{types.Str("a"), types.Str("x"), types.TS(base)}))
-		do("row without a time", d.PushTableRow([]types.Value{types.Str("a"), types.Big(2), types.NullOf(types.Type{Kind: types.KindTimestamp})}))
-		do("bad record", d.PushTable([]byte(`{"k":`)))
+		do("row of two cells", d.PushInputRow(1, []types.Value{types.Str("a"), types.Big(2)}))
+		do("row of a wrong kind", d.PushInputRow(1, []types.Value{types.Str("a"), types.Str("x"), types.TS(base)}))
+		do("row without a time", d.PushInputRow(1, []types.Value{types.Str("a"), types.Big(2), types.NullOf(types.Type{Kind: types.KindTimestamp})}))
+		do("bad record", d.PushInput(1, []byte(`{"k":`)))
 	}
-	do("second a 0", d.PushTable(second("a", 2, 0)))
-	do("second b 1 typed", d.PushTableRow([]types.Value{types.Str("b"), types.Big(3), types.TS(base + 1e6)}))
+	do("second a 0", d.PushInput(1, second("a", 2, 0)))
+	do("second b 1 typed", d.PushInputRow(1, []types.Value{types.Str("b"), types.Big(3), types.TS(base + 1e6)}))
 	for i := 0; i < 12; i++ {
 		do(fmt.Sprintf("first %d", i), d.Push(first([]string{"a", "b", "c"}[i%3], i, i)))
 		if i%4 == 3 {
-			do(fmt.Sprintf("second a %d", i), d.PushTable(second("a", i, i)))
-			do(fmt.Sprintf("second b %d", i+1), d.PushTable(second("b", i, i+1)))
+			do(fmt.Sprintf("second a %d", i), d.PushInput(1, second("a", i, i)))
+			do(fmt.Sprintf("second b %d", i+1), d.PushInput(1, second("b", i, i+1)))
 		}
 	}
 	do("bad first", d.Push([]byte(`{"k":1}`)))
 	do("typed first", d.PushRow([]types.Value{types.Str("a"), types.Big(100), types.TS(base + 12e6)}))
-	do("advance second", d.AdvanceTableWatermark(base+14e6))
-	do("late second", d.PushTable(second("a", 9, 2)))
+	do("advance second", d.AdvanceInput(1, base+14e6))
+	do("late second", d.PushInput(1, second("a", 9, 2)))
 	do("late first", d.Push(first("a", 9, 1)))
-	do("second behind its partition", d.PushTableBehind(second("b", 9, 13), base+14e6))
+	do("second behind its partition", d.PushBehind(1, second("b", 9, 13), base+14e6))
 	do("advance first", d.AdvanceWatermark(base+13e6))
 	put := func(w *strings.Builder) func(k, v []byte) error {
 		return func(k, v []byte) error {
@@ -146,21 +146,21 @@ func transcript(t *testing.T, sql string, cfg Config) string {
 	if err := r.Checkpoint(true, []byte("pos"), put(&c2)); err != nil || entries(&c2) != entries(&c1) {
 		logf("restored checkpoint differs (%v):\n%s", err, entries(&c2))
 	}
-	logf("restored counts %+v %+v", r.Counts(), r.TableCounts())
-	do("end first", d.EndFirst())
+	logf("restored counts %+v %+v", r.Counts(), r.InputCounts(1))
+	do("end first", d.EndInput(0))
 	do("first after its end", d.Push(first("a", 1, 20)))
-	do("end second", d.EndTable())
-	do("second after its end", d.PushTable(second("a", 1, 20)))
-	do("advance second after its end", d.AdvanceTableWatermark(base+30e6))
+	do("end second", d.EndInput(1))
+	do("second after its end", d.PushInput(1, second("a", 1, 20)))
+	do("advance second after its end", d.AdvanceInput(1, base+30e6))
 	do("close open", d.CloseOpenWindows())
 	logf("queued %v", d.Queued())
 	do("close", d.Close())
-	do("second after close", d.PushTable(second("a", 1, 30)))
+	do("second after close", d.PushInput(1, second("a", 1, 30)))
 	logf("counts %+v", d.Counts())
-	logf("table counts %+v", d.TableCounts())
-	logf("join %v %+v", d.HasJoin(), d.JoinStats())
-	logf("interval %v %+v", d.HasIntervalJoin(), d.IntervalStats())
-	w1, w2 := d.InputWatermarks()
+	logf("table counts %+v", d.InputCounts(1))
+	logf("join %v %+v", d.q.Join != nil, d.JoinStats())
+	logf("interval %v %+v", d.q.IJoin != nil, d.IntervalStats())
+	w1, w2 := d.InputWatermark(0), d.InputWatermark(1)
 	logf("watermarks %d %d, %d, err %v, threads %d", w1, w2, d.Watermark(), d.Err(), d.Threads())
 
 	// The second input with a TIMESTAMP(3) column takes records only.
@@ -169,9 +169,9 @@ func transcript(t *testing.T, sql string, cfg Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logf("derived typed row: %v", dd.PushTableRow([]types.Value{types.Str("a"), types.Big(2), types.TS(base)}))
-	logf("derived after strict: %v", dd.PushTable(second("a", 2, 0)))
-	logf("derived counts %+v %+v", dd.Counts(), dd.TableCounts())
+	logf("derived typed row: %v", dd.PushInputRow(1, []types.Value{types.Str("a"), types.Big(2), types.TS(base)}))
+	logf("derived after strict: %v", dd.PushInput(1, second("a", 2, 0)))
+	logf("derived counts %+v %+v", dd.Counts(), dd.InputCounts(1))
 	return b.String()
 }
 

@@ -11,21 +11,26 @@ import (
 // edge feeds the aggregate through the same interface. A source's input
 // dedup (dedup.go) stands in front of the aggregate: a single one behind
 // dedupAgg (dedupagg.go), a sharded one on its reader. The driver calls
-// its head and never asks which kind it is; what only one kind has (a
-// join's second input and counters, the aggregate's watermark and
-// delivery) is a small extra interface (joinNode, aggregate).
+// its head and never asks which kind it is. Its inputs are the head's,
+// numbered: input 0's records are decoded by the driver's decode node, a
+// later input's (a join's second) by the head's decode node of that input
+// (input), and every call of an input (PushInput, AdvanceInput, EndInput,
+// InputCounts, InputWatermark) is a call of the head on that input. What
+// only one kind has (a join's counters, the aggregate's watermark and
+// delivery) is a small extra interface (temporalNode, intervalNode,
+// aggregate).
 //
 // The driver checks its own state (failed, closed) before it calls a
-// node. Rows are applied under the rule of pushed events: when the driver
-// buffers, only while nothing is queued and the buffer has room; what
-// cannot be applied yet waits in the node that made it, and pump applies
-// it.
+// node. Rows are applied under the rule of pushed events, which the host
+// passes to the nodes as its room (outbox, buffer.go): only while nothing
+// is queued and the room is not used up; what cannot be applied yet waits
+// in the node that made it, and pump applies it. A host with Emit has
+// room for everything; the nodes obey the room alike for both hosts.
 type node interface {
 	// admit refuses a push on input that the node cannot take now: an
-	// input it does not have or that has ended, a full join buffer, or,
-	// when the driver buffers, rows that still wait for room
-	// (ErrBackpressure, after the queued ones were applied as far as the
-	// room goes).
+	// input it does not have or that has ended, a full join buffer, or
+	// rows that still wait for the host's room (ErrBackpressure, after
+	// the queued ones were applied as far as the room goes).
 	admit(input int) error
 	// push applies the batch's rows of input in order. It stops at the
 	// first row that is not applied cleanly and returns how many rows it
@@ -33,10 +38,28 @@ type node interface {
 	push(input int, b *rowBatch) (int, error)
 	// advance moves input's watermark to wm if that is later.
 	advance(input int, wm int64) error
+	// input is the decode node of input i > 0, whose records the host
+	// decodes and checks into it before push (nil: the node has no such
+	// input; input 0's is the host's own decode node).
+	input(i int) *joinInput
+	// alone reports whether input ends alone (a join's second input, an
+	// interval join's either); end ends it: no row of it will come.
+	// ended reports whether it has.
+	alone(input int) bool
+	end(input int) error
+	ended(input int) bool
+	// inputWatermark is input's watermark (math.MinInt64 before its
+	// first row, or for an input the node does not have).
+	inputWatermark(input int) int64
+	// setLateFloor makes input's rows pushed next late behind floor too
+	// (a temporal join's table: PushBehind; math.MinInt64: none); a node
+	// without such a floor ignores it.
+	setLateFloor(input int, floor int64)
 	// tick is an early emission at this input position (the processing
 	// clock decided it).
 	tick() error
-	// pump applies what waits and the node may hand on now.
+	// pump applies what waits and the node may hand on now (the
+	// aggregate: renders its queued records into the room).
 	pump() error
 	// queued reports whether work waits in the node or after it.
 	queued() bool

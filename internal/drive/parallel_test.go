@@ -227,7 +227,7 @@ func parRun(t *testing.T, q *plan.Query, steps []parStep, threads []int, feed ..
 		}
 		now = now.Add(s.nowStep)
 		if len(feed) > 0 && feed[0] > 0 {
-			if threads[(ti-1)%len(threads)] > 1 && !d.feeding() {
+			if threads[(ti-1)%len(threads)] > 1 && !feeding(d) {
 				t.Fatalf("a driver of %d threads does not decode in blocks", d.Threads())
 			}
 			if err := d.Feed(s.line, int64(i)); err != nil {
@@ -445,7 +445,7 @@ SELECT g, count(*) AS c FROM ev GROUP BY g, TUMBLE(ts, INTERVAL '1' MINUTE)`)
 		if err := d.Push(fmt.Appendf(nil, `{"g":"k%06d","ts":"2026-07-18 10:00:00"}`, i)); err != nil {
 			t.Fatal(err)
 		}
-		if n := d.par.cur.events; n >= batchEvents {
+		if n := parOf(d).cur.events; n >= batchEvents {
 			t.Fatalf("a batch holds %d steps after a push, the bound is %d", n, batchEvents)
 		}
 	}
@@ -457,7 +457,7 @@ SELECT g, count(*) AS c FROM ev GROUP BY g, TUMBLE(ts, INTERVAL '1' MINUTE)`)
 	}
 	// The jump's records went through chunks of at most chunkRecords: the
 	// chunks kept for reuse never grew past it.
-	for _, s := range d.par.shards {
+	for _, s := range parOf(d).shards {
 		for len(s.free) > 0 {
 			if c := <-s.free; cap(c.recs) > 2*chunkRecords {
 				t.Fatalf("a chunk grew to %d records, the bound is %d", cap(c.recs), chunkRecords)
@@ -482,7 +482,7 @@ func TestParallelPanic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.par.testStep = func(shard int, op uint64) {
+	parOf(d).testStep = func(shard int, op uint64) {
 		if op == 7 {
 			panic("boom")
 		}
@@ -503,7 +503,7 @@ func TestParallelPanic(t *testing.T) {
 	if err := d.Push(events()[0]); !errors.Is(err, ErrInternal) {
 		t.Fatalf("push after the panic: %v", err)
 	}
-	d.par.stop()
+	parOf(d).stop()
 	if n := runtime.NumGoroutine(); n > base {
 		t.Fatalf("%d goroutines after stop, %d before", n, base)
 	}
@@ -566,10 +566,10 @@ SELECT g, count(*) AS c, sum(x) AS s FROM ev GROUP BY g, TUMBLE(ts, INTERVAL '1'
 			t.Fatal(err)
 		}
 		if threads > 1 {
-			if !d.feeding() {
+			if !feeding(d) {
 				t.Fatal("no block path")
 			}
-			p := d.par
+			p := parOf(d)
 			start := time.Now()
 			p.testTake = func() {
 				for p.hostTook.Load() < 2 {
@@ -589,10 +589,10 @@ SELECT g, count(*) AS c, sum(x) AS s FROM ev GROUP BY g, TUMBLE(ts, INTERVAL '1'
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if d.par == nil {
+		if parOf(d) == nil {
 			return out.String(), 0
 		}
-		return out.String(), d.par.hostTook.Load()
+		return out.String(), parOf(d).hostTook.Load()
 	}
 	want, _ := run(1)
 	for _, threads := range []int{2, 3} {
@@ -663,4 +663,19 @@ func TestParallelCollectedWithSelfReference(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > base {
 		t.Fatalf("%d goroutines, %d before", n, base)
 	}
+}
+
+// parOf is the driver's shards (nil when its aggregate is one operator).
+func parOf(d *Driver) *par {
+	if s, ok := d.agg.(*sharded); ok {
+		return s.p
+	}
+	return nil
+}
+
+// feeding reports whether the driver's aggregate decodes Feed's records
+// in blocks.
+func feeding(d *Driver) bool {
+	_, ok := d.feeder.(*blockFeed)
+	return ok
 }

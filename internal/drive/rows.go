@@ -36,7 +36,7 @@ func AppendGroupIdentity(dst []byte, cells []types.Value) []byte {
 // with each computed cell NULL; the computed cells are evaluated and the
 // TIMESTAMP(p) cells rounded, as the decoders do.
 func (d *Driver) PushRow(row []types.Value) error {
-	if err := d.admit(); err != nil {
+	if err := d.admit(0); err != nil {
 		return err
 	}
 	row, err := d.in.typed(row)
@@ -51,7 +51,7 @@ func (d *Driver) PushRow(row []types.Value) error {
 // a query without the join over the joined row's columns. No decoding,
 // no check of its shape, no computed column evaluated again.
 func (d *Driver) ApplyRow(row []types.Value) error {
-	if err := d.admit(); err != nil {
+	if err := d.admit(0); err != nil {
 		return err
 	}
 	d.n.Records++

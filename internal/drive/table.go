@@ -11,14 +11,16 @@ import (
 	"github.com/ubiksql/ubik/internal/types"
 )
 
-// A join's second input (a temporal join's versioned table, an interval
-// join's right input) is pushed with PushTable and PushTableRow; the root
-// package names both inputs by source. Its records are decoded and
-// counted here, into the join node's joinInput, and the rows go to the
-// node as input 1.
+// A driver's inputs are numbered as its head node's: input 0 is the
+// records Push and PushRow take, decoded by the driver's decode node; a
+// later one (a join's second input: a temporal join's versioned table, an
+// interval join's right input) is pushed with PushInput and PushInputRow,
+// decoded and counted by the head's decode node of that input (joinInput,
+// node.input), and its rows go to the head as that input. The root
+// package names the inputs by source.
 
-// joinInput is a join node's second input: its decoder and counters, and
-// how its errors name it.
+// joinInput is the decode node of a join node's second input: its decoder
+// and counters, and how its errors name it.
 type joinInput struct {
 	env  *joinEnv
 	src  *plan.Source
@@ -108,140 +110,130 @@ func typedCells(row []types.Value, cols []plan.Column) ([]types.Value, *exec.Dec
 	return row, nil
 }
 
-// errNoTable is the error of a second-input call on a driver without a join.
-func (d *Driver) errNoTable() error {
+// errNoInput is the error of a call on an input the head of the chain
+// does not have (a driver without a join has no second input).
+func (d *Driver) errNoInput() error {
 	return fmt.Errorf("drive: query %s has no versioned table input", d.q.Name)
 }
 
-// admitTable refuses second-input rows on a driver without a join, failed
-// or closed, or that the join cannot take now (joinNode.admit).
-func (d *Driver) admitTable() error {
-	if d.jn == nil {
-		return d.errNoTable()
+// PushInput decodes one record of input and applies it: input 0 as Push;
+// a later input (a temporal join's versioned table: the version of its key
+// valid from its time; an interval join's right input) through the head's
+// decode node of that input. A malformed row is an *EventError (counted
+// in InputCounts); a late one is counted and handed to the late hook. The
+// joined rows it releases are applied.
+func (d *Driver) PushInput(input int, raw []byte) error {
+	if input == 0 {
+		return d.Push(raw)
 	}
-	if d.fatal != nil {
-		return d.fatal
-	}
-	if d.closed {
-		return ErrClosed
-	}
-	return d.jn.admit(1)
-}
-
-// PushTable decodes one record of the join's second input (a temporal
-// join's versioned table: the version of its key valid from its time; an
-// interval join's right input) and joins it. A malformed row is an
-// *EventError (counted in TableCounts); a late one is counted and handed
-// to the late hook. The joined rows it releases are applied.
-func (d *Driver) PushTable(raw []byte) error {
-	if err := d.admitTable(); err != nil {
+	if err := d.admit(input); err != nil {
 		return err
 	}
-	row, err := d.jn.second().decode(raw)
+	row, err := d.first.input(input).decode(raw)
 	if err != nil || row == nil {
 		return err
 	}
-	_, err = d.first.push(1, d.one.set(row, raw, nil, false))
+	_, err = d.first.push(input, d.one.set(row, raw, nil, false))
 	return err
 }
 
-// PushTableBehind is PushTable for a host whose table watermark is a
-// minimum over the table's partitions (Kafka): the row is late when it
-// is behind the join's table watermark or behind floor, the watermark
-// of the rows before it in its own table partition (math.MinInt64: not
-// known), so what is late does not depend on the other partitions or
-// on when the host moved the watermark. Without a temporal join it is
-// PushTable.
-func (d *Driver) PushTableBehind(raw []byte, floor int64) error {
-	if t, ok := d.jn.(temporalNode); ok {
-		t.setLateFloor(floor)
-		defer t.setLateFloor(math.MinInt64)
-	}
-	return d.PushTable(raw)
+// PushBehind is PushInput for a host whose input watermark is a minimum
+// over the input's partitions (Kafka, a temporal join's table): the row is
+// late when it is behind the input's watermark or behind floor, the
+// watermark of the rows before it in its own partition (math.MinInt64:
+// not known), so what is late does not depend on the other partitions or
+// on when the host moved the watermark. A node without such a floor
+// ignores it.
+func (d *Driver) PushBehind(input int, raw []byte, floor int64) error {
+	d.first.setLateFloor(input, floor)
+	defer d.first.setLateFloor(input, math.MinInt64)
+	return d.PushInput(input, raw)
 }
 
-// PushTableRow applies one typed row of the second input, in its column
-// order (a table with computed or TIMESTAMP(p) columns takes its rows
-// through PushTable). A row of the wrong shape or kinds, or without a
-// time, is malformed.
-func (d *Driver) PushTableRow(row []types.Value) error {
-	if err := d.admitTable(); err != nil {
+// PushInputRow applies one typed row of input, in its column order: input
+// 0 as PushRow; a later input's (a table with computed or TIMESTAMP(p)
+// columns takes its rows through PushInput). A row of the wrong shape or
+// kinds, or without a time, is malformed.
+func (d *Driver) PushInputRow(input int, row []types.Value) error {
+	if input == 0 {
+		return d.PushRow(row)
+	}
+	if err := d.admit(input); err != nil {
 		return err
 	}
-	row, err := d.jn.second().check(row)
+	row, err := d.first.input(input).check(row)
 	if err != nil {
 		return err
 	}
-	_, err = d.first.push(1, d.one.set(row, nil, nil, false))
+	_, err = d.first.push(input, d.one.set(row, nil, nil, false))
 	return err
 }
 
-// AdvanceTableWatermark moves the second input's watermark to wm (µs) if
-// that is later: an input that is idle, or whose host knows no earlier
-// row will come. What it releases is joined and applied.
-func (d *Driver) AdvanceTableWatermark(wm int64) error {
-	if d.jn == nil {
-		return d.errNoTable()
+// AdvanceInput moves input's watermark to wm (µs) if that is later: input
+// 0 as AdvanceWatermark; a later input that is idle, or whose host knows
+// no earlier row will come. What it releases is joined and applied.
+func (d *Driver) AdvanceInput(input int, wm int64) error {
+	if input == 0 {
+		return d.AdvanceWatermark(wm)
+	}
+	if d.first.input(input) == nil {
+		return d.errNoInput()
 	}
 	if d.closed {
 		return ErrClosed
 	}
-	return d.delivering(d.first.advance(1, wm))
+	return d.delivering(d.first.advance(input, wm))
 }
 
-// EndTable ends the second input: no row will come, so every waiting
-// event of a temporal join joins the versions there are. Later rows are
-// refused (a temporal join's table rows: late).
-func (d *Driver) EndTable() error {
-	if d.jn == nil {
-		return d.errNoTable()
+// EndInput ends one input alone: no row of it will come. A temporal
+// join's table: every waiting event joins the versions there are, and
+// later table rows are late. An interval join's either input: its
+// watermark goes to the end, so the join holds no row of the other for it
+// (a host whose left file ended while the right goes on ends input 0, or
+// the rest of the right input would be held until Close). An input that
+// does not end alone (a temporal join's stream, a query without a join)
+// is refused: it ends with Close. Close ends every input; ending an input
+// twice is a no-op.
+func (d *Driver) EndInput(input int) error {
+	if input > 0 {
+		if d.first.input(input) == nil {
+			return d.errNoInput()
+		}
+		return d.delivering(d.first.end(input))
 	}
-	return d.delivering(d.jn.end(1))
-}
-
-// EndFirst ends the left input of an interval join alone, as EndTable
-// ends the right: no row of it will come, its watermark goes to the end,
-// so the join holds no right row for it any more (a host whose left file
-// ended while the right goes on calls it, or the rest of the right input
-// would be held until Close). Close ends both; ending twice is a no-op.
-func (d *Driver) EndFirst() error {
-	if !d.HasIntervalJoin() {
+	if !d.first.alone(input) {
 		return errNoEndFirst(d.q)
 	}
 	if d.fatal != nil {
 		return d.fatal
 	}
-	if d.closed || d.jn.ended(0) {
+	if d.closed || d.first.ended(input) {
 		return nil
 	}
-	return d.delivering(d.jn.end(0))
+	return d.delivering(d.first.end(input))
 }
 
 func errNoEndFirst(q *plan.Query) error {
 	return fmt.Errorf("drive: query %s has no interval join: its input ends with Close", q.Name)
 }
 
-// endSide ends input side of the join, delivering nothing yet (a graph's
-// close marker for one input of a join of two views).
-func (d *Driver) endSide(side int) error { return d.jn.end(side) }
-
-// inputEnded reports whether a join's input has ended (false without a
-// join).
-func (d *Driver) inputEnded(input int) bool { return d.jn != nil && d.jn.ended(input) }
-
-// TableCounts returns the second input's counters (Late: rows behind its
-// watermark; Applied: rows taken, as versions or held rows, or late).
-func (d *Driver) TableCounts() Counts {
-	if d.muted {
+// InputCounts returns input's counters: input 0's are Counts; a later
+// input's (Late: rows behind its watermark; Applied: rows taken, as
+// versions or held rows, or late) are its decode node's and the head's.
+func (d *Driver) InputCounts(input int) Counts {
+	switch {
+	case d.muted:
 		return Counts{}
+	case input == 0:
+		return d.Counts()
 	}
-	return d.first.counts(1)
+	return d.first.counts(input)
 }
 
 // JoinStats returns the temporal join's counters and state sizes (zero
 // without one).
 func (d *Driver) JoinStats() JoinStats {
-	if t, ok := d.jn.(temporalNode); ok {
+	if t, ok := d.first.(temporalNode); ok {
 		return t.joinStats()
 	}
 	return JoinStats{}
@@ -249,30 +241,13 @@ func (d *Driver) JoinStats() JoinStats {
 
 // IntervalStats returns the interval join's counters (zero without one).
 func (d *Driver) IntervalStats() IntervalStats {
-	if j, ok := d.jn.(intervalNode); ok {
+	if j, ok := d.first.(intervalNode); ok {
 		return j.intervalStats()
 	}
 	return IntervalStats{}
 }
 
-// HasJoin reports whether the query has a temporal join (a table input).
-func (d *Driver) HasJoin() bool {
-	_, ok := d.jn.(temporalNode)
-	return ok
-}
-
-// HasIntervalJoin reports whether the query has an interval join.
-func (d *Driver) HasIntervalJoin() bool {
-	_, ok := d.jn.(intervalNode)
-	return ok
-}
-
-// InputWatermarks are the watermarks (µs) of a join's two inputs: an
-// interval join's left and right, a temporal join's stream and table
+// InputWatermark is the watermark (µs) of input of the head: an interval
+// join's left (0) and right (1), a temporal join's stream and table
 // (math.MinInt64 without a join, or before an input's first row).
-func (d *Driver) InputWatermarks() (first, second int64) {
-	if d.jn == nil {
-		return math.MinInt64, math.MinInt64
-	}
-	return d.jn.watermarks()
-}
+func (d *Driver) InputWatermark(input int) int64 { return d.first.inputWatermark(input) }
