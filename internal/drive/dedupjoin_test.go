@@ -1,6 +1,8 @@
 package drive
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // dedupJoinSQL is an inner temporal join whose stream has a dedup key.
@@ -93,4 +96,94 @@ func TestDedupBeforeTemporalJoin(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A driver checkpointed while events wait in the join (their copies
+// already decided) and restored goes on as the one not stopped; a state
+// without the marker entry, written while the dedup ran after the join,
+// is refused, saying what to do.
+func TestDedupBeforeTemporalJoinRestore(t *testing.T) {
+	q := compile(t, dedupJoinSQL)
+	var events [][]byte
+	for i := 0; i < 60; i++ {
+		// Copies of k0..k19 under another tier, every third of them
+		// without a version; times out of order within the delay.
+		events = append(events, fmt.Appendf(nil, `{"id":"k%d","tier":%d,"v":%d,"ts":"2026-07-18 10:%02d:%02d"}`, i%20, i%3, i, i/30, (i*7)%30+i/2%30))
+	}
+	table := []byte(`{"tier":1,"price":3,"vf":"2026-07-18 09:00:00"}` + "\n" + `{"tier":0,"price":2,"vf":"2026-07-18 10:00:20"}`)
+	for _, threads := range []int{1, 3} {
+		want, wantStats, saved := dedupJoinRun(t, q, threads, events, table, 30, nil)
+		if wantStats.Duplicates == 0 {
+			t.Fatalf("threads %d: no duplicates: the test needs some", threads)
+		}
+		got, gotStats, _ := dedupJoinRun(t, q, threads, events, table, 30, saved)
+		if !slices.Equal(got, want) || gotStats.Duplicates != wantStats.Duplicates || gotStats.DedupKeys != wantStats.DedupKeys {
+			t.Errorf("threads %d: restored: %d duplicates, %d keys, records\n%s\nnot stopped: %d, %d,\n%s", threads,
+				gotStats.Duplicates, gotStats.DedupKeys, strings.Join(got, "\n"), wantStats.Duplicates, wantStats.DedupKeys, strings.Join(want, "\n"))
+		}
+		d, err := New(q, Config{Threads: threads, Emit: func(*changelog.Record) error { return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rerr error
+		for _, e := range saved {
+			if string(e[0]) != joinDedupKey {
+				if _, rerr = d.Restore(e[0], e[1]); rerr != nil {
+					break
+				}
+			}
+		}
+		if !errors.Is(rerr, ErrBadState) || !strings.Contains(rerr.Error(), "start the query over from an empty state") {
+			t.Errorf("threads %d: a state without the marker restored: %v", threads, rerr)
+		}
+	}
+}
+
+// dedupJoinRun runs a driver of q over events then the table's rows
+// (the events wait in the join meanwhile), checkpointing before event at
+// (saved, when restore is nil) or restored from restore and pushing the
+// events from at. It returns the records, the counters and the entries.
+func dedupJoinRun(t *testing.T, q *plan.Query, threads int, events [][]byte, table []byte, at int, restore [][2][]byte) ([]string, exec.Stats, [][2][]byte) {
+	t.Helper()
+	var recs []string
+	d, err := New(q, Config{Threads: threads, Emit: func(r *changelog.Record) error {
+		recs = append(recs, fmt.Sprintf("%s=%s", r.Key, r.Value))
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved [][2][]byte
+	from := 0
+	if restore != nil {
+		for _, e := range restore {
+			if _, err := d.Restore(e[0], e[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d.FinishRestore()
+		from = at
+	}
+	for i := from; i < len(events); i++ {
+		if i == at && restore == nil {
+			if err := d.Checkpoint(true, nil, func(k, v []byte) error {
+				saved = append(saved, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Push(events[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, row := range bytes.Split(table, []byte("\n")) {
+		if err := d.PushTable(row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return recs, d.Stats(), saved
 }
