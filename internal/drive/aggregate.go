@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/ubiksql/ubik/internal/exec"
-	"github.com/ubiksql/ubik/internal/types"
 )
 
 // aggregate is a driver's window-aggregate node (node.go): the query's
@@ -30,10 +29,6 @@ type aggregate interface {
 	// while a sharded node has rows in flight).
 	watermark() int64
 	delivered() int64
-	// countCopy reports whether row, turned away before the node (late at
-	// a temporal join), is a copy of an event the input dedup admitted,
-	// counting it as a duplicate if so.
-	countCopy(row []types.Value) bool
 	stats() exec.Stats
 	threads() int
 	// mark ends a host's call, setStep names the step of the calls that
@@ -180,16 +175,15 @@ func (s *single) closeOpen() error {
 	return s.op.EmitEarly()
 }
 
-func (s *single) emitEarly() error                 { return s.tick() }
-func (s *single) sync() error                      { return nil }
-func (s *single) watermark() int64                 { return s.op.Watermark() }
-func (s *single) delivered() int64                 { return s.op.Watermark() }
-func (s *single) queued() bool                     { return s.op.Queued() }
-func (s *single) stats() exec.Stats                { return s.op.Stats() }
-func (s *single) finishRestore()                   { s.op.FinishRestore() }
-func (s *single) threads() int                     { return 1 }
-func (s *single) outStep() uint64                  { return 0 }
-func (s *single) countCopy(row []types.Value) bool { return false } // no dedup: dedupAgg has one
+func (s *single) emitEarly() error  { return s.tick() }
+func (s *single) sync() error       { return nil }
+func (s *single) watermark() int64  { return s.op.Watermark() }
+func (s *single) delivered() int64  { return s.op.Watermark() }
+func (s *single) queued() bool      { return s.op.Queued() }
+func (s *single) stats() exec.Stats { return s.op.Stats() }
+func (s *single) finishRestore()    { s.op.FinishRestore() }
+func (s *single) threads() int      { return 1 }
+func (s *single) outStep() uint64   { return 0 }
 
 func (s *single) checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
 	return s.op.Checkpoint(full, position, put)
@@ -274,18 +268,17 @@ func (s *sharded) sync() error {
 	return s.parErr(s.p.sync())
 }
 
-func (s *sharded) watermark() int64                 { return s.p.wm }
-func (s *sharded) delivered() int64                 { return s.p.outWM }
-func (s *sharded) queued() bool                     { return false }
-func (s *sharded) pump() error                      { return nil }
-func (s *sharded) countCopy(row []types.Value) bool { return s.p.countCopy(row) }
-func (s *sharded) stats() exec.Stats                { return s.p.stats() }
-func (s *sharded) finishRestore()                   { s.p.finishRestore() }
-func (s *sharded) threads() int                     { return len(s.p.shards) }
-func (s *sharded) mark()                            { s.p.mark() }
-func (s *sharded) setStep(step uint64)              { s.p.step = step }
-func (s *sharded) outStep() uint64                  { return s.p.outStep }
-func (s *sharded) pendingStep() uint64              { return s.p.pendingStep() }
+func (s *sharded) watermark() int64    { return s.p.wm }
+func (s *sharded) delivered() int64    { return s.p.outWM }
+func (s *sharded) queued() bool        { return false }
+func (s *sharded) pump() error         { return nil }
+func (s *sharded) stats() exec.Stats   { return s.p.stats() }
+func (s *sharded) finishRestore()      { s.p.finishRestore() }
+func (s *sharded) threads() int        { return len(s.p.shards) }
+func (s *sharded) mark()               { s.p.mark() }
+func (s *sharded) setStep(step uint64) { s.p.step = step }
+func (s *sharded) outStep() uint64     { return s.p.outStep }
+func (s *sharded) pendingStep() uint64 { return s.p.pendingStep() }
 
 func (s *sharded) checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
 	if err := s.feed.drain(); err != nil {

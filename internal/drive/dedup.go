@@ -16,8 +16,9 @@ import (
 // longer be told from a new event (dedup-late, reported late), and
 // forgets the keys the watermark passes. In process it stands in front of
 // the aggregate (dedupAgg, dedupagg.go; a sharded aggregate's reader and
-// block sequencer, sharded.go and feed.go); over Kafka it is a stage of
-// its own (HostDedup, hostdedup.go). Its keys are a dedupState; its
+// block sequencer, sharded.go and feed.go), or of a temporal join, which
+// it precedes as the plan places it (dedupjoin.go); over Kafka it is a
+// stage of its own (HostDedup, hostdedup.go). Its keys are a dedupState; its
 // counters (Duplicates, DedupLate) and its state's gauges (DedupKeys,
 // DedupBytes) keep the meaning Stats gives them wherever it runs.
 type dedupNode struct {
@@ -30,9 +31,8 @@ type dedupNode struct {
 	wm   int64
 	late func(*exec.LateEvent) // nil: dedup-late events are not reported
 	// dups and beyond count the events dropped as copies and beyond the
-	// horizon; copies the copies turned away before the node (countCopy),
-	// duplicates that never reached the query's rows.
-	dups, beyond, copies int64
+	// horizon.
+	dups, beyond int64
 }
 
 // dedupState is what a dedup node keeps: the keys seen within the
@@ -43,7 +43,6 @@ type dedupState interface {
 	Admit(row []types.Value, watermark int64) (dup, beyond bool)
 	AppendKey(dst []byte, row []types.Value) ([]byte, bool)
 	AdmitKey(key []byte, hasKey bool, ts, watermark int64) (dup, beyond bool)
-	IsCopy(row []types.Value, watermark int64) bool
 	Evict(watermark int64)
 	Keys() int64
 	Bytes() int64
@@ -74,6 +73,16 @@ func newDedupNode(q *plan.Query, late func(*exec.LateEvent)) *dedupNode {
 		return nil
 	}
 	return &dedupNode{st: st, src: q.Source, wm: math.MinInt64, late: late}
+}
+
+// newAggDedup is the dedup node in front of q's aggregate (newDedupNode),
+// none for a temporal join's query: its join node deduplicates the
+// stream before joining it.
+func newAggDedup(q *plan.Query, late func(*exec.LateEvent)) *dedupNode {
+	if q.Join != nil {
+		return nil
+	}
+	return newDedupNode(q, late)
 }
 
 // admit decides one decoded event (raw its record, for the late hook)
@@ -127,19 +136,6 @@ func (n *dedupNode) advance(wm int64) int64 {
 	return n.st.Bytes() - before
 }
 
-// countCopy reports whether row, an event turned away before the node
-// (late at a temporal join, whose stream columns lead the joined row, so
-// the key and time read the same), is a later copy of a key admitted
-// within the horizon at wm, counting it as a duplicate if so: a copy is a
-// duplicate wherever it is turned away.
-func (n *dedupNode) countCopy(row []types.Value, wm int64) bool {
-	if !n.st.IsCopy(row, wm) {
-		return false
-	}
-	n.copies++
-	return true
-}
-
 // dropped is how many events the node dropped (none without a node):
 // they reached the query, so they count among its rows.
 func (n *dedupNode) dropped() int64 {
@@ -151,14 +147,14 @@ func (n *dedupNode) dropped() int64 {
 
 // addStats adds the node's counters and its state's gauges to s.
 func (n *dedupNode) addStats(s *exec.Stats) {
-	s.Duplicates += n.dups + n.copies
+	s.Duplicates += n.dups
 	s.DedupLate += n.beyond
 	s.DedupKeys, s.DedupBytes = n.st.Keys(), n.st.Bytes()
 }
 
 // addMeta adds the node's counters to a checkpoint's meta entry.
 func (n *dedupNode) addMeta(m *exec.Meta) {
-	m.Counters[7] += n.dups + n.copies
+	m.Counters[7] += n.dups
 	m.Counters[8] += n.beyond
 }
 

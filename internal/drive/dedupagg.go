@@ -7,14 +7,14 @@ import (
 )
 
 // dedupAgg is the dedup node in front of a single aggregate (the chain
-// decode -> [join] -> dedup -> aggregate): it admits each row at the
+// decode -> dedup -> aggregate; a temporal join's query has it in front
+// of the join instead, dedupjoin.go): it admits each row at the
 // operator's watermark, hands the survivors on and tells the operator of
 // the dropped ones (exec.Operator.Skip), so Rows, the watermark and
-// StateBytes read as if the dedup were the operator's first step. A
-// temporal join's joined rows reach it as the stream's events would (the
-// stream columns lead the joined row). Its entries go between the
-// operator's groups and its meta entry, whose Duplicates and DedupLate
-// it adds: the layout of the operator that kept the keys itself.
+// StateBytes read as if the dedup were the operator's first step. Its
+// entries go between the operator's groups and its meta entry, whose
+// Duplicates and DedupLate it adds (dedupNode.metaPut): the layout of the
+// operator that kept the keys itself.
 type dedupAgg struct {
 	*single
 	dd *dedupNode
@@ -25,7 +25,7 @@ type dedupAgg struct {
 // keys as the operator's watermark moves (ecfg.OnAdvance) and reports
 // dedup-late events where the operator reports late ones (ecfg.Late).
 func dedupFront(q *plan.Query, ecfg *exec.Config) *dedupNode {
-	dd := newDedupNode(q, ecfg.Late)
+	dd := newAggDedup(q, ecfg.Late)
 	if dd != nil {
 		ecfg.OnAdvance = dd.advance
 	}
@@ -70,10 +70,6 @@ func (x *dedupAgg) apply(b *rowBatch, i int, row []types.Value) error {
 	return op.Process(row)
 }
 
-func (x *dedupAgg) countCopy(row []types.Value) bool {
-	return x.dd.countCopy(row, x.op.Watermark())
-}
-
 func (x *dedupAgg) stats() exec.Stats {
 	s := x.single.stats()
 	x.dd.addStats(&s)
@@ -81,20 +77,26 @@ func (x *dedupAgg) stats() exec.Stats {
 }
 
 func (x *dedupAgg) checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
-	return x.single.checkpoint(full, position, func(k, v []byte) error {
+	return x.single.checkpoint(full, position, x.dd.metaPut(full, put))
+}
+
+// metaPut is put with the node's entries written before the meta entry,
+// whose counters it adds.
+func (dd *dedupNode) metaPut(full bool, put func(key, val []byte) error) func(key, val []byte) error {
+	return func(k, v []byte) error {
 		if string(k) != exec.MetaKey {
 			return put(k, v)
 		}
-		if err := x.dd.checkpoint(full, put); err != nil {
+		if err := dd.checkpoint(full, put); err != nil {
 			return err
 		}
 		m, err := exec.ParseMeta(v)
 		if err != nil {
 			return err
 		}
-		x.dd.addMeta(&m)
+		dd.addMeta(&m)
 		return put(k, exec.AppendMeta(nil, m))
-	})
+	}
 }
 
 func (x *dedupAgg) restore(key, val []byte) ([]byte, error) {

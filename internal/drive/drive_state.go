@@ -26,7 +26,13 @@ type Counts struct {
 // as of the last batch merged (exact after a call that delivers
 // everything); its peaks are the sums of the shards' peaks, its latency
 // quantiles the largest shard's.
-func (d *Driver) Stats() exec.Stats { return d.agg.stats() }
+func (d *Driver) Stats() exec.Stats {
+	s := d.agg.stats()
+	if t, ok := d.first.(*temporalJoin); ok {
+		t.addDedupStats(&s) // a temporal join's stream is deduplicated before the join
+	}
+	return s
+}
 
 // Counts returns the input counters (zero for a muted query: Config.Muted).
 func (d *Driver) Counts() Counts {

@@ -47,6 +47,7 @@ type temporalJoin struct {
 	finished bool
 	evalErrs int64 // released events rejected by a join key evaluation error
 	incr     bool  // Config.IncrementalJoinState
+	joinDedup
 }
 
 func newTemporalJoin(env *joinEnv, cfg Config) (*temporalJoin, error) {
@@ -65,6 +66,7 @@ func newTemporalJoin(env *joinEnv, cfg Config) (*temporalJoin, error) {
 		j.SetIncremental()
 	}
 	t := &temporalJoin{joinEnv: env, j: j, max: cfg.JoinBuffer, hostWM: math.MinInt64, incr: cfg.IncrementalJoinState}
+	t.initDedup()
 	t.table = joinInput{env: env, src: q.Join.Table, dec: cfg.TableDecoder, noun: "table", call: "PushTable"}
 	if t.table.dec == nil {
 		t.table.dec = exec.NewSourceDecoder(q.Join.Table, q.TableUsed())
@@ -121,9 +123,13 @@ func (t *temporalJoin) push(input int, b *rowBatch) (int, error) {
 	return len(b.rows), nil
 }
 
-// pushEvent hands one decoded stream row to the join.
+// pushEvent hands one decoded stream row to the join, unless the
+// stream's input dedup drops it.
 func (t *temporalJoin) pushEvent(row []types.Value, raw []byte) error {
 	t.n.Applied++
+	if t.dd != nil && t.dedup(row, raw) {
+		return nil
+	}
 	if !t.blocked() {
 		// An event that need not wait joins in place: no copy.
 		out, ok, err := t.j.JoinNow(row)
@@ -135,9 +141,6 @@ func (t *temporalJoin) pushEvent(row []types.Value, raw []byte) error {
 		}
 	}
 	stream := t.q.Join.Stream
-	if t.j.Late(row[stream.TimeCol].I) && t.agg.countCopy(row) {
-		return nil // a copy of an admitted event: a duplicate, not late
-	}
 	late, err := t.j.PushEvent(row)
 	if err != nil {
 		t.n.Applied--
@@ -226,6 +229,9 @@ func (t *temporalJoin) advance(input int, wm int64) error {
 	if input == 0 {
 		t.j.AdvanceStream(wm)
 		t.hostWM = max(t.hostWM, wm)
+		if t.dd != nil {
+			t.dd.advance(t.j.StreamWatermark())
+		}
 	} else {
 		t.j.AdvanceTable(wm)
 	}
@@ -288,6 +294,9 @@ func (t *temporalJoin) checkpoint(full bool, position []byte, put func(key, val 
 	if err != nil {
 		return err
 	}
+	if put, err = t.dedupPut(full, put); err != nil {
+		return err
+	}
 	return t.agg.checkpoint(full, position, put)
 }
 
@@ -297,6 +306,9 @@ func (t *temporalJoin) restore(key, val []byte) ([]byte, error) {
 	}
 	if t.incr && exec.IsJoinEntry(key) {
 		return nil, t.j.RestoreEntry(key, val)
+	}
+	if ok, err := t.restoreDedup(key, val); ok || err != nil {
+		return nil, err
 	}
 	return t.agg.restore(key, val)
 }

@@ -161,7 +161,7 @@ type parOut struct {
 }
 
 func newPar(q *plan.Query, cfg Config, out *parOut, threads int, blocks bool) (*par, error) {
-	p := &par{q: q, adm: exec.NewAdmission(q), dedup: newDedupNode(q, nil), seed: maphash.MakeSeed(), lateness: q.Emit.AllowedLateness,
+	p := &par{q: q, adm: exec.NewAdmission(q), dedup: newAggDedup(q, nil), seed: maphash.MakeSeed(), lateness: q.Emit.AllowedLateness,
 		delay: q.Source.WatermarkDelay, external: cfg.ExternalWatermark || q.IJoin != nil, perEvent: 1, seqBase: 1,
 		width: len(q.Source.Columns), out: weak.Make(out), withRows: out.onRow != nil, marks: out.onMark != nil, wm: math.MinInt64, outWM: math.MinInt64,
 		lastMark: math.MinInt64, maxTime: math.MinInt64}
@@ -521,11 +521,6 @@ func (p *par) mark() {
 	p.lastMark = p.wm
 	p.noteStep()
 	p.cur.marks = append(p.cur.marks, advance{op: p.op, wm: p.wm})
-}
-
-// countCopy is aggregate.countCopy: the dedup runs on the reader.
-func (p *par) countCopy(row []types.Value) bool {
-	return p.dedup != nil && p.dedup.countCopy(row, p.wm)
 }
 
 // stop ends the shards' goroutines, after the batch in flight.

@@ -67,18 +67,3 @@ func (o *Operator) Skip(row []types.Value, observe bool) error {
 // AddStateBytes adds n (negative: frees) to StateBytes: the host's state
 // in front of the operator (its input dedup's keys) is live state too.
 func (o *Operator) AddStateBytes(n int64) { o.addBytes(n) }
-
-// IsCopy reports whether row, an event its host turns away before the
-// dedup (late at a temporal join: the stream columns lead the joined row,
-// so the dedup column and time read the same), is a later copy of a key
-// admitted within the horizon, watermark the dedup's. It only looks.
-func (x *Dedup) IsCopy(row []types.Value, watermark int64) bool {
-	d := x.d
-	v, ts := row[d.col], row[x.tc]
-	if v.Null || ts.Null || satAdd(ts.I, d.within) <= watermark {
-		return false
-	}
-	d.keyBuf = appendDistinctCell(d.keyBuf[:0], v)
-	_, ok := d.seen[string(d.keyBuf)]
-	return ok
-}

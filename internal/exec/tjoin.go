@@ -264,14 +264,26 @@ func (t *TemporalJoin) PushEvent(row []types.Value) (late bool, err error) {
 	if n := int64(len(t.buf)); n > t.stats.BufferedPeak {
 		t.stats.BufferedPeak = n
 	}
+	t.Observe(ts)
+	return false, nil
+}
+
+// Observe moves the stream's watermark by an event of time ts (its time
+// less the watermark delay, if later; nothing when the host moves it):
+// an event pushed, or one its host dropped before the join (a later copy
+// the stream's input dedup dropped), whose time moves the watermark as
+// every decoded event's does.
+func (t *TemporalJoin) Observe(ts int64) {
 	if ts > t.streamMax {
 		t.streamMax = ts
 		if !t.external {
 			t.AdvanceStream(satSub(ts, t.j.Stream.WatermarkDelay))
 		}
 	}
-	return false, nil
 }
+
+// StreamWatermark is the stream's watermark (µs).
+func (t *TemporalJoin) StreamWatermark() int64 { return t.stats.StreamWM }
 
 // JoinNow joins an event that need not wait, without copying it: one
 // that is not late, while no event waits, and whose time the table's
@@ -290,12 +302,7 @@ func (t *TemporalJoin) JoinNow(row []types.Value) ([]types.Value, bool, error) {
 	// The stream watermark moves after the join, so a sweep cannot drop
 	// a version this event needs (as the event waiting in the buffer
 	// holds the horizon back in PushEvent).
-	if ts > t.streamMax {
-		t.streamMax = ts
-		if !t.external {
-			t.AdvanceStream(satSub(ts, t.j.Stream.WatermarkDelay))
-		}
-	}
+	t.Observe(ts)
 	return out, true, err
 }
 
