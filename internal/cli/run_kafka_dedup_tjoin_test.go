@@ -15,8 +15,8 @@ import (
 )
 
 // A temporal join whose stream has a dedup key: copies of an event (one
-// id) under another customer, so that a join stage's partitions (a hash
-// of the whole record) can place them apart.
+// id) under another customer, so that a placement by anything but the id
+// (the group key, a hash of the whole record) can place them apart.
 const dedupJoinSQL = `CREATE SOURCE usage (id VARCHAR, customer VARCHAR, tier BIGINT, qty BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' MINUTE) WITH (%sdedup_key = 'id', dedup_within = '1 hour');
 CREATE TABLE prices (tier BIGINT, price BIGINT, valid_from TIMESTAMP, PRIMARY KEY (tier) NOT ENFORCED, WATERMARK FOR valid_from AS valid_from)%s;
 CREATE VIEW per_customer AS SELECT u.customer, TUMBLE_START(u.ts, INTERVAL '1' MINUTE) AS ws, sum(u.qty) AS n
@@ -67,7 +67,7 @@ func TestRunKafkaDedupTemporalJoin(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		name, query string // per_price: grouped by the table, the survivors are placed by a hash; hourly: the join a view of the chain
+		name, query string // per_price: grouped by the table, the join's stage deduplicates; hourly: the join a view of the chain
 		produce     []string
 		ordered     bool // the copies of a key share a partition
 		restarts    bool // kill -9 the run in the middle

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"math"
 
+	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
@@ -80,8 +81,8 @@ func (r *DedupRouter) TakeCounts() Counts {
 // (exec.Dedup: a later copy within the horizon is a duplicate; an event
 // beyond the horizon is dedup-late, reported late, as the operator
 // reports it), and gives a survivor's group key (exec.GroupKeys) for
-// the aggregate's placement (a temporal join's: as NewRouter places its
-// stream's events). It checkpoints its keys, counters and
+// the aggregate's placement (a temporal join's grouped by its stream:
+// NewRouter's). It checkpoints its keys, counters and
 // watermark as an operator does (entries "d" + key and exec.MetaKey).
 type HostDedup struct {
 	in     decodeNode
@@ -103,9 +104,11 @@ func NewHostDedup(q *plan.Query, cfg Config) (*HostDedup, error) {
 	if err != nil {
 		return nil, err
 	}
-	place, err := NewRouter(q, cfg)
-	if err != nil {
-		return nil, err
+	var place *Router // nil: a temporal join's stream that needs no placement (the join is where it is)
+	if q.Join == nil || dataflow.StreamGrouped(q) {
+		if place, err = NewRouter(q, cfg); err != nil {
+			return nil, err
+		}
 	}
 	h := &HostDedup{d: r.d, place: place, late: cfg.Late, wm: math.MinInt64}
 	h.in = decodeNode{dec: r.in.dec, src: q.Source, n: &h.n}
@@ -113,8 +116,8 @@ func NewHostDedup(q *plan.Query, cfg Config) (*HostDedup, error) {
 }
 
 // Push decodes one record and admits it. For the first copy of its key
-// (or an event without one) it appends the event's group key to dst and
-// reports routed; a duplicate or a dedup-late event is dropped and
+// (or an event without one) it appends the event's group key to dst (if
+// it is placed) and reports routed; a duplicate or a dedup-late event is dropped and
 // counted. An event whose group key fails to evaluate is an *EventError
 // (counted in EvalErrors).
 func (h *HostDedup) Push(dst, raw []byte) (key []byte, routed bool, err error) {
@@ -139,6 +142,9 @@ func (h *HostDedup) Push(dst, raw []byte) (key []byte, routed bool, err error) {
 				Reason: "beyond the dedup horizon: a retry can no longer be told from a new event"})
 		}
 		return nil, false, nil
+	}
+	if h.place == nil {
+		return dst, true, nil
 	}
 	key, err = h.place.place(dst, raw, row)
 	if err != nil {
