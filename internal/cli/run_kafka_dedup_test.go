@@ -100,7 +100,7 @@ func runKafkaDedup(t *testing.T, sql string, produce []string, restarts bool, fl
 	if restarts {
 		p := crashtest.Start(t, exec.Command(buildUbik(t), run...))
 		deadline := time.Now().Add(30 * time.Second)
-		for !committedDedup(t, addr) && time.Now().Before(deadline) {
+		for !committedDedup(t, addr, "per_customer-dedup-state") && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		if killed, err := p.Kill(); !killed || err != nil {
@@ -124,16 +124,16 @@ func runKafkaDedup(t *testing.T, sql string, produce []string, restarts bool, fl
 	return got
 }
 
-// committedDedup reports whether the dedup stage has committed some of
-// the keys produced before the kill (so that it dies with work done and,
-// likely, work in flight).
-func committedDedup(t *testing.T, addr string) bool {
+// committedDedup reports whether the stage that deduplicates has
+// committed some of the keys produced before the kill to its state topic
+// (so that it dies with work done and, likely, work in flight).
+func committedDedup(t *testing.T, addr, topic string) bool {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	lso, err := kadm.NewClient(cl).ListCommittedOffsets(t.Context(), "per_customer-dedup-state")
+	lso, err := kadm.NewClient(cl).ListCommittedOffsets(t.Context(), topic)
 	if err != nil {
 		return false
 	}

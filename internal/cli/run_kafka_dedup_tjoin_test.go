@@ -48,10 +48,12 @@ func dedupJoinEvents() string {
 }
 
 // TestRunKafkaDedupTemporalJoin: a temporal join's stream runs through
-// the dedup stage, so copies of an event (one id) under another customer
-// count once over Kafka as in a file run (400 events and the one an hour
-// later; 134 copies dropped): per group where the copies share a
-// partition (keyed by id), the total round-robin; after a kill -9 too.
+// the dedup stage (grouped by the stream), or is deduplicated by the
+// join's stage in the dedup key's partitions (grouped by the table), so
+// copies of an event (one id) under another customer count once over
+// Kafka as in a file run (400 events and the one an hour later; 134
+// copies dropped): per group where the copies share a partition (keyed
+// by id), the total round-robin; after a kill -9 too (the keys restored).
 func TestRunKafkaDedupTemporalJoin(t *testing.T) {
 	const versions = `{"tier":0,"price":2,"valid_from":"2026-07-18 09:00:00"}
 {"tier":1,"price":3,"valid_from":"2026-07-18 09:00:00"}
@@ -77,6 +79,7 @@ func TestRunKafkaDedupTemporalJoin(t *testing.T) {
 		{"grouped by the table", "per_price", []string{"--partitions", "4", "--key-field", "id"}, true, false},
 		{"a chain over the join", "hourly", []string{"--partitions", "4"}, true, false},
 		{"kill -9", "per_customer", []string{"--partitions", "4", "--key-field", "id"}, true, true},
+		{"kill -9 grouped by the table", "per_price", []string{"--partitions", "4", "--key-field", "id"}, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			want := wants[c.query]
@@ -123,8 +126,13 @@ func runKafkaDedupJoin(t *testing.T, versions, query string, produce []string, r
 	run := []string{"run", sql, "--query", query, "--sink", "kafka://" + addr + "/out", "--instance-id", "a", "--log-level", "warn"}
 	if restarts {
 		p := crashtest.Start(t, exec.Command(buildUbik(t), run...))
-		deadline := time.Now().Add(30 * time.Second) // committedDedup reads per_customer's dedup stage
-		for !committedDedup(t, addr) && time.Now().Before(deadline) {
+		// The dedup keys: per_customer's dedup stage's, per_price's join stage's.
+		state := query + "-dedup-state"
+		if query == "per_price" {
+			state = query + "-state"
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for !committedDedup(t, addr, state) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		if killed, err := p.Kill(); !killed || err != nil {
