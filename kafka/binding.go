@@ -35,6 +35,9 @@ type binding struct {
 	Table string `json:"table,omitempty"`
 	// Right, for an interval join of two streams: the right stream's topic.
 	Right string `json:"right,omitempty"`
+	// JoinIn, for a temporal join grouped by a table column: the
+	// partitions it joins in (joinIn).
+	JoinIn string `json:"join_in,omitempty"`
 }
 
 func (p *Pipeline) binding() binding {
@@ -76,6 +79,7 @@ func (p *Pipeline) binding() binding {
 	}
 	b := binding{Version: 1, Query: strings.TrimSpace(text), Schema: schema, Source: p.opts.Source.Topic,
 		SourcePartitions: p.nSource, PartitionedByKey: p.direct, Sink: p.opts.Sink.Topic, Views: strings.Join(views, ", ")}
+	b.JoinIn = p.joinIn()
 	if p.tj != nil && p.tj.interval {
 		b.Right = p.tj.ep.Topic
 	} else if p.tj != nil {
@@ -103,10 +107,11 @@ func (b binding) diff(now binding) []string {
 	}
 	if b.Source != now.Source {
 		out = append(out, fmt.Sprintf("the source topic was %s, now %s", b.Source, now.Source))
-	} else if b.SourcePartitions != now.SourcePartitions && (now.PartitionedByKey || now.SourcePartitions < b.SourcePartitions) {
+	} else if b.SourcePartitions != now.SourcePartitions && (now.PartitionedByKey || now.JoinIn == joinInSource || now.SourcePartitions < b.SourcePartitions) {
 		// Partitions added to a source the query repartitions move no
 		// group (groups are placed by key in the repartition topic): the
-		// restart reads them. Read by key, they would split groups.
+		// restart reads them. Read by key, they would split groups; a
+		// join in the source's partitions has no table partition for them.
 		out = append(out, fmt.Sprintf("source topic %s had %d partitions, now %d", b.Source, b.SourcePartitions, now.SourcePartitions))
 	}
 	if b.PartitionedByKey != now.PartitionedByKey {
@@ -150,6 +155,9 @@ func (p *Pipeline) ownedText() string {
 	if p.tj != nil {
 		groups = append(groups, p.tableGroup())
 		txns = append(txns, p.tableGroup()+".<instance-id>")
+		if p.direct {
+			topics = append(topics, p.repTopic) // the table's broadcast
+		}
 	}
 	if p.dedup {
 		groups = append(groups, dedupName(p.name))

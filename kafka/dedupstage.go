@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -29,7 +30,8 @@ import (
 // hasDedupStage reports whether root, the query reading the source,
 // deduplicates it in a dedup stage: a declared source with a dedup key,
 // or a temporal join's stream with one (the joined source carries the
-// stream's dedup key), not an interval join's input.
+// stream's dedup key), not an interval join's input. A temporal join
+// grouped by a table column deduplicates in its own stage (dedupJoin).
 func hasDedupStage(root *plan.Query) bool {
 	return root.IJoin == nil && root.Source != nil && root.Source.View == nil && root.Source.Dedup != nil
 }
@@ -353,4 +355,55 @@ func (p *Pipeline) sourceOf(r *kgo.Record) *kgo.Record {
 		return r
 	}
 	return &kgo.Record{Topic: p.opts.Source.Topic, Partition: int32(part), Offset: off}
+}
+
+// The join's stage of a temporal join where its stream is, over a dedup
+// key (dedupJoin), deduplicates each partition's events before its graph
+// joins them, as the plan's Dedup node in the join's segment: stage 1
+// routed every copy of a key to one partition. The dedup (drive.HostDedup,
+// moved by stage 1's markers as they come) keeps its entries in the
+// task's state partition under ddPrefix; the graph's top has no dedup
+// key (withoutDedup).
+const ddPrefix = "\xffdedup."
+
+// newJoinDedup is a task's dedup in the join's stage, or nil.
+func (p *Pipeline) newJoinDedup() (*drive.HostDedup, error) {
+	if !p.dedupJoin {
+		return nil, nil
+	}
+	late := p.opts.OnLate
+	if p.inputMuted() {
+		late = nil
+	}
+	return drive.NewHostDedup(p.root, drive.Config{Decoder: p.decoder(), Late: late})
+}
+
+// joinDeduped hands the first copy of an event to the task's graph.
+func (st *stage2) joinDeduped(t *task, r *kgo.Record) error {
+	_, first, err := t.dd.Push(nil, r.Value)
+	if err != nil || !first {
+		return err
+	}
+	return st.p.joinFull(t.g.Push(r.Value), t.part)
+}
+
+// checkpointDedup writes the changed entries of t's dedup with put.
+func checkpointDedup(t *task, put func(k, v []byte) error) error {
+	if t.dd == nil {
+		return nil
+	}
+	return t.dd.Checkpoint(false, nil, func(k, v []byte) error {
+		return put(append([]byte(ddPrefix), k...), v)
+	})
+}
+
+// restoreDedup loads entry ek of t's state partition into its dedup,
+// and reports whether it was the dedup's.
+func restoreDedup(t *task, ek, val []byte) (bool, error) {
+	k, ok := bytes.CutPrefix(ek, []byte(ddPrefix))
+	if !ok || t.dd == nil {
+		return false, nil
+	}
+	_, err := t.dd.Restore(k, val)
+	return true, err
 }

@@ -16,7 +16,10 @@ import (
 
 // A query with an event-time temporal join (JOIN t FOR SYSTEM_TIME AS OF
 // s.ts) reads two topics: the stream (Options.Source), repartitioned by
-// the query's GROUP BY key as any query's events, and the versioned table
+// the query's GROUP BY key as any query's events (grouped by a table
+// column, joined where it is: the join's stage reads the source topic
+// itself, or, over a dedup key, the events stage 1 routes by it, and
+// deduplicates them; joinsInPlace), and the versioned table
 // (Options.Table), read by a third stage, the table stage (group Q-tbl,
 // transactional id Q-tbl.<instance>), which copies every table row to
 // every partition of the repartition topic, a broadcast, and after them
@@ -55,6 +58,51 @@ type tableJoin struct {
 	interval bool            // an interval join's right stream: routed by the join key, not broadcast
 	n        int             // partitions of the table topic
 	end      map[int32]int64 // UntilCaughtUp: the table topic's end offsets at start
+}
+
+// Where a temporal join grouped by a table column joins (joinsInPlace,
+// binding.JoinIn): in the source's partitions, or in its dedup key's.
+const (
+	joinInSource = "source"
+	joinInDedup  = "dedup_key"
+)
+
+// joinIn is where p's temporal join joins, if it is grouped by a table
+// column ("" for any other query).
+func (p *Pipeline) joinIn() string {
+	switch {
+	case p.dedupJoin:
+		return joinInDedup
+	case p.direct && p.tj != nil && !p.tj.interval:
+		return joinInSource
+	}
+	return ""
+}
+
+// oldJoinState refuses the state of a temporal join grouped by a table
+// column that joined elsewhere than this run does: an earlier version
+// joined in the partitions of the repartition topic, where its
+// repartition stage spread the events by a hash of the record (after a
+// dedup stage of its own, for a stream with a dedup key), and recorded
+// no JoinIn. Its waiting events, committed offsets and routed records
+// belong to partitions this run does not have.
+func (p *Pipeline) oldJoinState(ctx context.Context) error {
+	now := p.joinIn()
+	if now == "" {
+		return nil
+	}
+	old, found, err := p.readBinding(ctx)
+	if err != nil || !found || old.JoinIn == now {
+		return err
+	}
+	where := map[string]string{
+		"": fmt.Sprintf("the partitions of %s, where its repartition stage (group %s-in) spread the events by a hash of the whole record (after its dedup stage, group %s, for a stream with a dedup key)",
+			p.repTopic, p.name, dedupName(p.name)),
+		joinInSource: fmt.Sprintf("the partitions of the source topic %s", p.opts.Source.Topic),
+		joinInDedup:  fmt.Sprintf("the partitions of %s, where the repartition stage (group %s-in) routes each event by its dedup key", p.repTopic, p.name),
+	}
+	return fmt.Errorf("%w: query %s's state topic %s holds the state of a temporal join that joined in %s; this run joins in %s. Start the query over (ubik run --reset-state, Options.ResetState: it deletes the query's consumer groups and internal topics, so the input is read again as --from says, and the sink's keys restart at revision 1) or run it under another query name",
+		ErrOldState, p.q.Name, p.stateTopic, where[old.JoinIn], where[now])
 }
 
 // tableGroup is the table stage's consumer group.

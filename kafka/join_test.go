@@ -450,11 +450,23 @@ func TestRunKafkaTemporalJoinBuffer(t *testing.T) {
 // TestRunKafkaTemporalJoinInstances: two processes share the stages
 // (their partitions move between them as they join, and again as one
 // stops) while both topics grow in slices, either one ahead; then one
-// runs until caught up. The finals equal the in-process run's.
+// runs until caught up. The finals equal the in-process run's, grouped
+// by the stream and by the table (whose join's group reads the source
+// and the table's broadcast, partition i of both in one process).
 func TestRunKafkaTemporalJoinInstances(t *testing.T) {
 	t.Parallel()
-	q := kjoinQuery(t)
+	prog, err := plan.Compile(derivedTJoinSQL, plan.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTable := prog.Queries[len(prog.Queries)-1]
 	events, versions := kjoinData(11, 2400)
+	tevents, tversions := derivedTJoinData(11, 2400)
+	t.Run("by the stream", func(t *testing.T) { kjoinInstances(t, kjoinQuery(t), events, versions) })
+	t.Run("by the table", func(t *testing.T) { kjoinInstances(t, byTable, tevents, tversions) })
+}
+
+func kjoinInstances(t *testing.T, q *plan.Query, events, versions [][]byte) {
 	want := kjoinInProcess(t, q, events, versions)
 	addrs := cluster(t).ListenAddrs()
 	mkTopic(t, addrs, "usage", 4, nil)

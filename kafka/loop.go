@@ -65,12 +65,18 @@ type stageWork interface {
 
 // loopSpec names a stage's session.
 type loopSpec struct {
-	name   string // the stage, in logs and errors
-	group  string
-	topic  string // the input topic
-	txnID  string
-	reset  kgo.Offset      // where a partition without a committed offset starts
-	manual map[string]bool // topics whose records carry their partition (markers, state entries)
+	name  string // the stage, in logs and errors
+	group string
+	topic string // the input topic
+	// broadcast, if set, is a second input topic, read from its start
+	// (a temporal join's table rows, for a join in the source's
+	// partitions): partition i of both is one task's, so the group
+	// assigns them together (kgo.RangeBalancer: both topics have the
+	// same partition count).
+	broadcast string
+	txnID     string
+	reset     kgo.Offset      // where a partition without a committed offset starts
+	manual    map[string]bool // topics whose records carry their partition (markers, state entries)
 	// records, if set, ends a transaction once it has taken this many
 	// input records (1: one poll), as Options.CommitRecords does; the
 	// smaller of the two applies.
@@ -130,7 +136,7 @@ type loop struct {
 // which runLoop starts another.
 func (p *Pipeline) loopSession(ctx context.Context, spec loopSpec, newWork func(*txn) (stageWork, error), committedAt *time.Time) (retErr error) {
 	a := &assignment{owned: map[int32]bool{}}
-	s, closeSession, err := p.session(spec.group, spec.topic, spec.txnID, spec.reset, a, spec.manual)
+	s, closeSession, err := p.session(spec, a)
 	if err != nil {
 		return err
 	}

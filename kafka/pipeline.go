@@ -227,8 +227,9 @@ type Pipeline struct {
 	log                  *slog.Logger
 	base                 []kgo.Opt // connection options
 	repTopic, stateTopic string
-	direct               bool            // the source is partitioned by the group key: no repartition stage
+	direct               bool            // the source's partitions are the first stage's (partitioned by the group key, or a join where its stream is): no repartition stage
 	dedup                bool            // the source has a dedup key: a dedup stage (dedupstage.go)
+	dedupJoin            bool            // a join where its stream is, over a dedup key (joinsInPlace): stage 1 routes by it, the join's stage deduplicates
 	nParts               int             // partitions of the aggregating stage's input (and of the state topic)
 	nSource              int             // partitions of the source topic
 	sourceEnd            map[int32]int64 // UntilCaughtUp: the source's end offsets at start
@@ -402,7 +403,17 @@ func newNamed(opts Options, name string) (*Pipeline, error) {
 		return nil, err
 	}
 	p.opts, p.tj, p.root, p.views, p.direct = opts, tj, root, views, opts.Source.PartitionedByKey
-	if hasDedupStage(root) {
+	inPlace, err := joinsInPlace(q)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case inPlace && hasDedupStage(root):
+		p.dedupJoin = true
+	case inPlace:
+		// The join reads the source's partitions: no repartition stage.
+		p.direct = true
+	case hasDedupStage(root):
 		// Placed by the group key, the source is not placed by the dedup
 		// key: it goes through the repartition stage to the dedup stage.
 		p.dedup, p.direct = true, false
@@ -656,6 +667,9 @@ func (p *Pipeline) prepareOwn(ctx context.Context, adm *admClient, views []*plan
 		}
 	}
 	if ns > 0 {
+		if err := p.oldJoinState(ctx); err != nil {
+			return err
+		}
 		if err := p.checkBinding(ctx); err != nil {
 			return err
 		}
@@ -682,7 +696,7 @@ func (p *Pipeline) prepareOwn(ctx context.Context, adm *admClient, views []*plan
 			return err
 		}
 	}
-	if !p.direct {
+	if !p.direct || p.tj != nil { // a join's table rows reach it there
 		if err := ensureInternalTopic(ctx, adm, p.repTopic, p.nParts, false, p.log); err != nil {
 			return err
 		}

@@ -90,16 +90,23 @@ func (a *assignment) snapshot() (map[int32]bool, bool) {
 //
 // The returned close ends the session (see closeSession); call it once the
 // last transaction has ended.
-func (p *Pipeline) session(group, topic, txnID string, reset kgo.Offset, a *assignment, manual map[string]bool) (*kgo.GroupTransactSession, func(), error) {
+func (p *Pipeline) session(spec loopSpec, a *assignment) (*kgo.GroupTransactSession, func(), error) {
+	group, topic, reset := spec.group, spec.topic, spec.reset
 	// The client's context is canceled only by closeSession, after the
 	// last transaction ended: it interrupts a JoinGroup in flight.
 	cctx, cancel := context.WithCancel(context.Background())
 	opts := append([]kgo.Opt{}, p.base...)
+	topics := []string{topic}
+	if spec.broadcast != "" {
+		topics = append(topics, spec.broadcast)
+		opts = append(opts, kgo.Balancers(kgo.RangeBalancer()), kgo.AdjustFetchOffsetsFn(resetTopic(topic, reset)))
+		reset = kgo.NewOffset().AtStart()
+	}
 	opts = append(opts,
 		kgo.WithContext(cctx),
 		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(topic),
-		kgo.TransactionalID(txnID),
+		kgo.ConsumeTopics(topics...),
+		kgo.TransactionalID(spec.txnID),
 		kgo.TransactionTimeout(p.opts.TransactionTimeout),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
@@ -110,7 +117,7 @@ func (p *Pipeline) session(group, topic, txnID string, reset kgo.Offset, a *assi
 		kgo.OnPartitionsAssigned(a.assign),
 		kgo.OnPartitionsRevoked(a.revoke),
 		kgo.OnPartitionsLost(a.revoke),
-		kgo.RecordPartitioner(mixedPartitioner(manual)),
+		kgo.RecordPartitioner(mixedPartitioner(spec.manual)),
 		kgo.ProducerLinger(0),
 		kgo.MaxBufferedRecords(100000),
 		kgo.WithHooks(&txnRecords{}),
@@ -124,6 +131,20 @@ func (p *Pipeline) session(group, topic, txnID string, reset kgo.Offset, a *assi
 		return nil, nil, fmt.Errorf("kafka: transactional session for group %s: %w", group, err)
 	}
 	return s, func() { p.closeSession(s, cancel, group) }, nil
+}
+
+// resetTopic starts topic's partitions that have no committed offset
+// at reset, the others' at their start (kgo.ConsumeResetOffset is one
+// for all the topics a group reads).
+func resetTopic(topic string, reset kgo.Offset) func(context.Context, map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	return func(_ context.Context, offs map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+		for part, o := range offs[topic] {
+			if o.EpochOffset().Offset < 0 { // not committed: the reset offset
+				offs[topic][part] = reset
+			}
+		}
+		return offs, nil
+	}
 }
 
 // closeGrace is how long closeSession lets a session close by itself

@@ -71,6 +71,9 @@ func (p *Pipeline) newStage1(tx *txn) (stageWork, error) {
 	case p.dedup:
 		out = p.ddTopic()
 		router, err = drive.NewDedupRouter(p.root, drive.Config{Decoder: p.decoder()})
+	case p.dedupJoin:
+		// The join's stage deduplicates: every copy meets in one partition.
+		router, err = drive.NewDedupRouter(p.root, drive.Config{Decoder: p.decoder()})
 	case isIntervalJoin(p.root):
 		// An interval join's left rows go by the join key, as its right
 		// rows do (join.go): rows that may match meet.

@@ -29,7 +29,8 @@ type task struct {
 	// temporal join's table partitions', an interval join's right
 	// stream's, the right side's).
 	wm, twm *tracker
-	touched bool // changed since the last checkpoint
+	dd      *drive.HostDedup // its events' dedup, in a join's stage over a dedup key (newJoinDedup)
+	touched bool             // changed since the last checkpoint
 	emitted int64
 }
 
@@ -75,6 +76,9 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 		defer cancel()
 		go p.watchSource(wctx) // this stage reads the source
 		spec.topic, spec.reset = p.opts.Source.Topic, p.resetOffset()
+		if p.tj != nil {
+			spec.broadcast = p.repTopic // the table stage's rows (a join in the source's partitions)
+		}
 	}
 	if p.fwd != nil {
 		spec.manual[p.fwd.topic] = true // its watermark markers
@@ -247,8 +251,8 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	if p.vj != nil {
 		top = p.vj.top
 	}
-	if p.dedup {
-		top = withoutDedup(top) // the dedup stage deduplicated its input
+	if p.dedup || p.dedupJoin {
+		top = withoutDedup(top) // the dedup stage, or the task's dedup, deduplicates its input
 	}
 	var err error
 	switch {
@@ -261,6 +265,10 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	default:
 		t.g, err = drive.NewHostGraph(top, drive.HostInput{Decoder: p.decoder()}, cfg, emit, p.opts.OnViewLate) // the source's records
 	}
+	if err != nil {
+		return nil, err
+	}
+	t.dd, err = p.newJoinDedup()
 	return t, err
 }
 
@@ -323,7 +331,7 @@ func (st *stage2) apply(fs kgo.Fetches, now time.Time) (err error) {
 			err = fmt.Errorf("kafka: record for partition %d of %s, which has no operator", r.Partition, r.Topic)
 			return
 		}
-		if st.end != nil {
+		if st.end != nil && r.Topic == p.opts.Source.Topic {
 			st.end.seen(r.Partition, r.Offset)
 		}
 		if r.Attrs.IsControl() {
@@ -376,6 +384,10 @@ func (st *stage2) apply(fs kgo.Fetches, now time.Time) (err error) {
 func (st *stage2) takeCounts() {
 	for _, t := range st.tasks {
 		c := t.g.TakeCounts()
+		if t.dd != nil { // the copies it dropped were applied to the query, as in a file run
+			n := t.dd.TakeCounts()
+			c.Applied, c.EvalErrors = c.Applied+n.Applied, c.EvalErrors+n.EvalErrors
+		}
 		if st.p.rowsIn {
 			c = drive.Counts{EvalErrors: c.EvalErrors, Late: c.Late}
 		} else if st.p.direct {
@@ -401,6 +413,9 @@ func (st *stage2) record(t *task, r *kgo.Record, now time.Time) error {
 			return fmt.Errorf("%w at %s partition %d offset %d", err, r.Topic, r.Partition, r.Offset)
 		}
 		[2]*tracker{t.wm, t.twm}[in].merge(m)
+		if wm := t.wm.watermark(); t.dd != nil && wm != math.MinInt64 {
+			t.dd.AdvanceWatermark(wm) // at each marker, as a dedup stage does
+		}
 		return nil
 	case in == 1 && p.tj != nil:
 		return st.tableRow(t, r)
@@ -421,7 +436,11 @@ func (st *stage2) record(t *task, r *kgo.Record, now time.Time) error {
 		if len(r.Key) > 0 && r.Key[0] == routeKeyVersion {
 			key = r.Key[1:]
 		}
-		err = p.joinFull(t.g.PushKeyed(r.Value, key), t.part)
+		if t.dd != nil {
+			err = st.joinDeduped(t, r) // keyed by its dedup key, not a group's
+		} else {
+			err = p.joinFull(t.g.PushKeyed(r.Value, key), t.part)
+		}
 	}
 	if err != nil && !p.badEvent(r, err) {
 		return err
@@ -526,7 +545,7 @@ func (st *stage2) allAtEnd() bool {
 			return false
 		}
 		if st.p.direct {
-			if !st.end.done(part) {
+			if !st.end.done(part) || st.p.tj != nil && !t.twm.consumedTo(st.p.tj.end) {
 				return false
 			}
 		} else if !t.wm.consumedTo(st.p.sourceEnd) || st.p.tj != nil && !t.twm.consumedTo(st.p.tj.end) ||
@@ -559,6 +578,10 @@ func (st *stage2) checkpoint() error {
 				dlate+s.DedupLate, dkeys+s.DedupKeys, dbytes+s.DedupBytes
 			unchanged += s.UnchangedSuppressed
 		}
+		if t.dd != nil {
+			d, l, k, b := t.dd.Stats()
+			dups, dlate, dkeys, dbytes, bytes = dups+d, dlate+l, dkeys+k, dbytes+b, bytes+b
+		}
 	}
 	p.c.unchanged.Store(unchanged)
 	p.c.liveGroups.Store(live)
@@ -577,18 +600,18 @@ func (st *stage2) checkpoint() error {
 			continue
 		}
 		t.touched = false
-		pos := t.wm.appendTo(nil)
-		if t.twm != nil {
-			pos = joinPosition(t.wm, t.twm)
-		}
+		src := t.wm
 		if p.direct {
-			own := newTracker(0)
+			src = newTracker(0) // the partition's own watermark
 			if pw, ok := st.local.parts[t.part]; ok {
-				own.observe(t.part, pw.wm)
+				src.observe(t.part, pw.wm)
 			}
-			pos = own.appendTo(nil)
 		}
-		err := t.g.Checkpoint(false, pos, func(k, v []byte) error {
+		pos := src.appendTo(nil)
+		if t.twm != nil {
+			pos = joinPosition(src, t.twm)
+		}
+		put := func(k, v []byte) error {
 			// One allocation for key and value: 4 bytes of partition, the
 			// entry key, the value (a nil v is a tombstone).
 			kv := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(k)+len(v)), uint32(t.part))
@@ -600,8 +623,11 @@ func (st *stage2) checkpoint() error {
 			st.tx.produce(rec)
 			p.c.stateOut.Add(1)
 			return nil
-		})
-		if err != nil {
+		}
+		if err := checkpointDedup(t, put); err != nil {
+			return err
+		}
+		if err := t.g.Checkpoint(false, pos, put); err != nil {
 			return err
 		}
 	}
@@ -635,6 +661,12 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 			return fmt.Errorf("%w: state topic %s partition %d holds an entry of another partition", drive.ErrBadState, p.stateTopic, t.part)
 		}
 		ek := []byte(k[4:])
+		if ok, err := restoreDedup(t, ek, entries[k]); ok || err != nil {
+			if err != nil {
+				return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
+			}
+			continue
+		}
 		if string(ek) == metaKey {
 			meta = entries[k]
 			continue

@@ -103,3 +103,24 @@ func (t *topology) consumer(x, seg int) *dataflow.Node {
 	}
 	return nil
 }
+
+// joinsInPlace reports whether q's plan runs a temporal join where its
+// stream is (the stream needs no placement: the GROUP BY reads the
+// table): in the source's partitions, or in a dedup's, whose segment
+// the join's is. Its stage then reads the source topic itself, or the
+// events placed by their dedup key, and the broadcast table.
+func joinsInPlace(q *plan.Query) (bool, error) {
+	p, err := dataflow.LowerQueries([]*plan.Query{q})
+	if err != nil {
+		return false, err
+	}
+	for _, n := range p.Nodes {
+		if n.Kind != dataflow.TemporalJoin {
+			continue
+		}
+		if k := p.Node(n.Inputs[0].From).Kind; k == dataflow.Decode || k == dataflow.Dedup {
+			return true, nil
+		}
+	}
+	return false, nil
+}

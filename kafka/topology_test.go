@@ -85,8 +85,9 @@ func TestTopologyFromPlan(t *testing.T) {
 		}
 		check(t, "q8"+key, s.options(q, addrs))
 	}
-	// A temporal join over a stream with a dedup key: the dedup stage
-	// before the join stage, grouped by the stream and by the table.
+	// A temporal join over a stream with a dedup key, grouped by the
+	// stream (a dedup stage before the join's) and by the table (the
+	// join's stage deduplicates, in the dedup key's partitions).
 	for _, by := range []string{"u.customer", "p.price"} {
 		prog, err := plan.Compile(fmt.Sprintf(dedupJoinShape, by, by), plan.CompileOptions{})
 		if err != nil {
@@ -102,7 +103,7 @@ func TestTopologyFromPlan(t *testing.T) {
 	if len(seen) < 90 {
 		t.Errorf("only %d shapes compared", len(seen))
 	}
-	for _, why := range []string{tjoinByTable, viewJoinFused} {
+	for _, why := range []string{viewJoinFused} {
 		if differing[why] == 0 {
 			t.Errorf("no shape differs because %s: the family's plan is the pipelines' topology now", why)
 		}
@@ -126,21 +127,12 @@ func planFamily(t *testing.T, q *plan.Query) string {
 		switch {
 		case n.Kind == dataflow.IntervalJoin && n.Query.IJoin.Left.View != nil && n.Query.IJoin.Right.View != nil:
 			return viewJoinFused
-		case n.Kind == dataflow.TemporalJoin && slices.Contains([]dataflow.Kind{dataflow.Decode, dataflow.Dedup}, p.Node(n.Inputs[0].From).Kind):
-			return tjoinByTable
 		}
 	}
 	return ""
 }
 
 const (
-	// A temporal join grouped by a table column: its stream needs no
-	// placement, so the plan joins in the source's partitions (the join's
-	// stage reads the source topic and the broadcast table), where the
-	// pipelines route the stream through a repartition stage (Q-in) first.
-	// Over a dedup key, the plan joins in the dedup's partitions, where
-	// the pipelines deduplicate in a dedup stage and hash the survivors.
-	tjoinByTable = "the plan joins in the source's partitions"
 	// A join of two views: the plan runs a side's view in the join's
 	// segment where the view's placement is the join's (one stage, one
 	// state topic, each source decoded once), where the pipelines run each
@@ -225,6 +217,8 @@ func inStages(p *Pipeline, direct bool) []string {
 func aggStage(p *Pipeline) string {
 	st := stageSpec{name: p.name, state: p.stateTopic}
 	switch {
+	case p.direct && p.tj != nil:
+		st.inputs = []stageIn{{topic: p.opts.Source.Topic}, {topic: p.repTopic, broadcast: true}}
 	case p.direct:
 		st.inputs = []stageIn{{topic: p.opts.Source.Topic}}
 	case p.tj != nil && !p.tj.interval:

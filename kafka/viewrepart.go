@@ -140,7 +140,7 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) error {
 	for k, seg := range segs {
 		c := &Pipeline{opts: top, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
 			log: p.log.With("segment", k+1), base: p.base, name: segmentName(p.name, k),
-			direct: p.direct && k == 0, dedup: p.dedup && k == 0, rowsIn: k > 0}
+			direct: p.direct && k == 0, dedup: p.dedup && k == 0, dedupJoin: p.dedupJoin && k == 0, rowsIn: k > 0}
 		c.opts.ResetState = false // the whole query's, done once by Run
 		c.repTopic, c.stateTopic = c.name+"-repartition", c.name+"-state"
 		if k < len(segs)-1 {

@@ -69,19 +69,19 @@ func runKafkaDedup(t *testing.T, sql string, produce []string, restarts bool, fl
 	addr := c.ListenAddrs()[0]
 	to := "kafka://" + addr + "/usage"
 	run := append([]string{"run", sql, "--source", to, "--sink", "kafka://" + addr + "/out", "--instance-id", "a", "--log-level", "warn"}, flags...)
-	return runDedupKafka(t, addr, to, dedupEvents(), produce, run, restarts)
+	return runDedupKafka(t, addr, to, "per_customer-dedup-state", dedupEvents(), produce, run, restarts)
 }
 
-// committedDedup reports whether the dedup stage has committed some of
-// the keys produced before the kill (so that it dies with work done and,
-// likely, work in flight).
-func committedDedup(t *testing.T, addr string) bool {
+// committedDedup reports whether the stage that deduplicates has
+// committed some of the keys produced before the kill to its state topic
+// (so that it dies with work done and, likely, work in flight).
+func committedDedup(t *testing.T, addr, topic string) bool {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	lso, err := kadm.NewClient(cl).ListCommittedOffsets(t.Context(), "per_customer-dedup-state")
+	lso, err := kadm.NewClient(cl).ListCommittedOffsets(t.Context(), topic)
 	if err != nil {
 		return false
 	}

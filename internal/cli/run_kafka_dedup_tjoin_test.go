@@ -11,8 +11,8 @@ import (
 )
 
 // A temporal join whose stream has a dedup key: copies of an event (one
-// id) under another customer, so that a join stage's partitions (a hash
-// of the whole record) can place them apart.
+// id) under another customer, so that a placement by anything but the id
+// (the group key, a hash of the whole record) can place them apart.
 const dedupJoinSQL = `CREATE SOURCE usage (id VARCHAR, customer VARCHAR, tier BIGINT, qty BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' MINUTE) WITH (%sdedup_key = 'id', dedup_within = '1 hour');
 CREATE TABLE prices (tier BIGINT, price BIGINT, valid_from TIMESTAMP, PRIMARY KEY (tier) NOT ENFORCED, WATERMARK FOR valid_from AS valid_from)%s;
 CREATE VIEW per_customer AS SELECT u.customer, TUMBLE_START(u.ts, INTERVAL '1' MINUTE) AS ws, sum(u.qty) AS n
@@ -44,10 +44,12 @@ func dedupJoinEvents() string {
 }
 
 // TestRunKafkaDedupTemporalJoin: a temporal join's stream runs through
-// the dedup stage, so copies of an event (one id) under another customer
-// count once over Kafka as in a file run (400 events and the one an hour
-// later; 134 copies dropped): per group where the copies share a
-// partition (keyed by id), the total round-robin; after a kill -9 too.
+// the dedup stage (grouped by the stream), or is deduplicated by the
+// join's stage in the dedup key's partitions (grouped by the table), so
+// copies of an event (one id) under another customer count once over
+// Kafka as in a file run (400 events and the one an hour later; 134
+// copies dropped): per group where the copies share a partition (keyed
+// by id), the total round-robin; after a kill -9 too (the keys restored).
 func TestRunKafkaDedupTemporalJoin(t *testing.T) {
 	const versions = `{"tier":0,"price":2,"valid_from":"2026-07-18 09:00:00"}
 {"tier":1,"price":3,"valid_from":"2026-07-18 09:00:00"}
@@ -63,7 +65,7 @@ func TestRunKafkaDedupTemporalJoin(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		name, query string // per_price: grouped by the table, the survivors are placed by a hash; hourly: the join a view of the chain
+		name, query string // per_price: grouped by the table, the join's stage deduplicates; hourly: the join a view of the chain
 		produce     []string
 		ordered     bool // the copies of a key share a partition
 		restarts    bool // kill -9 the run in the middle
@@ -73,6 +75,7 @@ func TestRunKafkaDedupTemporalJoin(t *testing.T) {
 		{"grouped by the table", "per_price", []string{"--partitions", "4", "--key-field", "id"}, true, false},
 		{"a chain over the join", "hourly", []string{"--partitions", "4"}, true, false},
 		{"kill -9", "per_customer", []string{"--partitions", "4", "--key-field", "id"}, true, true},
+		{"kill -9 grouped by the table", "per_price", []string{"--partitions", "4", "--key-field", "id"}, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sameAsFileRun(t, runKafkaDedupJoin(t, dedupJoinSQL, versions, c.query, c.produce, c.restarts), wants[c.query], c.ordered)
@@ -125,7 +128,12 @@ func runKafkaDedupJoin(t *testing.T, sqlFormat, versions, query string, produce 
 		t.Fatalf("produce: exit %d: %s", code, errs)
 	}
 	run := []string{"run", sql, "--query", query, "--sink", "kafka://" + addr + "/out", "--instance-id", "a", "--log-level", "warn"}
-	return runDedupKafka(t, addr, "kafka://"+addr+"/usage", strings.SplitAfter(dedupJoinEvents(), "\n"), produce, run, restarts)
+	// The dedup keys: per_customer's dedup stage's, per_price's join stage's.
+	state := query + "-dedup-state"
+	if query == "per_price" {
+		state = query + "-state"
+	}
+	return runDedupKafka(t, addr, "kafka://"+addr+"/usage", state, strings.SplitAfter(dedupJoinEvents(), "\n"), produce, run, restarts)
 }
 
 // TestRunKafkaDedupTemporalJoinOldState: an earlier version's join stage

@@ -410,12 +410,12 @@ func fileRunViews(t *testing.T, args []string, min int, views ...string) map[str
 // runDedupKafka produces a dedup query's events (lines, to the topic at
 // to; produce: the producer's flags), runs it (run: ubik's arguments)
 // until caught up and returns the sink out's latest value per key. With
-// restarts, a ubik process is first killed with SIGKILL once its dedup
-// stage committed some keys: the first 450 lines (the originals and some
+// restarts, a ubik process is first killed with SIGKILL once the stage
+// that deduplicates committed some keys to its state topic (state): the first 450 lines (the originals and some
 // copies) are produced before, the rest after. Every run drops the 134
 // copies of dedupEvents and dedupJoinEvents, none late (running totals,
 // restored after a kill).
-func runDedupKafka(t *testing.T, addr, to string, lines, produce, run []string, restarts bool) map[string]string {
+func runDedupKafka(t *testing.T, addr, to, state string, lines, produce, run []string, restarts bool) map[string]string {
 	t.Helper()
 	first, rest := lines, []string(nil)
 	if restarts {
@@ -426,8 +426,8 @@ func runDedupKafka(t *testing.T, addr, to string, lines, produce, run []string, 
 	}
 	if restarts {
 		p := crashtest.Start(t, exec.Command(buildUbik(t), run...))
-		deadline := time.Now().Add(30 * time.Second) // committedDedup reads per_customer's dedup stage
-		for !committedDedup(t, addr) && time.Now().Before(deadline) {
+		deadline := time.Now().Add(30 * time.Second)
+		for !committedDedup(t, addr, state) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		if killed, err := p.Kill(); !killed || err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 
+	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
@@ -77,10 +78,11 @@ func (r *DedupRouter) TakeCounts() Counts {
 // HostDedup is the dedup of one partition of the dedup key's placement:
 // it decodes each event, hands it to the dedup node (dedup.go) at the
 // watermark its host moves, and gives a survivor's group key
-// (exec.GroupKeys) for the aggregate's placement (a temporal join's: as
-// NewRouter places its stream's events). It checkpoints the node's keys,
-// then a meta entry of its own: watermark, counters (at the places an
-// operator's meta entry has them) and the host's position.
+// (exec.GroupKeys) for the aggregate's placement (a temporal join's
+// grouped by its stream: NewRouter's; none for a join grouped by the
+// table, which joins where the events are). It checkpoints the node's
+// keys, then a meta entry of its own: watermark, counters (at the places
+// an operator's meta entry has them) and the host's position.
 type HostDedup struct {
 	in    decodeNode
 	dd    *dedupNode
@@ -97,9 +99,11 @@ func NewHostDedup(q *plan.Query, cfg Config) (*HostDedup, error) {
 	if err != nil {
 		return nil, err
 	}
-	place, err := NewRouter(q, cfg)
-	if err != nil {
-		return nil, err
+	var place *Router // nil: a temporal join's stream that needs no placement (the join is where it is)
+	if q.Join == nil || dataflow.StreamGrouped(q) {
+		if place, err = NewRouter(q, cfg); err != nil {
+			return nil, err
+		}
 	}
 	h := &HostDedup{dd: newDedupNode(q, cfg.Late), place: place}
 	h.in = decodeNode{dec: r.in.dec, src: q.Source, n: &h.n}
@@ -107,8 +111,8 @@ func NewHostDedup(q *plan.Query, cfg Config) (*HostDedup, error) {
 }
 
 // Push decodes one record and admits it. For the first copy of its key
-// (or an event without one) it appends the event's group key to dst and
-// reports routed; a duplicate or a dedup-late event is dropped and
+// (or an event without one) it appends the event's group key to dst (if
+// it is placed) and reports routed; a duplicate or a dedup-late event is dropped and
 // counted. An event whose group key fails to evaluate is an *EventError
 // (counted in EvalErrors).
 func (h *HostDedup) Push(dst, raw []byte) (key []byte, routed bool, err error) {
@@ -122,6 +126,9 @@ func (h *HostDedup) Push(dst, raw []byte) (key []byte, routed bool, err error) {
 	if h.dd.admit(row, raw, h.dd.wm) != dedupKeep {
 		h.n.Applied++ // the dedup is the query's first step: the event reached it
 		return nil, false, nil
+	}
+	if h.place == nil {
+		return dst, true, nil
 	}
 	key, err = h.place.place(dst, raw, row)
 	if err != nil {

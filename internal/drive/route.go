@@ -2,7 +2,6 @@ package drive
 
 import (
 	"fmt"
-	"hash/fnv"
 
 	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/exec"
@@ -14,15 +13,14 @@ import (
 // an input (the Kafka repartitioning stage): it decodes each record and
 // computes the bytes that place it, and runs no join and no aggregate.
 // The bytes are the record's canonical group key (the aggregating host
-// hands it to Driver.PushKeyed, so the GROUP BY is evaluated once), an
-// interval join input's join key, or a hash of the record.
+// hands it to Driver.PushKeyed, so the GROUP BY is evaluated once) or an
+// interval join input's join key.
 type Router struct {
-	in     decodeNode
-	keys   *exec.GroupKeys     // a query's group key
-	ikeys  *exec.IntervalRoute // an interval join input's join key
-	spread bool                // a hash of the record
-	n      Counts
-	taken  Counts
+	in    decodeNode
+	keys  *exec.GroupKeys     // a query's group key
+	ikeys *exec.IntervalRoute // an interval join input's join key
+	n     Counts
+	taken Counts
 }
 
 // NewRouter returns the router of q's events by their group key. Only
@@ -30,22 +28,21 @@ type Router struct {
 //
 // A temporal join whose GROUP BY reads the table's columns knows an
 // event's group only after the join, and every partition holds the whole
-// table, so any partition will do: its router places an event by a hash
-// of the record (the host repartitions the joined rows by the GROUP BY
-// key, Config.OnJoined).
+// table: its stream needs no placement (the host joins it where it is and
+// repartitions the joined rows by the GROUP BY key, Config.OnJoined), so
+// it has no router.
 func NewRouter(q *plan.Query, cfg Config) (*Router, error) {
-	if q != nil && q.IJoin != nil {
+	switch {
+	case q != nil && q.IJoin != nil:
 		return nil, fmt.Errorf("drive: query %s has an interval join: its inputs are routed by the join key (NewIntervalRouter)", q.Name)
+	case q != nil && q.Join != nil && !dataflow.StreamGrouped(q):
+		return nil, fmt.Errorf("drive: query %s's temporal join is grouped by a column of the table: its stream needs no placement (it joins where it is)", q.Name)
 	}
 	r, err := newRouter(q, cfg.Decoder, -1)
 	if err != nil {
 		return nil, err
 	}
-	if q.Join != nil && !dataflow.StreamGrouped(q) {
-		r.spread = true
-	} else {
-		r.keys = exec.NewGroupKeys(q)
-	}
+	r.keys = exec.NewGroupKeys(q)
 	return r, nil
 }
 
@@ -118,12 +115,7 @@ func (r *Router) Route(dst, raw []byte) ([]byte, error) {
 // place appends the placing bytes of a decoded record (row, read from
 // raw) to dst; an error is the key's evaluation error.
 func (r *Router) place(dst, raw []byte, row []types.Value) ([]byte, error) {
-	switch {
-	case r.spread:
-		h := fnv.New64a()
-		h.Write(raw)
-		return h.Sum(dst), nil
-	case r.ikeys != nil:
+	if r.ikeys != nil {
 		return r.ikeys.Append(dst, row)
 	}
 	return r.keys.Append(dst, row)
