@@ -535,6 +535,5 @@ func (q *Query) FinishRestore() (err error) {
 	if err := q.restored.finish(); err != nil {
 		return err
 	}
-	q.d.FinishRestore()
-	return nil
+	return q.d.FinishRestore()
 }

@@ -705,7 +705,9 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 			t.wm.n = max(t.wm.n, p.upParts())
 		}
 	}
-	t.g.FinishRestore()
+	if err := t.g.FinishRestore(); err != nil {
+		return err
+	}
 	p.c.restoredEntries.Add(int64(len(entries)))
 	return nil
 }

@@ -175,15 +175,15 @@ func (s *single) closeOpen() error {
 	return s.op.EmitEarly()
 }
 
-func (s *single) emitEarly() error  { return s.tick() }
-func (s *single) sync() error       { return nil }
-func (s *single) watermark() int64  { return s.op.Watermark() }
-func (s *single) delivered() int64  { return s.op.Watermark() }
-func (s *single) queued() bool      { return s.op.Queued() }
-func (s *single) stats() exec.Stats { return s.op.Stats() }
-func (s *single) finishRestore()    { s.op.FinishRestore() }
-func (s *single) threads() int      { return 1 }
-func (s *single) outStep() uint64   { return 0 }
+func (s *single) emitEarly() error     { return s.tick() }
+func (s *single) sync() error          { return nil }
+func (s *single) watermark() int64     { return s.op.Watermark() }
+func (s *single) delivered() int64     { return s.op.Watermark() }
+func (s *single) queued() bool         { return s.op.Queued() }
+func (s *single) stats() exec.Stats    { return s.op.Stats() }
+func (s *single) finishRestore() error { s.op.FinishRestore(); return nil }
+func (s *single) threads() int         { return 1 }
+func (s *single) outStep() uint64      { return 0 }
 
 func (s *single) checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
 	return s.op.Checkpoint(full, position, put)
@@ -268,17 +268,17 @@ func (s *sharded) sync() error {
 	return s.parErr(s.p.sync())
 }
 
-func (s *sharded) watermark() int64    { return s.p.wm }
-func (s *sharded) delivered() int64    { return s.p.outWM }
-func (s *sharded) queued() bool        { return false }
-func (s *sharded) pump() error         { return nil }
-func (s *sharded) stats() exec.Stats   { return s.p.stats() }
-func (s *sharded) finishRestore()      { s.p.finishRestore() }
-func (s *sharded) threads() int        { return len(s.p.shards) }
-func (s *sharded) mark()               { s.p.mark() }
-func (s *sharded) setStep(step uint64) { s.p.step = step }
-func (s *sharded) outStep() uint64     { return s.p.outStep }
-func (s *sharded) pendingStep() uint64 { return s.p.pendingStep() }
+func (s *sharded) watermark() int64     { return s.p.wm }
+func (s *sharded) delivered() int64     { return s.p.outWM }
+func (s *sharded) queued() bool         { return false }
+func (s *sharded) pump() error          { return nil }
+func (s *sharded) stats() exec.Stats    { return s.p.stats() }
+func (s *sharded) finishRestore() error { s.p.finishRestore(); return nil }
+func (s *sharded) threads() int         { return len(s.p.shards) }
+func (s *sharded) mark()                { s.p.mark() }
+func (s *sharded) setStep(step uint64)  { s.p.step = step }
+func (s *sharded) outStep() uint64      { return s.p.outStep }
+func (s *sharded) pendingStep() uint64  { return s.p.pendingStep() }
 
 func (s *sharded) checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
 	if err := s.feed.drain(); err != nil {

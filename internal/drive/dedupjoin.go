@@ -27,8 +27,9 @@ const joinDedupKey = "jd"
 
 // joinDedup is the dedup part of a temporal join node.
 type joinDedup struct {
-	dd     *dedupNode // nil without a dedup_key
-	marked bool       // the marker entry was restored
+	dd       *dedupNode // nil without a dedup_key
+	marked   bool       // the marker entry was restored
+	unmarked bool       // a meta entry was restored (the marker may come later: entries come in any order)
 }
 
 // initDedup makes the node's dedup, if its stream declares a dedup_key;
@@ -77,8 +78,9 @@ func (t *temporalJoin) dedupPut(full bool, put func(key, val []byte) error) (fun
 	return t.dd.metaPut(full, put), nil
 }
 
-// restoreDedup loads one entry if it is the dedup's (true), and refuses
-// a meta entry that comes without the marker.
+// restoreDedup loads one entry if it is the dedup's (true), and notes
+// the meta entry, which a state without the marker is refused for
+// (finishDedup).
 func (t *temporalJoin) restoreDedup(key, val []byte) (bool, error) {
 	if t.dd == nil {
 		return false, nil
@@ -93,11 +95,20 @@ func (t *temporalJoin) restoreDedup(key, val []byte) (bool, error) {
 		return true, nil
 	case t.dd.isEntry(key):
 		return true, t.dd.restore(key, val)
-	case string(key) == exec.MetaKey && !t.marked:
-		return true, fmt.Errorf("%w: the state of query %s was written while the input dedup of %s ran after the temporal join; the dedup now runs before it, and that state cannot be carried over: start the query over from an empty state (a file run: remove its state dir)",
-			ErrBadState, t.q.Name, t.q.Join.Stream.Name)
+	case string(key) == exec.MetaKey:
+		t.unmarked = true
 	}
 	return false, nil
+}
+
+// finishDedup refuses a restored state whose meta entry came without the
+// marker: an earlier version's, which deduplicated after the join.
+func (t *temporalJoin) finishDedup() error {
+	if t.dd == nil || !t.unmarked || t.marked {
+		return nil
+	}
+	return fmt.Errorf("%w: the state of query %s was written while the input dedup of %s ran after the temporal join; the dedup now runs before it, and that state cannot be carried over: start the query over from an empty state (a file run: remove its state dir)",
+		ErrBadState, t.q.Name, t.q.Join.Stream.Name)
 }
 
 // addDedupStats adds the dedup's counters and gauges to s; its keys are

@@ -107,8 +107,14 @@ func (d *Driver) Restore(key, val []byte) (position []byte, err error) {
 
 // FinishRestore completes a restore: the driver continues where the
 // checkpoint left it (revisions continue, no window finalizes twice).
-// What the checkpoint's counters held is not news to TakeCounts.
-func (d *Driver) FinishRestore() {
-	d.first.finishRestore()
+// What the checkpoint's counters held is not news to TakeCounts. A
+// restored state that cannot be carried over is refused here
+// (ErrBadState): what it needs of its entries is known only once all of
+// them came, in any order.
+func (d *Driver) FinishRestore() error {
+	if err := d.first.finishRestore(); err != nil {
+		return err
+	}
 	d.taken = d.Counts()
+	return nil
 }

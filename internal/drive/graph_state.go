@@ -133,10 +133,13 @@ func (g *Graph) Restore(key, val []byte) ([]byte, error) {
 	return nil, fmt.Errorf("%w: the checkpoint holds query %q, which this graph does not run", exec.ErrBadState, name)
 }
 
-// FinishRestore completes every node's restore.
-func (g *Graph) FinishRestore() {
+// FinishRestore completes every node's restore; it refuses a restored
+// state a node cannot carry over (Driver.FinishRestore).
+func (g *Graph) FinishRestore() error {
 	for _, n := range g.nodes {
-		n.d.FinishRestore()
+		if err := n.d.FinishRestore(); err != nil {
+			return err
+		}
 		n.mark = [2]int64{math.MinInt64, math.MinInt64}
 	}
 	if n := g.ijRoot(); n != nil {
@@ -145,4 +148,5 @@ func (g *Graph) FinishRestore() {
 		g.ended[n.input] = n.d.first.ended(0)
 		g.ended[1] = n.d.first.ended(1)
 	}
+	return nil
 }

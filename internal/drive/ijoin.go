@@ -220,9 +220,9 @@ func (t *intervalJoin) restore(key, val []byte) ([]byte, error) {
 	return t.agg.restore(key, val)
 }
 
-func (t *intervalJoin) finishRestore() {
+func (t *intervalJoin) finishRestore() error {
 	t.j.FinishEntries()
-	t.agg.finishRestore()
+	return t.agg.finishRestore()
 }
 
 func (t *intervalJoin) counts(input int) Counts {

@@ -313,11 +313,14 @@ func (t *temporalJoin) restore(key, val []byte) ([]byte, error) {
 	return t.agg.restore(key, val)
 }
 
-func (t *temporalJoin) finishRestore() {
+func (t *temporalJoin) finishRestore() error {
 	if t.incr {
 		t.j.FinishEntries()
 	}
-	t.agg.finishRestore()
+	if err := t.finishDedup(); err != nil {
+		return err
+	}
+	return t.agg.finishRestore()
 }
 
 func (t *temporalJoin) counts(input int) Counts {

@@ -77,7 +77,7 @@ type node interface {
 	// restore.
 	checkpoint(full bool, position []byte, put func(key, val []byte) error) error
 	restore(key, val []byte) ([]byte, error)
-	finishRestore()
+	finishRestore() error
 	// counts are what the node adds to input's counters: all of a join's
 	// second input's; of the first, whose records the driver counts,
 	// EvalErrors (rows rejected by a join key evaluation error) and Late
