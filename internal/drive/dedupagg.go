@@ -42,6 +42,7 @@ func (dd *dedupNode) front(s *single) aggregate {
 
 func (x *dedupAgg) push(_ int, b *rowBatch) (int, error) {
 	for i, row := range b.rows {
+		x.setRoom() // the operator renders into the host's room, as single.push has it
 		x.take(b, i)
 		if err := x.taken(x.apply(b, i, row)); err != nil {
 			return i + 1, err
