@@ -1,0 +1,162 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ubiksql/ubik/internal/drive"
+)
+
+// The aggregating stage's state: each transaction's changed entries of
+// the tasks it touched, and a task's restore from its partition of the
+// state topic.
+
+// checkpoint writes the changed state entries of every touched operator to
+// its state-topic partition, in the open transaction.
+func (st *stage2) checkpoint() error {
+	p := st.p
+	// Publish the owned operators' gauges for Stats (this goroutine is the
+	// only one that touches the operators).
+	var live, bytes, dups, dlate, dkeys, dbytes, unchanged int64
+	for _, t := range st.tasks {
+		for _, s := range t.g.NodeStats() {
+			live, bytes, dups, dlate, dkeys, dbytes = live+s.LiveGroups, bytes+s.StateBytes, dups+s.Duplicates,
+				dlate+s.DedupLate, dkeys+s.DedupKeys, dbytes+s.DedupBytes
+			unchanged += s.UnchangedSuppressed
+		}
+		if t.dd != nil {
+			d, l, k, b := t.dd.Stats()
+			dups, dlate, dkeys, dbytes, bytes = dups+d, dlate+l, dkeys+k, dbytes+b, bytes+b
+		}
+	}
+	p.c.unchanged.Store(unchanged)
+	p.c.liveGroups.Store(live)
+	p.c.stateBytes.Store(bytes)
+	if !p.dedup { // else the dedup stage's
+		p.c.duplicates.Store(dups)
+		p.c.dedupLate.Store(dlate)
+		p.c.dedupKeys.Store(dkeys)
+		p.c.dedupBytes.Store(dbytes)
+	}
+	if p.tj != nil {
+		st.publishJoin()
+	}
+	for _, t := range st.tasks {
+		if !t.touched {
+			continue
+		}
+		t.touched = false
+		src := t.wm
+		if p.direct {
+			src = newTracker(0) // the partition's own watermark
+			if pw, ok := st.local.parts[t.part]; ok {
+				src.observe(t.part, pw.wm)
+			}
+		}
+		pos := src.appendTo(nil)
+		if t.twm != nil {
+			pos = joinPosition(src, t.twm)
+		}
+		put := func(k, v []byte) error {
+			// One allocation for key and value: 4 bytes of partition, the
+			// entry key, the value (a nil v is a tombstone).
+			kv := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(k)+len(v)), uint32(t.part))
+			kv = append(kv, k...)
+			rec := &kgo.Record{Topic: p.stateTopic, Partition: t.part, Key: kv[:len(kv):len(kv)]}
+			if v != nil {
+				rec.Value = append(kv[len(kv):], v...)
+			}
+			st.tx.produce(rec)
+			p.c.stateOut.Add(1)
+			return nil
+		}
+		if err := checkpointDedup(t, put); err != nil {
+			return err
+		}
+		if err := t.g.Checkpoint(false, pos, put); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stateKey scopes an operator's entry key by its partition: 4 bytes of
+// partition number, then the entry key.
+func stateKey(part int32, k []byte) []byte {
+	b := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(k)), uint32(part))
+	return append(b, k...)
+}
+
+// load restores one operator from its partition's latest entries.
+func (p *Pipeline) load(t *task, entries map[string][]byte) error {
+	keys := make([]string, 0, len(entries))
+	for k := range entries {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	metaKey := string(t.g.MetaKey())
+	if _, ok := entries[string(stateKey(t.part, []byte(metaKey)))]; !ok && len(entries) > 0 {
+		// Every transaction that writes entries writes the meta entry
+		// too, and compaction keeps its latest value: entries without it
+		// mean the topic lost records (the watermark table with them).
+		return fmt.Errorf("%w: state topic %s partition %d holds %d entries but no meta entry (watermarks, counters): records were lost from the topic", drive.ErrBadState, p.stateTopic, t.part, len(entries))
+	}
+	var meta []byte
+	for _, k := range keys {
+		if len(k) < 4 || int32(binary.BigEndian.Uint32([]byte(k[:4]))) != t.part {
+			return fmt.Errorf("%w: state topic %s partition %d holds an entry of another partition", drive.ErrBadState, p.stateTopic, t.part)
+		}
+		ek := []byte(k[4:])
+		if ok, err := restoreDedup(t, ek, entries[k]); ok || err != nil {
+			if err != nil {
+				return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
+			}
+			continue
+		}
+		if string(ek) == metaKey {
+			meta = entries[k]
+			continue
+		}
+		if _, err := t.g.Restore(ek, entries[k]); err != nil {
+			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
+		}
+	}
+	if meta != nil {
+		pos, err := t.g.Restore([]byte(metaKey), meta)
+		if err != nil {
+			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
+		}
+		var tr *tracker
+		if t.twm != nil {
+			var ttr *tracker
+			tr, ttr, err = splitJoinPosition(pos)
+			if err == nil {
+				t.twm = ttr
+				t.twm.n = max(t.twm.n, p.secondParts())
+			}
+		} else {
+			tr, err = decodeTracker(pos)
+		}
+		if err != nil {
+			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
+		}
+		if err := p.finiteWatermarks(t, tr); err != nil {
+			return err
+		}
+		if p.direct {
+			t.wm = newTracker(p.upParts())
+			t.wm.merge(tr) // the partition's own watermark; merged into the instance's below
+		} else {
+			t.wm = tr
+			t.wm.n = max(t.wm.n, p.upParts())
+		}
+	}
+	if err := t.g.FinishRestore(); err != nil {
+		return err
+	}
+	p.c.restoredEntries.Add(int64(len(entries)))
+	return nil
+}
