@@ -171,11 +171,7 @@ func derivedTJoinData(seed uint64, n int) (events, versions [][]byte) {
 // table's computed and TIMESTAMP(3) columns at several partitionings.
 func TestRunKafkaTemporalJoinDerived(t *testing.T) {
 	t.Parallel()
-	prog, err := plan.Compile(derivedTJoinSQL, plan.CompileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := prog.Queries[len(prog.Queries)-1]
+	q := lastQuery(t, derivedTJoinSQL)
 	events, versions := derivedTJoinData(5, 1500)
 	want := kjoinInProcess(t, q, events, versions)
 	checkDerivedKeys(t, want)

@@ -504,3 +504,14 @@ func killChild(t testing.TB, p *crashtest.Proc) {
 		t.Fatalf("the child ended before its kill: %v\n%s", err, p.Stderr())
 	}
 }
+
+// lastQuery compiles script and returns its last query, the one a test
+// runs (the views before it are what it reads).
+func lastQuery(t testing.TB, script string) *plan.Query {
+	t.Helper()
+	prog, err := plan.Compile(script, plan.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prog.Queries[len(prog.Queries)-1]
+}

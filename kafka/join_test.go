@@ -374,11 +374,7 @@ var kjoinByLabelSQL = strings.NewReplacer("SELECT u.customer,", "SELECT p.label 
 // at several partition counts.
 func TestRunKafkaTemporalJoinTableGroup(t *testing.T) {
 	t.Parallel()
-	prog, err := plan.Compile(kjoinByLabelSQL, plan.CompileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := prog.Queries[len(prog.Queries)-1]
+	q := lastQuery(t, kjoinByLabelSQL)
 	events, versions := kjoinData(9, 1500)
 	want := kjoinInProcess(t, q, events, versions)
 	if _, ok := want[`[null, "2026-07-18 10:00:00"]`]; !ok {

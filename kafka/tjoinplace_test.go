@@ -10,8 +10,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // TestTemporalJoinInPlaceOldState: a temporal join grouped by a table
@@ -32,11 +30,7 @@ func TestTemporalJoinInPlaceOldState(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sql := strings.Replace(derivedTJoinSQL, "INTERVAL '2' SECOND);", "INTERVAL '2' SECOND)"+c.with+";", 1)
-			prog, err := plan.Compile(sql, plan.CompileOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			q := prog.Queries[len(prog.Queries)-1]
+			q := lastQuery(t, sql)
 			events, dups := events, 0
 			if c.with != "" {
 				events, dups = append(events, events...), len(events) // a copy of each, after them all
@@ -148,11 +142,7 @@ func uniqueTimes(t *testing.T, events [][]byte) [][]byte {
 // the events produced after the start.
 func TestTemporalJoinInPlaceFromLatest(t *testing.T) {
 	t.Parallel()
-	prog, err := plan.Compile(derivedTJoinSQL, plan.CompileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := prog.Queries[len(prog.Queries)-1]
+	q := lastQuery(t, derivedTJoinSQL)
 	events, versions := derivedTJoinData(3, 900)
 	old, fresh := events[:300], events[300:]
 	want := kjoinInProcess(t, q, fresh, versions)
@@ -181,7 +171,7 @@ func TestTemporalJoinInPlaceFromLatest(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	stop()
 	o.UntilCaughtUp = true
-	pl, err = New(o)
+	pl, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,11 +89,7 @@ func TestTopologyFromPlan(t *testing.T) {
 	// stream (a dedup stage before the join's) and by the table (the
 	// join's stage deduplicates, in the dedup key's partitions).
 	for _, by := range []string{"u.customer", "p.price"} {
-		prog, err := plan.Compile(fmt.Sprintf(dedupJoinShape, by, by), plan.CompileOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := prog.Queries[len(prog.Queries)-1]
+		q := lastQuery(t, fmt.Sprintf(dedupJoinShape, by, by))
 		o := Options{Query: q, Source: endpoint(addrs, "usage"), Table: endpoint(addrs, "prices"), Sink: endpoint(addrs, "out")}
 		check(t, "dedup join by "+by, o)
 	}

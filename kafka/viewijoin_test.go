@@ -429,11 +429,7 @@ CREATE SOURCE k (iid BIGINT, c VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
 		{bySite, "SELECT s, c, TUMBLE_START(w, INTERVAL '1' HOUR) AS h, sum(n) AS n FROM j GROUP BY s, c, TUMBLE(w, INTERVAL '1' HOUR)", []int{1, 2}},
 		{bySite, "SELECT c, TUMBLE_START(w, INTERVAL '1' HOUR) AS h, sum(n) AS n FROM j GROUP BY c, TUMBLE(w, INTERVAL '1' HOUR)", []int{1, 1, 1}},
 	} {
-		prog, err := plan.Compile(src+c.view+c.reader, plan.CompileOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := prog.Queries[len(prog.Queries)-1]
+		q := lastQuery(t, src+c.view+c.reader)
 		if err := CheckQuery(q); err != nil {
 			t.Errorf("%s: %v", c.reader, err)
 			continue

@@ -76,11 +76,7 @@ FROM q8 GROUP BY TUMBLE(window_start, INTERVAL '10' SECOND) EMIT FINAL;`,
 		{"after a view", q8OverSQL + q8RepartSQL, q8RepartTopics},
 	} {
 		t.Run(v.name, func(t *testing.T) {
-			prog, err := plan.Compile(string(text)+v.sql, plan.CompileOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			q := prog.Queries[len(prog.Queries)-1]
+			q := lastQuery(t, string(text)+v.sql)
 			if err := CheckQuery(q); err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
-	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // TestTrackerDrains holds the drain positions of a segment's marker
@@ -94,11 +93,7 @@ CREATE VIEW total AS SELECT TUMBLE_START(m, INTERVAL '1' MINUTE) AS h, sum(n) AS
 // query's finals equal the in-process graph's, one final per key.
 func TestViewRepartitionSmallTransactions(t *testing.T) {
 	t.Parallel()
-	prog, err := plan.Compile(repartScript, plan.CompileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := prog.Queries[len(prog.Queries)-1]
+	q := lastQuery(t, repartScript)
 	r := rand.New(rand.NewPCG(5, 5))
 	merchants := []string{`"a"`, `"b"`, `null`, `""`, `"\u00e9"`}
 	regions := []string{`"eu"`, `"us"`, `null`, `"x\"y"`}
@@ -251,11 +246,7 @@ func TestSegmentsUnbounded(t *testing.T) {
 	for i := 1; i < n; i++ {
 		fmt.Fprintf(&b, "CREATE VIEW v%d AS SELECT upper(a) AS a, TUMBLE_START(ws, INTERVAL '1' MINUTE) AS ws, sum(n) AS n FROM v%d GROUP BY upper(a), TUMBLE(ws, INTERVAL '1' MINUTE);\n", i, i-1)
 	}
-	prog, err := plan.Compile(b.String(), plan.CompileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := prog.Queries[len(prog.Queries)-1]
+	q := lastQuery(t, b.String())
 	if err := CheckQuery(q); err != nil {
 		t.Fatal(err)
 	}
