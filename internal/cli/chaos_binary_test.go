@@ -87,18 +87,22 @@ FROM tens GROUP BY merchant, TUMBLE(ws, INTERVAL '1' MINUTE)
 EMIT EARLY EVERY INTERVAL '100' MILLISECOND;
 `
 
+// chaosJoinInputs are the temporal join shapes' inputs: the events, with
+// a dedup key, and the versioned fee table.
+const chaosJoinInputs = `CREATE SOURCE events (event_id VARCHAR, merchant VARCHAR, customer VARCHAR, amount BIGINT, event_time TIMESTAMP,
+  WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND)
+  WITH (dedup_key = 'event_id', dedup_within = '10 minutes');
+CREATE TABLE fees (merchant VARCHAR, rate DECIMAL(6,4), valid_from TIMESTAMP,
+  PRIMARY KEY (merchant) NOT ENFORCED, WATERMARK FOR valid_from AS valid_from - INTERVAL '5' SECOND)` + tableWith + `;
+`
+
 // chaosJoinSQL is the fourth shape: the events joined with a versioned
 // table of per-merchant fee rates (an event-time temporal join, LEFT: an
 // event before its merchant's first rate keeps NULL), per merchant and
 // minute with early emissions every 100 ms. tableWith stands for the
 // table's WITH clause: its path in the file run, its topic (fees, two
 // partitions, produced while the chaos runs) over Kafka.
-const chaosJoinSQL = `CREATE SOURCE events (event_id VARCHAR, merchant VARCHAR, customer VARCHAR, amount BIGINT, event_time TIMESTAMP,
-  WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND)
-  WITH (dedup_key = 'event_id', dedup_within = '10 minutes');
-CREATE TABLE fees (merchant VARCHAR, rate DECIMAL(6,4), valid_from TIMESTAMP,
-  PRIMARY KEY (merchant) NOT ENFORCED, WATERMARK FOR valid_from AS valid_from - INTERVAL '5' SECOND)` + tableWith + `;
-CREATE VIEW fees_due AS
+const chaosJoinSQL = chaosJoinInputs + `CREATE VIEW fees_due AS
 SELECT e.merchant, TUMBLE_START(e.event_time, INTERVAL '1' MINUTE) AS window_start, count(*) AS orders,
        count(f.rate) AS priced, sum(e.amount * f.rate) AS due, max(f.rate) AS top_rate
 FROM events e LEFT JOIN fees FOR SYSTEM_TIME AS OF e.event_time AS f ON e.merchant = f.merchant
@@ -111,12 +115,7 @@ EMIT EARLY EVERY INTERVAL '100' MILLISECOND;
 // before its merchant's first rate), so the join runs where the events
 // are (over Kafka: after the dedup key's placement, no placement by the
 // group) and its joined rows are placed by the rate for the aggregate.
-const chaosJoinByTableSQL = `CREATE SOURCE events (event_id VARCHAR, merchant VARCHAR, customer VARCHAR, amount BIGINT, event_time TIMESTAMP,
-  WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND)
-  WITH (dedup_key = 'event_id', dedup_within = '10 minutes');
-CREATE TABLE fees (merchant VARCHAR, rate DECIMAL(6,4), valid_from TIMESTAMP,
-  PRIMARY KEY (merchant) NOT ENFORCED, WATERMARK FOR valid_from AS valid_from - INTERVAL '5' SECOND)` + tableWith + `;
-CREATE VIEW by_rate AS
+const chaosJoinByTableSQL = chaosJoinInputs + `CREATE VIEW by_rate AS
 SELECT f.rate, TUMBLE_START(e.event_time, INTERVAL '1' MINUTE) AS window_start, count(*) AS orders, sum(e.amount) AS total
 FROM events e LEFT JOIN fees FOR SYSTEM_TIME AS OF e.event_time AS f ON e.merchant = f.merchant
 GROUP BY f.rate, TUMBLE(e.event_time, INTERVAL '1' MINUTE)
