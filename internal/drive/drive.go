@@ -163,6 +163,9 @@ type Driver struct {
 	// feeder takes Feed's records (feed.go): direct, or the sharded
 	// aggregate's block decode node.
 	feeder feeder
+	// ownRow: the row being pushed is the caller's to give away
+	// (pushViewRow).
+	ownRow bool
 	late   func(*exec.LateEvent)
 	log    *slog.Logger // receives a recovered panic's stack; may be nil
 	// onEventError is Config.OnEventError.
@@ -428,7 +431,9 @@ func (d *Driver) push(raw, key []byte, keyed bool) error {
 // apply hands one decoded event (raw its record, nil for a typed row) to
 // the head of the chain.
 func (d *Driver) apply(row []types.Value, raw, key []byte, keyed bool) error {
-	_, err := d.first.push(0, d.one.set(row, raw, key, keyed))
+	b := d.one.set(row, raw, key, keyed)
+	b.owned = d.ownRow
+	_, err := d.first.push(0, b)
 	return err
 }
 

@@ -294,6 +294,7 @@ func (g *Graph) readerHooks(i int) (onMark func(int64), onRow func([]types.Value
 		}
 		n := g.nodes[i]
 		it := g.item(n, itemRow, 0)
+		it.owned = true
 		for _, r := range n.readers {
 			it.row = slices.Clone(row)
 			g.deliver(r, it)

@@ -84,7 +84,7 @@ func (t *intervalJoin) waiting() bool { return t.j.Pending() > 0 }
 
 func (t *intervalJoin) push(side int, b *rowBatch) (int, error) {
 	for i, row := range b.rows {
-		if err := t.pushRow(side, row, b.raw(i)); err != nil {
+		if err := t.pushRow(side, row, b.raw(i), b.owned); err != nil {
 			return i + 1, err
 		}
 	}
@@ -92,8 +92,14 @@ func (t *intervalJoin) push(side int, b *rowBatch) (int, error) {
 }
 
 // pushRow hands one decoded row of an input to the join.
-func (t *intervalJoin) pushRow(side int, row []types.Value, raw []byte) error {
-	late, err := t.j.Push(side, row)
+func (t *intervalJoin) pushRow(side int, row []types.Value, raw []byte, owned bool) error {
+	var late bool
+	var err error
+	if owned {
+		late, err = t.j.PushOwned(side, row)
+	} else {
+		late, err = t.j.Push(side, row)
+	}
 	if errors.Is(err, exec.ErrIntervalJoinFull) {
 		return t.fail(err) // the row was not taken: the host cannot go on
 	}

@@ -27,6 +27,9 @@ type gitem struct {
 	kind  gitemKind
 	side  uint8 // the input of a join of two views it is for
 	phase uint8 // 0: delivered by a root's call from the host; 1: while inboxes were applied
+	// owned: row is the graph's own copy of a view's row, whose strings
+	// the view's operator never reuses: a join may hold it as it is.
+	owned bool
 	row   []types.Value
 	wm    int64
 	step  uint64 // the host call (step) one thread would have delivered it in
@@ -206,6 +209,9 @@ func (g *Graph) pump() error {
 	}
 	g.stalled = true
 	for _, n := range g.nodes {
+		if n.backlog() == 0 {
+			continue // nothing waits (no item reaches n while it applies its own)
+		}
 		front := g.joinFront(n)
 		for {
 			it, q := n.next(front)
@@ -239,8 +245,8 @@ func (n *gnode) apply(it *gitem) (act bool, err error) {
 	two := n.q.IJoin != nil // a join of two views: the item's input
 	switch it.kind {
 	case itemRow:
-		if two && it.side == 1 {
-			return true, n.d.PushInputRow(1, it.row)
+		if two {
+			return true, n.d.pushViewRow(int(it.side), it.row, it.owned)
 		}
 		return true, n.d.PushRow(it.row)
 	case itemWatermark:

@@ -94,6 +94,8 @@ type rowBatch struct {
 	// keys are the rows' group keys when a router computed them (keyed).
 	keys  [][]byte
 	keyed bool
+	// owned: the rows are the caller's to give away (Driver.pushViewRow).
+	owned bool
 }
 
 // raw is row i's record (nil for a typed or a joined row).
@@ -116,7 +118,7 @@ type one struct {
 // set makes the batch row (raw its record; key its group key if keyed).
 func (o *one) set(row []types.Value, raw, key []byte, keyed bool) *rowBatch {
 	o.row[0], o.raw[0], o.key[0] = row, raw, key
-	o.b.rows, o.b.raws, o.b.keyed = o.row[:], o.raw[:], keyed
+	o.b.rows, o.b.raws, o.b.keyed, o.b.owned = o.row[:], o.raw[:], keyed, false
 	if keyed {
 		o.b.keys = o.key[:]
 	} else {

@@ -165,7 +165,19 @@ func (d *Driver) PushInputRow(input int, row []types.Value) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.first.push(input, d.one.set(row, nil, nil, false))
+	b := d.one.set(row, nil, nil, false)
+	b.owned = d.ownRow
+	_, err = d.first.push(input, b)
+	return err
+}
+
+// pushViewRow is PushInputRow of a view's row that a graph node reads;
+// owned: the row is the graph's own copy, which a join may hold as it is
+// (a view's strings are its operator's, never reused).
+func (d *Driver) pushViewRow(input int, row []types.Value, owned bool) error {
+	d.ownRow = owned
+	err := d.PushInputRow(input, row)
+	d.ownRow = false
 	return err
 }
 

@@ -187,6 +187,17 @@ func (t *IntervalJoin) Late(side int, ts int64) bool {
 // row is held while a row of the other input may still match it. The
 // row is copied.
 func (t *IntervalJoin) Push(side int, row []types.Value) (late bool, err error) {
+	return t.push(side, row, false)
+}
+
+// PushOwned is Push of a row the caller gives away: neither its cells nor
+// its strings are changed or reused after the call (a view's final row
+// the graph copied for its reader), so the join holds it without a copy.
+func (t *IntervalJoin) PushOwned(side int, row []types.Value) (late bool, err error) {
+	return t.push(side, row, true)
+}
+
+func (t *IntervalJoin) push(side int, row []types.Value, owned bool) (late bool, err error) {
 	s, o := t.sides[side], t.sides[1-side]
 	ts := row[s.src.TimeCol].I
 	s.rowsIn++
@@ -210,7 +221,9 @@ func (t *IntervalJoin) Push(side int, row []types.Value) (late bool, err error) 
 	} else {
 		// One copy of the row (its strings may alias the decoder's
 		// buffers) serves every joined row it makes and the held row.
-		row = cloneRow(row)
+		if !owned {
+			row = cloneRow(row)
+		}
 		t.probe(side, ts, row, o.rows[string(key)])
 		if ts >= t.threshold(side) {
 			t.seq++
