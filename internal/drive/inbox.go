@@ -27,8 +27,8 @@ type gitem struct {
 	kind  gitemKind
 	side  uint8 // the input of a join of two views it is for
 	phase uint8 // 0: delivered by a root's call from the host; 1: while inboxes were applied
-	// owned: row is the graph's own copy of a view's row, whose strings
-	// the view's operator never reuses: a join may hold it as it is.
+	// owned: row is the graph's own copy of a view's row: a join may
+	// hold its cells without copying them.
 	owned bool
 	row   []types.Value
 	wm    int64

@@ -172,8 +172,8 @@ func (d *Driver) PushInputRow(input int, row []types.Value) error {
 }
 
 // pushViewRow is PushInputRow of a view's row that a graph node reads;
-// owned: the row is the graph's own copy, which a join may hold as it is
-// (a view's strings are its operator's, never reused).
+// owned: the row is the graph's own copy, whose cells a join may hold
+// without copying them (exec.IntervalJoin.PushOwned).
 func (d *Driver) pushViewRow(input int, row []types.Value, owned bool) error {
 	d.ownRow = owned
 	err := d.PushInputRow(input, row)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -190,9 +191,11 @@ func (t *IntervalJoin) Push(side int, row []types.Value) (late bool, err error) 
 	return t.push(side, row, false)
 }
 
-// PushOwned is Push of a row the caller gives away: neither its cells nor
-// its strings are changed or reused after the call (a view's final row
-// the graph copied for its reader), so the join holds it without a copy.
+// PushOwned is Push of a row the caller gives away: its cells are not
+// changed or reused after the call (a view's final row the graph copied
+// for its reader), so the join holds the row itself. Its strings are
+// copied, as Push's are: a held row keeps only its own bytes alive (a
+// view's strings share the slabs of its groups' keys).
 func (t *IntervalJoin) PushOwned(side int, row []types.Value) (late bool, err error) {
 	return t.push(side, row, true)
 }
@@ -221,7 +224,9 @@ func (t *IntervalJoin) push(side int, row []types.Value, owned bool) (late bool,
 	} else {
 		// One copy of the row (its strings may alias the decoder's
 		// buffers) serves every joined row it makes and the held row.
-		if !owned {
+		if owned {
+			ownStrings(row)
+		} else {
 			row = cloneRow(row)
 		}
 		t.probe(side, ts, row, o.rows[string(key)])
@@ -247,6 +252,15 @@ func (t *IntervalJoin) push(side int, row []types.Value, owned bool) (late bool,
 	}
 	t.observe(side, ts)
 	return false, nil
+}
+
+// ownStrings gives row's string cells bytes of their own.
+func ownStrings(row []types.Value) {
+	for i := range row {
+		if row[i].S != "" {
+			row[i].S = strings.Clone(row[i].S)
+		}
+	}
 }
 
 // observe moves input side's watermark by a row's time (unless external).

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"testing"
+	"unsafe"
 
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -259,5 +260,44 @@ func TestIntervalJoinHeldBound(t *testing.T) {
 	j.Advance(0, 100*sec)
 	if _, err := j.Push(1, row("a", 0)); err != nil || j.Pending() != 3 {
 		t.Fatalf("a row the join does not hold: %v, %d joined", err, j.Pending())
+	}
+}
+
+// TestIntervalJoinPushOwned: a join fed rows it may keep (PushOwned)
+// makes the joined rows and holds the state Push makes, and a held row's
+// strings are its own: the bytes they were read from may change after
+// the call.
+func TestIntervalJoinPushOwned(t *testing.T) {
+	q := ijoinEntriesQuery(t)
+	mk := func() *IntervalJoin {
+		j, err := NewIntervalJoin(q, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	owned, ref := mk(), mk()
+	r := rand.New(rand.NewPCG(3, 9))
+	buf := []byte("abc")
+	for step := range 400 {
+		side, ts, at := r.IntN(2), int64(step)*sec/4+r.Int64N(3*sec), r.IntN(3)
+		row := func() []types.Value {
+			k := unsafe.String(&buf[at], 1) // aliases buf, as a decoded string may
+			return []types.Value{{Kind: types.KindVarchar, S: k}, types.Big(int64(step)), types.TS(ts)}
+		}
+		if _, err := ref.Push(side, row()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := owned.PushOwned(side, row()); err != nil {
+			t.Fatal(err)
+		}
+		copy(buf, "xyz") // no held row may change with it
+		if got, want := taken(owned), taken(ref); !slices.Equal(got, want) {
+			t.Fatalf("step %d: joined %v, Push joins %v", step, got, want)
+		}
+		if !bytes.Equal(owned.AppendState(nil), ref.AppendState(nil)) {
+			t.Fatalf("step %d: the state differs from Push's", step)
+		}
+		copy(buf, "abc")
 	}
 }
