@@ -482,11 +482,7 @@ func (st *stage2) row(t *task, in int, r *kgo.Record) error {
 	if err != nil {
 		return fmt.Errorf("a view row at %s partition %d offset %d: %w", r.Topic, r.Partition, r.Offset, err)
 	}
-	if in == 0 {
-		err = t.g.PushRow(row)
-	} else {
-		err = t.g.PushTableRow(row)
-	}
+	err = t.g.PushInputRow(in, row)
 	var ee *drive.EventError
 	if err != nil && (errors.As(err, &ee) || drive.Skipped(err)) {
 		return nil // counted (an evaluation error of a reader), as a reader in a file run goes past it
@@ -534,13 +530,9 @@ func (st *stage2) advance(t *task) error {
 // advanceInput moves input in of t's graph to its marker table's
 // watermark when that is ahead of cur, the input's own.
 func advanceInput(t *task, in int, cur int64) error {
-	advance := t.g.AdvanceWatermark
-	if in > 0 {
-		advance = t.g.AdvanceTableWatermark
-	}
 	if wm := t.marks[in].watermark(); wm != math.MinInt64 && wm > cur {
 		t.touched = true
-		if err := advance(wm); err != nil && !drive.Skipped(err) {
+		if err := t.g.AdvanceInputWatermark(in, wm); err != nil && !drive.Skipped(err) {
 			return err
 		}
 	}
