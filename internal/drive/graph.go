@@ -196,9 +196,10 @@ func (g *Graph) joinsSources() bool {
 // feeds it), and each reader edge one of its edges.
 func (g *Graph) Plan() *dataflow.Plan { return g.plan }
 
-// Sources returns the declared sources the graph reads: the first is the
-// Push input, the second (a join of views over two sources) the
-// PushTable input.
+// Sources returns the graph's inputs: the declared sources it reads, the
+// first the Push input, the second (a join of views over two sources)
+// the PushTable input; in a segment graph, then the views whose rows the
+// host brings (after a join root's second input, when it has one).
 func (g *Graph) Sources() []*plan.Source { return g.sources }
 
 // rootsOf returns the roots reading input i.

@@ -24,10 +24,12 @@ import (
 // NewSegmentGraph returns the graph of primary and the views it reads
 // but views (and what only they read), which other segments compute: a
 // node reading one of them takes its rows from the host. The graph's
-// inputs (Sources, at most two) are the declared sources its roots read
-// and views, in the order its nodes read them, upstream first: input 0
+// inputs (Sources) are the declared sources its roots read (at most two),
+// a join root's second input, then the views, each in the order its
+// nodes read them, upstream first (Input finds one by name): input 0
 // takes Push, PushKeyed (one root) or PushRow, and AdvanceWatermark;
-// input 1 PushTable or PushTableRow, and AdvanceTableWatermark. A view's
+// input 1 PushTable or PushTableRow, and AdvanceTableWatermark; any
+// PushInputRow and AdvanceInputWatermark. A view's
 // input takes its rows and its markers (plan.Query.ViewWatermark of its
 // watermark), each row kept as it is until a node applies it (the host
 // does not change it after the call); EndFirst, EndTable and Close end it
