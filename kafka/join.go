@@ -417,7 +417,7 @@ func (st *stage2) tableRow(t *task, r *kgo.Record) error {
 		// partition knows it from the same markers).
 		floor := int64(math.MinInt64)
 		if part, ok := headerValue(r, tablePartHeader); ok && len(part) == 4 {
-			if pw, ok := t.twm.parts[int32(binary.BigEndian.Uint32(part))]; ok {
+			if pw, ok := t.marks[1].parts[int32(binary.BigEndian.Uint32(part))]; ok {
 				floor = pw.wm
 			}
 		}
@@ -515,25 +515,36 @@ func (st *stage2) publishJoin() {
 	c.joinKeys.Store(s.Keys)
 }
 
-// A temporal join's checkpoint position holds both marker tables: a
-// uvarint length, the source's (as any query's position), the table's.
-func joinPosition(src, table *tracker) []byte {
-	s := src.appendTo(nil)
-	b := binary.AppendUvarint(nil, uint64(len(s)))
-	b = append(b, s...)
-	return table.appendTo(b)
+// A checkpoint's position holds the marker table of each input of the
+// graph, in its order: each but the last a uvarint length then its
+// bytes, the last its bytes alone (so a graph of one input's position is
+// its table, as any query's, and a temporal join's the source's then the
+// table's).
+func appendPosition(b []byte, marks []*tracker) []byte {
+	for _, m := range marks[:len(marks)-1] {
+		s := m.appendTo(nil)
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return marks[len(marks)-1].appendTo(b)
 }
 
-func splitJoinPosition(b []byte) (src, table *tracker, err error) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)-k) {
-		return nil, nil, fmt.Errorf("%w: temporal join position", errBadWatermark)
+// splitPosition parses appendPosition's bytes of n marker tables.
+func splitPosition(b []byte, n int) ([]*tracker, error) {
+	out := make([]*tracker, n)
+	for i := range out {
+		m := b
+		if i < n-1 {
+			l, k := binary.Uvarint(b)
+			if k <= 0 || l > uint64(len(b)-k) {
+				return nil, fmt.Errorf("%w: the position of input %d", errBadWatermark, i)
+			}
+			m, b = b[k:k+int(l)], b[k+int(l):]
+		}
+		var err error
+		if out[i], err = decodeTracker(m); err != nil {
+			return nil, err
+		}
 	}
-	if src, err = decodeTracker(b[k : k+int(n)]); err != nil {
-		return nil, nil, err
-	}
-	if table, err = decodeTracker(b[k+int(n):]); err != nil {
-		return nil, nil, err
-	}
-	return src, table, nil
+	return out, nil
 }

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/binary"
 	"sync"
 	"testing"
 	"time"
@@ -237,5 +238,41 @@ func TestTrackerPositions(t *testing.T) {
 	old, err := decodeTracker(v1)
 	if err != nil || old.parts[0].wm != 5 || old.parts[0].pos != -1 {
 		t.Fatalf("version 1: %v %+v", err, old.parts)
+	}
+}
+
+// TestPositionPerInput: a checkpoint's position holds one marker table
+// per input of the graph. One table's is the table's bytes, and two's the
+// layout a temporal join wrote (a uvarint length, the source's, the
+// table's), so earlier state topics read the same; three round trip.
+func TestPositionPerInput(t *testing.T) {
+	var marks []*tracker
+	for i := range 3 {
+		m := newTracker(i + 2)
+		m.observe(int32(i), int64(10*i-5))
+		m.setIdle(0, i == 1)
+		marks = append(marks, m)
+	}
+	if got, want := appendPosition(nil, marks[:1]), marks[0].appendTo(nil); string(got) != string(want) {
+		t.Fatalf("one input: %x, want the table's %x", got, want)
+	}
+	s := marks[0].appendTo(nil)
+	two := marks[1].appendTo(append(binary.AppendUvarint(nil, uint64(len(s))), s...))
+	if got := appendPosition(nil, marks[:2]); string(got) != string(two) {
+		t.Fatalf("two inputs: %x, want the temporal join's layout %x", got, two)
+	}
+	for n := 1; n <= 3; n++ {
+		back, err := splitPosition(appendPosition(nil, marks[:n]), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range back {
+			if string(m.appendTo(nil)) != string(marks[i].appendTo(nil)) {
+				t.Fatalf("%d inputs: input %d came back as %x", n, i, m.appendTo(nil))
+			}
+		}
+	}
+	if _, err := splitPosition(appendPosition(nil, marks[:1]), 2); err == nil {
+		t.Fatal("one table read as two")
 	}
 }

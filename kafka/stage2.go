@@ -22,12 +22,12 @@ import (
 type task struct {
 	part int32
 	g    *drive.Graph
-	// The marker tables of the graph's inputs: wm the first's (the source
+	// marks are the marker tables of the graph's inputs, one per input
+	// in the graph's order (inputParts): the first's the source
 	// partitions' in repartition mode, the segment before's, a join of
-	// two views' left side's); twm the second's, nil without one (a
-	// temporal join's table partitions', an interval join's right
-	// stream's, the right side's).
-	wm, twm *tracker
+	// two views' left side's; a second's a temporal join's table
+	// partitions', an interval join's right stream's, the right side's.
+	marks   []*tracker
 	dd      *drive.HostDedup // its events' dedup, in a join's stage over a dedup key (newJoinDedup)
 	touched bool             // changed since the last checkpoint
 	emitted int64
@@ -204,7 +204,7 @@ func (st *stage2) ready(ctx context.Context) error {
 	}
 	for _, t := range restored {
 		st.tasks[t.part] = t
-		if pw, ok := t.wm.parts[t.part]; ok && st.p.direct {
+		if pw, ok := t.marks[0].parts[t.part]; ok && st.p.direct {
 			st.local.observe(t.part, pw.wm)
 		}
 	}
@@ -213,9 +213,9 @@ func (st *stage2) ready(ctx context.Context) error {
 
 func (st *stage2) newTask(part int32) (*task, error) {
 	p := st.p
-	t := &task{part: part, wm: newTracker(p.upParts())}
-	if n := p.secondParts(); n > 0 {
-		t.twm = newTracker(n)
+	t := &task{part: part}
+	for _, n := range p.inputParts() {
+		t.marks = append(t.marks, newTracker(n))
 	}
 	emit := func(r *changelog.Record) error { return st.emit(t, r) }
 	// A join's state is a small header entry and an entry per waiting
@@ -271,16 +271,30 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	return t, err
 }
 
-// secondParts is the number of partitions of the graph's second input's
-// marker table (0 without one).
-func (p *Pipeline) secondParts() int {
+// inputParts are the partition counts of the marker tables of the
+// graph's inputs, in its order: the first's, then a second's (a temporal
+// join's table, an interval join's right stream, a join of two views'
+// right side).
+func (p *Pipeline) inputParts() []int {
 	switch {
 	case p.tj != nil:
-		return p.tj.n
+		return []int{p.upParts(), p.tj.n}
 	case p.vj != nil:
-		return p.vj.sides[1].nParts
+		return []int{p.upParts(), p.vj.sides[1].nParts}
 	}
-	return 0
+	return []int{p.upParts()}
+}
+
+// inputEnds are, in UntilCaughtUp, the end offsets each input's marker
+// table must report consumed (allAtEnd), in the graph's order.
+func (p *Pipeline) inputEnds() []map[int32]int64 {
+	switch {
+	case p.tj != nil:
+		return []map[int32]int64{p.sourceEnd, p.tj.end}
+	case p.vj != nil:
+		return []map[int32]int64{p.sourceEnd, p.vj.sides[1].sourceEnd}
+	}
+	return []map[int32]int64{p.sourceEnd}
 }
 
 // emit produces one changelog record to its query's topic (the sink's,
@@ -411,8 +425,8 @@ func (st *stage2) record(t *task, r *kgo.Record, now time.Time) error {
 		if err != nil {
 			return fmt.Errorf("%w at %s partition %d offset %d", err, r.Topic, r.Partition, r.Offset)
 		}
-		[2]*tracker{t.wm, t.twm}[in].merge(m)
-		if wm := t.wm.watermark(); t.dd != nil && wm != math.MinInt64 {
+		t.marks[in].merge(m)
+		if wm := t.marks[0].watermark(); t.dd != nil && wm != math.MinInt64 {
 			t.dd.AdvanceWatermark(wm) // at each marker, as a dedup stage does
 		}
 		return nil
@@ -468,11 +482,7 @@ func (st *stage2) row(t *task, in int, r *kgo.Record) error {
 	if err != nil {
 		return fmt.Errorf("a view row at %s partition %d offset %d: %w", r.Topic, r.Partition, r.Offset, err)
 	}
-	if in == 0 {
-		err = t.g.PushRow(row)
-	} else {
-		err = t.g.PushTableRow(row)
-	}
+	err = t.g.PushInputRow(in, row)
 	var ee *drive.EventError
 	if err != nil && (errors.As(err, &ee) || drive.Skipped(err)) {
 		return nil // counted (an evaluation error of a reader), as a reader in a file run goes past it
@@ -482,26 +492,26 @@ func (st *stage2) row(t *task, in int, r *kgo.Record) error {
 
 // advance moves each input of t's graph to its markers' minimum: a join
 // of two views' left input (its own watermark, not the join's), the
-// second input, then the first as any query's; a join of two views is
-// then held to its bound on held rows.
+// inputs after the first, then the first as any query's; a join of two
+// views is then held to its bound on held rows.
 func (st *stage2) advance(t *task) error {
 	first, second := t.g.InputWatermarks()
 	if st.p.vj != nil {
-		if err := advanceInput(t, t.wm, first, t.g.AdvanceWatermark); err != nil {
+		if err := advanceInput(t, 0, first); err != nil {
 			return err
 		}
 	}
-	if t.twm != nil {
-		if err := advanceInput(t, t.twm, second, t.g.AdvanceTableWatermark); err != nil {
+	for in := 1; in < len(t.marks); in++ {
+		if err := advanceInput(t, in, second); err != nil {
 			return err
 		}
 	}
+	// An interval join's left input's watermark is its first; any other
+	// graph's is its first input's.
 	if st.p.tj == nil || !st.p.tj.interval {
-		// An interval join's left input's watermark is its first; any
-		// other graph's is its first input's.
 		first = t.g.InputWatermark(0)
 	}
-	wm := t.wm.watermark()
+	wm := t.marks[0].watermark()
 	if st.p.direct {
 		wm = st.local.watermark()
 	}
@@ -517,12 +527,12 @@ func (st *stage2) advance(t *task) error {
 	return nil
 }
 
-// advanceInput moves an input to its marker table's watermark when that
-// is ahead of cur.
-func advanceInput(t *task, tab *tracker, cur int64, advance func(int64) error) error {
-	if wm := tab.watermark(); wm != math.MinInt64 && wm > cur {
+// advanceInput moves input in of t's graph to its marker table's
+// watermark when that is ahead of cur, the input's own.
+func advanceInput(t *task, in int, cur int64) error {
+	if wm := t.marks[in].watermark(); wm != math.MinInt64 && wm > cur {
 		t.touched = true
-		if err := advance(wm); err != nil && !drive.Skipped(err) {
+		if err := t.g.AdvanceInputWatermark(in, wm); err != nil && !drive.Skipped(err) {
 			return err
 		}
 	}
@@ -538,18 +548,16 @@ func (st *stage2) allAtEnd() bool {
 	if len(st.owned) == 0 {
 		return false
 	}
+	ends := st.p.inputEnds()
 	for part := range st.owned {
 		t := st.tasks[part]
-		if t == nil {
+		if t == nil || st.p.direct && !st.end.done(part) {
 			return false
 		}
-		if st.p.direct {
-			if !st.end.done(part) || st.p.tj != nil && !t.twm.consumedTo(st.p.tj.end) {
+		for in, end := range ends {
+			if (in > 0 || !st.p.direct) && !t.marks[in].consumedTo(end) {
 				return false
 			}
-		} else if !t.wm.consumedTo(st.p.sourceEnd) || st.p.tj != nil && !t.twm.consumedTo(st.p.tj.end) ||
-			st.p.vj != nil && !t.twm.consumedTo(st.p.vj.sides[1].sourceEnd) {
-			return false
 		}
 	}
 	return true

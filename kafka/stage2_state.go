@@ -49,17 +49,15 @@ func (st *stage2) checkpoint() error {
 			continue
 		}
 		t.touched = false
-		src := t.wm
+		marks := t.marks
 		if p.direct {
-			src = newTracker(0) // the partition's own watermark
+			src := newTracker(0) // the partition's own watermark
 			if pw, ok := st.local.parts[t.part]; ok {
 				src.observe(t.part, pw.wm)
 			}
+			marks = append([]*tracker{src}, marks[1:]...)
 		}
-		pos := src.appendTo(nil)
-		if t.twm != nil {
-			pos = joinPosition(src, t.twm)
-		}
+		pos := appendPosition(nil, marks)
 		put := func(k, v []byte) error {
 			// One allocation for key and value: 4 bytes of partition, the
 			// entry key, the value (a nil v is a tombstone).
@@ -129,29 +127,21 @@ func (p *Pipeline) load(t *task, entries map[string][]byte) error {
 		if err != nil {
 			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
 		}
-		var tr *tracker
-		if t.twm != nil {
-			var ttr *tracker
-			tr, ttr, err = splitJoinPosition(pos)
-			if err == nil {
-				t.twm = ttr
-				t.twm.n = max(t.twm.n, p.secondParts())
-			}
-		} else {
-			tr, err = decodeTracker(pos)
-		}
+		parts := p.inputParts()
+		marks, err := splitPosition(pos, len(parts))
 		if err != nil {
 			return fmt.Errorf("state topic %s partition %d: %w", p.stateTopic, t.part, err)
 		}
-		if err := p.finiteWatermarks(t, tr); err != nil {
+		if err := p.finiteWatermarks(t, marks[0]); err != nil {
 			return err
 		}
-		if p.direct {
-			t.wm = newTracker(p.upParts())
-			t.wm.merge(tr) // the partition's own watermark; merged into the instance's below
-		} else {
-			t.wm = tr
-			t.wm.n = max(t.wm.n, p.upParts())
+		for in, n := range parts {
+			t.marks[in] = marks[in]
+			if in == 0 && p.direct {
+				t.marks[0] = newTracker(n)
+				t.marks[0].merge(marks[0]) // the partition's own watermark; merged into the instance's below
+			}
+			t.marks[in].n = max(t.marks[in].n, n)
 		}
 	}
 	if err := t.g.FinishRestore(); err != nil {

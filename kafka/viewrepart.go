@@ -399,5 +399,5 @@ func (st *stage2) reachedOf(t *task) []int64 {
 		}
 		return out
 	}
-	return t.wm.reached(st.p.srcParts)
+	return t.marks[0].reached(st.p.srcParts)
 }

@@ -55,16 +55,20 @@ type Graph struct {
 	nodes   []*gnode       // upstream before downstream
 	primary *gnode
 	roots   []*gnode // the nodes reading a declared source
-	// sources are the declared sources the roots read: one, or two for a
-	// join of two views over different sources (the left view's first);
-	// in a segment graph, also the views whose rows the host brings. The
-	// first is the host's Push input, the second its PushTable input.
+	// sources are the graph's inputs: the declared sources the roots
+	// read, one or two for a join of two views over different sources
+	// (the left view's first); in a segment graph, then the views whose
+	// rows the host brings, after a join root's second input (numberFed).
+	// The first is the host's Push input, the second its PushTable input.
 	sources []*plan.Source
-	ended   [2]bool // the inputs ended (EndTable, Close)
+	ended   []bool // the inputs ended (EndTable, Close); at least two
 	// fed are the readers of each input that is a view's rows the host
 	// brings (NewSegmentGraph); fedMark the last marker of each.
-	fed     [2][]gedge
-	fedMark [2]int64
+	fed     [][]gedge
+	fedMark []int64
+	// fedViews are the views the host brings, while the graph links
+	// (numberFed).
+	fedViews []*plan.Query
 	// join is the root whose query has a second input of its own, nil
 	// without one: a temporal join (a view over a stream and a versioned
 	// table) or an interval join of two declared streams (a view over
@@ -192,9 +196,10 @@ func (g *Graph) joinsSources() bool {
 // feeds it), and each reader edge one of its edges.
 func (g *Graph) Plan() *dataflow.Plan { return g.plan }
 
-// Sources returns the declared sources the graph reads: the first is the
-// Push input, the second (a join of views over two sources) the
-// PushTable input.
+// Sources returns the graph's inputs: the declared sources it reads, the
+// first the Push input, the second (a join of views over two sources)
+// the PushTable input; in a segment graph, then the views whose rows the
+// host brings (after a join root's second input, when it has one).
 func (g *Graph) Sources() []*plan.Source { return g.sources }
 
 // rootsOf returns the roots reading input i.

@@ -92,10 +92,11 @@ func newGraph(primary *plan.Query, with []*plan.Query, cfg Config, viewEmit func
 	if err := g.check(); err != nil {
 		return nil, err
 	}
+	g.numberFed()
 	for i, n := range g.nodes {
 		n.index = i
 	}
-	g.lone = len(g.nodes) == 1 && !g.isFed(0) && !g.isFed(1)
+	g.lone = len(g.nodes) == 1 && !g.anyFed()
 	for _, n := range g.roots {
 		n.root = true
 	}
@@ -131,7 +132,7 @@ func planGraph(primary *plan.Query, with []*plan.Query, host *HostInput) (*Graph
 	if err != nil {
 		return nil, err
 	}
-	g := &Graph{plan: p, byNode: map[int]*gnode{}}
+	g := &Graph{plan: p, byNode: map[int]*gnode{}, ended: make([]bool, 2)}
 	var above map[int]bool // the nodes above a row graph's root
 	if host != nil && host.Joined != nil {
 		if cut := p.Aggregate(host.Joined); cut != nil {
@@ -268,7 +269,7 @@ func (g *Graph) check() error {
 		}
 		return fmt.Errorf("drive: query %s joins the versioned table %s, and the graph also reads a second source (%s); a graph reads at most two inputs: run the join's queries in a graph of their own", g.join.q.Name, g.join.q.Join.Table.Name, g.sources[1].Name)
 	}
-	if len(g.sources) == 2 && !g.isFed(0) && !g.isFed(1) && !g.joinsSources() {
+	if len(g.sources) == 2 && !g.joinsSources() {
 		return fmt.Errorf("drive: the graph's queries read two sources (%s, %s), but none joins a view of one with a view of the other; a graph reads two inputs only for such a join: run the queries of each source in a graph of their own", g.sources[0].Name, g.sources[1].Name)
 	}
 	return nil

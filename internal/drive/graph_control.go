@@ -1,5 +1,7 @@
 package drive
 
+import "slices"
+
 // The graph's control calls of its inputs: the watermark, the close of
 // the open windows, the close, each on the roots and then, in order, on
 // their readers.
@@ -65,7 +67,7 @@ func (g *Graph) Close() (err error) {
 // closed reports whether every input has ended (Close).
 func (g *Graph) closed() bool {
 	ij := g.ijRoot()
-	return g.ended[0] && (len(g.sources) < 2 || g.ended[1]) && (ij == nil || ij.d.closed)
+	return !slices.Contains(g.ended[:max(1, len(g.sources))], false) && (ij == nil || ij.d.closed)
 }
 
 // controlNode is control on root n alone.

@@ -224,8 +224,11 @@ func (g *Graph) InputWatermarks() (int64, int64) {
 // InputWatermark is input i's watermark: its first root's, or the last
 // marker of a view whose rows the host brings.
 func (g *Graph) InputWatermark(i int) int64 {
-	if g.isFed(i) {
+	switch {
+	case g.isFed(i):
 		return g.fedMark[i]
+	case i == 1 && g.join != nil:
+		return g.join.d.InputWatermark(1)
 	}
 	return g.firstRootOf(i).d.Watermark()
 }
@@ -236,7 +239,7 @@ func (g *Graph) IntervalStats() IntervalStats {
 	if n := g.ijRoot(); n != nil && g.primary.q.IJoin == nil {
 		return n.d.IntervalStats()
 	}
-	if _, ij := g.primary.d.first.(intervalNode); !ij && (g.isFed(0) || g.isFed(1)) {
+	if _, ij := g.primary.d.first.(intervalNode); !ij && g.anyFed() {
 		// A segment graph's join of two views below the primary.
 		for _, n := range g.nodes {
 			if n.two {

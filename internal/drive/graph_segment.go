@@ -24,10 +24,12 @@ import (
 // NewSegmentGraph returns the graph of primary and the views it reads
 // but views (and what only they read), which other segments compute: a
 // node reading one of them takes its rows from the host. The graph's
-// inputs (Sources, at most two) are the declared sources its roots read
-// and views, in the order its nodes read them, upstream first: input 0
+// inputs (Sources) are the declared sources its roots read (at most two),
+// a join root's second input, then the views, each in the order its
+// nodes read them, upstream first (Input finds one by name): input 0
 // takes Push, PushKeyed (one root) or PushRow, and AdvanceWatermark;
-// input 1 PushTable or PushTableRow, and AdvanceTableWatermark. A view's
+// input 1 PushTable or PushTableRow, and AdvanceTableWatermark; any
+// PushInputRow and AdvanceInputWatermark. A view's
 // input takes its rows and its markers (plan.Query.ViewWatermark of its
 // watermark), each row kept as it is until a node applies it (the host
 // does not change it after the call); EndFirst, EndTable and Close end it
@@ -96,21 +98,43 @@ func (h *HostInput) fedSide(p *dataflow.Plan, ij *dataflow.Node) bool {
 	return h.fedBy(p, p.Producer(ij.Inputs[0])) != nil || h.fedBy(p, p.Producer(ij.Inputs[1])) != nil
 }
 
-// linkFed makes side of n a reader of input v, a view the host brings
+// linkFed makes side of n a reader of view v, a view the host brings
 // (own: an input of its own, the right side of a join of a view with
-// itself, whose rows the host brings for each side).
+// itself, whose rows the host brings for each side). Until numberFed,
+// the views are fedViews and their readers fed, in the order first read.
 func (g *Graph) linkFed(n *gnode, v *plan.Query, side int, own bool) error {
-	i := slices.IndexFunc(g.sources, func(s *plan.Source) bool { return s.View == v })
+	i := slices.Index(g.fedViews, v)
 	if i < 0 || own {
-		if len(g.sources) == 2 {
-			return fmt.Errorf("drive: query %s reads view %s, a third input (the graph reads %s and %s); a graph reads at most two inputs", n.q.Name, v.Name, g.sources[0].Name, g.sources[1].Name)
-		}
-		i = len(g.sources)
-		g.sources = append(g.sources, &plan.Source{Name: v.Name, View: v})
-		g.fedMark[i] = math.MinInt64
+		i = len(g.fedViews)
+		g.fedViews = append(g.fedViews, v)
+		g.fed = append(g.fed, nil)
 	}
 	g.fed[i] = append(g.fed[i], gedge{n, side})
 	return nil
+}
+
+// numberFed numbers the views the host brings after the declared
+// sources and a join root's second input (input 1, its table or right
+// stream): any number of them, each addressed by its name (Input).
+func (g *Graph) numberFed() {
+	views, readers := g.fedViews, g.fed
+	g.fedViews = nil
+	if len(views) > 0 && g.join != nil && len(g.sources) == 1 {
+		second := g.join.q.IJoin.Right // the join's second input takes input 1
+		if g.join.q.Join != nil {
+			second = g.join.q.Join.Table
+		}
+		g.sources = append(g.sources, second)
+	}
+	g.fed = make([][]gedge, len(g.sources), len(g.sources)+len(views))
+	g.fedMark = make([]int64, len(g.sources), cap(g.fed))
+	for k, v := range views {
+		g.sources = append(g.sources, &plan.Source{Name: v.Name, View: v})
+		g.fed, g.fedMark = append(g.fed, readers[k]), append(g.fedMark, math.MinInt64)
+	}
+	for len(g.ended) < len(g.sources) {
+		g.ended = append(g.ended, false)
+	}
 }
 
 // linkFedJoin links a join of two views one side of which (or both) the
@@ -136,7 +160,50 @@ func (g *Graph) linkFedJoin(n *gnode, ij *dataflow.Node, host *HostInput) error 
 }
 
 // isFed reports whether input i is a view's rows the host brings.
-func (g *Graph) isFed(i int) bool { return len(g.fed[i]) > 0 }
+func (g *Graph) isFed(i int) bool { return i < len(g.fed) && len(g.fed[i]) > 0 }
+
+// anyFed reports whether an input is a view's rows the host brings.
+func (g *Graph) anyFed() bool {
+	return slices.ContainsFunc(g.fed, func(r []gedge) bool { return len(r) > 0 })
+}
+
+// Input is the index of the graph's input named name (a declared
+// source's, a join root's second input's, a view's whose rows the host
+// brings), or -1: how a host addresses a segment's inputs, of which a
+// segment graph has any number.
+func (g *Graph) Input(name string) int {
+	return slices.IndexFunc(g.sources, func(s *plan.Source) bool { return s.Name == name })
+}
+
+// PushInputRow applies one typed row of input i: PushRow of the first,
+// PushTableRow of the second, a view's row the host brings of any.
+func (g *Graph) PushInputRow(i int, row []types.Value) (err error) {
+	switch {
+	case i == 0:
+		return g.PushRow(row)
+	case i == 1:
+		return g.PushTableRow(row)
+	case !g.isFed(i):
+		return fmt.Errorf("drive: the graph of %s has no input %d", g.primary.q.Name, i)
+	}
+	defer g.settleEvent(&err, 0, nil, false)
+	return g.feedRow(i, row)
+}
+
+// AdvanceInputWatermark moves input i's watermark: AdvanceWatermark of
+// the first, AdvanceTableWatermark of the second, a view's marker of any.
+func (g *Graph) AdvanceInputWatermark(i int, wm int64) (err error) {
+	switch {
+	case i == 0:
+		return g.AdvanceWatermark(wm)
+	case i == 1:
+		return g.AdvanceTableWatermark(wm)
+	case !g.isFed(i):
+		return fmt.Errorf("drive: the graph of %s has no input %d", g.primary.q.Name, i)
+	}
+	defer g.settle(&err)
+	return g.feed(i, itemWatermark, wm, nil)
+}
 
 // feed delivers an item of input i, a view's row, marker, end or close
 // of its open windows, to the nodes reading it, in a step of its own,

@@ -26,7 +26,9 @@ CREATE VIEW q AS SELECT p.id, p.name, TUMBLE_START(p.ws, INTERVAL '1' SECOND) AS
 CREATE VIEW top AS SELECT id, TUMBLE_START(ws, INTERVAL '5' SECOND) AS w, count(*) AS c, sum(a) AS a FROM q GROUP BY id, TUMBLE(ws, INTERVAL '5' SECOND) EMIT FINAL;
 CREATE VIEW q2 AS SELECT x.id, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, max(y.a) AS a, count(*) AS n FROM q x JOIN ns y ON x.id = y.seller AND x.ws = y.ws GROUP BY x.id, TUMBLE(x.ws, INTERVAL '1' SECOND) EMIT FINAL;
 CREATE VIEW pos AS SELECT seller, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM auction WHERE seller % 2 = 0 GROUP BY seller, TUMBLE(ts, INTERVAL '1' SECOND) EMIT FINAL;
-CREATE VIEW j1 AS SELECT x.seller, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, sum(x.n) AS n, sum(y.a) AS a FROM pos x JOIN ns y ON x.seller = y.seller AND x.ws = y.ws GROUP BY x.seller, TUMBLE(x.ws, INTERVAL '1' SECOND) EMIT FINAL;`
+CREATE VIEW j1 AS SELECT x.seller, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, sum(x.n) AS n, sum(y.a) AS a FROM pos x JOIN ns y ON x.seller = y.seller AND x.ws = y.ws GROUP BY x.seller, TUMBLE(x.ws, INTERVAL '1' SECOND) EMIT FINAL;
+CREATE VIEW pa AS SELECT p.id, TUMBLE_START(a.ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM person p JOIN auction a ON a.seller = p.id AND a.ts BETWEEN p.ts AND p.ts + INTERVAL '1' SECOND GROUP BY p.id, TUMBLE(a.ts, INTERVAL '1' SECOND) EMIT FINAL;
+CREATE VIEW qp AS SELECT x.id, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, max(x.n) AS n, max(y.v) AS v FROM pa x JOIN np y ON x.id = y.id AND x.ws = y.ws GROUP BY x.id, TUMBLE(x.ws, INTERVAL '1' SECOND) EMIT FINAL;`
 
 // segmentInput is the records of both streams, interleaved, each out of
 // order within its watermark's delay.
@@ -323,4 +325,109 @@ func BenchmarkSegmentGraphJoin(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestSegmentGraphThreeInputs: a segment of three inputs, as the plan
+// gives a join of two views one side of which joins two streams (pa,
+// person with auction) and the other's rows (np's) come from another
+// segment: person is input 0, auction input 1 (the interval join's right
+// stream), np's rows input 2, addressed by its name. Every final equals
+// the whole graph's.
+func TestSegmentGraphThreeInputs(t *testing.T) {
+	prog, err := plan.Compile(segmentScript, plan.CompileOptions{OwnOutputs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := map[string]*plan.Query{}
+	for _, q := range prog.Queries {
+		qs[q.Name] = q
+	}
+	persons, auctions := segmentInput()
+	want := map[string][]string{}
+	whole, err := NewGraph(qs["qp"], nil, Config{Emit: finalsInto(want)}, finalsInto(want), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	g, err := NewSegmentGraph(qs["qp"], []*plan.Query{qs["np"]}, nil, Config{Emit: finalsInto(got), ExternalWatermark: true, IncrementalJoinState: true}, finalsInto(got), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np := g.Input("np")
+	if names := fmt.Sprint(g.Sources()); np != 2 || g.Input("person") != 0 || g.Input("auction") != 1 || g.Input("ns") != -1 {
+		t.Fatalf("inputs %s: np is %d", names, np)
+	}
+	var rows [][]types.Value
+	vd, err := New(qs["np"], Config{Emit: func(*changelog.Record) error { return nil }, OnRow: func(row []types.Value) error { rows = append(rows, slices.Clone(row)); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	right, err := NewIntervalRouter(qs["pa"], 1, Config{Decoder: NewMessageSourceDecoder(qs["pa"].IJoin.Right, qs["pa"].RightUsed(), MessageFormat{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := int64(math.MinInt64)
+	advance := func(in int, wm int64, ok bool) {
+		if ok && wm > g.InputWatermark(in) {
+			if err := g.AdvanceInputWatermark(in, wm); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range persons {
+		for _, err := range []error{whole.Push(persons[i]), whole.PushTable(auctions[i]), vd.Push(persons[i]), g.Push(persons[i]), g.PushTable(auctions[i])} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, row := range rows {
+			if err := g.PushInputRow(np, row); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rows = rows[:0]
+		if _, err := right.Route(nil, auctions[i]); err != nil {
+			t.Fatal(err)
+		}
+		wm, ok := g.Root().Mark()
+		advance(0, wm, ok)
+		wm, ok = right.Mark()
+		advance(1, wm, ok)
+		if wm := qs["np"].ViewWatermark(vd.Watermark()); wm > mark {
+			mark = wm
+			advance(np, wm, true)
+		}
+		if i == len(persons)/2 {
+			g = restoreInto(t, g, must(NewSegmentGraph(qs["qp"], []*plan.Query{qs["np"]}, nil, Config{Emit: finalsInto(got), ExternalWatermark: true, IncrementalJoinState: true}, finalsInto(got), nil)))
+		}
+	}
+	if err := vd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rows {
+		if err := g.PushInputRow(np, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := errors.Join(g.Close(), whole.Close()); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "np") // np's segment's
+	// The same finals; their order within one watermark's step is the
+	// order the inputs' markers arrive in, the host's.
+	for _, m := range []map[string][]string{got, want} {
+		for _, v := range m {
+			slices.Sort(v)
+		}
+	}
+	if len(want["qp"]) < 20 || len(want["pa"]) < 20 || !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("%d finals of qp, %d of pa; the segment graph's\n%q\nthe whole graph's\n%q", len(want["qp"]), len(want["pa"]), got, want)
+	}
+}
+
+func must(g *Graph, err error) *Graph {
+	if err != nil {
+		panic(err)
+	}
+	return g
 }
