@@ -24,14 +24,7 @@ CREATE VIEW ge AS SELECT seller % 3 AS s, TUMBLE_START(ts, INTERVAL '1' SECOND) 
 // by a GROUP BY expression keys as the aggregate's group key does, and
 // an interval join's streams as its router (exec.IntervalRoute).
 func TestExchangeKeys(t *testing.T) {
-	prog, err := plan.Compile(exchangeScript, plan.CompileOptions{OwnOutputs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs := map[string]*plan.Query{}
-	for _, q := range prog.Queries {
-		qs[q.Name] = q
-	}
+	qs := scriptQueries(t, exchangeScript)
 	// keyOf is the key of row sent by the first exchange of query's plan
 	// whose producer is named from.
 	keyOf := func(query, from string, row ...types.Value) []byte {

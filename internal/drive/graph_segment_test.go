@@ -59,14 +59,7 @@ func finalsInto(into map[string][]string) func(*changelog.Record) error {
 // two views over one source, both in the join's segment, as one segment
 // graph of two roots, likewise.
 func TestSegmentGraphTwoRoots(t *testing.T) {
-	prog, err := plan.Compile(segmentScript, plan.CompileOptions{OwnOutputs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs := map[string]*plan.Query{}
-	for _, q := range prog.Queries {
-		qs[q.Name] = q
-	}
+	qs := scriptQueries(t, segmentScript)
 	persons, auctions := segmentInput()
 	whole := func(primary string) map[string][]string {
 		want := map[string][]string{}
@@ -235,14 +228,7 @@ func restoreInto(t *testing.T, g, fresh *Graph) *Graph {
 
 // TestSegmentGraphRefusals: a segment graph names what it cannot take.
 func TestSegmentGraphRefusals(t *testing.T) {
-	prog, err := plan.Compile(segmentScript, plan.CompileOptions{OwnOutputs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs := map[string]*plan.Query{}
-	for _, q := range prog.Queries {
-		qs[q.Name] = q
-	}
+	qs := scriptQueries(t, segmentScript)
 	cfg := Config{Emit: func(*changelog.Record) error { return nil }, ExternalWatermark: true}
 	if _, err := NewSegmentGraph(qs["j1"], []*plan.Query{qs["np"]}, nil, cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "takes the rows of views it reads") {
 		t.Errorf("a view the query does not read: %v", err)
@@ -265,14 +251,7 @@ func TestSegmentGraphRefusals(t *testing.T) {
 // BenchmarkSegmentGraphJoin: a Kafka join stage's graph (q over np and
 // ns, both views' rows from the host) fed both views' rows and markers.
 func BenchmarkSegmentGraphJoin(b *testing.B) {
-	prog, err := plan.Compile(segmentScript, plan.CompileOptions{OwnOutputs: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	qs := map[string]*plan.Query{}
-	for _, q := range prog.Queries {
-		qs[q.Name] = q
-	}
+	qs := scriptQueries(b, segmentScript)
 	persons, auctions := segmentInput()
 	var rows [2][][]types.Value
 	var marks [2][]int64
@@ -334,14 +313,7 @@ func BenchmarkSegmentGraphJoin(b *testing.B) {
 // stream), np's rows input 2, addressed by its name. Every final equals
 // the whole graph's.
 func TestSegmentGraphThreeInputs(t *testing.T) {
-	prog, err := plan.Compile(segmentScript, plan.CompileOptions{OwnOutputs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs := map[string]*plan.Query{}
-	for _, q := range prog.Queries {
-		qs[q.Name] = q
-	}
+	qs := scriptQueries(t, segmentScript)
 	persons, auctions := segmentInput()
 	want := map[string][]string{}
 	whole, err := NewGraph(qs["qp"], nil, Config{Emit: finalsInto(want)}, finalsInto(want), nil)

@@ -23,15 +23,22 @@ CREATE VIEW vb AS SELECT g, count(*) AS n FROM b GROUP BY g;`
 
 func graphQueries(t *testing.T) map[string]*plan.Query {
 	t.Helper()
-	prog, err := plan.Compile(graphScript, plan.CompileOptions{OwnOutputs: true})
+	return scriptQueries(t, graphScript)
+}
+
+// scriptQueries compiles script with its queries' own outputs and
+// returns its queries by name.
+func scriptQueries(tb testing.TB, script string) map[string]*plan.Query {
+	tb.Helper()
+	prog, err := plan.Compile(script, plan.CompileOptions{OwnOutputs: true})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	m := map[string]*plan.Query{}
+	qs := map[string]*plan.Query{}
 	for _, q := range prog.Queries {
-		m[q.Name] = q
+		qs[q.Name] = q
 	}
-	return m
+	return qs
 }
 
 // TestGraphRefusals: a graph reads two inputs only for a join of views
@@ -183,7 +190,7 @@ CREATE VIEW j AS SELECT x.g, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, sum(
 // (its table is the graph's second input), and none beside a second
 // source; a graph without one refuses table input.
 func TestGraphTemporalJoinRefusals(t *testing.T) {
-	prog, err := plan.Compile(`CREATE SOURCE a (g VARCHAR, k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+	qs := scriptQueries(t, `CREATE SOURCE a (g VARCHAR, k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
 CREATE SOURCE b (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
 CREATE TABLE t (k VARCHAR, p BIGINT, vf TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vf AS vf);
 CREATE VIEW j1 AS SELECT a.g, TUMBLE_START(a.ts, INTERVAL '1' SECOND) AS ws, sum(t.p) AS p FROM a JOIN t FOR SYSTEM_TIME AS OF a.ts ON a.k = t.k GROUP BY a.g, TUMBLE(a.ts, INTERVAL '1' SECOND) EMIT FINAL;
@@ -192,14 +199,7 @@ CREATE VIEW vb AS SELECT g, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*
 CREATE VIEW r1 AS SELECT g, TUMBLE_START(ws, INTERVAL '10' SECOND) AS w, sum(p) AS p FROM j1 GROUP BY g, TUMBLE(ws, INTERVAL '10' SECOND);
 CREATE VIEW r2 AS SELECT g, TUMBLE_START(ws, INTERVAL '10' SECOND) AS w, sum(p) AS p FROM j2 GROUP BY g, TUMBLE(ws, INTERVAL '10' SECOND);
 CREATE VIEW both AS SELECT x.g, x.ws, count(*) AS n FROM j1 x JOIN vb y ON x.g = y.g AND x.ws = y.ws GROUP BY x.g, x.ws;
-CREATE VIEW rb AS SELECT g, TUMBLE_START(ws, INTERVAL '10' SECOND) AS w, sum(n) AS n FROM vb GROUP BY g, TUMBLE(ws, INTERVAL '10' SECOND);`, plan.CompileOptions{OwnOutputs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs := map[string]*plan.Query{}
-	for _, q := range prog.Queries {
-		qs[q.Name] = q
-	}
+CREATE VIEW rb AS SELECT g, TUMBLE_START(ws, INTERVAL '10' SECOND) AS w, sum(n) AS n FROM vb GROUP BY g, TUMBLE(ws, INTERVAL '10' SECOND);`)
 	emit := func(*changelog.Record) error { return nil }
 	if _, err := NewGraph(qs["r1"], []*plan.Query{qs["r2"]}, Config{Emit: emit}, nil, nil); err == nil || !strings.Contains(err.Error(), "a graph runs at most one temporal join") {
 		t.Errorf("two temporal joins: %v", err)
@@ -231,7 +231,7 @@ CREATE VIEW rb AS SELECT g, TUMBLE_START(ws, INTERVAL '10' SECOND) AS w, sum(n) 
 // source, is refused; the second input ends on its own, the first too,
 // and a push to an ended input is refused.
 func TestGraphIntervalJoinRoot(t *testing.T) {
-	prog, err := plan.Compile(`CREATE SOURCE a (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
+	qs := scriptQueries(t, `CREATE SOURCE a (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
 CREATE SOURCE b (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
 CREATE SOURCE c (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
 CREATE VIEW j1 AS SELECT a.g, TUMBLE_START(b.ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM a JOIN b ON a.g = b.g AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' SECOND GROUP BY a.g, TUMBLE(b.ts, INTERVAL '1' SECOND) EMIT FINAL;
@@ -239,14 +239,7 @@ CREATE VIEW j2 AS SELECT a.g, TUMBLE_START(c.ts, INTERVAL '1' SECOND) AS ws, cou
 CREATE VIEW vc AS SELECT g, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM c GROUP BY g, TUMBLE(ts, INTERVAL '1' SECOND) EMIT FINAL;
 CREATE VIEW r1 AS SELECT g, TUMBLE_START(ws, INTERVAL '10' SECOND) AS w, sum(n) AS n FROM j1 GROUP BY g, TUMBLE(ws, INTERVAL '10' SECOND);
 CREATE VIEW r2 AS SELECT g, TUMBLE_START(ws, INTERVAL '10' SECOND) AS w, sum(n) AS n FROM j2 GROUP BY g, TUMBLE(ws, INTERVAL '10' SECOND);
-CREATE VIEW both AS SELECT x.g, x.ws, count(*) AS n FROM j1 x JOIN vc y ON x.g = y.g AND x.ws = y.ws GROUP BY x.g, x.ws;`, plan.CompileOptions{OwnOutputs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs := map[string]*plan.Query{}
-	for _, q := range prog.Queries {
-		qs[q.Name] = q
-	}
+CREATE VIEW both AS SELECT x.g, x.ws, count(*) AS n FROM j1 x JOIN vc y ON x.g = y.g AND x.ws = y.ws GROUP BY x.g, x.ws;`)
 	var got []string
 	emit := func(r *changelog.Record) error {
 		if r.Meta.Final {
@@ -405,20 +398,13 @@ CREATE VIEW r AS SELECT s, TUMBLE_START(ws, INTERVAL '3' SECOND) AS w, sum(n) AS
 // finals of the whole graph run over the source; a root that joins a
 // view and a stream is refused.
 func TestRowGraphJoinRoot(t *testing.T) {
-	prog, err := plan.Compile(`CREATE SOURCE a (g VARCHAR, k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND);
+	qs := scriptQueries(t, `CREATE SOURCE a (g VARCHAR, k BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND);
 CREATE SOURCE b (g VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts);
 CREATE VIEW va AS SELECT g, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM a GROUP BY g, TUMBLE(ts, INTERVAL '1' SECOND) EMIT FINAL;
 CREATE VIEW vb AS SELECT g, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, sum(k) AS s FROM a GROUP BY g, TUMBLE(ts, INTERVAL '1' SECOND) EMIT FINAL;
 CREATE VIEW j AS SELECT x.g, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, sum(x.n) AS n, sum(y.s) AS s FROM va x JOIN vb y ON x.g = y.g AND x.ws = y.ws GROUP BY x.g, TUMBLE(x.ws, INTERVAL '1' SECOND) EMIT FINAL;
 CREATE VIEW top AS SELECT g, TUMBLE_START(ws, INTERVAL '5' SECOND) AS w, count(*) AS c, sum(s) AS s FROM j GROUP BY g, TUMBLE(ws, INTERVAL '5' SECOND) EMIT FINAL;
-CREATE VIEW mixed AS SELECT x.g, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM va x JOIN b y ON x.g = y.g AND y.ts BETWEEN x.ws AND x.ws + INTERVAL '1' SECOND GROUP BY x.g, TUMBLE(x.ws, INTERVAL '1' SECOND) EMIT FINAL;`, plan.CompileOptions{OwnOutputs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs := map[string]*plan.Query{}
-	for _, q := range prog.Queries {
-		qs[q.Name] = q
-	}
+CREATE VIEW mixed AS SELECT x.g, TUMBLE_START(x.ws, INTERVAL '1' SECOND) AS ws, count(*) AS n FROM va x JOIN b y ON x.g = y.g AND y.ts BETWEEN x.ws AND x.ws + INTERVAL '1' SECOND GROUP BY x.g, TUMBLE(x.ws, INTERVAL '1' SECOND) EMIT FINAL;`)
 	var evs [][]byte
 	for i := range 400 {
 		ms := 1000 + i*37 - (i*7919)%900
