@@ -114,7 +114,10 @@ func (x direct) feed(raw []byte, tag int64) error {
 	if d.fatal != nil {
 		return d.fatal
 	}
-	return x.outcome(d.Push(raw), tag, raw)
+	d.feeding, d.feedTag = true, tag
+	err := d.Push(raw)
+	d.feeding = false
+	return x.outcome(err, tag, raw)
 }
 
 func (x direct) reportAt(tag int64, err error) error {
@@ -301,6 +304,7 @@ func (f *blockFeed) sequenceNext() error {
 		if err != nil {
 			return err
 		}
+		k.seqs = append(k.seqs, d.n.Events)
 		start = end
 		for p.dedup == nil && ai < len(k.local) && k.local[ai].op <= evOp+1 {
 			localWM = k.local[ai].wm
@@ -376,7 +380,7 @@ func (f *blockFeed) count(k *block, i int, raw []byte, oc *outcome) (applied boo
 		}
 		d.n.Events++
 		d.n.Malformed++
-		f.report(k.tags[i], raw, oc.err, oc.kind == outReported)
+		f.report(k, i, oc.err, oc.kind == outReported)
 		return false, nil
 	}
 	// outEval
@@ -389,7 +393,7 @@ func (f *blockFeed) count(k *block, i int, raw []byte, oc *outcome) (applied boo
 	d.n.Applied++
 	p.rows++
 	p.evalErrs++
-	f.report(k.tags[i], raw, oc.err, false)
+	f.report(k, i, oc.err, false)
 	return true, nil
 }
 
@@ -435,16 +439,13 @@ func (f *blockFeed) seal(b *batch, flushes []advance) {
 	}
 }
 
-// report hands one record's outcome to the host.
-func (f *blockFeed) report(tag int64, raw []byte, err error, reported bool) {
-	d := f.d
-	if d.onEventError == nil {
-		return
+// report keeps record i's outcome for the host: it reaches it as the
+// block is merged, in input order with the records the shards skipped
+// (shardskip.go).
+func (f *blockFeed) report(k *block, i int, err error, reported bool) {
+	if f.d.onEventError != nil {
+		k.later = append(k.later, later{idx: int32(i), err: err, reported: reported})
 	}
-	if reported {
-		raw = nil
-	}
-	d.onEventError(tag, raw, &EventError{Seq: d.n.Events, Err: err})
 }
 
 // insertFlush adds an early flush at op to every part (after the steps

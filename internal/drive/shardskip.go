@@ -1,0 +1,180 @@
+package drive
+
+import "sort"
+
+// The records a sharded aggregate skipped for an evaluation error (a
+// HAVING or SELECT that failed to render a record, an aggregate that
+// failed to fold an event): the shards tag each as the record would have
+// been (shard.go), and the merge hands them over in one thread's order
+// after their batch's records. Each reaches the host as one thread's
+// would: one error per host call, the first in that order, the event's
+// own error first.
+//
+//   - A record fed with a tag (Feed): Config.OnEventError, with the tag,
+//     the record and the *EventError one thread reports for it. On the
+//     block path the admission outcomes of a block's records wait for the
+//     block's merge too, so every outcome reaches the host in input order.
+//   - An event pushed without a tag (Push, PushRow): its records reach
+//     Emit up to two batches after its push, and its *EventError is
+//     returned, in input order, by a later push that has no error of its
+//     own (one each), or by Close.
+//   - A call that is not a push (AdvanceWatermark, Tick, EmitEarly,
+//     CloseOpenWindows, Close) delivers every record before it returns,
+//     so it returns the error of its own records, as one thread does.
+
+// evCall is the ops of one event at the head of the chain: its own, the
+// watermark advance it caused, an early tick after it.
+type evCall struct {
+	op0, op1   uint64
+	seq, tag   int64
+	fed        bool  // by Feed: tag is the host's
+	raw0, raw1 int32 // its record in sharded.evRaw, when fed and reported
+}
+
+// skipState is what a sharded aggregate keeps to hand skipped records over.
+type skipState struct {
+	calls   []evCall // the events whose ops may not be merged yet, by op
+	evRaw   []byte   // their records, when fed and reported
+	pending []error  // the errors of events pushed without a tag, not returned yet, in input order
+	own     error    // the first error of the records of the call running now (not a push)
+	last    uint64   // the first op of the event whose error was handed over last
+}
+
+// called records the ops of the event just taken, from op0 on.
+func (s *sharded) called(op0 uint64) {
+	d := s.d
+	if !s.head || op0 > s.p.op {
+		return
+	}
+	c := evCall{op0: op0, op1: s.p.op, seq: d.n.Events, tag: d.feedTag, fed: d.feeding}
+	if c.fed && d.onEventError != nil {
+		c.raw0 = int32(len(s.sk.evRaw))
+		s.sk.evRaw = append(s.sk.evRaw, d.raw...)
+		c.raw1 = int32(len(s.sk.evRaw))
+	}
+	s.sk.calls = append(s.sk.calls, c)
+}
+
+// onSkips takes the records the shards skipped applying b, in one
+// thread's order (parOut.onSkips), and the admission outcomes of b's
+// block waiting for them.
+func (s *sharded) onSkips(b *batch, skips []skip) {
+	k := &b.blk
+	li := 0
+	for _, sk := range skips {
+		for ; li < len(k.later) && s.blockOp(k, int(k.later[li].idx)) <= sk.tag.op; li++ {
+			s.reportLater(k, li)
+		}
+		s.handOver(b, sk.tag.op, sk.err)
+	}
+	for ; li < len(k.later); li++ {
+		s.reportLater(k, li)
+	}
+	s.trim(b.lastOp)
+}
+
+// blockOp is the op of record i of block k.
+func (s *sharded) blockOp(k *block, i int) uint64 { return k.base + opsPerRecord*uint64(i) + 1 }
+
+// reportLater reports the admission outcome li of block k, the first
+// error of its record's call.
+func (s *sharded) reportLater(k *block, li int) {
+	l := &k.later[li]
+	s.sk.last = s.blockOp(k, int(l.idx))
+	if d := s.d; d.onEventError != nil {
+		d.onEventError(k.tags[l.idx], k.record(int(l.idx), l.reported), &EventError{Seq: k.seqs[l.idx], Err: l.err})
+	}
+}
+
+// handOver hands the error of a record skipped at op to the host's call
+// that one thread would have returned it from.
+func (s *sharded) handOver(b *batch, op uint64, err error) {
+	d, k := s.d, &b.blk
+	if n := uint64(len(k.ends)); n > 0 && op > k.base && op <= k.base+opsPerRecord*n {
+		i := int((op - k.base - 1) / opsPerRecord)
+		if s.blockOp(k, i) == s.sk.last {
+			return // not the first of its call
+		}
+		s.sk.last = s.blockOp(k, i)
+		if d.onEventError != nil {
+			d.onEventError(k.tags[i], k.record(i, false), &EventError{Seq: k.seqs[i], Err: err})
+		}
+		return
+	}
+	calls := s.sk.calls
+	j := sort.Search(len(calls), func(j int) bool { return calls[j].op1 >= op })
+	if j == len(calls) || calls[j].op0 > op {
+		// The call running now, which is not a push: it returns it.
+		if s.sk.own == nil {
+			s.sk.own = err
+		}
+		return
+	}
+	if c := &calls[j]; c.op0 != s.sk.last {
+		s.sk.last = c.op0
+		switch {
+		case !c.fed:
+			s.sk.pending = append(s.sk.pending, &EventError{Seq: c.seq, Err: err})
+		case d.onEventError != nil:
+			d.onEventError(c.tag, s.sk.evRaw[c.raw0:c.raw1:c.raw1], &EventError{Seq: c.seq, Err: err})
+		}
+	}
+}
+
+// trim forgets the events whose ops were all merged (op at most last).
+func (s *sharded) trim(last uint64) {
+	calls := s.sk.calls
+	n := sort.Search(len(calls), func(j int) bool { return calls[j].op1 > last })
+	if n == 0 {
+		return
+	}
+	cut := int32(len(s.sk.evRaw))
+	for _, c := range calls[n:] {
+		if c.raw1 > c.raw0 {
+			cut = c.raw0
+			break
+		}
+	}
+	s.sk.evRaw = append(s.sk.evRaw[:0], s.sk.evRaw[cut:]...)
+	s.sk.calls = append(calls[:0], calls[n:]...)
+	for i := range s.sk.calls {
+		if c := &s.sk.calls[i]; c.raw1 > c.raw0 {
+			c.raw0, c.raw1 = c.raw0-cut, c.raw1-cut
+		}
+	}
+}
+
+// callEnd is the outcome of a host's call on the aggregate: its fatal error,
+// else the first error of its own records, else (when the call can
+// return one on one thread) the error of an event pushed before.
+func (s *sharded) callEnd(err error, pending bool) error {
+	own := s.sk.own
+	s.sk.own = nil
+	switch {
+	case err != nil && !Skipped(err):
+		return err
+	case err != nil:
+		return err
+	case own != nil:
+		return own
+	case pending && len(s.sk.pending) > 0:
+		err = s.sk.pending[0]
+		s.sk.pending[0] = nil
+		s.sk.pending = s.sk.pending[1:]
+		return err
+	}
+	return nil
+}
+
+// record is the input record i of k, nil for one the host could not hand
+// over (reported).
+func (k *block) record(i int, reported bool) []byte {
+	if reported {
+		return nil
+	}
+	start := int32(0)
+	if i > 0 {
+		start = k.ends[i-1]
+	}
+	return k.raw[start:k.ends[i]:k.ends[i]]
+}
