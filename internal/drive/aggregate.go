@@ -197,10 +197,11 @@ func (s *single) restore(key, val []byte) ([]byte, error) { return s.op.Restore(
 // first sequences the records fed so far.
 type sharded struct {
 	aggIn
-	p    *par
-	out  *parOut // the merge's callbacks, which p holds only weakly
-	feed feeder  // the driver's feeder: its blockFeed, or direct
-	sk   skipState
+	p     *par
+	out   *parOut // the merge's callbacks, which p holds only weakly
+	feed  feeder  // the driver's feeder: its blockFeed, or direct
+	sk    skipState
+	holds bool // the outcomes of events fed one by one wait for the records before them (shardskip.go)
 }
 
 // parErr makes an error of the shards (other than a skipped record's)

@@ -262,7 +262,9 @@ func (d *Driver) shard(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	s := &sharded{aggIn: d.aggIn(), p: p, out: out, feed: d.feeder}
+	// A host that interleaves two inputs hears of each fed event as it
+	// is pushed, in its order of the inputs (shardskip.go).
+	s := &sharded{aggIn: d.aggIn(), p: p, out: out, feed: d.feeder, holds: !cfg.RecordWatermark}
 	out.onSkips = s.onSkips
 	if blocks {
 		f := &blockFeed{d: d, s: s, p: p}

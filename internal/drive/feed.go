@@ -91,11 +91,13 @@ type feeder interface {
 // host's (a line number). Its outcome, when it is not applied cleanly (it
 // is malformed, or fails to evaluate), reaches Config.OnEventError with
 // the tag, the record and the *EventError Push would return, in input
-// order; without the callback it is only counted. On the block path of a
-// parallel driver the callback may run during a later Feed or any call
-// that delivers records (Flush, Tick, EmitEarly, AdvanceWatermark,
-// CloseOpenWindows, Close, Checkpoint), which first sequence every record
-// fed; otherwise Feed is Push, and the callback runs before it returns.
+// order; without the callback it is only counted. On a parallel driver
+// the callback may run during a later Feed or any call that delivers
+// records (Flush, Tick, EmitEarly, AdvanceWatermark, CloseOpenWindows,
+// Close, Checkpoint), which first sequence every record fed: an outcome
+// waits for the records of the events before it, whose rendering may
+// fail too (shardskip.go); otherwise Feed is Push, and the callback runs
+// before it returns.
 // raw is copied. The error returned is fatal.
 func (d *Driver) Feed(raw []byte, tag int64) error { return d.feeder.feed(raw, tag) }
 
@@ -114,17 +116,31 @@ func (x direct) feed(raw []byte, tag int64) error {
 	if d.fatal != nil {
 		return d.fatal
 	}
+	s := heldBy(d)
+	var at uint64
+	if s != nil {
+		at = s.p.op + 1
+	}
 	d.feeding, d.feedTag = true, tag
 	err := d.Push(raw)
 	d.feeding = false
+	if s != nil && s.hold(at, tag, raw, err) {
+		// On several threads its outcome waits for the records of the
+		// events before it (shardskip.go).
+		return nil
+	}
 	return x.outcome(err, tag, raw)
 }
 
 func (x direct) reportAt(tag int64, err error) error {
 	d := x.d
 	d.ReportMalformed()
+	ee := &EventError{Seq: d.n.Events, Err: err}
+	if s := heldBy(d); s != nil && s.hold(s.p.op+1, tag, nil, ee) {
+		return nil
+	}
 	if d.onEventError != nil {
-		d.onEventError(tag, nil, &EventError{Seq: d.n.Events, Err: err})
+		d.onEventError(tag, nil, ee)
 	}
 	return nil
 }

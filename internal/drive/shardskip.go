@@ -1,6 +1,10 @@
 package drive
 
-import "sort"
+import (
+	"errors"
+	"math"
+	"sort"
+)
 
 // The records a sharded aggregate skipped for an evaluation error (a
 // HAVING or SELECT that failed to render a record, an aggregate that
@@ -38,6 +42,18 @@ type skipState struct {
 	pending []error  // the errors of events pushed without a tag, not returned yet, in input order
 	own     error    // the first error of the records of the call running now (not a push)
 	last    uint64   // the first op of the event whose error was handed over last
+	outs    []held   // the outcomes of events fed one by one, held until the ops before them are merged
+}
+
+// held is the outcome of an event fed one by one (direct), which reaches
+// OnEventError once every op before at is merged: its own error comes
+// before its records', after those of the events before it.
+type held struct {
+	at  uint64 // the event's first op, or the next op for one that took none (malformed)
+	tag int64
+	raw []byte // a copy; nil for a record the host could not hand over
+	err *EventError
+	ops bool // the event took ops from at on (it was not malformed)
 }
 
 // called records the ops of the event just taken, from op0 on.
@@ -59,18 +75,58 @@ func (s *sharded) called(op0 uint64) {
 // thread's order (parOut.onSkips), and the admission outcomes of b's
 // block waiting for them.
 func (s *sharded) onSkips(b *batch, skips []skip) {
+	if !s.head {
+		// Behind a join: the join's calls and rows are not the host's
+		// events; its records' errors are counted only.
+		return
+	}
 	k := &b.blk
 	li := 0
 	for _, sk := range skips {
 		for ; li < len(k.later) && s.blockOp(k, int(k.later[li].idx)) <= sk.tag.op; li++ {
 			s.reportLater(k, li)
 		}
+		s.reportHeld(sk.tag.op)
 		s.handOver(b, sk.tag.op, sk.err)
 	}
 	for ; li < len(k.later); li++ {
 		s.reportLater(k, li)
 	}
+	s.reportHeld(b.lastOp)
 	s.trim(b.lastOp)
+}
+
+// hold keeps the outcome of an event fed one by one, whose first op is
+// at (the next op when it took none), until the ops before it are merged
+// (reportHeld). It reports whether it took err: an event's error, with a
+// host to hear of it, on a sharded aggregate at the head of the chain.
+func (s *sharded) hold(at uint64, tag int64, raw []byte, err error) bool {
+	var ee *EventError
+	if !s.head || s.d.onEventError == nil || !errors.As(err, &ee) {
+		return false
+	}
+	if raw != nil {
+		raw = append([]byte(nil), raw...)
+	}
+	s.sk.outs = append(s.sk.outs, held{at: at, tag: tag, raw: raw, err: ee, ops: s.p.op >= at})
+	return true
+}
+
+// reportHeld reports the held outcomes of the events from op on at most
+// upTo, in input order.
+func (s *sharded) reportHeld(upTo uint64) {
+	n := 0
+	for ; n < len(s.sk.outs) && s.sk.outs[n].at <= upTo; n++ {
+		h := &s.sk.outs[n]
+		if h.ops {
+			s.sk.last = h.at // the first error of its call
+		}
+		s.d.onEventError(h.tag, h.raw, h.err)
+	}
+	if n > 0 {
+		clear(s.sk.outs[:n])
+		s.sk.outs = append(s.sk.outs[:0], s.sk.outs[n:]...)
+	}
 }
 
 // blockOp is the op of record i of block k.
@@ -148,6 +204,9 @@ func (s *sharded) trim(last uint64) {
 // else the first error of its own records, else (when the call can
 // return one on one thread) the error of an event pushed before.
 func (s *sharded) callEnd(err error, pending bool) error {
+	if !pending && !s.p.busy() {
+		s.reportHeld(math.MaxUint64) // every op is merged
+	}
 	own := s.sk.own
 	s.sk.own = nil
 	switch {
@@ -177,4 +236,21 @@ func (k *block) record(i int, reported bool) []byte {
 		start = k.ends[i-1]
 	}
 	return k.raw[start:k.ends[i]:k.ends[i]]
+}
+
+// busy reports whether ops wait to be merged.
+func (p *par) busy() bool {
+	c := p.cur
+	return p.inflight != nil || p.fill != nil || len(p.pending) > 0 || c.events > 0 || len(c.advances) > 0 || len(c.marks) > 0
+}
+
+// heldBy is the sharded aggregate at the head of d's chain that holds the
+// outcomes of the events fed one by one, nil when they go to the host as
+// the event is pushed (one thread, a join, a host that interleaves two
+// inputs: the order of the two inputs' outcomes is its own).
+func heldBy(d *Driver) *sharded {
+	if s, ok := d.agg.(*sharded); ok && s.head && s.holds {
+		return s
+	}
+	return nil
 }
