@@ -15,13 +15,14 @@ import (
 // own error first.
 //
 //   - A record fed with a tag (Feed): Config.OnEventError, with the tag,
-//     the record and the *EventError one thread reports for it. On the
-//     block path the admission outcomes of a block's records wait for the
-//     block's merge too, so every outcome reaches the host in input order.
+//     the record and the *EventError one thread reports for it. The other
+//     outcomes of the records fed wait for the records before them too
+//     (a block's until its merge; one fed one by one, held), so every
+//     outcome reaches the host in input order.
 //   - An event pushed without a tag (Push, PushRow): its records reach
 //     Emit up to two batches after its push, and its *EventError is
 //     returned, in input order, by a later push that has no error of its
-//     own (one each), or by Close.
+//     own (one each); those still waiting at Close are counted only.
 //   - A call that is not a push (AdvanceWatermark, Tick, EmitEarly,
 //     CloseOpenWindows, Close) delivers every record before it returns,
 //     so it returns the error of its own records, as one thread does.
