@@ -1,6 +1,7 @@
 package ubik_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -61,7 +62,7 @@ func havingInput(seed uint64, n int) []string {
 
 // havingRun feeds events to sql on threads (the watermark advanced and
 // the early emission forced midway) and returns what the host saw.
-func havingRun(t *testing.T, sql string, events []string, threads int) (seen []string, stats ubik.Stats) {
+func havingRun(t *testing.T, sql string, events []string, threads int, csv bool) (seen []string, stats ubik.Stats) {
 	t.Helper()
 	eng, err := ubik.Open(ubik.DefaultOptions())
 	if err != nil {
@@ -69,7 +70,11 @@ func havingRun(t *testing.T, sql string, events []string, threads int) (seen []s
 	}
 	defer eng.Close()
 	var recs, outcomes []string
-	q, err := eng.Start(`CREATE SOURCE ev (k VARCHAR, g BIGINT, v BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (format = 'jsonl');
+	format := "'jsonl'"
+	if csv {
+		format = "'csv', header = 'false'"
+	}
+	q, err := eng.Start(`CREATE SOURCE ev (k VARCHAR, g BIGINT, v BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (format = `+format+`);
 `+sql, ubik.QueryOptions{Threads: threads, BlockEvents: 97,
 		OnRecord: func(r changelog.Record) error {
 			recs = append(recs, fmt.Sprintf("%s %s final=%v rev=%d", r.Key, r.Value, r.Meta.Final, r.Meta.Revision))
@@ -86,6 +91,9 @@ func havingRun(t *testing.T, sql string, events []string, threads int) (seen []s
 	}
 	calls := func(what string, err error) { outcomes = append(outcomes, fmt.Sprintf("%s: %v", what, err)) }
 	for i, ev := range events {
+		if csv {
+			ev = csvOf(ev)
+		}
 		if err := q.Feed([]byte(ev), int64(i+1)); err != nil {
 			t.Fatalf("line %d: %v", i+1, err)
 		}
@@ -106,30 +114,52 @@ func TestHavingFailsOnEveryThreadCount(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			events := havingInput(uint64(i), 6000)
-			one, st1 := havingRun(t, c.sql, events, 1)
-			if st1.EvalErrors < 20 || st1.Malformed == 0 || st1.RecordsOut < 100 {
-				t.Fatalf("one thread: %+v: the input proves nothing", st1)
-			}
-			n := 0
-			for _, s := range one {
-				if s[:4] == "line" {
-					n++
-				}
-			}
-			if n < 20 {
-				t.Fatalf("one thread reported %d bad events: the input proves nothing", n)
-			}
-			for _, threads := range []int{2, 4} {
-				many, st := havingRun(t, c.sql, events, threads)
-				if st != st1 {
-					t.Errorf("threads=%d: stats\n%+v\none thread's:\n%+v", threads, st, st1)
-				}
-				if j := havingDiff(one, many); j >= 0 {
-					t.Fatalf("threads=%d: line %d of %d/%d differs:\n one: %s\nmany: %s", threads, j, len(one), len(many), lineAt(one, j), lineAt(many, j))
-				}
+			// CSV is decoded one by one by the host's goroutine, JSON
+			// lines in blocks on the shards'.
+			for _, csv := range []bool{false, true} {
+				havingEveryThreads(t, c.sql, events, csv)
 			}
 		})
 	}
+}
+
+func havingEveryThreads(t *testing.T, sql string, events []string, csv bool) {
+	one, st1 := havingRun(t, sql, events, 1, csv)
+	if st1.EvalErrors < 20 || st1.Malformed == 0 || st1.RecordsOut < 100 {
+		t.Fatalf("one thread: %+v: the input proves nothing", st1)
+	}
+	n := 0
+	for _, s := range one {
+		if s[:4] == "line" {
+			n++
+		}
+	}
+	if n < 20 {
+		t.Fatalf("one thread reported %d bad events: the input proves nothing", n)
+	}
+	for _, threads := range []int{2, 4} {
+		many, st := havingRun(t, sql, events, threads, csv)
+		if st != st1 {
+			t.Errorf("csv=%v threads=%d: stats\n%+v\none thread's:\n%+v", csv, threads, st, st1)
+		}
+		if j := havingDiff(one, many); j >= 0 {
+			t.Fatalf("csv=%v threads=%d: line %d of %d/%d differs:\n one: %s\nmany: %s", csv, threads, j, len(one), len(many), lineAt(one, j), lineAt(many, j))
+		}
+	}
+}
+
+// csvOf is a CSV line of an event of havingInput (k,g,v,ts); a malformed
+// one stays malformed.
+func csvOf(ev string) string {
+	var e struct {
+		K    string
+		G, V int64
+		TS   string
+	}
+	if json.Unmarshal([]byte(ev), &e) != nil || e.G == 0 {
+		return "bad"
+	}
+	return fmt.Sprintf("%s,%d,%d,%s", e.K, e.G, e.V, e.TS)
 }
 
 func havingDiff(a, b []string) int {

@@ -38,12 +38,13 @@ type evCall struct {
 
 // skipState is what a sharded aggregate keeps to hand skipped records over.
 type skipState struct {
-	calls   []evCall // the events whose ops may not be merged yet, by op
-	evRaw   []byte   // their records, when fed and reported
-	pending []error  // the errors of events pushed without a tag, not returned yet, in input order
-	own     error    // the first error of the records of the call running now (not a push)
-	last    uint64   // the first op of the event whose error was handed over last
-	outs    []held   // the outcomes of events fed one by one, held until the ops before them are merged
+	calls   []evCall // the events whose ops may not be merged yet, by op, from head on
+	head    int
+	evRaw   []byte  // their records, when fed and reported
+	pending []error // the errors of events pushed without a tag, not returned yet, in input order
+	own     error   // the first error of the records of the call running now (not a push)
+	last    uint64  // the first op of the event whose error was handed over last
+	outs    []held  // the outcomes of events fed one by one, held until the ops before them are merged
 }
 
 // held is the outcome of an event fed one by one (direct), which reaches
@@ -158,7 +159,7 @@ func (s *sharded) handOver(b *batch, op uint64, err error) {
 		}
 		return
 	}
-	calls := s.sk.calls
+	calls := s.sk.calls[s.sk.head:]
 	j := sort.Search(len(calls), func(j int) bool { return calls[j].op1 >= op })
 	if j == len(calls) || calls[j].op0 > op {
 		// The call running now, which is not a push: it returns it.
@@ -178,22 +179,25 @@ func (s *sharded) handOver(b *batch, op uint64, err error) {
 	}
 }
 
-// trim forgets the events whose ops were all merged (op at most last).
+// trim forgets the events whose ops were all merged (op at most last):
+// they are dropped from the front, and the slices compacted only once
+// most of them are dead, so an event is copied about once in all.
 func (s *sharded) trim(last uint64) {
-	calls := s.sk.calls
-	n := sort.Search(len(calls), func(j int) bool { return calls[j].op1 > last })
-	if n == 0 {
+	calls := s.sk.calls[s.sk.head:]
+	s.sk.head += sort.Search(len(calls), func(j int) bool { return calls[j].op1 > last })
+	if s.sk.head < 4096 || 2*s.sk.head < len(s.sk.calls) {
 		return
 	}
+	live := s.sk.calls[s.sk.head:]
 	cut := int32(len(s.sk.evRaw))
-	for _, c := range calls[n:] {
+	for _, c := range live {
 		if c.raw1 > c.raw0 {
 			cut = c.raw0
 			break
 		}
 	}
 	s.sk.evRaw = append(s.sk.evRaw[:0], s.sk.evRaw[cut:]...)
-	s.sk.calls = append(calls[:0], calls[n:]...)
+	s.sk.calls, s.sk.head = append(s.sk.calls[:0], live...), 0
 	for i := range s.sk.calls {
 		if c := &s.sk.calls[i]; c.raw1 > c.raw0 {
 			c.raw0, c.raw1 = c.raw0-cut, c.raw1-cut
