@@ -152,8 +152,13 @@ type QueryOptions struct {
 	// Tick, EmitEarly, AdvanceWatermark, Close and Checkpoint deliver
 	// everything before they return. An aggregate that fails while
 	// folding an event (an overflow), or a HAVING or SELECT that fails
-	// while rendering, is counted and skipped as with one thread, but not
-	// returned by the Push that caused it. 0 or 1: one thread.
+	// while rendering, is counted and skipped as with one thread, and
+	// reported as one thread reports it: a fed event's *EventError
+	// reaches OnEventError with its tag and bytes, in input order; a call
+	// other than a push returns the error of its own records; a pushed
+	// event's *EventError (its Seq) is returned by a later Push or PushRow
+	// that has none of its own, one each, in input order (those still
+	// waiting at Close are counted only). 0 or 1: one thread.
 	Threads int
 	// OnEventError receives, for Feed and ReportMalformedAt, every event
 	// that was not applied cleanly (malformed, or failing to evaluate),

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,21 +156,21 @@ func TestTemporalJoinInPlaceFromLatest(t *testing.T) {
 	o := kjoinOptions(q, addrs)
 	o.Source.From = FromLatest
 	o.Logger = testLogger(t)
-	pl, stop := runPipeline(t, o)
-	// Every source partition polled, then time for its position to be
-	// resolved at its end (kgo lists the offsets after the assignment):
-	// an event produced before that would be skipped.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if st := pl.Stats(); len(st.SilentPartitions)+len(st.IdlePartitions) == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the join's stage polled no source partition in a minute")
+	var mu sync.Mutex
+	probed := map[int32]bool{} // the source partitions whose probe the run read
+	o.OnBadEvent = func(e *BadEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Topic == "usage" {
+			probed[e.Partition] = true
 		}
 	}
-	time.Sleep(3 * time.Second)
+	pl, stop := runPipeline(t, o)
+	waitFromLatest(t, addrs, "usage", 3, probed, &mu)
 	produceValues(t, addrs, "usage", 3, fresh, nil)
-	time.Sleep(500 * time.Millisecond)
+	// The restart continues from the committed offsets: the run stops once
+	// it committed every event it was given.
+	waitGroupAtEnd(t, addrs, pl.inGroup(), "usage")
 	stop()
 	o.UntilCaughtUp = true
 	pl, err := New(o)
@@ -184,4 +186,60 @@ func TestTemporalJoinInPlaceFromLatest(t *testing.T) {
 		t.Errorf("the restart: stats %+v", st)
 	}
 	compareFinals(t, readFinals(t, addrs, "charges"), want)
+}
+
+// waitFromLatest waits until a run that reads topic from its end reads
+// every partition from a position at or below any record produced now:
+// kgo lists the end offsets after the assignment, so a record produced
+// before that is never read. It produces a malformed probe to each
+// partition not yet probed (the run counts and reports it, and applies
+// nothing) until the run reports one there (probed, under mu).
+func waitFromLatest(t *testing.T, addrs []string, topic string, parts int, probed map[int32]bool, mu *sync.Mutex) {
+	t.Helper()
+	cl := client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	done := func(p int32) bool { mu.Lock(); defer mu.Unlock(); return probed[p] }
+	deadline := time.Now().Add(time.Minute)
+	for p := range int32(parts) {
+		for !done(p) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the run read no probe of %s partition %d in a minute", topic, p)
+			}
+			if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Partition: p, Value: []byte("a probe, not JSON")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			for wait := time.Now().Add(time.Second); !done(p) && time.Now().Before(wait); {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+}
+
+// waitGroupAtEnd waits until group's committed offsets on every partition
+// of topic reach the partition's end.
+func waitGroupAtEnd(t *testing.T, addrs []string, group, topic string) {
+	t.Helper()
+	adm := kadm.NewClient(client(t, addrs))
+	ctx := context.Background()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed, err := adm.FetchOffsetsForTopics(ctx, group, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		behind := ""
+		ends.Each(func(e kadm.ListedOffset) {
+			if c, ok := committed.Lookup(topic, e.Partition); !ok || c.At < e.Offset {
+				behind += fmt.Sprintf(" partition %d: committed %d of %d;", e.Partition, c.At, e.Offset)
+			}
+		})
+		if behind == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s did not commit %s to its end in a minute:%s", group, topic, behind)
+		}
+	}
 }

@@ -197,9 +197,11 @@ func (s *single) restore(key, val []byte) ([]byte, error) { return s.op.Restore(
 // first sequences the records fed so far.
 type sharded struct {
 	aggIn
-	p    *par
-	out  *parOut // the merge's callbacks, which p holds only weakly
-	feed feeder  // the driver's feeder: its blockFeed, or direct
+	p     *par
+	out   *parOut // the merge's callbacks, which p holds only weakly
+	feed  feeder  // the driver's feeder: its blockFeed, or direct
+	sk    skipState
+	holds bool // the outcomes of events fed one by one wait for the records before them (shardskip.go)
 }
 
 // parErr makes an error of the shards (other than a skipped record's)
@@ -215,14 +217,17 @@ func (s *sharded) push(_ int, b *rowBatch) (int, error) {
 	for i, row := range b.rows {
 		s.take(b, i)
 		err := s.feed.drain()
+		op0 := s.p.op + 1
 		if err == nil {
 			err = s.p.push(row)
 		}
-		if err = s.taken(err); err != nil {
-			return i + 1, err
+		err = s.taken(err)
+		s.called(op0)
+		if err != nil {
+			return i + 1, s.callEnd(err, false)
 		}
 	}
-	return len(b.rows), nil
+	return len(b.rows), s.callEnd(nil, true)
 }
 
 func (s *sharded) advance(_ int, wm int64) error {
@@ -242,30 +247,30 @@ func (s *sharded) tick() error {
 
 func (s *sharded) emitEarly() error {
 	if err := s.tick(); err != nil {
-		return err
+		return s.callEnd(err, false)
 	}
-	return s.parErr(s.p.sync())
+	return s.callEnd(s.parErr(s.p.sync()), false)
 }
 
 func (s *sharded) closeOpen() error {
 	if err := s.feed.drain(); err != nil {
-		return err
+		return s.callEnd(err, false)
 	}
-	return s.parErr(s.p.closeOpenWindows())
+	return s.callEnd(s.parErr(s.p.closeOpenWindows()), false)
 }
 
 func (s *sharded) finish() error {
 	if err := s.feed.drain(); err != nil {
 		return err
 	}
-	return s.parErr(s.p.finish())
+	return s.callEnd(s.parErr(s.p.finish()), false)
 }
 
 func (s *sharded) sync() error {
 	if err := s.feed.drain(); err != nil {
-		return err
+		return s.callEnd(err, false)
 	}
-	return s.parErr(s.p.sync())
+	return s.callEnd(s.parErr(s.p.sync()), false)
 }
 
 func (s *sharded) watermark() int64     { return s.p.wm }

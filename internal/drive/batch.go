@@ -21,6 +21,16 @@ type tag struct {
 	b     uint64
 }
 
+func (t tag) cmp(u tag) int {
+	switch {
+	case t.less(u):
+		return -1
+	case u.less(t):
+		return 1
+	}
+	return 0
+}
+
 func (t tag) less(u tag) bool {
 	if t.op != u.op {
 		return t.op < u.op
@@ -92,7 +102,8 @@ type batch struct {
 	startWM  int64 // the watermark before the batch: a block's items carry only their block's (feed.go)
 	endWM    int64 // the watermark after the batch
 	events   int
-	blk      block // a block of input records decoded by a worker (feed.go); empty otherwise
+	lastOp   uint64 // the reader's last op when it sent the batch
+	blk      block  // a block of input records decoded by a worker (feed.go); empty otherwise
 }
 
 // finalOp is the op of the first advance of the batch that passes t.
@@ -120,7 +131,8 @@ type outRec struct {
 }
 
 // chunk is a run of a shard's records. The last chunk of a batch has
-// done set, the shard's stats after the batch, and its fatal error.
+// done set, the shard's stats after the batch, its fatal error, and the
+// records it skipped over the batch.
 type chunk struct {
 	recs  []outRec
 	bytes []byte
@@ -128,6 +140,16 @@ type chunk struct {
 	done  bool
 	stats exec.Stats
 	err   error
+	skips []skip
+}
+
+// skip is a record a shard skipped for an evaluation error (a HAVING or
+// SELECT that failed to render it, an aggregate that failed to fold its
+// event), tagged as the record would have been: the merge hands it to
+// the host's call that one thread would have returned it from.
+type skip struct {
+	tag tag
+	err *exec.EvalError
 }
 
 // advance moves the watermark (no shard needs to hear of it now: each

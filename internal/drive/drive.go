@@ -170,12 +170,15 @@ type Driver struct {
 	log    *slog.Logger // receives a recovered panic's stack; may be nil
 	// onEventError is Config.OnEventError.
 	onEventError func(tag int64, raw []byte, err *EventError)
-	now          func() time.Time
-	startMono    int64 // nanotime() when start was read
-	start        time.Time
-	strict       bool
-	counts       bool // CountsInCheckpoint
-	muted        bool // Config.Muted names q: its counters read zero
+	// feeding: the event being pushed was fed (direct.feed), with feedTag.
+	feeding   bool
+	feedTag   int64
+	now       func() time.Time
+	startMono int64 // nanotime() when start was read
+	start     time.Time
+	strict    bool
+	counts    bool // CountsInCheckpoint
+	muted     bool // Config.Muted names q: its counters read zero
 
 	out outbox // the records, and the room the nodes render into (buffer.go)
 
@@ -262,7 +265,10 @@ func (d *Driver) shard(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	s := &sharded{aggIn: d.aggIn(), p: p, out: out, feed: d.feeder}
+	// A host that interleaves two inputs hears of each fed event as it
+	// is pushed, in its order of the inputs (shardskip.go).
+	s := &sharded{aggIn: d.aggIn(), p: p, out: out, feed: d.feeder, holds: !cfg.RecordWatermark}
+	out.onSkips = s.onSkips
 	if blocks {
 		f := &blockFeed{d: d, s: s, p: p}
 		s.feed, d.feeder = f, f

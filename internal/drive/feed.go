@@ -91,11 +91,13 @@ type feeder interface {
 // host's (a line number). Its outcome, when it is not applied cleanly (it
 // is malformed, or fails to evaluate), reaches Config.OnEventError with
 // the tag, the record and the *EventError Push would return, in input
-// order; without the callback it is only counted. On the block path of a
-// parallel driver the callback may run during a later Feed or any call
-// that delivers records (Flush, Tick, EmitEarly, AdvanceWatermark,
-// CloseOpenWindows, Close, Checkpoint), which first sequence every record
-// fed; otherwise Feed is Push, and the callback runs before it returns.
+// order; without the callback it is only counted. On a parallel driver
+// the callback may run during a later Feed or any call that delivers
+// records (Flush, Tick, EmitEarly, AdvanceWatermark, CloseOpenWindows,
+// Close, Checkpoint), which first sequence every record fed: an outcome
+// waits for the records of the events before it, whose rendering may
+// fail too (shardskip.go); otherwise Feed is Push, and the callback runs
+// before it returns.
 // raw is copied. The error returned is fatal.
 func (d *Driver) Feed(raw []byte, tag int64) error { return d.feeder.feed(raw, tag) }
 
@@ -114,14 +116,31 @@ func (x direct) feed(raw []byte, tag int64) error {
 	if d.fatal != nil {
 		return d.fatal
 	}
-	return x.outcome(d.Push(raw), tag, raw)
+	s := heldBy(d)
+	var at uint64
+	if s != nil {
+		at = s.p.op + 1
+	}
+	d.feeding, d.feedTag = true, tag
+	err := d.Push(raw)
+	d.feeding = false
+	if s != nil && s.hold(at, tag, raw, err) {
+		// On several threads its outcome waits for the records of the
+		// events before it (shardskip.go).
+		return nil
+	}
+	return x.outcome(err, tag, raw)
 }
 
 func (x direct) reportAt(tag int64, err error) error {
 	d := x.d
 	d.ReportMalformed()
+	ee := &EventError{Seq: d.n.Events, Err: err}
+	if s := heldBy(d); s != nil && s.hold(s.p.op+1, tag, nil, ee) {
+		return nil
+	}
 	if d.onEventError != nil {
-		d.onEventError(tag, nil, &EventError{Seq: d.n.Events, Err: err})
+		d.onEventError(tag, nil, ee)
 	}
 	return nil
 }
@@ -301,6 +320,7 @@ func (f *blockFeed) sequenceNext() error {
 		if err != nil {
 			return err
 		}
+		k.seqs = append(k.seqs, d.n.Events)
 		start = end
 		for p.dedup == nil && ai < len(k.local) && k.local[ai].op <= evOp+1 {
 			localWM = k.local[ai].wm
@@ -376,7 +396,7 @@ func (f *blockFeed) count(k *block, i int, raw []byte, oc *outcome) (applied boo
 		}
 		d.n.Events++
 		d.n.Malformed++
-		f.report(k.tags[i], raw, oc.err, oc.kind == outReported)
+		f.report(k, i, oc.err, oc.kind == outReported)
 		return false, nil
 	}
 	// outEval
@@ -389,7 +409,7 @@ func (f *blockFeed) count(k *block, i int, raw []byte, oc *outcome) (applied boo
 	d.n.Applied++
 	p.rows++
 	p.evalErrs++
-	f.report(k.tags[i], raw, oc.err, false)
+	f.report(k, i, oc.err, false)
 	return true, nil
 }
 
@@ -435,16 +455,13 @@ func (f *blockFeed) seal(b *batch, flushes []advance) {
 	}
 }
 
-// report hands one record's outcome to the host.
-func (f *blockFeed) report(tag int64, raw []byte, err error, reported bool) {
-	d := f.d
-	if d.onEventError == nil {
-		return
+// report keeps record i's outcome for the host: it reaches it as the
+// block is merged, in input order with the records the shards skipped
+// (shardskip.go).
+func (f *blockFeed) report(k *block, i int, err error, reported bool) {
+	if f.d.onEventError != nil {
+		k.later = append(k.later, later{idx: int32(i), err: err, reported: reported})
 	}
-	if reported {
-		raw = nil
-	}
-	d.onEventError(tag, raw, &EventError{Seq: d.n.Events, Err: err})
 }
 
 // insertFlush adds an early flush at op to every part (after the steps

@@ -23,6 +23,14 @@ const (
 	outReported                     // the host could not hand the record over (ReportMalformedAt)
 )
 
+// later is the outcome of a block's record for the host, which reaches it
+// as the block is merged (shardskip.go).
+type later struct {
+	idx      int32
+	err      error
+	reported bool // the host could not hand the record over
+}
+
 // outcome is a record of a block that was not applied cleanly.
 type outcome struct {
 	idx  int32
@@ -37,6 +45,10 @@ type block struct {
 	tags []int64 // the host's tags
 	host []outcome
 	base uint64 // record i has ops base+3i+1 (event), +2 (its advance), +3 (a flush after it)
+	// Set as the block is sequenced: each record's sequence number among
+	// the driver's events, and the outcomes the host has yet to hear of.
+	seqs  []int64
+	later []later
 
 	// The worker's results.
 	out      []outcome // every record not applied cleanly, by index (host's included)
@@ -73,6 +85,8 @@ type lineInfo struct {
 func (k *block) reset() {
 	k.raw, k.ends, k.tags, k.host, k.out, k.local = k.raw[:0], k.ends[:0], k.tags[:0], k.host[:0], k.out[:0], k.local[:0]
 	k.info, k.dkeys = k.info[:0], k.dkeys[:0]
+	clear(k.later)
+	k.seqs, k.later = k.seqs[:0], k.later[:0]
 	k.base, k.filtered, k.maxTime, k.lastTime, k.hasTime, k.err, k.done = 0, 0, math.MinInt64, 0, false, nil, nil
 }
 

@@ -76,19 +76,44 @@ func TestViewErrorsAreItsDriver(t *testing.T) {
 				}
 				want := outcomes(hostTrace(t, cfg, false, func(cfg Config) (hostCalls, error) { return newDriverCalls(driver, cfg) }))
 				got := outcomes(hostTrace(t, cfg, false, func(cfg Config) (hostCalls, error) { return NewGraph(reader, nil, cfg, nil, nil) }))
+				if threads > 1 && c.driver != "" {
+					// On several threads a reader hears its view's
+					// watermark at the host's next call (the view's
+					// marker is merged after the call's records), so its
+					// window's error comes a call late: the errors of one
+					// thread, in the same order (a push's without its
+					// event's number: the call that returns it is not a
+					// push).
+					one := outcomes(hostTrace(t, hostConfig(false, 1), false, func(cfg Config) (hostCalls, error) { return newDriverCalls(driver, cfg) }))
+					got, want = errorsOf(got), errorsOf(one)
+				}
 				if got != want {
 					t.Fatalf("the graph of the view and its reader:\n%s\nthe driver:\n%s", got, want)
 				}
-				// On two threads a driver counts a failed window without
-				// returning it from the call that finalized it (its
-				// shards evaluate HAVING): the graph must do the same,
-				// which the comparison checks.
-				if threads == 1 && strings.Count(want, "Overflow") < 5 {
+				// Four advances finalize a failing window; so does the
+				// last push, whose error a driver on several threads
+				// returns from a later push, and there is none.
+				if n := strings.Count(want, "Overflow"); n < 5 && threads == 1 || n < 4 {
 					t.Fatalf("no window failed to evaluate:\n%s", want)
 				}
 			})
 		}
 	}
+}
+
+// errorsOf is the errors of a trace's calls, in order, an event's
+// without its number.
+func errorsOf(trace string) string {
+	var b strings.Builder
+	for l := range strings.Lines(trace) {
+		if _, err, ok := strings.Cut(l, ": "); ok && !strings.HasPrefix(err, "ok") {
+			if rest, ok := strings.CutPrefix(err, "event "); ok {
+				_, err, _ = strings.Cut(rest, ": ")
+			}
+			b.WriteString(err)
+		}
+	}
+	return b.String()
 }
 
 // compileHost compiles query over the test's source and table and

@@ -1,6 +1,8 @@
 package drive
 
 import (
+	"errors"
+
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/types"
@@ -25,8 +27,10 @@ type shard struct {
 	flushTags []uint64
 	c         *chunk
 	err       error
-	w         *worker       // the block path's decoder (feed.go); nil without it
-	row       []types.Value // the row handed to the operator: the batch's cells spread over the columns, NULL elsewhere
+	skips     []skip          // the records skipped over the batch, in the order rendered
+	lastSkip  *exec.EvalError // the last one, which the operator's call may return as well
+	w         *worker         // the block path's decoder (feed.go); nil without it
+	row       []types.Value   // the row handed to the operator: the batch's cells spread over the columns, NULL elsewhere
 	// The last final's window end (plus lateness) and its op in s.b:
 	// a watermark advance finalizes windows in runs of the same end, so
 	// most finals need no search of the batch's advances (finalOp).
@@ -69,7 +73,8 @@ func (s *shard) run() {
 
 func (s *shard) recycle(c *chunk) {
 	clear(c.cells)
-	c.recs, c.bytes, c.cells, c.done, c.err = c.recs[:0], c.bytes[:0], c.cells[:0], false, nil
+	clear(c.skips)
+	c.recs, c.bytes, c.cells, c.done, c.err, c.skips = c.recs[:0], c.bytes[:0], c.cells[:0], false, nil, c.skips[:0]
 	select {
 	case s.free <- c:
 	default:
@@ -94,6 +99,7 @@ func (s *shard) apply(b *batch) {
 	}
 	c := s.c
 	c.done, c.err, c.stats = true, s.err, s.op.Stats()
+	c.skips, s.skips = append(c.skips[:0], s.skips...), s.skips[:0]
 	s.c = nil
 	s.out <- c
 }
@@ -123,6 +129,11 @@ func (s *shard) steps(b *batch) (err error) {
 			if err != nil && !Skipped(err) {
 				return err
 			}
+			if ee := (*exec.EvalError)(nil); errors.As(err, &ee) && ee != s.lastSkip {
+				// The event's own (an aggregate failed to fold it):
+				// its rendering's came through onSkip.
+				s.skips = append(s.skips, skip{tag: tag{op: it.op}, err: ee})
+			}
 			for len(s.tags) < s.op.DirtyLen() {
 				s.tags = append(s.tags, it.op)
 			}
@@ -151,6 +162,30 @@ func (s *shard) advance(wm int64) error {
 	return nil
 }
 
+// tagNow is the tag of the record being rendered, of a window ending at
+// windowEnd.
+func (s *shard) tagNow(windowEnd int64) tag {
+	kind, seq, idx := s.op.EmitOrder()
+	switch kind {
+	case exec.EmitOnFinal:
+		return tag{op: s.finalOp(exec.SatAdd(windowEnd, s.p.lateness)), class: 1, a: windowEnd, b: seq}
+	case exec.EmitOnFlush:
+		t := tag{op: s.curOp, class: 2, a: int64(s.flushTags[idx])}
+		if t.a == 0 {
+			t.b = seq // restored dirty: by creation, before any new one
+		}
+		return t
+	}
+	return tag{op: s.curOp}
+}
+
+// onSkip is the shard operator's OnSkip: the skipped record, tagged,
+// goes to the merge with the batch's last chunk.
+func (s *shard) onSkip(err *exec.EvalError, windowEnd int64) {
+	s.lastSkip = err
+	s.skips = append(s.skips, skip{tag: s.tagNow(windowEnd), err: err})
+}
+
 // finalOp is s.b.finalOp(t), remembered for the last t of the batch.
 func (s *shard) finalOp(t int64) uint64 {
 	if s.lastFinalOp == 0 || s.lastFinal != t {
@@ -163,19 +198,7 @@ func (s *shard) finalOp(t int64) uint64 {
 // chunk; a full chunk goes to the reader (blocking while it has
 // outChunks it has not taken).
 func (s *shard) onRecord(r *changelog.Record) error {
-	kind, seq, idx := s.op.EmitOrder()
-	var t tag
-	switch kind {
-	case exec.EmitOnChange:
-		t = tag{op: s.curOp}
-	case exec.EmitOnFinal:
-		t = tag{op: s.finalOp(exec.SatAdd(r.Meta.WindowEnd, s.p.lateness)), class: 1, a: r.Meta.WindowEnd, b: seq}
-	case exec.EmitOnFlush:
-		t = tag{op: s.curOp, class: 2, a: int64(s.flushTags[idx])}
-		if t.a == 0 {
-			t.b = seq // restored dirty: by creation, before any new one
-		}
-	}
+	t := s.tagNow(r.Meta.WindowEnd)
 	c := s.c
 	or := outRec{tag: t, meta: r.Meta, key0: int32(len(c.bytes))}
 	c.bytes = append(c.bytes, r.Key...)

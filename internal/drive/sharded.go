@@ -3,6 +3,7 @@ package drive
 import (
 	"hash/maphash"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +99,7 @@ type par struct {
 	keyBuf    []byte
 	rec       changelog.Record
 	lastStats []exec.Stats
+	skips     []skip // collect's scratch
 
 	// The block path (feed.go): nil jobs without one.
 	jobs        chan job     // blocks to decode, for the shards' goroutines
@@ -158,6 +160,9 @@ type parOut struct {
 	emit   func(*changelog.Record) error
 	onRow  func(row []types.Value) error
 	onMark func(wm int64)
+	// onSkips takes the records the shards skipped applying b (an
+	// evaluation error each), in one thread's order, after b's records.
+	onSkips func(b *batch, skips []skip)
 }
 
 func newPar(q *plan.Query, cfg Config, out *parOut, threads int, blocks bool) (*par, error) {
@@ -177,7 +182,7 @@ func newPar(q *plan.Query, cfg Config, out *parOut, threads int, blocks bool) (*
 	start := time.Now()
 	for i := 0; i < threads; i++ {
 		s := &shard{p: p, idx: i, in: make(chan *batch, 1), out: make(chan *chunk, outChunks), free: make(chan *chunk, outChunks+2)}
-		op, err := exec.New(sq, exec.Config{Emit: s.onRecord, ExternalWatermark: true,
+		op, err := exec.New(sq, exec.Config{Emit: s.onRecord, OnSkip: s.onSkip, ExternalWatermark: true,
 			// Latency only: the ticks are the reader's (Config.Now).
 			Nanotime: func() int64 { return int64(time.Since(start)) + 1 }})
 		if err != nil {
@@ -356,7 +361,7 @@ func (p *par) dispatch() error {
 
 // send hands b to the shards and merges the batch before it.
 func (p *par) send(b *batch) error {
-	b.endWM = p.wm
+	b.endWM, b.lastOp = p.wm, p.op
 	for i := range b.parts {
 		b.parts[i].fix()
 	}
@@ -414,13 +419,21 @@ func (p *par) collect(b *batch) error {
 		m.marksUpTo(math.MaxUint64)
 	}
 	p.outWM = max(p.outWM, b.endWM)
+	skips := p.skips[:0]
 	for i, h := range m.heads {
 		p.lastStats[i] = h.c.stats
 		if h.c.err != nil && first == nil {
 			first = h.c.err
 		}
+		skips = append(skips, h.c.skips...)
 		p.shards[i].recycle(h.c)
 	}
+	if first == nil && !p.discard && m.out.onSkips != nil {
+		slices.SortStableFunc(skips, func(a, b skip) int { return a.tag.cmp(b.tag) })
+		m.out.onSkips(b, skips)
+	}
+	clear(skips)
+	p.skips = skips[:0]
 	p.recycle(b)
 	if first != nil {
 		p.discard = true

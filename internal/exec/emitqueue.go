@@ -212,3 +212,13 @@ func noteEval(err error, first *error) error {
 	}
 	return nil
 }
+
+// skip counts a record its HAVING or SELECT failed to render, tells
+// Config.OnSkip, and returns err.
+func (o *Operator) skip(err *EvalError, windowEnd int64) error {
+	o.stats.EvalErrors++
+	if o.cfg.OnSkip != nil {
+		o.cfg.OnSkip(err, windowEnd)
+	}
+	return err
+}

@@ -74,6 +74,13 @@ type Config struct {
 	// much the host's state kept in front of the operator changed (the
 	// input dedup's forgotten keys), which StateBytes includes.
 	OnAdvance func(wm int64) (bytesDelta int64)
+	// OnSkip, if set, is called for every record skipped because its
+	// HAVING or SELECT failed to evaluate, as it is skipped (EmitOrder says
+	// what was being rendered), with the error the call returns if it is
+	// the first and the end of the record's window. A host that renders
+	// on several threads hands each to the call of its own host that one
+	// operator would have returned it from.
+	OnSkip func(err *EvalError, windowEnd int64)
 }
 
 // Stats are cumulative counters and current gauges of one operator.
@@ -888,8 +895,7 @@ func (o *Operator) emit(g *group, final bool) error {
 	if q.Having != nil {
 		v, err := q.Having.Eval(row)
 		if err != nil {
-			o.stats.EvalErrors++
-			return &EvalError{Where: "HAVING", Err: err}
+			return o.skip(&EvalError{Where: "HAVING", Err: err}, end)
 		}
 		if !v.Bool() {
 			o.stats.HavingSuppressed++
@@ -910,8 +916,7 @@ func (o *Operator) emit(g *group, final bool) error {
 		c := &q.Select[i]
 		v, err := c.Expr.Eval(row)
 		if err != nil {
-			o.stats.EvalErrors++
-			return &EvalError{Where: "SELECT " + c.Name, Err: err}
+			return o.skip(&EvalError{Where: "SELECT " + c.Name, Err: err}, end)
 		}
 		o.outRow[i] = v
 	}
