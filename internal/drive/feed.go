@@ -116,6 +116,12 @@ func (x direct) feed(raw []byte, tag int64) error {
 	if d.fatal != nil {
 		return d.fatal
 	}
+	if _, ok := d.agg.(*sharded); !ok {
+		// One thread: the outcome is known when Push returns, and the
+		// bookkeeping below, for the shards' skipped records, is not
+		// needed on this per-event path.
+		return x.outcome(d.Push(raw), tag, raw)
+	}
 	s := heldBy(d)
 	var at uint64
 	if s != nil {
