@@ -318,6 +318,18 @@ func (g *Graph) admit(table bool) error {
 // returns the reporter's error; a fatal error stops it.
 func (g *Graph) each(f func(d *Driver) error) error { return g.eachOf(0, f) }
 
+// lonely is the outcome of a push on the driver of a graph of one node
+// (lone), which is the graph's own: there is no inbox to admit, no step
+// to order, and no other node whose skipped record the call could return
+// (settleEvent), so the per-event path skips those layers (eachOf's lone
+// case). A driver that failed (or a graph failed before) fails the graph.
+func (g *Graph) lonely(err error) error {
+	if err != nil && g.primary.d.fatal != nil {
+		return g.fail(err)
+	}
+	return err
+}
+
 // eachOf is each for the roots of input i.
 func (g *Graph) eachOf(i int, f func(d *Driver) error) error {
 	if g.isFed(i) {
@@ -357,6 +369,9 @@ func (g *Graph) eachOf(i int, f func(d *Driver) error) error {
 
 // Push decodes one input record and applies it to every root.
 func (g *Graph) Push(raw []byte) (err error) {
+	if g.lone && g.fatal == nil {
+		return g.lonely(g.primary.d.Push(raw))
+	}
 	defer g.settleEvent(&err, 0, nil, false)
 	if err := g.admit(false); err != nil {
 		return err
@@ -369,6 +384,9 @@ func (g *Graph) Push(raw []byte) (err error) {
 // (Driver.Feed). The reporter's outcomes reach Config.OnEventError with
 // the tag, in input order.
 func (g *Graph) Feed(raw []byte, tag int64) (err error) {
+	if g.lone && g.fatal == nil {
+		return g.lonely(g.primary.d.Feed(raw, tag))
+	}
 	defer g.settleEvent(&err, tag, raw, true)
 	if err := g.admit(false); err != nil {
 		return err
