@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/ubiksql/ubik/internal/exec"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // aggregate is a driver's window-aggregate node (node.go): the query's
@@ -137,19 +138,34 @@ func (s *single) pump() error {
 
 func (s *single) push(_ int, b *rowBatch) (int, error) {
 	for i, row := range b.rows {
-		s.setRoom()
-		s.take(b, i)
-		var err error
+		var key []byte
 		if b.keyed {
-			err = s.op.ProcessKeyed(row, b.keys[i])
-		} else {
-			err = s.op.Process(row)
+			key = b.keys[i]
 		}
-		if err = s.taken(err); err != nil {
+		if err := s.pushOne(row, b.raw(i), key, b.keyed); err != nil {
 			return i + 1, err
 		}
 	}
 	return len(b.rows), nil
+}
+
+// pushOne applies one row (raw its record; key its group key if keyed).
+// A driver whose head is a single aggregate calls it for each event
+// (Driver.solo), without a batch of one.
+func (s *single) pushOne(row []types.Value, raw, key []byte, keyed bool) error {
+	s.setRoom()
+	d := s.d
+	d.raw = raw
+	if s.head {
+		d.n.Applied++
+	}
+	var err error
+	if keyed {
+		err = s.op.ProcessKeyed(row, key)
+	} else {
+		err = s.op.Process(row)
+	}
+	return s.taken(err)
 }
 
 func (s *single) advance(_ int, wm int64) error {
