@@ -126,7 +126,7 @@ func (r *fileRun) loop() {
 			}
 		}
 		line, nlines, size, rerr := r.next()
-		tooLong := errors.Is(rerr, errTooLong)
+		tooLong := rerr != nil && errors.Is(rerr, errTooLong)
 		if len(line) == 0 && rerr != nil && !tooLong {
 			if errors.Is(rerr, context.Canceled) && r.ctx.Err() != nil {
 				r.stopped = true

@@ -109,6 +109,15 @@ func (s *single) setRoom() { s.op.SetRoom(s.out.room()) }
 // admit refuses a push while records of finalized windows wait for room,
 // rendering them into the room first.
 func (s *single) admit(input int) error {
+	if input != 0 || s.op.Queued() || s.out.room() <= 0 {
+		return s.admitSlow(input)
+	}
+	return nil
+}
+
+// admitSlow is admit when something may refuse the push: kept apart so
+// admit, called for every event, stays small enough to inline.
+func (s *single) admitSlow(input int) error {
 	if err := s.aggIn.admit(input); err != nil {
 		return err
 	}
