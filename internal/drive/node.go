@@ -11,7 +11,10 @@ import (
 // edge feeds the aggregate through the same interface. A source's input
 // dedup (dedup.go) stands in front of the aggregate: a single one behind
 // dedupAgg (dedupagg.go), a sharded one on its reader. The driver calls
-// its head and never asks which kind it is. Its inputs are the head's,
+// its head and never asks which kind it is, with one exception for speed:
+// a single aggregate at the head takes each event by a direct call
+// (Driver.solo), the interface's dispatch and its batch of one being a
+// measurable share of a one-thread run. Its inputs are the head's,
 // numbered: input 0's records are decoded by the driver's decode node, a
 // later input's (a join's second) by the head's decode node of that input
 // (input), and every call of an input (PushInput, AdvanceInput, EndInput,
