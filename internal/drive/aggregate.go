@@ -109,6 +109,9 @@ func (s *single) setRoom() { s.op.SetRoom(s.out.room()) }
 // admit refuses a push while records of finalized windows wait for room,
 // rendering them into the room first.
 func (s *single) admit(input int) error {
+	if err := s.d.settleFed(); err != nil {
+		return err
+	}
 	if input != 0 || s.op.Queued() || s.out.room() <= 0 {
 		return s.admitSlow(input)
 	}
@@ -178,21 +181,33 @@ func (s *single) pushOne(row []types.Value, raw, key []byte, keyed bool) error {
 }
 
 func (s *single) advance(_ int, wm int64) error {
+	if err := s.d.settleFed(); err != nil {
+		return err
+	}
 	s.setRoom()
 	return s.op.AdvanceWatermark(wm)
 }
 
 func (s *single) tick() error {
+	if err := s.d.settleFed(); err != nil {
+		return err
+	}
 	s.setRoom()
 	return s.op.EmitEarly()
 }
 
 func (s *single) finish() error {
+	if err := s.d.settleFed(); err != nil {
+		return err
+	}
 	s.setRoom()
 	return s.op.Finish()
 }
 
 func (s *single) closeOpen() error {
+	if err := s.d.settleFed(); err != nil {
+		return err
+	}
 	s.setRoom()
 	if err := s.op.CloseOpenWindows(); err != nil {
 		return err
@@ -201,9 +216,9 @@ func (s *single) closeOpen() error {
 }
 
 func (s *single) emitEarly() error     { return s.tick() }
-func (s *single) sync() error          { return nil }
-func (s *single) watermark() int64     { return s.op.Watermark() }
-func (s *single) delivered() int64     { return s.op.Watermark() }
+func (s *single) sync() error          { return s.d.settleFed() }
+func (s *single) watermark() int64     { _ = s.d.settleFed(); return s.op.Watermark() }
+func (s *single) delivered() int64     { _ = s.d.settleFed(); return s.op.Watermark() }
 func (s *single) queued() bool         { return s.op.Queued() }
 func (s *single) stats() exec.Stats    { return s.op.Stats() }
 func (s *single) finishRestore() error { s.op.FinishRestore(); return nil }
@@ -211,6 +226,9 @@ func (s *single) threads() int         { return 1 }
 func (s *single) outStep() uint64      { return 0 }
 
 func (s *single) checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
+	if err := s.d.settleFed(); err != nil {
+		return err
+	}
 	return s.op.Checkpoint(full, position, put)
 }
 

@@ -164,6 +164,8 @@ type Driver struct {
 	// thread): the per-event calls reach it without the node interface
 	// and a batch of one, which cost about 5% of a one-thread run.
 	solo *single
+	// fed is the feeder when records fed wait in a block (feed_solo.go).
+	fed *soloFeed
 	// feeder takes Feed's records (feed.go): direct, or the sharded
 	// aggregate's block decode node.
 	feeder feeder

@@ -27,6 +27,7 @@ type Counts struct {
 // everything); its peaks are the sums of the shards' peaks, its latency
 // quantiles the largest shard's.
 func (d *Driver) Stats() exec.Stats {
+	_ = d.settleFed() // an error is fatal: the next call returns it
 	s := d.agg.stats()
 	if t, ok := d.first.(*temporalJoin); ok {
 		t.addDedupStats(&s) // a temporal join's stream is deduplicated before the join
@@ -39,8 +40,8 @@ func (d *Driver) Counts() Counts {
 	if d.muted {
 		return Counts{}
 	}
+	s := d.Stats() // first: it sequences the records fed
 	c := d.n
-	s := d.Stats()
 	j := d.first.counts(0)
 	c.EvalErrors, c.Late = s.EvalErrors+j.EvalErrors, s.Late+j.Late
 	return c

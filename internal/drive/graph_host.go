@@ -35,6 +35,7 @@ func NewQueryGraph(q *plan.Query, cfg Config) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.useSoloFeed(cfg)
 	n := g.primary
 	n.d, n.root = d, true
 	g.reporter = n

@@ -62,6 +62,7 @@ func (d *Driver) ApplyRow(row []types.Value) error {
 // ReportMalformed counts one event the host could not even hand over (a
 // line too long to read), so the counters account for every input record.
 func (d *Driver) ReportMalformed() {
+	_ = d.settleFed() // an error is fatal: the next call returns it
 	d.n.Records++
 	d.n.Events++
 	d.n.Malformed++
