@@ -65,6 +65,7 @@ type ijPart struct {
 	keys   []byte
 	outs   []ijOut
 	joined [][]types.Value
+	err    error // a panic of the instance
 }
 
 type ijOut struct {
@@ -91,32 +92,44 @@ type ijWorker struct {
 	idx  int
 	in   chan *ijBatch
 	done chan struct{}
+	// failed: the instance panicked; it takes nothing more.
+	failed bool
 }
 
 func (w *ijWorker) run() {
 	for b := range w.in {
 		pt := &b.parts[w.idx]
-		for i := range pt.items {
-			it := &pt.items[i]
-			switch it.kind {
-			case ijRow:
-				w.j.PushAt(int(it.side), it.row, pt.keys[it.key0:it.key1], it.seq)
-				n := 0
-				for w.j.Pending() > 0 {
-					pt.joined = append(pt.joined, w.j.Take())
-					n++
-				}
-				if n > 0 {
-					pt.outs = append(pt.outs, ijOut{op: it.op, n: n})
-				}
-			case ijAdvance:
-				w.j.Advance(int(it.side), it.wm)
-			case ijEnd:
-				w.j.End(int(it.side))
-			}
+		if !w.failed {
+			pt.err = w.join(pt)
+			w.failed = pt.err != nil
 		}
 		w.done <- struct{}{}
 	}
+}
+
+// join applies the part's items; a panic is the driver's ErrInternal.
+func (w *ijWorker) join(pt *ijPart) (err error) {
+	defer Recover(&err)
+	for i := range pt.items {
+		it := &pt.items[i]
+		switch it.kind {
+		case ijRow:
+			w.j.PushAt(int(it.side), it.row, pt.keys[it.key0:it.key1], it.seq)
+			n := 0
+			for w.j.Pending() > 0 {
+				pt.joined = append(pt.joined, w.j.Take())
+				n++
+			}
+			if n > 0 {
+				pt.outs = append(pt.outs, ijOut{op: it.op, n: n})
+			}
+		case ijAdvance:
+			w.j.Advance(int(it.side), it.wm)
+		case ijEnd:
+			w.j.End(int(it.side))
+		}
+	}
+	return nil
 }
 
 // splits reports whether a driver of cfg runs its interval join on
@@ -288,6 +301,11 @@ func (sp *ijSplit) collect(t *intervalJoin, b *ijBatch) error {
 	clear(sp.heads)
 	marks := b.marks
 	var err error
+	for i := range b.parts {
+		if perr := b.parts[i].err; perr != nil && err == nil {
+			err = t.fail(perr)
+		}
+	}
 	for err == nil {
 		best, op := -1, uint64(math.MaxUint64)
 		for i := range b.parts {
@@ -321,7 +339,7 @@ func (sp *ijSplit) recycle(b *ijBatch) {
 		pt := &b.parts[i]
 		clear(pt.items)
 		clear(pt.joined)
-		pt.items, pt.keys, pt.outs, pt.joined = pt.items[:0], pt.keys[:0], pt.outs[:0], pt.joined[:0]
+		pt.items, pt.keys, pt.outs, pt.joined, pt.err = pt.items[:0], pt.keys[:0], pt.outs[:0], pt.joined[:0], nil
 	}
 	b.marks, b.n = b.marks[:0], 0
 	sp.spare = append(sp.spare, b)

@@ -2,6 +2,7 @@ package drive
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -136,5 +137,53 @@ func TestJoinOfViewsSplit(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > base {
 		t.Fatalf("%d goroutines, %d before", n, base)
+	}
+}
+
+// TestJoinOfViewsSplitPanic: a panic in a join instance is the graph's
+// ErrInternal, not a crash or a hang, and its goroutines end with Close.
+func TestJoinOfViewsSplitPanic(t *testing.T) {
+	q := scriptQueries(t, splitScript)["j"]
+	base := runtime.NumGoroutine()
+	g, err := NewGraph(q, nil, Config{Threads: 2, Emit: func(*changelog.Record) error { return nil }}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := splitInput(1, 3000)
+	var got error
+	for i, rec := range in {
+		if i == 500 {
+			// Idle after a flush: the instances take nothing until the
+			// next batch, whose first row or watermark panics.
+			if err := g.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range g.primary.d.first.(*intervalJoin).sp.workers {
+				w.j = nil
+			}
+		}
+		if rec.second {
+			got = g.PushTable([]byte(rec.raw))
+		} else {
+			got = g.Push([]byte(rec.raw))
+		}
+		if got != nil {
+			break
+		}
+	}
+	if got == nil {
+		got = g.Close()
+	}
+	if !errors.Is(got, ErrInternal) {
+		t.Fatalf("got %v, want ErrInternal", got)
+	}
+	_ = g.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base {
+		t.Fatalf("%d goroutines after Close, %d before", n, base)
 	}
 }
