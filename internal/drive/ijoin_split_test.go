@@ -187,3 +187,39 @@ func TestJoinOfViewsSplitPanic(t *testing.T) {
 		t.Fatalf("%d goroutines after Close, %d before", n, base)
 	}
 }
+
+// TestJoinOfViewsSplitBound: the bound on held rows (Config.JoinBuffer)
+// stops the join on threads at the view row, and with the words, of one
+// thread (the host hears of it later: on threads the views deliver their
+// rows batches after the records that made them).
+func TestJoinOfViewsSplitBound(t *testing.T) {
+	q := scriptQueries(t, splitScript)["j"]
+	in := splitInput(2, 3000)
+	stop := func(threads int) (int, error) {
+		g, err := NewGraph(q, nil, Config{Threads: threads, JoinBuffer: 40, Emit: func(*changelog.Record) error { return nil }}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		for i, rec := range in {
+			if rec.second {
+				err = g.PushTable([]byte(rec.raw))
+			} else {
+				err = g.Push([]byte(rec.raw))
+			}
+			if err != nil {
+				return i, err
+			}
+		}
+		return len(in), g.Flush()
+	}
+	at, want := stop(1)
+	if !errors.Is(want, ErrIntervalJoinFull) {
+		t.Fatalf("one thread: record %d: %v, want ErrIntervalJoinFull", at, want)
+	}
+	for _, threads := range []int{2, 4} {
+		if i, err := stop(threads); i < at || err == nil || err.Error() != want.Error() {
+			t.Fatalf("%d threads: record %d: %v; one thread: record %d: %v", threads, i, err, at, want)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package exec
 
 import (
+	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -84,6 +86,38 @@ func (t *IntervalJoin) PushAt(side int, row []types.Value, key []byte, seq uint6
 	if seq != 0 {
 		t.hold(side, string(key), ts, seq, row)
 	}
+}
+
+// hold keeps row (of side, at ts, under key k) as arrival number seq.
+func (t *IntervalJoin) hold(side int, k string, ts int64, seq uint64, row []types.Value) {
+	s := t.sides[side]
+	list := s.rows[k]
+	i, _ := slices.BinarySearchFunc(list, ts, func(r ijRow, ts int64) int {
+		if r.t <= ts {
+			return -1
+		}
+		return 1
+	})
+	s.rows[k] = slices.Insert(list, i, ijRow{t: ts, seq: seq, row: row})
+	s.exp.push(expEntry{t: ts, key: k})
+	s.held++
+	s.peak = max(s.peak, s.held)
+	if t.incr {
+		t.fresh = append(t.fresh, ijRef{side: side, key: k, t: ts, seq: seq})
+	}
+}
+
+// full reports whether a row of side at ts would be held beyond the
+// bound (SetMaxHeld).
+func (t *IntervalJoin) full(side int, ts int64) bool {
+	return t.maxHeld > 0 && ts >= t.threshold(side) && t.sides[0].held+t.sides[1].held >= t.maxHeld
+}
+
+func (t *IntervalJoin) fullErr(side int, ts int64) error {
+	s := t.sides[side]
+	return fmt.Errorf("%w: it holds %d rows (%d of %s, %d of %s), its bound, and a row of %s at %s would be one more; a row is held until the other input's watermark passes its time and the interval (%s watermark %s, %s watermark %s)",
+		ErrIntervalJoinFull, t.sides[0].held+t.sides[1].held, t.sides[0].held, t.sides[0].src.Name, t.sides[1].held, t.sides[1].src.Name,
+		s.src.Name, wmText(ts), t.sides[0].src.Name, wmText(t.sides[0].wm), t.sides[1].src.Name, wmText(t.sides[1].wm))
 }
 
 // expireTimes drops a coordinator's held times below thr.
