@@ -402,6 +402,9 @@ func (t *intervalJoin) endSplit(side int) {
 // finishSplit is finish on threads: both inputs end, every joined row is
 // applied, the instances stop, the aggregate finishes.
 func (t *intervalJoin) finishSplit() error {
+	if t.finished {
+		return nil
+	}
 	t.endSplit(0)
 	t.endSplit(1)
 	t.closing = true
