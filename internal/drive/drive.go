@@ -511,7 +511,7 @@ func (d *Driver) Tick() error {
 		}
 	}
 	// A quiet input: what is in flight is delivered now.
-	return d.agg.sync()
+	return d.sync()
 }
 
 // EmitEarly publishes now every (group, window) changed since its last
@@ -519,6 +519,9 @@ func (d *Driver) Tick() error {
 func (d *Driver) EmitEarly() error {
 	if d.closed {
 		return ErrClosed
+	}
+	if err := d.syncJoin(); err != nil {
+		return err
 	}
 	return d.agg.emitEarly()
 }
@@ -530,11 +533,34 @@ func (d *Driver) Flush() error {
 	if d.closed {
 		return nil
 	}
+	return d.sync()
+}
+
+// sync delivers every record of what the driver took: a join's rows in
+// flight on threads (ijoin_split.go), then the aggregate's.
+func (d *Driver) sync() error {
+	if err := d.syncJoin(); err != nil {
+		return err
+	}
 	return d.agg.sync()
 }
 
-// Watermark is the operator's watermark (µs).
-func (d *Driver) Watermark() int64 { return d.agg.watermark() }
+// syncJoin applies the joined rows in flight of a join on threads.
+func (d *Driver) syncJoin() error {
+	if j, ok := d.first.(*intervalJoin); ok && j.sp != nil {
+		return j.sync()
+	}
+	return nil
+}
+
+// Watermark is the operator's watermark (µs): on threads, the one its
+// rows in flight move it to.
+func (d *Driver) Watermark() int64 {
+	if j, ok := d.first.(*intervalJoin); ok && j.sp != nil {
+		return max(d.agg.watermark(), j.sp.aggWM)
+	}
+	return d.agg.watermark()
+}
 
 // Delivered is the watermark whose records have all been delivered: the
 // operator's, or, on several threads, that of the last batch merged.
@@ -556,7 +582,7 @@ func (d *Driver) delivering(err error) error {
 	if err != nil {
 		return err
 	}
-	return d.agg.sync()
+	return d.sync()
 }
 
 // CloseOpenWindows finalizes every open window, moving the watermark only

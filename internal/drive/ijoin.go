@@ -37,9 +37,12 @@ type intervalJoin struct {
 	finished bool
 	evalErrs int64 // rows of either input rejected by a join key evaluation error
 	incr     bool  // Config.IncrementalJoinState
+	// sp runs the join on threads (ijoin_split.go); j is then its
+	// coordinator, which holds no row.
+	sp *ijSplit
 }
 
-func newIntervalJoin(env *joinEnv, cfg Config) (*intervalJoin, error) {
+func newIntervalJoin(env *joinEnv, cfg Config, owner *Driver) (*intervalJoin, error) {
 	q := env.q
 	j, err := exec.NewIntervalJoin(q, cfg.ExternalWatermark)
 	if err != nil {
@@ -50,6 +53,12 @@ func newIntervalJoin(env *joinEnv, cfg Config) (*intervalJoin, error) {
 		j.SetIncremental()
 	}
 	t := &intervalJoin{joinEnv: env, j: j, incr: cfg.IncrementalJoinState}
+	if owner.agg.threads() > 1 && splits(cfg) {
+		if t.sp, err = newSplit(t, cfg.Threads, cfg.JoinBuffer, owner); err != nil {
+			return nil, err
+		}
+		t.j = t.sp.coord
+	}
 	t.right = joinInput{env: env, src: q.IJoin.Right, dec: cfg.TableDecoder, noun: "source", call: "PushInput"}
 	if t.right.dec == nil {
 		t.right.dec = exec.NewSourceDecoder(q.IJoin.Right, q.RightUsed())
@@ -93,6 +102,9 @@ func (t *intervalJoin) push(side int, b *rowBatch) (int, error) {
 
 // pushRow hands one decoded row of an input to the join.
 func (t *intervalJoin) pushRow(side int, row []types.Value, raw []byte, owned bool) error {
+	if t.sp != nil {
+		return t.pushSplit(side, row, raw, owned)
+	}
 	var late bool
 	var err error
 	if owned {
@@ -113,25 +125,33 @@ func (t *intervalJoin) pushRow(side int, row []types.Value, raw []byte, owned bo
 		}
 		return e
 	}
+	t.taken(side, row, raw, late)
+	if late {
+		return nil
+	}
+	return t.pump()
+}
+
+// taken counts a row the join took, and reports it if it was late.
+func (t *intervalJoin) taken(side int, row []types.Value, raw []byte, late bool) {
 	if side == 0 {
 		t.n.Applied++
 	} else {
 		t.right.n.Applied++
 	}
-	if late {
-		hook := t.late
-		if side == 1 {
-			t.right.n.Late++
-			hook = t.lateTable
-		}
-		if hook != nil {
-			src := t.source(side)
-			hook(&exec.LateEvent{Row: row, EventTime: row[src.TimeCol].I, Watermark: t.j.Watermark(side), Event: raw, Source: src,
-				Reason: fmt.Sprintf("behind the watermark of %s less the allowed lateness at the interval join", src.Name)})
-		}
-		return nil
+	if !late {
+		return
 	}
-	return t.pump()
+	hook := t.late
+	if side == 1 {
+		t.right.n.Late++
+		hook = t.lateTable
+	}
+	if hook != nil {
+		src := t.source(side)
+		hook(&exec.LateEvent{Row: row, EventTime: row[src.TimeCol].I, Watermark: t.j.Watermark(side), Event: raw, Source: src,
+			Reason: fmt.Sprintf("behind the watermark of %s less the allowed lateness at the interval join", src.Name)})
+	}
 }
 
 func (t *intervalJoin) sideErr(side int, err error) error {
@@ -144,6 +164,9 @@ func (t *intervalJoin) sideErr(side int, err error) error {
 // pump applies the joined rows the aggregate may take now, then moves
 // its watermark to the joined stream's once none waits.
 func (t *intervalJoin) pump() error {
+	if t.sp != nil {
+		return nil // the joined rows are merged in batches (ijoin_split.go)
+	}
 	for t.j.Pending() > 0 {
 		if t.blocked() {
 			return nil
@@ -167,12 +190,19 @@ func (t *intervalJoin) pump() error {
 // advance moves input side's watermark (a host that knows no earlier
 // row will come, or a graph's marker).
 func (t *intervalJoin) advance(side int, wm int64) error {
+	if t.sp != nil {
+		return t.advanceSplit(side, wm)
+	}
 	t.j.Advance(side, wm)
 	return t.pump()
 }
 
 // end ends input side: its watermark goes to the end.
 func (t *intervalJoin) end(side int) error {
+	if t.sp != nil {
+		t.endSplit(side)
+		return nil
+	}
 	t.j.End(side)
 	return t.pump()
 }
@@ -181,9 +211,34 @@ func (t *intervalJoin) ended(side int) bool { return t.j.Ended(side) }
 
 // closeOpen releases nothing: the joined rows are applied as they are
 // made. The aggregate's windows close.
-func (t *intervalJoin) closeOpen() error { return t.agg.closeOpen() }
+func (t *intervalJoin) closeOpen() error {
+	if err := t.sync(); err != nil {
+		return err
+	}
+	return t.agg.closeOpen()
+}
+
+// tick is the aggregate's, after the joined rows so far.
+func (t *intervalJoin) tick() error {
+	if err := t.sync(); err != nil {
+		return err
+	}
+	return t.agg.tick()
+}
+
+// sync applies every joined row of the rows taken so far (on threads,
+// they are in flight).
+func (t *intervalJoin) sync() error {
+	if t.sp == nil {
+		return nil
+	}
+	return t.sp.sync(t)
+}
 
 func (t *intervalJoin) finish() error {
+	if t.sp != nil {
+		return t.finishSplit()
+	}
 	t.j.End(0)
 	t.j.End(1)
 	t.closing = true
@@ -198,13 +253,19 @@ func (t *intervalJoin) queued() bool {
 // while joined rows or records of finalized windows wait (they are in no
 // checkpoint). Then the aggregate's.
 func (t *intervalJoin) checkpoint(full bool, position []byte, put func(key, val []byte) error) error {
+	if err := t.sync(); err != nil {
+		return err
+	}
 	if t.agg.queued() || t.j.Pending() > 0 {
 		return checkpointWaits()
 	}
 	var err error
-	if t.incr {
+	switch {
+	case t.sp != nil:
+		err = put([]byte(exec.JoinStateKey), t.j.AppendSplitState(t.counters(nil), t.sp.parts))
+	case t.incr:
 		err = t.j.AppendEntries(full, []byte(exec.JoinStateKey), t.counters(nil), put)
-	} else {
+	default:
 		err = put([]byte(exec.JoinStateKey), t.j.AppendState(t.counters(nil)))
 	}
 	if err != nil {
@@ -228,6 +289,9 @@ func (t *intervalJoin) restore(key, val []byte) ([]byte, error) {
 
 func (t *intervalJoin) finishRestore() error {
 	t.j.FinishEntries()
+	if t.sp != nil {
+		t.j.SplitHeld(t.sp.parts, t.sp.pick)
+	}
 	return t.agg.finishRestore()
 }
 
@@ -255,9 +319,15 @@ func (t *intervalJoin) input(i int) *joinInput {
 	return nil
 }
 
-func (t *intervalJoin) alone(input int) bool         { return input == 0 || input == 1 }
-func (t *intervalJoin) setLateFloor(int, int64)      {}
-func (t *intervalJoin) intervalStats() IntervalStats { return t.j.Stats() }
+func (t *intervalJoin) alone(input int) bool    { return input == 0 || input == 1 }
+func (t *intervalJoin) setLateFloor(int, int64) {}
+func (t *intervalJoin) intervalStats() IntervalStats {
+	st := t.j.Stats()
+	if t.sp != nil {
+		st.Matches += t.sp.matches
+	}
+	return st
+}
 
 func (t *intervalJoin) counters(b []byte) []byte {
 	c := t.right.n

@@ -66,7 +66,7 @@ func (d *Driver) newJoinNode(cfg Config) (joinNode, error) {
 		}
 		return t, nil
 	case d.q.IJoin != nil:
-		j, err := newIntervalJoin(env, cfg)
+		j, err := newIntervalJoin(env, cfg, d)
 		if err != nil {
 			return nil, err
 		}

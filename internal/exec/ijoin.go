@@ -57,6 +57,9 @@ type IntervalJoin struct {
 	fresh   []ijRef
 	deleted [][]byte
 	seen    restoredKeys // the arrival numbers RestoreEntry loaded, until FinishEntries
+	// coord: the join is the coordinator of a join split by key over
+	// instances (ijoin_split.go): it holds the times of the held rows only.
+	coord bool
 }
 
 // ijRef names a held row: its input, key and arrival number.
@@ -80,6 +83,7 @@ type ijSide struct {
 	rowsIn int64
 	late   int64
 	peak   int64
+	times  timeHeap // a coordinator's: the times of the held rows
 }
 
 type ijRow struct {
@@ -213,11 +217,9 @@ func (t *IntervalJoin) push(side int, row []types.Value, owned bool) (late bool,
 		t.observe(side, ts)
 		return false, err
 	}
-	if key != nil && t.maxHeld > 0 && ts >= t.threshold(side) && t.sides[0].held+t.sides[1].held >= t.maxHeld {
+	if key != nil && t.full(side, ts) {
 		s.rowsIn--
-		return false, fmt.Errorf("%w: it holds %d rows (%d of %s, %d of %s), its bound, and a row of %s at %s would be one more; a row is held until the other input's watermark passes its time and the interval (%s watermark %s, %s watermark %s)",
-			ErrIntervalJoinFull, t.sides[0].held+t.sides[1].held, t.sides[0].held, t.sides[0].src.Name, t.sides[1].held, t.sides[1].src.Name,
-			s.src.Name, wmText(ts), t.sides[0].src.Name, wmText(t.sides[0].wm), t.sides[1].src.Name, wmText(t.sides[1].wm))
+		return false, t.fullErr(side, ts)
 	}
 	if key == nil {
 		t.stats.NullKeys++
@@ -232,22 +234,7 @@ func (t *IntervalJoin) push(side int, row []types.Value, owned bool) (late bool,
 		t.probe(side, ts, row, o.rows[string(key)])
 		if ts >= t.threshold(side) {
 			t.seq++
-			k := string(key)
-			list := s.rows[k]
-			i, _ := slices.BinarySearchFunc(list, ts, func(r ijRow, ts int64) int {
-				if r.t <= ts {
-					return -1
-				}
-				return 1
-			})
-			list = slices.Insert(list, i, ijRow{t: ts, seq: t.seq, row: row})
-			s.rows[k] = list
-			s.exp.push(expEntry{t: ts, key: k})
-			s.held++
-			s.peak = max(s.peak, s.held)
-			if t.incr {
-				t.fresh = append(t.fresh, ijRef{side: side, key: k, t: ts, seq: t.seq})
-			}
+			t.hold(side, string(key), ts, t.seq, row)
 		}
 	}
 	t.observe(side, ts)
@@ -375,6 +362,10 @@ func (t *IntervalJoin) Ended(side int) bool { return t.sides[side].ended }
 func (t *IntervalJoin) expire(side int) {
 	s := t.sides[side]
 	thr := t.threshold(side)
+	if t.coord {
+		t.expireTimes(s, thr)
+		return
+	}
 	for len(s.exp) > 0 && s.exp[0].t < thr {
 		e := s.exp.pop()
 		list := s.rows[e.key]
