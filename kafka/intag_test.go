@@ -175,6 +175,34 @@ func TestExchangeUnknownInput(t *testing.T) {
 	}
 }
 
+// TestExchangeDirectSourceHeaders: a source topic a stage reads directly
+// is its source's whatever its records' headers (a user's topic's headers
+// are the user's): events tagged with another input are applied.
+func TestExchangeDirectSourceHeaders(t *testing.T) {
+	t.Parallel()
+	q := tumbleQuery("directtag", 0)
+	evs := genEvents(3, 600)
+	want := closedFinals(t, q, evs)
+	addrs := cluster(t).ListenAddrs()
+	mkTopic(t, addrs, "events", 1, nil)
+	var recs []*kgo.Record
+	for i, e := range evs {
+		r := &kgo.Record{Topic: "events", Partition: 0, Value: e.json()}
+		if i%2 == 0 {
+			r.Headers = []kgo.RecordHeader{inTag("nosuch")}
+		}
+		recs = append(recs, r)
+	}
+	produceSync(t, addrs, "events", recs)
+	src := endpoint(addrs, "events")
+	src.PartitionedByKey = true
+	st := runCaughtUp(t, Options{Query: q, Source: src, Sink: endpoint(addrs, "out"), InstanceID: "a", UntilCaughtUp: true})
+	if st.Malformed != 0 || st.EventsApplied != int64(len(evs)) {
+		t.Errorf("stats %+v: want %d events applied, none malformed", st, len(evs))
+	}
+	compareFinals(t, readFinals(t, addrs, "out"), want)
+}
+
 // TestInputsOf: a record goes to the input its tag names; without a tag,
 // or with a tag two inputs share, by the untagged rule; a tag naming no
 // input is ErrUnknownInput.
