@@ -253,7 +253,7 @@ func (w *dedupWork) apply(fs kgo.Fetches) (err error) {
 			p.unknownInput(r, ierr) // its one input is the source
 			return
 		}
-		if isMarker(r) {
+		if hasHeader(r, markerHeader) {
 			m, merr := decodeTracker(r.Value)
 			if merr != nil {
 				err = fmt.Errorf("%w at %s partition %d offset %d", merr, r.Topic, r.Partition, r.Offset)
@@ -302,7 +302,7 @@ func (w *dedupWork) precommit(now time.Time) error {
 	if len(tab.parts) > 0 {
 		enc := tab.appendTo(nil)
 		if string(enc) != string(w.sent) || now.Sub(w.sentAt) >= markerEvery {
-			p.sendMarks(w.tx, markerKey, markerHeader, firstStream(p.root).Name, enc)
+			p.sendMarksTo(w.tx, p.repTopic, markerKey, markerHeader, firstStream(p.root).Name, enc)
 			w.sent, w.sentAt = enc, now
 		}
 	}

@@ -359,7 +359,7 @@ func (ts *tableStage) broadcast(r *kgo.Record, now time.Time) bool {
 
 // send produces a table marker and remembers what it said.
 func (ts *tableStage) send(enc []byte) {
-	ts.p.sendMarks(ts.tx, tableMarkerKey, tableMarkerHeader, ts.table.Name, enc)
+	ts.p.sendMarksTo(ts.tx, ts.p.repTopic, tableMarkerKey, tableMarkerHeader, ts.table.Name, enc)
 	for part, pw := range ts.m.wm.parts {
 		ts.sentWM[part] = pw.wm
 	}
@@ -391,12 +391,8 @@ func satSub(a, b int64) int64 {
 }
 
 func hasHeader(r *kgo.Record, key string) bool {
-	for _, h := range r.Headers {
-		if h.Key == key {
-			return true
-		}
-	}
-	return false
+	_, ok := headerValue(r, key)
+	return ok
 }
 
 func headerValue(r *kgo.Record, key string) ([]byte, bool) {

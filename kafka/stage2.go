@@ -434,7 +434,7 @@ func (st *stage2) record(t *task, r *kgo.Record, now time.Time) error {
 		return nil
 	case err != nil:
 		return err
-	case hasHeader(r, tableMarkerHeader) || !p.direct && isMarker(r):
+	case hasHeader(r, tableMarkerHeader) || !p.direct && hasHeader(r, markerHeader):
 		m, err := decodeTracker(r.Value)
 		if err != nil {
 			return fmt.Errorf("%w at %s partition %d offset %d", err, r.Topic, r.Partition, r.Offset)
@@ -586,13 +586,4 @@ func (st *stage2) allAtEnd() bool {
 		}
 	}
 	return true
-}
-
-func isMarker(r *kgo.Record) bool {
-	for _, h := range r.Headers {
-		if h.Key == markerHeader {
-			return true
-		}
-	}
-	return false
 }

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"reflect"
 	"slices"
 	"strconv"
 
@@ -278,39 +279,14 @@ func (p *Pipeline) segStats() Stats {
 	return s
 }
 
-// add adds x's counters and gauges to s's (a temporal join's are its
-// segment's alone).
+// add adds x's counters and gauges (every int64 field) to s's.
 func (s *Stats) add(x Stats) {
-	s.EventsIn += x.EventsIn
-	s.EventsApplied += x.EventsApplied
-	s.Malformed += x.Malformed
-	s.HeadersSkipped += x.HeadersSkipped
-	s.EvalErrors += x.EvalErrors
-	s.Late += x.Late
-	s.RecordsOut += x.RecordsOut
-	s.StateEntriesOut += x.StateEntriesOut
-	s.MarkersOut += x.MarkersOut
-	s.Commits += x.Commits
-	s.Aborts += x.Aborts
-	s.Restores += x.Restores
-	s.RestoredEntries += x.RestoredEntries
-	s.Redos += x.Redos
-	s.DataLost += x.DataLost
-	s.LiveGroups += x.LiveGroups
-	s.StateBytes += x.StateBytes
-	s.Duplicates += x.Duplicates
-	s.UnchangedSuppressed += x.UnchangedSuppressed
-	s.DedupLate += x.DedupLate
-	s.DedupKeys += x.DedupKeys
-	s.DedupBytes += x.DedupBytes
-	s.TableRows += x.TableRows
-	s.TableMalformed += x.TableMalformed
-	s.TableLate += x.TableLate
-	s.JoinJoined += x.JoinJoined
-	s.JoinWaiting += x.JoinWaiting
-	s.JoinUnmatched += x.JoinUnmatched
-	s.JoinVersions += x.JoinVersions
-	s.JoinKeys += x.JoinKeys
+	sv, xv := reflect.ValueOf(s).Elem(), reflect.ValueOf(x)
+	for i := range sv.NumField() {
+		if f := sv.Field(i); f.Kind() == reflect.Int64 {
+			f.SetInt(f.Int() + xv.Field(i).Int())
+		}
+	}
 }
 
 // segmentsText names the segments' groups and topics (ownedText).
