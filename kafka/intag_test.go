@@ -3,7 +3,9 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -300,5 +302,79 @@ func readRecords(t *testing.T, addrs []string, topic string) []*kgo.Record {
 			}
 		})
 	}
+	return out
+}
+
+// tagProblems lists where pipeline p's stages tag a record of an
+// exchange topic with an input the graph reading that topic does not
+// have, or a graph input no stage tags (its rows and markers would
+// never arrive), for TestTopologyFromPlan's every shape.
+func tagProblems(p *Pipeline) []string {
+	writes := map[string][]string{} // topic -> tags written
+	reads := map[string]inputs{}    // topic -> the reading graph's inputs
+	direct := map[string]bool{}     // topic -> its reader's first input is a source it reads directly
+	var walk func(p *Pipeline)
+	stage := func(c *Pipeline) {
+		if c.fwd != nil {
+			writes[c.fwd.topic] = append(writes[c.fwd.topic], c.fwd.in)
+		}
+		st := &stage2{p: c}
+		if _, err := st.newTask(0); err != nil {
+			return // TestTopologyFromPlan reports it
+		}
+		reads[c.repTopic], direct[c.repTopic] = st.ins, c.direct
+	}
+	in := func(c *Pipeline) { // the stages reading c's declared inputs
+		first := firstStream(c.root).Name
+		switch {
+		case c.dedup:
+			writes[c.ddTopic()] = append(writes[c.ddTopic()], first)
+			reads[c.ddTopic()] = inputs{first}
+			writes[c.repTopic] = append(writes[c.repTopic], first)
+		case !c.direct:
+			writes[c.repTopic] = append(writes[c.repTopic], first)
+		}
+		if c.tj != nil {
+			src, _, _, _ := secondInput(c.root)
+			writes[c.repTopic] = append(writes[c.repTopic], src.Name)
+		}
+	}
+	walk = func(p *Pipeline) {
+		switch {
+		case p.vj != nil:
+			walk(p.vj.sides[0])
+			walk(p.vj.sides[1])
+			stage(p)
+			for _, c := range p.vj.after {
+				stage(c)
+			}
+		case len(p.segs) > 0:
+			in(p.segs[0])
+			for _, c := range p.segs {
+				stage(c)
+			}
+		default:
+			in(p)
+			stage(p)
+		}
+	}
+	walk(p)
+	var out []string
+	for topic, tags := range writes {
+		ins, ok := reads[topic]
+		for _, tag := range tags {
+			if n := len(slices.DeleteFunc(slices.Clone(ins), func(s string) bool { return s != tag })); ok && n == 0 {
+				out = append(out, fmt.Sprintf("%s: tag %q, the reader's inputs %v", topic, tag, ins))
+			}
+		}
+	}
+	for topic, ins := range reads {
+		for i, name := range ins {
+			if !slices.Contains(writes[topic], name) && !(i == 0 && direct[topic]) {
+				out = append(out, fmt.Sprintf("%s: input %q (of %v): no stage tags a record with it", topic, name, ins))
+			}
+		}
+	}
+	slices.Sort(out)
 	return out
 }

@@ -18,6 +18,8 @@ import (
 // (planTopology): their names, the queries they run, their input and
 // output topics. They must be equal but for the families whose plan is
 // another topology (planFamily), each of which must differ somewhere.
+// Every input tag a stage writes names an input of the graph reading it,
+// and each such input is tagged by a stage (tagProblems).
 func TestTopologyFromPlan(t *testing.T) {
 	seen, differing := map[string]bool{}, map[string]int{}
 	var refused []string
@@ -27,6 +29,9 @@ func TestTopologyFromPlan(t *testing.T) {
 		if err != nil {
 			refused = append(refused, shape+": "+err.Error())
 			return // a shape New refuses has no topology
+		}
+		for _, e := range tagProblems(pl) {
+			t.Errorf("%s: %s", shape, e)
 		}
 		old := strings.Join(oldTopology(pl), "\n")
 		var got string
