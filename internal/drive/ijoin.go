@@ -83,8 +83,13 @@ func (t *intervalJoin) endedErr(input int) error {
 func (t *intervalJoin) waiting() bool { return t.j.Pending() > 0 }
 
 func (t *intervalJoin) push(side int, b *rowBatch) (int, error) {
+	n := t.n
+	if side == 1 {
+		n = &t.right.n
+	}
 	for i, row := range b.rows {
-		if err := t.pushRow(side, row, b.raw(i), b.owned); err != nil {
+		op0 := t.op0()
+		if err := t.pushed(n, op0, b.raw(i), t.pushRow(side, row, b.raw(i), b.owned)); err != nil {
 			return i + 1, err
 		}
 	}
@@ -168,26 +173,26 @@ func (t *intervalJoin) pump() error {
 // row will come, or a graph's marker).
 func (t *intervalJoin) advance(side int, wm int64) error {
 	t.j.Advance(side, wm)
-	return t.pump()
+	return t.settle(t.pump())
 }
 
 // end ends input side: its watermark goes to the end.
 func (t *intervalJoin) end(side int) error {
 	t.j.End(side)
-	return t.pump()
+	return t.settle(t.pump())
 }
 
 func (t *intervalJoin) ended(side int) bool { return t.j.Ended(side) }
 
 // closeOpen releases nothing: the joined rows are applied as they are
 // made. The aggregate's windows close.
-func (t *intervalJoin) closeOpen() error { return t.agg.closeOpen() }
+func (t *intervalJoin) closeOpen() error { return t.settle(t.closeAgg()) }
 
 func (t *intervalJoin) finish() error {
 	t.j.End(0)
 	t.j.End(1)
 	t.closing = true
-	return t.pump()
+	return t.settle(t.pump())
 }
 
 func (t *intervalJoin) queued() bool {

@@ -26,6 +26,16 @@ import (
 //   - A call that is not a push (AdvanceWatermark, Tick, EmitEarly,
 //     CloseOpenWindows, Close) delivers every record before it returns,
 //     so it returns the error of its own records, as one thread does.
+//
+// Behind a join the host's calls are the join's (joinEnv.pushed): a push
+// of a record of either input takes the ops of the joined rows it makes
+// and of the watermark they move, and is the call a skipped record of
+// those ops is handed to, as above (a record of the second input is
+// never fed: its error is returned by a later push). A fed event's
+// outcome is held only once the second input has ended: before, the
+// host hears of the second input's records as it pushes them, and of
+// the fed events' as they are pushed (their skipped records' as they are
+// merged).
 
 // evCall is the ops of one event at the head of the chain: its own, the
 // watermark advance it caused, an early tick after it.
@@ -58,16 +68,26 @@ type held struct {
 	ops bool // the event took ops from at on (it was not malformed)
 }
 
-// called records the ops of the event just taken, from op0 on.
+// called records the ops of the event just taken at the head of the
+// chain, from op0 on.
 func (s *sharded) called(op0 uint64) {
+	if s.head {
+		s.record(op0, s.d.n.Events, s.d.raw)
+	}
+}
+
+// record records the ops from op0 on as those of the host's push of one
+// record (raw), the seq-th of its input: an event at the head of the
+// chain, or a record of a join's input.
+func (s *sharded) record(op0 uint64, seq int64, raw []byte) {
 	d := s.d
-	if !s.head || op0 > s.p.op {
+	if op0 > s.p.op {
 		return
 	}
-	c := evCall{op0: op0, op1: s.p.op, seq: d.n.Events, tag: d.feedTag, fed: d.feeding}
+	c := evCall{op0: op0, op1: s.p.op, seq: seq, tag: d.feedTag, fed: d.feeding}
 	if c.fed && d.onEventError != nil {
 		c.raw0 = int32(len(s.sk.evRaw))
-		s.sk.evRaw = append(s.sk.evRaw, d.raw...)
+		s.sk.evRaw = append(s.sk.evRaw, raw...)
 		c.raw1 = int32(len(s.sk.evRaw))
 	}
 	s.sk.calls = append(s.sk.calls, c)
@@ -77,11 +97,6 @@ func (s *sharded) called(op0 uint64) {
 // thread's order (parOut.onSkips), and the admission outcomes of b's
 // block waiting for them.
 func (s *sharded) onSkips(b *batch, skips []skip) {
-	if !s.head {
-		// Behind a join: the join's calls and rows are not the host's
-		// events; its records' errors are counted only.
-		return
-	}
 	k := &b.blk
 	li := 0
 	for _, sk := range skips {
@@ -104,7 +119,7 @@ func (s *sharded) onSkips(b *batch, skips []skip) {
 // host to hear of it, on a sharded aggregate at the head of the chain.
 func (s *sharded) hold(at uint64, tag int64, raw []byte, err error) bool {
 	var ee *EventError
-	if !s.head || s.d.onEventError == nil || !errors.As(err, &ee) {
+	if s.d.onEventError == nil || !errors.As(err, &ee) {
 		return false
 	}
 	if raw != nil {
@@ -249,12 +264,13 @@ func (p *par) busy() bool {
 	return p.inflight != nil || p.fill != nil || len(p.pending) > 0 || c.events > 0 || len(c.advances) > 0 || len(c.marks) > 0
 }
 
-// heldBy is the sharded aggregate at the head of d's chain that holds the
-// outcomes of the events fed one by one, nil when they go to the host as
-// the event is pushed (one thread, a join, a host that interleaves two
-// inputs: the order of the two inputs' outcomes is its own).
+// heldBy is the sharded aggregate that holds the outcomes of the events
+// fed one by one, nil when they go to the host as the event is pushed
+// (one thread; a host that interleaves two inputs, RecordWatermark, or a
+// join's second input not ended: the pushes of that input return their
+// outcomes, so the order of the two inputs' outcomes is the host's own).
 func heldBy(d *Driver) *sharded {
-	if s, ok := d.agg.(*sharded); ok && s.head && s.holds {
+	if s, ok := d.agg.(*sharded); ok && s.holds && (s.head || d.first.ended(1)) {
 		return s
 	}
 	return nil
