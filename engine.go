@@ -160,7 +160,9 @@ type QueryOptions struct {
 	// that has none of its own, one each, in input order (those still
 	// waiting at Close are counted only). Behind a join a push of
 	// either input is such a push, and a fed event's outcome waits in
-	// input order once the join's second input has ended. 0 or 1: one
+	// input order once the join's second input has ended; in a graph of
+	// views a reader's window that fails is reported as the fed event's
+	// whose call finalized it on one thread, in input order. 0 or 1: one
 	// thread.
 	Threads int
 	// OnEventError receives, for Feed and ReportMalformedAt, every event

@@ -33,6 +33,10 @@ var havingQueries = []struct{ name, sql, second string }{
 	{"sessions", `SELECT k, SESSION_START(ts, INTERVAL '300' MILLISECOND) AS s, count(*) AS n
   FROM ev WHERE 1000000000000000000 * g > 0 GROUP BY k, SESSION(ts, INTERVAL '300' MILLISECOND)
   HAVING 1000000000000000000 * count(*) > 0`, ""},
+	{"a view's reader", `CREATE VIEW per AS SELECT k, TUMBLE_START(ts, INTERVAL '1' SECOND) AS w, count(*) AS n, sum(v) AS sv
+  FROM ev WHERE 1000000000000000000 * g > 0 GROUP BY k, TUMBLE(ts, INTERVAL '1' SECOND);
+CREATE VIEW query AS SELECT k, TUMBLE_START(w, INTERVAL '2' SECOND) AS w2, max(n) AS n, count(*) AS c FROM per GROUP BY k, TUMBLE(w, INTERVAL '2' SECOND)
+  HAVING 1000000000000000000 * max(n) > 0`, ""},
 	{"behind a temporal join", `CREATE TABLE t (k VARCHAR, p BIGINT, vf TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vf AS vf);
 SELECT e.k, TUMBLE_START(e.ts, INTERVAL '1' SECOND) AS w, count(*) AS n, sum(e.v * p.p) AS sv
   FROM ev e LEFT JOIN t FOR SYSTEM_TIME AS OF e.ts AS p ON e.k = p.k WHERE 1000000000000000000 * e.g > 0
@@ -106,7 +110,7 @@ func havingRun(t *testing.T, sql, second string, events []string, threads int, c
 		format = "'csv', header = 'false'"
 	}
 	q, err := eng.Start(`CREATE SOURCE ev (k VARCHAR, g BIGINT, v BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (format = `+format+`);
-`+sql, ubik.QueryOptions{Threads: threads, BlockEvents: 97,
+`+sql, ubik.QueryOptions{Name: "query", Threads: threads, BlockEvents: 97,
 		OnRecord: func(r changelog.Record) error {
 			recs = append(recs, fmt.Sprintf("%s %s final=%v rev=%d", r.Key, r.Value, r.Meta.Final, r.Meta.Revision))
 			return nil

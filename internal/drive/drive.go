@@ -166,13 +166,15 @@ type Driver struct {
 	// ownRow: the row being pushed is the caller's to give away
 	// (pushViewRow).
 	ownRow bool
-	// viewRow: the row being pushed is a view's, which a graph pushes
-	// (pushViewRow), not the host's event.
+	// viewRow: the row being pushed is a view's (pushViewRow).
 	viewRow bool
 	late    func(*exec.LateEvent)
 	log     *slog.Logger // receives a recovered panic's stack; may be nil
 	// onEventError is Config.OnEventError.
 	onEventError func(tag int64, raw []byte, err *EventError)
+	// skipStep takes the records a stepped graph's node skipped outside
+	// its pushes, with the host's step (graph_outcome.go).
+	skipStep func(step uint64, err error)
 	// feeding: the event being pushed was fed (direct.feed), with feedTag.
 	feeding   bool
 	feedTag   int64

@@ -177,6 +177,12 @@ func (s *sharded) handOver(b *batch, op uint64, err error) {
 	calls := s.sk.calls[s.sk.head:]
 	j := sort.Search(len(calls), func(j int) bool { return calls[j].op1 >= op })
 	if j == len(calls) || calls[j].op0 > op {
+		if d.skipStep != nil {
+			// A graph's reader: the graph holds it for the host's call
+			// that made it (graph_outcome.go).
+			d.skipStep(stepAt(b, op), err)
+			return
+		}
 		// The call running now, which is not a push: it returns it.
 		if s.sk.own == nil {
 			s.sk.own = err
@@ -274,4 +280,13 @@ func heldBy(d *Driver) *sharded {
 		return s
 	}
 	return nil
+}
+
+// stepAt is the host's step of op of b.
+func stepAt(b *batch, op uint64) uint64 {
+	i := sort.Search(len(b.steps), func(i int) bool { return b.steps[i].op > op })
+	if i == 0 {
+		return 0
+	}
+	return b.steps[i-1].step
 }
