@@ -224,3 +224,52 @@ func lineAt(s []string, j int) string {
 	}
 	return "(none)"
 }
+
+// TestJoinTableErrorsStayTheTables: a temporal join's table push that
+// releases waiting events, whose rows finalize a window that fails its
+// HAVING, returns the window's error on one thread; on several threads
+// the window is rendered batches later and its error is returned by a
+// later table push, never by a stream push (whose errors are its own
+// events').
+func TestJoinTableErrorsStayTheTables(t *testing.T) {
+	const sql = `CREATE SOURCE ev (k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts) WITH (format = 'jsonl');
+CREATE TABLE t (k VARCHAR, p BIGINT, vf TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vf AS vf);
+SELECT e.k, TUMBLE_START(e.ts, INTERVAL '1' SECOND) AS w, count(*) AS n FROM ev e LEFT JOIN t FOR SYSTEM_TIME AS OF e.ts AS p ON e.k = p.k
+  GROUP BY e.k, TUMBLE(e.ts, INTERVAL '1' SECOND) HAVING 1000000000000000000 * count(*) > 0`
+	base := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
+	var one []string
+	for _, threads := range []int{1, 2} {
+		eng, err := ubik.Open(ubik.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close()
+		q, err := eng.Start(sql, ubik.QueryOptions{Threads: threads, OnRecord: func(changelog.Record) error { return nil }})
+		if err != nil || q.Threads() != threads {
+			t.Fatalf("%v, %d threads", err, q.Threads())
+		}
+		var table []string
+		for r := range 3000 {
+			ts := base.Add(time.Duration(r) * time.Second).Format(time.RFC3339Nano)
+			for range 12 { // they wait for the table; their window fails
+				if err := q.Push(fmt.Appendf(nil, `{"k":"a","ts":%q}`, ts)); err != nil {
+					t.Fatalf("%d threads: a stream push returned %v", threads, err)
+				}
+			}
+			next := base.Add(time.Duration(r+1) * time.Second).Format(time.RFC3339Nano)
+			if err := q.PushTable(fmt.Appendf(nil, `{"k":"a","p":1,"vf":%q}`, next)); err != nil {
+				table = append(table, err.Error())
+			}
+		}
+		if threads == 1 {
+			one = table
+		}
+		// One error per push: a push whose own window's error is merged
+		// during it leaves an earlier one waiting, and those still
+		// waiting at Close are counted only.
+		if len(table) < len(one)*9/10 || len(one) < 2900 || !strings.Contains(table[0], "HAVING") {
+			t.Fatalf("%d threads: %d table pushes returned an error, %d on one thread (%v)", threads, len(table), len(one), table[:min(len(table), 1)])
+		}
+		q.Close()
+	}
+}

@@ -89,7 +89,7 @@ func (t *intervalJoin) push(side int, b *rowBatch) (int, error) {
 	}
 	for i, row := range b.rows {
 		op0 := t.op0()
-		if err := t.pushed(n, op0, b.raw(i), t.pushRow(side, row, b.raw(i), b.owned)); err != nil {
+		if err := t.pushed(side, n, op0, b.raw(i), t.pushRow(side, row, b.raw(i), b.owned)); err != nil {
 			return i + 1, err
 		}
 	}

@@ -117,7 +117,7 @@ func (t *temporalJoin) push(input int, b *rowBatch) (int, error) {
 		} else {
 			err = t.pushEvent(row, b.raw(i))
 		}
-		if err = t.pushed(n, op0, b.raw(i), err); err != nil {
+		if err = t.pushed(input, n, op0, b.raw(i), err); err != nil {
 			return i + 1, err
 		}
 	}

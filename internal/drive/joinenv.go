@@ -183,15 +183,16 @@ func (e *joinEnv) op0() uint64 {
 	return e.sh.p.op + 1
 }
 
-// pushed ends a host's push of one record of an input (raw, the n.Events
-// th of its counters n), whose ops on the shards are from op0 on: err is
+// pushed ends a host's push of one record of an input (raw; n is the
+// input's counters, the record its n.Events-th event), whose ops on the
+// shards are from op0 on: err is
 // its own outcome; without one it returns the first record the push
 // skipped for an evaluation error as the record's *EventError, as a
 // driver without a join returns its event's (a view's row's, as it is:
 // the graph makes it the host call's). On several threads the push's
 // records are merged later (shardskip.go): it returns those merged now,
-// else an earlier push's, in input order.
-func (e *joinEnv) pushed(n *Counts, op0 uint64, raw []byte, err error) error {
+// else an earlier push's of the same input, in input order.
+func (e *joinEnv) pushed(in int, n *Counts, op0 uint64, raw []byte, err error) error {
 	skip := e.skip
 	e.skip = nil
 	view := *e.viewRow
@@ -200,7 +201,7 @@ func (e *joinEnv) pushed(n *Counts, op0 uint64, raw []byte, err error) error {
 			skip = s.sk.own
 		}
 		s.sk.own = nil
-		s.record(op0, n.Events, raw)
+		s.record(op0, n.Events, raw, in)
 	}
 	switch {
 	case err != nil:
@@ -210,7 +211,7 @@ func (e *joinEnv) pushed(n *Counts, op0 uint64, raw []byte, err error) error {
 	case skip != nil:
 		return &EventError{Seq: n.Events, Err: skip}
 	case e.sh != nil && !view:
-		return e.sh.callEnd(nil, true)
+		return e.sh.popPending(in) // an earlier push's of the same input
 	}
 	return nil
 }

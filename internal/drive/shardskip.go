@@ -31,8 +31,9 @@ import (
 // of a record of either input takes the ops of the joined rows it makes
 // and of the watermark they move, and is the call a skipped record of
 // those ops is handed to, as above (a record of the second input is
-// never fed: its error is returned by a later push). A fed event's
-// outcome is held only once the second input has ended: before, the
+// never fed: its error is returned by a later push of that input, as an
+// event's by a later push of the first). A fed event's outcome is held
+// only once the second input has ended: before, the
 // host hears of the second input's records as it pushes them, and of
 // the fed events' as they are pushed (their skipped records' as they are
 // merged).
@@ -43,6 +44,7 @@ type evCall struct {
 	op0, op1   uint64
 	seq, tag   int64
 	fed        bool  // by Feed: tag is the host's
+	in         uint8 // the input it was pushed on (a join's second: 1)
 	raw0, raw1 int32 // its record in sharded.evRaw, when fed and reported
 }
 
@@ -50,11 +52,11 @@ type evCall struct {
 type skipState struct {
 	calls   []evCall // the events whose ops may not be merged yet, by op, from head on
 	head    int
-	evRaw   []byte  // their records, when fed and reported
-	pending []error // the errors of events pushed without a tag, not returned yet, in input order
-	own     error   // the first error of the records of the call running now (not a push)
-	last    uint64  // the first op of the event whose error was handed over last
-	outs    []held  // the outcomes of events fed one by one, held until the ops before them are merged
+	evRaw   []byte     // their records, when fed and reported
+	pending [2][]error // the errors of events pushed without a tag, not returned yet, per input, in input order
+	own     error      // the first error of the records of the call running now (not a push)
+	last    uint64     // the first op of the event whose error was handed over last
+	outs    []held     // the outcomes of events fed one by one, held until the ops before them are merged
 }
 
 // held is the outcome of an event fed one by one (direct), which reaches
@@ -72,19 +74,19 @@ type held struct {
 // chain, from op0 on.
 func (s *sharded) called(op0 uint64) {
 	if s.head {
-		s.record(op0, s.d.n.Events, s.d.raw)
+		s.record(op0, s.d.n.Events, s.d.raw, 0)
 	}
 }
 
 // record records the ops from op0 on as those of the host's push of one
-// record (raw), the seq-th of its input: an event at the head of the
+// record (raw), the seq-th of input in: an event at the head of the
 // chain, or a record of a join's input.
-func (s *sharded) record(op0 uint64, seq int64, raw []byte) {
+func (s *sharded) record(op0 uint64, seq int64, raw []byte, in int) {
 	d := s.d
 	if op0 > s.p.op {
 		return
 	}
-	c := evCall{op0: op0, op1: s.p.op, seq: seq, tag: d.feedTag, fed: d.feeding}
+	c := evCall{op0: op0, op1: s.p.op, seq: seq, tag: d.feedTag, fed: d.feeding, in: uint8(in)}
 	if c.fed && d.onEventError != nil {
 		c.raw0 = int32(len(s.sk.evRaw))
 		s.sk.evRaw = append(s.sk.evRaw, raw...)
@@ -193,7 +195,7 @@ func (s *sharded) handOver(b *batch, op uint64, err error) {
 		s.sk.last = c.op0
 		switch {
 		case !c.fed:
-			s.sk.pending = append(s.sk.pending, &EventError{Seq: c.seq, Err: err})
+			s.sk.pending[c.in] = append(s.sk.pending[c.in], &EventError{Seq: c.seq, Err: err})
 		case d.onEventError != nil:
 			d.onEventError(c.tag, s.sk.evRaw[c.raw0:c.raw1:c.raw1], &EventError{Seq: c.seq, Err: err})
 		}
@@ -242,13 +244,23 @@ func (s *sharded) callEnd(err error, pending bool) error {
 		return err
 	case own != nil:
 		return own
-	case pending && len(s.sk.pending) > 0:
-		err = s.sk.pending[0]
-		s.sk.pending[0] = nil
-		s.sk.pending = s.sk.pending[1:]
-		return err
+	case pending:
+		return s.popPending(0)
 	}
 	return nil
+}
+
+// popPending returns the first error of an event pushed on input in
+// that no later push of it has returned yet (nil: none).
+func (s *sharded) popPending(in int) error {
+	q := s.sk.pending[in]
+	if len(q) == 0 {
+		return nil
+	}
+	err := q[0]
+	q[0] = nil
+	s.sk.pending[in] = q[1:]
+	return err
 }
 
 // record is the input record i of k, nil for one the host could not hand
