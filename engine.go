@@ -158,7 +158,12 @@ type QueryOptions struct {
 	// other than a push returns the error of its own records; a pushed
 	// event's *EventError (its Seq) is returned by a later Push or PushRow
 	// that has none of its own, one each, in input order (those still
-	// waiting at Close are counted only). 0 or 1: one thread.
+	// waiting at Close are counted only). Behind a join a push of
+	// either input is such a push, and a fed event's outcome waits in
+	// input order once the join's second input has ended; in a graph of
+	// views a reader's window that fails is reported as the fed event's
+	// whose call finalized it on one thread, in input order. 0 or 1: one
+	// thread.
 	Threads int
 	// OnEventError receives, for Feed and ReportMalformedAt, every event
 	// that was not applied cleanly (malformed, or failing to evaluate),

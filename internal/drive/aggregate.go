@@ -270,7 +270,9 @@ func (s *sharded) push(_ int, b *rowBatch) (int, error) {
 			return i + 1, s.callEnd(err, false)
 		}
 	}
-	return len(b.rows), s.callEnd(nil, true)
+	// Behind a join the join's push returns an earlier push's error
+	// (joinEnv.pushed): a joined row is not the host's event.
+	return len(b.rows), s.callEnd(nil, s.head)
 }
 
 func (s *sharded) advance(_ int, wm int64) error {

@@ -171,10 +171,15 @@ type Driver struct {
 	// ownRow: the row being pushed is the caller's to give away
 	// (pushViewRow).
 	ownRow bool
-	late   func(*exec.LateEvent)
-	log    *slog.Logger // receives a recovered panic's stack; may be nil
+	// viewRow: the row being pushed is a view's (pushViewRow).
+	viewRow bool
+	late    func(*exec.LateEvent)
+	log     *slog.Logger // receives a recovered panic's stack; may be nil
 	// onEventError is Config.OnEventError.
 	onEventError func(tag int64, raw []byte, err *EventError)
+	// skipStep takes the records a stepped graph's node skipped outside
+	// its pushes, with the host's step (graph_outcome.go).
+	skipStep func(step uint64, err error)
 	// feeding: the event being pushed was fed (direct.feed), with feedTag.
 	feeding   bool
 	feedTag   int64
@@ -464,10 +469,15 @@ func (d *Driver) AdvanceWatermark(wm int64) error {
 // record of what it did is delivered before it returns (a sharded
 // aggregate's rows in flight are merged).
 func (d *Driver) delivering(err error) error {
-	if err != nil {
+	if err != nil && !Skipped(err) {
 		return err
 	}
-	return d.sync()
+	// A record skipped is counted: the rest is delivered all the same,
+	// and the call returns the first of its records' errors.
+	if serr := d.sync(); serr != nil && (err == nil || !Skipped(serr)) {
+		return serr
+	}
+	return err
 }
 
 // CloseOpenWindows finalizes every open window, moving the watermark only

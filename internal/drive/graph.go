@@ -47,8 +47,9 @@ import (
 // skipped for an evaluation error (a HAVING that fails as a window
 // finalizes, in a view or its reader) is returned by the call that
 // rendered it, a push's as its event's *EventError, except Refill's and a
-// checkpoint's, as a driver's. A graph of one node is its driver's calls
-// (TestQueryGraphIsItsDriver).
+// checkpoint's, as a driver's; on several threads a fed event's reaches
+// OnEventError by the host's step (graph_outcome.go). A graph of one node
+// is its driver's calls (TestQueryGraphIsItsDriver).
 type Graph struct {
 	plan    *dataflow.Plan // the physical plan of the graph's queries
 	byNode  map[int]*gnode // the graph's node of each aggregate node of plan
@@ -89,6 +90,10 @@ type Graph struct {
 	// of the steps (inbox.go); without one no step is recorded, so a
 	// driver on several threads pays nothing per event for them.
 	ordered bool
+	// stepped: the nodes carry the host's step through their ops, and
+	// the graph holds the outcomes of the fed events (graph_outcome.go).
+	stepped bool
+	outs    outcomes
 	// evalErr is the first evaluation error of a record that a node
 	// skipped during the host's call (a HAVING that fails when a window
 	// finalizes), which the call returns as a driver's would (settle).
@@ -376,6 +381,9 @@ func (g *Graph) Push(raw []byte) (err error) {
 	if err := g.admit(false); err != nil {
 		return err
 	}
+	if g.stepped {
+		g.called(g.step+1, 0, nil, false)
+	}
 	return g.each(func(d *Driver) error { return d.Push(raw) })
 }
 
@@ -391,12 +399,19 @@ func (g *Graph) Feed(raw []byte, tag int64) (err error) {
 	if err := g.admit(false); err != nil {
 		return err
 	}
+	if g.stepped {
+		g.called(g.step+1, tag, raw, true) // each begins the step
+	}
 	return g.each(func(d *Driver) error { return d.Feed(raw, tag) })
 }
 
 // ReportMalformedAt counts an input record the host could not hand over,
 // and reports it with its tag (Driver.ReportMalformedAt).
 func (g *Graph) ReportMalformedAt(tag int64, err error) error {
+	if g.stepped {
+		g.begin(false)
+		g.called(g.step, tag, nil, true)
+	}
 	for _, n := range g.rootsOf(0) {
 		if n == g.reporter {
 			if rerr := n.d.ReportMalformedAt(tag, err); rerr != nil {
@@ -418,6 +433,9 @@ func (g *Graph) PushKeyed(raw, key []byte) (err error) {
 	}
 	if err := g.admit(false); err != nil {
 		return err
+	}
+	if g.stepped {
+		g.called(g.step+1, 0, nil, false)
 	}
 	return g.each(func(d *Driver) error { return d.PushKeyed(raw, key) })
 }
@@ -444,11 +462,18 @@ func (g *Graph) PushRow(row []types.Value) (err error) {
 	if g.roots[0].joined {
 		return g.each(func(d *Driver) error { return d.ApplyRow(row) })
 	}
+	if g.stepped {
+		g.called(g.step+1, 0, nil, false)
+	}
 	return g.each(func(d *Driver) error { return d.PushRow(row) })
 }
 
 // ReportMalformed counts an input record the host could not hand over.
 func (g *Graph) ReportMalformed() {
+	if g.stepped {
+		g.begin(false)
+		g.called(g.step, 0, nil, false)
+	}
 	for _, n := range g.rootsOf(0) {
 		n.d.ReportMalformed()
 	}

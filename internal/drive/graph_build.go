@@ -308,6 +308,8 @@ func (g *Graph) readerHooks(i int) (onMark func(int64), onRow func([]types.Value
 // configure makes each node's driver: the primary's with the host's
 // config, the others delivering to viewEmit and their readers.
 func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, viewLate func(query string, ev *exec.LateEvent), host *HostInput) error {
+	g.stepOutcomes(cfg, host)
+	onEventError, skipStep := g.outcomeHooks()
 	emitView := func(*changelog.Record) error { return nil }
 	if viewEmit != nil {
 		emitView = viewEmit
@@ -330,6 +332,9 @@ func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, vi
 		if n == g.reporter {
 			// The input's outcomes are the host's, with its tags.
 			c.OnEventError, c.BlockEvents = cfg.OnEventError, cfg.BlockEvents
+			if g.stepped {
+				c.OnEventError = onEventError // held (graph_outcome.go)
+			}
 		}
 		if n != g.primary && viewLate != nil {
 			name := n.q.Name
@@ -364,6 +369,9 @@ func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, vi
 			return fmt.Errorf("query %s: %w", n.q.Name, err)
 		}
 		n.d = d
+		if g.stepped && n != g.reporter {
+			d.skipStep = skipStep
+		}
 	}
 	return nil
 }

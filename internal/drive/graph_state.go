@@ -148,5 +148,11 @@ func (g *Graph) FinishRestore() error {
 		g.ended[n.input] = n.d.first.ended(0)
 		g.ended[1] = n.d.first.ended(1)
 	}
+	if g.stepped {
+		// The input's records before the checkpoint: the events
+		// numbered from the restored counters on are the calls'.
+		c := g.reporter.d.n
+		g.outs.first = int(c.Events + c.Headers)
+	}
 	return nil
 }

@@ -92,8 +92,13 @@ func (t *intervalJoin) endedErr(input int) error {
 func (t *intervalJoin) waiting() bool { return t.j.Pending() > 0 }
 
 func (t *intervalJoin) push(side int, b *rowBatch) (int, error) {
+	n := t.n
+	if side == 1 {
+		n = &t.right.n
+	}
 	for i, row := range b.rows {
-		if err := t.pushRow(side, row, b.raw(i), b.owned); err != nil {
+		op0 := t.op0()
+		if err := t.pushed(side, n, op0, b.raw(i), t.pushRow(side, row, b.raw(i), b.owned)); err != nil {
 			return i + 1, err
 		}
 	}
@@ -194,7 +199,7 @@ func (t *intervalJoin) advance(side int, wm int64) error {
 		return t.advanceSplit(side, wm)
 	}
 	t.j.Advance(side, wm)
-	return t.pump()
+	return t.settle(t.pump())
 }
 
 // end ends input side: its watermark goes to the end.
@@ -204,7 +209,7 @@ func (t *intervalJoin) end(side int) error {
 		return nil
 	}
 	t.j.End(side)
-	return t.pump()
+	return t.settle(t.pump())
 }
 
 func (t *intervalJoin) ended(side int) bool { return t.j.Ended(side) }
@@ -215,7 +220,7 @@ func (t *intervalJoin) closeOpen() error {
 	if err := t.sync(); err != nil {
 		return err
 	}
-	return t.agg.closeOpen()
+	return t.settle(t.closeAgg())
 }
 
 // tick is the aggregate's, after the joined rows so far.
@@ -242,7 +247,7 @@ func (t *intervalJoin) finish() error {
 	t.j.End(0)
 	t.j.End(1)
 	t.closing = true
-	return t.pump()
+	return t.settle(t.pump())
 }
 
 func (t *intervalJoin) queued() bool {

@@ -299,6 +299,9 @@ func (g *Graph) skip(n *gnode, err error) bool {
 // a graph returns what the same call on a driver returns, whichever node
 // rendered the record (a view's window, applied as its rows move on).
 func (g *Graph) settle(err *error) {
+	if g.stepped {
+		g.release(g.closed())
+	}
 	if *err == nil {
 		*err = g.evalErr
 	}
@@ -311,6 +314,9 @@ func (g *Graph) settle(err *error) {
 // (its feeder's outcome), which a driver on several threads, whose events are
 // decoded in blocks, cannot tell apart: there it is counted only.
 func (g *Graph) settleEvent(err *error, tag int64, raw []byte, fed bool) {
+	if g.stepped {
+		g.release(false)
+	}
 	e := g.evalErr
 	g.evalErr = nil
 	if *err != nil || e == nil {
@@ -328,7 +334,7 @@ func (g *Graph) settleEvent(err *error, tag int64, raw []byte, fed bool) {
 // setStep gives n's driver the step of the calls that follow, when a join
 // of two views orders its inputs by them (ordered).
 func (g *Graph) setStep(n *gnode, step uint64) {
-	if g.ordered {
+	if g.ordered || g.stepped {
 		n.d.SetStep(step)
 	}
 }

@@ -111,12 +111,13 @@ func (t *temporalJoin) bound() int {
 func (t *temporalJoin) push(input int, b *rowBatch) (int, error) {
 	for i, row := range b.rows {
 		var err error
+		op0, n := t.op0(), t.n
 		if input == 1 {
-			err = t.pushTable(row, b.raw(i))
+			err, n = t.pushTable(row, b.raw(i)), &t.table.n
 		} else {
 			err = t.pushEvent(row, b.raw(i))
 		}
-		if err != nil {
+		if err = t.pushed(input, n, op0, b.raw(i), err); err != nil {
 			return i + 1, err
 		}
 	}
@@ -235,7 +236,7 @@ func (t *temporalJoin) advance(input int, wm int64) error {
 	} else {
 		t.j.AdvanceTable(wm)
 	}
-	return t.pump()
+	return t.settle(t.pump())
 }
 
 // end ends the table input: every waiting event joins the versions there
@@ -246,7 +247,7 @@ func (t *temporalJoin) end(input int) error {
 	}
 	t.j.EndTable()
 	t.j.AdvanceTable(math.MaxInt64)
-	return t.pump()
+	return t.settle(t.pump())
 }
 
 func (t *temporalJoin) ended(input int) bool { return input == 1 && t.j.Ended() }
@@ -260,9 +261,9 @@ func (t *temporalJoin) closeOpen() error {
 		t.j.AdvanceTable(n + 1)
 	}
 	if err := t.pump(); err != nil {
-		return err
+		return t.settle(err)
 	}
-	return t.agg.closeOpen()
+	return t.settle(t.closeAgg())
 }
 
 // finish: both inputs end, every waiting event joins, then the windows
@@ -271,7 +272,7 @@ func (t *temporalJoin) finish() error {
 	t.j.EndTable()
 	t.j.AdvanceTable(math.MaxInt64)
 	t.closing = true
-	return t.pump()
+	return t.settle(t.pump())
 }
 
 func (t *temporalJoin) queued() bool {

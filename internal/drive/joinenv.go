@@ -52,12 +52,24 @@ type joinEnv struct {
 	// onJoined, if set, takes the joined rows instead of the aggregate
 	// (Config.OnJoined).
 	onJoined func([]types.Value) error
+	// skip is the first record the host's call skipped for an
+	// evaluation error (a joined row that failed to fold, a window whose
+	// HAVING or SELECT failed), which the call returns (pushed, settle).
+	skip error
+	// sh is the aggregate when it runs on several threads (nil on one),
+	// whose skipped records reach the host's calls after a merge
+	// (shardskip.go); viewRow is the driver's flag of a view's row being
+	// pushed (a graph's join of two views, not the host's event).
+	sh      *sharded
+	viewRow *bool
 }
 
 // newJoinNode returns the join node of the driver's query (nil without a
 // join). The driver's aggregate is made first: the node feeds it.
 func (d *Driver) newJoinNode(cfg Config) (joinNode, error) {
-	env := &joinEnv{q: d.q, agg: d.agg, room: &d.out, strict: d.strict, fatal: &d.fatal, n: &d.n, late: d.late, lateTable: cfg.LateTable, onJoined: cfg.OnJoined}
+	env := &joinEnv{q: d.q, agg: d.agg, room: &d.out, strict: d.strict, fatal: &d.fatal, n: &d.n, late: d.late, lateTable: cfg.LateTable, onJoined: cfg.OnJoined,
+		viewRow: &d.viewRow}
+	env.sh, _ = d.agg.(*sharded)
 	switch {
 	case d.q.Join != nil:
 		t, err := newTemporalJoin(env, cfg)
@@ -100,6 +112,7 @@ func (e *joinEnv) eventErr(err error) error {
 // rows wait in the node). A host with Emit has room for everything, so
 // nothing ever waits for it.
 func (e *joinEnv) backlog(pump func() error, ready func() bool) error {
+	e.skip = nil // Refill's, counted only
 	if err := e.agg.pump(); err != nil {
 		return err
 	}
@@ -114,7 +127,8 @@ func (e *joinEnv) backlog(pump func() error, ready func() bool) error {
 
 // apply hands one joined row to the aggregate (or to Config.OnJoined). A
 // row that fails to evaluate is counted by the aggregate and skipped,
-// unless strict; only a fatal error is returned.
+// unless strict, the first of the host's call kept for it to return
+// (note); only a fatal error is returned.
 func (e *joinEnv) apply(row []types.Value) error {
 	if e.onJoined != nil {
 		if err := e.onJoined(row); err != nil {
@@ -123,7 +137,9 @@ func (e *joinEnv) apply(row []types.Value) error {
 		return nil
 	}
 	if _, err := e.agg.push(0, e.out.set(row, nil, nil, false)); err != nil {
-		if Skipped(err) && !e.strict {
+		// A view's row that fails to fold is counted at its reader, as
+		// at a reader without a join (an event's error is the host's).
+		if e.note(err, !*e.viewRow) {
 			return nil
 		}
 		return e.fail(err)
@@ -131,9 +147,85 @@ func (e *joinEnv) apply(row []types.Value) error {
 	return nil
 }
 
-// advanceAgg moves the aggregate's watermark; finishAgg finishes it.
-func (e *joinEnv) advanceAgg(wm int64) error { return e.agg.advance(0, wm) }
-func (e *joinEnv) finishAgg() error          { return e.agg.finish() }
+// advanceAgg moves the aggregate's watermark, finishAgg finishes it and
+// closeAgg closes its open windows: a record skipped then is the call's.
+func (e *joinEnv) advanceAgg(wm int64) error { return e.noted(e.agg.advance(0, wm)) }
+func (e *joinEnv) finishAgg() error          { return e.noted(e.agg.finish()) }
+func (e *joinEnv) closeAgg() error           { return e.noted(e.agg.closeOpen()) }
+
+// note reports whether err is a record's evaluation error that the
+// aggregate counted and skipped (not fatal: not strict), keeping the
+// first of the host's call when keep.
+func (e *joinEnv) note(err error, keep bool) bool {
+	if err == nil || e.strict || !Skipped(err) {
+		return false
+	}
+	if keep && e.skip == nil {
+		e.skip = err
+	}
+	return true
+}
+
+// noted is err unless it is a skipped record's, which note keeps.
+func (e *joinEnv) noted(err error) error {
+	if e.note(err, true) {
+		return nil
+	}
+	return err
+}
+
+// op0 is the first op a push on the aggregate's shards takes next (0 on
+// one thread).
+func (e *joinEnv) op0() uint64 {
+	if e.sh == nil {
+		return 0
+	}
+	return e.sh.p.op + 1
+}
+
+// pushed ends a host's push of one record of an input (raw; n is the
+// input's counters, the record its n.Events-th event), whose ops on the
+// shards are from op0 on: err is
+// its own outcome; without one it returns the first record the push
+// skipped for an evaluation error as the record's *EventError, as a
+// driver without a join returns its event's (a view's row's, as it is:
+// the graph makes it the host call's). On several threads the push's
+// records are merged later (shardskip.go): it returns those merged now,
+// else an earlier push's of the same input, in input order.
+func (e *joinEnv) pushed(in int, n *Counts, op0 uint64, raw []byte, err error) error {
+	skip := e.skip
+	e.skip = nil
+	view := *e.viewRow
+	if s := e.sh; s != nil && !view {
+		if skip == nil {
+			skip = s.sk.own
+		}
+		s.sk.own = nil
+		s.record(op0, n.Events, raw, in)
+	}
+	switch {
+	case err != nil:
+		return err
+	case skip != nil && view:
+		return skip
+	case skip != nil:
+		return &EventError{Seq: n.Events, Err: skip}
+	case e.sh != nil && !view:
+		return e.sh.popPending(in) // an earlier push's of the same input
+	}
+	return nil
+}
+
+// settle ends a host's call on the join that is not a push: err, else
+// the first record it skipped.
+func (e *joinEnv) settle(err error) error {
+	skip := e.skip
+	e.skip = nil
+	if err != nil {
+		return err
+	}
+	return skip
+}
 
 // tick is the aggregate's: a join emits nothing early.
 func (e *joinEnv) tick() error { return e.agg.tick() }

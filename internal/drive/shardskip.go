@@ -26,6 +26,17 @@ import (
 //   - A call that is not a push (AdvanceWatermark, Tick, EmitEarly,
 //     CloseOpenWindows, Close) delivers every record before it returns,
 //     so it returns the error of its own records, as one thread does.
+//
+// Behind a join the host's calls are the join's (joinEnv.pushed): a push
+// of a record of either input takes the ops of the joined rows it makes
+// and of the watermark they move, and is the call a skipped record of
+// those ops is handed to, as above (a record of the second input is
+// never fed: its error is returned by a later push of that input, as an
+// event's by a later push of the first). A fed event's outcome is held
+// only once the second input has ended: before, the
+// host hears of the second input's records as it pushes them, and of
+// the fed events' as they are pushed (their skipped records' as they are
+// merged).
 
 // evCall is the ops of one event at the head of the chain: its own, the
 // watermark advance it caused, an early tick after it.
@@ -33,6 +44,7 @@ type evCall struct {
 	op0, op1   uint64
 	seq, tag   int64
 	fed        bool  // by Feed: tag is the host's
+	in         uint8 // the input it was pushed on (a join's second: 1)
 	raw0, raw1 int32 // its record in sharded.evRaw, when fed and reported
 }
 
@@ -40,11 +52,11 @@ type evCall struct {
 type skipState struct {
 	calls   []evCall // the events whose ops may not be merged yet, by op, from head on
 	head    int
-	evRaw   []byte  // their records, when fed and reported
-	pending []error // the errors of events pushed without a tag, not returned yet, in input order
-	own     error   // the first error of the records of the call running now (not a push)
-	last    uint64  // the first op of the event whose error was handed over last
-	outs    []held  // the outcomes of events fed one by one, held until the ops before them are merged
+	evRaw   []byte     // their records, when fed and reported
+	pending [2][]error // the errors of events pushed without a tag, not returned yet, per input, in input order
+	own     error      // the first error of the records of the call running now (not a push)
+	last    uint64     // the first op of the event whose error was handed over last
+	outs    []held     // the outcomes of events fed one by one, held until the ops before them are merged
 }
 
 // held is the outcome of an event fed one by one (direct), which reaches
@@ -58,16 +70,26 @@ type held struct {
 	ops bool // the event took ops from at on (it was not malformed)
 }
 
-// called records the ops of the event just taken, from op0 on.
+// called records the ops of the event just taken at the head of the
+// chain, from op0 on.
 func (s *sharded) called(op0 uint64) {
+	if s.head {
+		s.record(op0, s.d.n.Events, s.d.raw, 0)
+	}
+}
+
+// record records the ops from op0 on as those of the host's push of one
+// record (raw), the seq-th of input in: an event at the head of the
+// chain, or a record of a join's input.
+func (s *sharded) record(op0 uint64, seq int64, raw []byte, in int) {
 	d := s.d
-	if !s.head || op0 > s.p.op {
+	if op0 > s.p.op {
 		return
 	}
-	c := evCall{op0: op0, op1: s.p.op, seq: d.n.Events, tag: d.feedTag, fed: d.feeding}
+	c := evCall{op0: op0, op1: s.p.op, seq: seq, tag: d.feedTag, fed: d.feeding, in: uint8(in)}
 	if c.fed && d.onEventError != nil {
 		c.raw0 = int32(len(s.sk.evRaw))
-		s.sk.evRaw = append(s.sk.evRaw, d.raw...)
+		s.sk.evRaw = append(s.sk.evRaw, raw...)
 		c.raw1 = int32(len(s.sk.evRaw))
 	}
 	s.sk.calls = append(s.sk.calls, c)
@@ -77,11 +99,6 @@ func (s *sharded) called(op0 uint64) {
 // thread's order (parOut.onSkips), and the admission outcomes of b's
 // block waiting for them.
 func (s *sharded) onSkips(b *batch, skips []skip) {
-	if !s.head {
-		// Behind a join: the join's calls and rows are not the host's
-		// events; its records' errors are counted only.
-		return
-	}
 	k := &b.blk
 	li := 0
 	for _, sk := range skips {
@@ -104,7 +121,7 @@ func (s *sharded) onSkips(b *batch, skips []skip) {
 // host to hear of it, on a sharded aggregate at the head of the chain.
 func (s *sharded) hold(at uint64, tag int64, raw []byte, err error) bool {
 	var ee *EventError
-	if !s.head || s.d.onEventError == nil || !errors.As(err, &ee) {
+	if s.d.onEventError == nil || !errors.As(err, &ee) {
 		return false
 	}
 	if raw != nil {
@@ -162,6 +179,12 @@ func (s *sharded) handOver(b *batch, op uint64, err error) {
 	calls := s.sk.calls[s.sk.head:]
 	j := sort.Search(len(calls), func(j int) bool { return calls[j].op1 >= op })
 	if j == len(calls) || calls[j].op0 > op {
+		if d.skipStep != nil {
+			// A graph's reader: the graph holds it for the host's call
+			// that made it (graph_outcome.go).
+			d.skipStep(stepAt(b, op), err)
+			return
+		}
 		// The call running now, which is not a push: it returns it.
 		if s.sk.own == nil {
 			s.sk.own = err
@@ -172,7 +195,7 @@ func (s *sharded) handOver(b *batch, op uint64, err error) {
 		s.sk.last = c.op0
 		switch {
 		case !c.fed:
-			s.sk.pending = append(s.sk.pending, &EventError{Seq: c.seq, Err: err})
+			s.sk.pending[c.in] = append(s.sk.pending[c.in], &EventError{Seq: c.seq, Err: err})
 		case d.onEventError != nil:
 			d.onEventError(c.tag, s.sk.evRaw[c.raw0:c.raw1:c.raw1], &EventError{Seq: c.seq, Err: err})
 		}
@@ -221,13 +244,23 @@ func (s *sharded) callEnd(err error, pending bool) error {
 		return err
 	case own != nil:
 		return own
-	case pending && len(s.sk.pending) > 0:
-		err = s.sk.pending[0]
-		s.sk.pending[0] = nil
-		s.sk.pending = s.sk.pending[1:]
-		return err
+	case pending:
+		return s.popPending(0)
 	}
 	return nil
+}
+
+// popPending returns the first error of an event pushed on input in
+// that no later push of it has returned yet (nil: none).
+func (s *sharded) popPending(in int) error {
+	q := s.sk.pending[in]
+	if len(q) == 0 {
+		return nil
+	}
+	err := q[0]
+	q[0] = nil
+	s.sk.pending[in] = q[1:]
+	return err
 }
 
 // record is the input record i of k, nil for one the host could not hand
@@ -249,13 +282,23 @@ func (p *par) busy() bool {
 	return p.inflight != nil || p.fill != nil || len(p.pending) > 0 || c.events > 0 || len(c.advances) > 0 || len(c.marks) > 0
 }
 
-// heldBy is the sharded aggregate at the head of d's chain that holds the
-// outcomes of the events fed one by one, nil when they go to the host as
-// the event is pushed (one thread, a join, a host that interleaves two
-// inputs: the order of the two inputs' outcomes is its own).
+// heldBy is the sharded aggregate that holds the outcomes of the events
+// fed one by one, nil when they go to the host as the event is pushed
+// (one thread; a host that interleaves two inputs, RecordWatermark, or a
+// join's second input not ended: the pushes of that input return their
+// outcomes, so the order of the two inputs' outcomes is the host's own).
 func heldBy(d *Driver) *sharded {
-	if s, ok := d.agg.(*sharded); ok && s.head && s.holds {
+	if s, ok := d.agg.(*sharded); ok && s.holds && (s.head || d.first.ended(1)) {
 		return s
 	}
 	return nil
+}
+
+// stepAt is the host's step of op of b.
+func stepAt(b *batch, op uint64) uint64 {
+	i := sort.Search(len(b.steps), func(i int) bool { return b.steps[i].op > op })
+	if i == 0 {
+		return 0
+	}
+	return b.steps[i-1].step
 }

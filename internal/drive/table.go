@@ -175,9 +175,9 @@ func (d *Driver) PushInputRow(input int, row []types.Value) error {
 // owned: the row is the graph's own copy, whose cells a join may hold
 // without copying them (exec.IntervalJoin.PushOwned).
 func (d *Driver) pushViewRow(input int, row []types.Value, owned bool) error {
-	d.ownRow = owned
+	d.ownRow, d.viewRow = owned, true
 	err := d.PushInputRow(input, row)
-	d.ownRow = false
+	d.ownRow, d.viewRow = false, false
 	return err
 }
 
