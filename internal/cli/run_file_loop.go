@@ -245,7 +245,16 @@ func (r *fileRun) finish() {
 // checkpoint.
 func (r *fileRun) closeQueries() {
 	for _, t := range r.owners {
-		if err := t.q.Close(); err != nil && r.err == nil {
+		err := t.q.Close()
+		switch {
+		case err == nil || r.err != nil:
+		case errors.Is(err, ubik.ErrEvaluation):
+			// A window whose HAVING or SELECT fails as the input ends is
+			// a bad record, as one a later event's watermark closes is:
+			// reported at the end of the input and counted toward
+			// --max-bad, not an error of the run.
+			r.onBad(t, r.lineNo, nil, err)
+		default:
 			r.err = err
 		}
 		if r.err != nil {

@@ -131,3 +131,27 @@ func havingRunsAgree(t *testing.T, dir, sql, input, query string, threads []int)
 		}
 	}
 }
+
+// TestRunHavingFailsAtEnd: a window whose HAVING fails as the input ends
+// (no later event closes it) is a bad record like one a later event
+// closes: reported at the last line and counted toward --max-bad, exit 0
+// under the limit and 3 over it, on one thread and on two (it was an
+// error of the run, exit 1).
+func TestRunHavingFailsAtEnd(t *testing.T) {
+	sql := writeFile(t, "hv.sql", `CREATE SOURCE s (k VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (format = 'jsonl');
+SELECT k, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, count(*) AS n FROM s GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND) HAVING count(*) * 4611686018427387904 > 0;`)
+	in := writeFile(t, "hv.jsonl", `{"k":"a","ts":"2026-07-18 10:00:01"}
+{"k":"a","ts":"2026-07-18 10:00:02"}
+{"k":"b","ts":"2026-07-18 10:00:03"}
+`)
+	for _, threads := range []string{"1", "2"} {
+		out, errb, code := runArgs(t, "", "run", sql, "--input", in, "--threads", threads)
+		if code != 0 || !strings.Contains(errb, "hv.jsonl:3: evaluation error: HAVING") || !strings.Contains(out, `["b", `) || strings.Contains(out, `["a", `) {
+			t.Errorf("threads %s: exit %d\n%s\n%s", threads, code, out, errb)
+		}
+		_, errb, code = runArgs(t, "", "run", sql, "--input", in, "--threads", threads, "--max-bad", "0")
+		if code != ExitBadInput || !strings.Contains(errb, "hv.jsonl:3: HAVING") {
+			t.Errorf("threads %s, --max-bad 0: exit %d\n%s", threads, code, errb)
+		}
+	}
+}
