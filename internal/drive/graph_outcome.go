@@ -1,6 +1,7 @@
 package drive
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"weak"
@@ -144,7 +145,7 @@ func (g *Graph) release(all bool) {
 	slices.SortStableFunc(o.held, func(a, b heldOut) int {
 		switch {
 		case a.step != b.step:
-			return cmpU(a.step, b.step)
+			return cmp.Compare(a.step, b.step)
 		case a.reader != b.reader && !a.reader:
 			return -1
 		case a.reader != b.reader:
@@ -222,16 +223,6 @@ func (g *Graph) frontAll() uint64 {
 
 // sortSearchCalls is the first call of a step at or after step.
 func sortSearchCalls(calls []fedCall, step uint64) int {
-	i, _ := slices.BinarySearchFunc(calls, step, func(c fedCall, s uint64) int { return cmpU(c.step, s) })
+	i, _ := slices.BinarySearchFunc(calls, step, func(c fedCall, s uint64) int { return cmp.Compare(c.step, s) })
 	return i
-}
-
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
