@@ -171,8 +171,15 @@ type QueryOptions struct {
 	// ReportMalformedAt) and the *EventError Push would have returned, in
 	// input order (see Feed). Nil: such events are only counted.
 	OnEventError func(tag int64, event []byte, err *EventError)
-	// BlockEvents is the most events Feed collects into one block for the
-	// decoding threads of a query on several threads (default 4,096).
+	// BlockEvents is the most events Feed collects into one block: for
+	// the decoding threads of a query on several threads (default 4,096);
+	// on one thread (0 or 1, the default: each Feed applies its event
+	// before it returns), a block is decoded, then folded, which keeps the
+	// decoder's and the operator's code in the CPU's instruction cache
+	// (about a tenth less CPU; ubik run uses 64), its events' outcomes
+	// reaching OnEventError during a later call as on several threads. It
+	// applies to a query with OnRecord and OnEventError, no OnLate, not
+	// Strict, reading JSON lines with no join in front of its aggregate.
 	BlockEvents int
 
 	// With names further queries of the script to run in the same graph
@@ -360,8 +367,9 @@ func (q *Query) Push(event []byte) (err error) {
 // blocks that its decoding threads decode and check in parallel, so the
 // callback may run during a later Feed or during any call that delivers
 // records (Flush, Tick, EmitEarly, AdvanceWatermark, Close, Checkpoint:
-// each first takes every event fed); on one thread the callback runs
-// before Feed returns. The bytes are copied. The error returned is fatal
+// each first takes every event fed); so it may on one thread with
+// QueryOptions.BlockEvents; otherwise the callback runs before Feed
+// returns. The bytes are copied. The error returned is fatal
 // (or ErrBackpressure, as for Push). The records and their order are
 // those of Push.
 func (q *Query) Feed(event []byte, tag int64) error {

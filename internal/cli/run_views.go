@@ -18,6 +18,12 @@ import (
 // DIR/QUERY.tsv, or each CREATE SINK's path). A view no selected query
 // writes (--query hourly runs minute_totals too) publishes nowhere.
 
+// oneThreadBlock is how many lines a query on one thread decodes before
+// it folds them (ubik.QueryOptions.BlockEvents): enough that the
+// decoder's and the operator's code each stay in the instruction cache
+// over a block, few enough that a bad line is reported soon after it.
+const oneThreadBlock = 64
+
 // inputQuery returns the query of q's chain that reads the declared
 // source: q itself, or the view at the head of its chain.
 func inputQuery(q *planQuery) *planQuery {
@@ -67,7 +73,11 @@ func startTargets(eng *ubik.Engine, targets []*runTarget, f *runFlags, lateHook 
 		if lateHook != nil {
 			onLate = func(ev *ubik.LateEvent) { lateHook(name, ev) }
 		}
-		return ubik.QueryOptions{Name: name, Strict: f.strict, OnLate: onLate, OnLateTable: onLate, OnRecord: write(t), Threads: f.threads, JoinBuffer: f.joinBuffer,
+		blocks := 0
+		if f.threads <= 1 {
+			blocks = oneThreadBlock
+		}
+		return ubik.QueryOptions{Name: name, Strict: f.strict, OnLate: onLate, OnLateTable: onLate, OnRecord: write(t), Threads: f.threads, JoinBuffer: f.joinBuffer, BlockEvents: blocks,
 			OnEventError: func(lineNo int64, event []byte, err *ubik.EventError) { onBad(t, lineNo, event, err.Err) }}
 	}
 	// An explicit --threads that a query cannot use is said, with why.

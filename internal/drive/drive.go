@@ -115,7 +115,9 @@ type Config struct {
 	// OnEventError receives, for Feed and ReportMalformedAt, each record
 	// that was not applied cleanly, with the host's tag, in input order
 	// (see Feed). BlockEvents is the most records a block of the block
-	// path holds (default 4,096; tests vary it).
+	// path holds: on threads (default 4,096; tests vary it), and on one
+	// thread, where a block is decoded, then folded (feed_solo.go;
+	// below 2: each record is applied as it is fed).
 	OnEventError func(tag int64, raw []byte, err *EventError)
 	BlockEvents  int
 

@@ -96,8 +96,9 @@ type feeder interface {
 // records (Flush, Tick, EmitEarly, AdvanceWatermark, CloseOpenWindows,
 // Close, Checkpoint), which first sequence every record fed: an outcome
 // waits for the records of the events before it, whose rendering may
-// fail too (shardskip.go); otherwise Feed is Push, and the callback runs
-// before it returns.
+// fail too (shardskip.go). On one thread with Config.BlockEvents the same
+// holds for a block of records (feed_solo.go); otherwise Feed is Push,
+// and the callback runs before it returns.
 // raw is copied. The error returned is fatal.
 func (d *Driver) Feed(raw []byte, tag int64) error { return d.feeder.feed(raw, tag) }
 

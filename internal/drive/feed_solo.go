@@ -23,8 +23,11 @@ import (
 // sequences the block first: drain). A string cell the decoder did not
 // leave in the record (one it unescaped) is copied into the block.
 //
-// Only where nothing can refuse a row mid-block and nothing else needs
-// the call an event was fed in: a host that delivers records through
+// A host asks for it with Config.BlockEvents (the block's most records;
+// it is cut sooner at soloBlockBytes), since the outcomes then reach
+// OnEventError up to a block late rather than before Feed returns. Only
+// where nothing can refuse a row mid-block and nothing else needs the
+// call an event was fed in: a host that delivers records through
 // Emit (never out of room), not Strict (whose first event error stops
 // the driver at that event), without late hooks (a host may place a late
 // event by the Feed it came during), JSON lines (a CSV header that does
@@ -45,6 +48,7 @@ type soloFeed struct {
 	strs  []byte
 	fixes []int32
 	busy  bool // sequencing: calls made by the fold do not sequence again
+	max   int  // Config.BlockEvents
 }
 
 // soloRec is a decoded record: its row's first cell (-1: no row), the
@@ -55,20 +59,18 @@ type soloRec struct {
 	err  error
 }
 
-const (
-	soloBlockEvents = 64
-	soloBlockBytes  = 64 << 10 // a block of long records is cut sooner
-)
+// soloBlockBytes cuts a block of long records sooner.
+const soloBlockBytes = 256 << 10
 
 // useSoloFeed gives d a block feed where one fits (see soloFeed).
 func (d *Driver) useSoloFeed(cfg Config) {
 	if _, ok := d.feeder.(direct); !ok || d.solo == nil {
 		return
 	}
-	if cfg.OnEventError == nil || cfg.Emit == nil || cfg.Strict || cfg.OnRow != nil || cfg.Late != nil || cfg.LateTable != nil || d.in.dec.IsCSV() {
+	if cfg.BlockEvents < 2 || cfg.OnEventError == nil || cfg.Emit == nil || cfg.Strict || cfg.OnRow != nil || cfg.Late != nil || cfg.LateTable != nil || d.in.dec.IsCSV() {
 		return
 	}
-	f := &soloFeed{d: d}
+	f := &soloFeed{d: d, max: cfg.BlockEvents}
 	d.feeder, d.fed = f, f
 }
 
@@ -94,7 +96,7 @@ func (f *soloFeed) feed(raw []byte, tag int64) error {
 	f.raw = append(f.raw, raw...)
 	f.ends = append(f.ends, len(f.raw))
 	f.tags = append(f.tags, tag)
-	if len(f.ends) >= soloBlockEvents || len(f.raw) >= soloBlockBytes {
+	if len(f.ends) >= f.max || len(f.raw) >= soloBlockBytes {
 		return f.drain()
 	}
 	return nil

@@ -49,8 +49,7 @@ GROUP BY k, TUMBLE(ts, INTERVAL '1' SECOND) HAVING count(*) * 461168601842738790
 }
 
 // soloTrace feeds lines to a graph of q and writes down what the host
-// sees. oneByOne: a no-op late hook keeps the driver on the record by
-// record path.
+// sees: in blocks of 64 records, or (oneByOne) record by record.
 func soloTrace(t *testing.T, pq *plan.Query, lines []string, oneByOne bool) string {
 	t.Helper()
 	var b strings.Builder
@@ -64,7 +63,9 @@ func soloTrace(t *testing.T, pq *plan.Query, lines []string, oneByOne bool) stri
 		},
 	}
 	if oneByOne {
-		cfg.Late = func(*exec.LateEvent) {}
+		cfg.Late = func(*exec.LateEvent) {} // a late hook keeps it off the block path
+	} else {
+		cfg.BlockEvents = 64
 	}
 	g, err := NewQueryGraph(pq, cfg)
 	if err != nil {
