@@ -185,9 +185,10 @@ func TestPostgresOracle(t *testing.T) {
 			continue
 		case pgErr != nil && strings.Contains(pgErr.Error(), "division by zero"):
 			continue // DuckDB semantics: x // 0 and x % 0 are NULL, not an error
-		case strings.Contains(oursErr, "of DECIMAL(38,") && pgErr == nil:
-			// DECIMAL stops at 38 digits, also in intermediate results;
-			// PostgreSQL's numeric does not.
+		case (strings.Contains(oursErr, "of DECIMAL(38,") || strings.Contains(oursErr, "to DECIMAL(38,")) && pgErr == nil:
+			// DECIMAL stops at 38 digits, also in intermediate results
+			// and in the common type an IN list or a comparison casts
+			// its operands to; PostgreSQL's numeric does not.
 			continue
 		case strings.Contains(oursErr, "Out of Range") && pgErr == nil && pgText == nil,
 			oursErr == "" && pgErr != nil && strings.Contains(pgErr.Error(), "out of range"):
