@@ -225,7 +225,7 @@ func (w *dedupWork) process(fs kgo.Fetches, _ time.Time) (bool, error) {
 		c.Applied += n.Applied
 	}
 	if !w.p.inputMuted() {
-		w.p.count(c, false)
+		w.tx.count(c, false)
 	}
 	return false, err
 }

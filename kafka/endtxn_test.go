@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -172,5 +173,62 @@ func TestEndTxnAnswerLost(t *testing.T) {
 	}
 	if st.Redos < 2 {
 		t.Errorf("%d sessions started again after a failed end, want at least 2", st.Redos)
+	}
+}
+
+// TestAbortedTransactionsCountOnce: the broker refuses each stage's first
+// two produce requests (a record it will not take), so the transactions
+// that carried them abort, and each stage reads their input again. Every count of the run (events, malformed,
+// records produced) is each committed record's once, and the finals are
+// the oracle's: before, each aborted transaction's events and malformed
+// records were counted a second time when read again.
+func TestAbortedTransactionsCountOnce(t *testing.T) {
+	t.Parallel()
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 3, nil)
+	evs := genEvents(17, 6000)
+	produceEvents(t, addrs, "events", 3, evs, false)
+	bad := [][]byte{[]byte(`{"merchant":`), []byte(`not json`), []byte(`[1,`)}
+	produceValues(t, addrs, "events", 3, bad, nil)
+	var refused atomic.Int32
+	refuse := map[string]int{"aborts-in.a": 2, "aborts.a": 2} // by transactional id: the repartition stage's, the aggregating stage's
+	c.ControlKey(kmsg.Produce.Int16(), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kreq.(*kmsg.ProduceRequest)
+		if req.TransactionID == nil || refuse[*req.TransactionID] == 0 {
+			return nil, nil, false
+		}
+		refuse[*req.TransactionID]--
+		refused.Add(1)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.InvalidRecord.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	q := tumbleQuery("aborts", 100*time.Millisecond)
+	st := runUntilCaughtUp(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a",
+		Logger: testLogger(t), MaxPollRecords: 500, CommitRecords: 500})
+	if n := refused.Load(); n != 4 || st.Aborts < 2 {
+		t.Fatalf("%d produce requests refused, %d aborts: want 4 refused and an abort in each stage", n, st.Aborts)
+	}
+	f := follow(t, addrs, "out", false)
+	f.waitFinals(t, tumbleOracle(evs), 30*time.Second)
+	if want := int64(len(evs) + len(bad)); st.EventsIn != want || st.Malformed != int64(len(bad)) {
+		t.Errorf("%d events consumed, %d malformed; want %d and %d, each once", st.EventsIn, st.Malformed, want, len(bad))
+	}
+	f.mu.Lock()
+	n := int64(f.n)
+	f.mu.Unlock()
+	if st.RecordsOut != n {
+		t.Errorf("%d records produced counted, the sink holds %d committed", st.RecordsOut, n)
 	}
 }

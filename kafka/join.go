@@ -281,8 +281,8 @@ func (ts *tableStage) process(fs kgo.Fetches, now time.Time) (bool, error) {
 		return err
 	}()
 	if !ts.muted() {
-		ts.p.c.tableRows.Add(rows)
-		ts.p.c.tableMalformed.Add(bad)
+		ts.tx.counts.tableRows += rows
+		ts.tx.counts.tableMalformed += bad
 	}
 	ts.m.settle(now)
 	return false, err

@@ -102,6 +102,7 @@ type txn struct {
 	pctx    context.Context
 	perr    firstErr
 	promise func(*kgo.Record, error)
+	counts  txnCounts // what its records counted (settle)
 }
 
 func newTxn(ctx context.Context, s *kgo.GroupTransactSession) *txn {
@@ -115,8 +116,9 @@ func (t *txn) produce(r *kgo.Record) { t.s.Produce(t.pctx, r, t.promise) }
 // runLoop runs a stage: sessions of spec, each with the stageWork
 // newWork builds for it, until a stop, an error, or the stage is done.
 func (p *Pipeline) runLoop(ctx context.Context, spec loopSpec, newWork func(*txn) (stageWork, error)) error {
+	var doubt *inDoubt // carried from a session to the next
 	return p.redo(ctx, spec.name, spec.group, func(ctx context.Context, committedAt *time.Time) error {
-		return p.loopSession(ctx, spec, newWork, committedAt)
+		return p.loopSession(ctx, spec, newWork, committedAt, &doubt)
 	})
 }
 
@@ -129,12 +131,13 @@ type loop struct {
 	tx          *txn
 	w           stageWork
 	committedAt *time.Time
+	doubt       **inDoubt // a transaction end of unknown outcome (doubt.go)
 }
 
 // loopSession is one session: from a new transactional client to a stop,
 // a failure, or (a *redoError) a transaction whose end failed, after
 // which runLoop starts another.
-func (p *Pipeline) loopSession(ctx context.Context, spec loopSpec, newWork func(*txn) (stageWork, error), committedAt *time.Time) (retErr error) {
+func (p *Pipeline) loopSession(ctx context.Context, spec loopSpec, newWork func(*txn) (stageWork, error), committedAt *time.Time, doubt **inDoubt) (retErr error) {
 	a := &assignment{owned: map[int32]bool{}}
 	s, closeSession, err := p.session(spec, a)
 	if err != nil {
@@ -149,7 +152,10 @@ func (p *Pipeline) loopSession(ctx context.Context, spec loopSpec, newWork func(
 	if err := p.fence(ctx, s, spec.txnID); err != nil {
 		return stopped(ctx, err)
 	}
-	l := &loop{p: p, spec: spec, s: s, a: a, tx: newTxn(ctx, s), committedAt: committedAt}
+	if err := p.resolveDoubt(ctx, spec.group, doubt); err != nil {
+		return stopped(ctx, err)
+	}
+	l := &loop{p: p, spec: spec, s: s, a: a, tx: newTxn(ctx, s), committedAt: committedAt, doubt: doubt}
 	if l.w, err = newWork(l.tx); err != nil {
 		return err
 	}
@@ -199,8 +205,13 @@ func (l *loop) round(ctx context.Context) (again bool, err error) {
 	if workErr == nil {
 		workErr = l.tx.perr.take()
 	}
+	offsets := s.Client().UncommittedOffsets()
 	committed, err := p.end(ctx, s, l.spec.group, workErr == nil)
 	l.tx.perr.take()
+	if !committed && err != nil && workErr == nil {
+		*l.doubt = &inDoubt{counts: l.tx.counts, offsets: offsets} // the next session finds out
+	}
+	l.tx.settle(p, committed)
 	return l.ended(ctx, committed, err, workErr, pollErr)
 }
 

@@ -48,7 +48,8 @@ type Pipeline struct {
 	// pipelines, run by Run in place of this one's stages. In a segment:
 	// rowsIn reads rows (a view's, from the segment before; a join of two
 	// views' sides'), fwd sends the primary's rows to the next, srcParts
-	// is the source's partition count (nSource is its marker table's).
+	// is how many source positions its input's drain markers carry
+	// (drained; nSource is its marker table's partition count).
 	segs     []*Pipeline
 	rowsIn   bool
 	joinedIn bool // rowsIn: the rows are its root's join's joined rows (drive.HostInput.Joined)
@@ -541,17 +542,42 @@ func (p *Pipeline) decoder() *drive.Decoder {
 	return drive.NewMessageDecoder(p.root.Source, p.opts.Source.Format)
 }
 
-// count adds a driver's counts to the pipeline's. events: the driver
+// txnCounts are what an open transaction's records counted. They reach
+// the pipeline's counters only if it commits: after an abort the stage
+// reads the same records again, and counts them again.
+type txnCounts struct {
+	drive.Counts
+	eventsIn, recordsOut, tableRows, tableMalformed int64
+}
+
+// count adds a driver's counts to the transaction's. events: the driver
 // reads the source topic, so its records are the events consumed.
-func (p *Pipeline) count(c drive.Counts, events bool) {
+func (t *txn) count(c drive.Counts, events bool) {
 	if events {
-		p.c.eventsIn.Add(c.Records)
+		t.counts.eventsIn += c.Records
 	}
-	p.c.applied.Add(c.Applied)
-	p.c.malformed.Add(c.Malformed)
-	p.c.headers.Add(c.Headers)
-	p.c.evalErrors.Add(c.EvalErrors)
-	p.c.late.Add(c.Late)
+	t.counts.Applied += c.Applied
+	t.counts.Malformed += c.Malformed
+	t.counts.Headers += c.Headers
+	t.counts.EvalErrors += c.EvalErrors
+	t.counts.Late += c.Late
+}
+
+// settle adds the ended transaction's counts to p's if it committed, and
+// starts the next transaction's from zero.
+func (t *txn) settle(p *Pipeline, committed bool) {
+	if c := t.counts; committed {
+		p.c.eventsIn.Add(c.eventsIn)
+		p.c.applied.Add(c.Applied)
+		p.c.malformed.Add(c.Malformed)
+		p.c.headers.Add(c.Headers)
+		p.c.evalErrors.Add(c.EvalErrors)
+		p.c.late.Add(c.Late)
+		p.c.recordsOut.Add(c.recordsOut)
+		p.c.tableRows.Add(c.tableRows)
+		p.c.tableMalformed.Add(c.tableMalformed)
+	}
+	t.counts = txnCounts{}
 }
 
 // inputMuted reports whether p's root is muted (mute): another pipeline

@@ -108,7 +108,7 @@ func (r *stage1) ready(context.Context) error { return nil }
 
 func (r *stage1) process(fs kgo.Fetches, now time.Time) (bool, error) {
 	err := r.route(fs, now)
-	r.p.count(r.p.inputCounts(r.router.TakeCounts(), firstStream(r.p.root)), true)
+	r.tx.count(r.p.inputCounts(r.router.TakeCounts(), firstStream(r.p.root)), true)
 	r.m.settle(now)
 	r.p.publishSourceParts(r.m.owned, r.seen, r.m.idle, now)
 	return false, err

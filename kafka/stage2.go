@@ -292,7 +292,7 @@ func (p *Pipeline) inputEnds() []map[int32]int64 {
 	case p.tj != nil:
 		return []map[int32]int64{p.sourceEnd, p.tj.end}
 	case p.vj != nil:
-		return []map[int32]int64{p.sourceEnd, p.vj.sides[1].sourceEnd}
+		return p.vj.drainEnd[:]
 	}
 	return []map[int32]int64{p.sourceEnd}
 }
@@ -322,7 +322,7 @@ func (st *stage2) emit(t *task, r *changelog.Record) error {
 	out.rec = kgo.Record{Topic: topic, Partition: -1, Key: kv[:len(r.Key):len(r.Key)], Value: kv[len(r.Key):],
 		Headers: changelog.AppendHeaders(out.headers[:0], r.Meta)}
 	st.tx.produce(&out.rec)
-	st.p.c.recordsOut.Add(1)
+	st.tx.counts.recordsOut++
 	t.emitted++
 	t.touched = true
 	return nil
@@ -406,7 +406,7 @@ func (st *stage2) takeCounts() {
 		} else if st.p.direct {
 			c = st.p.inputCounts(c, firstStream(st.p.root))
 		}
-		st.p.count(c, st.p.direct)
+		st.tx.count(c, st.p.direct)
 	}
 }
 

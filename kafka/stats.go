@@ -2,8 +2,14 @@ package kafka
 
 import "sync/atomic"
 
-// Stats are a pipeline's counters. Across a transaction abort the work is
-// redone, so counters count attempts, not committed work.
+// Stats are a pipeline's counters. The counts of input records (events,
+// applied, malformed, headers, evaluation errors, late, table rows) and
+// RecordsOut count committed transactions' records, each once: an aborted
+// transaction's records are read and counted again, so its own counts are
+// dropped; one whose end failed with its outcome unknown is counted if the
+// group's committed offsets show it committed. The other counters count
+// attempts. OnLate and OnBadEvent are called as records are processed, so
+// a record of an aborted transaction may be handed over again.
 type Stats struct {
 	EventsIn        int64 // input records consumed by the first stage (or by the only stage)
 	EventsApplied   int64 // events handed to an operator

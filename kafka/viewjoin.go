@@ -48,6 +48,11 @@ type viewJoin struct {
 	// repartition (viewrepart.go), the query's last.
 	top   *plan.Query
 	after []*Pipeline
+	// drainParts and drainEnd are, per side, how many source positions
+	// its drain markers carry and the ends they must reach
+	// (UntilCaughtUp; Pipeline.drained).
+	drainParts [2]int
+	drainEnd   [2]map[int32]int64
 }
 
 // sideKey computes the join's partition cells of one side's rows: the
@@ -321,7 +326,6 @@ func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 	if p.opts.RepartitionPartitions > 0 {
 		p.nParts = p.opts.RepartitionPartitions
 	}
-	p.sourceEnd = l.sourceEnd
 	if err := p.prepareOwn(ctx, adm, p.vj.above); err != nil {
 		return err
 	}
@@ -331,10 +335,12 @@ func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 			sp.srcParts = sp.nSource // its drain markers' positions (reachedOf)
 		}
 	}
-	// The join stage's drain markers carry how far it consumed the left
-	// view's rows, so the left's source positions; it drains only once
-	// both views are consumed.
-	p.srcParts = p.vj.sides[0].srcParts
+	// The join stage drains only once both views are consumed; its drain
+	// markers carry how far both sides consumed their sources (drained).
+	for i, sp := range p.vj.sides {
+		p.vj.drainParts[i], p.vj.drainEnd[i] = sp.drained()
+	}
+	p.srcParts, p.sourceEnd = p.drained()
 	if len(p.vj.after) > 0 {
 		p.fwd.parts = p.nParts
 		for k, c := range p.vj.after {
@@ -346,6 +352,36 @@ func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 		}
 	}
 	return ensureSegmentTopics(ctx, adm, p.vj.after, p.nParts, p.log)
+}
+
+// drained is what the drain markers of p's last stage carry (the positions
+// a reader compares with the ends of its own run, UntilCaughtUp): how many
+// source positions, and the ends they must reach. They cover every input
+// behind p: the source's partitions, then a temporal or interval join's
+// second input's; for a join of two views, the left side's, then the
+// right side's. A reader that knew only some of them would take p as
+// drained from a restored state while an input it did not track still
+// had records to read (one whose source alone got new records).
+func (p *Pipeline) drained() (int, map[int32]int64) {
+	if vj := p.vj; vj != nil {
+		return vj.drainParts[0] + vj.drainParts[1], appendEnds(vj.drainEnd[0], vj.drainParts[0], vj.drainEnd[1])
+	}
+	if p.tj != nil {
+		return p.nSource + p.tj.n, appendEnds(p.sourceEnd, p.nSource, p.tj.end)
+	}
+	return p.nSource, p.sourceEnd
+}
+
+// appendEnds are the ends a, then the ends b numbered from n on.
+func appendEnds(a map[int32]int64, n int, b map[int32]int64) map[int32]int64 {
+	out := make(map[int32]int64, len(a)+len(b))
+	for part, end := range a {
+		out[part] = end
+	}
+	for part, end := range b {
+		out[int32(n)+part] = end
+	}
+	return out
 }
 
 // runViewJoin runs both sides' stages and the join stage, prepared,

@@ -1,14 +1,18 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
@@ -202,7 +206,8 @@ func graphReported(t testing.TB, q *plan.Query, persons, auctions [][]byte, tail
 	t.Helper()
 	var r reported
 	cfg := drive.Config{Emit: func(*changelog.Record) error { return nil },
-		Late: func(ev *drive.LateEvent) { r.late = append(r.late, q.Name+" "+string(ev.Event)) }}
+		Late:      func(ev *drive.LateEvent) { r.late = append(r.late, q.Name+" "+string(ev.Event)) },
+		LateTable: func(ev *drive.LateEvent) { r.late = append(r.late, q.Name+" "+string(ev.Event)) }}
 	g, err := drive.NewGraph(q, nil, cfg, nil, func(name string, ev *drive.LateEvent) { r.late = append(r.late, name+" "+string(ev.Event)) })
 	if err != nil {
 		t.Fatal(err)
@@ -277,10 +282,75 @@ func TestRunKafkaViewJoinSharedViewLate(t *testing.T) {
 	}
 }
 
+// TestRunKafkaViewJoinDrainsBothSides: a join of two views whose left
+// side reads persons and auctions (q8, a join of two views; pa, an
+// interval join) and whose right side reads persons only. The resumed
+// run's new records are auctions alone, and every read of them is held
+// back a second. The run is caught up only once the left side has
+// consumed them too: before, the join stage took its left side as
+// drained from the last run's positions in the person topic (nothing new
+// there) and stopped without reading the auctions.
+func TestRunKafkaViewJoinDrainsBothSides(t *testing.T) {
+	persons, auctions := nexmark(t, "person", 6000, 10), nexmark(t, "auction", 18000, 10)
+	tail := [2][][]byte{nil, {
+		[]byte(`{"id":1,"item_name":"i","seller":1000,"category":1,"initial_bid":1,"reserve":1,"date_time":"2026-07-18 09:00:00.000","expires":"2026-07-18 09:10:00.000"}`),
+		[]byte(`{"id":2,"seller":`)}}
+	shapes := []viewJoinShape{{"a join of two views", `
+CREATE VIEW q8n AS SELECT x.id, TUMBLE_START(x.window_start, INTERVAL '10' SECOND) AS window_start, max(y.versions) AS versions
+FROM q8 x JOIN new_persons y ON x.id = y.id AND x.window_start = y.window_start
+GROUP BY x.id, TUMBLE(x.window_start, INTERVAL '10' SECOND) EMIT FINAL;`,
+		map[string]string{"q8n": "q8n-out", "q8": "q8-out", "new_persons": "np-out", "new_sellers": "ns-out"}},
+		viewJoinShapes["_IJSIDE"]}
+	for _, s := range shapes {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel() // each on a cluster of its own
+			q, err := s.compile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := graphReported(t, q, persons, auctions, tail)
+			if want.lateN != 1 || want.malformed != 1 {
+				t.Fatalf("in process: late %q (%d), %d malformed: want the auction late, one malformed", want.late, want.lateN, want.malformed)
+			}
+			got, bad := kafkaReported(t, s, q, persons, auctions, tail, kgo.WithHooks(holdRecords{tail[1]}))
+			// The events only: an interval join's late right row is its
+			// view's over Kafka, the query's table row in process.
+			if !slices.Equal(lateEventsOnly(got.late), lateEventsOnly(want.late)) {
+				t.Errorf("late events reported:\n%q\nin process:\n%q", got.late, want.late)
+			}
+			if got.events != want.events || got.malformed != want.malformed || got.lateN != want.lateN || bad != want.malformed {
+				t.Errorf("events %d, malformed %d (%d reported), late %d; in process %d, %d, %d", got.events, got.malformed, bad, got.lateN, want.events, want.malformed, want.lateN)
+			}
+		})
+	}
+}
+
+// lateEventsOnly drops the query names of late reports ("name event").
+func lateEventsOnly(late []string) []string {
+	out := make([]string, len(late))
+	for i, l := range late {
+		_, out[i], _ = strings.Cut(l, " ")
+	}
+	return out
+}
+
+// holdRecords is a client hook that holds back for a second the fetch of
+// a record whose value is one of values.
+type holdRecords struct{ values [][]byte }
+
+func (h holdRecords) OnFetchRecordBuffered(r *kgo.Record) {
+	for _, v := range h.values {
+		if bytes.Equal(r.Value, v) {
+			time.Sleep(time.Second)
+		}
+	}
+}
+
 // kafkaReported runs shape s's query q over Kafka until caught up, then
 // again over the records of tail: what the two runs reported, and the
-// bad events handed to OnBadEvent. Every topic gets finals.
-func kafkaReported(t *testing.T, s viewJoinShape, q *plan.Query, persons, auctions [][]byte, tail [2][][]byte) (reported, int64) {
+// bad events handed to OnBadEvent. Every topic gets finals. extra are
+// client options of every client of the runs.
+func kafkaReported(t *testing.T, s viewJoinShape, q *plan.Query, persons, auctions [][]byte, tail [2][][]byte, extra ...kgo.Opt) (reported, int64) {
 	t.Helper()
 	addrs := cluster(t).ListenAddrs()
 	mkTopic(t, addrs, "person", 2, nil)
@@ -292,6 +362,7 @@ func kafkaReported(t *testing.T, s viewJoinShape, q *plan.Query, persons, auctio
 	var bad int64
 	o := s.options(q, addrs)
 	o.UntilCaughtUp, o.Logger = true, testLogger(t)
+	o.ClientOpts = append(o.ClientOpts, extra...)
 	o.OnViewLate = func(name string, ev *drive.LateEvent) {
 		mu.Lock()
 		defer mu.Unlock()

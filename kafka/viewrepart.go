@@ -205,12 +205,14 @@ func ensureSegmentTopics(ctx context.Context, adm *admClient, segs []*Pipeline, 
 // ctx is canceled, a stage fails, or (UntilCaughtUp) the last segment
 // has drained; a segment before it that drained waits for the others.
 func (p *Pipeline) runSegments(ctx context.Context) error {
+	drainParts, drainEnd := p.drained() // of the first segment, a join's second input's included
 	for k, c := range p.segs {
 		c.nParts, c.srcParts, c.sourceEnd = p.nParts, p.nSource, p.sourceEnd
 		c.nSource = p.nSource
 		c.sourceMeta, c.resumed = p.sourceMeta, p.resumed
 		if k > 0 {
 			c.nSource = p.nParts // its marker table: the partitions of the segment before
+			c.srcParts, c.sourceEnd = drainParts, drainEnd
 		}
 		if c.fwd != nil && k < len(p.segs)-1 {
 			c.fwd.parts = p.nParts // the last's, a side's of a join of two views, is the join stage's (prepareViewJoin)
@@ -387,17 +389,27 @@ func (st *stage2) forwardMarks() error {
 	return nil
 }
 
-// reachedOf is how far a drained task consumed each source partition.
+// reachedOf is how far a drained task consumed each source partition
+// behind it, in the order Pipeline.drained numbers them.
 func (st *stage2) reachedOf(t *task) []int64 {
-	if st.p.direct {
-		out := make([]int64, st.p.srcParts)
+	p := st.p
+	if vj := p.vj; vj != nil {
+		return append(t.marks[0].reached(vj.drainParts[0]), t.marks[1].reached(vj.drainParts[1])...)
+	}
+	var out []int64
+	if p.direct {
+		out = make([]int64, p.srcParts)
 		for i := range out {
 			out[i] = -1
 		}
 		if pos, ok := st.end.position(t.part); ok && int(t.part) < len(out) {
 			out[t.part] = pos
 		}
-		return out
+	} else {
+		out = t.marks[0].reached(p.srcParts)
 	}
-	return t.marks[0].reached(st.p.srcParts)
+	if p.tj != nil { // the second input's partitions follow
+		out = append(out, t.marks[1].reached(p.tj.n)...)
+	}
+	return out
 }
