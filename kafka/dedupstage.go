@@ -101,7 +101,8 @@ func (p *Pipeline) runDedupStage(ctx context.Context) error {
 	spec := loopSpec{name: "dedup stage", group: g, topic: p.ddTopic(), txnID: g + "." + p.opts.InstanceID,
 		reset: kgo.NewOffset().AtStart(), manual: map[string]bool{p.ddState(): true, p.repTopic: true}}
 	return p.runLoop(ctx, spec, func(tx *txn) (stageWork, error) {
-		return &dedupWork{p: p, tx: tx, tasks: map[int32]*ddTask{}, owned: map[int32]bool{}}, nil
+		return &dedupWork{p: p, tx: tx, tasks: map[int32]*ddTask{}, owned: map[int32]bool{},
+			ins: inputs{firstStream(p.root).Name}, tag: []kgo.RecordHeader{inTag(firstStream(p.root).Name)}}, nil
 	})
 }
 
@@ -121,6 +122,8 @@ type dedupWork struct {
 	owned  map[int32]bool
 	sent   []byte
 	sentAt time.Time
+	ins    inputs             // its one input, the source
+	tag    []kgo.RecordHeader // every record's: the input it feeds (inTag)
 }
 
 func (w *dedupWork) assigned(_ context.Context, owned, dropped map[int32]bool, _ time.Time) error {
@@ -246,7 +249,11 @@ func (w *dedupWork) apply(fs kgo.Fetches) (err error) {
 			return
 		}
 		t.touched = true
-		if isMarker(r) {
+		if _, ierr := w.ins.of(r, onlyInput); ierr != nil {
+			p.unknownInput(r, ierr) // its one input is the source
+			return
+		}
+		if hasHeader(r, markerHeader) {
 			m, merr := decodeTracker(r.Value)
 			if merr != nil {
 				err = fmt.Errorf("%w at %s partition %d offset %d", merr, r.Topic, r.Partition, r.Offset)
@@ -265,7 +272,7 @@ func (w *dedupWork) apply(fs kgo.Fetches) (err error) {
 				err = perr
 			}
 		case routed:
-			w.tx.produce(&kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: r.Value})
+			w.tx.produce(&kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: r.Value, Headers: w.tag})
 		}
 	})
 	return err
@@ -295,7 +302,7 @@ func (w *dedupWork) precommit(now time.Time) error {
 	if len(tab.parts) > 0 {
 		enc := tab.appendTo(nil)
 		if string(enc) != string(w.sent) || now.Sub(w.sentAt) >= markerEvery {
-			p.sendMarks(w.tx, markerKey, markerHeader, enc)
+			p.sendMarksTo(w.tx, p.repTopic, markerKey, markerHeader, firstStream(p.root).Name, enc)
 			w.sent, w.sentAt = enc, now
 		}
 	}
@@ -334,9 +341,9 @@ func (w *dedupWork) ended(committed bool) bool {
 // offset (varints), so that a bad event is reported where it was read.
 const srcHeader = "ubik.src"
 
-func sourceHeader(r *kgo.Record) []kgo.RecordHeader {
+func sourceHeader(r *kgo.Record, tag kgo.RecordHeader) []kgo.RecordHeader {
 	v := binary.AppendVarint(binary.AppendVarint(nil, int64(r.Partition)), r.Offset)
-	return []kgo.RecordHeader{{Key: srcHeader, Value: v}}
+	return []kgo.RecordHeader{{Key: srcHeader, Value: v}, tag}
 }
 
 // sourceOf is the source record an event of the dedup topic was read

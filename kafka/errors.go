@@ -46,6 +46,11 @@ var (
 	// ErrUnsupported: the query has a shape the pipeline does not run
 	// (the message says which shapes it does).
 	ErrUnsupported = errors.New("kafka: not supported")
+	// ErrUnknownInput: a record of an internal topic names, in its
+	// header ubik.in, an input the stage reading it does not have (another
+	// query text's stage wrote it). It is counted as malformed, reported
+	// to OnBadEvent with its position, and not applied.
+	ErrUnknownInput = errors.New("kafka: a record for an input the stage does not read")
 )
 
 // errWaitedOut marks a wait of the loop that ran out of time (a state

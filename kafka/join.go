@@ -222,6 +222,7 @@ type tableStage struct {
 	dec    *drive.Decoder
 	router *drive.Router // an interval join: the right rows' router by the join key
 	m      *marks
+	tag    kgo.RecordHeader // every record's: the input it feeds (inTag)
 	// sentWM: each table partition's watermark in the last marker sent.
 	sentWM map[int32]int64
 }
@@ -229,7 +230,7 @@ type tableStage struct {
 func (p *Pipeline) newTableStage(tx *txn) (stageWork, error) {
 	tj := p.tj
 	table, used, what, _ := secondInput(p.root)
-	ts := &tableStage{p: p, tx: tx, table: table, what: what, dec: drive.NewMessageSourceDecoder(table, used, tj.ep.Format), sentWM: map[int32]int64{}}
+	ts := &tableStage{p: p, tx: tx, table: table, what: what, dec: drive.NewMessageSourceDecoder(table, used, tj.ep.Format), sentWM: map[int32]int64{}, tag: inTag(table.Name)}
 	if tj.interval {
 		var err error
 		if ts.router, err = drive.NewIntervalRouter(p.root, 1, drive.Config{Decoder: ts.dec}); err != nil {
@@ -314,7 +315,7 @@ func (ts *tableStage) route(r *kgo.Record) bool {
 	}
 	if key != nil { // nil: a CSV header record
 		ts.tx.produce(&kgo.Record{Topic: ts.p.repTopic, Partition: -1, Key: key, Value: r.Value,
-			Headers: []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}}})
+			Headers: []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}, ts.tag}})
 	}
 	return true
 }
@@ -351,14 +352,14 @@ func (ts *tableStage) broadcast(r *kgo.Record, now time.Time) bool {
 	part := binary.BigEndian.AppendUint32(nil, uint32(r.Partition))
 	for i := 0; i < p.nParts; i++ {
 		ts.tx.produce(&kgo.Record{Topic: p.repTopic, Partition: int32(i), Key: tableRowKey, Value: r.Value,
-			Headers: []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}, {Key: tablePartHeader, Value: part}}})
+			Headers: []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}, {Key: tablePartHeader, Value: part}, ts.tag}})
 	}
 	return true
 }
 
 // send produces a table marker and remembers what it said.
 func (ts *tableStage) send(enc []byte) {
-	ts.p.sendMarks(ts.tx, tableMarkerKey, tableMarkerHeader, enc)
+	ts.p.sendMarksTo(ts.tx, ts.p.repTopic, tableMarkerKey, tableMarkerHeader, ts.table.Name, enc)
 	for part, pw := range ts.m.wm.parts {
 		ts.sentWM[part] = pw.wm
 	}
@@ -390,12 +391,8 @@ func satSub(a, b int64) int64 {
 }
 
 func hasHeader(r *kgo.Record, key string) bool {
-	for _, h := range r.Headers {
-		if h.Key == key {
-			return true
-		}
-	}
-	return false
+	_, ok := headerValue(r, key)
+	return ok
 }
 
 func headerValue(r *kgo.Record, key string) ([]byte, bool) {

@@ -118,18 +118,13 @@ func (m *marks) ended(committed bool) {
 	m.lastSent = nil
 }
 
-// sendMarks produces a watermark marker (key and header name it) to every
-// partition of the repartition topic.
-func (p *Pipeline) sendMarks(tx *txn, key []byte, header string, enc []byte) {
-	p.sendMarksTo(tx, p.repTopic, key, header, enc)
-}
-
-// sendMarksTo is sendMarks to topic, of as many partitions (the dedup
-// topic's are the repartition topic's).
-func (p *Pipeline) sendMarksTo(tx *txn, topic string, key []byte, header string, enc []byte) {
+// sendMarksTo produces a watermark marker of input in (key and header
+// name it a marker) to every partition of topic, of as many partitions as
+// the repartition topic (the dedup topic's are its).
+func (p *Pipeline) sendMarksTo(tx *txn, topic string, key []byte, header, in string, enc []byte) {
+	hs := []kgo.RecordHeader{{Key: header, Value: []byte{1}}, inTag(in)}
 	for i := 0; i < p.nParts; i++ {
-		tx.produce(&kgo.Record{Topic: topic, Partition: int32(i), Key: key, Value: enc,
-			Headers: []kgo.RecordHeader{{Key: header, Value: []byte{1}}}})
+		tx.produce(&kgo.Record{Topic: topic, Partition: int32(i), Key: key, Value: enc, Headers: hs})
 		p.c.markersOut.Add(1)
 	}
 }

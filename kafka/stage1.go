@@ -50,9 +50,10 @@ type stage1 struct {
 	// counting what it skips; the aggregating stage does not evaluate
 	// the GROUP BY again. With a dedup stage, it computes the dedup key.
 	router router
-	out    string         // the topic routed to: the repartition or the dedup topic
-	m      *marks         // this instance's source partitions only
-	seen   map[int32]bool // owned partitions that delivered an event in this run
+	out    string             // the topic routed to: the repartition or the dedup topic
+	tag    []kgo.RecordHeader // every record's: the input it feeds (inTag)
+	m      *marks             // this instance's source partitions only
+	seen   map[int32]bool     // owned partitions that delivered an event in this run
 }
 
 // router is what the repartition stage routes with: drive.Router, or
@@ -88,7 +89,7 @@ func (p *Pipeline) newStage1(tx *txn) (stageWork, error) {
 	if p.opts.UntilCaughtUp {
 		end = p.sourceEnd
 	}
-	return &stage1{p: p, tx: tx, router: router, out: out, m: newMarks(p.nSource, p.opts.Source.IdleTimeout, end), seen: map[int32]bool{}}, nil
+	return &stage1{p: p, tx: tx, router: router, out: out, tag: []kgo.RecordHeader{inTag(firstStream(p.root).Name)}, m: newMarks(p.nSource, p.opts.Source.IdleTimeout, end), seen: map[int32]bool{}}, nil
 }
 
 func (r *stage1) assigned(ctx context.Context, owned, _ map[int32]bool, now time.Time) error {
@@ -140,9 +141,9 @@ func (r *stage1) route(fs kgo.Fetches, now time.Time) (err error) {
 		if mark, ok := r.router.Mark(); ok {
 			r.m.wm.observe(rec.Partition, mark)
 		}
-		out := &kgo.Record{Topic: r.out, Partition: -1, Key: key, Value: rec.Value}
+		out := &kgo.Record{Topic: r.out, Partition: -1, Key: key, Value: rec.Value, Headers: r.tag}
 		if p.dedup {
-			out.Headers = sourceHeader(rec) // where a bad event is reported from
+			out.Headers = sourceHeader(rec, r.tag[0]) // where a bad event is reported from
 		}
 		r.tx.produce(out)
 	})
@@ -152,7 +153,7 @@ func (r *stage1) route(fs kgo.Fetches, now time.Time) (err error) {
 // precommit sends the watermark marker, after every event it covers.
 func (r *stage1) precommit(now time.Time) error {
 	if enc, ok := r.m.due(now); ok {
-		r.p.sendMarksTo(r.tx, r.out, markerKey, markerHeader, enc)
+		r.p.sendMarksTo(r.tx, r.out, markerKey, markerHeader, firstStream(r.p.root).Name, enc)
 	}
 	return nil
 }

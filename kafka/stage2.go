@@ -52,6 +52,8 @@ type stage2 struct {
 	// segment and when (viewrepart.go); reset when a transaction aborts.
 	fwdSent []byte
 	fwdAt   time.Time
+	// ins name the graphs' inputs, each of which has a marker table.
+	ins inputs
 }
 
 // outRecord is a changelog record to produce with room for its headers
@@ -267,6 +269,15 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st.ins == nil {
+		for _, s := range t.g.Sources() {
+			st.ins = append(st.ins, s.Name)
+		}
+		if s := t.g.SecondInput(); len(st.ins) == 1 && s != "" {
+			st.ins = append(st.ins, s) // a join root's table or right stream
+		}
+		st.ins = st.ins[:min(len(st.ins), len(t.marks))]
+	}
 	t.dd, err = p.newJoinDedup()
 	return t, err
 }
@@ -418,9 +429,12 @@ func (st *stage2) record(t *task, r *kgo.Record, now time.Time) error {
 	p := st.p
 	in, err := st.inputOf(r)
 	switch {
+	case errors.Is(err, ErrUnknownInput):
+		p.unknownInput(r, err)
+		return nil
 	case err != nil:
 		return err
-	case hasHeader(r, tableMarkerHeader) || !p.direct && isMarker(r):
+	case hasHeader(r, tableMarkerHeader) || !p.direct && hasHeader(r, markerHeader):
 		m, err := decodeTracker(r.Value)
 		if err != nil {
 			return fmt.Errorf("%w at %s partition %d offset %d", err, r.Topic, r.Partition, r.Offset)
@@ -461,9 +475,20 @@ func (st *stage2) record(t *task, r *kgo.Record, now time.Time) error {
 	return nil
 }
 
-// inputOf is the graph's input a record is for: 1 for the table stage's
-// records and a join of two views' right side's, else 0.
+// inputOf is the graph's input a record is for: the source's for a
+// record of the source topic a direct stage reads (its headers are the
+// user's), else the one its tag names (inputs.of).
 func (st *stage2) inputOf(r *kgo.Record) (int, error) {
+	if st.p.direct && r.Topic == st.p.opts.Source.Topic {
+		return 0, nil
+	}
+	return st.ins.of(r, st.untagged)
+}
+
+// untagged is the input of a record without a tag, as an earlier
+// version wrote it: 1 for the table stage's records and a join of two
+// views' right side's, else 0.
+func (st *stage2) untagged(r *kgo.Record) (int, error) {
 	if st.p.vj == nil {
 		if st.p.tj != nil && (hasHeader(r, tableRowHeader) || hasHeader(r, tableMarkerHeader)) {
 			return 1, nil
@@ -561,13 +586,4 @@ func (st *stage2) allAtEnd() bool {
 		}
 	}
 	return true
-}
-
-func isMarker(r *kgo.Record) bool {
-	for _, h := range r.Headers {
-		if h.Key == markerHeader {
-			return true
-		}
-	}
-	return false
 }

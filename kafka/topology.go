@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/ubiksql/ubik/internal/dataflow"
@@ -12,8 +13,9 @@ import (
 // aggregating segments that ends at the query's sink; each stage runs the
 // queries of its segment's joins and aggregates (stage2.go), the stage
 // after it reading its rows through a repartition topic (viewrepart.go).
-// TestTopologyFromPlan derives every stage of the plan the same way (its
-// name, topics in and out, state topic) and holds the pipelines to it.
+// planTopology derives every stage of the plan the same way (its name,
+// topics in and out, state topic); TestTopologyFromPlan holds the
+// pipelines to it, on the way to building the stages from it.
 
 // topology walks a plan's segments.
 type topology struct {
@@ -123,4 +125,277 @@ func joinsInPlace(q *plan.Query) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// The topology of a query over Kafka as its physical plan gives it: one
+// stage per segment of the plan, whatever the query's shape. A stage
+// reads the source topics of the declared sources its segment decodes and
+// the repartition topics of the exchanges it reads (a broadcast exchange,
+// a versioned table's, gives every partition every record; any other
+// routes each record to one), and produces the changelog topics of the
+// sinks in it, the repartition topics of the exchanges it feeds, and its
+// state topic when it holds state.
+//
+// Stages are named as the pipelines name them: the segment holding the
+// query's sink and the chain of aggregating segments before it are the
+// query's name, then name-s2, name-s3, ... from the first (segmentName);
+// the segment that decodes the chain's first stream is name-in, its
+// second input's name-tbl; the sides of a join of two views are chains
+// of their own under name-left and name-right. An exchange's topic is
+// its reader's name with -repartition, a state topic its stage's with
+// -state, so the topics keep the names the query name owns.
+
+// stageSpec is one stage of a query's topology.
+type stageSpec struct {
+	name      string    // consumer group and transactional id prefix
+	seg       int       // the plan segment it runs
+	inputs    []stageIn // topics read
+	sinks     []string  // changelog topics produced
+	exchanges []string  // repartition topics produced
+	state     string    // state topic; "" for a stage without state
+	// queries are the queries whose operators (joins, aggregates) the
+	// stage runs, upstream first.
+	queries []*plan.Query
+}
+
+// stageIn is one input topic of a stage.
+type stageIn struct {
+	topic     string
+	broadcast bool // every partition reads every record
+}
+
+// namer names the plan's segments while it walks them.
+type namer struct {
+	*topology
+	opts  Options
+	names map[int]string // segment -> stage name
+}
+
+// planTopology returns the stages of opts.Query's plan, under name, in
+// the plan's segment order.
+func planTopology(opts Options, name string) ([]stageSpec, error) {
+	// The views are lowered as queries too: each publishes its changelog.
+	p, err := dataflow.LowerQueries(append(allViewsOf(opts.Query), opts.Query))
+	if err != nil {
+		return nil, err
+	}
+	t := &namer{topology: &topology{p: p}, opts: opts, names: map[int]string{}}
+	for _, n := range p.Nodes {
+		if n.Kind == dataflow.Sink && n.Query == opts.Query {
+			if err := t.chain(n.Segment, name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var out []stageSpec
+	for s := range p.Segments {
+		if t.direct(s) {
+			continue
+		}
+		st, err := t.stage(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// chain names the chain of aggregating segments ending at seg under
+// base, then the stages that feed its first: its inputs' decoding
+// segments and a join of two views' sides.
+func (t *namer) chain(seg int, base string) error {
+	segs := t.chainOf(seg)
+	for k, s := range segs {
+		if err := t.name(s, segmentName(base, k)); err != nil {
+			return err
+		}
+	}
+	for _, x := range t.p.Segments[segs[0]].Inputs {
+		from, c := t.p.Node(t.p.Node(x).Inputs[0].From), t.consumer(x, segs[0])
+		switch {
+		case from.Kind == dataflow.Dedup:
+			// The dedup stage, and the stage decoding its source.
+			if err := t.name(from.Segment, dedupName(base)); err != nil {
+				return err
+			}
+			if err := t.name(t.p.Node(t.p.Node(t.p.Segments[from.Segment].Inputs[0]).Inputs[0].From).Segment, base+"-in"); err != nil {
+				return err
+			}
+		case from.Kind == dataflow.Decode:
+			suffix := "-in"
+			if r := t.role(c, x); r == "table" || r == "right" {
+				suffix = "-tbl"
+			}
+			if err := t.name(from.Segment, base+suffix); err != nil {
+				return err
+			}
+		default:
+			// A side of a join of the segment: read by the join, or
+			// by an aggregate of the segment the join reads.
+			j := t.joinOf(segs[0], x, c.ID)
+			if j == nil {
+				continue
+			}
+			side := "-left"
+			if r := t.role(j, x); r == "right" || r == "" && t.role(j, c.ID) == "right" {
+				side = "-right"
+			}
+			if err := t.chain(from.Segment, base+side); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// name names segment s, once: a segment two chains reach under two
+// names has no name the pipelines give it, but a source's decoding
+// segment, one stage routing to each reader's topic, keeps its first.
+func (t *namer) name(s int, name string) error {
+	if old, ok := t.names[s]; ok && old != name {
+		if t.decodes(s) {
+			return nil
+		}
+		return fmt.Errorf("%w: segment %d is both %s and %s", ErrUnsupported, s, old, name)
+	}
+	t.names[s] = name
+	return nil
+}
+
+// decodes reports whether segment s decodes a source and runs nothing
+// else (a dedup is state of its own).
+func (t *namer) decodes(s int) bool {
+	for _, id := range t.p.Segments[s].Nodes {
+		if k := t.p.Node(id).Kind; k != dataflow.Decode && k != dataflow.Exchange {
+			return false
+		}
+	}
+	return true
+}
+
+// direct reports whether segment s is a decoding segment the source's
+// placement makes unneeded (Endpoint.PartitionedByKey): it decodes the
+// first stream (Options.Source), whose partitions are already its
+// reader's, which reads the source topic.
+func (t *namer) direct(s int) bool {
+	if !t.opts.Source.PartitionedByKey || t.feedsDedup(s) || !t.decodes(s) {
+		return false
+	}
+	for _, id := range t.p.Segments[s].Nodes {
+		if n := t.p.Node(id); n.Kind == dataflow.Decode && n.Source == t.firstStream() {
+			return true
+		}
+	}
+	return false
+}
+
+// feedsDedup reports whether segment s places its events for a dedup:
+// by the dedup key, which a source partitioned by its group key is not.
+func (t *namer) feedsDedup(s int) bool {
+	for _, id := range t.p.Segments[s].Nodes {
+		for _, c := range t.p.Consumers(id) {
+			if t.p.Node(c).Kind == dataflow.Dedup {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stage is segment s's stage.
+func (t *namer) stage(s int) (stageSpec, error) {
+	name, ok := t.names[s]
+	if !ok {
+		return stageSpec{}, fmt.Errorf("%w: segment %d is no stage the pipelines name", ErrUnsupported, s)
+	}
+	st := stageSpec{name: name, seg: s, queries: t.queriesOf(s)}
+	for _, id := range t.p.Segments[s].Nodes {
+		n := t.p.Node(id)
+		switch n.Kind {
+		case dataflow.Decode:
+			st.inputs = appendIn(st.inputs, stageIn{topic: t.topicOf(n.Source)})
+		case dataflow.Dedup:
+			st.state = name + "-state" // the keys seen
+		case dataflow.Sink:
+			st.sinks = append(st.sinks, t.sinkOf(n.Query))
+		case dataflow.Exchange:
+			for _, c := range t.p.Consumers(id) {
+				if topic := t.names[t.p.Node(c).Segment] + "-repartition"; !slices.Contains(st.exchanges, topic) {
+					st.exchanges = append(st.exchanges, topic)
+				}
+			}
+		case dataflow.Aggregate, dataflow.TemporalJoin, dataflow.IntervalJoin:
+			st.state = name + "-state"
+		}
+	}
+	for _, x := range t.p.Segments[s].Inputs {
+		in := stageIn{topic: name + "-repartition", broadcast: t.p.Node(x).Out.Kind == dataflow.Broadcast}
+		if t.direct(t.p.Node(x).Segment) {
+			in = stageIn{topic: t.opts.Source.Topic}
+		}
+		st.inputs = appendIn(st.inputs, in)
+	}
+	return st, nil
+}
+
+func appendIn(ins []stageIn, in stageIn) []stageIn {
+	if slices.Contains(ins, in) {
+		return ins
+	}
+	return append(ins, in)
+}
+
+// topicOf is the topic of a declared source: the first stream the plan
+// decodes reads Options.Source, a versioned table Options.Table, a
+// second stream Options.JoinSource (a join of views over two sources) or
+// Options.Table (an interval join of two streams).
+func (t *namer) topicOf(src *plan.Source) string {
+	switch {
+	case src.PrimaryKey != nil:
+		return t.opts.Table.Topic
+	case src == t.firstStream():
+		return t.opts.Source.Topic
+	case t.opts.JoinSource.Topic != "":
+		return t.opts.JoinSource.Topic
+	}
+	return t.opts.Table.Topic
+}
+
+func (t *namer) firstStream() *plan.Source {
+	for _, n := range t.p.Nodes {
+		if n.Kind == dataflow.Decode && n.Source.PrimaryKey == nil {
+			return n.Source
+		}
+	}
+	return nil
+}
+
+// sinkOf is the changelog topic of query q: the sink's, or its view's.
+func (t *namer) sinkOf(q *plan.Query) string {
+	if q == t.opts.Query {
+		return t.opts.Sink.Topic
+	}
+	return t.opts.ViewSinks[q.Name].Topic
+}
+
+// joinOf is the interval join of segment seg reading x or, through an
+// aggregate, c; nil without one.
+func (t *namer) joinOf(seg, x, c int) *dataflow.Node {
+	for _, id := range t.p.Segments[seg].Nodes {
+		if n := t.p.Node(id); n.Kind == dataflow.IntervalJoin && (t.role(n, x) != "" || t.role(n, c) != "") {
+			return n
+		}
+	}
+	return nil
+}
+
+// role is the role of n's input from x.
+func (t *namer) role(n *dataflow.Node, x int) string {
+	for _, e := range n.Inputs {
+		if e.From == x {
+			return e.Role
+		}
+	}
+	return ""
 }

@@ -219,7 +219,7 @@ func newViewJoin(p *Pipeline) error {
 		if side == 1 {
 			k.off = j.Offset
 		}
-		sp.out().fwd = &forward{topic: p.repTopic, view: v, side: side, join: k}
+		sp.out().fwd = &forward{topic: p.repTopic, view: v, side: side, join: k, in: v.Name}
 		for _, w := range append(allViewsOf(v), v) {
 			if side == 0 {
 				left[w.Name] = true
@@ -258,7 +258,7 @@ func newViewJoin(p *Pipeline) error {
 		if joinedOut {
 			// The joined rows, keyed by the join's GROUP BY; the markers
 			// carry the joined stream's watermark as it is.
-			p.fwd.keys, p.fwd.view, p.joinOut, vj.after[0].joinedIn = drive.NewGroupKeys(joinedQuery(jq)), nil, true, true
+			p.fwd.keys, p.fwd.view, p.fwd.in, p.joinOut, vj.after[0].joinedIn = drive.NewGroupKeys(joinedQuery(jq)), nil, jq.Source.Name, true, true
 		}
 	}
 	p.views = append(jq.Views(), vj.above...) // the binding records every view's text and topic

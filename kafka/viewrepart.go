@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"reflect"
 	"slices"
 	"strconv"
 
@@ -44,10 +45,15 @@ type forward struct {
 	// partition key in place of keys, and side tags every record.
 	join *sideKey
 	side int
+	// in names the next graph's input the rows feed (inTag): the view's,
+	// a join's joined row's.
+	in string
 }
 
-// headers tags a record for f's topic: a join of two views' side.
+// headers tags a record for f's topic: the input it feeds, a join of
+// two views' side.
 func (f *forward) headers(h []kgo.RecordHeader) []kgo.RecordHeader {
+	h = append(h, inTag(f.in))
 	if f.join == nil {
 		return h
 	}
@@ -153,11 +159,11 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) error {
 			if k == 0 && joinSeg {
 				next = joinedQuery(next) // the joined rows' aggregate
 			}
-			c.fwd = &forward{topic: segmentName(p.name, k+1) + "-repartition", keys: drive.NewGroupKeys(next), view: c.q}
+			c.fwd = &forward{topic: segmentName(p.name, k+1) + "-repartition", keys: drive.NewGroupKeys(next), view: c.q, in: c.q.Name}
 			if k == 0 && joinSeg {
 				// The join's segment: its joined rows go on, and its
 				// markers carry the joined stream's watermark as it is.
-				c.tj, c.fwd.view, c.joinOut = p.tj, nil, true
+				c.tj, c.fwd.view, c.fwd.in, c.joinOut = p.tj, nil, next.Source.Name, true
 				c.opts.Sink = Endpoint{}
 				if p.root == p.q {
 					c.opts.OnLate = top.OnLate // late rows are the inputs
@@ -275,39 +281,14 @@ func (p *Pipeline) segStats() Stats {
 	return s
 }
 
-// add adds x's counters and gauges to s's (a temporal join's are its
-// segment's alone).
+// add adds x's counters and gauges (every int64 field) to s's.
 func (s *Stats) add(x Stats) {
-	s.EventsIn += x.EventsIn
-	s.EventsApplied += x.EventsApplied
-	s.Malformed += x.Malformed
-	s.HeadersSkipped += x.HeadersSkipped
-	s.EvalErrors += x.EvalErrors
-	s.Late += x.Late
-	s.RecordsOut += x.RecordsOut
-	s.StateEntriesOut += x.StateEntriesOut
-	s.MarkersOut += x.MarkersOut
-	s.Commits += x.Commits
-	s.Aborts += x.Aborts
-	s.Restores += x.Restores
-	s.RestoredEntries += x.RestoredEntries
-	s.Redos += x.Redos
-	s.DataLost += x.DataLost
-	s.LiveGroups += x.LiveGroups
-	s.StateBytes += x.StateBytes
-	s.Duplicates += x.Duplicates
-	s.UnchangedSuppressed += x.UnchangedSuppressed
-	s.DedupLate += x.DedupLate
-	s.DedupKeys += x.DedupKeys
-	s.DedupBytes += x.DedupBytes
-	s.TableRows += x.TableRows
-	s.TableMalformed += x.TableMalformed
-	s.TableLate += x.TableLate
-	s.JoinJoined += x.JoinJoined
-	s.JoinWaiting += x.JoinWaiting
-	s.JoinUnmatched += x.JoinUnmatched
-	s.JoinVersions += x.JoinVersions
-	s.JoinKeys += x.JoinKeys
+	sv, xv := reflect.ValueOf(s).Elem(), reflect.ValueOf(x)
+	for i := range sv.NumField() {
+		if f := sv.Field(i); f.Kind() == reflect.Int64 {
+			f.SetInt(f.Int() + xv.Field(i).Int())
+		}
+	}
 }
 
 // segmentsText names the segments' groups and topics (ownedText).
@@ -331,6 +312,7 @@ func (st *stage2) forwardRow(t *task) func([]types.Value) error {
 	if f == nil {
 		return nil
 	}
+	hs := f.headers(nil) // shared by every row
 	return func(row []types.Value) error {
 		var key []byte
 		var err error
@@ -345,7 +327,7 @@ func (st *stage2) forwardRow(t *task) func([]types.Value) error {
 			// the error, as in a file run.
 			key = []byte{routeKeyVersion}
 		}
-		rec := &kgo.Record{Topic: f.topic, Partition: -1, Key: key, Value: drive.AppendRow(nil, row), Headers: f.headers(nil)}
+		rec := &kgo.Record{Topic: f.topic, Partition: -1, Key: key, Value: drive.AppendRow(nil, row), Headers: hs}
 		st.tx.produce(rec)
 		t.touched = true
 		return nil
@@ -379,9 +361,9 @@ func (st *stage2) forwardMarks() error {
 	if string(enc) == string(st.fwdSent) && now.Sub(st.fwdAt) < markerEvery {
 		return nil
 	}
+	hs := f.headers([]kgo.RecordHeader{{Key: markerHeader, Value: []byte{1}}})
 	for i := 0; i < f.parts; i++ {
-		m := &kgo.Record{Topic: f.topic, Partition: int32(i), Key: markerKey, Value: enc,
-			Headers: f.headers([]kgo.RecordHeader{{Key: markerHeader, Value: []byte{1}}})}
+		m := &kgo.Record{Topic: f.topic, Partition: int32(i), Key: markerKey, Value: enc, Headers: hs}
 		st.tx.produce(m)
 		st.p.c.markersOut.Add(1)
 	}

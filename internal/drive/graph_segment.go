@@ -172,7 +172,11 @@ func (g *Graph) anyFed() bool {
 // brings), or -1: how a host addresses a segment's inputs, of which a
 // segment graph has any number.
 func (g *Graph) Input(name string) int {
-	return slices.IndexFunc(g.sources, func(s *plan.Source) bool { return s.Name == name })
+	i := slices.IndexFunc(g.sources, func(s *plan.Source) bool { return s.Name == name })
+	if i < 0 && len(g.sources) == 1 && g.join != nil && g.join.secondName() == name {
+		i = 1 // a join root's second input, which a graph without fed views does not list
+	}
+	return i
 }
 
 // PushInputRow applies one typed row of input i: PushRow of the first,

@@ -257,8 +257,8 @@ CREATE VIEW both AS SELECT x.g, x.ws, count(*) AS n FROM j1 x JOIN vc y ON x.g =
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.SecondInput() != "b" || !g.TwoStreams() || len(g.Sources()) != 1 || g.Sources()[0].Name != "a" {
-		t.Fatalf("inputs: %v, second %q", g.Sources(), g.SecondInput())
+	if g.SecondInput() != "b" || !g.TwoStreams() || len(g.Sources()) != 1 || g.Sources()[0].Name != "a" || g.Input("a") != 0 || g.Input("b") != 1 || g.Input("c") != -1 {
+		t.Fatalf("inputs: %v, second %q, Input a %d b %d c %d", g.Sources(), g.SecondInput(), g.Input("a"), g.Input("b"), g.Input("c"))
 	}
 	for _, p := range []struct {
 		second bool
