@@ -250,7 +250,7 @@ func (w *dedupWork) apply(fs kgo.Fetches) (err error) {
 		}
 		t.touched = true
 		if _, ierr := w.ins.of(r, onlyInput); ierr != nil {
-			p.unknownInput(r, ierr) // its one input is the source
+			p.unknownInput(w.tx, r, ierr) // its one input is the source
 			return
 		}
 		if hasHeader(r, markerHeader) {

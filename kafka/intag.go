@@ -54,8 +54,8 @@ func onlyInput(*kgo.Record) (int, error) { return 0, nil }
 
 // unknownInput counts a record whose tag names no input as malformed
 // and reports it where it was read; it is not applied.
-func (p *Pipeline) unknownInput(r *kgo.Record, err error) {
-	p.c.malformed.Add(1)
+func (p *Pipeline) unknownInput(tx *txn, r *kgo.Record, err error) {
+	tx.counts.Malformed++
 	if p.opts.OnBadEvent != nil {
 		p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err})
 	}

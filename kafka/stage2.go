@@ -430,7 +430,7 @@ func (st *stage2) record(t *task, r *kgo.Record, now time.Time) error {
 	in, err := st.inputOf(r)
 	switch {
 	case errors.Is(err, ErrUnknownInput):
-		p.unknownInput(r, err)
+		p.unknownInput(st.tx, r, err)
 		return nil
 	case err != nil:
 		return err
