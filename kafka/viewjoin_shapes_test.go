@@ -263,22 +263,37 @@ func TestRunKafkaViewJoinSharedViewLate(t *testing.T) {
 	for _, s := range sharedViewShapes {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel() // each on a cluster of its own
-			q, err := s.compile()
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := graphReported(t, q, persons, auctions, tail)
-			if len(want.late) != 2 || want.lateN != 2 || want.malformed != 1 {
-				t.Fatalf("in process: late %q (%d), %d malformed: want the person and the auction late, one malformed", want.late, want.lateN, want.malformed)
-			}
-			got, bad := kafkaReported(t, s, q, persons, auctions, tail)
-			if !slices.Equal(got.late, want.late) {
-				t.Errorf("late events reported:\n%q\nin process:\n%q", got.late, want.late)
-			}
-			if got.events != want.events || got.malformed != want.malformed || got.lateN != want.lateN || bad != want.malformed {
-				t.Errorf("events %d, malformed %d (%d reported), late %d; in process %d, %d, %d", got.events, got.malformed, bad, got.lateN, want.events, want.malformed, want.lateN)
-			}
+			sameReported(t, s, persons, auctions, tail, func(want reported) string {
+				if len(want.late) != 2 || want.lateN != 2 || want.malformed != 1 {
+					return "want the person and the auction late, one malformed"
+				}
+				return ""
+			}, slices.Clone[[]string])
 		})
+	}
+}
+
+// sameReported runs shape s's query in process (graphReported), checks
+// what it reported with wantOK (a reason, "" if right), then runs it over
+// Kafka (kafkaReported, with the client options extra): the late events
+// (as lateOf keeps them), events, malformed and late counts, and bad
+// events handed over must be the same.
+func sameReported(t *testing.T, s viewJoinShape, persons, auctions [][]byte, tail [2][][]byte, wantOK func(reported) string, lateOf func([]string) []string, extra ...kgo.Opt) {
+	t.Helper()
+	q, err := s.compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := graphReported(t, q, persons, auctions, tail)
+	if why := wantOK(want); why != "" {
+		t.Fatalf("in process: %d events, late %q (%d), %d malformed: %s", want.events, want.late, want.lateN, want.malformed, why)
+	}
+	got, bad := kafkaReported(t, s, q, persons, auctions, tail, extra...)
+	if g, w := lateOf(got.late), lateOf(want.late); !slices.Equal(g, w) {
+		t.Errorf("late events reported:\n%q\nin process:\n%q", g, w)
+	}
+	if got.events != want.events || got.malformed != want.malformed || got.lateN != want.lateN || bad != want.malformed {
+		t.Errorf("events %d, malformed %d (%d reported), late %d; in process %d, %d, %d", got.events, got.malformed, bad, got.lateN, want.events, want.malformed, want.lateN)
 	}
 }
 
@@ -304,23 +319,14 @@ GROUP BY x.id, TUMBLE(x.window_start, INTERVAL '10' SECOND) EMIT FINAL;`,
 	for _, s := range shapes {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel() // each on a cluster of its own
-			q, err := s.compile()
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := graphReported(t, q, persons, auctions, tail)
-			if want.lateN != 1 || want.malformed != 1 {
-				t.Fatalf("in process: late %q (%d), %d malformed: want the auction late, one malformed", want.late, want.lateN, want.malformed)
-			}
-			got, bad := kafkaReported(t, s, q, persons, auctions, tail, kgo.WithHooks(holdRecords{tail[1]}))
 			// The events only: an interval join's late right row is its
 			// view's over Kafka, the query's table row in process.
-			if !slices.Equal(lateEventsOnly(got.late), lateEventsOnly(want.late)) {
-				t.Errorf("late events reported:\n%q\nin process:\n%q", got.late, want.late)
-			}
-			if got.events != want.events || got.malformed != want.malformed || got.lateN != want.lateN || bad != want.malformed {
-				t.Errorf("events %d, malformed %d (%d reported), late %d; in process %d, %d, %d", got.events, got.malformed, bad, got.lateN, want.events, want.malformed, want.lateN)
-			}
+			sameReported(t, s, persons, auctions, tail, func(want reported) string {
+				if want.lateN != 1 || want.malformed != 1 {
+					return "want the auction late, one malformed"
+				}
+				return ""
+			}, lateEventsOnly, kgo.WithHooks(holdRecords{tail[1]}))
 		})
 	}
 }

@@ -1,7 +1,7 @@
 package kafka
 
 import (
-	"slices"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -36,24 +36,15 @@ func TestRunKafkaViewJoinSharedSource(t *testing.T) {
 	for _, s := range sharedSourceShapes {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel() // each on a cluster of its own
-			q, err := s.compile()
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := graphReported(t, q, persons, auctions, tail)
-			if n := int64(len(persons) + len(auctions) + 4); want.events != n || want.malformed != 2 || want.lateN < 2 {
-				t.Fatalf("in process: %d events, %d malformed, %d late: want %d, 2, the person late in both views", want.events, want.malformed, want.lateN, n)
-			}
-			got, bad := kafkaReported(t, s, q, persons, auctions, tail)
 			// The late person, reported by each view that reads it (the
-			// in-process graph hands a late right row of an interval
-			// join to Config.LateTable, which graphReported leaves unset).
-			if g, w := latePersons(got.late), latePersons(want.late); len(w) != 2 || !slices.Equal(g, w) {
-				t.Errorf("late persons reported:\n%q\nin process:\n%q", g, w)
-			}
-			if got.events != want.events || got.malformed != want.malformed || got.lateN != want.lateN || bad != want.malformed {
-				t.Errorf("events %d, malformed %d (%d reported), late %d; in process %d, %d, %d", got.events, got.malformed, bad, got.lateN, want.events, want.malformed, want.lateN)
-			}
+			// in-process graph hands a late right row of an interval join
+			// to Config.LateTable, under the query's name).
+			sameReported(t, s, persons, auctions, tail, func(want reported) string {
+				if n := int64(len(persons) + len(auctions) + 4); want.events != n || want.malformed != 2 || want.lateN < 2 || len(latePersons(want.late)) != 2 {
+					return fmt.Sprintf("want %d events, 2 malformed, the person late in both views", n)
+				}
+				return ""
+			}, latePersons)
 		})
 	}
 }
