@@ -177,7 +177,7 @@ func (w *dedupWork) newTask(part int32) (*ddTask, error) {
 	if p.inputMuted() {
 		late = nil // another pipeline reports the root's late events
 	}
-	h, err := drive.NewHostDedup(p.root, drive.Config{Decoder: p.decoder(), Late: late})
+	h, err := drive.NewHostDedup(p.root, drive.Config{Decoder: p.decoder(), Late: w.tx.lateHook(late)})
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +268,7 @@ func (w *dedupWork) apply(fs kgo.Fetches) (err error) {
 		key, routed, perr := t.h.Push(append(make([]byte, 0, 32), routeKeyVersion), r.Value)
 		switch {
 		case perr != nil:
-			if !p.badEvent(p.sourceOf(r), perr) {
+			if !p.badEvent(w.tx, p.sourceOf(r), perr) {
 				err = perr
 			}
 		case routed:
@@ -374,7 +374,7 @@ func (p *Pipeline) sourceOf(r *kgo.Record) *kgo.Record {
 const ddPrefix = "\xffdedup."
 
 // newJoinDedup is a task's dedup in the join's stage, or nil.
-func (p *Pipeline) newJoinDedup() (*drive.HostDedup, error) {
+func (p *Pipeline) newJoinDedup(tx *txn) (*drive.HostDedup, error) {
 	if !p.dedupJoin {
 		return nil, nil
 	}
@@ -382,7 +382,7 @@ func (p *Pipeline) newJoinDedup() (*drive.HostDedup, error) {
 	if p.inputMuted() {
 		late = nil
 	}
-	return drive.NewHostDedup(p.root, drive.Config{Decoder: p.decoder(), Late: late})
+	return drive.NewHostDedup(p.root, drive.Config{Decoder: p.decoder(), Late: tx.lateHook(late)})
 }
 
 // joinDeduped hands the first copy of an event to the task's graph.

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"os"
 	"sync"
@@ -14,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ubiksql/ubik/internal/drive"
 )
 
 // lostEndTxn stalls, on the client's side, the answer to chosen EndTxn
@@ -177,11 +180,14 @@ func TestEndTxnAnswerLost(t *testing.T) {
 }
 
 // TestAbortedTransactionsCountOnce: the broker refuses each stage's first
-// two produce requests (a record it will not take), so the transactions
-// that carried them abort, and each stage reads their input again. Every count of the run (events, malformed,
-// records produced) is each committed record's once, and the finals are
-// the oracle's: before, each aborted transaction's events and malformed
-// records were counted a second time when read again.
+// two produce requests of each run (a record it will not take), so the
+// transactions that carried them abort, and each stage reads their input
+// again. The first run reads the events, the second, resumed, three
+// malformed and three late ones (an hour behind the restored watermark).
+// Every count (events, malformed, late, records produced) is each
+// committed record's once, each bad and late event is reported once, and
+// the finals are the oracle's: before, an aborted transaction's events
+// were counted and reported a second time when read again.
 func TestAbortedTransactionsCountOnce(t *testing.T) {
 	t.Parallel()
 	c := cluster(t)
@@ -190,12 +196,18 @@ func TestAbortedTransactionsCountOnce(t *testing.T) {
 	evs := genEvents(17, 6000)
 	produceEvents(t, addrs, "events", 3, evs, false)
 	bad := [][]byte{[]byte(`{"merchant":`), []byte(`not json`), []byte(`[1,`)}
-	produceValues(t, addrs, "events", 3, bad, nil)
+	var late [][]byte
+	for i := range 3 {
+		late = append(late, event{merchant: fmt.Sprintf("late%d", i), amount: 1, ts: baseTS - 3600_000_000}.json())
+	}
 	var refused atomic.Int32
-	refuse := map[string]int{"aborts-in.a": 2, "aborts.a": 2} // by transactional id: the repartition stage's, the aggregating stage's
+	var refuseMu sync.Mutex
+	var refuse map[string]int // by transactional id: the repartition stage's, the aggregating stage's
 	c.ControlKey(kmsg.Produce.Int16(), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		req := kreq.(*kmsg.ProduceRequest)
+		refuseMu.Lock()
+		defer refuseMu.Unlock()
 		if req.TransactionID == nil || refuse[*req.TransactionID] == 0 {
 			return nil, nil, false
 		}
@@ -215,16 +227,52 @@ func TestAbortedTransactionsCountOnce(t *testing.T) {
 		return resp, nil, true
 	})
 	q := tumbleQuery("aborts", 100*time.Millisecond)
-	st := runUntilCaughtUp(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a",
-		Logger: testLogger(t), MaxPollRecords: 500, CommitRecords: 500})
-	if n := refused.Load(); n != 4 || st.Aborts < 2 {
-		t.Fatalf("%d produce requests refused, %d aborts: want 4 refused and an abort in each stage", n, st.Aborts)
+	var mu sync.Mutex
+	reported := map[string]int{} // each bad and late event handed over, by what it was
+	o := Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a",
+		Logger: testLogger(t), MaxPollRecords: 500, CommitRecords: 500,
+		OnBadEvent: func(e *BadEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			reported[fmt.Sprintf("bad %d/%d", e.Partition, e.Offset)]++
+		},
+		OnLate: func(ev *drive.LateEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			reported["late "+string(ev.Event)]++
+		}}
+	run := func(events, malformed, lateN int) Stats {
+		t.Helper()
+		refused.Store(0)
+		refuseMu.Lock()
+		refuse = map[string]int{"aborts-in.a": 2, "aborts.a": 2}
+		refuseMu.Unlock()
+		st := runUntilCaughtUp(t, o)
+		if n := refused.Load(); n != 4 || st.Aborts < 2 {
+			t.Fatalf("%d produce requests refused, %d aborts: want 4 refused and an abort in each stage", n, st.Aborts)
+		}
+		if st.EventsIn != int64(events) || st.Malformed != int64(malformed) || st.Late != int64(lateN) {
+			t.Errorf("%d events consumed, %d malformed, %d late; want %d, %d and %d, each once", st.EventsIn, st.Malformed, st.Late, events, malformed, lateN)
+		}
+		return st
 	}
+	st := run(len(evs), 0, 0)
 	f := follow(t, addrs, "out", false)
 	f.waitFinals(t, tumbleOracle(evs), 30*time.Second)
-	if want := int64(len(evs) + len(bad)); st.EventsIn != want || st.Malformed != int64(len(bad)) {
-		t.Errorf("%d events consumed, %d malformed; want %d and %d, each once", st.EventsIn, st.Malformed, want, len(bad))
+	produceValues(t, addrs, "events", 3, append(bad, late...), nil)
+	st2 := run(len(bad)+len(late), len(bad), len(late))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reported) != len(bad)+len(late) {
+		t.Errorf("reported %v: want the %d bad and %d late events", reported, len(bad), len(late))
 	}
+	for what, n := range reported {
+		if n != 1 {
+			t.Errorf("%s reported %d times, want once", what, n)
+		}
+	}
+	f.poll(2 * time.Second) // the second run's records: none
+	st.RecordsOut += st2.RecordsOut
 	f.mu.Lock()
 	n := int64(f.n)
 	f.mu.Unlock()

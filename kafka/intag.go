@@ -56,7 +56,5 @@ func onlyInput(*kgo.Record) (int, error) { return 0, nil }
 // and reports it where it was read; it is not applied.
 func (p *Pipeline) unknownInput(tx *txn, r *kgo.Record, err error) {
 	tx.counts.Malformed++
-	if p.opts.OnBadEvent != nil {
-		p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err})
-	}
+	tx.badEvent(p, BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err})
 }

@@ -296,8 +296,8 @@ func (ts *tableStage) muted() bool { return ts.p.inputMuted() || ts.p.mutedSrc[t
 
 // badRow reports a row of the second input that did not decode.
 func (ts *tableStage) badRow(r *kgo.Record, err error) {
-	if ts.p.opts.OnBadEvent != nil && !ts.muted() {
-		ts.p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err})
+	if !ts.muted() {
+		ts.tx.badEvent(ts.p, BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err})
 	}
 }
 
@@ -425,7 +425,7 @@ func (st *stage2) tableRow(t *task, r *kgo.Record) error {
 	var ee *drive.EventError
 	if errors.As(err, &ee) {
 		if t.part == 0 || st.p.tj.interval {
-			st.p.badEvent(r, err)
+			st.p.badEvent(st.tx, r, err)
 		}
 		return nil
 	}

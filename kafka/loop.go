@@ -103,6 +103,7 @@ type txn struct {
 	perr    firstErr
 	promise func(*kgo.Record, error)
 	counts  txnCounts // what its records counted (settle)
+	reports []func()  // what they report (reports.go)
 }
 
 func newTxn(ctx context.Context, s *kgo.GroupTransactSession) *txn {

@@ -121,6 +121,8 @@ type Options struct {
 	OnLateEvent func(query string, ev *ubik.LateEvent)
 	// OnBadEvent, if set, receives every input record that was not applied
 	// (malformed, or a runtime evaluation error). They are counted either way.
+	// It and the late hooks are called once the transaction that read the
+	// record commits (one that aborts reads it again), each record once.
 	OnBadEvent func(*BadEvent)
 	// ClientOpts are appended to every franz-go client (hooks, a logger).
 	ClientOpts []kgo.Opt

@@ -578,6 +578,7 @@ func (t *txn) settle(p *Pipeline, committed bool) {
 		p.c.tableMalformed.Add(c.tableMalformed)
 	}
 	t.counts = txnCounts{}
+	t.deliver(committed)
 }
 
 // inputMuted reports whether p's root is muted (mute): another pipeline
@@ -608,16 +609,16 @@ func (p *Pipeline) badMuted(err error, s *plan.Source) bool {
 }
 
 // badEvent hands an event the driver did not apply (an *drive.EventError,
-// already counted) to OnBadEvent, unless another pipeline reports it
+// already counted) to OnBadEvent when tx commits, unless another pipeline reports it
 // (badMuted), and reports true; any other error is not an event's, and
 // it reports false.
-func (p *Pipeline) badEvent(r *kgo.Record, err error) bool {
+func (p *Pipeline) badEvent(tx *txn, r *kgo.Record, err error) bool {
 	var ee *drive.EventError
 	if !errors.As(err, &ee) {
 		return false
 	}
-	if p.opts.OnBadEvent != nil && !p.badMuted(ee.Err, firstStream(p.root)) {
-		p.opts.OnBadEvent(&BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: ee.Err})
+	if !p.badMuted(ee.Err, firstStream(p.root)) {
+		tx.badEvent(p, BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: ee.Err})
 	}
 	return true
 }

@@ -130,7 +130,7 @@ func (r *stage1) route(fs kgo.Fetches, now time.Time) (err error) {
 		// spelling (-0.0 and 0.0, NaN and NULL, ...).
 		key, rerr := r.router.Route(append(make([]byte, 0, 32), routeKeyVersion), rec.Value)
 		if rerr != nil {
-			if !p.badEvent(rec, rerr) {
+			if !p.badEvent(r.tx, rec, rerr) {
 				err = rerr
 			}
 			return

@@ -227,7 +227,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	// changed and no record grows with the state. A state topic of an
 	// earlier version holding an interval join in one entry is read, and
 	// the first checkpoint after it writes each row's entry.
-	cfg := drive.Config{Emit: emit, Late: p.opts.OnLate, Now: p.opts.Now, ExternalWatermark: true,
+	cfg := drive.Config{Emit: emit, Late: st.tx.lateHook(p.opts.OnLate), Now: p.opts.Now, ExternalWatermark: true,
 		IncrementalJoinState: true, OnRow: st.forwardRow(t),
 		Muted:     p.muted, // counted and reported by the pipeline that publishes them
 		HostTicks: true,    // precommit ticks
@@ -243,9 +243,9 @@ func (st *stage2) newTask(part int32) (*task, error) {
 			if cfg.JoinBuffer == 0 {
 				cfg.JoinBuffer = plan.DefaultJoinBuffer
 			}
-			cfg.LateTable = p.rightLate() // each right row reaches one partition
+			cfg.LateTable = st.tx.lateHook(p.rightLate()) // each right row reaches one partition
 		} else if part == 0 {
-			cfg.LateTable = p.rightLate() // every partition sees every table row: one reports the late ones
+			cfg.LateTable = st.tx.lateHook(p.rightLate()) // every partition sees every table row: one reports the late ones
 		}
 	}
 	top := p.q
@@ -255,16 +255,17 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	if p.dedup || p.dedupJoin {
 		top = withoutDedup(top) // the dedup stage, or the task's dedup, deduplicates its input
 	}
+	viewLate := st.tx.viewLateHook(p.opts.OnViewLate)
 	var err error
 	switch {
 	case p.rowsIn && !p.joinedIn:
 		// The rows of the views its root reads, which the stages before
 		// computed.
-		t.g, err = drive.NewSegmentGraph(top, p.root.Views(), nil, cfg, emit, p.opts.OnViewLate)
+		t.g, err = drive.NewSegmentGraph(top, p.root.Views(), nil, cfg, emit, viewLate)
 	case p.rowsIn:
-		t.g, err = drive.NewHostGraph(top, drive.HostInput{Joined: p.root}, cfg, emit, p.opts.OnViewLate)
+		t.g, err = drive.NewHostGraph(top, drive.HostInput{Joined: p.root}, cfg, emit, viewLate)
 	default:
-		t.g, err = drive.NewHostGraph(top, drive.HostInput{Decoder: p.decoder()}, cfg, emit, p.opts.OnViewLate) // the source's records
+		t.g, err = drive.NewHostGraph(top, drive.HostInput{Decoder: p.decoder()}, cfg, emit, viewLate) // the source's records
 	}
 	if err != nil {
 		return nil, err
@@ -278,7 +279,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 		}
 		st.ins = st.ins[:min(len(st.ins), len(t.marks))]
 	}
-	t.dd, err = p.newJoinDedup()
+	t.dd, err = p.newJoinDedup(st.tx)
 	return t, err
 }
 
@@ -469,7 +470,7 @@ func (st *stage2) record(t *task, r *kgo.Record, now time.Time) error {
 			err = p.joinFull(t.g.PushKeyed(r.Value, key), t.part)
 		}
 	}
-	if err != nil && !p.badEvent(r, err) {
+	if err != nil && !p.badEvent(st.tx, r, err) {
 		return err
 	}
 	return nil

@@ -8,8 +8,8 @@ import "sync/atomic"
 // transaction's records are read and counted again, so its own counts are
 // dropped; one whose end failed with its outcome unknown is counted if the
 // group's committed offsets show it committed. The other counters count
-// attempts. OnLate and OnBadEvent are called as records are processed, so
-// a record of an aborted transaction may be handed over again.
+// attempts. OnLate, OnViewLate and OnBadEvent likewise receive a
+// transaction's records once it commits.
 type Stats struct {
 	EventsIn        int64 // input records consumed by the first stage (or by the only stage)
 	EventsApplied   int64 // events handed to an operator
