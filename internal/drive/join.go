@@ -150,10 +150,15 @@ func (t *temporalJoin) pushEvent(row []types.Value, raw []byte) error {
 		// An event that need not wait joins in place: no copy.
 		out, ok, err := t.j.JoinNow(row)
 		if ok {
-			if err := t.applyJoined(out, err); err != nil {
+			if err == nil && out != nil {
+				err = t.apply(out)
+			} else {
+				err = t.applyJoined(out, err)
+			}
+			if err != nil {
 				return err
 			}
-			return t.pump()
+			return t.repump()
 		}
 	}
 	return t.wait(row, raw)
@@ -196,6 +201,19 @@ func (t *temporalJoin) pushTable(row []types.Value, raw []byte) error {
 			t.lateTable(&exec.LateEvent{Row: row, EventTime: row[tab.TimeCol].I, Watermark: t.j.TableWatermark(), Event: raw, Source: tab,
 				Reason: "table row behind the table watermark: not applied"})
 		}
+		return nil
+	}
+	return t.repump()
+}
+
+// repump is pump after a row the join took without keeping an event.
+// Events enter the buffer only with a pump after (wait) and leave it only
+// in pump: with none waiting now, none waited when the last pump ended,
+// so if that one ran to its end the host's watermark went through then;
+// nothing can be released, and applied rows never lower the aggregate's
+// watermark: it would find nothing to do.
+func (t *temporalJoin) repump() error {
+	if t.settled && t.j.Waiting() == 0 {
 		return nil
 	}
 	return t.pump()
