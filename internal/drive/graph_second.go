@@ -42,6 +42,11 @@ func (g *Graph) second() error {
 // PushTable decodes one record of the second source and applies it to
 // the roots reading it (see ErrGraphTable).
 func (g *Graph) PushTable(raw []byte) (err error) {
+	if g.lone && g.fatal == nil && g.join != nil {
+		// One node: no inbox, no step, nothing to settle (eachOf's lone
+		// case); a table loaded row by row is a host's hot path.
+		return g.lonely(g.primary.d.PushInput(1, raw))
+	}
 	defer g.settle(&err)
 	if err := g.second(); err != nil {
 		return err

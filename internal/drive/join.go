@@ -47,6 +47,12 @@ type temporalJoin struct {
 	finished bool
 	evalErrs int64 // released events rejected by a join key evaluation error
 	incr     bool  // Config.IncrementalJoinState
+	// settled: the last pump ran to its end, so nothing it could hand
+	// on waits (no row was left for want of room, the watermark went
+	// through). Every call that changes what the join holds or the
+	// watermarks ends with a pump; a new or restored join is unsettled
+	// until its first.
+	settled bool
 	joinDedup
 }
 
@@ -79,23 +85,27 @@ func newTemporalJoin(env *joinEnv, cfg Config) (*temporalJoin, error) {
 
 func (t *temporalJoin) admit(input int) error {
 	if input == 1 && t.j.Ended() {
-		return fmt.Errorf("%w: the input of table %s has ended", ErrClosed, t.q.Join.Table.Name)
+		return t.tableEnded()
 	}
-	if err := t.backlog(t.pump, t.j.Ready); err != nil {
+	if t.settled && !t.blocked() {
+		// Nothing waits: the pump would find nothing to do.
+		t.skip = nil
+	} else if err := t.backlog(t.pump, t.j.Ready); err != nil {
 		return err
 	}
-	if input == 0 {
+	if input == 0 && t.j.Waiting() >= t.bound() {
 		return t.full()
 	}
 	return nil
 }
 
-// full refuses a stream push while the join's buffer is full (before
-// anything is decoded or counted).
+func (t *temporalJoin) tableEnded() error {
+	return fmt.Errorf("%w: the input of table %s has ended", ErrClosed, t.q.Join.Table.Name)
+}
+
+// full is the error of a stream push refused while the join's buffer is
+// full (before anything is decoded or counted).
 func (t *temporalJoin) full() error {
-	if t.j.Waiting() < t.bound() {
-		return nil
-	}
 	st := t.j.Stats()
 	return fmt.Errorf("%w: %d events wait for the watermark of table %s (at %s) to pass their time; push table rows first (or end the table input)",
 		ErrJoinBuffer, st.Buffered, t.q.Join.Table.Name, wmText(st.TableWM))
@@ -117,7 +127,12 @@ func (t *temporalJoin) push(input int, b *rowBatch) (int, error) {
 		} else {
 			err = t.pushEvent(row, b.raw(i))
 		}
-		if err = t.pushed(input, n, op0, b.raw(i), err); err != nil {
+		if t.sh != nil || t.skip != nil {
+			// Only shards or a skipped record give pushed more to do
+			// than return err.
+			err = t.pushed(input, n, op0, b.raw(i), err)
+		}
+		if err != nil {
 			return i + 1, err
 		}
 	}
@@ -135,12 +150,23 @@ func (t *temporalJoin) pushEvent(row []types.Value, raw []byte) error {
 		// An event that need not wait joins in place: no copy.
 		out, ok, err := t.j.JoinNow(row)
 		if ok {
-			if err := t.applyJoined(out, err); err != nil {
+			if err == nil && out != nil {
+				err = t.apply(out)
+			} else {
+				err = t.applyJoined(out, err)
+			}
+			if err != nil {
 				return err
 			}
-			return t.pump()
+			return t.repump()
 		}
 	}
+	return t.wait(row, raw)
+}
+
+// wait puts a stream row in the join's buffer until the table's
+// watermark passes its time, or reports it late.
+func (t *temporalJoin) wait(row []types.Value, raw []byte) error {
 	stream := t.q.Join.Stream
 	late, err := t.j.PushEvent(row)
 	if err != nil {
@@ -177,12 +203,26 @@ func (t *temporalJoin) pushTable(row []types.Value, raw []byte) error {
 		}
 		return nil
 	}
+	return t.repump()
+}
+
+// repump is pump after a row the join took without keeping an event.
+// Events enter the buffer only with a pump after (wait) and leave it only
+// in pump: with none waiting now, none waited when the last pump ended,
+// so if that one ran to its end the host's watermark went through then;
+// nothing can be released, and applied rows never lower the aggregate's
+// watermark: it would find nothing to do.
+func (t *temporalJoin) repump() error {
+	if t.settled && t.j.Waiting() == 0 {
+		return nil
+	}
 	return t.pump()
 }
 
 // pump applies the releasable joined rows the aggregate may take now, then
 // lets the host's watermark through as far as the oldest waiting event.
 func (t *temporalJoin) pump() error {
+	t.settled = false
 	for t.j.Ready() {
 		if t.blocked() {
 			return nil
@@ -195,7 +235,9 @@ func (t *temporalJoin) pump() error {
 			return err
 		}
 	}
-	if wm := min(t.hostWM, t.j.Oldest()); wm > t.agg.watermark() && wm != math.MaxInt64 {
+	// No watermark is behind math.MinInt64: the aggregate's is not read
+	// while the host has advanced none (ubik run's).
+	if wm := min(t.hostWM, t.j.Oldest()); wm != math.MinInt64 && wm != math.MaxInt64 && wm > t.aggWatermark() {
 		if err := t.advanceAgg(wm); err != nil {
 			return err
 		}
@@ -204,6 +246,7 @@ func (t *temporalJoin) pump() error {
 		t.finished = true
 		return t.finishAgg()
 	}
+	t.settled = true
 	return nil
 }
 
@@ -212,16 +255,22 @@ func (t *temporalJoin) pump() error {
 // version). Only a fatal error is returned.
 func (t *temporalJoin) applyJoined(row []types.Value, jerr error) error {
 	if jerr != nil {
-		t.evalErrs++
-		if t.strict {
-			return t.fail(jerr)
-		}
-		return nil
+		return t.keyErr(jerr)
 	}
 	if row == nil {
 		return nil
 	}
 	return t.apply(row)
+}
+
+// keyErr counts an event whose join key failed to evaluate: fatal when
+// strict.
+func (t *temporalJoin) keyErr(err error) error {
+	t.evalErrs++
+	if t.strict {
+		return t.fail(err)
+	}
+	return nil
 }
 
 // advance moves the stream's watermark (the join's state follows it; the
@@ -315,6 +364,7 @@ func (t *temporalJoin) restore(key, val []byte) ([]byte, error) {
 }
 
 func (t *temporalJoin) finishRestore() error {
+	t.settled = false
 	if t.incr {
 		t.j.FinishEntries()
 	}

@@ -62,6 +62,11 @@ type joinEnv struct {
 	// pushed (a graph's join of two views, not the host's event).
 	sh      *sharded
 	viewRow *bool
+	// sg is the aggregate when it is one operator (nil: sharded, or
+	// behind a dedup), which takes each joined row and is asked its
+	// watermark by a direct call: the node interface's dispatch and its
+	// batch of one were a measurable share of a one-thread join.
+	sg *single
 }
 
 // newJoinNode returns the join node of the driver's query (nil without a
@@ -70,6 +75,7 @@ func (d *Driver) newJoinNode(cfg Config) (joinNode, error) {
 	env := &joinEnv{q: d.q, agg: d.agg, room: &d.out, strict: d.strict, fatal: &d.fatal, n: &d.n, late: d.late, lateTable: cfg.LateTable, onJoined: cfg.OnJoined,
 		viewRow: &d.viewRow}
 	env.sh, _ = d.agg.(*sharded)
+	env.sg, _ = d.agg.(*single)
 	switch {
 	case d.q.Join != nil:
 		t, err := newTemporalJoin(env, cfg)
@@ -90,6 +96,14 @@ func (d *Driver) newJoinNode(cfg Config) (joinNode, error) {
 // blocked reports whether the aggregate may take no row now: records
 // wait unrendered, or the host's room is used up.
 func (e *joinEnv) blocked() bool { return e.agg.queued() || e.room.room() <= 0 }
+
+// aggWatermark is the aggregate's watermark.
+func (e *joinEnv) aggWatermark() int64 {
+	if e.sg != nil {
+		return e.sg.watermark()
+	}
+	return e.agg.watermark()
+}
 
 // fail makes err the driver's fatal error.
 func (e *joinEnv) fail(err error) error {
@@ -136,7 +150,13 @@ func (e *joinEnv) apply(row []types.Value) error {
 		}
 		return nil
 	}
-	if _, err := e.agg.push(0, e.out.set(row, nil, nil, false)); err != nil {
+	var err error
+	if e.sg != nil {
+		err = e.sg.pushOne(row, nil, nil, false)
+	} else {
+		_, err = e.agg.push(0, e.out.set(row, nil, nil, false))
+	}
+	if err != nil {
 		// A view's row that fails to fold is counted at its reader, as
 		// at a reader without a join (an event's error is the host's).
 		if e.note(err, !*e.viewRow) {

@@ -2,6 +2,7 @@ package drive
 
 import (
 	"crypto/sha256"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -214,5 +215,91 @@ func TestJoinNodeTranscript(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestTemporalJoinAdmitsAfterWaitingRows: joined rows that wait for a
+// buffering host's room are applied before the next push is admitted,
+// even when the host took records with Next alone (no Refill), and the
+// push is refused while any still wait; the records are an unbounded
+// driver's.
+func TestTemporalJoinAdmitsAfterWaitingRows(t *testing.T) {
+	q := compile(t, fmt.Sprintf(temporalSQL, ""))
+	base := time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC).UnixMicro()
+	event := func(s int) []byte {
+		return fmt.Appendf(nil, `{"k":"a","x":%d,"ts":%q}`, s, time.UnixMicro(base+int64(s)*1e6).UTC().Format("2006-01-02 15:04:05"))
+	}
+	version := []byte(`{"k":"a","p":2,"vt":"2026-07-18 10:00:00"}`)
+	var want []string
+	free, err := New(q, Config{Emit: func(r *changelog.Record) error {
+		want = append(want, string(r.Key)+" "+string(r.Value))
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(q, Config{MaxPending: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	take := func() {
+		for r, ok := d.Next(); ok; r, ok = d.Next() {
+			got = append(got, string(r.Key)+" "+string(r.Value))
+		}
+	}
+	for _, x := range []*Driver{free, d} {
+		// Six events wait for the table; its watermark releases them
+		// all, and the second one's window fills the room of one.
+		for s := 0; s < 60; s += 10 {
+			if err := x.Push(event(s)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := x.PushInput(1, version); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.AdvanceInput(1, base+60e6); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := free.Push(event(60)); err != nil {
+		t.Fatal(err)
+	}
+	if d.JoinStats().Buffered == 0 {
+		t.Fatal("no joined row waits for the room: the test sets nothing up")
+	}
+	take()
+	refused := 0
+	for {
+		err := d.Push(event(60))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrBackpressure) {
+			t.Fatal(err)
+		}
+		if refused++; refused > 10 {
+			t.Fatal("the push is never admitted")
+		}
+		take() // Next alone: the admission applies what waits
+	}
+	if refused == 0 {
+		t.Error("a push was admitted while joined rows waited for the room")
+	}
+	if err := free.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for more := true; more; {
+		take()
+		if more, err = d.Refill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("records\n%q\nwant an unbounded driver's\n%q", got, want)
 	}
 }

@@ -83,7 +83,7 @@ type ijSide struct {
 	rowsIn int64
 	late   int64
 	peak   int64
-	times  timeHeap // a coordinator's: the times of the held rows
+	times  expHeap // a coordinator's: the times of the held rows (no keys)
 }
 
 type ijRow struct {

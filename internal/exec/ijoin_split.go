@@ -69,7 +69,7 @@ func (t *IntervalJoin) Admit(side int, row []types.Value) (key []byte, seq uint6
 	if ts >= t.threshold(side) {
 		t.seq++
 		seq = t.seq
-		s.times.push(ts)
+		s.times.push(expEntry{t: ts})
 		s.held++
 		s.peak = max(s.peak, s.held)
 	}
@@ -123,7 +123,7 @@ func (t *IntervalJoin) fullErr(side int, ts int64) error {
 // expireTimes drops a coordinator's held times below thr.
 func (t *IntervalJoin) expireTimes(s *ijSide, thr int64) {
 	n := int64(0)
-	for len(s.times) > 0 && s.times[0] < thr {
+	for len(s.times) > 0 && s.times[0].t < thr {
 		s.times.pop()
 		n++
 	}
@@ -166,7 +166,7 @@ func (t *IntervalJoin) SplitHeld(parts []*IntervalJoin, pick func(key []byte) in
 			ps.rows[k] = list
 			for _, r := range list {
 				ps.exp.push(expEntry{t: r.t, key: k})
-				s.times.push(r.t)
+				s.times.push(expEntry{t: r.t})
 			}
 			ps.held += int64(len(list))
 		}
@@ -176,43 +176,4 @@ func (t *IntervalJoin) SplitHeld(parts []*IntervalJoin, pick func(key []byte) in
 			ps.wm, ps.ended, ps.maxTS = s.wm, s.ended, s.maxTS
 		}
 	}
-}
-
-// timeHeap is a min-heap of times.
-type timeHeap []int64
-
-func (h *timeHeap) push(x int64) {
-	*h = append(*h, x)
-	a := *h
-	for i := len(a) - 1; i > 0; {
-		p := (i - 1) / 2
-		if a[p] <= a[i] {
-			break
-		}
-		a[i], a[p] = a[p], a[i]
-		i = p
-	}
-}
-
-func (h *timeHeap) pop() {
-	a := *h
-	n := len(a) - 1
-	a[0] = a[n]
-	a = a[:n]
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= len(a) {
-			break
-		}
-		m := l
-		if r := l + 1; r < len(a) && a[r] < a[l] {
-			m = r
-		}
-		if a[i] <= a[m] {
-			break
-		}
-		a[i], a[m] = a[m], a[i]
-		i = m
-	}
-	*h = a
 }

@@ -275,10 +275,16 @@ func (t *TemporalJoin) PushEvent(row []types.Value) (late bool, err error) {
 // every decoded event's does.
 func (t *TemporalJoin) Observe(ts int64) {
 	if ts > t.streamMax {
-		t.streamMax = ts
-		if !t.external {
-			t.AdvanceStream(satSub(ts, t.j.Stream.WatermarkDelay))
-		}
+		t.observe(ts)
+	}
+}
+
+// observe is Observe of a new greatest time, apart so that Observe, on
+// every event's path, inlines.
+func (t *TemporalJoin) observe(ts int64) {
+	t.streamMax = ts
+	if !t.external {
+		t.AdvanceStream(satSub(ts, t.j.Stream.WatermarkDelay))
 	}
 }
 
