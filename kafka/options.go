@@ -151,4 +151,10 @@ type Options struct {
 	// text, source columns, source topic or partition count, sink topic)
 	// is refused with ErrBindingMismatch. Default false.
 	ResetState bool
+
+	// queryLate, set in a side of a join of two views, is the late hook
+	// of the query the join is run for: an interval join's late right
+	// rows in the side go to it, as in a file run, where they are the
+	// query's (its OnLateTable), not the side's view's.
+	queryLate func(*drive.LateEvent)
 }

@@ -205,6 +205,7 @@ func newNamed(opts Options, name string) (*Pipeline, error) {
 		return nil, err
 	}
 	p.opts, p.tj, p.root, p.views, p.direct = opts, tj, root, views, opts.Source.PartitionedByKey
+	p.lateRight = opts.queryLate
 	inPlace, err := joinsInPlace(q)
 	if err != nil {
 		return nil, err

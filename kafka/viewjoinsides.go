@@ -96,6 +96,9 @@ func sideOptions(opts Options, jq, v *plan.Query, eps map[*plan.Source]Endpoint)
 	if opts.OnViewLate != nil {
 		so.OnLate = func(ev *drive.LateEvent) { opts.OnViewLate(name, ev) }
 	}
+	if so.queryLate == nil { // the outermost join's query
+		so.queryLate = opts.OnLate
+	}
 	return so, nil
 }
 

@@ -167,18 +167,19 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) error {
 				c.opts.Sink = Endpoint{}
 				if p.root == p.q {
 					c.opts.OnLate = top.OnLate // late rows are the inputs
+					c.lateRight = p.lateRight  // unless the query is a side's view
 				} else {
 					// The join is the chain's root view: its late rows are
 					// the view's, its right stream's the query's, as in the
 					// graph of a file run (drive.Graph).
-					c.lateRight = top.OnLate
+					c.lateRight = orLate(p.lateRight, top.OnLate)
 				}
 			} else if k == 0 && p.tj != nil {
 				c.tj = p.tj // the chain's root joins the table: the first segment reads it
 				// Its second input's late rows are the query's, as in
 				// the graph of a file run (the segment's OnLate is its
 				// primary view's).
-				c.lateRight = top.OnLate
+				c.lateRight = orLate(p.lateRight, top.OnLate)
 			}
 		}
 		c.joinedIn = k == 1 && joinSeg
@@ -205,6 +206,14 @@ func ensureSegmentTopics(ctx context.Context, adm *admClient, segs []*Pipeline, 
 		}
 	}
 	return nil
+}
+
+// orLate is a, or b if a is nil.
+func orLate(a, b func(*drive.LateEvent)) func(*drive.LateEvent) {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 // runSegments runs stage 1 and every segment's aggregating stage until
