@@ -240,7 +240,18 @@ func (f *blockFeed) submit() error {
 	p.tickets++
 	b.blk.ticket.Store(p.tickets)
 	p.pending = append(p.pending, b)
-	p.jobs <- job{b, p.tickets}
+	for !p.offer(job{b, p.tickets}) {
+		// The queue is full of the jobs of blocks this goroutine decoded
+		// itself, which only a shard drains, and the shards may all wait
+		// for the merge, which only this goroutine runs: sequencing the
+		// oldest block (decoding it here if need be) moves the merge.
+		if err := f.sequenceNext(); err != nil {
+			return err
+		}
+		if len(p.pending) == 0 {
+			return nil // b itself, decoded here: its job is not needed
+		}
+	}
 	for len(p.pending) > 0 {
 		select {
 		case <-p.pending[0].blk.done:
@@ -252,6 +263,16 @@ func (f *blockFeed) submit() error {
 		}
 	}
 	return nil
+}
+
+// offer queues j for the shards unless the queue is full.
+func (p *par) offer(j job) bool {
+	select {
+	case p.jobs <- j:
+		return true
+	default:
+		return false
+	}
 }
 
 // drain sequences every record fed so far: any other call of a parallel
