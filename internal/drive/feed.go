@@ -49,10 +49,12 @@ import (
 // Feed is Push.
 // Bounds: a block holds at most Config.BlockEvents records (and is cut
 // after 1 MiB of them); at most 2 blocks per shard plus 2 wait to be
-// sequenced; past that Feed sequences the oldest first, decoding it
-// itself when no shard has taken it: every shard may be blocked on the
-// merge, which only the host's goroutine runs, so waiting for one could
-// never end.
+// sequenced; past that, or while the jobs queue is full (of the jobs of
+// blocks the host's goroutine decoded itself, which stay queued until a
+// shard drains them), Feed sequences the oldest first, decoding it itself
+// when no shard has taken it: every shard may be blocked on the merge,
+// which only the host's goroutine runs, so waiting for one, or for room
+// in the queue, could never end.
 //
 // Why the shards decode rather than goroutines of their own: on two cores,
 // 2K+1 goroutines handing every block over twice cost half again the CPU
