@@ -49,10 +49,12 @@ import (
 // Feed is Push.
 // Bounds: a block holds at most Config.BlockEvents records (and is cut
 // after 1 MiB of them); at most 2 blocks per shard plus 2 wait to be
-// sequenced; past that Feed sequences the oldest first, decoding it
-// itself when no shard has taken it: every shard may be blocked on the
-// merge, which only the host's goroutine runs, so waiting for one could
-// never end.
+// sequenced; past that, or while the jobs queue is full (of the jobs of
+// blocks the host's goroutine decoded itself, which stay queued until a
+// shard drains them), Feed sequences the oldest first, decoding it itself
+// when no shard has taken it: every shard may be blocked on the merge,
+// which only the host's goroutine runs, so waiting for one, or for room
+// in the queue, could never end.
 //
 // Why the shards decode rather than goroutines of their own: on two cores,
 // 2K+1 goroutines handing every block over twice cost half again the CPU
@@ -240,7 +242,18 @@ func (f *blockFeed) submit() error {
 	p.tickets++
 	b.blk.ticket.Store(p.tickets)
 	p.pending = append(p.pending, b)
-	p.jobs <- job{b, p.tickets}
+	for !p.offer(job{b, p.tickets}) {
+		// The queue is full of the jobs of blocks this goroutine decoded
+		// itself, which only a shard drains, and the shards may all wait
+		// for the merge, which only this goroutine runs: sequencing the
+		// oldest block (decoding it here if need be) moves the merge.
+		if err := f.sequenceNext(); err != nil {
+			return err
+		}
+		if len(p.pending) == 0 {
+			return nil // b itself, decoded here: its job is not needed
+		}
+	}
 	for len(p.pending) > 0 {
 		select {
 		case <-p.pending[0].blk.done:
@@ -252,6 +265,16 @@ func (f *blockFeed) submit() error {
 		}
 	}
 	return nil
+}
+
+// offer queues j for the shards unless the queue is full.
+func (p *par) offer(j job) bool {
+	select {
+	case p.jobs <- j:
+		return true
+	default:
+		return false
+	}
 }
 
 // drain sequences every record fed so far: any other call of a parallel

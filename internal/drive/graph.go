@@ -102,8 +102,9 @@ type Graph struct {
 	// The steps of the host's calls (inbox.go): step is the last begun,
 	// cur the one whose items are being made; seq numbers the items.
 	step, cur, seq uint64
-	rootCall       bool // the roots are being called by the host (not the inboxes applied)
-	inAll          bool // every node is being called (Tick, EmitEarly)
+	rootCall       bool          // the roots are being called by the host (not the inboxes applied)
+	inAll          bool          // every node is being called (Tick, EmitEarly)
+	slab           []types.Value // what is left of the cells copyRow carves views' rows from
 }
 
 type gnode struct {

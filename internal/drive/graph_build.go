@@ -297,12 +297,31 @@ func (g *Graph) readerHooks(i int) (onMark func(int64), onRow func([]types.Value
 		it := g.item(n, itemRow, 0)
 		it.owned = true
 		for _, r := range n.readers {
-			it.row = slices.Clone(row)
+			it.row = g.copyRow(row)
 			g.deliver(r, it)
 		}
 		return nil
 	}
 	return onMark, onRow
+}
+
+// rowSlab is how many cells the graph allocates at once for the copies of
+// its views' rows.
+const rowSlab = 512
+
+// copyRow copies a view's row for a reader, carved from a slab: an
+// allocation per row was about 7% of the reading goroutine of a join of
+// two views on threads. A row a join holds keeps its slab alive, at most
+// rowSlab cells; the rows of a slab arrive together and mostly expire
+// together.
+func (g *Graph) copyRow(row []types.Value) []types.Value {
+	if len(g.slab) < len(row) {
+		g.slab = make([]types.Value, max(rowSlab, len(row)))
+	}
+	r := g.slab[:len(row):len(row)]
+	g.slab = g.slab[len(row):]
+	copy(r, row)
+	return r
 }
 
 // configure makes each node's driver: the primary's with the host's
