@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -94,20 +93,10 @@ func TestRunKafkaIntervalJoinDerived(t *testing.T) {
 			produceShuffled(t, e.addrs, uint64(c.imp+c.clk), e.imp, c.imp, imps, e.clk, c.clk, clks)
 			o := e.options(q)
 			o.RepartitionPartitions = c.rep
-			o.UntilCaughtUp = true
 			o.Logger = testLogger(t)
 			var late int
 			o.OnLate = func(*drive.LateEvent) { late++ }
-			pl, err := New(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			if err := pl.Run(ctx); err != nil {
-				t.Fatal(err)
-			}
-			st := pl.Stats()
+			st := runToEnd(t, o, 3*time.Minute)
 			if !st.CaughtUp || st.Late != 0 || late != 0 || st.TableLate != 0 || st.Malformed != 0 || st.TableMalformed != 0 || st.TableRows != int64(len(clks)) || st.JoinJoined == 0 {
 				t.Errorf("stats %+v, late hook %d", st, late)
 			}
@@ -184,18 +173,8 @@ func TestRunKafkaTemporalJoinDerived(t *testing.T) {
 			produceValues(t, addrs, "usage", c.src, events, nil)
 			o := kjoinOptions(q, addrs)
 			o.RepartitionPartitions = c.rep
-			o.UntilCaughtUp = true
 			o.Logger = testLogger(t)
-			pl, err := New(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			if err := pl.Run(ctx); err != nil {
-				t.Fatal(err)
-			}
-			st := pl.Stats()
+			st := runToEnd(t, o, 2*time.Minute)
 			if !st.CaughtUp || st.Late != 0 || st.Malformed != 0 || st.TableLate != 0 || st.TableMalformed != 0 || st.TableRows != int64(len(versions)) || st.JoinJoined+st.JoinUnmatched != int64(len(events)) {
 				t.Errorf("stats %+v", st)
 			}

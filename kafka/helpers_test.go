@@ -439,6 +439,36 @@ func inProcess(t testing.TB, q *plan.Query, evs []event) []changelog.Record {
 	return out
 }
 
+// runToEnd runs o until caught up (it sets UntilCaughtUp) within limit
+// and returns its stats for the caller to check, CaughtUp among them; a
+// New or Run error fails the test.
+func runToEnd(t testing.TB, o Options, limit time.Duration) Stats {
+	t.Helper()
+	o.UntilCaughtUp = true
+	pl, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	if err := pl.Run(ctx); err != nil {
+		t.Fatalf("the run until caught up: %v", err)
+	}
+	return pl.Stats()
+}
+
+// runCaughtUp runs o to its end as runToEnd does, logging to the test,
+// and fails the test unless it caught up.
+func runCaughtUp(t *testing.T, o Options) Stats {
+	t.Helper()
+	o.Logger = testLogger(t)
+	st := runToEnd(t, o, 2*time.Minute)
+	if !st.CaughtUp {
+		t.Fatalf("not caught up: %+v", st)
+	}
+	return st
+}
+
 // runPipeline runs a pipeline in a goroutine until the returned stop is
 // called; a Run error fails the test.
 func runPipeline(t testing.TB, o Options) (pl *Pipeline, stop func()) {

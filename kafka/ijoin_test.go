@@ -246,7 +246,6 @@ func TestRunKafkaIntervalJoinLate(t *testing.T) {
 	produceValues(t, e.addrs, e.imp, 2, imps, nil)
 	produceValues(t, e.addrs, e.clk, 2, clks, nil)
 	o := e.options(q)
-	o.UntilCaughtUp = true
 	o.Logger = testLogger(t)
 	var mu sync.Mutex
 	var got []string
@@ -255,20 +254,7 @@ func TestRunKafkaIntervalJoinLate(t *testing.T) {
 		defer mu.Unlock()
 		got = append(got, string(le.Event))
 	}
-	run := func() Stats {
-		t.Helper()
-		pl, err := New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := pl.Run(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return pl.Stats()
-	}
-	if st := run(); st.Late != 0 || st.TableLate != 0 || len(got) != 0 {
+	if st := runToEnd(t, o, 2*time.Minute); st.Late != 0 || st.TableLate != 0 || len(got) != 0 {
 		t.Fatalf("first run: late %d, table late %d, hook %q", st.Late, st.TableLate, got)
 	}
 	// A minute behind everything, produced once the watermarks are past
@@ -279,7 +265,7 @@ func TestRunKafkaIntervalJoinLate(t *testing.T) {
 	lateClk := []byte(`{"ad":1.5,"val":"1.00","tag":"late","cts":"2026-07-18 09:59:00"}`)
 	produceValues(t, e.addrs, e.imp, 1, [][]byte{lateImp}, nil)
 	produceValues(t, e.addrs, e.clk, 1, [][]byte{lateClk}, nil)
-	st := run()
+	st := runToEnd(t, o, 2*time.Minute)
 	if st.Late != 1 || st.TableLate != 1 {
 		t.Errorf("late %d, table late %d: want 1 and 1", st.Late, st.TableLate)
 	}
@@ -515,17 +501,7 @@ func TestRunKafkaIntervalJoinInstances(t *testing.T) {
 	time.Sleep(time.Second)
 	stopB()
 	o := opts("a")
-	o.UntilCaughtUp = true
-	pl, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := pl.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st := pl.Stats(); !st.CaughtUp || st.Late != 0 || st.TableLate != 0 {
+	if st := runToEnd(t, o, 3*time.Minute); !st.CaughtUp || st.Late != 0 || st.TableLate != 0 {
 		t.Errorf("final run: %+v", st)
 	}
 	compareFinals(t, readFinals(t, e.addrs, e.sink), want)
@@ -599,17 +575,7 @@ func TestRunKafkaIntervalJoinCSV(t *testing.T) {
 	produceValues(t, e.addrs, e.imp, 3, imps, nil)
 	o := e.options(q)
 	o.Source.Format, o.Table.Format = csv, csv
-	o.UntilCaughtUp = true
-	pl, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := pl.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st := pl.Stats(); !st.CaughtUp || st.Late != 0 || st.Malformed != 0 || st.TableMalformed != 0 {
+	if st := runToEnd(t, o, 2*time.Minute); !st.CaughtUp || st.Late != 0 || st.Malformed != 0 || st.TableMalformed != 0 {
 		t.Errorf("stats %+v", st)
 	}
 	compareFinals(t, readFinals(t, e.addrs, e.sink), want)
@@ -626,17 +592,7 @@ func TestRunKafkaIntervalJoinFromLatest(t *testing.T) {
 	produceValues(t, e.addrs, e.clk, 2, clks, nil)
 	o := e.options(ijoinQuery(t, e.name))
 	o.Source.From, o.Table.From = FromLatest, FromLatest
-	o.UntilCaughtUp = true
-	pl, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := pl.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st := pl.Stats(); !st.CaughtUp || st.EventsIn != 0 || st.TableRows != 0 || st.RecordsOut != 0 {
+	if st := runToEnd(t, o, time.Minute); !st.CaughtUp || st.EventsIn != 0 || st.TableRows != 0 || st.RecordsOut != 0 {
 		t.Errorf("stats %+v: want caught up with nothing read", st)
 	}
 }

@@ -226,26 +226,6 @@ func TestInputsOf(t *testing.T) {
 	}
 }
 
-// runCaughtUp runs o (UntilCaughtUp) to its end and returns its stats.
-func runCaughtUp(t *testing.T, o Options) Stats {
-	t.Helper()
-	o.Logger = testLogger(t)
-	pl, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := pl.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st := pl.Stats()
-	if !st.CaughtUp {
-		t.Fatalf("not caught up: %+v", st)
-	}
-	return st
-}
-
 // closedFinals is the in-process run's finals of evs, every window closed.
 func closedFinals(t *testing.T, q *plan.Query, evs []event) map[string]string {
 	t.Helper()

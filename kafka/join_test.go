@@ -389,18 +389,8 @@ func TestRunKafkaTemporalJoinTableGroup(t *testing.T) {
 			produceValues(t, addrs, "usage", c.src, events, nil)
 			o := kjoinOptions(q, addrs)
 			o.RepartitionPartitions = c.rep
-			o.UntilCaughtUp = true
 			o.Logger = testLogger(t)
-			pl, err := New(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			if err := pl.Run(ctx); err != nil {
-				t.Fatal(err)
-			}
-			st := pl.Stats()
+			st := runToEnd(t, o, 2*time.Minute)
 			if !st.CaughtUp || st.Late != 0 || st.TableLate != 0 || st.TableRows != int64(len(versions)) || st.JoinJoined+st.JoinUnmatched != int64(len(events)) {
 				t.Errorf("stats %+v", st)
 			}
@@ -494,17 +484,7 @@ func kjoinInstances(t *testing.T, q *plan.Query, events, versions [][]byte) {
 	time.Sleep(time.Second)
 	stopB()
 	o := opts("a")
-	o.UntilCaughtUp = true
-	pl, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := pl.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st := pl.Stats(); !st.CaughtUp || st.Late != 0 || st.TableLate != 0 {
+	if st := runToEnd(t, o, 2*time.Minute); !st.CaughtUp || st.Late != 0 || st.TableLate != 0 {
 		t.Errorf("final run: %+v", st)
 	}
 	compareFinals(t, readFinals(t, addrs, "charges"), want)
@@ -572,17 +552,7 @@ func TestRunKafkaTemporalJoinCSV(t *testing.T) {
 	produceValues(t, addrs, "usage", 3, events, nil)
 	o := kjoinOptions(q, addrs)
 	o.Source.Format, o.Table.Format = csv, csv
-	o.UntilCaughtUp = true
-	pl, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := pl.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st := pl.Stats(); !st.CaughtUp || st.Late != 0 || st.Malformed != 0 || st.TableMalformed != 0 || st.JoinKeys != 3*3 {
+	if st := runToEnd(t, o, 2*time.Minute); !st.CaughtUp || st.Late != 0 || st.Malformed != 0 || st.TableMalformed != 0 || st.JoinKeys != 3*3 {
 		t.Errorf("stats %+v (want 3 keys in each of 3 partitions)", st)
 	}
 	compareFinals(t, readFinals(t, addrs, "charges"), want)

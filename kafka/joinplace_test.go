@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -74,16 +73,7 @@ GROUP BY i.ad, TUMBLE(i.ts, INTERVAL '10' SECOND);`, plan.CompileOptions{})
 	produceShuffled(t, e.addrs, 3, e.imp, 3, imps, e.clk, 3, clks)
 	o := e.options(q)
 	o.RepartitionPartitions = 8
-	o.UntilCaughtUp = true
 	o.Logger = testLogger(t)
-	pl, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := pl.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runToEnd(t, o, 3*time.Minute)
 	compareFinals(t, readFinals(t, e.addrs, e.sink), want)
 }

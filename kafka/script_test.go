@@ -216,17 +216,8 @@ func (h *scriptHost) runQuery(t *testing.T, q *scripttest.Query) []string {
 	}
 	h.produce(t, s, q, first, at, 1<<30)
 	o := s.options(t)
-	o.UntilCaughtUp = true
 	o.Logger = testLogger(t)
-	pl, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := pl.Run(ctx); err != nil {
-		t.Fatalf("the run until caught up: %v", err)
-	}
+	runToEnd(t, o, 2*time.Minute)
 	return h.records(t, s, pq)
 }
 

@@ -62,18 +62,8 @@ func TestRunKafkaTemporalJoinLateTableRows(t *testing.T) {
 			produceTable(t, addrs, tbl, versions, parts)
 			produceValues(t, addrs, "usage", 2, events, nil)
 			o := kjoinOptions(q, addrs)
-			o.UntilCaughtUp = true
 			o.Logger = testLogger(t)
-			pl, err := New(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			if err := pl.Run(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if st := pl.Stats(); st.TableLate != int64(nLate) || st.TableRows != int64(len(versions)) {
+			if st := runToEnd(t, o, 2*time.Minute); st.TableLate != int64(nLate) || st.TableRows != int64(len(versions)) {
 				t.Errorf("%d late table rows of %d, want %d late", st.TableLate, st.TableRows, nLate)
 			}
 			compareFinals(t, readFinals(t, addrs, "charges"), want)

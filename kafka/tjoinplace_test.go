@@ -172,17 +172,7 @@ func TestTemporalJoinInPlaceFromLatest(t *testing.T) {
 	// it committed every event it was given.
 	waitGroupAtEnd(t, addrs, pl.inGroup(), "usage")
 	stop()
-	o.UntilCaughtUp = true
-	pl, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := pl.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st := pl.Stats(); !st.CaughtUp || st.Late != 0 {
+	if st := runToEnd(t, o, 2*time.Minute); !st.CaughtUp || st.Late != 0 {
 		t.Errorf("the restart: stats %+v", st)
 	}
 	compareFinals(t, readFinals(t, addrs, "charges"), want)

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/sql/plan"
@@ -537,12 +536,5 @@ func TestGraphNoLeak(t *testing.T) {
 			}
 		} // else dropped without Close
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > base {
-		t.Fatalf("%d goroutines, %d before", n, base)
-	}
+	waitGoroutines(t, base)
 }

@@ -32,12 +32,23 @@ var (
 	splitStrings = []string{"null", `"k\u00e9\""`, `"a\\b"`, `"tab\t"`, `""`, `"x"`}
 )
 
-// splitInput is the two sources' records in one order: true for a.
+// splitRec is a record of one of the two sources: second for a's.
 type splitRec struct {
 	second bool
 	raw    string
 }
 
+// push gives the record to g as its source's: a's as the second
+// input's (PushTable), p's as the first's.
+func (r splitRec) push(g *Graph) error {
+	if r.second {
+		return g.PushTable([]byte(r.raw))
+	}
+	return g.Push([]byte(r.raw))
+}
+
+// splitInput is n records of the two sources in one order, their times
+// out of order by up to 1.5s, their keys from splitDoubles and splitStrings.
 func splitInput(seed uint64, n int) []splitRec {
 	r := rand.New(rand.NewPCG(seed, 11))
 	base := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
@@ -77,13 +88,7 @@ func runSplit(t *testing.T, q *plan.Query, in []splitRec, threads, at, then int)
 	}
 	g := start(threads)
 	for i, rec := range in {
-		var err error
-		if rec.second {
-			err = g.PushTable([]byte(rec.raw))
-		} else {
-			err = g.Push([]byte(rec.raw))
-		}
-		if err != nil {
+		if err := rec.push(g); err != nil {
 			t.Fatalf("record %d: %v", i, err)
 		}
 		if i == at && at > 0 {
@@ -130,14 +135,7 @@ func TestJoinOfViewsSplit(t *testing.T) {
 			}
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > base {
-		t.Fatalf("%d goroutines, %d before", n, base)
-	}
+	waitGoroutines(t, base)
 }
 
 // TestJoinOfViewsSplitPanic: a panic in a join instance is the graph's
@@ -162,12 +160,7 @@ func TestJoinOfViewsSplitPanic(t *testing.T) {
 				w.j = nil
 			}
 		}
-		if rec.second {
-			got = g.PushTable([]byte(rec.raw))
-		} else {
-			got = g.Push([]byte(rec.raw))
-		}
-		if got != nil {
+		if got = rec.push(g); got != nil {
 			break
 		}
 	}
@@ -178,14 +171,7 @@ func TestJoinOfViewsSplitPanic(t *testing.T) {
 		t.Fatalf("got %v, want ErrInternal", got)
 	}
 	_ = g.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > base {
-		t.Fatalf("%d goroutines after Close, %d before", n, base)
-	}
+	waitGoroutines(t, base)
 }
 
 // TestJoinOfViewsSplitBound: the bound on held rows (Config.JoinBuffer)
@@ -202,12 +188,7 @@ func TestJoinOfViewsSplitBound(t *testing.T) {
 		}
 		defer g.Close()
 		for i, rec := range in {
-			if rec.second {
-				err = g.PushTable([]byte(rec.raw))
-			} else {
-				err = g.Push([]byte(rec.raw))
-			}
-			if err != nil {
+			if err := rec.push(g); err != nil {
 				return i, err
 			}
 		}
@@ -221,5 +202,21 @@ func TestJoinOfViewsSplitBound(t *testing.T) {
 		if i, err := stop(threads); i < at || err == nil || err.Error() != want.Error() {
 			t.Fatalf("%d threads: record %d: %v; one thread: record %d: %v", threads, i, err, at, want)
 		}
+	}
+}
+
+// waitGoroutines waits up to ten seconds for the goroutine count to fall
+// back to base (the count before a test started graphs: their instances'
+// goroutines end with them, closed or dropped and collected), and fails
+// the test if it does not.
+func waitGoroutines(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base {
+		t.Fatalf("%d goroutines, %d before", n, base)
 	}
 }
