@@ -9,12 +9,14 @@ import (
 )
 
 // inDoubt is a transaction whose end failed with its outcome unknown: the
-// broker may have committed it. Its counts wait for the next session of
-// the stage, which asks the group's committed offsets (resolveDoubt): a
-// committed transaction's records are not read again, so its counts are
-// added then; an aborted one's are read, and counted, again.
+// broker may have committed it. Its counts and reports wait for the next
+// session of the stage, which asks the group's committed offsets
+// (resolveDoubt): a committed transaction's records are not read again,
+// so its counts are added and its reports handed over then; an aborted
+// one's are read, counted and reported again.
 type inDoubt struct {
 	counts  txnCounts
+	reports []func()
 	offsets map[string]map[int32]kgo.EpochOffset // the input offsets it was to commit
 }
 
@@ -40,7 +42,7 @@ func (p *Pipeline) resolveDoubt(ctx context.Context, group string, d **inDoubt) 
 			done = done && ok && c.Err == nil && c.At >= o.Offset
 		}
 	}
-	tx := &txn{counts: (*d).counts}
+	tx := &txn{counts: (*d).counts, reports: (*d).reports}
 	tx.settle(p, done)
 	*d = nil
 	return nil

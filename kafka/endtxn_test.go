@@ -150,13 +150,27 @@ func (c *stallConn) Read(b []byte) (int, error) {
 // committed transaction's input twice), and not fail: the run catches up
 // by itself, and the read_committed changelog has every final equal to
 // the oracle, no (key, revision) twice and no revision going backwards.
+// Its counts and bad-event reports are each record's once: the stalled
+// transactions committed, so the next session adds theirs.
 func TestEndTxnAnswerLost(t *testing.T) {
 	t.Parallel()
 	c := cluster(t)
 	addrs := c.ListenAddrs()
 	mkTopic(t, addrs, "events", 3, nil)
 	evs := genEvents(13, 12000)
-	produceEvents(t, addrs, "events", 3, evs, false)
+	// A malformed record every 150 events: each transaction of the
+	// repartition stage, the stalled one too, reports some.
+	var values [][]byte
+	for i, e := range evs {
+		if i%150 == 0 {
+			values = append(values, []byte(fmt.Sprintf(`{"merchant":%d`, i)))
+		}
+		values = append(values, e.json())
+	}
+	bad := len(values) - len(evs)
+	produceValues(t, addrs, "events", 3, values, nil)
+	var mu sync.Mutex
+	reported := map[string]int{}
 	q := tumbleQuery("lost", 100*time.Millisecond)
 	tt := 5 * time.Second
 	h := &lostEndTxn{stall: tt + time.Second, targets: map[string]int{q.Name + "-in.a": 2, q.Name + ".a": 2}}
@@ -165,14 +179,29 @@ func TestEndTxnAnswerLost(t *testing.T) {
 	// stage whose group join was slow (tests in parallel) found every
 	// event routed and took them all in its first two transactions.
 	st := runUntilCaughtUp(t, Options{Query: q, Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out"), InstanceID: "a",
-		Logger: testLogger(t), MaxPollRecords: 1000, CommitRecords: 1000, TransactionTimeout: tt, ClientOpts: []kgo.Opt{kgo.Dialer(h.dial)}})
+		Logger: testLogger(t), MaxPollRecords: 1000, CommitRecords: 1000, TransactionTimeout: tt, ClientOpts: []kgo.Opt{kgo.Dialer(h.dial)},
+		OnBadEvent: func(e *BadEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			reported[fmt.Sprintf("%d/%d", e.Partition, e.Offset)]++
+		}})
 	if n := h.fired.Load(); n != 2 {
 		t.Fatalf("%d EndTxn answers stalled, want 2 (one per stage)", n)
 	}
 	f := follow(t, addrs, "out", false)
 	f.waitFinals(t, tumbleOracle(evs), 30*time.Second)
-	if st.EventsIn != int64(len(evs)) {
-		t.Errorf("%d events consumed, want %d (a transaction's input consumed again)", st.EventsIn, len(evs))
+	if st.EventsIn != int64(len(values)) || st.Malformed != int64(bad) {
+		t.Errorf("%d events consumed, %d malformed; want %d and %d (a transaction's input consumed again, or its counts lost)", st.EventsIn, st.Malformed, len(values), bad)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reported) != bad {
+		t.Errorf("%d malformed records reported, want %d (a committed transaction's reports lost)", len(reported), bad)
+	}
+	for at, n := range reported {
+		if n != 1 {
+			t.Errorf("the malformed record at %s reported %d times", at, n)
+		}
 	}
 	if st.Redos < 2 {
 		t.Errorf("%d sessions started again after a failed end, want at least 2", st.Redos)

@@ -210,7 +210,8 @@ func (l *loop) round(ctx context.Context) (again bool, err error) {
 	committed, err := p.end(ctx, s, l.spec.group, workErr == nil)
 	l.tx.perr.take()
 	if !committed && err != nil && workErr == nil {
-		*l.doubt = &inDoubt{counts: l.tx.counts, offsets: offsets} // the next session finds out
+		*l.doubt = &inDoubt{counts: l.tx.counts, reports: l.tx.reports, offsets: offsets} // the next session finds out
+		l.tx.reports = nil
 	}
 	l.tx.settle(p, committed)
 	return l.ended(ctx, committed, err, workErr, pollErr)
