@@ -169,6 +169,7 @@ func Run(ctx context.Context, src Source, l Lander, opts RunOptions) error {
 	if err != nil {
 		return err
 	}
+	stop := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
@@ -232,7 +233,12 @@ func Run(ctx context.Context, src Source, l Lander, opts RunOptions) error {
 		if o.Counters != nil {
 			failed = &o.Counters.CommitErrors
 		}
-		retries, err := retry(ctx, o, "commit", failed, func() error { return src.Commit(ctx, p.b) })
+		// A batch the store acknowledged is committed even if the caller
+		// stopped the run while it landed: a clean stop should leave no
+		// landed batch to replay. The commit gets commitGrace past the stop.
+		cctx, ccancel := graceContext(stop, commitGrace)
+		retries, err := retry(cctx, o, "commit", failed, func() error { return src.Commit(cctx, p.b) })
+		ccancel()
 		if err != nil {
 			runErr = fmt.Errorf("land: committing a landed batch: %w", err)
 			cancel(runErr)
@@ -260,6 +266,16 @@ func Run(ctx context.Context, src Source, l Lander, opts RunOptions) error {
 		return nil
 	}
 	return perr
+}
+
+// commitGrace is how long a commit of a landed batch may run past a stop.
+const commitGrace = 3 * time.Second
+
+// graceContext is a context that ends grace after ctx does.
+func graceContext(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	g, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })
+	return g, func() { stop(); cancel() }
 }
 
 // retry calls f until it succeeds, fails permanently or for the store's
