@@ -18,12 +18,21 @@ import (
 // theirs), so it never collides with an operator's entry.
 const bindingKey = "\xff\xff\xff\xffubik.binding"
 
+// layoutVersion is the layout of the internal topics this binary reads
+// and writes: which stages run, the records of their repartition topics,
+// the entries of their state topics. The binding records it, and a state
+// topic bound under another layout is refused before anything is read
+// (layoutErr): a binary of one layout cannot continue another's state,
+// and two binaries of different layouts must never share one query's
+// topics. A binding without the field was written under layout 1.
+const layoutVersion = 1
+
 // binding is what a query name's state belongs to. It is written once,
 // when the state topic is new, as the first record of its partition 0.
 type binding struct {
-	Version          int    `json:"version"`
-	Query            string `json:"query"`  // the query's text
-	Schema           string `json:"schema"` // the source's columns and watermark
+	Version          int    `json:"version"` // layoutVersion
+	Query            string `json:"query"`   // the query's text
+	Schema           string `json:"schema"`  // the source's columns and watermark
 	Source           string `json:"source"`
 	SourcePartitions int    `json:"source_partitions"`
 	PartitionedByKey bool   `json:"partitioned_by_key"`
@@ -77,7 +86,7 @@ func (p *Pipeline) binding() binding {
 	if tc := src.TimeCol; tc >= 0 && tc < len(src.Columns) {
 		schema += fmt.Sprintf("; watermark %s - %dus", src.Columns[tc].Name, src.WatermarkDelay)
 	}
-	b := binding{Version: 1, Query: strings.TrimSpace(text), Schema: schema, Source: p.opts.Source.Topic,
+	b := binding{Version: layoutVersion, Query: strings.TrimSpace(text), Schema: schema, Source: p.opts.Source.Topic,
 		SourcePartitions: p.nSource, PartitionedByKey: p.direct, Sink: p.opts.Sink.Topic, Views: strings.Join(views, ", ")}
 	b.JoinIn = p.joinIn()
 	if p.tj != nil && p.tj.interval {
@@ -193,6 +202,9 @@ func (p *Pipeline) checkBinding(ctx context.Context) error {
 			return fmt.Errorf("kafka: the binding record written to %s partition 0 cannot be read back", p.stateTopic)
 		}
 	}
+	if err := layoutErr(p.q.Name, p.stateTopic, old.Version, layoutVersion); err != nil {
+		return err
+	}
 	if d := old.diff(now); len(d) > 0 {
 		return fmt.Errorf("%w: query %s ran before with what its state topic %s records, and this run differs: %s. "+
 			"A query name owns its %s; they hold that run's offsets and state. "+
@@ -200,6 +212,26 @@ func (p *Pipeline) checkBinding(ctx context.Context) error {
 			"or reset the query's state (ubik run --reset-state): that deletes the consumer groups' committed offsets "+
 			"and the internal topics, and reads the input again from the start (or --from); the sink topic is kept",
 			ErrBindingMismatch, p.q.Name, p.stateTopic, strings.Join(d, "; "), p.ownedText())
+	}
+	return nil
+}
+
+// layoutErr refuses a state topic bound under a layout other than
+// current: a newer binary's (ErrNewerState), or an older one's
+// (ErrOldState), each with what to do.
+func layoutErr(query, stateTopic string, recorded, current int) error {
+	v := max(recorded, 1)
+	switch {
+	case v > current:
+		return fmt.Errorf("%w: query %s's state topic %s was written by a newer ubik, in layout %d of its internal topics; this binary reads layout %d. "+
+			"Run the newer ubik (every process of the query must run one layout), "+
+			"or reset the query's state (ubik run --reset-state), which reads the input again from the start",
+			ErrNewerState, query, stateTopic, v, current)
+	case v < current:
+		return fmt.Errorf("%w: query %s's state topic %s was written by an earlier ubik, in layout %d of its internal topics; this binary writes layout %d. "+
+			"Finish the query with the earlier ubik (--until-caught-up), then reset its state (ubik run --reset-state) "+
+			"and run this one from where the earlier run stopped (--from), or reset the state and read the input again from the start",
+			ErrOldState, query, stateTopic, v, current)
 	}
 	return nil
 }

@@ -30,6 +30,10 @@ var (
 	// written at the end of an until-caught-up run before the drain
 	// stopped at the last window's end). Nothing is read or written.
 	ErrOldState = errors.New("kafka: state written by an earlier ubik version cannot be continued")
+	// ErrNewerState: the state topic was written by a newer ubik, in a
+	// layout of the internal topics this one does not read. Nothing is
+	// read or written.
+	ErrNewerState = errors.New("kafka: state written by a newer ubik version")
 	// ErrDataLoss: records of the source were deleted (retention,
 	// DeleteRecords) between the query's committed offsets and the log
 	// start, before the query read them (see Options.AllowDataLoss).

@@ -1,0 +1,108 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// writeBindingVersion records o's binding under layout version v (0: a
+// binding without the field) in a new state topic, as a binary of that
+// layout would have before o runs.
+func writeBindingVersion(t *testing.T, o Options, v int) *Pipeline {
+	t.Helper()
+	pl, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl.nSource = 2
+	b := pl.binding()
+	b.Version = v
+	val, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v == 0 {
+		val = []byte(strings.Replace(string(val), `"version":0,`, "", 1))
+	}
+	addrs := o.Source.Config.Brokers
+	mkTopic(t, addrs, pl.stateTopic, 2, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")})
+	cl := client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	r := &kgo.Record{Topic: pl.stateTopic, Partition: 0, Key: []byte(bindingKey), Value: val}
+	if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+// TestBindingLayout: a state topic bound under a newer layout of the
+// internal topics is refused before anything is read or written, saying
+// what to do; a binding without a layout (the first one's) runs.
+func TestBindingLayout(t *testing.T) {
+	c := cluster(t)
+	addrs := c.ListenAddrs()
+	mkTopic(t, addrs, "events", 2, nil)
+	evs := genEvents(73, 1000)
+	produceEvents(t, addrs, "events", 2, evs, false)
+
+	newer := Options{Query: tumbleQuery("newer", 0), Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out-newer"),
+		InstanceID: "a", Logger: testLogger(t), UntilCaughtUp: true}
+	pl := writeBindingVersion(t, newer, layoutVersion+1)
+	err := runErr(t, newer)
+	if !errors.Is(err, ErrNewerState) {
+		t.Fatalf("Run: %v, want ErrNewerState", err)
+	}
+	for _, w := range []string{"newer-state", "layout 2", "reads layout 1", "Run the newer ubik", "--reset-state"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not say %q:\n%s", w, err)
+		}
+	}
+	// Nothing written: the binding is the state topic's only record, and
+	// no group committed offsets.
+	adm := kadm.NewClient(client(t, addrs))
+	ends, aerr := adm.ListEndOffsets(context.Background(), pl.stateTopic)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if want := int64(map[int32]int{0: 1}[o.Partition]); o.Offset != want {
+			t.Errorf("state topic partition %d ends at %d after the refusal, want %d", o.Partition, o.Offset, want)
+		}
+	})
+	for _, g := range []string{"newer", "newer-in"} {
+		offs, ferr := adm.FetchOffsets(context.Background(), g)
+		if ferr == nil && len(offs) > 0 {
+			t.Errorf("group %s committed offsets after the refusal: %v", g, offs)
+		}
+	}
+
+	first := Options{Query: tumbleQuery("first", 0), Source: endpoint(addrs, "events"), Sink: endpoint(addrs, "out-first"),
+		InstanceID: "a", Logger: testLogger(t)}
+	writeBindingVersion(t, first, 0)
+	runUntilCaughtUp(t, first)
+	follow(t, addrs, "out-first", false).waitFinals(t, tumbleOracle(evs), 30e9)
+}
+
+// TestLayoutErr: an older layout is ErrOldState, naming how to move on;
+// the same layout, or a binding without one under layout 1, is no error.
+func TestLayoutErr(t *testing.T) {
+	err := layoutErr("q", "q-state", 1, 2)
+	if !errors.Is(err, ErrOldState) {
+		t.Fatalf("layoutErr(1, 2) = %v, want ErrOldState", err)
+	}
+	for _, w := range []string{"q-state", "layout 1", "writes layout 2", "--until-caught-up", "--reset-state", "--from"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not say %q:\n%s", w, err)
+		}
+	}
+	for _, c := range [][2]int{{0, 1}, {1, 1}, {2, 2}} {
+		if err := layoutErr("q", "q-state", c[0], c[1]); err != nil {
+			t.Errorf("layoutErr(%d, %d) = %v, want nil", c[0], c[1], err)
+		}
+	}
+}
