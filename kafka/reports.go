@@ -2,8 +2,6 @@ package kafka
 
 import (
 	"bytes"
-	"slices"
-	"strings"
 
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/types"
@@ -53,16 +51,8 @@ func (t *txn) badEvent(p *Pipeline, e BadEvent) {
 // operator's buffers, reused by the next record).
 func copyLate(ev *drive.LateEvent) *drive.LateEvent {
 	c := *ev
-	c.Row, c.Key, c.Event = cloneCells(ev.Row), cloneCells(ev.Key), bytes.Clone(ev.Event)
+	c.Row, c.Key, c.Event = types.CloneRow(ev.Row), types.CloneRow(ev.Key), bytes.Clone(ev.Event)
 	return &c
-}
-
-func cloneCells(row []types.Value) []types.Value {
-	out := slices.Clone(row)
-	for i := range out {
-		out[i].S = strings.Clone(out[i].S)
-	}
-	return out
 }
 
 // deliver runs the reports of a committed transaction in order.

@@ -5,8 +5,6 @@ import (
 	"hash/maphash"
 	"math"
 	"runtime"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/ubiksql/ubik/internal/exec"
@@ -248,14 +246,9 @@ func (sp *ijSplit) markAgg(aggWM int64) {
 // a decoded row's, the decoder's buffer).
 func ownRow(row []types.Value, owned bool) []types.Value {
 	if !owned {
-		row = slices.Clone(row)
+		return types.CloneRow(row)
 	}
-	for i := range row {
-		if row[i].S != "" {
-			row[i].S = strings.Clone(row[i].S)
-		}
-	}
-	return row
+	return types.OwnStrings(row)
 }
 
 // dispatch hands the current batch to the instances and merges the one

@@ -229,7 +229,7 @@ func (t *IntervalJoin) push(side int, row []types.Value, owned bool) (late bool,
 		if owned {
 			ownStrings(row)
 		} else {
-			row = cloneRow(row)
+			row = types.CloneRow(row)
 		}
 		t.probe(side, ts, row, o.rows[string(key)])
 		if ts >= t.threshold(side) {

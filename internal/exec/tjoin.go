@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -260,7 +259,7 @@ func (t *TemporalJoin) PushEvent(row []types.Value) (late bool, err error) {
 	}
 	t.stats.Events++
 	t.seq++
-	t.buf.push(waiting{t: ts, seq: t.seq, row: cloneRow(row)})
+	t.buf.push(waiting{t: ts, seq: t.seq, row: types.CloneRow(row)})
 	if n := int64(len(t.buf)); n > t.stats.BufferedPeak {
 		t.stats.BufferedPeak = n
 	}
@@ -678,16 +677,6 @@ func (t *TemporalJoin) AppendState(b []byte) []byte {
 
 // cloneRow copies a row and its strings: a decoder's cells may alias its
 // input or scratch buffers, which the next record reuses.
-func cloneRow(row []types.Value) []types.Value {
-	out := slices.Clone(row)
-	for i := range out {
-		if out[i].S != "" {
-			out[i].S = strings.Clone(out[i].S)
-		}
-	}
-	return out
-}
-
 func appendRow(b []byte, row []types.Value) []byte {
 	b = binary.AppendUvarint(b, uint64(len(row)))
 	for _, v := range row {
