@@ -118,9 +118,11 @@ func (t *txn) produce(r *kgo.Record) { t.s.Produce(t.pctx, r, t.promise) }
 // newWork builds for it, until a stop, an error, or the stage is done.
 func (p *Pipeline) runLoop(ctx context.Context, spec loopSpec, newWork func(*txn) (stageWork, error)) error {
 	var doubt *inDoubt // carried from a session to the next
-	return p.redo(ctx, spec.name, spec.group, func(ctx context.Context, committedAt *time.Time) error {
+	err := p.redo(ctx, spec.name, spec.group, func(ctx context.Context, committedAt *time.Time) error {
 		return p.loopSession(ctx, spec, newWork, committedAt, &doubt)
 	})
+	p.settleLastDoubt(ctx, spec.group, &doubt)
+	return err
 }
 
 // loop is one session of a stage's loop.
