@@ -48,6 +48,35 @@ GROUP BY k, TUMBLE(ts, INTERVAL '1' SECOND) HAVING count(*) * 461168601842738790
 	}
 }
 
+// TestSoloFeedComputedColumns: a source with computed columns decodes
+// into the deriver's row, not the block's (soloFeed.keep): fed in blocks,
+// the host sees what it sees record by record, the computed strings
+// (upper of an unescaped key) and times (from milliseconds) included.
+func TestSoloFeedComputedColumns(t *testing.T) {
+	q := compile(t, `CREATE SOURCE s (k VARCHAR, ms BIGINT, ku AS upper(k) || '!', ts AS TO_TIMESTAMP_LTZ(ms, 3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND);
+SELECT ku, TUMBLE_START(ts, INTERVAL '1' SECOND) AS ws, count(*) AS n, max(k) AS mk FROM s
+GROUP BY ku, TUMBLE(ts, INTERVAL '1' SECOND);`)
+	keys := []string{`"a\"b"`, `"\u00e9x"`, `null`, `"plain"`}
+	var lines []string
+	for i := range 500 {
+		if i%89 == 5 {
+			lines = append(lines, `{"k": "x"}`) // no time to compute
+			continue
+		}
+		lines = append(lines, fmt.Sprintf(`{"k": %s, "ms": %d}`, keys[i%len(keys)], 1784368800000+int64(i)*37))
+	}
+	want := soloTrace(t, q, lines, true)
+	if got := soloTrace(t, q, lines, false); got != want {
+		t.Fatalf("fed in blocks:\n%s\nrecord by record:\n%s", got, want)
+	}
+	for _, s := range []string{`A\"B!`, `\u00c9X!`, "error at"} {
+		if !strings.Contains(want, s) {
+			t.Fatalf("the trace lacks %q:\n%s", s, want)
+		}
+	}
+}
+
 // soloTrace feeds lines to a graph of q and writes down what the host
 // sees: in blocks of 64 records, or (oneByOne) record by record.
 func soloTrace(t *testing.T, pq *plan.Query, lines []string, oneByOne bool) string {

@@ -168,6 +168,20 @@ func (d *Decoder) Err() error { return d.bad }
 // IsCSV reports whether the source is CSV (records may span lines).
 func (d *Decoder) IsCSV() bool { return d.csv != nil }
 
+// UseRow makes the decoder write each row it decodes into row, whose
+// length is Width, until the next UseRow, and returns the row it wrote
+// into before: a host keeping a block of rows decodes each in its place
+// rather than copying it there. With computed columns, Decode still
+// returns the deriver's row, not row.
+func (d *Decoder) UseRow(row []types.Value) []types.Value {
+	old := d.row
+	d.row = row
+	return old
+}
+
+// Width is the number of cells of the rows the decoder writes (UseRow).
+func (d *Decoder) Width() int { return len(d.row) }
+
 // Decode parses one event: a JSON object, or a CSV record. Absent fields and
 // nulls become SQL NULL; a missing or NULL event time is an error, because
 // the event could not be placed in time. For CSV with a header, the first
