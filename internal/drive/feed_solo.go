@@ -5,6 +5,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
 )
@@ -49,7 +50,8 @@ type soloFeed struct {
 	ncol  int
 	strs  []byte
 	fixes []int32
-	// strCols are the source's VARCHAR columns (own), found once.
+	// strCols are the columns whose strings own checks (stringCols),
+	// found once.
 	strCols []int
 	busy    bool // sequencing: calls made by the fold do not sequence again
 	max     int  // Config.BlockEvents
@@ -167,7 +169,12 @@ func (f *soloFeed) decode() error {
 		case len(row) == w && &row[0] == &f.cells[at]:
 			rec.cell = int32(at)
 			f.ncol = w
-			f.own(at, d.in.src)
+			if f.strCols == nil {
+				f.strCols = stringCols(d.in.src, dec)
+			}
+			if len(f.strCols) > 0 {
+				f.own(at)
+			}
 		default: // a deriver's row (computed columns)
 			rec.cell = int32(at)
 			f.cells = f.cells[:at]
@@ -184,17 +191,7 @@ func (f *soloFeed) decode() error {
 
 // own copies into strs each string of the row at cell at that does not
 // lie in the records (one the decoder unescaped into its own buffer).
-// Only a VARCHAR cell has a string (types.Value); the source's columns
-// are the row's, the decoder having no computed ones.
-func (f *soloFeed) own(at int, src *plan.Source) {
-	if f.strCols == nil {
-		f.strCols = []int{}
-		for i, c := range src.Columns {
-			if c.Type.Kind == types.KindVarchar {
-				f.strCols = append(f.strCols, i)
-			}
-		}
-	}
+func (f *soloFeed) own(at int) {
 	row := f.cells[at : at+f.ncol]
 	for _, i := range f.strCols {
 		if s := row[i].S; len(s) > 0 && !within(f.raw, s) {
@@ -203,6 +200,19 @@ func (f *soloFeed) own(at int, src *plan.Source) {
 			row[i].S = ""
 		}
 	}
+}
+
+// stringCols are the columns of src whose cells may hold a string: the
+// VARCHAR ones (types.Value) dec converts, the others being NULL. The
+// source's columns are the row's, the decoder having no computed ones.
+func stringCols(src *plan.Source, dec *exec.Decoder) []int {
+	out := []int{}
+	for i, c := range src.Columns {
+		if c.Type.Kind == types.KindVarchar && dec.Converts(i) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // keep copies row into the block's cells, and a string that does not lie

@@ -182,6 +182,10 @@ func (d *Decoder) UseRow(row []types.Value) []types.Value {
 // Width is the number of cells of the rows the decoder writes (UseRow).
 func (d *Decoder) Width() int { return len(d.row) }
 
+// Converts reports whether the decoder converts column i of its rows; a
+// column it does not convert is always NULL.
+func (d *Decoder) Converts(i int) bool { return d.used == nil || i < len(d.used) && d.used[i] }
+
 // Decode parses one event: a JSON object, or a CSV record. Absent fields and
 // nulls become SQL NULL; a missing or NULL event time is an error, because
 // the event could not be placed in time. For CSV with a header, the first
