@@ -104,6 +104,7 @@ type txn struct {
 	promise func(*kgo.Record, error)
 	counts  txnCounts // what its records counted (settle)
 	reports []func()  // what they report (reports.go)
+	out     outArena  // records, headers and bytes of what a stage produces
 }
 
 func newTxn(ctx context.Context, s *kgo.GroupTransactSession) *txn {

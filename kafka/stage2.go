@@ -56,13 +56,6 @@ type stage2 struct {
 	ins inputs
 }
 
-// outRecord is a changelog record to produce with room for its headers
-// (changelog.AppendHeaders writes 4 or 6), allocated together.
-type outRecord struct {
-	rec     kgo.Record
-	headers [6]kgo.RecordHeader
-}
-
 // runStage2 is the aggregating stage: it consumes the repartition topic (or
 // the source topic itself when it is partitioned by the group key), keeps
 // one operator per assigned partition, and in each transaction produces
@@ -328,12 +321,14 @@ func (st *stage2) emit(t *task, r *changelog.Record) error {
 		}
 		topic = vs.Topic
 	}
-	// One allocation for the record and its headers, one for key and value.
-	out := new(outRecord)
-	kv := append(append(make([]byte, 0, len(r.Key)+len(r.Value)), r.Key...), r.Value...)
-	out.rec = kgo.Record{Topic: topic, Partition: -1, Key: kv[:len(r.Key):len(r.Key)], Value: kv[len(r.Key):],
-		Headers: changelog.AppendHeaders(out.headers[:0], r.Meta)}
-	st.tx.produce(&out.rec)
+	// Key, value and the header values in one slice of the arena's.
+	a := &st.tx.out
+	kv := a.bytes(len(r.Key) + len(r.Value) + changelog.HeadersSize(r.Meta))
+	kv = append(append(kv, r.Key...), r.Value...)
+	rec := a.record()
+	rec.Topic, rec.Partition, rec.Key, rec.Value = topic, -1, kv[:len(r.Key):len(r.Key)], kv[len(r.Key):len(kv):len(kv)]
+	rec.Headers = changelog.AppendHeadersIn(a.header(6), kv[len(kv):len(kv):cap(kv)], r.Meta)
+	st.tx.produce(rec)
 	st.tx.counts.recordsOut++
 	t.emitted++
 	t.touched = true

@@ -1,0 +1,56 @@
+package kafka
+
+import "github.com/twmb/franz-go/pkg/kgo"
+
+// outArena hands out the records a stage produces, their headers and
+// their bytes from chunks: an allocation per chunk instead of two or
+// three per record (a sink record, a state entry). A chunk is never
+// reused: it is garbage once the client let go of its last record
+// (acknowledged, or failed by an abort), so nothing handed out is ever
+// written again. What a chunk holds beyond the records still buffered
+// is at most one chunk of each kind.
+type outArena struct {
+	recs    []kgo.Record
+	headers []kgo.RecordHeader
+	buf     []byte
+}
+
+const (
+	arenaRecords = 128      // records per chunk (about 25 KiB)
+	arenaBytes   = 32 << 10 // bytes per chunk; a larger request has its own
+)
+
+// record returns a zero record.
+func (a *outArena) record() *kgo.Record {
+	if len(a.recs) == 0 {
+		a.recs = make([]kgo.Record, arenaRecords)
+	}
+	r := &a.recs[0]
+	a.recs = a.recs[1:]
+	return r
+}
+
+// bytes returns an empty slice with room for n bytes that no other slice
+// shares: appending up to n bytes never moves it.
+func (a *outArena) bytes(n int) []byte {
+	if n > arenaBytes/8 {
+		return make([]byte, 0, n)
+	}
+	if cap(a.buf)-len(a.buf) < n {
+		a.buf = make([]byte, 0, arenaBytes)
+	}
+	b := a.buf[len(a.buf) : len(a.buf) : len(a.buf)+n]
+	a.buf = a.buf[:len(a.buf)+n]
+	return b
+}
+
+// header returns an empty header slice with room for n headers, as bytes
+// does.
+func (a *outArena) header(n int) []kgo.RecordHeader {
+	if cap(a.headers)-len(a.headers) < n {
+		a.headers = make([]kgo.RecordHeader, 0, max(n, 6*arenaRecords))
+	}
+	h := a.headers[len(a.headers) : len(a.headers) : len(a.headers)+n]
+	a.headers = a.headers[:len(a.headers)+n]
+	return h
+}
