@@ -1,6 +1,10 @@
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kgo"
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
 
 // outArena hands out the records a stage produces, their headers and
 // their bytes from chunks: an allocation per chunk instead of two or
@@ -54,3 +58,9 @@ func (a *outArena) header(n int) []kgo.RecordHeader {
 	a.headers = a.headers[:len(a.headers)+n]
 	return h
 }
+
+// stamp sets the clock the records produced next carry as their
+// timestamp: one clock read per polled batch and per precommit instead
+// of one per record (the client reads the clock for a record without
+// one).
+func (t *txn) stamp() { t.clock = time.Now() }
