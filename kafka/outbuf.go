@@ -19,9 +19,11 @@ type outArena struct {
 	buf     []byte
 }
 
+// The chunks stay below 32 KiB, the runtime's largest small object: a
+// larger one is allocated (and cleared) as a span of its own.
 const (
-	arenaRecords = 128      // records per chunk (about 25 KiB)
-	arenaBytes   = 32 << 10 // bytes per chunk; a larger request has its own
+	arenaRecords = 128      // records per chunk (about 20 KiB), and headers for 5 each
+	arenaBytes   = 16 << 10 // bytes per chunk; a request over an eighth has its own
 )
 
 // record returns a zero record.
@@ -52,7 +54,7 @@ func (a *outArena) bytes(n int) []byte {
 // does.
 func (a *outArena) header(n int) []kgo.RecordHeader {
 	if cap(a.headers)-len(a.headers) < n {
-		a.headers = make([]kgo.RecordHeader, 0, max(n, 6*arenaRecords))
+		a.headers = make([]kgo.RecordHeader, 0, max(n, 5*arenaRecords))
 	}
 	h := a.headers[len(a.headers) : len(a.headers) : len(a.headers)+n]
 	a.headers = a.headers[:len(a.headers)+n]
