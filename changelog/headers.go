@@ -52,32 +52,43 @@ type KV interface {
 // it (one allocation per record instead of one per header: this is on
 // the path of every record a Kafka sink produces).
 func AppendHeaders[H KV](dst []H, m Meta) []H {
+	return AppendHeadersIn(dst, make([]byte, 0, HeadersSize(m)), m)
+}
+
+// HeadersSize is the most bytes the header values of m take: the room
+// AppendHeadersIn needs.
+func HeadersSize(m Meta) int {
 	n := len(m.Query) + len("false") + 3*20 // a uint64 and two int64s in decimal: at most 20 bytes each
 	if m.Windowed {
 		n += 21 * len(m.WindowPositions)
 	}
-	buf := make([]byte, 0, n)
-	add := func(k string, start int) {
-		dst = append(dst, H(Header{Key: k, Value: buf[start:len(buf):len(buf)]}))
+	return n
+}
+
+// AppendHeadersIn is AppendHeaders writing the values into buf, which
+// must have room for HeadersSize(m) bytes past its length (the values
+// alias it: an append that moved it would leave them behind).
+func AppendHeadersIn[H KV](dst []H, buf []byte, m Meta) []H {
+	if cap(buf)-len(buf) < HeadersSize(m) {
+		buf = make([]byte, 0, HeadersSize(m))
 	}
 	start := len(buf)
 	buf = append(buf, m.Query...)
-	add(HeaderQuery, start)
+	dst = append(dst, H(Header{Key: HeaderQuery, Value: buf[start:len(buf):len(buf)]}))
 	start = len(buf)
 	buf = strconv.AppendBool(buf, m.Final)
-	add(HeaderFinal, start)
+	dst = append(dst, H(Header{Key: HeaderFinal, Value: buf[start:len(buf):len(buf)]}))
 	start = len(buf)
 	buf = strconv.AppendUint(buf, m.Revision, 10)
-	add(HeaderRevision, start)
-	posStart := len(buf)
+	dst = append(dst, H(Header{Key: HeaderRevision, Value: buf[start:len(buf):len(buf)]}))
+	start = len(buf)
 	if m.Windowed {
-		start = len(buf)
 		buf = strconv.AppendInt(buf, m.WindowStart, 10)
-		add(HeaderWindowStart, start)
+		dst = append(dst, H(Header{Key: HeaderWindowStart, Value: buf[start:len(buf):len(buf)]}))
 		start = len(buf)
 		buf = strconv.AppendInt(buf, m.WindowEnd, 10)
-		add(HeaderWindowEnd, start)
-		posStart = len(buf)
+		dst = append(dst, H(Header{Key: HeaderWindowEnd, Value: buf[start:len(buf):len(buf)]}))
+		start = len(buf)
 		for i, p := range m.WindowPositions {
 			if i > 0 {
 				buf = append(buf, ',')
@@ -85,8 +96,7 @@ func AppendHeaders[H KV](dst []H, m Meta) []H {
 			buf = strconv.AppendInt(buf, int64(p), 10)
 		}
 	}
-	add(HeaderWindowPositions, posStart)
-	return dst
+	return append(dst, H(Header{Key: HeaderWindowPositions, Value: buf[start:len(buf):len(buf)]}))
 }
 
 // DecodeHeaders returns the changelog record carried by a message with this

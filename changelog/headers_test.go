@@ -163,3 +163,30 @@ func TestAppendHeadersAllocs(t *testing.T) {
 		t.Errorf("%.0f allocations for one record's headers, want 1", n)
 	}
 }
+
+// AppendHeadersIn writes what AppendHeaders does, its values in the
+// caller's buffer after its length, and leaves the bytes before alone.
+func TestAppendHeadersIn(t *testing.T) {
+	for _, m := range []Meta{
+		{Query: "q", Revision: 7, Final: true},
+		{Query: "totals", Revision: 1<<64 - 1, Windowed: true, WindowStart: -1 << 63, WindowEnd: 1<<63 - 1, WindowPositions: []int{1, 12}},
+	} {
+		buf := append(make([]byte, 0, 3+HeadersSize(m)), "abc"...)
+		got := AppendHeadersIn[Header](nil, buf, m)
+		if want := AppendHeaders[Header](nil, m); headerString(got) != headerString(want) {
+			t.Errorf("%+v: %s, want %s", m, headerString(got), headerString(want))
+		}
+		room := buf[3:cap(buf)]
+		for i := range room {
+			room[i] = 'x'
+		}
+		for _, h := range got {
+			if strings.Trim(string(h.Value), "x") != "" {
+				t.Errorf("%+v: header %s (%q) is not in the buffer", m, h.Key, h.Value)
+			}
+		}
+		if string(buf[:3]) != "abc" {
+			t.Errorf("%+v: the bytes before the buffer's length changed: %q", m, buf[:3])
+		}
+	}
+}

@@ -264,19 +264,24 @@ func (ts *tableStage) process(fs kgo.Fetches, now time.Time) (bool, error) {
 	var rows, bad int64
 	err := func() (err error) {
 		defer drive.Recover(&err)
-		fs.EachRecord(func(r *kgo.Record) {
-			if err != nil || !ts.m.seen(r, now) {
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if err != nil || len(fp.Records) == 0 || !ts.m.seen(fp.Partition, fp.Records, now) {
 				return
 			}
-			rows++
-			var ok bool
-			if ts.router != nil {
-				ok = ts.route(r)
-			} else {
-				ok = ts.broadcast(r, now)
-			}
-			if !ok {
-				bad++
+			for _, r := range fp.Records {
+				if r.Attrs.IsControl() {
+					continue // a transaction marker (kept for UntilCaughtUp)
+				}
+				rows++
+				var ok bool
+				if ts.router != nil {
+					ok = ts.route(r)
+				} else {
+					ok = ts.broadcast(r, now)
+				}
+				if !ok {
+					bad++
+				}
 			}
 		})
 		return err

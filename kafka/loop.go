@@ -104,6 +104,8 @@ type txn struct {
 	promise func(*kgo.Record, error)
 	counts  txnCounts // what its records counted (settle)
 	reports []func()  // what they report (reports.go)
+	out     outArena  // records, headers and bytes of what a stage produces
+	clock   time.Time // the timestamp of the records produced next (stamp)
 }
 
 func newTxn(ctx context.Context, s *kgo.GroupTransactSession) *txn {
@@ -112,7 +114,12 @@ func newTxn(ctx context.Context, s *kgo.GroupTransactSession) *txn {
 	return t
 }
 
-func (t *txn) produce(r *kgo.Record) { t.s.Produce(t.pctx, r, t.promise) }
+func (t *txn) produce(r *kgo.Record) {
+	if r.Timestamp.IsZero() {
+		r.Timestamp = t.clock
+	}
+	t.s.Produce(t.pctx, r, t.promise)
+}
 
 // runLoop runs a stage: sessions of spec, each with the stageWork
 // newWork builds for it, until a stop, an error, or the stage is done.
@@ -200,6 +207,7 @@ func (l *loop) round(ctx context.Context) (again bool, err error) {
 	}
 	now, workErr, pollErr := l.take(ctx, fs, began.Add(p.opts.CommitInterval))
 	if workErr == nil {
+		l.tx.stamp()
 		workErr = l.w.precommit(now)
 	}
 	if workErr == nil {
@@ -234,6 +242,7 @@ func (l *loop) round(ctx context.Context) (again bool, err error) {
 // as an error of the first poll does.
 func (l *loop) take(ctx context.Context, fs kgo.Fetches, deadline time.Time) (now time.Time, workErr, pollErr error) {
 	now = l.p.opts.Now()
+	l.tx.stamp()
 	last, workErr := l.w.process(fs, now)
 	max := l.maxRecords()
 	if fs.NumRecords() == 0 || max > 0 && fs.NumRecords() >= max || last || workErr != nil || ctx.Err() != nil {
@@ -251,6 +260,7 @@ func (l *loop) take(ctx context.Context, fs kgo.Fetches, deadline time.Time) (no
 			continue // aborting: what is left goes with the transaction
 		}
 		now = l.p.opts.Now()
+		l.tx.stamp()
 		if last, workErr = l.w.process(b.fs, now); last || workErr != nil {
 			halt() // the batch the fetcher holds, if any, is still processed
 		}

@@ -53,18 +53,20 @@ func (m *marks) assign(owned map[int32]bool, now time.Time) {
 	}
 }
 
-// seen records a consumed record of part, control records included
-// (UntilCaughtUp). It reports whether the record is data.
-func (m *marks) seen(r *kgo.Record, now time.Time) bool {
+// seen records the consumed records of part in a poll, control records
+// included (UntilCaughtUp). It reports whether any of them is data.
+func (m *marks) seen(part int32, recs []*kgo.Record, now time.Time) bool {
 	if m.end != nil {
-		m.end.seen(r.Partition, r.Offset)
+		m.end.seen(part, recs[len(recs)-1].Offset)
 	}
-	if r.Attrs.IsControl() {
-		return false // a transaction marker (kept for UntilCaughtUp)
+	for _, r := range recs {
+		if !r.Attrs.IsControl() {
+			m.idle.touch(part, now)
+			m.wm.get(part)
+			return true
+		}
 	}
-	m.idle.touch(r.Partition, now)
-	m.wm.get(r.Partition)
-	return true
+	return false // transaction markers only (kept for UntilCaughtUp)
 }
 
 // settle sets every partition's idle flag and, with UntilCaughtUp, how

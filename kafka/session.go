@@ -230,8 +230,11 @@ func mixedPartitioner(manual map[string]bool) kgo.Partitioner {
 	keyed := kgo.StickyKeyPartitioner(nil)
 	return kgo.BasicConsistentPartitioner(func(topic string) func(*kgo.Record, int) int {
 		tp := keyed.ForTopic(topic)
+		if !manual[topic] { // looked up once per topic, not per record
+			return tp.Partition
+		}
 		return func(r *kgo.Record, n int) int {
-			if manual[topic] && r.Partition >= 0 {
+			if r.Partition >= 0 {
 				return int(r.Partition)
 			}
 			return tp.Partition(r, n)

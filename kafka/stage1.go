@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -54,6 +55,7 @@ type stage1 struct {
 	tag    []kgo.RecordHeader // every record's: the input it feeds (inTag)
 	m      *marks             // this instance's source partitions only
 	seen   map[int32]bool     // owned partitions that delivered an event in this run
+	key    []byte             // room for an event's key, copied to the arena once routed
 }
 
 // router is what the repartition stage routes with: drive.Router, or
@@ -119,35 +121,57 @@ func (r *stage1) process(fs kgo.Fetches, now time.Time) (bool, error) {
 // group key.
 func (r *stage1) route(fs kgo.Fetches, now time.Time) (err error) {
 	defer drive.Recover(&err)
-	p := r.p
-	fs.EachRecord(func(rec *kgo.Record) {
-		if err != nil || !r.m.seen(rec, now) {
-			return
+	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if err == nil && len(fp.Records) > 0 {
+			err = r.partition(fp.Partition, fp.Records, now)
 		}
-		r.seen[rec.Partition] = true
+	})
+	return err
+}
+
+// partition routes one partition's records of a poll, in order. What is
+// kept per partition (the consumed position, the clock of its last event,
+// its watermark, the largest of its events' proposals) is updated once,
+// after its records: nothing reads it between two records of a poll,
+// and an abort rewinds it whole.
+func (r *stage1) partition(part int32, recs []*kgo.Record, now time.Time) error {
+	p := r.p
+	events, mark, marked := r.m.seen(part, recs, now), int64(math.MinInt64), false
+	if events {
+		r.seen[part] = true
+	}
+	for _, rec := range recs {
+		if rec.Attrs.IsControl() {
+			continue // a transaction marker (kept for UntilCaughtUp)
+		}
 		// The record is keyed by the group identity itself, so the
 		// rows of one group meet on one partition whatever their
 		// spelling (-0.0 and 0.0, NaN and NULL, ...).
-		key, rerr := r.router.Route(append(make([]byte, 0, 32), routeKeyVersion), rec.Value)
-		if rerr != nil {
-			if !p.badEvent(r.tx, rec, rerr) {
-				err = rerr
+		key, err := r.router.Route(append(r.key[:0], routeKeyVersion), rec.Value)
+		if err != nil {
+			if !p.badEvent(r.tx, rec, err) {
+				return err
 			}
-			return
+			continue
 		}
+		r.key = key[:0] // its room, for the next event's
 		if key == nil {
-			return // a CSV header record, skipped and counted
+			continue // a CSV header record, skipped and counted
 		}
-		if mark, ok := r.router.Mark(); ok {
-			r.m.wm.observe(rec.Partition, mark)
+		if m, ok := r.router.Mark(); ok && m > mark {
+			mark, marked = m, true
 		}
-		out := &kgo.Record{Topic: r.out, Partition: -1, Key: key, Value: rec.Value, Headers: r.tag}
+		out := r.tx.out.record()
+		out.Topic, out.Partition, out.Key, out.Value, out.Headers = r.out, -1, append(r.tx.out.bytes(len(key)), key...), rec.Value, r.tag
 		if p.dedup {
 			out.Headers = sourceHeader(rec, r.tag[0]) // where a bad event is reported from
 		}
 		r.tx.produce(out)
-	})
-	return err
+	}
+	if marked {
+		r.m.wm.observe(part, mark)
+	}
+	return nil
 }
 
 // precommit sends the watermark marker, after every event it covers.

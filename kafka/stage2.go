@@ -56,13 +56,6 @@ type stage2 struct {
 	ins inputs
 }
 
-// outRecord is a changelog record to produce with room for its headers
-// (changelog.AppendHeaders writes 4 or 6), allocated together.
-type outRecord struct {
-	rec     kgo.Record
-	headers [6]kgo.RecordHeader
-}
-
 // runStage2 is the aggregating stage: it consumes the repartition topic (or
 // the source topic itself when it is partitioned by the group key), keeps
 // one operator per assigned partition, and in each transaction produces
@@ -328,12 +321,14 @@ func (st *stage2) emit(t *task, r *changelog.Record) error {
 		}
 		topic = vs.Topic
 	}
-	// One allocation for the record and its headers, one for key and value.
-	out := new(outRecord)
-	kv := append(append(make([]byte, 0, len(r.Key)+len(r.Value)), r.Key...), r.Value...)
-	out.rec = kgo.Record{Topic: topic, Partition: -1, Key: kv[:len(r.Key):len(r.Key)], Value: kv[len(r.Key):],
-		Headers: changelog.AppendHeaders(out.headers[:0], r.Meta)}
-	st.tx.produce(&out.rec)
+	// Key, value and the header values in one slice of the arena's.
+	a := &st.tx.out
+	kv := a.bytes(len(r.Key) + len(r.Value) + changelog.HeadersSize(r.Meta))
+	kv = append(append(kv, r.Key...), r.Value...)
+	rec := a.record()
+	rec.Topic, rec.Partition, rec.Key, rec.Value = topic, -1, kv[:len(r.Key):len(r.Key)], kv[len(r.Key):len(kv):len(kv)]
+	rec.Headers = changelog.AppendHeadersIn(a.header(6), kv[len(kv):len(kv):cap(kv)], r.Meta)
+	st.tx.produce(rec)
 	st.tx.counts.recordsOut++
 	t.emitted++
 	t.touched = true
@@ -347,23 +342,10 @@ func (st *stage2) apply(fs kgo.Fetches, now time.Time) (err error) {
 	defer drive.Recover(&err)
 	defer st.takeCounts()
 	p := st.p
-	fs.EachRecord(func(r *kgo.Record) {
-		if err != nil {
-			return
+	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if err == nil && len(fp.Records) > 0 {
+			err = st.partition(fp.Topic, fp.Partition, fp.Records, now)
 		}
-		t := st.tasks[r.Partition]
-		if t == nil {
-			err = fmt.Errorf("kafka: record for partition %d of %s, which has no operator", r.Partition, r.Topic)
-			return
-		}
-		if st.end != nil && r.Topic == p.opts.Source.Topic {
-			st.end.seen(r.Partition, r.Offset)
-		}
-		if r.Attrs.IsControl() {
-			return // a transaction marker (kept for UntilCaughtUp)
-		}
-		t.touched = true
-		err = st.record(t, r, now)
 	})
 	if err != nil {
 		return err
@@ -422,41 +404,80 @@ func (st *stage2) takeCounts() {
 	}
 }
 
+// partition applies one partition's records of a poll, in order. What is
+// kept per partition (the consumed position, and in direct mode the
+// clock of its last event and its watermark, the largest of its events'
+// proposals) is updated once, after its records: nothing reads it
+// between two records of a poll, and an abort rewinds it whole.
+func (st *stage2) partition(topic string, part int32, recs []*kgo.Record, now time.Time) error {
+	p := st.p
+	t := st.tasks[part]
+	if t == nil {
+		return fmt.Errorf("kafka: record for partition %d of %s, which has no operator", part, topic)
+	}
+	if st.end != nil && topic == p.opts.Source.Topic {
+		st.end.seen(part, recs[len(recs)-1].Offset) // control records included (kept for UntilCaughtUp)
+	}
+	var err error
+	events, mark, marked := false, int64(math.MinInt64), false
+	for _, r := range recs {
+		if r.Attrs.IsControl() {
+			continue // a transaction marker
+		}
+		t.touched = true
+		var event bool
+		if event, err = st.record(t, r); err != nil {
+			break
+		}
+		if event {
+			events = true
+			if m, ok := t.g.Root().Mark(); ok && m > mark {
+				mark, marked = m, true
+			}
+		}
+	}
+	if events {
+		st.idle.touch(part, now)
+		st.seen[part] = true
+		if marked {
+			st.local.observe(part, mark)
+		}
+	}
+	return err
+}
+
 // record applies one input record by its kind: a watermark marker of
 // one of the graph's inputs, a row of the second input (the table
 // stage's), a view's row (a side of a join of two views tagged by its
-// side), or an event of the source.
-func (st *stage2) record(t *task, r *kgo.Record, now time.Time) error {
+// side), or an event of the source. event reports an event of the
+// source in direct mode.
+func (st *stage2) record(t *task, r *kgo.Record) (event bool, _ error) {
 	p := st.p
 	in, err := st.inputOf(r)
 	switch {
 	case errors.Is(err, ErrUnknownInput):
 		p.unknownInput(st.tx, r, err)
-		return nil
+		return false, nil
 	case err != nil:
-		return err
+		return false, err
 	case hasHeader(r, tableMarkerHeader) || !p.direct && hasHeader(r, markerHeader):
 		m, err := decodeTracker(r.Value)
 		if err != nil {
-			return fmt.Errorf("%w at %s partition %d offset %d", err, r.Topic, r.Partition, r.Offset)
+			return false, fmt.Errorf("%w at %s partition %d offset %d", err, r.Topic, r.Partition, r.Offset)
 		}
 		t.marks[in].merge(m)
 		if wm := t.marks[0].watermark(); t.dd != nil && wm != math.MinInt64 {
 			t.dd.AdvanceWatermark(wm) // at each marker, as a dedup stage does
 		}
-		return nil
+		return false, nil
 	case in == 1 && p.tj != nil:
-		return st.tableRow(t, r)
+		return false, st.tableRow(t, r)
 	case p.rowsIn:
-		return st.row(t, in, r)
+		return false, st.row(t, in, r)
 	}
 	if p.direct {
-		st.idle.touch(r.Partition, now)
-		st.seen[r.Partition] = true
+		event = true
 		err = t.g.Push(r.Value)
-		if mark, ok := t.g.Root().Mark(); ok {
-			st.local.observe(r.Partition, mark)
-		}
 	} else {
 		// Stage 1 keyed the record by the row's group key: the GROUP BY
 		// is evaluated once, there.
@@ -471,9 +492,9 @@ func (st *stage2) record(t *task, r *kgo.Record, now time.Time) error {
 		}
 	}
 	if err != nil && !p.badEvent(st.tx, r, err) {
-		return err
+		return event, err
 	}
-	return nil
+	return event, nil
 }
 
 // inputOf is the graph's input a record is for: the source's for a

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/ubiksql/ubik/internal/drive"
 )
 
@@ -59,13 +57,14 @@ func (st *stage2) checkpoint() error {
 		}
 		pos := appendPosition(nil, marks)
 		put := func(k, v []byte) error {
-			// One allocation for key and value: 4 bytes of partition, the
-			// entry key, the value (a nil v is a tombstone).
-			kv := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(k)+len(v)), uint32(t.part))
+			// Key and value in one slice of the arena's: 4 bytes of
+			// partition, the entry key, the value (a nil v is a tombstone).
+			kv := binary.BigEndian.AppendUint32(st.tx.out.bytes(4+len(k)+len(v)), uint32(t.part))
 			kv = append(kv, k...)
-			rec := &kgo.Record{Topic: p.stateTopic, Partition: t.part, Key: kv[:len(kv):len(kv)]}
+			rec := st.tx.out.record()
+			rec.Topic, rec.Partition, rec.Key = p.stateTopic, t.part, kv[:len(kv):len(kv)]
 			if v != nil {
-				rec.Value = append(kv[len(kv):], v...)
+				rec.Value = append(kv[len(kv):len(kv):cap(kv)], v...)
 			}
 			st.tx.produce(rec)
 			p.c.stateOut.Add(1)
