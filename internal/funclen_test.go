@@ -20,7 +20,25 @@ const maxCLIFuncLines = 150
 // aside, is longer than maxCLIFuncLines lines, its signature and closing
 // brace included.
 func TestCLIFunctionLength(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("cli", "*.go"))
+	n := eachSource(t, "cli", func(f string, src []byte) {
+		long, err := longFuncs(f, src, maxCLIFuncLines)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range long {
+			t.Errorf("%s: split it into steps that return errors (at most %d lines)", l, maxCLIFuncLines)
+		}
+	})
+	if n < 10 {
+		t.Fatalf("found only %d Go files in internal/cli", n)
+	}
+}
+
+// eachSource calls fn with the name and text of each non-test Go file of
+// the package in dir, and returns how many it read.
+func eachSource(t *testing.T, dir string, fn func(name string, src []byte)) int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,18 +51,10 @@ func TestCLIFunctionLength(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		long, err := longFuncs(f, src, maxCLIFuncLines)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range long {
-			t.Errorf("%s: split it into steps that return errors (at most %d lines)", l, maxCLIFuncLines)
-		}
+		fn(f, src)
 		n++
 	}
-	if n < 10 {
-		t.Fatalf("found only %d Go files in internal/cli", n)
-	}
+	return n
 }
 
 // TestCLIFunctionLengthControl: the check reports a function one line

@@ -3,8 +3,6 @@ package internal_test
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -26,23 +24,11 @@ var runtimePackages = []string{"dataflow", "drive"}
 func TestRuntimeSize(t *testing.T) {
 	n := 0
 	for _, pkg := range runtimePackages {
-		files, err := filepath.Glob(filepath.Join(pkg, "*.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			src, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+		n += eachSource(t, pkg, func(f string, src []byte) {
 			for _, p := range runtimeSizeProblems(f, src) {
 				t.Error(p)
 			}
-			n++
-		}
+		})
 	}
 	if n < 20 {
 		t.Fatalf("found only %d Go files in %v", n, runtimePackages)
