@@ -273,7 +273,8 @@ func (d *Driver) shard(cfg Config) error {
 	// The driver holds the merge's callbacks; the shards only weakly
 	// (parOut), so dropping the driver lets its cleanup run.
 	out := &parOut{emit: cfg.Emit, onRow: cfg.OnRow, onMark: cfg.OnMark}
-	p, err := newPar(q, cfg, out, cfg.Threads, blocks)
+	// The driver's goroutine is one of the threads: K = Threads-1 shards.
+	p, err := newPar(q, cfg, out, cfg.Threads-1, blocks)
 	if err != nil {
 		return err
 	}

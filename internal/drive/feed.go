@@ -239,9 +239,17 @@ func (f *blockFeed) submit() error {
 		}
 	}
 	b.blk.done = make(chan struct{})
+	p.pending = append(p.pending, b)
+	if p.idle.Load() == 0 {
+		// No shard waits for work: this goroutine decodes the block,
+		// and the shards fold.
+		p.hostW.decode(b)
+		close(b.blk.done)
+		p.hostTook.Add(1)
+		return f.sequenceDone()
+	}
 	p.tickets++
 	b.blk.ticket.Store(p.tickets)
-	p.pending = append(p.pending, b)
 	for !p.offer(job{b, p.tickets}) {
 		// The queue is full of the jobs of blocks this goroutine decoded
 		// itself, which only a shard drains, and the shards may all wait
@@ -254,6 +262,12 @@ func (f *blockFeed) submit() error {
 			return nil // b itself, decoded here: its job is not needed
 		}
 	}
+	return f.sequenceDone()
+}
+
+// sequenceDone sequences the oldest blocks while they are decoded.
+func (f *blockFeed) sequenceDone() error {
+	p := f.p
 	for len(p.pending) > 0 {
 		select {
 		case <-p.pending[0].blk.done:

@@ -1,6 +1,9 @@
 package drive
 
 import (
+	"context"
+	"runtime/pprof"
+
 	"errors"
 
 	"github.com/ubiksql/ubik/changelog"
@@ -44,6 +47,8 @@ type shard struct {
 // the oldest work moves on and the records it renders reach the merge.
 func (s *shard) run() {
 	defer s.p.wg.Done()
+	// A CPU profile tells the shards' samples from the reader's.
+	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("ubik", "shard")))
 	jobs := s.p.jobs // nil without the block path: never ready
 	for {
 		select {
@@ -55,13 +60,18 @@ func (s *shard) run() {
 			continue
 		default:
 		}
+		// Nothing to apply: the reader may hand this goroutine the next
+		// block to decode (feed.go).
+		s.p.idle.Add(1)
 		select {
 		case b, ok := <-s.in:
+			s.p.idle.Add(-1)
 			if !ok {
 				return
 			}
 			s.apply(b)
 		case b, ok := <-jobs:
+			s.p.idle.Add(-1)
 			if !ok {
 				jobs = nil
 				continue

@@ -105,6 +105,7 @@ type par struct {
 	jobs        chan job     // blocks to decode, for the shards' goroutines
 	tickets     uint64       // the last job's ticket
 	hostTook    atomic.Int64 // blocks the reader decoded itself (tests)
+	idle        atomic.Int32 // shards waiting for work: only then does a block go to them to decode
 	hostW       *worker      // the reader's decoder, for a block no shard took yet
 	pending     []*batch     // blocks handed to the shards to decode, in input order, not yet sequenced
 	fill        *batch       // the block being filled
@@ -294,7 +295,10 @@ func (p *par) dispatchIfFull() error {
 // with wm the watermark before it. A string cell is copied unless it lies
 // in raw (a block's records, which live as long as the batch).
 func (p *par) route(b *batch, op uint64, wm int64, row []types.Value, key, raw []byte) int {
-	pi := int(maphash.Bytes(p.seed, key) % uint64(len(p.shards)))
+	pi := 0
+	if len(p.shards) > 1 {
+		pi = int(maphash.Bytes(p.seed, key) % uint64(len(p.shards)))
+	}
 	pt := &b.parts[pi]
 	it := item{kind: itemEvent, op: op, wm: wm, row: int32(len(pt.cells)), key0: int32(len(pt.keys))}
 	pt.keys = append(pt.keys, key...)
