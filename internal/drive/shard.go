@@ -139,10 +139,8 @@ func (s *shard) steps(b *batch) (err error) {
 			if err != nil && !Skipped(err) {
 				return err
 			}
-			if ee := (*exec.EvalError)(nil); errors.As(err, &ee) && ee != s.lastSkip {
-				// The event's own (an aggregate failed to fold it):
-				// its rendering's came through onSkip.
-				s.skips = append(s.skips, skip{tag: tag{op: it.op}, err: ee})
+			if err != nil {
+				s.ownSkip(err, it.op)
 			}
 			for len(s.tags) < s.op.DirtyLen() {
 				s.tags = append(s.tags, it.op)
@@ -160,6 +158,17 @@ func (s *shard) steps(b *batch) (err error) {
 		}
 	}
 	return s.advance(b.endWM)
+}
+
+// ownSkip keeps the evaluation error of the event at op, when it is the
+// event's own (an aggregate failed to fold it): its rendering's came
+// through onSkip. Kept apart so the error's variable, which errors.As
+// moves to the heap, is made only for an event that failed.
+func (s *shard) ownSkip(err error, op uint64) {
+	var ee *exec.EvalError
+	if errors.As(err, &ee) && ee != s.lastSkip {
+		s.skips = append(s.skips, skip{tag: tag{op: op}, err: ee})
+	}
 }
 
 func (s *shard) advance(wm int64) error {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 	"weak"
 
 	"github.com/ubiksql/ubik/changelog"
@@ -180,12 +179,12 @@ func newPar(q *plan.Query, cfg Config, out *parOut, threads int, blocks bool) (*
 		}
 	}
 	sq := exec.NoFilter(q)
-	start := time.Now()
+	base := nanotime()
 	for i := 0; i < threads; i++ {
 		s := &shard{p: p, idx: i, in: make(chan *batch, 1), out: make(chan *chunk, outChunks), free: make(chan *chunk, outChunks+2)}
 		op, err := exec.New(sq, exec.Config{Emit: s.onRecord, OnSkip: s.onSkip, ExternalWatermark: true,
 			// Latency only: the ticks are the reader's (Config.Now).
-			Nanotime: func() int64 { return int64(time.Since(start)) + 1 }})
+			Nanotime: func() int64 { return nanotime() - base + 1 }})
 		if err != nil {
 			return nil, err
 		}
