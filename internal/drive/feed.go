@@ -58,7 +58,7 @@ import (
 // in the queue, could never end.
 //
 // Who decodes: the host's goroutine decodes each block as it is filled,
-// unless a shard's goroutine waits for work (nothing to apply: par.idle),
+// unless a shard's goroutine waits for work (nothing to apply: shard.waiting),
 // and only then is the block queued for the shards. So with the fold the
 // slower stage (one shard on two threads) the shard only folds, and the
 // reader decodes; with the reader the slower (more shards) the idle
@@ -246,9 +246,13 @@ func (f *blockFeed) submit() error {
 			return err
 		}
 	}
+	// The blocks decoded go first: their batches give the shards work.
+	if err := f.sequenceDone(); err != nil {
+		return err
+	}
 	b.blk.done = make(chan struct{})
 	p.pending = append(p.pending, b)
-	if p.idle.Load() == 0 {
+	if !p.shardWaits() {
 		// No shard waits for work: this goroutine decodes the block,
 		// and the shards fold.
 		p.hostW.decode(b)
@@ -287,6 +291,16 @@ func (f *blockFeed) sequenceDone() error {
 		}
 	}
 	return nil
+}
+
+// shardWaits reports whether a shard waits for work (a block to decode).
+func (p *par) shardWaits() bool {
+	for _, s := range p.shards {
+		if s.waiting.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // offer queues j for the shards unless the queue is full.

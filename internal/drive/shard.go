@@ -2,9 +2,9 @@ package drive
 
 import (
 	"context"
-	"runtime/pprof"
-
 	"errors"
+	"runtime/pprof"
+	"sync/atomic"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/exec"
@@ -22,7 +22,12 @@ type shard struct {
 	in   chan *batch
 	out  chan *chunk
 	free chan *chunk
-	_    [cacheLine]byte // the reader reads the channels above; the shard writes the fields below for every event
+	// waiting: the shard has no batch to apply, so a block may go to it
+	// to decode (feed.go). Set by the shard as it starts to wait, cleared
+	// as it stops and by the reader as it hands it a batch (the shard may
+	// not have run yet, and would find a block and the batch both ready).
+	waiting atomic.Bool
+	_       [cacheLine]byte // the reader reads the fields above; the shard writes the fields below for every event
 
 	b         *batch
 	curOp     uint64
@@ -62,16 +67,16 @@ func (s *shard) run() {
 		}
 		// Nothing to apply: the reader may hand this goroutine the next
 		// block to decode (feed.go).
-		s.p.idle.Add(1)
+		s.waiting.Store(true)
 		select {
 		case b, ok := <-s.in:
-			s.p.idle.Add(-1)
+			s.waiting.Store(false)
 			if !ok {
 				return
 			}
 			s.apply(b)
 		case b, ok := <-jobs:
-			s.p.idle.Add(-1)
+			s.waiting.Store(false)
 			if !ok {
 				jobs = nil
 				continue

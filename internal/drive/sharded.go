@@ -108,7 +108,6 @@ type par struct {
 	jobs        chan job     // blocks to decode, for the shards' goroutines
 	tickets     uint64       // the last job's ticket
 	hostTook    atomic.Int64 // blocks the reader decoded itself (tests)
-	idle        atomic.Int32 // shards waiting for work: only then does a block go to them to decode
 	hostW       *worker      // the reader's decoder, for a block no shard took yet
 	pending     []*batch     // blocks handed to the shards to decode, in input order, not yet sequenced
 	fill        *batch       // the block being filled
@@ -374,6 +373,7 @@ func (p *par) send(b *batch) error {
 	}
 	for _, s := range p.shards {
 		s.in <- b
+		s.waiting.Store(false)
 	}
 	prev := p.inflight
 	p.inflight = b
