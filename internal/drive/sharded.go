@@ -58,16 +58,24 @@ import (
 // changelog is byte for byte the one thread's.
 //
 // Bounds: a batch holds at most batchEvents events; at most two batches
-// are in flight (one being merged, one being applied); a shard hands
-// records over in chunks of at most chunkRecords, through a channel of
-// outChunks, and blocks when the reader has not taken them. So a
-// watermark jump that finalizes a million groups streams through, as with
-// one thread.
+// are in flight (one being merged, one being applied), or blocksInFlight
+// on the block path (feed.go); a shard hands records over in chunks of at
+// most chunkRecords, through a channel of outChunks, and blocks when the
+// reader has not taken them. So a watermark jump that finalizes a million
+// groups streams through, as with one thread.
+//
+// Why more on the block path: the reader and a shard are the two stages
+// of a pipeline there (the reader decodes, the shard folds), and with
+// one batch ahead each stage waits for the other at every block whenever
+// either is held up (a goroutine's wake-up, a collection, another
+// process on the core). Pushed events keep two: their records reach
+// Emit at most two batches late.
 
 const (
-	batchEvents  = 1024
-	chunkRecords = 1024
-	outChunks    = 4
+	batchEvents    = 1024
+	chunkRecords   = 1024
+	outChunks      = 4
+	blocksInFlight = 4
 )
 
 type par struct {
@@ -126,7 +134,8 @@ type par struct {
 	evalErrs int64
 
 	cur      *batch
-	inflight *batch
+	inflight []*batch // sent to the shards, not yet merged: fewer than depth after a send
+	depth    int      // the most batches in flight
 	spare    []*batch
 	_        [cacheLine]byte // nor with whatever the allocator puts after it
 }
@@ -183,8 +192,12 @@ func newPar(q *plan.Query, cfg Config, out *parOut, threads int, blocks bool) (*
 	}
 	sq := exec.NoFilter(q)
 	base := nanotime()
+	p.depth = 2
+	if blocks {
+		p.depth = blocksInFlight
+	}
 	for i := 0; i < threads; i++ {
-		s := &shard{p: p, idx: i, in: make(chan *batch, 1), out: make(chan *chunk, outChunks), free: make(chan *chunk, outChunks+2)}
+		s := &shard{p: p, idx: i, in: make(chan *batch, p.depth-1), out: make(chan *chunk, outChunks), free: make(chan *chunk, outChunks+2)}
 		op, err := exec.New(sq, exec.Config{Emit: s.onRecord, OnSkip: s.onSkip, ExternalWatermark: true,
 			// Latency only: the ticks are the reader's (Config.Now).
 			Nanotime: func() int64 { return nanotime() - base + 1 }})
@@ -240,12 +253,19 @@ func (p *par) noteStep() {
 // pendingStep is the earliest step of an op not yet merged: in flight,
 // in a block fed and not yet sequenced, or in the batch being filled.
 func (p *par) pendingStep() uint64 {
-	for _, b := range [...]*batch{p.inflight, p.firstPending(), p.fill, p.cur} {
+	for _, b := range [...]*batch{p.firstInflight(), p.firstPending(), p.fill, p.cur} {
 		if b != nil && len(b.steps) > 0 {
 			return b.steps[0].step
 		}
 	}
 	return math.MaxUint64
+}
+
+func (p *par) firstInflight() *batch {
+	if len(p.inflight) == 0 {
+		return nil
+	}
+	return p.inflight[0]
 }
 
 func (p *par) firstPending() *batch {
@@ -375,12 +395,18 @@ func (p *par) send(b *batch) error {
 		s.in <- b
 		s.waiting.Store(false)
 	}
-	prev := p.inflight
-	p.inflight = b
-	if prev != nil {
-		return p.collect(prev)
+	p.inflight = append(p.inflight, b)
+	if len(p.inflight) < p.depth {
+		return nil
 	}
-	return nil
+	return p.collectOldest()
+}
+
+// collectOldest merges the oldest batch in flight.
+func (p *par) collectOldest() error {
+	b := p.inflight[0]
+	p.inflight = append(p.inflight[:0], p.inflight[1:]...)
+	return p.collect(b)
 }
 
 // sync applies and merges everything pushed so far.
@@ -392,9 +418,8 @@ func (p *par) sync() error {
 	if b := p.cur; b.events > 0 || len(b.advances) > 0 || len(b.marks) > 0 {
 		err = p.dispatch()
 	}
-	if b := p.inflight; b != nil {
-		p.inflight = nil
-		if cerr := p.collect(b); err == nil {
+	for len(p.inflight) > 0 {
+		if cerr := p.collectOldest(); err == nil {
 			err = cerr
 		}
 	}
@@ -548,9 +573,8 @@ func (p *par) stop() {
 	if p.stopped {
 		return
 	}
-	if b := p.inflight; b != nil {
-		p.inflight = nil
-		_ = p.collect(b)
+	for len(p.inflight) > 0 {
+		_ = p.collectOldest()
 	}
 	p.stopped = true
 	for _, s := range p.shards {
