@@ -246,12 +246,13 @@ func (f *blockFeed) submit() error {
 			return err
 		}
 	}
-	// The blocks decoded go first: their batches give the shards work.
+	b.blk.done = make(chan struct{})
+	p.pending = append(p.pending, b) // pending before any merge: its steps are (pendingStep)
+	// The blocks decoded go first (b is not): their batches give the
+	// shards work.
 	if err := f.sequenceDone(); err != nil {
 		return err
 	}
-	b.blk.done = make(chan struct{})
-	p.pending = append(p.pending, b)
 	if !p.shardWaits() {
 		// No shard waits for work: this goroutine decodes the block,
 		// and the shards fold.
