@@ -246,6 +246,13 @@ func (f *blockFeed) submit() error {
 			return err
 		}
 	}
+	// A shard blocked on its records merges first, not after this
+	// block is decoded.
+	for len(p.inflight) > 0 && p.outFull() {
+		if err := f.s.parErr(p.collectOldest()); err != nil {
+			return err
+		}
+	}
 	b.blk.done = make(chan struct{})
 	p.pending = append(p.pending, b) // pending before any merge: its steps are (pendingStep)
 	// The blocks decoded go first (b is not): their batches give the

@@ -396,10 +396,23 @@ func (p *par) send(b *batch) error {
 		s.waiting.Store(false)
 	}
 	p.inflight = append(p.inflight, b)
-	if len(p.inflight) < p.depth {
+	if len(p.inflight) < p.depth && !p.outFull() {
 		return nil
 	}
 	return p.collectOldest()
+}
+
+// outFull reports whether a shard's records fill its channel to the
+// merge: the shard blocks on it until the reader merges, so the batches in
+// flight must not wait for more to be sent (a batch may render more
+// records than the channel holds: HOP's finals, an early flush).
+func (p *par) outFull() bool {
+	for _, s := range p.shards {
+		if len(s.out) == cap(s.out) {
+			return true
+		}
+	}
+	return false
 }
 
 // collectOldest merges the oldest batch in flight.
