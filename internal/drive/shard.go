@@ -27,6 +27,13 @@ type shard struct {
 	// as it stops and by the reader as it hands it a batch (the shard may
 	// not have run yet, and would find a block and the batch both ready).
 	waiting atomic.Bool
+	// applied counts the batches applied, whose records are all in out;
+	// poke wakes the reader as one is, or as out fills (s.hand): the
+	// reader merges a batch then, not chunk by chunk as the shard renders
+	// it (each chunk a wake-up that left the two goroutines taking turns
+	// on one core while the other idled).
+	applied atomic.Uint64
+	poke    chan struct{}
 	_       [cacheLine]byte // the reader reads the fields above; the shard writes the fields below for every event
 
 	b         *batch
@@ -116,7 +123,25 @@ func (s *shard) apply(b *batch) {
 	c.done, c.err, c.stats = true, s.err, s.op.Stats()
 	c.skips, s.skips = append(c.skips[:0], s.skips...), s.skips[:0]
 	s.c = nil
+	s.hand(c)
+	s.applied.Add(1)
+	s.wake()
+}
+
+// hand gives the reader a chunk, waking it first when out is full (the
+// shard then waits for the merge).
+func (s *shard) hand(c *chunk) {
+	if len(s.out) == cap(s.out) {
+		s.wake()
+	}
 	s.out <- c
+}
+
+func (s *shard) wake() {
+	select {
+	case s.poke <- struct{}{}:
+	default:
+	}
 }
 
 func (s *shard) steps(b *batch) (err error) {
@@ -238,7 +263,7 @@ func (s *shard) onRecord(r *changelog.Record) error {
 	}
 	c.recs = append(c.recs, or)
 	if len(c.recs) >= chunkRecords {
-		s.out <- c
+		s.hand(c)
 		s.c = s.chunk()
 	}
 	return nil

@@ -74,7 +74,7 @@ import (
 const (
 	batchEvents    = 1024
 	chunkRecords   = 1024
-	outChunks      = 4
+	outChunks      = 16
 	blocksInFlight = 4
 )
 
@@ -135,6 +135,7 @@ type par struct {
 
 	cur      *batch
 	inflight []*batch // sent to the shards, not yet merged: fewer than depth after a send
+	sent     uint64   // batches sent (batch.seq)
 	depth    int      // the most batches in flight
 	spare    []*batch
 	_        [cacheLine]byte // nor with whatever the allocator puts after it
@@ -197,7 +198,7 @@ func newPar(q *plan.Query, cfg Config, out *parOut, threads int, blocks bool) (*
 		p.depth = blocksInFlight
 	}
 	for i := 0; i < threads; i++ {
-		s := &shard{p: p, idx: i, in: make(chan *batch, p.depth-1), out: make(chan *chunk, outChunks), free: make(chan *chunk, outChunks+2)}
+		s := &shard{p: p, idx: i, in: make(chan *batch, p.depth-1), out: make(chan *chunk, outChunks), free: make(chan *chunk, outChunks+2), poke: make(chan struct{}, 1)}
 		op, err := exec.New(sq, exec.Config{Emit: s.onRecord, OnSkip: s.onSkip, ExternalWatermark: true,
 			// Latency only: the ticks are the reader's (Config.Now).
 			Nanotime: func() int64 { return nanotime() - base + 1 }})
@@ -391,6 +392,8 @@ func (p *par) send(b *batch) error {
 	for i := range b.parts {
 		b.parts[i].fix()
 	}
+	p.sent++
+	b.seq = p.sent
 	for _, s := range p.shards {
 		s.in <- b
 		s.waiting.Store(false)
@@ -446,6 +449,9 @@ func (p *par) collect(b *batch) error {
 		p.discard = true // the driver is gone (its cleanup stops the shards)
 	}
 	for i, s := range p.shards {
+		for s.applied.Load() < b.seq && len(s.out) < cap(s.out) {
+			<-s.poke
+		}
 		m.heads[i].c = <-s.out
 	}
 	var first error
