@@ -136,10 +136,11 @@ type QueryOptions struct {
 	// OnLateTable, if set, receives each row of a versioned table behind
 	// the table's watermark (not applied; counted either way).
 	OnLateTable func(*LateEvent)
-	// Threads > 1 runs the query's groups as that many shards on their
-	// own goroutines, split by group key, while the pushing goroutine
-	// decodes events (with Feed: as many decoding goroutines decode them
-	// in blocks) and merges the shards' records: the changelog is
+	// Threads > 1 runs the query's groups as Threads-1 shards on their
+	// own goroutines, split by group key, while the pushing goroutine, the
+	// last thread, decodes events (with Feed: in blocks, which a shard
+	// decodes instead when it waits for work) and merges the shards'
+	// records: the changelog is
 	// byte for byte the one-thread changelog (records and order). It
 	// applies to every shape: a query's own aggregate, a join's (the join
 	// itself runs on the pushing goroutine and hands its joined rows to
@@ -344,8 +345,9 @@ func (q *Query) Flush() (err error) {
 	return q.d.Flush()
 }
 
-// Threads is the number of shards the query runs on (see
-// QueryOptions.Threads); 1 when it runs on the pushing goroutine.
+// Threads is the number of threads the query runs on, the pushing
+// goroutine and the shards (see QueryOptions.Threads); 1 when it runs on
+// the pushing goroutine alone.
 func (q *Query) Threads() int { return q.d.Threads() }
 
 // Push decodes and applies one JSON event. A malformed event returns an

@@ -324,7 +324,7 @@ func (s *sharded) queued() bool         { return false }
 func (s *sharded) pump() error          { return nil }
 func (s *sharded) stats() exec.Stats    { return s.p.stats() }
 func (s *sharded) finishRestore() error { s.p.finishRestore(); return nil }
-func (s *sharded) threads() int         { return len(s.p.shards) }
+func (s *sharded) threads() int         { return len(s.p.shards) + 1 } // and the reader
 func (s *sharded) mark()                { s.p.mark() }
 func (s *sharded) setStep(step uint64)  { s.p.step = step }
 func (s *sharded) outStep() uint64      { return s.p.outStep }

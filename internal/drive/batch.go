@@ -103,6 +103,7 @@ type batch struct {
 	endWM    int64 // the watermark after the batch
 	events   int
 	lastOp   uint64 // the reader's last op when it sent the batch
+	seq      uint64 // its number among the batches sent (par.sent)
 	blk      block  // a block of input records decoded by a worker (feed.go); empty otherwise
 }
 

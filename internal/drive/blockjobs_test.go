@@ -59,7 +59,7 @@ SELECT g, count(*) AS c FROM ev GROUP BY g, HOP(ts, INTERVAL '1' SECOND, INTERVA
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, threads := range []int{2, 3} {
+	for _, threads := range []int{2, 3, 4} {
 		type result struct {
 			sum  uint64
 			took int64

@@ -99,11 +99,11 @@ type Config struct {
 	// ErrIntervalJoinFull and the driver fails), and LateTable receives
 	// the right input's late rows.
 	IncrementalJoinState bool
-	// Threads > 1 runs the operator as that many shards, each on its own
+	// Threads > 1 runs the operator as Threads-1 shards, each on its own
 	// goroutine, the groups split among them by key, with this driver's
-	// goroutine decoding (with Feed: the shards' goroutines decode blocks
-	// of records between their batches, feed.go) and merging
-	// (sharded.go): the changelog is byte
+	// goroutine, the last thread, decoding (with Feed: in blocks, which a
+	// shard's goroutine decodes instead when it waits for work, feed.go)
+	// and merging (sharded.go): the changelog is byte
 	// for byte the one thread's. It applies to a driver with Emit, no Late
 	// hook, not Strict, for a query with a GROUP BY key; any other runs
 	// on one thread (Threads reports which). The
@@ -273,7 +273,8 @@ func (d *Driver) shard(cfg Config) error {
 	// The driver holds the merge's callbacks; the shards only weakly
 	// (parOut), so dropping the driver lets its cleanup run.
 	out := &parOut{emit: cfg.Emit, onRow: cfg.OnRow, onMark: cfg.OnMark}
-	p, err := newPar(q, cfg, out, cfg.Threads, blocks)
+	// The driver's goroutine is one of the threads: K = Threads-1 shards.
+	p, err := newPar(q, cfg, out, cfg.Threads-1, blocks)
 	if err != nil {
 		return err
 	}
@@ -331,8 +332,8 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 	return d, nil
 }
 
-// Threads is the number of shards the driver runs (1: the operator runs
-// on the caller's goroutine).
+// Threads is the number of threads the driver runs: its shards and the
+// caller's goroutine (1: the operator runs on the caller's goroutine).
 func (d *Driver) Threads() int { return d.agg.threads() }
 
 // ThreadsFallback says why a query configured with Threads > 1 runs on

@@ -54,7 +54,7 @@ func newIntervalJoin(env *joinEnv, cfg Config, owner *Driver) (*intervalJoin, er
 	}
 	t := &intervalJoin{joinEnv: env, j: j, incr: cfg.IncrementalJoinState}
 	if owner.agg.threads() > 1 && splits(cfg) {
-		if t.sp, err = newSplit(t, cfg.Threads, cfg.JoinBuffer, owner); err != nil {
+		if t.sp, err = newSplit(t, cfg.Threads-1, cfg.JoinBuffer, owner); err != nil {
 			return nil, err
 		}
 		t.j = t.sp.coord

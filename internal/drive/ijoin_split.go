@@ -1,10 +1,12 @@
 package drive
 
 import (
+	"context"
 	"errors"
 	"hash/maphash"
 	"math"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 
 	"github.com/ubiksql/ubik/internal/exec"
@@ -95,6 +97,7 @@ type ijWorker struct {
 }
 
 func (w *ijWorker) run() {
+	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("ubik", "join")))
 	for b := range w.in {
 		pt := &b.parts[w.idx]
 		if !w.failed {

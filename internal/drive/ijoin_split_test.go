@@ -81,7 +81,7 @@ func runSplit(t *testing.T, q *plan.Query, in []splitRec, threads, at, then int)
 			t.Fatal(err)
 		}
 		j, ok := g.primary.d.first.(*intervalJoin)
-		if !ok || (j.sp != nil) != (threads > 1) || j.sp != nil && len(j.sp.workers) != threads {
+		if !ok || (j.sp != nil) != (threads > 1) || j.sp != nil && len(j.sp.workers) != threads-1 {
 			t.Fatalf("on %d threads the join of the views runs split: %v", threads, ok && j.sp != nil)
 		}
 		return g

@@ -1,7 +1,10 @@
 package drive
 
 import (
+	"context"
 	"errors"
+	"runtime/pprof"
+	"sync/atomic"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/exec"
@@ -19,7 +22,19 @@ type shard struct {
 	in   chan *batch
 	out  chan *chunk
 	free chan *chunk
-	_    [cacheLine]byte // the reader reads the channels above; the shard writes the fields below for every event
+	// waiting: the shard has no batch to apply, so a block may go to it
+	// to decode (feed.go). Set by the shard as it starts to wait, cleared
+	// as it stops and by the reader as it hands it a batch (the shard may
+	// not have run yet, and would find a block and the batch both ready).
+	waiting atomic.Bool
+	// applied counts the batches applied, whose records are all in out;
+	// poke wakes the reader as one is, or as out fills (s.hand): the
+	// reader merges a batch then, not chunk by chunk as the shard renders
+	// it (each chunk a wake-up that left the two goroutines taking turns
+	// on one core while the other idled).
+	applied atomic.Uint64
+	poke    chan struct{}
+	_       [cacheLine]byte // the reader reads the fields above; the shard writes the fields below for every event
 
 	b         *batch
 	curOp     uint64
@@ -44,6 +59,8 @@ type shard struct {
 // the oldest work moves on and the records it renders reach the merge.
 func (s *shard) run() {
 	defer s.p.wg.Done()
+	// A CPU profile tells the shards' samples from the reader's.
+	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("ubik", "shard")))
 	jobs := s.p.jobs // nil without the block path: never ready
 	for {
 		select {
@@ -55,13 +72,18 @@ func (s *shard) run() {
 			continue
 		default:
 		}
+		// Nothing to apply: the reader may hand this goroutine the next
+		// block to decode (feed.go).
+		s.waiting.Store(true)
 		select {
 		case b, ok := <-s.in:
+			s.waiting.Store(false)
 			if !ok {
 				return
 			}
 			s.apply(b)
 		case b, ok := <-jobs:
+			s.waiting.Store(false)
 			if !ok {
 				jobs = nil
 				continue
@@ -101,7 +123,25 @@ func (s *shard) apply(b *batch) {
 	c.done, c.err, c.stats = true, s.err, s.op.Stats()
 	c.skips, s.skips = append(c.skips[:0], s.skips...), s.skips[:0]
 	s.c = nil
+	s.hand(c)
+	s.applied.Add(1)
+	s.wake()
+}
+
+// hand gives the reader a chunk, waking it first when out is full (the
+// shard then waits for the merge).
+func (s *shard) hand(c *chunk) {
+	if len(s.out) == cap(s.out) {
+		s.wake()
+	}
 	s.out <- c
+}
+
+func (s *shard) wake() {
+	select {
+	case s.poke <- struct{}{}:
+	default:
+	}
 }
 
 func (s *shard) steps(b *batch) (err error) {
@@ -129,10 +169,8 @@ func (s *shard) steps(b *batch) (err error) {
 			if err != nil && !Skipped(err) {
 				return err
 			}
-			if ee := (*exec.EvalError)(nil); errors.As(err, &ee) && ee != s.lastSkip {
-				// The event's own (an aggregate failed to fold it):
-				// its rendering's came through onSkip.
-				s.skips = append(s.skips, skip{tag: tag{op: it.op}, err: ee})
+			if err != nil {
+				s.ownSkip(err, it.op)
 			}
 			for len(s.tags) < s.op.DirtyLen() {
 				s.tags = append(s.tags, it.op)
@@ -150,6 +188,17 @@ func (s *shard) steps(b *batch) (err error) {
 		}
 	}
 	return s.advance(b.endWM)
+}
+
+// ownSkip keeps the evaluation error of the event at op, when it is the
+// event's own (an aggregate failed to fold it): its rendering's came
+// through onSkip. Kept apart so the error's variable, which errors.As
+// moves to the heap, is made only for an event that failed.
+func (s *shard) ownSkip(err error, op uint64) {
+	var ee *exec.EvalError
+	if errors.As(err, &ee) && ee != s.lastSkip {
+		s.skips = append(s.skips, skip{tag: tag{op: op}, err: ee})
+	}
 }
 
 func (s *shard) advance(wm int64) error {
@@ -214,7 +263,7 @@ func (s *shard) onRecord(r *changelog.Record) error {
 	}
 	c.recs = append(c.recs, or)
 	if len(c.recs) >= chunkRecords {
-		s.out <- c
+		s.hand(c)
 		s.c = s.chunk()
 	}
 	return nil

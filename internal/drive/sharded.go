@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 	"weak"
 
 	"github.com/ubiksql/ubik/changelog"
@@ -26,7 +25,11 @@ import (
 // early ticks by the processing clock at the same input positions as one
 // thread would. Events go, in batches, to K shards: each an
 // exec.Operator holding the groups whose key hashes to it, on its own
-// goroutine.
+// goroutine. The reader is one of the threads: Config.Threads = K+1. On
+// two cores that makes a two-stage pipeline (the reader decodes, one
+// shard folds), with no goroutine contending for a core and no event
+// crossing to the other core twice; K = Threads shards ran three busy
+// goroutines on two cores for 1.6 times one thread's CPU.
 //
 // Every input step gets a number (op): an event, a watermark advance, a
 // flush, the end of the input. A shard applies the watermark lazily (the
@@ -55,16 +58,24 @@ import (
 // changelog is byte for byte the one thread's.
 //
 // Bounds: a batch holds at most batchEvents events; at most two batches
-// are in flight (one being merged, one being applied); a shard hands
-// records over in chunks of at most chunkRecords, through a channel of
-// outChunks, and blocks when the reader has not taken them. So a
-// watermark jump that finalizes a million groups streams through, as with
-// one thread.
+// are in flight (one being merged, one being applied), or blocksInFlight
+// on the block path (feed.go); a shard hands records over in chunks of at
+// most chunkRecords, through a channel of outChunks, and blocks when the
+// reader has not taken them. So a watermark jump that finalizes a million
+// groups streams through, as with one thread.
+//
+// Why more on the block path: the reader and a shard are the two stages
+// of a pipeline there (the reader decodes, the shard folds), and with
+// one batch ahead each stage waits for the other at every block whenever
+// either is held up (a goroutine's wake-up, a collection, another
+// process on the core). Pushed events keep two: their records reach
+// Emit at most two batches late.
 
 const (
-	batchEvents  = 1024
-	chunkRecords = 1024
-	outChunks    = 4
+	batchEvents    = 1024
+	chunkRecords   = 1024
+	outChunks      = 16
+	blocksInFlight = 4
 )
 
 type par struct {
@@ -123,7 +134,9 @@ type par struct {
 	evalErrs int64
 
 	cur      *batch
-	inflight *batch
+	inflight []*batch // sent to the shards, not yet merged: fewer than depth after a send
+	sent     uint64   // batches sent (batch.seq)
+	depth    int      // the most batches in flight
 	spare    []*batch
 	_        [cacheLine]byte // nor with whatever the allocator puts after it
 }
@@ -179,12 +192,16 @@ func newPar(q *plan.Query, cfg Config, out *parOut, threads int, blocks bool) (*
 		}
 	}
 	sq := exec.NoFilter(q)
-	start := time.Now()
+	base := nanotime()
+	p.depth = 2
+	if blocks {
+		p.depth = blocksInFlight
+	}
 	for i := 0; i < threads; i++ {
-		s := &shard{p: p, idx: i, in: make(chan *batch, 1), out: make(chan *chunk, outChunks), free: make(chan *chunk, outChunks+2)}
+		s := &shard{p: p, idx: i, in: make(chan *batch, p.depth-1), out: make(chan *chunk, outChunks), free: make(chan *chunk, outChunks+2), poke: make(chan struct{}, 1)}
 		op, err := exec.New(sq, exec.Config{Emit: s.onRecord, OnSkip: s.onSkip, ExternalWatermark: true,
 			// Latency only: the ticks are the reader's (Config.Now).
-			Nanotime: func() int64 { return int64(time.Since(start)) + 1 }})
+			Nanotime: func() int64 { return nanotime() - base + 1 }})
 		if err != nil {
 			return nil, err
 		}
@@ -237,12 +254,19 @@ func (p *par) noteStep() {
 // pendingStep is the earliest step of an op not yet merged: in flight,
 // in a block fed and not yet sequenced, or in the batch being filled.
 func (p *par) pendingStep() uint64 {
-	for _, b := range [...]*batch{p.inflight, p.firstPending(), p.fill, p.cur} {
+	for _, b := range [...]*batch{p.firstInflight(), p.firstPending(), p.fill, p.cur} {
 		if b != nil && len(b.steps) > 0 {
 			return b.steps[0].step
 		}
 	}
 	return math.MaxUint64
+}
+
+func (p *par) firstInflight() *batch {
+	if len(p.inflight) == 0 {
+		return nil
+	}
+	return p.inflight[0]
 }
 
 func (p *par) firstPending() *batch {
@@ -294,7 +318,10 @@ func (p *par) dispatchIfFull() error {
 // with wm the watermark before it. A string cell is copied unless it lies
 // in raw (a block's records, which live as long as the batch).
 func (p *par) route(b *batch, op uint64, wm int64, row []types.Value, key, raw []byte) int {
-	pi := int(maphash.Bytes(p.seed, key) % uint64(len(p.shards)))
+	pi := 0
+	if len(p.shards) > 1 {
+		pi = int(maphash.Bytes(p.seed, key) % uint64(len(p.shards)))
+	}
 	pt := &b.parts[pi]
 	it := item{kind: itemEvent, op: op, wm: wm, row: int32(len(pt.cells)), key0: int32(len(pt.keys))}
 	pt.keys = append(pt.keys, key...)
@@ -365,15 +392,37 @@ func (p *par) send(b *batch) error {
 	for i := range b.parts {
 		b.parts[i].fix()
 	}
+	p.sent++
+	b.seq = p.sent
 	for _, s := range p.shards {
 		s.in <- b
+		s.waiting.Store(false)
 	}
-	prev := p.inflight
-	p.inflight = b
-	if prev != nil {
-		return p.collect(prev)
+	p.inflight = append(p.inflight, b)
+	if len(p.inflight) < p.depth && !p.outFull() {
+		return nil
 	}
-	return nil
+	return p.collectOldest()
+}
+
+// outFull reports whether a shard's records fill its channel to the
+// merge: the shard blocks on it until the reader merges, so the batches in
+// flight must not wait for more to be sent (a batch may render more
+// records than the channel holds: HOP's finals, an early flush).
+func (p *par) outFull() bool {
+	for _, s := range p.shards {
+		if len(s.out) == cap(s.out) {
+			return true
+		}
+	}
+	return false
+}
+
+// collectOldest merges the oldest batch in flight.
+func (p *par) collectOldest() error {
+	b := p.inflight[0]
+	p.inflight = append(p.inflight[:0], p.inflight[1:]...)
+	return p.collect(b)
 }
 
 // sync applies and merges everything pushed so far.
@@ -385,9 +434,8 @@ func (p *par) sync() error {
 	if b := p.cur; b.events > 0 || len(b.advances) > 0 || len(b.marks) > 0 {
 		err = p.dispatch()
 	}
-	if b := p.inflight; b != nil {
-		p.inflight = nil
-		if cerr := p.collect(b); err == nil {
+	for len(p.inflight) > 0 {
+		if cerr := p.collectOldest(); err == nil {
 			err = cerr
 		}
 	}
@@ -401,6 +449,9 @@ func (p *par) collect(b *batch) error {
 		p.discard = true // the driver is gone (its cleanup stops the shards)
 	}
 	for i, s := range p.shards {
+		for s.applied.Load() < b.seq && len(s.out) < cap(s.out) {
+			<-s.poke
+		}
 		m.heads[i].c = <-s.out
 	}
 	var first error
@@ -541,9 +592,8 @@ func (p *par) stop() {
 	if p.stopped {
 		return
 	}
-	if b := p.inflight; b != nil {
-		p.inflight = nil
-		_ = p.collect(b)
+	for len(p.inflight) > 0 {
+		_ = p.collectOldest()
 	}
 	p.stopped = true
 	for _, s := range p.shards {

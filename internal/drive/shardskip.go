@@ -279,7 +279,7 @@ func (k *block) record(i int, reported bool) []byte {
 // busy reports whether ops wait to be merged.
 func (p *par) busy() bool {
 	c := p.cur
-	return p.inflight != nil || p.fill != nil || len(p.pending) > 0 || c.events > 0 || len(c.advances) > 0 || len(c.marks) > 0
+	return len(p.inflight) > 0 || p.fill != nil || len(p.pending) > 0 || c.events > 0 || len(c.advances) > 0 || len(c.marks) > 0
 }
 
 // heldBy is the sharded aggregate that holds the outcomes of the events
