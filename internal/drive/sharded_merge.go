@@ -1,0 +1,142 @@
+package drive
+
+import (
+	"math"
+	"slices"
+)
+
+// The merge of the sharded aggregate (sharded.go): the reader takes a
+// batch's records from every shard and delivers them by tag, so the
+// changelog is byte for byte the one thread's.
+
+// collect merges the shards' records of b into the changelog.
+func (p *par) collect(b *batch) error {
+	m := merge{p: p, out: p.out.Value(), heads: make([]mergeHead, len(p.shards)), marks: b.marks, steps: b.steps}
+	if m.out == nil {
+		p.discard = true // the driver is gone (its cleanup stops the shards)
+	}
+	for i, s := range p.shards {
+		for s.applied.Load() < b.seq && len(s.out) < cap(s.out) {
+			<-s.poke
+		}
+		m.heads[i].c = <-s.out
+	}
+	var first error
+	for {
+		h := m.next()
+		if h == nil {
+			break
+		}
+		r := &h.c.recs[h.i]
+		h.i++
+		if first == nil && !p.discard {
+			first = m.deliver(h.c, r)
+		}
+	}
+	if first == nil && !p.discard {
+		m.marksUpTo(math.MaxUint64)
+	}
+	p.outWM = max(p.outWM, b.endWM)
+	skips := p.skips[:0]
+	for i, h := range m.heads {
+		p.lastStats[i] = h.c.stats
+		if h.c.err != nil && first == nil {
+			first = h.c.err
+		}
+		skips = append(skips, h.c.skips...)
+		p.shards[i].recycle(h.c)
+	}
+	if first == nil && !p.discard && m.out.onSkips != nil {
+		slices.SortStableFunc(skips, func(a, b skip) int { return a.tag.cmp(b.tag) })
+		m.out.onSkips(b, skips)
+	}
+	clear(skips)
+	p.skips = skips[:0]
+	p.recycle(b)
+	if first != nil {
+		p.discard = true
+	}
+	return first
+}
+
+// recycle empties a merged batch for reuse.
+func (p *par) recycle(b *batch) {
+	for i := range b.parts {
+		b.parts[i].reset()
+	}
+	b.advances, b.marks, b.steps, b.events, b.startWM = b.advances[:0], b.marks[:0], b.steps[:0], 0, math.MinInt64
+	b.blk.reset()
+	p.spare = append(p.spare, b)
+}
+
+// merge is the k-way merge of one batch's records by tag, with the
+// batch's call ends (marks) and steps between them.
+type merge struct {
+	p     *par
+	out   *parOut // nil once the driver is gone
+	heads []mergeHead
+	marks []advance
+	steps []opStep
+}
+
+// mergeHead is a shard's next record: in chunk c at i.
+type mergeHead struct {
+	c *chunk
+	i int
+}
+
+// next returns the head holding the least tag, nil when every shard's
+// records of the batch are merged.
+func (m *merge) next() *mergeHead {
+	best := -1
+	for i := range m.heads {
+		h := &m.heads[i]
+		for h.i >= len(h.c.recs) && !h.c.done {
+			m.p.shards[i].recycle(h.c)
+			h.c, h.i = <-m.p.shards[i].out, 0
+		}
+		if h.i < len(h.c.recs) && (best < 0 || h.c.recs[h.i].tag.less(m.heads[best].c.recs[m.heads[best].i].tag)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	return &m.heads[best]
+}
+
+// deliver hands one record (and, first, its row) to the host, after the
+// marks of the calls before it.
+func (m *merge) deliver(c *chunk, r *outRec) error {
+	p := m.p
+	m.marksUpTo(r.tag.op)
+	m.stepOf(r.tag.op)
+	p.rec.Key = c.bytes[r.key0:r.key1:r.key1]
+	p.rec.Value = c.bytes[r.key1:r.val1:r.val1]
+	p.rec.Meta = r.meta
+	if m.out.onRow != nil {
+		if err := m.out.onRow(c.cells[r.row0:r.row1:r.row1]); err != nil {
+			return err
+		}
+	}
+	return m.out.emit(&p.rec)
+}
+
+// marksUpTo hands the host the marks of the calls that ended before op.
+func (m *merge) marksUpTo(op uint64) {
+	for len(m.marks) > 0 && m.marks[0].op < op {
+		m.stepOf(m.marks[0].op)
+		m.out.onMark(m.marks[0].wm)
+		m.marks = m.marks[1:]
+	}
+}
+
+// stepOf sets outStep to the step of op (ops come in order).
+func (m *merge) stepOf(op uint64) {
+	for len(m.steps) > 1 && m.steps[1].op <= op {
+		m.steps = m.steps[1:]
+	}
+	if len(m.steps) > 0 {
+		m.p.outStep = m.steps[0].step
+	}
+}
