@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // maxErrorText bounds how much of an error body is kept.
@@ -45,7 +46,8 @@ type Options struct {
 	// Database, when set, is the default database of every statement.
 	Database string
 	// HTTPClient (default: a client of its own, without a timeout: bound
-	// each call with its context).
+	// each call with its context; it keeps an idle connection 2 s, under
+	// ClickHouse's keep_alive_timeout).
 	HTTPClient *http.Client
 	// MaxResponse bounds a reply body held in memory (default
 	// DefaultMaxResponse; negative: no bound).
@@ -75,12 +77,28 @@ func New(opts Options) (*Client, error) {
 	u.Path = strings.TrimRight(u.Path, "/") + "/"
 	c := &Client{base: *u, http: opts.HTTPClient, user: opts.User, password: opts.Password, db: opts.Database, max: opts.MaxResponse}
 	if c.http == nil {
-		c.http = &http.Client{}
+		c.http = &http.Client{Transport: NewTransport()}
 	}
 	if c.max == 0 {
 		c.max = DefaultMaxResponse
 	}
 	return c, nil
+}
+
+// idleConnTimeout is how long an idle connection is kept for the next
+// request: under ClickHouse's keep_alive_timeout (3 s by default), so
+// that a request never goes out on a connection the server is closing at
+// that moment (a POST then fails with a broken pipe, and is not retried:
+// part of it was written).
+const idleConnTimeout = 2 * time.Second
+
+// NewTransport is the transport of the default client, for a host that
+// makes a client of its own: Go's default, but for how long an idle
+// connection is kept (idleConnTimeout).
+func NewTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.IdleConnTimeout = idleConnTimeout
+	return t
 }
 
 // Redact returns s with the password of a URL replaced, for messages.

@@ -133,7 +133,7 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("%w: MaxRowsPerInsert %d is outside [1, 1000000]", ErrInvalidOptions, o.MaxRowsPerInsert)
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 5 * time.Minute}
+		o.HTTPClient = &http.Client{Timeout: 5 * time.Minute, Transport: chhttp.NewTransport()}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
