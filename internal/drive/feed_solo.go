@@ -50,8 +50,7 @@ type soloFeed struct {
 	ncol  int
 	strs  []byte
 	fixes []int32
-	// strCols are the columns whose strings own checks (stringCols),
-	// found once.
+	// strCols are the columns whose strings own checks (stringCols).
 	strCols []int
 	busy    bool // sequencing: calls made by the fold do not sequence again
 	max     int  // Config.BlockEvents
@@ -76,7 +75,7 @@ func (d *Driver) useSoloFeed(cfg Config) {
 	if cfg.BlockEvents < 2 || cfg.OnEventError == nil || cfg.Emit == nil || cfg.Strict || cfg.OnRow != nil || cfg.Late != nil || cfg.LateTable != nil || d.in.dec.IsCSV() {
 		return
 	}
-	f := &soloFeed{d: d, max: cfg.BlockEvents}
+	f := &soloFeed{d: d, max: cfg.BlockEvents, strCols: stringCols(d.in.src, d.in.dec)}
 	d.feeder, d.fed = f, f
 }
 
@@ -169,9 +168,6 @@ func (f *soloFeed) decode() error {
 		case len(row) == w && &row[0] == &f.cells[at]:
 			rec.cell = int32(at)
 			f.ncol = w
-			if f.strCols == nil {
-				f.strCols = stringCols(d.in.src, dec)
-			}
 			if len(f.strCols) > 0 {
 				f.own(at)
 			}
