@@ -101,3 +101,7 @@ type redoError struct{ err error }
 func (e *redoError) Error() string { return e.err.Error() }
 
 func (e *redoError) Unwrap() error { return e.err }
+
+// errBadRow is a row of a join's second input that did not decode or
+// place, in a routing stage: reported, counted, and skipped.
+var errBadRow = errors.New("kafka: a bad row")

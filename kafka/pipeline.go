@@ -355,14 +355,13 @@ func (p *Pipeline) runStages(ctx context.Context) error {
 			}
 		}()
 	}
-	if !p.direct {
-		run("repartition stage", p.runStage1)
+	if err := p.runRoutes(run); err != nil {
+		cancel()
+		wg.Wait()
+		return err
 	}
 	if p.dedup {
 		run("dedup stage", p.runDedupStage)
-	}
-	if p.tj != nil {
-		run("table stage", p.runTableStage)
 	}
 	run("aggregate stage", func(ctx context.Context) error {
 		err := p.runStage2(ctx)

@@ -153,9 +153,18 @@ type stageSpec struct {
 	sinks     []string  // changelog topics produced
 	exchanges []string  // repartition topics produced
 	state     string    // state topic; "" for a stage without state
+	// outs are the exchanges the stage feeds, each with its topic (an
+	// exchange read by two segments has two).
+	outs []exchangeOut
 	// queries are the queries whose operators (joins, aggregates) the
 	// stage runs, upstream first.
 	queries []*plan.Query
+}
+
+// exchangeOut is one topic an exchange node of the plan writes.
+type exchangeOut struct {
+	node  int
+	topic string
 }
 
 // stageIn is one input topic of a stage.
@@ -174,16 +183,22 @@ type namer struct {
 // planTopology returns the stages of opts.Query's plan, under name, in
 // the plan's segment order.
 func planTopology(opts Options, name string) ([]stageSpec, error) {
+	_, stages, err := planStages(opts, name)
+	return stages, err
+}
+
+// planStages is planTopology with the plan it reads.
+func planStages(opts Options, name string) (*dataflow.Plan, []stageSpec, error) {
 	// The views are lowered as queries too: each publishes its changelog.
 	p, err := dataflow.LowerQueries(append(allViewsOf(opts.Query), opts.Query))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t := &namer{topology: &topology{p: p}, opts: opts, names: map[int]string{}}
 	for _, n := range p.Nodes {
 		if n.Kind == dataflow.Sink && n.Query == opts.Query {
 			if err := t.chain(n.Segment, name); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
@@ -194,11 +209,11 @@ func planTopology(opts Options, name string) ([]stageSpec, error) {
 		}
 		st, err := t.stage(s)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, st)
 	}
-	return out, nil
+	return p, out, nil
 }
 
 // chain names the chain of aggregating segments ending at seg under
@@ -321,7 +336,11 @@ func (t *namer) stage(s int) (stageSpec, error) {
 			st.sinks = append(st.sinks, t.sinkOf(n.Query))
 		case dataflow.Exchange:
 			for _, c := range t.p.Consumers(id) {
-				if topic := t.names[t.p.Node(c).Segment] + "-repartition"; !slices.Contains(st.exchanges, topic) {
+				topic := t.names[t.p.Node(c).Segment] + "-repartition"
+				if out := (exchangeOut{node: id, topic: topic}); !slices.Contains(st.outs, out) {
+					st.outs = append(st.outs, out)
+				}
+				if !slices.Contains(st.exchanges, topic) {
 					st.exchanges = append(st.exchanges, topic)
 				}
 			}

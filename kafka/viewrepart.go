@@ -247,14 +247,13 @@ func (p *Pipeline) runSegments(ctx context.Context) error {
 			}
 		}()
 	}
-	if !p.direct {
-		run("repartition stage", p.segs[0].runStage1)
+	if err := p.segs[0].runRoutes(run); err != nil {
+		cancel()
+		wg.Wait()
+		return err
 	}
 	if p.segs[0].dedup {
 		run("dedup stage", p.segs[0].runDedupStage)
-	}
-	if p.segs[0].tj != nil {
-		run("table stage", p.segs[0].runTableStage)
 	}
 	for k, c := range p.segs {
 		last := k == len(p.segs)-1

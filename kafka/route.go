@@ -1,0 +1,435 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ubiksql/ubik/internal/dataflow"
+	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/internal/sql/plan"
+)
+
+// A routing stage runs a segment of the plan that decodes one input topic
+// and feeds exchanges (its decode and exchange nodes): the repartition
+// stage of the query's first stream (group Q-in) and the table stage of a
+// join's second input (group Q-tbl) are the same stage. Each record goes
+// on unchanged to each exchange's topic, keyed by the bytes that place it
+// where the exchange's consumer needs it (drive.NewExchangeRouter: the
+// consumer's group key, an interval join side's join key, a dedup key),
+// or to every partition for a broadcast (a versioned table). After the
+// records, a watermark marker of the input partitions this instance owns
+// goes to every partition of each topic, all in one transaction with the
+// input offsets. The reading stage decodes the records again: the GROUP
+// BY is evaluated once, here (its key is the record's key), and the
+// bytes travel as the user wrote them.
+
+// markerEvery is how often a routing stage re-sends its watermarks even
+// when they did not change, so a restarted reader hears from every input
+// partition promptly.
+const markerEvery = time.Second
+
+// routeKeyVersion is the first byte of a repartition record's key, before
+// the placing bytes (drive.Placer.Route). It keeps the key non-empty (a
+// query without GROUP BY expressions has an empty group key, and an empty
+// key would be spread over the partitions) and names the format, so the
+// reading stage knows the rest is a group key it can use as it is.
+const routeKeyVersion = 1
+
+// routeIn is the input topic of a routing stage.
+type routeIn struct {
+	src   *plan.Source
+	topic string
+	group string // the stage's consumer group and transactional id prefix
+	// second: a join's second input (a versioned table, an interval
+	// join's right stream), whose records and markers carry the table
+	// headers and whose rows count as TableRows and TableMalformed.
+	second bool
+	stage  string // the stage, in logs and errors
+	what   string // how its errors name it: "table t", "source r" ("" for the first stream)
+	dec    *drive.Decoder
+	parts  int             // partitions of the topic
+	end    map[int32]int64 // UntilCaughtUp: its end offsets at start
+	idle   time.Duration
+	reset  kgo.Offset  // where a partition without a committed offset starts
+	from   StartOffset // UntilCaughtUp: where a new group starts
+}
+
+// routeOut is one exchange a routing stage feeds.
+type routeOut struct {
+	topic string
+	place drive.Placer // nil: a broadcast, to every partition
+	// src: the exchange's consumer is a dedup, which reports a bad event
+	// where it was read (sourceHeader).
+	src bool
+}
+
+// routeStage is a routing stage's work in the loop (loop.go).
+type routeStage struct {
+	p    *Pipeline
+	tx   *txn
+	in   *routeIn
+	outs []routeOut
+	tag  kgo.RecordHeader // every record's: the input it feeds (inTag)
+	m    *marks
+	seen map[int32]bool // owned partitions that delivered an event in this run
+	key  []byte         // room for an event's key, copied to the arena once routed
+	// sentWM: each input partition's watermark in the last marker sent
+	// (a broadcast's late rows, broadcast).
+	sentWM map[int32]int64
+}
+
+// runRoute runs the routing stage of segment seg of pl, reading in.
+func (p *Pipeline) runRoute(ctx context.Context, pl *dataflow.Plan, spec stageSpec, in *routeIn) error {
+	if !in.second {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go p.watchSource(wctx) // this stage reads the source
+	}
+	outs, err := p.routeOuts(pl, spec, in)
+	if err != nil {
+		return err
+	}
+	manual := map[string]bool{}
+	for _, o := range outs {
+		manual[o.topic] = true // its markers, and a broadcast's rows
+	}
+	// A transaction per poll: the stage only forwards its input, and
+	// the reading stage sees it at each commit (a longer one made its
+	// input come in bursts, for no gain in CPU).
+	ls := loopSpec{name: in.stage, group: in.group, topic: in.topic, txnID: in.group + "." + p.opts.InstanceID,
+		reset: in.reset, manual: manual, records: 1}
+	return p.runLoop(ctx, ls, func(tx *txn) (stageWork, error) {
+		var end map[int32]int64
+		if p.opts.UntilCaughtUp {
+			end = in.end
+		}
+		return &routeStage{p: p, tx: tx, in: in, outs: outs, tag: inTag(in.src.Name), m: newMarks(in.parts, in.idle, end),
+			seen: map[int32]bool{}, sentWM: map[int32]int64{}}, nil
+	})
+}
+
+// routeOuts are the exchanges of spec's segment: each with its topic and
+// the placer its consumer needs (the routers are stateless between
+// sessions: one serves every transaction).
+func (p *Pipeline) routeOuts(pl *dataflow.Plan, spec stageSpec, in *routeIn) ([]routeOut, error) {
+	var outs []routeOut
+	for _, x := range spec.outs {
+		place, err := drive.NewExchangeRouter(pl, x.node, drive.Config{Decoder: in.dec})
+		if err != nil {
+			return nil, err
+		}
+		o := routeOut{topic: x.topic, place: place}
+		for _, c := range pl.Consumers(x.node) {
+			o.src = o.src || pl.Node(c).Kind == dataflow.Dedup && !in.second
+		}
+		outs = append(outs, o)
+	}
+	if len(outs) == 0 {
+		return nil, fmt.Errorf("kafka: stage %s feeds no exchange", spec.name)
+	}
+	return outs, nil
+}
+
+func (r *routeStage) assigned(ctx context.Context, owned, _ map[int32]bool, now time.Time) error {
+	for part := range r.m.wm.parts {
+		if !owned[part] {
+			delete(r.seen, part)
+		}
+	}
+	r.m.assign(owned, now)
+	if r.m.end == nil {
+		return nil
+	}
+	return r.p.trackStartsOf(ctx, r.m.end, r.in.group, r.in.topic, r.in.from, owned)
+}
+
+func (r *routeStage) ready(context.Context) error { return nil }
+
+// pollCounts are what a poll of a second input counted: its records,
+// and those that did not decode or place.
+type pollCounts struct{ rows, bad int64 }
+
+func (r *routeStage) process(fs kgo.Fetches, now time.Time) (bool, error) {
+	var c pollCounts
+	err := func() (err error) {
+		defer drive.Recover(&err)
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if err == nil && len(fp.Records) > 0 {
+				err = r.partition(fp.Partition, fp.Records, now, &c)
+			}
+		})
+		return err
+	}()
+	r.count(c)
+	r.m.settle(now)
+	if !r.in.second {
+		r.p.publishSourceParts(r.m.owned, r.seen, r.m.idle, now)
+	}
+	return false, err
+}
+
+// count adds the poll's counts to the transaction's: the first stream's
+// as the query's events (its routers counted them), a second input's as
+// its rows.
+func (r *routeStage) count(c pollCounts) {
+	if !r.in.second {
+		// Each router decoded every record: the first's counts are the
+		// input's.
+		n := r.outs[0].place.TakeCounts()
+		for _, o := range r.outs[1:] {
+			o.place.TakeCounts()
+		}
+		r.tx.count(r.p.inputCounts(n, r.in.src), true)
+		return
+	}
+	for _, o := range r.outs {
+		if o.place != nil {
+			o.place.TakeCounts() // the rows are counted here
+		}
+	}
+	if !r.muted() {
+		r.tx.counts.tableRows += c.rows
+		r.tx.counts.tableMalformed += c.bad
+	}
+}
+
+// muted reports whether another pipeline counts and reports a second
+// input's rows: it publishes p's root (mute), or it reads the same
+// source and counts it (muteSource).
+func (r *routeStage) muted() bool { return r.p.inputMuted() || r.p.mutedSrc[r.in.src.Name] }
+
+// partition routes one partition's records of a poll, in order. What is
+// kept per partition (the consumed position, the clock of its last
+// event, its watermark, the largest of its events' proposals) is updated
+// once, after its records: nothing reads it between two records of a
+// poll, and an abort rewinds it whole; a broadcast moves it row by row
+// (broadcast).
+func (r *routeStage) partition(part int32, recs []*kgo.Record, now time.Time, c *pollCounts) error {
+	if !r.m.seen(part, recs, now) {
+		return nil // transaction markers only
+	}
+	r.seen[part] = true
+	mark, marked := int64(math.MinInt64), false
+	for _, rec := range recs {
+		if rec.Attrs.IsControl() {
+			continue // a transaction marker (kept for UntilCaughtUp)
+		}
+		c.rows++
+		good := true
+		for _, o := range r.outs {
+			if o.place == nil {
+				good = r.broadcast(o, rec, now) && good
+				continue
+			}
+			m, ok, err := r.route(o, rec)
+			switch {
+			case errors.Is(err, errBadRow):
+				good = false
+			case err != nil:
+				return err
+			case ok && m > mark:
+				mark, marked = m, true
+			}
+		}
+		if !good {
+			c.bad++
+		}
+	}
+	if marked {
+		r.m.wm.observe(part, mark)
+	}
+	return nil
+}
+
+// route produces rec to o's topic keyed by its placing bytes, and
+// returns its watermark proposal. A bad event is reported and counted.
+func (r *routeStage) route(o routeOut, rec *kgo.Record) (int64, bool, error) {
+	key, err := o.place.Route(append(r.key[:0], routeKeyVersion), rec.Value)
+	if err != nil {
+		return 0, false, r.bad(rec, err)
+	}
+	r.key = key[:0] // its room, for the next event's
+	if key == nil {
+		return 0, false, nil // a CSV header record, skipped and counted
+	}
+	out := r.tx.out.record()
+	out.Topic, out.Partition, out.Key, out.Value = o.topic, -1, append(r.tx.out.bytes(len(key)), key...), rec.Value
+	out.Headers = r.headers(o, rec)
+	r.tx.produce(out)
+	m, ok := o.place.Mark()
+	return m, ok, nil
+}
+
+// headers are a routed record's: its input's tag, a second input's row
+// header, and for a dedup the record's own position.
+func (r *routeStage) headers(o routeOut, rec *kgo.Record) []kgo.RecordHeader {
+	switch {
+	case o.src:
+		return sourceHeader(rec, r.tag) // where a bad event is reported from
+	case r.in.second:
+		return []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}, r.tag}
+	}
+	return []kgo.RecordHeader{r.tag}
+}
+
+// bad reports a bad event err of rec, or returns err when it stops the
+// input (a CSV header that does not fit the source); a second input's
+// bad rows are reported and skipped (errBadRow).
+func (r *routeStage) bad(rec *kgo.Record, err error) error {
+	if r.in.second {
+		r.badRow(rec, err)
+		return errBadRow
+	}
+	if r.p.badEvent(r.tx, rec, err) {
+		return nil
+	}
+	return err
+}
+
+// badRow reports a row of a second input that did not decode.
+func (r *routeStage) badRow(rec *kgo.Record, err error) {
+	if !r.muted() {
+		r.tx.badEvent(r.p, BadEvent{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Err: fmt.Errorf("%s: %w", r.in.what, err)})
+	}
+}
+
+// broadcast produces a versioned table's row to every partition of o's
+// topic. It reports false for a row that did not decode (reported).
+func (r *routeStage) broadcast(o routeOut, rec *kgo.Record, now time.Time) bool {
+	table, wm := r.in.src, r.m.wm
+	row, err := r.in.dec.Decode(rec.Value)
+	if err == nil && row != nil && row[table.TimeCol].Null {
+		err = fmt.Errorf("column %s: event time is null", table.Columns[table.TimeCol].Name)
+	}
+	if err != nil {
+		r.badRow(rec, err)
+		return false
+	}
+	if row == nil {
+		return true // a CSV header record
+	}
+	// A row behind its own table partition's watermark is late (as in a
+	// file run, where the table's watermark moves row by row): the
+	// partitions judge it by that partition's watermark in their
+	// markers, so the marker covering the rows before it goes first, if
+	// this poll's rows moved it (else a poll's rows would all be judged
+	// by the watermark before the poll, and what is late would depend on
+	// where the polls and the restarts fall).
+	if pw := wm.get(rec.Partition); row[table.TimeCol].I < pw.wm && pw.wm > r.sentWM[rec.Partition] {
+		for part := range wm.parts {
+			wm.setIdle(part, r.m.idle.idle(part, now))
+		}
+		r.send(wm.appendTo(nil))
+	}
+	wm.observe(rec.Partition, satSub(row[table.TimeCol].I, table.WatermarkDelay))
+	part := binary.BigEndian.AppendUint32(nil, uint32(rec.Partition))
+	hs := []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}, {Key: tablePartHeader, Value: part}, r.tag}
+	for i := 0; i < r.p.nParts; i++ {
+		r.tx.produce(&kgo.Record{Topic: o.topic, Partition: int32(i), Key: tableRowKey, Value: rec.Value, Headers: hs})
+	}
+	return true
+}
+
+// send produces a watermark marker to every partition of each topic and
+// remembers what it said.
+func (r *routeStage) send(enc []byte) {
+	key, header := markerKey, markerHeader
+	if r.in.second {
+		key, header = tableMarkerKey, tableMarkerHeader
+	}
+	for _, o := range r.outs {
+		r.p.sendMarksTo(r.tx, o.topic, key, header, r.in.src.Name, enc)
+	}
+	for part, pw := range r.m.wm.parts {
+		r.sentWM[part] = pw.wm
+	}
+}
+
+// precommit sends the watermark marker, after every record it covers.
+func (r *routeStage) precommit(now time.Time) error {
+	if enc, ok := r.m.due(now); ok {
+		r.send(enc)
+	}
+	return nil
+}
+
+// ended rewinds the watermarks with the offsets after an abort: the
+// markers of the aborted transaction are gone.
+func (r *routeStage) ended(committed bool) bool {
+	r.m.ended(committed)
+	if !committed {
+		clear(r.sentWM)
+	}
+	return false
+}
+
+// runRoutes starts, with run, the routing stages of p's plan: its
+// segments that decode an input and feed exchanges, each reading the
+// first stream or a join's second input.
+func (p *Pipeline) runRoutes(run func(name string, f func(context.Context) error)) error {
+	pl, specs, err := planStages(p.opts, p.name)
+	if err != nil {
+		return err
+	}
+	for _, spec := range specs {
+		src := decodesOnly(pl, spec.seg)
+		if src == nil {
+			continue
+		}
+		in, err := p.routeInOf(src)
+		if err != nil {
+			return err
+		}
+		if in.group != spec.name || len(spec.inputs) != 1 || spec.inputs[0].topic != in.topic {
+			return fmt.Errorf("kafka: the plan's stage %s reads %v; the pipeline's reads %s as %s", spec.name, spec.inputs, in.topic, in.group)
+		}
+		run(in.stage, func(ctx context.Context) error { return p.runRoute(ctx, pl, spec, in) })
+	}
+	return nil
+}
+
+// decodesOnly is the source segment seg of pl decodes when it runs
+// nothing but its decode and exchange nodes, else nil.
+func decodesOnly(pl *dataflow.Plan, seg int) *plan.Source {
+	var src *plan.Source
+	for _, id := range pl.Segments[seg].Nodes {
+		switch n := pl.Node(id); n.Kind {
+		case dataflow.Decode:
+			src = n.Source
+		case dataflow.Exchange:
+		default:
+			return nil
+		}
+	}
+	return src
+}
+
+// routeInOf is the input of p's routing stage that decodes src: the
+// query's first stream, or a join's second input.
+func (p *Pipeline) routeInOf(src *plan.Source) (*routeIn, error) {
+	if first := firstStream(p.root); src == first {
+		return &routeIn{src: src, topic: p.opts.Source.Topic, group: p.inGroup(), stage: "repartition stage", dec: p.decoder(),
+			parts: p.nSource, end: p.sourceEnd, idle: p.opts.Source.IdleTimeout, reset: p.resetOffset(), from: p.opts.Source.From}, nil
+	}
+	tj := p.tj
+	table, used, what, _ := secondInput(p.root)
+	if tj == nil || table != src {
+		return nil, fmt.Errorf("kafka: the plan decodes %s, which query %s reads through no stage of its own", src.Name, p.root.Name)
+	}
+	in := &routeIn{src: src, topic: tj.ep.Topic, group: p.tableGroup(), second: true, stage: "table stage", what: what,
+		dec: drive.NewMessageSourceDecoder(table, used, tj.ep.Format), parts: tj.n, end: tj.end, idle: tj.ep.IdleTimeout,
+		reset: kgo.NewOffset().AtStart(), from: FromEarliest} // a table: every version counts
+	if tj.interval {
+		in.from = tj.ep.From
+		if tj.ep.From == FromLatest {
+			in.reset = kgo.NewOffset().AtEnd()
+		}
+	}
+	return in, nil
+}
