@@ -57,6 +57,13 @@ func NewExchangeRouter(p *dataflow.Plan, x int, cfg Config) (Placer, error) {
 		}
 		return NewIntervalRouter(c.Query, side, cfg)
 	case dataflow.Aggregate, dataflow.TemporalJoin:
+		// The key is the consumer's group key, which its host uses as
+		// it is (Driver.PushKeyed): only where the exchange places by
+		// it. A view placed for a join after it (by the join key) is
+		// placed by other cells.
+		if need := dataflow.GroupNeed(c.Query); n.Out.String() != need.String() {
+			return nil, fmt.Errorf("drive: exchange %d of the plan places %s by %s, not by its group key (%s)", x, c.Name, n.Out, need)
+		}
 		return NewRouter(c.Query, cfg)
 	}
 	return nil, fmt.Errorf("drive: exchange %d of the plan feeds a %s node, which reads no records", x, c.Kind)

@@ -3,6 +3,7 @@ package drive
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ubiksql/ubik/internal/dataflow"
@@ -100,6 +101,40 @@ func TestExchangeRouterFromPlan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExchangeRouterNotGroupKey: an exchange into an aggregate that
+// places its rows by other cells than the aggregate's group key (as a
+// view placed by the join key of a join after it would be) gets no group
+// key router: its host takes the key for the group's.
+func TestExchangeRouterNotGroupKey(t *testing.T) {
+	qs := scriptQueries(t, routePlanScript)
+	p, err := dataflow.LowerQueries([]*plan.Query{qs["deduped"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The exchange after the dedup places by c, the group key; place it
+	// by id instead, as a plan placing the view for a join by id would.
+	for _, n := range p.Nodes {
+		if n.Kind == dataflow.Exchange && p.Node(n.Inputs[0].From).Kind == dataflow.Decode {
+			n.Out = dataflow.Partitioning{Kind: dataflow.Hash, Rule: dataflow.GroupIdentity, Cols: []int{0}, Names: []string{"id"}}
+			c := p.Node(p.Consumers(n.ID)[0])
+			if c.Kind != dataflow.Dedup {
+				t.Fatalf("the decoded events go to a %s", c.Kind)
+			}
+			// Skip the dedup: the decode feeds the aggregate.
+			agg := p.Aggregate(qs["deduped"])
+			agg.Inputs[0].From = n.ID
+			c.Kind = dataflow.Sink // no longer a consumer of n
+			c.Inputs = nil
+			dec := exec.NewSourceDecoder(p.Node(n.Inputs[0].From).Source, nil)
+			if r, err := NewExchangeRouter(p, n.ID, Config{Decoder: dec}); err == nil || !strings.Contains(err.Error(), "not by its group key") {
+				t.Fatalf("router %T, error %v", r, err)
+			}
+			return
+		}
+	}
+	t.Fatal("no decoded exchange")
 }
 
 // decodedExchange is the exchange of p fed by the decode node of source.
