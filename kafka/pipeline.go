@@ -332,52 +332,6 @@ func (p *Pipeline) prepareAll(ctx context.Context, adm *admClient) error {
 	return p.prepare(ctx, adm)
 }
 
-// runStages runs p's stages, prepared, until ctx is canceled, a stage
-// fails, or (UntilCaughtUp) the last has drained.
-func (p *Pipeline) runStages(ctx context.Context) error {
-	if p.vj != nil {
-		return p.runViewJoin(ctx)
-	}
-	if len(p.segs) > 0 {
-		return p.runSegments(ctx)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	run := func(name string, f func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(ctx); err != nil && ctx.Err() == nil {
-				errs <- fmt.Errorf("%s: %w", name, err)
-				cancel()
-			}
-		}()
-	}
-	if err := p.runRoutes(run); err != nil {
-		cancel()
-		wg.Wait()
-		return err
-	}
-	if p.dedup {
-		run("dedup stage", p.runDedupStage)
-	}
-	run("aggregate stage", func(ctx context.Context) error {
-		err := p.runStage2(ctx)
-		if err == nil && p.caughtUp.Load() {
-			cancel() // the repartition stage has nothing left to do
-		}
-		return err
-	})
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
-	}
-	return nil
-}
-
 func (p *Pipeline) admin() (*admClient, func(), error) {
 	cl, err := kgo.NewClient(p.base...)
 	if err != nil {

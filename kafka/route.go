@@ -84,16 +84,29 @@ type routeStage struct {
 	sentWM map[int32]int64
 }
 
-// runRoute runs the routing stage of segment seg of pl, reading in.
-func (p *Pipeline) runRoute(ctx context.Context, pl *dataflow.Plan, spec stageSpec, in *routeIn) error {
-	if !in.second {
-		wctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go p.watchSource(wctx) // this stage reads the source
+// runRoute starts in g the routing stage spec of pl.
+func (p *Pipeline) runRoute(g *stageGroup, pl *dataflow.Plan, spec stageSpec) error {
+	in, err := p.routeInOf(decodesOnly(pl, spec.seg))
+	if err != nil {
+		return err
+	}
+	if in.group != spec.name || len(spec.inputs) != 1 || spec.inputs[0].topic != in.topic {
+		return fmt.Errorf("kafka: the plan's stage %s reads %v; the pipeline's reads %s as %s", spec.name, spec.inputs, in.topic, in.group)
 	}
 	outs, err := p.routeOuts(pl, spec, in)
 	if err != nil {
 		return err
+	}
+	g.run(in.stage, func(ctx context.Context) error { return p.route(ctx, in, outs) }, nil)
+	return nil
+}
+
+// route runs a routing stage reading in and feeding outs.
+func (p *Pipeline) route(ctx context.Context, in *routeIn, outs []routeOut) error {
+	if !in.second {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go p.watchSource(wctx) // this stage reads the source
 	}
 	manual := map[string]bool{}
 	for _, o := range outs {
@@ -367,31 +380,6 @@ func (r *routeStage) ended(committed bool) bool {
 		clear(r.sentWM)
 	}
 	return false
-}
-
-// runRoutes starts, with run, the routing stages of p's plan: its
-// segments that decode an input and feed exchanges, each reading the
-// first stream or a join's second input.
-func (p *Pipeline) runRoutes(run func(name string, f func(context.Context) error)) error {
-	pl, specs, err := planStages(p.opts, p.name)
-	if err != nil {
-		return err
-	}
-	for _, spec := range specs {
-		src := decodesOnly(pl, spec.seg)
-		if src == nil {
-			continue
-		}
-		in, err := p.routeInOf(src)
-		if err != nil {
-			return err
-		}
-		if in.group != spec.name || len(spec.inputs) != 1 || spec.inputs[0].topic != in.topic {
-			return fmt.Errorf("kafka: the plan's stage %s reads %v; the pipeline's reads %s as %s", spec.name, spec.inputs, in.topic, in.group)
-		}
-		run(in.stage, func(ctx context.Context) error { return p.runRoute(ctx, pl, spec, in) })
-	}
-	return nil
 }
 
 // decodesOnly is the source segment seg of pl decodes when it runs

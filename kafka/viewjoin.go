@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
@@ -388,44 +387,17 @@ func appendEnds(a map[int32]int64, n int, b map[int32]int64) map[int32]int64 {
 // until ctx is canceled, a stage fails, or (UntilCaughtUp) the join stage
 // has drained (a side that drained first waits for it).
 func (p *Pipeline) runViewJoin(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 5+len(p.vj.after))
-	run := func(name string, f func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(ctx); err != nil && ctx.Err() == nil {
-				errs <- fmt.Errorf("%s: %w", name, err)
-				cancel()
-			}
-		}()
-	}
+	g := newStageGroup(ctx)
 	for _, sp := range p.vj.sides {
-		run("view "+sp.q.Name, sp.runStages)
+		g.run("view "+sp.q.Name, sp.runStages, nil)
 	}
 	after := p.vj.after
-	run("join stage", func(ctx context.Context) error {
-		err := p.runStage2(ctx)
-		if err == nil && len(after) == 0 && p.caughtUp.Load() {
-			cancel() // the sides have nothing left to do
-		}
-		return err
-	})
+	g.run("join stage", p.runStage2, func() bool { return len(after) == 0 && p.caughtUp.Load() })
 	for k, c := range after {
 		last := k == len(after)-1
-		run(fmt.Sprintf("aggregate stage %d (from %s)", k+2, c.root.Name), func(ctx context.Context) error {
-			err := c.runStage2(ctx)
-			if err == nil && last && c.caughtUp.Load() {
-				cancel() // the stages before have nothing left to do
-			}
-			return err
-		})
+		g.run(fmt.Sprintf("aggregate stage %d (from %s)", k+2, c.root.Name), c.runStage2, func() bool { return last && c.caughtUp.Load() })
 	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	return g.wait()
 }
 
 // viewJoinStats adds the sides' counters to the join stage's.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -214,65 +213,6 @@ func orLate(a, b func(*drive.LateEvent)) func(*drive.LateEvent) {
 		return a
 	}
 	return b
-}
-
-// runSegments runs stage 1 and every segment's aggregating stage until
-// ctx is canceled, a stage fails, or (UntilCaughtUp) the last segment
-// has drained; a segment before it that drained waits for the others.
-func (p *Pipeline) runSegments(ctx context.Context) error {
-	drainParts, drainEnd := p.drained() // of the first segment, a join's second input's included
-	for k, c := range p.segs {
-		c.nParts, c.srcParts, c.sourceEnd = p.nParts, p.nSource, p.sourceEnd
-		c.nSource = p.nSource
-		c.sourceMeta, c.resumed = p.sourceMeta, p.resumed
-		if k > 0 {
-			c.nSource = p.nParts // its marker table: the partitions of the segment before
-			c.srcParts, c.sourceEnd = drainParts, drainEnd
-		}
-		if c.fwd != nil && k < len(p.segs)-1 {
-			c.fwd.parts = p.nParts // the last's, a side's of a join of two views, is the join stage's (prepareViewJoin)
-		}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(p.segs)+2)
-	run := func(name string, f func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(ctx); err != nil && ctx.Err() == nil {
-				errs <- fmt.Errorf("%s: %w", name, err)
-				cancel()
-			}
-		}()
-	}
-	if err := p.segs[0].runRoutes(run); err != nil {
-		cancel()
-		wg.Wait()
-		return err
-	}
-	if p.segs[0].dedup {
-		run("dedup stage", p.segs[0].runDedupStage)
-	}
-	for k, c := range p.segs {
-		last := k == len(p.segs)-1
-		name := "aggregate stage"
-		if k > 0 {
-			name = fmt.Sprintf("aggregate stage %d (from %s)", k+1, c.root.Name)
-		}
-		run(name, func(ctx context.Context) error {
-			err := c.runStage2(ctx)
-			if err == nil && last && c.caughtUp.Load() {
-				p.caughtUp.Store(true)
-				cancel() // the earlier stages have nothing left to do
-			}
-			return err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
 }
 
 // segStats adds up the segments' counters.
