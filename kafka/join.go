@@ -151,11 +151,13 @@ func newTableJoin(opts *Options, q *plan.Query) (*tableJoin, error) {
 	if opts.Table.Topic == "" {
 		return nil, fmt.Errorf("%w: query %s joins %s: give its topic (Options.Table; %s %s ... WITH (connector = 'kafka', topic = '...'))", ErrConfig, q.Name, what, create, t.Name)
 	}
-	if opts.Source.PartitionedByKey {
-		if q.IJoin != nil {
-			return nil, fmt.Errorf("%w: query %s is an interval join, whose inputs both reach the join through the repartition topic, split by the join key: it cannot read the source partitioned by key (drop partitioned_by_key)", ErrConfig, q.Name)
-		}
-		return nil, fmt.Errorf("%w: query %s has a temporal join, whose table reaches every partition through the repartition topic: it cannot read the source partitioned by key (drop partitioned_by_key)", ErrConfig, q.Name)
+	// A temporal join's table reaches every partition (a broadcast), so
+	// its stream may be read where it is, partitioned by the GROUP BY
+	// key. An interval join's right stream is routed by the join key
+	// with ubik's own key bytes, which no producer's partitioning of the
+	// left stream is known to match.
+	if opts.Source.PartitionedByKey && q.IJoin != nil {
+		return nil, fmt.Errorf("%w: query %s is an interval join, whose inputs both reach the join through the repartition topic, split by the join key: it cannot read the source partitioned by key (drop partitioned_by_key)", ErrConfig, q.Name)
 	}
 	if len(opts.Table.Config.Brokers) == 0 {
 		opts.Table.Config = opts.Source.Config

@@ -397,11 +397,13 @@ func (tl *tools) kafkaRefusal(t *testing.T, c *Case, dir string) (string, error)
 // input's topic.
 func topicOption(topic string) string { return ", connector = 'kafka', topic = '" + topic + "'" }
 
-// directRefusal checks that ubik run refuses to read a join case's
-// source partitioned by key (--partitioned-by-key): the join's second
-// input reaches the partitions through the repartition topic, so a
-// direct run of a join is not a shape Kafka runs, and the harness skips
-// it only because ubik run says so. It returns ubik run's words.
+// directRefusal checks that ubik run refuses to read an interval join
+// case's source partitioned by key (--partitioned-by-key): its right
+// stream is routed by the join key with ubik's own key bytes, which no
+// producer's partitioning of the left stream is known to match, so the
+// harness skips it only because ubik run says so. It returns ubik run's
+// words. (A temporal join's table reaches every partition: its direct
+// runs run.)
 func (tl *tools) directRefusal(t *testing.T, c *Case, dir string) (string, error) {
 	sql, _ := caseFiles(t, c, dir, QueryName, topicOption(QueryName+"_refused_second"))
 	b := strings.Join(tl.brokers, ",")
