@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,8 +30,6 @@ func TestRunKafkaTemporalJoinPartitionedByKey(t *testing.T) {
 			produceByCustomer(t, addrs, "usage", c.src, events)
 			o := kjoinOptions(q, addrs)
 			o.Source.PartitionedByKey = true
-			o.UntilCaughtUp = true
-			o.Logger = testLogger(t)
 			stages, err := planTopology(o, q.Name)
 			if err != nil {
 				t.Fatal(err)
@@ -42,17 +39,8 @@ func TestRunKafkaTemporalJoinPartitionedByKey(t *testing.T) {
 					t.Fatalf("a repartition stage of the source: %v", specLines(stages))
 				}
 			}
-			pl, err := New(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			if err := pl.Run(ctx); err != nil {
-				t.Fatal(err)
-			}
-			st := pl.Stats()
-			if !st.CaughtUp || st.Late != 0 || st.TableLate != 0 || st.TableRows != int64(len(versions)) || st.EventsIn != int64(len(events)) {
+			st := runCaughtUp(t, o)
+			if st.Late != 0 || st.TableLate != 0 || st.TableRows != int64(len(versions)) || st.EventsIn != int64(len(events)) {
 				t.Errorf("stats %+v", st)
 			}
 			if st.JoinJoined+st.JoinUnmatched != int64(len(events)) || st.JoinUnmatched == 0 {
