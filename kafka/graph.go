@@ -3,7 +3,10 @@ package kafka
 import (
 	"fmt"
 	"slices"
+	"strings"
 
+	"github.com/ubiksql/ubik/changelog"
+	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
@@ -25,30 +28,14 @@ import (
 // view's final rows reach it through a repartition topic keyed by its
 // GROUP BY (segmentsOf, viewrepart.go).
 
-// CheckQuery reports whether the pipeline runs q's shape: a query over
-// the source, or over a chain of views (each query reading one view; see
-// the comment at the top). New checks it too; a host can call it before
-// it connects.
+// CheckQuery reports whether the pipeline runs q's shape: every shape the
+// in-process runtime runs (the graph of q and the views it reads,
+// drive.NewGraph), whose refusals it returns in their own words. New
+// checks it too; a host can call it before it connects.
 func CheckQuery(q *plan.Query) error {
-	if jq := viewJoinBelow(q); jq != nil {
-		return checkViewJoin(q, jq) // viewjoin.go
-	}
-	segs, err := chainQueries(q)
-	if err != nil {
-		return err
-	}
-	return checkChain(segs)
-}
-
-// checkChain refuses a stage that runs an interval join of a view with a
-// declared stream, as a graph in process does (drive.Graph).
-func checkChain(segs [][]*plan.Query) error {
-	for _, seg := range segs {
-		for _, n := range seg {
-			if vs := n.Views(); len(vs) > 0 && n.IJoin != nil {
-				return mixedJoin(n, vs[0])
-			}
-		}
+	noop := func(*changelog.Record) error { return nil }
+	if _, err := drive.NewGraph(q, nil, drive.Config{Emit: noop}, noop, nil); err != nil {
+		return fmt.Errorf("%w: %s (in a file run too)", ErrUnsupported, strings.TrimPrefix(err.Error(), "drive: "))
 	}
 	return nil
 }
@@ -65,14 +52,4 @@ func chainViews(q *plan.Query, segs [][]*plan.Query) []*plan.Query {
 		}
 	}
 	return out
-}
-
-// mixedJoin refuses query n, an interval join of view v with a declared
-// stream, as a graph in process does (drive.Graph).
-func mixedJoin(n, v *plan.Query) error {
-	s := n.IJoin.Left
-	if s.View != nil {
-		s = n.IJoin.Right
-	}
-	return fmt.Errorf("%w: query %s joins view %s with stream %s: an interval join joins two views or two declared streams (in a file run too); join the stream's own windowed EMIT FINAL view instead", ErrUnsupported, n.Name, v.Name, s.Name)
 }

@@ -188,7 +188,7 @@ func newNamed(opts Options, name string) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkChain(segs); err != nil {
+	if err := CheckQuery(q); err != nil {
 		return nil, err
 	}
 	root, views := segs[0][0], chainViews(q, segs)

@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
@@ -138,39 +137,13 @@ func viewJoinCut(q, jq *plan.Query) (top *plan.Query, rest []*plan.Query) {
 	return q, nil
 }
 
-// checkViewJoin refuses the joins of two views the pipeline does not
-// run: jq is the join, q the query (jq itself, or a chain of queries
-// over it, which the join stage runs in its partitions: each of their
-// groups must then lie in one partition, as a chain's do).
-func checkViewJoin(q, jq *plan.Query) error {
-	j := jq.IJoin
-	// As a graph in process: two declared inputs at most, and no table
-	// (a graph with a temporal join reads no other input).
-	switch streams, tables := inputsOf(q); {
-	case len(tables) > 0:
-		return fmt.Errorf("%w: query %s joins two views and reads table %s: a graph with a temporal join reads no other input, in a file run too; run the temporal join's queries in a graph of their own", ErrUnsupported, q.Name, tables[0].Name)
-	case len(streams) > 2:
-		var names []string
-		for _, s := range streams {
-			names = append(names, s.Name)
-		}
-		return fmt.Errorf("%w: query %s reads %s: a graph reads at most two declared inputs, in a file run too", ErrUnsupported, q.Name, strings.Join(names, ", "))
-	}
-	for _, v := range []*plan.Query{j.Left.View, j.Right.View} {
-		if err := CheckQuery(v); err != nil { // a side runs as a query of its own
-			return err
-		}
-	}
-	return nil
-}
-
 // newViewJoin builds the pipelines of a join of two views (New, after
 // the common checks): p is the join stage, each side a pipeline of its
 // own whose primary's rows go to p's repartition topic.
 func newViewJoin(p *Pipeline) error {
 	opts := p.opts
 	q, jq := p.q, p.root // jq the join, q it or a query over it
-	if err := checkViewJoin(q, jq); err != nil {
+	if err := CheckQuery(q); err != nil {
 		return err
 	}
 	j := jq.IJoin
@@ -420,7 +393,7 @@ func (p *Pipeline) viewJoinStats(s Stats) Stats {
 
 // sideEvents counts a side's second stream (the right input of an
 // interval join at the root of its chain, read by its table stage) as
-// events: a join of two views reads no versioned table (checkViewJoin),
+// events: a join of two views reads no versioned table (CheckQuery),
 // so each of its inputs is a declared stream, as a file run counts it.
 func sideEvents(s Stats) Stats {
 	s.EventsIn += s.TableRows

@@ -210,15 +210,15 @@ SELECT count(*) AS c FROM m;`, ""},
 		{"a join over a join", `CREATE VIEW jj AS SELECT x.id, TUMBLE_START(x.w, INTERVAL '10' SECOND) AS w, count(*) AS c FROM j x JOIN ns y ON x.id = y.seller AND x.w = y.ws GROUP BY x.id, TUMBLE(x.w, INTERVAL '10' SECOND) EMIT FINAL;`, ""},
 		{"a side refused", `CREATE VIEW jn AS SELECT p.id, TUMBLE_START(p.ws, INTERVAL '10' SECOND) AS w, count(*) AS c FROM np p JOIN au a ON p.id = a.seller AND a.ts BETWEEN p.ws AND p.ws + INTERVAL '10' SECOND GROUP BY p.id, TUMBLE(p.ws, INTERVAL '10' SECOND) EMIT FINAL;
 CREATE VIEW jj AS SELECT x.id, TUMBLE_START(x.w, INTERVAL '10' SECOND) AS w, count(*) AS c FROM j x JOIN jn y ON x.id = y.id AND x.w = y.w GROUP BY x.id, TUMBLE(x.w, INTERVAL '10' SECOND) EMIT FINAL;`,
-			"query jn joins view np with stream au: an interval join joins two views or two declared streams (in a file run too); join the stream's own windowed EMIT FINAL view instead"},
+			"query jn joins np and au: an interval join in a graph joins two views, or two declared streams; join the stream's own windowed EMIT FINAL view instead (in a file run too)"},
 		{"a table", `CREATE TABLE t (k BIGINT, p BIGINT, vf TIMESTAMP, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR vf AS vf);
 CREATE VIEW pt AS SELECT ps.id, TUMBLE_START(ps.ts, INTERVAL '10' SECOND) AS ws, sum(t.p) AS p FROM ps JOIN t FOR SYSTEM_TIME AS OF ps.ts ON ps.id = t.k GROUP BY ps.id, TUMBLE(ps.ts, INTERVAL '10' SECOND) EMIT FINAL;
 CREATE VIEW jj AS SELECT x.id, TUMBLE_START(x.w, INTERVAL '10' SECOND) AS w, count(*) AS c FROM j x JOIN pt y ON x.id = y.id AND x.w = y.ws GROUP BY x.id, TUMBLE(x.w, INTERVAL '10' SECOND) EMIT FINAL;`,
-			"query jj joins two views and reads table t: a graph with a temporal join reads no other input, in a file run too"},
+			"query pt reads ps, a third source (the graph reads ps and au); a graph reads at most two inputs"},
 		{"three streams", `CREATE SOURCE bi (bidder BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts);
 CREATE VIEW nb AS SELECT bidder, TUMBLE_START(ts, INTERVAL '10' SECOND) AS ws, count(*) AS b FROM bi GROUP BY bidder, TUMBLE(ts, INTERVAL '10' SECOND) EMIT FINAL;
 CREATE VIEW jj AS SELECT x.id, TUMBLE_START(x.w, INTERVAL '10' SECOND) AS w, count(*) AS c FROM j x JOIN nb y ON x.id = y.bidder AND x.w = y.ws GROUP BY x.id, TUMBLE(x.w, INTERVAL '10' SECOND) EMIT FINAL;`,
-			"query jj reads ps, au, bi: a graph reads at most two declared inputs, in a file run too"},
+			"query nb reads bi, a third source (the graph reads ps and au); a graph reads at most two inputs"},
 	} {
 		prog, err := plan.Compile(src+c.sql, plan.CompileOptions{})
 		if err != nil {

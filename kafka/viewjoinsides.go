@@ -17,7 +17,7 @@ import (
 // Options.JoinSource.
 
 // inputsOf returns the declared streams q reads, in the order its plan
-// decodes them, and the versioned tables (checkViewJoin refuses them).
+// decodes them, and the versioned tables (CheckQuery refuses them).
 func inputsOf(q *plan.Query) (streams, tables []*plan.Source) {
 	p, err := dataflow.LowerQueries([]*plan.Query{q})
 	if err != nil {

@@ -237,7 +237,7 @@ CREATE VIEW m AS SELECT merchant, region, TUMBLE_START(ts, INTERVAL '1' MINUTE) 
 CREATE VIEW j AS SELECT a.merchant, TUMBLE_START(a.ws, INTERVAL '1' HOUR) AS h, sum(a.n) AS n, sum(b.amount) AS total
   FROM m a JOIN ev b ON a.merchant = b.merchant AND b.ts BETWEEN a.ws AND a.ws + INTERVAL '1' MINUTE GROUP BY a.merchant, TUMBLE(a.ws, INTERVAL '1' HOUR);`)
 	for _, c := range []struct{ query, want string }{
-		{"j", "usage: query j joins view m with stream ev: an interval join joins two views or two declared streams (in a file run too); join the stream's own windowed EMIT FINAL view instead"},
+		{"j", "usage: query j joins m and ev: an interval join in a graph joins two views, or two declared streams; join the stream's own windowed EMIT FINAL view instead (in a file run too)"},
 	} {
 		env, _, errb := runTestEnv("")
 		if code := Main(context.Background(), env, []string{"run", sql, "--query", c.query, "--sink", "kafka://127.0.0.1:1/out"}); code != 1 && code != 2 || !strings.Contains(errb.String(), c.want) {
