@@ -76,6 +76,9 @@ type routeStage struct {
 	in   *routeIn
 	outs []routeOut
 	tag  kgo.RecordHeader // every record's: the input it feeds (inTag)
+	// hdrs are a routed record's headers but a dedup's (headers): one
+	// slice for all, which the client only reads.
+	hdrs []kgo.RecordHeader
 	m    *marks
 	seen map[int32]bool // owned partitions that delivered an event in this run
 	key  []byte         // room for an event's key, copied to the arena once routed
@@ -122,8 +125,13 @@ func (p *Pipeline) route(ctx context.Context, in *routeIn, outs []routeOut) erro
 		if p.opts.UntilCaughtUp {
 			end = in.end
 		}
-		return &routeStage{p: p, tx: tx, in: in, outs: outs, tag: inTag(in.src.Name), m: newMarks(in.parts, in.idle, end),
-			seen: map[int32]bool{}, sentWM: map[int32]int64{}}, nil
+		r := &routeStage{p: p, tx: tx, in: in, outs: outs, tag: inTag(in.src.Name), m: newMarks(in.parts, in.idle, end),
+			seen: map[int32]bool{}, sentWM: map[int32]int64{}}
+		r.hdrs = []kgo.RecordHeader{r.tag}
+		if in.second {
+			r.hdrs = []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}, r.tag}
+		}
+		return r, nil
 	})
 }
 
@@ -282,13 +290,10 @@ func (r *routeStage) route(o routeOut, rec *kgo.Record) (int64, bool, error) {
 // headers are a routed record's: its input's tag, a second input's row
 // header, and for a dedup the record's own position.
 func (r *routeStage) headers(o routeOut, rec *kgo.Record) []kgo.RecordHeader {
-	switch {
-	case o.src:
+	if o.src {
 		return sourceHeader(rec, r.tag) // where a bad event is reported from
-	case r.in.second:
-		return []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}, r.tag}
 	}
-	return []kgo.RecordHeader{r.tag}
+	return r.hdrs
 }
 
 // bad reports a bad event err of rec, or returns err when it stops the
