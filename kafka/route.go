@@ -250,12 +250,14 @@ func (r *routeStage) partition(part int32, recs []*kgo.Record, now time.Time, c 
 			}
 			m, ok, err := r.route(o, rec)
 			switch {
+			case err == nil:
+				if ok && m > mark {
+					mark, marked = m, true
+				}
 			case errors.Is(err, errBadRow):
 				good = false
-			case err != nil:
+			default:
 				return err
-			case ok && m > mark:
-				mark, marked = m, true
 			}
 		}
 		if !good {
