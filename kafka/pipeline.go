@@ -212,7 +212,9 @@ func newNamed(opts Options, name string) (*Pipeline, error) {
 	}
 	switch {
 	case inPlace && hasDedupStage(root):
-		p.dedupJoin = true
+		// Every copy of an event must meet in one partition: the
+		// events go by their dedup key, whatever the source's placement.
+		p.dedupJoin, p.direct = true, false
 	case inPlace:
 		// The join reads the source's partitions: no repartition stage.
 		p.direct = true

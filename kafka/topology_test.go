@@ -97,6 +97,10 @@ func TestTopologyFromPlan(t *testing.T) {
 		q := lastQuery(t, fmt.Sprintf(dedupJoinShape, by, by))
 		o := Options{Query: q, Source: endpoint(addrs, "usage"), Table: endpoint(addrs, "prices"), Sink: endpoint(addrs, "out")}
 		check(t, "dedup join by "+by, o)
+		// Read partitioned by key: a source so placed is not placed by
+		// its dedup key, so the events still go through Q-in.
+		o.Source.PartitionedByKey = true
+		check(t, "dedup join by "+by+"/direct", o)
 	}
 	// The shapes New refuses: a direct source under a join of two streams
 	// (its second stream has no key to be partitioned by).
