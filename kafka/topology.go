@@ -280,14 +280,7 @@ func (t *namer) name(s int, name string) error {
 
 // decodes reports whether segment s decodes a source and runs nothing
 // else (a dedup is state of its own).
-func (t *namer) decodes(s int) bool {
-	for _, id := range t.p.Segments[s].Nodes {
-		if k := t.p.Node(id).Kind; k != dataflow.Decode && k != dataflow.Exchange {
-			return false
-		}
-	}
-	return true
-}
+func (t *namer) decodes(s int) bool { return decodesOnly(t.p, s) != nil }
 
 // direct reports whether segment s is a decoding segment the source's
 // placement makes unneeded (Endpoint.PartitionedByKey): it decodes the

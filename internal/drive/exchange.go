@@ -47,12 +47,7 @@ func NewExchangeKeys(p *dataflow.Plan, x int) (*ExchangeKeys, error) {
 		return nil, fmt.Errorf("drive: exchange %d of the plan has no consumer", x)
 	}
 	c := p.Node(cs[0])
-	role := ""
-	for _, e := range c.Inputs {
-		if e.From == x {
-			role = e.Role
-		}
-	}
+	role := roleOf(c, x)
 	named := map[string]plan.Expr{}
 	width := 0
 	switch j := c.Query.IJoin; {
