@@ -166,19 +166,11 @@ func (c *Client) request(ctx context.Context, stmt string, data []byte, settings
 		p.Set("query", stmt)
 		p.Set(ext.Name+"_structure", ext.Structure)
 		p.Set(ext.Name+"_format", "Values")
-		var buf bytes.Buffer
-		mw := multipart.NewWriter(&buf)
-		fw, err := mw.CreateFormFile(ext.Name, ext.Name)
-		if err == nil {
-			_, err = fw.Write(ext.Values)
-		}
-		if err == nil {
-			err = mw.Close()
-		}
+		body, ct, err := multipartTable(ext)
 		if err != nil {
-			return nil, fmt.Errorf("clickhouse: encoding table %s: %w", ext.Name, err)
+			return nil, err
 		}
-		rd, contentType = &buf, mw.FormDataContentType()
+		rd, contentType = bytes.NewReader(body), ct
 	case data != nil:
 		p.Set("query", stmt)
 		rd = bytes.NewReader(data)
@@ -223,6 +215,35 @@ func (c *Client) request(ctx context.Context, stmt string, data []byte, settings
 		return nil, fmt.Errorf("clickhouse: %s: reply larger than %d bytes", c.base.Host, c.max)
 	}
 	return out, nil
+}
+
+// multipartTable encodes t as the one part of a multipart/form-data body
+// and returns the body and its content type. The body ends with the close
+// delimiter, without the line break that usually follows it (RFC 2046
+// makes it optional): ClickHouse 18.16 stops reading a form at the
+// delimiter, so a break that was not in its buffer by then (its reads are
+// about 4 KiB: one request in about 4000 ends that way) stayed on the
+// connection, and the server took it for the next request's empty header
+// block, answered 400 with no body and closed: the client's next request
+// on that kept-alive connection got that answer.
+func multipartTable(t *Table) ([]byte, string, error) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fw, err := mw.CreateFormFile(t.Name, t.Name)
+	if err == nil {
+		_, err = fw.Write(t.Values)
+	}
+	if err == nil {
+		err = mw.Close()
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("clickhouse: encoding table %s: %w", t.Name, err)
+	}
+	body := buf.Bytes()
+	if !bytes.HasSuffix(body, []byte("--"+mw.Boundary()+"--\r\n")) {
+		return nil, "", fmt.Errorf("clickhouse: encoding table %s: the form does not end with its close delimiter", t.Name)
+	}
+	return body[:len(body)-2], mw.FormDataContentType(), nil
 }
 
 // transport drops the request URL (which holds the statement) from a

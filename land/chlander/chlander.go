@@ -77,7 +77,8 @@ type Options struct {
 	// read. Past the bound the memory is dropped and rebuilt from reads.
 	// It assumes the table is not emptied behind a running lander.
 	KnownVersions int
-	// HTTPClient (default: a client of its own).
+	// HTTPClient (default: chhttp's, which drops a connection idle for
+	// longer than ClickHouse keeps one).
 	HTTPClient *http.Client
 }
 
@@ -108,9 +109,6 @@ func New(ctx context.Context, opts Options) (*Lander, error) {
 	}
 	if opts.KnownVersions == 0 {
 		opts.KnownVersions = 200000
-	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{}
 	}
 	switch {
 	case !opts.Mode.Valid():

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/testenv"
@@ -242,5 +244,29 @@ func TestKnownVersions(t *testing.T) {
 	}
 	if got, err := l2.Land(ctx, recs(3, "a", "b", "c", "d")); err != nil || got != (land.Result{Duplicate: 1, Superseded: 1, Landed: 2}) {
 		t.Fatalf("second lander: %+v, %v", got, err)
+	}
+}
+
+// TestDefaultClientDropsIdleConnections: a lander without a client of
+// its own uses chhttp's, which does not send a request on a connection
+// idle for longer than ClickHouse keeps one (keep_alive_timeout, 3 s by
+// default): the server may be closing it at that moment.
+func TestDefaultClientDropsIdleConnections(t *testing.T) {
+	l := open(t, land.Latest, testenv.Name(t, "ch"), false)
+	reused := func() bool {
+		t.Helper()
+		var r bool
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { r = i.Reused }})
+		if _, err := l.Exec(ctx, "SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if !reused() {
+		t.Fatal("a request right after the table's creation opened a connection: none was kept")
+	}
+	time.Sleep(3 * time.Second)
+	if reused() {
+		t.Fatal("a request after 3 s went out on a connection idle all that time")
 	}
 }
