@@ -27,6 +27,15 @@ const bindingKey = "\xff\xff\xff\xffubik.binding"
 // topics. A binding without the field was written under layout 1.
 const layoutVersion = 1
 
+// layout is the layout p's stages run in: a join of two views' join
+// stage's (viewJoinLayout), or layoutVersion.
+func (p *Pipeline) layout() int {
+	if p.vj != nil {
+		return viewJoinLayout
+	}
+	return layoutVersion
+}
+
 // binding is what a query name's state belongs to. It is written once,
 // when the state topic is new, as the first record of its partition 0.
 type binding struct {
@@ -86,7 +95,7 @@ func (p *Pipeline) binding() binding {
 	if tc := src.TimeCol; tc >= 0 && tc < len(src.Columns) {
 		schema += fmt.Sprintf("; watermark %s - %dus", src.Columns[tc].Name, src.WatermarkDelay)
 	}
-	b := binding{Version: layoutVersion, Query: strings.TrimSpace(text), Schema: schema, Source: p.opts.Source.Topic,
+	b := binding{Version: p.layout(), Query: strings.TrimSpace(text), Schema: schema, Source: p.opts.Source.Topic,
 		SourcePartitions: p.nSource, PartitionedByKey: p.direct, Sink: p.opts.Sink.Topic, Views: strings.Join(views, ", ")}
 	b.JoinIn = p.joinIn()
 	if p.tj != nil && p.tj.interval {
@@ -202,7 +211,7 @@ func (p *Pipeline) checkBinding(ctx context.Context) error {
 			return fmt.Errorf("kafka: the binding record written to %s partition 0 cannot be read back", p.stateTopic)
 		}
 	}
-	if err := layoutErr(p.q.Name, p.stateTopic, old.Version, layoutVersion); err != nil {
+	if err := layoutErr(p.q.Name, p.stateTopic, old.Version, p.layout()); err != nil {
 		return err
 	}
 	if d := old.diff(now); len(d) > 0 {

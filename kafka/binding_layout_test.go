@@ -106,3 +106,37 @@ func TestLayoutErr(t *testing.T) {
 		}
 	}
 }
+
+// TestViewJoinOldLayout: a join of two views whose join stage's state
+// topic an earlier layout bound (its sides each a view of the join, not
+// the views the plan computes elsewhere) is refused with ErrOldState
+// before the join stage reads or writes anything, saying what to do.
+func TestViewJoinOldLayout(t *testing.T) {
+	t.Parallel()
+	q := q8Query(t)
+	addrs := cluster(t).ListenAddrs()
+	mkTopic(t, addrs, "person", 1, nil)
+	mkTopic(t, addrs, "auction", 1, nil)
+	produceValues(t, addrs, "person", 1, nexmark(t, "person", 200, 5), nil)
+	o := q8Options(q, addrs)
+	o.UntilCaughtUp, o.Logger = true, testLogger(t)
+	pl := writeBindingVersion(t, o, layoutVersion)
+	err := runErr(t, o)
+	if !errors.Is(err, ErrOldState) {
+		t.Fatalf("Run: %v, want ErrOldState", err)
+	}
+	for _, w := range []string{"q8-state", "layout 1", "writes layout 2", "--until-caught-up", "--reset-state"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not say %q:\n%s", w, err)
+		}
+	}
+	ends, aerr := kadm.NewClient(client(t, addrs)).ListEndOffsets(context.Background(), pl.stateTopic, "q8-out")
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	ends.Each(func(e kadm.ListedOffset) {
+		if want := int64(map[int32]int{0: 1}[e.Partition]); e.Topic == pl.stateTopic && e.Offset != want || e.Topic == "q8-out" && e.Offset != 0 {
+			t.Errorf("%s partition %d ends at %d after the refusal", e.Topic, e.Partition, e.Offset)
+		}
+	})
+}

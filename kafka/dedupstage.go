@@ -6,11 +6,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
@@ -46,6 +48,9 @@ func (p *Pipeline) ddState() string { return dedupName(p.name) + "-state" }
 // upParts is the partition count of the aggregating stage's marker
 // table: the dedup stage's partitions, or the source's.
 func (p *Pipeline) upParts() int {
+	if p.dedupParts > 0 {
+		return p.dedupParts // another pipeline's dedup stage (dedupOutsOf)
+	}
 	if p.dedup {
 		return p.nParts
 	}
@@ -100,6 +105,9 @@ func (p *Pipeline) runDedupStage(ctx context.Context) error {
 	g := dedupName(p.name)
 	spec := loopSpec{name: "dedup stage", group: g, topic: p.ddTopic(), txnID: g + "." + p.opts.InstanceID,
 		reset: kgo.NewOffset().AtStart(), manual: map[string]bool{p.ddState(): true, p.repTopic: true}}
+	for _, o := range p.ddOuts {
+		spec.manual[o.topic] = true // its markers
+	}
 	return p.runLoop(ctx, spec, func(tx *txn) (stageWork, error) {
 		return &dedupWork{p: p, tx: tx, tasks: map[int32]*ddTask{}, owned: map[int32]bool{},
 			ins: inputs{firstStream(p.root).Name}, tag: []kgo.RecordHeader{inTag(firstStream(p.root).Name)}}, nil
@@ -174,9 +182,6 @@ func (w *dedupWork) newTask(part int32) (*ddTask, error) {
 		name := p.root.Name
 		late = func(ev *drive.LateEvent) { p.opts.OnViewLate(name, ev) }
 	}
-	if p.inputMuted() {
-		late = nil // another pipeline reports the root's late events
-	}
 	h, err := drive.NewHostDedup(p.root, drive.Config{Decoder: p.decoder(), Late: w.tx.lateHook(late)})
 	if err != nil {
 		return nil, err
@@ -227,9 +232,7 @@ func (w *dedupWork) process(fs kgo.Fetches, _ time.Time) (bool, error) {
 		c.EvalErrors += n.EvalErrors
 		c.Applied += n.Applied
 	}
-	if !w.p.inputMuted() {
-		w.tx.count(c, false)
-	}
+	w.tx.count(c, false)
 	return false, err
 }
 
@@ -271,8 +274,10 @@ func (w *dedupWork) apply(fs kgo.Fetches) (err error) {
 			if !p.badEvent(w.tx, p.sourceOf(r), perr) {
 				err = perr
 			}
-		case routed:
+		case routed && p.ddOuts == nil:
 			w.tx.produce(&kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: r.Value, Headers: w.tag})
+		case routed:
+			w.outs(r)
 		}
 	})
 	return err
@@ -302,7 +307,7 @@ func (w *dedupWork) precommit(now time.Time) error {
 	if len(tab.parts) > 0 {
 		enc := tab.appendTo(nil)
 		if string(enc) != string(w.sent) || now.Sub(w.sentAt) >= markerEvery {
-			p.sendMarksTo(w.tx, p.repTopic, markerKey, markerHeader, firstStream(p.root).Name, enc)
+			w.marks(enc)
 			w.sent, w.sentAt = enc, now
 		}
 	}
@@ -378,11 +383,7 @@ func (p *Pipeline) newJoinDedup(tx *txn) (*drive.HostDedup, error) {
 	if !p.dedupJoin {
 		return nil, nil
 	}
-	late := p.opts.OnLate
-	if p.inputMuted() {
-		late = nil
-	}
-	return drive.NewHostDedup(p.root, drive.Config{Decoder: p.decoder(), Late: tx.lateHook(late)})
+	return drive.NewHostDedup(p.root, drive.Config{Decoder: p.decoder(), Late: tx.lateHook(p.opts.OnLate)})
 }
 
 // joinDeduped hands the first copy of an event to the task's graph.
@@ -413,4 +414,62 @@ func restoreDedup(t *task, ek, val []byte) (bool, error) {
 	}
 	_, err := t.dd.Restore(k, val)
 	return true, err
+}
+
+// dedupOut is one exchange a dedup stage feeds when the plan's one
+// dedup serves several segments (a join of two views whose join stage
+// and a side read the source): each reader's topic, placed as it needs.
+type dedupOut struct {
+	topic string
+	place drive.Placer // the reader's placement of a decoded event
+	parts int          // the topic's partitions
+}
+
+// dedupOutsOf gives p's dedup stage the exchanges of spec, the plan's
+// dedup segment, each read by one of pipes; a reader other than p takes
+// its markers from p's dedup partitions.
+func (p *Pipeline) dedupOutsOf(pl *dataflow.Plan, spec stageSpec, pipes []*Pipeline) error {
+	dec := drive.NewMessageDecoder(firstStream(p.root), p.opts.Source.Format) // every reader's columns
+	for _, x := range spec.outs {
+		k := slices.IndexFunc(pipes, func(c *Pipeline) bool { return c.repTopic == x.topic })
+		if k < 0 {
+			return fmt.Errorf("kafka: the dedup stage %s feeds %s, which no stage reads", spec.name, x.topic)
+		}
+		place, err := drive.NewExchangeRouter(pl, x.node, drive.Config{Decoder: dec})
+		if err != nil {
+			return err
+		}
+		p.ddOuts = append(p.ddOuts, dedupOut{topic: x.topic, place: place, parts: pipes[k].nParts})
+		if pipes[k] != p {
+			pipes[k].dedupParts = p.nParts
+		}
+	}
+	return nil
+}
+
+// outs produces the first copy r of an event to each exchange, keyed by
+// its reader's placement; a key that fails to evaluate places it
+// anywhere, where the reader evaluates it again and counts the error.
+func (w *dedupWork) outs(r *kgo.Record) {
+	for _, o := range w.p.ddOuts {
+		key, err := o.place.Route(append(make([]byte, 0, 32), routeKeyVersion), r.Value)
+		if err != nil || key == nil {
+			key = []byte{routeKeyVersion}
+		}
+		o.place.TakeCounts() // the dedup counted the event
+		w.tx.produce(&kgo.Record{Topic: o.topic, Partition: -1, Key: key, Value: r.Value, Headers: w.tag})
+	}
+}
+
+// marks sends the watermark marker enc to every partition of each topic
+// the stage feeds.
+func (w *dedupWork) marks(enc []byte) {
+	p, in := w.p, firstStream(w.p.root).Name
+	if p.ddOuts == nil {
+		p.sendMarksTo(w.tx, p.repTopic, markerKey, markerHeader, in, enc)
+		return
+	}
+	for _, o := range p.ddOuts {
+		p.sendMarks(w.tx, o.topic, o.parts, markerKey, markerHeader, in, enc)
+	}
 }

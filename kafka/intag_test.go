@@ -295,8 +295,8 @@ func tagProblems(p *Pipeline) []string {
 	direct := map[string]bool{}     // topic -> its reader's first input is a source it reads directly
 	var walk func(p *Pipeline)
 	stage := func(c *Pipeline) {
-		if c.fwd != nil {
-			writes[c.fwd.topic] = append(writes[c.fwd.topic], c.fwd.in)
+		for _, f := range c.forwards() {
+			writes[f.topic] = append(writes[f.topic], f.in)
 		}
 		st := &stage2{p: c}
 		if _, err := st.newTask(0); err != nil {
@@ -322,8 +322,14 @@ func tagProblems(p *Pipeline) []string {
 	walk = func(p *Pipeline) {
 		switch {
 		case p.vj != nil:
-			walk(p.vj.sides[0])
-			walk(p.vj.sides[1])
+			for _, sd := range p.vj.sides {
+				if sd.owned {
+					walk(sd.p)
+				}
+			}
+			if !p.rowsIn {
+				in(p)
+			}
 			stage(p)
 			for _, c := range p.vj.after {
 				stage(c)

@@ -124,8 +124,13 @@ func (m *marks) ended(committed bool) {
 // name it a marker) to every partition of topic, of as many partitions as
 // the repartition topic (the dedup topic's are its).
 func (p *Pipeline) sendMarksTo(tx *txn, topic string, key []byte, header, in string, enc []byte) {
+	p.sendMarks(tx, topic, p.nParts, key, header, in, enc)
+}
+
+// sendMarks is sendMarksTo for a topic of n partitions.
+func (p *Pipeline) sendMarks(tx *txn, topic string, n int, key []byte, header, in string, enc []byte) {
 	hs := []kgo.RecordHeader{{Key: header, Value: []byte{1}}, inTag(in)}
-	for i := 0; i < p.nParts; i++ {
+	for i := 0; i < n; i++ {
 		tx.produce(&kgo.Record{Topic: topic, Partition: int32(i), Key: key, Value: enc, Headers: hs})
 		p.c.markersOut.Add(1)
 	}

@@ -157,4 +157,7 @@ type Options struct {
 	// rows in the side go to it, as in a file run, where they are the
 	// query's (its OnLateTable), not the side's view's.
 	queryLate func(*drive.LateEvent)
+	// sides, set by the query's outermost join of two views, are the
+	// sides its joins made (newSide).
+	sides sideSet
 }

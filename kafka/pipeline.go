@@ -58,12 +58,17 @@ type Pipeline struct {
 	// place of opts.OnLate (rightLate).
 	lateRight func(*drive.LateEvent)
 
-	fwd      *forward
-	srcParts int
-	muted    map[string]bool // queries whose changelog another pipeline publishes (mute)
-	// mutedSrc are the declared sources whose events another pipeline
-	// counts and reports (muteSource).
-	mutedSrc map[string]bool
+	fwd *forward
+	// also are more topics the primary's rows go to beside fwd's: a
+	// view two joins of two views read (newSide).
+	also []*forward
+	// ddOuts are the exchanges its dedup stage feeds when the plan's
+	// dedup serves several segments (nil: repTopic); dedupParts, when
+	// set, is the partition count of another pipeline's dedup stage that
+	// feeds it (upParts).
+	ddOuts     []dedupOut
+	dedupParts int
+	srcParts   int
 
 	sourceMeta topicMeta // the source topic as Run found it (watchSource)
 	stop       halt      // set when the source changed under the pipeline: no commit after it
@@ -345,17 +350,9 @@ func (p *Pipeline) admin() (*admClient, func(), error) {
 // prepare checks the source, creates or checks the sink and the internal
 // topics, and checks committed offsets when the source must start from them.
 func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
-	meta, err := describeTopic(ctx, adm, p.opts.Source.Topic)
-	if err != nil {
+	if err := p.describeSource(ctx, adm); err != nil {
 		return err
 	}
-	n := meta.partitions
-	if n == 0 {
-		return fmt.Errorf("%w: source topic %s does not exist", ErrConfig, p.opts.Source.Topic)
-	}
-	p.sourceMeta = meta
-	p.nSource = n
-	p.nParts = n
 	if !p.direct && p.opts.RepartitionPartitions > 0 {
 		p.nParts = p.opts.RepartitionPartitions
 	}
@@ -367,6 +364,29 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 			return err
 		}
 	}
+	return p.prepareInputs(ctx, adm)
+}
+
+// describeSource reads the source topic's partitions (nSource, and
+// nParts until the internal topics say otherwise).
+func (p *Pipeline) describeSource(ctx context.Context, adm *admClient) error {
+	meta, err := describeTopic(ctx, adm, p.opts.Source.Topic)
+	if err != nil {
+		return err
+	}
+	if meta.partitions == 0 {
+		return fmt.Errorf("%w: source topic %s does not exist", ErrConfig, p.opts.Source.Topic)
+	}
+	p.sourceMeta, p.nSource, p.nParts = meta, meta.partitions, meta.partitions
+	return nil
+}
+
+// prepareInputs prepares what p reads beside its own topics: a join's
+// second input, the end offsets (UntilCaughtUp), the committed offsets
+// --from committed starts from, and the check that no record was lost.
+func (p *Pipeline) prepareInputs(ctx context.Context, adm *admClient) error {
+	n := p.nSource
+	var err error
 	if p.tj != nil {
 		if err := p.prepareTable(ctx, adm); err != nil {
 			return err
@@ -488,14 +508,18 @@ func (p *Pipeline) resetOffset() kgo.Offset {
 
 // decoder returns a decoder of the source's record values. Both stages
 // decode with it: the repartition stage forwards the value bytes unchanged.
-func (p *Pipeline) decoder() *drive.Decoder {
-	if j := p.root.Join; j != nil {
-		return drive.NewMessageSourceDecoder(j.Stream, p.root.StreamUsed(), p.opts.Source.Format)
+func (p *Pipeline) decoder() *drive.Decoder { return p.segmentDecoder(p.root) }
+
+// segmentDecoder is the decoder of the source's records for root, a
+// query of p's graph reading it.
+func (p *Pipeline) segmentDecoder(root *plan.Query) *drive.Decoder {
+	if j := root.Join; j != nil {
+		return drive.NewMessageSourceDecoder(j.Stream, root.StreamUsed(), p.opts.Source.Format)
 	}
-	if j := p.root.IJoin; j != nil {
-		return drive.NewMessageSourceDecoder(j.Left, p.root.LeftUsed(), p.opts.Source.Format)
+	if j := root.IJoin; j != nil {
+		return drive.NewMessageSourceDecoder(j.Left, root.LeftUsed(), p.opts.Source.Format)
 	}
-	return drive.NewMessageDecoder(p.root.Source, p.opts.Source.Format)
+	return drive.NewMessageDecoder(root.Source, p.opts.Source.Format)
 }
 
 // txnCounts are what an open transaction's records counted. They reach
@@ -537,45 +561,15 @@ func (t *txn) settle(p *Pipeline, committed bool) {
 	t.deliver(committed)
 }
 
-// inputMuted reports whether p's root is muted (mute): another pipeline
-// reads p's input too, and counts and reports its events, malformed and
-// bad (Config.Muted keeps p's drivers from counting them).
-func (p *Pipeline) inputMuted() bool { return p.muted[p.root.Name] }
-
-// inputCounts drops from c, the counts of the records of source s that
-// p reads, what another pipeline counts: everything when it publishes
-// p's root (mute), the records (events, malformed, CSV headers) when it
-// reads s too and counts them (muteSource); p's own queries' evaluation
-// errors and late events stay p's.
-func (p *Pipeline) inputCounts(c drive.Counts, s *plan.Source) drive.Counts {
-	switch {
-	case p.inputMuted():
-		return drive.Counts{}
-	case p.mutedSrc[s.Name]:
-		c.Records, c.Events, c.Malformed, c.Headers = 0, 0, 0, 0
-	}
-	return c
-}
-
-// badMuted reports whether another pipeline reports the bad event err of
-// source s (inputCounts): a malformed one when it counts s's records,
-// any when it publishes p's root.
-func (p *Pipeline) badMuted(err error, s *plan.Source) bool {
-	return p.inputMuted() || p.mutedSrc[s.Name] && errors.Is(err, drive.ErrMalformed)
-}
-
 // badEvent hands an event the driver did not apply (an *drive.EventError,
-// already counted) to OnBadEvent when tx commits, unless another pipeline reports it
-// (badMuted), and reports true; any other error is not an event's, and
-// it reports false.
+// already counted) to OnBadEvent when tx commits, and reports true; any
+// other error is not an event's, and it reports false.
 func (p *Pipeline) badEvent(tx *txn, r *kgo.Record, err error) bool {
 	var ee *drive.EventError
 	if !errors.As(err, &ee) {
 		return false
 	}
-	if !p.badMuted(ee.Err, firstStream(p.root)) {
-		tx.badEvent(p, BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: ee.Err})
-	}
+	tx.badEvent(p, BadEvent{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: ee.Err})
 	return true
 }
 

@@ -96,6 +96,11 @@ func (p *Pipeline) runRoute(g *stageGroup, pl *dataflow.Plan, spec stageSpec) er
 	if in.group != spec.name || len(spec.inputs) != 1 || spec.inputs[0].topic != in.topic {
 		return fmt.Errorf("kafka: the plan's stage %s reads %v; the pipeline's reads %s as %s", spec.name, spec.inputs, in.topic, in.group)
 	}
+	if len(spec.outs) > 1 && !in.second {
+		// Other queries read the records too: their keys may read
+		// columns the root's decoder leaves out.
+		in.dec = drive.NewMessageDecoder(in.src, p.opts.Source.Format)
+	}
 	outs, err := p.routeOuts(pl, spec, in)
 	if err != nil {
 		return err
@@ -140,7 +145,17 @@ func (p *Pipeline) route(ctx context.Context, in *routeIn, outs []routeOut) erro
 // sessions: one serves every transaction).
 func (p *Pipeline) routeOuts(pl *dataflow.Plan, spec stageSpec, in *routeIn) ([]routeOut, error) {
 	var outs []routeOut
+	byTopic := map[string]int{}
 	for _, x := range spec.outs {
+		if first, ok := byTopic[x.topic]; ok {
+			// Two roots of the reading segment read the source: one
+			// record reaches both, so the exchanges must place alike.
+			if err := samePlacement(pl, first, x.node); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		byTopic[x.topic] = x.node
 		place, err := drive.NewExchangeRouter(pl, x.node, drive.Config{Decoder: in.dec})
 		if err != nil {
 			return nil, err
@@ -201,12 +216,13 @@ func (r *routeStage) process(fs kgo.Fetches, now time.Time) (bool, error) {
 func (r *routeStage) count(c pollCounts) {
 	if !r.in.second {
 		// Each router decoded every record: the first's counts are the
-		// input's.
+		// input's, and each counts the evaluation errors of its reader's
+		// key (a record not routed to that reader, which never sees it).
 		n := r.outs[0].place.TakeCounts()
 		for _, o := range r.outs[1:] {
-			o.place.TakeCounts()
+			n.EvalErrors += o.place.TakeCounts().EvalErrors
 		}
-		r.tx.count(r.p.inputCounts(n, r.in.src), true)
+		r.tx.count(n, true)
 		return
 	}
 	for _, o := range r.outs {
@@ -214,16 +230,9 @@ func (r *routeStage) count(c pollCounts) {
 			o.place.TakeCounts() // the rows are counted here
 		}
 	}
-	if !r.muted() {
-		r.tx.counts.tableRows += c.rows
-		r.tx.counts.tableMalformed += c.bad
-	}
+	r.tx.counts.tableRows += c.rows
+	r.tx.counts.tableMalformed += c.bad
 }
-
-// muted reports whether another pipeline counts and reports a second
-// input's rows: it publishes p's root (mute), or it reads the same
-// source and counts it (muteSource).
-func (r *routeStage) muted() bool { return r.p.inputMuted() || r.p.mutedSrc[r.in.src.Name] }
 
 // partition routes one partition's records of a poll, in order. What is
 // kept per partition (the consumed position, the clock of its last
@@ -242,13 +251,13 @@ func (r *routeStage) partition(part int32, recs []*kgo.Record, now time.Time, c 
 			continue // a transaction marker (kept for UntilCaughtUp)
 		}
 		c.rows++
-		good := true
+		good, reported := true, false
 		for _, o := range r.outs {
 			if o.place == nil {
 				good = r.broadcast(o, rec, now) && good
 				continue
 			}
-			m, ok, err := r.route(o, rec)
+			m, ok, err := r.route(o, rec, &reported)
 			switch {
 			case err == nil:
 				if ok && m > mark {
@@ -271,10 +280,17 @@ func (r *routeStage) partition(part int32, recs []*kgo.Record, now time.Time, c 
 }
 
 // route produces rec to o's topic keyed by its placing bytes, and
-// returns its watermark proposal. A bad event is reported and counted.
-func (r *routeStage) route(o routeOut, rec *kgo.Record) (int64, bool, error) {
+// returns its watermark proposal. A bad event is reported once per
+// record (reported: an earlier exchange's router reported it; a record
+// that does not decode fails each alike), and not routed there.
+func (r *routeStage) route(o routeOut, rec *kgo.Record, reported *bool) (int64, bool, error) {
 	key, err := o.place.Route(append(r.key[:0], routeKeyVersion), rec.Value)
+	var ee *drive.EventError
+	if err != nil && *reported && errors.As(err, &ee) {
+		return 0, false, nil // counted by its router, reported once
+	}
 	if err != nil {
+		*reported = true
 		return 0, false, r.bad(rec, err)
 	}
 	r.key = key[:0] // its room, for the next event's
@@ -314,9 +330,7 @@ func (r *routeStage) bad(rec *kgo.Record, err error) error {
 
 // badRow reports a row of a second input that did not decode.
 func (r *routeStage) badRow(rec *kgo.Record, err error) {
-	if !r.muted() {
-		r.tx.badEvent(r.p, BadEvent{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Err: fmt.Errorf("%s: %w", r.in.what, err)})
-	}
+	r.tx.badEvent(r.p, BadEvent{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Err: fmt.Errorf("%s: %w", r.in.what, err)})
 }
 
 // broadcast produces a versioned table's row to every partition of o's
@@ -427,4 +441,15 @@ func (p *Pipeline) routeInOf(src *plan.Source) (*routeIn, error) {
 		}
 	}
 	return in, nil
+}
+
+// samePlacement refuses two exchanges of one source into one segment
+// that place its records apart: the reading stage hands each record to
+// every root reading the source, so one record must serve both.
+func samePlacement(pl *dataflow.Plan, x, y int) error {
+	a, b := pl.Node(x), pl.Node(y)
+	if a.Out.String() != b.Out.String() {
+		return fmt.Errorf("%w: source %s reaches one segment placed by %s and by %s", ErrUnsupported, a.Name, a.Out, b.Out)
+	}
+	return nil
 }

@@ -52,8 +52,10 @@ type stage2 struct {
 	// segment and when (viewrepart.go); reset when a transaction aborts.
 	fwdSent []byte
 	fwdAt   time.Time
-	// ins name the graphs' inputs, each of which has a marker table.
-	ins inputs
+	// ins name the graphs' inputs, each of which has a marker table;
+	// rows tells those whose records are a view's rows.
+	ins  inputs
+	rows []bool
 }
 
 // runStage2 is the aggregating stage: it consumes the repartition topic (or
@@ -74,8 +76,8 @@ func (p *Pipeline) runStage2(ctx context.Context) error {
 			spec.broadcast = p.repTopic // the table stage's rows (a join in the source's partitions)
 		}
 	}
-	if p.fwd != nil {
-		spec.manual[p.fwd.topic] = true // its watermark markers
+	for _, f := range p.forwards() {
+		spec.manual[f.topic] = true // its watermark markers
 	}
 	return p.runLoop(ctx, spec, p.newStage2)
 }
@@ -222,8 +224,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	// the first checkpoint after it writes each row's entry.
 	cfg := drive.Config{Emit: emit, Late: st.tx.lateHook(p.opts.OnLate), Now: p.opts.Now, ExternalWatermark: true,
 		IncrementalJoinState: true, OnRow: st.forwardRow(t),
-		Muted:     p.muted, // counted and reported by the pipeline that publishes them
-		HostTicks: true,    // precommit ticks
+		HostTicks: true, // precommit ticks
 	}
 	if p.joinOut {
 		cfg.OnJoined, cfg.OnRow = cfg.OnRow, nil // the joined rows go to the aggregate's segment
@@ -245,12 +246,19 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	if p.vj != nil {
 		top = p.vj.top
 	}
-	if p.dedup || p.dedupJoin {
+	switch {
+	case p.vj != nil:
+		cfg.Deduplicated = p.dedup // its segment's queries share the dedup stage's events
+	case p.dedup || p.dedupJoin:
 		top = withoutDedup(top) // the dedup stage, or the task's dedup, deduplicates its input
 	}
 	viewLate := st.tx.viewLateHook(p.opts.OnViewLate)
 	var err error
 	switch {
+	case p.vj != nil:
+		// The join's segment: the views of other segments come as rows,
+		// the sources it decodes as events.
+		t.g, err = drive.NewSegmentGraph(top, p.vj.fedViews(), p.segmentDecoder, cfg, emit, viewLate)
 	case p.rowsIn && !p.joinedIn:
 		// The rows of the views its root reads, which the stages before
 		// computed.
@@ -271,6 +279,9 @@ func (st *stage2) newTask(part int32) (*task, error) {
 			st.ins = append(st.ins, s) // a join root's table or right stream
 		}
 		st.ins = st.ins[:min(len(st.ins), len(t.marks))]
+		for _, s := range t.g.Sources() {
+			st.rows = append(st.rows, s.View != nil)
+		}
 	}
 	t.dd, err = p.newJoinDedup(st.tx)
 	return t, err
@@ -282,10 +293,14 @@ func (st *stage2) newTask(part int32) (*task, error) {
 // right side).
 func (p *Pipeline) inputParts() []int {
 	switch {
+	case p.vj != nil:
+		var out []int
+		for _, in := range p.vj.ins {
+			out = append(out, in.parts)
+		}
+		return out
 	case p.tj != nil:
 		return []int{p.upParts(), p.tj.n}
-	case p.vj != nil:
-		return []int{p.upParts(), p.vj.sides[1].nParts}
 	}
 	return []int{p.upParts()}
 }
@@ -294,10 +309,14 @@ func (p *Pipeline) inputParts() []int {
 // table must report consumed (allAtEnd), in the graph's order.
 func (p *Pipeline) inputEnds() []map[int32]int64 {
 	switch {
+	case p.vj != nil:
+		var out []map[int32]int64
+		for _, in := range p.vj.ins {
+			out = append(out, in.end)
+		}
+		return out
 	case p.tj != nil:
 		return []map[int32]int64{p.sourceEnd, p.tj.end}
-	case p.vj != nil:
-		return p.vj.drainEnd[:]
 	}
 	return []map[int32]int64{p.sourceEnd}
 }
@@ -309,9 +328,6 @@ func (p *Pipeline) inputEnds() []map[int32]int64 {
 func (st *stage2) emit(t *task, r *changelog.Record) error {
 	if r.Value == nil {
 		return fmt.Errorf("%w: key %s", ErrNullValue, r.Key)
-	}
-	if st.p.muted[r.Meta.Query] {
-		return nil
 	}
 	topic := st.p.opts.Sink.Topic
 	if r.Meta.Query != st.p.q.Name {
@@ -397,8 +413,6 @@ func (st *stage2) takeCounts() {
 		}
 		if st.p.rowsIn {
 			c = drive.Counts{EvalErrors: c.EvalErrors, Late: c.Late}
-		} else if st.p.direct {
-			c = st.p.inputCounts(c, firstStream(st.p.root))
 		}
 		st.tx.count(c, st.p.direct)
 	}
@@ -472,7 +486,7 @@ func (st *stage2) record(t *task, r *kgo.Record) (event bool, _ error) {
 		return false, nil
 	case in == 1 && p.tj != nil:
 		return false, st.tableRow(t, r)
-	case p.rowsIn:
+	case p.rowsIn || in < len(st.rows) && st.rows[in]:
 		return false, st.row(t, in, r)
 	}
 	if p.direct {
@@ -485,9 +499,14 @@ func (st *stage2) record(t *task, r *kgo.Record) (event bool, _ error) {
 		if len(r.Key) > 0 && r.Key[0] == routeKeyVersion {
 			key = r.Key[1:]
 		}
-		if t.dd != nil {
+		switch {
+		case t.dd != nil:
 			err = st.joinDeduped(t, r) // keyed by its dedup key, not a group's
-		} else {
+		case t.g.Roots() > 1:
+			// Roots of other GROUP BYs read the events too: each
+			// evaluates its own (the key is the first's).
+			err = p.joinFull(t.g.Push(r.Value), t.part)
+		default:
 			err = p.joinFull(t.g.PushKeyed(r.Value, key), t.part)
 		}
 	}
@@ -517,10 +536,7 @@ func (st *stage2) untagged(r *kgo.Record) (int, error) {
 		}
 		return 0, nil
 	}
-	if side, ok := headerValue(r, sideHeader); ok && len(side) == 1 && side[0] < 2 {
-		return int(side[0]), nil
-	}
-	return 0, fmt.Errorf("%w: a record without its side at %s partition %d offset %d", drive.ErrBadState, r.Topic, r.Partition, r.Offset)
+	return 0, fmt.Errorf("%w: a record without its input at %s partition %d offset %d", drive.ErrBadState, r.Topic, r.Partition, r.Offset)
 }
 
 // row applies a view's row (drive.AppendRow) to input in of the graph.
@@ -542,12 +558,10 @@ func (st *stage2) row(t *task, in int, r *kgo.Record) error {
 // inputs after the first, then the first as any query's; a join of two
 // views is then held to its bound on held rows.
 func (st *stage2) advance(t *task) error {
-	first, second := t.g.InputWatermarks()
 	if st.p.vj != nil {
-		if err := advanceInput(t, 0, first); err != nil {
-			return err
-		}
+		return st.advanceJoin(t)
 	}
+	first, second := t.g.InputWatermarks()
 	for in := 1; in < len(t.marks); in++ {
 		if err := advanceInput(t, in, second); err != nil {
 			return err
@@ -568,10 +582,24 @@ func (st *stage2) advance(t *task) error {
 			return err
 		}
 	}
-	if st.p.vj != nil {
-		return st.heldRows(t)
-	}
 	return nil
+}
+
+// advanceJoin moves each input of a join stage's graph to its markers'
+// minimum (an interval join of two streams' inputs by its own), then
+// holds the join of two views to its bound on held rows.
+func (st *stage2) advanceJoin(t *task) error {
+	first, second := t.g.InputWatermarks()
+	for in := range t.marks {
+		cur := t.g.InputWatermark(in)
+		if st.p.tj != nil && in < 2 {
+			cur = [2]int64{first, second}[in]
+		}
+		if err := advanceInput(t, in, cur); err != nil {
+			return err
+		}
+	}
+	return st.heldRows(t)
 }
 
 // advanceInput moves input in of t's graph to its marker table's

@@ -25,19 +25,13 @@ type topicUse struct {
 	config Config
 }
 
-// subs are the pipelines p runs beside itself: its segments, or a join
-// of two views' sides and the segments after its join stage.
-func (p *Pipeline) subs() []*Pipeline {
-	if p.vj != nil {
-		return append([]*Pipeline{p.vj.sides[0], p.vj.sides[1]}, p.vj.after...)
-	}
-	return p.segs
-}
-
 // topicUses lists the topics of the run p: its inputs, in the order its
 // plan decodes them, then its sinks.
 func (p *Pipeline) topicUses() []topicUse {
 	o := p.opts
+	if p.vj != nil {
+		o = p.vj.opts // the join stage's own are its segment's source
+	}
 	streams, tables := inputsOf(p.q)
 	var uses []topicUse
 	for i, s := range streams {
@@ -73,7 +67,7 @@ func (p *Pipeline) ownerOf(topic string) string {
 	}
 	if p.vj != nil {
 		for _, s := range p.vj.sides {
-			if n := s.ownerOf(topic); n != "" {
+			if n := s.p.ownerOf(topic); n != "" {
 				return n
 			}
 		}

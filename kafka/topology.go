@@ -264,15 +264,13 @@ func (t *namer) chain(seg int, base string) error {
 	return nil
 }
 
-// name names segment s, once: a segment two chains reach under two
-// names has no name the pipelines give it, but a source's decoding
-// segment, one stage routing to each reader's topic, keeps its first.
+// name names segment s, once: a segment two chains reach (a source's
+// decoding or dedup, one stage routing to each reader's topic; a view
+// two joins of two views read, one stage forwarding to both) keeps its
+// first name.
 func (t *namer) name(s int, name string) error {
-	if old, ok := t.names[s]; ok && old != name {
-		if t.decodes(s) {
-			return nil
-		}
-		return fmt.Errorf("%w: segment %d is both %s and %s", ErrUnsupported, s, old, name)
+	if _, ok := t.names[s]; ok {
+		return nil
 	}
 	t.names[s] = name
 	return nil
@@ -287,12 +285,31 @@ func (t *namer) decodes(s int) bool { return decodesOnly(t.p, s) != nil }
 // first stream (Options.Source), whose partitions are already its
 // reader's, which reads the source topic.
 func (t *namer) direct(s int) bool {
-	if !t.opts.Source.PartitionedByKey || t.feedsDedup(s) || !t.decodes(s) {
+	if !t.opts.Source.PartitionedByKey || t.feedsDedup(s) || !t.decodes(s) || t.meetsPlaced(s) {
 		return false
 	}
 	for _, id := range t.p.Segments[s].Nodes {
 		if n := t.p.Node(id); n.Kind == dataflow.Decode && n.Source == t.firstStream() {
 			return true
+		}
+	}
+	return false
+}
+
+// meetsPlaced reports whether a segment reading segment s's exchanges
+// reads another input placed by ubik's key bytes (a view's rows): the
+// source's own placement, which its producer chose, need not put the
+// rows that meet there in one partition. A broadcast (a versioned
+// table) meets every partition.
+func (t *namer) meetsPlaced(s int) bool {
+	for _, id := range t.p.Segments[s].Nodes {
+		for _, c := range t.p.Consumers(id) {
+			for _, x := range t.p.Segments[t.p.Node(c).Segment].Inputs {
+				from := t.p.Node(t.p.Node(x).Inputs[0].From)
+				if from.Segment != s && t.p.Node(x).Out.Kind != dataflow.Broadcast {
+					return true
+				}
+			}
 		}
 	}
 	return false

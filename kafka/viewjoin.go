@@ -1,40 +1,46 @@
 package kafka
 
 import (
-	"context"
 	"fmt"
+	"github.com/ubiksql/ubik/changelog"
+	"slices"
 
 	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
-	"github.com/ubiksql/ubik/internal/types"
 )
 
 // A query that joins two windowed EMIT FINAL views (Nexmark q8: new
 // persons and new sellers of a window, on the person and the window's
-// start) runs as three pipelines (DESIGN.md, "A join of two views"):
-// each view is a query of its own over its source (stage 1 and an
-// aggregating stage, named Q-left and Q-right), publishing its changelog
-// to its own topic and forwarding its final rows, tagged with the side,
-// to the join's repartition topic Q-repartition, keyed by the join's
-// partition cells, with its view watermark as markers to every
-// partition; the join stage (group Q) runs, per partition of that
-// topic, the query's driver: the interval join of the two sides' rows,
-// each side's watermark the least of its upstream partitions' markers,
-// and the query's aggregate over the joined rows.
+// start) runs the stages of its plan (DESIGN.md, "A join of two views").
+// The join's segment (group Q) runs, per partition of Q-repartition, the
+// interval join, the query's aggregate, and every view the plan places
+// where the join needs it (a view grouped by the join's key): those read
+// their source's events, which a routing stage (Q-in, or Q-tbl for an
+// interval join's right stream) places by the view's group key. Each
+// view the plan computes elsewhere (a view grouped by more than the join
+// key, and what it reads) is a side: a query of its own under Q-left or
+// Q-right, whose last stage sends its final rows to Q-repartition, placed
+// by the plan's exchange and tagged with the view, with its view
+// watermark as markers to every partition. Each of the join stage's
+// inputs has its watermark, the least of its producer's markers.
 
-// sideHeader tags a record of the join's repartition topic with the side
-// it comes from: one byte, 0 the left view, 1 the right.
-const sideHeader = "ubik.side"
+// viewJoinLayout is the layout of the internal topics of a join of two
+// views (binding.go, layoutVersion): the join stage reads the events of
+// the views its segment computes, and its sides are the views the plan
+// computes elsewhere. Layout 1 ran each view of the join as a side.
+const viewJoinLayout = 2
 
 // DefaultViewJoinRows bounds the rows a join of two views holds per
 // partition when Options.JoinBuffer is not set.
 const DefaultViewJoinRows = 100_000
 
-// viewJoin is a join of two views: the pipelines of its sides.
+// viewJoin is a join of two views: the pipelines of its sides and the
+// join stage's inputs.
 type viewJoin struct {
-	sides [2]*Pipeline
-	limit int // held rows per partition
+	sides []side   // the chains whose last stage sends a view's rows to the join stage
+	ins   []joinIn // the join stage's graph inputs, in the graph's order
+	limit int      // held rows per partition
 	// above are the views the join stage runs before the query, the
 	// join first: empty when the query is the join, else the join and
 	// the views between it and the query (a chain over the join).
@@ -46,20 +52,39 @@ type viewJoin struct {
 	// repartition (viewrepart.go), the query's last.
 	top   *plan.Query
 	after []*Pipeline
-	// drainParts and drainEnd are, per side, how many source positions
-	// its drain markers carry and the ends they must reach
-	// (UntilCaughtUp; Pipeline.drained).
-	drainParts [2]int
-	drainEnd   [2]map[int32]int64
+	// opts are the query's options, by which the plan names its stages'
+	// topics (p.opts are the join stage's: its own source).
+	opts Options
 }
 
-// sideKey computes the join's partition cells of one side's rows: the
-// side's terms of the equalities the query's GROUP BY names.
-type sideKey struct {
-	exprs   []plan.Expr
-	off     int
-	scratch []types.Value
-	cells   []types.Value
+// side is a chain whose last stage sends a view's rows to a join stage:
+// its pipeline, the forward to the join's topic, and whether this join
+// runs it (a side another join of the query reads too runs once, under
+// the join that made it, and forwards to both).
+type side struct {
+	p     *Pipeline
+	fwd   *forward
+	owned bool
+	// apart: a view the plan computes in the join's segment from a
+	// second source, run as a query of its own (ownSide): it runs its
+	// own plan's stages, not the join's.
+	apart bool
+}
+
+// sideSet are the sides a query's joins of two views made, by view, so
+// that a view two of them read is computed once.
+type sideSet map[*plan.Query]*Pipeline
+
+// joinIn is one input of the join stage's graph: a source it decodes
+// (routed to its topic by a routing stage), or a side's view's rows.
+type joinIn struct {
+	name string
+	side *side // nil: a source the join stage decodes
+	// parts, drain and end are set by prepareViewJoin: how many
+	// partitions its markers number, how many source positions its drain
+	// markers carry, and the ends they must reach (UntilCaughtUp).
+	parts, drain int
+	end          map[int32]int64
 }
 
 // isViewJoin reports whether q is an interval join of two views.
@@ -138,15 +163,17 @@ func viewJoinCut(q, jq *plan.Query) (top *plan.Query, rest []*plan.Query) {
 }
 
 // newViewJoin builds the pipelines of a join of two views (New, after
-// the common checks): p is the join stage, each side a pipeline of its
-// own whose primary's rows go to p's repartition topic.
+// the common checks) from its plan: p is the join stage, which runs the
+// join's segment (the views the plan places where the join needs them,
+// reading the events of their sources, which p routes); each view of
+// another segment whose rows the join's segment reads is a side, a
+// pipeline of its own whose last stage sends them to p's topic.
 func newViewJoin(p *Pipeline) error {
 	opts := p.opts
 	q, jq := p.q, p.root // jq the join, q it or a query over it
 	if err := CheckQuery(q); err != nil {
 		return err
 	}
-	j := jq.IJoin
 	eps, err := inputEndpoints(opts, q)
 	if err != nil {
 		return err
@@ -161,62 +188,29 @@ func newViewJoin(p *Pipeline) error {
 	if limit < 0 {
 		return fmt.Errorf("%w: negative JoinBuffer", ErrConfig)
 	}
-	vj := &viewJoin{limit: limit}
-	terms, _ := partitionTerms(jq)
-	joinedOut := len(terms) == 0
-	if joinedOut {
-		// The GROUP BY names no equality column: as the plan places
-		// them, the views' rows meet by every equality, and the joined
-		// rows reach the aggregate through an exchange by its GROUP BY.
-		for i := range j.LeftKey {
-			terms = append(terms, i)
-		}
+	if opts.sides == nil {
+		opts.sides = sideSet{} // the query's outermost join: its nested ones share it
+		p.opts.sides = opts.sides
 	}
-	left := map[string]bool{}   // the views the left side computes and publishes
-	leftIn := map[string]bool{} // the sources the left side reads and counts
-	for side, v := range []*plan.Query{j.Left.View, j.Right.View} {
-		so, err := sideOptions(opts, jq, v, eps)
-		if err != nil {
-			return err
-		}
-		sp, err := newNamed(so, p.name+[2]string{"-left", "-right"}[side])
-		if err != nil {
-			return fmt.Errorf("view %s: %w", v.Name, err)
-		}
-		sp.log = p.log.With("side", v.Name)
-		k := &sideKey{scratch: make([]types.Value, j.Offset+len(j.Right.Columns))}
-		for _, i := range terms {
-			k.exprs = append(k.exprs, [2][]plan.Expr{j.LeftKey, j.RightKey}[side][i])
-		}
-		if side == 1 {
-			k.off = j.Offset
-		}
-		sp.out().fwd = &forward{topic: p.repTopic, view: v, side: side, join: k, in: v.Name}
-		for _, w := range append(allViewsOf(v), v) {
-			if side == 0 {
-				left[w.Name] = true
-			} else if left[w.Name] {
-				sp.mute(w.Name) // both sides compute it; the left publishes its changelog
-			}
-		}
-		streams, _ := inputsOf(v)
-		for _, s := range streams {
-			if side == 0 {
-				leftIn[s.Name] = true
-			} else if leftIn[s.Name] {
-				sp.muteSource(s.Name) // both sides read it; the left counts its events
-			}
-		}
-		vj.sides[side] = sp
-	}
-	// The views the join stage runs before q: the join and those
-	// between it and q, each publishing to its own sink.
-	vj.above = aboveViewJoin(q, jq)
+	vj := &viewJoin{limit: limit, above: aboveViewJoin(q, jq), opts: opts}
 	if err := checkViewSinks(opts, q, allViewsOf(q)); err != nil {
 		return err
 	}
+	pl, specs, err := planStages(opts, p.name)
+	if err != nil {
+		return err
+	}
+	routed, err := vj.readsOf(p, pl, specs, jq, eps)
+	if err != nil {
+		return err
+	}
 	p.vj = vj
-	segs, err := p.afterJoin(joinedOut)
+	if err := p.routeOwn(pl, specs, joinSegment(pl, jq), routed, eps); err != nil {
+		return err
+	}
+	terms, _ := partitionTerms(jq)
+	joinedOut := len(terms) == 0 // the joined rows reach the aggregate through an exchange by its GROUP BY
+	segs, err := p.afterJoin(jq, joinedOut)
 	if err != nil {
 		return err
 	}
@@ -233,187 +227,239 @@ func newViewJoin(p *Pipeline) error {
 			p.fwd.keys, p.fwd.view, p.fwd.in, p.joinOut, vj.after[0].joinedIn = drive.NewGroupKeys(joinedQuery(jq)), nil, jq.Source.Name, true, true
 		}
 	}
-	p.views = append(jq.Views(), vj.above...) // the binding records every view's text and topic
-	p.rowsIn = true                           // the sides' rows
+	p.views = allViewsOf(q) // the binding records every view's text and topic
 	if vj.top != q && opts.OnViewLate != nil {
 		// The join stage's last query is a view whose rows go on to the
 		// next segment: its late rows are the view's.
 		name := vj.top.Name
 		p.opts.OnLate = func(ev *drive.LateEvent) { opts.OnViewLate(name, ev) }
 	}
+	return vj.inputs(p)
+}
+
+// joinSegment is the segment of pl that runs jq's join.
+func joinSegment(pl *dataflow.Plan, jq *plan.Query) int {
+	for _, n := range pl.Nodes {
+		if n.Kind == dataflow.IntervalJoin && n.Query == jq {
+			return n.Segment
+		}
+	}
+	return -1
+}
+
+// readsOf makes a side of each view whose rows the join's segment reads
+// through an exchange, and returns the sources it decodes itself (the
+// exchanges from their decoding, each source once).
+func (vj *viewJoin) readsOf(p *Pipeline, pl *dataflow.Plan, specs []stageSpec, jq *plan.Query, eps map[*plan.Source]Endpoint) ([]int, error) {
+	seg := joinSegment(pl, jq)
+	if seg < 0 {
+		return nil, fmt.Errorf("kafka: the plan of %s runs no join %s", p.q.Name, jq.Name)
+	}
+	names := map[int]string{}
+	for _, s := range specs {
+		names[s.seg] = s.name
+	}
+	t := &topology{p: pl}
+	var routed []int
+	seen := map[*plan.Source]int{}
+	for _, x := range pl.Segments[seg].Inputs {
+		from := pl.Node(pl.Node(x).Inputs[0].From)
+		switch from.Kind {
+		case dataflow.Decode, dataflow.Dedup:
+			if first, ok := seen[from.Source]; ok {
+				if err := samePlacement(pl, first, x); err != nil {
+					return nil, err
+				}
+				continue // one record serves every root reading the source (routeOuts)
+			}
+			if len(routed) > 0 && streamJoinIn(pl, seg) == nil {
+				// A second source, read by a view of the segment: that
+				// view runs as a side of its own (one pipeline reads one
+				// source topic but an interval join's right stream).
+				sd, err := ownSide(p, pl, seg, x, eps)
+				if err != nil {
+					return nil, err
+				}
+				vj.sides = append(vj.sides, sd)
+				continue
+			}
+			seen[from.Source] = x
+			routed = append(routed, x)
+		case dataflow.Aggregate:
+			sd, err := newSide(p, pl, x, names[t.chainOf(from.Segment)[0]], eps)
+			if err != nil {
+				return nil, err
+			}
+			vj.sides = append(vj.sides, sd)
+		default:
+			return nil, fmt.Errorf("%w: the join's segment of %s reads the rows of a %s node", ErrUnsupported, p.q.Name, from.Kind)
+		}
+	}
+	return routed, nil
+}
+
+// newSide is the side whose view's rows exchange x of pl moves to the
+// join stage p: the view's query under name, its last stage sending
+// them to p's topic placed as the exchange places them; or the side
+// another join of the query made of the view, forwarding here too.
+func newSide(p *Pipeline, pl *dataflow.Plan, x int, name string, eps map[*plan.Source]Endpoint) (side, error) {
+	v := pl.Node(pl.Node(x).Inputs[0].From).Query
+	keys, err := drive.NewExchangeKeys(pl, x)
+	if err != nil {
+		return side{}, err
+	}
+	f := &forward{topic: p.repTopic, place: keys, view: v, in: v.Name}
+	if sp := p.opts.sides[v]; sp != nil {
+		out := sp.out()
+		out.also = append(out.also, f)
+		return side{p: sp, fwd: f}, nil
+	}
+	so, err := sideOptions(p.opts, p.root, v, eps)
+	if err != nil {
+		return side{}, err
+	}
+	sp, err := newNamed(so, name)
+	if err != nil {
+		return side{}, fmt.Errorf("view %s: %w", v.Name, err)
+	}
+	sp.log = p.log.With("side", v.Name)
+	sp.out().fwd = f
+	p.opts.sides[v] = sp
+	return side{p: sp, fwd: f, owned: true}, nil
+}
+
+// ownSide is the side that computes, apart from the plan's stages, the
+// view of the join's segment seg that reads exchange x, a second source's
+// events: the view the join reads, above x, as a query of its own (its
+// own stages), its rows placed by the join's key.
+func ownSide(p *Pipeline, pl *dataflow.Plan, seg, x int, eps map[*plan.Source]Endpoint) (side, error) {
+	for _, id := range pl.Segments[seg].Nodes {
+		ij := pl.Node(id)
+		if ij.Kind != dataflow.IntervalJoin || ij.Query != viewJoinBelow(p.q) {
+			continue
+		}
+		for k, e := range ij.Inputs[:2] {
+			from := pl.Node(e.From)
+			if from.Kind != dataflow.Aggregate || !pl.Upstream(e.From)[x] || len(e.Need.Exprs) > 0 {
+				continue
+			}
+			v := from.Query
+			so, err := sideOptions(p.opts, p.root, v, eps)
+			if err != nil {
+				return side{}, err
+			}
+			sp, err := newNamed(so, p.name+[2]string{"-left", "-right"}[k])
+			if err != nil {
+				return side{}, fmt.Errorf("view %s: %w", v.Name, err)
+			}
+			sp.log = p.log.With("side", v.Name)
+			f := &forward{topic: p.repTopic, place: drive.NewColumnKeys(e.Need.Cols), view: v, in: v.Name}
+			sp.out().fwd = f
+			return side{p: sp, fwd: f, owned: true, apart: true}, nil
+		}
+	}
+	return side{}, fmt.Errorf("%w: the join's segment of %s reads a second source outside the views it joins", ErrUnsupported, p.q.Name)
+}
+
+// routeOwn makes p read the sources the join's segment seg decodes
+// (routed, the exchanges from their decoding): the first is p's source,
+// read by the query of the segment that reads its exchange; a second is
+// the right stream of the segment's interval join of two streams, read
+// as a join's second input; a source with a dedup key comes through its
+// dedup stage. A segment that decodes none reads rows only.
+func (p *Pipeline) routeOwn(pl *dataflow.Plan, specs []stageSpec, seg int, routed []int, eps map[*plan.Source]Endpoint) error {
+	p.rowsIn, p.direct = len(routed) == 0, false
+	if p.rowsIn {
+		return nil
+	}
+	t := &topology{p: pl}
+	first := pl.Node(pl.Node(routed[0]).Inputs[0].From).Source
+	p.root = t.consumer(routed[0], seg).Query
+	if len(routed) > 1 {
+		// Two sources: the right one is an interval join's second input.
+		ij := streamJoinIn(pl, seg)
+		if ij == nil || len(routed) > 2 {
+			return fmt.Errorf("%w: the join's segment of %s decodes %d sources outside an interval join of two streams", ErrUnsupported, p.q.Name, len(routed))
+		}
+		p.root, first = ij, ij.IJoin.Left
+		p.opts.Table = eps[ij.IJoin.Right]
+	}
+	p.opts.Source, p.opts.JoinSource = eps[first], Endpoint{}
+	// It reads its source where it is when the plan routes it through no
+	// stage (partitioned by key, and the join's segment reads nothing
+	// else).
+	p.direct = !slices.ContainsFunc(specs, func(s stageSpec) bool { return decodesOnly(pl, s.seg) == first })
+	p.opts.Source.PartitionedByKey = p.direct
+	p.dedup = hasDedupStage(p.root) // its events come through the plan's dedup stage
+	if err := drive.NewMessageDecoder(first, p.opts.Source.Format).Err(); err != nil {
+		return fmt.Errorf("%w: source: %v", ErrConfig, err)
+	}
+	tj, err := newTableJoin(&p.opts, p.root)
+	if err != nil {
+		return err
+	}
+	p.tj = tj
 	return nil
+}
+
+// streamJoinIn is the query of segment seg's interval join of two
+// streams, or nil.
+func streamJoinIn(pl *dataflow.Plan, seg int) *plan.Query {
+	for _, id := range pl.Segments[seg].Nodes {
+		if n := pl.Node(id); n.Kind == dataflow.IntervalJoin && n.Query.IJoin.Left.View == nil {
+			return n.Query
+		}
+	}
+	return nil
+}
+
+// inputs names the join stage's graph inputs in the graph's order, each
+// with the side whose rows it is (nil: a source p decodes).
+func (vj *viewJoin) inputs(p *Pipeline) error {
+	none := func(*changelog.Record) error { return nil }
+	g, err := drive.NewSegmentGraph(vj.top, vj.fedViews(), nil, drive.Config{Emit: none, ExternalWatermark: true}, none, nil)
+	if err != nil {
+		return err
+	}
+	names := g.Sources()
+	for _, s := range names {
+		in := joinIn{name: s.Name}
+		for i := range vj.sides {
+			if vj.sides[i].fwd.in == s.Name {
+				in.side = &vj.sides[i]
+			}
+		}
+		vj.ins = append(vj.ins, in)
+	}
+	if s := g.SecondInput(); len(names) == 1 && s != "" {
+		vj.ins = append(vj.ins, joinIn{name: s})
+	}
+	return nil
+}
+
+// fedViews are the views whose rows the sides bring.
+func (vj *viewJoin) fedViews() []*plan.Query {
+	var out []*plan.Query
+	for _, sd := range vj.sides {
+		out = append(out, sd.fwd.view)
+	}
+	return out
 }
 
 // afterJoin sets the last query the join stage runs (vj.top) and returns
 // the segments after it: with joinedOut, the join's aggregate (which
 // reads the joined rows) then the chain above it, cut where its plan puts
-// an exchange; else the queries from the first reader above the join
+// an exchange; else the queries from the first reader above the join jq
 // that groups by less than the join's partitioning (viewJoinCut).
-func (p *Pipeline) afterJoin(joinedOut bool) ([][]*plan.Query, error) {
-	q, jq, vj := p.q, p.root, p.vj
+func (p *Pipeline) afterJoin(jq *plan.Query, joinedOut bool) ([][]*plan.Query, error) {
+	q, vj := p.q, p.vj
 	if joinedOut {
 		vj.top = jq
-		if q == jq {
-			return [][]*plan.Query{{jq}}, nil
-		}
-		segs, err := segmentsOf(q, vj.above[1:])
-		return append([][]*plan.Query{{jq}}, segs...), err
+		return segmentsOf(q, vj.above) // the join's aggregate first
 	}
 	var rest []*plan.Query
 	if vj.top, rest = viewJoinCut(q, jq); len(rest) == 0 {
 		return nil, nil
 	}
 	return segmentsOf(q, rest[:len(rest)-1])
-}
-
-// append appends the partition key of one row of the side: the version
-// byte and the cells' group-key bytes. A NULL cell (the row matches
-// nothing) or a cell that fails to evaluate (the join stage evaluates it
-// again and counts the error) keys the row by the version byte alone.
-func (k *sideKey) append(dst []byte, row []types.Value) []byte {
-	dst = append(dst, routeKeyVersion)
-	copy(k.scratch[k.off:], row)
-	k.cells = k.cells[:0]
-	for _, e := range k.exprs {
-		v, err := e.Eval(k.scratch)
-		if err != nil || v.Null {
-			return dst
-		}
-		k.cells = append(k.cells, v)
-	}
-	return drive.AppendGroupIdentity(dst, k.cells)
-}
-
-// prepareViewJoin prepares the sides (each as a query of its own: its
-// sink, internal topics, binding, end offsets), then the join stage's
-// sink, internal topics and binding.
-func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
-	for _, sp := range p.vj.sides {
-		if err := sp.prepareAll(ctx, adm); err != nil {
-			return fmt.Errorf("view %s: %w", sp.q.Name, err)
-		}
-	}
-	l, r := p.vj.sides[0], p.vj.sides[1]
-	p.nSource, p.nParts = l.nParts, max(l.nParts, r.nParts)
-	if p.opts.RepartitionPartitions > 0 {
-		p.nParts = p.opts.RepartitionPartitions
-	}
-	if err := p.prepareOwn(ctx, adm, p.vj.above); err != nil {
-		return err
-	}
-	for _, sp := range p.vj.sides {
-		sp.out().fwd.parts = p.nParts
-		if sp.vj == nil {
-			sp.srcParts = sp.nSource // its drain markers' positions (reachedOf)
-		}
-	}
-	// The join stage drains only once both views are consumed; its drain
-	// markers carry how far both sides consumed their sources (drained).
-	for i, sp := range p.vj.sides {
-		p.vj.drainParts[i], p.vj.drainEnd[i] = sp.drained()
-	}
-	p.srcParts, p.sourceEnd = p.drained()
-	if len(p.vj.after) > 0 {
-		p.fwd.parts = p.nParts
-		for k, c := range p.vj.after {
-			c.nParts, c.srcParts, c.sourceEnd = p.nParts, p.srcParts, p.sourceEnd
-			c.nSource = p.nParts // its marker table: the partitions of the stage before
-			if c.fwd != nil && k < len(p.vj.after)-1 {
-				c.fwd.parts = p.nParts // the last's is a join's of which p is a side
-			}
-		}
-	}
-	return ensureSegmentTopics(ctx, adm, p.vj.after, p.nParts, p.log)
-}
-
-// drained is what the drain markers of p's last stage carry (the positions
-// a reader compares with the ends of its own run, UntilCaughtUp): how many
-// source positions, and the ends they must reach. They cover every input
-// behind p: the source's partitions, then a temporal or interval join's
-// second input's; for a join of two views, the left side's, then the
-// right side's. A reader that knew only some of them would take p as
-// drained from a restored state while an input it did not track still
-// had records to read (one whose source alone got new records).
-func (p *Pipeline) drained() (int, map[int32]int64) {
-	if vj := p.vj; vj != nil {
-		return vj.drainParts[0] + vj.drainParts[1], appendEnds(vj.drainEnd[0], vj.drainParts[0], vj.drainEnd[1])
-	}
-	if p.tj != nil {
-		return p.nSource + p.tj.n, appendEnds(p.sourceEnd, p.nSource, p.tj.end)
-	}
-	return p.nSource, p.sourceEnd
-}
-
-// appendEnds are the ends a, then the ends b numbered from n on.
-func appendEnds(a map[int32]int64, n int, b map[int32]int64) map[int32]int64 {
-	out := make(map[int32]int64, len(a)+len(b))
-	for part, end := range a {
-		out[part] = end
-	}
-	for part, end := range b {
-		out[int32(n)+part] = end
-	}
-	return out
-}
-
-// runViewJoin runs both sides' stages and the join stage, prepared,
-// until ctx is canceled, a stage fails, or (UntilCaughtUp) the join stage
-// has drained (a side that drained first waits for it).
-func (p *Pipeline) runViewJoin(ctx context.Context) error {
-	g := newStageGroup(ctx)
-	for _, sp := range p.vj.sides {
-		g.run("view "+sp.q.Name, sp.runStages, nil)
-	}
-	after := p.vj.after
-	g.run("join stage", p.runStage2, func() bool { return len(after) == 0 && p.caughtUp.Load() })
-	for k, c := range after {
-		last := k == len(after)-1
-		g.run(fmt.Sprintf("aggregate stage %d (from %s)", k+2, c.root.Name), c.runStage2, func() bool { return last && c.caughtUp.Load() })
-	}
-	return g.wait()
-}
-
-// viewJoinStats adds the sides' counters to the join stage's.
-func (p *Pipeline) viewJoinStats(s Stats) Stats {
-	if n := len(p.vj.after); n > 0 {
-		s.CaughtUp = p.vj.after[n-1].caughtUp.Load() // the last segment's drain
-	}
-	for i, sp := range append([]*Pipeline{p.vj.sides[0], p.vj.sides[1]}, p.vj.after...) {
-		x := sp.Stats()
-		if i < 2 {
-			x = sideEvents(x)
-		}
-		if i == 0 {
-			s.IdlePartitions, s.SilentPartitions = x.IdlePartitions, x.SilentPartitions
-		}
-		s.add(x)
-	}
-	return s
-}
-
-// sideEvents counts a side's second stream (the right input of an
-// interval join at the root of its chain, read by its table stage) as
-// events: a join of two views reads no versioned table (CheckQuery),
-// so each of its inputs is a declared stream, as a file run counts it.
-func sideEvents(s Stats) Stats {
-	s.EventsIn += s.TableRows
-	s.Malformed += s.TableMalformed
-	s.Late += s.TableLate
-	s.TableRows, s.TableMalformed, s.TableLate = 0, 0, 0
-	return s
-}
-
-// viewJoinAdvice says what makes a join of two views hold many rows.
-const viewJoinAdvice = "a row waits until the other view's watermark passes its window, so one view far behind the other (a source partition that gets no events holds its view's watermark back until its idle timeout) makes the other's rows wait; produce to every partition, shorten idle_timeout, run with more partitions, or raise the bound (ubik run --join-buffer, Options.JoinBuffer)"
-
-// heldRows holds a join of two views to its bound on the rows it holds
-// per partition.
-func (st *stage2) heldRows(t *task) error {
-	s, limit := t.g.IntervalStats(), st.p.vj.limit
-	if held := s.LeftHeld + s.RightHeld; held > int64(limit) {
-		j := st.p.root.IJoin
-		return fmt.Errorf("%w: partition %d holds %d rows of %s and %d of %s, more than %d (Options.JoinBuffer): %s",
-			ErrViewJoinState, t.part, s.LeftHeld, j.Left.Name, s.RightHeld, j.Right.Name, limit, viewJoinAdvice)
-	}
-	return nil
 }

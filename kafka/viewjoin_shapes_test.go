@@ -32,6 +32,15 @@ type viewJoinShape struct {
 // viewJoinShapes are the shapes, by the suffix of the child's
 // environment variable (envQ8Child) that selects one.
 var viewJoinShapes = map[string]viewJoinShape{
+	// A join of q8 with new_persons on the name: q8's rows and
+	// new_persons' are placed by the name, so q8 (itself a join of two
+	// views) and new_persons are sides; new_persons, which q8 reads too,
+	// is computed once and sent to both joins.
+	"_APART": {"a view two joins read", `
+CREATE VIEW q8n2 AS SELECT x.name, TUMBLE_START(x.window_start, INTERVAL '10' SECOND) AS window_start, count(*) AS n, sum(y.versions) AS versions
+FROM q8 x JOIN new_persons y ON x.name = y.name AND x.window_start = y.window_start
+GROUP BY x.name, TUMBLE(x.window_start, INTERVAL '10' SECOND) EMIT FINAL;`,
+		map[string]string{"q8n2": "q8n2-out", "q8": "q8-out", "new_persons": "np-out", "new_sellers": "ns-out"}},
 	// Both sides' chains cut by a view repartition: each side's reader
 	// groups by less than the view it reads (the person without the
 	// name, the seller without the category).
@@ -80,7 +89,7 @@ FROM q8n GROUP BY persons, TUMBLE(window_start, INTERVAL '10' SECOND) EMIT FINAL
 }
 
 // viewJoinShapeOrder is the order the tests run the shapes in.
-var viewJoinShapeOrder = []string{"_SIDES", "_NESTED", "_IJSIDE", "_BYNONE"}
+var viewJoinShapeOrder = []string{"_SIDES", "_NESTED", "_IJSIDE", "_BYNONE", "_APART"}
 
 // compile compiles q8 and the shape's script (each query to its own
 // topic), returning the shape's last query.

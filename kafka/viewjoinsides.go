@@ -132,35 +132,3 @@ func (p *Pipeline) out() *Pipeline {
 	}
 	return p
 }
-
-// mute keeps p and its stages from publishing the changelog of the query
-// named name, and from reporting or counting its late events, evaluation
-// errors and, when it is p's root, its input's events, malformed and bad
-// events (drive.Config.Muted, inputMuted): a view both sides of a join of
-// two views read is computed by each, and the left's alone publishes,
-// reports and counts it, so a Kafka run reports each once, as a file run.
-func (p *Pipeline) mute(name string) {
-	if p.muted == nil {
-		p.muted = map[string]bool{}
-	}
-	p.muted[name] = true
-	for _, c := range p.subs() {
-		c.mute(name)
-	}
-}
-
-// muteSource keeps p and its stages from counting and reporting the
-// records of source name (inputCounts, badMuted): both sides of a join
-// of two views read it, and the first side in plan order that reads it
-// counts its events, malformed and CSV headers and reports its bad
-// records, as a file run reads each source once. Each side's queries
-// count their own evaluation errors and late events, as in a file run.
-func (p *Pipeline) muteSource(name string) {
-	if p.mutedSrc == nil {
-		p.mutedSrc = map[string]bool{}
-	}
-	p.mutedSrc[name] = true
-	for _, c := range p.subs() {
-		c.muteSource(name)
-	}
-}

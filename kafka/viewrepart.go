@@ -40,23 +40,17 @@ type forward struct {
 	parts int              // the topic's partitions (set at Run)
 	keys  *drive.GroupKeys // the next segment's root's GROUP BY
 	view  *plan.Query      // the primary, whose ViewWatermark the markers carry (nil: an interval join's segment, the joined stream's watermark)
-	// join, for a side of a join of two views (viewjoin.go): the rows'
-	// partition key in place of keys, and side tags every record.
-	join *sideKey
-	side int
+	// place, for a side of a join of two views (viewjoin.go): the
+	// plan's placement of the rows in place of keys.
+	place *drive.ExchangeKeys
 	// in names the next graph's input the rows feed (inTag): the view's,
 	// a join's joined row's.
 	in string
 }
 
-// headers tags a record for f's topic: the input it feeds, a join of
-// two views' side.
+// headers tags a record for f's topic with the input it feeds.
 func (f *forward) headers(h []kgo.RecordHeader) []kgo.RecordHeader {
-	h = append(h, inTag(f.in))
-	if f.join == nil {
-		return h
-	}
-	return append(h, kgo.RecordHeader{Key: sideHeader, Value: []byte{byte(f.side)}})
+	return append(h, inTag(f.in))
 }
 
 // segmentName is the name segment k (0-based) owns its groups, ids and
@@ -251,53 +245,71 @@ func (p *Pipeline) segmentsText() string {
 	return "; and for the view repartitions: " + strings.Join(parts, "; ")
 }
 
+// forwards are where p's primary's final rows go: fwd, and also.
+func (p *Pipeline) forwards() []*forward {
+	if p.fwd == nil {
+		return nil
+	}
+	return append([]*forward{p.fwd}, p.also...)
+}
+
 // forwardRow returns the OnRow callback of a task whose primary's final
 // rows go to the next segment (nil when the segment is the last): each
 // row, encoded lossless, keyed by the next root's group key, produced in
-// the open transaction.
+// the open transaction, to each topic that reads it.
 func (st *stage2) forwardRow(t *task) func([]types.Value) error {
-	f := st.p.fwd
-	if f == nil {
+	fs := st.p.forwards()
+	if fs == nil {
 		return nil
 	}
-	hs := f.headers(nil) // shared by every row
+	hs := make([][]kgo.RecordHeader, len(fs)) // each topic's, shared by every row
+	for i, f := range fs {
+		hs[i] = f.headers(nil)
+	}
 	return func(row []types.Value) error {
-		var key []byte
-		var err error
-		if f.join != nil {
-			key = f.join.append(make([]byte, 0, 32), row)
-		} else {
-			key, err = f.keys.Append(append(make([]byte, 0, 32), routeKeyVersion), row)
+		val := drive.AppendRow(nil, row)
+		for i, f := range fs {
+			st.tx.produce(&kgo.Record{Topic: f.topic, Partition: -1, Key: f.key(row), Value: val, Headers: hs[i]})
 		}
-		if err != nil {
-			// The reader's GROUP BY fails on this row: any partition
-			// will do, where the reader evaluates it again and counts
-			// the error, as in a file run.
-			key = []byte{routeKeyVersion}
-		}
-		rec := &kgo.Record{Topic: f.topic, Partition: -1, Key: key, Value: drive.AppendRow(nil, row), Headers: hs}
-		st.tx.produce(rec)
 		t.touched = true
 		return nil
 	}
 }
 
+// key is the key of a row for f's topic: the version byte and the
+// plan's placement, or the next root's group key. A row the reader's
+// GROUP BY fails on goes to any partition, where the reader evaluates
+// it again and counts the error, as in a file run.
+func (f *forward) key(row []types.Value) []byte {
+	var key []byte
+	var err error
+	if f.place != nil {
+		key, err = f.place.Append(append(make([]byte, 0, 32), routeKeyVersion), row)
+	} else {
+		key, err = f.keys.Append(append(make([]byte, 0, 32), routeKeyVersion), row)
+	}
+	if err != nil {
+		return []byte{routeKeyVersion}
+	}
+	return key
+}
+
 // forwardMarks produces, after the transaction's rows, a watermark
-// marker to every partition of the next segment's topic: per owned
+// marker to every partition of each next segment's topic: per owned
 // partition, the ViewWatermark of its primary's watermark (what a reader
 // in a file run is moved by), and, in the transaction that drains them
 // (UntilCaughtUp), how far each partition consumed the source. Sent when
 // it changed or at least every markerEvery.
 func (st *stage2) forwardMarks() error {
-	f := st.p.fwd
-	if f == nil || len(st.tasks) == 0 {
+	fs := st.p.forwards()
+	if fs == nil || len(st.tasks) == 0 {
 		return nil
 	}
 	tab := newTracker(st.p.nParts)
 	for part, t := range st.tasks {
 		wm := t.g.Watermark() // the primary's
-		if f.view != nil {
-			wm = f.view.ViewWatermark(wm)
+		if v := fs[0].view; v != nil {
+			wm = v.ViewWatermark(wm)
 		}
 		tab.observe(part, wm)
 		if st.finishing {
@@ -309,11 +321,13 @@ func (st *stage2) forwardMarks() error {
 	if string(enc) == string(st.fwdSent) && now.Sub(st.fwdAt) < markerEvery {
 		return nil
 	}
-	hs := f.headers([]kgo.RecordHeader{{Key: markerHeader, Value: []byte{1}}})
-	for i := 0; i < f.parts; i++ {
-		m := &kgo.Record{Topic: f.topic, Partition: int32(i), Key: markerKey, Value: enc, Headers: hs}
-		st.tx.produce(m)
-		st.p.c.markersOut.Add(1)
+	for _, f := range fs {
+		hs := f.headers([]kgo.RecordHeader{{Key: markerHeader, Value: []byte{1}}})
+		for i := 0; i < f.parts; i++ {
+			m := &kgo.Record{Topic: f.topic, Partition: int32(i), Key: markerKey, Value: enc, Headers: hs}
+			st.tx.produce(m)
+			st.p.c.markersOut.Add(1)
+		}
 	}
 	st.fwdSent, st.fwdAt = enc, now
 	return nil
@@ -324,7 +338,11 @@ func (st *stage2) forwardMarks() error {
 func (st *stage2) reachedOf(t *task) []int64 {
 	p := st.p
 	if vj := p.vj; vj != nil {
-		return append(t.marks[0].reached(vj.drainParts[0]), t.marks[1].reached(vj.drainParts[1])...)
+		var out []int64
+		for i, in := range vj.ins {
+			out = append(out, t.marks[i].reached(in.drain)...)
+		}
+		return out
 	}
 	var out []int64
 	if p.direct {

@@ -42,13 +42,6 @@ type Config struct {
 	// LateEvent.Event set to the input record that carried it. Late events
 	// are counted either way.
 	Late func(*exec.LateEvent)
-	// Muted names the queries this driver (or graph) runs as a second
-	// copy, whose late events and counters the first copy reports: over
-	// Kafka, a view both sides of a join of two views compute, published
-	// by one side alone. A muted query's driver hands no event to Late or
-	// LateTable, and its Counts, TakeCounts and InputCounts are zero, so a
-	// graph leaves it out of its own; its records and rows flow as ever.
-	Muted map[string]bool
 	// Logger receives diagnostics (a recovered panic's stack). Nil: none.
 	Logger *slog.Logger
 	// Now is the processing clock (early emission, emission latency).
@@ -146,6 +139,10 @@ type Config struct {
 	// readers older values and produces records a later emission in the
 	// same transaction replaces.
 	HostTicks bool
+	// Deduplicated: the source's events reach the driver deduplicated
+	// by the host (a Kafka dedup stage before a segment of several
+	// queries), so it keeps no dedup of its own. Default false.
+	Deduplicated bool
 }
 
 func (c Counts) minus(o Counts) Counts {
@@ -190,7 +187,6 @@ type Driver struct {
 	start     time.Time
 	strict    bool
 	counts    bool // CountsInCheckpoint
-	muted     bool // Config.Muted names q: its counters read zero
 
 	out outbox // the records, and the room the nodes render into (buffer.go)
 
@@ -213,9 +209,6 @@ type Driver struct {
 // New returns a driver of q. A plan an operator cannot run
 // (plan.Query.Validate) or a source the decoder cannot read is an error.
 func New(q *plan.Query, cfg Config) (*Driver, error) {
-	if cfg.Muted[q.Name] {
-		cfg.Late, cfg.LateTable = nil, nil
-	}
 	d, err := newDriver(q, cfg)
 	if err != nil {
 		return nil, err
@@ -255,7 +248,10 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 			return deliver(r)
 		}
 	}
-	dd := dedupFront(q, &ecfg)
+	var dd *dedupNode
+	if !cfg.Deduplicated {
+		dd = dedupFront(q, &ecfg)
+	}
 	if op, err = exec.New(exec.NoDedup(q), ecfg); err != nil {
 		return nil, err
 	}
@@ -321,7 +317,7 @@ func newDriver(q *plan.Query, cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{q: q, late: cfg.Late, log: cfg.Logger, now: cfg.Now, strict: cfg.Strict,
-		counts: cfg.CountsInCheckpoint, muted: cfg.Muted[q.Name], out: newOutbox(cfg), onEventError: cfg.OnEventError}
+		counts: cfg.CountsInCheckpoint, out: newOutbox(cfg), onEventError: cfg.OnEventError}
 	d.feeder = direct{d}
 	d.in = decodeNode{dec: dec, src: firstSource(q), used: firstUsed(q), n: &d.n}
 	if d.now == nil {

@@ -35,11 +35,8 @@ func (d *Driver) Stats() exec.Stats {
 	return s
 }
 
-// Counts returns the input counters (zero for a muted query: Config.Muted).
+// Counts returns the input counters.
 func (d *Driver) Counts() Counts {
-	if d.muted {
-		return Counts{}
-	}
 	s := d.Stats() // first: it sequences the records fed
 	c := d.n
 	j := d.first.counts(0)

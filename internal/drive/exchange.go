@@ -80,6 +80,11 @@ func NewExchangeKeys(p *dataflow.Plan, x int) (*ExchangeKeys, error) {
 	return k, nil
 }
 
+// NewColumnKeys returns the keys of rows placed by the group identity of
+// their columns cols, for a host that places a view's rows where a join
+// of the plan reads them without an exchange between them.
+func NewColumnKeys(cols []int) *ExchangeKeys { return &ExchangeKeys{cols: cols} }
+
 // Append appends the key of row, a row of the exchange's producer, to
 // dst. An expression that fails to evaluate returns an *exec.EvalError.
 func (k *ExchangeKeys) Append(dst []byte, row []types.Value) ([]byte, error) {

@@ -20,7 +20,7 @@ import (
 // NewGraph returns the graph of primary, the queries in with, and every
 // view they read. cfg configures the primary (its Emit nil: buffered, for
 // Next); the other nodes deliver their records to viewEmit (nil: dropped)
-// and share cfg's Late, Now, Strict, CountsInCheckpoint and Muted. Every root
+// and share cfg's Late, Now, Strict, CountsInCheckpoint and Deduplicated. Every root
 // must read one source (a root that joins a second input, a versioned
 // table or a right stream, takes it as the graph's second input, with
 // cfg's JoinBuffer, LateTable, TableDecoder); with may name queries that read a view or the
@@ -334,7 +334,7 @@ func (g *Graph) configure(cfg Config, viewEmit func(*changelog.Record) error, vi
 		emitView = viewEmit
 	}
 	for _, n := range g.nodes {
-		c := Config{Late: cfg.Late, Now: cfg.Now, Strict: cfg.Strict, CountsInCheckpoint: cfg.CountsInCheckpoint, Emit: emitView, Threads: cfg.Threads, HostTicks: cfg.HostTicks, Muted: cfg.Muted}
+		c := Config{Late: cfg.Late, Now: cfg.Now, Strict: cfg.Strict, CountsInCheckpoint: cfg.CountsInCheckpoint, Emit: emitView, Threads: cfg.Threads, HostTicks: cfg.HostTicks, Deduplicated: cfg.Deduplicated}
 		if n == g.primary {
 			c = cfg
 		} else if n == g.join {

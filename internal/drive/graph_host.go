@@ -56,3 +56,7 @@ func (g *Graph) Leave(err *error) {
 	}
 	d.busy.Store(false)
 }
+
+// Roots is the number of nodes reading the declared sources: PushKeyed
+// takes a key for a graph of one.
+func (g *Graph) Roots() int { return len(g.roots) }

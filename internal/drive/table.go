@@ -234,8 +234,6 @@ func errNoEndFirst(q *plan.Query) error {
 // versions or held rows, or late) are its decode node's and the head's.
 func (d *Driver) InputCounts(input int) Counts {
 	switch {
-	case d.muted:
-		return Counts{}
 	case input == 0:
 		return d.Counts()
 	}
