@@ -442,6 +442,7 @@ func (p *Pipeline) dedupOutsOf(pl *dataflow.Plan, spec stageSpec, pipes []*Pipel
 		p.ddOuts = append(p.ddOuts, dedupOut{topic: x.topic, place: place, parts: pipes[k].nParts})
 		if pipes[k] != p {
 			pipes[k].dedupParts = p.nParts
+			pipes[k].bindInputs() // its markers number the dedup stage's partitions
 		}
 	}
 	return nil

@@ -327,7 +327,7 @@ func tagProblems(p *Pipeline) []string {
 					walk(sd.p)
 				}
 			}
-			if !p.rowsIn {
+			if !p.readsRows() {
 				in(p)
 			}
 			stage(p)

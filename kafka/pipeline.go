@@ -45,15 +45,13 @@ type Pipeline struct {
 	// stages: the query's name, or a segment's (viewrepart.go).
 	name string
 	// A chain cut into segments (viewrepart.go): segs are their
-	// pipelines, run by Run in place of this one's stages. In a segment:
-	// rowsIn reads rows (a view's, from the segment before; a join of two
-	// views' sides'), fwd sends the primary's rows to the next, srcParts
-	// is how many source positions its input's drain markers carry
-	// (drained; nSource is its marker table's partition count).
-	segs     []*Pipeline
-	rowsIn   bool
-	joinedIn bool // rowsIn: the rows are its root's join's joined rows (drive.HostInput.Joined)
-	joinOut  bool // the join's segment: its joined rows (OnJoined) go to the aggregate's
+	// pipelines, run by Run in place of this one's stages. A segment's
+	// fwd sends its primary's rows (or its join's joined rows) to the
+	// next.
+	segs []*Pipeline
+	// ins are the inputs of its aggregating stage's graph, in the
+	// graph's order (stagein.go).
+	ins []graphIn
 	// lateRight, if set, receives an interval join's late right rows in
 	// place of opts.OnLate (rightLate).
 	lateRight func(*drive.LateEvent)
@@ -68,7 +66,6 @@ type Pipeline struct {
 	// feeds it (upParts).
 	ddOuts     []dedupOut
 	dedupParts int
-	srcParts   int
 
 	sourceMeta topicMeta // the source topic as Run found it (watchSource)
 	stop       halt      // set when the source changed under the pipeline: no commit after it
@@ -231,6 +228,7 @@ func newNamed(opts Options, name string) (*Pipeline, error) {
 			return nil, fmt.Errorf("%w: query name %q cannot name the internal topics of its dedup stage", ErrConfig, name)
 		}
 	}
+	p.ins = p.sourceInputs()
 	if len(segs) > 1 {
 		if err := p.newSegments(segs); err != nil {
 			return nil, err
@@ -364,7 +362,12 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 			return err
 		}
 	}
-	return p.prepareInputs(ctx, adm)
+	if err := p.prepareInputs(ctx, adm); err != nil {
+		return err
+	}
+	p.bindInputs()
+	p.shareSegments()
+	return nil
 }
 
 // describeSource reads the source topic's partitions (nSource, and

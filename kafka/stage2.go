@@ -23,10 +23,7 @@ type task struct {
 	part int32
 	g    *drive.Graph
 	// marks are the marker tables of the graph's inputs, one per input
-	// in the graph's order (inputParts): the first's the source
-	// partitions' in repartition mode, the segment before's, a join of
-	// two views' left side's; a second's a temporal join's table
-	// partitions', an interval join's right stream's, the right side's.
+	// in the graph's order (Pipeline.ins).
 	marks   []*tracker
 	dd      *drive.HostDedup // its events' dedup, in a join's stage over a dedup key (newJoinDedup)
 	touched bool             // changed since the last checkpoint
@@ -52,10 +49,8 @@ type stage2 struct {
 	// segment and when (viewrepart.go); reset when a transaction aborts.
 	fwdSent []byte
 	fwdAt   time.Time
-	// ins name the graphs' inputs, each of which has a marker table;
-	// rows tells those whose records are a view's rows.
-	ins  inputs
-	rows []bool
+	// ins name the graphs' inputs, each of which has a marker table.
+	ins inputs
 }
 
 // runStage2 is the aggregating stage: it consumes the repartition topic (or
@@ -226,7 +221,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 		IncrementalJoinState: true, OnRow: st.forwardRow(t),
 		HostTicks: true, // precommit ticks
 	}
-	if p.joinOut {
+	if p.fwd != nil && p.fwd.joined {
 		cfg.OnJoined, cfg.OnRow = cfg.OnRow, nil // the joined rows go to the aggregate's segment
 	}
 	if tj := p.tj; tj != nil {
@@ -259,11 +254,11 @@ func (st *stage2) newTask(part int32) (*task, error) {
 		// The join's segment: the views of other segments come as rows,
 		// the sources it decodes as events.
 		t.g, err = drive.NewSegmentGraph(top, p.vj.fedViews(), p.segmentDecoder, cfg, emit, viewLate)
-	case p.rowsIn && !p.joinedIn:
+	case p.ins[0].kind == inRows:
 		// The rows of the views its root reads, which the stages before
 		// computed.
 		t.g, err = drive.NewSegmentGraph(top, p.root.Views(), nil, cfg, emit, viewLate)
-	case p.rowsIn:
+	case p.ins[0].kind == inJoined:
 		t.g, err = drive.NewHostGraph(top, drive.HostInput{Joined: p.root}, cfg, emit, viewLate)
 	default:
 		t.g, err = drive.NewHostGraph(top, drive.HostInput{Decoder: p.decoder()}, cfg, emit, viewLate) // the source's records
@@ -279,46 +274,9 @@ func (st *stage2) newTask(part int32) (*task, error) {
 			st.ins = append(st.ins, s) // a join root's table or right stream
 		}
 		st.ins = st.ins[:min(len(st.ins), len(t.marks))]
-		for _, s := range t.g.Sources() {
-			st.rows = append(st.rows, s.View != nil)
-		}
 	}
 	t.dd, err = p.newJoinDedup(st.tx)
 	return t, err
-}
-
-// inputParts are the partition counts of the marker tables of the
-// graph's inputs, in its order: the first's, then a second's (a temporal
-// join's table, an interval join's right stream, a join of two views'
-// right side).
-func (p *Pipeline) inputParts() []int {
-	switch {
-	case p.vj != nil:
-		var out []int
-		for _, in := range p.vj.ins {
-			out = append(out, in.parts)
-		}
-		return out
-	case p.tj != nil:
-		return []int{p.upParts(), p.tj.n}
-	}
-	return []int{p.upParts()}
-}
-
-// inputEnds are, in UntilCaughtUp, the end offsets each input's marker
-// table must report consumed (allAtEnd), in the graph's order.
-func (p *Pipeline) inputEnds() []map[int32]int64 {
-	switch {
-	case p.vj != nil:
-		var out []map[int32]int64
-		for _, in := range p.vj.ins {
-			out = append(out, in.end)
-		}
-		return out
-	case p.tj != nil:
-		return []map[int32]int64{p.sourceEnd, p.tj.end}
-	}
-	return []map[int32]int64{p.sourceEnd}
 }
 
 // emit produces one changelog record to its query's topic (the sink's,
@@ -411,7 +369,7 @@ func (st *stage2) takeCounts() {
 			n := t.dd.TakeCounts()
 			c.Applied, c.EvalErrors = c.Applied+n.Applied, c.EvalErrors+n.EvalErrors
 		}
-		if st.p.rowsIn {
+		if st.p.readsRows() {
 			c = drive.Counts{EvalErrors: c.EvalErrors, Late: c.Late}
 		}
 		st.tx.count(c, st.p.direct)
@@ -484,9 +442,9 @@ func (st *stage2) record(t *task, r *kgo.Record) (event bool, _ error) {
 			t.dd.AdvanceWatermark(wm) // at each marker, as a dedup stage does
 		}
 		return false, nil
-	case in == 1 && p.tj != nil:
+	case p.ins[in].kind == inTable:
 		return false, st.tableRow(t, r)
-	case p.rowsIn || in < len(st.rows) && st.rows[in]:
+	case p.ins[in].rows():
 		return false, st.row(t, in, r)
 	}
 	if p.direct {
@@ -553,67 +511,6 @@ func (st *stage2) row(t *task, in int, r *kgo.Record) error {
 	return err
 }
 
-// advance moves each input of t's graph to its markers' minimum: a join
-// of two views' left input (its own watermark, not the join's), the
-// inputs after the first, then the first as any query's; a join of two
-// views is then held to its bound on held rows.
-func (st *stage2) advance(t *task) error {
-	if st.p.vj != nil {
-		return st.advanceJoin(t)
-	}
-	first, second := t.g.InputWatermarks()
-	for in := 1; in < len(t.marks); in++ {
-		if err := advanceInput(t, in, second); err != nil {
-			return err
-		}
-	}
-	// An interval join's left input's watermark is its first; any other
-	// graph's is its first input's.
-	if st.p.tj == nil || !st.p.tj.interval {
-		first = t.g.InputWatermark(0)
-	}
-	wm := t.marks[0].watermark()
-	if st.p.direct {
-		wm = st.local.watermark()
-	}
-	if wm > first && wm != math.MinInt64 {
-		t.touched = true
-		if err := t.g.AdvanceWatermark(wm); err != nil && !drive.Skipped(err) {
-			return err
-		}
-	}
-	return nil
-}
-
-// advanceJoin moves each input of a join stage's graph to its markers'
-// minimum (an interval join of two streams' inputs by its own), then
-// holds the join of two views to its bound on held rows.
-func (st *stage2) advanceJoin(t *task) error {
-	first, second := t.g.InputWatermarks()
-	for in := range t.marks {
-		cur := t.g.InputWatermark(in)
-		if st.p.tj != nil && in < 2 {
-			cur = [2]int64{first, second}[in]
-		}
-		if err := advanceInput(t, in, cur); err != nil {
-			return err
-		}
-	}
-	return st.heldRows(t)
-}
-
-// advanceInput moves input in of t's graph to its marker table's
-// watermark when that is ahead of cur, the input's own.
-func advanceInput(t *task, in int, cur int64) error {
-	if wm := t.marks[in].watermark(); wm != math.MinInt64 && wm > cur {
-		t.touched = true
-		if err := t.g.AdvanceInputWatermark(in, wm); err != nil && !drive.Skipped(err) {
-			return err
-		}
-	}
-	return nil
-}
-
 // allAtEnd reports whether this instance owns partitions and every one's
 // operator has reached the end the input had at start: in direct mode
 // its own source partition consumed to it, in repartition mode every
@@ -623,14 +520,13 @@ func (st *stage2) allAtEnd() bool {
 	if len(st.owned) == 0 {
 		return false
 	}
-	ends := st.p.inputEnds()
 	for part := range st.owned {
 		t := st.tasks[part]
 		if t == nil || st.p.direct && !st.end.done(part) {
 			return false
 		}
-		for in, end := range ends {
-			if (in > 0 || !st.p.direct) && !t.marks[in].consumedTo(end) {
+		for in, gi := range st.p.ins {
+			if (in > 0 || !st.p.direct) && !t.marks[in].consumedTo(gi.end) {
 				return false
 			}
 		}

@@ -67,7 +67,6 @@ func (p *Pipeline) runStages(ctx context.Context) error {
 	if p.vj != nil {
 		return p.runViewJoin(ctx)
 	}
-	p.shareSegments()
 	g := newStageGroup(ctx)
 	pl, specs, err := planStages(p.opts, p.name)
 	if err != nil {
@@ -114,19 +113,18 @@ func hasNode(pl *dataflow.Plan, seg int, k dataflow.Kind) bool {
 }
 
 // shareSegments gives the pipelines of a chain cut into segments what
-// Run found on the cluster: partition counts, end offsets, the source.
+// Run found on the cluster (partition counts, end offsets, the source)
+// and binds their inputs: the first's to the source, each next one's to
+// the rows of the one before.
 func (p *Pipeline) shareSegments() {
-	if len(p.segs) == 0 {
-		return
-	}
-	drainParts, drainEnd := p.drained() // of the first segment, a join's second input's included
 	for k, c := range p.segs {
-		c.nParts, c.srcParts, c.sourceEnd = p.nParts, p.nSource, p.sourceEnd
-		c.nSource = p.nSource
+		c.nParts, c.nSource, c.sourceEnd = p.nParts, p.nSource, p.sourceEnd
 		c.sourceMeta, c.resumed = p.sourceMeta, p.resumed
-		if k > 0 {
+		if k == 0 {
+			c.bindInputs()
+		} else {
 			c.nSource = p.nParts // its marker table: the partitions of the segment before
-			c.srcParts, c.sourceEnd = drainParts, drainEnd
+			c.bindRows(p.nParts, p.segs[k-1])
 		}
 		if c.fwd != nil && k < len(p.segs)-1 {
 			c.fwd.parts = p.nParts // the last's, a side's of a join of two views, is the join stage's (prepareViewJoin)

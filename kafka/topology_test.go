@@ -206,7 +206,7 @@ func aggStage(p *Pipeline) string {
 	st.queries = t.g.Queries()
 	for _, q := range t.g.Queries() {
 		switch {
-		case q == top && p.joinOut: // joinOut: its joined rows go on, unaggregated
+		case q == top && p.fwd != nil && p.fwd.joined: // its joined rows go on, unaggregated
 		case q.Name == p.q.Name:
 			st.sinks = append(st.sinks, p.opts.Sink.Topic)
 		case q.Name != p.q.Name:

@@ -38,9 +38,8 @@ const DefaultViewJoinRows = 100_000
 // viewJoin is a join of two views: the pipelines of its sides and the
 // join stage's inputs.
 type viewJoin struct {
-	sides []side   // the chains whose last stage sends a view's rows to the join stage
-	ins   []joinIn // the join stage's graph inputs, in the graph's order
-	limit int      // held rows per partition
+	sides []side // the chains whose last stage sends a view's rows to the join stage
+	limit int    // held rows per partition
 	// above are the views the join stage runs before the query, the
 	// join first: empty when the query is the join, else the join and
 	// the views between it and the query (a chain over the join).
@@ -74,18 +73,6 @@ type side struct {
 // sideSet are the sides a query's joins of two views made, by view, so
 // that a view two of them read is computed once.
 type sideSet map[*plan.Query]*Pipeline
-
-// joinIn is one input of the join stage's graph: a source it decodes
-// (routed to its topic by a routing stage), or a side's view's rows.
-type joinIn struct {
-	name string
-	side *side // nil: a source the join stage decodes
-	// parts, drain and end are set by prepareViewJoin: how many
-	// partitions its markers number, how many source positions its drain
-	// markers carry, and the ends they must reach (UntilCaughtUp).
-	parts, drain int
-	end          map[int32]int64
-}
 
 // isViewJoin reports whether q is an interval join of two views.
 func isViewJoin(q *plan.Query) bool {
@@ -224,7 +211,8 @@ func newViewJoin(p *Pipeline) error {
 		if joinedOut {
 			// The joined rows, keyed by the join's GROUP BY; the markers
 			// carry the joined stream's watermark as it is.
-			p.fwd.keys, p.fwd.view, p.fwd.in, p.joinOut, vj.after[0].joinedIn = drive.NewGroupKeys(joinedQuery(jq)), nil, jq.Source.Name, true, true
+			p.fwd.keys, p.fwd.view, p.fwd.in, p.fwd.joined = drive.NewGroupKeys(joinedQuery(jq)), nil, jq.Source.Name, true
+			vj.after[0].ins = rowInputs(true)
 		}
 	}
 	p.views = allViewsOf(q) // the binding records every view's text and topic
@@ -368,9 +356,9 @@ func ownSide(p *Pipeline, pl *dataflow.Plan, seg, x int, eps map[*plan.Source]En
 // as a join's second input; a source with a dedup key comes through its
 // dedup stage. A segment that decodes none reads rows only.
 func (p *Pipeline) routeOwn(pl *dataflow.Plan, specs []stageSpec, seg int, routed []int, eps map[*plan.Source]Endpoint) error {
-	p.rowsIn, p.direct = len(routed) == 0, false
-	if p.rowsIn {
-		return nil
+	p.direct = false
+	if len(routed) == 0 {
+		return nil // it reads rows only
 	}
 	t := &topology{p: pl}
 	first := pl.Node(pl.Node(routed[0]).Inputs[0].From).Source
@@ -413,8 +401,9 @@ func streamJoinIn(pl *dataflow.Plan, seg int) *plan.Query {
 	return nil
 }
 
-// inputs names the join stage's graph inputs in the graph's order, each
-// with the side whose rows it is (nil: a source p decodes).
+// inputs names the join stage's graph inputs in the graph's order: each
+// side's view's rows, a source p decodes, an interval join of two
+// streams' right stream (the second input, which a routing stage sends).
 func (vj *viewJoin) inputs(p *Pipeline) error {
 	none := func(*changelog.Record) error { return nil }
 	g, err := drive.NewSegmentGraph(vj.top, vj.fedViews(), nil, drive.Config{Emit: none, ExternalWatermark: true}, none, nil)
@@ -422,17 +411,21 @@ func (vj *viewJoin) inputs(p *Pipeline) error {
 		return err
 	}
 	names := g.Sources()
-	for _, s := range names {
-		in := joinIn{name: s.Name}
-		for i := range vj.sides {
-			if vj.sides[i].fwd.in == s.Name {
-				in.side = &vj.sides[i]
+	p.ins = nil
+	for i, s := range names {
+		in := graphIn{name: s.Name, kind: inEvents}
+		if i == 1 && p.tj != nil {
+			in.kind = inTable
+		}
+		for k := range vj.sides {
+			if vj.sides[k].fwd.in == s.Name {
+				in.side, in.kind = &vj.sides[k], inRows
 			}
 		}
-		vj.ins = append(vj.ins, in)
+		p.ins = append(p.ins, in)
 	}
 	if s := g.SecondInput(); len(names) == 1 && s != "" {
-		vj.ins = append(vj.ins, joinIn{name: s})
+		p.ins = append(p.ins, graphIn{name: s, kind: inTable})
 	}
 	return nil
 }

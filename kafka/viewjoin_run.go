@@ -26,7 +26,7 @@ func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 			return fmt.Errorf("view %s: %w", sd.p.q.Name, err)
 		}
 	}
-	if !p.rowsIn {
+	if !p.readsRows() {
 		if err := p.describeSource(ctx, adm); err != nil {
 			return err
 		}
@@ -37,89 +37,35 @@ func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 	if p.opts.RepartitionPartitions > 0 {
 		p.nParts = p.opts.RepartitionPartitions
 	}
-	if p.rowsIn {
+	if p.readsRows() {
 		p.nSource = p.nParts
 	}
 	if err := p.prepareOwn(ctx, adm, p.views); err != nil {
 		return err
 	}
-	if !p.rowsIn {
+	if !p.readsRows() {
 		if err := p.prepareInputs(ctx, adm); err != nil {
 			return err
 		}
 	}
 	for _, sd := range p.vj.sides {
 		sd.fwd.parts = p.nParts
-		if sd.owned && len(sd.p.segs) == 0 && sd.p.vj == nil {
-			sd.p.srcParts = sd.p.nSource // its drain markers' positions (reachedOf)
-		}
 	}
-	p.vj.bindInputs(p)
-	drainN, drainEnd := p.drained() // p.sourceEnd stays its own source's
+	p.bindInputs()
 	if len(p.vj.after) > 0 {
 		p.fwd.parts = p.nParts
+		up := p
 		for k, c := range p.vj.after {
-			c.nParts, c.srcParts, c.sourceEnd = p.nParts, drainN, drainEnd
+			c.nParts = p.nParts
 			c.nSource = p.nParts // its marker table: the partitions of the stage before
+			c.bindRows(p.nParts, up)
 			if c.fwd != nil && k < len(p.vj.after)-1 {
 				c.fwd.parts = p.nParts
 			}
+			up = c
 		}
 	}
 	return ensureSegmentTopics(ctx, adm, p.vj.after, p.nParts, p.log)
-}
-
-// bindInputs gives each input of the join stage its producer's
-// partition count and drain positions: a side's last stage's, or for a
-// source p decodes, its topic's (a second input's, the table join's).
-func (vj *viewJoin) bindInputs(p *Pipeline) {
-	for i := range vj.ins {
-		in := &vj.ins[i]
-		switch {
-		case in.side != nil:
-			in.parts = in.side.p.out().nParts
-			in.drain, in.end = in.side.p.drained()
-		case i == 1 && p.tj != nil:
-			in.parts, in.drain, in.end = p.tj.n, p.tj.n, p.tj.end
-		default: // its source's, or its dedup stage's partitions
-			in.parts, in.drain, in.end = p.upParts(), p.nSource, p.sourceEnd
-		}
-	}
-}
-
-// drained is what the drain markers of p's last stage carry (the positions
-// a reader compares with the ends of its own run, UntilCaughtUp): how many
-// source positions, and the ends they must reach. They cover every input
-// behind p: the source's partitions, then a temporal or interval join's
-// second input's; for a join of two views, each input's in the graph's
-// order. A reader that knew only some of them would take p as drained
-// from a restored state while an input it did not track still had
-// records to read (one whose source alone got new records).
-func (p *Pipeline) drained() (int, map[int32]int64) {
-	if vj := p.vj; vj != nil {
-		n, ends := 0, map[int32]int64{}
-		for _, in := range vj.ins {
-			ends = appendEnds(ends, n, in.end)
-			n += in.drain
-		}
-		return n, ends
-	}
-	if p.tj != nil {
-		return p.nSource + p.tj.n, appendEnds(p.sourceEnd, p.nSource, p.tj.end)
-	}
-	return p.nSource, p.sourceEnd
-}
-
-// appendEnds are the ends a, then the ends b numbered from n on.
-func appendEnds(a map[int32]int64, n int, b map[int32]int64) map[int32]int64 {
-	out := make(map[int32]int64, len(a)+len(b))
-	for part, end := range a {
-		out[part] = end
-	}
-	for part, end := range b {
-		out[int32(n)+part] = end
-	}
-	return out
 }
 
 // viewJoinPipes are the pipelines a join of two views runs: each side's
@@ -131,7 +77,6 @@ func (p *Pipeline) viewJoinPipes() []*Pipeline {
 		if !sd.owned || sd.apart {
 			continue // its join runs it, or it runs its own stages
 		}
-		sp.shareSegments()
 		switch {
 		case sp.vj != nil: // a join of two views itself
 			out = append(out, sp.viewJoinPipes()...)
@@ -233,7 +178,7 @@ func specSource(pl *dataflow.Plan, seg int) *plan.Source {
 // routerOf is the pipeline whose routing stage named group decodes src:
 // p, a side, or a side's own (a side that joins two views); nil if none.
 func (p *Pipeline) routerOf(src *plan.Source, group string) *Pipeline {
-	if !p.rowsIn && firstStream(p.root) == src && p.inGroup() == group || p.tj != nil && p.tableGroup() == group {
+	if !p.readsRows() && firstStream(p.root) == src && p.inGroup() == group || p.tj != nil && p.tableGroup() == group {
 		return p
 	}
 	if p.vj == nil {
@@ -261,7 +206,7 @@ func (p *Pipeline) viewJoinStats(s Stats) Stats {
 	}
 	for i, sp := range append(pipes, p.vj.after...) {
 		x := sideEvents(sp.Stats())
-		if i == 0 && p.rowsIn {
+		if i == 0 && p.readsRows() {
 			s.IdlePartitions, s.SilentPartitions = x.IdlePartitions, x.SilentPartitions
 		}
 		s.add(x)

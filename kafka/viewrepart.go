@@ -46,6 +46,9 @@ type forward struct {
 	// in names the next graph's input the rows feed (inTag): the view's,
 	// a join's joined row's.
 	in string
+	// joined: the rows are the segment's join's joined rows
+	// (drive.Config.OnJoined), not its primary's.
+	joined bool
 }
 
 // headers tags a record for f's topic with the input it feeds.
@@ -139,7 +142,7 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) error {
 	for k, seg := range segs {
 		c := &Pipeline{opts: top, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
 			log: p.log.With("segment", k+1), base: p.base, name: segmentName(p.name, k),
-			direct: p.direct && k == 0, dedup: p.dedup && k == 0, dedupJoin: p.dedupJoin && k == 0, rowsIn: k > 0}
+			direct: p.direct && k == 0, dedup: p.dedup && k == 0, dedupJoin: p.dedupJoin && k == 0}
 		c.opts.ResetState = false // the whole query's, done once by Run
 		c.repTopic, c.stateTopic = c.name+"-repartition", c.name+"-state"
 		if k < len(segs)-1 {
@@ -156,7 +159,7 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) error {
 			if k == 0 && joinSeg {
 				// The join's segment: its joined rows go on, and its
 				// markers carry the joined stream's watermark as it is.
-				c.tj, c.fwd.view, c.fwd.in, c.joinOut = p.tj, nil, next.Source.Name, true
+				c.tj, c.fwd.view, c.fwd.in, c.fwd.joined = p.tj, nil, next.Source.Name, true
 				c.opts.Sink = Endpoint{}
 				if p.root == p.q {
 					c.opts.OnLate = top.OnLate // late rows are the inputs
@@ -175,7 +178,14 @@ func (p *Pipeline) newSegments(segs [][]*plan.Query) error {
 				c.lateRight = orLate(p.lateRight, top.OnLate)
 			}
 		}
-		c.joinedIn = k == 1 && joinSeg
+		switch {
+		case k == 0:
+			c.ins = c.sourceInputs()
+		case k == 1 && joinSeg:
+			c.ins = rowInputs(true) // the join's joined rows
+		default:
+			c.ins = rowInputs(false)
+		}
 		p.segs = append(p.segs, c)
 	}
 	return nil
@@ -331,33 +341,4 @@ func (st *stage2) forwardMarks() error {
 	}
 	st.fwdSent, st.fwdAt = enc, now
 	return nil
-}
-
-// reachedOf is how far a drained task consumed each source partition
-// behind it, in the order Pipeline.drained numbers them.
-func (st *stage2) reachedOf(t *task) []int64 {
-	p := st.p
-	if vj := p.vj; vj != nil {
-		var out []int64
-		for i, in := range vj.ins {
-			out = append(out, t.marks[i].reached(in.drain)...)
-		}
-		return out
-	}
-	var out []int64
-	if p.direct {
-		out = make([]int64, p.srcParts)
-		for i := range out {
-			out[i] = -1
-		}
-		if pos, ok := st.end.position(t.part); ok && int(t.part) < len(out) {
-			out[t.part] = pos
-		}
-	} else {
-		out = t.marks[0].reached(p.srcParts)
-	}
-	if p.tj != nil { // the second input's partitions follow
-		out = append(out, t.marks[1].reached(p.tj.n)...)
-	}
-	return out
 }
