@@ -26,7 +26,7 @@ import (
 // follows. A reader that groups by less (hourly totals over every
 // merchant, from per-merchant minutes) starts a segment of its own: the
 // view's final rows reach it through a repartition topic keyed by its
-// GROUP BY (segmentsOf, viewrepart.go).
+// GROUP BY (chainQueries, topology.go; viewrepart.go).
 
 // CheckQuery reports whether the pipeline runs q's shape: every shape the
 // in-process runtime runs (the graph of q and the views it reads,

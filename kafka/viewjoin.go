@@ -40,10 +40,6 @@ const DefaultViewJoinRows = 100_000
 type viewJoin struct {
 	sides []side // the chains whose last stage sends a view's rows to the join stage
 	limit int    // held rows per partition
-	// above are the views the join stage runs before the query, the
-	// join first: empty when the query is the join, else the join and
-	// the views between it and the query (a chain over the join).
-	above []*plan.Query
 	// top is the last query the join stage runs (the query, or the view
 	// before the first reader that groups by less than the join's
 	// partition columns); after are the segments that run the queries
@@ -79,28 +75,6 @@ func isViewJoin(q *plan.Query) bool {
 	return q.IJoin != nil && q.IJoin.Left.View != nil && q.IJoin.Right.View != nil
 }
 
-// partitionTerms returns the equalities (indexes into LeftKey/RightKey)
-// the joined rows are partitioned by: those one of whose sides is a
-// column the query's GROUP BY names as it is; and, for each, that column
-// of the joined row (the first GROUP BY term naming a side of it). Equal
-// group keys then have equal cells there (the key rules make one group
-// of what the equality matches), so each group of the query lies in one
-// partition, and rows that match share every equality's cells, so they
-// meet.
-func partitionTerms(q *plan.Query) (terms, cols []int) {
-	j := q.IJoin
-	isCol := func(e plan.Expr, c int) bool { r, ok := e.(*plan.ColRef); return ok && r.Index == c }
-	for i := range j.LeftKey {
-		for _, k := range q.Keys {
-			if ref, ok := k.Expr.(*plan.ColRef); k.Kind == plan.KeyExpr && ok && (isCol(j.LeftKey[i], ref.Index) || isCol(j.RightKey[i], ref.Index)) {
-				terms, cols = append(terms, i), append(cols, ref.Index)
-				break
-			}
-		}
-	}
-	return terms, cols
-}
-
 // viewJoinBelow returns the join of two views q runs on: q itself, or
 // the view at the bottom of q's chain (each query of it reading one
 // view) when that is a join of two views; nil otherwise.
@@ -115,38 +89,6 @@ func viewJoinBelow(q *plan.Query) *plan.Query {
 		}
 		n = vs[0]
 	}
-}
-
-// aboveViewJoin returns the views of q's chain from the join of two
-// views jq up to q (jq first, q not included): the queries the join
-// stage runs in its graph before q.
-func aboveViewJoin(q, jq *plan.Query) []*plan.Query {
-	var out []*plan.Query
-	for n := q; n != jq; {
-		n = n.Views()[0]
-		out = append([]*plan.Query{n}, out...)
-	}
-	return out
-}
-
-// viewJoinCut splits the chain from the join of two views jq up to q:
-// top is the last query the join stage runs in its partitions (jq, or a
-// view above it whose rows stay where its reader's aggregate needs them),
-// rest the queries after it (the first a reader whose plan would move its
-// rows, q last), which run in segments of their own behind a view
-// repartition; rest is empty when the join stage runs q. The join's rows
-// are placed by its partition columns under group identity, and each
-// query's output as its plan carries its input's placement.
-func viewJoinCut(q, jq *plan.Query) (top *plan.Query, rest []*plan.Query) {
-	_, cols := partitionTerms(jq)
-	in := dataflow.Partitioning{Kind: dataflow.Hash, Rule: dataflow.GroupIdentity, Cols: cols}
-	all := append(aboveViewJoin(q, jq), q)
-	for i, r := range all[1:] {
-		if in = dataflow.Carried(all[i], in); !dataflow.Satisfies(in, dataflow.GroupNeed(r)) {
-			return all[i], all[i+1:]
-		}
-	}
-	return q, nil
 }
 
 // newViewJoin builds the pipelines of a join of two views (New, after
@@ -179,7 +121,7 @@ func newViewJoin(p *Pipeline) error {
 		opts.sides = sideSet{} // the query's outermost join: its nested ones share it
 		p.opts.sides = opts.sides
 	}
-	vj := &viewJoin{limit: limit, above: aboveViewJoin(q, jq), opts: opts}
+	vj := &viewJoin{limit: limit, opts: opts}
 	if err := checkViewSinks(opts, q, allViewsOf(q)); err != nil {
 		return err
 	}
@@ -195,12 +137,13 @@ func newViewJoin(p *Pipeline) error {
 	if err := p.routeOwn(pl, specs, joinSegment(pl, jq), routed, eps); err != nil {
 		return err
 	}
-	terms, _ := partitionTerms(jq)
-	joinedOut := len(terms) == 0 // the joined rows reach the aggregate through an exchange by its GROUP BY
-	segs, err := p.afterJoin(jq, joinedOut)
+	segs, err := p.afterJoin()
 	if err != nil {
 		return err
 	}
+	// The joined rows reach the join's aggregate through an exchange
+	// when the plan places them by its GROUP BY.
+	joinedOut := len(segs) > 0 && segs[0][0] == jq
 	if len(segs) > 0 {
 		// The join stage is the first of the segments: its rows go to
 		// the next through a view repartition, as in a chain.
@@ -439,20 +382,18 @@ func (vj *viewJoin) fedViews() []*plan.Query {
 	return out
 }
 
-// afterJoin sets the last query the join stage runs (vj.top) and returns
-// the segments after it: with joinedOut, the join's aggregate (which
-// reads the joined rows) then the chain above it, cut where its plan puts
-// an exchange; else the queries from the first reader above the join jq
-// that groups by less than the join's partitioning (viewJoinCut).
-func (p *Pipeline) afterJoin(jq *plan.Query, joinedOut bool) ([][]*plan.Query, error) {
-	q, vj := p.q, p.vj
-	if joinedOut {
-		vj.top = jq
-		return segmentsOf(q, vj.above) // the join's aggregate first
+// afterJoin sets the last query the join stage runs (vj.top: the last of
+// the join's segment) and returns the segments of the plan's chain after
+// it, each reading the rows of the one before: the join's aggregate
+// first when the plan places the joined rows by its GROUP BY, else the
+// first reader above the join that groups by less than the rows'
+// placement.
+func (p *Pipeline) afterJoin() ([][]*plan.Query, error) {
+	chain, err := chainQueries(p.q)
+	if err != nil {
+		return nil, err
 	}
-	var rest []*plan.Query
-	if vj.top, rest = viewJoinCut(q, jq); len(rest) == 0 {
-		return nil, nil
-	}
-	return segmentsOf(q, rest[:len(rest)-1])
+	first := chain[0]
+	p.vj.top = first[len(first)-1]
+	return chain[1:], nil
 }

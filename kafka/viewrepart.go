@@ -13,7 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
@@ -104,28 +103,6 @@ func isSegmentName(name, s string) bool {
 	}
 	n, err := strconv.Atoi(k)
 	return err == nil && n >= 2 && strconv.Itoa(n) == k
-}
-
-// segmentsOf splits the queries above a join of two views (views, the
-// lowest first, then q; none a join) into the segments after the join
-// stage's (afterJoin): the first starts one, and a new one starts at each
-// reader whose aggregate the plan gives an exchange (a reader grouping by
-// less than the view it reads places its rows). A chain over the source
-// is cut by chainQueries (topology.go).
-func segmentsOf(q *plan.Query, views []*plan.Query) ([][]*plan.Query, error) {
-	p, err := dataflow.LowerQueries([]*plan.Query{q})
-	if err != nil {
-		return nil, err
-	}
-	var segs [][]*plan.Query
-	for i, r := range append(slices.Clone(views), q) {
-		if a := p.Aggregate(r); i == 0 || p.Node(a.Inputs[0].From).Kind == dataflow.Exchange {
-			segs = append(segs, []*plan.Query{r})
-		} else {
-			segs[len(segs)-1] = append(segs[len(segs)-1], r)
-		}
-	}
-	return segs, nil
 }
 
 // newSegments builds the pipelines of a chain cut into segs (New, after
