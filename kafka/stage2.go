@@ -247,23 +247,8 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	case p.dedup || p.dedupJoin:
 		top = withoutDedup(top) // the dedup stage, or the task's dedup, deduplicates its input
 	}
-	viewLate := st.tx.viewLateHook(p.opts.OnViewLate)
 	var err error
-	switch {
-	case p.vj != nil:
-		// The join's segment: the views of other segments come as rows,
-		// the sources it decodes as events.
-		t.g, err = drive.NewSegmentGraph(top, p.vj.fedViews(), p.segmentDecoder, cfg, emit, viewLate)
-	case p.ins[0].kind == inRows:
-		// The rows of the views its root reads, which the stages before
-		// computed.
-		t.g, err = drive.NewSegmentGraph(top, p.root.Views(), nil, cfg, emit, viewLate)
-	case p.ins[0].kind == inJoined:
-		t.g, err = drive.NewHostGraph(top, drive.HostInput{Joined: p.root}, cfg, emit, viewLate)
-	default:
-		t.g, err = drive.NewHostGraph(top, drive.HostInput{Decoder: p.decoder()}, cfg, emit, viewLate) // the source's records
-	}
-	if err != nil {
+	if t.g, err = p.graphOf(top, cfg, emit, st.tx.viewLateHook(p.opts.OnViewLate)); err != nil {
 		return nil, err
 	}
 	if st.ins == nil {

@@ -3,7 +3,9 @@ package kafka
 import (
 	"math"
 
+	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/drive"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // The inputs of an aggregating stage's graph, in the graph's order, one
@@ -186,4 +188,21 @@ func (st *stage2) advance(t *task) error {
 		return st.heldRows(t)
 	}
 	return nil
+}
+
+// graphOf is a task's graph: the segment's queries up to top, each
+// source it decodes an input of events, each view another stage
+// computes an input of rows; or the aggregate of joined rows another
+// stage joined.
+func (p *Pipeline) graphOf(top *plan.Query, cfg drive.Config, emit func(*changelog.Record) error, viewLate func(string, *drive.LateEvent)) (*drive.Graph, error) {
+	var fed []*plan.Query
+	switch {
+	case p.ins[0].kind == inJoined:
+		return drive.NewHostGraph(top, drive.HostInput{Joined: p.root}, cfg, emit, viewLate)
+	case p.vj != nil:
+		fed = p.vj.fedViews()
+	case p.ins[0].kind == inRows:
+		fed = p.root.Views() // computed by the stage before
+	}
+	return drive.NewSegmentGraph(top, fed, p.segmentDecoder, cfg, emit, viewLate)
 }
