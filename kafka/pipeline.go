@@ -275,30 +275,62 @@ func sameCluster(a, b Config) bool {
 	return false
 }
 
-// Stats returns the counters.
-func (p *Pipeline) Stats() (s Stats) {
-	if len(p.segs) > 0 {
-		s = p.segStats()
-		s.DataLost += p.c.dataLost.Load() // checked by Run, before the segments start
-		return s
+// Stats returns the counters of every stage p runs, added up: its own,
+// its chain's segments', and the sides' of a join of two views (a side
+// two joins read counts once, in the join that runs it). A join of two
+// views reads no versioned table: each of its inputs is a declared
+// stream, as a file run counts it (sideEvents).
+func (p *Pipeline) Stats() Stats {
+	var s Stats
+	for _, c := range p.counted() {
+		s.add(c.ownStats())
 	}
+	s.IdlePartitions, s.SilentPartitions = p.sourceReader().sourceParts()
+	s.CaughtUp = p.out().caughtUp.Load()
 	if p.vj != nil {
-		defer func() { s = p.viewJoinStats(s) }()
+		s = sideEvents(s)
 	}
+	return s
+}
+
+// counted are the pipelines whose counters p's add up: p, its chain's
+// segments, and its owned sides' (each with its own).
+func (p *Pipeline) counted() []*Pipeline {
+	out := append([]*Pipeline{p}, p.segs...)
+	if p.vj != nil {
+		for _, sd := range p.vj.sides {
+			if sd.owned {
+				out = append(out, sd.p.counted()...)
+			}
+		}
+		out = append(out, p.vj.after...)
+	}
+	return out
+}
+
+// sourceReader is the pipeline whose stage reads p's source partitions
+// (and tells which are idle or silent): its head, or, for a join of two
+// views reading rows only, its first side's.
+func (p *Pipeline) sourceReader() *Pipeline {
+	if p.vj != nil && p.readsRows() && len(p.vj.sides) > 0 {
+		return p.vj.sides[0].p.sourceReader()
+	}
+	return p.head()
+}
+
+// ownStats are the counters of p's own stages.
+func (p *Pipeline) ownStats() Stats {
 	c := &p.c
-	idle, silent := p.sourceParts()
 	stateBytes := c.stateBytes.Load()
 	if p.dedup {
 		stateBytes += c.dedupBytes.Load() // the dedup stage's keys are live state too, as in a file run
 	}
 	return Stats{
-		IdlePartitions: idle, SilentPartitions: silent,
 		EventsIn: c.eventsIn.Load(), EventsApplied: c.applied.Load(), Malformed: c.malformed.Load(), HeadersSkipped: c.headers.Load(),
 		EvalErrors: c.evalErrors.Load(), Late: c.late.Load(), RecordsOut: c.recordsOut.Load(),
 		StateEntriesOut: c.stateOut.Load(), MarkersOut: c.markersOut.Load(), Commits: c.commits.Load(),
 		Aborts: c.aborts.Load(), Restores: c.restores.Load(), RestoredEntries: c.restoredEntries.Load(), Redos: c.redos.Load(),
 		DataLost:   c.dataLost.Load(),
-		CaughtUp:   p.caughtUp.Load(),
 		LiveGroups: c.liveGroups.Load(), StateBytes: stateBytes, Duplicates: c.duplicates.Load(),
 		DedupLate: c.dedupLate.Load(), DedupKeys: c.dedupKeys.Load(), DedupBytes: c.dedupBytes.Load(),
 		UnchangedSuppressed: c.unchanged.Load(),

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/ubiksql/ubik/internal/dataflow"
+	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
 // stageGroup runs a pipeline's stages, each on a goroutine of its own,
@@ -59,52 +60,151 @@ func (g *stageGroup) fail(err error) error {
 }
 
 // runStages runs p's stages, prepared, until ctx is canceled, a stage
-// fails, or (UntilCaughtUp) the last has drained: one stage per segment
-// of the plan (planStages), each run by the loop its nodes need (a
-// routing stage for a segment that decodes and feeds exchanges, the dedup
-// stage, the aggregating stage of a segment's joins and aggregates).
+// fails, or (UntilCaughtUp) the last has drained (a stage that drained
+// first waits for it): one stage per segment of the plan (planStages),
+// each run by the loop its nodes need and by the pipeline that holds
+// it: a routing stage (a segment that decodes and feeds exchanges) by
+// the pipeline whose source it decodes, the dedup stage by the pipeline
+// whose source it deduplicates, each aggregating stage (a segment's
+// joins and aggregates) by the pipeline of its name.
 func (p *Pipeline) runStages(ctx context.Context) error {
-	if p.vj != nil {
-		return p.runViewJoin(ctx)
-	}
 	g := newStageGroup(ctx)
-	pl, specs, err := planStages(p.opts, p.name)
+	opts := p.opts
+	if p.vj != nil {
+		opts = p.vj.opts // the query's: p.opts are the join stage's
+	}
+	pl, specs, err := planStages(opts, p.name)
 	if err != nil {
 		return g.fail(err)
 	}
-	aggs := p.segs // the pipelines of the aggregating stages, one per segment of the chain
-	if len(aggs) == 0 {
-		aggs = []*Pipeline{p}
+	pipes, last := p.stagePipes(), p.out()
+	apart := map[*plan.Source]bool{} // read by a side apart, which runs its own stages
+	for _, sp := range p.apartSides() {
+		streams, _ := inputsOf(sp.q)
+		for _, s := range streams {
+			apart[s] = true
+		}
+		g.run("view "+sp.q.Name, sp.runStages, nil)
 	}
-	head := aggs[0] // the first segment's: it reads the source and a join's second input
 	for _, spec := range specs {
-		switch {
-		case decodesOnly(pl, spec.seg) != nil:
-			if err := head.runRoute(g, pl, spec); err != nil {
-				return g.fail(err)
-			}
-		case hasNode(pl, spec.seg, dataflow.Dedup) && spec.name == dedupName(head.name):
-			g.run("dedup stage", head.runDedupStage, nil)
-		default:
-			k := slices.IndexFunc(aggs, func(c *Pipeline) bool { return c.name == spec.name })
-			if k < 0 {
-				return g.fail(fmt.Errorf("kafka: the plan's stage %s runs in no pipeline of query %s", spec.name, p.q.Name))
-			}
-			c, last := aggs[k], k == len(aggs)-1
-			name := "aggregate stage"
-			if k > 0 {
-				name = fmt.Sprintf("aggregate stage %d (from %s)", k+1, c.root.Name)
-			}
-			g.run(name, c.runStage2, func() bool {
-				if last && c.caughtUp.Load() {
-					p.caughtUp.Store(true)
-					return true
-				}
-				return false
-			})
+		if apart[specSource(pl, spec.seg)] {
+			continue
+		}
+		if err := p.runSpec(g, pl, spec, pipes, last); err != nil {
+			return g.fail(err)
 		}
 	}
 	return g.wait()
+}
+
+// runSpec starts the stage of spec in the pipeline of pipes that holds it.
+func (p *Pipeline) runSpec(g *stageGroup, pl *dataflow.Plan, spec stageSpec, pipes []*Pipeline, last *Pipeline) error {
+	if src := decodesOnly(pl, spec.seg); src != nil {
+		c := p.routerOf(src, spec.name)
+		if c == nil {
+			c = p.head() // its routeInOf names what it cannot route
+		}
+		return c.runRoute(g, pl, spec)
+	}
+	if hasNode(pl, spec.seg, dataflow.Dedup) && len(spec.queries) == 0 { // a dedup stage (a join's may dedup where it joins)
+		k := slices.IndexFunc(pipes, func(c *Pipeline) bool { return c.dedup && dedupName(c.name) == spec.name })
+		if k < 0 {
+			return fmt.Errorf("kafka: the plan's dedup stage %s runs in no pipeline of query %s", spec.name, p.q.Name)
+		}
+		if p.vj != nil {
+			// One dedup for every segment reading the source.
+			if err := pipes[k].dedupOutsOf(pl, spec, pipes); err != nil {
+				return err
+			}
+		}
+		g.run(spec.name, pipes[k].runDedupStage, nil)
+		return nil
+	}
+	k := slices.IndexFunc(pipes, func(c *Pipeline) bool { return c.name == spec.name })
+	if k < 0 {
+		return fmt.Errorf("kafka: the plan's stage %s runs in no pipeline of query %s", spec.name, p.q.Name)
+	}
+	c := pipes[k]
+	g.run("aggregate stage "+c.name, c.runStage2, func() bool { return c == last && c.caughtUp.Load() })
+	return nil
+}
+
+// stagePipes are the pipelines of p's aggregating stages: each side's
+// (a side two joins read runs in the join that made it; a side apart
+// runs its own), then its own chain's, upstream first.
+func (p *Pipeline) stagePipes() []*Pipeline {
+	var out []*Pipeline
+	if p.vj != nil {
+		for _, sd := range p.vj.sides {
+			if sd.owned && !sd.apart {
+				out = append(out, sd.p.stagePipes()...)
+			}
+		}
+		return append(append(out, p), p.vj.after...)
+	}
+	if len(p.segs) > 0 {
+		return p.segs
+	}
+	return []*Pipeline{p}
+}
+
+// head is the pipeline of p's first aggregating stage: the one that
+// reads its source and a join's second input.
+func (p *Pipeline) head() *Pipeline {
+	if len(p.segs) > 0 {
+		return p.segs[0]
+	}
+	return p
+}
+
+// routerOf is the pipeline whose routing stage named group decodes src:
+// p's head, a side's, or a side's own (a side that joins two views); nil
+// if none.
+func (p *Pipeline) routerOf(src *plan.Source, group string) *Pipeline {
+	if h := p.head(); !h.readsRows() && firstStream(h.root) == src && h.inGroup() == group || h.tj != nil && h.tableGroup() == group {
+		return h
+	}
+	if p.vj == nil {
+		return nil
+	}
+	for _, sd := range p.vj.sides {
+		if c := sd.p.routerOf(src, group); c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// apartSides are the sides of p's joins of two views that run their own
+// stages (side.apart).
+func (p *Pipeline) apartSides() []*Pipeline {
+	if p.vj == nil {
+		return nil
+	}
+	var out []*Pipeline
+	for _, sd := range p.vj.sides {
+		switch {
+		case sd.apart:
+			out = append(out, sd.p)
+		case sd.owned && sd.p.vj != nil:
+			out = append(out, sd.p.apartSides()...)
+		}
+	}
+	return out
+}
+
+// specSource is the source segment seg of pl decodes or deduplicates
+// and feeds on, if that is all it does; else nil.
+func specSource(pl *dataflow.Plan, seg int) *plan.Source {
+	if src := decodesOnly(pl, seg); src != nil {
+		return src
+	}
+	for _, id := range pl.Segments[seg].Nodes {
+		if n := pl.Node(id); n.Kind == dataflow.Dedup {
+			return n.Source
+		}
+	}
+	return nil
 }
 
 // hasNode reports whether segment seg of pl has a node of kind k.

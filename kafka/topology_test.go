@@ -138,7 +138,7 @@ func oldTopology(p *Pipeline) []string {
 	var out []string
 	switch {
 	case p.vj != nil:
-		// Its routing stages are the plan's (runViewJoin); its
+		// Its routing stages are the plan's (runStages); its
 		// aggregating stages are held to the plan's by their graphs.
 		pl, specs, err := planStages(p.vj.opts, p.name)
 		if err != nil {
@@ -149,7 +149,7 @@ func oldTopology(p *Pipeline) []string {
 				out = append(out, specLine(spec))
 			}
 		}
-		for _, c := range p.viewJoinPipes() {
+		for _, c := range p.stagePipes() {
 			out = append(out, aggStage(c))
 		}
 	case len(p.segs) > 0:

@@ -196,20 +196,6 @@ func orLate(a, b func(*drive.LateEvent)) func(*drive.LateEvent) {
 	return b
 }
 
-// segStats adds up the segments' counters.
-func (p *Pipeline) segStats() Stats {
-	var s Stats
-	for i, c := range p.segs {
-		x := c.Stats()
-		if i == 0 {
-			s.IdlePartitions, s.SilentPartitions = x.IdlePartitions, x.SilentPartitions
-		}
-		s.add(x)
-	}
-	s.CaughtUp = p.caughtUp.Load()
-	return s
-}
-
 // add adds x's counters and gauges (every int64 field) to s's.
 func (s *Stats) add(x Stats) {
 	sv, xv := reflect.ValueOf(s).Elem(), reflect.ValueOf(x)
