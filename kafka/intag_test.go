@@ -331,17 +331,12 @@ func tagProblems(p *Pipeline) []string {
 				in(p)
 			}
 			stage(p)
-			for _, c := range p.vj.after {
-				stage(c)
-			}
-		case len(p.segs) > 0:
-			in(p.segs[0])
-			for _, c := range p.segs {
-				stage(c)
-			}
 		default:
 			in(p)
 			stage(p)
+		}
+		for _, c := range p.after {
+			stage(c)
 		}
 	}
 	walk(p)

@@ -44,11 +44,13 @@ type Pipeline struct {
 	// name owns the groups, transactional ids and internal topics of the
 	// stages: the query's name, or a segment's (viewrepart.go).
 	name string
-	// A chain cut into segments (viewrepart.go): segs are their
-	// pipelines, run by Run in place of this one's stages. A segment's
-	// fwd sends its primary's rows (or its join's joined rows) to the
-	// next.
-	segs []*Pipeline
+	// top is the last query its own aggregating stage runs: q, or the
+	// last of the first segment of q's plan when the chain is cut
+	// (viewrepart.go), whose rows fwd sends to the next segment; after
+	// are the pipelines of the segments after it, each reading the rows
+	// of the one before.
+	top   *plan.Query
+	after []*Pipeline
 	// ins are the inputs of its aggregating stage's graph, in the
 	// graph's order (stagein.go).
 	ins []graphIn
@@ -175,7 +177,7 @@ func newNamed(opts Options, name string) (*Pipeline, error) {
 		return nil, err
 	}
 	q := opts.Query
-	p := &Pipeline{opts: opts, q: q, root: q, name: name, repTopic: name + "-repartition", stateTopic: name + "-state",
+	p := &Pipeline{opts: opts, q: q, root: q, top: q, name: name, repTopic: name + "-repartition", stateTopic: name + "-state",
 		log: opts.Logger.With("query", q.Name, "instance", opts.InstanceID), base: append(base, opts.ClientOpts...)}
 	if p.root = viewJoinBelow(q); p.root != nil {
 		if err := newViewJoin(p); err != nil { // the join of two views, or a chain over it
@@ -293,29 +295,28 @@ func (p *Pipeline) Stats() Stats {
 	return s
 }
 
-// counted are the pipelines whose counters p's add up: p, its chain's
-// segments, and its owned sides' (each with its own).
+// counted are the pipelines whose counters p's add up: p, the segments
+// after it, and its owned sides' (each with its own).
 func (p *Pipeline) counted() []*Pipeline {
-	out := append([]*Pipeline{p}, p.segs...)
+	out := append([]*Pipeline{p}, p.after...)
 	if p.vj != nil {
 		for _, sd := range p.vj.sides {
 			if sd.owned {
 				out = append(out, sd.p.counted()...)
 			}
 		}
-		out = append(out, p.vj.after...)
 	}
 	return out
 }
 
 // sourceReader is the pipeline whose stage reads p's source partitions
-// (and tells which are idle or silent): its head, or, for a join of two
-// views reading rows only, its first side's.
+// (and tells which are idle or silent): p, or, for a join of two views
+// reading rows only, its first side's.
 func (p *Pipeline) sourceReader() *Pipeline {
 	if p.vj != nil && p.readsRows() && len(p.vj.sides) > 0 {
 		return p.vj.sides[0].p.sourceReader()
 	}
-	return p.head()
+	return p
 }
 
 // ownStats are the counters of p's own stages.
@@ -389,16 +390,14 @@ func (p *Pipeline) prepare(ctx context.Context, adm *admClient) error {
 	if err := p.prepareOwn(ctx, adm, p.views); err != nil {
 		return err
 	}
-	if len(p.segs) > 0 {
-		if err := p.prepareSegments(ctx, adm); err != nil {
-			return err
-		}
+	if err := ensureSegmentTopics(ctx, adm, p.after, p.nParts, p.log); err != nil {
+		return err
 	}
 	if err := p.prepareInputs(ctx, adm); err != nil {
 		return err
 	}
 	p.bindInputs()
-	p.shareSegments()
+	p.bindAfter()
 	return nil
 }
 

@@ -237,10 +237,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 			cfg.LateTable = st.tx.lateHook(p.rightLate()) // every partition sees every table row: one reports the late ones
 		}
 	}
-	top := p.q
-	if p.vj != nil {
-		top = p.vj.top
-	}
+	top := p.top
 	switch {
 	case p.vj != nil:
 		cfg.Deduplicated = p.dedup // its segment's queries share the dedup stage's events

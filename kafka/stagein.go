@@ -94,19 +94,15 @@ func (c *Pipeline) bindRows(n int, up *Pipeline) {
 // drained is what the drain markers of p's last stage carry (the
 // positions a reader compares with the ends of its own run,
 // UntilCaughtUp): how many source positions, and the ends they must
-// reach. They cover every input behind p, in its first stage's graph
-// order: the source's partitions, then a temporal or interval join's
+// reach. They cover every input behind p, in its graph's order (each
+// segment after it passes them on): the source's partitions, then a temporal or interval join's
 // second input's, or a side's of a join of two views. A reader that knew
 // only some of them would take p as drained from a restored state while
 // an input it did not track still had records to read (one whose source
 // alone got new records).
 func (p *Pipeline) drained() (int, map[int32]int64) {
-	ins := p.ins
-	if len(p.segs) > 0 {
-		ins = p.segs[0].ins
-	}
 	n, ends := 0, map[int32]int64{}
-	for _, in := range ins {
+	for _, in := range p.ins {
 		ends = appendEnds(ends, n, in.end)
 		n += in.drain
 	}

@@ -102,7 +102,7 @@ func (p *Pipeline) runSpec(g *stageGroup, pl *dataflow.Plan, spec stageSpec, pip
 	if src := decodesOnly(pl, spec.seg); src != nil {
 		c := p.routerOf(src, spec.name)
 		if c == nil {
-			c = p.head() // its routeInOf names what it cannot route
+			c = p // its routeInOf names what it cannot route
 		}
 		return c.runRoute(g, pl, spec)
 	}
@@ -131,7 +131,7 @@ func (p *Pipeline) runSpec(g *stageGroup, pl *dataflow.Plan, spec stageSpec, pip
 
 // stagePipes are the pipelines of p's aggregating stages: each side's
 // (a side two joins read runs in the join that made it; a side apart
-// runs its own), then its own chain's, upstream first.
+// runs its own), then p's and the segments' after it, upstream first.
 func (p *Pipeline) stagePipes() []*Pipeline {
 	var out []*Pipeline
 	if p.vj != nil {
@@ -140,29 +140,15 @@ func (p *Pipeline) stagePipes() []*Pipeline {
 				out = append(out, sd.p.stagePipes()...)
 			}
 		}
-		return append(append(out, p), p.vj.after...)
 	}
-	if len(p.segs) > 0 {
-		return p.segs
-	}
-	return []*Pipeline{p}
-}
-
-// head is the pipeline of p's first aggregating stage: the one that
-// reads its source and a join's second input.
-func (p *Pipeline) head() *Pipeline {
-	if len(p.segs) > 0 {
-		return p.segs[0]
-	}
-	return p
+	return append(append(out, p), p.after...)
 }
 
 // routerOf is the pipeline whose routing stage named group decodes src:
-// p's head, a side's, or a side's own (a side that joins two views); nil
-// if none.
+// p, a side, or a side's own (a side that joins two views); nil if none.
 func (p *Pipeline) routerOf(src *plan.Source, group string) *Pipeline {
-	if h := p.head(); !h.readsRows() && firstStream(h.root) == src && h.inGroup() == group || h.tj != nil && h.tableGroup() == group {
-		return h
+	if !p.readsRows() && firstStream(p.root) == src && p.inGroup() == group || p.tj != nil && p.tableGroup() == group {
+		return p
 	}
 	if p.vj == nil {
 		return nil
@@ -212,22 +198,21 @@ func hasNode(pl *dataflow.Plan, seg int, k dataflow.Kind) bool {
 	return slices.ContainsFunc(pl.Segments[seg].Nodes, func(id int) bool { return pl.Node(id).Kind == k })
 }
 
-// shareSegments gives the pipelines of a chain cut into segments what
-// Run found on the cluster (partition counts, end offsets, the source)
-// and binds their inputs: the first's to the source, each next one's to
-// the rows of the one before.
-func (p *Pipeline) shareSegments() {
-	for k, c := range p.segs {
-		c.nParts, c.nSource, c.sourceEnd = p.nParts, p.nSource, p.sourceEnd
-		c.sourceMeta, c.resumed = p.sourceMeta, p.resumed
-		if k == 0 {
-			c.bindInputs()
-		} else {
-			c.nSource = p.nParts // its marker table: the partitions of the segment before
-			c.bindRows(p.nParts, p.segs[k-1])
-		}
-		if c.fwd != nil && k < len(p.segs)-1 {
+// bindAfter gives the segments after p what Run found on the cluster
+// (partition counts: the internal topics' are p's) and binds each one's
+// input to the rows of the one before.
+func (p *Pipeline) bindAfter() {
+	if p.fwd != nil && len(p.after) > 0 {
+		p.fwd.parts = p.nParts
+	}
+	up := p
+	for k, c := range p.after {
+		c.nParts = p.nParts
+		c.nSource = p.nParts // its marker table: the partitions of the segment before
+		c.bindRows(p.nParts, up)
+		if c.fwd != nil && k < len(p.after)-1 {
 			c.fwd.parts = p.nParts // the last's, a side's of a join of two views, is the join stage's (prepareViewJoin)
 		}
+		up = c
 	}
 }

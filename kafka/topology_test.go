@@ -152,14 +152,11 @@ func oldTopology(p *Pipeline) []string {
 		for _, c := range p.stagePipes() {
 			out = append(out, aggStage(c))
 		}
-	case len(p.segs) > 0:
-		out = append(out, inStages(p.segs[0], p.direct)...)
-		for _, c := range p.segs {
-			out = append(out, aggStage(c))
-		}
 	default:
 		out = append(out, inStages(p, p.direct)...)
-		out = append(out, aggStage(p))
+		for _, c := range p.stagePipes() {
+			out = append(out, aggStage(c))
+		}
 	}
 	slices.Sort(out)
 	return out
@@ -199,14 +196,11 @@ func aggStage(p *Pipeline) string {
 	if err != nil {
 		return p.name + ": " + err.Error()
 	}
-	top := p.q
-	if p.vj != nil {
-		top = p.vj.top
-	}
+	top := p.top
 	st.queries = t.g.Queries()
 	for _, q := range t.g.Queries() {
 		switch {
-		case q == top && p.fwd != nil && p.fwd.joined: // its joined rows go on, unaggregated
+		case q.Name == top.Name && p.fwd != nil && p.fwd.joined: // its joined rows go on, unaggregated
 		case q.Name == p.q.Name:
 			st.sinks = append(st.sinks, p.opts.Sink.Topic)
 		case q.Name != p.q.Name:

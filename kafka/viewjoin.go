@@ -40,13 +40,6 @@ const DefaultViewJoinRows = 100_000
 type viewJoin struct {
 	sides []side // the chains whose last stage sends a view's rows to the join stage
 	limit int    // held rows per partition
-	// top is the last query the join stage runs (the query, or the view
-	// before the first reader that groups by less than the join's
-	// partition columns); after are the segments that run the queries
-	// past it, each reading the rows of the one before through a view
-	// repartition (viewrepart.go), the query's last.
-	top   *plan.Query
-	after []*Pipeline
 	// opts are the query's options, by which the plan names its stages'
 	// topics (p.opts are the join stage's: its own source).
 	opts Options
@@ -147,23 +140,21 @@ func newViewJoin(p *Pipeline) error {
 	if len(segs) > 0 {
 		// The join stage is the first of the segments: its rows go to
 		// the next through a view repartition, as in a chain.
-		if err := p.newSegments(append([][]*plan.Query{{vj.top}}, segs...)); err != nil {
+		if err := p.newSegments(append([][]*plan.Query{{p.top}}, segs...)); err != nil {
 			return err
 		}
-		p.fwd, vj.after, p.segs = p.segs[0].fwd, p.segs[1:], nil
 		if joinedOut {
 			// The joined rows, keyed by the join's GROUP BY; the markers
 			// carry the joined stream's watermark as it is.
 			p.fwd.keys, p.fwd.view, p.fwd.in, p.fwd.joined = drive.NewGroupKeys(joinedQuery(jq)), nil, jq.Source.Name, true
-			vj.after[0].ins = rowInputs(true)
+			p.after[0].ins = rowInputs(true)
 		}
 	}
 	p.views = allViewsOf(q) // the binding records every view's text and topic
-	if vj.top != q && opts.OnViewLate != nil {
+	if p.top != q && opts.OnViewLate != nil {
 		// The join stage's last query is a view whose rows go on to the
 		// next segment: its late rows are the view's.
-		name := vj.top.Name
-		p.opts.OnLate = func(ev *drive.LateEvent) { opts.OnViewLate(name, ev) }
+		p.opts.OnLate = viewLateOf(opts, p.top)
 	}
 	return vj.inputs(p)
 }
@@ -349,7 +340,7 @@ func streamJoinIn(pl *dataflow.Plan, seg int) *plan.Query {
 // streams' right stream (the second input, which a routing stage sends).
 func (vj *viewJoin) inputs(p *Pipeline) error {
 	none := func(*changelog.Record) error { return nil }
-	g, err := drive.NewSegmentGraph(vj.top, vj.fedViews(), nil, drive.Config{Emit: none, ExternalWatermark: true}, none, nil)
+	g, err := drive.NewSegmentGraph(p.top, vj.fedViews(), nil, drive.Config{Emit: none, ExternalWatermark: true}, none, nil)
 	if err != nil {
 		return err
 	}
@@ -382,7 +373,7 @@ func (vj *viewJoin) fedViews() []*plan.Query {
 	return out
 }
 
-// afterJoin sets the last query the join stage runs (vj.top: the last of
+// afterJoin sets the last query the join stage runs (p.top: the last of
 // the join's segment) and returns the segments of the plan's chain after
 // it, each reading the rows of the one before: the join's aggregate
 // first when the plan places the joined rows by its GROUP BY, else the
@@ -394,6 +385,6 @@ func (p *Pipeline) afterJoin() ([][]*plan.Query, error) {
 		return nil, err
 	}
 	first := chain[0]
-	p.vj.top = first[len(first)-1]
+	p.top = first[len(first)-1]
 	return chain[1:], nil
 }

@@ -48,20 +48,8 @@ func (p *Pipeline) prepareViewJoin(ctx context.Context, adm *admClient) error {
 		sd.fwd.parts = p.nParts
 	}
 	p.bindInputs()
-	if len(p.vj.after) > 0 {
-		p.fwd.parts = p.nParts
-		up := p
-		for k, c := range p.vj.after {
-			c.nParts = p.nParts
-			c.nSource = p.nParts // its marker table: the partitions of the stage before
-			c.bindRows(p.nParts, up)
-			if c.fwd != nil && k < len(p.vj.after)-1 {
-				c.fwd.parts = p.nParts
-			}
-			up = c
-		}
-	}
-	return ensureSegmentTopics(ctx, adm, p.vj.after, p.nParts, p.log)
+	p.bindAfter()
+	return ensureSegmentTopics(ctx, adm, p.after, p.nParts, p.log)
 }
 
 // sideEvents counts a second stream (the right input of an interval
@@ -84,9 +72,9 @@ const viewJoinAdvice = "a row waits until the other view's watermark passes its 
 func (st *stage2) heldRows(t *task) error {
 	s, limit := t.g.IntervalStats(), st.p.vj.limit
 	if held := s.LeftHeld + s.RightHeld; held > int64(limit) {
-		j := st.p.vj.top.IJoin
+		j := st.p.top.IJoin
 		if j == nil {
-			j = viewJoinBelow(st.p.vj.top).IJoin
+			j = viewJoinBelow(st.p.top).IJoin
 		}
 		return fmt.Errorf("%w: partition %d holds %d rows of %s and %d of %s, more than %d (Options.JoinBuffer): %s",
 			ErrViewJoinState, t.part, s.LeftHeld, j.Left.Name, s.RightHeld, j.Right.Name, limit, viewJoinAdvice)

@@ -121,14 +121,11 @@ func allViewsOf(q *plan.Query) []*plan.Query {
 	return out
 }
 
-// out is the stage of p that computes p.q's rows: its last segment, the
-// last segment after a join of two views' join stage, or p.
+// out is the stage of p that computes p.q's rows: the last segment after
+// it, or p.
 func (p *Pipeline) out() *Pipeline {
-	switch {
-	case len(p.segs) > 0:
-		return p.segs[len(p.segs)-1]
-	case p.vj != nil && len(p.vj.after) > 0:
-		return p.vj.after[len(p.vj.after)-1]
+	if n := len(p.after); n > 0 {
+		return p.after[n-1]
 	}
 	return p
 }

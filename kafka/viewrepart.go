@@ -105,73 +105,75 @@ func isSegmentName(name, s string) bool {
 	return err == nil && n >= 2 && strconv.Itoa(n) == k
 }
 
-// newSegments builds the pipelines of a chain cut into segs (New, after
-// the checks): the first keeps the query's name and layout, each reads
-// the one before it. What depends on the cluster (partition counts, end
-// offsets) is set by Run.
+// newSegments cuts p's chain into segs (New, after the checks): p runs
+// the first, its queries up to its top, and keeps the query's name and
+// layout; each next segment is a pipeline of its own (p.after) reading
+// the rows of the one before. A join of two views runs its join's
+// segment (vj.top) and gives only its forward here. What depends on the
+// cluster (partition counts, end offsets) is set by Run.
 func (p *Pipeline) newSegments(segs [][]*plan.Query) error {
 	if err := checkTopicName(segmentName(p.name, len(segs)-1) + "-repartition"); err != nil {
 		return fmt.Errorf("%w: query name %q cannot name the internal topics of its view repartitions", ErrConfig, p.name)
 	}
-	top := p.opts
+	opts := p.opts
 	// The join's own segment, then its aggregate's: both run the root.
 	joinSeg := p.tj != nil && segs[1][0] == p.root
-	for k, seg := range segs {
-		c := &Pipeline{opts: top, q: seg[len(seg)-1], root: seg[0], views: seg[:len(seg)-1],
-			log: p.log.With("segment", k+1), base: p.base, name: segmentName(p.name, k),
-			direct: p.direct && k == 0, dedup: p.dedup && k == 0, dedupJoin: p.dedupJoin && k == 0}
+	if p.vj == nil {
+		p.headOf(segs[0], joinSeg)
+	}
+	p.fwd = segmentForward(p.name, 1, p.top, segs[1][0], joinSeg)
+	for k := 1; k < len(segs); k++ {
+		seg := segs[k]
+		q := seg[len(seg)-1]
+		c := &Pipeline{opts: opts, q: q, root: seg[0], top: q, views: seg[:len(seg)-1],
+			log: p.log.With("segment", k+1), base: p.base, name: segmentName(p.name, k), ins: rowInputs(k == 1 && joinSeg)}
 		c.opts.ResetState = false // the whole query's, done once by Run
 		c.repTopic, c.stateTopic = c.name+"-repartition", c.name+"-state"
 		if k < len(segs)-1 {
-			c.opts.Sink = top.ViewSinks[c.q.Name]
-			if top.OnViewLate != nil {
-				name := c.q.Name
-				c.opts.OnLate = func(ev *drive.LateEvent) { top.OnViewLate(name, ev) }
-			}
-			next := segs[k+1][0]
-			if k == 0 && joinSeg {
-				next = joinedQuery(next) // the joined rows' aggregate
-			}
-			c.fwd = &forward{topic: segmentName(p.name, k+1) + "-repartition", keys: drive.NewGroupKeys(next), view: c.q, in: c.q.Name}
-			if k == 0 && joinSeg {
-				// The join's segment: its joined rows go on, and its
-				// markers carry the joined stream's watermark as it is.
-				c.tj, c.fwd.view, c.fwd.in, c.fwd.joined = p.tj, nil, next.Source.Name, true
-				c.opts.Sink = Endpoint{}
-				if p.root == p.q {
-					c.opts.OnLate = top.OnLate // late rows are the inputs
-					c.lateRight = p.lateRight  // unless the query is a side's view
-				} else {
-					// The join is the chain's root view: its late rows are
-					// the view's, its right stream's the query's, as in the
-					// graph of a file run (drive.Graph).
-					c.lateRight = orLate(p.lateRight, top.OnLate)
-				}
-			} else if k == 0 && p.tj != nil {
-				c.tj = p.tj // the chain's root joins the table: the first segment reads it
-				// Its second input's late rows are the query's, as in
-				// the graph of a file run (the segment's OnLate is its
-				// primary view's).
-				c.lateRight = orLate(p.lateRight, top.OnLate)
-			}
+			c.opts.Sink = opts.ViewSinks[q.Name]
+			c.opts.OnLate = viewLateOf(opts, q)
+			c.fwd = segmentForward(p.name, k+1, q, segs[k+1][0], false)
 		}
-		switch {
-		case k == 0:
-			c.ins = c.sourceInputs()
-		case k == 1 && joinSeg:
-			c.ins = rowInputs(true) // the join's joined rows
-		default:
-			c.ins = rowInputs(false)
-		}
-		p.segs = append(p.segs, c)
+		p.after = append(p.after, c)
 	}
 	return nil
 }
 
-// prepareSegments creates or checks the internal topics of the segments
-// after the first (whose topics are the query's own).
-func (p *Pipeline) prepareSegments(ctx context.Context, adm *admClient) error {
-	return ensureSegmentTopics(ctx, adm, p.segs[1:], p.nParts, p.log)
+// headOf makes p run seg, the first segment of its chain: its late rows
+// are its top view's, a join's second input's the query's, as in the
+// graph of a file run (drive.Graph).
+func (p *Pipeline) headOf(seg []*plan.Query, joinSeg bool) {
+	opts := p.opts
+	p.top = seg[len(seg)-1]
+	if p.top != p.q {
+		p.opts.OnLate = viewLateOf(opts, p.top)
+	}
+	if (joinSeg || p.tj != nil) && p.root != p.q {
+		p.lateRight = orLate(p.lateRight, opts.OnLate) // unless the query is a side's view
+	}
+}
+
+// viewLateOf is where view v's late rows go: OnViewLate under its name,
+// else OnLate.
+func viewLateOf(opts Options, v *plan.Query) func(*drive.LateEvent) {
+	if opts.OnViewLate == nil {
+		return opts.OnLate
+	}
+	return func(ev *drive.LateEvent) { opts.OnViewLate(v.Name, ev) }
+}
+
+// segmentForward is where segment k-1's rows go: segment k's topic,
+// keyed by its root next's group key, its markers the view watermark of
+// top (the segment's last query); with joinSeg, the joined rows of the
+// join's segment, keyed by the join's GROUP BY, its markers the joined
+// stream's watermark as it is.
+func segmentForward(name string, k int, top, next *plan.Query, joinSeg bool) *forward {
+	topic := segmentName(name, k) + "-repartition"
+	if joinSeg {
+		next = joinedQuery(next) // the joined rows' aggregate
+		return &forward{topic: topic, keys: drive.NewGroupKeys(next), in: next.Source.Name, joined: true}
+	}
+	return &forward{topic: topic, keys: drive.NewGroupKeys(next), view: top, in: top.Name}
 }
 
 // ensureSegmentTopics creates or checks the segments' internal topics,
@@ -208,11 +210,11 @@ func (s *Stats) add(x Stats) {
 
 // segmentsText names the segments' groups and topics (ownedText).
 func (p *Pipeline) segmentsText() string {
-	if len(p.segs) < 2 {
+	if len(p.after) == 0 {
 		return ""
 	}
 	var parts []string
-	for _, c := range p.segs[1:] {
+	for _, c := range p.after {
 		parts = append(parts, fmt.Sprintf("group %s, transactional id %s.%s, topics %s and %s", c.name, c.name, p.opts.InstanceID, c.repTopic, c.stateTopic))
 	}
 	return "; and for the view repartitions: " + strings.Join(parts, "; ")
