@@ -29,8 +29,9 @@ import (
 // partition, in the transaction that computed them; the next segment
 // runs the chain from the reader on, one graph per partition of that
 // topic, its watermark the least of the upstream partitions' markers.
-// Each segment is a Pipeline of its own (the same stage-2 loop) under a
-// name derived from the query's.
+// The query's pipeline runs the first segment; each next one is a
+// Pipeline of its own (the same stage-2 loop) under a name derived from
+// the query's.
 
 // forward is where a segment sends its primary's final rows: the next
 // segment's repartition topic, keyed by the next root's group key.
