@@ -67,8 +67,8 @@ func (p *Pipeline) readsRows() bool { return len(p.ins) > 0 && p.ins[0].rows() }
 // bindInputs gives each input its producer's partition count and drain
 // positions (Run, once the topics are known): a side's last stage's for
 // a view's rows, the source's (or its dedup stage's) for its events, the
-// table stage's for a second input. A stage reading the rows of the one
-// before is bound by that one's pipeline (bindRows).
+// table stage's for a second input. A segment after p, reading the rows
+// of the one before it, is bound by bindAfter.
 func (p *Pipeline) bindInputs() {
 	for i := range p.ins {
 		in := &p.ins[i]
