@@ -18,7 +18,7 @@ import (
 // the query's GROUP BY key as any query's events (grouped by a table
 // column, joined where it is: the join's stage reads the source topic
 // itself, or, over a dedup key, the events stage 1 routes by it, and
-// deduplicates them; joinsInPlace), and the versioned table
+// deduplicates them; placeSource), and the versioned table
 // (Options.Table), read by a third stage, the table stage (group Q-tbl,
 // transactional id Q-tbl.<instance>), which copies every table row to
 // every partition of the repartition topic, a broadcast, and after them
@@ -59,7 +59,7 @@ type tableJoin struct {
 	end      map[int32]int64 // UntilCaughtUp: the table topic's end offsets at start
 }
 
-// Where a temporal join grouped by a table column joins (joinsInPlace,
+// Where a temporal join grouped by a table column joins (placeSource,
 // binding.JoinIn): in the source's partitions, or in its dedup key's.
 const (
 	joinInSource = "source"

@@ -30,7 +30,7 @@ type Pipeline struct {
 	repTopic, stateTopic string
 	direct               bool            // the source's partitions are the first stage's (partitioned by the group key, or a join where its stream is): no repartition stage
 	dedup                bool            // the source has a dedup key: a dedup stage (dedupstage.go)
-	dedupJoin            bool            // a join where its stream is, over a dedup key (joinsInPlace): stage 1 routes by it, the join's stage deduplicates
+	dedupJoin            bool            // a join where its stream is, over a dedup key (placeSource): stage 1 routes by it, the join's stage deduplicates
 	nParts               int             // partitions of the aggregating stage's input (and of the state topic)
 	nSource              int             // partitions of the source topic
 	sourceEnd            map[int32]int64 // UntilCaughtUp: the source's end offsets at start
@@ -208,27 +208,10 @@ func newNamed(opts Options, name string) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.opts, p.tj, p.root, p.views, p.direct = opts, tj, root, views, opts.Source.PartitionedByKey
+	p.opts, p.tj, p.root, p.views = opts, tj, root, views
 	p.lateRight = opts.queryLate
-	inPlace, err := joinsInPlace(q)
-	if err != nil {
+	if err := p.placeSource(); err != nil {
 		return nil, err
-	}
-	switch {
-	case inPlace && hasDedupStage(root):
-		// Every copy of an event must meet in one partition: the
-		// events go by their dedup key, whatever the source's placement.
-		p.dedupJoin, p.direct = true, false
-	case inPlace:
-		// The join reads the source's partitions: no repartition stage.
-		p.direct = true
-	case hasDedupStage(root):
-		// Placed by the group key, the source is not placed by the dedup
-		// key: it goes through the repartition stage to the dedup stage.
-		p.dedup, p.direct = true, false
-		if err := checkTopicName(dedupName(name) + "-repartition"); err != nil {
-			return nil, fmt.Errorf("%w: query name %q cannot name the internal topics of its dedup stage", ErrConfig, name)
-		}
 	}
 	p.ins = p.sourceInputs()
 	if len(segs) > 1 {

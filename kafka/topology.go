@@ -106,25 +106,36 @@ func (t *topology) consumer(x, seg int) *dataflow.Node {
 	return nil
 }
 
-// joinsInPlace reports whether q's plan runs a temporal join where its
-// stream is (the stream needs no placement: the GROUP BY reads the
-// table): in the source's partitions, or in a dedup's, whose segment
-// the join's is. Its stage then reads the source topic itself, or the
-// events placed by their dedup key, and the broadcast table.
-func joinsInPlace(q *plan.Query) (bool, error) {
-	p, err := dataflow.LowerQueries([]*plan.Query{q})
+// placeSource sets how p's first stage reads its source, as the plan's
+// stages give it (planStages): where it is when no routing stage decodes
+// it (direct: partitioned by the group key, or a temporal join where its
+// stream is, which needs no placement); through the plan's dedup stage;
+// or placed by its dedup key and deduplicated where it joins, when the
+// first stage's segment holds the dedup (every copy of an event must
+// meet in one partition, whatever the source's placement).
+func (p *Pipeline) placeSource() error {
+	pl, specs, err := planStages(p.opts, p.name)
 	if err != nil {
-		return false, err
+		return err
 	}
-	for _, n := range p.Nodes {
-		if n.Kind != dataflow.TemporalJoin {
-			continue
-		}
-		if k := p.Node(n.Inputs[0].From).Kind; k == dataflow.Decode || k == dataflow.Dedup {
-			return true, nil
+	first := firstStream(p.root)
+	p.direct = true
+	for _, s := range specs {
+		switch {
+		case decodesOnly(pl, s.seg) == first:
+			p.direct = false
+		case s.name == dedupName(p.name):
+			p.dedup = true
+		case s.name == p.name && hasNode(pl, s.seg, dataflow.Dedup):
+			p.dedupJoin = true
 		}
 	}
-	return false, nil
+	if p.dedup {
+		if err := checkTopicName(dedupName(p.name) + "-repartition"); err != nil {
+			return fmt.Errorf("%w: query name %q cannot name the internal topics of its dedup stage", ErrConfig, p.name)
+		}
+	}
+	return nil
 }
 
 // The topology of a query over Kafka as its physical plan gives it: one
