@@ -169,6 +169,10 @@ type Admission struct {
 	q       *plan.Query
 	keys    *GroupKeys
 	argCols [][]int
+	// evals: an aggregate has a FILTER or an argument that is not a bare
+	// column, which Check must evaluate; otherwise it skips the loop over
+	// the aggregates (a reader checks every event of a sharded query).
+	evals bool
 }
 
 // NewAdmission returns the admission check of q.
@@ -178,8 +182,10 @@ func NewAdmission(q *plan.Query) *Admission {
 		cols := make([]int, len(q.Aggs[i].Args))
 		for j, e := range q.Aggs[i].Args {
 			cols[j] = bareColumn(e)
+			a.evals = a.evals || cols[j] < 0
 		}
 		a.argCols = append(a.argCols, cols)
+		a.evals = a.evals || q.Aggs[i].Filter != nil
 	}
 	return a
 }
@@ -201,7 +207,7 @@ func (a *Admission) Check(dst []byte, row []types.Value) (key []byte, pass bool,
 	if key, err = a.keys.Append(dst, row); err != nil {
 		return nil, false, err
 	}
-	for i := range q.Aggs {
+	for i := 0; a.evals && i < len(q.Aggs); i++ {
 		if f := q.Aggs[i].Filter; f != nil {
 			v, err := f.Eval(row)
 			if err != nil {
