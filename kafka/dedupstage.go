@@ -29,15 +29,6 @@ import (
 // copies fall in, as in a file run; the aggregating stage deduplicates
 // nothing.
 
-// hasDedupStage reports whether root, the query reading the source,
-// deduplicates it in a dedup stage: a declared source with a dedup key,
-// or a temporal join's stream with one (the joined source carries the
-// stream's dedup key), not an interval join's input. A temporal join
-// grouped by a table column deduplicates in its own stage (dedupJoin).
-func hasDedupStage(root *plan.Query) bool {
-	return root.IJoin == nil && root.Source != nil && root.Source.View == nil && root.Source.Dedup != nil
-}
-
 // dedupName is the name the dedup stage of the query (or segment) named
 // name owns its group, transactional id and topics under.
 func dedupName(name string) string { return name + "-dedup" }

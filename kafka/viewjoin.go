@@ -312,7 +312,12 @@ func (p *Pipeline) routeOwn(pl *dataflow.Plan, specs []stageSpec, seg int, route
 	// else).
 	p.direct = !slices.ContainsFunc(specs, func(s stageSpec) bool { return decodesOnly(pl, s.seg) == first })
 	p.opts.Source.PartitionedByKey = p.direct
-	p.dedup = hasDedupStage(p.root) // its events come through the plan's dedup stage
+	// Its events come through the plan's dedup stage when the exchange
+	// that brings them is fed by the source's dedup node.
+	p.dedup = slices.ContainsFunc(routed, func(x int) bool {
+		from := pl.Node(pl.Node(x).Inputs[0].From)
+		return from.Kind == dataflow.Dedup && from.Source == first
+	})
 	if err := drive.NewMessageDecoder(first, p.opts.Source.Format).Err(); err != nil {
 		return fmt.Errorf("%w: source: %v", ErrConfig, err)
 	}
