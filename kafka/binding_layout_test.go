@@ -57,11 +57,7 @@ func TestBindingLayout(t *testing.T) {
 	if !errors.Is(err, ErrNewerState) {
 		t.Fatalf("Run: %v, want ErrNewerState", err)
 	}
-	for _, w := range []string{"newer-state", "layout 2", "reads layout 1", "Run the newer ubik", "--reset-state"} {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("error does not say %q:\n%s", w, err)
-		}
-	}
+	errorSays(t, err, "newer-state", "layout 2", "reads layout 1", "Run the newer ubik", "--reset-state")
 	// Nothing written: the binding is the state topic's only record, and
 	// no group committed offsets.
 	adm := kadm.NewClient(client(t, addrs))
@@ -95,11 +91,7 @@ func TestLayoutErr(t *testing.T) {
 	if !errors.Is(err, ErrOldState) {
 		t.Fatalf("layoutErr(1, 2) = %v, want ErrOldState", err)
 	}
-	for _, w := range []string{"q-state", "layout 1", "writes layout 2", "--until-caught-up", "--reset-state", "--from"} {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("error does not say %q:\n%s", w, err)
-		}
-	}
+	errorSays(t, err, "q-state", "layout 1", "writes layout 2", "--until-caught-up", "--reset-state", "--from")
 	for _, c := range [][2]int{{0, 1}, {1, 1}, {2, 2}} {
 		if err := layoutErr("q", "q-state", c[0], c[1]); err != nil {
 			t.Errorf("layoutErr(%d, %d) = %v, want nil", c[0], c[1], err)
@@ -113,23 +105,14 @@ func TestLayoutErr(t *testing.T) {
 // before the join stage reads or writes anything, saying what to do.
 func TestViewJoinOldLayout(t *testing.T) {
 	t.Parallel()
-	q := q8Query(t)
-	addrs := cluster(t).ListenAddrs()
-	mkTopic(t, addrs, "person", 1, nil)
-	mkTopic(t, addrs, "auction", 1, nil)
-	produceValues(t, addrs, "person", 1, nexmark(t, "person", 200, 5), nil)
-	o := q8Options(q, addrs)
-	o.UntilCaughtUp, o.Logger = true, testLogger(t)
+	o := q8OnePartition(t, 200, 5)
+	addrs := o.Source.Config.Brokers
 	pl := writeBindingVersion(t, o, layoutVersion)
 	err := runErr(t, o)
 	if !errors.Is(err, ErrOldState) {
 		t.Fatalf("Run: %v, want ErrOldState", err)
 	}
-	for _, w := range []string{"q8-state", "layout 1", "writes layout 2", "--until-caught-up", "--reset-state"} {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("error does not say %q:\n%s", w, err)
-		}
-	}
+	errorSays(t, err, "q8-state", "layout 1", "writes layout 2", "--until-caught-up", "--reset-state")
 	ends, aerr := kadm.NewClient(client(t, addrs)).ListEndOffsets(context.Background(), pl.stateTopic, "q8-out")
 	if aerr != nil {
 		t.Fatal(aerr)
@@ -139,4 +122,28 @@ func TestViewJoinOldLayout(t *testing.T) {
 			t.Errorf("%s partition %d ends at %d after the refusal", e.Topic, e.Partition, e.Offset)
 		}
 	})
+}
+
+// errorSays fails t for each of words err's text does not hold.
+func errorSays(t *testing.T, err error, words ...string) {
+	t.Helper()
+	for _, w := range words {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not say %q:\n%s", w, err)
+		}
+	}
+}
+
+// q8OnePartition is q8 over one-partition person and auction topics on
+// a cluster of its own, persons person rows (nexmark's seed) produced,
+// run until caught up.
+func q8OnePartition(t *testing.T, persons int, seed uint64) Options {
+	t.Helper()
+	addrs := cluster(t).ListenAddrs()
+	mkTopic(t, addrs, "person", 1, nil)
+	mkTopic(t, addrs, "auction", 1, nil)
+	produceValues(t, addrs, "person", 1, nexmark(t, "person", persons, seed), nil)
+	o := q8Options(q8Query(t), addrs)
+	o.UntilCaughtUp, o.Logger = true, testLogger(t)
+	return o
 }

@@ -203,13 +203,8 @@ func TestRunKafkaViewJoinState(t *testing.T) {
 // stops the restore, naming the topic and partition.
 func TestViewJoinStateBadEntry(t *testing.T) {
 	t.Parallel()
-	q := q8Query(t)
-	addrs := cluster(t).ListenAddrs()
-	mkTopic(t, addrs, "person", 1, nil)
-	mkTopic(t, addrs, "auction", 1, nil)
-	produceValues(t, addrs, "person", 1, nexmark(t, "person", 2000, 13), nil)
-	o := q8Options(q, addrs)
-	o.UntilCaughtUp, o.Logger = true, testLogger(t)
+	o := q8OnePartition(t, 2000, 13)
+	q, addrs := o.Query, o.Source.Config.Brokers
 	runOnce := func() error {
 		pl, err := New(o)
 		if err != nil {
