@@ -15,6 +15,7 @@ import (
 	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // The dedup stage. A source with a dedup key is deduplicated where its
@@ -268,7 +269,7 @@ func (w *dedupWork) apply(fs kgo.Fetches) (err error) {
 		case routed && p.ddOuts == nil:
 			w.tx.produce(&kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: r.Value, Headers: w.tag})
 		case routed:
-			w.outs(r)
+			w.outs(r, t.h.Decoded())
 		}
 	})
 	return err
@@ -442,9 +443,20 @@ func (p *Pipeline) dedupOutsOf(pl *dataflow.Plan, spec stageSpec, pipes []*Pipel
 // outs produces the first copy r of an event to each exchange, keyed by
 // its reader's placement; a key that fails to evaluate places it
 // anywhere, where the reader evaluates it again and counts the error.
-func (w *dedupWork) outs(r *kgo.Record) {
+// row is r as the dedup decoded it: placed as it is when the dedup's
+// decoder converts every column (a root without a join), else decoded
+// again with every reader's columns.
+func (w *dedupWork) outs(r *kgo.Record, row []types.Value) {
+	every := w.p.root.Join == nil && w.p.root.IJoin == nil
 	for _, o := range w.p.ddOuts {
-		key, err := o.place.Route(append(make([]byte, 0, 32), routeKeyVersion), r.Value)
+		dst := append(make([]byte, 0, 32), routeKeyVersion)
+		var key []byte
+		var err error
+		if every && row != nil {
+			key, err = o.place.Place(dst, r.Value, row)
+		} else {
+			key, err = o.place.Route(dst, r.Value)
+		}
 		if err != nil || key == nil {
 			key = []byte{routeKeyVersion}
 		}

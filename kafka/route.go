@@ -215,7 +215,7 @@ func (r *routeStage) process(fs kgo.Fetches, now time.Time) (bool, error) {
 // its rows.
 func (r *routeStage) count(c pollCounts) {
 	if !r.in.second {
-		// Each router decoded every record: the first's counts are the
+		// The first placer decoded every record: its counts are the
 		// input's, and each counts the evaluation errors of its reader's
 		// key (a record not routed to that reader, which never sees it).
 		n := r.outs[0].place.TakeCounts()
@@ -252,12 +252,16 @@ func (r *routeStage) partition(part int32, recs []*kgo.Record, now time.Time, c 
 		}
 		c.rows++
 		good, reported := true, false
+		var first drive.Placer // the placer that decoded rec
 		for _, o := range r.outs {
 			if o.place == nil {
 				good = r.broadcast(o, rec, now) && good
 				continue
 			}
-			m, ok, err := r.route(o, rec, &reported)
+			m, ok, err := r.route(o, first, rec, &reported)
+			if first == nil {
+				first = o.place
+			}
 			switch {
 			case err == nil:
 				if ok && m > mark {
@@ -280,11 +284,23 @@ func (r *routeStage) partition(part int32, recs []*kgo.Record, now time.Time, c 
 }
 
 // route produces rec to o's topic keyed by its placing bytes, and
-// returns its watermark proposal. A bad event is reported once per
-// record (reported: an earlier exchange's router reported it; a record
-// that does not decode fails each alike), and not routed there.
-func (r *routeStage) route(o routeOut, rec *kgo.Record, reported *bool) (int64, bool, error) {
-	key, err := o.place.Route(append(r.key[:0], routeKeyVersion), rec.Value)
+// returns its watermark proposal. The first exchange's placer decodes
+// rec; the others place the row it decoded (first), a record that did
+// not decode going to none. A bad event is reported once per record
+// (reported: an earlier exchange's placer reported it), and not routed
+// there.
+func (r *routeStage) route(o routeOut, first drive.Placer, rec *kgo.Record, reported *bool) (int64, bool, error) {
+	dst := append(r.key[:0], routeKeyVersion)
+	var key []byte
+	var err error
+	switch {
+	case first == nil:
+		key, err = o.place.Route(dst, rec.Value)
+	case first.Decoded() == nil:
+		return 0, false, nil // a CSV header, or a bad event first reported
+	default:
+		key, err = o.place.Place(dst, rec.Value, first.Decoded())
+	}
 	var ee *drive.EventError
 	if err != nil && *reported && errors.As(err, &ee) {
 		return 0, false, nil // counted by its router, reported once
@@ -301,6 +317,9 @@ func (r *routeStage) route(o routeOut, rec *kgo.Record, reported *bool) (int64, 
 	out.Topic, out.Partition, out.Key, out.Value = o.topic, -1, append(r.tx.out.bytes(len(key)), key...), rec.Value
 	out.Headers = r.headers(o, rec)
 	r.tx.produce(out)
+	if first != nil {
+		return 0, false, nil // first's event proposed the watermark
+	}
 	m, ok := o.place.Mark()
 	return m, ok, nil
 }

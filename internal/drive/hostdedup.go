@@ -7,6 +7,7 @@ import (
 	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // A source's input dedup (dedup_key) as a stage of its own, for a host
@@ -21,6 +22,7 @@ import (
 type DedupRouter struct {
 	in    decodeNode
 	dd    *dedupNode // only its key is read
+	last  []types.Value
 	n     Counts
 	taken Counts
 }
@@ -47,6 +49,7 @@ func NewDedupRouter(q *plan.Query, cfg Config) (*DedupRouter, error) {
 // header record; a bad event is an *EventError, counted.
 func (r *DedupRouter) Route(dst, raw []byte) ([]byte, error) {
 	row, err := r.in.decode(raw)
+	r.last = row
 	if err != nil {
 		if fatalInput(err) {
 			return nil, err
@@ -56,6 +59,12 @@ func (r *DedupRouter) Route(dst, raw []byte) ([]byte, error) {
 	if row == nil {
 		return nil, nil
 	}
+	return r.Place(dst, raw, row)
+}
+
+// Place appends the placing bytes of row, raw decoded elsewhere, to dst
+// (Placer.Place): a dedup key evaluates without error.
+func (r *DedupRouter) Place(dst, raw []byte, row []types.Value) ([]byte, error) {
 	key, ok := r.dd.appendKey(append(dst, 1), row)
 	if !ok {
 		h := fnv.New64a()
@@ -64,6 +73,9 @@ func (r *DedupRouter) Route(dst, raw []byte) ([]byte, error) {
 	}
 	return key, nil
 }
+
+// Decoded is the row the last Route decoded (Placer.Decoded).
+func (r *DedupRouter) Decoded() []types.Value { return r.last }
 
 // Mark is Router.Mark: the last event's time less the watermark delay.
 func (r *DedupRouter) Mark() (int64, bool) { return r.in.mark, r.in.marked }
@@ -87,6 +99,7 @@ type HostDedup struct {
 	in    decodeNode
 	dd    *dedupNode
 	place *Router // the survivors' placement
+	last  []types.Value
 	n     Counts
 	taken Counts
 }
@@ -117,6 +130,7 @@ func NewHostDedup(q *plan.Query, cfg Config) (*HostDedup, error) {
 // (counted in EvalErrors).
 func (h *HostDedup) Push(dst, raw []byte) (key []byte, routed bool, err error) {
 	row, err := h.in.decode(raw)
+	h.last = row
 	if err != nil || row == nil {
 		if err != nil && !fatalInput(err) {
 			err = &EventError{Seq: h.n.Events, Err: err}
@@ -137,6 +151,11 @@ func (h *HostDedup) Push(dst, raw []byte) (key []byte, routed bool, err error) {
 	}
 	return key, true, nil
 }
+
+// Decoded is the row the last Push decoded (nil if it failed), valid
+// until the decoder's next record: a host placing a survivor on several
+// exchanges hands it to their Placer.Place.
+func (h *HostDedup) Decoded() []types.Value { return h.last }
 
 // AdvanceWatermark moves the dedup's watermark to wm (never back) and
 // forgets the keys it passed.

@@ -19,6 +19,7 @@ type Router struct {
 	in    decodeNode
 	keys  *exec.GroupKeys     // a query's group key
 	ikeys *exec.IntervalRoute // an interval join input's join key
+	last  []types.Value       // the row the last Route decoded
 	n     Counts
 	taken Counts
 }
@@ -95,6 +96,7 @@ func newRouter(q *plan.Query, dec *exec.Decoder, side int) (*Router, error) {
 // returned as is (the input cannot be read).
 func (r *Router) Route(dst, raw []byte) ([]byte, error) {
 	row, err := r.in.decode(raw)
+	r.last = row
 	if err != nil {
 		if fatalInput(err) {
 			return nil, err
@@ -104,6 +106,12 @@ func (r *Router) Route(dst, raw []byte) ([]byte, error) {
 	if row == nil {
 		return nil, nil
 	}
+	return r.Place(dst, raw, row)
+}
+
+// Place appends the placing bytes of row, raw decoded elsewhere, to dst
+// (Placer.Place).
+func (r *Router) Place(dst, raw []byte, row []types.Value) ([]byte, error) {
 	key, err := r.place(dst, raw, row)
 	if err != nil {
 		r.n.EvalErrors++
@@ -111,6 +119,9 @@ func (r *Router) Route(dst, raw []byte) ([]byte, error) {
 	}
 	return key, nil
 }
+
+// Decoded is the row the last Route decoded (Placer.Decoded).
+func (r *Router) Decoded() []types.Value { return r.last }
 
 // place appends the placing bytes of a decoded record (row, read from
 // raw) to dst; an error is the key's evaluation error.

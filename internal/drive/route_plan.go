@@ -5,6 +5,7 @@ import (
 
 	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/sql/plan"
+	"github.com/ubiksql/ubik/internal/types"
 )
 
 // Placer decodes an input's records and computes the bytes that place
@@ -14,6 +15,16 @@ type Placer interface {
 	// and a nil error is a CSV header record; a bad event is an
 	// *EventError, counted.
 	Route(dst, raw []byte) ([]byte, error)
+	// Place appends to dst the placing bytes of row, the record raw
+	// already decoded (by a Route of another placer of the same input,
+	// or a HostDedup's Push) with every column this placer's decoder
+	// converts: a host that places one record on several exchanges
+	// decodes it once. It counts no event, only a key that fails to
+	// evaluate (an *EventError).
+	Place(dst, raw []byte, row []types.Value) ([]byte, error)
+	// Decoded is the row the last Route decoded (nil if it failed): it
+	// stays valid until the decoder's next record.
+	Decoded() []types.Value
 	// Mark is the last decoded event's proposal for its partition's
 	// watermark.
 	Mark() (int64, bool)

@@ -2,6 +2,7 @@ package drive
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -99,7 +100,41 @@ func TestExchangeRouterFromPlan(t *testing.T) {
 			if g, w := got.TakeCounts(), want.TakeCounts(); g != w || g.Malformed != 2 {
 				t.Errorf("counts %+v, want %+v with two malformed", g, w)
 			}
+			placesDecoded(t, c.want, q, p, x, recs)
 		})
+	}
+}
+
+// placesDecoded checks Placer.Place: a placer handed the row another
+// placer of the same input decoded places each record as its own Route
+// does, counting no event; a record that does not decode leaves no row.
+func placesDecoded(t *testing.T, mk func(*plan.Query, *exec.Decoder) (Placer, error), q *plan.Query, p *dataflow.Plan, x int, recs [][]byte) {
+	t.Helper()
+	src := p.Node(p.Node(x).Inputs[0].From).Source
+	dec := exec.NewSourceDecoder(src, nil)
+	first, err1 := mk(q, dec)
+	placed, err2 := mk(q, dec)
+	alone, err3 := mk(q, exec.NewSourceDecoder(src, nil))
+	if err := errors.Join(err1, err2, err3); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		_, ferr := first.Route([]byte{1}, r)
+		wk, werr := alone.Route([]byte{1}, r)
+		row := first.Decoded()
+		if row == nil {
+			if ferr == nil || werr == nil {
+				t.Errorf("record %d: no row decoded, errors %v and %v", i, ferr, werr)
+			}
+			continue
+		}
+		gk, gerr := placed.Place([]byte{1}, r, row)
+		if !bytes.Equal(gk, wk) || fmt.Sprint(errors.Unwrap(gerr)) != fmt.Sprint(errors.Unwrap(werr)) {
+			t.Errorf("record %d placed: key %q (%v), want %q (%v)", i, gk, gerr, wk, werr)
+		}
+	}
+	if n := placed.TakeCounts(); n.Events != 0 || n.Malformed != 0 {
+		t.Errorf("a placer that decodes nothing counted %+v", n)
 	}
 }
 
