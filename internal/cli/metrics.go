@@ -215,32 +215,27 @@ func unwrapOpError(err error) error {
 	return err
 }
 
-// serveKafkaMetrics exposes a Kafka pipeline's counters and the gauges of
-// the operators it owns, polled once a second (they are atomic, so no lock
-// with the pipeline is needed). The watermark is per partition in Kafka and
-// is left out.
-func serveKafkaMetrics(ctx context.Context, env *Env, addr, name string, pl *kafka.Pipeline) (func(), error) {
-	m := newQueryMetrics(name)
-	pm := newPartitionMetrics(name)
+// serveKafkaMetrics exposes the counters of a Kafka run's pipelines and
+// the gauges of the operators they own, each series labeled with its
+// query, polled once a second (they are atomic, so no lock with a
+// pipeline is needed). The watermark is per partition in Kafka and is
+// left out.
+func serveKafkaMetrics(ctx context.Context, env *Env, addr string, runs []*kafkaRun) (func(), error) {
+	var cs []prometheus.Collector
+	var pubs []func()
+	for _, r := range runs {
+		m, pm := newQueryMetrics(r.q.Name()), newPartitionMetrics(r.q.Name())
+		cs = append(cs, m, pm)
+		pubs = append(pubs, func() { publishKafka(m, pm, r.pl.Stats()) })
+	}
 	publish := func() {
-		st := pl.Stats()
-		pm.publish(st.IdlePartitions, st.SilentPartitions)
-		pm.lost.Store(st.DataLost)
-		var s ubik.Stats
-		s.EventsIn, s.Malformed, s.EvalErrors, s.Late, s.RecordsOut = st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut
-		s.LiveGroups, s.StateBytes = st.LiveGroups, st.StateBytes
-		s.Duplicates, s.DedupLate, s.DedupKeys, s.DedupBytes = st.Duplicates, st.DedupLate, st.DedupKeys, st.DedupBytes
-		s.UnchangedSuppressed = st.UnchangedSuppressed
-		s.Watermark = minInt64 // per partition in Kafka; not one number
-		s.Table.RowsIn, s.Table.Malformed, s.Table.Late = st.TableRows, st.TableMalformed, st.TableLate
-		s.Join.Joined, s.Join.Unmatched, s.Join.Buffered, s.Join.Versions, s.Join.Keys = st.JoinJoined, st.JoinUnmatched, st.JoinWaiting, st.JoinVersions, st.JoinKeys
-		s.Join.Events = st.JoinJoined + st.JoinUnmatched
-		s.Join.TableWM = minInt64 // per partition in Kafka
-		m.publish(s)
+		for _, p := range pubs {
+			p()
+		}
 	}
 	publish()
 	reg := prometheus.NewRegistry()
-	for _, c := range []prometheus.Collector{m, pm} {
+	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -264,6 +259,23 @@ func serveKafkaMetrics(ctx context.Context, env *Env, addr, name string, pl *kaf
 		}
 	}()
 	return func() { close(done); stop() }, nil
+}
+
+// publishKafka publishes a pipeline's stats as a query's metrics.
+func publishKafka(m *queryMetrics, pm *partitionMetrics, st kafka.Stats) {
+	pm.publish(st.IdlePartitions, st.SilentPartitions)
+	pm.lost.Store(st.DataLost)
+	var s ubik.Stats
+	s.EventsIn, s.Malformed, s.EvalErrors, s.Late, s.RecordsOut = st.EventsIn, st.Malformed, st.EvalErrors, st.Late, st.RecordsOut
+	s.LiveGroups, s.StateBytes = st.LiveGroups, st.StateBytes
+	s.Duplicates, s.DedupLate, s.DedupKeys, s.DedupBytes = st.Duplicates, st.DedupLate, st.DedupKeys, st.DedupBytes
+	s.UnchangedSuppressed = st.UnchangedSuppressed
+	s.Watermark = minInt64 // per partition in Kafka; not one number
+	s.Table.RowsIn, s.Table.Malformed, s.Table.Late = st.TableRows, st.TableMalformed, st.TableLate
+	s.Join.Joined, s.Join.Unmatched, s.Join.Buffered, s.Join.Versions, s.Join.Keys = st.JoinJoined, st.JoinUnmatched, st.JoinWaiting, st.JoinVersions, st.JoinKeys
+	s.Join.Events = st.JoinJoined + st.JoinUnmatched
+	s.Join.TableWM = minInt64 // per partition in Kafka
+	m.publish(s)
 }
 
 // partitionMetrics names the source partitions of a Kafka query that do

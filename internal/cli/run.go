@@ -9,14 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ubiksql/ubik"
 	"github.com/ubiksql/ubik/changelog"
-	"github.com/ubiksql/ubik/kafka"
 )
 
 // maxLineBytes bounds one input line; a longer line is reported as
@@ -102,11 +100,11 @@ func runRun(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if pq, err := kafkaTarget(prog, pqs, kf); pq != nil || err != nil {
+	if qs, err := kafkaTargets(prog, pqs, kf); qs != nil || err != nil {
 		if err != nil {
 			return err
 		}
-		return runKafka(ctx, env, kf, f, prog, pq)
+		return runKafka(ctx, env, kf, f, prog, qs)
 	}
 	r, err := newFileRun(ctx, env, f, limit, eng, prog, pqs, sqlText)
 	if err != nil {
@@ -122,7 +120,7 @@ func newRunFlags(fs *flag.FlagSet) *runFlags {
 	fs.StringVar(&f.output, "output", "", "where the changelog goes (- for stdout; default: the CREATE SINK's path option, else stdout)")
 	fs.StringVar(&f.outputDir, "output-dir", "", "run every query of the script, each writing its changelog to DIR/QUERY.tsv (or .jsonl), unless its CREATE SINK names a path")
 	fs.StringVar(&f.format, "format", "tsv", "record format: tsv (key<TAB>value) or jsonl (an envelope with the metadata)")
-	fs.StringVar(&f.query, "query", "", "which query of the script to run (default: its only query; see --output-dir)")
+	fs.StringVar(&f.query, "query", "", "which query of the script to run (default: its only query; over Kafka, every query no other reads, side by side; see --output-dir)")
 	fs.BoolVar(&f.strict, "strict", false, "stop at the first malformed event or evaluation error (the same as --max-bad 0)")
 	fs.StringVar(&f.maxBad, "max-bad", "", "fail the run (exit status 3) when more than N events, or more than P% of the events read, are malformed or fail to evaluate, counted over every input of the run (default: fail only when every event does)")
 	fs.StringVar(&f.statsJSON, "stats-json", "", "write the run summary as JSON to this file")
@@ -230,39 +228,13 @@ func compileRun(eng *ubik.Engine, f *runFlags, kf *kafkaFlags, sqlPath, sqlText 
 	resolveScriptPaths(prog, sqlPath)
 	pqs, err := pickTargets(prog, f)
 	if err != nil {
-		q := kafkaChain(prog, kf, f)
-		if q == nil {
+		qs := kafkaTops(prog, kf, f)
+		if qs == nil {
 			return nil, nil, err
 		}
-		pqs = []*planQuery{q} // a Kafka run of a script that is one chain of views
+		pqs = qs // a Kafka run of every query of the script
 	}
 	return prog, pqs, nil
-}
-
-// kafkaTarget returns the query to run over Kafka, if the run is over
-// Kafka (else nil).
-func kafkaTarget(prog *ubik.Program, pqs []*planQuery, kf *kafkaFlags) (*planQuery, error) {
-	for _, pq := range pqs {
-		if !kf.wanted(prog, pq) && !(len(pq.Views()) > 0 && kf.wanted(prog, inputQuery(pq))) {
-			continue
-		}
-		if len(pqs) > 1 {
-			// A chain of views runs as one graph: the query that reads
-			// the others is the one to name.
-			last := pqs[len(pqs)-1]
-			for _, o := range pqs[:len(pqs)-1] {
-				if !slices.Contains(allViews(last), o) {
-					return nil, fmt.Errorf("%w: query %s runs over Kafka, and a Kafka run runs one query, or one query with the views it reads: choose it with --query", ErrUsage, pq.Name())
-				}
-			}
-			pq = last
-		}
-		if err := kafka.CheckPlan(pq); err != nil {
-			return nil, fmt.Errorf("%w: %s", ErrUsage, strings.TrimPrefix(err.Error(), kafka.ErrUnsupported.Error()+": "))
-		}
-		return pq, nil
-	}
-	return nil, nil
 }
 
 // utf8BOM is the byte order mark some tools write at the start of a file.
@@ -331,27 +303,6 @@ func outputConflict(prog *ubik.Program, pq *planQuery, f *runFlags) error {
 		return fmt.Errorf("%w: query %s writes to sink %s WITH (path = '%s'), and --output names %s: a changelog goes to one place; drop --output, or the sink's path", ErrUsage, pq.Name(), s.Name(), p, f.output)
 	}
 	return nil
-}
-
-// kafkaChain returns, for a Kafka run without --query, the script's last
-// query when it reads every other one (the script is one chain of views,
-// which a Kafka run runs whole), else nil.
-func kafkaChain(prog *ubik.Program, kf *kafkaFlags, f *runFlags) *planQuery {
-	qs := prog.Queries()
-	if f.query != "" || len(qs) < 2 {
-		return nil
-	}
-	last := qs[len(qs)-1]
-	if !kf.wanted(prog, inputQuery(last)) && !kf.wanted(prog, last) {
-		return nil
-	}
-	ups := allViews(last) // both sides of a join of two views too
-	for _, q := range qs[:len(qs)-1] {
-		if !slices.Contains(ups, q) {
-			return nil
-		}
-	}
-	return last
 }
 
 // badLimit is --max-bad: a count (more than n bad events fail the run, as

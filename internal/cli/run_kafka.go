@@ -2,12 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -145,28 +143,14 @@ func (k *kafkaFlags) wanted(prog *ubik.Program, q *planQuery) bool {
 	return s != nil && strings.EqualFold(s.Option("connector"), "kafka")
 }
 
-// runKafka runs q from a Kafka source to a Kafka sink, exactly once, until
-// interrupted, or with --until-caught-up until the input is consumed to
-// the end it had at start and every window is final.
-func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *ubik.Program, q *planQuery) error {
-	if err := checkRunScope(f.set, true); err != nil {
+// runKafka runs qs (each with the views it reads) from Kafka sources to
+// Kafka sinks, exactly once, until interrupted, or with
+// --until-caught-up until each input is consumed to the end it had at
+// start and every window is final. Several queries run side by side in
+// this process, each its own pipeline (run_kafka_many.go).
+func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *ubik.Program, qs []*planQuery) error {
+	if err := checkKafkaFlags(k, f, qs); err != nil {
 		return err
-	}
-	if err := checkCommitInterval(k.commitInterval); err != nil {
-		return err
-	}
-	if k.commitRecords < 0 {
-		return fmt.Errorf("%w: --commit-records %d: must be 0 (by time only) or positive", ErrUsage, k.commitRecords)
-	}
-	eps, err := kafkaEndpointsOf(env, k, prog, q)
-	if err != nil {
-		return err
-	}
-	if err := checkScriptSinks(prog, q, eps, k, env); err != nil {
-		return err
-	}
-	if k.giveUpAfter <= 0 {
-		return fmt.Errorf("%w: --give-up-after %s: must be positive", ErrUsage, k.giveUpAfter)
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(k.logLevel)); err != nil {
@@ -174,38 +158,35 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *u
 	}
 	log := slog.New(slog.NewTextHandler(redactWriter{env.Stderr}, &slog.HandlerOptions{Level: lvl}))
 	late := &kafkaLate{path: f.lateOutput}
-	opts := kafkaOptions(k, q, eps, log, lvl, late)
-	if f.set["join-buffer"] {
-		opts.JoinBuffer = f.joinBuffer // per partition of the join
+	runs := make([]*kafkaRun, 0, len(qs))
+	for _, q := range qs {
+		r, err := newKafkaRun(env, k, f, prog, q, qs, log, lvl, late)
+		if err != nil {
+			return queryErr(qs, q, err)
+		}
+		runs = append(runs, r)
 	}
-	// New checks the options, offline: a refused run reaches no cluster
-	// and opens no file.
-	pl, err := kafka.New(opts)
-	if errors.Is(err, kafka.ErrSharedTopic) {
-		return fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	if err != nil {
+	if err := distinctSinks(runs); err != nil {
 		return err
 	}
-	if started, err := pingEndpoints(ctx, env, k, f, q, eps); !started {
-		return err
+	for _, r := range runs {
+		if started, err := pingEndpoints(ctx, env, k, f, r.q, r.eps); !started {
+			return err
+		}
 	}
 	if err := late.open(); err != nil {
 		return err
 	}
 	defer late.close()
 	if f.metrics != "" {
-		stop, err := serveKafkaMetrics(ctx, env, f.metrics, q.Name(), pl)
+		stop, err := serveKafkaMetrics(ctx, env, f.metrics, runs)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	watchDone := make(chan struct{})
-	go watchPartitions(log, pl, eps.src.IdleTimeout, watchDone)
 	started := time.Now()
-	err = pl.Run(ctx)
-	close(watchDone)
+	err := runAll(ctx, log, runs)
 	// A stop (SIGINT, SIGTERM) is a clean end: the open transaction has
 	// ended and the summary says why the run ended. A Kafka run is a
 	// service, so it exits 0; with --until-caught-up it had an end of its
@@ -216,10 +197,12 @@ func runKafka(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, prog *u
 		if stopped {
 			how = "stopped (" + stopCause(ctx).Error() + "): "
 		}
-		fmt.Fprint(env.Stderr, kafkaSummary(q, pl.Stats(), eps.src.IdleTimeout, how, time.Since(started).Seconds()))
+		for _, r := range runs {
+			fmt.Fprint(env.Stderr, kafkaSummary(r.q, r.pl.Stats(), r.eps.src.IdleTimeout, how, time.Since(started).Seconds()))
+		}
 	}
 	if err == nil {
-		err = late.err
+		err = late.err()
 	}
 	if err == nil && stopped {
 		err = signalEnd(ctx, !k.untilCaughtUp)
@@ -370,52 +353,6 @@ func pingEndpoints(ctx context.Context, env *Env, k *kafkaFlags, f *runFlags, q 
 		}
 	}
 	return true, nil
-}
-
-// kafkaLate is --late-output of a Kafka run: each late event as a JSON
-// line, appended, so the runs of one query (restarts included) add to
-// one file. A transaction that aborts is redone, so after an abort a late
-// event can be written twice.
-type kafkaLate struct {
-	path string
-	f    *os.File
-	buf  []byte
-	err  error // the first write error
-}
-
-// open opens the file to append to (none without --late-output).
-func (l *kafkaLate) open() error {
-	if l.path == "" {
-		return nil
-	}
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	l.f = f
-	return nil
-}
-
-// write writes one late event; one call at a time (kafka.Options.OnLateEvent).
-func (l *kafkaLate) write(name string, ev *ubik.LateEvent) {
-	l.buf = appendLate(l.buf[:0], name, 0, ev)
-	if _, err := l.f.Write(l.buf); err != nil && l.err == nil {
-		l.err = fmt.Errorf("--late-output %s: %w", l.path, err)
-	}
-}
-
-// hook is write, or nil without --late-output (it writes once open).
-func (l *kafkaLate) hook() func(string, *ubik.LateEvent) {
-	if l.path == "" {
-		return nil
-	}
-	return l.write
-}
-
-func (l *kafkaLate) close() {
-	if l.f != nil {
-		l.f.Close()
-	}
 }
 
 // kafkaOptions are the pipeline's options for a run of q.

@@ -23,15 +23,26 @@ type sinkUse struct {
 	ep   kafka.Endpoint
 }
 
-// checkScriptSinks refuses a run one of whose sinks (its query's, its
-// views') is the topic, on the same cluster, of another query's Kafka
-// CREATE SINK.
-func checkScriptSinks(prog *ubik.Program, q *planQuery, eps *kafkaEndpoints, k *kafkaFlags, env *Env) error {
+// checkScriptSinks refuses a run of q one of whose sinks (its query's,
+// its views') is the topic, on the same cluster, of the Kafka CREATE SINK
+// of a query the run does not run (run: the queries it runs), and a run
+// publishing a view to its own CREATE SINK topic that such a query reads
+// too: that query's run would publish it there as well.
+func checkScriptSinks(prog *ubik.Program, q *planQuery, run []*planQuery, eps *kafkaEndpoints, k *kafkaFlags, env *Env) error {
 	own := runSinks(prog, q, eps, k)
-	inRun := append(allViews(q), q)
+	var inRun []*planQuery
+	for _, r := range run {
+		inRun = append(append(inRun, allViews(r)...), r)
+	}
 	for _, p := range prog.Queries() {
+		if slices.Contains(inRun, p) {
+			continue
+		}
+		if err := sharedViewSink(prog, q, p); err != nil {
+			return err
+		}
 		s := querySink(prog, p)
-		if slices.Contains(inRun, p) || s == nil || !strings.EqualFold(s.Option("connector"), "kafka") {
+		if s == nil || !strings.EqualFold(s.Option("connector"), "kafka") {
 			continue
 		}
 		ep, err := kafka.FromOptions(s.Options(), kafka.RoleSink, env.Getenv)
@@ -44,6 +55,22 @@ func checkScriptSinks(prog *ubik.Program, q *planQuery, eps *kafkaEndpoints, k *
 					ErrUsage, o.what, s.Name(), p.Name(), ep.Topic, ep.Config, p.Name())
 			}
 		}
+	}
+	return nil
+}
+
+// sharedViewSink refuses a view of q's run with a Kafka CREATE SINK of
+// its own that p, a query outside the run, reads too: p's run would
+// compute and publish the view into that topic as well, each run
+// numbering its revisions.
+func sharedViewSink(prog *ubik.Program, q, p *planQuery) error {
+	for _, v := range allViews(q) {
+		s := querySink(prog, v)
+		if s == nil || !strings.EqualFold(s.Option("connector"), "kafka") || !slices.Contains(allViews(p), v) {
+			continue
+		}
+		return fmt.Errorf("%w: view %s's changelog goes to CREATE SINK %s, and query %s reads %s too: a run of it would publish the view there as well, and one topic takes one writer; drop that CREATE SINK (each query then publishes the view to its own sink topic, a dash and the view's name)",
+			ErrUsage, v.Name(), s.Name(), p.Name(), v.Name())
 	}
 	return nil
 }
