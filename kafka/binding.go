@@ -28,9 +28,12 @@ const bindingKey = "\xff\xff\xff\xffubik.binding"
 const layoutVersion = 1
 
 // layout is the layout p's stages run in: a join of two views' join
-// stage's (viewJoinLayout), or layoutVersion.
+// stage's (viewJoinLayout, viewJoinTwoSources), or layoutVersion.
 func (p *Pipeline) layout() int {
-	if p.vj != nil {
+	switch {
+	case p.vj != nil && p.tj != nil && p.root.IJoin == nil:
+		return viewJoinTwoSources
+	case p.vj != nil:
 		return viewJoinLayout
 	}
 	return layoutVersion

@@ -147,3 +147,28 @@ func q8OnePartition(t *testing.T, persons int, seed uint64) Options {
 	o.UntilCaughtUp, o.Logger = true, testLogger(t)
 	return o
 }
+
+// TestViewJoinTwoSourcesOldLayout: a join of two views whose join stage
+// decodes both sources ran, under layout 2, the second source's view as a
+// side of its own (topics Q-right-...); its state is refused with what to
+// do, before anything is written.
+func TestViewJoinTwoSourcesOldLayout(t *testing.T) {
+	t.Parallel()
+	s := viewJoinShapes["_BYKEY"]
+	q, err := s.compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := cluster(t).ListenAddrs()
+	mkTopic(t, addrs, "person", 1, nil)
+	mkTopic(t, addrs, "auction", 1, nil)
+	produceValues(t, addrs, "person", 1, nexmark(t, "person", 200, 5), nil)
+	o := s.options(q, addrs)
+	o.UntilCaughtUp, o.Logger = true, testLogger(t)
+	writeBindingVersion(t, o, viewJoinLayout)
+	err = runErr(t, o)
+	if !errors.Is(err, ErrOldState) {
+		t.Fatalf("Run: %v, want ErrOldState", err)
+	}
+	errorSays(t, err, "q8k-state", "layout 2", "writes layout 3", "--until-caught-up", "--reset-state")
+}

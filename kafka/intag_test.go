@@ -315,8 +315,7 @@ func tagProblems(p *Pipeline) []string {
 			writes[c.repTopic] = append(writes[c.repTopic], first)
 		}
 		if c.tj != nil {
-			src, _, _, _ := secondInput(c.root)
-			writes[c.repTopic] = append(writes[c.repTopic], src.Name)
+			writes[c.repTopic] = append(writes[c.repTopic], c.tj.src.Name)
 		}
 	}
 	walk = func(p *Pipeline) {

@@ -51,9 +51,13 @@ var (
 	tableMarkerKey = []byte("ubik.twm")
 )
 
-// tableJoin is a temporal join pipeline's table part.
+// tableJoin is a join's second input: its topic, and the source its
+// records decode as (secondInput).
 type tableJoin struct {
 	ep       Endpoint
+	src      *plan.Source    // the declared table or stream
+	used     []bool          // its columns the query reads
+	what     string          // how errors name it: "table t", "source r"
 	interval bool            // an interval join's right stream: routed by the join key, not broadcast
 	n        int             // partitions of the table topic
 	end      map[int32]int64 // UntilCaughtUp: the table topic's end offsets at start
@@ -174,7 +178,7 @@ func newTableJoin(opts *Options, q *plan.Query) (*tableJoin, error) {
 	if err := drive.NewMessageSourceDecoder(t, used, opts.Table.Format).Err(); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, what, err)
 	}
-	return &tableJoin{ep: opts.Table, interval: q.IJoin != nil}, nil
+	return &tableJoin{ep: opts.Table, src: t, used: used, what: what, interval: q.IJoin != nil}, nil
 }
 
 // prepareTable finds the table topic's partitions (and, UntilCaughtUp,
@@ -186,8 +190,7 @@ func (p *Pipeline) prepareTable(ctx context.Context, adm *admClient) error {
 		return err
 	}
 	if n == 0 {
-		_, _, what, _ := secondInput(p.root)
-		return fmt.Errorf("%w: topic %s (%s) does not exist", ErrConfig, tj.ep.Topic, what)
+		return fmt.Errorf("%w: topic %s (%s) does not exist", ErrConfig, tj.ep.Topic, tj.what)
 	}
 	tj.n = n
 	if p.opts.UntilCaughtUp {

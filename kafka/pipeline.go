@@ -536,7 +536,16 @@ func (p *Pipeline) segmentDecoder(root *plan.Query) *drive.Decoder {
 	if j := root.IJoin; j != nil {
 		return drive.NewMessageSourceDecoder(j.Left, root.LeftUsed(), p.opts.Source.Format)
 	}
-	return drive.NewMessageDecoder(root.Source, p.opts.Source.Format)
+	return drive.NewMessageDecoder(root.Source, p.formatOf(root.Source))
+}
+
+// formatOf is the format of src's topic: the second input's (a join of
+// two views' second source), else the source's.
+func (p *Pipeline) formatOf(src *plan.Source) drive.MessageFormat {
+	if p.tj != nil && p.tj.src == src {
+		return p.tj.ep.Format
+	}
+	return p.opts.Source.Format
 }
 
 // txnCounts are what an open transaction's records counted. They reach

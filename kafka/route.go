@@ -446,12 +446,11 @@ func (p *Pipeline) routeInOf(src *plan.Source) (*routeIn, error) {
 			parts: p.nSource, end: p.sourceEnd, idle: p.opts.Source.IdleTimeout, reset: p.resetOffset(), from: p.opts.Source.From}, nil
 	}
 	tj := p.tj
-	table, used, what, _ := secondInput(p.root)
-	if tj == nil || table != src {
+	if tj == nil || tj.src != src {
 		return nil, fmt.Errorf("kafka: the plan decodes %s, which query %s reads through no stage of its own", src.Name, p.root.Name)
 	}
-	in := &routeIn{src: src, topic: tj.ep.Topic, group: p.tableGroup(), second: true, stage: "table stage", what: what,
-		dec: drive.NewMessageSourceDecoder(table, used, tj.ep.Format), parts: tj.n, end: tj.end, idle: tj.ep.IdleTimeout,
+	in := &routeIn{src: src, topic: tj.ep.Topic, group: p.tableGroup(), second: true, stage: "table stage", what: tj.what,
+		dec: drive.NewMessageSourceDecoder(tj.src, tj.used, tj.ep.Format), parts: tj.n, end: tj.end, idle: tj.ep.IdleTimeout,
 		reset: kgo.NewOffset().AtStart(), from: FromEarliest} // a table: every version counts
 	if tj.interval {
 		in.from = tj.ep.From

@@ -225,8 +225,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 		cfg.OnJoined, cfg.OnRow = cfg.OnRow, nil // the joined rows go to the aggregate's segment
 	}
 	if tj := p.tj; tj != nil {
-		src, used, _, _ := secondInput(p.root)
-		cfg.TableDecoder = drive.NewMessageSourceDecoder(src, used, tj.ep.Format)
+		cfg.TableDecoder = drive.NewMessageSourceDecoder(tj.src, tj.used, tj.ep.Format)
 		cfg.JoinBuffer = p.opts.JoinBuffer
 		if tj.interval {
 			if cfg.JoinBuffer == 0 {

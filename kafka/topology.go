@@ -250,7 +250,7 @@ func (t *namer) chain(seg int, base string) error {
 			}
 		case from.Kind == dataflow.Decode:
 			suffix := "-in"
-			if r := t.role(c, x); r == "table" || r == "right" {
+			if r := t.role(c, x); r == "table" || r == "right" || r == "" && t.secondDecoded(segs[0], x) {
 				suffix = "-tbl"
 			}
 			if err := t.name(from.Segment, base+suffix); err != nil {
@@ -273,6 +273,22 @@ func (t *namer) chain(seg int, base string) error {
 		}
 	}
 	return nil
+}
+
+// secondDecoded reports whether exchange x brings segment seg the
+// events of a source another decoded input of seg, before x, brings
+// another: the join stage's second input (its routing stage Q-tbl).
+func (t *namer) secondDecoded(seg, x int) bool {
+	src := t.p.Node(t.p.Node(x).Inputs[0].From).Source
+	for _, y := range t.p.Segments[seg].Inputs {
+		if y == x {
+			return false
+		}
+		if from := t.p.Node(t.p.Node(y).Inputs[0].From); (from.Kind == dataflow.Decode || from.Kind == dataflow.Dedup) && from.Source != src {
+			return true
+		}
+	}
+	return false
 }
 
 // name names segment s, once: a segment two chains reach (a source's

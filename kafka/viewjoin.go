@@ -31,6 +31,12 @@ import (
 // computes elsewhere. Layout 1 ran each view of the join as a side.
 const viewJoinLayout = 2
 
+// viewJoinTwoSources is the layout of a join of two views whose join
+// stage decodes two sources (both views it computes read one each): the
+// second comes through the routing stage Q-tbl as the graph's second
+// input. Layout 2 ran the view reading it as a side of its own.
+const viewJoinTwoSources = 3
+
 // DefaultViewJoinRows bounds the rows a join of two views holds per
 // partition when Options.JoinBuffer is not set.
 const DefaultViewJoinRows = 100_000
@@ -127,11 +133,22 @@ func newViewJoin(p *Pipeline) error {
 		return err
 	}
 	p.vj = vj
-	if err := p.routeOwn(pl, specs, joinSegment(pl, jq), routed, eps); err != nil {
-		return err
-	}
 	segs, err := p.afterJoin()
 	if err != nil {
+		return err
+	}
+	g, err := vj.graph(p)
+	if err != nil {
+		return err
+	}
+	if streamJoinIn(pl, joinSegment(pl, jq)) == nil {
+		// Its sources are the graph's own inputs (else an interval join
+		// of two streams takes the second, SecondInput).
+		if err := graphOrder(pl, routed, g.Sources()); err != nil {
+			return fmt.Errorf("kafka: query %s: %w", p.q.Name, err)
+		}
+	}
+	if err := p.routeOwn(pl, specs, joinSegment(pl, jq), routed, eps); err != nil {
 		return err
 	}
 	// The joined rows reach the join's aggregate through an exchange
@@ -156,7 +173,7 @@ func newViewJoin(p *Pipeline) error {
 		// next segment: its late rows are the view's.
 		p.opts.OnLate = viewLateOf(opts, p.top)
 	}
-	return vj.inputs(p)
+	return vj.inputs(p, g)
 }
 
 // joinSegment is the segment of pl that runs jq's join.
@@ -194,10 +211,10 @@ func (vj *viewJoin) readsOf(p *Pipeline, pl *dataflow.Plan, specs []stageSpec, j
 				}
 				continue // one record serves every root reading the source (routeOuts)
 			}
-			if len(routed) > 0 && streamJoinIn(pl, seg) == nil {
-				// A second source, read by a view of the segment: that
-				// view runs as a side of its own (one pipeline reads one
-				// source topic but an interval join's right stream).
+			if len(routed) > 0 && streamJoinIn(pl, seg) == nil && from.Kind == dataflow.Dedup {
+				// A second source with a dedup key, read by a view of
+				// the segment: that view runs as a side of its own (a
+				// pipeline's dedup stage is its first stream's).
 				sd, err := ownSide(p, pl, seg, x, eps)
 				if err != nil {
 					return nil, err
@@ -297,14 +314,20 @@ func (p *Pipeline) routeOwn(pl *dataflow.Plan, specs []stageSpec, seg int, route
 	t := &topology{p: pl}
 	first := pl.Node(pl.Node(routed[0]).Inputs[0].From).Source
 	p.root = t.consumer(routed[0], seg).Query
+	var second *plan.Source // a second source a view of the segment reads
 	if len(routed) > 1 {
-		// Two sources: the right one is an interval join's second input.
-		ij := streamJoinIn(pl, seg)
-		if ij == nil || len(routed) > 2 {
-			return fmt.Errorf("%w: the join's segment of %s decodes %d sources outside an interval join of two streams", ErrUnsupported, p.q.Name, len(routed))
+		// Two sources: the second is an interval join's right stream, or
+		// read by a view of the segment; either is the second input.
+		if len(routed) > 2 {
+			return fmt.Errorf("%w: the join's segment of %s decodes %d sources", ErrUnsupported, p.q.Name, len(routed))
 		}
-		p.root, first = ij, ij.IJoin.Left
-		p.opts.Table = eps[ij.IJoin.Right]
+		if ij := streamJoinIn(pl, seg); ij != nil {
+			p.root, first = ij, ij.IJoin.Left
+			p.opts.Table = eps[ij.IJoin.Right]
+		} else {
+			second = pl.Node(pl.Node(routed[1]).Inputs[0].From).Source
+			p.opts.Table = eps[second]
+		}
 	}
 	p.opts.Source, p.opts.JoinSource = eps[first], Endpoint{}
 	// It reads its source where it is when the plan routes it through no
@@ -321,12 +344,43 @@ func (p *Pipeline) routeOwn(pl *dataflow.Plan, specs []stageSpec, seg int, route
 	if err := drive.NewMessageDecoder(first, p.opts.Source.Format).Err(); err != nil {
 		return fmt.Errorf("%w: source: %v", ErrConfig, err)
 	}
-	tj, err := newTableJoin(&p.opts, p.root)
+	var tj *tableJoin
+	var err error
+	if second != nil {
+		tj, err = newSecondStream(&p.opts, second)
+	} else {
+		tj, err = newTableJoin(&p.opts, p.root)
+	}
 	if err != nil {
 		return err
 	}
 	p.tj = tj
 	return nil
+}
+
+// newSecondStream is the second input of a join stage whose segment's
+// views read two sources: the second source's events, routed by the
+// routing stage that decodes them (Q-tbl) as an interval join's right
+// stream is, and pushed as the graph's second input.
+func newSecondStream(opts *Options, src *plan.Source) (*tableJoin, error) {
+	ep := opts.Table
+	if ep.Topic == "" {
+		return nil, fmt.Errorf("%w: query %s reads source %s: give its topic (Options.JoinSource)", ErrConfig, opts.Query.Name, src.Name)
+	}
+	if len(ep.Config.Brokers) == 0 {
+		ep.Config = opts.Source.Config
+	}
+	if !sameCluster(opts.Source.Config, ep.Config) {
+		return nil, fmt.Errorf("%w: source %s (%s) must be on the source's cluster (%s): a Kafka transaction cannot span two", ErrConfig, src.Name, ep.Config, opts.Source.Config)
+	}
+	if ep.IdleTimeout == 0 {
+		ep.IdleTimeout = DefaultIdleTimeout
+	}
+	if err := drive.NewMessageDecoder(src, ep.Format).Err(); err != nil {
+		return nil, fmt.Errorf("%w: source %s: %v", ErrConfig, src.Name, err)
+	}
+	opts.Table = ep
+	return &tableJoin{ep: ep, src: src, what: "source " + src.Name, interval: true}, nil
 }
 
 // streamJoinIn is the query of segment seg's interval join of two
@@ -340,15 +394,31 @@ func streamJoinIn(pl *dataflow.Plan, seg int) *plan.Query {
 	return nil
 }
 
-// inputs names the join stage's graph inputs in the graph's order: each
-// side's view's rows, a source p decodes, an interval join of two
-// streams' right stream (the second input, which a routing stage sends).
-func (vj *viewJoin) inputs(p *Pipeline) error {
+// graph is the join stage's graph as its tasks build it, without a
+// decoder: what its inputs are, and in which order.
+func (vj *viewJoin) graph(p *Pipeline) (*drive.Graph, error) {
 	none := func(*changelog.Record) error { return nil }
-	g, err := drive.NewSegmentGraph(p.top, vj.fedViews(), nil, drive.Config{Emit: none, ExternalWatermark: true}, none, nil)
-	if err != nil {
-		return err
+	return drive.NewSegmentGraph(p.top, vj.fedViews(), nil, drive.Config{Emit: none, ExternalWatermark: true}, none, nil)
+}
+
+// graphOrder checks that routed, the exchanges of the sources the join
+// stage decodes in the plan's order (the first read through Q-in, the
+// second through Q-tbl), are in the order the graph numbers its inputs:
+// the second is the graph's second input (PushTable).
+func graphOrder(pl *dataflow.Plan, routed []int, srcs []*plan.Source) error {
+	for i, x := range routed {
+		src := pl.Node(pl.Node(x).Inputs[0].From).Source
+		if i >= len(srcs) || srcs[i].Name != src.Name {
+			return fmt.Errorf("the join stage decodes %s as its input %d, which its graph does not read there", src.Name, i)
+		}
 	}
+	return nil
+}
+
+// inputs names the join stage's graph inputs (g's) in the graph's order:
+// each side's view's rows, a source p decodes, an interval join of two
+// streams' right stream (the second input, which a routing stage sends).
+func (vj *viewJoin) inputs(p *Pipeline, g *drive.Graph) error {
 	names := g.Sources()
 	p.ins = nil
 	for i, s := range names {

@@ -86,10 +86,29 @@ GROUP BY TUMBLE(p.window_start, INTERVAL '10' SECOND) EMIT FINAL;
 CREATE VIEW q8nm AS SELECT persons, TUMBLE_START(window_start, INTERVAL '10' SECOND) AS w, count(*) AS n, max(auctions) AS auctions
 FROM q8n GROUP BY persons, TUMBLE(window_start, INTERVAL '10' SECOND) EMIT FINAL;`,
 		map[string]string{"q8nm": "q8nm-out", "q8n": "q8n-out", "new_persons": "np-out", "new_sellers": "ns-out"}},
+	// Both views grouped by the join's key, each over its own source:
+	// the join stage computes both from their sources' events, the
+	// second source routed by Q-tbl as the graph's second input.
+	"_BYKEY": {"both views in the join's segment", `
+CREATE VIEW np_key AS SELECT id, TUMBLE_START(date_time, INTERVAL '10' SECOND) AS window_start, count(*) AS versions
+FROM person GROUP BY id, TUMBLE(date_time, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW q8k AS SELECT p.id, TUMBLE_START(p.window_start, INTERVAL '10' SECOND) AS window_start, max(p.versions) AS versions, max(a.auctions) AS auctions
+FROM np_key p JOIN new_sellers a ON p.id = a.seller AND p.window_start = a.window_start
+GROUP BY p.id, TUMBLE(p.window_start, INTERVAL '10' SECOND) EMIT FINAL;`,
+		map[string]string{"q8k": "q8k-out", "np_key": "npk-out", "new_sellers": "ns-out"}},
+	// The same, the auctions' view on the join's left: the graph's and
+	// the stages' second input is the persons' view's source.
+	"_BYKEYSWAP": {"both views in the join's segment, swapped", `
+CREATE VIEW np_key AS SELECT id, TUMBLE_START(date_time, INTERVAL '10' SECOND) AS window_start, count(*) AS versions
+FROM person GROUP BY id, TUMBLE(date_time, INTERVAL '10' SECOND) EMIT FINAL;
+CREATE VIEW q8w AS SELECT a.seller, TUMBLE_START(a.window_start, INTERVAL '10' SECOND) AS window_start, max(p.versions) AS versions, max(a.auctions) AS auctions
+FROM new_sellers a JOIN np_key p ON p.id = a.seller AND p.window_start = a.window_start
+GROUP BY a.seller, TUMBLE(a.window_start, INTERVAL '10' SECOND) EMIT FINAL;`,
+		map[string]string{"q8w": "q8w-out", "np_key": "npk-out", "new_sellers": "ns-out"}},
 }
 
 // viewJoinShapeOrder is the order the tests run the shapes in.
-var viewJoinShapeOrder = []string{"_SIDES", "_NESTED", "_IJSIDE", "_BYNONE", "_APART"}
+var viewJoinShapeOrder = []string{"_SIDES", "_NESTED", "_IJSIDE", "_BYNONE", "_APART", "_BYKEY", "_BYKEYSWAP"}
 
 // compile compiles q8 and the shape's script (each query to its own
 // topic), returning the shape's last query.
@@ -109,6 +128,9 @@ func (s viewJoinShape) compile() (*plan.Query, error) {
 // person and auction.
 func (s viewJoinShape) options(q *plan.Query, addrs []string) Options {
 	o := q8Options(q, addrs)
+	if streams, _ := inputsOf(q); streams[0].Name == "auction" {
+		o.Source, o.JoinSource = o.JoinSource, o.Source // the query's first stream is the auctions
+	}
 	o.Sink, o.InstanceID = endpoint(addrs, s.topics[q.Name]), q.Name+"-1"
 	o.ViewSinks = map[string]Endpoint{}
 	for name, topic := range s.topics {
