@@ -373,6 +373,19 @@ func (p *Pipeline) resetState(ctx context.Context, adm *admClient) error {
 	// that never existed is skipped).
 	groups = append(groups, p.tableGroup(), dedupName(p.name))
 	topics = append(topics, p.ddTopic(), p.ddState())
+	if p.vj != nil {
+		// A join of two views' side under layout 2, which ran a second
+		// source's view as one (name-left, name-right), unless this run
+		// has that side: prepared before the join stage, it reset its own.
+		for _, name := range []string{p.name + "-left", p.name + "-right"} {
+			if p.vj.hasSide(name) {
+				continue
+			}
+			g, _, t := Owned(name, false)
+			groups = append(append(groups, g...), dedupName(name))
+			topics = append(append(topics, t...), dedupName(name)+"-repartition", dedupName(name)+"-state")
+		}
+	}
 	for _, g := range groups {
 		if _, err := adm.LeaveGroup(ctx, kadm.LeaveGroup(g).InstanceIDs(p.opts.InstanceID).Reason("ubik --reset-state")); err != nil {
 			p.log.Debug("kafka: leaving the group before the reset", "group", g, "err", err)

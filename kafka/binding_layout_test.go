@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -166,9 +167,33 @@ func TestViewJoinTwoSourcesOldLayout(t *testing.T) {
 	o := s.options(q, addrs)
 	o.UntilCaughtUp, o.Logger = true, testLogger(t)
 	writeBindingVersion(t, o, viewJoinLayout)
+	old := []string{"q8k-right-repartition", "q8k-right-state", "q8k-right-dedup-state"} // layout 2's side
+	for _, topic := range old {
+		mkTopic(t, addrs, topic, 1, nil)
+	}
 	err = runErr(t, o)
 	if !errors.Is(err, ErrOldState) {
 		t.Fatalf("Run: %v, want ErrOldState", err)
 	}
 	errorSays(t, err, "q8k-state", "layout 2", "writes layout 3", "--until-caught-up", "--reset-state")
+	// A reset clears layout 2's side too, then runs.
+	o.ResetState = true
+	pl, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := pl.Run(ctx); err != nil {
+		t.Fatalf("reset run: %v", err)
+	}
+	tds, err := kadm.NewClient(client(t, addrs)).ListTopics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range old {
+		if tds.Has(topic) {
+			t.Errorf("topic %s of layout 2's side is left after the reset", topic)
+		}
+	}
 }

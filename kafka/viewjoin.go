@@ -65,6 +65,16 @@ type side struct {
 	apart bool
 }
 
+// hasSide reports whether one of vj's sides runs under name.
+func (vj *viewJoin) hasSide(name string) bool {
+	for _, sd := range vj.sides {
+		if sd.p.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // sideSet are the sides a query's joins of two views made, by view, so
 // that a view two of them read is computed once.
 type sideSet map[*plan.Query]*Pipeline
