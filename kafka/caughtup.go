@@ -99,14 +99,9 @@ func endOffsets(ctx context.Context, adm *admClient, topic string, n int) (map[i
 	return out, nil
 }
 
-// startPositions returns where the consumer group starts reading each of
-// parts of the source topic: its committed offset, else the reset offset
-// (the log start for earliest, the end for latest).
-func (p *Pipeline) startPositions(ctx context.Context, group string, parts []int32) (map[int32]int64, error) {
-	return p.startPositionsOf(ctx, group, p.opts.Source.Topic, p.opts.Source.From, parts)
-}
-
-// startPositionsOf is startPositions for any topic the group reads.
+// startPositionsOf returns where the consumer group starts reading each of
+// parts of topic: its committed offset, else the reset offset (the log
+// start for earliest, the end for latest).
 func (p *Pipeline) startPositionsOf(ctx context.Context, group, topic string, from StartOffset, parts []int32) (map[int32]int64, error) {
 	adm, closeAdm, err := p.admin()
 	if err != nil {

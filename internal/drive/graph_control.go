@@ -70,12 +70,10 @@ func (g *Graph) closed() bool {
 	return !slices.Contains(g.ended[:max(1, len(g.sources))], false) && (ij == nil || ij.d.closed)
 }
 
-// controlNode is control on root n alone.
+// controlNode is controlAll on root n alone.
 func (g *Graph) controlNode(n *gnode, f func(*Driver) error, pass gitemKind) error {
 	return g.controlAll([]*gnode{n}, f, pass)
 }
-
-func (g *Graph) control(f func(*Driver) error, pass gitemKind) error { return g.controlOf(-1, f, pass) }
 
 // controlOf is control on the roots of input i (-1: every root).
 func (g *Graph) controlOf(i int, f func(*Driver) error, pass gitemKind) error {
