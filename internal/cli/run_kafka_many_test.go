@@ -120,6 +120,27 @@ func TestRunKafkaSeveralQueries(t *testing.T) {
 		}
 	}
 	refusals(t, addr, sql, script)
+	t.Run("stopped", func(t *testing.T) {
+		// A service's stop (SIGINT) ends every query's open transaction
+		// and exits 0; each summary says why it ended.
+		stopped := script("stop.sql", strings.NewReplacer("by_merchant", "bm3", "per_minute", "pm3", "busiest", "bu3",
+			"'bm-out'", "'bm3-out'", "'pm-out'", "'pm3-out'", "'bu-out'", "'bu3-out'").Replace(sql))
+		ctx, cancelCause := context.WithCancelCause(context.Background())
+		out := &syncBuf{}
+		env := &Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: out, Getenv: func(string) string { return "" }}
+		code := make(chan int, 1)
+		go func() { code <- Main(ctx, env, []string{"run", stopped, "--instance-id", "many-3"}) }()
+		consumeKeys(t, addr, "bm3-out", 4, 30*time.Second)
+		cancelCause(StopSignal{Signal: os.Interrupt})
+		select {
+		case c := <-code:
+			if c != 0 || strings.Count(out.String(), ": stopped (") != 3 {
+				t.Errorf("exit status %d, want 0 and three stopped summaries:\n%s", c, out)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("not stopped within 30s of SIGINT:\n%s", out)
+		}
+	})
 }
 
 // refusals: what a run of several queries, or of one of them, refuses.
