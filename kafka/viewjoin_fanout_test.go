@@ -1,12 +1,10 @@
 package kafka
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
@@ -67,25 +65,7 @@ func TestRunKafkaDedupFanOut(t *testing.T) {
 					o.ViewSinks[name] = endpoint(addrs, topic)
 				}
 			}
-			pl, err := New(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			if err := pl.Run(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if st := pl.Stats(); !st.CaughtUp || st.Late != 0 || st.Malformed != 0 || st.EventsIn != int64(len(auctions)) {
-				t.Errorf("stats %+v: want %d events", st, len(auctions))
-			}
-			for name, topic := range topics {
-				got := readFinals(t, addrs, topic)
-				if len(got) != len(want[name]) {
-					t.Errorf("%s: %d finals, in process %d", name, len(got), len(want[name]))
-				}
-				compareFinals(t, got, want[name])
-			}
+			runFinals(t, o, topics, want, len(auctions))
 		})
 	}
 }

@@ -175,30 +175,38 @@ func TestRunKafkaViewJoinShapes(t *testing.T) {
 					o.RepartitionPartitions = c.rep
 					o.UntilCaughtUp = true
 					o.Logger = testLogger(t)
-					pl, err := New(o)
-					if err != nil {
-						t.Fatal(err)
-					}
-					ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-					defer cancel()
-					if err := pl.Run(ctx); err != nil {
-						t.Fatal(err)
-					}
 					// Each source is read, and its events counted, once,
 					// whichever stage of a side reads it.
-					if st := pl.Stats(); !st.CaughtUp || st.Late != 0 || st.Malformed != 0 || st.EventsIn != int64(len(persons)+len(auctions)) {
-						t.Errorf("stats %+v: want %d events", st, len(persons)+len(auctions))
-					}
-					for name, topic := range s.topics {
-						got := readFinals(t, addrs, topic)
-						if len(got) != len(want[name]) {
-							t.Errorf("%s: %d finals, in process %d", name, len(got), len(want[name]))
-						}
-						compareFinals(t, got, want[name])
-					}
+					runFinals(t, o, s.topics, want, len(persons)+len(auctions))
 				})
 			}
 		})
+	}
+}
+
+// runFinals runs o until caught up: it must count events events, none
+// late or malformed, and every topic's finals must equal want's.
+func runFinals(t *testing.T, o Options, topics map[string]string, want map[string]map[string]string, events int) {
+	t.Helper()
+	pl, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := pl.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := pl.Stats(); !st.CaughtUp || st.Late != 0 || st.Malformed != 0 || st.EventsIn != int64(events) {
+		t.Errorf("stats %+v: want %d events", st, events)
+	}
+	addrs := o.Source.Config.Brokers
+	for name, topic := range topics {
+		got := readFinals(t, addrs, topic)
+		if len(got) != len(want[name]) {
+			t.Errorf("%s: %d finals, in process %d", name, len(got), len(want[name]))
+		}
+		compareFinals(t, got, want[name])
 	}
 }
 

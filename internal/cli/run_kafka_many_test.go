@@ -199,19 +199,7 @@ func runMain(t *testing.T, args ...string) (int, string) {
 // consumeKeys reads topic until it has n keys or timeout passes.
 func consumeKeys(t *testing.T, addr, topic string, n int, timeout time.Duration) map[string]string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	got := map[string]string{}
-	for deadline := time.Now().Add(timeout); len(got) < n && time.Now().Before(deadline); {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got[string(r.Key)] = string(r.Value) })
-		cancel()
-	}
-	return got
+	return consumeUntil(t, addr, topic, timeout, func(got map[string]string) bool { return len(got) >= n })
 }
 
 // lastValues reads a TSV changelog: each key's last value.

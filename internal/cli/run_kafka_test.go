@@ -146,6 +146,20 @@ CREATE SINK out FROM totals WITH (connector = 'kafka', brokers = '%s', topic = '
 
 func consumeLatest(t *testing.T, addr, topic string, want map[string]string, timeout time.Duration) map[string]string {
 	t.Helper()
+	return consumeUntil(t, addr, topic, timeout, func(got map[string]string) bool {
+		for k, v := range want {
+			if got[k] != v {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// consumeUntil reads topic's committed records from its start, each
+// key's latest value, until done says so or timeout passes.
+func consumeUntil(t *testing.T, addr, topic string, timeout time.Duration, done func(map[string]string) bool) map[string]string {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
@@ -153,8 +167,7 @@ func consumeLatest(t *testing.T, addr, topic string, want map[string]string, tim
 	}
 	defer cl.Close()
 	got := map[string]string{}
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		fs := cl.PollFetches(ctx)
 		cancel()
@@ -164,13 +177,7 @@ func consumeLatest(t *testing.T, addr, topic string, want map[string]string, tim
 			}
 			got[string(r.Key)] = string(r.Value)
 		})
-		done := true
-		for k, v := range want {
-			if got[k] != v {
-				done = false
-			}
-		}
-		if done {
+		if done(got) {
 			break
 		}
 	}
