@@ -8,7 +8,6 @@ import (
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/exec"
-	"github.com/ubiksql/ubik/internal/types"
 )
 
 // The shard side of a sharded aggregate (sharded.go): each shard applies
@@ -45,7 +44,6 @@ type shard struct {
 	skips     []skip          // the records skipped over the batch, in the order rendered
 	lastSkip  *exec.EvalError // the last one, which the operator's call may return as well
 	w         *worker         // the block path's decoder (feed.go); nil without it
-	row       []types.Value   // the row handed to the operator: the batch's cells spread over the columns, NULL elsewhere
 	// The last final's window end (plus lateness) and its op in s.b:
 	// a watermark advance finalizes windows in runs of the same end, so
 	// most finals need no search of the batch's advances (finalOp).
@@ -147,7 +145,7 @@ func (s *shard) wake() {
 func (s *shard) steps(b *batch) (err error) {
 	defer Recover(&err)
 	pt := &b.parts[s.idx]
-	cols := s.p.cols
+	width := s.p.width
 	for _, it := range pt.items {
 		if it.kind == itemSkip {
 			continue
@@ -162,10 +160,8 @@ func (s *shard) steps(b *batch) (err error) {
 		switch it.kind {
 		case itemEvent:
 			s.op.SetSeq(s.p.seqBase + it.op*s.p.perEvent)
-			for j, c := range pt.cells[it.row : int(it.row)+len(cols)] {
-				s.row[cols[j]] = c
-			}
-			err := s.op.ProcessAdmitted(s.row, pt.keys[it.key0:it.key1], s.p.adm)
+			row := pt.cells[it.row : int(it.row)+width : int(it.row)+width]
+			err := s.op.ProcessAdmitted(row, pt.keys[it.key0:it.key1], s.p.adm)
 			if err != nil && !Skipped(err) {
 				return err
 			}
