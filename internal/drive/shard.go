@@ -3,6 +3,7 @@ package drive
 import (
 	"context"
 	"errors"
+	"runtime"
 	"runtime/pprof"
 	"sync/atomic"
 
@@ -73,6 +74,7 @@ func (s *shard) run() {
 		// Nothing to apply: the reader may hand this goroutine the next
 		// block to decode (feed.go).
 		s.waiting.Store(true)
+		s.spin(jobs)
 		select {
 		case b, ok := <-s.in:
 			s.waiting.Store(false)
@@ -88,6 +90,22 @@ func (s *shard) run() {
 			}
 			s.w.take(b)
 		}
+	}
+}
+
+// spinNanos bounds how long a goroutine of a sharded aggregate polls for
+// the other stage's hand-off before it parks. On a virtual machine a
+// parked goroutine's core halts, and waking it takes 0.1 ms at the
+// median, and milliseconds under load (bench/results/2026-12-07-threads-std-q5-stalls.md),
+// while the reader cuts a block or the shard applies one every 1 to 3 ms:
+// a short poll takes most hand-offs without a wake-up.
+const spinNanos = 50_000
+
+// spin polls for a batch to apply or a block to decode, for at most
+// spinNanos, yielding the core to any other goroutine in between.
+func (s *shard) spin(jobs chan job) {
+	for end := nanotime() + spinNanos; len(s.in) == 0 && len(jobs) == 0 && nanotime() < end; {
+		runtime.Gosched()
 	}
 }
 
