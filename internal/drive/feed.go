@@ -58,11 +58,12 @@ import (
 // in the queue, could never end.
 //
 // Who decodes: the host's goroutine decodes each block as it is filled,
-// unless a shard's goroutine waits for work (nothing to apply: shard.waiting),
-// and only then is the block queued for the shards. So with the fold the
-// slower stage (one shard on two threads) the shard only folds, and the
-// reader decodes; with the reader the slower (more shards) the idle
-// shards take the decoding over. Shards that took every block decoded
+// unless a shard's goroutine waits for work (nothing to apply: shard.waiting)
+// or, the only shard, is about to (par.shardWaits), and only then is the
+// block queued for the shards. So with the fold the slower stage (q5 on
+// two threads) the shard only folds, and the reader decodes; with the
+// reader the slower (std, or more shards) the shards take decoding over
+// as they run out of batches. Shards that took every block decoded
 // each block's bytes on a core other than the one that wrote them, and
 // the reader waited for them: two threads cost 1.6 times one thread's
 // CPU for 1.07 times its speed. Rather than goroutines of their own
