@@ -244,10 +244,27 @@ func (w *worker) dedupInfo(k *block, li *lineInfo, row []types.Value, tc int) {
 // not copied there. With several shards the key, which picks the part,
 // is known only once the row is decoded.
 func (w *worker) inPlace(pt *part) int {
-	at := len(pt.cells)
-	pt.cells = slices.Grow(pt.cells, w.p.width)[:at+w.p.width]
-	w.dec.UseRow(pt.cells[at : at+w.p.width : at+w.p.width])
+	at, n := len(pt.cells), w.p.width
+	if cap(pt.cells)-at < n {
+		pt.cells = slices.Grow(pt.cells, n)
+	}
+	pt.cells = pt.cells[:at+n]
+	w.dec.UseRow(pt.cells[at : at+n : at+n])
 	return at
+}
+
+// own copies into the part's strs each string of the row decoded in place
+// at at that does not lie in raw (the decoder unescaped it into its own
+// buffer, which the next record reuses).
+func (w *worker) own(pt *part, at int, raw []byte) {
+	for _, j := range w.p.strCols {
+		c := &pt.cells[at+j]
+		if len(c.S) > 0 && !within(raw, c.S) {
+			pt.fixes = append(pt.fixes, int32(at+j), int32(len(pt.strs)), int32(len(c.S)))
+			pt.strs = append(pt.strs, c.S...)
+			c.S = ""
+		}
+	}
 }
 
 // place checks and keys record i's row and routes it to its shard's part
@@ -273,7 +290,8 @@ func (w *worker) place(b *batch, i int, li *lineInfo, op uint64, wm int64, row [
 		b.events++
 		pi := 0
 		if at >= 0 {
-			w.p.enter(&b.parts[0], op, wm, at, key, k.raw)
+			w.own(&b.parts[0], at, k.raw)
+			b.parts[0].enter(op, wm, at, key)
 		} else {
 			pi = w.p.route(b, op, wm, row, key, k.raw)
 		}

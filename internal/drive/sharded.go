@@ -91,6 +91,7 @@ type par struct {
 	width    int           // cells per row
 	cols     []int         // the columns the query reads: the only cells of a batch's rows not NULL
 	nulls    []types.Value // a row of NULLs, what route copies a row's cells over
+	strCols  []int         // the VARCHAR columns of cols: a row decoded in place may hold the decoder's strings there
 	// out is where the merge delivers: held by the driver, only weakly
 	// here (parOut). rows: Config.OnRow is set, so the shards carry each
 	// record's projected row to the merge; marks: Config.OnMark is set.
@@ -191,6 +192,9 @@ func newPar(q *plan.Query, cfg Config, out *parOut, threads int, blocks bool) (*
 			p.cols = append(p.cols, i)
 		}
 		p.nulls = append(p.nulls, types.NullOf(c.Type))
+		if c.Type.Kind == types.KindVarchar && (q.UsedColumns == nil || q.UsedColumns[i]) {
+			p.strCols = append(p.strCols, i)
+		}
 	}
 	sq := exec.NoFilter(q)
 	base := nanotime()
@@ -313,7 +317,9 @@ func (p *par) dispatchIfFull() error {
 
 // route adds an event to the part of b of the shard its key hashes to,
 // with wm the watermark before it: a copy of its row's columns the query
-// reads, NULL elsewhere, as the shard hands it to its operator.
+// reads, NULL elsewhere, which the shard hands to its operator where it
+// lies. A string cell is copied unless it lies in raw (a block's records,
+// which live as long as the batch).
 func (p *par) route(b *batch, op uint64, wm int64, row []types.Value, key, raw []byte) int {
 	pi := 0
 	if len(p.shards) > 1 {
@@ -323,29 +329,24 @@ func (p *par) route(b *batch, op uint64, wm int64, row []types.Value, key, raw [
 	at := len(pt.cells)
 	pt.cells = append(pt.cells, p.nulls...)
 	for _, j := range p.cols {
-		pt.cells[at+j] = row[j]
-	}
-	p.enter(pt, op, wm, at, key, raw)
-	return pi
-}
-
-// enter adds the item of an event whose row is pt.cells[at:at+p.width]
-// (copied there by route, or decoded in place: feed_block.go), so the
-// shard hands the cells to its operator as they lie, with no copy. A
-// string cell is copied unless it lies in raw (a block's records, which
-// live as long as the batch).
-func (p *par) enter(pt *part, op uint64, wm int64, at int, key, raw []byte) {
-	it := item{kind: itemEvent, op: op, wm: wm, row: int32(at), key0: int32(len(pt.keys))}
-	pt.keys = append(pt.keys, key...)
-	it.key1 = int32(len(pt.keys))
-	for _, j := range p.cols {
-		c := &pt.cells[at+j]
+		c := row[j]
 		if len(c.S) > 0 && !within(raw, c.S) {
 			pt.fixes = append(pt.fixes, int32(at+j), int32(len(pt.strs)), int32(len(c.S)))
 			pt.strs = append(pt.strs, c.S...)
 			c.S = ""
 		}
+		pt.cells[at+j] = c
 	}
+	pt.enter(op, wm, at, key)
+	return pi
+}
+
+// enter adds the item of an event whose row is the part's cells from at
+// (copied there by route, or decoded in place: feed_block.go).
+func (pt *part) enter(op uint64, wm int64, at int, key []byte) {
+	it := item{kind: itemEvent, op: op, wm: wm, row: int32(at), key0: int32(len(pt.keys))}
+	pt.keys = append(pt.keys, key...)
+	it.key1 = int32(len(pt.keys))
 	pt.items = append(pt.items, it)
 }
 
