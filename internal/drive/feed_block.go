@@ -2,6 +2,7 @@ package drive
 
 import (
 	"math"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -151,6 +152,14 @@ func (w *worker) take(j job) bool {
 func (w *worker) decode(b *batch) {
 	k := &b.blk
 	defer Recover(&k.err)
+	inPlace := len(b.parts) == 1 && w.dec.Width() == w.p.width
+	if inPlace {
+		// One shard: each row is decoded in its place in the batch
+		// (w.inPlace). Room for every row, so the cells do not move.
+		pt := &b.parts[0]
+		pt.cells = slices.Grow(pt.cells[:0], len(k.ends)*w.p.width)
+		defer w.dec.UseRow(w.dec.UseRow(nil)) // the decoder's own row back after the block
+	}
 	tc := w.p.q.Source.TimeCol
 	lt := localTime{maxT: math.MinInt64, wm: math.MinInt64}
 	h := 0
@@ -168,7 +177,16 @@ func (w *worker) decode(b *batch) {
 			h++
 			continue
 		}
+		at := -1
+		if inPlace {
+			at = w.inPlace(&b.parts[0])
+		}
 		row, err := w.dec.Decode(line)
+		if at >= 0 && (len(row) != w.p.width || &row[0] != &b.parts[0].cells[at]) {
+			// Not decoded in its place (a deriver's row, an error):
+			// routed as a copy, if at all.
+			b.parts[0].cells, at = b.parts[0].cells[:at], -1
+		}
 		if err != nil {
 			k.out = append(k.out, outcome{idx: int32(i), kind: outMalformed, err: err})
 			continue
@@ -181,7 +199,7 @@ func (w *worker) decode(b *batch) {
 		if li != nil {
 			w.dedupInfo(k, li, row, tc)
 		}
-		w.place(b, i, li, op, lt.wm, row)
+		w.place(b, i, li, op, lt.wm, row, at)
 		// Every decoded event's time counts, whatever failed to
 		// evaluate (as exec.Operator and par.observe).
 		if tc >= 0 && !row[tc].Null {
@@ -221,11 +239,44 @@ func (w *worker) dedupInfo(k *block, li *lineInfo, row []types.Value, tc int) {
 	}
 }
 
+// inPlace, with one shard, makes the decoder write the next row in its
+// place in the shard's part pt (at the index it returns), so the row is
+// not copied there. With several shards the key, which picks the part,
+// is known only once the row is decoded.
+func (w *worker) inPlace(pt *part) int {
+	at, n := len(pt.cells), w.p.width
+	if cap(pt.cells)-at < n {
+		pt.cells = slices.Grow(pt.cells, n)
+	}
+	pt.cells = pt.cells[:at+n]
+	w.dec.UseRow(pt.cells[at : at+n : at+n])
+	return at
+}
+
+// own copies into the part's strs each string of the row decoded in place
+// at at that does not lie in raw (the decoder unescaped it into its own
+// buffer, which the next record reuses).
+func (w *worker) own(pt *part, at int, raw []byte) {
+	for _, j := range w.p.strCols {
+		c := &pt.cells[at+j]
+		if len(c.S) > 0 && !within(raw, c.S) {
+			pt.fixes = append(pt.fixes, int32(at+j), int32(len(pt.strs)), int32(len(c.S)))
+			pt.strs = append(pt.strs, c.S...)
+			c.S = ""
+		}
+	}
+}
+
 // place checks and keys record i's row and routes it to its shard's part
 // of the batch (or records its evaluation error, or counts it filtered).
-func (w *worker) place(b *batch, i int, li *lineInfo, op uint64, wm int64, row []types.Value) {
+// at >= 0: the row lies in the part at at (inPlace), where it stays if
+// it is routed.
+func (w *worker) place(b *batch, i int, li *lineInfo, op uint64, wm int64, row []types.Value, at int) {
 	k := &b.blk
 	key, pass, err := w.adm.Check(w.key[:0], row)
+	if at >= 0 && (err != nil || !pass) {
+		b.parts[0].cells = b.parts[0].cells[:at] // not routed: its place is the next row's
+	}
 	switch {
 	case err != nil:
 		k.out = append(k.out, outcome{idx: int32(i), kind: outEval, err: err})
@@ -237,7 +288,13 @@ func (w *worker) place(b *batch, i int, li *lineInfo, op uint64, wm int64, row [
 	default:
 		w.key = key
 		b.events++
-		pi := w.p.route(b, op, wm, row, key, k.raw)
+		pi := 0
+		if at >= 0 {
+			w.own(&b.parts[0], at, k.raw)
+			b.parts[0].enter(op, wm, at, key)
+		} else {
+			pi = w.p.route(b, op, wm, row, key, k.raw)
+		}
 		if li != nil {
 			li.part, li.item = int32(pi), int32(len(b.parts[pi].items)-1)
 		}

@@ -3,12 +3,12 @@ package drive
 import (
 	"context"
 	"errors"
+	"runtime"
 	"runtime/pprof"
 	"sync/atomic"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/exec"
-	"github.com/ubiksql/ubik/internal/types"
 )
 
 // The shard side of a sharded aggregate (sharded.go): each shard applies
@@ -45,7 +45,6 @@ type shard struct {
 	skips     []skip          // the records skipped over the batch, in the order rendered
 	lastSkip  *exec.EvalError // the last one, which the operator's call may return as well
 	w         *worker         // the block path's decoder (feed.go); nil without it
-	row       []types.Value   // the row handed to the operator: the batch's cells spread over the columns, NULL elsewhere
 	// The last final's window end (plus lateness) and its op in s.b:
 	// a watermark advance finalizes windows in runs of the same end, so
 	// most finals need no search of the batch's advances (finalOp).
@@ -75,6 +74,7 @@ func (s *shard) run() {
 		// Nothing to apply: the reader may hand this goroutine the next
 		// block to decode (feed.go).
 		s.waiting.Store(true)
+		s.spin(jobs)
 		select {
 		case b, ok := <-s.in:
 			s.waiting.Store(false)
@@ -90,6 +90,22 @@ func (s *shard) run() {
 			}
 			s.w.take(b)
 		}
+	}
+}
+
+// spinNanos bounds how long a goroutine of a sharded aggregate polls for
+// the other stage's hand-off before it parks. On a virtual machine a
+// parked goroutine's core halts, and waking it takes 0.1 ms at the
+// median, and milliseconds under load (bench/results/2026-12-07-threads-std-q5-stalls.md),
+// while the reader cuts a block or the shard applies one every 1 to 3 ms:
+// a short poll takes most hand-offs without a wake-up.
+const spinNanos = 50_000
+
+// spin polls for a batch to apply or a block to decode, for at most
+// spinNanos, yielding the core to any other goroutine in between.
+func (s *shard) spin(jobs chan job) {
+	for end := nanotime() + spinNanos; len(s.in) == 0 && len(jobs) == 0 && nanotime() < end; {
+		runtime.Gosched()
 	}
 }
 
@@ -147,7 +163,7 @@ func (s *shard) wake() {
 func (s *shard) steps(b *batch) (err error) {
 	defer Recover(&err)
 	pt := &b.parts[s.idx]
-	cols := s.p.cols
+	width := s.p.width
 	for _, it := range pt.items {
 		if it.kind == itemSkip {
 			continue
@@ -162,10 +178,8 @@ func (s *shard) steps(b *batch) (err error) {
 		switch it.kind {
 		case itemEvent:
 			s.op.SetSeq(s.p.seqBase + it.op*s.p.perEvent)
-			for j, c := range pt.cells[it.row : int(it.row)+len(cols)] {
-				s.row[cols[j]] = c
-			}
-			err := s.op.ProcessAdmitted(s.row, pt.keys[it.key0:it.key1], s.p.adm)
+			row := pt.cells[it.row : int(it.row)+width : int(it.row)+width]
+			err := s.op.ProcessAdmitted(row, pt.keys[it.key0:it.key1], s.p.adm)
 			if err != nil && !Skipped(err) {
 				return err
 			}

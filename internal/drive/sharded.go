@@ -86,10 +86,12 @@ type par struct {
 	lateness int64
 	delay    int64
 	external bool
-	perEvent uint64 // creation numbers per event (HOP: windows per event)
-	seqBase  uint64 // above every restored creation number
-	width    int    // cells per row
-	cols     []int  // the columns the query reads: the only cells a batch carries
+	perEvent uint64        // creation numbers per event (HOP: windows per event)
+	seqBase  uint64        // above every restored creation number
+	width    int           // cells per row
+	cols     []int         // the columns the query reads: the only cells of a batch's rows not NULL
+	nulls    []types.Value // a row of NULLs, what route copies a row's cells over
+	strCols  []int         // the VARCHAR columns of cols: a row decoded in place may hold the decoder's strings there
 	// out is where the merge delivers: held by the driver, only weakly
 	// here (parOut). rows: Config.OnRow is set, so the shards carry each
 	// record's projected row to the merge; marks: Config.OnMark is set.
@@ -185,9 +187,13 @@ func newPar(q *plan.Query, cfg Config, out *parOut, threads int, blocks bool) (*
 	if q.Window != nil {
 		p.perEvent = uint64(q.Window.WindowsPerEvent())
 	}
-	for i := 0; i < p.width; i++ {
+	for i, c := range q.Source.Columns {
 		if q.UsedColumns == nil || q.UsedColumns[i] {
 			p.cols = append(p.cols, i)
+		}
+		p.nulls = append(p.nulls, types.NullOf(c.Type))
+		if c.Type.Kind == types.KindVarchar && (q.UsedColumns == nil || q.UsedColumns[i]) {
+			p.strCols = append(p.strCols, i)
 		}
 	}
 	sq := exec.NoFilter(q)
@@ -205,10 +211,6 @@ func newPar(q *plan.Query, cfg Config, out *parOut, threads int, blocks bool) (*
 			return nil, err
 		}
 		s.op = op
-		s.row = make([]types.Value, p.width)
-		for j, c := range q.Source.Columns {
-			s.row[j] = types.NullOf(c.Type)
-		}
 		p.shards = append(p.shards, s)
 	}
 	p.lastStats = make([]exec.Stats, threads)
@@ -314,28 +316,38 @@ func (p *par) dispatchIfFull() error {
 }
 
 // route adds an event to the part of b of the shard its key hashes to,
-// with wm the watermark before it. A string cell is copied unless it lies
-// in raw (a block's records, which live as long as the batch).
+// with wm the watermark before it: a copy of its row's columns the query
+// reads, NULL elsewhere, which the shard hands to its operator where it
+// lies. A string cell is copied unless it lies in raw (a block's records,
+// which live as long as the batch).
 func (p *par) route(b *batch, op uint64, wm int64, row []types.Value, key, raw []byte) int {
 	pi := 0
 	if len(p.shards) > 1 {
 		pi = int(maphash.Bytes(p.seed, key) % uint64(len(p.shards)))
 	}
 	pt := &b.parts[pi]
-	it := item{kind: itemEvent, op: op, wm: wm, row: int32(len(pt.cells)), key0: int32(len(pt.keys))}
-	pt.keys = append(pt.keys, key...)
-	it.key1 = int32(len(pt.keys))
+	at := len(pt.cells)
+	pt.cells = append(pt.cells, p.nulls...)
 	for _, j := range p.cols {
 		c := row[j]
 		if len(c.S) > 0 && !within(raw, c.S) {
-			pt.fixes = append(pt.fixes, int32(len(pt.cells)), int32(len(pt.strs)), int32(len(c.S)))
+			pt.fixes = append(pt.fixes, int32(at+j), int32(len(pt.strs)), int32(len(c.S)))
 			pt.strs = append(pt.strs, c.S...)
 			c.S = ""
 		}
-		pt.cells = append(pt.cells, c)
+		pt.cells[at+j] = c
 	}
-	pt.items = append(pt.items, it)
+	pt.enter(op, wm, at, key)
 	return pi
+}
+
+// enter adds the item of an event whose row is the part's cells from at
+// (copied there by route, or decoded in place: feed_block.go).
+func (pt *part) enter(op uint64, wm int64, at int, key []byte) {
+	it := item{kind: itemEvent, op: op, wm: wm, row: int32(at), key0: int32(len(pt.keys))}
+	pt.keys = append(pt.keys, key...)
+	it.key1 = int32(len(pt.keys))
+	pt.items = append(pt.items, it)
 }
 
 // observe advances the watermark by the event's time, as exec.Operator

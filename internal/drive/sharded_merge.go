@@ -2,6 +2,7 @@ package drive
 
 import (
 	"math"
+	"runtime"
 	"slices"
 )
 
@@ -16,7 +17,10 @@ func (p *par) collect(b *batch) error {
 		p.discard = true // the driver is gone (its cleanup stops the shards)
 	}
 	for i, s := range p.shards {
-		for s.applied.Load() < b.seq && len(s.out) < cap(s.out) {
+		for end := nanotime() + spinNanos; !s.ready(b) && nanotime() < end; {
+			runtime.Gosched() // a short poll before parking (shard.spin)
+		}
+		for !s.ready(b) {
 			<-s.poke
 		}
 		m.heads[i].c = <-s.out
@@ -57,6 +61,12 @@ func (p *par) collect(b *batch) error {
 		p.discard = true
 	}
 	return first
+}
+
+// ready reports whether s has applied b, or filled its records channel
+// (it then waits for the merge).
+func (s *shard) ready(b *batch) bool {
+	return s.applied.Load() >= b.seq || len(s.out) == cap(s.out)
 }
 
 // recycle empties a merged batch for reuse.
