@@ -163,22 +163,30 @@ func newTableJoin(opts *Options, q *plan.Query) (*tableJoin, error) {
 	if opts.Source.PartitionedByKey && q.IJoin != nil {
 		return nil, fmt.Errorf("%w: query %s is an interval join, whose inputs both reach the join through the repartition topic, split by the join key: it cannot read the source partitioned by key (drop partitioned_by_key)", ErrConfig, q.Name)
 	}
+	if q.Join != nil && opts.Table.From != FromEarliest {
+		return nil, fmt.Errorf("%w: table %s is read from its start: every version counts (from = earliest)", ErrConfig, t.Name)
+	}
+	return secondOf(opts, &tableJoin{src: t, used: used, what: what, interval: q.IJoin != nil})
+}
+
+// secondOf completes tj, a second input, with its topic, Options.Table:
+// on the source's cluster unless it names brokers, with the default idle
+// timeout, its format able to decode tj's source.
+func secondOf(opts *Options, tj *tableJoin) (*tableJoin, error) {
 	if len(opts.Table.Config.Brokers) == 0 {
 		opts.Table.Config = opts.Source.Config
 	}
 	if !sameCluster(opts.Source.Config, opts.Table.Config) {
-		return nil, fmt.Errorf("%w: %s (%s) must be on the source's cluster (%s): a Kafka transaction cannot span two", ErrConfig, what, opts.Table.Config, opts.Source.Config)
-	}
-	if q.Join != nil && opts.Table.From != FromEarliest {
-		return nil, fmt.Errorf("%w: table %s is read from its start: every version counts (from = earliest)", ErrConfig, t.Name)
+		return nil, fmt.Errorf("%w: %s (%s) must be on the source's cluster (%s): a Kafka transaction cannot span two", ErrConfig, tj.what, opts.Table.Config, opts.Source.Config)
 	}
 	if opts.Table.IdleTimeout == 0 {
 		opts.Table.IdleTimeout = DefaultIdleTimeout
 	}
-	if err := drive.NewMessageSourceDecoder(t, used, opts.Table.Format).Err(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, what, err)
+	if err := drive.NewMessageSourceDecoder(tj.src, tj.used, opts.Table.Format).Err(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, tj.what, err)
 	}
-	return &tableJoin{ep: opts.Table, src: t, used: used, what: what, interval: q.IJoin != nil}, nil
+	tj.ep = opts.Table
+	return tj, nil
 }
 
 // prepareTable finds the table topic's partitions (and, UntilCaughtUp,

@@ -373,24 +373,10 @@ func (p *Pipeline) routeOwn(pl *dataflow.Plan, specs []stageSpec, seg int, route
 // routing stage that decodes them (Q-tbl) as an interval join's right
 // stream is, and pushed as the graph's second input.
 func newSecondStream(opts *Options, src *plan.Source) (*tableJoin, error) {
-	ep := opts.Table
-	if ep.Topic == "" {
+	if opts.Table.Topic == "" {
 		return nil, fmt.Errorf("%w: query %s reads source %s: give its topic (Options.JoinSource)", ErrConfig, opts.Query.Name, src.Name)
 	}
-	if len(ep.Config.Brokers) == 0 {
-		ep.Config = opts.Source.Config
-	}
-	if !sameCluster(opts.Source.Config, ep.Config) {
-		return nil, fmt.Errorf("%w: source %s (%s) must be on the source's cluster (%s): a Kafka transaction cannot span two", ErrConfig, src.Name, ep.Config, opts.Source.Config)
-	}
-	if ep.IdleTimeout == 0 {
-		ep.IdleTimeout = DefaultIdleTimeout
-	}
-	if err := drive.NewMessageDecoder(src, ep.Format).Err(); err != nil {
-		return nil, fmt.Errorf("%w: source %s: %v", ErrConfig, src.Name, err)
-	}
-	opts.Table = ep
-	return &tableJoin{ep: ep, src: src, what: "source " + src.Name, interval: true}, nil
+	return secondOf(opts, &tableJoin{src: src, what: "source " + src.Name, interval: true})
 }
 
 // streamJoinIn is the query of segment seg's interval join of two
