@@ -180,10 +180,14 @@ func (p *Pipeline) ownedText() string {
 			topics = append(topics, p.repTopic) // the table's broadcast
 		}
 	}
-	if p.dedup {
-		groups = append(groups, dedupName(p.name))
-		txns = append(txns, dedupName(p.name)+".<instance-id>")
-		topics = append(topics, p.ddTopic(), p.ddState())
+	for _, dd := range p.deduplicated() {
+		name := dedupName(p.name)
+		if dd != firstStream(p.root) {
+			name = dedupName(p.tableGroup()) // a second source's
+		}
+		groups = append(groups, name)
+		txns = append(txns, name+".<instance-id>")
+		topics = append(topics, name+"-repartition", name+"-state")
 	}
 	for i := range txns {
 		txns[i] = strings.Replace(txns[i], "<instance-id>", p.opts.InstanceID, 1)
@@ -371,8 +375,11 @@ func (p *Pipeline) resetState(ctx context.Context, adm *admClient) error {
 	groups, topics = append(groups, sg...), append(topics, st...)
 	// A temporal join's table stage and a dedup stage (a group or topic
 	// that never existed is skipped).
-	groups = append(groups, p.tableGroup(), dedupName(p.name))
-	topics = append(topics, p.ddTopic(), p.ddState())
+	for _, dd := range []string{dedupName(p.name), dedupName(p.tableGroup())} {
+		groups = append(groups, dd)
+		topics = append(topics, dd+"-repartition", dd+"-state")
+	}
+	groups = append(groups, p.tableGroup())
 	if p.vj != nil {
 		// A join of two views' side under layout 2, which ran a second
 		// source's view as one (name-left, name-right), unless this run

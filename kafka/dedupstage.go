@@ -28,7 +28,10 @@ import (
 // watermark per partition as markers. Every copy of an event meets in
 // one dedup partition, so the first copy counts whatever group the
 // copies fall in, as in a file run; the aggregating stage deduplicates
-// nothing.
+// nothing. A join of two views whose segment decodes a second source
+// with a dedup key has a second dedup stage, Q-tbl-dedup, fed by the
+// routing stage Q-tbl: its survivors reach the join stage as its second
+// input, with that input's headers and markers.
 
 // dedupName is the name the dedup stage of the query (or segment) named
 // name owns its group, transactional id and topics under.
@@ -36,6 +39,48 @@ func dedupName(name string) string { return name + "-dedup" }
 
 func (p *Pipeline) ddTopic() string { return dedupName(p.name) + "-repartition" }
 func (p *Pipeline) ddState() string { return dedupName(p.name) + "-state" }
+
+// ddStage is one dedup stage as it runs: the first stream's, or a join
+// of two views' second source's.
+type ddStage struct {
+	name   string      // its group, transactional id prefix and topics' prefix
+	q      *plan.Query // the query over the source, whose dedup key it applies
+	src    *plan.Source
+	dec    *drive.Decoder
+	topic  string          // the source topic, where a bad event is reported
+	parts  int             // the source's partitions, which its markers number
+	end    map[int32]int64 // UntilCaughtUp: the source's end offsets at start
+	outs   []dedupOut      // nil: p.repTopic, by q's group key
+	gauges *dedupGauges
+	late   func(*drive.LateEvent)
+}
+
+func (d *ddStage) topicIn() string { return d.name + "-repartition" }
+func (d *ddStage) state() string   { return d.name + "-state" }
+
+// firstDedup is the dedup stage of p's first stream, feeding outs.
+func (p *Pipeline) firstDedup(outs []dedupOut) *ddStage {
+	return &ddStage{name: dedupName(p.name), q: p.root, src: firstStream(p.root), dec: p.decoder(), topic: p.opts.Source.Topic,
+		parts: p.nSource, end: p.sourceEnd, outs: outs, gauges: &p.c.dedup, late: p.lateOf(p.root)}
+}
+
+// secondDedup is the dedup stage of the second source p's join of two
+// views decodes (tableJoin.dedup), feeding outs.
+func (p *Pipeline) secondDedup(outs []dedupOut) *ddStage {
+	tj := p.tj
+	return &ddStage{name: dedupName(p.tableGroup()), q: tj.reader, src: tj.src, dec: tj.decoder(), topic: tj.ep.Topic,
+		parts: tj.n, end: tj.end, outs: outs, gauges: &p.c.dedup2, late: p.lateOf(tj.reader)}
+}
+
+// lateOf is where the late events of q, a query of p, go: a view's to
+// OnViewLate with its name, when set.
+func (p *Pipeline) lateOf(q *plan.Query) func(*drive.LateEvent) {
+	if q == p.q || p.opts.OnViewLate == nil {
+		return p.opts.OnLate
+	}
+	name := q.Name
+	return func(ev *drive.LateEvent) { p.opts.OnViewLate(name, ev) }
+}
 
 // upParts is the partition count of the aggregating stage's marker
 // table: the dedup stage's partitions, or the source's.
@@ -47,6 +92,19 @@ func (p *Pipeline) upParts() int {
 		return p.nParts
 	}
 	return p.nSource
+}
+
+// deduplicated are the sources whose events reach p's aggregating stage
+// through a dedup stage.
+func (p *Pipeline) deduplicated() []*plan.Source {
+	var out []*plan.Source
+	if p.dedup {
+		out = append(out, firstStream(p.root))
+	}
+	if p.tj != nil && p.tj.dedup {
+		out = append(out, p.tj.src)
+	}
+	return out
 }
 
 // withoutDedup is q with its chain down to the source, copied, the
@@ -82,27 +140,40 @@ func (p *Pipeline) oldDedupState(ctx context.Context, adm *admClient, ns int) er
 		ErrOldState, p.q.Name, p.stateTopic, p.ddState())
 }
 
-// prepareDedup creates or checks the dedup stage's topics, before the
-// aggregating stage's state topic is made (so a first run stopped
-// between the two is not taken for an earlier version's).
+// prepareDedup creates or checks the topics of p's dedup stages (the
+// first stream's, a second source's), before the aggregating stage's
+// state topic is made (so a first run stopped between the two is not
+// taken for an earlier version's).
 func (p *Pipeline) prepareDedup(ctx context.Context, adm *admClient) error {
-	if err := ensureInternalTopic(ctx, adm, p.ddTopic(), p.nParts, false, p.log); err != nil {
-		return err
+	var names []string
+	if p.dedup {
+		names = append(names, dedupName(p.name))
 	}
-	return ensureInternalTopic(ctx, adm, p.ddState(), p.nParts, true, p.log)
+	if p.tj != nil && p.tj.dedup {
+		names = append(names, dedupName(p.tableGroup()))
+	}
+	for _, name := range names {
+		if err := ensureInternalTopic(ctx, adm, name+"-repartition", p.nParts, false, p.log); err != nil {
+			return err
+		}
+		if err := ensureInternalTopic(ctx, adm, name+"-state", p.nParts, true, p.log); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// runDedupStage runs the dedup stage.
-func (p *Pipeline) runDedupStage(ctx context.Context) error {
-	g := dedupName(p.name)
-	spec := loopSpec{name: "dedup stage", group: g, topic: p.ddTopic(), txnID: g + "." + p.opts.InstanceID,
-		reset: kgo.NewOffset().AtStart(), manual: map[string]bool{p.ddState(): true, p.repTopic: true}}
-	for _, o := range p.ddOuts {
+// runDedupStage runs the dedup stage d.
+func (p *Pipeline) runDedupStage(ctx context.Context, d *ddStage) error {
+	spec := loopSpec{name: "dedup stage", group: d.name, topic: d.topicIn(), txnID: d.name + "." + p.opts.InstanceID,
+		reset: kgo.NewOffset().AtStart(), manual: map[string]bool{d.state(): true, p.repTopic: true}}
+	for _, o := range d.outs {
 		spec.manual[o.topic] = true // its markers
 	}
 	return p.runLoop(ctx, spec, func(tx *txn) (stageWork, error) {
-		return &dedupWork{p: p, tx: tx, tasks: map[int32]*ddTask{}, owned: map[int32]bool{},
-			ins: inputs{firstStream(p.root).Name}, tag: []kgo.RecordHeader{inTag(firstStream(p.root).Name)}}, nil
+		return &dedupWork{p: p, d: d, tx: tx, tasks: map[int32]*ddTask{}, owned: map[int32]bool{},
+			ins: inputs{d.src.Name}, tag: []kgo.RecordHeader{inTag(d.src.Name)},
+			second: []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}, inTag(d.src.Name)}}, nil
 	})
 }
 
@@ -117,6 +188,7 @@ type ddTask struct {
 // dedupWork is the dedup stage's work in the loop (loop.go).
 type dedupWork struct {
 	p      *Pipeline
+	d      *ddStage
 	tx     *txn
 	tasks  map[int32]*ddTask
 	owned  map[int32]bool
@@ -124,6 +196,7 @@ type dedupWork struct {
 	sentAt time.Time
 	ins    inputs             // its one input, the source
 	tag    []kgo.RecordHeader // every record's: the input it feeds (inTag)
+	second []kgo.RecordHeader // a second input's record's: tag and its row header
 }
 
 func (w *dedupWork) assigned(_ context.Context, owned, dropped map[int32]bool, _ time.Time) error {
@@ -148,7 +221,7 @@ func (w *dedupWork) ready(ctx context.Context) error {
 		return nil
 	}
 	sort.Slice(need, func(i, j int) bool { return need[i] < need[j] })
-	latest, err := w.p.readState(ctx, w.p.ddState(), need)
+	latest, err := w.p.readState(ctx, w.d.state(), need)
 	if err != nil {
 		return err
 	}
@@ -168,38 +241,33 @@ func (w *dedupWork) ready(ctx context.Context) error {
 }
 
 func (w *dedupWork) newTask(part int32) (*ddTask, error) {
-	p := w.p
-	late := p.opts.OnLate
-	if p.root != p.q && p.opts.OnViewLate != nil {
-		name := p.root.Name
-		late = func(ev *drive.LateEvent) { p.opts.OnViewLate(name, ev) }
-	}
-	h, err := drive.NewHostDedup(p.root, drive.Config{Decoder: p.decoder(), Late: w.tx.lateHook(late)})
+	d := w.d
+	h, err := drive.NewHostDedup(d.q, drive.Config{Decoder: d.dec, Late: w.tx.lateHook(d.late)})
 	if err != nil {
 		return nil, err
 	}
-	return &ddTask{part: part, h: h, wm: newTracker(p.nSource)}, nil
+	return &ddTask{part: part, h: h, wm: newTracker(d.parts)}, nil
 }
 
 // load restores one partition's dedup from its latest entries.
 func (w *dedupWork) load(t *ddTask, entries map[string][]byte) error {
-	p := w.p
+	state := w.d.state()
 	meta := string(stateKey(t.part, t.h.MetaKey()))
 	if _, ok := entries[meta]; !ok {
 		if len(entries) > 0 {
-			return fmt.Errorf("%w: state topic %s partition %d holds %d entries but no meta entry: records were lost from the topic", drive.ErrBadState, p.ddState(), t.part, len(entries))
+			return fmt.Errorf("%w: state topic %s partition %d holds %d entries but no meta entry: records were lost from the topic", drive.ErrBadState, state, t.part, len(entries))
 		}
 		return nil
 	}
 	for k, v := range entries {
 		if len(k) < 4 || int32(binary.BigEndian.Uint32([]byte(k[:4]))) != t.part {
-			return fmt.Errorf("%w: state topic %s partition %d holds an entry of another partition", drive.ErrBadState, p.ddState(), t.part)
+			return fmt.Errorf("%w: state topic %s partition %d holds an entry of another partition", drive.ErrBadState, state, t.part)
 		}
 		if k == meta {
 			continue
 		}
 		if _, err := t.h.Restore([]byte(k[4:]), v); err != nil {
-			return fmt.Errorf("state topic %s partition %d: %w", p.ddState(), t.part, err)
+			return fmt.Errorf("state topic %s partition %d: %w", state, t.part, err)
 		}
 	}
 	pos, err := t.h.Restore(t.h.MetaKey(), entries[meta])
@@ -207,9 +275,9 @@ func (w *dedupWork) load(t *ddTask, entries map[string][]byte) error {
 		t.wm, err = decodeTracker(pos)
 	}
 	if err != nil {
-		return fmt.Errorf("state topic %s partition %d: %w", p.ddState(), t.part, err)
+		return fmt.Errorf("state topic %s partition %d: %w", state, t.part, err)
 	}
-	t.wm.n = max(t.wm.n, p.nSource)
+	t.wm.n = max(t.wm.n, w.d.parts)
 	return nil
 }
 
@@ -248,7 +316,7 @@ func (w *dedupWork) apply(fs kgo.Fetches) (err error) {
 			p.unknownInput(w.tx, r, ierr) // its one input is the source
 			return
 		}
-		if hasHeader(r, markerHeader) {
+		if hasHeader(r, markerHeader) || hasHeader(r, tableMarkerHeader) { // a second source's routing stage's
 			m, merr := decodeTracker(r.Value)
 			if merr != nil {
 				err = fmt.Errorf("%w at %s partition %d offset %d", merr, r.Topic, r.Partition, r.Offset)
@@ -263,10 +331,10 @@ func (w *dedupWork) apply(fs kgo.Fetches) (err error) {
 		key, routed, perr := t.h.Push(append(make([]byte, 0, 32), routeKeyVersion), r.Value)
 		switch {
 		case perr != nil:
-			if !p.badEvent(w.tx, p.sourceOf(r), perr) {
+			if !p.badEvent(w.tx, w.d.sourceOf(r), perr) {
 				err = perr
 			}
-		case routed && p.ddOuts == nil:
+		case routed && w.d.outs == nil:
 			w.tx.produce(&kgo.Record{Topic: p.repTopic, Partition: -1, Key: key, Value: r.Value, Headers: w.tag})
 		case routed:
 			w.outs(r, t.h.Decoded())
@@ -281,21 +349,18 @@ func (w *dedupWork) apply(fs kgo.Fetches) (err error) {
 // input, how far it was consumed: a drain marker), then the changed
 // state entries.
 func (w *dedupWork) precommit(now time.Time) error {
-	p := w.p
+	p, dd := w.p, w.d
 	var dups, late, keys, bytes int64
 	tab := newTracker(p.nParts)
 	for part, t := range w.tasks {
 		tab.observe(part, t.h.Watermark())
-		if p.opts.UntilCaughtUp && t.wm.consumedTo(p.sourceEnd) {
-			tab.setEnd(part, t.wm.reached(p.nSource))
+		if p.opts.UntilCaughtUp && t.wm.consumedTo(dd.end) {
+			tab.setEnd(part, t.wm.reached(dd.parts))
 		}
 		d, l, k, b := t.h.Stats()
 		dups, late, keys, bytes = dups+d, late+l, keys+k, bytes+b
 	}
-	p.c.duplicates.Store(dups)
-	p.c.dedupLate.Store(late)
-	p.c.dedupKeys.Store(keys)
-	p.c.dedupBytes.Store(bytes)
+	dd.gauges.store(dups, late, keys, bytes)
 	if len(tab.parts) > 0 {
 		enc := tab.appendTo(nil)
 		if string(enc) != string(w.sent) || now.Sub(w.sentAt) >= markerEvery {
@@ -309,7 +374,7 @@ func (w *dedupWork) precommit(now time.Time) error {
 		}
 		t.touched = false
 		err := t.h.Checkpoint(false, t.wm.appendTo(nil), func(k, v []byte) error {
-			rec := &kgo.Record{Topic: p.ddState(), Partition: t.part, Key: stateKey(t.part, k)}
+			rec := &kgo.Record{Topic: dd.state(), Partition: t.part, Key: stateKey(t.part, k)}
 			if v != nil {
 				rec.Value = append([]byte(nil), v...)
 			}
@@ -345,7 +410,7 @@ func sourceHeader(r *kgo.Record, tag kgo.RecordHeader) []kgo.RecordHeader {
 
 // sourceOf is the source record an event of the dedup topic was read
 // from (its topic, partition and offset), or r without the header.
-func (p *Pipeline) sourceOf(r *kgo.Record) *kgo.Record {
+func (d *ddStage) sourceOf(r *kgo.Record) *kgo.Record {
 	v, ok := headerValue(r, srcHeader)
 	if !ok {
 		return r
@@ -358,7 +423,7 @@ func (p *Pipeline) sourceOf(r *kgo.Record) *kgo.Record {
 	if m <= 0 {
 		return r
 	}
-	return &kgo.Record{Topic: p.opts.Source.Topic, Partition: int32(part), Offset: off}
+	return &kgo.Record{Topic: d.topic, Partition: int32(part), Offset: off}
 }
 
 // The join's stage of a temporal join where its stream is, over a dedup
@@ -415,29 +480,36 @@ type dedupOut struct {
 	topic string
 	place drive.Placer // the reader's placement of a decoded event
 	parts int          // the topic's partitions
+	// second: the reader takes the events as its join's second input
+	// (tableJoin.dedup): its records and markers carry that input's
+	// headers.
+	second bool
 }
 
-// dedupOutsOf gives p's dedup stage the exchanges of spec, the plan's
-// dedup segment, each read by one of pipes; a reader other than p takes
-// its markers from p's dedup partitions.
-func (p *Pipeline) dedupOutsOf(pl *dataflow.Plan, spec stageSpec, pipes []*Pipeline) error {
-	dec := drive.NewMessageDecoder(firstStream(p.root), p.opts.Source.Format) // every reader's columns
+// dedupOutsOf are the exchanges of spec, the plan's dedup segment of src,
+// each read by one of pipes, with every reader's columns decoded by dec;
+// a reader other than p, which runs the stage, takes its markers from
+// p's dedup partitions.
+func (p *Pipeline) dedupOutsOf(pl *dataflow.Plan, spec stageSpec, pipes []*Pipeline, src *plan.Source, dec *drive.Decoder) ([]dedupOut, error) {
+	var outs []dedupOut
 	for _, x := range spec.outs {
 		k := slices.IndexFunc(pipes, func(c *Pipeline) bool { return c.repTopic == x.topic })
 		if k < 0 {
-			return fmt.Errorf("kafka: the dedup stage %s feeds %s, which no stage reads", spec.name, x.topic)
+			return nil, fmt.Errorf("kafka: the dedup stage %s feeds %s, which no stage reads", spec.name, x.topic)
 		}
 		place, err := drive.NewExchangeRouter(pl, x.node, drive.Config{Decoder: dec})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		p.ddOuts = append(p.ddOuts, dedupOut{topic: x.topic, place: place, parts: pipes[k].nParts})
-		if pipes[k] != p {
-			pipes[k].dedupParts = p.nParts
-			pipes[k].bindInputs() // its markers number the dedup stage's partitions
+		c := pipes[k]
+		second := c.tj != nil && c.tj.dedup && c.tj.src == src
+		outs = append(outs, dedupOut{topic: x.topic, place: place, parts: c.nParts, second: second})
+		if c != p && !second {
+			c.dedupParts = p.nParts
+			c.bindInputs() // its markers number the dedup stage's partitions
 		}
 	}
-	return nil
+	return outs, nil
 }
 
 // outs produces the first copy r of an event to each exchange, keyed by
@@ -447,8 +519,8 @@ func (p *Pipeline) dedupOutsOf(pl *dataflow.Plan, spec stageSpec, pipes []*Pipel
 // decoder converts every column (a root without a join), else decoded
 // again with every reader's columns.
 func (w *dedupWork) outs(r *kgo.Record, row []types.Value) {
-	every := w.p.root.Join == nil && w.p.root.IJoin == nil
-	for _, o := range w.p.ddOuts {
+	every := w.d.q.Join == nil && w.d.q.IJoin == nil
+	for _, o := range w.d.outs {
 		dst := append(make([]byte, 0, 32), routeKeyVersion)
 		var key []byte
 		var err error
@@ -461,19 +533,27 @@ func (w *dedupWork) outs(r *kgo.Record, row []types.Value) {
 			key = []byte{routeKeyVersion}
 		}
 		o.place.TakeCounts() // the dedup counted the event
-		w.tx.produce(&kgo.Record{Topic: o.topic, Partition: -1, Key: key, Value: r.Value, Headers: w.tag})
+		hs := w.tag
+		if o.second {
+			hs = w.second
+		}
+		w.tx.produce(&kgo.Record{Topic: o.topic, Partition: -1, Key: key, Value: r.Value, Headers: hs})
 	}
 }
 
 // marks sends the watermark marker enc to every partition of each topic
 // the stage feeds.
 func (w *dedupWork) marks(enc []byte) {
-	p, in := w.p, firstStream(w.p.root).Name
-	if p.ddOuts == nil {
+	p, in := w.p, w.d.src.Name
+	if w.d.outs == nil {
 		p.sendMarksTo(w.tx, p.repTopic, markerKey, markerHeader, in, enc)
 		return
 	}
-	for _, o := range p.ddOuts {
-		p.sendMarks(w.tx, o.topic, o.parts, markerKey, markerHeader, in, enc)
+	for _, o := range w.d.outs {
+		key, header := markerKey, markerHeader
+		if o.second {
+			key, header = tableMarkerKey, tableMarkerHeader
+		}
+		p.sendMarks(w.tx, o.topic, o.parts, key, header, in, enc)
 	}
 }

@@ -55,12 +55,22 @@ var (
 // records decode as (secondInput).
 type tableJoin struct {
 	ep       Endpoint
-	src      *plan.Source    // the declared table or stream
-	used     []bool          // its columns the query reads
-	what     string          // how errors name it: "table t", "source r"
-	interval bool            // an interval join's right stream: routed by the join key, not broadcast
-	n        int             // partitions of the table topic
-	end      map[int32]int64 // UntilCaughtUp: the table topic's end offsets at start
+	src      *plan.Source // the declared table or stream
+	used     []bool       // its columns the query reads
+	what     string       // how errors name it: "table t", "source r"
+	interval bool         // an interval join's right stream: routed by the join key, not broadcast
+	// dedup: a second source of a join of two views that comes through
+	// its dedup stage (Q-tbl-dedup), deduplicating for reader, the
+	// query of the join's segment that reads it.
+	dedup  bool
+	reader *plan.Query
+	n      int             // partitions of the table topic
+	end    map[int32]int64 // UntilCaughtUp: the table topic's end offsets at start
+}
+
+// decoder decodes the input's records, its columns the query reads.
+func (tj *tableJoin) decoder() *drive.Decoder {
+	return drive.NewMessageSourceDecoder(tj.src, tj.used, tj.ep.Format)
 }
 
 // Where a temporal join grouped by a table column joins (placeSource,
@@ -182,10 +192,10 @@ func secondOf(opts *Options, tj *tableJoin) (*tableJoin, error) {
 	if opts.Table.IdleTimeout == 0 {
 		opts.Table.IdleTimeout = DefaultIdleTimeout
 	}
-	if err := drive.NewMessageSourceDecoder(tj.src, tj.used, opts.Table.Format).Err(); err != nil {
+	tj.ep = opts.Table
+	if err := tj.decoder().Err(); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, tj.what, err)
 	}
-	tj.ep = opts.Table
 	return tj, nil
 }
 

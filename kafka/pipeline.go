@@ -62,11 +62,8 @@ type Pipeline struct {
 	// also are more topics the primary's rows go to beside fwd's: a
 	// view two joins of two views read (newSide).
 	also []*forward
-	// ddOuts are the exchanges its dedup stage feeds when the plan's
-	// dedup serves several segments (nil: repTopic); dedupParts, when
-	// set, is the partition count of another pipeline's dedup stage that
-	// feeds it (upParts).
-	ddOuts     []dedupOut
+	// dedupParts, when set, is the partition count of another
+	// pipeline's dedup stage that feeds it (upParts, dedupOutsOf).
 	dedupParts int
 
 	sourceMeta topicMeta // the source topic as Run found it (watchSource)
@@ -305,9 +302,9 @@ func (p *Pipeline) sourceReader() *Pipeline {
 // ownStats are the counters of p's own stages.
 func (p *Pipeline) ownStats() Stats {
 	c := &p.c
-	stateBytes := c.stateBytes.Load()
+	stateBytes := c.stateBytes.Load() + c.dedup2.bytes.Load() // a dedup stage's keys are live state too, as in a file run
 	if p.dedup {
-		stateBytes += c.dedupBytes.Load() // the dedup stage's keys are live state too, as in a file run
+		stateBytes += c.dedup.bytes.Load()
 	}
 	return Stats{
 		EventsIn: c.eventsIn.Load(), EventsApplied: c.applied.Load(), Malformed: c.malformed.Load(), HeadersSkipped: c.headers.Load(),
@@ -315,8 +312,9 @@ func (p *Pipeline) ownStats() Stats {
 		StateEntriesOut: c.stateOut.Load(), MarkersOut: c.markersOut.Load(), Commits: c.commits.Load(),
 		Aborts: c.aborts.Load(), Restores: c.restores.Load(), RestoredEntries: c.restoredEntries.Load(), Redos: c.redos.Load(),
 		DataLost:   c.dataLost.Load(),
-		LiveGroups: c.liveGroups.Load(), StateBytes: stateBytes, Duplicates: c.duplicates.Load(),
-		DedupLate: c.dedupLate.Load(), DedupKeys: c.dedupKeys.Load(), DedupBytes: c.dedupBytes.Load(),
+		LiveGroups: c.liveGroups.Load(), StateBytes: stateBytes, Duplicates: c.dedup.duplicates.Load() + c.dedup2.duplicates.Load(),
+		DedupLate: c.dedup.late.Load() + c.dedup2.late.Load(), DedupKeys: c.dedup.keys.Load() + c.dedup2.keys.Load(),
+		DedupBytes:          c.dedup.bytes.Load() + c.dedup2.bytes.Load(),
 		UnchangedSuppressed: c.unchanged.Load(),
 		TableRows:           c.tableRows.Load(), TableMalformed: c.tableMalformed.Load(), TableLate: c.tableLate.Load(),
 		JoinJoined: c.joinJoined.Load(), JoinUnmatched: c.joinUnmatched.Load(), JoinWaiting: c.joinWaiting.Load(),
@@ -486,7 +484,7 @@ func (p *Pipeline) prepareOwn(ctx context.Context, adm *admClient, views []*plan
 			return fmt.Errorf("view %s: %w", v.Name, err)
 		}
 	}
-	if p.dedup {
+	if p.dedup || p.tj != nil && p.tj.dedup {
 		if err := p.prepareDedup(ctx, adm); err != nil {
 			return err
 		}

@@ -162,7 +162,7 @@ func (p *Pipeline) routeOuts(pl *dataflow.Plan, spec stageSpec, in *routeIn) ([]
 		}
 		o := routeOut{topic: x.topic, place: place}
 		for _, c := range pl.Consumers(x.node) {
-			o.src = o.src || pl.Node(c).Kind == dataflow.Dedup && !in.second
+			o.src = o.src || pl.Node(c).Kind == dataflow.Dedup
 		}
 		outs = append(outs, o)
 	}
@@ -450,7 +450,7 @@ func (p *Pipeline) routeInOf(src *plan.Source) (*routeIn, error) {
 		return nil, fmt.Errorf("kafka: the plan decodes %s, which query %s reads through no stage of its own", src.Name, p.root.Name)
 	}
 	in := &routeIn{src: src, topic: tj.ep.Topic, group: p.tableGroup(), second: true, stage: "table stage", what: tj.what,
-		dec: drive.NewMessageSourceDecoder(tj.src, tj.used, tj.ep.Format), parts: tj.n, end: tj.end, idle: tj.ep.IdleTimeout,
+		dec: tj.decoder(), parts: tj.n, end: tj.end, idle: tj.ep.IdleTimeout,
 		reset: kgo.NewOffset().AtStart(), from: FromEarliest} // a table: every version counts
 	if tj.interval {
 		in.from = tj.ep.From

@@ -225,7 +225,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 		cfg.OnJoined, cfg.OnRow = cfg.OnRow, nil // the joined rows go to the aggregate's segment
 	}
 	if tj := p.tj; tj != nil {
-		cfg.TableDecoder = drive.NewMessageSourceDecoder(tj.src, tj.used, tj.ep.Format)
+		cfg.TableDecoder = tj.decoder()
 		cfg.JoinBuffer = p.opts.JoinBuffer
 		if tj.interval {
 			if cfg.JoinBuffer == 0 {
@@ -239,7 +239,7 @@ func (st *stage2) newTask(part int32) (*task, error) {
 	top := p.top
 	switch {
 	case p.vj != nil:
-		cfg.Deduplicated = p.dedup // its segment's queries share the dedup stage's events
+		cfg.Deduplicated = p.deduplicated() // its segment's queries share the dedup stages' events
 	case p.dedup || p.dedupJoin:
 		top = withoutDedup(top) // the dedup stage, or the task's dedup, deduplicates its input
 	}

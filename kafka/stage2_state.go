@@ -34,10 +34,7 @@ func (st *stage2) checkpoint() error {
 	p.c.liveGroups.Store(live)
 	p.c.stateBytes.Store(bytes)
 	if !p.dedup { // else the dedup stage's
-		p.c.duplicates.Store(dups)
-		p.c.dedupLate.Store(dlate)
-		p.c.dedupKeys.Store(dkeys)
-		p.c.dedupBytes.Store(dbytes)
+		p.c.dedup.store(dups, dlate, dkeys, dbytes)
 	}
 	if p.tj != nil {
 		st.publishJoin()

@@ -78,6 +78,9 @@ func (p *Pipeline) bindInputs() {
 			in.drain, in.end = in.side.p.drained()
 		case in.kind == inTable:
 			in.parts, in.drain, in.end = p.tj.n, p.tj.n, p.tj.end
+			if p.tj.dedup {
+				in.parts = p.nParts // its dedup stage's
+			}
 		case in.kind == inEvents:
 			in.parts, in.drain, in.end = p.upParts(), p.nSource, p.sourceEnd
 		}

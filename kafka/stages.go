@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/ubiksql/ubik/internal/dataflow"
+	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
 
@@ -78,18 +79,7 @@ func (p *Pipeline) runStages(ctx context.Context) error {
 		return g.fail(err)
 	}
 	pipes, last := p.stagePipes(), p.out()
-	apart := map[*plan.Source]bool{} // read by a side apart, which runs its own stages
-	for _, sp := range p.apartSides() {
-		streams, _ := inputsOf(sp.q)
-		for _, s := range streams {
-			apart[s] = true
-		}
-		g.run("view "+sp.q.Name, sp.runStages, nil)
-	}
 	for _, spec := range specs {
-		if apart[specSource(pl, spec.seg)] {
-			continue
-		}
 		if err := p.runSpec(g, pl, spec, pipes, last); err != nil {
 			return g.fail(err)
 		}
@@ -107,18 +97,7 @@ func (p *Pipeline) runSpec(g *stageGroup, pl *dataflow.Plan, spec stageSpec, pip
 		return c.runRoute(g, pl, spec)
 	}
 	if hasNode(pl, spec.seg, dataflow.Dedup) && len(spec.queries) == 0 { // a dedup stage (a join's may dedup where it joins)
-		k := slices.IndexFunc(pipes, func(c *Pipeline) bool { return c.dedup && dedupName(c.name) == spec.name })
-		if k < 0 {
-			return fmt.Errorf("kafka: the plan's dedup stage %s runs in no pipeline of query %s", spec.name, p.q.Name)
-		}
-		if p.vj != nil {
-			// One dedup for every segment reading the source.
-			if err := pipes[k].dedupOutsOf(pl, spec, pipes); err != nil {
-				return err
-			}
-		}
-		g.run(spec.name, pipes[k].runDedupStage, nil)
-		return nil
+		return p.runDedupSpec(g, pl, spec, pipes)
 	}
 	k := slices.IndexFunc(pipes, func(c *Pipeline) bool { return c.name == spec.name })
 	if k < 0 {
@@ -130,13 +109,13 @@ func (p *Pipeline) runSpec(g *stageGroup, pl *dataflow.Plan, spec stageSpec, pip
 }
 
 // stagePipes are the pipelines of p's aggregating stages: each side's
-// (a side two joins read runs in the join that made it; a side apart
-// runs its own), then p's and the segments' after it, upstream first.
+// (a side two joins read runs in the join that made it), then p's and
+// the segments' after it, upstream first.
 func (p *Pipeline) stagePipes() []*Pipeline {
 	var out []*Pipeline
 	if p.vj != nil {
 		for _, sd := range p.vj.sides {
-			if sd.owned && !sd.apart {
+			if sd.owned {
 				out = append(out, sd.p.stagePipes()...)
 			}
 		}
@@ -156,38 +135,6 @@ func (p *Pipeline) routerOf(src *plan.Source, group string) *Pipeline {
 	for _, sd := range p.vj.sides {
 		if c := sd.p.routerOf(src, group); c != nil {
 			return c
-		}
-	}
-	return nil
-}
-
-// apartSides are the sides of p's joins of two views that run their own
-// stages (side.apart).
-func (p *Pipeline) apartSides() []*Pipeline {
-	if p.vj == nil {
-		return nil
-	}
-	var out []*Pipeline
-	for _, sd := range p.vj.sides {
-		switch {
-		case sd.apart:
-			out = append(out, sd.p)
-		case sd.owned && sd.p.vj != nil:
-			out = append(out, sd.p.apartSides()...)
-		}
-	}
-	return out
-}
-
-// specSource is the source segment seg of pl decodes or deduplicates
-// and feeds on, if that is all it does; else nil.
-func specSource(pl *dataflow.Plan, seg int) *plan.Source {
-	if src := decodesOnly(pl, seg); src != nil {
-		return src
-	}
-	for _, id := range pl.Segments[seg].Nodes {
-		if n := pl.Node(id); n.Kind == dataflow.Dedup {
-			return n.Source
 		}
 	}
 	return nil
@@ -215,4 +162,34 @@ func (p *Pipeline) bindAfter() {
 		}
 		up = c
 	}
+}
+
+// runDedupSpec starts the dedup stage of spec in the pipeline of pipes
+// that holds it: the first stream's dedup of a pipeline, or the dedup of
+// a join of two views' second source.
+func (p *Pipeline) runDedupSpec(g *stageGroup, pl *dataflow.Plan, spec stageSpec, pipes []*Pipeline) error {
+	for _, c := range pipes {
+		var d *ddStage
+		switch {
+		case c.dedup && dedupName(c.name) == spec.name:
+			d = c.firstDedup(nil)
+		case c.tj != nil && c.tj.dedup && dedupName(c.tableGroup()) == spec.name:
+			d = c.secondDedup(nil)
+		default:
+			continue
+		}
+		if p.vj != nil {
+			// One dedup for every segment reading the source, each
+			// placing its events as its reader needs.
+			dec := drive.NewMessageDecoder(d.src, c.formatOf(d.src)) // every reader's columns
+			outs, err := c.dedupOutsOf(pl, spec, pipes, d.src, dec)
+			if err != nil {
+				return err
+			}
+			d.outs = outs
+		}
+		g.run(spec.name, func(ctx context.Context) error { return c.runDedupStage(ctx, d) }, nil)
+		return nil
+	}
+	return fmt.Errorf("kafka: the plan's dedup stage %s runs in no pipeline of query %s", spec.name, p.q.Name)
 }

@@ -60,8 +60,24 @@ type Stats struct {
 type counters struct {
 	eventsIn, applied, malformed, headers, evalErrors, late, recordsOut, stateOut, markersOut,
 	commits, aborts, restores, restoredEntries, redos, dataLost atomic.Int64
-	liveGroups, stateBytes, duplicates, dedupLate, dedupKeys, dedupBytes atomic.Int64
-	unchanged                                                            atomic.Int64
-	tableRows, tableMalformed, tableLate                                 atomic.Int64
-	joinJoined, joinUnmatched, joinWaiting, joinVersions, joinKeys       atomic.Int64
+	liveGroups, stateBytes, unchanged                              atomic.Int64
+	tableRows, tableMalformed, tableLate                           atomic.Int64
+	joinJoined, joinUnmatched, joinWaiting, joinVersions, joinKeys atomic.Int64
+	// dedup is the first stream's dedup (its dedup stage's, or the
+	// graph's); dedup2 a join of two views' second source's dedup stage.
+	dedup, dedup2 dedupGauges
+}
+
+// dedupGauges are what one dedup holds and dropped, as of its last
+// transaction.
+type dedupGauges struct {
+	duplicates, late, keys, bytes atomic.Int64
+}
+
+// store sets the gauges.
+func (g *dedupGauges) store(dups, late, keys, bytes int64) {
+	g.duplicates.Store(dups)
+	g.late.Store(late)
+	g.keys.Store(keys)
+	g.bytes.Store(bytes)
 }

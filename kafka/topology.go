@@ -241,11 +241,16 @@ func (t *namer) chain(seg int, base string) error {
 		from, c := t.p.Node(t.p.Node(x).Inputs[0].From), t.consumer(x, segs[0])
 		switch {
 		case from.Kind == dataflow.Dedup:
-			// The dedup stage, and the stage decoding its source.
-			if err := t.name(from.Segment, dedupName(base)); err != nil {
+			// The dedup stage, and the stage decoding its source: a
+			// second decoded source's are name-tbl-dedup and name-tbl.
+			in, dd := base+"-in", dedupName(base)
+			if t.secondDecoded(segs[0], x) {
+				in, dd = base+"-tbl", dedupName(base+"-tbl")
+			}
+			if err := t.name(from.Segment, dd); err != nil {
 				return err
 			}
-			if err := t.name(t.p.Node(t.p.Node(t.p.Segments[from.Segment].Inputs[0]).Inputs[0].From).Segment, base+"-in"); err != nil {
+			if err := t.name(t.p.Node(t.p.Node(t.p.Segments[from.Segment].Inputs[0]).Inputs[0].From).Segment, in); err != nil {
 				return err
 			}
 		case from.Kind == dataflow.Decode:

@@ -59,10 +59,6 @@ type side struct {
 	p     *Pipeline
 	fwd   *forward
 	owned bool
-	// apart: a view the plan computes in the join's segment from a
-	// second source, run as a query of its own (ownSide): it runs its
-	// own plan's stages, not the join's.
-	apart bool
 }
 
 // hasSide reports whether one of vj's sides runs under name.
@@ -221,17 +217,6 @@ func (vj *viewJoin) readsOf(p *Pipeline, pl *dataflow.Plan, specs []stageSpec, j
 				}
 				continue // one record serves every root reading the source (routeOuts)
 			}
-			if len(routed) > 0 && streamJoinIn(pl, seg) == nil && from.Kind == dataflow.Dedup {
-				// A second source with a dedup key, read by a view of
-				// the segment: that view runs as a side of its own (a
-				// pipeline's dedup stage is its first stream's).
-				sd, err := ownSide(p, pl, seg, x, eps)
-				if err != nil {
-					return nil, err
-				}
-				vj.sides = append(vj.sides, sd)
-				continue
-			}
 			seen[from.Source] = x
 			routed = append(routed, x)
 		case dataflow.Aggregate:
@@ -277,45 +262,13 @@ func newSide(p *Pipeline, pl *dataflow.Plan, x int, name string, eps map[*plan.S
 	return side{p: sp, fwd: f, owned: true}, nil
 }
 
-// ownSide is the side that computes, apart from the plan's stages, the
-// view of the join's segment seg that reads exchange x, a second source's
-// events: the view the join reads, above x, as a query of its own (its
-// own stages), its rows placed by the join's key.
-func ownSide(p *Pipeline, pl *dataflow.Plan, seg, x int, eps map[*plan.Source]Endpoint) (side, error) {
-	for _, id := range pl.Segments[seg].Nodes {
-		ij := pl.Node(id)
-		if ij.Kind != dataflow.IntervalJoin || ij.Query != viewJoinBelow(p.q) {
-			continue
-		}
-		for k, e := range ij.Inputs[:2] {
-			from := pl.Node(e.From)
-			if from.Kind != dataflow.Aggregate || !pl.Upstream(e.From)[x] || len(e.Need.Exprs) > 0 {
-				continue
-			}
-			v := from.Query
-			so, err := sideOptions(p.opts, p.root, v, eps)
-			if err != nil {
-				return side{}, err
-			}
-			sp, err := newNamed(so, p.name+[2]string{"-left", "-right"}[k])
-			if err != nil {
-				return side{}, fmt.Errorf("view %s: %w", v.Name, err)
-			}
-			sp.log = p.log.With("side", v.Name)
-			f := &forward{topic: p.repTopic, place: drive.NewColumnKeys(e.Need.Cols), view: v, in: v.Name}
-			sp.out().fwd = f
-			return side{p: sp, fwd: f, owned: true, apart: true}, nil
-		}
-	}
-	return side{}, fmt.Errorf("%w: the join's segment of %s reads a second source outside the views it joins", ErrUnsupported, p.q.Name)
-}
-
 // routeOwn makes p read the sources the join's segment seg decodes
 // (routed, the exchanges from their decoding): the first is p's source,
 // read by the query of the segment that reads its exchange; a second is
 // the right stream of the segment's interval join of two streams, read
 // as a join's second input; a source with a dedup key comes through its
-// dedup stage. A segment that decodes none reads rows only.
+// dedup stage (a second source's, Q-tbl-dedup, feeds the second input).
+// A segment that decodes none reads rows only.
 func (p *Pipeline) routeOwn(pl *dataflow.Plan, specs []stageSpec, seg int, routed []int, eps map[*plan.Source]Endpoint) error {
 	p.direct = false
 	if len(routed) == 0 {
@@ -363,6 +316,13 @@ func (p *Pipeline) routeOwn(pl *dataflow.Plan, specs []stageSpec, seg int, route
 	}
 	if err != nil {
 		return err
+	}
+	if second != nil {
+		tj.reader = t.consumer(routed[1], seg).Query
+		tj.dedup = pl.Node(pl.Node(routed[1]).Inputs[0].From).Kind == dataflow.Dedup
+		if err := checkTopicName(dedupName(p.tableGroup()) + "-repartition"); tj.dedup && err != nil {
+			return fmt.Errorf("%w: query name %q cannot name the internal topics of its dedup stage", ErrConfig, p.name)
+		}
 	}
 	p.tj = tj
 	return nil

@@ -115,16 +115,21 @@ func TestRunKafkaViewJoinOver(t *testing.T) {
 // topic.
 func TestRunKafkaViewJoinOverKill(t *testing.T) {
 	t.Parallel()
-	q8KillOver(t, q8OverQuery(t), "_OVER", q8OverTopics)
+	q8KillOver(t, q8OverQuery(t), "_OVER", q8OverTopics, nil)
 }
 
 // q8KillOver kills and restarts a child running q (env selects its
-// query in the child), then compares every topic of topics.
-func q8KillOver(t *testing.T, q *plan.Query, env string, topics map[string]string) {
+// query in the child) over the persons and auctions (with copies, if
+// set: a shape's deduplicated sources'), then compares every topic of
+// topics.
+func q8KillOver(t *testing.T, q *plan.Query, env string, topics map[string]string, copies func(persons, auctions [][]byte) ([][]byte, [][]byte)) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 2))
 	persons, auctions := nexmark(t, "person", 8000, 11), nexmark(t, "auction", 24000, 11)
+	if copies != nil {
+		persons, auctions = copies(persons, auctions)
+	}
 	want := graphFinals(t, q, persons, auctions)
 	for name := range topics {
 		if len(want[name]) == 0 {

@@ -51,7 +51,7 @@ func TestRunKafkaViewJoinRepartitionKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q8KillOver(t, prog.Queries[len(prog.Queries)-1], "_REPART", q8RepartTopics)
+	q8KillOver(t, prog.Queries[len(prog.Queries)-1], "_REPART", q8RepartTopics, nil)
 }
 
 // TestRunKafkaViewJoinRepartition: readers of q8 grouping by less than

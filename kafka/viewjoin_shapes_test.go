@@ -3,10 +3,12 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +33,7 @@ type viewJoinShape struct {
 
 // viewJoinShapes are the shapes, by the suffix of the child's
 // environment variable (envQ8Child) that selects one.
-var viewJoinShapes = map[string]viewJoinShape{
+var viewJoinShapes = withDedupShapes(map[string]viewJoinShape{
 	// A join of q8 with new_persons on the name: q8's rows and
 	// new_persons' are placed by the name, so q8 (itself a join of two
 	// views) and new_persons are sides; new_persons, which q8 reads too,
@@ -105,10 +107,88 @@ CREATE VIEW q8w AS SELECT a.seller, TUMBLE_START(a.window_start, INTERVAL '10' S
 FROM new_sellers a JOIN np_key p ON p.id = a.seller AND p.window_start = a.window_start
 GROUP BY a.seller, TUMBLE(a.window_start, INTERVAL '10' SECOND) EMIT FINAL;`,
 		map[string]string{"q8w": "q8w-out", "np_key": "npk-out", "new_sellers": "ns-out"}},
+})
+
+// withDedupShapes adds to shapes both views in the join's segment over
+// deduplicated sources: the second (the auctions; in the swapped shape
+// the persons), or both. The join stage's second input comes through
+// that source's dedup stage.
+func withDedupShapes(shapes map[string]viewJoinShape) map[string]viewJoinShape {
+	for env, d := range map[string]struct {
+		of   string
+		srcs []string
+	}{"_DEDUP2": {"_BYKEY", []string{"auction"}}, "_DEDUP2SWAP": {"_BYKEYSWAP", []string{"person"}}, "_DEDUPBOTH": {"_BYKEY", []string{"person", "auction"}}} {
+		s := shapes[d.of]
+		s.name += ", deduplicating " + strings.Join(d.srcs, " and ")
+		shapes[env], shapeDedup[s.name] = s, d.srcs
+	}
+	return shapes
+}
+
+// shapeDedup are the sources a shape (by name) gives a dedup key: their
+// id, within an hour. Each such source's events come with copies
+// (withCopies).
+var shapeDedup = map[string][]string{}
+
+// withDedup is script text (q8's and a shape's) with s's deduplicated
+// sources given their dedup key.
+func (s viewJoinShape) withDedup(text []byte) []byte {
+	for _, src := range shapeDedup[s.name] {
+		path := "path = '" + src + ".jsonl'"
+		text = bytes.Replace(text, []byte(path+")"), []byte(path+", dedup_key = 'id', dedup_within = '1 hour')"), 1)
+	}
+	return text
+}
+
+// withCopies are the person and auction events with, for each source s
+// deduplicates, a copy of every seventh event: next to it, and of every
+// 49th a hundred events later, in another poll and partition. A
+// deduplicated person stream loses its later versions of a person (a
+// dedup by the id keeps the one it sees first, which over several
+// partitions is any of them): the copies are the only events of one id.
+func (s viewJoinShape) withCopies(persons, auctions [][]byte) ([][]byte, [][]byte) {
+	copies := func(evs [][]byte) [][]byte {
+		var out [][]byte
+		for i, e := range evs {
+			out = append(out, e)
+			if i%7 == 0 {
+				out = append(out, e)
+			}
+			if i >= 100 && (i-100)%49 == 0 {
+				out = append(out, evs[i-100])
+			}
+		}
+		return out
+	}
+	for _, src := range shapeDedup[s.name] {
+		if src == "person" {
+			persons = copies(firstVersions(persons))
+		} else {
+			auctions = copies(auctions)
+		}
+	}
+	return persons, auctions
+}
+
+// firstVersions are the persons without their later versions.
+func firstVersions(persons [][]byte) [][]byte {
+	var out [][]byte
+	seen := map[int64]bool{}
+	for _, p := range persons {
+		var v struct{ ID int64 }
+		if err := json.Unmarshal(p, &v); err != nil {
+			panic(err) // bench/gen's output
+		}
+		if !seen[v.ID] {
+			seen[v.ID] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // viewJoinShapeOrder is the order the tests run the shapes in.
-var viewJoinShapeOrder = []string{"_SIDES", "_NESTED", "_IJSIDE", "_BYNONE", "_APART", "_BYKEY", "_BYKEYSWAP"}
+var viewJoinShapeOrder = []string{"_SIDES", "_NESTED", "_IJSIDE", "_BYNONE", "_APART", "_BYKEY", "_BYKEYSWAP", "_DEDUP2", "_DEDUP2SWAP", "_DEDUPBOTH"}
 
 // compile compiles q8 and the shape's script (each query to its own
 // topic), returning the shape's last query.
@@ -117,7 +197,7 @@ func (s viewJoinShape) compile() (*plan.Query, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog, err := plan.Compile(string(text)+s.sql, plan.CompileOptions{OwnOutputs: true})
+	prog, err := plan.Compile(string(s.withDedup(append(text, s.sql...))), plan.CompileOptions{OwnOutputs: true})
 	if err != nil {
 		return nil, err
 	}
@@ -146,9 +226,9 @@ func (s viewJoinShape) options(q *plan.Query, addrs []string) Options {
 // in-process graph's.
 func TestRunKafkaViewJoinShapes(t *testing.T) {
 	t.Parallel()
-	persons, auctions := nexmark(t, "person", 12000, 8), nexmark(t, "auction", 36000, 8)
 	for _, env := range viewJoinShapeOrder {
 		s := viewJoinShapes[env]
+		persons, auctions := s.withCopies(nexmark(t, "person", 12000, 8), nexmark(t, "auction", 36000, 8))
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel() // each on a cluster of its own; the runs mostly wait on their commit intervals
 			q, err := s.compile()
@@ -177,16 +257,20 @@ func TestRunKafkaViewJoinShapes(t *testing.T) {
 					o.Logger = testLogger(t)
 					// Each source is read, and its events counted, once,
 					// whichever stage of a side reads it.
-					runFinals(t, o, s.topics, want, len(persons)+len(auctions))
+					st := runFinals(t, o, s.topics, want, len(persons)+len(auctions))
+					if dd := len(shapeDedup[s.name]) > 0; dd != (st.Duplicates > 0) {
+						t.Errorf("%d duplicates dropped: want some exactly when a source is deduplicated (%v)", st.Duplicates, dd)
+					}
 				})
 			}
 		})
 	}
 }
 
-// runFinals runs o until caught up: it must count events events, none
-// late or malformed, and every topic's finals must equal want's.
-func runFinals(t *testing.T, o Options, topics map[string]string, want map[string]map[string]string, events int) {
+// runFinals runs o until caught up and returns its stats: it must count
+// events events, none late or malformed, and every topic's finals must
+// equal want's.
+func runFinals(t *testing.T, o Options, topics map[string]string, want map[string]map[string]string, events int) Stats {
 	t.Helper()
 	pl, err := New(o)
 	if err != nil {
@@ -197,7 +281,8 @@ func runFinals(t *testing.T, o Options, topics map[string]string, want map[strin
 	if err := pl.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st := pl.Stats(); !st.CaughtUp || st.Late != 0 || st.Malformed != 0 || st.EventsIn != int64(events) {
+	st := pl.Stats()
+	if !st.CaughtUp || st.Late != 0 || st.Malformed != 0 || st.EventsIn != int64(events) {
 		t.Errorf("stats %+v: want %d events", st, events)
 	}
 	addrs := o.Source.Config.Brokers
@@ -208,6 +293,7 @@ func runFinals(t *testing.T, o Options, topics map[string]string, want map[strin
 		}
 		compareFinals(t, got, want[name])
 	}
+	return st
 }
 
 // TestRunKafkaViewJoinShapesKill: each shape in a child process, killed
@@ -225,7 +311,7 @@ func TestRunKafkaViewJoinShapesKill(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			q8KillOver(t, q, env, s.topics)
+			q8KillOver(t, q, env, s.topics, s.withCopies)
 		})
 	}
 }

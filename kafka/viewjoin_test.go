@@ -397,6 +397,9 @@ func init() {
 			text, shape = append(text, s.sql...), &s
 		}
 	}
+	if shape != nil {
+		text = shape.withDedup(text)
+	}
 	var prog *plan.Program
 	if err == nil {
 		prog, err = plan.Compile(string(text), plan.CompileOptions{OwnOutputs: shape != nil})

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,11 +10,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-// TestRunKafkaDedupViewJoin: a join of two views, one over a source with
-// a dedup key whose copies fall under another seller: the side runs as a
-// query of its own, with its dedup stage, so each key counts once over
-// Kafka as in a file run (per key where the copies share a partition;
-// spread round-robin, the same total).
+// TestRunKafkaDedupViewJoin: a join of two views, the second over a
+// source with a dedup key whose copies fall under another seller: the
+// join stage reads that source as its second input through the source's
+// dedup stage (j-tbl-dedup), so each key counts once over Kafka as in a
+// file run (per key where the copies share a partition; spread
+// round-robin, the same total).
 func TestRunKafkaDedupViewJoin(t *testing.T) {
 	const src = `CREATE SOURCE ps (id BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '30' SECOND) WITH (%s);
 CREATE SOURCE au (eid VARCHAR, seller BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '30' SECOND) WITH (%sdedup_key = 'eid', dedup_within = '1 hour');
@@ -89,6 +91,12 @@ CREATE VIEW j AS SELECT p.id, TUMBLE_START(p.ws, INTERVAL '10' SECOND) AS ws, su
 				if c.ordered && got[k] != v {
 					t.Errorf("group %s: over Kafka %s, in a file run %s", k, got[k], v)
 				}
+			}
+			all := topics(t, addr)
+			if !slices.Contains(all, "j-tbl-dedup-state") || slices.ContainsFunc(all, func(s string) bool {
+				return strings.HasPrefix(s, "j-left") || strings.HasPrefix(s, "j-right")
+			}) {
+				t.Errorf("internal topics %q: want the second source's dedup stage (j-tbl-dedup-state) and no side", all)
 			}
 		})
 	}

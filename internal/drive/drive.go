@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -139,10 +140,11 @@ type Config struct {
 	// readers older values and produces records a later emission in the
 	// same transaction replaces.
 	HostTicks bool
-	// Deduplicated: the source's events reach the driver deduplicated
-	// by the host (a Kafka dedup stage before a segment of several
-	// queries), so it keeps no dedup of its own. Default false.
-	Deduplicated bool
+	// Deduplicated are the sources whose events reach the driver
+	// deduplicated by the host (a Kafka dedup stage before a segment of
+	// several queries): a query over one keeps no dedup of its own.
+	// Default none.
+	Deduplicated []*plan.Source
 }
 
 func (c Counts) minus(o Counts) Counts {
@@ -249,7 +251,7 @@ func New(q *plan.Query, cfg Config) (*Driver, error) {
 		}
 	}
 	var dd *dedupNode
-	if !cfg.Deduplicated {
+	if !slices.Contains(cfg.Deduplicated, q.Source) {
 		dd = dedupFront(q, &ecfg)
 	}
 	if op, err = exec.New(exec.NoDedup(q), ecfg); err != nil {
