@@ -11,9 +11,10 @@ import (
 
 // The second input of a join case: a temporal join's versioned table
 // (GenerateTemporalJoin) or an interval join's right stream
-// (GenerateStreamJoin). Their declarations end in secondWith, which each
-// path replaces with its own options (SecondSQL): none in process, a
-// file's path for ubik run, a topic for Kafka.
+// (GenerateStreamJoin), or a join of two views' second source
+// (GenerateViewJoinSources). Their WITH clauses begin with the format,
+// after which each path adds its own options (SecondSQL): none in
+// process, a file's path for ubik run, a topic for Kafka.
 const (
 	TableName = "tv"
 	RightName = "ck"
@@ -31,6 +32,13 @@ const (
 	// is late on any path.
 	rightDecl = "CREATE SOURCE " + RightName + " (g VARCHAR, v BIGINT, cts TIMESTAMP,\n" +
 		"  WATERMARK FOR cts AS cts - INTERVAL '1' SECOND)" + secondWith
+
+	// SecondSourceName is the second source of a join of two views over
+	// two sources (GenerateViewJoinSources): the right stream's rows with
+	// an id, its dedup key, each eighth row sent twice.
+	SecondSourceName = "cd"
+	secondSourceDecl = "CREATE SOURCE " + SecondSourceName + " (id VARCHAR, g VARCHAR, v BIGINT, cts TIMESTAMP,\n" +
+		"  WATERMARK FOR cts AS cts - INTERVAL '1' SECOND) WITH (format = 'jsonl', dedup_key = 'id', dedup_within = '1 hour');\n"
 )
 
 // joinSource is Source without its dedup key, which a join's input
@@ -69,7 +77,7 @@ func (c *Case) SecondSQL(sql, options string) string {
 	}
 	for _, decl := range []string{"CREATE TABLE " + c.Second + " (", "CREATE SOURCE " + c.Second + " ("} {
 		if i := strings.Index(sql, decl); i >= 0 {
-			return sql[:i] + strings.Replace(sql[i:], secondWith, " WITH (format = 'jsonl'"+options+");\n", 1)
+			return sql[:i] + strings.Replace(sql[i:], " WITH (format = 'jsonl'", " WITH (format = 'jsonl'"+options, 1)
 		}
 	}
 	return sql
@@ -234,7 +242,16 @@ func GenerateStreamJoin(seed uint64, size Size) *Case {
 	c.Query = nil
 	c.Note = "interval join of two streams by " + grp
 	c.Second = RightName
+	rightRows(c, r, keys, false)
+	c.Events = nil
+	return c
+}
 
+// rightRows draws c's second input, a right stream over the events'
+// time span and keys, and where each row is pushed among the events. With
+// ids each row has a distinct id, and each eighth is followed by a copy
+// (a retry, which the stream's dedup key drops).
+func rightRows(c *Case, r *rand.Rand, keys []string, ids bool) {
 	evTS := streamTimes(c)
 	var rowTS []int64
 	var maxTS int64 = -1 << 62
@@ -254,13 +271,19 @@ func GenerateStreamJoin(seed uint64, size Size) *Case {
 			f = append(f, fmt.Sprintf(`"v":%d`, r.IntN(50)))
 		}
 		f = append(f, `"cts":"`+time.UnixMicro(t).UTC().Format("2006-01-02 15:04:05.000000")+`"`)
+		if ids {
+			f = append(f, fmt.Sprintf(`"id":"r%d"`, len(rowTS)))
+		}
 		r.Shuffle(len(f), func(i, j int) { f[i], f[j] = f[j], f[i] })
-		c.SecondLines = append(c.SecondLines, []byte("{"+strings.Join(f, ","+ws(r))+"}"))
+		line := []byte("{" + strings.Join(f, ","+ws(r)) + "}")
+		c.SecondLines = append(c.SecondLines, line)
 		rowTS = append(rowTS, t)
+		if ids && r.IntN(8) == 0 {
+			c.SecondLines = append(c.SecondLines, line)
+			rowTS = append(rowTS, t)
+		}
 	}
 	c.SecondAt = secondAt(r, evTS, rowTS)
-	c.Events = nil
-	return c
 }
 
 // GenerateStreamJoinView is GenerateStreamJoin read through a view: the

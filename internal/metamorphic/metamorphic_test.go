@@ -353,14 +353,20 @@ func long(t *testing.T, tl *tools) {
 }
 
 // generateKind is the case of seed of the kind the seed draws (its
-// last decimal digit): plain queries (0-4, 40 of 100 cases), views (5),
+// last decimal digit): plain queries (0-4, 35 of 100 cases), views (5),
 // readers that group by less than their view (6), interval joins of two
 // views (7), temporal joins (8), interval joins of two streams (9),
 // readers of a view of a temporal join (3 when the tens digit is odd),
-// and readers of a view of an interval join of two streams (4 when the
-// tens digit is odd) or of two views (7 when the tens digit is odd).
+// readers of a view of an interval join of two streams (4 when the
+// tens digit is odd) or of two views (7 when the tens digit is odd), and
+// interval joins of two views over two sources (2 when the tens digit
+// is odd).
 func generateKind(seed uint64, size Size) *Case {
 	switch seed % 10 {
+	case 2:
+		if seed/10%2 == 1 {
+			return GenerateViewJoinSources(seed, size)
+		}
 	case 3:
 		if seed/10%2 == 1 {
 			return GenerateTemporalJoinView(seed, size)

@@ -100,7 +100,18 @@ const (
 // on every path that runs a query over views (the C ABI, Python, the
 // file run under kill -9, and Kafka: a join of two EMIT FINAL views
 // grouped by the join column a.g). The case has no Query spec.
-func GenerateIntervalJoin(seed uint64, size Size) *Case {
+func GenerateIntervalJoin(seed uint64, size Size) *Case { return intervalJoin(seed, size, false) }
+
+// GenerateViewJoinSources is GenerateIntervalJoin with its right view
+// over a second source, SecondSourceName (a right stream over the
+// events' keys and time span, with a dedup key and retries), pushed
+// among the events. So a join of two views reads two sources, each with
+// a dedup key: over Kafka, when the left view groups by g alone, the
+// join stage decodes both (the second through its own dedup stage), else
+// the left view is a side.
+func GenerateViewJoinSources(seed uint64, size Size) *Case { return intervalJoin(seed, size, true) }
+
+func intervalJoin(seed uint64, size Size, sources bool) *Case {
 	c := Generate(seed, size)
 	q := *c.Query
 	if q.Window != "hop" {
@@ -134,9 +145,18 @@ func GenerateIntervalJoin(seed uint64, size Size) *Case {
 		" b ON a.g = b.g AND b.ws BETWEEN a.ws - INTERVAL '10' SECOND AND a.ws + INTERVAL '20' SECOND\nGROUP BY " + strings.Join(grp, ", ") + ";\n"
 	c.SQL = Source + up + right + down
 	c.Windowed, c.Monotone = true, true
-	c.Query, c.Events = nil, nil
+	c.Query = nil
 	c.Note = "interval join"
 	c.Views = []string{JoinLeftName, JoinRightName}
+	if sources {
+		right = "CREATE VIEW " + JoinRightName + " AS SELECT g, TUMBLE_START(cts, INTERVAL '10' SECOND) AS ws, count(*) AS c2, max(v) AS hn2\n" +
+			"FROM " + SecondSourceName + " GROUP BY g, TUMBLE(cts, INTERVAL '10' SECOND) EMIT FINAL;\n"
+		c.SQL = Source + secondSourceDecl + up + right + down
+		c.Note = "interval join of views over two sources"
+		c.Second = SecondSourceName
+		rightRows(c, rand.New(rand.NewPCG(seed, 0xd5c)), joinKeys(c), true)
+	}
+	c.Events = nil
 	return c
 }
 
@@ -186,6 +206,13 @@ func (c *Case) ViewCase(name string) (*Case, error) {
 	}
 	v := *c
 	v.SQL = b.String()
+	if c.Second != "" && !strings.Contains(v.SQL, "FROM "+c.Second+" ") && !strings.Contains(v.SQL, "JOIN "+c.Second+" ") {
+		// The view reads no second input: its declaration and rows go.
+		i := strings.Index(v.SQL, "CREATE SOURCE "+c.Second+" (")
+		n := strings.Index(v.SQL[i:], ";\n") + 2
+		v.SQL = v.SQL[:i] + v.SQL[i+n:]
+		v.Second, v.SecondLines, v.SecondAt = "", nil, nil
+	}
 	v.Windowed, v.Monotone, v.Views = true, false, nil
 	v.Note = c.Note + ", view " + name
 	return &v, nil
