@@ -73,6 +73,13 @@
 // the chain's root is the join of the two topics
 // (TestStreamJoinViewInProcess, TestJoinPaths/streamview).
 //
+// A two-source view-join case (GenerateViewJoinSources) is an
+// interval-join case whose right view reads a second source with a dedup
+// key (each row an id, some sent twice), pushed as a join's second input
+// is. Over Kafka its left view, grouped by g alone, runs in the join's
+// stage with the right one (both sources deduplicated there, the second
+// through its own dedup stage), else as a side; read by key, it runs too.
+//
 // A shape Kafka refuses (kafka.CheckQuery) skips the Kafka path, and only
 // such a shape: ubik run must refuse it with CheckQuery's words; the
 // tests count the cases that took the Kafka path and fail when none did.
