@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ubiksql/ubik/internal/dataflow"
 	"github.com/ubiksql/ubik/internal/drive"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
@@ -65,6 +66,11 @@ type Pipeline struct {
 	// dedupParts, when set, is the partition count of another
 	// pipeline's dedup stage that feeds it (upParts, dedupOutsOf).
 	dedupParts int
+	// plan and stages are the query's plan and its stages, each bound to
+	// the pipeline that holds it (queryStages); set on the query's own
+	// pipeline.
+	plan   *dataflow.Plan
+	stages []stageRun
 
 	sourceMeta topicMeta // the source topic as Run found it (watchSource)
 	stop       halt      // set when the source changed under the pipeline: no commit after it
@@ -107,6 +113,9 @@ func New(opts Options) (*Pipeline, error) {
 		return nil, err
 	}
 	if err := p.checkTopics(); err != nil {
+		return nil, err
+	}
+	if err := p.queryStages(); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -275,15 +284,13 @@ func (p *Pipeline) Stats() Stats {
 	return s
 }
 
-// counted are the pipelines whose counters p's add up: p, the segments
-// after it, and its owned sides' (each with its own).
+// counted are the pipelines whose counters p's add up: each that holds
+// a stage of the query (a view two joins read runs, and counts, once).
 func (p *Pipeline) counted() []*Pipeline {
-	out := append([]*Pipeline{p}, p.after...)
-	if p.vj != nil {
-		for _, sd := range p.vj.sides {
-			if sd.owned {
-				out = append(out, sd.p.counted()...)
-			}
+	var out []*Pipeline
+	for _, r := range p.stages {
+		if !slices.Contains(out, r.p) {
+			out = append(out, r.p)
 		}
 	}
 	return out

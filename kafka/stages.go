@@ -60,52 +60,101 @@ func (g *stageGroup) fail(err error) error {
 	return err
 }
 
-// runStages runs p's stages, prepared, until ctx is canceled, a stage
-// fails, or (UntilCaughtUp) the last has drained (a stage that drained
-// first waits for it): one stage per segment of the plan (planStages),
-// each run by the loop its nodes need and by the pipeline that holds
-// it: a routing stage (a segment that decodes and feeds exchanges) by
-// the pipeline whose source it decodes, the dedup stage by the pipeline
-// whose source it deduplicates, each aggregating stage (a segment's
-// joins and aggregates) by the pipeline of its name.
-func (p *Pipeline) runStages(ctx context.Context) error {
-	g := newStageGroup(ctx)
+// stageKind is what a stage of the plan runs: a routing stage (a segment
+// that decodes and feeds exchanges), a dedup stage, or an aggregating
+// stage (a segment's joins and aggregates).
+type stageKind int
+
+const (
+	routeKind stageKind = iota
+	dedupKind
+	aggregateKind
+)
+
+// stageRun is one stage of the plan and the pipeline that holds it
+// (whose options, counters and partitions it runs with): a routing stage
+// the pipeline whose source it decodes, a dedup stage the pipeline whose
+// source it deduplicates, an aggregating stage the pipeline of its name.
+type stageRun struct {
+	spec stageSpec
+	kind stageKind
+	p    *Pipeline
+}
+
+// queryStages binds every stage of the query's plan to the pipeline of
+// p's that holds it (New): a stage no pipeline holds, or a pipeline whose
+// aggregating stage the plan does not give, is an internal error, found
+// before anything runs.
+func (p *Pipeline) queryStages() error {
 	opts := p.opts
 	if p.vj != nil {
 		opts = p.vj.opts // the query's: p.opts are the join stage's
 	}
 	pl, specs, err := planStages(opts, p.name)
 	if err != nil {
-		return g.fail(err)
+		return err
 	}
-	pipes, last := p.stagePipes(), p.out()
+	pipes := p.stagePipes()
+	p.plan, p.stages = pl, nil
 	for _, spec := range specs {
-		if err := p.runSpec(g, pl, spec, pipes, last); err != nil {
+		r := stageRun{spec: spec, kind: aggregateKind}
+		switch {
+		case decodesOnly(pl, spec.seg) != nil:
+			r.kind, r.p = routeKind, p.routerOf(decodesOnly(pl, spec.seg), spec.name)
+		case hasNode(pl, spec.seg, dataflow.Dedup) && len(spec.queries) == 0: // a join's stage may dedup where it joins
+			r.kind = dedupKind
+			r.p = pipeOf(pipes, func(c *Pipeline) bool { return c.dedupOf(spec.name) != nil })
+		default:
+			r.p = pipeOf(pipes, func(c *Pipeline) bool { return c.name == spec.name })
+		}
+		if r.p == nil && r.kind == routeKind {
+			if _, err := p.routeInOf(decodesOnly(pl, spec.seg)); err != nil {
+				return err // what it cannot route
+			}
+		}
+		if r.p == nil {
+			return fmt.Errorf("%w: the plan's stage %s runs in no pipeline of query %s", drive.ErrInternal, spec.name, p.q.Name)
+		}
+		p.stages = append(p.stages, r)
+	}
+	for _, c := range pipes {
+		if !slices.ContainsFunc(p.stages, func(r stageRun) bool { return r.p == c && r.kind == aggregateKind }) {
+			return fmt.Errorf("%w: the plan of query %s has no stage %s", drive.ErrInternal, p.q.Name, c.name)
+		}
+	}
+	return nil
+}
+
+// pipeOf is the first of pipes that match reports, or nil.
+func pipeOf(pipes []*Pipeline, match func(*Pipeline) bool) *Pipeline {
+	if k := slices.IndexFunc(pipes, match); k >= 0 {
+		return pipes[k]
+	}
+	return nil
+}
+
+// runStages runs p's stages (queryStages), prepared, until ctx is
+// canceled, a stage fails, or (UntilCaughtUp) the last has drained (a
+// stage that drained first waits for it), each by the loop its nodes
+// need.
+func (p *Pipeline) runStages(ctx context.Context) error {
+	g := newStageGroup(ctx)
+	pipes, last := p.counted(), p.out()
+	for _, r := range p.stages {
+		var err error
+		switch c := r.p; r.kind {
+		case routeKind:
+			err = c.runRoute(g, p.plan, r.spec)
+		case dedupKind:
+			err = p.runDedup(g, r, pipes)
+		default:
+			g.run("aggregate stage "+c.name, c.runStage2, func() bool { return c == last && c.caughtUp.Load() })
+		}
+		if err != nil {
 			return g.fail(err)
 		}
 	}
 	return g.wait()
-}
-
-// runSpec starts the stage of spec in the pipeline of pipes that holds it.
-func (p *Pipeline) runSpec(g *stageGroup, pl *dataflow.Plan, spec stageSpec, pipes []*Pipeline, last *Pipeline) error {
-	if src := decodesOnly(pl, spec.seg); src != nil {
-		c := p.routerOf(src, spec.name)
-		if c == nil {
-			c = p // its routeInOf names what it cannot route
-		}
-		return c.runRoute(g, pl, spec)
-	}
-	if hasNode(pl, spec.seg, dataflow.Dedup) && len(spec.queries) == 0 { // a dedup stage (a join's may dedup where it joins)
-		return p.runDedupSpec(g, pl, spec, pipes)
-	}
-	k := slices.IndexFunc(pipes, func(c *Pipeline) bool { return c.name == spec.name })
-	if k < 0 {
-		return fmt.Errorf("kafka: the plan's stage %s runs in no pipeline of query %s", spec.name, p.q.Name)
-	}
-	c := pipes[k]
-	g.run("aggregate stage "+c.name, c.runStage2, func() bool { return c == last && c.caughtUp.Load() })
-	return nil
 }
 
 // stagePipes are the pipelines of p's aggregating stages: each side's
@@ -164,32 +213,31 @@ func (p *Pipeline) bindAfter() {
 	}
 }
 
-// runDedupSpec starts the dedup stage of spec in the pipeline of pipes
-// that holds it: the first stream's dedup of a pipeline, or the dedup of
-// a join of two views' second source.
-func (p *Pipeline) runDedupSpec(g *stageGroup, pl *dataflow.Plan, spec stageSpec, pipes []*Pipeline) error {
-	for _, c := range pipes {
-		var d *ddStage
-		switch {
-		case c.dedup && dedupName(c.name) == spec.name:
-			d = c.firstDedup(nil)
-		case c.tj != nil && c.tj.dedup && dedupName(c.tableGroup()) == spec.name:
-			d = c.secondDedup(nil)
-		default:
-			continue
-		}
-		if p.vj != nil {
-			// One dedup for every segment reading the source, each
-			// placing its events as its reader needs.
-			dec := drive.NewMessageDecoder(d.src, c.formatOf(d.src)) // every reader's columns
-			outs, err := c.dedupOutsOf(pl, spec, pipes, d.src, dec)
-			if err != nil {
-				return err
-			}
-			d.outs = outs
-		}
-		g.run(spec.name, func(ctx context.Context) error { return c.runDedupStage(ctx, d) }, nil)
-		return nil
+// dedupOf is p's dedup stage named name: its first stream's, or its
+// join's second source's; nil if none.
+func (p *Pipeline) dedupOf(name string) *ddStage {
+	switch {
+	case p.dedup && dedupName(p.name) == name:
+		return p.firstDedup(nil)
+	case p.tj != nil && p.tj.dedup && dedupName(p.tableGroup()) == name:
+		return p.secondDedup(nil)
 	}
-	return fmt.Errorf("kafka: the plan's dedup stage %s runs in no pipeline of query %s", spec.name, p.q.Name)
+	return nil
+}
+
+// runDedup starts dedup stage r. In a join of two views the plan's one
+// dedup of a source feeds every segment reading it (pipes'), each placing
+// its events as its reader needs.
+func (p *Pipeline) runDedup(g *stageGroup, r stageRun, pipes []*Pipeline) error {
+	c, d := r.p, r.p.dedupOf(r.spec.name)
+	if p.vj != nil {
+		dec := drive.NewMessageDecoder(d.src, c.formatOf(d.src)) // every reader's columns
+		outs, err := c.dedupOutsOf(p.plan, r.spec, pipes, d.src, dec)
+		if err != nil {
+			return err
+		}
+		d.outs = outs
+	}
+	g.run(r.spec.name, func(ctx context.Context) error { return c.runDedupStage(ctx, d) }, nil)
+	return nil
 }
