@@ -504,10 +504,15 @@ func (p *Pipeline) dedupOutsOf(pl *dataflow.Plan, spec stageSpec, pipes []*Pipel
 		c := pipes[k]
 		second := c.tj != nil && c.tj.dedup && c.tj.src == src
 		outs = append(outs, dedupOut{topic: x.topic, place: place, parts: c.nParts, second: second})
-		if c != p && !second {
+		switch {
+		case second:
+			c.tj.dedupParts = p.nParts
+		case c != p:
 			c.dedupParts = p.nParts
-			c.bindInputs() // its markers number the dedup stage's partitions
+		default:
+			continue
 		}
+		c.bindInputs() // its markers number the dedup stage's partitions
 	}
 	return outs, nil
 }

@@ -64,8 +64,12 @@ type tableJoin struct {
 	// query of the join's segment that reads it.
 	dedup  bool
 	reader *plan.Query
-	n      int             // partitions of the table topic
-	end    map[int32]int64 // UntilCaughtUp: the table topic's end offsets at start
+	// dedupParts are that dedup stage's partitions, whose markers the
+	// second input's marker table numbers (dedupOutsOf; the join stage's
+	// own until then).
+	dedupParts int
+	n          int             // partitions of the table topic
+	end        map[int32]int64 // UntilCaughtUp: the table topic's end offsets at start
 }
 
 // decoder decodes the input's records, its columns the query reads.

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"math"
 
 	"github.com/ubiksql/ubik/changelog"
@@ -79,7 +80,7 @@ func (p *Pipeline) bindInputs() {
 		case in.kind == inTable:
 			in.parts, in.drain, in.end = p.tj.n, p.tj.n, p.tj.end
 			if p.tj.dedup {
-				in.parts = p.nParts // its dedup stage's
+				in.parts = cmp.Or(p.tj.dedupParts, p.nParts) // its dedup stage's
 			}
 		case in.kind == inEvents:
 			in.parts, in.drain, in.end = p.upParts(), p.nSource, p.sourceEnd

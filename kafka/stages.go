@@ -139,14 +139,26 @@ func pipeOf(pipes []*Pipeline, match func(*Pipeline) bool) *Pipeline {
 // need.
 func (p *Pipeline) runStages(ctx context.Context) error {
 	g := newStageGroup(ctx)
-	pipes, last := p.counted(), p.out()
-	for _, r := range p.stages {
+	// The dedup stages first bind their readers' marker tables to their
+	// partitions, before any stage runs.
+	dds := map[int]*ddStage{}
+	for i, r := range p.stages {
+		if r.kind == dedupKind {
+			d, err := p.dedupStage(r)
+			if err != nil {
+				return g.fail(err)
+			}
+			dds[i] = d
+		}
+	}
+	last := p.out()
+	for i, r := range p.stages {
 		var err error
 		switch c := r.p; r.kind {
 		case routeKind:
 			err = c.runRoute(g, p.plan, r.spec)
 		case dedupKind:
-			err = p.runDedup(g, r, pipes)
+			g.run(r.spec.name, func(ctx context.Context) error { return c.runDedupStage(ctx, dds[i]) }, nil)
 		default:
 			g.run("aggregate stage "+c.name, c.runStage2, func() bool { return c == last && c.caughtUp.Load() })
 		}
@@ -225,19 +237,18 @@ func (p *Pipeline) dedupOf(name string) *ddStage {
 	return nil
 }
 
-// runDedup starts dedup stage r. In a join of two views the plan's one
-// dedup of a source feeds every segment reading it (pipes'), each placing
-// its events as its reader needs.
-func (p *Pipeline) runDedup(g *stageGroup, r stageRun, pipes []*Pipeline) error {
+// dedupStage is dedup stage r as it runs. In a join of two views the
+// plan's one dedup of a source feeds every segment reading it, each
+// placing its events as its reader needs.
+func (p *Pipeline) dedupStage(r stageRun) (*ddStage, error) {
 	c, d := r.p, r.p.dedupOf(r.spec.name)
 	if p.vj != nil {
 		dec := drive.NewMessageDecoder(d.src, c.formatOf(d.src)) // every reader's columns
-		outs, err := c.dedupOutsOf(p.plan, r.spec, pipes, d.src, dec)
+		outs, err := c.dedupOutsOf(p.plan, r.spec, p.counted(), d.src, dec)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		d.outs = outs
 	}
-	g.run(r.spec.name, func(ctx context.Context) error { return c.runDedupStage(ctx, d) }, nil)
-	return nil
+	return d, nil
 }

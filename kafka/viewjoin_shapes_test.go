@@ -109,15 +109,21 @@ GROUP BY a.seller, TUMBLE(a.window_start, INTERVAL '10' SECOND) EMIT FINAL;`,
 		map[string]string{"q8w": "q8w-out", "np_key": "npk-out", "new_sellers": "ns-out"}},
 })
 
-// withDedupShapes adds to shapes both views in the join's segment over
-// deduplicated sources: the second (the auctions; in the swapped shape
-// the persons), or both. The join stage's second input comes through
-// that source's dedup stage.
+// withDedupShapes adds to shapes some of them over deduplicated
+// sources: both views in the join's segment, over the second source (the
+// auctions; in the swapped shape the persons) or both (the join stage's
+// second input comes through that source's dedup stage); and a join over
+// a join, whose two joins read the auctions through one dedup stage.
 func withDedupShapes(shapes map[string]viewJoinShape) map[string]viewJoinShape {
 	for env, d := range map[string]struct {
 		of   string
 		srcs []string
-	}{"_DEDUP2": {"_BYKEY", []string{"auction"}}, "_DEDUP2SWAP": {"_BYKEYSWAP", []string{"person"}}, "_DEDUPBOTH": {"_BYKEY", []string{"person", "auction"}}} {
+	}{
+		"_DEDUP2":     {"_BYKEY", []string{"auction"}},
+		"_DEDUP2SWAP": {"_BYKEYSWAP", []string{"person"}},
+		"_DEDUPBOTH":  {"_BYKEY", []string{"person", "auction"}},
+		"_NESTEDDA":   {"_NESTED", []string{"auction"}},
+	} {
 		s := shapes[d.of]
 		s.name += ", deduplicating " + strings.Join(d.srcs, " and ")
 		shapes[env], shapeDedup[s.name] = s, d.srcs
@@ -188,7 +194,7 @@ func firstVersions(persons [][]byte) [][]byte {
 }
 
 // viewJoinShapeOrder is the order the tests run the shapes in.
-var viewJoinShapeOrder = []string{"_SIDES", "_NESTED", "_IJSIDE", "_BYNONE", "_APART", "_BYKEY", "_BYKEYSWAP", "_DEDUP2", "_DEDUP2SWAP", "_DEDUPBOTH"}
+var viewJoinShapeOrder = []string{"_SIDES", "_NESTED", "_IJSIDE", "_BYNONE", "_APART", "_BYKEY", "_BYKEYSWAP", "_DEDUP2", "_DEDUP2SWAP", "_DEDUPBOTH", "_NESTEDDA"}
 
 // compile compiles q8 and the shape's script (each query to its own
 // topic), returning the shape's last query.
