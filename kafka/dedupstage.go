@@ -50,7 +50,7 @@ type ddStage struct {
 	topic  string          // the source topic, where a bad event is reported
 	parts  int             // the source's partitions, which its markers number
 	end    map[int32]int64 // UntilCaughtUp: the source's end offsets at start
-	outs   []dedupOut      // nil: p.repTopic, by q's group key
+	outs   []exchangeFeed  // nil: p.repTopic, by q's group key
 	gauges *dedupGauges
 	late   func(*drive.LateEvent)
 }
@@ -59,14 +59,14 @@ func (d *ddStage) topicIn() string { return d.name + "-repartition" }
 func (d *ddStage) state() string   { return d.name + "-state" }
 
 // firstDedup is the dedup stage of p's first stream, feeding outs.
-func (p *Pipeline) firstDedup(outs []dedupOut) *ddStage {
+func (p *Pipeline) firstDedup(outs []exchangeFeed) *ddStage {
 	return &ddStage{name: dedupName(p.name), q: p.root, src: firstStream(p.root), dec: p.decoder(), topic: p.opts.Source.Topic,
 		parts: p.nSource, end: p.sourceEnd, outs: outs, gauges: &p.c.dedup, late: p.lateOf(p.root)}
 }
 
 // secondDedup is the dedup stage of the second source p's join of two
 // views decodes (tableJoin.dedup), feeding outs.
-func (p *Pipeline) secondDedup(outs []dedupOut) *ddStage {
+func (p *Pipeline) secondDedup(outs []exchangeFeed) *ddStage {
 	tj := p.tj
 	return &ddStage{name: dedupName(p.tableGroup()), q: tj.reader, src: tj.src, dec: tj.decoder(), topic: tj.ep.Topic,
 		parts: tj.n, end: tj.end, outs: outs, gauges: &p.c.dedup2, late: p.lateOf(tj.reader)}
@@ -172,8 +172,9 @@ func (p *Pipeline) runDedupStage(ctx context.Context, d *ddStage) error {
 	}
 	return p.runLoop(ctx, spec, func(tx *txn) (stageWork, error) {
 		return &dedupWork{p: p, d: d, tx: tx, tasks: map[int32]*ddTask{}, owned: map[int32]bool{},
-			ins: inputs{d.src.Name}, tag: []kgo.RecordHeader{inTag(d.src.Name)},
-			second: []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}, inTag(d.src.Name)}}, nil
+			ins:    inputs{d.src.Name},
+			tag:    exchangeFeed{}.headers(nil, inTag(d.src.Name)),
+			second: exchangeFeed{second: true}.headers(nil, inTag(d.src.Name))}, nil
 	})
 }
 
@@ -194,9 +195,11 @@ type dedupWork struct {
 	owned  map[int32]bool
 	sent   []byte
 	sentAt time.Time
-	ins    inputs             // its one input, the source
-	tag    []kgo.RecordHeader // every record's: the input it feeds (inTag)
-	second []kgo.RecordHeader // a second input's record's: tag and its row header
+	ins    inputs // its one input, the source
+	// tag and second are a record's headers (one slice for all, which
+	// the client only reads): the input it feeds (inTag), and, for a
+	// join's second input, that input's row header.
+	tag, second []kgo.RecordHeader
 }
 
 func (w *dedupWork) assigned(_ context.Context, owned, dropped map[int32]bool, _ time.Time) error {
@@ -473,25 +476,12 @@ func restoreDedup(t *task, ek, val []byte) (bool, error) {
 	return true, err
 }
 
-// dedupOut is one exchange a dedup stage feeds when the plan's one
-// dedup serves several segments (a join of two views whose join stage
-// and a side read the source): each reader's topic, placed as it needs.
-type dedupOut struct {
-	topic string
-	place drive.Placer // the reader's placement of a decoded event
-	parts int          // the topic's partitions
-	// second: the reader takes the events as its join's second input
-	// (tableJoin.dedup): its records and markers carry that input's
-	// headers.
-	second bool
-}
-
 // dedupOutsOf are the exchanges of spec, the plan's dedup segment of src,
 // each read by one of pipes, with every reader's columns decoded by dec;
 // a reader other than p, which runs the stage, takes its markers from
 // p's dedup partitions.
-func (p *Pipeline) dedupOutsOf(pl *dataflow.Plan, spec stageSpec, pipes []*Pipeline, src *plan.Source, dec *drive.Decoder) ([]dedupOut, error) {
-	var outs []dedupOut
+func (p *Pipeline) dedupOutsOf(pl *dataflow.Plan, spec stageSpec, pipes []*Pipeline, src *plan.Source, dec *drive.Decoder) ([]exchangeFeed, error) {
+	var outs []exchangeFeed
 	for _, x := range spec.outs {
 		k := slices.IndexFunc(pipes, func(c *Pipeline) bool { return c.repTopic == x.topic })
 		if k < 0 {
@@ -503,7 +493,7 @@ func (p *Pipeline) dedupOutsOf(pl *dataflow.Plan, spec stageSpec, pipes []*Pipel
 		}
 		c := pipes[k]
 		second := c.tj != nil && c.tj.dedup && c.tj.src == src
-		outs = append(outs, dedupOut{topic: x.topic, place: place, parts: c.nParts, second: second})
+		outs = append(outs, exchangeFeed{topic: x.topic, place: place, parts: c.nParts, second: second})
 		switch {
 		case second:
 			c.tj.dedupParts = p.nParts
@@ -555,10 +545,6 @@ func (w *dedupWork) marks(enc []byte) {
 		return
 	}
 	for _, o := range w.d.outs {
-		key, header := markerKey, markerHeader
-		if o.second {
-			key, header = tableMarkerKey, tableMarkerHeader
-		}
-		p.sendMarks(w.tx, o.topic, o.parts, key, header, in, enc)
+		o.marks(p, w.tx, in, enc)
 	}
 }

@@ -60,21 +60,12 @@ type routeIn struct {
 	from   StartOffset // UntilCaughtUp: where a new group starts
 }
 
-// routeOut is one exchange a routing stage feeds.
-type routeOut struct {
-	topic string
-	place drive.Placer // nil: a broadcast, to every partition
-	// src: the exchange's consumer is a dedup, which reports a bad event
-	// where it was read (sourceHeader).
-	src bool
-}
-
 // routeStage is a routing stage's work in the loop (loop.go).
 type routeStage struct {
 	p    *Pipeline
 	tx   *txn
 	in   *routeIn
-	outs []routeOut
+	outs []exchangeFeed
 	tag  kgo.RecordHeader // every record's: the input it feeds (inTag)
 	// hdrs are a routed record's headers but a dedup's (headers): one
 	// slice for all, which the client only reads.
@@ -110,7 +101,7 @@ func (p *Pipeline) runRoute(g *stageGroup, pl *dataflow.Plan, spec stageSpec) er
 }
 
 // route runs a routing stage reading in and feeding outs.
-func (p *Pipeline) route(ctx context.Context, in *routeIn, outs []routeOut) error {
+func (p *Pipeline) route(ctx context.Context, in *routeIn, outs []exchangeFeed) error {
 	if !in.second {
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -132,10 +123,7 @@ func (p *Pipeline) route(ctx context.Context, in *routeIn, outs []routeOut) erro
 		}
 		r := &routeStage{p: p, tx: tx, in: in, outs: outs, tag: inTag(in.src.Name), m: newMarks(in.parts, in.idle, end),
 			seen: map[int32]bool{}, sentWM: map[int32]int64{}}
-		r.hdrs = []kgo.RecordHeader{r.tag}
-		if in.second {
-			r.hdrs = []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}, r.tag}
-		}
+		r.hdrs = exchangeFeed{second: in.second}.headers(nil, r.tag)
 		return r, nil
 	})
 }
@@ -143,8 +131,8 @@ func (p *Pipeline) route(ctx context.Context, in *routeIn, outs []routeOut) erro
 // routeOuts are the exchanges of spec's segment: each with its topic and
 // the placer its consumer needs (the routers are stateless between
 // sessions: one serves every transaction).
-func (p *Pipeline) routeOuts(pl *dataflow.Plan, spec stageSpec, in *routeIn) ([]routeOut, error) {
-	var outs []routeOut
+func (p *Pipeline) routeOuts(pl *dataflow.Plan, spec stageSpec, in *routeIn) ([]exchangeFeed, error) {
+	var outs []exchangeFeed
 	byTopic := map[string]int{}
 	for _, x := range spec.outs {
 		if first, ok := byTopic[x.topic]; ok {
@@ -160,7 +148,7 @@ func (p *Pipeline) routeOuts(pl *dataflow.Plan, spec stageSpec, in *routeIn) ([]
 		if err != nil {
 			return nil, err
 		}
-		o := routeOut{topic: x.topic, place: place}
+		o := exchangeFeed{topic: x.topic, place: place, second: in.second}
 		for _, c := range pl.Consumers(x.node) {
 			o.src = o.src || pl.Node(c).Kind == dataflow.Dedup
 		}
@@ -289,7 +277,7 @@ func (r *routeStage) partition(part int32, recs []*kgo.Record, now time.Time, c 
 // not decode going to none. A bad event is reported once per record
 // (reported: an earlier exchange's placer reported it), and not routed
 // there.
-func (r *routeStage) route(o routeOut, first drive.Placer, rec *kgo.Record, reported *bool) (int64, bool, error) {
+func (r *routeStage) route(o exchangeFeed, first drive.Placer, rec *kgo.Record, reported *bool) (int64, bool, error) {
 	dst := append(r.key[:0], routeKeyVersion)
 	var key []byte
 	var err error
@@ -326,9 +314,9 @@ func (r *routeStage) route(o routeOut, first drive.Placer, rec *kgo.Record, repo
 
 // headers are a routed record's: its input's tag, a second input's row
 // header, and for a dedup the record's own position.
-func (r *routeStage) headers(o routeOut, rec *kgo.Record) []kgo.RecordHeader {
+func (r *routeStage) headers(o exchangeFeed, rec *kgo.Record) []kgo.RecordHeader {
 	if o.src {
-		return sourceHeader(rec, r.tag) // where a bad event is reported from
+		return o.headers(rec, r.tag)
 	}
 	return r.hdrs
 }
@@ -354,7 +342,7 @@ func (r *routeStage) badRow(rec *kgo.Record, err error) {
 
 // broadcast produces a versioned table's row to every partition of o's
 // topic. It reports false for a row that did not decode (reported).
-func (r *routeStage) broadcast(o routeOut, rec *kgo.Record, now time.Time) bool {
+func (r *routeStage) broadcast(o exchangeFeed, rec *kgo.Record, now time.Time) bool {
 	table, wm := r.in.src, r.m.wm
 	row, err := r.in.dec.Decode(rec.Value)
 	if err == nil && row != nil && row[table.TimeCol].Null {
@@ -382,7 +370,7 @@ func (r *routeStage) broadcast(o routeOut, rec *kgo.Record, now time.Time) bool 
 	}
 	wm.observe(rec.Partition, satSub(row[table.TimeCol].I, table.WatermarkDelay))
 	part := binary.BigEndian.AppendUint32(nil, uint32(rec.Partition))
-	hs := []kgo.RecordHeader{{Key: tableRowHeader, Value: []byte{1}}, {Key: tablePartHeader, Value: part}, r.tag}
+	hs := []kgo.RecordHeader{tableRowTag, {Key: tablePartHeader, Value: part}, r.tag}
 	for i := 0; i < r.p.nParts; i++ {
 		r.tx.produce(&kgo.Record{Topic: o.topic, Partition: int32(i), Key: tableRowKey, Value: rec.Value, Headers: hs})
 	}
@@ -392,12 +380,8 @@ func (r *routeStage) broadcast(o routeOut, rec *kgo.Record, now time.Time) bool 
 // send produces a watermark marker to every partition of each topic and
 // remembers what it said.
 func (r *routeStage) send(enc []byte) {
-	key, header := markerKey, markerHeader
-	if r.in.second {
-		key, header = tableMarkerKey, tableMarkerHeader
-	}
 	for _, o := range r.outs {
-		r.p.sendMarksTo(r.tx, o.topic, key, header, r.in.src.Name, enc)
+		o.marks(r.p, r.tx, r.in.src.Name, enc)
 	}
 	for part, pw := range r.m.wm.parts {
 		r.sentWM[part] = pw.wm
