@@ -125,13 +125,15 @@ EMIT EARLY EVERY INTERVAL '100' MILLISECOND;
 // chaosViewJoinSQL is the fifth shape: a window join of two EMIT FINAL
 // views over two streams (as Nexmark q8): the orders per merchant and
 // minute, and the fee-rate changes per merchant and minute from a second
-// stream (chaosFees' rows, produced beside the events), joined on the
-// merchant and the window start. Over Kafka the second stream is a topic
-// of two partitions (tableWith stands for its WITH clause).
+// stream (chaosFees' rows, produced beside the events, each eighth sent
+// twice: the stream's dedup key drops the copy), joined on the merchant
+// and the window start. Over Kafka the second stream is a topic of two
+// partitions (tableWith stands for its WITH clause), which the join's
+// stage reads through its own dedup stage.
 const chaosViewJoinSQL = `CREATE SOURCE events (event_id VARCHAR, merchant VARCHAR, customer VARCHAR, amount BIGINT, event_time TIMESTAMP,
   WATERMARK FOR event_time AS event_time - INTERVAL '5' SECOND)
   WITH (dedup_key = 'event_id', dedup_within = '10 minutes');
-CREATE SOURCE fees (merchant VARCHAR, rate DECIMAL(6,4), valid_from TIMESTAMP,
+CREATE SOURCE fees (fee_id VARCHAR, merchant VARCHAR, rate DECIMAL(6,4), valid_from TIMESTAMP,
   WATERMARK FOR valid_from AS valid_from - INTERVAL '5' SECOND)` + tableWith + `;
 CREATE VIEW orders AS
 SELECT merchant, TUMBLE_START(event_time, INTERVAL '1' MINUTE) AS window_start, count(*) AS orders, sum(amount) AS total
@@ -165,6 +167,9 @@ type chaosShape struct {
 	// table is the second input's name (a versioned table, or a second
 	// stream) when the script reads one (chaosFees writes its rows).
 	table string
+	// tableDedup, if set, are the second stream's dedup options: its
+	// rows then have ids, and some come twice.
+	tableDedup string
 }
 
 // chaosShapes are the shapes the rounds take in turn: round 0 the single
@@ -178,7 +183,7 @@ var chaosShapes = []chaosShape{
 		continuous: map[string]bool{"per_merchant": true}},
 	{name: "regroup", sql: chaosRegroupSQL, query: "mins", topics: map[string]string{"mins": "out", "tens": "out-tens"}},
 	{name: "join", sql: chaosJoinSQL, query: "fees_due", topics: map[string]string{"fees_due": "out"}, table: "fees"},
-	{name: "viewjoin", sql: chaosViewJoinSQL, query: "joined", table: "fees",
+	{name: "viewjoin", sql: chaosViewJoinSQL, query: "joined", table: "fees", tableDedup: ", dedup_key = 'fee_id', dedup_within = '10 minutes'",
 		topics: map[string]string{"joined": "out", "orders": "out-orders", "changes": "out-changes"}},
 	{name: "jointable", sql: chaosJoinByTableSQL, query: "by_rate", topics: map[string]string{"by_rate": "out"}, table: "fees"},
 }
@@ -187,16 +192,24 @@ var chaosShapes = []chaosShape{
 // a minute before the first to a minute after the last, every 0.5 to 5
 // s, a random merchant's new rate), in time order, each with its time.
 // Merchant m7 gets no version before the events' fifth minute, so its
-// first events find none.
-func chaosFees(r *rand.Rand) (rows [][]byte, times []time.Time, merchants []int) {
+// first events find none. With retries each row has an id (fee_id), and
+// each eighth is sent again right after it.
+func chaosFees(r *rand.Rand, retries bool) (rows [][]byte, times []time.Time, merchants []int) {
 	base := time.Date(2026, 7, 18, 10, 0, 0, 0, time.UTC)
 	for at := base.Add(-time.Minute); at.Before(base.Add(21 * time.Minute)); at = at.Add(time.Duration(500+r.IntN(4500)) * time.Millisecond) {
 		m := r.IntN(8)
 		if m == 7 && at.Before(base.Add(5*time.Minute)) {
 			continue
 		}
-		rows = append(rows, fmt.Appendf(nil, `{"merchant":"m%d","rate":"0.%04d","valid_from":"%s"}`, m, r.IntN(10000), at.Format("2006-01-02 15:04:05.000")))
-		times, merchants = append(times, at), append(merchants, m)
+		id := ""
+		if retries {
+			id = fmt.Sprintf(`"fee_id":"f%d",`, len(rows))
+		}
+		row := fmt.Appendf(nil, `{%s"merchant":"m%d","rate":"0.%04d","valid_from":"%s"}`, id, m, r.IntN(10000), at.Format("2006-01-02 15:04:05.000"))
+		rows, times, merchants = append(rows, row), append(times, at), append(merchants, m)
+		if retries && len(rows)%8 == 1 {
+			rows, times, merchants = append(rows, row), append(times, at), append(merchants, m) // its retry
+		}
 	}
 	return rows, times, merchants
 }
@@ -349,7 +362,7 @@ func chaosRound(t *testing.T, bin string, shape chaosShape, seed uint64, n int, 
 	var tableParts []int
 	fileSQL, kafkaSQL := shape.sql, shape.sql
 	if shape.table != "" {
-		tableRows, tableTimes, tableParts = chaosFees(r)
+		tableRows, tableTimes, tableParts = chaosFees(r, shape.tableDedup != "")
 		tpath := filepath.Join(dir, shape.table+".jsonl")
 		if err := os.WriteFile(tpath, append(joinLines(tableRows), '\n'), 0o644); err != nil {
 			t.Fatal(err)
@@ -357,8 +370,8 @@ func chaosRound(t *testing.T, bin string, shape chaosShape, seed uint64, n int, 
 		if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 2, -1, nil, shape.table); err != nil {
 			t.Fatal(err)
 		}
-		fileSQL = strings.Replace(shape.sql, tableWith, fmt.Sprintf(" WITH (path = '%s')", tpath), 1)
-		kafkaSQL = strings.Replace(shape.sql, tableWith, fmt.Sprintf(" WITH (connector = 'kafka', topic = '%s')", shape.table), 1)
+		fileSQL = strings.Replace(shape.sql, tableWith, fmt.Sprintf(" WITH (path = '%s'%s)", tpath, shape.tableDedup), 1)
+		kafkaSQL = strings.Replace(shape.sql, tableWith, fmt.Sprintf(" WITH (connector = 'kafka', topic = '%s'%s)", shape.table, shape.tableDedup), 1)
 	}
 	sqlPath, fileSQLPath := filepath.Join(dir, "chaos.sql"), filepath.Join(dir, "chaos-file.sql")
 	if err := os.WriteFile(sqlPath, []byte(kafkaSQL), 0o644); err != nil {
