@@ -196,3 +196,21 @@ func TestViewRegroupInProcess(t *testing.T) {
 		t.Errorf("the cases do not regroup both by none of the view's cells and by some: %v", byNone)
 	}
 }
+
+// TestViewJoinSourcesPaths runs two joins of two views over two sources
+// (GenerateViewJoinSources: the second source with a dedup key and
+// retries) through the C ABI, Python, `ubik run --state-dir` under kill
+// -9 and Kafka: one whose left view groups by g alone (over Kafka both
+// views run in the join's stage, each source through its own dedup
+// stage), one whose left view groups by more (a side).
+func TestViewJoinSourcesPaths(t *testing.T) {
+	seeds := []uint64{112, 12}
+	for i, seed := range seeds {
+		c := GenerateViewJoinSources(seed, Size{Events: shortEvents})
+		if byG := strings.Contains(c.SQL, "GROUP BY g, TUMBLE(ts") || strings.Contains(c.SQL, "GROUP BY g, HOP(ts"); byG != (i == 0) {
+			t.Fatalf("seed %d: the left view groups by g alone: %v, want %v\n%s", seed, byG, i == 0, c.SQL)
+		}
+	}
+	tl := build(t, t.TempDir())
+	viewPaths(t, tl, seeds, GenerateViewJoinSources)
+}
