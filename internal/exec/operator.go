@@ -190,6 +190,9 @@ type Operator struct {
 	rec      changelog.Record
 	keyOut   []byte
 	valOut   []byte
+	// into: a host's buffer (RenderInto) holds keyOut, and the value is
+	// rendered right after the key in its array.
+	into bool
 	// revDep: some SELECT column may read REVISION(), so the value a
 	// change is compared by is rendered again with the revision fixed
 	// (valueHash) into revRow and revBuf.
@@ -975,7 +978,11 @@ func (o *Operator) encodeRecord(keys []types.Value) {
 		o.keySpan[2*i+1] = len(k)
 	}
 	o.keyOut = append(k, ']')
-	v := append(o.valOut[:0], '{')
+	v := o.valOut[:0]
+	if o.into {
+		v = o.keyOut[len(o.keyOut):]
+	}
+	v = append(v, '{')
 	for i := range o.outRow { // by index: a range value would copy each cell first
 		v = append(v, o.prefixes[i]...)
 		if j := o.selKey[i]; j >= 0 {
