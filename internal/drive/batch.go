@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/exec"
 	"github.com/ubiksql/ubik/internal/types"
 )
@@ -124,11 +123,39 @@ func (b *batch) finalOp(t int64) uint64 {
 	return b.advances[lo].op
 }
 
+// outRec is one record of a chunk: its tag's fields, the metadata that
+// varies by record (the operator's name, windowing and window positions
+// are the same for every record: par.rec keeps them), and where its bytes
+// and row end. A record's key starts where the record before it in the
+// chunk ends (its value and row where its key and the row before end).
+// Flat and free of pointers, it fills one cache line: a shard writes one
+// for every record and the reader reads it on the other core, and the
+// collector neither scans the chunk nor bars the shard's writes to it.
 type outRec struct {
-	tag              tag
-	meta             changelog.Meta
-	key0, key1, val1 int32
-	row0, row1       int32 // the projected row in chunk.cells (par.onRow)
+	op         uint64
+	a          int64
+	b          uint64
+	revision   uint64
+	winStart   int64
+	winEnd     int64
+	key1, val1 int32
+	row1       int32 // the projected row in chunk.cells (par.onRow)
+	class      uint8
+	final      bool
+}
+
+// less orders r before u by their tags (tag.less).
+func (r *outRec) less(u *outRec) bool {
+	if r.op != u.op {
+		return r.op < u.op
+	}
+	if r.class != u.class {
+		return r.class < u.class
+	}
+	if r.a != u.a {
+		return r.a < u.a
+	}
+	return r.b < u.b
 }
 
 // chunk is a run of a shard's records. The last chunk of a batch has

@@ -32,3 +32,12 @@ func TestHotFieldsApart(t *testing.T) {
 		t.Errorf("shard: %d bytes between its channels and the fields it writes", gap)
 	}
 }
+
+// TestOutRecLine holds a shard's record to one cache line: the shard
+// writes one for every record it renders and the reader reads it on the
+// other core.
+func TestOutRecLine(t *testing.T) {
+	if n := unsafe.Sizeof(outRec{}); n > 64 {
+		t.Errorf("outRec is %d bytes: more than a cache line", n)
+	}
+}

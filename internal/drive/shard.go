@@ -5,7 +5,9 @@ import (
 	"errors"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/exec"
@@ -132,6 +134,7 @@ func (s *shard) chunk() *chunk {
 func (s *shard) apply(b *batch) {
 	s.b, s.lastFinalOp = b, 0
 	s.c = s.chunk()
+	s.renderInto(s.c)
 	if s.err == nil {
 		s.err = s.steps(b)
 	}
@@ -139,6 +142,7 @@ func (s *shard) apply(b *batch) {
 	c.done, c.err, c.stats = true, s.err, s.op.Stats()
 	c.skips, s.skips = append(c.skips[:0], s.skips...), s.skips[:0]
 	s.c = nil
+	s.op.RenderInto(nil) // nothing renders into c once the reader has it
 	s.hand(c)
 	s.applied.Add(1)
 	s.wake()
@@ -263,22 +267,46 @@ func (s *shard) finalOp(t int64) uint64 {
 func (s *shard) onRecord(r *changelog.Record) error {
 	t := s.tagNow(r.Meta.WindowEnd)
 	c := s.c
-	or := outRec{tag: t, meta: r.Meta, key0: int32(len(c.bytes))}
-	c.bytes = append(c.bytes, r.Key...)
-	or.key1 = int32(len(c.bytes))
-	c.bytes = append(c.bytes, r.Value...)
-	or.val1 = int32(len(c.bytes))
+	c.bytes = appendAt(c.bytes, r.Key)
+	key1 := int32(len(c.bytes))
+	c.bytes = appendAt(c.bytes, r.Value)
+	var row1 int32
 	if s.p.withRows {
 		// The row's strings are the operator's own, never reused: the
 		// cells are copied, the strings shared.
-		or.row0 = int32(len(c.cells))
 		c.cells = append(c.cells, s.op.EmittedRow()...)
-		or.row1 = int32(len(c.cells))
+		row1 = int32(len(c.cells))
 	}
-	c.recs = append(c.recs, or)
+	m := &r.Meta
+	c.recs = append(c.recs, outRec{op: t.op, a: t.a, b: t.b, revision: m.Revision, winStart: m.WindowStart, winEnd: m.WindowEnd,
+		key1: key1, val1: int32(len(c.bytes)), row1: row1, class: t.class, final: m.Final})
 	if len(c.recs) >= chunkRecords {
 		s.hand(c)
 		s.c = s.chunk()
 	}
+	s.renderInto(s.c)
 	return nil
+}
+
+// renderRoom is the spare capacity a chunk's bytes keep for the operator
+// to render the next record in (RenderInto): a larger record is copied.
+const renderRoom = 1024
+
+// renderInto has the operator render its next record in c's spare
+// capacity, so that onRecord finds it in place.
+func (s *shard) renderInto(c *chunk) {
+	if cap(c.bytes)-len(c.bytes) < renderRoom {
+		c.bytes = slices.Grow(c.bytes, renderRoom)
+	}
+	s.op.RenderInto(c.bytes)
+}
+
+// appendAt appends b to buf, and only extends buf when b already lies
+// there, rendered in its spare capacity (renderInto).
+func appendAt(buf, b []byte) []byte {
+	n := len(buf)
+	if len(b) <= cap(buf)-n && unsafe.Pointer(unsafe.SliceData(b)) == unsafe.Add(unsafe.Pointer(unsafe.SliceData(buf)), n) {
+		return buf[:n+len(b)]
+	}
+	return append(buf, b...)
 }

@@ -213,6 +213,7 @@ func newPar(q *plan.Query, cfg Config, out *parOut, threads int, blocks bool) (*
 		s.op = op
 		p.shards = append(p.shards, s)
 	}
+	p.rec.Meta = p.shards[0].op.RecordMeta()
 	p.lastStats = make([]exec.Stats, threads)
 	for i := range p.lastStats {
 		p.lastStats[i] = p.shards[i].op.Stats()

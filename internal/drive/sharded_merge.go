@@ -31,10 +31,10 @@ func (p *par) collect(b *batch) error {
 		if h == nil {
 			break
 		}
-		r := &h.c.recs[h.i]
-		h.i++
+		r, key0, row0 := &h.c.recs[h.i], h.key0, h.row0
+		h.i, h.key0, h.row0 = h.i+1, r.val1, r.row1
 		if first == nil && !p.discard {
-			first = m.deliver(h.c, r)
+			first = m.deliver(h.c, r, key0, row0)
 		}
 	}
 	if first == nil && !p.discard {
@@ -89,23 +89,29 @@ type merge struct {
 	steps []opStep
 }
 
-// mergeHead is a shard's next record: in chunk c at i.
+// mergeHead is a shard's next record: in chunk c at i, its key from
+// key0 in c.bytes and its row from row0 in c.cells (where the record
+// before it ends).
 type mergeHead struct {
-	c *chunk
-	i int
+	c          *chunk
+	i          int
+	key0, row0 int32
 }
 
 // next returns the head holding the least tag, nil when every shard's
 // records of the batch are merged.
 func (m *merge) next() *mergeHead {
+	if len(m.heads) == 1 {
+		return m.nextOne()
+	}
 	best := -1
 	for i := range m.heads {
 		h := &m.heads[i]
 		for h.i >= len(h.c.recs) && !h.c.done {
 			m.p.shards[i].recycle(h.c)
-			h.c, h.i = <-m.p.shards[i].out, 0
+			h.c, h.i, h.key0, h.row0 = <-m.p.shards[i].out, 0, 0, 0
 		}
-		if h.i < len(h.c.recs) && (best < 0 || h.c.recs[h.i].tag.less(m.heads[best].c.recs[m.heads[best].i].tag)) {
+		if h.i < len(h.c.recs) && (best < 0 || h.c.recs[h.i].less(&m.heads[best].c.recs[m.heads[best].i])) {
 			best = i
 		}
 	}
@@ -115,17 +121,32 @@ func (m *merge) next() *mergeHead {
 	return &m.heads[best]
 }
 
-// deliver hands one record (and, first, its row) to the host, after the
-// marks of the calls before it.
-func (m *merge) deliver(c *chunk, r *outRec) error {
+// nextOne is next with one shard, whose records are in order.
+func (m *merge) nextOne() *mergeHead {
+	h := &m.heads[0]
+	for h.i >= len(h.c.recs) {
+		if h.c.done {
+			return nil
+		}
+		m.p.shards[0].recycle(h.c)
+		h.c, h.i, h.key0, h.row0 = <-m.p.shards[0].out, 0, 0, 0
+	}
+	return h
+}
+
+// deliver hands record r of c, whose key starts at key0 and row at row0
+// (and, first, its row) to the host, after the marks of the calls
+// before it.
+func (m *merge) deliver(c *chunk, r *outRec, key0, row0 int32) error {
 	p := m.p
-	m.marksUpTo(r.tag.op)
-	m.stepOf(r.tag.op)
-	p.rec.Key = c.bytes[r.key0:r.key1:r.key1]
+	m.marksUpTo(r.op)
+	m.stepOf(r.op)
+	p.rec.Key = c.bytes[key0:r.key1:r.key1]
 	p.rec.Value = c.bytes[r.key1:r.val1:r.val1]
-	p.rec.Meta = r.meta
+	p.rec.Meta.Final, p.rec.Meta.Revision = r.final, r.revision
+	p.rec.Meta.WindowStart, p.rec.Meta.WindowEnd = r.winStart, r.winEnd
 	if m.out.onRow != nil {
-		if err := m.out.onRow(c.cells[r.row0:r.row1:r.row1]); err != nil {
+		if err := m.out.onRow(c.cells[row0:r.row1:r.row1]); err != nil {
 			return err
 		}
 	}

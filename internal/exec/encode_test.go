@@ -37,71 +37,116 @@ func TestEncodeRecordMatchesChangelog(t *testing.T) {
 			cells[rng.IntN(len(cells))], xs[rng.IntN(len(xs))], i/10, rng.IntN(1000)))
 	}
 	for _, sql := range queries {
-		t.Run(sql[:40], func(t *testing.T) {
-			prog, err := plan.Compile(identitySource+sql, plan.CompileOptions{})
-			if err != nil {
-				t.Fatal(err)
+		for _, into := range []bool{false, true} {
+			name := sql[:40]
+			if into {
+				name += " into"
 			}
-			q := prog.Queries[0]
-			names := make([]string, len(q.Select))
+			t.Run(name, func(t *testing.T) { encodeRecordCase(t, sql, lines, into) })
+		}
+	}
+}
+
+// encodeRecordCase runs one query of TestEncodeRecordMatchesChangelog,
+// with into, rendering into a host's buffer as a shard does (RenderInto):
+// the bytes must be the same, found in place when they fit, and a record
+// the host kept must never be written over.
+func encodeRecordCase(t *testing.T, sql string, lines []string, into bool) {
+	prog, err := plan.Compile(identitySource+sql, plan.CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := prog.Queries[0]
+	names := make([]string, len(q.Select))
+	for i, c := range q.Select {
+		names[i] = c.Name
+	}
+	var op *Operator
+	var clock int64
+	records, inPlace := 0, 0
+	var buf, kept []byte // the host's buffer, and a copy of what it holds
+	op, err = New(q, Config{
+		Emit: func(r *changelog.Record) error {
+			records++
+			wantKey := changelog.AppendKey(nil, op.postRow[:len(q.Keys)])
+			cells := make([]types.Value, len(q.Select))
 			for i, c := range q.Select {
-				names[i] = c.Name
-			}
-			var op *Operator
-			var clock int64
-			records := 0
-			op, err = New(q, Config{
-				Emit: func(r *changelog.Record) error {
-					records++
-					wantKey := changelog.AppendKey(nil, op.postRow[:len(q.Keys)])
-					cells := make([]types.Value, len(q.Select))
-					for i, c := range q.Select {
-						v, err := c.Expr.Eval(op.postRow)
-						if err != nil {
-							t.Fatal(err)
-						}
-						cells[i] = v
-					}
-					wantVal := changelog.AppendValue(nil, names, cells)
-					if !bytes.Equal(r.Key, wantKey) || !bytes.Equal(r.Value, wantVal) {
-						t.Fatalf("record\n key %s\n val %s\nwant\n key %s\n val %s", r.Key, r.Value, wantKey, wantVal)
-					}
-					// A view's reader takes the typed row, not the bytes:
-					// every cell, the ones copied from the key included.
-					got := op.EmittedRow()
-					for i := range cells {
-						if !bytes.Equal(changelog.AppendCell(nil, got[i]), changelog.AppendCell(nil, cells[i])) || got[i].Null != cells[i].Null || got[i].Kind != cells[i].Kind {
-							t.Fatalf("EmittedRow()[%d] (%s) = %#v, want %#v", i, names[i], got[i], cells[i])
-						}
-					}
-					return nil
-				},
-				Nanotime: func() int64 { clock++; return clock },
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := NewQueryDecoder(q)
-			for i, l := range lines {
-				row, err := d.Decode([]byte(l))
+				v, err := c.Expr.Eval(op.postRow)
 				if err != nil {
-					t.Fatalf("line %d %q: %v", i+1, l, err)
-				}
-				if err := op.Process(row); err != nil {
 					t.Fatal(err)
 				}
-				if i%7 == 0 && q.Window != nil && q.Window.Kind != plan.Session {
-					if err := op.EmitEarly(); err != nil {
-						t.Fatal(err)
-					}
+				cells[i] = v
+			}
+			wantVal := changelog.AppendValue(nil, names, cells)
+			if !bytes.Equal(r.Key, wantKey) || !bytes.Equal(r.Value, wantVal) {
+				t.Fatalf("record\n key %s\n val %s\nwant\n key %s\n val %s", r.Key, r.Value, wantKey, wantVal)
+			}
+			// A view's reader takes the typed row, not the bytes:
+			// every cell, the ones copied from the key included.
+			got := op.EmittedRow()
+			for i := range cells {
+				if !bytes.Equal(changelog.AppendCell(nil, got[i]), changelog.AppendCell(nil, cells[i])) || got[i].Null != cells[i].Null || got[i].Kind != cells[i].Kind {
+					t.Fatalf("EmittedRow()[%d] (%s) = %#v, want %#v", i, names[i], got[i], cells[i])
 				}
 			}
-			if err := op.Finish(); err != nil {
+			if into {
+				buf, kept, inPlace = keepRendered(t, op, buf, kept, r, inPlace)
+			}
+			return nil
+		},
+		Nanotime: func() int64 { clock++; return clock },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if into {
+		op.RenderInto(buf)
+	}
+	d := NewQueryDecoder(q)
+	for i, l := range lines {
+		row, err := d.Decode([]byte(l))
+		if err != nil {
+			t.Fatalf("line %d %q: %v", i+1, l, err)
+		}
+		if err := op.Process(row); err != nil {
+			t.Fatal(err)
+		}
+		if i%7 == 0 && q.Window != nil && q.Window.Kind != plan.Session {
+			if err := op.EmitEarly(); err != nil {
 				t.Fatal(err)
 			}
-			if records == 0 {
-				t.Fatal("no records")
-			}
-		})
+		}
 	}
+	if err := op.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if records == 0 {
+		t.Fatal("no records")
+	}
+	if into && (inPlace == 0 || !bytes.Equal(buf, kept)) {
+		t.Fatalf("%d of %d records rendered in place; the buffer holds what it was given: %v", inPlace, records, bytes.Equal(buf, kept))
+	}
+}
+
+// keepRendered appends r's key and value to buf as a shard does: buf only
+// grows over them when the operator rendered them there. Small buffers
+// make some records too large to fit, so they come in arrays of their
+// own. kept is a copy of everything appended to the buffer so far: no
+// later rendering may change it.
+func keepRendered(t *testing.T, op *Operator, buf, kept []byte, r *changelog.Record, inPlace int) ([]byte, []byte, int) {
+	t.Helper()
+	n := len(buf)
+	if len(r.Key)+len(r.Value) <= cap(buf)-n && &buf[:n+1][n] == &r.Key[0] && &buf[:n+len(r.Key)+1][n+len(r.Key)] == &r.Value[0] {
+		inPlace++
+	}
+	if !bytes.Equal(buf, kept) {
+		t.Fatal("the operator wrote over a record the host kept")
+	}
+	buf = append(append(buf, r.Key...), r.Value...)
+	kept = append(append(kept, r.Key...), r.Value...)
+	if cap(buf)-len(buf) < 48 {
+		buf, kept = make([]byte, 0, 200), kept[:0]
+	}
+	op.RenderInto(buf)
+	return buf, kept, inPlace
 }

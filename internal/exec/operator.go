@@ -190,6 +190,9 @@ type Operator struct {
 	rec      changelog.Record
 	keyOut   []byte
 	valOut   []byte
+	// into: a host's buffer (RenderInto) holds keyOut, and the value is
+	// rendered right after the key in its array.
+	into bool
 	// revDep: some SELECT column may read REVISION(), so the value a
 	// change is compared by is rendered again with the revision fixed
 	// (valueHash) into revRow and revBuf.
@@ -975,7 +978,11 @@ func (o *Operator) encodeRecord(keys []types.Value) {
 		o.keySpan[2*i+1] = len(k)
 	}
 	o.keyOut = append(k, ']')
-	v := append(o.valOut[:0], '{')
+	v := o.valOut[:0]
+	if o.into {
+		v = o.keyOut[len(o.keyOut):]
+	}
+	v = append(v, '{')
 	for i := range o.outRow { // by index: a range value would copy each cell first
 		v = append(v, o.prefixes[i]...)
 		if j := o.selKey[i]; j >= 0 {
@@ -1178,16 +1185,21 @@ func groupCellLen(k []byte, t types.Type) (int, bool) {
 	return 0, false
 }
 
+// le64 is the little-endian word at k[i:i+8], read in one load (the
+// compiler combines the bytes' loads when their bounds are checked once).
+func le64(k string, i int) uint64 {
+	b := k[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
 // decodeKeyBytes is the inverse of appendKeyBytes over a whole group key:
 // it appends the cells to dst. Strings alias k (no copy). The static types
 // give NULL cells their kind and decimals their scale.
 func decodeKeyBytes(k string, kt []types.Type, dst []types.Value) []types.Value {
 	i := 0
 	u64 := func() uint64 {
-		var x uint64
-		for j := 0; j < 8; j++ {
-			x |= uint64(k[i+j]) << (8 * j)
-		}
+		x := le64(k, i)
 		i += 8
 		return x
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/ubiksql/ubik/changelog"
 	"github.com/ubiksql/ubik/internal/sql/plan"
 	"github.com/ubiksql/ubik/internal/types"
 )
@@ -389,4 +390,26 @@ func (o *Operator) ProcessAdmitted(row []types.Value, key []byte, a *Admission) 
 // slice: NoFilter's copy shares its query's).
 func sameKeys(a, b []plan.KeyTerm) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// RecordMeta is the metadata every record of the operator carries alike:
+// its query's name, whether it is windowed, the window's positions in the
+// key. A host that hands records on without their whole Meta (a sharded
+// aggregate's merge) restores those fields from it.
+func (o *Operator) RecordMeta() changelog.Meta {
+	m := o.rec.Meta
+	m.Final, m.Revision, m.WindowStart, m.WindowEnd = false, 0, 0, 0
+	return m
+}
+
+// RenderInto has the operator render its next record's key into the
+// spare capacity of buf, from len(buf), and the value right after it
+// (each where it fits; else in an array of its own). A host that keeps
+// the records it is handed in one buffer then finds their bytes in
+// place, and extends the buffer over them instead of copying them. The
+// operator writes there until the next RenderInto: the host calls it
+// again before it lets anything else read or write past len(buf) (nil
+// gives the operator arrays of its own).
+func (o *Operator) RenderInto(buf []byte) {
+	o.keyOut, o.into = buf[len(buf):len(buf)], true
 }
