@@ -43,14 +43,17 @@ func (p *Pipeline) ddState() string { return dedupName(p.name) + "-state" }
 // ddStage is one dedup stage as it runs: the first stream's, or a join
 // of two views' second source's.
 type ddStage struct {
-	name   string      // its group, transactional id prefix and topics' prefix
-	q      *plan.Query // the query over the source, whose dedup key it applies
-	src    *plan.Source
-	dec    *drive.Decoder
-	topic  string          // the source topic, where a bad event is reported
-	parts  int             // the source's partitions, which its markers number
-	end    map[int32]int64 // UntilCaughtUp: the source's end offsets at start
-	outs   []exchangeFeed  // nil: p.repTopic, by q's group key
+	name  string      // its group, transactional id prefix and topics' prefix
+	q     *plan.Query // the query over the source, whose dedup key it applies
+	src   *plan.Source
+	dec   *drive.Decoder
+	topic string          // the source topic, where a bad event is reported
+	parts int             // the source's partitions, which its markers number
+	end   map[int32]int64 // UntilCaughtUp: the source's end offsets at start
+	outs  []exchangeFeed  // nil: p.repTopic, by q's group key
+	// marker is the header of its input's watermark markers: the
+	// routing stage's of a first stream, or of a second input.
+	marker string
 	gauges *dedupGauges
 	late   func(*drive.LateEvent)
 }
@@ -61,7 +64,7 @@ func (d *ddStage) state() string   { return d.name + "-state" }
 // firstDedup is the dedup stage of p's first stream, feeding outs.
 func (p *Pipeline) firstDedup(outs []exchangeFeed) *ddStage {
 	return &ddStage{name: dedupName(p.name), q: p.root, src: firstStream(p.root), dec: p.decoder(), topic: p.opts.Source.Topic,
-		parts: p.nSource, end: p.sourceEnd, outs: outs, gauges: &p.c.dedup, late: p.lateOf(p.root)}
+		parts: p.nSource, end: p.sourceEnd, outs: outs, marker: markerHeader, gauges: &p.c.dedup, late: p.lateOf(p.root)}
 }
 
 // secondDedup is the dedup stage of the second source p's join of two
@@ -69,7 +72,7 @@ func (p *Pipeline) firstDedup(outs []exchangeFeed) *ddStage {
 func (p *Pipeline) secondDedup(outs []exchangeFeed) *ddStage {
 	tj := p.tj
 	return &ddStage{name: dedupName(p.tableGroup()), q: tj.reader, src: tj.src, dec: tj.decoder(), topic: tj.ep.Topic,
-		parts: tj.n, end: tj.end, outs: outs, gauges: &p.c.dedup2, late: p.lateOf(tj.reader)}
+		parts: tj.n, end: tj.end, outs: outs, marker: tableMarkerHeader, gauges: &p.c.dedup2, late: p.lateOf(tj.reader)}
 }
 
 // lateOf is where the late events of q, a query of p, go: a view's to
@@ -319,7 +322,7 @@ func (w *dedupWork) apply(fs kgo.Fetches) (err error) {
 			p.unknownInput(w.tx, r, ierr) // its one input is the source
 			return
 		}
-		if hasHeader(r, markerHeader) || hasHeader(r, tableMarkerHeader) { // a second source's routing stage's
+		if hasHeader(r, w.d.marker) {
 			m, merr := decodeTracker(r.Value)
 			if merr != nil {
 				err = fmt.Errorf("%w at %s partition %d offset %d", merr, r.Topic, r.Partition, r.Offset)

@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -90,16 +89,7 @@ func TestRunKafkaViewJoinOver(t *testing.T) {
 			o.RepartitionPartitions = c.rep
 			o.UntilCaughtUp = true
 			o.Logger = testLogger(t)
-			pl, err := New(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			if err := pl.Run(ctx); err != nil {
-				t.Fatal(err)
-			}
-			st := pl.Stats()
+			st := runToEnd(t, o, 3*time.Minute)
 			if !st.CaughtUp || st.Late != 0 || st.EventsIn != int64(len(persons)+len(auctions)) || st.Malformed != 0 {
 				t.Errorf("stats %+v", st)
 			}

@@ -1,11 +1,9 @@
 package kafka
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/ubiksql/ubik/internal/sql/plan"
 )
@@ -101,26 +99,7 @@ FROM q8 GROUP BY TUMBLE(window_start, INTERVAL '10' SECOND) EMIT FINAL;`,
 					o.RepartitionPartitions = c.rep
 					o.UntilCaughtUp = true
 					o.Logger = testLogger(t)
-					pl, err := New(o)
-					if err != nil {
-						t.Fatal(err)
-					}
-					ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-					defer cancel()
-					if err := pl.Run(ctx); err != nil {
-						t.Fatal(err)
-					}
-					st := pl.Stats()
-					if !st.CaughtUp || st.Late != 0 || st.EventsIn != int64(len(persons)+len(auctions)) || st.Malformed != 0 {
-						t.Errorf("stats %+v", st)
-					}
-					for name, topic := range v.topics {
-						got := readFinals(t, addrs, topic)
-						if len(got) != len(want[name]) {
-							t.Errorf("%s: %d finals, in process %d", name, len(got), len(want[name]))
-						}
-						compareFinals(t, got, want[name])
-					}
+					runFinals(t, o, v.topics, want, len(persons)+len(auctions))
 				})
 			}
 		})

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -278,16 +277,7 @@ func TestRunKafkaViewJoinShapes(t *testing.T) {
 // equal want's.
 func runFinals(t *testing.T, o Options, topics map[string]string, want map[string]map[string]string, events int) Stats {
 	t.Helper()
-	pl, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := pl.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st := pl.Stats()
+	st := runToEnd(t, o, 3*time.Minute)
 	if !st.CaughtUp || st.Late != 0 || st.Malformed != 0 || st.EventsIn != int64(events) {
 		t.Errorf("stats %+v: want %d events", st, events)
 	}
@@ -499,16 +489,7 @@ func kafkaReported(t *testing.T, s viewJoinShape, q *plan.Query, persons, auctio
 	o.OnBadEvent = func(*BadEvent) { mu.Lock(); bad++; mu.Unlock() }
 	run := func() {
 		t.Helper()
-		pl, err := New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		if err := pl.Run(ctx); err != nil {
-			t.Fatal(err)
-		}
-		st := pl.Stats()
+		st := runToEnd(t, o, 3*time.Minute)
 		if !st.CaughtUp || st.Aborts != 0 {
 			t.Fatalf("stats %+v: an aborted transaction is redone, and counted again", st)
 		}

@@ -169,16 +169,7 @@ func TestRunKafkaViewJoin(t *testing.T) {
 			var mu sync.Mutex
 			late := 0
 			o.OnLate = func(*drive.LateEvent) { mu.Lock(); late++; mu.Unlock() }
-			pl, err := New(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			if err := pl.Run(ctx); err != nil {
-				t.Fatal(err)
-			}
-			st := pl.Stats()
+			st := runToEnd(t, o, 3*time.Minute)
 			if !st.CaughtUp || st.Late != 0 || late != 0 || st.EventsIn != int64(len(persons)+len(auctions)) || st.Malformed != 0 {
 				t.Errorf("stats %+v, late hook %d", st, late)
 			}
